@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs everything the test suite needs on a fresh Debian machine (run as root, or with sudo).
+# Safe to run again: apt and pip skip what is already installed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES=(pocl-opencl-icd ocl-icd-libopencl1 mesa-vulkan-drivers libvulkan1 glslang-tools gcc)
+
+missing=()
+for pkg in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  echo "ci/install.sh: installing Debian packages: ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+PYTHON="${PYTHON:-python3}"
+# The test extras, the OpenCL and Vulkan drivers' Python bindings, and the pinned NVRTC wheels
+# that let CI compile every CUDA rendering without a GPU.
+"$PYTHON" -m pip install -q --disable-pip-version-check -e ".[test,opencl,vulkan,nvrtc,bench]"

@@ -1,0 +1,115 @@
+"""The one error hierarchy of hurray_gpu.
+
+Every message says what went wrong and ends with a ``Fix:`` hint. Every exception pickles
+(``__reduce__`` re-creates it from its constructor arguments).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def _with_fix(message: str, fix: str) -> str:
+    message = message.rstrip()
+    return message if "Fix:" in message else f"{message} Fix: {fix}"
+
+
+class HurrayGPUError(Exception):
+    """Base class of every error raised by hurray_gpu."""
+
+    default_fix = "see the message above and the hurray_gpu documentation."
+
+    def __init__(self, message: str, *, fix: str | None = None) -> None:
+        self._args: tuple[Any, ...] = (message,)
+        self._kwargs: dict[str, Any] = {"fix": fix}
+        super().__init__(_with_fix(message, fix or self.default_fix))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild, (type(self), self._args, self._kwargs))
+
+
+def _rebuild(cls: type, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Exception:
+    return cls(*args, **kwargs)
+
+
+class HurrayFormatError(HurrayGPUError, ValueError):
+    """A malformed Hurray descriptor, raw stream or ``.hrry`` file.
+
+    Args:
+        message: what is wrong, naming the field and the bad value.
+        field: the field name (e.g. ``"rank"``), or None.
+        offset: the byte offset of the field in the input, or None.
+        fix: the ``Fix:`` hint.
+    """
+
+    default_fix = "check that the input is a valid Hurray encoding (hurray-facts §2)."
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        field: str | None = None,
+        offset: int | None = None,
+        fix: str | None = None,
+    ) -> None:
+        self.field = field
+        self.offset = offset
+        where = []
+        if field is not None:
+            where.append(f"field {field}")
+        if offset is not None:
+            where.append(f"byte offset {offset}")
+        text = f"{message} ({', '.join(where)})" if where else message
+        super().__init__(text, fix=fix)
+        self._args = (message,)
+        self._kwargs = {"field": field, "offset": offset, "fix": fix}
+
+
+class BackendUnavailableError(HurrayGPUError, RuntimeError):
+    """A device tag or backend that cannot be opened here."""
+
+    default_fix = "run `hurray-gpu devices` to see what is available."
+
+
+class DeviceError(HurrayGPUError, RuntimeError):
+    """A driver call failed; raised only by each backend's ``check()``."""
+
+
+class UnsupportedOpError(HurrayGPUError, NotImplementedError):
+    """An operation the chosen device or format does not support."""
+
+
+class OutOfMemoryError(HurrayGPUError, MemoryError):
+    """A device allocation failed after one retry with the pool emptied."""
+
+    def __init__(self, size: int, free: int, total: int, *, fix: str | None = None) -> None:
+        self.size, self.free, self.total = size, free, total
+        super().__init__(
+            f"out of device memory allocating {size} bytes ({free} free of {total}).",
+            fix=fix or "free tensors, use a smaller batch, or pick a device with more memory.",
+        )
+        self._args = (size, free, total)
+        self._kwargs = {"fix": fix}
+
+
+class CompileError(HurrayGPUError, RuntimeError):
+    """A kernel failed to compile; ``dump(file)`` writes the numbered source."""
+
+    def __init__(
+        self, message: str, source: str = "", options: tuple[str, ...] = (), log: str = "",
+        *, fix: str | None = None,
+    ) -> None:
+        self.source, self.options, self.log = source, tuple(options), log
+        super().__init__(
+            f"{message}\n{log}".rstrip(),
+            fix=fix or "call err.dump(sys.stderr) to see the numbered source and report it.",
+        )
+        self._args = (message, source, self.options, log)
+        self._kwargs = {"fix": fix}
+
+    def dump(self, file: Any) -> None:
+        """Write the source with line numbers, then the compiler log, to ``file``."""
+        for number, line in enumerate(self.source.splitlines(), 1):
+            file.write(f"{number:5d} {line}\n")
+        if self.log:
+            file.write(self.log.rstrip() + "\n")

@@ -1,0 +1,50 @@
+"""The error hierarchy: Fix: hints, typed bases, and pickling."""
+
+from __future__ import annotations
+
+import io
+import pickle
+
+import pytest
+
+from hurray_gpu import errors as E
+
+
+@pytest.mark.parametrize(
+    "exc",
+    [
+        E.HurrayGPUError("boom"),
+        E.HurrayFormatError("bad rank 65", field="rank", offset=4, fix="use rank <= 64."),
+        E.BackendUnavailableError("no metal backend (device_tag 0x03)"),
+        E.DeviceError("clEnqueueReadBuffer failed"),
+        E.UnsupportedOpError("float128 has no NumPy dtype"),
+        E.OutOfMemoryError(1 << 30, 1 << 20, 1 << 31),
+        E.CompileError("nvrtc failed", "int x", ("-arch=sm_90",), "error: x"),
+    ],
+)
+def test_every_error_has_a_fix_and_pickles(exc: E.HurrayGPUError) -> None:
+    assert "Fix:" in str(exc)
+    clone = pickle.loads(pickle.dumps(exc))
+    assert type(clone) is type(exc)
+    assert str(clone) == str(exc)
+
+
+def test_format_error_names_field_offset_and_is_a_value_error() -> None:
+    exc = E.HurrayFormatError("rank 65 exceeds 64", field="rank", offset=4, fix="use rank <= 64.")
+    assert isinstance(exc, ValueError)
+    assert "field rank" in str(exc) and "byte offset 4" in str(exc)
+    assert str(exc).endswith("Fix: use rank <= 64.")
+    assert (exc.field, exc.offset) == ("rank", 4)
+
+
+def test_out_of_memory_keeps_numbers() -> None:
+    exc = pickle.loads(pickle.dumps(E.OutOfMemoryError(10, 5, 100)))
+    assert (exc.size, exc.free, exc.total) == (10, 5, 100)
+    assert isinstance(exc, MemoryError)
+
+
+def test_compile_error_dump_numbers_source() -> None:
+    exc = E.CompileError("failed", "a;\nb;", (), "log line")
+    out = io.StringIO()
+    exc.dump(out)
+    assert out.getvalue() == "    1 a;\n    2 b;\nlog line\n"
