@@ -1,7 +1,15 @@
-"""hurray_gpu: the GPU-aware runtime for the Hurray tensor interchange format."""
+"""hurray_gpu: the GPU-aware runtime for the Hurray tensor interchange format.
+
+Importing this package never imports an optional driver (CuPy, pyopencl, vulkan): each backend
+module is imported only when its device is first opened.
+"""
 
 from __future__ import annotations
 
+from hurray_gpu.backends import DeviceTag
+from hurray_gpu.buffer import Buffer
+from hurray_gpu.device import Device, MemoryClass
+from hurray_gpu.devices_api import default_device, describe_devices, device, devices
 from hurray_gpu.errors import (
     BackendUnavailableError,
     CompileError,
@@ -11,16 +19,78 @@ from hurray_gpu.errors import (
     OutOfMemoryError,
     UnsupportedOpError,
 )
+from hurray_gpu.format.descriptor import (
+    BufferHandle,
+    SyncMode,
+    TensorDescriptor,
+    decode_descriptor,
+    decode_descriptor_prefix,
+)
+from hurray_gpu.format.dtypes import DType, by_name, by_tag
+from hurray_gpu.io import (
+    FileWriter,
+    HrryFile,
+    StreamReader,
+    StreamWriter,
+    UInt64,
+    load,
+    open_file,
+    save,
+)
+from hurray_gpu.tensor import Tensor
 
 __version__ = "0.1.0"
 
+
+def from_numpy(array: object, *, order: str = "C") -> Tensor:
+    """Wrap a NumPy or ml_dtypes array as a host Tensor (sub-byte types are packed).
+
+    Args:
+        array: any NumPy / ml_dtypes array.
+        order: ``"C"`` for a row-major descriptor, ``"F"`` for column-major.
+
+    Returns:
+        A Tensor on the cpu device.
+
+    Raises:
+        UnsupportedOpError: the dtype has no Hurray element type.
+    """
+    return Tensor.from_numpy(array, order=order)
+
+
 __all__ = [
     "BackendUnavailableError",
+    "Buffer",
+    "BufferHandle",
     "CompileError",
+    "DType",
+    "Device",
     "DeviceError",
+    "DeviceTag",
+    "FileWriter",
+    "HrryFile",
     "HurrayFormatError",
     "HurrayGPUError",
+    "MemoryClass",
     "OutOfMemoryError",
+    "StreamReader",
+    "StreamWriter",
+    "SyncMode",
+    "Tensor",
+    "TensorDescriptor",
+    "UInt64",
     "UnsupportedOpError",
     "__version__",
+    "by_name",
+    "by_tag",
+    "decode_descriptor",
+    "decode_descriptor_prefix",
+    "default_device",
+    "describe_devices",
+    "device",
+    "devices",
+    "from_numpy",
+    "load",
+    "open_file",
+    "save",
 ]

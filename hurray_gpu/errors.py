@@ -64,6 +64,16 @@ class HurrayFormatError(HurrayGPUError, ValueError):
         self._args = (message,)
         self._kwargs = {"field": field, "offset": offset, "fix": fix}
 
+    def shifted(self, delta: int) -> HurrayFormatError:
+        """The same error with its byte offset moved by ``delta``.
+
+        Containers use it to report a descriptor's error at its position in the enclosing
+        stream or file.
+        """
+        message, fix = self._args[0], self._kwargs.get("fix")
+        offset = None if self.offset is None else self.offset + delta
+        return type(self)(message, field=self.field, offset=offset, fix=fix)
+
 
 class BackendUnavailableError(HurrayGPUError, RuntimeError):
     """A device tag or backend that cannot be opened here."""

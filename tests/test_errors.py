@@ -48,3 +48,10 @@ def test_compile_error_dump_numbers_source() -> None:
     out = io.StringIO()
     exc.dump(out)
     assert out.getvalue() == "    1 a;\n    2 b;\nlog line\n"
+
+
+def test_format_error_shifted_moves_only_the_offset() -> None:
+    exc = E.HurrayFormatError("bad tag 0x47", field="type_tag", offset=14, fix="use a tag.")
+    moved = exc.shifted(100)
+    assert (moved.field, moved.offset) == ("type_tag", 114)
+    assert str(moved) == "bad tag 0x47 (field type_tag, byte offset 114) Fix: use a tag."

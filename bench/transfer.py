@@ -1,0 +1,91 @@
+"""Host<->device transfer bandwidth per device and memory class, against numpy copy bandwidth.
+
+Warm buffers, median of several runs. Prints a table and writes JSON.
+Usage: python bench/transfer.py [--size-mib 64] [--runs 7] [--json bench/out/transfer.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hurray_gpu.buffer import Buffer
+from hurray_gpu.devices_api import device, devices
+
+
+def _median_seconds(fn: Callable[[], None], runs: int) -> float:
+    fn()  # warm-up: first-touch page faults, lazy driver allocation
+    samples = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+
+
+def numpy_copy_gbps(nbytes: int, runs: int) -> float:
+    """Median host memcpy bandwidth (np.copyto) in GB/s."""
+    src = np.random.default_rng(0).integers(0, 256, nbytes, dtype=np.uint8)
+    dst = np.empty_like(src)
+    return nbytes / _median_seconds(lambda: np.copyto(dst, src), runs) / 1e9
+
+
+def measure(dev: Any, memory_class: Any, nbytes: int, runs: int) -> dict[str, Any]:
+    """Median H2D and D2H bandwidth of one device and memory class."""
+    host = np.random.default_rng(1).integers(0, 256, nbytes, dtype=np.uint8)
+    back = np.empty_like(host)
+    buf = Buffer(dev, nbytes, memory_class)
+    try:
+        h2d = _median_seconds(lambda: buf.copyin(host), runs)
+        d2h = _median_seconds(lambda: buf.copyout(back), runs)
+        exact = bool(np.array_equal(host, back))
+    finally:
+        buf.free()
+        dev.allocator.free_cache()
+    return {"device": dev.spec, "name": dev.name, "memory_class": memory_class.label,
+            "bytes": nbytes, "h2d_gbps": nbytes / h2d / 1e9, "d2h_gbps": nbytes / d2h / 1e9,
+            "h2d_s": h2d, "d2h_s": d2h, "bit_exact": exact}
+
+
+def _table(rows: list[dict[str, Any]], numpy_gbps: float) -> str:
+    lines = [f"numpy copy (np.copyto): {numpy_gbps:8.2f} GB/s",
+             f"{'device':12s} {'class':12s} {'H2D GB/s':>9s} {'D2H GB/s':>9s} "
+             f"{'H2D/numpy':>9s} {'D2H/numpy':>9s} exact"]
+    for r in rows:
+        lines.append(f"{r['device']:12s} {r['memory_class']:12s} {r['h2d_gbps']:9.2f} "
+                     f"{r['d2h_gbps']:9.2f} {r['h2d_gbps'] / numpy_gbps:9.2f} "
+                     f"{r['d2h_gbps'] / numpy_gbps:9.2f} {r['bit_exact']}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark; returns 1 if any round trip was not bit-exact."""
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--size-mib", type=int, default=64)
+    parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--device", action="append", default=[], help="spec; default: all")
+    parser.add_argument("--json", default="bench/out/transfer.json")
+    args = parser.parse_args(argv)
+    nbytes = max(1, args.size_mib) * 1024 * 1024
+    targets = [device(s) for s in args.device] or [d for d in devices() if d.kind != "reference"]
+    numpy_gbps = numpy_copy_gbps(nbytes, args.runs)
+    rows = [measure(d, mc, nbytes, args.runs) for d in targets for mc in d.memory_classes]
+    print(_table(rows, numpy_gbps))
+    out = Path(args.json)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"bytes": nbytes, "runs": args.runs, "numpy_copy_gbps": numpy_gbps,
+                               "results": rows}, indent=2))
+    print(f"wrote {out}")
+    return 0 if all(r["bit_exact"] for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

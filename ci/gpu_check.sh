@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# The one short device check for a lent GPU machine (under 8 minutes; installs nothing).
+# Runs: NVRTC compile of every kernel, tests marked gpu/cuda in tests/gpu, the backend tests on
+# the cuda/rocm devices, and the transfer benchmark. Results go to $OUT (or bench/out).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+PYTHON="${PYTHON:-python3}"
+OUT_DIR="${OUT:-bench/out}"
+mkdir -p "$OUT_DIR"
+export HURRAY_GPU_CACHE_DIR="${HURRAY_GPU_CACHE_DIR:-$(mktemp -d)}"
+status=0
+
+step() {  # step NAME TIMEOUT_S CMD...: runs one step; pytest's "no tests" (5) is not a failure
+  local name="$1" limit="$2"
+  shift 2
+  echo "== $name"
+  timeout "$limit" "$@"
+  local rc=$?
+  if [ "$rc" -ne 0 ] && [ "$rc" -ne 5 ]; then
+    echo "gpu_check: $name failed (exit $rc)" >&2
+    status=1
+  fi
+}
+
+command -v nvidia-smi >/dev/null && nvidia-smi -L
+"$PYTHON" -c "import hurray_gpu.devices_api as d; print([x.spec for x in d.devices()])"
+step "nvrtc check" 120 "$PYTHON" -m hurray_gpu.kernels check --dialect cuda --arch sm_80,sm_90
+step "gpu tests" 240 "$PYTHON" -m pytest -q -m "gpu or cuda" tests/gpu \
+  --junitxml="$OUT_DIR/gpu_tests.xml"
+step "backend tests on cuda/rocm" 180 "$PYTHON" -m pytest -q tests/backend -k "cuda or rocm" \
+  --junitxml="$OUT_DIR/backend_gpu.xml"
+step "transfer bench" 120 "$PYTHON" bench/transfer.py --size-mib 256 --runs 5 \
+  --json "$OUT_DIR/transfer.json"
+exit "$status"

@@ -1,0 +1,231 @@
+"""CPU backend (device tag 0x00): host memory, kernels as C11 + OpenMP built by the host cc.
+
+The tinygrad ClangDevice model: render C, compile a shared object, load it with ctypes.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import functools
+import os
+import platform
+import subprocess
+import tempfile
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from hurray_gpu import config
+from hurray_gpu.device import Allocation, Allocator, Compiler, Device, MemoryClass, Program
+from hurray_gpu.errors import BackendUnavailableError, CompileError, DeviceError, UnsupportedOpError
+
+__all__ = ["CPUAllocator", "CPUCompiler", "CPUDevice", "CPUProgram", "DEVICE", "check"]
+
+# Hurray requires >= 64-byte alignment for non-empty buffers; pinned memory is page aligned
+# so mlock covers exactly its own pages.
+ALIGNMENT = 64
+PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+COMPILE_TIMEOUT_S = 120
+
+
+def check(status: int, what: str = "host call") -> None:
+    """Raise DeviceError for a non-zero libc status (errno attached)."""
+    if status != 0:
+        err = ctypes.get_errno()
+        raise DeviceError(f"{what} failed with status {status}: {os.strerror(err)} (errno {err})")
+
+
+@functools.lru_cache(maxsize=1)
+def _libc() -> Any:
+    name = ctypes.util.find_library("c")
+    return ctypes.CDLL(name, use_errno=True) if name else None
+
+
+def _aligned_empty(nbytes: int, alignment: int) -> np.ndarray:
+    raw = np.empty(nbytes + alignment, dtype=np.uint8)
+    start = (-raw.ctypes.data) % alignment
+    return raw[start:start + nbytes]
+
+
+class CPUAllocator(Allocator):
+    """numpy-backed host memory; host_pinned is page-aligned and mlock'ed."""
+
+    def _alloc(self, nbytes: int, memory_class: MemoryClass) -> np.ndarray:
+        if memory_class == MemoryClass.HOST_PINNED:
+            return self._alloc_pinned(nbytes)
+        return _aligned_empty(nbytes, ALIGNMENT)
+
+    def _alloc_pinned(self, nbytes: int) -> np.ndarray:
+        array = _aligned_empty(-(-nbytes // PAGE) * PAGE, PAGE)
+        libc = _libc()
+        if libc.mlock(ctypes.c_void_p(array.ctypes.data), ctypes.c_size_t(array.nbytes)) != 0:
+            err = ctypes.get_errno()
+            raise UnsupportedOpError(
+                f"page-locking {nbytes} bytes failed: {os.strerror(err)} (errno {err})",
+                fix="raise the locked-memory limit (ulimit -l / RLIMIT_MEMLOCK) or use "
+                    "standard memory.")
+        return array[:nbytes]
+
+    def _free(self, raw: np.ndarray, nbytes: int, memory_class: MemoryClass) -> None:
+        if memory_class == MemoryClass.HOST_PINNED:
+            size = -(-nbytes // PAGE) * PAGE
+            check(_libc().munlock(ctypes.c_void_p(raw.ctypes.data), ctypes.c_size_t(size)),
+                  "munlock")
+
+    def _copyin(self, raw: np.ndarray, src: memoryview) -> None:
+        raw[:] = np.frombuffer(src, dtype=np.uint8)
+
+    def _copyout(self, dest: memoryview, raw: np.ndarray) -> None:
+        np.frombuffer(dest, dtype=np.uint8)[:] = raw
+
+    def _offset(self, raw: np.ndarray, offset: int, nbytes: int) -> np.ndarray:
+        return raw[offset:offset + nbytes]
+
+
+@functools.lru_cache(maxsize=8)
+def _cc_version(cc: str) -> str:
+    try:
+        out = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise BackendUnavailableError(f"C compiler {cc} does not run: {exc}") from exc
+    return (out.stdout.splitlines() or [cc])[0].strip()
+
+
+@functools.lru_cache(maxsize=8)
+def _has_openmp(cc: str) -> bool:
+    source = "#include <omp.h>\nint f(void) { return omp_get_max_threads(); }\n"
+    with tempfile.TemporaryDirectory() as tmp:
+        cmd = [cc, "-fopenmp", "-shared", "-fPIC", "-x", "c", "-", "-o", f"{tmp}/t.so"]
+        try:
+            done = subprocess.run(cmd, input=source, capture_output=True, text=True, timeout=60)
+        except (OSError, subprocess.TimeoutExpired):
+            return False
+    return done.returncode == 0
+
+
+class CPUCompiler(Compiler):
+    """Compiles host C with ``cc`` into a shared object (the binary that is cached)."""
+
+    backend = "cpu"
+
+    def __init__(self, identity: str) -> None:
+        self.cc = config.c_compiler()
+        super().__init__(identity)
+
+    def _require_cc(self) -> str:
+        if self.cc is None:
+            raise BackendUnavailableError(
+                "no C compiler found to build cpu kernels (looked for $HURRAY_GPU_CC, $CC, cc)",
+                fix="install gcc or clang (e.g. apt-get install gcc), or set CC=/path/to/cc.")
+        return self.cc
+
+    def version(self) -> str:
+        return _cc_version(self._require_cc())
+
+    def options(self) -> tuple[str, ...]:
+        """Flags for every kernel: OpenMP only when the compiler supports it."""
+        flags = ("-O2", "-std=c11", "-fno-math-errno")
+        return flags + (("-fopenmp",) if _has_openmp(self._require_cc()) else ())
+
+    def compile(self, source: str, options: Sequence[str] = ()) -> bytes:
+        cc = self._require_cc()
+        with tempfile.TemporaryDirectory(prefix="hurray_gpu_cc_") as tmp:
+            out = os.path.join(tmp, "kernel.so")
+            cmd = [cc, *options, "-shared", "-fPIC", "-x", "c", "-", "-o", out, "-lm"]
+            try:
+                done = subprocess.run(cmd, input=source, capture_output=True, text=True,
+                                      timeout=COMPILE_TIMEOUT_S)
+            except (OSError, subprocess.TimeoutExpired) as exc:
+                raise CompileError(f"{cc} failed to run: {exc}", source, tuple(options)) from exc
+            if done.returncode != 0:
+                raise CompileError(f"{cc} rejected the kernel", source, tuple(options),
+                                   done.stderr)
+            with open(out, "rb") as handle:
+                return handle.read()
+
+
+_ENTRY_ARGTYPES = [ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_uint32),
+                   ctypes.c_int64, ctypes.c_int64, ctypes.c_int64]
+
+
+class CPUProgram(Program):
+    """A kernel shared object loaded with ctypes; calls release the GIL."""
+
+    def __init__(self, device: Device, kernel: Any, binary: bytes) -> None:
+        super().__init__(device, kernel, binary)
+        with tempfile.NamedTemporaryFile(prefix="hurray_gpu_", suffix=".so", delete=False) as f:
+            f.write(binary)
+            path = f.name
+        try:
+            self._lib = ctypes.CDLL(path)
+        except OSError as exc:
+            raise DeviceError(f"cannot load compiled kernel {kernel.name}: {exc}",
+                              fix="clear HURRAY_GPU_CACHE_DIR and retry.") from exc
+        finally:
+            os.unlink(path)  # the mapping stays valid after unlink
+        self._fn = getattr(self._lib, kernel.name)
+        self._fn.argtypes = _ENTRY_ARGTYPES
+        self._fn.restype = None
+
+    def _launch(self, buffers: list[Allocation], scalars: list[np.generic],
+                global_size: tuple[int, int, int], local_size: tuple[int, int, int],
+                wait: bool) -> float | None:
+        ptrs = (ctypes.c_void_p * max(1, len(buffers)))(
+            *[b.raw.ctypes.data if b.nbytes else None for b in buffers])
+        words = np.array([int(np.asarray(s).view(np.uint32)) for s in scalars] or [0], np.uint32)
+        start = time.perf_counter()
+        self._fn(ptrs, words.ctypes.data_as(ctypes.POINTER(ctypes.c_uint32)), *global_size)
+        return time.perf_counter() - start if wait else None
+
+
+class CPUDevice(Device):
+    """The host CPU: always one device."""
+
+    tag = 0x00
+    kind = "cpu"
+    dialect = "c"
+    program_cls = CPUProgram
+
+    def __init__(self, index: int = 0) -> None:
+        classes = [MemoryClass.STANDARD]
+        libc = _libc()
+        if libc is not None and hasattr(libc, "mlock"):
+            classes.append(MemoryClass.HOST_PINNED)
+        name = platform.processor() or platform.machine() or "cpu"
+        super().__init__(index, name, CPUAllocator(self), CPUCompiler(self.identity_for(name)),
+                         classes)
+
+    @staticmethod
+    def identity_for(name: str) -> str:
+        """Machine and OS: a shared object built here runs on any machine matching both."""
+        return f"cpu:{platform.machine()}:{platform.system()}:{name}"
+
+    @classmethod
+    def count(cls) -> int:
+        return 1
+
+    def identity(self) -> str:
+        return self.identity_for(self.name)
+
+    @property
+    def max_alloc(self) -> int:
+        """Physical memory: one buffer larger than RAM is refused before numpy tries."""
+        return self.memory_info()[1]
+
+    def memory_info(self) -> tuple[int, int]:
+        try:
+            free = os.sysconf("SC_AVPHYS_PAGES") * PAGE
+            total = os.sysconf("SC_PHYS_PAGES") * PAGE
+        except (ValueError, OSError, AttributeError):
+            return (0, 0)
+        return (free, total)
+
+    def compile_options(self, kernel: Any) -> tuple[str, ...]:
+        compiler: CPUCompiler = self.compiler  # type: ignore[assignment]
+        return compiler.options()
+
+
+DEVICE = CPUDevice

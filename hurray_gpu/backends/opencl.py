@@ -1,0 +1,236 @@
+"""OpenCL backend (device tag 0x08) over pyopencl.
+
+standard = device cl_mem, host_pinned = CL_MEM_ALLOC_HOST_PTR, unified = coarse-grain SVM.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+
+from hurray_gpu.device import Allocation, Allocator, Compiler, Device, MemoryClass, Program
+from hurray_gpu.errors import CompileError, DeviceError, UnsupportedOpError
+
+try:
+    import pyopencl as cl
+except ImportError as _exc:  # the registry turns this into BackendUnavailableError
+    raise ImportError(f"pyopencl is not installed ({_exc})") from _exc
+
+__all__ = ["CLAllocator", "CLCompiler", "CLDevice", "CLProgram", "DEVICE", "check"]
+
+# OpenCL C version the portable subset targets (pocl has no fp16 arithmetic).
+CL_STD = "-cl-std=CL1.2"
+
+
+def check(status: int | BaseException, what: str = "OpenCL call") -> None:
+    """Raise DeviceError for a non-zero cl status code or a pyopencl error."""
+    if isinstance(status, BaseException):
+        code = getattr(getattr(status, "code", None), "__int__", lambda: -9999)()
+        raise DeviceError(f"{what} failed: {status} (status {code})",
+                          fix="check the OpenCL driver (clinfo) and the arguments.") from status
+    if status != 0:
+        raise DeviceError(f"{what} failed with status {status}")
+
+
+@contextmanager
+def _cl_call(what: str) -> Iterator[None]:
+    try:
+        yield
+    except cl.MemoryError:
+        raise
+    except cl.Error as exc:
+        check(exc, what)
+
+
+def _all_devices() -> list[Any]:
+    try:
+        platforms = cl.get_platforms()
+    except cl.Error:
+        return []  # no ICD loader platforms: zero devices, not an error
+    found: list[Any] = []
+    for platform in platforms:
+        try:
+            found.extend(platform.get_devices())
+        except cl.Error:
+            continue
+    return found
+
+
+class CLAllocator(Allocator):
+    """cl_mem buffers (raw = (mem, offset)); SVM memory (raw = numpy array over SVM)."""
+
+    oom_errors = (MemoryError, cl.MemoryError)
+
+    def _alloc(self, nbytes: int, memory_class: MemoryClass) -> Any:
+        dev: CLDevice = self.device  # type: ignore[assignment]
+        flags: Any = cl.mem_flags.READ_WRITE
+        if memory_class == MemoryClass.UNIFIED:
+            return cl.svm_empty(dev.context, cl.svm_mem_flags.READ_WRITE, (nbytes,), np.uint8,
+                                alignment=dev.alignment)
+        if memory_class == MemoryClass.HOST_PINNED:
+            flags |= cl.mem_flags.ALLOC_HOST_PTR
+        try:
+            return (cl.Buffer(dev.context, flags, nbytes), 0)
+        except cl.MemoryError:
+            raise
+        except cl.Error as exc:
+            check(exc, "clCreateBuffer")
+            raise
+
+    def _free(self, raw: Any, nbytes: int, memory_class: MemoryClass) -> None:
+        if isinstance(raw, tuple):
+            raw[0].release()
+
+    def _copyin(self, raw: Any, src: memoryview) -> None:
+        dev: CLDevice = self.device  # type: ignore[assignment]
+        with _cl_call("clEnqueueWriteBuffer"):
+            if isinstance(raw, tuple):
+                cl.enqueue_copy(dev.queue, raw[0], src, dst_offset=raw[1], is_blocking=True)
+            else:  # coarse-grain SVM: the host touches it only while mapped
+                with cl.SVM(raw).map_rw(dev.queue) as mapped:
+                    mapped[:] = np.frombuffer(src, dtype=np.uint8)
+
+    def _copyout(self, dest: memoryview, raw: Any) -> None:
+        dev: CLDevice = self.device  # type: ignore[assignment]
+        with _cl_call("clEnqueueReadBuffer"):
+            if isinstance(raw, tuple):
+                cl.enqueue_copy(dev.queue, dest, raw[0], src_offset=raw[1], is_blocking=True)
+            else:
+                with cl.SVM(raw).map_ro(dev.queue) as mapped:
+                    np.frombuffer(dest, dtype=np.uint8)[:] = mapped
+
+    def _offset(self, raw: Any, offset: int, nbytes: int) -> Any:
+        if isinstance(raw, tuple):
+            return (raw[0], raw[1] + offset)
+        return raw[offset:offset + nbytes]
+
+
+class CLCompiler(Compiler):
+    """Builds OpenCL C for one device; the binary is the device program binary."""
+
+    backend = "opencl"
+
+    def __init__(self, device: CLDevice) -> None:
+        self.cl_device = device.cl_device
+        self.context = device.context
+        super().__init__(device.identity())
+
+    def version(self) -> str:
+        d = self.cl_device
+        return f"{d.platform.version}|{d.version}|{d.driver_version}"
+
+    def compile(self, source: str, options: Sequence[str] = ()) -> bytes:
+        try:
+            program = cl.Program(self.context, source).build(options=list(options),
+                                                             devices=[self.cl_device])
+        except cl.Error as exc:
+            raise CompileError("OpenCL build failed", source, tuple(options), str(exc)) from exc
+        return bytes(program.get_info(cl.program_info.BINARIES)[0])
+
+
+class CLProgram(Program):
+    """A device binary loaded into the device's context; launches are serialised per program."""
+
+    def __init__(self, device: Device, kernel: Any, binary: bytes) -> None:
+        super().__init__(device, kernel, binary)
+        dev: CLDevice = device  # type: ignore[assignment]
+        try:
+            program = cl.Program(dev.context, [dev.cl_device], [binary]).build()
+            self._kernel = cl.Kernel(program, kernel.name)
+        except cl.Error as exc:
+            raise CompileError("OpenCL binary did not load", "", (), str(exc),
+                               fix="clear HURRAY_GPU_CACHE_DIR and retry.") from exc
+        self._lock = threading.Lock()
+
+    def _arg(self, alloc: Allocation) -> Any:
+        if alloc.nbytes == 0:
+            return None
+        if not isinstance(alloc.raw, tuple):
+            return cl.SVM(alloc.raw)
+        mem, offset = alloc.raw
+        if offset == 0 and alloc.base is None:
+            return mem
+        dev: CLDevice = self.device  # type: ignore[assignment]
+        if offset % dev.alignment:
+            raise UnsupportedOpError(
+                f"OpenCL sub-buffer offset {offset} is not a multiple of "
+                f"CL_DEVICE_MEM_BASE_ADDR_ALIGN ({dev.alignment} bytes)",
+                fix="align views passed to kernels, or copy them to a fresh buffer.")
+        with _cl_call("clCreateSubBuffer"):
+            return mem.get_sub_region(offset, alloc.nbytes)
+
+    def _launch(self, buffers: list[Allocation], scalars: list[np.generic],
+                global_size: tuple[int, int, int], local_size: tuple[int, int, int],
+                wait: bool) -> float | None:
+        dev: CLDevice = self.device  # type: ignore[assignment]
+        padded = tuple(-(-g // loc) * loc for g, loc in zip(global_size, local_size, strict=True))
+        args = [self._arg(b) for b in buffers] + list(scalars)
+        with self._lock, _cl_call(f"launch of {self.kernel.name}"):
+            self._kernel.set_args(*args)
+            event = cl.enqueue_nd_range_kernel(dev.queue, self._kernel, padded, local_size)
+        if not wait:
+            return None
+        with _cl_call("clWaitForEvents"):
+            event.wait()
+            return (event.profile.end - event.profile.start) * 1e-9
+
+
+class CLDevice(Device):
+    """One OpenCL device with its own context and in-order profiling queue."""
+
+    tag = 0x08
+    kind = "opencl"
+    dialect = "opencl"
+    program_cls = CLProgram
+
+    def __init__(self, index: int = 0) -> None:
+        self.cl_device = _all_devices()[index]
+        with _cl_call("clCreateContext"):
+            self.context = cl.Context([self.cl_device])
+            self.queue = cl.CommandQueue(
+                self.context, self.cl_device,
+                properties=cl.command_queue_properties.PROFILING_ENABLE)
+        self.alignment = max(1, self.cl_device.mem_base_addr_align // 8)
+        self.emulated = bool(self.cl_device.type & cl.device_type.CPU)
+        super().__init__(index, self.cl_device.name.strip(), CLAllocator(self),
+                         CLCompiler(self), self._memory_classes())
+
+    def _memory_classes(self) -> tuple[MemoryClass, ...]:
+        classes = [MemoryClass.STANDARD, MemoryClass.HOST_PINNED]
+        try:
+            svm = self.cl_device.svm_capabilities
+        except (cl.Error, AttributeError):
+            svm = 0
+        if svm & cl.device_svm_capabilities.COARSE_GRAIN_BUFFER:
+            classes.append(MemoryClass.UNIFIED)
+        return tuple(classes)
+
+    @classmethod
+    def count(cls) -> int:
+        return len(_all_devices())
+
+    @property
+    def max_alloc(self) -> int:
+        return int(self.cl_device.max_mem_alloc_size)
+
+    def memory_info(self) -> tuple[int, int]:
+        total = int(self.cl_device.global_mem_size)
+        return (max(0, total - self.allocator.allocated_bytes), total)
+
+    def identity(self) -> str:
+        d = self.cl_device
+        return f"opencl:{d.platform.name}|{d.vendor}|{d.name}|{d.driver_version}"
+
+    def synchronize(self) -> None:
+        with _cl_call("clFinish"):
+            self.queue.finish()
+
+    def compile_options(self, kernel: Any) -> tuple[str, ...]:
+        return (CL_STD,)
+
+
+DEVICE = CLDevice

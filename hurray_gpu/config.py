@@ -1,0 +1,66 @@
+"""Configuration: the only module that reads ``HURRAY_GPU_*`` environment variables.
+
+Values are read at call time so tests and subprocesses can change them without reloading.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+__all__ = [
+    "c_compiler",
+    "cache_dir",
+    "cache_fatal",
+    "debug_level",
+    "device_override",
+    "no_cache",
+]
+
+
+def _flag(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in {"1", "true", "yes", "on"}
+
+
+def device_override() -> str | None:
+    """The device spec in ``HURRAY_GPU_DEVICE`` (e.g. ``"opencl:0"``), or None when unset."""
+    value = os.environ.get("HURRAY_GPU_DEVICE", "").strip()
+    return value or None
+
+
+def cache_dir() -> Path:
+    """The on-disk kernel cache root: ``HURRAY_GPU_CACHE_DIR`` or ``~/.cache/hurray_gpu``."""
+    value = os.environ.get("HURRAY_GPU_CACHE_DIR", "").strip()
+    if value:
+        return Path(value).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME", "").strip()
+    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
+    return base / "hurray_gpu"
+
+
+def cache_fatal() -> bool:
+    """True when ``HURRAY_GPU_CACHE_FATAL=1``: cache failures raise instead of warning."""
+    return _flag("HURRAY_GPU_CACHE_FATAL")
+
+
+def no_cache() -> bool:
+    """True when ``HURRAY_GPU_NO_CACHE=1``: the disk cache is neither read nor written."""
+    return _flag("HURRAY_GPU_NO_CACHE")
+
+
+def debug_level() -> int:
+    """``HURRAY_GPU_DEBUG`` as an integer (0 when unset or not a number)."""
+    try:
+        return int(os.environ.get("HURRAY_GPU_DEBUG", "0"))
+    except ValueError:
+        return 0
+
+
+def c_compiler() -> str | None:
+    """The host C compiler: ``HURRAY_GPU_CC``, else ``CC``, else ``cc`` on PATH (None if none)."""
+    for name in ("HURRAY_GPU_CC", "CC"):
+        value = os.environ.get(name, "").strip()
+        if value:
+            return shutil.which(value) or (value if Path(value).is_file() else None)
+    return shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")

@@ -1,0 +1,397 @@
+"""Backend base classes: Device, Allocator (pooling, size checks, OOM retry), Compiler, Program.
+
+Backends subclass these and fill the underscore hooks; the policy lives here only.
+"""
+
+from __future__ import annotations
+
+import gc
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from hurray_gpu.cache import LRUCache
+from hurray_gpu.errors import BackendUnavailableError, OutOfMemoryError, UnsupportedOpError
+from hurray_gpu.program import Compiler, Program
+
+if TYPE_CHECKING:
+    from hurray_gpu.kernels.dialect.kernel import KernelDef
+
+__all__ = ["Allocation", "Allocator", "Compiler", "Device", "MemoryClass", "Program"]
+
+# Freed buffers kept for reuse, per allocator. Beyond this the oldest are really freed.
+DEFAULT_POOL_LIMIT = 512 * 1024 * 1024
+# Loaded programs kept per device.
+PROGRAM_CACHE_CAPACITY = 256
+
+
+class MemoryClass(IntEnum):
+    """Hurray memory_class values (hurray-facts §3)."""
+
+    STANDARD = 0x00
+    HOST_PINNED = 0x01
+    UNIFIED = 0x02
+    PEER = 0x03
+
+    @classmethod
+    def parse(cls, value: MemoryClass | int | str) -> MemoryClass:
+        """Return the member for a value, a member, or a name such as ``"host_pinned"``.
+
+        Raises:
+            UnsupportedOpError: for an unknown or private class.
+        """
+        if isinstance(value, str):
+            key = value.strip().upper()
+            if key in cls.__members__:
+                return cls[key]
+        elif isinstance(value, int) and not isinstance(value, bool) and value in range(4):
+            return cls(value)
+        raise UnsupportedOpError(
+            f"unknown memory class {value!r}",
+            fix="use one of standard, host_pinned, unified, peer (or 0-3).",
+        )
+
+    @property
+    def label(self) -> str:
+        """The lowercase name used in specs and messages."""
+        return self.name.lower()
+
+
+@dataclass(eq=False)
+class Allocation:
+    """A device allocation or a view of one: the backend's raw handle plus its size and class."""
+
+    raw: Any
+    nbytes: int
+    memory_class: MemoryClass
+    base: Allocation | None = None
+    offset: int = 0
+    freed: bool = field(default=False)
+
+    @property
+    def root(self) -> Allocation:
+        """The allocation this one is a view of (itself when not a view)."""
+        return self.base if self.base is not None else self
+
+
+def _as_bytes_view(data: Any, writable: bool) -> memoryview:
+    try:
+        view = memoryview(data)
+    except TypeError as exc:
+        raise UnsupportedOpError(
+            f"cannot copy from/to {type(data).__name__}: not a buffer",
+            fix="pass bytes, bytearray, memoryview or a contiguous numpy array.",
+        ) from exc
+    if not view.c_contiguous:
+        raise UnsupportedOpError("buffer is not C-contiguous", fix="pass np.ascontiguousarray(x).")
+    if writable and view.readonly:
+        raise UnsupportedOpError("destination is read-only", fix="pass a writable buffer.")
+    return view.cast("B") if view.format != "B" or view.ndim != 1 else view
+
+
+class Allocator:
+    """Allocates device memory: checks sizes, pools freed buffers, retries once on OOM.
+
+    Backends override ``_alloc``, ``_free``, ``_copyin``, ``_copyout`` and ``_offset`` only.
+
+    Args:
+        device: the owning device.
+        pool_limit: the most bytes of freed buffers kept for reuse.
+    """
+
+    # Exception types a backend's ``_alloc`` raises when the device is out of memory.
+    oom_errors: ClassVar[tuple[type[BaseException], ...]] = (MemoryError,)
+
+    def __init__(self, device: Device, pool_limit: int = DEFAULT_POOL_LIMIT) -> None:
+        self.device = device
+        self.pool_limit = pool_limit
+        self._pool: OrderedDict[tuple[int, MemoryClass], list[Any]] = OrderedDict()
+        self._lock = threading.Lock()
+        self.pooled_bytes = 0
+        self.allocated_bytes = 0
+        self.peak_bytes = 0
+        self.alloc_count = 0
+
+    # -- public policy ------------------------------------------------------------------
+    def alloc(self, nbytes: int, memory_class: MemoryClass | int | str = 0) -> Allocation:
+        """Allocate ``nbytes`` of ``memory_class`` memory, reusing a pooled buffer if any.
+
+        Raises:
+            UnsupportedOpError: bad size, or a class the device does not offer.
+            OutOfMemoryError: the device has no room even after emptying the pool.
+        """
+        mclass = self._check_request(nbytes, memory_class)
+        if nbytes == 0:
+            return Allocation(None, 0, mclass)
+        raw = self._take_pooled(nbytes, mclass)
+        if raw is None:
+            raw = self._alloc_with_retry(nbytes, mclass)
+        with self._lock:
+            self.allocated_bytes += nbytes
+            self.peak_bytes = max(self.peak_bytes, self.allocated_bytes)
+            self.alloc_count += 1
+        return Allocation(raw, nbytes, mclass)
+
+    def free(self, allocation: Allocation) -> None:
+        """Return an allocation to the pool (views and double frees are ignored)."""
+        if allocation.freed or allocation.base is not None:
+            return
+        allocation.freed = True
+        if allocation.nbytes == 0:
+            return
+        with self._lock:
+            self.allocated_bytes -= allocation.nbytes
+        self._put_pooled(allocation.raw, allocation.nbytes, allocation.memory_class)
+
+    def copyin(self, dest: Allocation, src: Any) -> None:
+        """Copy all of ``src`` (bytes-like, exactly ``dest.nbytes`` long) into ``dest``."""
+        view = _as_bytes_view(src, writable=False)
+        self._check_live(dest, view.nbytes)
+        if view.nbytes:
+            self._copyin(dest.raw, view)
+
+    def copyout(self, dest: Any, src: Allocation) -> None:
+        """Copy all of ``src`` into ``dest`` (writable bytes-like, exactly ``src.nbytes``)."""
+        view = _as_bytes_view(dest, writable=True)
+        self._check_live(src, view.nbytes)
+        if view.nbytes:
+            self._copyout(view, src.raw)
+
+    def view(self, allocation: Allocation, offset: int, nbytes: int) -> Allocation:
+        """Return a view of ``nbytes`` at ``offset`` inside ``allocation``.
+
+        Raises:
+            UnsupportedOpError: the range is outside the allocation.
+        """
+        self._check_live(allocation, allocation.nbytes)
+        for value, label in ((offset, "offset"), (nbytes, "nbytes")):
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise UnsupportedOpError(f"view {label} must be a non-negative int, got {value!r}")
+        if offset + nbytes > allocation.nbytes:
+            raise UnsupportedOpError(
+                f"view [{offset}, {offset + nbytes}) exceeds the {allocation.nbytes}-byte buffer",
+                fix="keep offset + nbytes within the buffer.",
+            )
+        root = allocation.root
+        start = allocation.offset + offset
+        raw = None if nbytes == 0 else self._offset(root.raw, start, nbytes)
+        return Allocation(raw, nbytes, allocation.memory_class, base=root, offset=start)
+
+    def free_cache(self) -> None:
+        """Really free every pooled buffer."""
+        with self._lock:
+            entries = [(k, raw) for k, raws in self._pool.items() for raw in raws]
+            self._pool.clear()
+            self.pooled_bytes = 0
+        for (nbytes, mclass), raw in entries:
+            self._free(raw, nbytes, mclass)
+
+    def stats(self) -> dict[str, int]:
+        """Accounting: live, pooled and peak bytes, and the number of allocations."""
+        return {"allocated_bytes": self.allocated_bytes, "pooled_bytes": self.pooled_bytes,
+                "peak_bytes": self.peak_bytes, "alloc_count": self.alloc_count}
+
+    # -- helpers ------------------------------------------------------------------------
+    def _check_request(self, nbytes: int, memory_class: MemoryClass | int | str) -> MemoryClass:
+        if not isinstance(nbytes, int) or isinstance(nbytes, bool) or nbytes < 0:
+            raise UnsupportedOpError(f"allocation size must be a non-negative int, got {nbytes!r}")
+        mclass = MemoryClass.parse(memory_class)
+        if mclass not in self.device.memory_classes:
+            offered = ", ".join(m.label for m in self.device.memory_classes)
+            raise UnsupportedOpError(
+                f"{self.device} has no {mclass.label} memory",
+                fix=f"use one of: {offered}.",
+            )
+        limit = self.device.max_alloc
+        if limit and nbytes > limit:
+            free, total = self.device.memory_info()
+            raise OutOfMemoryError(
+                nbytes, free, total,
+                fix=f"{self.device} allocates at most {limit} bytes at once; split the buffer.",
+            )
+        return mclass
+
+    def _check_live(self, allocation: Allocation, nbytes: int) -> None:
+        if allocation.freed or allocation.root.freed:
+            raise UnsupportedOpError("buffer was freed", fix="do not use a buffer after free().")
+        if nbytes != allocation.nbytes:
+            raise UnsupportedOpError(
+                f"copy of {nbytes} bytes into/out of a {allocation.nbytes}-byte buffer",
+                fix="copy exactly the buffer size, or make a view of the part you need.",
+            )
+
+    def _alloc_with_retry(self, nbytes: int, mclass: MemoryClass) -> Any:
+        try:
+            return self._alloc(nbytes, mclass)
+        except self.oom_errors:
+            pass
+        self.free_cache()
+        gc.collect()
+        try:
+            return self._alloc(nbytes, mclass)
+        except self.oom_errors as exc:
+            free, total = self.device.memory_info()
+            raise OutOfMemoryError(nbytes, free, total) from exc
+
+    def _take_pooled(self, nbytes: int, mclass: MemoryClass) -> Any:
+        with self._lock:
+            raws = self._pool.get((nbytes, mclass))
+            if not raws:
+                return None
+            self.pooled_bytes -= nbytes
+            raw = raws.pop()
+            if not raws:
+                del self._pool[(nbytes, mclass)]
+            return raw
+
+    def _put_pooled(self, raw: Any, nbytes: int, mclass: MemoryClass) -> None:
+        evicted: list[tuple[Any, int, MemoryClass]] = []
+        with self._lock:
+            if nbytes > self.pool_limit:
+                evicted.append((raw, nbytes, mclass))
+            else:
+                self._pool.setdefault((nbytes, mclass), []).append(raw)
+                self._pool.move_to_end((nbytes, mclass))
+                self.pooled_bytes += nbytes
+            while self.pooled_bytes > self.pool_limit and self._pool:
+                (size, cls_), raws = next(iter(self._pool.items()))
+                evicted.append((raws.pop(), size, cls_))
+                self.pooled_bytes -= size
+                if not raws:
+                    del self._pool[(size, cls_)]
+        for item in evicted:
+            self._free(*item)
+
+    # -- backend hooks ------------------------------------------------------------------
+    def _alloc(self, nbytes: int, memory_class: MemoryClass) -> Any:
+        raise NotImplementedError
+
+    def _free(self, raw: Any, nbytes: int, memory_class: MemoryClass) -> None:
+        raise NotImplementedError
+
+    def _copyin(self, raw: Any, src: memoryview) -> None:
+        raise NotImplementedError
+
+    def _copyout(self, dest: memoryview, raw: Any) -> None:
+        raise NotImplementedError
+
+    def _offset(self, raw: Any, offset: int, nbytes: int) -> Any:
+        raise UnsupportedOpError(f"{self.device} does not support buffer views")
+
+
+class Device:
+    """One opened device. Subclasses set the class attributes and build the role objects.
+
+    Attributes:
+        tag: the Hurray device_tag (cpu 0x00, cuda 0x01, rocm 0x02, vulkan 0x04, opencl 0x08).
+        kind: the Hurray python kind name (``"cpu"``, ``"opencl"``...).
+        dialect: the renderer dialect its compiler consumes (``"c"``, ``"opencl"``...).
+        index: the device index within its backend.
+        name: a human-readable device name.
+        memory_classes: the memory classes its allocator offers.
+        emulated: True for a GPU API implemented on the CPU (pocl, lavapipe); the default
+            device skips those because the native cpu backend is faster.
+    """
+
+    tag: ClassVar[int] = 0x00
+    kind: ClassVar[str] = "base"
+    dialect: ClassVar[str] = ""
+    program_cls: ClassVar[type[Program]] = Program
+    emulated: bool = False
+
+    def __init__(self, index: int, name: str, allocator: Allocator,
+                 compiler: Compiler | None,
+                 memory_classes: Sequence[MemoryClass] = (MemoryClass.STANDARD,)) -> None:
+        self.index = index
+        self.name = name
+        self.allocator = allocator
+        self.compiler = compiler
+        self.memory_classes = tuple(memory_classes)
+        self._programs: LRUCache[str, Program] = LRUCache(PROGRAM_CACHE_CAPACITY)
+        self._program_lock = threading.Lock()
+
+    @classmethod
+    def count(cls) -> int:
+        """How many devices of this backend exist here.
+
+        Raises:
+            BackendUnavailableError: the driver package or library is missing.
+        """
+        return 0
+
+    @property
+    def spec(self) -> str:
+        """The spec string that opens this device again, e.g. ``"opencl:0"``."""
+        return f"{self.kind}:{self.index}"
+
+    @property
+    def max_alloc(self) -> int:
+        """The largest single allocation in bytes (0 = no fixed limit)."""
+        return 0
+
+    def memory_info(self) -> tuple[int, int]:
+        """Return ``(free, total)`` device memory in bytes (0, 0 when unknown)."""
+        return (0, 0)
+
+    def identity(self) -> str:
+        """Name, vendor and driver version: what the cache key needs about the target."""
+        return f"{self.kind}:{self.name}"
+
+    def synchronize(self) -> None:
+        """Wait until all queued work on this device has finished."""
+
+    def finalize(self) -> None:
+        """Release pooled memory and loaded programs."""
+        self.allocator.free_cache()
+        self._programs.clear()
+
+    def compile_options(self, kernel: KernelDef) -> tuple[str, ...]:
+        """Compiler options for ``kernel`` on this device (part of the cache key)."""
+        return ()
+
+    def render(self, kernel: KernelDef) -> str:
+        """Return ``kernel`` rendered in this device's dialect."""
+        from hurray_gpu.kernels.dialect import render
+
+        return render(kernel, self.dialect)
+
+    def program(self, kernel: KernelDef | str) -> Program:
+        """Return the loaded program for ``kernel``: memory LRU, then disk cache, then compile.
+
+        Args:
+            kernel: a :class:`KernelDef` or the name of a registered kernel.
+
+        Raises:
+            BackendUnavailableError: this device cannot compile kernels here.
+            CompileError: the compiler rejected the rendered source.
+        """
+        from hurray_gpu.kernels import get_kernel
+
+        kdef = get_kernel(kernel) if isinstance(kernel, str) else kernel
+        if self.compiler is None:
+            raise BackendUnavailableError(f"{self} cannot run kernels",
+                                          fix="use a device with a compiler.")
+        source = self.render(kdef)
+        options = self.compile_options(kdef)
+        key = self.compiler.cache_key(source, options)
+        with self._program_lock:
+            cached = self._programs.get(key)
+            if cached is None:
+                binary = self.compiler.compile_cached(source, options)
+                cached = self.program_cls(self, kdef, binary)
+                self._programs.put(key, cached)
+        return cached
+
+    def run(self, kernel: KernelDef | str, *args: Any, global_size: Sequence[int] | None = None,
+            wait: bool = False, **kwargs: Any) -> float | None:
+        """Load ``kernel`` (cached) and launch it; see :meth:`Program.__call__`."""
+        return self.program(kernel)(*args, global_size=global_size, wait=wait, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.spec} {self.name!r}>"
+
+    def __str__(self) -> str:
+        return f"device {self.spec} ({self.name})"

@@ -1,0 +1,83 @@
+"""The kernel registry: name -> KernelDef (portable source, signature, NumPy reference).
+
+Built-in kernels register themselves on import; :func:`run_reference` is the test oracle.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from hurray_gpu.errors import UnsupportedOpError
+from hurray_gpu.kernels.basic import BASIC_KERNELS
+from hurray_gpu.kernels.dialect.kernel import KernelDef, numpy_dtype
+
+__all__ = ["KERNELS", "KernelDef", "get_kernel", "kernel_names", "register", "run_reference"]
+
+KERNELS: dict[str, KernelDef] = {}
+
+
+def register(kernel: KernelDef) -> KernelDef:
+    """Add ``kernel`` to the registry and return it.
+
+    Raises:
+        ValueError: a different kernel of the same name is already registered.
+    """
+    existing = KERNELS.get(kernel.name)
+    if existing is not None and existing is not kernel:
+        raise ValueError(f"kernel {kernel.name!r} is already registered")
+    KERNELS[kernel.name] = kernel
+    return kernel
+
+
+def get_kernel(name: str) -> KernelDef:
+    """Return the registered kernel called ``name``.
+
+    Raises:
+        UnsupportedOpError: no such kernel.
+    """
+    kernel = KERNELS.get(name)
+    if kernel is None:
+        raise UnsupportedOpError(f"no kernel named {name!r}",
+                                 fix=f"use one of {sorted(KERNELS)}.")
+    return kernel
+
+
+def kernel_names() -> list[str]:
+    """The registered kernel names, sorted."""
+    return sorted(KERNELS)
+
+
+def run_reference(kernel: KernelDef | str, buffers: dict[str, bytes | bytearray],
+                  scalars: dict[str, Any]) -> dict[str, bytearray]:
+    """Run the NumPy reference on copies of ``buffers`` and return every buffer's new bytes.
+
+    Args:
+        kernel: a KernelDef or registered name.
+        buffers: the raw bytes of each buffer parameter.
+        scalars: each scalar parameter's value.
+
+    Returns:
+        The bytes of every buffer after the kernel (inputs unchanged).
+
+    Raises:
+        UnsupportedOpError: a parameter is missing.
+    """
+    kdef = get_kernel(kernel) if isinstance(kernel, str) else kernel
+    missing = [p.name for p in kdef.buffers if p.name not in buffers]
+    missing += [p.name for p in kdef.scalars if p.name not in scalars]
+    if missing:
+        raise UnsupportedOpError(f"{kdef.name}: missing arguments {missing}")
+    out = {p.name: bytearray(buffers[p.name]) for p in kdef.buffers}
+    args: dict[str, Any] = dict(scalars)
+    for p in kdef.buffers:
+        item = numpy_dtype(p.dtype).itemsize
+        count = len(out[p.name]) // item
+        args[p.name] = np.frombuffer(out[p.name], dtype=numpy_dtype(p.dtype), count=count)
+    kdef.reference(args)
+    return out
+
+
+for _kernel in BASIC_KERNELS:
+    register(_kernel)

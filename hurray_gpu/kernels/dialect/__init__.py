@@ -1,0 +1,74 @@
+"""The kernel dialect layer: kernels are written once in a portable C subset and rendered.
+
+The subset (checked by :func:`lint_body`):
+
+- types ``u32``, ``i32``, ``f32``, ``bool``; integer literals mixed with u32 take a ``u``
+  suffix, float literals an ``f`` suffix;
+- ``GLOBAL_ID(d)`` (d = 0, 1, 2) is the work item's u32 id on axis d;
+- ``LOAD(buf, i)`` reads element ``i`` (a u32) of a buffer parameter, widened to u32 (u8,
+  u16, u32), i32 (i8, i16, i32) or f32 (f32, f16, bf16); ``STORE(buf, i, v)`` narrows and
+  writes it (16-bit floats round to nearest even);
+- intrinsics ``U32 I32 F32`` (conversions), ``AS_F32 AS_U32`` (bit casts), ``FMA FMIN FMAX
+  UMIN UMAX IMIN IMAX SQRT FLOOR FABS EXP2 LOG2``; ``FMA`` is fused on CUDA, HIP, OpenCL
+  and host C, but Vulkan does not require OpFma to be fused (lavapipe rounds twice);
+- ``if``/``else``, ``for``, ``while``, ``break``, ``continue``, ``return;``, declarations,
+  ``?:`` and C operators; no pointers, arrays, ``[]``, preprocessor, strings or functions.
+"""
+
+from __future__ import annotations
+
+from hurray_gpu.errors import UnsupportedOpError
+from hurray_gpu.kernels.dialect.cstyle import (
+    CUDARenderer,
+    HIPRenderer,
+    HostCRenderer,
+    OpenCLRenderer,
+)
+from hurray_gpu.kernels.dialect.glsl import GLSLRenderer
+from hurray_gpu.kernels.dialect.kernel import KernelDef, Param, buf, scalar
+from hurray_gpu.kernels.dialect.render import RENDER_VERSION, CStyleRenderer, lint_body
+
+__all__ = [
+    "DIALECTS",
+    "RENDER_VERSION",
+    "CStyleRenderer",
+    "CUDARenderer",
+    "GLSLRenderer",
+    "HIPRenderer",
+    "HostCRenderer",
+    "KernelDef",
+    "OpenCLRenderer",
+    "Param",
+    "buf",
+    "get_renderer",
+    "lint_body",
+    "render",
+    "scalar",
+]
+
+DIALECTS: dict[str, CStyleRenderer] = {
+    r.dialect: r for r in (CUDARenderer(), HIPRenderer(), OpenCLRenderer(), GLSLRenderer(),
+                           HostCRenderer())
+}
+
+
+def get_renderer(dialect: str) -> CStyleRenderer:
+    """Return the renderer for ``dialect`` (``cuda``, ``hip``, ``opencl``, ``glsl``, ``c``).
+
+    Raises:
+        UnsupportedOpError: unknown dialect.
+    """
+    renderer = DIALECTS.get(dialect)
+    if renderer is None:
+        raise UnsupportedOpError(f"unknown kernel dialect {dialect!r}",
+                                 fix=f"use one of {sorted(DIALECTS)}.")
+    return renderer
+
+
+def render(kernel: KernelDef, dialect: str) -> str:
+    """Render ``kernel`` as source text in ``dialect`` (a pure function).
+
+    Raises:
+        UnsupportedOpError: unknown dialect, or a body outside the portable subset.
+    """
+    return get_renderer(dialect).render(kernel)

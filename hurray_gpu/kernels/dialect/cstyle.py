@@ -1,0 +1,139 @@
+"""The C-family dialects (CUDA C, HIP C, OpenCL C 1.2, host C + OpenMP), as data.
+
+Each differs from :class:`CStyleRenderer` only in class attributes, plus host C's entry hook.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from hurray_gpu.kernels.dialect.kernel import KernelDef
+from hurray_gpu.kernels.dialect.render import CStyleRenderer
+
+__all__ = ["CUDARenderer", "HIPRenderer", "HostCRenderer", "OpenCLRenderer"]
+
+_C_OPS = {"U32": "(u32)(", "I32": "(i32)(", "F32": "(f32)(", "FMA": "fmaf(", "FMIN": "fminf(",
+          "FMAX": "fmaxf(", "SQRT": "sqrtf(", "FLOOR": "floorf(", "FABS": "fabsf(",
+          "EXP2": "exp2f(", "LOG2": "log2f("}
+
+
+class CUDARenderer(CStyleRenderer):
+    """CUDA C for NVRTC: extern "C" entries, native __half conversions."""
+
+    dialect = "cuda"
+    extension = "cu"
+    prelude = ""
+    f16_prelude = "#include <cuda_fp16.h>"
+    soft_f16 = False
+    kernel_prefix = 'extern "C" __global__ void __launch_bounds__({threads})'
+    function_prefix = "__device__ static inline"
+    buffer_fmt = "{const}{type}* __restrict__ {name}"
+    index_expr = ("(blockIdx.x * blockDim.x + threadIdx.x)",
+                  "(blockIdx.y * blockDim.y + threadIdx.y)",
+                  "(blockIdx.z * blockDim.z + threadIdx.z)")
+    type_map: ClassVar[dict[str, str]] = {
+        "u32": "unsigned int", "i32": "int", "f32": "float", "bool": "bool",
+        "u8": "unsigned char", "i8": "signed char", "u16": "unsigned short", "i16": "short",
+        "f16": "__half", "bf16": "unsigned short"}
+    op_map: ClassVar[dict[str, str]] = {
+        **_C_OPS, "AS_F32": "__uint_as_float(", "AS_U32": "__float_as_uint(",
+        "UMIN": "min(", "UMAX": "max(", "IMIN": "min(", "IMAX": "max("}
+    load_map = {**CStyleRenderer.load_map, "f16": "__half2float({b}[{i}])"}
+    store_map = {**CStyleRenderer.store_map, "f16": "({b}[{i}] = __float2half_rn({v}))"}
+
+
+class HIPRenderer(CUDARenderer):
+    """HIP C for hipRTC/hipcc: CUDA's spelling with HIP's half header."""
+
+    dialect = "hip"
+    extension = "hip"
+    f16_prelude = "#include <hip/hip_fp16.h>"
+
+
+class OpenCLRenderer(CStyleRenderer):
+    """OpenCL C 1.2: half only through vload_half/vstore_half_rte (pocl has no fp16 math)."""
+
+    dialect = "opencl"
+    extension = "cl"
+    soft_f16 = False
+    kernel_prefix = ("__kernel __attribute__((reqd_work_group_size({lx}, {ly}, {lz}))) void")
+    function_prefix = "static inline"
+    buffer_fmt = "__global {const}{type}* restrict {name}"
+    index_expr = ("((uint)get_global_id(0))", "((uint)get_global_id(1))",
+                  "((uint)get_global_id(2))")
+    type_map: ClassVar[dict[str, str]] = {
+        "u32": "uint", "i32": "int", "f32": "float", "bool": "bool", "u8": "uchar",
+        "i8": "char", "u16": "ushort", "i16": "short", "f16": "half", "bf16": "ushort"}
+    op_map: ClassVar[dict[str, str]] = {
+        **_C_OPS, "FMA": "fma(", "FMIN": "fmin(", "FMAX": "fmax(", "SQRT": "sqrt(",
+        "FLOOR": "floor(", "FABS": "fabs(", "EXP2": "exp2(", "LOG2": "log2(",
+        "AS_F32": "as_float(", "AS_U32": "as_uint(", "UMIN": "min(", "UMAX": "max(",
+        "IMIN": "min(", "IMAX": "max("}
+    load_map = {**CStyleRenderer.load_map, "f16": "vload_half({i}, {b})"}
+    store_map = {**CStyleRenderer.store_map, "f16": "vstore_half_rte({v}, {i}, {b})"}
+
+
+_HOST_PRELUDE = """\
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+static inline float hg_as_f32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+static inline uint32_t hg_as_u32(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+static inline uint32_t hg_umin(uint32_t a, uint32_t b) { return a < b ? a : b; }
+static inline uint32_t hg_umax(uint32_t a, uint32_t b) { return a > b ? a : b; }
+static inline int32_t hg_imin(int32_t a, int32_t b) { return a < b ? a : b; }
+static inline int32_t hg_imax(int32_t a, int32_t b) { return a > b ? a : b; }"""
+
+# The host entry: the same ABI for every kernel, so ctypes needs one prototype.
+_HOST_ENTRY = """\
+void {name}(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0, int64_t hg_n1,
+            int64_t hg_n2) {{
+{unpack}
+    int64_t hg_total = hg_n0 * hg_n1 * hg_n2;
+    #pragma omp parallel for schedule(static)
+    for (int64_t hg_t = 0; hg_t < hg_total; hg_t++) {{
+        {name}_item((uint32_t)(hg_t % hg_n0), (uint32_t)((hg_t / hg_n0) % hg_n1),
+                    (uint32_t)(hg_t / (hg_n0 * hg_n1)), {args});
+    }}
+}}"""
+
+
+class HostCRenderer(CStyleRenderer):
+    """C11 for the host compiler: one work item per loop iteration, OpenMP across cores."""
+
+    dialect = "c"
+    extension = "c"
+    prelude = _HOST_PRELUDE
+    soft_f16 = True
+    kernel_prefix = "static inline void"
+    function_prefix = "static inline"
+    buffer_fmt = "{const}{type} *restrict {name}"
+    index_expr = ("hg_gid0", "hg_gid1", "hg_gid2")
+    type_map: ClassVar[dict[str, str]] = {
+        "u32": "uint32_t", "i32": "int32_t", "f32": "float", "bool": "_Bool", "u8": "uint8_t",
+        "i8": "int8_t", "u16": "uint16_t", "i16": "int16_t", "f16": "uint16_t",
+        "bf16": "uint16_t"}
+    op_map: ClassVar[dict[str, str]] = {
+        **_C_OPS, "AS_F32": "hg_as_f32(", "AS_U32": "hg_as_u32(", "UMIN": "hg_umin(",
+        "UMAX": "hg_umax(", "IMIN": "hg_imin(", "IMAX": "hg_imax("}
+
+    def render_entry(self, kernel: KernelDef) -> str:
+        params = "uint32_t hg_gid0, uint32_t hg_gid1, uint32_t hg_gid2, "
+        item = (f"static inline void {kernel.name}_item({params}{self.render_params(kernel)}) "
+                f"{{\n{self.body(kernel)}\n}}")
+        unpack = []
+        for index, param in enumerate(kernel.buffers):
+            decl = self.render_param(param)
+            const = "const " if param.access == "r" else ""
+            unpack.append(f"    {decl} = ({const}{self.type_map[param.dtype]} *)hg_bufs[{index}];")
+        for index, param in enumerate(kernel.scalars):
+            value = f"hg_words[{index}]"
+            if param.dtype == "f32":
+                value = f"hg_as_f32({value})"
+            elif param.dtype == "i32":
+                value = f"(int32_t){value}"
+            unpack.append(f"    {self.render_param(param)} = {value};")
+        args = ", ".join(p.name for p in kernel.params)
+        entry = _HOST_ENTRY.format(name=kernel.name, unpack="\n".join(unpack), args=args)
+        return f"{item}\n\n{entry}"

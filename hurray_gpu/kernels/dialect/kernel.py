@@ -1,0 +1,137 @@
+"""The neutral kernel description: typed buffer and scalar parameters plus a portable C body.
+
+Bodies use the portable subset documented in :mod:`hurray_gpu.kernels.dialect`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+
+__all__ = ["BUFFER_DTYPES", "SCALAR_DTYPES", "KernelDef", "Param", "numpy_dtype"]
+
+# Element types a buffer parameter may have. 16-bit floats are storage-only: bodies load them
+# as f32 and store f32 (pocl and GLSL 450 core have no fp16 arithmetic).
+BUFFER_DTYPES: dict[str, Any] = {
+    "u8": np.uint8, "i8": np.int8, "u16": np.uint16, "i16": np.int16,
+    "u32": np.uint32, "i32": np.int32, "f32": np.float32,
+    "f16": np.float16, "bf16": ml_dtypes.bfloat16,
+}
+# Scalars are one 32-bit word each so every backend can pass them the same way
+# (ctypes array, kernel args, or Vulkan push constants).
+SCALAR_DTYPES: dict[str, Any] = {"u32": np.uint32, "i32": np.int32, "f32": np.float32}
+ACCESS = ("r", "w", "rw")
+_NAME = re.compile(r"^[a-z][a-z0-9_]{0,30}$")
+# Names the renderers use themselves, or that are keywords in one of the dialects.
+_RESERVED = frozenset({
+    "n_", "gid", "main", "buffer", "uniform", "in", "out", "inout", "half", "float", "int",
+    "uint", "char", "short", "long", "double", "kernel", "global", "local", "constant",
+    "private", "shared", "sample", "input", "output", "filter", "common", "partition",
+    "active", "pc", "u8", "i8", "u16", "i16", "u32", "i32", "f32", "f16", "bf16",
+})
+
+
+def numpy_dtype(name: str) -> np.dtype[Any]:
+    """Return the NumPy dtype of a kernel element type name (``"f16"`` etc.)."""
+    merged = {**BUFFER_DTYPES, **SCALAR_DTYPES}
+    if name not in merged:
+        raise ValueError(f"unknown kernel dtype {name!r}; expected one of {sorted(merged)}")
+    return np.dtype(merged[name])
+
+
+@dataclass(frozen=True)
+class Param:
+    """One kernel parameter.
+
+    Args:
+        name: lowercase identifier used in the body.
+        dtype: element type (buffers) or scalar type.
+        kind: ``"buffer"`` or ``"scalar"``.
+        access: for buffers, ``"r"``, ``"w"`` or ``"rw"``.
+    """
+
+    name: str
+    dtype: str
+    kind: str = "buffer"
+    access: str = "r"
+
+    def __post_init__(self) -> None:
+        if not _NAME.match(self.name) or self.name in _RESERVED or self.name.startswith("hg_"):
+            raise ValueError(f"bad kernel parameter name {self.name!r}")
+        table = BUFFER_DTYPES if self.kind == "buffer" else SCALAR_DTYPES
+        if self.kind not in ("buffer", "scalar") or self.dtype not in table:
+            raise ValueError(f"bad {self.kind} parameter {self.name}: {self.dtype}")
+        if self.kind == "buffer" and self.access not in ACCESS:
+            raise ValueError(f"bad access {self.access!r} for {self.name}")
+
+    @property
+    def itemsize(self) -> int:
+        """Bytes per element."""
+        return numpy_dtype(self.dtype).itemsize
+
+
+def buf(name: str, dtype: str, access: str = "r") -> Param:
+    """Shorthand for a buffer parameter."""
+    return Param(name, dtype, "buffer", access)
+
+
+def scalar(name: str, dtype: str = "u32") -> Param:
+    """Shorthand for a scalar parameter."""
+    return Param(name, dtype, "scalar")
+
+
+GridFn = Callable[[Mapping[str, Any]], tuple[int, ...]]
+ExtentFn = Callable[[Mapping[str, Any]], Mapping[str, int]]
+ReferenceFn = Callable[[dict[str, Any]], None]
+
+
+@dataclass(frozen=True)
+class KernelDef:
+    """A kernel written once in the portable C subset.
+
+    Args:
+        name: the entry point name (lowercase identifier).
+        params: buffers and scalars, in call order.
+        body: the portable C body; ``return`` ends the work item.
+        grid: maps scalar values to the 1-3 dimensional global size (in work items).
+        extents: maps scalar values to the minimum element count of each buffer, checked
+            before every launch so a kernel never reads or writes outside its buffers.
+        reference: NumPy implementation; receives a dict of 1-D typed arrays (buffers) and
+            Python numbers (scalars) and writes its outputs in place.
+        local_size: the work-group shape (fixed at compile time; GLSL needs it there).
+        doc: one line saying what the kernel does.
+    """
+
+    name: str
+    params: tuple[Param, ...]
+    body: str
+    grid: GridFn
+    extents: ExtentFn
+    reference: ReferenceFn
+    local_size: tuple[int, int, int] = (64, 1, 1)
+    doc: str = ""
+    tags: tuple[str, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        if not _NAME.match(self.name):
+            raise ValueError(f"bad kernel name {self.name!r}")
+        names = [p.name for p in self.params]
+        if len(set(names)) != len(names):
+            raise ValueError(f"kernel {self.name}: duplicate parameter names {names}")
+        if len(self.local_size) != 3 or any(d < 1 for d in self.local_size):
+            raise ValueError(f"kernel {self.name}: bad local_size {self.local_size}")
+
+    @property
+    def buffers(self) -> tuple[Param, ...]:
+        """The buffer parameters, in order (their binding order on every backend)."""
+        return tuple(p for p in self.params if p.kind == "buffer")
+
+    @property
+    def scalars(self) -> tuple[Param, ...]:
+        """The scalar parameters, in order (their push-constant/word order)."""
+        return tuple(p for p in self.params if p.kind == "scalar")

@@ -1,0 +1,186 @@
+"""CStyleRenderer: the one walk from a KernelDef to source text; dialects are data.
+
+Rendering is a pure function of the kernel: it never touches a device and never optimises.
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from typing import ClassVar
+
+from hurray_gpu.errors import UnsupportedOpError
+from hurray_gpu.kernels.dialect.helpers import HELPERS, helpers_for
+from hurray_gpu.kernels.dialect.kernel import KernelDef, Param
+
+__all__ = ["RENDER_VERSION", "CStyleRenderer", "lint_body", "value_type"]
+
+# Bump whenever rendered semantics change: it is hashed into every kernel cache key.
+RENDER_VERSION = 1
+
+# The intrinsics a body may call (besides LOAD, STORE, GLOBAL_ID and FUNC).
+INTRINSICS = ("U32", "I32", "F32", "AS_F32", "AS_U32", "FMA", "FMIN", "FMAX", "UMIN", "UMAX",
+              "IMIN", "IMAX", "SQRT", "FLOOR", "FABS", "EXP2", "LOG2")
+# Text that has no portable meaning in every dialect (pointers, arrays, preprocessor...).
+_FORBIDDEN = ("[", "]", "#", '"', "'", "->", "__", "\\")
+_FORBIDDEN_WORDS = re.compile(
+    r"\b(goto|asm|malloc|free|printf|struct|union|typedef|static|"
+    r"unsigned|signed|char|short|long|double|int|uint|float|half|hg_\w*)\b")
+# Pointer declarations and address-of: C accepts them, GLSL has no pointers.
+_POINTERS = re.compile(r"\b(u32|i32|f32|bool)\s*\*|(?:[=(,;{]|\breturn)\s*&(?!&)")
+_CALL = re.compile(r"\b([A-Z][A-Z0-9_]*)\s*\(")
+_ACCESS = re.compile(r"\b(LOAD|STORE)\(\s*([A-Za-z_]\w*)\s*,\s*")
+_GID = re.compile(r"\bGLOBAL_ID\(\s*([0-9]+)\s*\)")
+_TYPES = re.compile(r"\b(u32|i32|f32|bool)\b")
+
+VALUE_TYPES = {"u8": "u32", "u16": "u32", "u32": "u32", "i8": "i32", "i16": "i32",
+               "i32": "i32", "f32": "f32", "f16": "f32", "bf16": "f32"}
+
+
+def value_type(dtype: str) -> str:
+    """The body type a LOAD of ``dtype`` yields and a STORE takes (u32, i32 or f32)."""
+    return VALUE_TYPES[dtype]
+
+
+def lint_body(kernel: KernelDef) -> None:
+    """Reject bodies outside the portable subset.
+
+    Raises:
+        UnsupportedOpError: forbidden syntax, an unknown intrinsic, a LOAD of a write-only
+            buffer or a STORE to a read-only one.
+    """
+    text = re.sub(r"//[^\n]*", "", kernel.body)
+    bad = [tok for tok in _FORBIDDEN if tok in text]
+    words = _FORBIDDEN_WORDS.findall(text) + [m.group(0) for m in _POINTERS.finditer(text)]
+    if bad or words:
+        raise UnsupportedOpError(f"kernel {kernel.name}: {bad + words} are not in the portable "
+                                 "subset", fix="use LOAD/STORE and the u32/i32/f32 types.")
+    known = set(INTRINSICS) | {"LOAD", "STORE", "GLOBAL_ID"}
+    unknown = sorted({n for n in _CALL.findall(text) if n not in known})
+    if unknown:
+        raise UnsupportedOpError(f"kernel {kernel.name}: unknown intrinsics {unknown}")
+    for dim in _GID.findall(text):
+        if dim not in ("0", "1", "2"):
+            raise UnsupportedOpError(f"kernel {kernel.name}: GLOBAL_ID({dim}) is not 0, 1 or 2")
+    buffers = {p.name: p for p in kernel.buffers}
+    for op, name in _ACCESS.findall(text):
+        param = buffers.get(name)
+        if param is None:
+            raise UnsupportedOpError(f"kernel {kernel.name}: {op} of unknown buffer {name!r}")
+        if (op == "LOAD" and param.access == "w") or (op == "STORE" and param.access == "r"):
+            raise UnsupportedOpError(f"kernel {kernel.name}: {op} of {param.access} buffer {name}")
+
+
+class CStyleRenderer:
+    """Renders a KernelDef; subclasses set the class attributes and override few hooks.
+
+    Attributes (data, per dialect):
+        dialect: the dialect name (``"cuda"``, ``"hip"``, ``"opencl"``, ``"glsl"``, ``"c"``).
+        prelude: text emitted first.
+        f16_prelude: text emitted when a buffer is f16 (headers for native half).
+        soft_f16: convert f16 with the portable helpers instead of native instructions.
+        kernel_prefix: what precedes the entry name (qualifiers and return type).
+        function_prefix: what ``FUNC`` becomes on helper functions.
+        buffer_fmt: a buffer parameter, from ``{const}``, ``{type}``, ``{name}``.
+        scalar_fmt: a scalar parameter, from ``{type}`` and ``{name}``.
+        index_expr: ``GLOBAL_ID(0..2)`` for each axis.
+        type_map: body types and buffer element types to dialect types.
+        op_map: intrinsic names to the text replacing ``NAME(``.
+        load_map / store_map: element access in the subset, from ``{b}``, ``{i}``, ``{v}``
+            (``store_map`` entries with ``ST`` cast to the storage type).
+    """
+
+    dialect: ClassVar[str] = ""
+    extension: ClassVar[str] = ""
+    prelude: ClassVar[str] = ""
+    f16_prelude: ClassVar[str] = ""
+    soft_f16: ClassVar[bool] = True
+    kernel_prefix: ClassVar[str] = ""
+    function_prefix: ClassVar[str] = ""
+    buffer_fmt: ClassVar[str] = "{const}{type}* {name}"
+    scalar_fmt: ClassVar[str] = "{type} {name}"
+    index_expr: ClassVar[tuple[str, str, str]] = ("", "", "")
+    type_map: ClassVar[dict[str, str]] = {}
+    op_map: ClassVar[dict[str, str]] = {}
+    load_map: ClassVar[dict[str, str]] = {
+        "u8": "U32({b}[{i}])", "u16": "U32({b}[{i}])", "u32": "{b}[{i}]",
+        "i8": "I32({b}[{i}])", "i16": "I32({b}[{i}])", "i32": "{b}[{i}]", "f32": "{b}[{i}]",
+        "f16": "hg_f16_to_f32({b}[{i}])", "bf16": "hg_bf16_to_f32({b}[{i}])",
+    }
+    store_map: ClassVar[dict[str, str]] = {
+        **{t: "({b}[{i}] = (ST)({v}))" for t in ("u8", "u16", "u32", "i8", "i16", "i32", "f32")},
+        "f16": "({b}[{i}] = (ST)hg_f32_to_f16({v}))",
+        "bf16": "({b}[{i}] = (ST)hg_f32_to_bf16({v}))",
+    }
+
+    # -- the walk -----------------------------------------------------------------------
+    def render(self, kernel: KernelDef) -> str:
+        """Return the complete source for ``kernel`` in this dialect.
+
+        Raises:
+            UnsupportedOpError: the body is outside the portable subset.
+        """
+        lint_body(kernel)
+        dtypes = {p.dtype for p in kernel.buffers}
+        used = [(p.dtype, p.access) for p in kernel.buffers]
+        parts = [self.prelude.strip("\n")]
+        if "f16" in dtypes and self.f16_prelude:
+            parts.append(self.f16_prelude.strip("\n"))
+        parts += [self.translate(HELPERS[h]).strip("\n")
+                  for h in helpers_for(used, self.soft_f16)]
+        parts += [self.render_accessors(kernel), self.render_entry(kernel)]
+        return "\n\n".join(p for p in parts if p) + "\n"
+
+    def translate(self, text: str) -> str:
+        """Rewrite subset text (intrinsics, types, ids, FUNC) into this dialect."""
+        text = _ACCESS.sub(lambda m: f"{m.group(1).lower()}_{m.group(2)}(", text)
+        func = f"{self.function_prefix} " if self.function_prefix else ""
+        text = re.sub(r"\bFUNC\s+", func, text)
+        for name in sorted(self.op_map, key=len, reverse=True):
+            replacement = self.op_map[name]
+            text = re.sub(rf"\b{name}\(", lambda _m, r=replacement: r, text)  # type: ignore[misc]
+        text = _TYPES.sub(lambda m: self.type_map[m.group(1)], text)
+        return _GID.sub(lambda m: self.index_expr[int(m.group(1))], text)
+
+    def body(self, kernel: KernelDef, indent: str = "    ") -> str:
+        """The translated body, re-indented."""
+        text = textwrap.dedent(self.translate(kernel.body)).strip()
+        return textwrap.indent(text, indent)
+
+    # -- hooks --------------------------------------------------------------------------
+    def render_accessors(self, kernel: KernelDef) -> str:
+        """Per-buffer ``load_<b>``/``store_<b>``; C dialects use macros over the params."""
+        lines = []
+        for param in kernel.buffers:
+            storage = self.type_map[param.dtype]
+            if param.access != "w":
+                expr = self.load_map[param.dtype].format(b=param.name, i="(hg_i)")
+                lines.append(f"#define load_{param.name}(hg_i) ({self.translate(expr)})")
+            if param.access != "r":
+                expr = self.store_map[param.dtype].format(b=param.name, i="(hg_i)", v="(hg_v)")
+                expr = self.translate(expr).replace("(ST)", f"({storage})")
+                lines.append(f"#define store_{param.name}(hg_i, hg_v) {expr}")
+        return "\n".join(lines)
+
+    def render_params(self, kernel: KernelDef) -> str:
+        """The entry's parameter list."""
+        out = []
+        for param in kernel.params:
+            out.append(self.render_param(param))
+        return ", ".join(out)
+
+    def render_param(self, param: Param) -> str:
+        """One parameter declaration."""
+        if param.kind == "scalar":
+            return self.scalar_fmt.format(type=self.type_map[param.dtype], name=param.name)
+        const = "const " if param.access == "r" else ""
+        return self.buffer_fmt.format(const=const, type=self.type_map[param.dtype],
+                                      name=param.name)
+
+    def render_entry(self, kernel: KernelDef) -> str:
+        """The entry point: prefix, name, parameters and the body."""
+        prefix = self.kernel_prefix.format(lx=kernel.local_size[0], ly=kernel.local_size[1],
+                                           lz=kernel.local_size[2],
+                                           threads=kernel.local_size[0] * kernel.local_size[1]
+                                           * kernel.local_size[2])
+        return f"{prefix} {kernel.name}({self.render_params(kernel)}) {{\n{self.body(kernel)}\n}}"

@@ -1,0 +1,203 @@
+"""Compiler and Program base classes: cached compilation and checked kernel launches.
+
+Re-exported from :mod:`hurray_gpu.device`; backends subclass them.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+
+from hurray_gpu import config
+from hurray_gpu.cache import KernelCacheBackend, default_cache, make_cache_key
+from hurray_gpu.errors import UnsupportedOpError
+from hurray_gpu.kernels.dialect.kernel import KernelDef, numpy_dtype
+from hurray_gpu.kernels.dialect.render import RENDER_VERSION
+
+if TYPE_CHECKING:
+    from hurray_gpu.device import Allocation, Device
+
+__all__ = ["Compiler", "Program", "compile_stats"]
+
+# One work-grid dimension: OpenCL/CUDA/Vulkan sizes are at most 32-bit per axis here.
+MAX_GRID_DIM = 2**32 - 1
+# Total work items per launch; keeps the host loop's int64 index arithmetic exact.
+MAX_WORK_ITEMS = 2**48
+_SCALAR_RANGE = {"u32": (0, 2**32 - 1), "i32": (-(2**31), 2**31 - 1)}
+_STATS = {"compiles": 0, "disk_hits": 0, "disk_misses": 0}
+_STATS_LOCK = threading.Lock()
+
+
+def compile_stats() -> dict[str, int]:
+    """Process-wide counts of real compiles, disk-cache hits and disk-cache misses."""
+    with _STATS_LOCK:
+        return dict(_STATS)
+
+
+def _count(name: str) -> None:
+    with _STATS_LOCK:
+        _STATS[name] += 1
+    if config.debug_level() >= 2:
+        print(f"hurray_gpu: {name}")
+
+
+class Compiler:
+    """Turns rendered source into a binary; ``compile_cached`` adds the disk cache.
+
+    Args:
+        identity: the target identity (name, vendor, driver version, architecture).
+        cache: where binaries persist; default: ``HURRAY_GPU_CACHE_DIR/<backend>``.
+    """
+
+    backend: ClassVar[str] = "base"
+
+    def __init__(self, identity: str, cache: KernelCacheBackend | None = None) -> None:
+        self.identity = identity
+        self.cache = cache if cache is not None else default_cache(self.backend)
+        self.compile_count = 0
+
+    @property
+    def domain(self) -> str:
+        """The domain string hashed first into every key (bumped with the renderer)."""
+        return f"hurray_gpu.{self.backend}.kernel.v{RENDER_VERSION}"
+
+    def version(self) -> str:
+        """The compiler's version string (part of the cache key)."""
+        return ""
+
+    def compile(self, source: str, options: Sequence[str] = ()) -> bytes:
+        """Compile ``source`` to a binary.
+
+        Raises:
+            CompileError: the compiler rejected the source.
+        """
+        raise NotImplementedError
+
+    def cache_key(self, source: str, options: Sequence[str] = ()) -> str:
+        """The blake3 key of ``source`` compiled with ``options`` for this target."""
+        return make_cache_key(self.domain, source, options, self.version(), self.identity)
+
+    def compile_cached(self, source: str, options: Sequence[str] = ()) -> bytes:
+        """Return the binary from the disk cache, compiling (and storing) it on a miss.
+
+        Raises:
+            CompileError: the compiler rejected the source.
+        """
+        key = self.cache_key(source, options)
+        binary = self.cache.load(key)
+        if binary is not None:
+            _count("disk_hits")
+            return binary
+        _count("disk_misses")
+        binary = self.compile(source, options)
+        self.compile_count += 1
+        _count("compiles")
+        self.cache.save(key, binary, source)
+        return binary
+
+
+def _check_scalar(param_name: str, dtype: str, value: Any) -> np.generic:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.number)):
+        raise UnsupportedOpError(f"scalar {param_name} must be a number, got {value!r}")
+    if dtype == "f32":
+        return np.float32(value)
+    if isinstance(value, (float, np.floating)) and not float(value).is_integer():
+        raise UnsupportedOpError(f"scalar {param_name} ({dtype}) must be an integer, got {value}")
+    low, high = _SCALAR_RANGE[dtype]
+    if not low <= int(value) <= high:
+        raise UnsupportedOpError(f"scalar {param_name} = {value} is outside {dtype}")
+    return np.dtype(numpy_dtype(dtype)).type(int(value))
+
+
+def _check_grid(size: Sequence[int]) -> tuple[int, int, int]:
+    dims = tuple(int(d) for d in size)
+    if not 1 <= len(dims) <= 3 or any(d < 0 or d > MAX_GRID_DIM for d in dims):
+        raise UnsupportedOpError(f"global size {tuple(size)} must be 1-3 dims in [0, 2**32)")
+    if math.prod(dims) > MAX_WORK_ITEMS:
+        raise UnsupportedOpError(f"global size {dims} exceeds {MAX_WORK_ITEMS} work items",
+                                 fix="split the work into several launches.")
+    return (dims + (1, 1))[:3]  # type: ignore[return-value]
+
+
+class Program:
+    """A loaded kernel. Calling it checks every argument, then launches.
+
+    Args:
+        device: the device it was loaded on.
+        kernel: the kernel definition (signature, grid and extents).
+        binary: what the device's compiler produced.
+    """
+
+    def __init__(self, device: Device, kernel: KernelDef, binary: bytes) -> None:
+        self.device = device
+        self.kernel = kernel
+        self.binary = binary
+
+    def __call__(self, *args: Any, global_size: Sequence[int] | None = None,
+                 wait: bool = False, **kwargs: Any) -> float | None:
+        """Launch with arguments in signature order or by name.
+
+        Args:
+            args, kwargs: Buffers (same device) for buffer params, numbers for scalars.
+            global_size: work items per axis; default: the kernel's ``grid``.
+            wait: block until done and return the elapsed seconds.
+
+        Returns:
+            Seconds taken when ``wait`` is true, else None.
+
+        Raises:
+            UnsupportedOpError: missing/extra/mistyped arguments, or a buffer too small for
+                the extents the scalars imply.
+        """
+        bound = self._bind(args, kwargs)
+        scalars = {p.name: _check_scalar(p.name, p.dtype, bound[p.name])
+                   for p in self.kernel.scalars}
+        plain = {k: v.item() for k, v in scalars.items()}
+        buffers = [self._check_buffer(p.name, bound[p.name], plain) for p in self.kernel.buffers]
+        grid = _check_grid(global_size if global_size is not None else self.kernel.grid(plain))
+        if math.prod(grid) == 0:
+            return 0.0 if wait else None
+        return self._launch(buffers, list(scalars.values()), grid, self.kernel.local_size, wait)
+
+    def _bind(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> dict[str, Any]:
+        names = [p.name for p in self.kernel.params]
+        if len(args) > len(names):
+            raise UnsupportedOpError(f"{self.kernel.name} takes {len(names)} arguments")
+        bound = dict(zip(names, args, strict=False))
+        for key, value in kwargs.items():
+            if key not in names or key in bound:
+                raise UnsupportedOpError(f"{self.kernel.name}: unexpected/duplicate arg {key!r}")
+            bound[key] = value
+        missing = [n for n in names if n not in bound]
+        if missing:
+            raise UnsupportedOpError(f"{self.kernel.name}: missing arguments {missing}",
+                                     fix=f"pass all of {names}.")
+        return bound
+
+    def _check_buffer(self, name: str, value: Any, scalars: Mapping[str, Any]) -> Allocation:
+        allocation = getattr(value, "allocation", None)
+        if allocation is None or getattr(value, "device", None) is not self.device:
+            raise UnsupportedOpError(
+                f"{self.kernel.name}: argument {name} must be a Buffer on {self.device}",
+                fix="allocate it with Buffer(device, nbytes) on the same device.",
+            )
+        param = next(p for p in self.kernel.buffers if p.name == name)
+        need = int(self.kernel.extents(scalars).get(name, 0)) * param.itemsize
+        if allocation.nbytes < need:
+            raise UnsupportedOpError(
+                f"{self.kernel.name}: buffer {name} has {allocation.nbytes} bytes, needs {need}",
+                fix="allocate a larger buffer or pass a smaller count.",
+            )
+        if allocation.freed or allocation.root.freed:
+            raise UnsupportedOpError(f"{self.kernel.name}: buffer {name} was freed")
+        return allocation
+
+    def _launch(self, buffers: list[Allocation], scalars: list[np.generic],
+                global_size: tuple[int, int, int], local_size: tuple[int, int, int],
+                wait: bool) -> float | None:
+        """Backend hook: run the kernel over ``global_size`` work items (not groups)."""
+        raise NotImplementedError

@@ -1,0 +1,47 @@
+"""Backend test fixtures: one parameter per available device; CI insists on cpu/opencl/vulkan."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+import pytest
+
+# Keep test compiles out of the user's ~/.cache; set before any device opens its compiler.
+os.environ.setdefault("HURRAY_GPU_CACHE_DIR", tempfile.mkdtemp(prefix="hurray_gpu_test_cache_"))
+
+from hurray_gpu.devices_api import devices  # noqa: E402
+
+# Backends CI must see (pocl and lavapipe are installed there); missing one fails the run.
+REQUIRED_IN_CI = ("cpu", "opencl", "vulkan")
+
+
+def _available() -> list:
+    return devices()
+
+
+def missing_in_ci() -> list[str]:
+    """Required backends that are absent when ``CI`` is true (empty otherwise)."""
+    if os.environ.get("CI", "").lower() not in ("1", "true", "yes"):
+        return []
+    kinds = {d.kind for d in _available()}
+    return [k for k in REQUIRED_IN_CI if k not in kinds]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _required_backends_in_ci() -> None:
+    missing = missing_in_ci()
+    if missing:
+        pytest.fail(
+            f"CI=true but backends {missing} are not available. Fix: install "
+            "pocl-opencl-icd and mesa-vulkan-drivers and pip install .[opencl,vulkan]",
+            pytrace=False)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "device" in metafunc.fixturenames:
+        found = _available()
+        metafunc.parametrize("device", found, ids=[d.spec for d in found])
+    if "kernel_device" in metafunc.fixturenames:
+        found = [d for d in _available() if d.kind != "reference"]
+        metafunc.parametrize("kernel_device", found, ids=[d.spec for d in found])

@@ -1,0 +1,12 @@
+static inline float hg_bf16_to_f32(uint h) {
+    return as_float((h & 0xffffu) << 16u);
+}
+
+#define store_dst(hg_i, hg_v) (dst[(hg_i)] = (float)((hg_v)))
+#define load_src(hg_i) (hg_bf16_to_f32(src[(hg_i)]))
+
+__kernel __attribute__((reqd_work_group_size(64, 1, 1))) void bf16_to_f32(__global float* restrict dst, __global const ushort* restrict src, uint n) {
+    uint i = ((uint)get_global_id(0));
+    if (i >= n) return;
+    store_dst(i, load_src(i));
+}

@@ -1,0 +1,20 @@
+#version 450
+
+float hg_bf16_to_f32(uint h) {
+    return uintBitsToFloat((h & 0xffffu) << 16u);
+}
+
+layout(std430, set = 0, binding = 0) buffer hg_dst_block { uint dst[]; };
+layout(std430, set = 0, binding = 1) readonly buffer hg_src_block { uint src[]; };
+layout(push_constant) uniform hg_push_block { uint n; } hg_pc;
+void store_dst(uint hg_i, float hg_v) { dst[hg_i] = floatBitsToUint(hg_v); }
+float load_src(uint hg_i) { return hg_bf16_to_f32((src[hg_i >> 1u] >> ((hg_i & 1u) * 16u)) & 0xffffu); }
+
+layout(local_size_x = 64, local_size_y = 1, local_size_z = 1) in;
+
+void main() {
+    uint n = hg_pc.n;
+    uint i = gl_GlobalInvocationID.x;
+    if (i >= n) return;
+    store_dst(i, load_src(i));
+}

@@ -1,0 +1,32 @@
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+static inline float hg_as_f32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+static inline uint32_t hg_as_u32(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+static inline uint32_t hg_umin(uint32_t a, uint32_t b) { return a < b ? a : b; }
+static inline uint32_t hg_umax(uint32_t a, uint32_t b) { return a > b ? a : b; }
+static inline int32_t hg_imin(int32_t a, int32_t b) { return a < b ? a : b; }
+static inline int32_t hg_imax(int32_t a, int32_t b) { return a > b ? a : b; }
+
+#define store_dst(hg_i, hg_v) (dst[(hg_i)] = (uint8_t)((hg_v)))
+#define load_src(hg_i) ((uint32_t)(src[(hg_i)]))
+
+static inline void copy_bytes_item(uint32_t hg_gid0, uint32_t hg_gid1, uint32_t hg_gid2, uint8_t *restrict dst, const uint8_t *restrict src, uint32_t n) {
+    uint32_t i = hg_gid0;
+    if (i >= n) return;
+    store_dst(i, load_src(i));
+}
+
+void copy_bytes(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0, int64_t hg_n1,
+            int64_t hg_n2) {
+    uint8_t *restrict dst = (uint8_t *)hg_bufs[0];
+    const uint8_t *restrict src = (const uint8_t *)hg_bufs[1];
+    uint32_t n = hg_words[0];
+    int64_t hg_total = hg_n0 * hg_n1 * hg_n2;
+    #pragma omp parallel for schedule(static)
+    for (int64_t hg_t = 0; hg_t < hg_total; hg_t++) {
+        copy_bytes_item((uint32_t)(hg_t % hg_n0), (uint32_t)((hg_t / hg_n0) % hg_n1),
+                    (uint32_t)(hg_t / (hg_n0 * hg_n1)), dst, src, n);
+    }
+}

@@ -1,0 +1,42 @@
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+static inline float hg_as_f32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+static inline uint32_t hg_as_u32(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+static inline uint32_t hg_umin(uint32_t a, uint32_t b) { return a < b ? a : b; }
+static inline uint32_t hg_umax(uint32_t a, uint32_t b) { return a > b ? a : b; }
+static inline int32_t hg_imin(int32_t a, int32_t b) { return a < b ? a : b; }
+static inline int32_t hg_imax(int32_t a, int32_t b) { return a > b ? a : b; }
+
+static inline float hg_f16_to_f32(uint32_t h) {
+    uint32_t sign = (h & 0x8000u) << 16u;
+    uint32_t expo = (h >> 10u) & 0x1fu;
+    uint32_t mant = h & 0x3ffu;
+    if (expo == 0x1fu) return hg_as_f32(sign | 0x7f800000u | (mant << 13u));
+    if (expo != 0u) return hg_as_f32(sign | ((expo + 112u) << 23u) | (mant << 13u));
+    // Subnormal: mant * 2^-24 is exact in float.
+    return hg_as_f32(sign | hg_as_u32((float)(mant) * 5.9604644775390625e-8f));
+}
+
+#define store_dst(hg_i, hg_v) (dst[(hg_i)] = (float)((hg_v)))
+#define load_src(hg_i) (hg_f16_to_f32(src[(hg_i)]))
+
+static inline void f16_to_f32_item(uint32_t hg_gid0, uint32_t hg_gid1, uint32_t hg_gid2, float *restrict dst, const uint16_t *restrict src, uint32_t n) {
+    uint32_t i = hg_gid0;
+    if (i >= n) return;
+    store_dst(i, load_src(i));
+}
+
+void f16_to_f32(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0, int64_t hg_n1,
+            int64_t hg_n2) {
+    float *restrict dst = (float *)hg_bufs[0];
+    const uint16_t *restrict src = (const uint16_t *)hg_bufs[1];
+    uint32_t n = hg_words[0];
+    int64_t hg_total = hg_n0 * hg_n1 * hg_n2;
+    #pragma omp parallel for schedule(static)
+    for (int64_t hg_t = 0; hg_t < hg_total; hg_t++) {
+        f16_to_f32_item((uint32_t)(hg_t % hg_n0), (uint32_t)((hg_t / hg_n0) % hg_n1),
+                    (uint32_t)(hg_t / (hg_n0 * hg_n1)), dst, src, n);
+    }
+}

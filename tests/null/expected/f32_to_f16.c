@@ -1,0 +1,50 @@
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+static inline float hg_as_f32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+static inline uint32_t hg_as_u32(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+static inline uint32_t hg_umin(uint32_t a, uint32_t b) { return a < b ? a : b; }
+static inline uint32_t hg_umax(uint32_t a, uint32_t b) { return a > b ? a : b; }
+static inline int32_t hg_imin(int32_t a, int32_t b) { return a < b ? a : b; }
+static inline int32_t hg_imax(int32_t a, int32_t b) { return a > b ? a : b; }
+
+static inline uint32_t hg_f32_to_f16(float v) {
+    uint32_t b = hg_as_u32(v);
+    uint32_t sign = (b >> 16u) & 0x8000u;
+    uint32_t a = b & 0x7fffffffu;
+    if (a > 0x7f800000u) {
+        // NaN keeps its top payload bits and stays a NaN, as NumPy does.
+        uint32_t m = (a >> 13u) & 0x3ffu;
+        return sign | 0x7c00u | (m == 0u ? 1u : m);
+    }
+    if (a >= 0x477ff000u) return sign | 0x7c00u;
+    if (a >= 0x38800000u) return sign | ((a + 0xfffu + ((a >> 13u) & 1u) - 0x38000000u) >> 13u);
+    uint32_t e = a >> 23u;
+    if (e < 102u) return sign;
+    uint32_t m = (a & 0x7fffffu) | 0x800000u;
+    uint32_t s = 126u - e;
+    return sign | ((m + (1u << (s - 1u)) - 1u + ((m >> s) & 1u)) >> s);
+}
+
+#define store_dst(hg_i, hg_v) (dst[(hg_i)] = (uint16_t)hg_f32_to_f16((hg_v)))
+#define load_src(hg_i) (src[(hg_i)])
+
+static inline void f32_to_f16_item(uint32_t hg_gid0, uint32_t hg_gid1, uint32_t hg_gid2, uint16_t *restrict dst, const float *restrict src, uint32_t n) {
+    uint32_t i = hg_gid0;
+    if (i >= n) return;
+    store_dst(i, load_src(i));
+}
+
+void f32_to_f16(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0, int64_t hg_n1,
+            int64_t hg_n2) {
+    uint16_t *restrict dst = (uint16_t *)hg_bufs[0];
+    const float *restrict src = (const float *)hg_bufs[1];
+    uint32_t n = hg_words[0];
+    int64_t hg_total = hg_n0 * hg_n1 * hg_n2;
+    #pragma omp parallel for schedule(static)
+    for (int64_t hg_t = 0; hg_t < hg_total; hg_t++) {
+        f32_to_f16_item((uint32_t)(hg_t % hg_n0), (uint32_t)((hg_t / hg_n0) % hg_n1),
+                    (uint32_t)(hg_t / (hg_n0 * hg_n1)), dst, src, n);
+    }
+}
