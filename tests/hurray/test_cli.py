@@ -9,10 +9,11 @@ import shutil
 
 import numpy as np
 import pytest
-from _io_samples import sample_tensors
 
 from hurray_gpu.cli import main
 from hurray_gpu.io import StreamWriter, UInt64, save
+
+from _io_samples import sample_tensors
 
 GOLDEN = os.path.join(os.path.dirname(__file__), "..", "golden", "hurray", "descriptors")
 EXAMPLE = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "make_sample.py")

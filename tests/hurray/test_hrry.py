@@ -12,6 +12,15 @@ import time
 import ml_dtypes
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from hurray_gpu.errors import HurrayFormatError, UnsupportedOpError
+from hurray_gpu.io import FileWriter, UInt64, crc32c, encode_kv, load, open_file, save
+from hurray_gpu.io.file_format import IndexEntry, align_up, encode_index
+from hurray_gpu.tensor import Tensor
+
 from _io_samples import (
     NUMPY_SAMPLES,
     coo,
@@ -23,14 +32,6 @@ from _io_samples import (
     sample_tensors,
     strided,
 )
-from hypothesis import given, settings
-from hypothesis import strategies as st
-from hypothesis.extra import numpy as hnp
-
-from hurray_gpu.errors import HurrayFormatError, UnsupportedOpError
-from hurray_gpu.io import FileWriter, UInt64, crc32c, encode_kv, load, open_file, save
-from hurray_gpu.io.file_format import IndexEntry, align_up, encode_index
-from hurray_gpu.tensor import Tensor
 
 A = 4096
 

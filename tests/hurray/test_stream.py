@@ -6,6 +6,16 @@ import io
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from hurray_gpu.errors import HurrayFormatError
+from hurray_gpu.format import descriptor as d
+from hurray_gpu.format.dtypes import by_name
+from hurray_gpu.io import StreamReader, StreamWriter
+from hurray_gpu.tensor import Tensor
+
 from _io_samples import (
     NUMPY_SAMPLES,
     coo,
@@ -17,15 +27,6 @@ from _io_samples import (
     sample_tensors,
     strided,
 )
-from hypothesis import given, settings
-from hypothesis import strategies as st
-from hypothesis.extra import numpy as hnp
-
-from hurray_gpu.errors import HurrayFormatError
-from hurray_gpu.format import descriptor as d
-from hurray_gpu.format.dtypes import by_name
-from hurray_gpu.io import StreamReader, StreamWriter
-from hurray_gpu.tensor import Tensor
 
 
 def _stream(tensors: list[Tensor]) -> bytes:

@@ -9,6 +9,12 @@ import os
 import ml_dtypes
 import numpy as np
 import pytest
+
+from hurray_gpu.errors import HurrayFormatError, UnsupportedOpError
+from hurray_gpu.format import descriptor as d
+from hurray_gpu.format.dtypes import by_name
+from hurray_gpu.tensor import Tensor
+
 from _io_samples import (
     NUMPY_SAMPLES,
     coo,
@@ -19,11 +25,6 @@ from _io_samples import (
     quantized_per_channel,
     strided,
 )
-
-from hurray_gpu.errors import HurrayFormatError, UnsupportedOpError
-from hurray_gpu.format import descriptor as d
-from hurray_gpu.format.dtypes import by_name
-from hurray_gpu.tensor import Tensor
 
 GOLDEN = os.path.join(os.path.dirname(__file__), "..", "golden", "hurray")
 
