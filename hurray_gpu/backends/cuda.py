@@ -1,0 +1,359 @@
+"""CUDA backend (device tag 0x01) over CuPy, imported only when a device is opened.
+
+standard = cudaMalloc, host_pinned = cudaHostAlloc (portable, mapped), unified =
+cudaMallocManaged, peer = cudaMalloc with peer access enabled. Kernels: NVRTC -> cubin.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from hurray_gpu.device import Allocation, Allocator, Compiler, Device, MemoryClass, Program
+from hurray_gpu.errors import BackendUnavailableError, CompileError, DeviceError, UnsupportedOpError
+from hurray_gpu.kernels.dialect.kernel import KernelDef
+
+__all__ = ["DEVICE", "CUDAAllocator", "CUDACompiler", "CUDADevice", "CUDAProgram", "check"]
+
+# cudaError_t / hipError_t values this module acts on (identical in CUDA and HIP).
+SUCCESS = 0
+ERROR_MEMORY_ALLOCATION = 2
+ERROR_INSUFFICIENT_DRIVER = 35
+ERROR_NO_DEVICE = 100
+ERROR_PEER_ACCESS_ALREADY_ENABLED = 704
+# cudaHostAllocPortable | cudaHostAllocMapped (same bits for hipHostMalloc).
+HOST_ALLOC_FLAGS = 0x01 | 0x02
+# Grid limits per axis (x, y, z) on every CUDA and ROCm GPU this backend targets.
+MAX_GRID = (2**31 - 1, 65535, 65535)
+
+
+def check(status: int, what: str = "CUDA call") -> None:
+    """Raise DeviceError unless ``status`` is cudaSuccess (0).
+
+    Args:
+        status: a cudaError_t / hipError_t / CUresult value.
+        what: the call that returned it.
+
+    Raises:
+        DeviceError: for any non-zero status.
+    """
+    if status != SUCCESS:
+        raise DeviceError(f"{what} failed with status {status}",
+                          fix="check nvidia-smi / rocm-smi and the driver, then retry.")
+
+
+def load_cupy(kind: str, hip: bool) -> Any:
+    """Import CuPy and check it is the build for this backend.
+
+    Args:
+        kind: ``"cuda"`` or ``"rocm"`` (the pip extra that brings the right CuPy).
+        hip: True for the ROCm backend (CuPy must be its HIP build).
+
+    Raises:
+        BackendUnavailableError: CuPy is missing, or built for the other platform.
+    """
+    fix = f"pip install 'hurray_gpu[{kind}]'."
+    try:
+        import cupy
+        from cupy.cuda import runtime
+    except ImportError as exc:
+        raise BackendUnavailableError(f"the {kind} backend needs CuPy ({exc})", fix=fix) from exc
+    if bool(getattr(runtime, "is_hip", False)) != hip:
+        built = "ROCm/HIP" if not hip else "CUDA"
+        raise BackendUnavailableError(f"the installed CuPy is the {built} build, not {kind}",
+                                      fix=fix)
+    return cupy
+
+
+def device_status(exc: BaseException) -> int | None:
+    """The cudaError_t of a CuPy runtime/driver exception, or None for anything else."""
+    status = getattr(exc, "status", None)
+    return int(status) if isinstance(status, int) else None
+
+
+@dataclass(eq=False)
+class CUDAMemory:
+    """A device address plus the CuPy object that owns (and frees) the memory."""
+
+    ptr: int
+    owner: Any
+
+
+class CUDAAllocator(Allocator):
+    """Direct CuPy allocations (no CuPy pool underneath: pooling lives in the base class)."""
+
+    def _alloc(self, nbytes: int, memory_class: MemoryClass) -> CUDAMemory:
+        dev: CUDADevice = self.device  # type: ignore[assignment]
+        memory = dev.cupy.cuda.memory
+        with dev.context():
+            try:
+                if memory_class == MemoryClass.HOST_PINNED:
+                    owner = dev.cupy.cuda.pinned_memory.PinnedMemory(nbytes, HOST_ALLOC_FLAGS)
+                elif memory_class == MemoryClass.UNIFIED:
+                    owner = memory.ManagedMemory(nbytes)
+                else:
+                    if memory_class == MemoryClass.PEER:
+                        dev.enable_peers()
+                    owner = memory.Memory(nbytes)
+            except dev.runtime.CUDARuntimeError as exc:
+                if device_status(exc) == ERROR_MEMORY_ALLOCATION:
+                    raise MemoryError(str(exc)) from exc
+                check(device_status(exc) or -1, f"allocation of {nbytes} bytes")
+                raise
+        return CUDAMemory(int(owner.ptr), owner)
+
+    def _free(self, raw: CUDAMemory, nbytes: int, memory_class: MemoryClass) -> None:
+        raw.owner = None  # CuPy frees on the last reference
+
+    def _copyin(self, raw: CUDAMemory, src: memoryview) -> None:
+        host = np.frombuffer(src, dtype=np.uint8)
+        self._memcpy(raw.ptr, host.ctypes.data, host.size)
+
+    def _copyout(self, dest: memoryview, raw: CUDAMemory) -> None:
+        host = np.frombuffer(dest, dtype=np.uint8)
+        self._memcpy(host.ctypes.data, raw.ptr, host.size)
+
+    def _offset(self, raw: CUDAMemory, offset: int, nbytes: int) -> CUDAMemory:
+        return CUDAMemory(raw.ptr + offset, raw.owner)
+
+    def _memcpy(self, dst: int, src: int, nbytes: int) -> None:
+        dev: CUDADevice = self.device  # type: ignore[assignment]
+        runtime = dev.runtime
+        with dev.context():
+            try:
+                # Kernels run on CuPy's current stream, which may not be the legacy stream
+                # cudaMemcpy orders against; wait for it so copies see finished results.
+                dev.cupy.cuda.get_current_stream().synchronize()
+                # Unified addressing: the driver works out host/device/managed on its own.
+                runtime.memcpy(dst, src, nbytes, runtime.memcpyDefault)
+            except runtime.CUDARuntimeError as exc:
+                check(device_status(exc) or -1, "cudaMemcpy")
+
+
+class CUDACompiler(Compiler):
+    """NVRTC: CUDA C -> cubin for the device's architecture (the cached binary).
+
+    Args:
+        identity: the device identity (name, architecture, driver and runtime versions).
+        cupy: the imported CuPy module.
+    """
+
+    backend = "cuda"
+    hip: ClassVar[bool] = False
+
+    def __init__(self, identity: str, cupy: Any) -> None:
+        self.cupy = cupy
+        self.nvrtc = cupy.cuda.nvrtc
+        super().__init__(identity)
+
+    def version(self) -> str:
+        """The runtime compiler's version (part of the cache key)."""
+        try:
+            major, minor = self.nvrtc.getVersion()
+        except Exception as exc:  # noqa: BLE001 - CuPy raises RuntimeError when libnvrtc is absent
+            raise BackendUnavailableError(f"the runtime compiler cannot be loaded: {exc}",
+                                          fix=f"pip install 'hurray_gpu[{self.backend}]'.") from exc
+        return f"{'hiprtc' if self.hip else 'nvrtc'}-{major}.{minor}"
+
+    def binary_getter(self, options: Sequence[str]) -> str:
+        """``getCUBIN`` for a real architecture (sm_XY), ``getPTX`` for a virtual one."""
+        return "getPTX" if any("compute_" in opt for opt in options) else "getCUBIN"
+
+    def include_options(self) -> tuple[str, ...]:
+        """CuPy's header search paths (CCCL, its bundled headers, the CUDA runtime wheel's
+        headers that cuda_fp16.h needs since CUDA 12.2); they do not change the binary."""
+        core = getattr(getattr(self.cupy, "_core", None), "core", None)
+        assemble = getattr(core, "assemble_cupy_compiler_options", None)
+        extra = getattr(self.cupy.cuda.compiler, "_get_extra_include_dir_opts", None)
+        options = tuple(assemble(())) if assemble is not None else ()
+        return options + (tuple(extra()) if extra is not None and not self.hip else ())
+
+    def compile(self, source: str, options: Sequence[str] = ()) -> bytes:
+        """Compile CUDA/HIP C to a loadable binary.
+
+        Raises:
+            CompileError: the runtime compiler rejected the source.
+        """
+        nvrtc, opts = self.nvrtc, tuple(options)
+        prog = nvrtc.createProgram(source, "hurray_gpu_kernel.cu", (), ())
+        try:
+            try:
+                nvrtc.compileProgram(prog, list(opts + self.include_options()))
+            except nvrtc.NVRTCError as exc:
+                raise CompileError(f"{self.backend} runtime compilation failed: {exc}", source,
+                                   opts, nvrtc.getProgramLog(prog)) from exc
+            return bytes(getattr(nvrtc, self.binary_getter(opts))(prog))
+        finally:
+            nvrtc.destroyProgram(prog)
+
+
+class CUDAProgram(Program):
+    """A loaded module and its entry function; launches go on CuPy's current stream."""
+
+    def __init__(self, device: Device, kernel: KernelDef, binary: bytes) -> None:
+        super().__init__(device, kernel, binary)
+        dev: CUDADevice = device  # type: ignore[assignment]
+        with dev.context():
+            try:
+                self._module = dev.cupy.cuda.function.Module()
+                self._module.load(binary)
+                self._function = self._module.get_function(kernel.name)
+            except Exception as exc:  # noqa: BLE001 - driver errors of any CuPy version
+                raise CompileError(f"the {dev.kind} binary of {kernel.name} did not load", "",
+                                   (), str(exc), fix="clear HURRAY_GPU_CACHE_DIR and retry.") from exc
+
+    def _launch(self, buffers: list[Allocation], scalars: list[np.generic],
+                global_size: tuple[int, int, int], local_size: tuple[int, int, int],
+                wait: bool) -> float | None:
+        dev: CUDADevice = self.device  # type: ignore[assignment]
+        grid = tuple(-(-g // loc) for g, loc in zip(global_size, local_size, strict=True))
+        if any(g > limit for g, limit in zip(grid, MAX_GRID, strict=True)):
+            raise UnsupportedOpError(f"grid {grid} exceeds the {dev.kind} limits {MAX_GRID}",
+                                     fix="launch fewer work items per call.")
+        # Pointers go as 64-bit integers: CuPy passes numpy scalars by value.
+        args = [np.uint64(b.raw.ptr if b.nbytes else 0) for b in buffers] + list(scalars)
+        cuda = dev.cupy.cuda
+        with dev.context():
+            try:
+                start, end = (cuda.Event(), cuda.Event()) if wait else (None, None)
+                if start is not None:
+                    start.record()
+                self._function(grid, local_size, args)
+                if end is None:
+                    return None
+                end.record()
+                end.synchronize()
+                return float(cuda.get_elapsed_time(start, end)) / 1000.0
+            except (dev.runtime.CUDARuntimeError, cuda.driver.CUDADriverError) as exc:
+                check(device_status(exc) or -1, f"launch of {self.kernel.name}")
+                raise
+
+
+class CUDADevice(Device):
+    """One CUDA GPU through CuPy.
+
+    Raises:
+        BackendUnavailableError: CuPy (the ``cuda`` extra) is missing, or no GPU ``index``.
+    """
+
+    tag = 0x01
+    kind = "cuda"
+    dialect = "cuda"
+    program_cls = CUDAProgram
+    hip: ClassVar[bool] = False
+    allocator_cls: ClassVar[type[CUDAAllocator]] = CUDAAllocator
+    compiler_cls: ClassVar[type[CUDACompiler]] = CUDACompiler
+
+    def __init__(self, index: int = 0) -> None:
+        self.cupy = load_cupy(self.kind, self.hip)
+        self.runtime = self.cupy.cuda.runtime
+        count = self.count()
+        if not 0 <= index < count:
+            raise BackendUnavailableError(f"{self.kind} device {index} does not exist "
+                                          f"({count} found)",
+                                          fix=f"pick an index below {count}, or install the "
+                                              f"'{self.kind}' extra on a machine with a GPU.")
+        self.cuda_device = self.cupy.cuda.Device(index)
+        self.props = self.runtime.getDeviceProperties(index)
+        self.arch = self.detect_arch()
+        self._peers_enabled = False
+        self._peer_lock = threading.Lock()
+        name = self.props["name"]
+        name = name.decode() if isinstance(name, bytes) else str(name)
+        super().__init__(index, name, self.allocator_cls(self),
+                         self.compiler_cls(self.identity_for(name), self.cupy),
+                         self._memory_classes())
+
+    @classmethod
+    def count(cls) -> int:
+        """How many GPUs the runtime sees (0 when none).
+
+        Raises:
+            BackendUnavailableError: CuPy is missing, or the driver is missing or too old.
+        """
+        cupy = load_cupy(cls.kind, cls.hip)
+        try:
+            return int(cupy.cuda.runtime.getDeviceCount())
+        except cupy.cuda.runtime.CUDARuntimeError as exc:
+            if device_status(exc) == ERROR_NO_DEVICE:
+                return 0
+            raise BackendUnavailableError(
+                f"the {cls.kind} driver is not usable: {exc}",
+                fix=f"install or update the GPU driver (nvidia-smi / rocm-smi must work) and "
+                    f"pip install 'hurray_gpu[{cls.kind}]' for its CUDA/ROCm version.",
+            ) from exc
+
+    def context(self) -> Any:
+        """A context manager making this device current (CuPy's ``with Device(i):``)."""
+        return self.cuda_device
+
+    def detect_arch(self) -> str:
+        """The architecture NVRTC targets: the GPU's own (``sm_90``) when NVRTC knows it,
+        else the newest virtual one it knows (``compute_90``; the driver JITs the PTX)."""
+        capability = int(self.cuda_device.compute_capability)
+        try:
+            known = [a for a in self.cupy.cuda.nvrtc.getSupportedArchs() if a <= capability]
+        except Exception:  # noqa: BLE001 - NVRTC < 11.2 cannot list; trust the device
+            known = [capability]
+        if capability in known or not known:
+            return f"sm_{capability}"
+        return f"compute_{max(known)}"
+
+    def identity_for(self, name: str) -> str:
+        """Name, architecture, driver and runtime versions: the cache key's target."""
+        driver = self.runtime.driverGetVersion()
+        runtime = self.runtime.runtimeGetVersion()
+        return f"{self.kind}:{name}|{self.arch}|driver {driver}|runtime {runtime}"
+
+    def identity(self) -> str:
+        return self.identity_for(self.name)
+
+    def _memory_classes(self) -> tuple[MemoryClass, ...]:
+        classes = [MemoryClass.STANDARD, MemoryClass.HOST_PINNED]
+        if int(self.props.get("managedMemory", 0)):
+            classes.append(MemoryClass.UNIFIED)
+        if self._peers():
+            classes.append(MemoryClass.PEER)
+        return tuple(classes)
+
+    def _peers(self) -> list[int]:
+        count = self.count()
+        # PEER memory lives here and is reached by the others: can `other` access this GPU?
+        return [other for other in range(count) if other != self.index
+                and self.runtime.deviceCanAccessPeer(other, self.index)]
+
+    def enable_peers(self) -> None:
+        """Let every peer GPU reach this device's memory (once per device)."""
+        with self._peer_lock:
+            if self._peers_enabled:
+                return
+            for other in self._peers():
+                with self.cupy.cuda.Device(other):
+                    try:
+                        self.runtime.deviceEnablePeerAccess(self.index)
+                    except self.runtime.CUDARuntimeError as exc:
+                        if device_status(exc) != ERROR_PEER_ACCESS_ALREADY_ENABLED:
+                            check(device_status(exc) or -1, "cudaDeviceEnablePeerAccess")
+            self._peers_enabled = True
+
+    @property
+    def max_alloc(self) -> int:
+        return int(self.props.get("totalGlobalMem", 0))
+
+    def memory_info(self) -> tuple[int, int]:
+        with self.context():
+            free, total = self.runtime.memGetInfo()
+        return int(free), int(total)
+
+    def synchronize(self) -> None:
+        self.cuda_device.synchronize()
+
+    def compile_options(self, kernel: KernelDef) -> tuple[str, ...]:
+        return (f"--gpu-architecture={self.arch}",)
+
+
+DEVICE = CUDADevice

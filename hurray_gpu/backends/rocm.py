@@ -1,0 +1,63 @@
+"""ROCm backend (device tag 0x02): cuda.py's classes over CuPy's HIP build, with HIP options.
+
+hipMalloc / hipHostMalloc / hipMallocManaged memory and hipRTC code objects; no second code
+path: only the device identity, the dialect and the compiler's output differ.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+from hurray_gpu.backends.cuda import CUDAAllocator, CUDACompiler, CUDADevice, CUDAProgram, check
+from hurray_gpu.kernels.dialect.kernel import KernelDef
+
+__all__ = ["DEVICE", "ROCmAllocator", "ROCmCompiler", "ROCmDevice", "ROCmProgram", "check"]
+
+
+class ROCmAllocator(CUDAAllocator):
+    """HIP memory through CuPy's ROCm build (the same runtime calls, HIP underneath)."""
+
+
+class ROCmCompiler(CUDACompiler):
+    """hipRTC: HIP C -> an AMDGPU code object for the current device's gfx target."""
+
+    backend = "rocm"
+    hip: ClassVar[bool] = True
+
+    def binary_getter(self, options: Sequence[str]) -> str:
+        # CuPy maps hiprtcGetCode onto getPTX; HIP has no cubin.
+        return "getPTX"
+
+
+class ROCmProgram(CUDAProgram):
+    """A code object loaded with hipModuleLoadData."""
+
+
+class ROCmDevice(CUDADevice):
+    """One AMD GPU through CuPy's ROCm build.
+
+    Raises:
+        BackendUnavailableError: CuPy's ROCm build (the ``rocm`` extra) is missing, or no GPU.
+    """
+
+    tag = 0x02
+    kind = "rocm"
+    dialect = "hip"
+    program_cls = ROCmProgram
+    hip: ClassVar[bool] = True
+    allocator_cls: ClassVar[type[CUDAAllocator]] = ROCmAllocator
+    compiler_cls: ClassVar[type[CUDACompiler]] = ROCmCompiler
+
+    def detect_arch(self) -> str:
+        """The gfx target with its feature flags, e.g. ``gfx90a:sramecc+:xnack-``."""
+        arch = self.props.get("gcnArchName", b"")
+        arch = arch.decode() if isinstance(arch, bytes) else str(arch)
+        return arch or f"gfx{self.cuda_device.compute_capability}"
+
+    def compile_options(self, kernel: KernelDef) -> tuple[str, ...]:
+        # hipRTC targets the current device by itself; the gfx target is in identity().
+        return ()
+
+
+DEVICE = ROCmDevice

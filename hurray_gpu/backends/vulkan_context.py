@@ -1,0 +1,372 @@
+"""Vulkan instance, logical device, queue, memory types and one-shot submission.
+
+The thin layer under ``backends/vulkan.py``; it imports the optional ``vulkan`` package lazily.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any, NoReturn
+
+from hurray_gpu.errors import BackendUnavailableError, DeviceError
+
+VK_SUCCESS = 0
+# Lavapipe needs seconds for a kernel over hundreds of MiB; a hung GPU must still surface.
+FENCE_TIMEOUT_NS = 300 * 10**9
+API_VERSION = (1, 1, 0)
+# Hurray PEER memory on Vulkan is exportable device memory (an opaque POSIX fd).
+EXTERNAL_FD_EXTENSION = "VK_KHR_external_memory_fd"
+HANDLE_OPAQUE_FD = 0x1  # VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT
+EXPORTABLE = 0x2  # VK_EXTERNAL_MEMORY_FEATURE_EXPORTABLE_BIT
+BUFFER_USAGE = 0x20 | 0x1 | 0x2  # STORAGE_BUFFER | TRANSFER_SRC | TRANSFER_DST
+_FIX_INSTALL = "pip install 'hurray_gpu[vulkan]' (and apt-get install libvulkan1 mesa-vulkan-drivers)."
+
+_vk: Any = None
+
+
+def load_vulkan() -> Any:
+    """Import the ``vulkan`` cffi package once.
+
+    Returns:
+        The ``vulkan`` module.
+
+    Raises:
+        BackendUnavailableError: the package or the Vulkan loader is missing.
+    """
+    global _vk
+    if _vk is None:
+        try:
+            import vulkan
+        except ImportError as exc:
+            raise BackendUnavailableError(
+                f"the Vulkan backend needs the `vulkan` package ({exc}).", fix=_FIX_INSTALL
+            ) from exc
+        except OSError as exc:  # the cffi module dlopens libvulkan at import time
+            raise BackendUnavailableError(
+                f"the Vulkan loader libvulkan could not be loaded ({exc}).", fix=_FIX_INSTALL
+            ) from exc
+        _vk = vulkan
+    return _vk
+
+
+def count_devices() -> int:
+    """How many Vulkan physical devices the loader reports (0 when no driver initialises).
+
+    Raises:
+        BackendUnavailableError: the ``vulkan`` package or the loader library is missing.
+    """
+    vk = load_vulkan()
+    app = vk.VkApplicationInfo(
+        sType=vk.VK_STRUCTURE_TYPE_APPLICATION_INFO, apiVersion=vk.VK_MAKE_VERSION(*API_VERSION)
+    )
+    info = vk.VkInstanceCreateInfo(
+        sType=vk.VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO, pApplicationInfo=app
+    )
+    try:
+        instance = vk.vkCreateInstance(info, None)
+    except (vk.VkError, vk.VkException):
+        return 0  # no ICD could be initialised: zero devices, not an error
+    try:
+        return len(vk.vkEnumeratePhysicalDevices(instance))
+    except (vk.VkError, vk.VkException):
+        return 0
+    finally:
+        vk.vkDestroyInstance(instance, None)
+
+
+def check(status: int, what: str = "Vulkan call") -> None:
+    """Raise DeviceError unless ``status`` is VK_SUCCESS.
+
+    Args:
+        status: a VkResult.
+        what: the call that returned it.
+
+    Raises:
+        DeviceError: for any status other than VK_SUCCESS.
+    """
+    if status == VK_SUCCESS:
+        return
+    name = _status_name(status)
+    raise DeviceError(
+        f"{what} failed with {name} ({status}).",
+        fix="check the Vulkan driver (vulkaninfo), update it, or pick another device.",
+    )
+
+
+def _status_name(status: int) -> str:
+    if _vk is None:
+        return "VkResult"
+    cls = _vk.exception_codes.get(status)
+    return cls.__name__ if cls is not None else "VkResult"
+
+
+_CODE_OF: dict[type, int] = {}
+
+
+def raise_for(exc: BaseException, what: str) -> NoReturn:
+    """Re-raise a ``vulkan`` package exception as ``check()``'s DeviceError."""
+    if not _CODE_OF:
+        _CODE_OF.update({cls: code for code, cls in _vk.exception_codes.items()})
+    try:
+        check(_CODE_OF.get(type(exc), -13), what)  # -13 is VK_ERROR_UNKNOWN
+    except DeviceError as err:
+        raise err from exc
+    raise DeviceError(f"{what} failed: {exc!r}") from exc  # a VK_SUCCESS-mapped exception
+
+
+def call(fn: Callable[..., Any], *args: Any) -> Any:
+    """Call a ``vulkan`` wrapper, turning its exceptions into ``check()`` errors."""
+    try:
+        return fn(*args)
+    except (_vk.VkError, _vk.VkException) as exc:
+        raise_for(exc, getattr(fn, "__name__", "Vulkan call"))
+
+
+class VulkanContext:
+    """One logical device with one compute queue, a command pool and a fence.
+
+    Args:
+        index: which physical device to open (in enumeration order).
+
+    Raises:
+        BackendUnavailableError: no Vulkan device, or no compute queue, at ``index``.
+        DeviceError: a driver call failed.
+    """
+
+    def __init__(self, index: int = 0) -> None:
+        self.vk = vk = load_vulkan()
+        self.lock = threading.RLock()  # vkQueueSubmit and the command pool need external sync
+        self.instance = self._create_instance()
+        devices = call(vk.vkEnumeratePhysicalDevices, self.instance)
+        if not 0 <= index < len(devices):
+            self._destroy_instance()
+            raise BackendUnavailableError(
+                f"Vulkan device index {index} does not exist ({len(devices)} found).",
+                fix="apt-get install mesa-vulkan-drivers for lavapipe, or pick index 0.",
+            )
+        self.physical = devices[index]
+        self.props = vk.vkGetPhysicalDeviceProperties(self.physical)
+        self.limits = self.props.limits
+        self.memory_props = vk.vkGetPhysicalDeviceMemoryProperties(self.physical)
+        self.queue_family = self._find_compute_family()
+        self.exportable = False
+        self.device = self._create_device()
+        self.queue = vk.vkGetDeviceQueue(self.device, self.queue_family, 0)
+        self.command_pool = self._create_command_pool()
+        self.fence = call(vk.vkCreateFence, self.device, self._info("FENCE_CREATE_INFO"), None)
+        self.name = str(self.props.deviceName)
+
+    def _info(self, kind: str, **fields: Any) -> Any:
+        vk = self.vk
+        words = [p.upper() if p == "khr" else p.title() for p in kind.lower().split("_")]
+        ctor = getattr(vk, "Vk" + "".join(words))
+        return ctor(sType=getattr(vk, "VK_STRUCTURE_TYPE_" + kind), **fields)
+
+    def _create_instance(self) -> Any:
+        vk = self.vk
+        app = vk.VkApplicationInfo(
+            sType=vk.VK_STRUCTURE_TYPE_APPLICATION_INFO, pApplicationName="hurray_gpu",
+            applicationVersion=1, pEngineName="hurray_gpu", engineVersion=1,
+            apiVersion=vk.VK_MAKE_VERSION(*API_VERSION),
+        )
+        info = vk.VkInstanceCreateInfo(
+            sType=vk.VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO, pApplicationInfo=app
+        )
+        try:
+            return call(vk.vkCreateInstance, info, None)
+        except DeviceError as exc:
+            raise BackendUnavailableError(
+                f"no Vulkan driver could be initialised ({exc}).",
+                fix="apt-get install mesa-vulkan-drivers (lavapipe) or your GPU's Vulkan driver.",
+            ) from exc
+
+    def _find_compute_family(self) -> int:
+        vk = self.vk
+        families = vk.vkGetPhysicalDeviceQueueFamilyProperties(self.physical)
+        # A compute-only family avoids graphics scheduling; any compute family will do.
+        compute = [i for i, f in enumerate(families) if f.queueFlags & vk.VK_QUEUE_COMPUTE_BIT]
+        dedicated = [i for i in compute if not families[i].queueFlags & vk.VK_QUEUE_GRAPHICS_BIT]
+        if not compute:
+            self._destroy_instance()
+            raise BackendUnavailableError(
+                f"Vulkan device {self.props.deviceName} has no compute queue.",
+                fix="pick another Vulkan device.",
+            )
+        return (dedicated or compute)[0]
+
+    def _create_device(self) -> Any:
+        vk = self.vk
+        priorities = [1.0]
+        queue_info = self._info(
+            "DEVICE_QUEUE_CREATE_INFO", queueFamilyIndex=self.queue_family, queueCount=1,
+            pQueuePriorities=priorities,
+        )
+        queue_infos = [queue_info]
+        # Kernels index windows of big buffers; robust access keeps a stray index inside the
+        # binding (the launch then reports it) instead of touching other memory.
+        supported = vk.vkGetPhysicalDeviceFeatures(self.physical)
+        self.robust = bool(supported.robustBufferAccess)
+        features = vk.VkPhysicalDeviceFeatures(robustBufferAccess=vk.VK_TRUE if self.robust else 0)
+        self.exportable = self._can_export()
+        extensions = [EXTERNAL_FD_EXTENSION] if self.exportable else []
+        info = self._info(
+            "DEVICE_CREATE_INFO", queueCreateInfoCount=1, pQueueCreateInfos=queue_infos,
+            pEnabledFeatures=features, enabledExtensionCount=len(extensions),
+            ppEnabledExtensionNames=extensions or None,
+        )
+        return call(vk.vkCreateDevice, self.physical, info, None)
+
+    def _can_export(self) -> bool:
+        vk = self.vk
+        names = {e.extensionName for e in vk.vkEnumerateDeviceExtensionProperties(self.physical,
+                                                                                   None)}
+        if EXTERNAL_FD_EXTENSION not in names:
+            return False
+        query = self._info("PHYSICAL_DEVICE_EXTERNAL_BUFFER_INFO", usage=BUFFER_USAGE,
+                           handleType=HANDLE_OPAQUE_FD)
+        props = vk.vkGetPhysicalDeviceExternalBufferProperties(self.physical, query)
+        return bool(props.externalMemoryProperties.externalMemoryFeatures & EXPORTABLE)
+
+    def _create_command_pool(self) -> Any:
+        info = self._info(
+            "COMMAND_POOL_CREATE_INFO", queueFamilyIndex=self.queue_family,
+            flags=self.vk.VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
+        )
+        return call(self.vk.vkCreateCommandPool, self.device, info, None)
+
+    # -- identity ---------------------------------------------------------------------------
+
+    def identity(self) -> str:
+        """Vendor, device id, driver version and name: what changes the pipeline binary."""
+        p = self.props
+        return f"{p.vendorID:#x}:{p.deviceID:#x}:{p.driverVersion:#x}:{p.apiVersion:#x}:{p.deviceName}"
+
+    # -- memory -----------------------------------------------------------------------------
+
+    def memory_type_flags(self) -> list[int]:
+        """The property flags of every memory type, by index."""
+        mp = self.memory_props
+        return [mp.memoryTypes[i].propertyFlags for i in range(mp.memoryTypeCount)]
+
+    def heap_size(self, type_index: int) -> int:
+        """The size in bytes of the heap behind memory type ``type_index``."""
+        heap = self.memory_props.memoryTypes[type_index].heapIndex
+        return int(self.memory_props.memoryHeaps[heap].size)
+
+    def create_buffer(self, nbytes: int, external: bool = False) -> tuple[Any, Any]:
+        """Create an unbound storage/transfer buffer; returns (buffer, memory requirements).
+
+        ``external`` makes it bindable to exportable (opaque fd) memory.
+        """
+        vk = self.vk
+        chain = self._info("EXTERNAL_MEMORY_BUFFER_CREATE_INFO", handleTypes=HANDLE_OPAQUE_FD)
+        info = self._info(
+            "BUFFER_CREATE_INFO", size=nbytes, usage=BUFFER_USAGE,
+            sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE, pNext=chain if external else None,
+        )
+        buffer = call(vk.vkCreateBuffer, self.device, info, None)
+        return buffer, vk.vkGetBufferMemoryRequirements(self.device, buffer)
+
+    def allocate_memory(self, size: int, type_index: int, export_for: Any = None) -> Any:
+        """Allocate ``size`` bytes of memory type ``type_index``.
+
+        With ``export_for`` (a buffer made with ``external=True``) the memory is a dedicated,
+        fd-exportable allocation for that buffer.
+
+        Raises:
+            MemoryError: the driver is out of device or host memory (the allocator retries).
+            DeviceError: any other failure.
+        """
+        vk = self.vk
+        chain = None
+        if export_for is not None:  # every struct of the chain stays referenced (cffi)
+            dedicated = self._info("MEMORY_DEDICATED_ALLOCATE_INFO", buffer=export_for)
+            chain = self._info("EXPORT_MEMORY_ALLOCATE_INFO", handleTypes=HANDLE_OPAQUE_FD,
+                               pNext=dedicated)
+        info = self._info("MEMORY_ALLOCATE_INFO", allocationSize=size, memoryTypeIndex=type_index,
+                          pNext=chain)
+        try:
+            return vk.vkAllocateMemory(self.device, info, None)
+        except (vk.VkErrorOutOfDeviceMemory, vk.VkErrorOutOfHostMemory) as exc:
+            raise MemoryError(f"vkAllocateMemory of {size} bytes: {type(exc).__name__}") from exc
+        except (vk.VkError, vk.VkException) as exc:
+            raise_for(exc, "vkAllocateMemory")
+
+    def export_fd(self, memory: Any) -> int:
+        """A new POSIX fd for exportable ``memory``; the caller owns (and closes) it."""
+        vk = self.vk
+        get_fd = vk.vkGetDeviceProcAddr(self.device, "vkGetMemoryFdKHR")
+        info = self._info("MEMORY_GET_FD_INFO_KHR", memory=memory, handleType=HANDLE_OPAQUE_FD)
+        return int(call(get_fd, self.device, info))
+
+    # -- submission -------------------------------------------------------------------------
+
+    def submit(self, record: Callable[[Any], None]) -> None:
+        """Record one command buffer with ``record(cmd)``, submit it and wait for it."""
+        vk = self.vk
+        with self.lock:
+            alloc = self._info(
+                "COMMAND_BUFFER_ALLOCATE_INFO", commandPool=self.command_pool,
+                level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY, commandBufferCount=1,
+            )
+            cmd = call(vk.vkAllocateCommandBuffers, self.device, alloc)[0]
+            try:
+                begin = self._info(
+                    "COMMAND_BUFFER_BEGIN_INFO",
+                    flags=vk.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT,
+                )
+                call(vk.vkBeginCommandBuffer, cmd, begin)
+                # Work of earlier submissions (copies, kernels) must be visible to this one,
+                # and this one's writes to the host once the fence signals.
+                self._barrier(cmd)
+                record(cmd)
+                self._barrier(cmd)
+                call(vk.vkEndCommandBuffer, cmd)
+                self._run(cmd)
+            finally:
+                vk.vkFreeCommandBuffers(self.device, self.command_pool, 1, [cmd])
+
+    def _barrier(self, cmd: Any) -> None:
+        vk = self.vk
+        barrier = [self._info(
+            "MEMORY_BARRIER", srcAccessMask=vk.VK_ACCESS_MEMORY_WRITE_BIT,
+            dstAccessMask=vk.VK_ACCESS_MEMORY_READ_BIT | vk.VK_ACCESS_MEMORY_WRITE_BIT
+            | vk.VK_ACCESS_HOST_READ_BIT,
+        )]
+        vk.vkCmdPipelineBarrier(
+            cmd, vk.VK_PIPELINE_STAGE_ALL_COMMANDS_BIT,
+            vk.VK_PIPELINE_STAGE_ALL_COMMANDS_BIT | vk.VK_PIPELINE_STAGE_HOST_BIT,
+            0, 1, barrier, 0, None, 0, None)
+
+    def _run(self, cmd: Any) -> None:
+        vk = self.vk
+        cmds = [cmd]
+        info = self._info("SUBMIT_INFO", commandBufferCount=1, pCommandBuffers=cmds)
+        fences = [self.fence]
+        call(vk.vkResetFences, self.device, 1, fences)
+        call(vk.vkQueueSubmit, self.queue, 1, [info], self.fence)
+        call(vk.vkWaitForFences, self.device, 1, fences, vk.VK_TRUE, FENCE_TIMEOUT_NS)
+
+    def wait_idle(self) -> None:
+        """Block until the queue has finished all work."""
+        with self.lock:
+            call(self.vk.vkQueueWaitIdle, self.queue)
+
+    def close(self) -> None:
+        """Destroy the fence, command pool, device and instance (idempotent)."""
+        vk = self.vk
+        if getattr(self, "device", None) is None:
+            return
+        with self.lock:
+            vk.vkDeviceWaitIdle(self.device)
+            vk.vkDestroyFence(self.device, self.fence, None)
+            vk.vkDestroyCommandPool(self.device, self.command_pool, None)
+            vk.vkDestroyDevice(self.device, None)
+            self.device = None
+            self._destroy_instance()
+
+    def _destroy_instance(self) -> None:
+        if getattr(self, "instance", None) is not None:
+            self.vk.vkDestroyInstance(self.instance, None)
+            self.instance = None
