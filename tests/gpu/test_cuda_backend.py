@@ -5,8 +5,6 @@ Run by ci/gpu_check.sh (``pytest -m "gpu or cuda" tests/gpu``); skipped without 
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import pytest
 
@@ -65,22 +63,15 @@ def test_views(gpu):
     assert np.array_equal(buf.numpy(), expect)
 
 
-def test_one_gib_round_trip_and_bandwidth(gpu, capsys):
+def test_one_gib_round_trip(gpu):
     nbytes = 1 << 30
     data = _bytes(nbytes, 3)
     out = np.empty_like(data)
     for mclass in (MemoryClass.STANDARD, MemoryClass.HOST_PINNED):
         buf = Buffer(gpu, nbytes, mclass)
-        buf.copyin(data)  # first touch
-        start = time.perf_counter()
         buf.copyin(data)
-        h2d = nbytes / (time.perf_counter() - start) / 1e9
-        start = time.perf_counter()
         buf.copyout(out)
-        d2h = nbytes / (time.perf_counter() - start) / 1e9
-        assert np.array_equal(out, data)
-        with capsys.disabled():
-            print(f"\n{gpu.spec} {mclass.label}: H2D {h2d:.2f} GB/s, D2H {d2h:.2f} GB/s")
+        assert np.array_equal(out, data)  # bandwidth is measured by bench/transfer.py
         buf.free()
 
 

@@ -7,7 +7,6 @@ import os
 import pathlib
 import struct
 import tempfile
-import time
 
 import ml_dtypes
 import numpy as np
@@ -395,8 +394,8 @@ def test_save_is_atomic(tmp_path) -> None:
     assert [p.name for p in tmp_path.iterdir()] == ["keep.hrry"]
 
 
-def test_index_decode_timing_1mb(tmp_path) -> None:
-    """Measures (and prints) the open time of a file with a ~1 MB index; no timing assert.
+def test_file_with_1mb_index_opens_and_reads_the_last_entry(tmp_path) -> None:
+    """A ~1 MB index (21,846 entries) decodes completely; bench/codec.py times the same open.
 
     Every entry points at the same small tensor, so the file is about 1 MB, not 1 MB x A.
     """
@@ -412,17 +411,10 @@ def test_index_decode_timing_1mb(tmp_path) -> None:
                                               crc32c(index), bytes(4), b"HRRY")
     path = tmp_path / "big.hrry"
     path.write_bytes(data)
-    timings = []
-    for _ in range(3):
-        start = time.perf_counter()
-        with open_file(path) as f:
-            assert len(f) == n
-        timings.append(time.perf_counter() - start)
-    with open_file(path) as f:
-        assert f.read(f"tensor{n - 1:08d}").numpy().tolist() == [0, 1, 2, 3]
-    print(f"\nopen_file with a {len(index) / 1e6:.2f} MB index ({n} entries): "
-          f"best {min(timings) * 1e3:.1f} ms of 3")
     assert len(index) >= 1_000_000
+    with open_file(path) as f:
+        assert len(f) == n
+        assert f.read(f"tensor{n - 1:08d}").numpy().tolist() == [0, 1, 2, 3]
 
 
 _SUB_BYTE = {"int4": (ml_dtypes.int4, -8, 7), "uint4": (ml_dtypes.uint4, 0, 15),

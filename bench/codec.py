@@ -1,0 +1,126 @@
+"""Codec throughput: Hurray descriptors, a 1 MB .hrry index, and VIR0 decode/encode.
+
+Warm, median of several runs. Prints a table and writes JSON.
+Usage: python bench/codec.py [--runs 7] [--json bench/out/codec.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import struct
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import vyre
+from hurray_gpu import Tensor, decode_descriptor, open_file, save
+from hurray_gpu.format import descriptor as d
+from hurray_gpu.format.dtypes import by_name
+from hurray_gpu.io import crc32c
+from hurray_gpu.io.file_format import IndexEntry, encode_index
+
+ROOT = Path(__file__).resolve().parent.parent
+GOLDEN = ROOT / "tests" / "golden"
+
+
+def _median(fn: Callable[[], Any], runs: int) -> float:
+    fn()  # warm-up
+    samples = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+
+
+def _mixed_descriptors() -> list[bytes]:
+    """Golden vectors plus quantized, sparse, tiled and paged descriptors."""
+    blobs = [p.read_bytes() for p in sorted((GOLDEN / "hurray" / "descriptors").glob("*.bin"))]
+    f32, i4 = "float32", "int4"
+    extra = [
+        d.TensorDescriptor(by_name(i4), (64, 128),
+                           d.RowMajor(), (d.BufferHandle(4096), d.BufferHandle(256)),
+                           quantization=d.PerChannelAffine(axis=0, scale_buffer_index=1)),
+        d.TensorDescriptor(by_name(f32), (8, 8), d.Tiled((4, 4)), (d.BufferHandle(256),)),
+        d.TensorDescriptor(by_name(f32), (4, 5), d.CSR(3),
+                           (d.BufferHandle(12), d.BufferHandle(24), d.BufferHandle(40))),
+    ]
+    return blobs + [x.encode() for x in extra]
+
+
+def bench_descriptors(runs: int) -> dict[str, Any]:
+    """Decode 10,000 descriptors (a mix cycling through the sample set)."""
+    blobs = _mixed_descriptors()
+    batch = [blobs[i % len(blobs)] for i in range(10_000)]
+    seconds = _median(lambda: [decode_descriptor(b) for b in batch], runs)
+    return {"op": "decode 10,000 descriptors", "seconds": seconds,
+            "per_second": len(batch) / seconds}
+
+
+def bench_index(runs: int, tmp: Path) -> dict[str, Any]:
+    """Open a .hrry file whose index is ~1 MB (CRC-32C check plus the whole index decode)."""
+    path = tmp / "one.hrry"
+    save(path, {"t": Tensor.from_numpy(np.arange(4, dtype=np.int8))})
+    data = path.read_bytes()
+    index_offset, index_length = struct.unpack_from("<QQ", data, len(data) - 40)
+    with open_file(path) as f:
+        e = f.entry("t")
+    n = (1 << 20) // 48 + 1
+    entries = [IndexEntry(f"tensor{i:08d}", e.descriptor_offset, e.descriptor_length,
+                          e.data_offset, e.data_length) for i in range(n)]
+    index = encode_index(entries)
+    big = tmp / "big.hrry"
+    big.write_bytes(data[:index_offset] + index + struct.pack(
+        "<QQQII4s4s", index_offset, len(index), 0, 0, crc32c(index), bytes(4), b"HRRY"))
+
+    def open_all() -> None:
+        with open_file(big) as f:
+            assert len(f) == n
+
+    seconds = _median(open_all, runs)
+    return {"op": f"open .hrry with a {len(index) / 1e6:.2f} MB index ({n} entries)",
+            "seconds": seconds, "mb_per_s": len(index) / seconds / 1e6}
+
+
+def bench_vyre(runs: int) -> list[dict[str, Any]]:
+    """VIR0 decode and encode throughput on the largest golden blob."""
+    path = max((GOLDEN / "vyre").glob("[kv]*.vir"), key=lambda p: p.stat().st_size)
+    blob = path.read_bytes()
+    program = vyre.from_wire(blob)
+    reps = 200
+    rows = []
+    for name, fn in (("decode", lambda: vyre.from_wire(blob)),
+                     ("encode", lambda: vyre.to_wire(program))):
+        seconds = _median(lambda fn=fn: [fn() for _ in range(reps)], runs) / reps
+        rows.append({"op": f"vyre {name} {path.name} ({len(blob)} B)", "seconds": seconds,
+                     "mb_per_s": len(blob) / seconds / 1e6})
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run every codec benchmark, print the table and write JSON."""
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--json", type=Path, default=ROOT / "bench" / "out" / "codec.json")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory() as tmp:
+        rows = [bench_descriptors(args.runs), bench_index(args.runs, Path(tmp)),
+                *bench_vyre(args.runs)]
+    for row in rows:
+        rate = (f"{row['per_second']:12,.0f} /s" if "per_second" in row
+                else f"{row['mb_per_s']:10.2f} MB/s")
+        print(f"{row['op']:60s} {row['seconds'] * 1e3:10.3f} ms  {rate}")
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps({"rows": rows}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
