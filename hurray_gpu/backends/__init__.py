@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import importlib
 import threading
-from enum import IntEnum
 from types import ModuleType
 from typing import TYPE_CHECKING
 
 from hurray_gpu.errors import BackendUnavailableError
+from hurray_gpu.format.descriptor.buffers import DeviceTag
 
 if TYPE_CHECKING:
     from hurray_gpu.device import Device
@@ -42,20 +42,6 @@ __all__ = [
     "open_device",
     "tag_name",
 ]
-
-
-class DeviceTag(IntEnum):
-    """Hurray device_tag values (hurray-facts §3); 0xF0-0xFE are private."""
-
-    CPU = 0x00
-    CUDA = 0x01
-    ROCM = 0x02
-    METAL = 0x03
-    VULKAN = 0x04
-    WEBGPU = 0x05
-    HEXAGON = 0x06
-    LEVEL_ZERO = 0x07
-    OPENCL = 0x08
 
 
 # Tag -> module name in this package. Rows are only ever added.
