@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from vyre import builder
+from vyre import builder, reference
 from vyre.errors import (
     EncodeError,
     UnknownExtensionError,
@@ -30,6 +30,6 @@ __all__ = [
     *_ir_all,
     "DEFAULT_REGISTRY", "EncodeError", "ExtensionRegistry", "UnknownExtensionError",
     "Diagnostic", "ValidationError", "ValidationOptions", "VersionMismatchError",
-    "WireFormatError", "WireValidationError", "builder", "fingerprint", "validate",
+    "WireFormatError", "WireValidationError", "builder", "fingerprint", "reference", "validate",
     "from_wire", "register_expr_extension", "register_node_extension", "to_wire",
 ]
