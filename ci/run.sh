@@ -8,7 +8,7 @@ bash ci/install.sh
 PYTHON="${PYTHON:-python3}"
 
 echo "== ruff"
-"$PYTHON" -m ruff check hurray_gpu vyre tests bench ci examples
+"$PYTHON" -m ruff check hurray_gpu vyre tests bench ci examples fuzz
 echo "== line budget"
 "$PYTHON" ci/linecount.py
 

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Long coverage-guided fuzzing (atheris / libFuzzer) of every decoder harness in fuzz/.
+#
+#   ci/fuzz.sh [--minutes N] [--jobs J] [HARNESS ...]     (default: 5 minutes, all harnesses)
+#
+# Each harness runs N minutes (J harnesses at a time, default: the core count). The corpus
+# grows in fuzz/corpus/<harness>/ (gitignored), seeded from fuzz/seeds.py and from the saved
+# regression inputs. Every crash, timeout or OOM input is copied to
+# tests/fuzz/regressions/<harness>/, where tests/fuzz/test_regressions.py replays it; the script
+# then exits 1. Set FUZZ_TRACEMALLOC=0 to drop the exact per-input memory check (about 2x
+# faster; the -rss_limit_mb guard stays).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+PYTHON="${PYTHON:-python3}"
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+
+MINUTES=5
+JOBS="$(nproc 2>/dev/null || echo 2)"
+HARNESSES=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --minutes) MINUTES="$2"; shift 2 ;;
+    --jobs) JOBS="$2"; shift 2 ;;
+    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    *) HARNESSES+=("$1"); shift ;;
+  esac
+done
+[ ${#HARNESSES[@]} -eq 0 ] && HARNESSES=(descriptor stream hrry vir0)
+if ! "$PYTHON" -c "import atheris" 2>/dev/null; then
+  echo "ci/fuzz.sh: atheris is not installed (pip install atheris)." >&2
+  exit 2
+fi
+
+# Runs one harness for MINUTES; restarts libFuzzer after each crash until the time is spent
+# (at most 10 restarts, so one shallow bug cannot eat the whole run).
+fuzz_one() {
+  local h="$1" corpus="fuzz/corpus/$h" seeds="fuzz/corpus/$h-seeds" art="fuzz/artifacts/$h/"
+  local regress="tests/fuzz/regressions/$h" deadline=$(( $(date +%s) + MINUTES * 60 ))
+  mkdir -p "$corpus" "$art" "$regress"
+  "$PYTHON" -m fuzz seeds "$h" "$seeds" >/dev/null || return 2
+  local restarts=0 left
+  while left=$(( deadline - $(date +%s) )); [ "$left" -gt 5 ] && [ "$restarts" -le 10 ]; do
+    "$PYTHON" -m fuzz atheris "$h" "$corpus" "$seeds" "$regress" \
+      -max_total_time="$left" -max_len=65536 -timeout=10 -rss_limit_mb=2048 \
+      -malloc_limit_mb=1024 -artifact_prefix="$art" -print_final_stats=1 \
+      >>"fuzz/artifacts/$h.log" 2>&1 && break
+    restarts=$(( restarts + 1 ))
+  done
+  grep -E '^(#[0-9]+ +DONE|Done [0-9]+ runs)' "fuzz/artifacts/$h.log" | tail -1 | sed "s/^/$h: /"
+}
+
+rm -f fuzz/artifacts/*.log
+running=0
+for h in "${HARNESSES[@]}"; do
+  fuzz_one "$h" &
+  running=$(( running + 1 ))
+  if [ "$running" -ge "$JOBS" ]; then wait -n; running=$(( running - 1 )); fi
+done
+wait
+
+found=0
+for h in "${HARNESSES[@]}"; do
+  for f in fuzz/artifacts/"$h"/crash-* fuzz/artifacts/"$h"/timeout-* fuzz/artifacts/"$h"/oom-*; do
+    [ -f "$f" ] || continue
+    cp "$f" "tests/fuzz/regressions/$h/$(basename "$f")"
+    mv "$f" "$f.saved"
+    echo "ci/fuzz.sh: $h: saved $(basename "$f") as a regression input" >&2
+    found=$(( found + 1 ))
+  done
+done
+if [ "$found" -gt 0 ]; then
+  echo "ci/fuzz.sh: $found failing input(s) saved under tests/fuzz/regressions/;" \
+       "replay: python -m pytest tests/fuzz/test_regressions.py" >&2
+  exit 1
+fi
+echo "ci/fuzz.sh: no failures in ${MINUTES} minute(s) per harness."
