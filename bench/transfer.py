@@ -19,6 +19,8 @@ import numpy as np
 
 from hurray_gpu.buffer import Buffer
 from hurray_gpu.devices_api import device, devices
+from hurray_gpu.errors import UnsupportedOpError
+from hurray_gpu.tensor import Tensor
 
 
 def _median_seconds(fn: Callable[[], None], runs: int) -> float:
@@ -50,19 +52,45 @@ def measure(dev: Any, memory_class: Any, nbytes: int, runs: int) -> dict[str, An
     finally:
         buf.free()
         dev.allocator.free_cache()
+    to_s, back_s, to_exact = measure_tensor_to(dev, memory_class, host, runs)
+    dev.allocator.free_cache()
     return {"device": dev.spec, "name": dev.name, "memory_class": memory_class.label,
             "bytes": nbytes, "h2d_gbps": nbytes / h2d / 1e9, "d2h_gbps": nbytes / d2h / 1e9,
-            "h2d_s": h2d, "d2h_s": d2h, "bit_exact": exact}
+            "h2d_s": h2d, "d2h_s": d2h, "bit_exact": exact and to_exact,
+            "tensor_to_gbps": nbytes / to_s / 1e9 if to_s else None,
+            "tensor_to_cpu_gbps": nbytes / back_s / 1e9 if back_s else None}
+
+
+def measure_tensor_to(dev: Any, memory_class: Any, host: np.ndarray,
+                      runs: int) -> tuple[float | None, float | None, bool]:
+    """Median seconds of ``Tensor.to(dev, class)`` (allocation included) and of ``.to("cpu")``.
+
+    Returns (None, None, True) where the tensor would not move (the cpu's standard memory) or
+    the class cannot hold it (pinned memory over the locked-memory limit).
+    """
+    t = Tensor.from_numpy(host)
+    try:
+        on = t.to(dev, memory_class, progress=False)
+    except UnsupportedOpError:
+        return None, None, True
+    if on is t:
+        return None, None, True
+    to_s = _median_seconds(lambda: t.to(dev, memory_class, progress=False), runs)
+    back_s = _median_seconds(lambda: on.to("cpu", progress=False), runs)
+    exact = bool(np.array_equal(on.to("cpu").buffers[0], t.buffers[0]))
+    return to_s, back_s, exact
 
 
 def _table(rows: list[dict[str, Any]], numpy_gbps: float) -> str:
     lines = [f"numpy copy (np.copyto): {numpy_gbps:8.2f} GB/s",
              f"{'device':12s} {'class':12s} {'H2D GB/s':>9s} {'D2H GB/s':>9s} "
-             f"{'H2D/numpy':>9s} {'D2H/numpy':>9s} exact"]
+             f"{'H2D/numpy':>9s} {'D2H/numpy':>9s} {'T.to GB/s':>9s} {'.to(cpu)':>9s} exact"]
     for r in rows:
+        to, back = (f"{v:9.2f}" if v else f"{'-':>9s}" for v in (r["tensor_to_gbps"],
+                                                                 r["tensor_to_cpu_gbps"]))
         lines.append(f"{r['device']:12s} {r['memory_class']:12s} {r['h2d_gbps']:9.2f} "
                      f"{r['d2h_gbps']:9.2f} {r['h2d_gbps'] / numpy_gbps:9.2f} "
-                     f"{r['d2h_gbps'] / numpy_gbps:9.2f} {r['bit_exact']}")
+                     f"{r['d2h_gbps'] / numpy_gbps:9.2f} {to} {back} {r['bit_exact']}")
     return "\n".join(lines)
 
 

@@ -1,4 +1,4 @@
-"""Buffer: a block of device memory (device, nbytes, memory_class) with copyin/copyout.
+"""Buffer: a block of device memory (device, nbytes, memory_class) with copyin/copyout/copy_from.
 
 Views share their base's memory and keep it alive; freeing returns memory to the pool.
 """
@@ -99,6 +99,25 @@ class Buffer:
         dest = bytearray(nbytes) if out is None else out
         self.device.allocator.copyout(dest, target.allocation)
         return dest
+
+    def copy_from(self, src: Buffer, *, progress: bool | None = None) -> Buffer:
+        """Copy all of ``src`` (the same size, on any device) into this buffer; returns self.
+
+        On one device the copy stays on the device (the allocator's ``_copy``); between a
+        host-memory device and another it is one direct copyin/copyout; otherwise it is staged
+        through the host in bounded chunks.
+
+        Args:
+            src: the source buffer.
+            progress: show a progress bar (None: only for large copies on a terminal).
+
+        Raises:
+            UnsupportedOpError: the sizes differ, or either buffer was freed.
+        """
+        from hurray_gpu.transfer import copy_buffer
+
+        copy_buffer(self, src, progress=progress)
+        return self
 
     def numpy(self, dtype: Any = np.uint8) -> np.ndarray:
         """Copy the buffer to a new 1-D host array of ``dtype``.

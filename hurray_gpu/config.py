@@ -16,6 +16,7 @@ __all__ = [
     "debug_level",
     "device_override",
     "no_cache",
+    "progress",
 ]
 
 
@@ -64,3 +65,16 @@ def c_compiler() -> str | None:
         if value:
             return shutil.which(value) or (value if Path(value).is_file() else None)
     return shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+
+
+def progress() -> bool | None:
+    """``HURRAY_GPU_PROGRESS``: False for 0/false/no/off, True for 1/true/yes/on, else None.
+
+    None (unset) means automatic: a bar for large transfers when stderr is a terminal.
+    """
+    value = os.environ.get("HURRAY_GPU_PROGRESS", "").strip().lower()
+    if value in {"0", "false", "no", "off"}:
+        return False
+    if value in {"1", "true", "yes", "on"}:
+        return True
+    return None

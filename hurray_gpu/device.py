@@ -95,7 +95,8 @@ def _as_bytes_view(data: Any, writable: bool) -> memoryview:
 class Allocator:
     """Allocates device memory: checks sizes, pools freed buffers, retries once on OOM.
 
-    Backends override ``_alloc``, ``_free``, ``_copyin``, ``_copyout`` and ``_offset`` only.
+    Backends override ``_alloc``, ``_free``, ``_copyin``, ``_copyout`` and ``_offset``, and
+    ``_copy`` where the device can copy between its own buffers without the host.
 
     Args:
         device: the owning device.
@@ -159,6 +160,23 @@ class Allocator:
         self._check_live(src, view.nbytes)
         if view.nbytes:
             self._copyout(view, src.raw)
+
+    def copy(self, dest: Allocation, src: Allocation) -> None:
+        """Copy all of ``src`` into ``dest`` (same size, this allocator) with ``_copy``.
+
+        Raises:
+            UnsupportedOpError: a size mismatch, or either buffer was freed.
+        """
+        from hurray_gpu.transfer import staged_copy
+
+        self._check_live(src, src.nbytes)
+        self._check_live(dest, src.nbytes)
+        if src.nbytes and dest.root is src.root and (
+                src.offset - dest.nbytes < dest.offset < src.offset + src.nbytes):
+            # Copy engines reject overlapping ranges of one buffer: memmove via the host.
+            staged_copy(self, dest.raw, src.raw, src.nbytes, whole=True)
+        elif src.nbytes:
+            self._copy(dest.raw, src.raw, src.nbytes)
 
     def view(self, allocation: Allocation, offset: int, nbytes: int) -> Allocation:
         """Return a view of ``nbytes`` at ``offset`` inside ``allocation``.
@@ -280,6 +298,11 @@ class Allocator:
 
     def _offset(self, raw: Any, offset: int, nbytes: int) -> Any:
         raise UnsupportedOpError(f"{self.device} does not support buffer views")
+
+    def _copy(self, dest: Any, src: Any, nbytes: int) -> None:
+        from hurray_gpu.transfer import staged_copy
+
+        staged_copy(self, dest, src, nbytes)
 
 
 class Device:

@@ -1,4 +1,4 @@
-"""The host-side Tensor: a validated TensorDescriptor plus its buffers (NumPy uint8 arrays).
+"""The Tensor: a validated TensorDescriptor plus its buffers (host uint8 arrays or Buffers).
 
 Composite heads hold no buffers; their members ride along in ``Tensor.members``.
 """
@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from .buffer import Buffer
 from .errors import HurrayFormatError, UnsupportedOpError
 from .format.dtypes import DType, from_numpy_dtype
 from .format.packing import as_bytes, pack, unpack
@@ -48,14 +49,15 @@ def _to_host(buf: Any, index: int, handle: Any) -> np.ndarray:
 
 
 class Tensor:
-    """A Hurray tensor on the host: descriptor + buffers (+ members for a composite head).
+    """A Hurray tensor: descriptor + buffers (+ members for a composite head).
 
     Build one with :meth:`from_numpy` or :meth:`from_parts` (the constructor is the same as
-    ``from_parts``). Buffers are 1-D uint8 NumPy arrays, possibly read-only views of a
-    memory-mapped file.
+    ``from_parts``), and move it with :meth:`to`. On the host (the cpu device) buffers are 1-D
+    uint8 NumPy arrays, possibly read-only views of a memory-mapped file; on any other device
+    they are :class:`~hurray_gpu.buffer.Buffer` objects.
     """
 
-    __slots__ = ("_descriptor", "_buffers", "_members", "_raw")
+    __slots__ = ("_descriptor", "_buffers", "_members", "_raw", "_place")
 
     def __init__(self, descriptor: Any, buffers: Sequence[Any] = (),
                  members: Sequence[Tensor] = ()) -> None:
@@ -73,7 +75,14 @@ class Tensor:
             raise HurrayFormatError(
                 f"{len(buffers)} buffers given but the descriptor declares {len(handles)}",
                 field="buffer_count", fix="pass one buffer per buffer-table entry, in order.")
-        host = [_to_host(b, i, h) for i, (b, h) in enumerate(zip(buffers, handles, strict=True))]
+        place = None
+        if any(isinstance(b, Buffer) for b in buffers):
+            from .tensor_device import tensor_on
+
+            place, host = tensor_on(desc, buffers)
+        else:
+            host = [_to_host(b, i, h) for i, (b, h) in enumerate(zip(buffers, handles,
+                                                                     strict=True))]
         members = list(members)
         if any(not isinstance(m, Tensor) for m in members):
             raise HurrayFormatError("composite members must be Tensor objects", field="members",
@@ -84,7 +93,7 @@ class Tensor:
             raise HurrayFormatError("only a composite head (layout 0x0B) has members",
                                     field="members", fix="drop the members argument.")
         self._descriptor, self._buffers = desc, tuple(host)
-        self._members, self._raw = tuple(members), raw
+        self._members, self._raw, self._place = tuple(members), raw, place
 
     @classmethod
     def from_parts(cls, descriptor: Any, buffers: Sequence[Any] = (),
@@ -95,7 +104,8 @@ class Tensor:
             descriptor: descriptor bytes (decoded strictly) or a TensorDescriptor.
             buffers: one bytes-like object or NumPy array per buffer-table entry; each must
                 hold exactly its handle's byte_size. Misaligned host memory is copied to
-                meet the handle's alignment; aligned memory is used without a copy.
+                meet the handle's alignment; aligned memory is used without a copy. Or
+                Buffers, all on one device and memory class that every handle declares.
             members: for a composite head, its complete member tensors in order.
 
         Returns:
@@ -108,14 +118,14 @@ class Tensor:
         return cls(descriptor, buffers, members)
 
     @classmethod
-    def _trusted(cls, desc: Any, buffers: Sequence[np.ndarray], *,
-                 members: Sequence[Tensor] = (), raw: bytes | None = None) -> Tensor:
+    def _trusted(cls, desc: Any, buffers: Sequence[Any], *, members: Sequence[Tensor] = (),
+                 raw: bytes | None = None, place: tuple[Any, Any] | None = None) -> Tensor:
         """Wrap parts the io readers have already validated (sizes came from the handles)."""
         from .io import _codec
 
         self = object.__new__(cls)
         self._descriptor, self._buffers = desc, tuple(buffers)
-        self._members = tuple(members)
+        self._members, self._place = tuple(members), place
         self._raw = raw if raw is not None else _codec.encode(desc)
         return self
 
@@ -162,9 +172,57 @@ class Tensor:
         return self._raw
 
     @property
-    def buffers(self) -> tuple[np.ndarray, ...]:
-        """The buffers, as 1-D uint8 arrays in buffer-table order."""
+    def buffers(self) -> tuple[Any, ...]:
+        """The buffers in buffer-table order: 1-D uint8 arrays on the host, else Buffers."""
         return self._buffers
+
+    @property
+    def device(self) -> Any:
+        """The Device holding the buffers (the cpu device for host tensors)."""
+        from .tensor_device import place_of
+
+        return place_of(self)[0]
+
+    @property
+    def memory_class(self) -> Any:
+        """The MemoryClass of the memory holding the buffers (standard for host arrays)."""
+        from .tensor_device import place_of
+
+        return place_of(self)[1]
+
+    @property
+    def is_host(self) -> bool:
+        """True when the buffers are host arrays (the cpu device, any memory class)."""
+        return not any(isinstance(b, Buffer) for b in self._buffers) and all(
+            m.is_host for m in self._members)
+
+    def to(self, device: Any, memory_class: Any = "standard", *,
+           progress: bool | None = None) -> Tensor:
+        """Copy every buffer (members too) to ``device``; bit-exact, descriptor re-declared.
+
+        The result's buffer handles carry the device's device_tag and ``memory_class``,
+        sync_mode 0, and alignment >= 4096 off the CPU (64 on it). Same-device copies stay on
+        the device; host memory moves by direct copyin/copyout; other pairs are staged through
+        the host one bounded chunk at a time.
+
+        Args:
+            device: a Device or spec (``"cpu"``, ``"opencl:0"``, ``"vulkan"``...).
+            memory_class: ``"standard"``, ``"host_pinned"``, ``"unified"``, ``"peer"`` or a
+                MemoryClass the device offers.
+            progress: True/False force a progress bar on/off; None shows one for large
+                transfers on a terminal (``HURRAY_GPU_PROGRESS=0`` turns that off).
+
+        Returns:
+            ``self`` when already there (same device, class and handles), else a new Tensor.
+
+        Raises:
+            BackendUnavailableError: the device cannot be opened.
+            UnsupportedOpError: the device does not offer ``memory_class``.
+            OutOfMemoryError: the device has no room (checked before allocating).
+        """
+        from .tensor_device import to_device
+
+        return to_device(self, device, memory_class, progress)
 
     @property
     def members(self) -> tuple[Tensor, ...]:
@@ -209,11 +267,13 @@ class Tensor:
     @property
     def nbytes(self) -> int:
         """Total bytes of this tensor's buffers (members not included)."""
-        return sum(b.size for b in self._buffers)
+        return sum(int(h.byte_size) for h in self._descriptor.buffers)
 
     def __repr__(self) -> str:
-        sizes = [b.size for b in self._buffers]
+        sizes = [int(h.byte_size) for h in self._descriptor.buffers]
         extra = f", members={len(self._members)}" if self.is_composite else ""
+        if self._place is not None:
+            extra += f", device={self._place[0].spec}, memory_class={self._place[1].label}"
         return (f"Tensor(dtype={self.dtype.name}, shape={self.shape}, "
                 f"layout={self.layout_name}, buffers={sizes}{extra})")
 
@@ -221,7 +281,9 @@ class Tensor:
         if not isinstance(other, Tensor):
             return NotImplemented
         return (self._raw == other._raw and len(self._buffers) == len(other._buffers)
-                and all(np.array_equal(a, b) for a, b in zip(self._buffers, other._buffers, strict=True))
+                and self._place == other._place
+                and all(np.array_equal(_host_bytes(a), _host_bytes(b))
+                        for a, b in zip(self._buffers, other._buffers, strict=True))
                 and self._members == other._members)
 
     __hash__ = None  # type: ignore[assignment]
@@ -236,13 +298,25 @@ class Tensor:
         Returns:
             An array of ``dtype.numpy`` (ml_dtypes types one element per byte) and ``shape``.
 
+        Device tensors are not copied back implicitly (a hidden device-to-host transfer is
+        a performance trap); move them with ``.to("cpu")`` first.
+
         Raises:
-            UnsupportedOpError: composite, quantized, sparse/paged/tiled/curve layouts,
-                dynamic shapes, or types without a NumPy dtype (float128, private).
+            UnsupportedOpError: the tensor is on a device, composite, quantized,
+                sparse/paged/tiled/curve layouts, dynamic shapes, or types without a NumPy
+                dtype (float128, private).
             HurrayFormatError: invalid data (nonzero trailing bits, forbidden e8m0 codes).
         """
+        if not self.is_host:
+            raise _unsupported(self, f"its buffers are on {self.device}",
+                               "call .to('cpu') first.")
         out = _to_numpy(self)
         return out.copy() if copy and (out.base is not None or not out.flags.writeable) else out
+
+
+def _host_bytes(buf: Any) -> np.ndarray:
+    """Buffer contents as host bytes (a device Buffer is copied out; only __eq__ needs it)."""
+    return buf.numpy() if isinstance(buf, Buffer) else np.asarray(buf)
 
 
 def _unsupported(t: Tensor, why: str, fix: str) -> UnsupportedOpError:

@@ -108,6 +108,20 @@ class CLAllocator(Allocator):
             return (raw[0], raw[1] + offset)
         return raw[offset:offset + nbytes]
 
+    def _copy(self, dest: Any, src: Any, nbytes: int) -> None:
+        dev: CLDevice = self.device  # type: ignore[assignment]
+        with _cl_call("clEnqueueCopyBuffer"):
+            if isinstance(dest, tuple) and isinstance(src, tuple):
+                event = cl.enqueue_copy(dev.queue, dest[0], src[0], byte_count=nbytes,
+                                        src_offset=src[1], dst_offset=dest[1])
+            elif not isinstance(dest, tuple) and not isinstance(src, tuple):
+                event = cl.enqueue_copy(dev.queue, cl.SVM(dest), cl.SVM(src))  # SVM memcpy
+            else:  # cl_mem <-> SVM: no single command copies between the two kinds
+                super()._copy(dest, src, nbytes)
+                return
+            # Callers may free or reuse src at once; wait so no later host access races it.
+            event.wait()
+
 
 class CLCompiler(Compiler):
     """Builds OpenCL C for one device; the binary is the device program binary."""

@@ -17,6 +17,8 @@ import numpy as np
 
 from ..errors import HurrayFormatError
 from ..tensor import Tensor
+from ..tensor_device import Placement, check_room, place_tensor, resolve
+from ..transfer import Progress, show_progress
 from . import _codec
 from ._memory import aligned_empty
 from .composite import validate_members
@@ -146,28 +148,57 @@ class HrryFile:
         except KeyError:
             raise KeyError(f"no tensor named {name!r} in {self.path}") from None
 
-    def read(self, name: str, *, copy: bool = False) -> Tensor:
+    def read(self, name: str, *, copy: bool = False, device: Any = None,
+             memory_class: Any = "standard", progress: bool | None = None) -> Tensor:
         """Read one tensor (a composite head comes with its members).
 
         Args:
             name: the tensor's index name.
             copy: copy buffers into fresh aligned memory. When False (default) the buffers are
                 read-only zero-copy views of the mapping.
+            device: stream the buffers straight from the mapping into this device's memory
+                (bounded chunks; the file is never materialised on the host). The result
+                equals ``read(name).to(device, memory_class)``.
+            memory_class: the memory class on ``device``.
+            progress: progress bar on/off (None: large transfers on a terminal).
 
         Returns:
             The Tensor.
 
         Raises:
             KeyError: unknown name.
-            HurrayFormatError: a malformed descriptor or buffer range, or a torn composite.
+            HurrayFormatError: a malformed descriptor or buffer range, or a torn composite
+                (all checked before device memory is allocated for the tensor).
+            BackendUnavailableError, UnsupportedOpError, OutOfMemoryError: from the device.
         """
+        if device is None:
+            return self._read_at(self._position(name), 0, copy, None)[0]
+        with self.placement(device, memory_class, progress, [name]) as target:
+            return self._read_at(self._position(name), 0, copy, target)[0]
+
+    def placement(self, device: Any, memory_class: Any, progress: bool | None,
+                  names: list[str]) -> Placement:
+        """A device target for reading ``names`` (room checked; the bar covers their data).
+
+        Use as a context manager: leaving it closes the progress bar.
+        """
+        dev, mclass = resolve(device, memory_class)
+        total = sum(self._subtree_bytes(self._position(n)) for n in names)
+        check_room(dev, total)
+        bar = Progress(total, f"{os.path.basename(self.path)} -> {dev.spec}",
+                       show_progress(total, progress))
+        return Placement(dev, mclass, bar)
+
+    def _position(self, name: str) -> int:
         entry = self.entry(name)
         order = self._ordered()
         pos = bisect.bisect_left(self._offsets, entry.descriptor_offset)
         while order[pos] is not entry:
             pos += 1
-        tensor, _ = self._read_at(pos, 0, copy)
-        return tensor
+        return pos
+
+    def _subtree_bytes(self, pos: int) -> int:
+        return sum(e.data_length for e in self._ordered()[pos:self._skip(pos, 0)])
 
     def descriptor(self, name: str) -> Any:
         """Decode only the descriptor of ``name`` (no buffer is touched)."""
@@ -193,11 +224,15 @@ class HrryFile:
         desc = _codec.decode(raw, offset=start, permissive=self.permissive)
         return desc, raw
 
-    def _read_at(self, pos: int, depth: int, copy: bool) -> tuple[Tensor, int]:
+    def _read_at(self, pos: int, depth: int, copy: bool,
+                 target: Placement | None) -> tuple[Tensor, int]:
         order = self._ordered()
         entry = order[pos]
         desc, raw = self._descriptor(entry)
         if not _codec.is_head(desc):
+            if target is not None:  # straight from the mapping into device memory
+                views = self._buffers(entry, desc, False)
+                return place_tensor(desc, views, target), pos + 1
             return Tensor._trusted(desc, self._buffers(entry, desc, copy), raw=raw), pos + 1
         self._check_depth(depth, entry)
         count = _codec.member_count(desc)
@@ -208,10 +243,11 @@ class HrryFile:
                     f"torn composite {entry.name!r}: the file holds {i} of its {count} members",
                     field="member_count", offset=entry.descriptor_offset, fix=_FIX)
             offsets.append(order[nxt].descriptor_offset)
-            member, nxt = self._read_at(nxt, depth + 1, copy)
+            member, nxt = self._read_at(nxt, depth + 1, copy, target)
             members.append(member)
         validate_members(desc, [m.descriptor for m in members], offsets)
-        return Tensor._trusted(desc, [], members=members, raw=raw), nxt
+        place = None if target is None else target.place
+        return Tensor._trusted(desc, [], members=members, raw=raw, place=place), nxt
 
     def _skip(self, pos: int, depth: int) -> int:
         """Position just past the tensor at ``pos`` and its members (descriptors only)."""
@@ -296,13 +332,20 @@ def open_file(path: str | os.PathLike[str], *, permissive: bool = False,
     return HrryFile(path, permissive=permissive, max_composite_depth=max_composite_depth)
 
 
-def load(path: str | os.PathLike[str], names: list[str] | None = None) -> dict[str, Tensor]:
+def load(path: str | os.PathLike[str], names: list[str] | None = None, *, device: Any = None,
+         memory_class: Any = "standard", progress: bool | None = None) -> dict[str, Tensor]:
     """Read tensors from a ``.hrry`` file into memory (buffers are copied).
 
     Args:
         path: the file.
         names: names to read (any index name, members included); None reads every tensor
             that is not a composite member (heads come with their members attached).
+        device: put the buffers on this device instead of the host, streaming each from the
+            file mapping in bounded chunks (the file is never materialised on the host).
+            ``load(p, device=d)`` equals ``{k: v.to(d) for k, v in load(p).items()}``.
+        memory_class: the memory class on ``device``.
+        progress: progress bar on/off (None: large transfers on a terminal;
+            ``HURRAY_GPU_PROGRESS=0`` disables it).
 
     Returns:
         name -> Tensor, in file (index) order or in the order of ``names``.
@@ -310,10 +353,15 @@ def load(path: str | os.PathLike[str], names: list[str] | None = None) -> dict[s
     Raises:
         KeyError: a requested name is missing.
         HurrayFormatError: malformed input.
+        BackendUnavailableError, UnsupportedOpError, OutOfMemoryError: from the device.
     """
     with open_file(path) as f:
         wanted = f.top_level_names() if names is None else list(names)
-        return {name: f.read(name, copy=True) for name in wanted}
+        if device is None:
+            return {name: f.read(name, copy=True) for name in wanted}
+        with f.placement(device, memory_class, progress, wanted) as target:
+            return {name: f._read_at(f._position(name), 0, False, target)[0]
+                    for name in wanted}
 
 
 __all__ = ["HrryFile", "MEMBER_SEPARATOR", "load", "open_file"]

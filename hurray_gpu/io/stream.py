@@ -17,6 +17,8 @@ import numpy as np
 
 from ..errors import HurrayFormatError
 from ..tensor import Tensor
+from ..tensor_device import Placement, check_room, release, resolve
+from ..transfer import Progress, host_chunks, pieces, show_progress
 from . import _codec
 from ._memory import CHUNK, aligned_empty
 from .composite import validate_members
@@ -48,15 +50,24 @@ class StreamReader:
         max_composite_depth: deepest composite nesting accepted (default 8, spec MUST).
         cross_machine: reject buffers whose sync_mode is not 0 (producer synced).
         permissive: pass-through to the descriptor decoder's permissive mode.
+        device: read buffers straight into this device's memory, one bounded host chunk at a
+            time; tensors equal ``tensor.to(device, memory_class)``.
+        memory_class: the memory class on ``device``.
+        progress: progress bar for large buffers on/off (None: on a terminal only).
 
     Raises:
         HurrayFormatError: from iteration, on any malformed or truncated input.
+        BackendUnavailableError, UnsupportedOpError: ``device``/``memory_class`` is unusable.
     """
 
     def __init__(self, source: Any, *, max_descriptor_size: int = DEFAULT_MAX_DESCRIPTOR_SIZE,
                  max_buffer_size: int | None = None,
                  max_composite_depth: int = DEFAULT_MAX_COMPOSITE_DEPTH,
-                 cross_machine: bool = False, permissive: bool = False) -> None:
+                 cross_machine: bool = False, permissive: bool = False, device: Any = None,
+                 memory_class: Any = "standard", progress: bool | None = None) -> None:
+        self._target = None if device is None else Placement(*resolve(device, memory_class),
+                                                              Progress(0, "", False))
+        self.progress = progress
         self._file, self._owned = _open(source, "rb")
         self.max_descriptor_size = max_descriptor_size
         self.max_buffer_size = max_buffer_size
@@ -125,8 +136,42 @@ class StreamReader:
             _codec.require_producer_synced(desc, start)
         if _codec.is_head(desc):
             return self._read_composite(desc, raw, start, depth)
+        if self._target is not None:
+            return self._read_placed(desc, self._target)
         buffers = [self._read_buffer(i, h) for i, h in enumerate(_codec.handles(desc))]
         return Tensor._trusted(desc, buffers, raw=raw)
+
+    def _read_placed(self, desc: Any, target: Placement) -> Tensor:
+        new = target.retag(desc)
+        raw = _codec.encode(new)  # validate the device table before allocating
+        buffers: list[Any] = []
+        try:
+            for i, h in enumerate(_codec.handles(new)):
+                if target.place is None:  # plain host memory: the bounded host path
+                    buffers.append(self._read_buffer(i, h))
+                    continue
+                self._check_buffer_size(i, h.byte_size)
+                check_room(target.device, h.byte_size)
+                buffers.append(target.alloc(h))
+                self._read_to(buffers[-1], h.byte_size, f"buffers[{i}]")
+        except BaseException:
+            release(buffers)
+            raise
+        return Tensor._trusted(new, buffers, raw=raw, place=target.place)
+
+    def _read_to(self, dest: Any, size: int, what: str) -> None:
+        if isinstance(dest, np.ndarray):  # host memory: read straight into it
+            self._read_into(dest, what)
+            return
+        allocator = dest.device.allocator
+        parts = list(pieces(allocator, dest.allocation))
+        staging = np.empty(max(part.nbytes for _, part in parts) if parts else 0, np.uint8)
+        with Progress(size, what, show_progress(size, self.progress)) as bar:
+            for _, part in parts:
+                chunk = staging[:part.nbytes]
+                self._read_into(chunk, what)
+                allocator.copyin(part, chunk)
+                bar.advance(part.nbytes)
 
     def _read_composite(self, head: Any, raw: bytes, start: int, depth: int) -> Tensor:
         if depth + 1 > self.max_composite_depth:
@@ -146,16 +191,21 @@ class StreamReader:
                     field="member_count", offset=self.position, fix=_FIX_TRUNC)
             members.append(member)
         validate_members(head, [m.descriptor for m in members], offsets)
-        return Tensor._trusted(head, [], members=members, raw=raw)
+        place = None if self._target is None else self._target.place
+        return Tensor._trusted(head, [], members=members, raw=raw, place=place)
 
-    def _read_buffer(self, index: int, handle: Any) -> np.ndarray:
-        size = handle.byte_size
+    def _check_buffer_size(self, index: int, size: int) -> bool:
+        """Apply max_buffer_size and, for regular files, the bytes left (before allocating)."""
         if self.max_buffer_size is not None and size > self.max_buffer_size:
             raise HurrayFormatError(
                 f"buffers[{index}].byte_size {size} exceeds max_buffer_size "
                 f"{self.max_buffer_size}", field=f"buffers[{index}].byte_size",
                 offset=self.position, fix="raise max_buffer_size if this stream is trusted.")
-        verified = self._check_remaining(size, index)
+        return self._check_remaining(size, index)
+
+    def _read_buffer(self, index: int, handle: Any) -> np.ndarray:
+        size = handle.byte_size
+        verified = self._check_buffer_size(index, size)
         align = min(max(handle.alignment, 64), 1 << 21)
         if size <= CHUNK or verified:
             out = aligned_empty(size, align)
@@ -274,7 +324,8 @@ class StreamWriter:
         before = self.bytes_written
         self._emit(tensor.descriptor_bytes)
         for buf in tensor.buffers:
-            self._emit(buf.data)
+            for chunk in host_chunks(buf):  # device Buffers are copied out chunk by chunk
+                self._emit(chunk)
         for member in tensor.members:
             self.write(member)
         return self.bytes_written - before
