@@ -37,6 +37,8 @@ from hurray_gpu.io import (
     open_file,
     save,
 )
+from hurray_gpu.kv_cache import OutOfPagesError, PagedKVCache
+from hurray_gpu.ops import dequantize, element, materialize, relayout, sparsify, unpack
 from hurray_gpu.tensor import Tensor
 
 __version__ = "0.1.0"
@@ -73,6 +75,8 @@ __all__ = [
     "HurrayGPUError",
     "MemoryClass",
     "OutOfMemoryError",
+    "OutOfPagesError",
+    "PagedKVCache",
     "StreamReader",
     "StreamWriter",
     "SyncMode",
@@ -86,11 +90,17 @@ __all__ = [
     "decode_descriptor",
     "decode_descriptor_prefix",
     "default_device",
+    "dequantize",
     "describe_devices",
     "device",
     "devices",
+    "element",
     "from_numpy",
     "load",
+    "materialize",
     "open_file",
+    "relayout",
     "save",
+    "sparsify",
+    "unpack",
 ]

@@ -224,6 +224,24 @@ class Tensor:
 
         return to_device(self, device, memory_class, progress)
 
+    def dequantize(self, dtype: str = "float32", device: Any = None) -> Tensor:
+        """Dequantize on this tensor's device; see :func:`hurray_gpu.ops.dequantize`."""
+        from .ops import dequantize
+
+        return dequantize(self, dtype, device)
+
+    def unpack(self, dtype: str | None = None, device: Any = None) -> Tensor:
+        """Unpack sub-byte or small-float data on the device; see :func:`hurray_gpu.ops.unpack`."""
+        from .ops import unpack as unpack_op
+
+        return unpack_op(self, dtype, device)
+
+    def materialize(self, dtype: str | None = None, *, seq_lens: Any = None) -> Any:
+        """Dense row-major copy on this device; see :func:`hurray_gpu.ops.materialize`."""
+        from .ops import materialize
+
+        return materialize(self, dtype, seq_lens=seq_lens)
+
     @property
     def members(self) -> tuple[Tensor, ...]:
         """A composite head's members (empty for every other tensor)."""

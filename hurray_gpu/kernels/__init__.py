@@ -11,7 +11,11 @@ import numpy as np
 
 from hurray_gpu.errors import UnsupportedOpError
 from hurray_gpu.kernels.basic import BASIC_KERNELS
+from hurray_gpu.kernels.dequant import DEQUANT_KERNELS
 from hurray_gpu.kernels.dialect.kernel import KernelDef, numpy_dtype
+from hurray_gpu.kernels.layout_registry import LAYOUT_ALL
+from hurray_gpu.kernels.paged import PAGED_KERNELS
+from hurray_gpu.kernels.paged_quant import QUANT_KERNELS
 
 __all__ = ["KERNELS", "KernelDef", "get_kernel", "kernel_names", "register", "run_reference"]
 
@@ -79,5 +83,5 @@ def run_reference(kernel: KernelDef | str, buffers: dict[str, bytes | bytearray]
     return out
 
 
-for _kernel in BASIC_KERNELS:
+for _kernel in (*BASIC_KERNELS, *DEQUANT_KERNELS, *LAYOUT_ALL, *PAGED_KERNELS, *QUANT_KERNELS):
     register(_kernel)

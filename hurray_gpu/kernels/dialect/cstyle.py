@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from hurray_gpu.errors import UnsupportedOpError
 from hurray_gpu.kernels.dialect.kernel import KernelDef
 from hurray_gpu.kernels.dialect.render import CStyleRenderer
 
@@ -14,7 +15,15 @@ __all__ = ["CUDARenderer", "HIPRenderer", "HostCRenderer", "OpenCLRenderer"]
 
 _C_OPS = {"U32": "(u32)(", "I32": "(i32)(", "F32": "(f32)(", "FMA": "fmaf(", "FMIN": "fminf(",
           "FMAX": "fmaxf(", "SQRT": "sqrtf(", "FLOOR": "floorf(", "FABS": "fabsf(",
-          "EXP2": "exp2f(", "LOG2": "log2f("}
+          "EXP2": "exp2f(", "LOG2": "log2f(", "F16_BITS_TO_F32": "hg_f16_to_f32(",
+          "BF16_BITS_TO_F32": "hg_bf16_to_f32(",
+          "F32_TO_F16_BITS": "hg_f32_to_f16(", "F32_TO_BF16_BITS": "hg_f32_to_bf16("}
+
+
+def _atomics(fmt: str, names: dict[str, str], cas: str) -> dict[str, str]:
+    """ATOMIC_* templates from one call shape (``{fn}`` = the dialect's function name)."""
+    table = {op: fmt.replace("{fn}", fn) for op, fn in names.items()}
+    return {**table, "ATOMIC_CAS": cas}
 
 
 class CUDARenderer(CStyleRenderer):
@@ -37,8 +46,15 @@ class CUDARenderer(CStyleRenderer):
         "f16": "__half", "bf16": "unsigned short"}
     op_map: ClassVar[dict[str, str]] = {
         **_C_OPS, "AS_F32": "__uint_as_float(", "AS_U32": "__float_as_uint(",
-        "UMIN": "min(", "UMAX": "max(", "IMIN": "min(", "IMAX": "max("}
+        "UMIN": "min(", "UMAX": "max(", "IMIN": "min(", "IMAX": "max(", "UMULHI": "__umulhi(",
+        "BARRIER": "__syncthreads("}
+    shared_decl = "__shared__ u32 {name}[{count}];"
     load_map = {**CStyleRenderer.load_map, "f16": "__half2float({b}[{i}])"}
+    atomic_map: ClassVar[dict[str, str]] = _atomics(
+        "{fn}(&{b}[{i}], {v})",
+        {"ATOMIC_ADD": "atomicAdd", "ATOMIC_OR": "atomicOr", "ATOMIC_AND": "atomicAnd",
+         "ATOMIC_XOR": "atomicXor", "ATOMIC_MIN": "atomicMin", "ATOMIC_MAX": "atomicMax",
+         "ATOMIC_XCHG": "atomicExch"}, "atomicCAS(&{b}[{i}], {e}, {v})")
     store_map = {**CStyleRenderer.store_map, "f16": "({b}[{i}] = __float2half_rn({v}))"}
 
 
@@ -68,8 +84,15 @@ class OpenCLRenderer(CStyleRenderer):
         **_C_OPS, "FMA": "fma(", "FMIN": "fmin(", "FMAX": "fmax(", "SQRT": "sqrt(",
         "FLOOR": "floor(", "FABS": "fabs(", "EXP2": "exp2(", "LOG2": "log2(",
         "AS_F32": "as_float(", "AS_U32": "as_uint(", "UMIN": "min(", "UMAX": "max(",
-        "IMIN": "min(", "IMAX": "max("}
+        "IMIN": "min(", "IMAX": "max(", "UMULHI": "mul_hi(",
+        "BARRIER": "barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE"}
+    shared_decl = "__local u32 {name}[{count}];"
     load_map = {**CStyleRenderer.load_map, "f16": "vload_half({i}, {b})"}
+    atomic_map: ClassVar[dict[str, str]] = _atomics(
+        "{fn}(&{b}[{i}], {v})",
+        {"ATOMIC_ADD": "atomic_add", "ATOMIC_OR": "atomic_or", "ATOMIC_AND": "atomic_and",
+         "ATOMIC_XOR": "atomic_xor", "ATOMIC_MIN": "atomic_min", "ATOMIC_MAX": "atomic_max",
+         "ATOMIC_XCHG": "atomic_xchg"}, "atomic_cmpxchg(&{b}[{i}], {e}, {v})")
     store_map = {**CStyleRenderer.store_map, "f16": "vstore_half_rte({v}, {i}, {b})"}
 
 
@@ -83,18 +106,31 @@ static inline uint32_t hg_as_u32(float f) { uint32_t u; memcpy(&u, &f, 4); retur
 static inline uint32_t hg_umin(uint32_t a, uint32_t b) { return a < b ? a : b; }
 static inline uint32_t hg_umax(uint32_t a, uint32_t b) { return a > b ? a : b; }
 static inline int32_t hg_imin(int32_t a, int32_t b) { return a < b ? a : b; }
-static inline int32_t hg_imax(int32_t a, int32_t b) { return a > b ? a : b; }"""
+static inline int32_t hg_imax(int32_t a, int32_t b) { return a > b ? a : b; }
+#define HG_CHUNK 4096"""
 
-# The host entry: the same ABI for every kernel, so ctypes needs one prototype.
+# The host entry: the same ABI for every kernel, so ctypes needs one prototype. Each thread
+# walks whole chunks of work items, advancing the ids with carries: a 64-bit division per
+# item would cost more than most kernel bodies.
 _HOST_ENTRY = """\
 void {name}(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0, int64_t hg_n1,
             int64_t hg_n2) {{
 {unpack}
     int64_t hg_total = hg_n0 * hg_n1 * hg_n2;
+    int64_t hg_chunks = (hg_total + HG_CHUNK - 1) / HG_CHUNK;
     #pragma omp parallel for schedule(static)
-    for (int64_t hg_t = 0; hg_t < hg_total; hg_t++) {{
-        {name}_item((uint32_t)(hg_t % hg_n0), (uint32_t)((hg_t / hg_n0) % hg_n1),
-                    (uint32_t)(hg_t / (hg_n0 * hg_n1)), {args});
+    for (int64_t hg_c = 0; hg_c < hg_chunks; hg_c++) {{
+        int64_t hg_t = hg_c * HG_CHUNK;
+        int64_t hg_end = hg_t + HG_CHUNK < hg_total ? hg_t + HG_CHUNK : hg_total;
+        uint32_t hg_x = (uint32_t)(hg_t % hg_n0), hg_y = (uint32_t)((hg_t / hg_n0) % hg_n1);
+        uint32_t hg_z = (uint32_t)(hg_t / (hg_n0 * hg_n1));
+        for (; hg_t < hg_end; hg_t++) {{
+            {name}_item(hg_x, hg_y, hg_z, {args});
+            if (++hg_x == (uint32_t)hg_n0) {{
+                hg_x = 0;
+                if (++hg_y == (uint32_t)hg_n1) {{ hg_y = 0; hg_z++; }}
+            }}
+        }}
     }}
 }}"""
 
@@ -116,9 +152,36 @@ class HostCRenderer(CStyleRenderer):
         "bf16": "uint16_t"}
     op_map: ClassVar[dict[str, str]] = {
         **_C_OPS, "AS_F32": "hg_as_f32(", "AS_U32": "hg_as_u32(", "UMIN": "hg_umin(",
-        "UMAX": "hg_umax(", "IMIN": "hg_imin(", "IMAX": "hg_imax("}
+        "UMAX": "hg_umax(", "IMIN": "hg_imin(", "IMAX": "hg_imax(", "UMULHI": "hg_umulhi("}
+    intrinsic_helpers: ClassVar[dict[str, str]] = {
+        "UMULHI": "static inline uint32_t hg_umulhi(uint32_t a, uint32_t b) {\n"
+                  "    return (uint32_t)(((uint64_t)a * b) >> 32);\n}",
+        # GCC has no atomic min/max builtins: a compare-exchange loop (returns the old word).
+        "ATOMIC_MIN": "static inline uint32_t hg_atomic_umin(uint32_t *p, uint32_t v) {\n"
+                      "    uint32_t old = __atomic_load_n(p, __ATOMIC_SEQ_CST);\n"
+                      "    while (v < old && !__atomic_compare_exchange_n(p, &old, v, 0,\n"
+                      "           __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {}\n    return old;\n}",
+        "ATOMIC_MAX": "static inline uint32_t hg_atomic_umax(uint32_t *p, uint32_t v) {\n"
+                      "    uint32_t old = __atomic_load_n(p, __ATOMIC_SEQ_CST);\n"
+                      "    while (v > old && !__atomic_compare_exchange_n(p, &old, v, 0,\n"
+                      "           __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {}\n    return old;\n}",
+        "ATOMIC_CAS": "static inline uint32_t hg_atomic_cas(uint32_t *p, uint32_t e, uint32_t v) {\n"
+                      "    __atomic_compare_exchange_n(p, &e, v, 0, __ATOMIC_SEQ_CST,\n"
+                      "                                __ATOMIC_SEQ_CST);\n    return e;\n}"}
+    atomic_map: ClassVar[dict[str, str]] = {
+        **{op: f"__atomic_{fn}(&{{b}}[{{i}}], {{v}}, __ATOMIC_SEQ_CST)" for op, fn in (
+            ("ATOMIC_ADD", "fetch_add"), ("ATOMIC_OR", "fetch_or"), ("ATOMIC_AND", "fetch_and"),
+            ("ATOMIC_XOR", "fetch_xor"), ("ATOMIC_XCHG", "exchange_n"))},
+        "ATOMIC_MIN": "hg_atomic_umin(&{b}[{i}], {v})", "ATOMIC_MAX": "hg_atomic_umax(&{b}[{i}], {v})",
+        "ATOMIC_CAS": "hg_atomic_cas(&{b}[{i}], {e}, {v})"}
 
     def render_entry(self, kernel: KernelDef) -> str:
+        if kernel.shared or "BARRIER(" in kernel.body:
+            # Work items run one after another here, so a barrier could never be met.
+            raise UnsupportedOpError(
+                f"kernel {kernel.name} uses work-group barriers or shared arrays, which host C "
+                "(one work item at a time) cannot run", fix="run it on an opencl, vulkan, cuda "
+                "or rocm device.")
         params = "uint32_t hg_gid0, uint32_t hg_gid1, uint32_t hg_gid2, "
         item = (f"static inline void {kernel.name}_item({params}{self.render_params(kernel)}) "
                 f"{{\n{self.body(kernel)}\n}}")

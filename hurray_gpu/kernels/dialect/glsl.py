@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from hurray_gpu.kernels.dialect.kernel import KernelDef
-from hurray_gpu.kernels.dialect.render import CStyleRenderer, value_type
+from hurray_gpu.kernels.dialect.render import CStyleRenderer, atomics_used, value_type
 
 __all__ = ["GLSLRenderer"]
 
@@ -19,6 +19,11 @@ _PUT8 = ("u32 hg_s = ({i} & 3u) * 8u; atomicAnd({b}[{i} >> 2u], ~(0xffu << hg_s)
          "atomicOr({b}[{i} >> 2u], ({v} & 0xffu) << hg_s);")
 _PUT16 = ("u32 hg_s = ({i} & 1u) * 16u; atomicAnd({b}[{i} >> 1u], ~(0xffffu << hg_s)); "
           "atomicOr({b}[{i} >> 1u], ({v} & 0xffffu) << hg_s);")
+
+
+_GLSL_ATOMICS = {"ATOMIC_ADD": "atomicAdd", "ATOMIC_OR": "atomicOr", "ATOMIC_AND": "atomicAnd",
+                 "ATOMIC_XOR": "atomicXor", "ATOMIC_MIN": "atomicMin", "ATOMIC_MAX": "atomicMax",
+                 "ATOMIC_XCHG": "atomicExchange"}
 
 
 class GLSLRenderer(CStyleRenderer):
@@ -37,7 +42,13 @@ class GLSLRenderer(CStyleRenderer):
         "U32": "u32(", "I32": "i32(", "F32": "f32(", "FMA": "fma(", "FMIN": "min(",
         "FMAX": "max(", "SQRT": "sqrt(", "FLOOR": "floor(", "FABS": "abs(", "EXP2": "exp2(",
         "LOG2": "log2(", "AS_F32": "uintBitsToFloat(", "AS_U32": "floatBitsToUint(",
-        "UMIN": "min(", "UMAX": "max(", "IMIN": "min(", "IMAX": "max("}
+        "UMIN": "min(", "UMAX": "max(", "IMIN": "min(", "IMAX": "max(", "UMULHI": "hg_umulhi(",
+        "BARRIER": "memoryBarrierShared(); memoryBarrierBuffer(); barrier(",
+        "F16_BITS_TO_F32": "hg_f16_to_f32(", "BF16_BITS_TO_F32": "hg_bf16_to_f32(",
+        "F32_TO_F16_BITS": "hg_f32_to_f16(", "F32_TO_BF16_BITS": "hg_f32_to_bf16("}
+    intrinsic_helpers: ClassVar[dict[str, str]] = {
+        "UMULHI": "uint hg_umulhi(uint a, uint b) {\n"
+                  "    uint hi;\n    uint lo;\n    umulExtended(a, b, hi, lo);\n    return hi;\n}"}
     load_map = {
         "u32": "{b}[{i}]", "i32": "I32({b}[{i}])", "f32": "AS_F32({b}[{i}])", "u8": _U8,
         "u16": _U16, "i8": "bitfieldExtract(I32({b}[{i} >> 2u]), I32(({i} & 3u) * 8u), 8)",
@@ -68,7 +79,27 @@ class GLSLRenderer(CStyleRenderer):
                 stmt = self.store_map[param.dtype].format(b=param.name, i="hg_i", v="hg_v")
                 out.append(f"void store_{param.name}(uint hg_i, {vtype} hg_v) "
                            f"{{ {self.translate(stmt)} }}")
+        for name, count in kernel.shared:
+            # Shared arrays are never rebased: subclasses' load_map is for bound buffers.
+            out.append(f"shared uint {name}[{count}];")
+            out.append(f"uint load_{name}(uint hg_i) {{ return {name}[hg_i]; }}")
+            out.append(f"void store_{name}(uint hg_i, uint hg_v) {{ {name}[hg_i] = hg_v; }}")
+        out += self.render_atomics(kernel)
         return "\n".join(out)
+
+    def render_atomics(self, kernel: KernelDef) -> list[str]:
+        """``atomic_<op>_<b>`` functions; the element is addressed as ``load_map`` does, so a
+        subclass that rebases subscripts rebases these too."""
+        out = []
+        for op, name in atomics_used(kernel):
+            element = self.load_map["u32"].format(b=name, i="hg_i")
+            if op == "ATOMIC_CAS":
+                out.append(f"uint atomic_cas_{name}(uint hg_i, uint hg_e, uint hg_v) "
+                           f"{{ return atomicCompSwap({element}, hg_e, hg_v); }}")
+            else:
+                out.append(f"uint {op.lower()}_{name}(uint hg_i, uint hg_v) "
+                           f"{{ return {_GLSL_ATOMICS[op]}({element}, hg_v); }}")
+        return out
 
     def render_entry(self, kernel: KernelDef) -> str:
         lx, ly, lz = kernel.local_size

@@ -105,6 +105,8 @@ class KernelDef:
             Python numbers (scalars) and writes its outputs in place.
         local_size: the work-group shape (fixed at compile time; GLSL needs it there).
         doc: one line saying what the kernel does.
+        shared: work-group memory, ``(name, count)`` arrays of u32 words, reached with
+            LOAD/STORE like buffers; contents are undefined until the body writes them.
     """
 
     name: str
@@ -116,11 +118,15 @@ class KernelDef:
     local_size: tuple[int, int, int] = (64, 1, 1)
     doc: str = ""
     tags: tuple[str, ...] = field(default=())
+    shared: tuple[tuple[str, int], ...] = field(default=())
 
     def __post_init__(self) -> None:
         if not _NAME.match(self.name):
             raise ValueError(f"bad kernel name {self.name!r}")
-        names = [p.name for p in self.params]
+        for name, count in self.shared:
+            if not _NAME.match(name) or name in _RESERVED or not 1 <= count <= 2**20:
+                raise ValueError(f"kernel {self.name}: bad shared array {name!r}[{count}]")
+        names = [p.name for p in self.params] + [name for name, _ in self.shared]
         if len(set(names)) != len(names):
             raise ValueError(f"kernel {self.name}: duplicate parameter names {names}")
         if len(self.local_size) != 3 or any(d < 1 for d in self.local_size):

@@ -16,11 +16,15 @@ from hurray_gpu.kernels.dialect.kernel import KernelDef, Param
 __all__ = ["RENDER_VERSION", "CStyleRenderer", "lint_body", "value_type"]
 
 # Bump whenever rendered semantics change: it is hashed into every kernel cache key.
-RENDER_VERSION = 1
+RENDER_VERSION = 3
 
 # The intrinsics a body may call (besides LOAD, STORE, GLOBAL_ID and FUNC).
 INTRINSICS = ("U32", "I32", "F32", "AS_F32", "AS_U32", "FMA", "FMIN", "FMAX", "UMIN", "UMAX",
-              "IMIN", "IMAX", "SQRT", "FLOOR", "FABS", "EXP2", "LOG2")
+              "IMIN", "IMAX", "SQRT", "FLOOR", "FABS", "EXP2", "LOG2", "UMULHI",
+              "F16_BITS_TO_F32", "BF16_BITS_TO_F32", "F32_TO_F16_BITS", "F32_TO_BF16_BITS")
+# Intrinsics rendered as a call to a helper function, emitted only when a body uses them.
+HELPER_INTRINSICS = {"F16_BITS_TO_F32": "hg_f16_to_f32", "BF16_BITS_TO_F32": "hg_bf16_to_f32",
+                     "F32_TO_F16_BITS": "hg_f32_to_f16", "F32_TO_BF16_BITS": "hg_f32_to_bf16"}
 # Text that has no portable meaning in every dialect (pointers, arrays, preprocessor...).
 _FORBIDDEN = ("[", "]", "#", '"', "'", "->", "__", "\\")
 _FORBIDDEN_WORDS = re.compile(
@@ -29,7 +33,11 @@ _FORBIDDEN_WORDS = re.compile(
 # Pointer declarations and address-of: C accepts them, GLSL has no pointers.
 _POINTERS = re.compile(r"\b(u32|i32|f32|bool)\s*\*|(?:[=(,;{]|\breturn)\s*&(?!&)")
 _CALL = re.compile(r"\b([A-Z][A-Z0-9_]*)\s*\(")
-_ACCESS = re.compile(r"\b(LOAD|STORE)\(\s*([A-Za-z_]\w*)\s*,\s*")
+_ACCESS = re.compile(r"\b(LOAD|STORE|ATOMIC_[A-Z]+)\(\s*([A-Za-z_]\w*)\s*,\s*")
+# Atomic read-modify-writes on rw u32 buffers, returning the old value:
+# ATOMIC_<OP>(buf, i, v); ATOMIC_CAS(buf, i, expected, v).
+ATOMICS = ("ATOMIC_ADD", "ATOMIC_OR", "ATOMIC_AND", "ATOMIC_XOR", "ATOMIC_MIN", "ATOMIC_MAX",
+           "ATOMIC_XCHG", "ATOMIC_CAS")
 _GID = re.compile(r"\bGLOBAL_ID\(\s*([0-9]+)\s*\)")
 _TYPES = re.compile(r"\b(u32|i32|f32|bool)\b")
 
@@ -55,7 +63,8 @@ def lint_body(kernel: KernelDef) -> None:
     if bad or words:
         raise UnsupportedOpError(f"kernel {kernel.name}: {bad + words} are not in the portable "
                                  "subset", fix="use LOAD/STORE and the u32/i32/f32 types.")
-    known = set(INTRINSICS) | {"LOAD", "STORE", "GLOBAL_ID"}
+    # BARRIER(): a work-group barrier for buffers and shared arrays (uniform control flow).
+    known = set(INTRINSICS) | set(ATOMICS) | {"LOAD", "STORE", "GLOBAL_ID", "BARRIER"}
     unknown = sorted({n for n in _CALL.findall(text) if n not in known})
     if unknown:
         raise UnsupportedOpError(f"kernel {kernel.name}: unknown intrinsics {unknown}")
@@ -63,12 +72,23 @@ def lint_body(kernel: KernelDef) -> None:
         if dim not in ("0", "1", "2"):
             raise UnsupportedOpError(f"kernel {kernel.name}: GLOBAL_ID({dim}) is not 0, 1 or 2")
     buffers = {p.name: p for p in kernel.buffers}
+    buffers.update({name: Param(name, "u32", "buffer", "rw") for name, _ in kernel.shared})
     for op, name in _ACCESS.findall(text):
         param = buffers.get(name)
         if param is None:
             raise UnsupportedOpError(f"kernel {kernel.name}: {op} of unknown buffer {name!r}")
         if (op == "LOAD" and param.access == "w") or (op == "STORE" and param.access == "r"):
             raise UnsupportedOpError(f"kernel {kernel.name}: {op} of {param.access} buffer {name}")
+        if op.startswith("ATOMIC_") and (param.access != "rw" or param.dtype != "u32"):
+            raise UnsupportedOpError(f"kernel {kernel.name}: {op} needs an rw u32 buffer, not "
+                                     f"{param.access} {param.dtype} {name}")
+
+
+def atomics_used(kernel: KernelDef) -> list[tuple[str, str]]:
+    """The distinct ``(ATOMIC_<OP>, buffer)`` pairs a body uses, in first-use order."""
+    text = re.sub(r"//[^\n]*", "", kernel.body)
+    pairs = [(op, name) for op, name in _ACCESS.findall(text) if op.startswith("ATOMIC_")]
+    return list(dict.fromkeys(pairs))
 
 
 class CStyleRenderer:
@@ -86,6 +106,7 @@ class CStyleRenderer:
         index_expr: ``GLOBAL_ID(0..2)`` for each axis.
         type_map: body types and buffer element types to dialect types.
         op_map: intrinsic names to the text replacing ``NAME(``.
+        intrinsic_helpers: helper source per intrinsic, emitted only when a body uses it.
         load_map / store_map: element access in the subset, from ``{b}``, ``{i}``, ``{v}``
             (``store_map`` entries with ``ST`` cast to the storage type).
     """
@@ -102,6 +123,12 @@ class CStyleRenderer:
     index_expr: ClassVar[tuple[str, str, str]] = ("", "", "")
     type_map: ClassVar[dict[str, str]] = {}
     op_map: ClassVar[dict[str, str]] = {}
+    # A shared array's declaration at the top of the entry, from {name} and {count} (u32s).
+    shared_decl: ClassVar[str] = ""
+    # ATOMIC_* on element {i} of buffer {b} with value {v} (and {e}, CAS's expected value).
+    atomic_map: ClassVar[dict[str, str]] = {}
+    # Dialect-specific helper source per intrinsic, emitted when a body calls that intrinsic.
+    intrinsic_helpers: ClassVar[dict[str, str]] = {}
     load_map: ClassVar[dict[str, str]] = {
         "u8": "U32({b}[{i}])", "u16": "U32({b}[{i}])", "u32": "{b}[{i}]",
         "i8": "I32({b}[{i}])", "i16": "I32({b}[{i}])", "i32": "{b}[{i}]", "f32": "{b}[{i}]",
@@ -126,8 +153,13 @@ class CStyleRenderer:
         parts = [self.prelude.strip("\n")]
         if "f16" in dtypes and self.f16_prelude:
             parts.append(self.f16_prelude.strip("\n"))
-        parts += [self.translate(HELPERS[h]).strip("\n")
-                  for h in helpers_for(used, self.soft_f16)]
+        wanted = helpers_for(used, self.soft_f16)
+        called = set(_CALL.findall(re.sub(r"//[^\n]*", "", kernel.body)))
+        wanted += [h for name, h in HELPER_INTRINSICS.items()
+                   if name in called and h not in wanted]
+        parts += [self.translate(HELPERS[h]).strip("\n") for h in HELPERS if h in wanted]
+        parts += [self.translate(text).strip("\n")
+                  for name, text in self.intrinsic_helpers.items() if name in called]
         parts += [self.render_accessors(kernel), self.render_entry(kernel)]
         return "\n\n".join(p for p in parts if p) + "\n"
 
@@ -145,6 +177,10 @@ class CStyleRenderer:
     def body(self, kernel: KernelDef, indent: str = "    ") -> str:
         """The translated body, re-indented."""
         text = textwrap.dedent(self.translate(kernel.body)).strip()
+        if kernel.shared and self.shared_decl:
+            decls = [self.translate(self.shared_decl.format(name=n, count=c))
+                     for n, c in kernel.shared]
+            text = "\n".join([*decls, text])
         return textwrap.indent(text, indent)
 
     # -- hooks --------------------------------------------------------------------------
@@ -160,6 +196,17 @@ class CStyleRenderer:
                 expr = self.store_map[param.dtype].format(b=param.name, i="(hg_i)", v="(hg_v)")
                 expr = self.translate(expr).replace("(ST)", f"({storage})")
                 lines.append(f"#define store_{param.name}(hg_i, hg_v) {expr}")
+        for name, _ in kernel.shared:
+            lines.append(f"#define load_{name}(hg_i) ({name}[(hg_i)])")
+            lines.append(f"#define store_{name}(hg_i, hg_v) ({name}[(hg_i)] = (hg_v))")
+        for op, name in atomics_used(kernel):
+            template = self.atomic_map.get(op)
+            if template is None:
+                raise UnsupportedOpError(f"{op} has no {self.dialect} rendering",
+                                         fix="run the kernel on a backend with atomics.")
+            expr = template.format(b=name, i="(hg_i)", e="(hg_e)", v="(hg_v)")
+            args = "hg_i, hg_e, hg_v" if op == "ATOMIC_CAS" else "hg_i, hg_v"
+            lines.append(f"#define {op.lower()}_{name}({args}) ({expr})")
         return "\n".join(lines)
 
     def render_params(self, kernel: KernelDef) -> str:

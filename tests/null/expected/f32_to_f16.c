@@ -8,6 +8,7 @@ static inline uint32_t hg_umin(uint32_t a, uint32_t b) { return a < b ? a : b; }
 static inline uint32_t hg_umax(uint32_t a, uint32_t b) { return a > b ? a : b; }
 static inline int32_t hg_imin(int32_t a, int32_t b) { return a < b ? a : b; }
 static inline int32_t hg_imax(int32_t a, int32_t b) { return a > b ? a : b; }
+#define HG_CHUNK 4096
 
 static inline uint32_t hg_f32_to_f16(float v) {
     uint32_t b = hg_as_u32(v);
@@ -42,9 +43,19 @@ void f32_to_f16(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0, int64_t
     const float *restrict src = (const float *)hg_bufs[1];
     uint32_t n = hg_words[0];
     int64_t hg_total = hg_n0 * hg_n1 * hg_n2;
+    int64_t hg_chunks = (hg_total + HG_CHUNK - 1) / HG_CHUNK;
     #pragma omp parallel for schedule(static)
-    for (int64_t hg_t = 0; hg_t < hg_total; hg_t++) {
-        f32_to_f16_item((uint32_t)(hg_t % hg_n0), (uint32_t)((hg_t / hg_n0) % hg_n1),
-                    (uint32_t)(hg_t / (hg_n0 * hg_n1)), dst, src, n);
+    for (int64_t hg_c = 0; hg_c < hg_chunks; hg_c++) {
+        int64_t hg_t = hg_c * HG_CHUNK;
+        int64_t hg_end = hg_t + HG_CHUNK < hg_total ? hg_t + HG_CHUNK : hg_total;
+        uint32_t hg_x = (uint32_t)(hg_t % hg_n0), hg_y = (uint32_t)((hg_t / hg_n0) % hg_n1);
+        uint32_t hg_z = (uint32_t)(hg_t / (hg_n0 * hg_n1));
+        for (; hg_t < hg_end; hg_t++) {
+            f32_to_f16_item(hg_x, hg_y, hg_z, dst, src, n);
+            if (++hg_x == (uint32_t)hg_n0) {
+                hg_x = 0;
+                if (++hg_y == (uint32_t)hg_n1) { hg_y = 0; hg_z++; }
+            }
+        }
     }
 }

@@ -1,0 +1,148 @@
+"""Layout-conversion throughput per device, against the device's memory-copy roof and a NumPy
+gather (precomputed offset map) in the same run; CSR -> dense against scipy's ``toarray()``.
+
+GB/s counts bytes read + written; median of warm runs. Writes bench/out/layout.json.
+On a shared CPU host set OMP_WAIT_POLICY=passive: libgomp's spinning threads otherwise cost
+~15 ms per cpu-backend launch when cores are oversubscribed.
+Usage: python bench/layout.py [--side 2048] [--runs 5] [--devices cpu,opencl,vulkan]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hurray_gpu.buffer import Buffer
+from hurray_gpu.devices_api import device
+from hurray_gpu.format.addressing import dense_offsets
+from hurray_gpu.format.descriptor.layouts import (
+    ColMajor,
+    Hilbert,
+    Morton,
+    RowMajor,
+    Strided,
+    Tiled,
+)
+from hurray_gpu.ops.layout_host import relayout, sparsify
+from hurray_gpu.ops.layout_plan import plan_dense
+from hurray_gpu.ops.layout_run import alloc_out, device_buffers, run_dense
+from hurray_gpu.ops.materialize import materialize
+from hurray_gpu.tensor import Tensor
+
+
+def median_s(fn: Callable[[], Any], runs: int) -> float:
+    """Median wall seconds of ``fn`` after one warm-up call."""
+    fn()
+    samples = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+
+
+def _layouts(side: int) -> dict[str, Any]:
+    bits = (side - 1).bit_length()
+    return {"row_major_identity": RowMajor(), "col_major": ColMajor(), "strided_neg": Strided((-side, 1)),
+            "tiled_32x32": Tiled((32, 32)), "tiled_nested": Tiled(
+                (64, 64), inner_layout=4, inner=Tiled((8, 8))),
+            "morton": Morton((bits, bits)), "hilbert": Hilbert(bits, 2)}
+
+
+def _copy_roof(dev: Any, nbytes: int, runs: int) -> float:
+    src, dst = Buffer(dev, nbytes), Buffer(dev, nbytes)
+    src.copyin(np.zeros(nbytes, np.uint8))
+
+    def copy() -> None:
+        dst.copy_from(src)
+        dev.synchronize()
+    return 2 * nbytes / median_s(copy, runs) / 1e9
+
+
+def _dense_row(dev: Any, t: Tensor, runs: int, nbytes: int) -> dict[str, float]:
+    moved = t.to(dev)
+    src = device_buffers(moved, dev)[0]
+    plan = plan_dense(moved.descriptor, src.nbytes)
+    out = alloc_out(dev, plan, moved.dtype)
+
+    def kernel() -> None:
+        run_dense(dev, plan, src, out)
+        dev.synchronize()
+
+    def end_to_end() -> None:
+        materialize(moved)
+        dev.synchronize()
+    offs = dense_offsets(t.descriptor).reshape(-1) + t.descriptor.byte_offset // 4
+    host = np.asarray(t.buffers[0]).view(np.uint32)
+    res = np.empty(offs.size, np.uint32)
+    numpy_s = median_s(lambda: np.take(host, offs, out=res), runs)
+    return {"gbps": 2 * nbytes / median_s(kernel, runs) / 1e9,
+            "gbps_end_to_end": 2 * nbytes / median_s(end_to_end, runs) / 1e9,
+            "numpy_gather_gbps": 2 * nbytes / numpy_s / 1e9}
+
+
+def _csr_row(dev: Any, side: int, runs: int) -> dict[str, float]:
+    rng = np.random.default_rng(1)
+    dense = np.where(rng.random((side, side)) < 0.05, 1.0, 0.0).astype(np.float32)
+    t = sparsify(Tensor.from_numpy(dense), "csr").to(dev)
+
+    def ours() -> None:
+        materialize(t)
+        dev.synchronize()
+    row = {"seconds": median_s(ours, runs)}
+    try:
+        import scipy.sparse as sps
+    except ImportError:
+        row["scipy_seconds"] = float("nan")
+        return row
+    mat = sps.csr_matrix(dense)
+    row["scipy_seconds"] = median_s(mat.toarray, runs)
+    row["speedup_vs_scipy"] = row["scipy_seconds"] / row["seconds"]
+    return row
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark and write bench/out/layout.json."""
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--side", type=int, default=2048, help="square f32 tensor side (2**k)")
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--devices", default="cpu,opencl,vulkan")
+    args = parser.parse_args(argv)
+    side, nbytes = args.side, args.side * args.side * 4
+    base = Tensor.from_numpy(np.random.default_rng(0).standard_normal((side, side))
+                             .astype(np.float32))
+    tensors = {name: relayout(base, lay) for name, lay in _layouts(side).items()}
+    report: dict[str, Any] = {"side": side, "dtype": "float32", "runs": args.runs,
+                              "devices": {}}
+    for spec in args.devices.split(","):
+        try:
+            dev = device(spec)
+        except Exception as exc:  # noqa: BLE001 - a missing backend is reported, not fatal
+            print(f"{spec}: skipped ({exc})", file=sys.stderr)
+            continue
+        roof = _copy_roof(dev, nbytes, args.runs)
+        rows = {name: _dense_row(dev, t, args.runs, nbytes) for name, t in tensors.items()}
+        ident = rows["row_major_identity"]["gbps"]
+        for row in rows.values():
+            row["fraction_of_copy"] = row["gbps"] / roof
+            # Against the same gather kernel on a row-major source: the addressing's own cost.
+            row["fraction_of_identity_gather"] = row["gbps"] / ident
+        report["devices"][spec] = {"copy_roof_gbps": roof, "layouts": rows,
+                                   "csr_to_dense": _csr_row(dev, side, args.runs)}
+        print(json.dumps({spec: report["devices"][spec]}, indent=1))
+    out = Path(__file__).parent / "out" / "layout.json"
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(json.dumps(report, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,69 @@
+"""The ``hurray-gpu`` command line: one small module per subcommand, one error policy here.
+
+Every failure prints one ``error: ... Fix: ...`` line and exits non-zero; ``--debug`` shows the
+traceback instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from hurray_gpu.cli.common import one_line
+from hurray_gpu.errors import HurrayGPUError
+
+__all__ = ["build_parser", "main"]
+
+# Subcommand modules under hurray_gpu.cli: each has ``add_parser(subparsers)``, and the parser
+# it adds sets ``run(args) -> int``. Listed in help order.
+COMMANDS = ("devices", "inspect", "materialize", "demo", "bench", "vyre_cmd")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The top-level parser with every subcommand registered."""
+    parser = argparse.ArgumentParser(
+        prog="hurray-gpu",
+        description="hurray_gpu: Hurray tensors on every local device (demo, inspect, bench).")
+    parser.add_argument("--debug", action="store_true",
+                        help="show the full traceback when a command fails")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name in COMMANDS:
+        importlib.import_module(f"hurray_gpu.cli.{name}").add_parser(sub)
+    return parser
+
+
+def _fix_for_os_error(exc: OSError) -> str:
+    name = exc.filename if exc.filename is not None else "the path"
+    return f"error: {one_line(str(exc))} Fix: check that {name} exists and is readable."
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line.
+
+    Args:
+        argv: arguments without the program name (default ``sys.argv[1:]``).
+
+    Returns:
+        0 on success, 1 when the command failed (bad input, unavailable device, failed check),
+        2 on a usage error.
+    """
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    try:
+        args = build_parser().parse_args(args_list)
+    except SystemExit as exc:  # argparse already printed usage or help
+        return int(exc.code or 0)
+    try:
+        return int(args.run(args))
+    except HurrayGPUError as exc:
+        if args.debug:
+            raise
+        print(f"error: {one_line(str(exc))}", file=sys.stderr)
+    except OSError as exc:
+        if args.debug:
+            raise
+        print(_fix_for_os_error(exc), file=sys.stderr)
+    except KeyboardInterrupt:
+        print("error: interrupted. Fix: run the command again.", file=sys.stderr)
+    return 1

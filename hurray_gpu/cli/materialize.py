@@ -1,0 +1,159 @@
+"""``hurray-gpu materialize PATH NAME --device D --dtype T --out OUT``: load one tensor, move it
+to a device, dequantize and convert its layout there, and write the dense result."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hurray_gpu.cli.common import dump_json
+from hurray_gpu.errors import HurrayGPUError, UnsupportedOpError
+
+__all__ = ["OUT_DTYPES", "add_parser", "materialize_tensor", "write_result"]
+
+OUT_DTYPES = ("float32", "float16", "bfloat16")
+OUT_SUFFIXES = (".npy", ".hrry")
+
+
+def add_parser(sub: Any) -> None:
+    """Register ``materialize``."""
+    p = sub.add_parser("materialize", help="dequantize/convert one tensor on a device, write it",
+                       description=__doc__ + " A bfloat16 .npy holds the uint16 bit patterns "
+                       "(NumPy has no bfloat16): view it with ml_dtypes.bfloat16.")
+    p.add_argument("path", help="the .hrry file")
+    p.add_argument("name", help="the tensor's name in the file")
+    p.add_argument("--device", default=None, help="device spec (default: the best local one)")
+    p.add_argument("--dtype", default="float32", help=f"one of {', '.join(OUT_DTYPES)}")
+    p.add_argument("--out", required=True, help="output path ending in .npy or .hrry")
+    p.add_argument("--json", action="store_true", help="print what was done as JSON")
+    p.set_defaults(run=run)
+
+
+def _check_dtype(dtype: str) -> None:
+    if dtype not in OUT_DTYPES:
+        raise UnsupportedOpError(f"unsupported --dtype {dtype!r}",
+                                 fix=f"use one of {', '.join(OUT_DTYPES)}.")
+
+
+def _check_out(out: str) -> None:
+    if Path(out).suffix not in OUT_SUFFIXES:
+        raise UnsupportedOpError(f"cannot write {out!r}: unknown output format",
+                                 fix="end --out with .npy or .hrry.")
+
+
+def _read(path: str, name: str) -> tuple[Any, Any]:
+    """The tensor and, for block-paged tensors, the ``NAME.seq_lens`` KV entry (or None)."""
+    from hurray_gpu.io import open_file
+
+    with open_file(path) as f:
+        if name not in f.names:
+            listed = ", ".join(list(f.names)[:8])
+            raise HurrayGPUError(f"no tensor named {name!r} in {path} (it has: {listed})",
+                                 fix=f"run `hurray-gpu inspect {path}` to list the names.")
+        seq_lens = f.metadata.get(f"{name}.seq_lens")
+        return f.read(name), (list(seq_lens) if isinstance(seq_lens, list) else None)
+
+
+def _convert(t: Any, dtype: str, seq_lens: Any) -> Any:
+    try:
+        ops_materialize = importlib.import_module("hurray_gpu.ops.materialize")
+    except ImportError:
+        ops_materialize = None
+    if ops_materialize is not None:
+        try:
+            return ops_materialize.materialize(t, dtype, seq_lens=seq_lens)
+        except ImportError as exc:  # a layout family whose device code is not in this build
+            raise UnsupportedOpError(
+                f"materializing a {t.layout_name} tensor is not in this build ({exc})",
+                fix="materialize a tensor of another layout.") from None
+    from hurray_gpu.ops import dequantize
+
+    if t.is_composite or t.layout_name != "row_major" or t.quantization is None:
+        raise UnsupportedOpError(
+            f"materializing a {t.layout_name} {t.dtype.name} tensor needs hurray_gpu.ops."
+            "materialize, which this build does not include",
+            fix="use a quantized row-major tensor, or install a complete hurray_gpu.")
+    return dequantize(t, dtype)
+
+
+def materialize_tensor(path: str, name: str, device: Any, dtype: str) -> tuple[Any, dict]:
+    """Load ``name`` from ``path``, move it to ``device`` and materialize it there.
+
+    Args:
+        path: the .hrry file.
+        name: the tensor's name.
+        device: a device spec or None for the best local device.
+        dtype: ``"float32"``, ``"float16"`` or ``"bfloat16"``.
+
+    Returns:
+        ``(host tensor, timings)``: the dense row-major result copied back to the host, and
+        seconds per step (``load``, ``to_device``, ``materialize``, ``to_host``).
+
+    Raises:
+        HurrayFormatError: the file or tensor is malformed.
+        BackendUnavailableError: the device cannot be opened.
+        UnsupportedOpError: the dtype, layout or quantization cannot be materialized here.
+    """
+    from hurray_gpu.devices_api import device as open_device
+
+    _check_dtype(dtype)
+    dev = open_device(device)
+    steps: dict[str, Any] = {"device": dev.spec}
+    start = time.perf_counter()
+    t, seq_lens = _read(path, name)
+    steps["load_s"] = time.perf_counter() - start
+    start = time.perf_counter()
+    on_dev = t.to(dev)
+    steps["to_device_s"] = time.perf_counter() - start
+    start = time.perf_counter()
+    result = _convert(on_dev, dtype, seq_lens)
+    dev.synchronize()
+    steps["materialize_s"] = time.perf_counter() - start
+    start = time.perf_counter()
+    host = result.to("cpu")
+    steps["to_host_s"] = time.perf_counter() - start
+    return host, steps
+
+
+def write_result(host: Any, name: str, out: str) -> str:
+    """Write a host tensor to ``out`` (.npy or .hrry); returns a note about the encoding.
+
+    Raises:
+        UnsupportedOpError: ``out`` has another suffix.
+        OSError: the file cannot be written.
+    """
+    from hurray_gpu.io import save
+
+    _check_out(out)
+    if Path(out).suffix == ".hrry":
+        save(out, {name: host})
+        return f"{host.dtype.name} tensor {name!r} in a .hrry file"
+    arr = host.numpy()
+    if host.dtype.name == "bfloat16":
+        np.save(out, arr.view(np.uint16))
+        return "bfloat16 stored as uint16 bit patterns (view with ml_dtypes.bfloat16)"
+    np.save(out, arr)
+    return f"{arr.dtype} array"
+
+
+def run(args: argparse.Namespace) -> int:
+    """Materialize and write; prints shape, device and timings."""
+    _check_dtype(args.dtype)
+    _check_out(args.out)
+    host, steps = materialize_tensor(args.path, args.name, args.device, args.dtype)
+    note = write_result(host, args.name, args.out)
+    info = {"name": args.name, "shape": list(host.shape), "dtype": host.dtype.name,
+            "out": args.out, "encoding": note, **steps}
+    if args.json:
+        print(dump_json(info))
+    else:
+        timing = ", ".join(f"{k[:-2]} {v * 1e3:.1f} ms" for k, v in steps.items()
+                           if k.endswith("_s"))
+        print(f"{args.name}: {host.dtype.name} {list(host.shape)} materialized on "
+              f"{steps['device']} -> {args.out} ({note}); {timing}")
+    return 0

@@ -1,0 +1,185 @@
+"""Shared pieces of the dequantization kernels: body snippets, division magic, NumPy helpers.
+
+Snippets are portable-subset text composed into every dequant kernel (written once).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+
+__all__ = [
+    "CODE_LOAD", "DST_TYPES", "ERR_INVALID", "ERR_RANGE", "ITEM_ADVANCE", "ITEM_START",
+    "OUT_DTYPES", "PARAM_RUN",
+    "STORE_OUT", "code_extent", "item_grid", "specialised_loop", "divmagic", "ref_block_index", "ref_codes", "ref_store",
+    "ref_u32_at",
+]
+
+# Output element types of every dequant kernel family, by the Hurray name of the result.
+OUT_DTYPES = {"float32": "f32", "float16": "f16", "bfloat16": "bf16"}
+# The dst buffer element type per output: 16-bit results are stored as raw bits converted in
+# the body by the portable helpers, so every backend rounds and encodes NaN identically (native
+# half stores differ in NaN payloads).
+DST_TYPES = {"f32": "f32", "f16": "u16", "bf16": "u16"}
+STORE_OUT = {"f32": "STORE(dst, i, {v});", "f16": "STORE(dst, i, F32_TO_F16_BITS({v}));",
+             "bf16": "STORE(dst, i, F32_TO_BF16_BITS({v}));"}
+# Values a kernel writes to err[0]: an invalid parameter (bad scale, zero point or e8m0 byte)
+# and a parameter index out of range (only possible with inconsistent launch scalars).
+ERR_INVALID = 1
+ERR_RANGE = 2
+
+# ``code``: the storage code of element i (bits in {1,2,4,6,8,16,32}) from the byte buffer
+# ``data`` starting at byte ``doff``. Sub-byte elements occupy bits [i*bits, i*bits+bits) of
+# the little-endian bit stream (hurray-facts §1.3), which also covers 6-bit groups; an
+# element straddles two bytes only when its bits do.
+CODE_LOAD = """
+    u32 code = 0u;
+    if (bits == 8u) {
+        code = LOAD(data, doff + i);
+    } else if (bits < 8u) {
+        u32 bit = i * bits;
+        u32 at = doff + (bit >> 3u);
+        u32 sh = bit & 7u;
+        code = LOAD(data, at) >> sh;
+        if (sh + bits > 8u) code = code | (LOAD(data, at + 1u) << (8u - sh));
+        code = code & ((1u << bits) - 1u);
+    } else if (bits == 16u) {
+        u32 at = doff + i * 2u;
+        code = LOAD(data, at) | (LOAD(data, at + 1u) << 8u);
+    } else {
+        u32 at = doff + i * 4u;
+        code = LOAD(data, at) | (LOAD(data, at + 1u) << 8u) | (LOAD(data, at + 2u) << 16u)
+               | (LOAD(data, at + 3u) << 24u);
+    }
+"""
+
+# Each work item handles ``ept`` consecutive elements [first, last): the split of ``first``
+# into (o, a, r) with i = (o * ssize + a) * inner + r is done once, without a hardware divide:
+# q = i / d is (t + ((i - t) >> s1)) >> s2 with t = umulhi(i, m) (Granlund-Montgomery), the
+# shifts packed as s1 | s2 << 8.
+ITEM_START = """
+    u32 first = GLOBAL_ID(0) * ept;
+    if (first >= n) return;
+    u32 last = UMIN(first + ept, n);
+    u32 t1 = UMULHI(first, dm1);
+    u32 q1 = (t1 + ((first - t1) >> (dsh1 & 255u))) >> (dsh1 >> 8u);
+    u32 r = first - q1 * inner;
+    u32 t2 = UMULHI(q1, dm2);
+    u32 o = (t2 + ((q1 - t2) >> (dsh2 & 255u))) >> (dsh2 >> 8u);
+    u32 a = q1 - o * ssize;
+    u32 i = first;
+"""
+
+
+def specialised_loop(body: str) -> str:
+    """``for (; i < end; i++) { code = ...; body }`` with the 4- and 8-bit loads hoisted.
+
+    The same element body follows each load, so the hot storage widths run a loop without the
+    per-element width dispatch (compilers do not unswitch loops at -O2).
+    """
+    nibble = "u32 code = (LOAD(data, doff + (i >> 1u)) >> ((i & 1u) << 2u)) & 15u;"
+    byte = "u32 code = LOAD(data, doff + i);"
+    loops = [f"for (; i < end; i++) {{\n{load}\n{body}\n}}"
+             for load in (nibble, byte, CODE_LOAD)]
+    return (f"if (bits == 4u) {{\n{loops[0]}\n}} else if (bits == 8u) {{\n{loops[1]}\n}} "
+            f"else {{\n{loops[2]}\n}}")
+
+
+# The parameter index p of element (o, a, r), and ``end``: the run of elements from i that
+# share p. Runs are blocks along the axis when it is innermost (inner == 1), else 1 element.
+PARAM_RUN = """
+            u32 p = (o * inner + r) * omul + (a >> kshift);
+            if (p >= nparam) {
+                STORE(err, 0u, 2u);
+                return;
+            }
+            u32 run = 1u;
+            if (inner == 1u) run = UMIN((1u << kshift) - (a & ((1u << kshift) - 1u)), ssize - a);
+            end = UMIN(i + run, last);
+"""
+# Move (o, a, r) past a run (runs never cross a row along the axis).
+ITEM_ADVANCE = """
+            if (inner == 1u) {
+                a = a + run;
+            } else {
+                r = r + 1u;
+                if (r == inner) {
+                    r = 0u;
+                    a = a + 1u;
+                }
+            }
+            if (a == ssize) {
+                a = 0u;
+                o = o + 1u;
+            }
+"""
+
+
+def divmagic(d: int) -> tuple[int, int]:
+    """``(m, s1 | s2 << 8)`` so that ``INDEX_SPLIT`` divides any u32 by ``d`` exactly.
+
+    Args:
+        d: the divisor, 1 <= d < 2**32.
+
+    Returns:
+        The multiplier and the packed shift pair.
+
+    Raises:
+        ValueError: ``d`` is out of range.
+    """
+    if not 1 <= d < 1 << 32:
+        raise ValueError(f"divisor {d} is outside [1, 2**32)")
+    ell = (d - 1).bit_length()
+    m = ((1 << 32) * ((1 << ell) - d)) // d + 1
+    return m & 0xFFFFFFFF, min(ell, 1) | (max(ell - 1, 0) << 8)
+
+
+def item_grid(scalars: Any) -> tuple[int]:
+    """Work items: one per ``ept`` elements."""
+    ept = max(1, int(scalars["ept"]))
+    return (-(-int(scalars["n"]) // ept),)
+
+
+def code_extent(scalars: Any) -> int:
+    """Bytes of ``data`` the kernel may read: ``doff + ceil(n * bits / 8)``."""
+    return int(scalars["doff"]) + (int(scalars["n"]) * int(scalars["bits"]) + 7) // 8
+
+
+def ref_u32_at(raw: np.ndarray, start: int, count: int, width: int) -> np.ndarray:
+    """``count`` little-endian unsigned ``width``-byte values at byte ``start`` (any alignment)."""
+    chunk = np.asarray(raw[start:start + count * width], np.uint8).reshape(count, width)
+    out = np.zeros(count, np.uint64)
+    for k in range(width):
+        out |= chunk[:, k].astype(np.uint64) << np.uint64(8 * k)
+    return out.astype(np.uint32)
+
+
+def ref_codes(data: np.ndarray, doff: int, bits: int, n: int) -> np.ndarray:
+    """The storage codes of elements 0..n-1 as uint32 (the oracle of ``CODE_LOAD``)."""
+    if bits >= 8:
+        return ref_u32_at(data, doff, n, bits // 8)
+    raw = np.asarray(data[doff:doff + (n * bits + 7) // 8 + 1], np.uint8).astype(np.uint32)
+    raw = np.concatenate([raw, np.zeros(2, np.uint32)])
+    bit = np.arange(n, dtype=np.int64) * bits
+    pair = raw[bit >> 3] | (raw[(bit >> 3) + 1] << np.uint32(8))
+    return (pair >> (bit & 7).astype(np.uint32)) & np.uint32((1 << bits) - 1)
+
+
+def ref_block_index(n: int, inner: int, ssize: int, omul: int, kshift: int) -> np.ndarray:
+    """Parameter index of each element, computed with plain integer division."""
+    i = np.arange(n, dtype=np.int64)
+    q1, r = np.divmod(i, inner)
+    o, a = np.divmod(q1, ssize)
+    return (o * inner + r) * omul + (a >> kshift)
+
+
+_NP_OUT = {"f32": np.float32, "f16": np.float16, "bf16": ml_dtypes.bfloat16}
+
+
+def ref_store(dst: np.ndarray, values: np.ndarray, kind: str) -> None:
+    """Round f32 ``values`` to the output ``kind`` (nearest even) and write their bits."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = values.astype(np.float32).astype(_NP_OUT[kind])
+    dst[: values.size] = out.view(dst.dtype)

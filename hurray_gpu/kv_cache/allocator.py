@@ -1,0 +1,366 @@
+"""The host-side page allocator of a paged KV cache: free list, reference counts, sequences.
+
+Every mutating operation is planned first and committed only when it cannot fail, so an
+error (out of pages, bad sequence) leaves the allocator exactly as it was.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from hurray_gpu.errors import HurrayGPUError, UnsupportedOpError
+from hurray_gpu.kv_cache.prefix import NO_PAGE, ROOT_HASH, PrefixCache
+
+__all__ = ["AppendPlan", "OutOfPagesError", "PageAllocator", "SeqState"]
+
+# Most tokens one sequence may hold: keeps every slot index inside a u32.
+MAX_SEQ_TOKENS = 2**31
+
+
+class OutOfPagesError(HurrayGPUError, MemoryError):
+    """The page pool cannot supply the pages an operation needs.
+
+    Args:
+        needed: pages the operation needs.
+        available: pages free or reclaimable now.
+        total: pages in the pool.
+    """
+
+    def __init__(self, needed: int, available: int, total: int, *, fix: str | None = None) -> None:
+        self.needed, self.available, self.total = needed, available, total
+        super().__init__(
+            f"out of KV cache pages: need {needed}, {available} available of {total}.",
+            fix=fix or "free or swap out sequences, or build the cache with more num_pages.")
+        self._args = (needed, available, total)
+        self._kwargs = {"fix": fix}
+
+
+@dataclass
+class SeqState:
+    """One sequence: its block table, tokens written per layer, and prefix-cache state."""
+
+    pages: list[int]
+    lens: list[int]
+    tokens: list[int] = field(default_factory=list)
+    hashes: list[bytes] = field(default_factory=list)
+    swapped: object | None = None
+    swapped_pages: int = 0
+
+    @property
+    def length(self) -> int:
+        """Tokens of the longest layer."""
+        return max(self.lens, default=0)
+
+
+@dataclass
+class AppendPlan:
+    """What an append will do: the slot of every token, page copies, pages taken."""
+
+    slots: np.ndarray  # int64 slot of every token, in order
+    cow: list[tuple[int, int]]
+    new_pages: dict[int, list[int]]
+    replaced: dict[int, dict[int, int]]
+    take_free: int
+    evict: list[int]
+    counts: dict[int, int]
+    layer: int
+
+
+class PageAllocator:
+    """Pages, reference counts and block tables; no device memory.
+
+    Args:
+        num_pages: pages in the pool.
+        page_size: tokens per page.
+        num_layers: layers sharing each page id (one block table per sequence).
+        prefix_cache: keep full pages for reuse by later sequences with the same prefix.
+    """
+
+    def __init__(self, num_pages: int, page_size: int, num_layers: int,
+                 prefix_cache: PrefixCache | None = None) -> None:
+        self.num_pages, self.page_size, self.num_layers = num_pages, page_size, num_layers
+        self.refcount = [0] * num_pages
+        self.free_list = list(range(num_pages - 1, -1, -1))  # pop() hands out page 0 first
+        self.seqs: dict[int, SeqState] = {}
+        self.prefix = prefix_cache
+        self._next_id = 0
+
+    # -- queries -------------------------------------------------------------------------
+    @property
+    def available(self) -> int:
+        """Pages free now plus cached pages that could be reclaimed."""
+        return len(self.free_list) + (len(self.prefix.idle) if self.prefix else 0)
+
+    @property
+    def used(self) -> int:
+        """Pages with at least one user."""
+        return sum(1 for r in self.refcount if r > 0)
+
+    def seq(self, seq_id: int, *, resident: bool = True) -> SeqState:
+        """The state of ``seq_id``.
+
+        Raises:
+            UnsupportedOpError: unknown or freed sequence, or (``resident``) swapped out.
+        """
+        state = self.seqs.get(seq_id) if isinstance(seq_id, int) else None
+        if state is None:
+            raise UnsupportedOpError(f"sequence {seq_id!r} does not exist (never added or freed)",
+                                     fix="use an id returned by add_sequence or fork.")
+        if resident and state.swapped is not None:
+            raise UnsupportedOpError(f"sequence {seq_id} is swapped out",
+                                     fix="call swap_in(seq_id) first.")
+        return state
+
+    # -- sequences -----------------------------------------------------------------------
+    def add_sequence(self, token_ids: Sequence[int] | None = None) -> int:
+        """Start a sequence, reusing cached full pages of ``token_ids`` when possible."""
+        state = SeqState([], [0] * self.num_layers, [int(t) for t in token_ids or ()])
+        if self.prefix is not None and state.tokens:
+            self._reuse_prefix(state)
+        return self._add(state)
+
+    def _add(self, state: SeqState) -> int:
+        seq_id = self._next_id
+        self._next_id += 1
+        self.seqs[seq_id] = state
+        return seq_id
+
+    def _reuse_prefix(self, state: SeqState) -> None:
+        assert self.prefix is not None
+        parent, parent_page, ps = ROOT_HASH, NO_PAGE, self.page_size
+        for j in range(len(state.tokens) // ps):
+            key, page = self.prefix.lookup(parent, parent_page, state.tokens[j * ps:(j + 1) * ps])
+            if page is None:
+                break
+            self._incref(page)
+            state.pages.append(page)
+            state.hashes.append(key)
+            parent, parent_page = key, page
+        state.lens = [len(state.pages) * ps] * self.num_layers
+
+    def fork(self, seq_id: int) -> int:
+        """A new sequence sharing every page of ``seq_id`` (no data copy)."""
+        parent = self.seq(seq_id)
+        for page in parent.pages:
+            self._incref(page)
+        return self._add(SeqState(list(parent.pages), list(parent.lens), list(parent.tokens),
+                                  list(parent.hashes)))
+
+    def free(self, seq_id: int) -> None:
+        """Drop ``seq_id``; its pages return to the pool when nobody else uses them."""
+        state = self.seq(seq_id, resident=False)
+        for page in state.pages:
+            self._decref(page)
+        del self.seqs[seq_id]
+
+    # -- pages ---------------------------------------------------------------------------
+    def _incref(self, page: int) -> None:
+        if self.refcount[page] == 0 and self.prefix is not None:
+            self.prefix.revive(page)
+        self.refcount[page] += 1
+
+    def _decref(self, page: int) -> None:
+        self.refcount[page] -= 1
+        if self.refcount[page] == 0 and not (self.prefix is not None and self.prefix.park(page)):
+            self.free_list.append(page)
+
+    def _peek(self, count: int) -> tuple[list[int], int, list[int]]:
+        """The next ``count`` pages to hand out: (pages, taken from free list, evicted)."""
+        if count > self.available:
+            raise OutOfPagesError(count, self.available, self.num_pages)
+        take = min(count, len(self.free_list))
+        pages = self.free_list[len(self.free_list) - take:][::-1]
+        evict = list(self.prefix.idle)[:count - take] if self.prefix else []
+        return pages + evict, take, evict
+
+    def _take(self, take: int, evict: list[int]) -> None:
+        del self.free_list[len(self.free_list) - take:]
+        for page in evict:
+            assert self.prefix is not None
+            got = self.prefix.evict()
+            assert got == page, "the LRU order changed between plan and commit"
+
+    def take_pages(self, count: int) -> list[int]:
+        """Hand out ``count`` pages with reference count 1, or raise OutOfPagesError."""
+        pages, take, evict = self._peek(count)
+        self._take(take, evict)
+        for page in pages:
+            self.refcount[page] = 1
+        return pages
+
+    def release_pages(self, pages: Sequence[int]) -> None:
+        """Drop one reference to each of ``pages``."""
+        for page in pages:
+            self._decref(page)
+
+    # -- append --------------------------------------------------------------------------
+    def plan_append(self, seq_ids: Sequence[int], counts: Sequence[int],
+                    layer: int) -> AppendPlan:
+        """Plan writing ``counts[i]`` tokens of ``layer`` to ``seq_ids[i]`` (nothing changes).
+
+        Shared pages the write touches are copied first (copy-on-write); new pages cover
+        the tokens past each sequence's capacity.
+
+        Raises:
+            UnsupportedOpError: unknown, freed, swapped or repeated sequences; too many tokens.
+            OutOfPagesError: the pool cannot supply the pages.
+        """
+        if len(set(seq_ids)) != len(seq_ids):
+            raise UnsupportedOpError("a sequence appears twice in one append",
+                                     fix="pass each sequence once, with all its tokens.")
+        states = [self.seq(s) for s in seq_ids]
+        ps = self.page_size
+        refs: dict[int, int] = {}
+        need = 0
+        work: list[tuple[int, SeqState, int, list[int], int]] = []
+        for seq_id, state, count in zip(seq_ids, states, counts, strict=True):
+            start = state.lens[layer]
+            if start + count > MAX_SEQ_TOKENS:
+                raise UnsupportedOpError(f"sequence {seq_id} would exceed {MAX_SEQ_TOKENS} tokens")
+            shared = []
+            if count:
+                for j in range(start // ps, min(len(state.pages), (start + count - 1) // ps + 1)):
+                    page = state.pages[j]
+                    if self.refcount[page] + refs.get(page, 0) > 1:
+                        shared.append(j)
+                        refs[page] = refs.get(page, 0) - 1
+            grow = max(0, -(-(start + count) // ps) - len(state.pages))
+            need += len(shared) + grow
+            work.append((seq_id, state, start, shared, grow))
+        fresh, take, evict = self._peek(need)
+        return self._build_plan(work, counts, layer, fresh, take, evict)
+
+    def _build_plan(self, work: list[tuple[int, SeqState, int, list[int], int]],
+                    counts: Sequence[int], layer: int, fresh: list[int], take: int,
+                    evict: list[int]) -> AppendPlan:
+        ps, cursor = self.page_size, iter(fresh)
+        plan = AppendPlan(np.zeros(0, np.int64), [], {}, {}, take, evict, {}, layer)
+        parts: list[np.ndarray] = []
+        for (seq_id, state, start, shared, grow), count in zip(work, counts, strict=True):
+            table = list(state.pages)
+            replaced = {}
+            for j in shared:
+                new = next(cursor)
+                plan.cow.append((table[j], new))
+                replaced[j] = new
+                table[j] = new
+            added = [next(cursor) for _ in range(grow)]
+            table += added
+            if count:
+                t = np.arange(start, start + count, dtype=np.int64)
+                parts.append(np.asarray(table, dtype=np.int64)[t // ps] * ps + t % ps)
+            plan.new_pages[seq_id], plan.replaced[seq_id] = added, replaced
+            plan.counts[seq_id] = count
+        if parts:
+            plan.slots = np.concatenate(parts)
+        return plan
+
+    def commit_append(self, plan: AppendPlan) -> None:
+        """Apply a plan from :meth:`plan_append` (no allocator call may come in between)."""
+        self._take(plan.take_free, plan.evict)
+        for seq_id, count in plan.counts.items():
+            state = self.seqs[seq_id]
+            for j, new in plan.replaced[seq_id].items():
+                self.refcount[new] = 1
+                self._decref(state.pages[j])
+                state.pages[j] = new
+            for new in plan.new_pages[seq_id]:
+                self.refcount[new] = 1
+                state.pages.append(new)
+            state.lens[plan.layer] += count
+            if self.prefix is not None:
+                self._register_full_pages(state)
+
+    def _register_full_pages(self, state: SeqState) -> None:
+        assert self.prefix is not None
+        ps = self.page_size
+        full = min(min(state.lens) // ps, len(state.tokens) // ps, len(state.pages))
+        for j in range(len(state.hashes), full):
+            parent = state.hashes[j - 1] if j else ROOT_HASH
+            parent_page = state.pages[j - 1] if j else NO_PAGE
+            chunk = state.tokens[j * ps:(j + 1) * ps]
+            key = self.prefix.hash_fn(parent, chunk)
+            self.prefix.register(key, state.pages[j], parent_page, chunk)
+            state.hashes.append(key)
+
+    # -- swap and page copies ------------------------------------------------------------
+    def swap_out(self, seq_id: int, host_copy: object) -> list[int]:
+        """Mark ``seq_id`` swapped (its data now in ``host_copy``) and release its pages."""
+        state = self.seq(seq_id)
+        pages = list(state.pages)
+        state.swapped, state.swapped_pages = host_copy, len(pages)
+        state.pages, state.hashes = [], []
+        self.release_pages(pages)
+        return pages
+
+    def swap_in(self, seq_id: int) -> tuple[list[int], object]:
+        """Give swapped ``seq_id`` fresh pages; returns them and the host copy to upload."""
+        state = self.seq(seq_id, resident=False)
+        if state.swapped is None:
+            raise UnsupportedOpError(f"sequence {seq_id} is not swapped out",
+                                     fix="call swap_in only after swap_out.")
+        pages = self.take_pages(state.swapped_pages)
+        host, state.swapped, state.pages = state.swapped, None, pages
+        if self.prefix is not None:
+            self._register_full_pages(state)
+        return pages, host
+
+    def overwritten(self, pages: Sequence[int]) -> None:
+        """Pages whose contents changed outside append: they leave the prefix cache."""
+        if self.prefix is None:
+            return
+        changed = set(pages)
+        for page in changed:
+            was_idle = page in self.prefix.idle
+            self.prefix.forget(page)
+            if was_idle:
+                self.free_list.append(page)
+        for state in self.seqs.values():
+            cut = next((j for j, p in enumerate(state.pages[:len(state.hashes)])
+                        if p in changed), None)
+            if cut is not None:
+                del state.hashes[cut:]
+
+    # -- invariants ----------------------------------------------------------------------
+    def check(self) -> None:
+        """Assert the bookkeeping invariants (used by tests and the soak).
+
+        Raises:
+            AssertionError: reference counts differ from uses, a page is both free and used,
+                or free + idle + used != num_pages.
+        """
+        uses = [0] * self.num_pages
+        for state in self.seqs.values():
+            for page in state.pages:
+                uses[page] += 1
+        assert uses == self.refcount, "reference counts differ from uses"
+        free = set(self.free_list)
+        assert len(free) == len(self.free_list), "a page is in the free list twice"
+        idle = set(self.prefix.idle) if self.prefix else set()
+        used = {p for p, r in enumerate(uses) if r}
+        assert not (free & used) and not (idle & used) and not (free & idle), \
+            "a page is both free and used"
+        assert len(free) + len(idle) + len(used) == self.num_pages, "pages leaked"
+        if self.prefix is not None:
+            assert set(self.prefix.by_page) >= idle
+            assert all(self.prefix.table[k].page == p for p, k in self.prefix.by_page.items())
+
+    # -- import --------------------------------------------------------------------------
+    def adopt(self, tables: Sequence[Sequence[int]], lens: Sequence[Sequence[int]]) -> list[int]:
+        """Add sequences that already live in the pool (an import); returns their ids.
+
+        Args:
+            tables: each sequence's page ids (validated by the caller; may alias).
+            lens: each sequence's token count per layer.
+        """
+        ids = []
+        for pages, per_layer in zip(tables, lens, strict=True):
+            for page in pages:
+                self.refcount[page] += 1
+            ids.append(self._add(SeqState([int(p) for p in pages], [int(n) for n in per_layer])))
+        used = {p for p, r in enumerate(self.refcount) if r}
+        self.free_list = [p for p in range(self.num_pages - 1, -1, -1) if p not in used]
+        return ids

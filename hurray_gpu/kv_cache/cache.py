@@ -1,0 +1,391 @@
+"""PagedKVCache: vLLM-style paged attention KV storage on any hurray_gpu device.
+
+Page pools live on the device; the allocator (free list, reference counts, block tables) lives
+on the host. Appends and gathers are one kernel launch per layer and role.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from hurray_gpu.devices_api import device as open_device
+from hurray_gpu.errors import UnsupportedOpError
+from hurray_gpu.kernels.paged import PAD_SLOT
+from hurray_gpu.kernels.paged_quant import FLOAT_WORDS
+from hurray_gpu.kv_cache.allocator import MAX_SEQ_TOKENS, PageAllocator
+from hurray_gpu.kv_cache.inputs import (
+    check_counts,
+    check_index,
+    check_seq_id,
+    check_seq_ids,
+    dense_tensor,
+    rows_buffer,
+)
+from hurray_gpu.kv_cache.options import (
+    MAX_HEAD_DIM,
+    MAX_HEADS,
+    MAX_LAYERS,
+    MAX_PAGE_SIZE,
+    MAX_PAGES,
+    kv_format,
+    positive,
+    role_index,
+    storage_dtype,
+)
+from hurray_gpu.kv_cache.prefix import PrefixCache
+from hurray_gpu.kv_cache.storage import KVStorage
+from hurray_gpu.tensor import Tensor
+
+__all__ = ["PagedKVCache"]
+
+# Largest gather output: kernels index u32 words.
+MAX_OUTPUT_BYTES = 4 * (2**32 - 1)
+
+
+class PagedKVCache:
+    """Paged K/V storage for ``num_layers`` layers, shared block tables, on one device.
+
+    Args:
+        device: a Device or spec (``"cpu"``, ``"opencl:0"``, ...).
+        num_layers: transformer layers.
+        num_kv_heads: KV heads per token.
+        head_dim: elements per head.
+        num_pages: pages in each pool (every layer and role has its own pool).
+        page_size: tokens per page.
+        dtype: element type of K and V (a Hurray dtype name).
+        kv_dtype: quantized storage: ``"int8"`` (symmetric, one power-of-two f32 scale per
+            token slot; page_size must be a power of two >= 2) or ``"float8_e4m3"`` (no
+            scale, saturated to +-448). Append quantizes and gather dequantizes on the device.
+        enable_prefix_cache: reuse full pages of identical token prefixes.
+
+    Raises:
+        UnsupportedOpError: bad geometry or dtype, or a kv_dtype this build cannot store.
+        OutOfMemoryError: the device cannot hold the pools.
+    """
+
+    def __init__(self, device: Any, num_layers: int, num_kv_heads: int, head_dim: int,
+                 num_pages: int, page_size: int = 16, dtype: Any = "float16",
+                 kv_dtype: str | None = None, *, enable_prefix_cache: bool = False) -> None:
+        self.num_layers = positive(num_layers, "num_layers", MAX_LAYERS)
+        self.num_kv_heads = positive(num_kv_heads, "num_kv_heads", MAX_HEADS)
+        self.head_dim = positive(head_dim, "head_dim", MAX_HEAD_DIM)
+        self.num_pages = positive(num_pages, "num_pages", MAX_PAGES)
+        self.page_size = positive(page_size, "page_size", MAX_PAGE_SIZE)
+        self.dtype = storage_dtype(dtype)
+        self.kv_dtype, quant = kv_format(kv_dtype, self.dtype, self.page_size)
+        self.device = open_device(device)
+        self.row_bytes = self.num_kv_heads * self.head_dim * (self.dtype.bits // 8)
+        self.storage = KVStorage(self.device, self.num_layers, self.num_pages, self.page_size,
+                                 self.num_kv_heads * self.head_dim, self.dtype.bits // 8, quant,
+                                 FLOAT_WORDS.get(self.dtype.name))
+        prefix = PrefixCache() if enable_prefix_cache else None
+        self.allocator = PageAllocator(self.num_pages, self.page_size, self.num_layers, prefix)
+        self._lock = threading.RLock()
+
+    # -- queries -------------------------------------------------------------------------
+    @property
+    def prefix_cache(self) -> PrefixCache | None:
+        """The prefix cache (hits, misses, evictions), or None when disabled."""
+        return self.allocator.prefix
+
+    @property
+    def num_free_pages(self) -> int:
+        """Pages free or reclaimable from the prefix cache."""
+        return self.allocator.available
+
+    @property
+    def seq_ids(self) -> list[int]:
+        """Live sequence ids (swapped-out ones included), in creation order."""
+        return list(self.allocator.seqs)
+
+    def seq_len(self, seq_id: int, layer: int | None = None) -> int:
+        """Tokens stored for ``seq_id`` in ``layer`` (default: the longest layer)."""
+        state = self.allocator.seq(check_seq_id(seq_id), resident=False)
+        if layer is None:
+            return state.length
+        return state.lens[check_index(layer, self.num_layers, "layer")]
+
+    def block_table(self, seq_id: int) -> list[int]:
+        """The page ids of ``seq_id``, in token order."""
+        return list(self.allocator.seq(check_seq_id(seq_id)).pages)
+
+    def check_invariants(self) -> None:
+        """Assert the allocator invariants (reference counts, free/used disjoint, no leak)."""
+        with self._lock:
+            self.allocator.check()
+
+    # -- sequences -----------------------------------------------------------------------
+    def add_sequence(self, token_ids: Sequence[int] | None = None) -> int:
+        """Start a sequence and return its id.
+
+        With the prefix cache enabled and ``token_ids`` given, cached full pages of the same
+        prefix are shared; ``seq_len(seq_id)`` then says how many tokens are already stored.
+        """
+        if isinstance(token_ids, (int, np.integer)):
+            raise UnsupportedOpError("token_ids must be a list of ints, not one int",
+                                     fix="pass the prompt's token ids as a list.")
+        ids = None if token_ids is None else check_seq_ids(token_ids)
+        if ids is not None and (len(ids) > MAX_SEQ_TOKENS or
+                                any(not -(2**63) <= t < 2**63 for t in ids)):
+            raise UnsupportedOpError(f"token ids must be at most {MAX_SEQ_TOKENS} int64 values",
+                                     fix="pass the prompt's token ids as ints.")
+        with self._lock:
+            return self.allocator.add_sequence(ids)
+
+    def fork(self, seq_id: int) -> int:
+        """A new sequence sharing all of ``seq_id``'s pages (copy-on-write, no data copy)."""
+        with self._lock:
+            return self.allocator.fork(check_seq_id(seq_id))
+
+    def free(self, seq_id: int) -> None:
+        """Drop ``seq_id``; pages nobody else uses return to the pool."""
+        with self._lock:
+            self.allocator.free(check_seq_id(seq_id))
+
+    # -- append --------------------------------------------------------------------------
+    def append(self, seq_ids: Any, layer: int, key: Any, value: Any,
+               counts: Sequence[int] | None = None) -> None:
+        """Write new tokens of ``layer`` for a batch: one scatter launch per role.
+
+        Args:
+            seq_ids: the sequences (an int or a list).
+            layer: the layer index.
+            key, value: [num_tokens, heads, head_dim] arrays, Tensors or device Buffers.
+            counts: rows per sequence, in order; default one row each (decode) or, for a
+                single sequence, all rows (prefill).
+
+        Raises:
+            OutOfPagesError: not enough pages (nothing changes).
+            UnsupportedOpError: unknown, freed or swapped sequences, or bad shapes/dtypes.
+        """
+        ids = check_seq_ids(seq_ids)
+        layer = check_index(layer, self.num_layers, "layer")
+        kbuf, tokens = self._rows(key, "key")
+        vbuf, vtokens = self._rows(value, "value")
+        if tokens != vtokens:
+            raise UnsupportedOpError(f"key has {tokens} rows but value has {vtokens}",
+                                     fix="pass the same tokens for key and value.")
+        per_seq = check_counts(ids, tokens, counts)
+        with self._lock:
+            plan = self.allocator.plan_append(ids, per_seq, layer)
+            try:
+                self.storage.copy_pages(plan.cow)
+                slots = self.storage.upload_u32(plan.slots)
+                self.storage.append(layer, 0, kbuf, slots, tokens)
+                self.storage.append(layer, 1, vbuf, slots, tokens)
+            except BaseException:
+                self.allocator.overwritten(plan.evict)  # their cached contents are gone
+                raise
+            self.allocator.commit_append(plan)
+
+    def append_decode(self, seq_ids: Any, layer: int, key: Any, value: Any) -> None:
+        """Append exactly one token per sequence (the decode step)."""
+        ids = check_seq_ids(seq_ids)
+        self.append(ids, layer, key, value, [1] * len(ids))
+
+    def append_prefill(self, seq_id: int, layer: int, key: Any, value: Any) -> None:
+        """Append every row of ``key``/``value`` to one sequence (the prefill step)."""
+        self.append([check_seq_id(seq_id)], layer, key, value)
+
+    def _rows(self, x: Any, what: str) -> tuple[Any, int]:
+        return rows_buffer(self.device, x, what, self.dtype, self.num_kv_heads, self.head_dim)
+
+    # -- gather --------------------------------------------------------------------------
+    def _slots(self, seq_id: int, layer: int, pad_to: int | None = None) -> np.ndarray:
+        state = self.allocator.seq(seq_id)
+        length = state.lens[layer]
+        t = np.arange(length if pad_to is None else pad_to, dtype=np.int64)
+        pages = np.asarray(state.pages, dtype=np.int64)
+        slots = np.full(t.shape, PAD_SLOT, dtype=np.int64)
+        live = t < length
+        slots[live] = pages[t[live] // self.page_size] * self.page_size + t[live] % self.page_size
+        return slots
+
+    def gather(self, seq_ids: Any, layer: int) -> tuple[Tensor, Tensor, np.ndarray]:
+        """Dense K and V of ``seq_ids`` in ``layer``, concatenated in sequence order.
+
+        Returns:
+            ``(key, value, cu_seqlens)``: Tensors [total_tokens, heads, head_dim] on the
+            cache's device, and int64 cumulative lengths (num_seqs + 1 entries, from 0).
+
+        Raises:
+            UnsupportedOpError: unknown, freed or swapped sequences; bad layer.
+        """
+        ids = check_seq_ids(seq_ids)
+        layer = check_index(layer, self.num_layers, "layer")
+        with self._lock:
+            parts = [self._slots(s, layer) for s in ids]
+            lens = np.array([p.size for p in parts], dtype=np.int64)
+            slots = np.concatenate(parts) if parts else np.zeros(0, np.int64)
+            k, v = self._gather_both(layer, slots, (int(slots.size),))
+        return k, v, np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
+
+    def gather_padded(self, seq_ids: Any, layer: int,
+                      max_len: int | None = None) -> tuple[Tensor, Tensor, np.ndarray]:
+        """K and V of ``seq_ids`` as [batch, max_len, heads, head_dim], zero padded.
+
+        Args:
+            seq_ids, layer: as for :meth:`gather`.
+            max_len: the padded length (default: the longest sequence); must be at least it.
+
+        Returns:
+            ``(key, value, lens)`` with int64 token counts per sequence.
+        """
+        ids = check_seq_ids(seq_ids)
+        layer = check_index(layer, self.num_layers, "layer")
+        with self._lock:
+            lens = np.array([self.allocator.seq(s).lens[layer] for s in ids], dtype=np.int64)
+            longest = int(lens.max()) if lens.size else 0
+            width = longest if max_len is None else check_index(max_len, 2**32, "max_len")
+            if width < longest:
+                raise UnsupportedOpError(f"max_len={max_len!r} is below the longest sequence "
+                                         f"({longest} tokens)", fix="pass max_len >= it.")
+            if len(ids) * width * self.row_bytes > MAX_OUTPUT_BYTES:
+                raise UnsupportedOpError(f"a padded gather of {len(ids)} x {width} tokens is "
+                                         "too large", fix="gather fewer sequences at once.")
+            parts = [self._slots(s, layer, pad_to=width) for s in ids]
+            slots = np.concatenate(parts) if parts else np.zeros(0, np.int64)
+            k, v = self._gather_both(layer, slots, (len(ids), width))
+        return k, v, lens
+
+    def _gather_both(self, layer: int, slots: np.ndarray,
+                     lead: tuple[int, ...]) -> tuple[Tensor, Tensor]:
+        buf = self.storage.upload_u32(slots)
+        shape = (*lead, self.num_kv_heads, self.head_dim)
+        out = []
+        for role in (0, 1):
+            got = self.storage.gather(layer, role, buf, int(slots.size))
+            out.append(dense_tensor(self.device, got, self.dtype, shape))
+        return out[0], out[1]
+
+    # -- block operations ----------------------------------------------------------------
+    def copy_blocks(self, mapping: Mapping[int, Sequence[int]] | Sequence[tuple[int, int]]
+                    ) -> None:
+        """Copy whole pages on the device, in every layer and role (vLLM ``copy_blocks``).
+
+        Args:
+            mapping: ``{src: [dst, ...]}`` or ``[(src, dst), ...]``. Destinations must be
+                distinct and must not also be sources.
+
+        Raises:
+            UnsupportedOpError: page ids out of range, repeated destinations, or a page that
+                is both a source and a destination (checked before any copy).
+        """
+        items = mapping.items() if isinstance(mapping, Mapping) else \
+            [(s, [d]) for s, d in mapping]
+        pairs = [(check_index(s, self.num_pages, "source page"),
+                  check_index(d, self.num_pages, "destination page"))
+                 for s, dsts in items for d in dsts]
+        dsts = [d for _, d in pairs]
+        if len(set(dsts)) != len(dsts) or set(dsts) & {s for s, _ in pairs}:
+            raise UnsupportedOpError("copy_blocks destinations repeat or are also sources",
+                                     fix="copy into distinct pages that are not read.")
+        with self._lock:
+            self.storage.copy_pages(pairs)
+            self.allocator.overwritten(dsts)
+
+    def swap_out(self, seq_id: int) -> None:
+        """Move ``seq_id``'s pages to host memory and release them on the device."""
+        with self._lock:
+            seq_id = check_seq_id(seq_id)
+            state = self.allocator.seq(seq_id)
+            host = self.storage.read_pages(state.pages)
+            self.allocator.swap_out(seq_id, host)
+
+    def swap_in(self, seq_id: int) -> None:
+        """Bring a swapped-out sequence back into fresh device pages.
+
+        Raises:
+            OutOfPagesError: not enough pages (the sequence stays swapped out).
+        """
+        with self._lock:
+            pages, host = self.allocator.swap_in(check_seq_id(seq_id))
+            self.storage.write_pages(pages, host)  # type: ignore[arg-type]  # list from read_pages
+
+    # -- interchange ---------------------------------------------------------------------
+    def export(self, layer: int, role: Any, seq_ids: Any = None) -> Tensor:
+        """A block-paged Hurray tensor over the live pool of ``layer`` and ``role`` (no copy).
+
+        The descriptor carries page_size, num_pages, num_seqs, kv_role, layer_index and a u32
+        block table; the tensor's ``seq_lens`` holds each sequence's token count. It aliases
+        the pool: later appends show through it.
+
+        Args:
+            layer: the layer index.
+            role: ``"key"``/``0`` or ``"value"``/``1``.
+            seq_ids: the sequences, in order (default: every resident sequence).
+
+        Returns:
+            A :class:`~hurray_gpu.kv_cache.interchange.BlockPagedTensor`.
+        """
+        from hurray_gpu.kv_cache.interchange import export_layer
+
+        layer = check_index(layer, self.num_layers, "layer")
+        with self._lock:
+            return export_layer(self, layer, role_index(role), seq_ids)
+
+    @classmethod
+    def from_tensors(cls, tensors: Mapping[str, Tensor] | Sequence[Tensor], *,
+                     device: Any = None, seq_lens: Mapping[str, Any] | None = None,
+                     dtype: Any = None, enable_prefix_cache: bool = False) -> PagedKVCache:
+        """Import block-paged K/V tensors (as :meth:`export` or a file produces them).
+
+        Sequence ``s`` of the tensors becomes sequence id ``s``. Every table is validated
+        before anything is allocated or any kernel runs.
+
+        Args:
+            tensors: name -> Tensor, or a list; one key and one value per layer 0..L-1, all
+                with the same geometry, block table and seq_ptr.
+            device: where the cache lives (default: the first tensor's device).
+            seq_lens: name -> token counts; default each tensor's ``seq_lens``, else full
+                pages when they add up to shape[0] (facts §12.20).
+            dtype: the dtype append takes and gather returns; default the tensors' dtype, or
+                float16 for int8 / float8_e4m3 tensors (imported as that kv_dtype).
+            enable_prefix_cache: as for the constructor.
+
+        Raises:
+            HurrayFormatError: bad layout, role, layer, seq_ptr, page ids or seq_lens.
+            UnsupportedOpError: quantization a cache cannot store, or tensors from different
+                caches.
+        """
+        from hurray_gpu.kv_cache.importer import import_tensors
+
+        cache = import_tensors(tensors, device=device, seq_lens=seq_lens, dtype=dtype,
+                               enable_prefix_cache=enable_prefix_cache)
+        assert isinstance(cache, cls)
+        return cache
+
+    def save(self, path: Any, seq_ids: Any = None) -> None:
+        """Write the cache to a ``.hrry`` file: ``layers.<L>.key|value`` plus seq_lens KV."""
+        from hurray_gpu.kv_cache.interchange import save_cache
+
+        with self._lock:
+            save_cache(self, path, seq_ids)
+
+    @classmethod
+    def load(cls, path: Any, device: Any = "cpu", *, dtype: Any = None,
+             enable_prefix_cache: bool = False) -> PagedKVCache:
+        """Read a cache written by :meth:`save` (or any block-paged K/V file) onto ``device``.
+
+        Raises:
+            HurrayFormatError: a malformed file, tables or seq_lens.
+        """
+        from hurray_gpu.kv_cache.interchange import load_tensors
+
+        tensors, lens = load_tensors(path)
+        return cls.from_tensors(tensors, device=device, seq_lens=lens, dtype=dtype,
+                                enable_prefix_cache=enable_prefix_cache)
+
+    def close(self) -> None:
+        """Release the device pools; the cache is unusable afterwards."""
+        with self._lock:
+            self.storage.free()
+
+    def __repr__(self) -> str:
+        return (f"PagedKVCache({self.device.spec}, layers={self.num_layers}, "
+                f"heads={self.num_kv_heads}, head_dim={self.head_dim}, pages={self.num_pages}"
+                f"x{self.page_size}, dtype={self.dtype.name}, seqs={len(self.allocator.seqs)})")

@@ -1,0 +1,160 @@
+"""Argument checks of the paged KV cache: token rows, sequence ids, layers, counts, outputs.
+
+Rows arrive as NumPy arrays, Tensors or Buffers [num_tokens, heads, head_dim] and leave as a
+Buffer on the cache's device, without a copy when they are already there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from hurray_gpu.buffer import Buffer
+from hurray_gpu.device import Device, MemoryClass
+from hurray_gpu.errors import UnsupportedOpError
+from hurray_gpu.format.descriptor import (
+    DEVICE_ALIGNMENT,
+    MIN_DATA_ALIGNMENT,
+    BufferHandle,
+    DeviceTag,
+    TensorDescriptor,
+)
+from hurray_gpu.format.dtypes import DType
+from hurray_gpu.tensor import Tensor
+
+__all__ = ["check_counts", "check_index", "check_seq_id", "check_seq_ids", "dense_tensor", "rows_buffer"]
+
+
+def check_index(value: Any, limit: int, what: str) -> int:
+    """``value`` as an int in ``[0, limit)``.
+
+    Raises:
+        UnsupportedOpError: not an int, or out of range.
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise UnsupportedOpError(f"{what} must be an int, got {value!r}")
+    if not 0 <= int(value) < limit:
+        raise UnsupportedOpError(f"{what} = {value} is outside [0, {limit})",
+                                 fix=f"pass a {what} below {limit}.")
+    return int(value)
+
+
+def check_seq_id(seq_id: Any) -> int:
+    """One sequence id as an int.
+
+    Raises:
+        UnsupportedOpError: not an int.
+    """
+    if isinstance(seq_id, bool) or not isinstance(seq_id, (int, np.integer)):
+        raise UnsupportedOpError(f"sequence id {seq_id!r} is not an int",
+                                 fix="use an id returned by add_sequence or fork.")
+    return int(seq_id)
+
+
+def check_seq_ids(seq_ids: Any) -> list[int]:
+    """A list of int sequence ids from an int or a sequence of ints.
+
+    Raises:
+        UnsupportedOpError: anything else.
+    """
+    if isinstance(seq_ids, (int, np.integer)) and not isinstance(seq_ids, bool):
+        return [int(seq_ids)]
+    if isinstance(seq_ids, (str, bytes)) or not isinstance(seq_ids, (Sequence, np.ndarray)):
+        raise UnsupportedOpError(f"seq_ids must be an int or a list of ints, got {seq_ids!r}")
+    out = []
+    for s in seq_ids:
+        if isinstance(s, bool) or not isinstance(s, (int, np.integer)):
+            raise UnsupportedOpError(f"sequence id {s!r} is not an int")
+        out.append(int(s))
+    return out
+
+
+def check_counts(seq_ids: list[int], tokens: int, counts: Any) -> list[int]:
+    """Tokens per sequence: given, one each (decode), or all to a single sequence (prefill).
+
+    Raises:
+        UnsupportedOpError: counts that do not add up to the rows given.
+    """
+    if counts is None:
+        if tokens == len(seq_ids):
+            return [1] * tokens
+        if len(seq_ids) == 1:
+            return [tokens]
+        raise UnsupportedOpError(
+            f"{tokens} token rows for {len(seq_ids)} sequences",
+            fix="pass one row per sequence (decode), or counts= with the rows per sequence.")
+    got = check_seq_ids(counts)
+    if len(got) != len(seq_ids) or any(c < 0 for c in got) or sum(got) != tokens:
+        raise UnsupportedOpError(
+            f"counts {got} do not split {tokens} rows over {len(seq_ids)} sequences",
+            fix="give one non-negative count per sequence, summing to the rows passed.")
+    return got
+
+
+def _shape_error(what: str, shape: Any, heads: int, head_dim: int) -> UnsupportedOpError:
+    return UnsupportedOpError(f"{what} has shape {shape}, expected [num_tokens, {heads}, "
+                              f"{head_dim}]", fix="pass [num_tokens, num_kv_heads, head_dim].")
+
+
+def _dtype_error(what: str, got: Any, dtype: DType) -> UnsupportedOpError:
+    return UnsupportedOpError(f"{what} has dtype {got}, the cache stores {dtype.name}",
+                              fix=f"convert {what} to {dtype.name} first.")
+
+
+def rows_buffer(device: Device, x: Any, what: str, dtype: DType, heads: int,
+                head_dim: int) -> tuple[Buffer, int]:
+    """``(buffer on device, num_tokens)`` for rows given as an array, a Tensor or a Buffer.
+
+    Raises:
+        UnsupportedOpError: wrong type, shape, dtype or device.
+    """
+    row_bytes = heads * head_dim * (dtype.bits // 8)
+    if isinstance(x, Buffer):
+        if x.device is not device:
+            raise UnsupportedOpError(f"{what} is a Buffer on {x.device}, the cache is on "
+                                     f"{device}", fix="move it to the cache's device first.")
+        if x.nbytes % row_bytes:
+            raise UnsupportedOpError(f"{what} holds {x.nbytes} bytes, not a whole number of "
+                                     f"{row_bytes}-byte rows", fix="pass whole token rows.")
+        return x, x.nbytes // row_bytes
+    if isinstance(x, Tensor):
+        return _tensor_rows(device, x, what, dtype, heads, head_dim)
+    arr = np.asarray(x)
+    if arr.dtype != dtype.numpy:
+        raise _dtype_error(what, arr.dtype, dtype)
+    if arr.ndim != 3 or arr.shape[1:] != (heads, head_dim):
+        raise _shape_error(what, arr.shape, heads, head_dim)
+    return _upload(device, np.ascontiguousarray(arr)), arr.shape[0]
+
+
+def _upload(device: Device, arr: np.ndarray) -> Buffer:
+    return Buffer.from_bytes(device, arr.reshape(-1).view(np.uint8)) if arr.size else \
+        Buffer(device, 0)
+
+
+def _tensor_rows(device: Device, t: Tensor, what: str, dtype: DType, heads: int,
+                 head_dim: int) -> tuple[Buffer, int]:
+    if t.dtype.tag != dtype.tag:
+        raise _dtype_error(what, t.dtype.name, dtype)
+    if len(t.shape) != 3 or tuple(t.shape[1:]) != (heads, head_dim) or t.shape[0] is None:
+        raise _shape_error(what, t.shape, heads, head_dim)
+    tokens = int(t.shape[0])
+    desc = t.descriptor
+    if desc.layout_tag == 0x01 and desc.quantization is None and t.device is device \
+            and not t.is_host:
+        nbytes = tokens * heads * head_dim * (dtype.bits // 8)
+        return t.buffers[0].view(int(desc.byte_offset), nbytes), tokens
+    host = t if t.is_host else t.to("cpu")
+    return _upload(device, np.ascontiguousarray(host.numpy())), tokens
+
+
+def dense_tensor(device: Device, buffer: Buffer, dtype: DType,
+                 shape: tuple[int, ...]) -> Tensor:
+    """A row-major Tensor over ``buffer`` (no copy)."""
+    host = device.tag == DeviceTag.CPU
+    align = MIN_DATA_ALIGNMENT if host else DEVICE_ALIGNMENT
+    handle = BufferHandle(buffer.nbytes, align, device.tag, 0, MemoryClass.STANDARD)
+    desc = TensorDescriptor.dense(dtype, shape, buffers=(handle,))
+    return Tensor.from_parts(desc, [buffer])

@@ -1,0 +1,184 @@
+"""Writers and debugging on the host: ``relayout`` (row-major -> any dense layout), ``sparsify``
+(-> COO/CSR/CSC/CSF) and ``element`` (one logical element through the layout's addressing).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from hurray_gpu.errors import HurrayFormatError, UnsupportedOpError
+from hurray_gpu.format.addressing import dense_offsets, element_offsets, offset_range
+from hurray_gpu.format.descriptor import BufferHandle, TensorDescriptor
+from hurray_gpu.format.descriptor.layouts import COO, CSC, CSF, CSR, RowMajor
+from hurray_gpu.ops.layout_codes import codes_at, pack_codes
+
+__all__ = ["element", "relayout", "sparsify"]
+
+
+def _host_row_major(t: Any) -> tuple[Any, np.ndarray, tuple[int, ...]]:
+    """(host tensor, row-major codes, shape) of a row-major tensor on any device."""
+    host = t.to("cpu")
+    desc = host.descriptor
+    if not isinstance(desc.layout, RowMajor):
+        raise UnsupportedOpError(f"{host!r} is not row-major",
+                                 fix="materialize() it to row-major first.")
+    dims = tuple(int(d) for d in desc.shape)
+    offs = np.arange(math.prod(dims), dtype=np.int64)
+    return host, codes_at(host.buffers[0], desc.dtype, offs, desc.byte_offset), dims
+
+
+def relayout(t: Any, layout: Any) -> Any:
+    """Re-store a row-major tensor in a dense ``layout`` (quantization parameters kept).
+
+    Args:
+        t: a row-major Tensor (any device; the conversion runs on the host).
+        layout: ColMajor, Strided, Tiled, Morton or Hilbert (any dense layout object).
+
+    Returns:
+        A Tensor on ``t``'s device whose buffer 0 stores the same elements in ``layout``
+        (padding elements are zero; negative strides get a ``byte_offset``).
+
+    Raises:
+        HurrayFormatError: a layout invalid for the shape.
+        UnsupportedOpError: ``t`` is not row-major.
+    """
+    from hurray_gpu.tensor import Tensor
+
+    host, codes, dims = _host_row_major(t)
+    desc, dtype = host.descriptor, host.descriptor.dtype
+    lo, hi = offset_range(layout, dims)
+    per = {1: 8, 2: 4, 4: 2, 6: 4}.get(dtype.bits, 1)
+    shift = -(-max(-lo, 0) // per) * per  # keep byte_offset on a packing-group boundary
+    storage = np.zeros((shift + hi + 1, *codes.shape[1:]), np.uint8)
+    probe = dataclasses.replace(desc, layout=layout)
+    storage[dense_offsets(probe).reshape(-1) + shift] = codes
+    data = pack_codes(storage, dtype)
+    handle = dataclasses.replace(desc.buffers[0], byte_size=int(data.size))
+    new = dataclasses.replace(desc, layout=layout, byte_offset=shift * dtype.bits // 8,
+                              buffers=(handle, *desc.buffers[1:]))
+    out = Tensor.from_parts(new, [data, *host.buffers[1:]])
+    return out.to(t.device, t.memory_class)
+
+
+def _u64(values: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(values, dtype="<u8").view(np.uint8)
+
+
+def _sparse_parts(fmt: str, coords: np.ndarray, dims: tuple[int, ...],
+                  mode_order: Sequence[int] | None) -> tuple[Any, np.ndarray, list[np.ndarray]]:
+    """(layout, value order, index buffers) for nonzero ``coords`` [nnz, rank] (row-major)."""
+    nnz = coords.shape[0]
+    if fmt == "coo":
+        return COO(nnz, 1), np.arange(nnz), [_u64(coords.reshape(-1))]
+    if fmt in ("csr", "csc"):
+        if len(dims) != 2:
+            raise UnsupportedOpError(f"{fmt} needs rank 2", fix="use coo or csf.")
+        major = 0 if fmt == "csr" else 1
+        order = np.lexsort((coords[:, 1 - major], coords[:, major]))
+        ptr = np.zeros(dims[major] + 1, np.int64)
+        np.add.at(ptr, coords[order, major] + 1, 1)
+        layout = CSR(nnz) if fmt == "csr" else CSC(nnz)
+        return layout, order, [_u64(coords[order, 1 - major]), _u64(np.cumsum(ptr))]
+    if fmt != "csf":
+        raise UnsupportedOpError(f"unknown sparse format {fmt!r}",
+                                 fix="use 'coo', 'csr', 'csc' or 'csf'.")
+    modes = list(mode_order) if mode_order is not None else list(range(len(dims)))
+    order = np.lexsort(tuple(coords[:, m] for m in reversed(modes)))
+    perm = coords[order][:, modes]
+    bufs: list[np.ndarray] = []
+    parent_ids = np.zeros(nnz, np.int64)
+    parents = 1
+    for level in range(len(modes)):
+        key = np.concatenate([parent_ids[:, None], perm[:, level: level + 1]], 1)
+        new = np.ones(nnz, bool)
+        new[1:] = (key[1:] != key[:-1]).any(1)
+        ids = np.cumsum(new) - 1
+        pos = np.zeros(parents + 1, np.int64)
+        np.add.at(pos, parent_ids[new] + 1, 1)
+        bufs += [_u64(np.cumsum(pos)), _u64(perm[new, level])]
+        parent_ids, parents = ids, int(new.sum())
+    return CSF(nnz, tuple(modes)), order, bufs
+
+
+def sparsify(t: Any, fmt: str, *, mode_order: Sequence[int] | None = None) -> Any:
+    """Build a sparse tensor holding the nonzero elements (nonzero codes) of ``t``.
+
+    Args:
+        t: an unquantized row-major Tensor (any device; built on the host).
+        fmt: ``"coo"`` (sorted), ``"csr"``, ``"csc"`` or ``"csf"`` (rank >= 3).
+        mode_order: CSF only: the dimension stored at each level (default 0..rank-1).
+
+    Returns:
+        The sparse Tensor on ``t``'s device.
+
+    Raises:
+        UnsupportedOpError: a quantized or non-row-major tensor, or a bad format/rank.
+        HurrayFormatError: the result breaks a rule of the spec (e.g. a bad mode_order).
+    """
+    from hurray_gpu.tensor import Tensor
+
+    host, codes, dims = _host_row_major(t)
+    desc = host.descriptor
+    if desc.quantization is not None:
+        raise UnsupportedOpError("sparsify needs an unquantized tensor",
+                                 fix="materialize(dtype=...) it first.")
+    flat_codes = codes.reshape(codes.shape[0], -1)
+    nonzero = np.flatnonzero(flat_codes.any(1))
+    coords = np.stack(np.unravel_index(nonzero, dims), 1).astype(np.int64) if dims else \
+        np.zeros((nonzero.size, 0), np.int64)
+    layout, order, index_bufs = _sparse_parts(fmt, coords, dims, mode_order)
+    values = pack_codes(codes[nonzero[order]], desc.dtype)
+    bufs = [values, *index_bufs]
+    handles = tuple(BufferHandle(int(b.size), 64) for b in bufs)
+    new = TensorDescriptor(desc.dtype, dims, layout, handles)
+    return Tensor.from_parts(new, bufs).to(t.device, t.memory_class)
+
+
+def element(t: Any, index: Sequence[int], *, seq_lens: Sequence[int] | None = None) -> Any:
+    """One logical element of ``t`` (storage value; quantized tensors are not dequantized).
+
+    Uses the layout's own addressing: the offset formulas for dense layouts, binary search
+    in sorted COO/CSR/CSC/CSF index arrays, and the block table for block-paged tensors.
+
+    Args:
+        t: a Tensor (any device; its buffers are read on the host).
+        index: one index per dimension.
+        seq_lens: block-paged only (see :func:`~hurray_gpu.ops.materialize.materialize`).
+
+    Returns:
+        A NumPy scalar of the storage type (zero for an implicit sparse element).
+
+    Raises:
+        HurrayFormatError: an index out of range or malformed index buffers.
+        UnsupportedOpError: composite heads and types without a NumPy dtype.
+    """
+    from hurray_gpu.ops.layout_lookup import lookup_offset
+
+    host = t.to("cpu")
+    desc = host.descriptor
+    if desc.layout_tag == 0x0B:
+        raise UnsupportedOpError("a composite head has no elements of its own",
+                                 fix="call element() on its members.")
+    idx = np.asarray([int(i) for i in index], np.int64)
+    dims = tuple(int(d) for d in desc.shape)
+    if idx.size != len(dims) or (idx < 0).any() or (idx >= np.asarray(dims)).any():
+        raise HurrayFormatError(f"index {tuple(index)} is outside shape {dims}", field="index",
+                                fix="pass one in-range index per dimension.")
+    off: int
+    if desc.layout_tag in (0x01, 0x02, 0x03, 0x04, 0x05, 0x40):
+        buf, boff = host.buffers[0], desc.byte_offset
+        off = int(element_offsets(desc, None, idx))
+    else:
+        found = lookup_offset(host, idx, seq_lens)
+        if found is None:
+            return np.zeros(1, desc.dtype.numpy)[0]
+        buf, boff, off = found
+    code = codes_at(buf, desc.dtype, np.asarray([off], np.int64), boff)
+    from hurray_gpu.format.packing import unpack
+
+    return unpack(pack_codes(code, desc.dtype), desc.dtype, 1)[0]

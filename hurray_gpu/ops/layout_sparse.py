@@ -1,0 +1,210 @@
+"""Sparse (COO, CSR, CSC, CSF) -> dense row-major on the device: index buffers are validated by
+kernels first, then values scatter into a zeroed output.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from hurray_gpu.buffer import Buffer
+from hurray_gpu.errors import HurrayFormatError, UnsupportedOpError
+from hurray_gpu.format.descriptor.layouts import COO, CSC, CSR
+from hurray_gpu.format.dtypes import buffer_size
+from hurray_gpu.kernels.layout_checks import (
+    CHECK_COO,
+    CHECK_HI,
+    CHECK_TREE,
+    COO_DUP,
+    COO_MARK,
+    COPY_WORDS,
+    ZERO_WORDS,
+)
+from hurray_gpu.kernels.layout_sparse import PACK_CODES, code_scatter_kernel, scatter_kernel
+from hurray_gpu.ops.layout_plan import dims_of
+from hurray_gpu.ops.layout_run import dense_result, device_buffers
+
+__all__ = ["materialize_sparse"]
+
+
+def _entries(b: Buffer, name: str, want: int | None) -> int:
+    if b.nbytes % 8 or (want is not None and b.nbytes != 8 * want):
+        need = "a multiple of 8" if want is None else str(8 * want)
+        raise HurrayFormatError(f"{name} holds {b.nbytes} bytes, expected {need}", field=name,
+                                fix="index buffers hold one little-endian u64 per entry.")
+    return b.nbytes // 8
+
+
+def _index_bufs(desc: Any, bufs: list[Buffer], dims: tuple[int, ...]
+                ) -> tuple[list[tuple[str, Buffer]], list[tuple[int, ...]]]:
+    """Index buffers in ix order, and tree levels as (pos#, crd#, extent, mode, dense)."""
+    lay, nnz = desc.layout, int(desc.layout.nnz)
+    if isinstance(lay, COO):
+        _entries(bufs[1], "indices", nnz * len(dims))
+        return [("indices", bufs[1])], []
+    if isinstance(lay, (CSR, CSC)):
+        major = 0 if isinstance(lay, CSR) else 1
+        _entries(bufs[1], "indices", nnz)
+        _entries(bufs[2], "ptr", dims[major] + 1)
+        tree: list[tuple[int, ...]] = [(-1, -1, dims[major], major, 1),
+                                       (1, 0, dims[1 - major], 1 - major, 0)]
+        return [("indices", bufs[1]), ("ptr", bufs[2])], tree
+    named: list[tuple[str, Buffer]] = []
+    levels: list[tuple[int, ...]] = []
+    parents = 1
+    for level, mode in enumerate(lay.mode_order):
+        pos, crd = bufs[2 * level + 1], bufs[2 * level + 2]
+        _entries(pos, f"pos_{level}", parents + 1)
+        count = _entries(crd, f"crd_{level}", nnz if level == len(dims) - 1 else None)
+        named += [(f"pos_{level}", pos), (f"crd_{level}", crd)]
+        levels.append((2 * level, 2 * level + 1, dims[mode], mode, 0))
+        parents = count
+    return named, levels
+
+
+def _concat(dev: Any, named: list[tuple[str, Buffer]]) -> tuple[Buffer, list[int]]:
+    """One u32-word buffer of every index array; returns it and each array's word offset."""
+    offsets, total = [], 0
+    for _, b in named:
+        offsets.append(total)
+        total += b.nbytes // 4
+    ix = Buffer(dev, max(4 * total, 8))
+    for (_, b), at in zip(named, offsets, strict=True):
+        dev.run(COPY_WORDS, dst=ix, src=b, n=b.nbytes // 4, dat=at)
+    return ix, offsets
+
+
+def _raise_if(err: Buffer, explain: Any) -> None:
+    if int(err.numpy(np.uint32)[0]):
+        explain()
+        raise HurrayFormatError("an index buffer breaks the sparse invariants",
+                                field="indices", fix="repair the index buffers.")
+
+
+def _explain(t: Any) -> Any:
+    """Re-check the (downloaded) index buffers with the NumPy reference to name the position."""
+    from hurray_gpu.format import addressing as ad
+
+    def run() -> None:
+        host = t.to("cpu")
+        desc, dims = host.descriptor, tuple(int(d) for d in host.descriptor.shape)
+        lay, nnz = desc.layout, int(desc.layout.nnz)
+        u64 = [np.asarray(b, np.uint8).view("<u8") for b in host.buffers[1:]]
+        vals = np.zeros(nnz, np.uint8)
+        big = max(math.prod(dims), 1)
+        if isinstance(lay, COO):
+            ad.coo_to_dense(dims, vals, u64[0].reshape(-1, len(dims)),
+                            is_sorted=bool(lay.is_sorted), max_elements=big)
+        elif isinstance(lay, CSR):
+            ad.csr_to_dense(dims, vals, u64[0], u64[1], max_elements=big)
+        elif isinstance(lay, CSC):
+            ad.csc_to_dense(dims, vals, u64[0], u64[1], max_elements=big)
+        else:
+            ad.csf_to_dense(dims, lay.mode_order, vals, u64, max_elements=big)
+    return run
+
+
+def _validate(t: Any, dev: Any, ix: Buffer, offs: list[int], lens: list[int],
+              levels: list[tuple[int, ...]], mt: Buffer, dims: tuple[int, ...],
+              nix: int) -> None:
+    err = Buffer(dev, 4)
+    err.copyin(np.zeros(1, np.uint32))
+    dev.run(CHECK_HI, err=err, ix=ix, n=nix // 2)
+    lay, nnz = t.descriptor.layout, int(t.descriptor.layout.nnz)
+    if isinstance(lay, COO):
+        dev.run(CHECK_COO, err=err, ix=ix, mt=mt, nnz=nnz, rank=len(dims),
+                srt=int(bool(lay.is_sorted)))
+        _raise_if(err, _explain(t))
+        if not lay.is_sorted and nnz > 1:
+            mark = Buffer(dev, 4 * max(math.prod(dims), 1))
+            common = {"mark": mark, "ix": ix, "mt": mt, "nnz": nnz, "rank": len(dims),
+                      "n": math.prod(dims)}
+            dev.run(COO_MARK, **common)
+            dev.run(COO_DUP, err=err, **common)
+    for pos, crd, extent, _, dense in levels:
+        if dense:
+            continue
+        ncrd, nodes = lens[crd] // 2, lens[pos] // 2 - 1
+        dev.run(CHECK_TREE, err=err, ix=ix, nodes=nodes, pos_off=offs[pos],
+                crd_off=offs[crd], ncrd=ncrd, extent=extent, nix=nix)
+    _raise_if(err, _explain(t))
+
+
+def _meta(levels: list[tuple[int, ...]], offs: list[int], lens: list[int],
+          dims: tuple[int, ...]) -> np.ndarray:
+    strides = [math.prod(dims[k + 1:]) for k in range(len(dims))]
+    if not levels:
+        return np.array([v for k, n in enumerate(dims) for v in (n, strides[k])], np.uint32)
+    rows = []
+    for pos, crd, extent, mode, dense in levels:
+        pos_count = 0 if dense else lens[pos] // 2
+        rows.append([0 if dense else offs[crd], 0 if dense else offs[pos], pos_count,
+                     strides[mode], extent, dense])
+    return np.array(rows, np.uint32).reshape(-1)
+
+
+def _zeroed(dev: Any, nbytes: int) -> Buffer:
+    out = Buffer(dev, max(-(-nbytes // 4) * 4, 4))
+    dev.run(ZERO_WORDS, dst=out, n=out.nbytes // 4)
+    return out
+
+
+def _scatter(dev: Any, dtype: Any, dims: tuple[int, ...], kind: str,
+             args: dict[str, Any]) -> Buffer:
+    """Zeroed dense output, then the values scattered (sub-byte: codes, then packed)."""
+    count = math.prod(dims)
+    if dtype.bits < 8:
+        codes = _zeroed(dev, count)
+        dev.run(code_scatter_kernel(kind), dst=codes, n=count, bits=dtype.bits, **args)
+        per, width = (4, 3) if dtype.bits == 6 else (8 // dtype.bits, 1)
+        out = Buffer(dev, max(-(-count // per) * width, 1))
+        dev.run(PACK_CODES, dst=out, src=codes, n=count, bits=dtype.bits, epu=per,
+                upb=width)
+        return out
+    item = dtype.bits // 8
+    word = next(w for w in (4, 2, 1) if item % w == 0)
+    out = _zeroed(dev, buffer_size(dtype, count))
+    dev.run(scatter_kernel(kind, {4: "u32", 2: "u16", 1: "u8"}[word]), dst=out, n=count,
+            wpe=item // word, **args)
+    return out
+
+
+def materialize_sparse(t: Any, dtype: str | None) -> Any:
+    """Scatter a COO/CSR/CSC/CSF tensor into a dense row-major tensor on its device.
+
+    Raises:
+        HurrayFormatError: index buffers that break the invariants (found on the device
+            before the scatter; the message names the first bad position).
+        UnsupportedOpError: quantized values, or sizes beyond 32-bit indexing.
+    """
+    desc, dev = t.descriptor, t.device
+    if desc.quantization is not None:
+        raise UnsupportedOpError("quantized sparse values are not materialized on the device",
+                                 fix="store dequantized values, or densify on the host.")
+    dims = dims_of(desc)
+    bufs = device_buffers(t, dev)
+    nnz = int(desc.layout.nnz)
+    if bufs[0].nbytes < buffer_size(desc.dtype, nnz):
+        raise HurrayFormatError(f"values hold {bufs[0].nbytes} bytes for nnz {nnz}",
+                                field="buffers[0].byte_size", fix="write nnz values.")
+    named, levels = _index_bufs(desc, bufs, dims)
+    ix, offs = _concat(dev, named)
+    lens = [b.nbytes // 4 for _, b in named]
+    nix = sum(lens)
+    if 2 * (nix + nnz) >= 1 << 32:
+        raise UnsupportedOpError("index buffers beyond 32-bit indexing",
+                                 fix="split the tensor.")
+    mt = Buffer.from_bytes(dev, _meta(levels, offs, lens, dims).tobytes() or bytes(8))
+    _validate(t, dev, ix, offs, lens, levels, mt, dims, nix)
+    kind = "coo" if isinstance(desc.layout, COO) else "tree"
+    extra = {"rank": len(dims)} if kind == "coo" else {"nlev": len(levels)}
+    out = _scatter(dev, desc.dtype, dims, kind, {"vals": bufs[0], "ix": ix, "mt": mt,
+                                                 "nnz": nnz, "nix": nix, **extra})
+    result = dense_result(dev, desc.dtype, dims, out)
+    if dtype is None or dtype == desc.dtype.name:
+        return result
+    from hurray_gpu.ops.materialize import _convert
+
+    return _convert(result, dtype)

@@ -1,0 +1,70 @@
+"""``hurray-gpu materialize``: load, move, dequantize on the device, write .npy / .hrry."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from hurray_gpu.backends import DeviceTag, is_available
+from hurray_gpu.cli import main
+from hurray_gpu.cli.demo_model import build_weights
+from hurray_gpu.io import open_file, save
+
+
+@pytest.fixture(scope="module")
+def weights_file(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
+    path = tmp_path_factory.mktemp("mat") / "w.hrry"
+    weights = build_weights(64)
+    save(path, {w.name: w.tensor for w in weights})
+    return path, {w.name: w.expected for w in weights}
+
+
+DEVICES = ["cpu"] + [f"{t.name.lower()}:0" for t in (DeviceTag.OPENCL, DeviceTag.VULKAN)
+                     if is_available(t)]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_materialize_to_npy_is_bit_exact(weights_file, device: str, tmp_path: Path,
+                                         capsys: pytest.CaptureFixture) -> None:
+    path, expected = weights_file
+    name = "layers.0.attn.out.weight"  # NF4
+    out = tmp_path / "o.npy"
+    assert main(["materialize", str(path), name, "--device", device, "--out", str(out),
+                 "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["device"].startswith(device.split(":")[0]) and info["shape"] == [64, 64]
+    got = np.load(out)
+    assert got.dtype == np.float32 and got.tobytes() == expected[name].tobytes()
+
+
+def test_materialize_bfloat16_npy_and_hrry(weights_file, tmp_path: Path,
+                                           capsys: pytest.CaptureFixture) -> None:
+    path, expected = weights_file
+    name = "layers.0.mlp.up.weight"  # MXFP4
+    want = expected[name].astype(ml_dtypes.bfloat16)
+    out = tmp_path / "o.npy"
+    assert main(["materialize", str(path), name, "--dtype", "bfloat16", "--device", "cpu",
+                 "--out", str(out)]) == 0
+    assert "uint16 bit patterns" in capsys.readouterr().out
+    assert np.load(out).tobytes() == want.view(np.uint16).tobytes()
+    hrry = tmp_path / "o.hrry"
+    assert main(["materialize", str(path), name, "--dtype", "bfloat16", "--device", "cpu",
+                 "--out", str(hrry)]) == 0
+    with open_file(hrry) as f:
+        back = f.read(name).numpy()
+    assert back.dtype == ml_dtypes.bfloat16 and back.tobytes() == want.tobytes()
+
+
+def test_materialize_rejects_unknown_name_and_suffix(weights_file, tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture) -> None:
+    path, _ = weights_file
+    assert main(["materialize", str(path), "nope", "--out", str(tmp_path / "o.npy")]) == 1
+    err = capsys.readouterr().err
+    assert "no tensor named 'nope'" in err and "hurray-gpu inspect" in err
+    assert main(["materialize", str(path), "layers.0.attn.out.weight",
+                 "--out", str(tmp_path / "o.txt")]) == 1
+    assert ".npy or .hrry" in capsys.readouterr().err

@@ -1,0 +1,225 @@
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+static inline float hg_as_f32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+static inline uint32_t hg_as_u32(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+static inline uint32_t hg_umin(uint32_t a, uint32_t b) { return a < b ? a : b; }
+static inline uint32_t hg_umax(uint32_t a, uint32_t b) { return a > b ? a : b; }
+static inline int32_t hg_imin(int32_t a, int32_t b) { return a < b ? a : b; }
+static inline int32_t hg_imax(int32_t a, int32_t b) { return a > b ? a : b; }
+#define HG_CHUNK 4096
+
+static inline uint32_t hg_umulhi(uint32_t a, uint32_t b) {
+    return (uint32_t)(((uint64_t)a * b) >> 32);
+}
+
+#define store_dst(hg_i, hg_v) (dst[(hg_i)] = (float)((hg_v)))
+#define load_data(hg_i) ((uint32_t)(data[(hg_i)]))
+#define load_lut(hg_i) (lut[(hg_i)])
+#define load_scales(hg_i) ((uint32_t)(scales[(hg_i)]))
+#define load_err(hg_i) (err[(hg_i)])
+#define store_err(hg_i, hg_v) (err[(hg_i)] = (uint32_t)((hg_v)))
+
+static inline void dequant_lut_f32_sep_item(uint32_t hg_gid0, uint32_t hg_gid1, uint32_t hg_gid2, float *restrict dst, const uint8_t *restrict data, const float *restrict lut, const uint8_t *restrict scales, uint32_t *restrict err, uint32_t n, uint32_t ept, uint32_t doff, uint32_t bits, uint32_t chk, uint32_t mode, uint32_t nparam, uint32_t inner, uint32_t dm1, uint32_t dsh1, uint32_t ssize, uint32_t dm2, uint32_t dsh2, uint32_t omul, uint32_t kshift, uint32_t ntt, uint32_t nspan) {
+    uint32_t first = hg_gid0 * ept;
+        if (first >= n) return;
+        uint32_t last = hg_umin(first + ept, n);
+        uint32_t t1 = hg_umulhi(first, dm1);
+        uint32_t q1 = (t1 + ((first - t1) >> (dsh1 & 255u))) >> (dsh1 >> 8u);
+        uint32_t r = first - q1 * inner;
+        uint32_t t2 = hg_umulhi(q1, dm2);
+        uint32_t o = (t2 + ((q1 - t2) >> (dsh2 & 255u))) >> (dsh2 >> 8u);
+        uint32_t a = q1 - o * ssize;
+        uint32_t i = first;
+
+        float s = 1.0f;
+        while (i < last) {
+            uint32_t end = last;
+            if (mode != 0u) {
+
+                uint32_t p = (o * inner + r) * omul + (a >> kshift);
+                if (p >= nparam) {
+                    store_err(0u, 2u);
+                    return;
+                }
+                uint32_t run = 1u;
+                if (inner == 1u) run = hg_umin((1u << kshift) - (a & ((1u << kshift) - 1u)), ssize - a);
+                end = hg_umin(i + run, last);
+
+                if (mode == 1u) {
+                    uint32_t at = p * 4u;
+                    uint32_t w = load_scales(at) | (load_scales(at + 1u) << 8u)
+                            | (load_scales(at + 2u) << 16u) | (load_scales(at + 3u) << 24u);
+                    // absmax must be finite and >= 0 (-0.0 included).
+                    if ((w & 0x7f800000u) == 0x7f800000u || w > 0x80000000u) store_err(0u, 1u);
+                    s = hg_as_f32(w);
+                } else {
+                    uint32_t e = load_scales(p);
+                    if (e == 0u || e == 255u) store_err(0u, 1u);
+                    s = hg_as_f32(e << 23u);
+                }
+
+                if (inner == 1u) {
+                    a = a + run;
+                } else {
+                    r = r + 1u;
+                    if (r == inner) {
+                        r = 0u;
+                        a = a + 1u;
+                    }
+                }
+                if (a == ssize) {
+                    a = 0u;
+                    o = o + 1u;
+                }
+
+            }
+    if (bits == 4u) {
+    for (; i < end; i++) {
+        uint32_t so = 0u;
+        {
+            uint32_t f = i;
+
+            uint32_t nx = hg_umax(load_err(1u), 1u);
+            uint32_t ny = hg_umax(load_err(2u), 1u);
+            uint32_t x = f % nx;
+            uint32_t yz = f / nx;
+            uint32_t y = yz % ny;
+            uint32_t z = yz / ny;
+            uint32_t last = ntt - 1u;
+            uint32_t hs = load_err(hg_umin(3u + x, last)) + load_err(hg_umin(3u + nx + y, last))
+                     + load_err(hg_umin(3u + nx + ny + z, last));
+
+            so = hs;
+        }
+        if (so >= nspan) so = 0u;
+
+    uint32_t code = (load_data(doff + (so >> 1u)) >> ((so & 1u) << 2u)) & 15u;
+
+                if (chk != 0u && (code == 0u || code == 255u)) store_err(0u, 1u);
+                float v = load_lut(code);
+                if (mode != 0u && (hg_as_u32(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
+                store_dst(i, v);
+
+    }
+    } else if (bits == 8u) {
+    for (; i < end; i++) {
+        uint32_t so = 0u;
+        {
+            uint32_t f = i;
+
+            uint32_t nx = hg_umax(load_err(1u), 1u);
+            uint32_t ny = hg_umax(load_err(2u), 1u);
+            uint32_t x = f % nx;
+            uint32_t yz = f / nx;
+            uint32_t y = yz % ny;
+            uint32_t z = yz / ny;
+            uint32_t last = ntt - 1u;
+            uint32_t hs = load_err(hg_umin(3u + x, last)) + load_err(hg_umin(3u + nx + y, last))
+                     + load_err(hg_umin(3u + nx + ny + z, last));
+
+            so = hs;
+        }
+        if (so >= nspan) so = 0u;
+
+    uint32_t code = load_data(doff + so);
+
+                if (chk != 0u && (code == 0u || code == 255u)) store_err(0u, 1u);
+                float v = load_lut(code);
+                if (mode != 0u && (hg_as_u32(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
+                store_dst(i, v);
+
+    }
+    } else {
+    for (; i < end; i++) {
+        uint32_t so = 0u;
+        {
+            uint32_t f = i;
+
+            uint32_t nx = hg_umax(load_err(1u), 1u);
+            uint32_t ny = hg_umax(load_err(2u), 1u);
+            uint32_t x = f % nx;
+            uint32_t yz = f / nx;
+            uint32_t y = yz % ny;
+            uint32_t z = yz / ny;
+            uint32_t last = ntt - 1u;
+            uint32_t hs = load_err(hg_umin(3u + x, last)) + load_err(hg_umin(3u + nx + y, last))
+                     + load_err(hg_umin(3u + nx + ny + z, last));
+
+            so = hs;
+        }
+        if (so >= nspan) so = 0u;
+
+
+        uint32_t code = 0u;
+        if (bits == 8u) {
+            code = load_data(doff + so);
+        } else if (bits < 8u) {
+            uint32_t bit = so * bits;
+            uint32_t at = doff + (bit >> 3u);
+            uint32_t sh = bit & 7u;
+            code = load_data(at) >> sh;
+            if (sh + bits > 8u) code = code | (load_data(at + 1u) << (8u - sh));
+            code = code & ((1u << bits) - 1u);
+        } else if (bits == 16u) {
+            uint32_t at = doff + so * 2u;
+            code = load_data(at) | (load_data(at + 1u) << 8u);
+        } else {
+            uint32_t at = doff + so * 4u;
+            code = load_data(at) | (load_data(at + 1u) << 8u) | (load_data(at + 2u) << 16u)
+                   | (load_data(at + 3u) << 24u);
+        }
+
+
+                if (chk != 0u && (code == 0u || code == 255u)) store_err(0u, 1u);
+                float v = load_lut(code);
+                if (mode != 0u && (hg_as_u32(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
+                store_dst(i, v);
+
+    }
+    }
+        }
+}
+
+void dequant_lut_f32_sep(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0, int64_t hg_n1,
+            int64_t hg_n2) {
+    float *restrict dst = (float *)hg_bufs[0];
+    const uint8_t *restrict data = (const uint8_t *)hg_bufs[1];
+    const float *restrict lut = (const float *)hg_bufs[2];
+    const uint8_t *restrict scales = (const uint8_t *)hg_bufs[3];
+    uint32_t *restrict err = (uint32_t *)hg_bufs[4];
+    uint32_t n = hg_words[0];
+    uint32_t ept = hg_words[1];
+    uint32_t doff = hg_words[2];
+    uint32_t bits = hg_words[3];
+    uint32_t chk = hg_words[4];
+    uint32_t mode = hg_words[5];
+    uint32_t nparam = hg_words[6];
+    uint32_t inner = hg_words[7];
+    uint32_t dm1 = hg_words[8];
+    uint32_t dsh1 = hg_words[9];
+    uint32_t ssize = hg_words[10];
+    uint32_t dm2 = hg_words[11];
+    uint32_t dsh2 = hg_words[12];
+    uint32_t omul = hg_words[13];
+    uint32_t kshift = hg_words[14];
+    uint32_t ntt = hg_words[15];
+    uint32_t nspan = hg_words[16];
+    int64_t hg_total = hg_n0 * hg_n1 * hg_n2;
+    int64_t hg_chunks = (hg_total + HG_CHUNK - 1) / HG_CHUNK;
+    #pragma omp parallel for schedule(static)
+    for (int64_t hg_c = 0; hg_c < hg_chunks; hg_c++) {
+        int64_t hg_t = hg_c * HG_CHUNK;
+        int64_t hg_end = hg_t + HG_CHUNK < hg_total ? hg_t + HG_CHUNK : hg_total;
+        uint32_t hg_x = (uint32_t)(hg_t % hg_n0), hg_y = (uint32_t)((hg_t / hg_n0) % hg_n1);
+        uint32_t hg_z = (uint32_t)(hg_t / (hg_n0 * hg_n1));
+        for (; hg_t < hg_end; hg_t++) {
+            dequant_lut_f32_sep_item(hg_x, hg_y, hg_z, dst, data, lut, scales, err, n, ept, doff, bits, chk, mode, nparam, inner, dm1, dsh1, ssize, dm2, dsh2, omul, kshift, ntt, nspan);
+            if (++hg_x == (uint32_t)hg_n0) {
+                hg_x = 0;
+                if (++hg_y == (uint32_t)hg_n1) { hg_y = 0; hg_z++; }
+            }
+        }
+    }
+}

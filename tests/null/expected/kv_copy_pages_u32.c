@@ -1,0 +1,56 @@
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+static inline float hg_as_f32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+static inline uint32_t hg_as_u32(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+static inline uint32_t hg_umin(uint32_t a, uint32_t b) { return a < b ? a : b; }
+static inline uint32_t hg_umax(uint32_t a, uint32_t b) { return a > b ? a : b; }
+static inline int32_t hg_imin(int32_t a, int32_t b) { return a < b ? a : b; }
+static inline int32_t hg_imax(int32_t a, int32_t b) { return a > b ? a : b; }
+#define HG_CHUNK 4096
+
+#define load_pool(hg_i) (pool[(hg_i)])
+#define store_pool(hg_i, hg_v) (pool[(hg_i)] = (uint32_t)((hg_v)))
+#define load_pairs(hg_i) (pairs[(hg_i)])
+
+static inline void kv_copy_pages_u32_item(uint32_t hg_gid0, uint32_t hg_gid1, uint32_t hg_gid2, uint32_t *restrict pool, const uint32_t *restrict pairs, uint32_t n, uint32_t lanes, uint32_t page_words, uint32_t num_pages) {
+    uint32_t i = hg_gid0;
+    if (i >= n || lanes == 0u || lanes > 4096u || page_words > 0xFFFFEFFFu) return;
+    uint32_t t = i / lanes;
+    if (t >= n / lanes) return;
+    uint32_t lane = i - t * lanes;
+
+    uint32_t src = load_pairs(2u * t);
+    uint32_t dst = load_pairs(2u * t + 1u);
+    if (src >= num_pages || dst >= num_pages) return;
+    for (uint32_t w = lane; w < page_words; w += lanes) {
+        store_pool(dst * page_words + w, load_pool(src * page_words + w));
+    }
+}
+
+void kv_copy_pages_u32(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0, int64_t hg_n1,
+            int64_t hg_n2) {
+    uint32_t *restrict pool = (uint32_t *)hg_bufs[0];
+    const uint32_t *restrict pairs = (const uint32_t *)hg_bufs[1];
+    uint32_t n = hg_words[0];
+    uint32_t lanes = hg_words[1];
+    uint32_t page_words = hg_words[2];
+    uint32_t num_pages = hg_words[3];
+    int64_t hg_total = hg_n0 * hg_n1 * hg_n2;
+    int64_t hg_chunks = (hg_total + HG_CHUNK - 1) / HG_CHUNK;
+    #pragma omp parallel for schedule(static)
+    for (int64_t hg_c = 0; hg_c < hg_chunks; hg_c++) {
+        int64_t hg_t = hg_c * HG_CHUNK;
+        int64_t hg_end = hg_t + HG_CHUNK < hg_total ? hg_t + HG_CHUNK : hg_total;
+        uint32_t hg_x = (uint32_t)(hg_t % hg_n0), hg_y = (uint32_t)((hg_t / hg_n0) % hg_n1);
+        uint32_t hg_z = (uint32_t)(hg_t / (hg_n0 * hg_n1));
+        for (; hg_t < hg_end; hg_t++) {
+            kv_copy_pages_u32_item(hg_x, hg_y, hg_z, pool, pairs, n, lanes, page_words, num_pages);
+            if (++hg_x == (uint32_t)hg_n0) {
+                hg_x = 0;
+                if (++hg_y == (uint32_t)hg_n1) { hg_y = 0; hg_z++; }
+            }
+        }
+    }
+}

@@ -1,0 +1,48 @@
+#version 450
+
+uint hg_f32_to_bf16(float v) {
+    uint b = floatBitsToUint(v);
+    // NaN becomes the canonical quiet NaN with its sign, as ml_dtypes does.
+    if ((b & 0x7fffffffu) > 0x7f800000u) return ((b >> 16u) & 0x8000u) | 0x7fc0u;
+    return (b + 0x7fffu + ((b >> 16u) & 1u)) >> 16u;
+}
+
+layout(std430, set = 0, binding = 0) buffer hg_dst_block { uint dst[]; };
+layout(std430, set = 0, binding = 1) readonly buffer hg_pool_block { uint pool[]; };
+layout(std430, set = 0, binding = 2) readonly buffer hg_slots_block { uint slots[]; };
+layout(push_constant) uniform hg_push_block { uint n; uint lanes; uint row; uint num_slots; } hg_pc;
+void store_dst(uint hg_i, float hg_v) { uint hg_s = (hg_i & 1u) * 16u; atomicAnd(dst[hg_i >> 1u], ~(0xffffu << hg_s)); atomicOr(dst[hg_i >> 1u], (hg_f32_to_bf16(hg_v) & 0xffffu) << hg_s); }
+uint load_pool(uint hg_i) { return ((pool[hg_i >> 2u] >> ((hg_i & 3u) * 8u)) & 0xffu); }
+uint load_slots(uint hg_i) { return slots[hg_i]; }
+
+layout(local_size_x = 64, local_size_y = 1, local_size_z = 1) in;
+
+void main() {
+    uint n = hg_pc.n;
+    uint lanes = hg_pc.lanes;
+    uint row = hg_pc.row;
+    uint num_slots = hg_pc.num_slots;
+    uint i = gl_GlobalInvocationID.x;
+    if (i >= n || lanes == 0u || lanes > 4096u || row == 0u || row > 0xFFFFEFFFu) return;
+    uint t = i / lanes;
+    if (t >= n / lanes) return;
+    uint lane = i - t * lanes;
+    uint slot = load_slots(t);
+
+    uint to = t * row;
+    if (slot >= num_slots) {
+        for (uint w = lane; w < row; w += lanes) store_dst(to + w, 0.0f);
+        return;
+    }
+    uint from = slot * row;
+    for (uint w = lane; w < row; w += lanes) {
+        uint c = load_pool(from + w);
+        uint sign = (c & 0x80u) << 24u;
+        uint e = (c >> 3u) & 15u;
+        uint m = c & 7u;
+        float v = uintBitsToFloat(sign | ((e + 120u) << 23u) | (m << 20u));
+        if (e == 15u && m == 7u) v = uintBitsToFloat(sign | 0x7fc00000u);
+        if (e == 0u) v = uintBitsToFloat(sign | floatBitsToUint(float(m) * 0.001953125f));
+        store_dst(to + w, v);
+    }
+}

@@ -1,0 +1,68 @@
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+static inline float hg_as_f32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+static inline uint32_t hg_as_u32(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+static inline uint32_t hg_umin(uint32_t a, uint32_t b) { return a < b ? a : b; }
+static inline uint32_t hg_umax(uint32_t a, uint32_t b) { return a > b ? a : b; }
+static inline int32_t hg_imin(int32_t a, int32_t b) { return a < b ? a : b; }
+static inline int32_t hg_imax(int32_t a, int32_t b) { return a > b ? a : b; }
+#define HG_CHUNK 4096
+
+#define store_dst(hg_i, hg_v) (dst[(hg_i)] = (float)((hg_v)))
+#define load_pool(hg_i) ((uint32_t)(pool[(hg_i)]))
+#define load_slots(hg_i) (slots[(hg_i)])
+
+static inline void kv_f8_gather_f32_item(uint32_t hg_gid0, uint32_t hg_gid1, uint32_t hg_gid2, float *restrict dst, const uint8_t *restrict pool, const uint32_t *restrict slots, uint32_t n, uint32_t lanes, uint32_t row, uint32_t num_slots) {
+    uint32_t i = hg_gid0;
+    if (i >= n || lanes == 0u || lanes > 4096u || row == 0u || row > 0xFFFFEFFFu) return;
+    uint32_t t = i / lanes;
+    if (t >= n / lanes) return;
+    uint32_t lane = i - t * lanes;
+    uint32_t slot = load_slots(t);
+
+    uint32_t to = t * row;
+    if (slot >= num_slots) {
+        for (uint32_t w = lane; w < row; w += lanes) store_dst(to + w, 0.0f);
+        return;
+    }
+    uint32_t from = slot * row;
+    for (uint32_t w = lane; w < row; w += lanes) {
+        uint32_t c = load_pool(from + w);
+        uint32_t sign = (c & 0x80u) << 24u;
+        uint32_t e = (c >> 3u) & 15u;
+        uint32_t m = c & 7u;
+        float v = hg_as_f32(sign | ((e + 120u) << 23u) | (m << 20u));
+        if (e == 15u && m == 7u) v = hg_as_f32(sign | 0x7fc00000u);
+        if (e == 0u) v = hg_as_f32(sign | hg_as_u32((float)(m) * 0.001953125f));
+        store_dst(to + w, v);
+    }
+}
+
+void kv_f8_gather_f32(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0, int64_t hg_n1,
+            int64_t hg_n2) {
+    float *restrict dst = (float *)hg_bufs[0];
+    const uint8_t *restrict pool = (const uint8_t *)hg_bufs[1];
+    const uint32_t *restrict slots = (const uint32_t *)hg_bufs[2];
+    uint32_t n = hg_words[0];
+    uint32_t lanes = hg_words[1];
+    uint32_t row = hg_words[2];
+    uint32_t num_slots = hg_words[3];
+    int64_t hg_total = hg_n0 * hg_n1 * hg_n2;
+    int64_t hg_chunks = (hg_total + HG_CHUNK - 1) / HG_CHUNK;
+    #pragma omp parallel for schedule(static)
+    for (int64_t hg_c = 0; hg_c < hg_chunks; hg_c++) {
+        int64_t hg_t = hg_c * HG_CHUNK;
+        int64_t hg_end = hg_t + HG_CHUNK < hg_total ? hg_t + HG_CHUNK : hg_total;
+        uint32_t hg_x = (uint32_t)(hg_t % hg_n0), hg_y = (uint32_t)((hg_t / hg_n0) % hg_n1);
+        uint32_t hg_z = (uint32_t)(hg_t / (hg_n0 * hg_n1));
+        for (; hg_t < hg_end; hg_t++) {
+            kv_f8_gather_f32_item(hg_x, hg_y, hg_z, dst, pool, slots, n, lanes, row, num_slots);
+            if (++hg_x == (uint32_t)hg_n0) {
+                hg_x = 0;
+                if (++hg_y == (uint32_t)hg_n1) { hg_y = 0; hg_z++; }
+            }
+        }
+    }
+}

@@ -1,0 +1,55 @@
+#version 450
+
+uint hg_f32_to_f16(float v) {
+    uint b = floatBitsToUint(v);
+    uint sign = (b >> 16u) & 0x8000u;
+    uint a = b & 0x7fffffffu;
+    if (a > 0x7f800000u) {
+        // NaN keeps its top payload bits and stays a NaN, as NumPy does.
+        uint m = (a >> 13u) & 0x3ffu;
+        return sign | 0x7c00u | (m == 0u ? 1u : m);
+    }
+    if (a >= 0x477ff000u) return sign | 0x7c00u;
+    if (a >= 0x38800000u) return sign | ((a + 0xfffu + ((a >> 13u) & 1u) - 0x38000000u) >> 13u);
+    uint e = a >> 23u;
+    if (e < 102u) return sign;
+    uint m = (a & 0x7fffffu) | 0x800000u;
+    uint s = 126u - e;
+    return sign | ((m + (1u << (s - 1u)) - 1u + ((m >> s) & 1u)) >> s);
+}
+
+layout(std430, set = 0, binding = 0) buffer hg_dst_block { uint dst[]; };
+layout(std430, set = 0, binding = 1) readonly buffer hg_pool_block { uint pool[]; };
+layout(std430, set = 0, binding = 2) readonly buffer hg_scales_block { uint scales[]; };
+layout(std430, set = 0, binding = 3) readonly buffer hg_slots_block { uint slots[]; };
+layout(push_constant) uniform hg_push_block { uint n; uint lanes; uint row; uint num_slots; } hg_pc;
+void store_dst(uint hg_i, float hg_v) { uint hg_s = (hg_i & 1u) * 16u; atomicAnd(dst[hg_i >> 1u], ~(0xffffu << hg_s)); atomicOr(dst[hg_i >> 1u], (hg_f32_to_f16(hg_v) & 0xffffu) << hg_s); }
+int load_pool(uint hg_i) { return bitfieldExtract(int(pool[hg_i >> 2u]), int((hg_i & 3u) * 8u), 8); }
+float load_scales(uint hg_i) { return uintBitsToFloat(scales[hg_i]); }
+uint load_slots(uint hg_i) { return slots[hg_i]; }
+
+layout(local_size_x = 64, local_size_y = 1, local_size_z = 1) in;
+
+void main() {
+    uint n = hg_pc.n;
+    uint lanes = hg_pc.lanes;
+    uint row = hg_pc.row;
+    uint num_slots = hg_pc.num_slots;
+    uint i = gl_GlobalInvocationID.x;
+    if (i >= n || lanes == 0u || lanes > 4096u || row == 0u || row > 0xFFFFEFFFu) return;
+    uint t = i / lanes;
+    if (t >= n / lanes) return;
+    uint lane = i - t * lanes;
+    uint slot = load_slots(t);
+
+    uint to = t * row;
+    if (slot >= num_slots) {
+        for (uint w = lane; w < row; w += lanes) store_dst(to + w, 0.0f);
+        return;
+    }
+    float scale = load_scales(slot);
+    uint from = slot * row;
+    for (uint w = lane; w < row; w += lanes) {
+        store_dst(to + w, scale * float(load_pool(from + w)));
+    }
+}

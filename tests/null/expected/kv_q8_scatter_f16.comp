@@ -1,0 +1,64 @@
+#version 450
+
+float hg_f16_to_f32(uint h) {
+    uint sign = (h & 0x8000u) << 16u;
+    uint expo = (h >> 10u) & 0x1fu;
+    uint mant = h & 0x3ffu;
+    if (expo == 0x1fu) return uintBitsToFloat(sign | 0x7f800000u | (mant << 13u));
+    if (expo != 0u) return uintBitsToFloat(sign | ((expo + 112u) << 23u) | (mant << 13u));
+    // Subnormal: mant * 2^-24 is exact in float.
+    return uintBitsToFloat(sign | floatBitsToUint(float(mant) * 5.9604644775390625e-8f));
+}
+
+layout(std430, set = 0, binding = 0) buffer hg_pool_block { uint pool[]; };
+layout(std430, set = 0, binding = 1) buffer hg_scales_block { uint scales[]; };
+layout(std430, set = 0, binding = 2) readonly buffer hg_src_block { uint src[]; };
+layout(std430, set = 0, binding = 3) readonly buffer hg_slots_block { uint slots[]; };
+layout(push_constant) uniform hg_push_block { uint n; uint lanes; uint row; uint num_slots; } hg_pc;
+void store_pool(uint hg_i, int hg_v) { uint hg_s = (hg_i & 3u) * 8u; atomicAnd(pool[hg_i >> 2u], ~(0xffu << hg_s)); atomicOr(pool[hg_i >> 2u], (uint(hg_v) & 0xffu) << hg_s); }
+void store_scales(uint hg_i, float hg_v) { scales[hg_i] = floatBitsToUint(hg_v); }
+float load_src(uint hg_i) { return hg_f16_to_f32((src[hg_i >> 1u] >> ((hg_i & 1u) * 16u)) & 0xffffu); }
+uint load_slots(uint hg_i) { return slots[hg_i]; }
+
+layout(local_size_x = 64, local_size_y = 1, local_size_z = 1) in;
+
+void main() {
+    uint n = hg_pc.n;
+    uint lanes = hg_pc.lanes;
+    uint row = hg_pc.row;
+    uint num_slots = hg_pc.num_slots;
+    uint i = gl_GlobalInvocationID.x;
+    if (i >= n || lanes == 0u || lanes > 4096u || row == 0u || row > 0xFFFFEFFFu) return;
+    uint t = i / lanes;
+    if (t >= n / lanes) return;
+    uint lane = i - t * lanes;
+    uint slot = load_slots(t);
+
+    if (slot >= num_slots || lane != 0u) return;
+    uint from = t * row;
+    uint to = slot * row;
+    uint amax = 0u;
+    for (uint w = 0u; w < row; w++) {
+        uint a = floatBitsToUint(load_src(from + w)) & 0x7fffffffu;
+        if (a < 0x7f800000u) amax = max(amax, a);
+    }
+    int e = -126;
+    if (amax >= 0x00800000u) {
+        e = int(amax >> 23u) - 133;
+        e = max(e, -126);
+        if (uintBitsToFloat(amax) * uintBitsToFloat(uint(127 - e) << 23u) >= 127.5f) e = e + 1;
+    }
+    float inv = uintBitsToFloat(uint(127 - e) << 23u);
+    store_scales(slot, uintBitsToFloat(uint(127 + e) << 23u));
+    for (uint w = 0u; w < row; w++) {
+        float v = load_src(from + w);
+        uint a = floatBitsToUint(v) & 0x7fffffffu;
+        int q = 0;
+        if (a == 0x7f800000u) {
+            q = (floatBitsToUint(v) >> 31u) != 0u ? -127 : 127;
+        } else if (a >= 0x00800000u && a < 0x7f800000u) {
+            q = min(max(int(floor(v * inv + 0.5f)), -127), 127);
+        }
+        store_pool(to + w, q);
+    }
+}

@@ -1,0 +1,86 @@
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+static inline float hg_as_f32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+static inline uint32_t hg_as_u32(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+static inline uint32_t hg_umin(uint32_t a, uint32_t b) { return a < b ? a : b; }
+static inline uint32_t hg_umax(uint32_t a, uint32_t b) { return a > b ? a : b; }
+static inline int32_t hg_imin(int32_t a, int32_t b) { return a < b ? a : b; }
+static inline int32_t hg_imax(int32_t a, int32_t b) { return a > b ? a : b; }
+#define HG_CHUNK 4096
+
+static inline float hg_f16_to_f32(uint32_t h) {
+    uint32_t sign = (h & 0x8000u) << 16u;
+    uint32_t expo = (h >> 10u) & 0x1fu;
+    uint32_t mant = h & 0x3ffu;
+    if (expo == 0x1fu) return hg_as_f32(sign | 0x7f800000u | (mant << 13u));
+    if (expo != 0u) return hg_as_f32(sign | ((expo + 112u) << 23u) | (mant << 13u));
+    // Subnormal: mant * 2^-24 is exact in float.
+    return hg_as_f32(sign | hg_as_u32((float)(mant) * 5.9604644775390625e-8f));
+}
+
+static inline uint32_t hg_f32_to_f16(float v) {
+    uint32_t b = hg_as_u32(v);
+    uint32_t sign = (b >> 16u) & 0x8000u;
+    uint32_t a = b & 0x7fffffffu;
+    if (a > 0x7f800000u) {
+        // NaN keeps its top payload bits and stays a NaN, as NumPy does.
+        uint32_t m = (a >> 13u) & 0x3ffu;
+        return sign | 0x7c00u | (m == 0u ? 1u : m);
+    }
+    if (a >= 0x477ff000u) return sign | 0x7c00u;
+    if (a >= 0x38800000u) return sign | ((a + 0xfffu + ((a >> 13u) & 1u) - 0x38000000u) >> 13u);
+    uint32_t e = a >> 23u;
+    if (e < 102u) return sign;
+    uint32_t m = (a & 0x7fffffu) | 0x800000u;
+    uint32_t s = 126u - e;
+    return sign | ((m + (1u << (s - 1u)) - 1u + ((m >> s) & 1u)) >> s);
+}
+
+#define load_dst(hg_i) ((uint32_t)(dst[(hg_i)]))
+#define store_dst(hg_i, hg_v) (dst[(hg_i)] = (uint16_t)((hg_v)))
+#define load_src(hg_i) ((uint32_t)(src[(hg_i)]))
+#define load_tx(hg_i) (tx[(hg_i)])
+#define load_ty(hg_i) (ty[(hg_i)])
+#define load_tz(hg_i) (tz[(hg_i)])
+
+static inline void layout_add_f16_item(uint32_t hg_gid0, uint32_t hg_gid1, uint32_t hg_gid2, uint16_t *restrict dst, const uint16_t *restrict src, const uint32_t *restrict tx, const uint32_t *restrict ty, const uint32_t *restrict tz, uint32_t nx, uint32_t ny, uint32_t nz, uint32_t ndst) {
+    uint32_t x = hg_gid0;
+        uint32_t y = hg_gid1;
+        uint32_t z = hg_gid2;
+        if (x >= nx || y >= ny || z >= nz) return;
+        uint32_t f = (z * ny + y) * nx + x;
+        uint32_t d = load_tz(z) + load_ty(y) + load_tx(x);
+        if (d >= ndst) return;
+    store_dst(d, hg_f32_to_f16(hg_f16_to_f32(load_dst(d)) + hg_f16_to_f32(load_src(f))));
+}
+
+void layout_add_f16(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0, int64_t hg_n1,
+            int64_t hg_n2) {
+    uint16_t *restrict dst = (uint16_t *)hg_bufs[0];
+    const uint16_t *restrict src = (const uint16_t *)hg_bufs[1];
+    const uint32_t *restrict tx = (const uint32_t *)hg_bufs[2];
+    const uint32_t *restrict ty = (const uint32_t *)hg_bufs[3];
+    const uint32_t *restrict tz = (const uint32_t *)hg_bufs[4];
+    uint32_t nx = hg_words[0];
+    uint32_t ny = hg_words[1];
+    uint32_t nz = hg_words[2];
+    uint32_t ndst = hg_words[3];
+    int64_t hg_total = hg_n0 * hg_n1 * hg_n2;
+    int64_t hg_chunks = (hg_total + HG_CHUNK - 1) / HG_CHUNK;
+    #pragma omp parallel for schedule(static)
+    for (int64_t hg_c = 0; hg_c < hg_chunks; hg_c++) {
+        int64_t hg_t = hg_c * HG_CHUNK;
+        int64_t hg_end = hg_t + HG_CHUNK < hg_total ? hg_t + HG_CHUNK : hg_total;
+        uint32_t hg_x = (uint32_t)(hg_t % hg_n0), hg_y = (uint32_t)((hg_t / hg_n0) % hg_n1);
+        uint32_t hg_z = (uint32_t)(hg_t / (hg_n0 * hg_n1));
+        for (; hg_t < hg_end; hg_t++) {
+            layout_add_f16_item(hg_x, hg_y, hg_z, dst, src, tx, ty, tz, nx, ny, nz, ndst);
+            if (++hg_x == (uint32_t)hg_n0) {
+                hg_x = 0;
+                if (++hg_y == (uint32_t)hg_n1) { hg_y = 0; hg_z++; }
+            }
+        }
+    }
+}

@@ -1,0 +1,21 @@
+#define store_err(hg_i, hg_v) (err[(hg_i)] = (uint)((hg_v)))
+#define load_ix(hg_i) (ix[(hg_i)])
+
+__kernel __attribute__((reqd_work_group_size(64, 1, 1))) void layout_check_tree(__global uint* restrict err, __global const uint* restrict ix, uint nodes, uint pos_off, uint crd_off, uint ncrd, uint extent, uint nix) {
+    uint q = ((uint)get_global_id(0));
+    if (q >= nodes) return;
+    uint pa = pos_off + 2u * q;
+    if (pa + 2u >= nix) { store_err(0u, 1u); return; }
+    uint a = load_ix(pa);
+    uint b = load_ix(pa + 2u);
+    if (q == 0u && a != 0u) store_err(0u, 1u);
+    if (q + 1u == nodes && b != ncrd) store_err(0u, 1u);
+    if (a > b || b > ncrd) { store_err(0u, 1u); return; }
+    uint prev = 0u;
+    for (uint k = a; k < b; k++) {
+        uint c = crd_off + 2u * k;
+        uint v = c < nix ? load_ix(c) : extent;
+        if (v >= extent || (k > a && v <= prev)) { store_err(0u, 1u); return; }
+        prev = v;
+    }
+}

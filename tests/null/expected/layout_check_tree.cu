@@ -1,0 +1,21 @@
+#define store_err(hg_i, hg_v) (err[(hg_i)] = (unsigned int)((hg_v)))
+#define load_ix(hg_i) (ix[(hg_i)])
+
+extern "C" __global__ void __launch_bounds__(64) layout_check_tree(unsigned int* __restrict__ err, const unsigned int* __restrict__ ix, unsigned int nodes, unsigned int pos_off, unsigned int crd_off, unsigned int ncrd, unsigned int extent, unsigned int nix) {
+    unsigned int q = (blockIdx.x * blockDim.x + threadIdx.x);
+    if (q >= nodes) return;
+    unsigned int pa = pos_off + 2u * q;
+    if (pa + 2u >= nix) { store_err(0u, 1u); return; }
+    unsigned int a = load_ix(pa);
+    unsigned int b = load_ix(pa + 2u);
+    if (q == 0u && a != 0u) store_err(0u, 1u);
+    if (q + 1u == nodes && b != ncrd) store_err(0u, 1u);
+    if (a > b || b > ncrd) { store_err(0u, 1u); return; }
+    unsigned int prev = 0u;
+    for (unsigned int k = a; k < b; k++) {
+        unsigned int c = crd_off + 2u * k;
+        unsigned int v = c < nix ? load_ix(c) : extent;
+        if (v >= extent || (k > a && v <= prev)) { store_err(0u, 1u); return; }
+        prev = v;
+    }
+}

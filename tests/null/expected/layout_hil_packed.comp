@@ -1,0 +1,92 @@
+#version 450
+
+layout(std430, set = 0, binding = 0) buffer hg_dst_block { uint dst[]; };
+layout(std430, set = 0, binding = 1) readonly buffer hg_src_block { uint src[]; };
+layout(push_constant) uniform hg_push_block { uint n; uint nx; uint ny; uint nz; uint bits; uint epu; uint upb; uint nunits; uint doff; uint nsrc; uint hp; uint hr; } hg_pc;
+void store_dst(uint hg_i, uint hg_v) { uint hg_s = (hg_i & 3u) * 8u; atomicAnd(dst[hg_i >> 2u], ~(0xffu << hg_s)); atomicOr(dst[hg_i >> 2u], (hg_v & 0xffu) << hg_s); }
+uint load_src(uint hg_i) { return ((src[hg_i >> 2u] >> ((hg_i & 3u) * 8u)) & 0xffu); }
+
+layout(local_size_x = 64, local_size_y = 1, local_size_z = 1) in;
+
+void main() {
+    uint n = hg_pc.n;
+    uint nx = hg_pc.nx;
+    uint ny = hg_pc.ny;
+    uint nz = hg_pc.nz;
+    uint bits = hg_pc.bits;
+    uint epu = hg_pc.epu;
+    uint upb = hg_pc.upb;
+    uint nunits = hg_pc.nunits;
+    uint doff = hg_pc.doff;
+    uint nsrc = hg_pc.nsrc;
+    uint hp = hg_pc.hp;
+    uint hr = hg_pc.hr;
+    uint u = gl_GlobalInvocationID.x;
+    if (u >= nunits) return;
+    uint acc = 0u;
+    for (uint e = 0u; e < epu; e++) {
+        uint f = u * epu + e;
+        if (f < n) {
+            uint x = f % nx;
+            uint yz = f / nx;
+            uint y = yz % ny;
+            uint z = yz / ny;
+
+        uint hm = (1u << hp) - 1u;
+        uint hx = 0u;
+        for (uint k = 0u; k < hr; k++) {
+            hx = hx | (((f >> (hp * (hr - 1u - k))) & hm) << (k * hp));
+        }
+        uint x0 = hx & hm;
+        uint q = (1u << hp) >> 1u;
+        while (q > 1u) {
+            uint p = q - 1u;
+            if ((x0 & q) != 0u) x0 = x0 ^ p;
+            for (uint k = 1u; k < hr; k++) {
+                uint sh = k * hp;
+                uint xi = (hx >> sh) & hm;
+                if ((xi & q) != 0u) {
+                    x0 = x0 ^ p;
+                } else {
+                    uint t = (x0 ^ xi) & p;
+                    x0 = x0 ^ t;
+                    hx = hx ^ (t << sh);
+                }
+            }
+            q = q >> 1u;
+        }
+        uint prev = x0;
+        for (uint k = 1u; k < hr; k++) {
+            uint sh = k * hp;
+            uint xi = ((hx >> sh) & hm) ^ prev;
+            hx = (hx & ~(hm << sh)) | (xi << sh);
+            prev = xi;
+        }
+        uint tt = 0u;
+        q = (1u << hp) >> 1u;
+        while (q > 1u) {
+            if ((prev & q) != 0u) tt = tt ^ (q - 1u);
+            q = q >> 1u;
+        }
+        x0 = x0 ^ tt;
+        uint so = 0u;
+        for (uint b = 0u; b < hp; b++) {
+            for (uint d = 0u; d < hr; d++) {
+                uint xd = d == 0u ? x0 : (((hx >> (d * hp)) & hm) ^ tt);
+                so = so | (((xd >> b) & 1u) << (b * hr + hr - 1u - d));
+            }
+        }
+
+            uint bit = so * bits;
+            uint at = doff + (bit >> 3u);
+            uint sh = bit & 7u;
+            uint code = 0u;
+            if (at < nsrc) code = load_src(at) >> sh;
+            if (sh + bits > 8u && at + 1u < nsrc) code = code | (load_src(at + 1u) << (8u - sh));
+            acc = acc | ((code & ((1u << bits) - 1u)) << (e * bits));
+        }
+    }
+    for (uint b = 0u; b < upb; b++) {
+        store_dst(u * upb + b, (acc >> (8u * b)) & 255u);
+    }
+}

@@ -1,0 +1,110 @@
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+static inline float hg_as_f32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+static inline uint32_t hg_as_u32(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+static inline uint32_t hg_umin(uint32_t a, uint32_t b) { return a < b ? a : b; }
+static inline uint32_t hg_umax(uint32_t a, uint32_t b) { return a > b ? a : b; }
+static inline int32_t hg_imin(int32_t a, int32_t b) { return a < b ? a : b; }
+static inline int32_t hg_imax(int32_t a, int32_t b) { return a > b ? a : b; }
+#define HG_CHUNK 4096
+
+#define store_dst(hg_i, hg_v) (dst[(hg_i)] = (uint8_t)((hg_v)))
+#define load_src(hg_i) ((uint32_t)(src[(hg_i)]))
+
+static inline void layout_hil_u8_item(uint32_t hg_gid0, uint32_t hg_gid1, uint32_t hg_gid2, uint8_t *restrict dst, const uint8_t *restrict src, uint32_t nx, uint32_t ny, uint32_t nz, uint32_t wpe, uint32_t woff, uint32_t nsrc, uint32_t hp, uint32_t hr) {
+    uint32_t x = hg_gid0;
+    uint32_t y = hg_gid1;
+    uint32_t z = hg_gid2;
+    if (x >= nx || y >= ny || z >= nz) return;
+    uint32_t f = (z * ny + y) * nx + x;
+
+        uint32_t hm = (1u << hp) - 1u;
+        uint32_t hx = 0u;
+        for (uint32_t k = 0u; k < hr; k++) {
+            hx = hx | (((f >> (hp * (hr - 1u - k))) & hm) << (k * hp));
+        }
+        uint32_t x0 = hx & hm;
+        uint32_t q = (1u << hp) >> 1u;
+        while (q > 1u) {
+            uint32_t p = q - 1u;
+            if ((x0 & q) != 0u) x0 = x0 ^ p;
+            for (uint32_t k = 1u; k < hr; k++) {
+                uint32_t sh = k * hp;
+                uint32_t xi = (hx >> sh) & hm;
+                if ((xi & q) != 0u) {
+                    x0 = x0 ^ p;
+                } else {
+                    uint32_t t = (x0 ^ xi) & p;
+                    x0 = x0 ^ t;
+                    hx = hx ^ (t << sh);
+                }
+            }
+            q = q >> 1u;
+        }
+        uint32_t prev = x0;
+        for (uint32_t k = 1u; k < hr; k++) {
+            uint32_t sh = k * hp;
+            uint32_t xi = ((hx >> sh) & hm) ^ prev;
+            hx = (hx & ~(hm << sh)) | (xi << sh);
+            prev = xi;
+        }
+        uint32_t tt = 0u;
+        q = (1u << hp) >> 1u;
+        while (q > 1u) {
+            if ((prev & q) != 0u) tt = tt ^ (q - 1u);
+            q = q >> 1u;
+        }
+        x0 = x0 ^ tt;
+        uint32_t so = 0u;
+        for (uint32_t b = 0u; b < hp; b++) {
+            for (uint32_t d = 0u; d < hr; d++) {
+                uint32_t xd = d == 0u ? x0 : (((hx >> (d * hp)) & hm) ^ tt);
+                so = so | (((xd >> b) & 1u) << (b * hr + hr - 1u - d));
+            }
+        }
+
+    uint32_t s = woff + so * wpe;
+    if (wpe == 1u) {
+        // The common case without the word loop: pocl vectorises it across the work-group.
+        store_dst(f, s < nsrc ? load_src(s) : 0u);
+        return;
+    }
+    uint32_t o = f * wpe;
+    for (uint32_t w = 0u; w < wpe; w++) {
+        uint32_t v = 0u;
+        if (s + w < nsrc && s + w >= s) v = load_src(s + w);
+        store_dst(o + w, v);
+    }
+}
+
+void layout_hil_u8(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0, int64_t hg_n1,
+            int64_t hg_n2) {
+    uint8_t *restrict dst = (uint8_t *)hg_bufs[0];
+    const uint8_t *restrict src = (const uint8_t *)hg_bufs[1];
+    uint32_t nx = hg_words[0];
+    uint32_t ny = hg_words[1];
+    uint32_t nz = hg_words[2];
+    uint32_t wpe = hg_words[3];
+    uint32_t woff = hg_words[4];
+    uint32_t nsrc = hg_words[5];
+    uint32_t hp = hg_words[6];
+    uint32_t hr = hg_words[7];
+    int64_t hg_total = hg_n0 * hg_n1 * hg_n2;
+    int64_t hg_chunks = (hg_total + HG_CHUNK - 1) / HG_CHUNK;
+    #pragma omp parallel for schedule(static)
+    for (int64_t hg_c = 0; hg_c < hg_chunks; hg_c++) {
+        int64_t hg_t = hg_c * HG_CHUNK;
+        int64_t hg_end = hg_t + HG_CHUNK < hg_total ? hg_t + HG_CHUNK : hg_total;
+        uint32_t hg_x = (uint32_t)(hg_t % hg_n0), hg_y = (uint32_t)((hg_t / hg_n0) % hg_n1);
+        uint32_t hg_z = (uint32_t)(hg_t / (hg_n0 * hg_n1));
+        for (; hg_t < hg_end; hg_t++) {
+            layout_hil_u8_item(hg_x, hg_y, hg_z, dst, src, nx, ny, nz, wpe, woff, nsrc, hp, hr);
+            if (++hg_x == (uint32_t)hg_n0) {
+                hg_x = 0;
+                if (++hg_y == (uint32_t)hg_n1) { hg_y = 0; hg_z++; }
+            }
+        }
+    }
+}

@@ -1,0 +1,51 @@
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+static inline float hg_as_f32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+static inline uint32_t hg_as_u32(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+static inline uint32_t hg_umin(uint32_t a, uint32_t b) { return a < b ? a : b; }
+static inline uint32_t hg_umax(uint32_t a, uint32_t b) { return a > b ? a : b; }
+static inline int32_t hg_imin(int32_t a, int32_t b) { return a < b ? a : b; }
+static inline int32_t hg_imax(int32_t a, int32_t b) { return a > b ? a : b; }
+#define HG_CHUNK 4096
+
+#define store_dst(hg_i, hg_v) (dst[(hg_i)] = (uint8_t)((hg_v)))
+#define load_src(hg_i) ((uint32_t)(src[(hg_i)]))
+
+static inline void layout_pack_codes_item(uint32_t hg_gid0, uint32_t hg_gid1, uint32_t hg_gid2, uint8_t *restrict dst, const uint8_t *restrict src, uint32_t n, uint32_t bits, uint32_t epu, uint32_t upb) {
+    uint32_t u = hg_gid0;
+    if (u * epu >= n) return;
+    uint32_t acc = 0u;
+    for (uint32_t e = 0u; e < epu; e++) {
+        uint32_t f = u * epu + e;
+        if (f < n) acc = acc | ((load_src(f) & ((1u << bits) - 1u)) << (e * bits));
+    }
+    for (uint32_t b = 0u; b < upb; b++) store_dst(u * upb + b, (acc >> (8u * b)) & 255u);
+}
+
+void layout_pack_codes(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0, int64_t hg_n1,
+            int64_t hg_n2) {
+    uint8_t *restrict dst = (uint8_t *)hg_bufs[0];
+    const uint8_t *restrict src = (const uint8_t *)hg_bufs[1];
+    uint32_t n = hg_words[0];
+    uint32_t bits = hg_words[1];
+    uint32_t epu = hg_words[2];
+    uint32_t upb = hg_words[3];
+    int64_t hg_total = hg_n0 * hg_n1 * hg_n2;
+    int64_t hg_chunks = (hg_total + HG_CHUNK - 1) / HG_CHUNK;
+    #pragma omp parallel for schedule(static)
+    for (int64_t hg_c = 0; hg_c < hg_chunks; hg_c++) {
+        int64_t hg_t = hg_c * HG_CHUNK;
+        int64_t hg_end = hg_t + HG_CHUNK < hg_total ? hg_t + HG_CHUNK : hg_total;
+        uint32_t hg_x = (uint32_t)(hg_t % hg_n0), hg_y = (uint32_t)((hg_t / hg_n0) % hg_n1);
+        uint32_t hg_z = (uint32_t)(hg_t / (hg_n0 * hg_n1));
+        for (; hg_t < hg_end; hg_t++) {
+            layout_pack_codes_item(hg_x, hg_y, hg_z, dst, src, n, bits, epu, upb);
+            if (++hg_x == (uint32_t)hg_n0) {
+                hg_x = 0;
+                if (++hg_y == (uint32_t)hg_n1) { hg_y = 0; hg_z++; }
+            }
+        }
+    }
+}

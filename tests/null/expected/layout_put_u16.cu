@@ -1,0 +1,17 @@
+#define store_dst(hg_i, hg_v) (dst[(hg_i)] = (unsigned short)((hg_v)))
+#define load_src(hg_i) ((unsigned int)(src[(hg_i)]))
+#define load_tx(hg_i) (tx[(hg_i)])
+#define load_ty(hg_i) (ty[(hg_i)])
+#define load_tz(hg_i) (tz[(hg_i)])
+
+extern "C" __global__ void __launch_bounds__(256) layout_put_u16(unsigned short* __restrict__ dst, const unsigned short* __restrict__ src, const unsigned int* __restrict__ tx, const unsigned int* __restrict__ ty, const unsigned int* __restrict__ tz, unsigned int nx, unsigned int ny, unsigned int nz, unsigned int ndst, unsigned int wpe) {
+    unsigned int x = (blockIdx.x * blockDim.x + threadIdx.x);
+    unsigned int y = (blockIdx.y * blockDim.y + threadIdx.y);
+    unsigned int z = (blockIdx.z * blockDim.z + threadIdx.z);
+    if (x >= nx || y >= ny || z >= nz) return;
+    unsigned int f = (z * ny + y) * nx + x;
+    unsigned int d = load_tz(z) + load_ty(y) + load_tx(x);
+    if (d >= ndst) return;
+
+    for (unsigned int w = 0u; w < wpe; w++) store_dst(d * wpe + w, load_src(f * wpe + w));
+}

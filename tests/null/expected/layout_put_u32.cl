@@ -1,0 +1,17 @@
+#define store_dst(hg_i, hg_v) (dst[(hg_i)] = (uint)((hg_v)))
+#define load_src(hg_i) (src[(hg_i)])
+#define load_tx(hg_i) (tx[(hg_i)])
+#define load_ty(hg_i) (ty[(hg_i)])
+#define load_tz(hg_i) (tz[(hg_i)])
+
+__kernel __attribute__((reqd_work_group_size(32, 8, 1))) void layout_put_u32(__global uint* restrict dst, __global const uint* restrict src, __global const uint* restrict tx, __global const uint* restrict ty, __global const uint* restrict tz, uint nx, uint ny, uint nz, uint ndst, uint wpe) {
+    uint x = ((uint)get_global_id(0));
+    uint y = ((uint)get_global_id(1));
+    uint z = ((uint)get_global_id(2));
+    if (x >= nx || y >= ny || z >= nz) return;
+    uint f = (z * ny + y) * nx + x;
+    uint d = load_tz(z) + load_ty(y) + load_tx(x);
+    if (d >= ndst) return;
+
+    for (uint w = 0u; w < wpe; w++) store_dst(d * wpe + w, load_src(f * wpe + w));
+}

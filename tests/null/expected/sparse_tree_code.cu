@@ -1,0 +1,45 @@
+#define store_dst(hg_i, hg_v) (dst[(hg_i)] = (unsigned char)((hg_v)))
+#define load_vals(hg_i) ((unsigned int)(vals[(hg_i)]))
+#define load_ix(hg_i) (ix[(hg_i)])
+#define load_mt(hg_i) (mt[(hg_i)])
+
+extern "C" __global__ void __launch_bounds__(256) sparse_tree_code(unsigned char* __restrict__ dst, const unsigned char* __restrict__ vals, const unsigned int* __restrict__ ix, const unsigned int* __restrict__ mt, unsigned int nnz, unsigned int n, unsigned int bits, unsigned int nix, unsigned int nlev) {
+    unsigned int i = (blockIdx.x * blockDim.x + threadIdx.x);
+    if (i >= nnz) return;
+
+    unsigned int fi = 0u;
+    unsigned int p = i;
+    unsigned int ok = 1u;
+    unsigned int l = nlev;
+    while (l > 0u) {
+        l = l - 1u;
+        unsigned int at = l * 6u;
+        unsigned int coord = p;
+        if (load_mt(at + 5u) == 0u) {
+            unsigned int c = load_mt(at) + 2u * p;
+            coord = c < nix ? load_ix(c) : 0xffffffffu;
+        }
+        if (coord >= load_mt(at + 4u)) ok = 0u;
+        fi = fi + coord * load_mt(at + 3u);
+        if (l > 0u) {
+            unsigned int po = load_mt(at + 1u);
+            unsigned int lo = 0u;
+            unsigned int hi = max(load_mt(at + 2u), 1u) - 1u;
+            while (hi - lo > 1u) {
+                unsigned int md = lo + (hi - lo) / 2u;
+                unsigned int c = po + 2u * md;
+                unsigned int v = c < nix ? load_ix(c) : 0xffffffffu;
+                if (v <= p) lo = md; else hi = md;
+            }
+            p = lo;
+        }
+    }
+
+    if (ok == 0u || fi >= n) return;
+    unsigned int bit = i * bits;
+    unsigned int at = bit >> 3u;
+    unsigned int sh = bit & 7u;
+    unsigned int code = load_vals(at) >> sh;
+    if (sh + bits > 8u) code = code | (load_vals(at + 1u) << (8u - sh));
+    store_dst(fi, code & ((1u << bits) - 1u));
+}

@@ -1,0 +1,81 @@
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+static inline float hg_as_f32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+static inline uint32_t hg_as_u32(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+static inline uint32_t hg_umin(uint32_t a, uint32_t b) { return a < b ? a : b; }
+static inline uint32_t hg_umax(uint32_t a, uint32_t b) { return a > b ? a : b; }
+static inline int32_t hg_imin(int32_t a, int32_t b) { return a < b ? a : b; }
+static inline int32_t hg_imax(int32_t a, int32_t b) { return a > b ? a : b; }
+#define HG_CHUNK 4096
+
+#define store_dst(hg_i, hg_v) (dst[(hg_i)] = (uint32_t)((hg_v)))
+#define load_vals(hg_i) (vals[(hg_i)])
+#define load_ix(hg_i) (ix[(hg_i)])
+#define load_mt(hg_i) (mt[(hg_i)])
+
+static inline void sparse_tree_u32_item(uint32_t hg_gid0, uint32_t hg_gid1, uint32_t hg_gid2, uint32_t *restrict dst, const uint32_t *restrict vals, const uint32_t *restrict ix, const uint32_t *restrict mt, uint32_t nnz, uint32_t n, uint32_t wpe, uint32_t nix, uint32_t nlev) {
+    uint32_t i = hg_gid0;
+    if (i >= nnz) return;
+
+    uint32_t fi = 0u;
+    uint32_t p = i;
+    uint32_t ok = 1u;
+    uint32_t l = nlev;
+    while (l > 0u) {
+        l = l - 1u;
+        uint32_t at = l * 6u;
+        uint32_t coord = p;
+        if (load_mt(at + 5u) == 0u) {
+            uint32_t c = load_mt(at) + 2u * p;
+            coord = c < nix ? load_ix(c) : 0xffffffffu;
+        }
+        if (coord >= load_mt(at + 4u)) ok = 0u;
+        fi = fi + coord * load_mt(at + 3u);
+        if (l > 0u) {
+            uint32_t po = load_mt(at + 1u);
+            uint32_t lo = 0u;
+            uint32_t hi = hg_umax(load_mt(at + 2u), 1u) - 1u;
+            while (hi - lo > 1u) {
+                uint32_t md = lo + (hi - lo) / 2u;
+                uint32_t c = po + 2u * md;
+                uint32_t v = c < nix ? load_ix(c) : 0xffffffffu;
+                if (v <= p) lo = md; else hi = md;
+            }
+            p = lo;
+        }
+    }
+
+    if (ok == 0u || fi >= n) return;
+    for (uint32_t w = 0u; w < wpe; w++) store_dst(fi * wpe + w, load_vals(i * wpe + w));
+}
+
+void sparse_tree_u32(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0, int64_t hg_n1,
+            int64_t hg_n2) {
+    uint32_t *restrict dst = (uint32_t *)hg_bufs[0];
+    const uint32_t *restrict vals = (const uint32_t *)hg_bufs[1];
+    const uint32_t *restrict ix = (const uint32_t *)hg_bufs[2];
+    const uint32_t *restrict mt = (const uint32_t *)hg_bufs[3];
+    uint32_t nnz = hg_words[0];
+    uint32_t n = hg_words[1];
+    uint32_t wpe = hg_words[2];
+    uint32_t nix = hg_words[3];
+    uint32_t nlev = hg_words[4];
+    int64_t hg_total = hg_n0 * hg_n1 * hg_n2;
+    int64_t hg_chunks = (hg_total + HG_CHUNK - 1) / HG_CHUNK;
+    #pragma omp parallel for schedule(static)
+    for (int64_t hg_c = 0; hg_c < hg_chunks; hg_c++) {
+        int64_t hg_t = hg_c * HG_CHUNK;
+        int64_t hg_end = hg_t + HG_CHUNK < hg_total ? hg_t + HG_CHUNK : hg_total;
+        uint32_t hg_x = (uint32_t)(hg_t % hg_n0), hg_y = (uint32_t)((hg_t / hg_n0) % hg_n1);
+        uint32_t hg_z = (uint32_t)(hg_t / (hg_n0 * hg_n1));
+        for (; hg_t < hg_end; hg_t++) {
+            sparse_tree_u32_item(hg_x, hg_y, hg_z, dst, vals, ix, mt, nnz, n, wpe, nix, nlev);
+            if (++hg_x == (uint32_t)hg_n0) {
+                hg_x = 0;
+                if (++hg_y == (uint32_t)hg_n1) { hg_y = 0; hg_z++; }
+            }
+        }
+    }
+}
