@@ -13,6 +13,7 @@ from vyre.errors import (
     WireFormatError,
     WireValidationError,
 )
+from vyre.execute import run, run_bytes
 from vyre.extensions import (
     DEFAULT_REGISTRY,
     ExtensionRegistry,
@@ -21,6 +22,7 @@ from vyre.extensions import (
 )
 from vyre.ir import *  # noqa: F403 - the IR types are the package's public surface
 from vyre.ir import __all__ as _ir_all
+from vyre.lower import Lowered, TrapError, lower
 from vyre.validate import Diagnostic, ValidationError, ValidationOptions, validate
 from vyre.wire.decode import from_wire
 from vyre.wire.encode import to_wire
@@ -28,7 +30,7 @@ from vyre.wire.fingerprint import fingerprint
 
 __all__ = [
     *_ir_all,
-    "DEFAULT_REGISTRY", "EncodeError", "ExtensionRegistry", "UnknownExtensionError",
+    "DEFAULT_REGISTRY", "EncodeError", "Lowered", "TrapError", "lower", "run", "run_bytes", "ExtensionRegistry", "UnknownExtensionError",
     "Diagnostic", "ValidationError", "ValidationOptions", "VersionMismatchError",
     "WireFormatError", "WireValidationError", "builder", "fingerprint", "reference", "validate",
     "from_wire", "register_expr_extension", "register_node_extension", "to_wire",

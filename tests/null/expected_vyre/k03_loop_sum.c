@@ -1,0 +1,57 @@
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+static inline float hg_as_f32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+static inline uint32_t hg_as_u32(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+static inline uint32_t hg_umin(uint32_t a, uint32_t b) { return a < b ? a : b; }
+static inline uint32_t hg_umax(uint32_t a, uint32_t b) { return a > b ? a : b; }
+static inline int32_t hg_imin(int32_t a, int32_t b) { return a < b ? a : b; }
+static inline int32_t hg_imax(int32_t a, int32_t b) { return a > b ? a : b; }
+#define HG_CHUNK 4096
+
+#define load_b0_a(hg_i) (b0_a[(hg_i)])
+#define load_b1_out(hg_i) (b1_out[(hg_i)])
+#define store_b1_out(hg_i, hg_v) (b1_out[(hg_i)] = (uint32_t)((hg_v)))
+
+static inline void vyre_73b6b3531e74b549_item(uint32_t hg_gid0, uint32_t hg_gid1, uint32_t hg_gid2, const uint32_t *restrict b0_a, uint32_t *restrict b1_out, uint32_t n0, uint32_t n1) {
+    {
+        uint32_t l_i_1 = hg_gid0;
+        _Bool t2 = l_i_1 < n1;
+        if (t2) {
+            uint32_t l_acc_3 = 0x0u;
+            uint32_t t4 = (l_i_1 < n0) ? load_b0_a(l_i_1) : 0u;
+            uint32_t t5 = 0x0u;
+            uint32_t t6 = t4;
+            for (uint32_t l_j_7 = t5; l_j_7 < t6; l_j_7++) {
+                uint32_t t8 = l_acc_3 + l_j_7;
+                l_acc_3 = t8;
+            }
+            if (l_i_1 < n1) { store_b1_out(l_i_1, l_acc_3); }
+        }
+    }
+}
+
+void vyre_73b6b3531e74b549(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0, int64_t hg_n1,
+            int64_t hg_n2) {
+    const uint32_t *restrict b0_a = (const uint32_t *)hg_bufs[0];
+    uint32_t *restrict b1_out = (uint32_t *)hg_bufs[1];
+    uint32_t n0 = hg_words[0];
+    uint32_t n1 = hg_words[1];
+    int64_t hg_total = hg_n0 * hg_n1 * hg_n2;
+    int64_t hg_chunks = (hg_total + HG_CHUNK - 1) / HG_CHUNK;
+    #pragma omp parallel for schedule(static)
+    for (int64_t hg_c = 0; hg_c < hg_chunks; hg_c++) {
+        int64_t hg_t = hg_c * HG_CHUNK;
+        int64_t hg_end = hg_t + HG_CHUNK < hg_total ? hg_t + HG_CHUNK : hg_total;
+        uint32_t hg_x = (uint32_t)(hg_t % hg_n0), hg_y = (uint32_t)((hg_t / hg_n0) % hg_n1);
+        uint32_t hg_z = (uint32_t)(hg_t / (hg_n0 * hg_n1));
+        for (; hg_t < hg_end; hg_t++) {
+            vyre_73b6b3531e74b549_item(hg_x, hg_y, hg_z, b0_a, b1_out, n0, n1);
+            if (++hg_x == (uint32_t)hg_n0) {
+                hg_x = 0;
+                if (++hg_y == (uint32_t)hg_n1) { hg_y = 0; hg_z++; }
+            }
+        }
+    }
+}

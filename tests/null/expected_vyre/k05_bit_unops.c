@@ -1,0 +1,81 @@
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+static inline float hg_as_f32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+static inline uint32_t hg_as_u32(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+static inline uint32_t hg_umin(uint32_t a, uint32_t b) { return a < b ? a : b; }
+static inline uint32_t hg_umax(uint32_t a, uint32_t b) { return a > b ? a : b; }
+static inline int32_t hg_imin(int32_t a, int32_t b) { return a < b ? a : b; }
+static inline int32_t hg_imax(int32_t a, int32_t b) { return a > b ? a : b; }
+#define HG_CHUNK 4096
+
+#define load_b0_a(hg_i) (b0_a[(hg_i)])
+#define load_b1_out(hg_i) (b1_out[(hg_i)])
+#define store_b1_out(hg_i, hg_v) (b1_out[(hg_i)] = (uint32_t)((hg_v)))
+
+static inline void vyre_3776adb47dc05210_item(uint32_t hg_gid0, uint32_t hg_gid1, uint32_t hg_gid2, const uint32_t *restrict b0_a, uint32_t *restrict b1_out, uint32_t n0, uint32_t n1) {
+    {
+        uint32_t l_i_1 = hg_gid0;
+        _Bool t2 = l_i_1 < n0;
+        if (t2) {
+            uint32_t t3 = (l_i_1 < n0) ? load_b0_a(l_i_1) : 0u;
+            uint32_t l_x_4 = t3;
+            uint32_t t5 = l_i_1 * 0x4u;
+            uint32_t l_base_6 = t5;
+            uint32_t t7 = l_x_4 - ((l_x_4 >> 1u) & 0x55555555u);
+            uint32_t t8 = (t7 & 0x33333333u) + ((t7 >> 2u) & 0x33333333u);
+            uint32_t t9 = (t8 + (t8 >> 4u)) & 0x0f0f0f0fu;
+            uint32_t t10 = (t9 * 0x01010101u) >> 24u;
+            if (l_base_6 < n1) { store_b1_out(l_base_6, t10); }
+            uint32_t t11 = l_base_6 + 0x1u;
+            uint32_t t12 = (l_x_4 == 0u) ? 32u : 0u;
+            uint32_t t13 = l_x_4;
+            if ((t13 != 0u) && (t13 <= 0x0000ffffu)) { t12 = t12 + 16u; t13 = t13 << 16u; }
+            if ((t13 != 0u) && (t13 <= 0x00ffffffu)) { t12 = t12 + 8u; t13 = t13 << 8u; }
+            if ((t13 != 0u) && (t13 <= 0x0fffffffu)) { t12 = t12 + 4u; t13 = t13 << 4u; }
+            if ((t13 != 0u) && (t13 <= 0x3fffffffu)) { t12 = t12 + 2u; t13 = t13 << 2u; }
+            if ((t13 != 0u) && (t13 <= 0x7fffffffu)) { t12 = t12 + 1u; t13 = t13 << 1u; }
+            if (t11 < n1) { store_b1_out(t11, t12); }
+            uint32_t t14 = l_base_6 + 0x2u;
+            uint32_t t15 = (l_x_4 & (0u - l_x_4)) - 1u;
+            uint32_t t16 = t15 - ((t15 >> 1u) & 0x55555555u);
+            uint32_t t17 = (t16 & 0x33333333u) + ((t16 >> 2u) & 0x33333333u);
+            uint32_t t18 = (t17 + (t17 >> 4u)) & 0x0f0f0f0fu;
+            uint32_t t19 = (t18 * 0x01010101u) >> 24u;
+            if (t14 < n1) { store_b1_out(t14, t19); }
+            uint32_t t20 = l_base_6 + 0x3u;
+            uint32_t t21 = l_x_4;
+            t21 = ((t21 >> 1u) & 0x55555555u) | ((t21 & 0x55555555u) << 1u);
+            t21 = ((t21 >> 2u) & 0x33333333u) | ((t21 & 0x33333333u) << 2u);
+            t21 = ((t21 >> 4u) & 0x0f0f0f0fu) | ((t21 & 0x0f0f0f0fu) << 4u);
+            t21 = ((t21 >> 8u) & 0x00ff00ffu) | ((t21 & 0x00ff00ffu) << 8u);
+            uint32_t t22 = (t21 >> 16u) | (t21 << 16u);
+            if (t20 < n1) { store_b1_out(t20, t22); }
+        }
+    }
+}
+
+void vyre_3776adb47dc05210(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0, int64_t hg_n1,
+            int64_t hg_n2) {
+    const uint32_t *restrict b0_a = (const uint32_t *)hg_bufs[0];
+    uint32_t *restrict b1_out = (uint32_t *)hg_bufs[1];
+    uint32_t n0 = hg_words[0];
+    uint32_t n1 = hg_words[1];
+    int64_t hg_total = hg_n0 * hg_n1 * hg_n2;
+    int64_t hg_chunks = (hg_total + HG_CHUNK - 1) / HG_CHUNK;
+    #pragma omp parallel for schedule(static)
+    for (int64_t hg_c = 0; hg_c < hg_chunks; hg_c++) {
+        int64_t hg_t = hg_c * HG_CHUNK;
+        int64_t hg_end = hg_t + HG_CHUNK < hg_total ? hg_t + HG_CHUNK : hg_total;
+        uint32_t hg_x = (uint32_t)(hg_t % hg_n0), hg_y = (uint32_t)((hg_t / hg_n0) % hg_n1);
+        uint32_t hg_z = (uint32_t)(hg_t / (hg_n0 * hg_n1));
+        for (; hg_t < hg_end; hg_t++) {
+            vyre_3776adb47dc05210_item(hg_x, hg_y, hg_z, b0_a, b1_out, n0, n1);
+            if (++hg_x == (uint32_t)hg_n0) {
+                hg_x = 0;
+                if (++hg_y == (uint32_t)hg_n1) { hg_y = 0; hg_z++; }
+            }
+        }
+    }
+}

@@ -1,0 +1,54 @@
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+static inline float hg_as_f32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+static inline uint32_t hg_as_u32(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+static inline uint32_t hg_umin(uint32_t a, uint32_t b) { return a < b ? a : b; }
+static inline uint32_t hg_umax(uint32_t a, uint32_t b) { return a > b ? a : b; }
+static inline int32_t hg_imin(int32_t a, int32_t b) { return a < b ? a : b; }
+static inline int32_t hg_imax(int32_t a, int32_t b) { return a > b ? a : b; }
+#define HG_CHUNK 4096
+
+#define load_b0_data(hg_i) (b0_data[(hg_i)])
+#define load_b1_hist(hg_i) (b1_hist[(hg_i)])
+#define store_b1_hist(hg_i, hg_v) (b1_hist[(hg_i)] = (uint32_t)((hg_v)))
+#define atomic_add_b1_hist(hg_i, hg_v) (__atomic_fetch_add(&b1_hist[(hg_i)], (hg_v), __ATOMIC_SEQ_CST))
+
+static inline void vyre_85f76cb1a71fdc3c_item(uint32_t hg_gid0, uint32_t hg_gid1, uint32_t hg_gid2, const uint32_t *restrict b0_data, uint32_t *restrict b1_hist, uint32_t n0, uint32_t n1) {
+    {
+        uint32_t l_i_1 = hg_gid0;
+        _Bool t2 = l_i_1 < n0;
+        if (t2) {
+            uint32_t t3 = (l_i_1 < n0) ? load_b0_data(l_i_1) : 0u;
+            uint32_t t4 = (0x4u == 0u) ? 0u : t3 % ((0x4u == 0u) ? 1u : 0x4u);
+            uint32_t t5 = 0u;
+            if (t4 < n1) { t5 = atomic_add_b1_hist(t4, 0x1u); }
+            uint32_t l_old_6 = t5;
+        }
+    }
+}
+
+void vyre_85f76cb1a71fdc3c(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0, int64_t hg_n1,
+            int64_t hg_n2) {
+    const uint32_t *restrict b0_data = (const uint32_t *)hg_bufs[0];
+    uint32_t *restrict b1_hist = (uint32_t *)hg_bufs[1];
+    uint32_t n0 = hg_words[0];
+    uint32_t n1 = hg_words[1];
+    int64_t hg_total = hg_n0 * hg_n1 * hg_n2;
+    int64_t hg_chunks = (hg_total + HG_CHUNK - 1) / HG_CHUNK;
+    #pragma omp parallel for schedule(static)
+    for (int64_t hg_c = 0; hg_c < hg_chunks; hg_c++) {
+        int64_t hg_t = hg_c * HG_CHUNK;
+        int64_t hg_end = hg_t + HG_CHUNK < hg_total ? hg_t + HG_CHUNK : hg_total;
+        uint32_t hg_x = (uint32_t)(hg_t % hg_n0), hg_y = (uint32_t)((hg_t / hg_n0) % hg_n1);
+        uint32_t hg_z = (uint32_t)(hg_t / (hg_n0 * hg_n1));
+        for (; hg_t < hg_end; hg_t++) {
+            vyre_85f76cb1a71fdc3c_item(hg_x, hg_y, hg_z, b0_data, b1_hist, n0, n1);
+            if (++hg_x == (uint32_t)hg_n0) {
+                hg_x = 0;
+                if (++hg_y == (uint32_t)hg_n1) { hg_y = 0; hg_z++; }
+            }
+        }
+    }
+}

@@ -1,0 +1,79 @@
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+static inline float hg_as_f32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+static inline uint32_t hg_as_u32(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+static inline uint32_t hg_umin(uint32_t a, uint32_t b) { return a < b ? a : b; }
+static inline uint32_t hg_umax(uint32_t a, uint32_t b) { return a > b ? a : b; }
+static inline int32_t hg_imin(int32_t a, int32_t b) { return a < b ? a : b; }
+static inline int32_t hg_imax(int32_t a, int32_t b) { return a > b ? a : b; }
+#define HG_CHUNK 4096
+
+static inline uint32_t hg_umulhi(uint32_t a, uint32_t b) {
+    return (uint32_t)(((uint64_t)a * b) >> 32);
+}
+
+#define load_b0_a(hg_i) (b0_a[(hg_i)])
+#define load_b1_b(hg_i) (b1_b[(hg_i)])
+#define load_b2_out(hg_i) (b2_out[(hg_i)])
+#define store_b2_out(hg_i, hg_v) (b2_out[(hg_i)] = (uint32_t)((hg_v)))
+
+static inline void vyre_ed6cb5d0d1bc3b12_item(uint32_t hg_gid0, uint32_t hg_gid1, uint32_t hg_gid2, const uint32_t *restrict b0_a, const uint32_t *restrict b1_b, uint32_t *restrict b2_out, uint32_t n0, uint32_t n1, uint32_t n2) {
+    {
+        uint32_t l_i_1 = hg_gid0;
+        _Bool t2 = l_i_1 < n0;
+        if (t2) {
+            uint32_t t3 = (l_i_1 < n0) ? load_b0_a(l_i_1) : 0u;
+            uint32_t l_x_4 = t3;
+            uint32_t t5 = (l_i_1 < n1) ? load_b1_b(l_i_1) : 0u;
+            uint32_t l_y_6 = t5;
+            uint32_t t7 = l_i_1 * 0x6u;
+            uint32_t l_base_8 = t7;
+            uint32_t t9 = l_base_8 + 0x0u;
+            uint32_t t10 = hg_umin(l_x_4, l_y_6);
+            if (t9 < n2) { store_b2_out(t9, t10); }
+            uint32_t t11 = l_base_8 + 0x1u;
+            uint32_t t12 = hg_umax(l_x_4, l_y_6);
+            if (t11 < n2) { store_b2_out(t11, t12); }
+            uint32_t t13 = l_base_8 + 0x2u;
+            uint32_t t14 = (l_x_4 > l_y_6) ? l_x_4 - l_y_6 : l_y_6 - l_x_4;
+            if (t13 < n2) { store_b2_out(t13, t14); }
+            uint32_t t15 = l_base_8 + 0x3u;
+            uint32_t t16 = (l_x_4 + l_y_6 < l_x_4) ? 0xffffffffu : l_x_4 + l_y_6;
+            if (t15 < n2) { store_b2_out(t15, t16); }
+            uint32_t t17 = l_base_8 + 0x4u;
+            uint32_t t18 = (l_x_4 > l_y_6) ? l_x_4 - l_y_6 : 0u;
+            if (t17 < n2) { store_b2_out(t17, t18); }
+            uint32_t t19 = l_base_8 + 0x5u;
+            uint32_t t20 = hg_umulhi(l_x_4, l_y_6);
+            if (t19 < n2) { store_b2_out(t19, t20); }
+        }
+    }
+}
+
+void vyre_ed6cb5d0d1bc3b12(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0, int64_t hg_n1,
+            int64_t hg_n2) {
+    const uint32_t *restrict b0_a = (const uint32_t *)hg_bufs[0];
+    const uint32_t *restrict b1_b = (const uint32_t *)hg_bufs[1];
+    uint32_t *restrict b2_out = (uint32_t *)hg_bufs[2];
+    uint32_t n0 = hg_words[0];
+    uint32_t n1 = hg_words[1];
+    uint32_t n2 = hg_words[2];
+    int64_t hg_total = hg_n0 * hg_n1 * hg_n2;
+    int64_t hg_chunks = (hg_total + HG_CHUNK - 1) / HG_CHUNK;
+    #pragma omp parallel for schedule(static)
+    for (int64_t hg_c = 0; hg_c < hg_chunks; hg_c++) {
+        int64_t hg_t = hg_c * HG_CHUNK;
+        int64_t hg_end = hg_t + HG_CHUNK < hg_total ? hg_t + HG_CHUNK : hg_total;
+        uint32_t hg_x = (uint32_t)(hg_t % hg_n0), hg_y = (uint32_t)((hg_t / hg_n0) % hg_n1);
+        uint32_t hg_z = (uint32_t)(hg_t / (hg_n0 * hg_n1));
+        for (; hg_t < hg_end; hg_t++) {
+            vyre_ed6cb5d0d1bc3b12_item(hg_x, hg_y, hg_z, b0_a, b1_b, b2_out, n0, n1, n2);
+            if (++hg_x == (uint32_t)hg_n0) {
+                hg_x = 0;
+                if (++hg_y == (uint32_t)hg_n1) { hg_y = 0; hg_z++; }
+            }
+        }
+    }
+}

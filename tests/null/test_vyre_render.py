@@ -1,0 +1,49 @@
+"""Golden renderings of lowered vyre known-answer programs in every dialect.
+
+A change to the lowering or to a renderer shows up here as a diff. Regenerate after an
+intended change with ``UPDATE_EXPECTED=1 pytest tests/null/test_vyre_render.py`` and review.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from pathlib import Path
+
+import pytest
+
+from hurray_gpu.kernels.dialect import DIALECTS, render
+from vyre import from_wire
+from vyre.lower import lower
+
+GOLDEN = Path(__file__).parents[1] / "golden" / "vyre"
+EXPECTED = Path(__file__).parent / "expected_vyre"
+PROGRAMS = ("k03_loop_sum", "k05_bit_unops", "k06_atomic_histogram", "k08_minmax_saturating")
+CASES = [(p, d) for p in PROGRAMS for d in sorted(DIALECTS)]
+
+
+def _kernel(name: str):  # noqa: ANN202 - a KernelDef
+    return lower(from_wire((GOLDEN / f"{name}.vir").read_bytes())).kernel
+
+
+@pytest.mark.parametrize(("program", "dialect"), CASES, ids=[f"{p}-{d}" for p, d in CASES])
+def test_vyre_render_matches_expected(program: str, dialect: str) -> None:
+    path = EXPECTED / f"{program}.{DIALECTS[dialect].extension}"
+    got = render(_kernel(program), dialect)
+    if os.environ.get("UPDATE_EXPECTED") == "1":
+        path.write_text(got)
+    want = path.read_text()
+    diff = "".join(difflib.unified_diff(want.splitlines(True), got.splitlines(True),
+                                        str(path), "rendered"))
+    assert got == want, f"rendered {dialect} source of lowered {program} changed:\n{diff}"
+
+
+def test_vyre_render_expected_files_are_all_used() -> None:
+    exts = {r.extension for r in DIALECTS.values()}
+    for path in EXPECTED.iterdir():
+        name, ext = path.name.rsplit(".", 1)
+        assert ext in exts and name in PROGRAMS, f"stale expected file {path.name}"
+
+
+def test_vyre_render_lowering_is_deterministic() -> None:
+    assert _kernel("k06_atomic_histogram").body == _kernel("k06_atomic_histogram").body

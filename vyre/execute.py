@@ -1,0 +1,188 @@
+"""vyre.execute: run a program on the reference interpreter or on any hurray_gpu device.
+
+Device runs lower the program (vyre.lower), compile it through the shared dialect layer and
+the device's compile cache, launch ``grid * workgroup_size`` work items and read back the
+reference's outputs, byte for byte.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from hurray_gpu.buffer import Buffer
+from vyre import ir
+from vyre.lower import TRAP_PARAM, Lowered, TrapError, lower
+from vyre.lower.errors import unsupported
+from vyre.reference import DEFAULT_MAX_BUFFER_BYTES, _as_program, _check_grid
+from vyre.reference import run as reference_run
+from vyre.reference.binding import Inputs, bind_inputs, infer_grid, output_bytes
+from vyre.reference.memory import element_count
+
+__all__ = ["lower_cached", "run", "run_bytes"]
+
+_U32_MAX = 0xFFFFFFFF
+_DTYPES = {ir.Scalar.U32: "<u4", ir.Scalar.BOOL: "<u4", ir.Scalar.I32: "<i4",
+           ir.Scalar.F32: "<f4"}
+_LOWERED: OrderedDict[bytes, Lowered] = OrderedDict()
+_LOWERED_LOCK = threading.Lock()
+_LOWERED_MAX = 256
+
+
+def lower_cached(program: ir.Program,
+                 callees: Mapping[str, ir.Program] | None = None) -> Lowered:
+    """``vyre.lower(program)``, memoized in memory by the fingerprints of the program and of
+    its callees.
+
+    Raises:
+        The errors of :func:`vyre.lower.lower`.
+    """
+    key = program.fingerprint() + b"".join(
+        op.encode() + b"\0" + callee.fingerprint() for op, callee in sorted((callees or {}).items()))
+    with _LOWERED_LOCK:
+        hit = _LOWERED.get(key)
+        if hit is not None:
+            _LOWERED.move_to_end(key)
+            return hit
+    lowered = lower(program, callees=callees)
+    with _LOWERED_LOCK:
+        _LOWERED[key] = lowered
+        while len(_LOWERED) > _LOWERED_MAX:
+            _LOWERED.popitem(last=False)
+    return lowered
+
+
+def _open(device: Any) -> Any:
+    from hurray_gpu.devices_api import device as open_device
+
+    dev = open_device(device)
+    if getattr(dev, "kind", "") == "reference" or getattr(dev, "compiler", None) is None:
+        raise unsupported(f"device {device!r} compiles no kernels",
+                          "pass device='reference' for the interpreter, or a compiling device.")
+    return dev
+
+
+def _check_dialect(lowered: Lowered, dialect: str) -> None:
+    if dialect == "glsl" and "fma" in lowered.features:
+        raise unsupported("Fma on Vulkan/GLSL: Vulkan does not require fma() to round once "
+                          "(lavapipe rounds twice), so results would differ from the reference",
+                          "run Fma programs on the cpu, opencl or cuda device.")
+
+
+def _global_size(program: ir.Program, grid: tuple[int, int, int]) -> tuple[int, int, int]:
+    size = tuple(g * w for g, w in zip(grid, program.workgroup_size, strict=True))
+    if any(s > _U32_MAX for s in size):
+        raise unsupported(f"grid {grid} x workgroup {program.workgroup_size} has more than "
+                          "2**32-1 invocations on an axis (ids would wrap)",
+                          "use a smaller grid.")
+    return size  # type: ignore[return-value]
+
+
+def run_bytes(program: ir.Program | bytes, inputs: Inputs = None, *,
+              grid: tuple[int, int, int] | None = None, device: Any = "reference",
+              min_dispatch_elements: int = 0,
+              max_buffer_bytes: int = DEFAULT_MAX_BUFFER_BYTES,
+              callees: Mapping[str, ir.Program] | None = None) -> dict[str, bytes]:
+    """Run ``program`` on ``device``; return each output buffer's raw little-endian bytes.
+
+    Args:
+        program: a :class:`vyre.Program`, or VIR0 wire bytes.
+        inputs: as :func:`vyre.reference.run_bytes` (by name, or a list in declaration order).
+        grid: workgroup counts (x, y, z); None infers them exactly as the reference does.
+        device: ``"reference"`` or a hurray_gpu device spec/object (``"cpu"``, ``"opencl:0"``,
+            ``"vulkan:0"``, ``"cuda:0"``, ``"rocm:0"``).
+        min_dispatch_elements: lane-count floor for grid inference.
+        max_buffer_bytes: bound on all buffers together.
+        callees: op id -> callee program; ``Call`` expressions are inlined as the reference
+            inlines them.
+
+    Returns:
+        ``{buffer name: bytes}`` for the reference's returned buffers, in declaration order.
+
+    Raises:
+        vyre.ValidationError: the program is invalid.
+        ReferenceInputError: bad inputs or grid.
+        UnsupportedOpError: the program uses a construct this device cannot run exactly.
+        TrapError: the program trapped (i32 division by zero or MIN/-1, or a Trap node).
+    """
+    prog = _as_program(program)
+    if device == "reference":
+        from vyre.reference import run_bytes as ref_run_bytes
+
+        return ref_run_bytes(prog, inputs, grid=grid, min_dispatch_elements=min_dispatch_elements,
+                             max_buffer_bytes=max_buffer_bytes, callees=callees)
+    lowered = lower_cached(prog, callees)
+    dev = _open(device)
+    _check_dialect(lowered, dev.dialect)
+    prepared = lowered.program
+    bound = bind_inputs(prepared, inputs, max_buffer_bytes)
+    counts = (_check_grid(grid) if grid is not None
+              else infer_grid(prepared, bound, force_full="atomics" in lowered.features,
+                              min_dispatch_elements=min_dispatch_elements))
+    size = _global_size(prepared, counts)
+    buffers, args = {}, {}
+    try:
+        for slot in lowered.slots:
+            data = bound.storage[slot.decl.name].data
+            words = max(1, -(-len(data) // 4))
+            padded = bytes(data) + bytes(4 * words - len(data))
+            buffers[slot.param] = Buffer.from_bytes(dev, padded)
+            args[slot.param] = buffers[slot.param]
+            args[slot.length] = element_count(slot.decl.element, len(data))
+        if lowered.uses_trap:
+            buffers[TRAP_PARAM] = args[TRAP_PARAM] = Buffer.from_bytes(dev, bytes(4))
+        for kernel in lowered.kernels:  # GridSync segments run one after another
+            dev.run(kernel, global_size=size, wait=True, **args)
+        if lowered.uses_trap and bytes(buffers[TRAP_PARAM].copyout()) != bytes(4):
+            raise TrapError("the program trapped on the device (i32 division by zero or "
+                            "MIN / -1, or a Trap node); the outputs are void",
+                            fix="guard the divisor, or remove the Trap.")
+        out = {}
+        by_name = {s.decl.name: s for s in lowered.slots}
+        for decl in bound.outputs:
+            storage = bound.storage[decl.name]
+            raw = bytes(buffers[by_name[decl.name].param].copyout())[:len(storage.data)]
+            storage.data[:] = raw
+            out[decl.name] = output_bytes(decl, storage)
+        return out
+    finally:
+        for b in buffers.values():
+            b.free()
+
+
+def run(program: ir.Program | bytes, inputs: Inputs = None, *,
+        grid: tuple[int, int, int] | None = None, device: Any = "reference",
+        **options: Any) -> dict[str, np.ndarray]:
+    """Run ``program`` on ``device``; outputs come back as NumPy arrays, as
+    :func:`vyre.reference.run` returns them.
+
+    Args:
+        program: a :class:`vyre.Program`, or VIR0 wire bytes.
+        inputs: one blob per input buffer, by name or in declaration order.
+        grid: workgroup counts (x, y, z); None infers them as the reference does.
+        device: ``"reference"`` or a hurray_gpu device spec/object.
+        **options: ``min_dispatch_elements``, ``max_buffer_bytes``, ``callees``.
+
+    Returns:
+        ``{buffer name: array}``; u32/bool -> uint32, i32 -> int32, f32 -> float32 (raw bits).
+
+    Raises:
+        The errors of :func:`run_bytes`.
+    """
+    prog = _as_program(program)
+    if device == "reference":
+        return reference_run(prog, inputs, grid=grid, **options)
+    out = run_bytes(prog, inputs, grid=grid, device=device, **options)
+    result = {}
+    for decl in prog.buffers:
+        if decl.name in out:
+            dtype = np.dtype(_DTYPES.get(decl.element, "u1"))  # type: ignore[call-overload]
+            data = out[decl.name]
+            if len(data) % dtype.itemsize:
+                dtype = np.dtype("u1")
+            result[decl.name] = np.frombuffer(data, dtype=dtype).copy()
+    return result
