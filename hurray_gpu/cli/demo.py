@@ -118,7 +118,7 @@ def run_demo(device: Any = None, *, quick: bool = False, out_dir: str | None = N
 
             results.update(materialize_layouts(rec, layouts, on_dev, dev))
         arr = dlpack_handoff(rec, results[weights[1].name], dev)
-        vyre_checksum(rec, arr, weights[1].name)
+        vyre_checksum(rec, arr, weights[1].name, dev)
         recheck(rec, weights + layouts, results, dev)
     return rec
 
