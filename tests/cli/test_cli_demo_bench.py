@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import pytest
@@ -15,9 +14,7 @@ from hurray_gpu.cli.demo_steps import numpy_checksum
 
 
 def test_demo_quick_on_cpu_passes_every_check(tmp_path: Path) -> None:
-    start = time.perf_counter()
     rec = run_demo("cpu", quick=True, out_dir=str(tmp_path), progress=False)
-    assert time.perf_counter() - start < 60
     failed = [(s.step, s.check) for s in rec.steps if s.ok is False]
     assert not failed, failed
     steps = " | ".join(s.step for s in rec.steps)
@@ -27,7 +24,8 @@ def test_demo_quick_on_cpu_passes_every_check(tmp_path: Path) -> None:
     dq = [s for s in rec.steps if s.step.startswith("dequantize")]
     assert len(dq) == 5 and all(s.where == "cpu:0" and "bit-exact" in s.check for s in dq)
     assert (tmp_path / "demo.hrry").stat().st_size > 0
-    assert any("reference interpreter" in n for n in rec.notes)  # honest about where vyre ran
+    (vy,) = [s for s in rec.steps if s.step.startswith("vyre checksum")]
+    assert vy.where == "cpu:0" and "reference interpreter 0x" in vy.check
 
 
 def test_demo_json_output(capsys: pytest.CaptureFixture, tmp_path: Path) -> None:
