@@ -10,11 +10,11 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from enum import IntEnum
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from hurray_gpu.cache import LRUCache
 from hurray_gpu.errors import BackendUnavailableError, OutOfMemoryError, UnsupportedOpError
+from hurray_gpu.format.descriptor.buffers import MemoryClass
 from hurray_gpu.program import Compiler, Program
 
 if TYPE_CHECKING:
@@ -26,38 +26,6 @@ __all__ = ["Allocation", "Allocator", "Compiler", "Device", "MemoryClass", "Prog
 DEFAULT_POOL_LIMIT = 512 * 1024 * 1024
 # Loaded programs kept per device.
 PROGRAM_CACHE_CAPACITY = 256
-
-
-class MemoryClass(IntEnum):
-    """Hurray memory_class values (hurray-facts §3)."""
-
-    STANDARD = 0x00
-    HOST_PINNED = 0x01
-    UNIFIED = 0x02
-    PEER = 0x03
-
-    @classmethod
-    def parse(cls, value: MemoryClass | int | str) -> MemoryClass:
-        """Return the member for a value, a member, or a name such as ``"host_pinned"``.
-
-        Raises:
-            UnsupportedOpError: for an unknown or private class.
-        """
-        if isinstance(value, str):
-            key = value.strip().upper()
-            if key in cls.__members__:
-                return cls[key]
-        elif isinstance(value, int) and not isinstance(value, bool) and value in range(4):
-            return cls(value)
-        raise UnsupportedOpError(
-            f"unknown memory class {value!r}",
-            fix="use one of standard, host_pinned, unified, peer (or 0-3).",
-        )
-
-    @property
-    def label(self) -> str:
-        """The lowercase name used in specs and messages."""
-        return self.name.lower()
 
 
 @dataclass(eq=False)

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import IntEnum
 
+from ...errors import UnsupportedOpError
 from .reader import Reader, Writer, fail
 
 HANDLE_SIZE = 16
@@ -40,6 +41,29 @@ class MemoryClass(IntEnum):
     HOST_PINNED = 0x01
     UNIFIED = 0x02
     PEER = 0x03
+
+    @classmethod
+    def parse(cls, value: MemoryClass | int | str) -> MemoryClass:
+        """Return the member for a value, a member, or a name such as ``"host_pinned"``.
+
+        Raises:
+            UnsupportedOpError: for an unknown or private class.
+        """
+        if isinstance(value, str):
+            key = value.strip().upper()
+            if key in cls.__members__:
+                return cls[key]
+        elif isinstance(value, int) and not isinstance(value, bool) and value in range(4):
+            return cls(value)
+        raise UnsupportedOpError(
+            f"unknown memory class {value!r}",
+            fix="use one of standard, host_pinned, unified, peer (or 0-3).",
+        )
+
+    @property
+    def label(self) -> str:
+        """The lowercase name used in specs and messages."""
+        return self.name.lower()
 
 
 class SyncMode(IntEnum):
