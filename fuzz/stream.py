@@ -15,7 +15,6 @@ from typing import Any
 from hurray_gpu.errors import HurrayFormatError
 from hurray_gpu.io import StreamReader, StreamWriter
 from hurray_gpu.io._memory import CHUNK
-from hurray_gpu.io.framing import DEFAULT_MAX_DESCRIPTOR_SIZE
 
 from . import seeds
 from ._engine import Bounds, FuzzFailure, Harness, Stats, guarded
@@ -24,18 +23,12 @@ from ._tmpfs import scratch_file
 NAME = "stream"
 BOUNDS = Bounds(seconds=2.0, mem_factor=64, mem_slack=1 << 20)
 # Sources of unknown length (pipes) may read ahead before a short stream is detected: one
-# descriptor (<= max_descriptor_size) or one buffer chunk (<= CHUNK), as hurray_gpu/io/stream.py
-# documents. Buffers are over-allocated by their alignment (<= 2 MiB) to align them.
-READ_AHEAD = DEFAULT_MAX_DESCRIPTOR_SIZE + CHUNK
-ALIGN_PAD = 1 << 21
-# Known bugs (tests/fuzz/test_regressions.py replays them with these set to False): for
-# sources whose length is known, declared sizes are not checked against it before allocating.
-# 1. every source: descriptor_length (<= 16 MiB) is allocated before the descriptor is read;
-# 2. bytes / BytesIO: buffers <= CHUNK (64 MiB) are allocated before they are read;
-# 3. every buffer is over-allocated by up to its declared alignment (2 MiB), however small,
-#    so many tiny buffers amplify memory ~40000x (allowed here: 2 pads per descriptor).
-KNOWN_BUGS = {"descriptor_prealloc": True, "in_memory_buffer_prealloc": True,
-              "alignment_pad": True}
+# descriptor piece (<= 1 MiB) or one buffer chunk (<= CHUNK), as hurray_gpu/io/stream.py
+# documents. Sources of known length (bytes, BytesIO, files) are checked before allocating,
+# and host buffers are padded to at most 1/16 of their size (plus 63 bytes) to align them.
+READ_AHEAD = (1 << 20) + CHUNK
+# No decoder bug is open; tests/fuzz/test_regressions.py replays every KNOWN_BUGS flag False.
+KNOWN_BUGS: dict[str, bool] = {}
 
 
 class _PipeLike:
@@ -69,18 +62,10 @@ def options(ctl: int) -> dict[str, Any]:
 
 
 def memory_allowance(kind: int, payload: bytes) -> int:
-    """Extra memory beyond ``mem_factor * len`` for this source kind (documented read-ahead,
-    alignment padding, and the known bugs still open)."""
-    extra = 2 * ALIGN_PAD
-    if KNOWN_BUGS["alignment_pad"]:
-        extra += 2 * ALIGN_PAD * payload.count(b"HRRY")
-    if kind == 2:
-        return extra + READ_AHEAD
-    if KNOWN_BUGS["descriptor_prealloc"]:
-        extra += DEFAULT_MAX_DESCRIPTOR_SIZE
-    if kind != 1 and KNOWN_BUGS["in_memory_buffer_prealloc"]:
-        extra += CHUNK
-    return extra
+    """Extra memory beyond ``mem_factor * len`` for this source kind (the documented
+    read-ahead of sources whose length is unknown)."""
+    del payload  # the allowance depends on the source kind only
+    return READ_AHEAD if kind == 2 else 0
 
 
 def one_input(data: bytes, *, measure_memory: bool = False, stats: Stats | None = None) -> bool:

@@ -1,4 +1,5 @@
-"""Configuration: the only module that reads ``HURRAY_GPU_*`` environment variables.
+"""Configuration: the only module that reads ``HURRAY_GPU_*`` environment variables (and the
+few foreign ones hurray_gpu depends on, such as ``OMP_WAIT_POLICY``).
 
 Values are read at call time so tests and subprocesses can change them without reloading.
 """
@@ -16,6 +17,7 @@ __all__ = [
     "debug_level",
     "device_override",
     "no_cache",
+    "omp_wait_policy",
     "progress",
 ]
 
@@ -78,3 +80,21 @@ def progress() -> bool | None:
     if value in {"1", "true", "yes", "on"}:
         return True
     return None
+
+
+def omp_wait_policy(default: str | None = None) -> str | None:
+    """``OMP_WAIT_POLICY`` (``ACTIVE``/``PASSIVE``, as set), optionally defaulting it first.
+
+    With ``default``, an unset variable is set to it (``os.environ.setdefault``), so that the
+    OpenMP runtime, which reads the variable once when it is loaded, picks it up; a value the
+    user set is never changed.
+
+    Args:
+        default: the policy to set when the variable is unset, or None to only read it.
+
+    Returns:
+        The value in effect for an OpenMP runtime loaded from now on, or None when unset.
+    """
+    if default is not None:
+        return os.environ.setdefault("OMP_WAIT_POLICY", default)
+    return os.environ.get("OMP_WAIT_POLICY")

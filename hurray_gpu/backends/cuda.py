@@ -120,6 +120,19 @@ class CUDAAllocator(Allocator):
     def _offset(self, raw: CUDAMemory, offset: int, nbytes: int) -> CUDAMemory:
         return CUDAMemory(raw.ptr + offset, raw.owner)
 
+    def _copy(self, dest: CUDAMemory, src: CUDAMemory, nbytes: int) -> None:
+        # Device to device without the host: queued on CuPy's current stream (after the
+        # kernels that wrote src), then waited for, since D2D cudaMemcpy may return early.
+        dev: CUDADevice = self.device  # type: ignore[assignment]
+        runtime = dev.runtime
+        with dev.context():
+            try:
+                stream = dev.cupy.cuda.get_current_stream()
+                runtime.memcpyAsync(dest.ptr, src.ptr, nbytes, runtime.memcpyDefault, stream.ptr)
+                stream.synchronize()
+            except runtime.CUDARuntimeError as exc:
+                check(device_status(exc) or -1, "cudaMemcpyAsync (device to device)")
+
     def _memcpy(self, dst: int, src: int, nbytes: int) -> None:
         dev: CUDADevice = self.device  # type: ignore[assignment]
         runtime = dev.runtime

@@ -57,6 +57,10 @@ class VulkanAllocator(Allocator):
     def _offset(self, raw: vmem.VulkanMemory, offset: int, nbytes: int) -> vmem.VulkanMemory:
         return vmem.window(raw, offset)
 
+    def _copy(self, dest: vmem.VulkanMemory, src: vmem.VulkanMemory, nbytes: int) -> None:
+        # Device to device in one vkCmdCopyBuffer (no size limit, no host staging).
+        vmem.copy_memory(self._ctx, dest, src, nbytes)
+
     @property
     def _ctx(self) -> VulkanContext:
         return self.device.ctx  # type: ignore[attr-defined, no-any-return]

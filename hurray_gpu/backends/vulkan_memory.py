@@ -1,7 +1,7 @@
 """Vulkan device memory: memory-type choice per Hurray memory class, mapping, staging copies.
 
 Host-visible memory is mapped once and copied with NumPy; device-only memory goes through a
-bounded host-visible staging buffer and ``vkCmdCopyBuffer``.
+bounded host-visible staging buffer and ``vkCmdCopyBuffer``, as do device-to-device copies.
 """
 
 from __future__ import annotations
@@ -215,3 +215,15 @@ def _copy_buffer(ctx: VulkanContext, staging: VulkanMemory, mem: VulkanMemory, o
                               dstOffset=offset if upload else 0, size=size)]
     src, dst = (staging.buffer, mem.buffer) if upload else (mem.buffer, staging.buffer)
     ctx.submit(lambda cmd: vk.vkCmdCopyBuffer(cmd, src, dst, 1, region))
+
+
+def copy_memory(ctx: VulkanContext, dest: VulkanMemory, src: VulkanMemory, nbytes: int) -> None:
+    """Copy ``nbytes`` from ``src`` to ``dest`` on the device with one ``vkCmdCopyBuffer``.
+
+    The ranges must not overlap when both lie in one VkBuffer (the Allocator stages those
+    through the host); the copy has finished when this returns.
+    """
+    vk = ctx.vk
+    region = [vk.VkBufferCopy(srcOffset=src.offset, dstOffset=dest.offset, size=nbytes)]
+    with ctx.lock:  # submit() waits on the fence before it releases the lock
+        ctx.submit(lambda cmd: vk.vkCmdCopyBuffer(cmd, src.buffer, dest.buffer, 1, region))

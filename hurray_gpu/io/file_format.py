@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
+from itertools import pairwise
 
 from ..errors import HurrayFormatError
 
@@ -179,7 +180,8 @@ def decode_index(data: bytes | memoryview, base: int, region_end: int, header: F
 
     Raises:
         HurrayFormatError: truncation, bad or duplicate names, ranges outside the region,
-            non-zero flags (minor 0), or trailing bytes.
+            overlapping descriptor or data ranges, non-zero flags (minor 0), or trailing
+            bytes.
     """
     (count,) = struct.unpack_from("<Q", data, 0)
     size = len(data)
@@ -187,6 +189,7 @@ def decode_index(data: bytes | memoryview, base: int, region_end: int, header: F
         raise _entry_error(f"entry_count {count} cannot fit in index_length {size}",
                            "entry_count", base)
     entries: list[IndexEntry] = []
+    at: list[int] = []  # absolute offset of each entry's descriptor_offset field
     seen: set[str] = set()
     pos, first, strict = 8, header.first_descriptor_offset, header.version_minor == 0
     unpack_tail = _ENTRY_TAIL.unpack_from
@@ -212,11 +215,44 @@ def decode_index(data: bytes | memoryview, base: int, region_end: int, header: F
         _check_entry(name, d_off, d_len, data_off, data_len, flags, first, region_end,
                      strict, base + tail)
         entries.append(IndexEntry(name, d_off, d_len, data_off, data_len, flags))
+        at.append(base + tail)
         pos = tail + 32
     if pos != size:
         raise _entry_error(f"index has {size - pos} trailing bytes after its last entry",
                            "index_length", base + pos)
+    _check_disjoint(entries, at)
     return entries
+
+
+def _check_disjoint(entries: list[IndexEntry], at: list[int]) -> None:
+    """Reject index entries whose descriptor or data ranges overlap (O(n log n)).
+
+    Every tensor owns its descriptor and data bytes: aliased entries would make a reader copy
+    the same bytes once per entry (memory amplification). Zero-length data ranges (composite
+    heads, all-empty tensors, facts §12.4) are never read, so they overlap nothing.
+
+    Raises:
+        HurrayFormatError: two ranges overlap (an entry's own descriptor and data included).
+    """
+    spans = []
+    for i, e in enumerate(entries):
+        spans.append((e.descriptor_offset, e.descriptor_offset + e.descriptor_length, i, 0))
+        if e.data_length:
+            spans.append((e.data_offset, e.data_offset + e.data_length, i, 1))
+    spans.sort()
+    kinds, fields = ("descriptor", "data"), ("descriptor_offset", "data_offset")
+    for prev, cur in pairwise(spans):
+        if cur[0] < prev[1]:
+            # Blame the entry stored later in the index: it is the one re-using bytes.
+            first, later = sorted((prev, cur), key=lambda span: (span[2], span[3]))
+            a, b = entries[first[2]], entries[later[2]]
+            raise _err(
+                f"tensor {b.name!r}: {kinds[later[3]]} [{later[0]}, {later[1]}) overlaps the "
+                f"{kinds[first[3]]} [{first[0]}, {first[1]}) of tensor {a.name!r}; index "
+                "entries must not share descriptor or data bytes", fields[later[3]],
+                at[later[2]] + 12 * later[3],
+                "give every index entry its own descriptor and data ranges; re-create the "
+                "file with a conforming writer.")
 
 
 def _check_entry(name: str, d_off: int, d_len: int, data_off: int, data_len: int, flags: int,

@@ -6,7 +6,6 @@ descriptor and buffers are touched only when that tensor is read.
 
 from __future__ import annotations
 
-import bisect
 import contextlib
 import mmap
 import os
@@ -20,7 +19,7 @@ from ..tensor import Tensor
 from ..tensor_device import Placement, check_room, place_tensor, resolve
 from ..transfer import Progress, show_progress
 from . import _codec
-from ._memory import aligned_empty
+from ._memory import aligned_empty, host_alignment
 from .composite import validate_members
 from .crc32c import crc32c
 from .file_format import (
@@ -190,12 +189,9 @@ class HrryFile:
         return Placement(dev, mclass, bar)
 
     def _position(self, name: str) -> int:
-        entry = self.entry(name)
-        order = self._ordered()
-        pos = bisect.bisect_left(self._offsets, entry.descriptor_offset)
-        while order[pos] is not entry:
-            pos += 1
-        return pos
+        self.entry(name)  # KeyError for an unknown name
+        self._ordered()
+        return self._positions[name]
 
     def _subtree_bytes(self, pos: int) -> int:
         return sum(e.data_length for e in self._ordered()[pos:self._skip(pos, 0)])
@@ -207,8 +203,9 @@ class HrryFile:
     # -- internals -----------------------------------------------------------------------
     def _ordered(self) -> list[IndexEntry]:
         if self._order is None:
+            # decode_index rejects overlapping descriptors, so the offsets are distinct.
             self._order = sorted(self.entries, key=lambda e: e.descriptor_offset)
-            self._offsets = [e.descriptor_offset for e in self._order]
+            self._positions = {e.name: i for i, e in enumerate(self._order)}
         return self._order
 
     def _descriptor(self, entry: IndexEntry) -> tuple[Any, bytes]:
@@ -306,7 +303,7 @@ class HrryFile:
         for (start, n), handle in zip(spans, handles, strict=True):
             view = np.frombuffer(mm, dtype=np.uint8, count=n, offset=start)
             if copy:
-                fresh = aligned_empty(n, min(max(handle.alignment, 64), 1 << 21))
+                fresh = aligned_empty(n, host_alignment(handle.alignment, n))
                 fresh[...] = view
                 view = fresh
             out.append(view)

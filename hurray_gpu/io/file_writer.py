@@ -15,6 +15,7 @@ import numpy as np
 
 from ..errors import HurrayFormatError
 from ..tensor import Tensor
+from ..transfer import host_chunks
 from .crc32c import crc32c
 from .file_format import (
     DEFAULT_ALIGNMENT,
@@ -134,7 +135,8 @@ class FileWriter:
         for i, buf in enumerate(tensor.buffers):
             if i:
                 self._pad_to(self.alignment)
-            self._emit(buf.data)
+            for chunk in host_chunks(buf):  # device Buffers are copied out chunk by chunk
+                self._emit(chunk)
         data_length = self._pos - data_offset
         self._pad_to(8)
         self._entries.append(IndexEntry(name, desc_offset, len(raw), data_offset, data_length))

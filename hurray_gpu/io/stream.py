@@ -20,7 +20,7 @@ from ..tensor import Tensor
 from ..tensor_device import Placement, check_room, release, resolve
 from ..transfer import Progress, host_chunks, pieces, show_progress
 from . import _codec
-from ._memory import CHUNK, aligned_empty
+from ._memory import CHUNK, aligned_empty, host_alignment
 from .composite import validate_members
 from .framing import (
     DEFAULT_MAX_COMPOSITE_DEPTH,
@@ -30,6 +30,10 @@ from .framing import (
 )
 
 _FIX_TRUNC = "the stream was cut short; re-send or re-write it completely."
+# Sources of unknown length (pipes, sockets) are read in pieces of at most this many bytes
+# when the size is not yet proven, so a hostile declared length allocates no more than what
+# actually arrived plus one piece.
+_PIECE = 1 << 20
 
 
 def _open(source: Any, mode: str) -> tuple[IO[bytes], bool]:
@@ -206,7 +210,7 @@ class StreamReader:
     def _read_buffer(self, index: int, handle: Any) -> np.ndarray:
         size = handle.byte_size
         verified = self._check_buffer_size(index, size)
-        align = min(max(handle.alignment, 64), 1 << 21)
+        align = host_alignment(handle.alignment, size)
         if size <= CHUNK or verified:
             out = aligned_empty(size, align)
             self._read_into(out, f"buffers[{index}]")
@@ -224,30 +228,71 @@ class StreamReader:
         np.concatenate(chunks, out=out)
         return out
 
+    def _remaining(self) -> int | None:
+        """Bytes left in the source when its size is known (regular files, in-memory
+        buffers), else None (pipes, sockets, other file-like objects)."""
+        source = self._file
+        try:
+            if isinstance(source, io.BytesIO):
+                with source.getbuffer() as view:
+                    end = view.nbytes
+            else:
+                info = os.fstat(source.fileno())
+                if not stat.S_ISREG(info.st_mode):
+                    return None  # pipes and sockets report no meaningful size
+                end = info.st_size
+            return max(end - source.tell(), 0)
+        except (OSError, AttributeError, ValueError, BufferError, io.UnsupportedOperation):
+            return None
+
     def _check_remaining(self, size: int, index: int) -> bool:
-        """For regular files, compare a declared size with the bytes left before allocating.
+        """Compare a declared buffer size with the bytes left, when known, before allocating.
 
         Returns:
-            True when the file is known to hold ``size`` more bytes, False when unknown.
+            True when the source is known to hold ``size`` more bytes, False when unknown.
+
+        Raises:
+            HurrayFormatError: the source is known to hold fewer than ``size`` bytes.
         """
-        try:
-            info = os.fstat(self._file.fileno())
-            here = self._file.tell()
-        except (OSError, AttributeError, ValueError, io.UnsupportedOperation):
+        left = self._remaining()
+        if left is None:
             return False
-        if not stat.S_ISREG(info.st_mode):
-            return False  # pipes and sockets report no meaningful size
-        end = info.st_size
-        if size > end - here:
+        if size > left:
             raise HurrayFormatError(
                 f"stream truncated: buffers[{index}] declares {size} bytes but only "
-                f"{max(end - here, 0)} remain", field=f"buffers[{index}].byte_size",
+                f"{left} remain", field=f"buffers[{index}].byte_size",
                 offset=self.position, fix=_FIX_TRUNC)
         return True
 
     def _read_exact(self, n: int, what: str, allow_eof: bool = False) -> bytearray | None:
-        out = bytearray(n)
-        got = self._fill(memoryview(out))
+        """Read exactly ``n`` bytes, checking a known remaining length before allocating and
+        reading sources of unknown length in bounded pieces.
+
+        Returns:
+            The bytes, or None at a clean end of input when ``allow_eof``.
+
+        Raises:
+            HurrayFormatError: the source holds fewer than ``n`` bytes.
+        """
+        left = self._remaining()
+        if left is not None and left < n:
+            if left == 0 and allow_eof and n:
+                return None
+            raise HurrayFormatError(
+                f"stream truncated: {what} needs {n} bytes but only {left} remain",
+                field=what, offset=self.position, fix=_FIX_TRUNC)
+        if left is not None:
+            out = bytearray(n)
+            got = self._fill(memoryview(out))
+        else:  # grow with what arrives, never ahead of it by more than one piece
+            out, got = bytearray(), 0
+            while got < n:
+                step = min(n - got, _PIECE)
+                out.extend(bytes(step))
+                new = self._fill(memoryview(out)[got:])
+                got += new
+                if new < step:
+                    break
         if got == 0 and allow_eof and n:
             return None
         if got < n:
