@@ -39,6 +39,8 @@ from hurray_gpu.io import (
 )
 from hurray_gpu.kv_cache import OutOfPagesError, PagedKVCache
 from hurray_gpu.ops import dequantize, element, materialize, relayout, sparsify, unpack
+from hurray_gpu.sync import Event, Stream
+from hurray_gpu.sync.dlpack_import import from_dlpack
 from hurray_gpu.tensor import Tensor
 
 __version__ = "0.1.0"
@@ -69,6 +71,7 @@ __all__ = [
     "Device",
     "DeviceError",
     "DeviceTag",
+    "Event",
     "FileWriter",
     "HrryFile",
     "HurrayFormatError",
@@ -77,6 +80,7 @@ __all__ = [
     "OutOfMemoryError",
     "OutOfPagesError",
     "PagedKVCache",
+    "Stream",
     "StreamReader",
     "StreamWriter",
     "SyncMode",
@@ -95,6 +99,7 @@ __all__ = [
     "device",
     "devices",
     "element",
+    "from_dlpack",
     "from_numpy",
     "load",
     "materialize",

@@ -19,6 +19,8 @@ from hurray_gpu.program import Compiler, Program
 
 if TYPE_CHECKING:
     from hurray_gpu.kernels.dialect.kernel import KernelDef
+    from hurray_gpu.sync.event import Event
+    from hurray_gpu.sync.stream import Stream
 
 __all__ = ["Allocation", "Allocator", "Compiler", "Device", "MemoryClass", "Program"]
 
@@ -333,6 +335,27 @@ class Device:
 
     def synchronize(self) -> None:
         """Wait until all queued work on this device has finished."""
+
+    # -- stream and event hooks (the host implementation unless a backend overrides) -----
+    def stream_class(self) -> type[Stream]:
+        """The Stream subclass ``Stream(device)`` builds for this device."""
+        from hurray_gpu.sync.host import HostStream
+
+        return HostStream
+
+    def event_class(self) -> type[Event]:
+        """The Event subclass ``Event(device)`` builds for this device."""
+        from hurray_gpu.sync.host import HostEvent
+
+        return HostEvent
+
+    @property
+    def default_stream(self) -> Stream:
+        """The stream work goes to when no ``with stream:`` block is active."""
+        stream = self.__dict__.get("_default_stream")
+        if stream is None:
+            stream = self.__dict__["_default_stream"] = self.stream_class()(self, _default=True)
+        return stream
 
     def finalize(self) -> None:
         """Release pooled memory and loaded programs."""

@@ -14,6 +14,7 @@ from .buffer import Buffer
 from .errors import HurrayFormatError, UnsupportedOpError
 from .format.dtypes import DType, from_numpy_dtype
 from .format.packing import as_bytes, pack, unpack
+from .sync.tensor_api import TensorSyncMixin
 
 LAYOUT_NAMES = {0x01: "row_major", 0x02: "col_major", 0x03: "strided", 0x04: "tiled",
                 0x05: "morton", 0x06: "coo", 0x07: "csr", 0x08: "csc", 0x09: "csf",
@@ -48,7 +49,7 @@ def _to_host(buf: Any, index: int, handle: Any) -> np.ndarray:
     return aligned_copy(data, min(max(handle.alignment, 64), _MAX_HOST_ALIGN))
 
 
-class Tensor:
+class Tensor(TensorSyncMixin):
     """A Hurray tensor: descriptor + buffers (+ members for a composite head).
 
     Build one with :meth:`from_numpy` or :meth:`from_parts` (the constructor is the same as
@@ -57,7 +58,7 @@ class Tensor:
     they are :class:`~hurray_gpu.buffer.Buffer` objects.
     """
 
-    __slots__ = ("_descriptor", "_buffers", "_members", "_raw", "_place")
+    __slots__ = ("_descriptor", "_buffers", "_members", "_raw", "_place", "_sync")
 
     def __init__(self, descriptor: Any, buffers: Sequence[Any] = (),
                  members: Sequence[Tensor] = ()) -> None:

@@ -6,6 +6,7 @@ standard = device cl_mem, host_pinned = CL_MEM_ALLOC_HOST_PTR, unified = coarse-
 from __future__ import annotations
 
 import threading
+import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -65,6 +66,24 @@ class CLAllocator(Allocator):
 
     oom_errors = (MemoryError, cl.MemoryError)
 
+    def __init__(self, device: Device, **kwargs: Any) -> None:
+        from hurray_gpu.backends.opencl_sync import PoolFences
+
+        super().__init__(device, **kwargs)
+        self._fences = PoolFences()
+
+    def _put_pooled(self, raw: Any, nbytes: int, memory_class: MemoryClass) -> None:
+        # Other streams may still use the buffer; its next user waits for them on the device.
+        self._fences.fence(self.device, raw)
+        super()._put_pooled(raw, nbytes, memory_class)
+
+    def _take_pooled(self, nbytes: int, memory_class: MemoryClass) -> Any:
+        raw = super()._take_pooled(nbytes, memory_class)
+        if raw is not None:
+            dev: CLDevice = self.device  # type: ignore[assignment]
+            self._fences.wait(dev.current_queue(), raw)
+        return raw
+
     def _alloc(self, nbytes: int, memory_class: MemoryClass) -> Any:
         dev: CLDevice = self.device  # type: ignore[assignment]
         flags: Any = cl.mem_flags.READ_WRITE
@@ -82,25 +101,28 @@ class CLAllocator(Allocator):
             raise
 
     def _free(self, raw: Any, nbytes: int, memory_class: MemoryClass) -> None:
+        self._fences.forget(raw)
         if isinstance(raw, tuple):
             raw[0].release()
 
     def _copyin(self, raw: Any, src: memoryview) -> None:
         dev: CLDevice = self.device  # type: ignore[assignment]
+        queue = dev.current_queue()
         with _cl_call("clEnqueueWriteBuffer"):
             if isinstance(raw, tuple):
-                cl.enqueue_copy(dev.queue, raw[0], src, dst_offset=raw[1], is_blocking=True)
+                cl.enqueue_copy(queue, raw[0], src, dst_offset=raw[1], is_blocking=True)
             else:  # coarse-grain SVM: the host touches it only while mapped
-                with cl.SVM(raw).map_rw(dev.queue) as mapped:
+                with cl.SVM(raw).map_rw(queue) as mapped:
                     mapped[:] = np.frombuffer(src, dtype=np.uint8)
 
     def _copyout(self, dest: memoryview, raw: Any) -> None:
         dev: CLDevice = self.device  # type: ignore[assignment]
+        queue = dev.current_queue()
         with _cl_call("clEnqueueReadBuffer"):
             if isinstance(raw, tuple):
-                cl.enqueue_copy(dev.queue, dest, raw[0], src_offset=raw[1], is_blocking=True)
+                cl.enqueue_copy(queue, dest, raw[0], src_offset=raw[1], is_blocking=True)
             else:
-                with cl.SVM(raw).map_ro(dev.queue) as mapped:
+                with cl.SVM(raw).map_ro(queue) as mapped:
                     np.frombuffer(dest, dtype=np.uint8)[:] = mapped
 
     def _offset(self, raw: Any, offset: int, nbytes: int) -> Any:
@@ -110,12 +132,13 @@ class CLAllocator(Allocator):
 
     def _copy(self, dest: Any, src: Any, nbytes: int) -> None:
         dev: CLDevice = self.device  # type: ignore[assignment]
+        queue = dev.current_queue()
         with _cl_call("clEnqueueCopyBuffer"):
             if isinstance(dest, tuple) and isinstance(src, tuple):
-                event = cl.enqueue_copy(dev.queue, dest[0], src[0], byte_count=nbytes,
+                event = cl.enqueue_copy(queue, dest[0], src[0], byte_count=nbytes,
                                         src_offset=src[1], dst_offset=dest[1])
             elif not isinstance(dest, tuple) and not isinstance(src, tuple):
-                event = cl.enqueue_copy(dev.queue, cl.SVM(dest), cl.SVM(src))  # SVM memcpy
+                event = cl.enqueue_copy(queue, cl.SVM(dest), cl.SVM(src))  # SVM memcpy
             else:  # cl_mem <-> SVM: no single command copies between the two kinds
                 super()._copy(dest, src, nbytes)
                 return
@@ -183,9 +206,10 @@ class CLProgram(Program):
         dev: CLDevice = self.device  # type: ignore[assignment]
         padded = tuple(-(-g // loc) * loc for g, loc in zip(global_size, local_size, strict=True))
         args = [self._arg(b) for b in buffers] + list(scalars)
+        queue = dev.current_queue()
         with self._lock, _cl_call(f"launch of {self.kernel.name}"):
             self._kernel.set_args(*args)
-            event = cl.enqueue_nd_range_kernel(dev.queue, self._kernel, padded, local_size)
+            event = cl.enqueue_nd_range_kernel(queue, self._kernel, padded, local_size)
         if not wait:
             return None
         with _cl_call("clWaitForEvents"):
@@ -209,6 +233,7 @@ class CLDevice(Device):
                 self.context, self.cl_device,
                 properties=cl.command_queue_properties.PROFILING_ENABLE)
         self.alignment = max(1, self.cl_device.mem_base_addr_align // 8)
+        self.streams: weakref.WeakSet[Any] = weakref.WeakSet()  # non-default streams, to sync
         self.emulated = bool(self.cl_device.type & cl.device_type.CPU)
         super().__init__(index, self.cl_device.name.strip(), CLAllocator(self),
                          CLCompiler(self), self._memory_classes())
@@ -242,6 +267,24 @@ class CLDevice(Device):
     def synchronize(self) -> None:
         with _cl_call("clFinish"):
             self.queue.finish()
+            for stream in list(self.streams):
+                stream.queue.finish()
+
+    def stream_class(self) -> type:
+        from hurray_gpu.backends.opencl_sync import CLStream
+
+        return CLStream
+
+    def event_class(self) -> type:
+        from hurray_gpu.backends.opencl_sync import CLEvent
+
+        return CLEvent
+
+    def current_queue(self) -> Any:
+        """The command queue of this thread's current stream (launches and copies use it)."""
+        from hurray_gpu.sync.stream import current_stream
+
+        return current_stream(self).queue  # type: ignore[attr-defined]
 
     def compile_options(self, kernel: Any) -> tuple[str, ...]:
         return (CL_STD,)

@@ -1,0 +1,220 @@
+"""Handoff per ADR-018: the producer declares sync_mode in every buffer handle, the consumer
+applies the matching rule (wait on the event on every stream, or use only the declared streams).
+
+The buffer-release callback (ADR-009) is separate from the event release; each runs once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import threading
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from hurray_gpu.errors import UnsupportedOpError
+from hurray_gpu.format.descriptor.buffers import DeviceTag, SyncMode
+from hurray_gpu.sync.event import Event
+from hurray_gpu.sync.stream import Stream, current_stream
+
+if TYPE_CHECKING:
+    from hurray_gpu.tensor import Tensor
+
+__all__ = ["SyncState", "accept", "handoff", "parse_mode", "release", "sync_mode_of"]
+
+
+def parse_mode(value: Any) -> SyncMode:
+    """The SyncMode for a SyncMode, 0/1/2, or a name (``"event"``, ``"consumer_stream"``...).
+
+    Raises:
+        UnsupportedOpError: any other value (reserved 0x03-0xFE and 0xFF included).
+    """
+    if isinstance(value, str) and value.strip().upper() in SyncMode.__members__:
+        return SyncMode[value.strip().upper()]
+    if isinstance(value, int) and not isinstance(value, bool) and value in (0, 1, 2):
+        return SyncMode(value)
+    raise UnsupportedOpError(
+        f"unknown sync_mode {value!r}",
+        fix="use producer_synced (0), event (1) or consumer_stream (2).")
+
+
+@dataclasses.dataclass(eq=False)
+class SyncState:
+    """What travels with a handed-off device tensor, out of band of its descriptor.
+
+    Attributes:
+        mode: the declared SyncMode.
+        event: event mode: the producer's event (None once released).
+        streams: the streams allowed to touch the buffers (declared, or accepted).
+        on_release: the buffer-release callback, or None.
+    """
+
+    mode: SyncMode
+    event: Event | None = None
+    streams: list[Stream] = dataclasses.field(default_factory=list)
+    on_release: Callable[[], Any] | None = None
+    event_released: bool = False
+    released: bool = False
+    lock: threading.Lock = dataclasses.field(default_factory=threading.Lock)
+
+    def release_event(self) -> None:
+        """Release the producer's event; only the first call does anything."""
+        with self.lock:
+            event, self.event = self.event, None
+            first = not self.event_released
+            self.event_released = True
+        if first and event is not None:
+            event.release()
+
+    def release_buffers(self) -> None:
+        """Wait for the consumer streams' work, then call ``on_release`` (first call only)."""
+        with self.lock:
+            first, self.released = not self.released, True
+        if not first:
+            return
+        for stream in self.streams:
+            stream.synchronize()
+        if self.on_release is not None:
+            self.on_release()
+
+    def __del__(self) -> None:
+        # A consumer that never called release() is done with the buffers when this goes.
+        with contextlib.suppress(Exception):
+            self.release_event()
+            self.release_buffers()
+
+
+def _streams(device: Any, stream: Stream | Sequence[Stream] | None) -> list[Stream]:
+    items = [current_stream(device)] if stream is None else (
+        [stream] if isinstance(stream, Stream) else list(stream))
+    if not items:
+        raise UnsupportedOpError("no stream given", fix="pass a Stream or a list of Streams.")
+    for s in items:
+        if not isinstance(s, Stream) or s.device is not device:
+            raise UnsupportedOpError(f"{s!r} is not a Stream of {device}",
+                                     fix="pass streams of the tensor's device.")
+    return items
+
+
+def sync_mode_of(t: Tensor) -> SyncMode:
+    """The sync_mode the tensor's buffer handles declare (members included; all must agree).
+
+    Raises:
+        UnsupportedOpError: handles that disagree, or a reserved value.
+    """
+    modes = set(_modes(t))
+    if len(modes) > 1:
+        raise UnsupportedOpError(f"buffer handles declare different sync modes {sorted(modes)}",
+                                 fix="hand off every buffer of a tensor with one mode.")
+    return parse_mode(modes.pop()) if modes else SyncMode.PRODUCER_SYNCED
+
+
+def _modes(t: Tensor) -> list[int]:
+    return [int(h.sync_mode) for h in t.descriptor.buffers] + [
+        m for member in t.members for m in _modes(member)]
+
+
+def _retag(t: Tensor, mode: SyncMode, state: SyncState) -> Tensor:
+    from hurray_gpu.io import _codec
+    from hurray_gpu.tensor import Tensor
+
+    desc = t.descriptor
+    desc = dataclasses.replace(desc, buffers=tuple(
+        dataclasses.replace(h, sync_mode=int(mode)) for h in desc.buffers))
+    members = [_retag(m, mode, state) for m in t.members]
+    out = Tensor._trusted(desc, t.buffers, members=members, raw=_codec.encode(desc),
+                          place=t._place)
+    out._sync = state  # type: ignore[attr-defined]
+    return out
+
+
+def handoff(t: Tensor, mode: Any, stream: Stream | Sequence[Stream] | None = None, *,
+            producer: Stream | Sequence[Stream] | None = None,
+            on_release: Callable[[], Any] | None = None) -> Tensor:
+    """Implement :meth:`Tensor.handoff`: order the producer's writes and declare ``mode``."""
+    mode = parse_mode(mode)
+    dev = t.device
+    if dev.tag == DeviceTag.CPU and mode != SyncMode.PRODUCER_SYNCED:
+        raise UnsupportedOpError(f"CPU buffers must be producer-synced, not {mode.name.lower()}",
+                                 fix="hand off host tensors with mode 'producer_synced'.")
+    if on_release is not None and not callable(on_release):
+        raise UnsupportedOpError("on_release must be callable", fix="pass a function or None.")
+    if stream is not None and mode != SyncMode.CONSUMER_STREAM:
+        raise UnsupportedOpError(f"{mode.name.lower()} mode takes no consumer stream",
+                                 fix="pass stream= only with mode 'consumer_stream'.")
+    writers = _streams(dev, producer)
+    state = SyncState(mode, on_release=on_release)
+    if mode == SyncMode.PRODUCER_SYNCED:
+        for s in writers:
+            s.synchronize()
+    elif mode == SyncMode.EVENT:
+        state.event = _join(writers)
+    else:
+        if stream is None:
+            raise UnsupportedOpError("consumer_stream mode needs the consumer's stream",
+                                     fix="pass stream=<the consumer's Stream>.")
+        state.streams = _streams(dev, stream)
+        ready = _join(writers)
+        for consumer in state.streams:
+            ready.wait(consumer)
+        ready.release()
+    return _retag(t, mode, state)
+
+
+def _join(writers: list[Stream]) -> Event:
+    """One event that completes after every writer stream's queued work."""
+    first = writers[0]
+    for other in writers[1:]:
+        done = other.record()
+        done.wait(first)
+        done.release()
+    return first.record()
+
+
+def accept(t: Tensor, stream: Stream | Sequence[Stream] | None = None, *,
+           insert_wait: bool = False) -> Tensor:
+    """Implement :meth:`Tensor.accept`: apply the consumer rule of the declared sync_mode."""
+    mode = sync_mode_of(t)
+    if mode == SyncMode.PRODUCER_SYNCED:
+        return t
+    state: SyncState | None = getattr(t, "_sync", None)
+    streams = _streams(t.device, stream)
+    if state is None or state.mode != mode:
+        what = "an event" if mode == SyncMode.EVENT else "declared consumer streams"
+        raise UnsupportedOpError(f"{mode.name.lower()} mode without {what}",
+                                 fix="receive the tensor from Tensor.handoff(), which carries "
+                                     "the event or streams with it.")
+    if mode == SyncMode.EVENT and not state.event_released:
+        event = state.event
+        if event is None:
+            raise UnsupportedOpError("event mode without an event",
+                                     fix="hand off with Tensor.handoff('event').")
+        for s in streams:
+            event.wait(s)
+        state.streams.extend(s for s in streams if s not in state.streams)
+        state.release_event()
+        return t
+    for s in streams:
+        if s in state.streams:
+            continue
+        if not insert_wait:
+            raise UnsupportedOpError(
+                f"{s!r} is not a declared consumer stream of this tensor",
+                fix="use the declared stream, or accept(stream, insert_wait=True) to order "
+                    "it after the declared streams.")
+        for declared in list(state.streams):
+            ready = declared.record()
+            ready.wait(s)
+            ready.release()
+        state.streams.append(s)
+    return t
+
+
+def release(t: Tensor) -> None:
+    """Implement :meth:`Tensor.release`: end of the consumer's access (callback once)."""
+    state: SyncState | None = getattr(t, "_sync", None)
+    if state is not None:
+        state.release_event()
+        state.release_buffers()
+    for member in t.members:
+        release(member)
