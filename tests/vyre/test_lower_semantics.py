@@ -264,3 +264,20 @@ def test_lower_narrow_buffers_load_raw_bytes(device: object) -> None:
               "o32": np.zeros(32, np.uint32)}
     got = assert_parity(prog, inputs, device, grid=(2, 1, 1))
     assert np.frombuffer(got["o32"], "<u4")[:16].tolist() == inputs["i8"].view(np.uint8).tolist()
+
+
+@pytest.mark.parametrize("device", DEVICES, ids=[d.spec for d in DEVICES])
+def test_lower_f32_division_by_a_constant_zero(device: object) -> None:
+    # x / 0.0 with a divisor the shader compiler can fold (lavapipe folded it to 0): the lowered
+    # code must still give IEEE +-inf, and the canonical NaN for 0/0.
+    i = b.invocation_id(0)
+    zero = b.cast(Scalar.F32, b.unop(ir.UnOp.NEGATE, b.lit_u32(0)))
+    quotient = b.binop(ir.BinOp.DIV, b.cast(Scalar.F32, b.cast(Scalar.I32, b.var("x"))), zero)
+    program = b.program(
+        [b.read("a", 0, Scalar.U32), b.output("out", 1, Scalar.F32, 8)],
+        [b.let("x", b.load("a", i)), b.store("out", i, quotient)],
+        workgroup_size=(8, 1, 1))
+    a = np.array([1, 7, 0, 0xFFFFFFFF, 100, 0x80000000, 0, 2], np.uint32)
+    out = assert_parity(program, {"a": a}, device, grid=(1, 1, 1))
+    assert [hex(v) for v in np.frombuffer(out["out"], "<u4")[:4]] == [
+        "0x7f800000", "0x7f800000", "0x7fc00000", "0xff800000"]

@@ -109,6 +109,13 @@ def _i32(ctx: Ctx, op: BinOp, a: Value, b: Value) -> Value:
 
 def _f32(ctx: Ctx, op: BinOp, a: Value, b: Value) -> Value:
     x, y = a.text, b.text
+    if op == BinOp.DIV:
+        # Division by zero is undefined in GLSL, and lavapipe constant-folds x / 0.0 to 0:
+        # build the IEEE result (NaN for 0/0 and NaN/0, else signed infinity) from the bits.
+        mag = f"(AS_U32({x}) & 0x7fffffffu)"
+        by_zero = (f"AS_F32(({mag} == 0u || {mag} > 0x7f800000u) ? 0x7fc00000u : "
+                   f"(((AS_U32({x}) ^ AS_U32({y})) & 0x80000000u) | 0x7f800000u))")
+        return canon(ctx, f"(({y} == 0.0f) ? {by_zero} : {x} / {y})")
     if op in _F32_ARITH:
         return canon(ctx, f"{x} {_F32_ARITH[op]} {y}")
     if op == BinOp.NE:
