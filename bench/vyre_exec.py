@@ -114,6 +114,11 @@ def main(argv: list[str] | None = None) -> int:
     result = {"matmul": bench_matmul(args.n, args.ref_n, args.runs),
               "run_overhead_s": bench_overhead(args.runs)}
     mm = result["matmul"]
+    # A flat table (one row per device) for `hurray-gpu bench`'s report.
+    result["rows"] = [{"device": spec, "matmul_ms": row["seconds"] * 1e3,
+                       "speedup_vs_reference": row["speedup_vs_reference"],
+                       "run_overhead_us": result["run_overhead_s"].get(spec, 0.0) * 1e6}
+                      for spec, row in mm["devices"].items()]
     print(f"u32 matmul {args.n}x{args.n}: reference ~{mm['reference_s']:.1f} s "
           f"(measured {mm['reference_measured_s']:.2f} s at n={args.ref_n}, scaled by n^3)")
     for spec, row in mm["devices"].items():

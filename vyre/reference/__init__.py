@@ -110,11 +110,13 @@ def run_bytes(
     """
     if lane_order not in ("forward", "reversed"):
         raise ReferenceInputError(
-            f"lane_order must be 'forward' or 'reversed', not {lane_order!r}.")
+            f"lane_order must be 'forward' or 'reversed', not {lane_order!r}.",
+            fix="pass lane_order='forward' (the reference's order) or 'reversed'.")
     for name, bound in (("max_steps", max_steps), ("max_buffer_bytes", max_buffer_bytes),
                         ("min_dispatch_elements", min_dispatch_elements)):
         if not isinstance(bound, int) or isinstance(bound, bool) or bound < 0:
-            raise ReferenceInputError(f"{name} must be a non-negative int, got {bound!r}.")
+            raise ReferenceInputError(f"{name} must be a non-negative int, got {bound!r}.",
+                                      fix=f"pass {name} as an int >= 0.")
     program = _as_program(program)
     old_limit = sys.getrecursionlimit()
     try:
