@@ -1,7 +1,8 @@
 """``hurray-gpu vyre inspect PROG.vir`` and ``hurray-gpu vyre run PROG.vir --inputs ...``.
 
-``run`` executes the program on the vyre reference interpreter (vyre.reference): a host
-NumPy/Python oracle, labelled as such in the output; it is never presented as a device run.
+``run`` executes the program on the vyre reference interpreter (vyre.reference), a host
+NumPy/Python oracle, or with ``--device D`` lowered through the dialect layer and launched on
+that device (vyre.run). The output says which one ran.
 """
 
 from __future__ import annotations
@@ -43,6 +44,9 @@ def add_parser(sub: Any) -> None:
                                  "compare the outputs with its expected bytes")
     r.add_argument("--grid", help="workgroups as X,Y,Z (default: inferred like the reference)")
     r.add_argument("--json", action="store_true", help="print outputs as JSON (hex and values)")
+    r.add_argument("--device", default="reference",
+                   help="'reference' (the interpreter, default) or a device spec such as cpu, "
+                        "opencl:0, vulkan:0, cuda:0: run the lowered kernels there")
     r.set_defaults(run=_run_program_cmd)
 
 
@@ -100,29 +104,49 @@ def _reference() -> Any:
                                  fix="install a hurray_gpu that ships vyre.reference.") from None
 
 
-def run_program(path: str, inputs: dict[str, bytes], grid: Any = None) -> dict[str, bytes]:
-    """Run a VIR0 program on the reference interpreter; returns output bytes by buffer name.
+def _engine(device: str) -> str:
+    return ENGINE if device == "reference" else f"lowered kernels on {device}"
+
+
+def run_program(path: str, inputs: dict[str, bytes], grid: Any = None,
+                device: str = "reference") -> dict[str, bytes]:
+    """Run a VIR0 program; returns output bytes by buffer name.
+
+    Args:
+        path: the VIR0 blob.
+        inputs: input bytes by buffer name.
+        grid: workgroups (X, Y, Z), or None to infer them like the reference.
+        device: ``"reference"`` for the interpreter, else a device spec for the lowered kernels.
 
     Raises:
         WireFormatError / ValidationError: the blob is malformed or invalid.
         VyreReferenceError: bad inputs or a runtime error the reference defines.
+        UnsupportedOpError: the program uses an op the device cannot run with the reference's
+            semantics.
     """
-    return _reference().run_bytes(Path(path).read_bytes(), inputs, grid=grid)
+    blob = Path(path).read_bytes()
+    if device == "reference":
+        return _reference().run_bytes(blob, inputs, grid=grid)
+    from vyre.execute import run_bytes
+
+    return run_bytes(blob, inputs, grid=grid, device=device)
 
 
-def _kat(path: str, kat_path: str) -> tuple[dict[str, bytes], dict[str, bool]]:
+def _kat(path: str, kat_path: str, device: str) -> tuple[dict[str, bytes], dict[str, bool]]:
     try:
         kat = json.loads(Path(kat_path).read_text())
         expected = {o["buffer"]: bytes.fromhex(o["hex"]) for o in kat["outputs"]}
+        inputs = {i["buffer"]: bytes.fromhex(i["hex"]) for i in kat["inputs"]}
+        grid = tuple(int(g) for g in kat["grid_workgroups"])
     except (ValueError, KeyError, TypeError) as exc:
         raise HurrayGPUError(f"malformed known-answer vector {kat_path}: {exc}",
                              fix="pass a NAME.kat.json from tests/golden/vyre.") from None
-    out = _reference().run_kat(kat, Path(path).read_bytes())
+    out = run_program(path, inputs, grid, device)
     return out, {k: out.get(k) == v for k, v in expected.items()}
 
 
-def _render(outputs: dict[str, bytes], checks: dict[str, bool]) -> str:
-    lines = [f"ran on: {ENGINE}"]
+def _render(outputs: dict[str, bytes], checks: dict[str, bool], engine: str) -> str:
+    lines = [f"ran on: {engine}"]
     for name, data in outputs.items():
         words = np.frombuffer(data[: len(data) // 4 * 4], "<u4")
         shown = " ".join(f"{w:#010x}" for w in words[:SHOW_VALUES])
@@ -135,13 +159,15 @@ def _render(outputs: dict[str, bytes], checks: dict[str, bool]) -> str:
 
 def _run_program_cmd(args: argparse.Namespace) -> int:
     if args.kat:
-        outputs, checks = _kat(args.path, args.kat)
+        outputs, checks = _kat(args.path, args.kat, args.device)
     else:
-        outputs = run_program(args.path, parse_inputs(args.inputs), _parse_grid(args.grid))
+        outputs = run_program(args.path, parse_inputs(args.inputs), _parse_grid(args.grid),
+                              args.device)
         checks = {}
+    engine = _engine(args.device)
     if args.json:
-        print(dump_json({"engine": ENGINE, "outputs": {k: v.hex() for k, v in outputs.items()},
+        print(dump_json({"engine": engine, "outputs": {k: v.hex() for k, v in outputs.items()},
                          "kat_match": checks}))
     else:
-        print(_render(outputs, checks))
+        print(_render(outputs, checks, engine))
     return 0 if all(checks.values()) else 1

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from hurray_gpu import devices
 from hurray_gpu.cli import main
 from hurray_gpu.errors import HurrayGPUError
 
@@ -124,3 +125,14 @@ def test_vyre_inspect_and_run(tmp_path: Path, capsys: pytest.CaptureFixture) -> 
     broken.write_bytes(b"VIR0" + bytes(10))
     assert main(["vyre", "inspect", str(broken)]) == 1
     assert "decode: FAILED" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("spec", ["cpu", "opencl:0", "vulkan:0"])
+def test_vyre_run_on_a_device_matches_the_kat(spec: str, capsys: pytest.CaptureFixture) -> None:
+    if spec.split(":")[0] not in {d.kind for d in devices()}:
+        pytest.skip(f"{spec} is not available here")
+    prog = str(VYRE / "k06_atomic_histogram.vir")
+    assert main(["vyre", "run", prog, "--kat", str(VYRE / "k06_atomic_histogram.kat.json"),
+                 "--device", spec]) == 0
+    out = capsys.readouterr().out
+    assert f"ran on: lowered kernels on {spec}" in out and "kat hist: match" in out
