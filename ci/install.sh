@@ -22,3 +22,5 @@ PYTHON="${PYTHON:-python3}"
 # The test extras, the OpenCL and Vulkan drivers' Python bindings, and the pinned NVRTC wheels
 # that let CI compile every CUDA rendering without a GPU.
 "$PYTHON" -m pip install -q --disable-pip-version-check -e ".[test,opencl,vulkan,nvrtc,bench]"
+# Under pyenv a new console script (hurray-gpu) needs a shim before the shell can find it.
+if command -v pyenv >/dev/null 2>&1; then pyenv rehash || true; fi
