@@ -39,6 +39,7 @@ from hurray_gpu.io import (
 )
 from hurray_gpu.kv_cache import OutOfPagesError, PagedKVCache
 from hurray_gpu.ops import dequantize, element, materialize, relayout, sparsify, unpack
+from hurray_gpu.ops.quantize import quantize
 from hurray_gpu.sync import Event, Stream
 from hurray_gpu.sync.dlpack_import import from_dlpack
 from hurray_gpu.tensor import Tensor
@@ -104,6 +105,7 @@ __all__ = [
     "load",
     "materialize",
     "open_file",
+    "quantize",
     "relayout",
     "save",
     "sparsify",

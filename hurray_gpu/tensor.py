@@ -225,11 +225,12 @@ class Tensor(TensorSyncMixin):
 
         return to_device(self, device, memory_class, progress)
 
-    def dequantize(self, dtype: str = "float32", device: Any = None) -> Tensor:
+    def dequantize(self, dtype: str = "float32", device: Any = None, *,
+                   seq_lens: Any = None) -> Tensor:
         """Dequantize on this tensor's device; see :func:`hurray_gpu.ops.dequantize`."""
         from .ops import dequantize
 
-        return dequantize(self, dtype, device)
+        return dequantize(self, dtype, device, seq_lens=seq_lens)
 
     def unpack(self, dtype: str | None = None, device: Any = None) -> Tensor:
         """Unpack sub-byte or small-float data on the device; see :func:`hurray_gpu.ops.unpack`."""

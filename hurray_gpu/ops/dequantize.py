@@ -11,13 +11,15 @@ from typing import Any
 import numpy as np
 
 from hurray_gpu.buffer import Buffer
-from hurray_gpu.errors import DeviceError, HurrayFormatError
+from hurray_gpu.errors import DeviceError, HurrayFormatError, UnsupportedOpError
 from hurray_gpu.format.descriptor import TensorDescriptor
+from hurray_gpu.format.descriptor.validate import validate_descriptor
 from hurray_gpu.format.dtypes import buffer_size, by_name
 from hurray_gpu.kernels import get_kernel
 from hurray_gpu.kernels.dequant_common import ERR_INVALID
 from hurray_gpu.ops.errors_explain import explain_invalid
 from hurray_gpu.ops.plan import DequantPlan, elements_per_item, plan_dequantize, plan_unpack
+from hurray_gpu.ops.plan import _out as _out_dtype
 from hurray_gpu.ops.tables import device_table
 
 __all__ = ["bind_inputs", "dequantize", "launch", "unpack"]
@@ -120,7 +122,8 @@ def _run(t: Any, planner: Any, dtype: str | None, device: Any) -> Any:
     return _result(plan, dev, out)
 
 
-def dequantize(t: Any, dtype: str = "float32", device: Any = None) -> Any:
+def dequantize(t: Any, dtype: str = "float32", device: Any = None, *,
+               seq_lens: Any = None) -> Any:
     """Dequantize ``t`` on its device (hurray-facts §4 formulas, bit-exact on every backend).
 
     Affine schemes compute ``f32(scale) * f32(i32(q - zero_point))`` (the subtraction wraps
@@ -132,9 +135,13 @@ def dequantize(t: Any, dtype: str = "float32", device: Any = None) -> Any:
         t: a Tensor (host or device) with a row-major layout.
         dtype: ``"float32"``, ``"float16"`` or ``"bfloat16"``.
         device: move ``t`` there first (any spec :func:`hurray_gpu.device` accepts).
+        seq_lens: block-paged tensors only: tokens per sequence (default ``t.seq_lens``,
+            else full pages, hurray-facts §12.20).
 
     Returns:
-        A dense row-major Tensor of ``dtype`` and ``t.shape`` on the same device.
+        A dense row-major Tensor of ``dtype`` and ``t.shape`` on the same device (block-paged
+        tensors: their logical ``[total_tokens, heads, dim]``, per-page-slot scales applied
+        through the block table).
 
     Raises:
         HurrayFormatError: a malformed descriptor or buffer size (before any launch), or an
@@ -143,6 +150,17 @@ def dequantize(t: Any, dtype: str = "float32", device: Any = None) -> Any:
         UnsupportedOpError: a non-row-major layout, an unsupported dtype or a tensor too big
             for 32-bit indexing.
     """
+    if t.descriptor.layout_tag == 0x0A:
+        from hurray_gpu.ops.dequant_paged import dequantize_paged
+
+        _out_dtype(dtype)
+        validate_descriptor(t.descriptor, permissive=False)
+        # t.to() makes a plain Tensor: take an exported tensor's seq_lens first.
+        lens = seq_lens if seq_lens is not None else getattr(t, "seq_lens", None)
+        return dequantize_paged(t if device is None else t.to(device), dtype, lens)
+    if seq_lens is not None:
+        raise UnsupportedOpError("seq_lens applies to block-paged tensors only",
+                                 fix="drop seq_lens.")
     return _run(t, plan_dequantize, dtype, device)
 
 

@@ -126,6 +126,11 @@ def materialize(t: Any, dtype: str | None = None, *,
         from hurray_gpu.ops.layout_sparse import materialize_sparse
 
         return materialize_sparse(t, dtype)
+    if tag == 0x0A and t.descriptor.quantization is not None:
+        # Quantized pools: gather the pages, then dequantize with each page slot's parameters.
+        from hurray_gpu.ops.dequant_paged import dequantize_paged
+
+        return dequantize_paged(t, dtype or "float32", seq_lens)
     if tag == 0x0A:
         from hurray_gpu.ops.layout_paged import materialize_paged
 

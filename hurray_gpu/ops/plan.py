@@ -73,8 +73,8 @@ def _check_common(desc: Any) -> tuple[int, ...]:
                                  "interpreted", fix="dequantize only standard tensors.")
     if desc.layout_tag == 0x0A:
         raise UnsupportedOpError(
-            "dequantizing block-paged tensors is not implemented",
-            fix="gather the pages into a dense row-major tensor first.")
+            "block-paged tensors have no single dense plan",
+            fix="call dequantize(), which gathers the pages through the block table first.")
     if not isinstance(desc.layout, RowMajor):
         raise UnsupportedOpError(
             f"dequantize needs a row-major tensor, not layout 0x{desc.layout_tag:02X}",
@@ -204,8 +204,6 @@ def plan_dequantize(desc: Any, dtype: str = "float32", *, ept: int | None = None
             raise UnsupportedOpError(f"ept {ept} is outside [1, 4096]", fix="use 1-4096.")
         plan.scalars["ept"] = ept
     return plan
-    raise UnsupportedOpError(f"{desc.dtype.name} tensors without quantization have nothing to "
-                             "dequantize", fix="convert wide types with .numpy().astype().")
 
 
 def plan_unpack(desc: Any, dtype: str | None = None, *, ept: int | None = None) -> DequantPlan:
