@@ -185,14 +185,16 @@ def dlpack_handoff(rec: Recorder, result: Any, dev: Any) -> np.ndarray:
     where = dev.spec if is_host(dev) else "host copy of " + dev.spec
     with rec.timed("DLPack handoff (zero-copy)", where) as row:
         host = result if result.is_host else result.to("cpu")
-        arr = host.numpy()
-        source_ptr = arr.__array_interface__["data"][0]
+        # The consumer takes the hurray Tensor itself (Tensor.__dlpack__), not a NumPy view.
+        source_ptr = (host.buffers[0].__array_interface__["data"][0]
+                      + host.descriptor.byte_offset)
         if torch is not None:
-            handed = torch.from_dlpack(arr)
+            handed = torch.from_dlpack(host)
             ptr, target = handed.data_ptr(), "torch"
         else:
-            handed = np.from_dlpack(arr)
+            handed = np.from_dlpack(host)
             ptr, target = handed.__array_interface__["data"][0], "NumPy"
+        arr = host.numpy()
         row.ok = ptr == source_ptr
         row.check = f"{target} 0x{ptr:x} == buffer 0x{source_ptr:x}"
     if not is_host(dev):
