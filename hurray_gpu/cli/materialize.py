@@ -13,10 +13,11 @@ import numpy as np
 
 from hurray_gpu.cli.common import dump_json
 from hurray_gpu.errors import HurrayGPUError, UnsupportedOpError
+from hurray_gpu.kernels.dialect.kernel import FLOAT_TYPES
 
 __all__ = ["OUT_DTYPES", "add_parser", "materialize_tensor", "write_result"]
 
-OUT_DTYPES = ("float32", "float16", "bfloat16")
+OUT_DTYPES = tuple(FLOAT_TYPES)
 OUT_SUFFIXES = (".npy", ".hrry")
 
 

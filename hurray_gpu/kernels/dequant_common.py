@@ -10,6 +10,8 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
+from hurray_gpu.kernels.dialect.kernel import FLOAT_TYPES
+
 __all__ = [
     "CODE_LOAD", "DST_TYPES", "ERR_INVALID", "ERR_RANGE", "ITEM_ADVANCE", "ITEM_START",
     "OUT_DTYPES", "PARAM_RUN",
@@ -18,7 +20,7 @@ __all__ = [
 ]
 
 # Output element types of every dequant kernel family, by the Hurray name of the result.
-OUT_DTYPES = {"float32": "f32", "float16": "f16", "bfloat16": "bf16"}
+OUT_DTYPES = FLOAT_TYPES
 # The dst buffer element type per output: 16-bit results are stored as raw bits converted in
 # the body by the portable helpers, so every backend rounds and encodes NaN identically (native
 # half stores differ in NaN payloads).

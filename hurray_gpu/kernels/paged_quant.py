@@ -14,13 +14,13 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
-from hurray_gpu.kernels.dialect.kernel import KernelDef, buf, scalar
+from hurray_gpu.kernels.dialect.kernel import FLOAT_TYPES, KernelDef, buf, scalar
 from hurray_gpu.kernels.paged import MAX_LANES, MAX_WIDTH
 
 __all__ = ["FLOAT_WORDS", "QUANT_KERNELS", "quant_kernel", "ref_q8_rows"]
 
 # Cache compute dtypes (Hurray name -> kernel buffer type) that quantized caches accept.
-FLOAT_WORDS = {"float16": "f16", "bfloat16": "bf16", "float32": "f32"}
+FLOAT_WORDS = FLOAT_TYPES
 _NP = {"f16": np.float16, "bf16": ml_dtypes.bfloat16, "f32": np.float32}
 
 

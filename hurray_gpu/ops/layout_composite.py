@@ -11,6 +11,7 @@ from hurray_gpu.buffer import Buffer
 from hurray_gpu.errors import UnsupportedOpError
 from hurray_gpu.format.descriptor.layouts import Strided
 from hurray_gpu.format.dtypes import buffer_size
+from hurray_gpu.kernels.dialect.kernel import FLOAT_TYPES
 from hurray_gpu.kernels.layout import AXIS_TABLE
 from hurray_gpu.kernels.layout_put import add_kernel, put_kernel
 from hurray_gpu.ops.layout_plan import _records, _regions, dims_of
@@ -18,7 +19,6 @@ from hurray_gpu.ops.layout_run import dense_result, device_buffers
 
 __all__ = ["materialize_composite"]
 
-_ADD_KINDS = {"float32": "f32", "float16": "f16", "bfloat16": "bf16"}
 
 
 def _box_tables(dev: Any, head: tuple[int, ...], box: tuple[int, ...],
@@ -66,7 +66,7 @@ def _apply(dev: Any, out: Buffer, head: tuple[int, ...], head_dtype: Any, member
     grid = {"nx": box[-1] if box else 1, "ny": box[-2] if len(box) >= 2 else 1,
             "nz": math.prod(box[:-2]) if len(box) >= 3 else 1, "ndst": math.prod(head)}
     if add:
-        dev.run(add_kernel(_ADD_KINDS[head_dtype.name]), dst=out, src=src, tx=tx, ty=ty,
+        dev.run(add_kernel(FLOAT_TYPES[head_dtype.name]), dst=out, src=src, tx=tx, ty=ty,
                 tz=tz, **grid)
         return
     item = head_dtype.bits // 8
@@ -80,7 +80,7 @@ def _check_head(t: Any, add: bool) -> tuple[tuple[int, ...], Any]:
     if head_dtype.bits < 8 or head_dtype.bits % 8:
         raise UnsupportedOpError(f"composite heads of {head_dtype.name} are not assembled",
                                  fix="use a whole-byte head type.")
-    if add and head_dtype.name not in _ADD_KINDS:
+    if add and head_dtype.name not in FLOAT_TYPES:
         raise UnsupportedOpError(f"overlay add in {head_dtype.name} is not implemented",
                                  fix="use a float32/float16/bfloat16 head.")
     return dims_of(t.descriptor), head_dtype

@@ -69,8 +69,9 @@ def _convert(t: Any, dtype: str) -> Any:
         return dequantize(t, dtype)
     if t.dtype.bits <= 8:
         return unpack(t, dtype)
-    short = {"float32": "f32", "float16": "f16", "bfloat16": "bf16"}
-    kernel = f"{short.get(t.dtype.name)}_to_{short.get(dtype)}"
+    from hurray_gpu.kernels.dialect.kernel import FLOAT_TYPES
+
+    kernel = f"{FLOAT_TYPES.get(t.dtype.name)}_to_{FLOAT_TYPES.get(dtype or '')}"
     if kernel in ("f32_to_f16", "f32_to_bf16", "f16_to_f32", "bf16_to_f32"):
         return _float_convert(t, dtype, kernel)
     raise UnsupportedOpError(f"cannot convert unquantized {t.dtype.name} to {dtype}",

@@ -13,7 +13,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
-__all__ = ["BUFFER_DTYPES", "SCALAR_DTYPES", "KernelDef", "Param", "numpy_dtype"]
+__all__ = ["BUFFER_DTYPES", "FLOAT_TYPES", "SCALAR_DTYPES", "KernelDef", "Param", "numpy_dtype"]
 
 # Element types a buffer parameter may have. 16-bit floats are storage-only: bodies load them
 # as f32 and store f32 (pocl and GLSL 450 core have no fp16 arithmetic).
@@ -22,6 +22,9 @@ BUFFER_DTYPES: dict[str, Any] = {
     "u32": np.uint32, "i32": np.int32, "f32": np.float32,
     "f16": np.float16, "bf16": ml_dtypes.bfloat16,
 }
+# Hurray float output types -> kernel buffer types: the dtypes every dequantize, convert and
+# overlay kernel can write.
+FLOAT_TYPES: dict[str, str] = {"float32": "f32", "float16": "f16", "bfloat16": "bf16"}
 # Scalars are one 32-bit word each so every backend can pass them the same way
 # (ctypes array, kernel args, or Vulkan push constants).
 SCALAR_DTYPES: dict[str, Any] = {"u32": np.uint32, "i32": np.int32, "f32": np.float32}
