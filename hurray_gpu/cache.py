@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import struct
 import tempfile
+import threading
 import warnings
 from abc import ABC, abstractmethod
 from collections import OrderedDict
@@ -103,7 +104,7 @@ def make_cache_key(
 
 
 class LRUCache(Generic[K, V]):
-    """A bounded least-recently-used map.
+    """A bounded least-recently-used map, safe to share between threads.
 
     Args:
         capacity: the most entries kept; the oldest is dropped beyond it.
@@ -114,24 +115,29 @@ class LRUCache(Generic[K, V]):
             raise ValueError(f"LRU capacity must be >= 1, got {capacity}")
         self.capacity = capacity
         self._items: OrderedDict[K, V] = OrderedDict()
+        # get() reorders the map, so even readers race with an evicting put() without it.
+        self._lock = threading.Lock()
 
     def get(self, key: K) -> V | None:
         """Return the value for ``key`` (marking it recent), or None."""
-        if key not in self._items:
-            return None
-        self._items.move_to_end(key)
-        return self._items[key]
+        with self._lock:
+            value = self._items.get(key)
+            if value is not None:
+                self._items.move_to_end(key)
+            return value
 
     def put(self, key: K, value: V) -> None:
         """Store ``value``, evicting the least recently used entry beyond capacity."""
-        self._items[key] = value
-        self._items.move_to_end(key)
-        while len(self._items) > self.capacity:
-            self._items.popitem(last=False)
+        with self._lock:
+            self._items[key] = value
+            self._items.move_to_end(key)
+            while len(self._items) > self.capacity:
+                self._items.popitem(last=False)
 
     def clear(self) -> None:
         """Drop every entry."""
-        self._items.clear()
+        with self._lock:
+            self._items.clear()
 
     def __len__(self) -> int:
         return len(self._items)

@@ -304,6 +304,10 @@ class Device:
         self.compiler = compiler
         self.memory_classes = tuple(memory_classes)
         self._programs: LRUCache[str, Program] = LRUCache(PROGRAM_CACHE_CAPACITY)
+        # Per-definition fast path: rendering and hashing the source costs ~1 ms per launch,
+        # far more than the launch itself. KernelDef is frozen, so it keys by value (its grid
+        # and extent functions by identity, which keeps two same-body kernels apart).
+        self._by_def: LRUCache[KernelDef, Program] = LRUCache(PROGRAM_CACHE_CAPACITY)
         self._program_lock = threading.Lock()
 
     @classmethod
@@ -361,6 +365,7 @@ class Device:
         """Release pooled memory and loaded programs."""
         self.allocator.free_cache()
         self._programs.clear()
+        self._by_def.clear()
 
     def compile_options(self, kernel: KernelDef) -> tuple[str, ...]:
         """Compiler options for ``kernel`` on this device (part of the cache key)."""
@@ -385,6 +390,9 @@ class Device:
         from hurray_gpu.kernels import get_kernel
 
         kdef = get_kernel(kernel) if isinstance(kernel, str) else kernel
+        fast = self._by_def.get(kdef)
+        if fast is not None:
+            return fast
         if self.compiler is None:
             raise BackendUnavailableError(f"{self} cannot run kernels",
                                           fix="use a device with a compiler.")
@@ -397,6 +405,7 @@ class Device:
                 binary = self.compiler.compile_cached(source, options)
                 cached = self.program_cls(self, kdef, binary)
                 self._programs.put(key, cached)
+            self._by_def.put(kdef, cached)
         return cached
 
     def run(self, kernel: KernelDef | str, *args: Any, global_size: Sequence[int] | None = None,
