@@ -1,10 +1,17 @@
-"""Lowered vyre execution against the reference interpreter, in the same run.
+"""Compiled vyre programs on every local device against the reference interpreter, same run.
 
-A u32 matmul (one invocation per output element, a loop over k) runs on every available
-compiling device and on vyre.reference; outputs are checked byte-identical, and the best
-device's speed-up over the reference is reported. Also: the warm per-call overhead of
-vyre.execute.run_bytes (lowering and compile cached) on a tiny program.
-Usage: python bench/vyre_exec.py [--n 512] [--ref-n 512] [--runs 3] [--json bench/out/vyre.json]
+1. u32 matmul (n x n, one invocation per output; also the shared-memory tiled variant where the
+   device has workgroup barriers). Device time: Kernel launches on device buffers plus the
+   device sync, best of --runs. The reference is far too slow for the whole grid: it runs a
+   few workgroups of the *same* program (--ref-workgroups) and is scaled linearly by the
+   workgroup count (every workgroup does identical work); --ref-n instead runs the whole
+   program at that size and scales by (n/ref_n)^3. Outputs are checked against NumPy, and the
+   device's subset bytes against the reference's.
+2. BLAKE3 over --blake3-mib MiB (chunk program + parent levels), checked against the blake3
+   package; the reference hashes a 64 KiB message and is scaled linearly (16 KiB in --quick).
+3. Warm Kernel(...) overhead: time in Kernel.__call__ minus time inside the backend's enqueue
+   (measured by wrapping it), median over many calls, per device.
+Usage: python bench/vyre_exec.py [--quick] [--n 512] [--blake3-mib 16] [--json out.json]
 """
 
 from __future__ import annotations
@@ -18,30 +25,20 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import blake3
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+import vyre  # noqa: E402
+from hurray_gpu.buffer import Buffer  # noqa: E402
 from hurray_gpu.devices_api import devices  # noqa: E402
-from vyre import builder as b  # noqa: E402
-from vyre import ir, reference  # noqa: E402
-from vyre.execute import run_bytes  # noqa: E402
-from vyre.ir import Scalar  # noqa: E402
+from vyre import reference  # noqa: E402
+from vyre.programs import blake3 as b3  # noqa: E402
+from vyre.programs import elementwise_program, matmul_program, matmul_tiled_program  # noqa: E402
 
-
-def matmul_program(n: int) -> ir.Program:
-    """C[r][c] = sum_k A[r][k] * B[k][c] (u32, wrapping); 16x16 workgroups, 2-D grid."""
-    r, c, k = b.var("r"), b.var("c"), b.var("k")
-    acc = b.add(b.var("acc"), b.mul(b.load("a", b.add(b.mul(r, n), k)),
-                                    b.load("b", b.add(b.mul(k, n), c))))
-    body = [b.let("c", b.invocation_id(0)), b.let("r", b.invocation_id(1)),
-            b.if_(b.and_(b.lt(r, n), b.lt(c, n)), [
-                b.let("acc", 0),
-                b.loop("k", 0, n, [b.assign("acc", acc)]),
-                b.store("out", b.add(b.mul(r, n), c), b.var("acc"))])]
-    return b.program([b.read("a", 0, Scalar.U32, n * n), b.read("b", 1, Scalar.U32, n * n),
-                      b.output("out", 2, Scalar.U32, n * n)], body, workgroup_size=(16, 16, 1))
+TILE = 16
 
 
 def _best(fn: Callable[[], Any], runs: int) -> float:
@@ -53,79 +50,187 @@ def _best(fn: Callable[[], Any], runs: int) -> float:
     return min(samples)
 
 
-def bench_matmul(n: int, ref_n: int, runs: int) -> dict[str, Any]:
-    """Time the matmul on every device; the reference runs ref_n (scaled to n^3 work)."""
-    rng = np.random.default_rng(0)
-    results: dict[str, Any] = {"n": n, "ref_n": ref_n, "devices": {}}
-    small = matmul_program(ref_n)
-    sa, sb = (rng.integers(0, 2**32, ref_n * ref_n, dtype=np.uint64).astype(np.uint32)
-              for _ in range(2))
-    grid_small = (-(-ref_n // 16), -(-ref_n // 16), 1)
+def _devices() -> list[Any]:
+    return [d for d in devices() if d.kind != "reference" and d.compiler is not None]
+
+
+def _launch_matmul(dev: Any, prog: vyre.Program, a: np.ndarray, bm: np.ndarray, grid: tuple,
+                   runs: int) -> tuple[float, np.ndarray]:
+    kernel = vyre.compile(prog, dev)
+    bufs = [Buffer.from_bytes(dev, a.tobytes()), Buffer.from_bytes(dev, bm.tobytes()),
+            Buffer(dev, a.nbytes)]
+
+    def once() -> None:
+        kernel(bufs, grid)
+        dev.synchronize()
+
+    once()  # warm
+    seconds = _best(once, runs)
+    out = np.frombuffer(bytes(bufs[2].copyout()), np.uint32).copy()
+    for buf in bufs:
+        buf.free()
+    return seconds, out
+
+
+def _reference_matmul(n: int, ref_n: int | None, ref_wg: int, a: np.ndarray,
+                      bm: np.ndarray) -> dict[str, Any]:
+    groups = -(-n // TILE)
+    if ref_n is not None:
+        small = matmul_program(ref_n)
+        rng = np.random.default_rng(1)
+        sa, sb = (rng.integers(0, 2**32, ref_n * ref_n, dtype=np.uint64).astype(np.uint32)
+                  for _ in range(2))
+        grid = (-(-ref_n // TILE), -(-ref_n // TILE), 1)
+        start = time.perf_counter()
+        out = reference.run_bytes(small, {"a": sa, "b": sb}, grid=grid, max_steps=2**40)
+        measured = time.perf_counter() - start
+        return {"reference_s": measured * (n / ref_n) ** 3, "measured_s": measured,
+                "how": f"whole program at n={ref_n}, scaled by (n/ref_n)^3",
+                "check": (small, {"a": sa, "b": sb}, grid, out["out"])}
+    wx = max(1, min(ref_wg, groups))
+    grid = (wx, 1, 1)
     start = time.perf_counter()
-    want_small = reference.run_bytes(small, {"a": sa, "b": sb}, grid=grid_small,
-                                     max_steps=2**40)
-    ref_s = time.perf_counter() - start
-    results["reference_s"] = ref_s * (n / ref_n) ** 3
-    results["reference_measured_s"] = ref_s
-    prog = matmul_program(n)
-    a, bb = (rng.integers(0, 2**32, n * n, dtype=np.uint64).astype(np.uint32) for _ in range(2))
-    want = (a.reshape(n, n).astype(np.uint64) @ bb.reshape(n, n).astype(np.uint64)) % 2**32
-    grid = (-(-n // 16), -(-n // 16), 1)
-    for dev in devices():
-        if dev.kind == "reference" or dev.compiler is None:
-            continue
-        small_got = run_bytes(small, {"a": sa, "b": sb}, grid=grid_small, device=dev)
-        assert small_got == want_small, f"{dev.spec}: differs from the reference"
-        got = run_bytes(prog, {"a": a, "b": bb}, grid=grid, device=dev)  # compile + warm
-        assert np.array_equal(np.frombuffer(got["out"], "<u4"), want.astype(np.uint32).ravel())
-        seconds = _best(lambda d=dev: run_bytes(prog, {"a": a, "b": bb}, grid=grid, device=d),
-                        runs)
-        results["devices"][dev.spec] = {"seconds": seconds,
-                                        "speedup_vs_reference": results["reference_s"] / seconds}
-    return results
+    out = reference.run_bytes(matmul_program(n), {"a": a, "b": bm}, grid=grid, max_steps=2**40)
+    measured = time.perf_counter() - start
+    scale = groups * groups / wx
+    return {"reference_s": measured * scale, "measured_s": measured,
+            "how": f"{wx} of {groups * groups} workgroups of the same program, scaled x{scale:g}",
+            "check": (matmul_program(n), {"a": a, "b": bm}, grid, out["out"])}
 
 
-def bench_overhead(runs: int) -> dict[str, float]:
-    """Warm seconds per run_bytes call of a 1-invocation program, per device."""
-    prog = b.program([b.read_write("o", 0, Scalar.U32)],
-                     [b.store("o", 0, b.add(b.load("o", 0), 1))])
-    inputs = {"o": np.zeros(1, np.uint32)}
+def bench_matmul(n: int, ref_n: int | None, ref_wg: int, runs: int) -> dict[str, Any]:
+    """Matmul on every device (plain and tiled) and on the reference (subset, scaled)."""
+    rng = np.random.default_rng(0)
+    a, bm = (rng.integers(0, 2**32, n * n, dtype=np.uint64).astype(np.uint32) for _ in range(2))
+    want = ((a.reshape(n, n).astype(np.uint64) @ bm.reshape(n, n).astype(np.uint64))
+            % 2**32).astype(np.uint32).ravel()
+    ref = _reference_matmul(n, ref_n, ref_wg, a, bm)
+    check_prog, check_inputs, check_grid, check_bytes = ref.pop("check")
+    result: dict[str, Any] = {"n": n, **ref, "devices": {}}
+    grid = (-(-n // TILE), -(-n // TILE), 1)
+    for dev in _devices():
+        got = vyre.run_bytes(check_prog, check_inputs, grid=check_grid, device=dev)
+        assert got["out"] == check_bytes, f"{dev.spec}: differs from the reference"
+        for label, build in (("plain", matmul_program), ("tiled", matmul_tiled_program)):
+            try:
+                seconds, out = _launch_matmul(dev, build(n), a, bm, grid, runs)
+            except vyre.UnsupportedOpError:
+                continue  # host C has no workgroup barriers
+            assert np.array_equal(out, want), f"{dev.spec} {label}: wrong product"
+            result["devices"][f"{dev.spec} {label}"] = {
+                "seconds": seconds, "speedup_vs_reference": ref["reference_s"] / seconds}
+    return result
+
+
+def _device_blake3(dev: Any, data: bytes, runs: int) -> float:
+    b3.blake3_hash(data[:5000], dev)  # compile both programs
+    assert b3.blake3_hash(data, dev) == blake3.blake3(data).digest(), dev.spec
+    return _best(lambda: b3.blake3_hash(data, dev), runs)
+
+
+def bench_blake3(mib: float, ref_kib: int, runs: int) -> dict[str, Any]:
+    """BLAKE3 of ``mib`` MiB on each device vs the reference on ``ref_kib`` KiB, scaled."""
+    size = int(mib * 2**20)
+    data = np.random.default_rng(2).integers(0, 256, size, dtype=np.uint8).tobytes()
+    sample = data[:ref_kib * 1024]
+    start = time.perf_counter()
+    assert b3.blake3_hash(sample, "reference") == blake3.blake3(sample).digest()
+    measured = time.perf_counter() - start
+    ref_s = measured * size / len(sample)
+    result: dict[str, Any] = {"mib": mib, "reference_s": ref_s, "reference_measured_s": measured,
+                              "reference_kib": ref_kib, "devices": {}}
+    for dev in _devices():
+        seconds = _device_blake3(dev, data, runs)
+        result["devices"][dev.spec] = {"seconds": seconds, "mib_per_s": mib / seconds,
+                                       "speedup_vs_reference": ref_s / seconds}
+    return result
+
+
+class _Timed:
+    """A loaded program whose enqueue time accumulates into ``inside[0]``."""
+
+    def __init__(self, program: Any, inside: list[float]) -> None:
+        self.program = program
+        self.inside = inside
+
+    def _launch(self, *args: Any) -> None:
+        start = time.perf_counter()
+        self.program._launch(*args)
+        self.inside[0] += time.perf_counter() - start
+
+
+def bench_overhead(calls: int) -> dict[str, dict[str, float]]:
+    """Warm Kernel(...) time per call, and that time minus the backend enqueue."""
     out = {}
-    for dev in devices():
-        if dev.kind == "reference" or dev.compiler is None:
-            continue
-        run_bytes(prog, inputs, grid=(1, 1, 1), device=dev)
-        samples = []
-        for _ in range(max(runs, 20)):
-            start = time.perf_counter()
-            run_bytes(prog, inputs, grid=(1, 1, 1), device=dev)
-            samples.append(time.perf_counter() - start)
-        out[dev.spec] = statistics.median(samples)
+    prog = elementwise_program("clamp_u32", 64)
+    for dev in _devices():
+        kernel = vyre.compile(prog, dev)
+        bufs = [Buffer(dev, 256) for _ in range(4)]
+        inside = [0.0]
+        originals = kernel._programs
+        kernel._programs = tuple(_Timed(p, inside) for p in originals)  # type: ignore[misc]
+        totals, overheads = [], []
+        try:
+            for k in range(calls + 50):
+                inside[0] = 0.0
+                start = time.perf_counter()
+                kernel(bufs, (1, 1, 1))
+                total = time.perf_counter() - start
+                if k >= 50:
+                    totals.append(total)
+                    overheads.append(total - inside[0])
+            dev.synchronize()
+        finally:
+            kernel._programs = originals
+            for buf in bufs:
+                buf.free()
+        out[dev.spec] = {"call_us": statistics.median(totals) * 1e6,
+                         "overhead_us": statistics.median(overheads) * 1e6}
     return out
+
+
+def _report(result: dict[str, Any]) -> None:
+    mm, bl = result["matmul"], result["blake3"]
+    print(f"u32 matmul {mm['n']}x{mm['n']}: reference ~{mm['reference_s']:.1f} s "
+          f"(measured {mm['measured_s']:.2f} s: {mm['how']})")
+    for name, row in mm["devices"].items():
+        print(f"  {name:16s} {row['seconds'] * 1e3:9.1f} ms  "
+              f"{row['speedup_vs_reference']:9.0f}x vs reference")
+    print(f"BLAKE3 {bl['mib']:g} MiB: reference ~{bl['reference_s']:.1f} s (measured "
+          f"{bl['reference_measured_s']:.2f} s on {bl['reference_kib']} KiB, scaled linearly)")
+    for name, row in bl["devices"].items():
+        print(f"  {name:16s} {row['seconds'] * 1e3:9.1f} ms  {row['mib_per_s']:8.1f} MiB/s  "
+              f"{row['speedup_vs_reference']:9.0f}x vs reference")
+    for name, row in result["kernel_overhead"].items():
+        print(f"  Kernel(...) warm on {name:9s}: {row['call_us']:7.1f} us per call, "
+              f"{row['overhead_us']:5.1f} us of it in Python outside the enqueue")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--n", type=int, default=512)
-    parser.add_argument("--ref-n", type=int, default=512)
-    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--quick", action="store_true", help="n=128, 1 MiB, 2 runs (~20 s)")
+    parser.add_argument("--n", type=int, default=None)
+    parser.add_argument("--ref-n", type=int, default=None)
+    parser.add_argument("--ref-workgroups", type=int, default=4)
+    parser.add_argument("--blake3-mib", type=float, default=None)
+    parser.add_argument("--runs", type=int, default=None)
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
-    result = {"matmul": bench_matmul(args.n, args.ref_n, args.runs),
-              "run_overhead_s": bench_overhead(args.runs)}
-    mm = result["matmul"]
+    n = args.n or (128 if args.quick else 512)
+    mib = args.blake3_mib or (1.0 if args.quick else 16.0)
+    runs = args.runs or (2 if args.quick else 3)
+    result: dict[str, Any] = {
+        "matmul": bench_matmul(n, args.ref_n, args.ref_workgroups, runs),
+        "blake3": bench_blake3(mib, 16 if args.quick else 64, runs),
+        "kernel_overhead": bench_overhead(500 if args.quick else 3000)}
     # A flat table (one row per device) for `hurray-gpu bench`'s report.
     result["rows"] = [{"device": spec, "matmul_ms": row["seconds"] * 1e3,
-                       "speedup_vs_reference": row["speedup_vs_reference"],
-                       "run_overhead_us": result["run_overhead_s"].get(spec, 0.0) * 1e6}
-                      for spec, row in mm["devices"].items()]
-    print(f"u32 matmul {args.n}x{args.n}: reference ~{mm['reference_s']:.1f} s "
-          f"(measured {mm['reference_measured_s']:.2f} s at n={args.ref_n}, scaled by n^3)")
-    for spec, row in mm["devices"].items():
-        print(f"  {spec:10s} {row['seconds'] * 1e3:9.1f} ms   "
-              f"{row['speedup_vs_reference']:9.0f}x vs reference")
-    for spec, seconds in result["run_overhead_s"].items():
-        print(f"  run_bytes warm overhead on {spec}: {seconds * 1e6:.0f} us per call")
+                       "speedup_vs_reference": row["speedup_vs_reference"]}
+                      for spec, row in result["matmul"]["devices"].items()]
+    result["rows"] += [{"device": spec, "blake3_mib_per_s": row["mib_per_s"],
+                        "kernel_overhead_us": result["kernel_overhead"][spec]["overhead_us"]}
+                       for spec, row in result["blake3"]["devices"].items()]
+    _report(result)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(result, indent=2))

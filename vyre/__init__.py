@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from vyre import builder, reference
+from vyre import builder, programs, reference
 from vyre.errors import (
     EncodeError,
     UnknownExtensionError,
@@ -22,16 +22,21 @@ from vyre.extensions import (
 )
 from vyre.ir import *  # noqa: F403 - the IR types are the package's public surface
 from vyre.ir import __all__ as _ir_all
-from vyre.lower import Lowered, TrapError, lower
+from vyre.kernel import Kernel
+from vyre.kernel import compile as compile  # noqa: PLC0414 - public, kept out of __all__
+from vyre.lower import Lowered, TrapError, UnsupportedOpError, lower
 from vyre.validate import Diagnostic, ValidationError, ValidationOptions, validate
 from vyre.wire.decode import from_wire
 from vyre.wire.encode import to_wire
 from vyre.wire.fingerprint import fingerprint
 
+# vyre.compile is public but stays out of __all__: a star import must not shadow the builtin.
 __all__ = [
     *_ir_all,
-    "DEFAULT_REGISTRY", "EncodeError", "Lowered", "TrapError", "lower", "run", "run_bytes", "ExtensionRegistry", "UnknownExtensionError",
+    "DEFAULT_REGISTRY", "EncodeError", "Kernel", "Lowered", "TrapError", "UnsupportedOpError",
+    "lower", "run", "run_bytes", "ExtensionRegistry", "UnknownExtensionError",
     "Diagnostic", "ValidationError", "ValidationOptions", "VersionMismatchError",
-    "WireFormatError", "WireValidationError", "builder", "fingerprint", "reference", "validate",
+    "WireFormatError", "WireValidationError", "builder", "fingerprint", "programs", "reference",
+    "validate",
     "from_wire", "register_expr_extension", "register_node_extension", "to_wire",
 ]

@@ -23,7 +23,7 @@ from vyre.reference import run as reference_run
 from vyre.reference.binding import Inputs, bind_inputs, infer_grid, output_bytes
 from vyre.reference.memory import element_count
 
-__all__ = ["lower_cached", "run", "run_bytes"]
+__all__ = ["lower_cached", "program_key", "run", "run_bytes"]
 
 _U32_MAX = 0xFFFFFFFF
 _DTYPES = {ir.Scalar.U32: "<u4", ir.Scalar.BOOL: "<u4", ir.Scalar.I32: "<i4",
@@ -31,6 +31,33 @@ _DTYPES = {ir.Scalar.U32: "<u4", ir.Scalar.BOOL: "<u4", ir.Scalar.I32: "<i4",
 _LOWERED: OrderedDict[bytes, Lowered] = OrderedDict()
 _LOWERED_LOCK = threading.Lock()
 _LOWERED_MAX = 256
+# Program identity -> (program, fingerprint): programs are immutable, and hashing the wire
+# form of a big one (BLAKE3: ~15 ms) must not recur on every run. The entry keeps the program
+# alive, so its id cannot be reused while cached.
+_KEYS: OrderedDict[int, tuple[ir.Program, bytes]] = OrderedDict()
+
+
+def program_key(program: ir.Program,
+                callees: Mapping[str, ir.Program] | None = None) -> bytes:
+    """The fingerprints of ``program`` and of its callees: the cache key of everything
+    compiled from it; memoized by object identity."""
+    with _LOWERED_LOCK:
+        hit = _KEYS.get(id(program))
+        if hit is not None and hit[0] is program:
+            _KEYS.move_to_end(id(program))
+            base = hit[1]
+        else:
+            base = b""
+    if not base:
+        base = program.fingerprint()
+        with _LOWERED_LOCK:
+            _KEYS[id(program)] = (program, base)
+            while len(_KEYS) > _LOWERED_MAX:
+                _KEYS.popitem(last=False)
+    if not callees:
+        return base
+    return base + b"".join(op.encode() + b"\0" + program_key(callee)
+                           for op, callee in sorted(callees.items()))
 
 
 def lower_cached(program: ir.Program,
@@ -41,8 +68,7 @@ def lower_cached(program: ir.Program,
     Raises:
         The errors of :func:`vyre.lower.lower`.
     """
-    key = program.fingerprint() + b"".join(
-        op.encode() + b"\0" + callee.fingerprint() for op, callee in sorted((callees or {}).items()))
+    key = program_key(program, callees)
     with _LOWERED_LOCK:
         hit = _LOWERED.get(key)
         if hit is not None:
@@ -67,10 +93,12 @@ def _open(device: Any) -> Any:
 
 
 def _check_dialect(lowered: Lowered, dialect: str) -> None:
-    if dialect == "glsl" and "fma" in lowered.features:
-        raise unsupported("Fma on Vulkan/GLSL: Vulkan does not require fma() to round once "
-                          "(lavapipe rounds twice), so results would differ from the reference",
-                          "run Fma programs on the cpu, opencl or cuda device.")
+    if dialect != "c" and "libm" in lowered.features:
+        raise unsupported(f"f32 transcendentals (sin, exp, log...) on the {dialect} dialect: "
+                          "the device's math library differs from the reference's (the host "
+                          "libm) in the last ULPs, so results would not be bit-exact",
+                          "run them on the cpu device (the host's own libm, bit-exact) or on "
+                          "device='reference'.")
 
 
 def _global_size(program: ir.Program, grid: tuple[int, int, int]) -> tuple[int, int, int]:

@@ -13,16 +13,28 @@ from pathlib import Path
 import pytest
 
 from hurray_gpu.kernels.dialect import DIALECTS, render
+from vyre import builder as b
 from vyre import from_wire
 from vyre.lower import lower
 
 GOLDEN = Path(__file__).parents[1] / "golden" / "vyre"
 EXPECTED = Path(__file__).parent / "expected_vyre"
-PROGRAMS = ("k03_loop_sum", "k05_bit_unops", "k06_atomic_histogram", "k08_minmax_saturating")
+PROGRAMS = ("k03_loop_sum", "k05_bit_unops", "k06_atomic_histogram", "k08_minmax_saturating",
+            "fma_f32")
 CASES = [(p, d) for p in PROGRAMS for d in sorted(DIALECTS)]
 
 
+def _fma_f32():  # noqa: ANN202 - a Program
+    """Fma, which must round once everywhere (GLSL: the integer emulation helper)."""
+    i = b.invocation_id(0)
+    return b.program([b.read("x", 0, b.F32), b.output("y", 1, b.F32, 4)],
+                     [b.store("y", i, b.fma(b.load("x", i), b.load("x", i), b.lit_f32(-1.0)))],
+                     workgroup_size=(4, 1, 1))
+
+
 def _kernel(name: str):  # noqa: ANN202 - a KernelDef
+    if name == "fma_f32":
+        return lower(_fma_f32()).kernel
     return lower(from_wire((GOLDEN / f"{name}.vir").read_bytes())).kernel
 
 

@@ -53,6 +53,10 @@ def _extend(children: st.SearchStrategy[ir.Expr]) -> st.SearchStrategy[ir.Expr]:
         st.builds(lambda op, x: b.cast(u32, b.unop(op, b.cast(Scalar.F32, b.cast(Scalar.I32, x)))),
                   st.sampled_from(F32_UNOPS), children),
         st.builds(lambda x, y: b.cast(u32, b.and_(x, y)), children, children),
+        # Fma rounds once on every device (GLSL: integer emulation).
+        st.builds(lambda x, y, z: b.cast(u32, b.fma(*(b.cast(Scalar.F32, b.cast(Scalar.I32, v))
+                                                      for v in (x, y, z)))),
+                  children, children, children),
     )
 
 

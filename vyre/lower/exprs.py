@@ -157,7 +157,7 @@ def lower_expr(ctx: Ctx, expr: ir.Expr) -> Value:
         if not a.kind == b.kind == c.kind == "f32":
             raise unsupported("Fma of non-f32 operands", "cast the operands to f32.")
         ctx.features.add("fma")
-        return canon(ctx, f"FMA({a.text}, {b.text}, {c.text})")
+        return canon(ctx, f"FMA_RN({a.text}, {b.text}, {c.text})")
     if isinstance(expr, ir.Atomic):
         return _atomic(ctx, expr)
     if isinstance(expr, (ir.SubgroupReduce, ir.SubgroupShuffle, ir.SubgroupBallot)):

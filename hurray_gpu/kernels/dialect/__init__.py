@@ -11,6 +11,8 @@ The subset (checked by :func:`lint_body`):
 - intrinsics ``U32 I32 F32`` (conversions), ``AS_F32 AS_U32`` (bit casts), ``FMA FMIN FMAX
   UMIN UMAX IMIN IMAX SQRT FLOOR FABS EXP2 LOG2``; ``FMA`` is fused on CUDA, HIP, OpenCL
   and host C, but Vulkan does not require OpFma to be fused (lavapipe rounds twice);
+  ``FMA_RN`` rounds once on every dialect (GLSL: an exact integer emulation, slower);
+  ``LIBM_SIN ... LIBM_LOG2`` (``(float)f((double)x)`` through the host libm; host C only);
   ``UMULHI(a, b)`` (high 32 bits of the u32 product); ``F16_BITS_TO_F32``/``BF16_BITS_TO_F32``
   (widen raw 16-bit patterns) and ``F32_TO_F16_BITS``/``F32_TO_BF16_BITS`` (round to nearest
   even, NaN payloads as NumPy/ml_dtypes), the same portable helpers on every dialect;

@@ -9,11 +9,12 @@ from typing import ClassVar
 
 from hurray_gpu.errors import UnsupportedOpError
 from hurray_gpu.kernels.dialect.kernel import KernelDef
-from hurray_gpu.kernels.dialect.render import CStyleRenderer
+from hurray_gpu.kernels.dialect.render import LIBM_INTRINSICS, CStyleRenderer
 
 __all__ = ["CUDARenderer", "HIPRenderer", "HostCRenderer", "OpenCLRenderer"]
 
-_C_OPS = {"U32": "(u32)(", "I32": "(i32)(", "F32": "(f32)(", "FMA": "fmaf(", "FMIN": "fminf(",
+_C_OPS = {"U32": "(u32)(", "I32": "(i32)(", "F32": "(f32)(", "FMA": "fmaf(", "FMA_RN": "fmaf(",
+          "FMIN": "fminf(",
           "FMAX": "fmaxf(", "SQRT": "sqrtf(", "FLOOR": "floorf(", "FABS": "fabsf(",
           "EXP2": "exp2f(", "LOG2": "log2f(", "F16_BITS_TO_F32": "hg_f16_to_f32(",
           "BF16_BITS_TO_F32": "hg_bf16_to_f32(",
@@ -81,7 +82,8 @@ class OpenCLRenderer(CStyleRenderer):
         "u32": "uint", "i32": "int", "f32": "float", "bool": "bool", "u8": "uchar",
         "i8": "char", "u16": "ushort", "i16": "short", "f16": "half", "bf16": "ushort"}
     op_map: ClassVar[dict[str, str]] = {
-        **_C_OPS, "FMA": "fma(", "FMIN": "fmin(", "FMAX": "fmax(", "SQRT": "sqrt(",
+        **_C_OPS, "FMA": "fma(", "FMA_RN": "fma(", "FMIN": "fmin(", "FMAX": "fmax(",
+        "SQRT": "sqrt(",
         "FLOOR": "floor(", "FABS": "fabs(", "EXP2": "exp2(", "LOG2": "log2(",
         "AS_F32": "as_float(", "AS_U32": "as_uint(", "UMIN": "min(", "UMAX": "max(",
         "IMIN": "min(", "IMAX": "max(", "UMULHI": "mul_hi(",
@@ -152,7 +154,10 @@ class HostCRenderer(CStyleRenderer):
         "bf16": "uint16_t"}
     op_map: ClassVar[dict[str, str]] = {
         **_C_OPS, "AS_F32": "hg_as_f32(", "AS_U32": "hg_as_u32(", "UMIN": "hg_umin(",
-        "UMAX": "hg_umax(", "IMIN": "hg_imin(", "IMAX": "hg_imax(", "UMULHI": "hg_umulhi("}
+        "UMAX": "hg_umax(", "IMIN": "hg_imin(", "IMAX": "hg_imax(", "UMULHI": "hg_umulhi(",
+        # The double libm function: C converts the float argument, and the caller's f32
+        # assignment rounds the result once (round to nearest even).
+        **{name: name[5:].lower() + "(" for name in LIBM_INTRINSICS}}
     intrinsic_helpers: ClassVar[dict[str, str]] = {
         "UMULHI": "static inline uint32_t hg_umulhi(uint32_t a, uint32_t b) {\n"
                   "    return (uint32_t)(((uint64_t)a * b) >> 32);\n}",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from hurray_gpu.kernels.dialect.glsl_fma import FMA_RN_GLSL
 from hurray_gpu.kernels.dialect.kernel import KernelDef
 from hurray_gpu.kernels.dialect.render import CStyleRenderer, atomics_used, value_type
 
@@ -45,8 +46,10 @@ class GLSLRenderer(CStyleRenderer):
         "UMIN": "min(", "UMAX": "max(", "IMIN": "min(", "IMAX": "max(", "UMULHI": "hg_umulhi(",
         "BARRIER": "memoryBarrierShared(); memoryBarrierBuffer(); barrier(",
         "F16_BITS_TO_F32": "hg_f16_to_f32(", "BF16_BITS_TO_F32": "hg_bf16_to_f32(",
-        "F32_TO_F16_BITS": "hg_f32_to_f16(", "F32_TO_BF16_BITS": "hg_f32_to_bf16("}
+        "F32_TO_F16_BITS": "hg_f32_to_f16(", "F32_TO_BF16_BITS": "hg_f32_to_bf16(",
+        "FMA_RN": "hg_fma_rn("}
     intrinsic_helpers: ClassVar[dict[str, str]] = {
+        "FMA_RN": FMA_RN_GLSL,
         "UMULHI": "uint hg_umulhi(uint a, uint b) {\n"
                   "    uint hi;\n    uint lo;\n    umulExtended(a, b, hi, lo);\n    return hi;\n}"}
     load_map = {

@@ -18,10 +18,17 @@ __all__ = ["RENDER_VERSION", "CStyleRenderer", "lint_body", "value_type"]
 # Bump whenever rendered semantics change: it is hashed into every kernel cache key.
 RENDER_VERSION = 3
 
+# f32 -> f32 through the host's double-precision libm, ``(float)f((double)x)``: host C only
+# (vyre's transcendentals, bit-exact with its reference interpreter, which calls the same libm).
+LIBM_INTRINSICS = tuple(f"LIBM_{f}" for f in ("SIN", "COS", "TAN", "ASIN", "ACOS", "ATAN", "SINH",
+                                              "COSH", "TANH", "EXP", "EXP2", "LOG", "LOG2"))
+# FMA_RN(a, b, c): a*b+c rounded once on every dialect (GLSL: exact integer emulation, since
+# Vulkan's fma() may round twice); FMA is whatever the target fuses fastest.
 # The intrinsics a body may call (besides LOAD, STORE, GLOBAL_ID and FUNC).
 INTRINSICS = ("U32", "I32", "F32", "AS_F32", "AS_U32", "FMA", "FMIN", "FMAX", "UMIN", "UMAX",
               "IMIN", "IMAX", "SQRT", "FLOOR", "FABS", "EXP2", "LOG2", "UMULHI",
-              "F16_BITS_TO_F32", "BF16_BITS_TO_F32", "F32_TO_F16_BITS", "F32_TO_BF16_BITS")
+              "F16_BITS_TO_F32", "BF16_BITS_TO_F32", "F32_TO_F16_BITS", "F32_TO_BF16_BITS",
+              "FMA_RN", *LIBM_INTRINSICS)
 # Intrinsics rendered as a call to a helper function, emitted only when a body uses them.
 HELPER_INTRINSICS = {"F16_BITS_TO_F32": "hg_f16_to_f32", "BF16_BITS_TO_F32": "hg_bf16_to_f32",
                      "F32_TO_F16_BITS": "hg_f32_to_f16", "F32_TO_BF16_BITS": "hg_f32_to_bf16"}

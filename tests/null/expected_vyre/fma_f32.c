@@ -1,0 +1,53 @@
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+static inline float hg_as_f32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+static inline uint32_t hg_as_u32(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+static inline uint32_t hg_umin(uint32_t a, uint32_t b) { return a < b ? a : b; }
+static inline uint32_t hg_umax(uint32_t a, uint32_t b) { return a > b ? a : b; }
+static inline int32_t hg_imin(int32_t a, int32_t b) { return a < b ? a : b; }
+static inline int32_t hg_imax(int32_t a, int32_t b) { return a > b ? a : b; }
+#define HG_CHUNK 4096
+
+#define load_b0_x(hg_i) (b0_x[(hg_i)])
+#define load_b1_y(hg_i) (b1_y[(hg_i)])
+#define store_b1_y(hg_i, hg_v) (b1_y[(hg_i)] = (uint32_t)((hg_v)))
+
+static inline void vyre_3a49e86767270a58_item(uint32_t hg_gid0, uint32_t hg_gid1, uint32_t hg_gid2, const uint32_t *restrict b0_x, uint32_t *restrict b1_y, uint32_t n0, uint32_t n1) {
+    {
+        uint32_t t1 = (hg_gid0 < n0) ? load_b0_x(hg_gid0) : 0u;
+        uint32_t t2 = hg_as_u32(hg_as_f32(t1));
+        float t3 = hg_as_f32(((t2 & 0x7fffffffu) > 0x7f800000u) ? 0x7fc00000u : ((((t2 & 0x7f800000u) == 0u)) ? (t2 & 0x80000000u) : t2));
+        uint32_t t4 = (hg_gid0 < n0) ? load_b0_x(hg_gid0) : 0u;
+        uint32_t t5 = hg_as_u32(hg_as_f32(t4));
+        float t6 = hg_as_f32(((t5 & 0x7fffffffu) > 0x7f800000u) ? 0x7fc00000u : ((((t5 & 0x7f800000u) == 0u)) ? (t5 & 0x80000000u) : t5));
+        uint32_t t7 = hg_as_u32(fmaf(t3, t6, hg_as_f32(0xbf800000u)));
+        float t8 = hg_as_f32(((t7 & 0x7fffffffu) > 0x7f800000u) ? 0x7fc00000u : ((((t7 & 0x7f800000u) == 0u)) ? (t7 & 0x80000000u) : t7));
+        if (hg_gid0 < n1) { store_b1_y(hg_gid0, hg_as_u32(t8)); }
+    }
+}
+
+void vyre_3a49e86767270a58(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0, int64_t hg_n1,
+            int64_t hg_n2) {
+    const uint32_t *restrict b0_x = (const uint32_t *)hg_bufs[0];
+    uint32_t *restrict b1_y = (uint32_t *)hg_bufs[1];
+    uint32_t n0 = hg_words[0];
+    uint32_t n1 = hg_words[1];
+    int64_t hg_total = hg_n0 * hg_n1 * hg_n2;
+    int64_t hg_chunks = (hg_total + HG_CHUNK - 1) / HG_CHUNK;
+    #pragma omp parallel for schedule(static)
+    for (int64_t hg_c = 0; hg_c < hg_chunks; hg_c++) {
+        int64_t hg_t = hg_c * HG_CHUNK;
+        int64_t hg_end = hg_t + HG_CHUNK < hg_total ? hg_t + HG_CHUNK : hg_total;
+        uint32_t hg_x = (uint32_t)(hg_t % hg_n0), hg_y = (uint32_t)((hg_t / hg_n0) % hg_n1);
+        uint32_t hg_z = (uint32_t)(hg_t / (hg_n0 * hg_n1));
+        for (; hg_t < hg_end; hg_t++) {
+            vyre_3a49e86767270a58_item(hg_x, hg_y, hg_z, b0_x, b1_y, n0, n1);
+            if (++hg_x == (uint32_t)hg_n0) {
+                hg_x = 0;
+                if (++hg_y == (uint32_t)hg_n1) { hg_y = 0; hg_z++; }
+            }
+        }
+    }
+}

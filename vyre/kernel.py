@@ -1,0 +1,252 @@
+"""vyre.compile: a program compiled once for one device, launched many times on device buffers.
+
+Everything a launch can know in advance (slot plans, loaded programs, the trap flag) is fixed
+at compile time, so ``Kernel(buffers, grid)`` only resolves its arguments and enqueues.
+"""
+
+from __future__ import annotations
+
+import operator
+import threading
+import weakref
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from hurray_gpu.buffer import Buffer
+from hurray_gpu.cache import LRUCache
+from hurray_gpu.device import Device
+from vyre import ir
+from vyre.execute import _check_dialect, _open, lower_cached, program_key
+from vyre.kernel_args import SlotPlan, plan_slots, resolve
+from vyre.lower import Lowered, TrapError
+from vyre.lower.errors import unsupported
+from vyre.reference import _as_program
+
+__all__ = ["Kernel", "compile", "kernel_cache_clear"]
+
+_U32_MAX = 0xFFFFFFFF
+# Compiled kernels kept per device (each holds its loaded programs).
+KERNEL_CACHE_CAPACITY = 128
+_CACHES: weakref.WeakKeyDictionary[Device, LRUCache[tuple[bytes, str, str], Kernel]] = \
+    weakref.WeakKeyDictionary()
+_CACHES_LOCK = threading.Lock()
+
+
+class _Arg:
+    """An allocation in the shape Program.__call__ checks (``.allocation``, ``.device``)."""
+
+    __slots__ = ("allocation", "device")
+
+    def __init__(self, allocation: Any, device: Device) -> None:
+        self.allocation = allocation
+        self.device = device
+
+
+class Kernel:
+    """A vyre program compiled for one device. Call it to launch.
+
+    Built by :func:`vyre.compile`; not constructed directly.
+
+    Attributes:
+        device: the device it runs on.
+        lowered: the lowered program (kernels, slots, features).
+        names: the storage buffer names, in the positional argument order (declaration order).
+        workgroup_size: the program's workgroup size.
+    """
+
+    def __init__(self, lowered: Lowered, device: Device) -> None:
+        self.device = device
+        self.lowered = lowered
+        writable = frozenset(s.decl.name for s, p in zip(
+            lowered.slots, lowered.kernels[0].buffers, strict=False) if "w" in p.access)
+        self._plans: tuple[SlotPlan, ...] = plan_slots(lowered.slots, writable)
+        self.names = tuple(p.name for p in self._plans)
+        self._index = {name: i for i, name in enumerate(self.names)}
+        self.workgroup_size: tuple[int, int, int] = tuple(  # type: ignore[assignment]
+            lowered.program.workgroup_size)
+        # Loading goes through Device.program: its memory LRU, then the disk cache.
+        self._programs = tuple(device.program(k) for k in lowered.kernels)
+        # HURRAY_GPU_DEBUG_BOUNDS=1: launch through the program's canary-checking path.
+        self._checked = any(getattr(p, "_canary", None) is not None for p in self._programs)
+        self._trap = Buffer.from_bytes(device, bytes(4)) if lowered.uses_trap else None
+        self._sizes: dict[Any, tuple[int, int, int]] = {}
+        self._u32 = np.uint32
+
+    def nbytes(self, name: str, count: int = 0) -> int:
+        """Bytes to allocate for buffer ``name`` holding ``count`` elements (at least the
+        declared count).
+
+        Raises:
+            UnsupportedOpError: no storage buffer of that name.
+        """
+        plan = self._plan(name)
+        return max(plan.min_bytes, count * plan.itemsize)
+
+    def _plan(self, name: str) -> SlotPlan:
+        index = self._index.get(name)
+        if index is None:
+            raise unsupported(f"the program has no storage buffer {name!r}",
+                              f"use one of {list(self.names)}.")
+        return self._plans[index]
+
+    def _global_size(self, grid: Any) -> tuple[int, int, int]:
+        try:
+            size: tuple[int, int, int] | None = self._sizes.get(grid)
+        except TypeError:  # an unhashable grid (a list): validated below, not memoized
+            size = None
+        if size is not None:
+            return size
+        try:
+            counts = tuple(operator.index(g) for g in grid)
+        except TypeError:
+            counts = ()
+        if len(counts) != 3 or any(g < 0 or g > _U32_MAX for g in counts):
+            raise unsupported(f"grid {grid!r} is not three integer workgroup counts in "
+                              "[0, 2**32)", "pass grid=(x, y, z).")
+        wx, wy, wz = self.workgroup_size
+        full = (counts[0] * wx, counts[1] * wy, counts[2] * wz)
+        if max(full) > _U32_MAX:
+            raise unsupported(f"grid {counts} x workgroup {self.workgroup_size} has more than "
+                              "2**32-1 invocations on an axis (ids would wrap)",
+                              "use a smaller grid.")
+        if isinstance(grid, tuple) and len(self._sizes) < 64:
+            self._sizes[grid] = full
+        return full
+
+    def _arguments(self, buffers: Any) -> tuple[list[Any], list[Any]]:
+        plans, device = self._plans, self.device
+        if isinstance(buffers, Mapping):
+            if len(buffers) != len(plans) or any(p.name not in buffers for p in plans):
+                raise unsupported(f"buffers {sorted(buffers)} do not match the program's "
+                                  f"storage buffers {list(self.names)}",
+                                  "pass exactly one buffer per storage buffer, by name.")
+            values: Sequence[Any] = [buffers[p.name] for p in plans]
+        elif isinstance(buffers, (list, tuple)) and len(buffers) == len(plans):
+            values = buffers
+        else:
+            raise unsupported(f"expected {len(plans)} buffers {list(self.names)}",
+                              "pass a dict by name or a list in declaration order.")
+        allocations, scalars = [], []
+        u32 = self._u32
+        for value, plan in zip(values, plans, strict=True):
+            allocation, length = resolve(value, device, plan)
+            allocations.append(allocation)
+            scalars.append(u32(length))
+        return allocations, scalars
+
+    def __call__(self, buffers: Mapping[str, Any] | Sequence[Any],
+                 grid: tuple[int, int, int], stream: Any = None) -> None:
+        """Launch ``grid`` workgroups (x, y, z) over ``buffers``, asynchronously where the
+        device queues work (opencl, cuda); synchronize the stream to read the results.
+
+        Args:
+            buffers: one per storage buffer, by name or in declaration order: hurray_gpu
+                Buffers or Tensors on the kernel's device, or DLPack arrays there (NumPy
+                arrays for the cpu device), used in place (zero-copy). Backend-allocated
+                outputs need at least their declared count; the kernel sees every other
+                buffer's whole length (BufLen), as the reference does.
+            grid: workgroup counts (x, y, z).
+            stream: a hurray_gpu Stream of this device; None: the current stream.
+
+        Raises:
+            UnsupportedOpError: a buffer on another device, freed, too small or of the wrong
+                kind; a bad grid; a stream of another device.
+            TrapError: the program trapped (i32 division by zero or MIN / -1, or Trap).
+        """
+        size = self._global_size(grid)
+        allocations, scalars = self._arguments(buffers)
+        trap = self._trap
+        if trap is not None:
+            allocations.append(trap.allocation)
+        if stream is None:
+            self._launch(allocations, scalars, size)
+            if trap is not None:
+                self._check_trap(trap)
+            return
+        if getattr(stream, "device", None) is not self.device:
+            raise unsupported(f"stream {stream!r} is not a stream of {self.device.spec}",
+                              f"pass hurray_gpu.sync.Stream({self.device.spec!r}).")
+        with stream:  # the flag is read on the launch's own queue, after the launch
+            self._launch(allocations, scalars, size)
+            if trap is not None:
+                self._check_trap(trap)
+
+    def _launch(self, allocations: list[Any], scalars: list[Any],
+                size: tuple[int, int, int]) -> None:
+        if size[0] == 0 or size[1] == 0 or size[2] == 0:
+            return
+        local = self.workgroup_size
+        # The checks Program.__call__ makes (device, liveness, extents <= sizes) were made by
+        # resolve(); its generic binding would cost more than the launch itself.
+        if self._checked:  # debug canaries: the public, fully checked launch path
+            args = [_Arg(a, self.device) for a in allocations] + [int(v) for v in scalars]
+            for program in self._programs:
+                program(*args, global_size=size)
+            return
+        for program in self._programs:  # GridSync segments, in order on one queue
+            program._launch(allocations, scalars, size, local, False)
+
+    def _check_trap(self, trap: Buffer) -> None:
+        flag = bytes(trap.copyout())
+        if flag != bytes(4):
+            trap.copyin(bytes(4))
+            raise TrapError("the program trapped on the device (i32 division by zero or "
+                            "MIN / -1, or a Trap node); the outputs are void",
+                            fix="guard the divisor, or remove the Trap.")
+
+    def __repr__(self) -> str:
+        return (f"<vyre.Kernel {self.lowered.kernels[0].name} on {self.device.spec} "
+                f"buffers={list(self.names)} workgroup={self.workgroup_size}>")
+
+
+def _cache_for(device: Device) -> LRUCache[tuple[bytes, str, str], Kernel]:
+    with _CACHES_LOCK:
+        cache = _CACHES.get(device)
+        if cache is None:
+            cache = _CACHES[device] = LRUCache(KERNEL_CACHE_CAPACITY)
+        return cache
+
+
+def compile(program: ir.Program | bytes, device: Any = "cpu", *,  # noqa: A001 - vyre.compile
+            callees: Mapping[str, ir.Program] | None = None) -> Kernel:
+    """Compile ``program`` for ``device``: lowered, rendered in its dialect, compiled and
+    loaded once; cached in memory by (fingerprint, dialect, device identity) and on disk by
+    the device's compiler cache.
+
+    Args:
+        program: a :class:`vyre.Program`, or VIR0 wire bytes.
+        device: a hurray_gpu device or spec (``"cpu"``, ``"opencl:0"``, ``"vulkan:0"``,
+            ``"cuda:0"``, ``"rocm:0"``).
+        callees: op id -> callee program, inlined as the reference does.
+
+    Returns:
+        The :class:`Kernel`.
+
+    Raises:
+        vyre.ValidationError: the program is invalid.
+        UnsupportedOpError: ``device`` compiles no kernels (the reference), or the program
+            uses a construct this device cannot run exactly.
+        CompileError: the device compiler rejected the rendered source.
+    """
+    prog = _as_program(program)
+    dev = _open(device)
+    key = (program_key(prog, callees), dev.dialect, dev.identity())
+    cache = _cache_for(dev)
+    hit = cache.get(key)
+    if hit is not None:
+        return hit
+    lowered = lower_cached(prog, callees)
+    _check_dialect(lowered, dev.dialect)
+    kernel = Kernel(lowered, dev)
+    cache.put(key, kernel)
+    return kernel
+
+
+def kernel_cache_clear() -> None:
+    """Drop every in-memory compiled kernel (the disk cache stays)."""
+    with _CACHES_LOCK:
+        caches = list(_CACHES.values())
+    for cache in caches:
+        cache.clear()
