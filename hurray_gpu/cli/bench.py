@@ -24,7 +24,7 @@ QUICK_ARGS = {
     "dequant": ["--elements", str(1 << 20), "--runs", "2"],
     "kv_cache": ["--runs", "2", "--seqs", "16", "--max-len", "64", "--layers", "1"],
     "layout": ["--side", "256", "--runs", "2"],
-    "vyre_exec": ["--n", "64", "--ref-n", "64", "--runs", "2"],
+    "vyre_exec": ["--quick"],
 }
 FULL_ARGS: dict[str, list[str]] = {}
 # One suite may not run longer than this (seconds).
