@@ -12,6 +12,7 @@ from hurray_gpu.device import Device, MemoryClass
 from hurray_gpu.devices_api import default_device, describe_devices, device, devices
 from hurray_gpu.errors import (
     BackendUnavailableError,
+    BoundsViolation,
     CompileError,
     DeviceError,
     HurrayFormatError,
@@ -65,6 +66,7 @@ def from_numpy(array: object, *, order: str = "C") -> Tensor:
 
 __all__ = [
     "BackendUnavailableError",
+    "BoundsViolation",
     "Buffer",
     "BufferHandle",
     "CompileError",

@@ -6,12 +6,13 @@ Views share their base's memory and keep it alive; freeing returns memory to the
 from __future__ import annotations
 
 import contextlib
+import warnings
 from typing import Any
 
 import numpy as np
 
 from hurray_gpu.device import Allocation, Device, MemoryClass
-from hurray_gpu.errors import UnsupportedOpError
+from hurray_gpu.errors import BoundsViolation, UnsupportedOpError
 
 __all__ = ["Buffer"]
 
@@ -62,8 +63,8 @@ class Buffer:
 
     @property
     def offset(self) -> int:
-        """Byte offset inside the base allocation (0 unless a view)."""
-        return self.allocation.offset
+        """Byte offset inside the base buffer (0 unless a view; debug canaries excluded)."""
+        return self.allocation.user_offset
 
     @property
     def is_view(self) -> bool:
@@ -143,7 +144,12 @@ class Buffer:
                       _base=self._base or self)
 
     def free(self) -> None:
-        """Return the memory to the device pool now (views are no-ops); idempotent."""
+        """Return the memory to the device pool now (views are no-ops); idempotent.
+
+        Raises:
+            BoundsViolation: with ``HURRAY_GPU_DEBUG_BOUNDS=1``, a canary changed since the
+                last kernel's check (the memory is freed all the same).
+        """
         allocation = getattr(self, "allocation", None)
         if allocation is not None and self._base is None:
             self.device.allocator.free(allocation)
@@ -157,7 +163,10 @@ class Buffer:
     def __del__(self) -> None:
         # Interpreter shutdown may already have torn down the allocator's modules.
         with contextlib.suppress(Exception):
-            self.free()
+            try:
+                self.free()
+            except BoundsViolation as exc:  # a finaliser cannot raise: do not lose the report
+                warnings.warn(str(exc), RuntimeWarning, stacklevel=1)
 
     def __repr__(self) -> str:
         return (f"<Buffer {self.nbytes} bytes {self.memory_class.label} on {self.device.spec}"

@@ -14,6 +14,7 @@ __all__ = [
     "c_compiler",
     "cache_dir",
     "cache_fatal",
+    "debug_bounds",
     "debug_level",
     "device_override",
     "no_cache",
@@ -58,6 +59,14 @@ def debug_level() -> int:
         return int(os.environ.get("HURRAY_GPU_DEBUG", "0"))
     except ValueError:
         return 0
+
+
+def debug_bounds() -> bool:
+    """True when ``HURRAY_GPU_DEBUG_BOUNDS=1``: allocators pad buffers with checked canaries.
+
+    Each allocator reads it once, when its device is created (see :mod:`hurray_gpu.canary`).
+    """
+    return _flag("HURRAY_GPU_DEBUG_BOUNDS")
 
 
 def c_compiler() -> str | None:

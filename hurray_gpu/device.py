@@ -12,7 +12,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from hurray_gpu import config
 from hurray_gpu.cache import LRUCache
+from hurray_gpu.canary import Canary, Guard
 from hurray_gpu.errors import BackendUnavailableError, OutOfMemoryError, UnsupportedOpError
 from hurray_gpu.format.descriptor.buffers import MemoryClass
 from hurray_gpu.program import Compiler, Program
@@ -40,11 +42,19 @@ class Allocation:
     base: Allocation | None = None
     offset: int = 0
     freed: bool = field(default=False)
+    # Set on a canary-padded root and on the user's view of it (HURRAY_GPU_DEBUG_BOUNDS=1).
+    guard: Guard | None = None
 
     @property
     def root(self) -> Allocation:
         """The allocation this one is a view of (itself when not a view)."""
         return self.base if self.base is not None else self
+
+    @property
+    def user_offset(self) -> int:
+        """Byte offset inside the user's buffer (``offset`` less any canary padding)."""
+        guard = self.root.guard
+        return self.offset - (guard.before if guard is not None else 0)
 
 
 def _as_bytes_view(data: Any, writable: bool) -> memoryview:
@@ -68,6 +78,9 @@ class Allocator:
     Backends override ``_alloc``, ``_free``, ``_copyin``, ``_copyout`` and ``_offset``, and
     ``_copy`` where the device can copy between its own buffers without the host.
 
+    With ``HURRAY_GPU_DEBUG_BOUNDS=1`` when it is created, every allocation is padded with
+    canaries (``canary``, see :mod:`hurray_gpu.canary`); otherwise ``canary`` is None.
+
     Args:
         device: the owning device.
         pool_limit: the most bytes of freed buffers kept for reuse.
@@ -75,6 +88,8 @@ class Allocator:
 
     # Exception types a backend's ``_alloc`` raises when the device is out of memory.
     oom_errors: ClassVar[tuple[type[BaseException], ...]] = (MemoryError,)
+    # False for allocators that store no data (canaries could never read back intact).
+    canary_capable: ClassVar[bool] = True
 
     def __init__(self, device: Device, pool_limit: int = DEFAULT_POOL_LIMIT) -> None:
         self.device = device
@@ -85,6 +100,9 @@ class Allocator:
         self.allocated_bytes = 0
         self.peak_bytes = 0
         self.alloc_count = 0
+        # Read once: the check costs nothing per launch when off, and the pool never mixes
+        # padded and unpadded buffers (a guarded allocator pools only padded roots).
+        self.canary = Canary(self) if self.canary_capable and config.debug_bounds() else None
 
     # -- public policy ------------------------------------------------------------------
     def alloc(self, nbytes: int, memory_class: MemoryClass | int | str = 0) -> Allocation:
@@ -97,25 +115,46 @@ class Allocator:
         mclass = self._check_request(nbytes, memory_class)
         if nbytes == 0:
             return Allocation(None, 0, mclass)
-        raw = self._take_pooled(nbytes, mclass)
-        if raw is None:
-            raw = self._alloc_with_retry(nbytes, mclass)
+        canary = self.canary if self.canary is not None and self.canary.guards(mclass) else None
+        total = nbytes if canary is None else canary.padded_size(nbytes, mclass)
+        raw = self._take_pooled(total, mclass)
+        fresh = raw is None
+        if fresh:
+            raw = self._alloc_with_retry(total, mclass)
         with self._lock:
-            self.allocated_bytes += nbytes
+            self.allocated_bytes += total
             self.peak_bytes = max(self.peak_bytes, self.allocated_bytes)
             self.alloc_count += 1
-        return Allocation(raw, nbytes, mclass)
+        if canary is None:
+            return Allocation(raw, nbytes, mclass)
+        try:
+            return canary.wrap(raw, nbytes, mclass, fresh)
+        except BaseException:
+            self._release(raw, total, mclass)
+            raise
 
     def free(self, allocation: Allocation) -> None:
-        """Return an allocation to the pool (views and double frees are ignored)."""
-        if allocation.freed or allocation.base is not None:
+        """Return an allocation to the pool (views and double frees are ignored).
+
+        Raises:
+            BoundsViolation: with canaries on, one changed since the last kernel's check.
+        """
+        if allocation.freed:
+            return
+        if allocation.guard is not None:  # a padded buffer; its root goes with it, not alone
+            if allocation.base is not None and self.canary is not None:
+                self.canary.release(allocation)
+            return
+        if allocation.base is not None:
             return
         allocation.freed = True
-        if allocation.nbytes == 0:
-            return
+        if allocation.nbytes:
+            self._release(allocation.raw, allocation.nbytes, allocation.memory_class)
+
+    def _release(self, raw: Any, nbytes: int, memory_class: MemoryClass) -> None:
         with self._lock:
-            self.allocated_bytes -= allocation.nbytes
-        self._put_pooled(allocation.raw, allocation.nbytes, allocation.memory_class)
+            self.allocated_bytes -= nbytes
+        self._put_pooled(raw, nbytes, memory_class)
 
     def copyin(self, dest: Allocation, src: Any) -> None:
         """Copy all of ``src`` (bytes-like, exactly ``dest.nbytes`` long) into ``dest``."""
@@ -130,6 +169,8 @@ class Allocator:
         self._check_live(src, view.nbytes)
         if view.nbytes:
             self._copyout(view, src.raw)
+        if self.canary is not None:  # the host reads results: run finished deferred checks
+            self.canary.drain()
 
     def copy(self, dest: Allocation, src: Allocation) -> None:
         """Copy all of ``src`` into ``dest`` (same size, this allocator) with ``_copy``.
@@ -328,6 +369,11 @@ class Device:
     def max_alloc(self) -> int:
         """The largest single allocation in bytes (0 = no fixed limit)."""
         return 0
+
+    @property
+    def offset_alignment(self) -> int:
+        """Bytes a view's offset must be a multiple of for kernels to take it (1 = any)."""
+        return 1
 
     def memory_info(self) -> tuple[int, int]:
         """Return ``(free, total)`` device memory in bytes (0, 0 when unknown)."""

@@ -102,6 +102,33 @@ class OutOfMemoryError(HurrayGPUError, MemoryError):
         self._kwargs = {"fix": fix}
 
 
+class BoundsViolation(HurrayGPUError, RuntimeError):
+    """A kernel wrote outside a buffer: a debug canary (``HURRAY_GPU_DEBUG_BOUNDS=1``) changed.
+
+    Args:
+        kernel: the kernel that ran last on the buffer.
+        buffer: the kernel parameter (or a description) naming the buffer.
+        side: ``"before"`` or ``"after"``: which canary was overwritten.
+        offset: the first corrupted byte, relative to the buffer's first byte (negative
+            before it; ``nbytes`` or more after it).
+        nbytes: the buffer's size in bytes.
+        fix: the ``Fix:`` hint.
+    """
+
+    def __init__(self, kernel: str, buffer: str, side: str, offset: int, nbytes: int, *,
+                 fix: str | None = None) -> None:
+        self.kernel, self.buffer, self.side = kernel, buffer, side
+        self.offset, self.nbytes = offset, nbytes
+        super().__init__(
+            f"kernel {kernel} wrote outside buffer {buffer} ({nbytes} bytes): the canary "
+            f"{side} it is corrupted, first at byte offset {offset}.",
+            fix=fix or f"check the index arithmetic and extents() of {kernel} against the "
+                       "buffer sizes; every index must stay in [0, count).",
+        )
+        self._args = (kernel, buffer, side, offset, nbytes)
+        self._kwargs = {"fix": fix}
+
+
 class CompileError(HurrayGPUError, RuntimeError):
     """A kernel failed to compile; ``dump(file)`` writes the numbered source."""
 

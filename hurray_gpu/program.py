@@ -14,11 +14,13 @@ import numpy as np
 
 from hurray_gpu import config
 from hurray_gpu.cache import KernelCacheBackend, default_cache, make_cache_key
-from hurray_gpu.errors import UnsupportedOpError
+from hurray_gpu.canary import named_buffers
+from hurray_gpu.errors import BoundsViolation, HurrayGPUError, UnsupportedOpError
 from hurray_gpu.kernels.dialect.kernel import KernelDef, numpy_dtype
 from hurray_gpu.kernels.dialect.render import RENDER_VERSION
 
 if TYPE_CHECKING:
+    from hurray_gpu.canary import Canary
     from hurray_gpu.device import Allocation, Device
 
 __all__ = ["Compiler", "Program", "compile_stats"]
@@ -136,6 +138,8 @@ class Program:
         self.device = device
         self.kernel = kernel
         self.binary = binary
+        # Debug canaries (HURRAY_GPU_DEBUG_BOUNDS=1): None, and no cost per launch, when off.
+        self._canary = device.allocator.canary
 
     def __call__(self, *args: Any, global_size: Sequence[int] | None = None,
                  wait: bool = False, **kwargs: Any) -> float | None:
@@ -152,6 +156,8 @@ class Program:
         Raises:
             UnsupportedOpError: missing/extra/mistyped arguments, or a buffer too small for
                 the extents the scalars imply.
+            BoundsViolation: with ``HURRAY_GPU_DEBUG_BOUNDS=1``, the kernel wrote outside a
+                buffer argument (checked once the launch has run; see hurray_gpu.canary).
         """
         bound = self._bind(args, kwargs)
         scalars = {p.name: _check_scalar(p.name, p.dtype, bound[p.name])
@@ -161,7 +167,31 @@ class Program:
         grid = _check_grid(global_size if global_size is not None else self.kernel.grid(plain))
         if math.prod(grid) == 0:
             return 0.0 if wait else None
-        return self._launch(buffers, list(scalars.values()), grid, self.kernel.local_size, wait)
+        if self._canary is None:
+            return self._launch(buffers, list(scalars.values()), grid, self.kernel.local_size,
+                                wait)
+        return self._launch_checked(self._canary, buffers, list(scalars.values()), grid, wait)
+
+    def _launch_checked(self, canary: Canary, buffers: list[Allocation],
+                        scalars: list[np.generic], grid: tuple[int, int, int],
+                        wait: bool) -> float | None:
+        """Launch, then check the canaries of every buffer argument once the launch's stream
+        has run it (see :meth:`Canary.after_launch`).
+
+        A launch that fails (e.g. a Vulkan window fault) is checked too: a changed canary is
+        the more precise report, so BoundsViolation replaces the error (chained to it).
+        """
+        named = named_buffers(self.kernel, buffers)
+        try:
+            result = self._launch(buffers, scalars, grid, self.kernel.local_size, wait)
+        except HurrayGPUError as exc:
+            try:
+                canary.after_launch(self.device, self.kernel.name, named)
+            except BoundsViolation as violation:
+                raise violation from exc
+            raise
+        canary.after_launch(self.device, self.kernel.name, named)
+        return result
 
     def _bind(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> dict[str, Any]:
         names = [p.name for p in self.kernel.params]

@@ -20,6 +20,8 @@ from hurray_gpu import errors as E
         E.UnsupportedOpError("float128 has no NumPy dtype"),
         E.OutOfMemoryError(1 << 30, 1 << 20, 1 << 31),
         E.CompileError("nvrtc failed", "int x", ("-arch=sm_90",), "error: x"),
+        E.BoundsViolation("fill_u32", "dst", "after", 64, 64),
+        E.BoundsViolation("k", "src", "before", -4, 8, fix="fix the index."),
     ],
 )
 def test_every_error_has_a_fix_and_pickles(exc: E.HurrayGPUError) -> None:
@@ -55,3 +57,12 @@ def test_format_error_shifted_moves_only_the_offset() -> None:
     moved = exc.shifted(100)
     assert (moved.field, moved.offset) == ("type_tag", 114)
     assert str(moved) == "bad tag 0x47 (field type_tag, byte offset 114) Fix: use a tag."
+
+
+def test_bounds_violation_keeps_kernel_buffer_side_and_offset() -> None:
+    exc = pickle.loads(pickle.dumps(E.BoundsViolation("fill_u32", "dst", "before", -4, 64)))
+    assert (exc.kernel, exc.buffer, exc.side, exc.offset, exc.nbytes) == (
+        "fill_u32", "dst", "before", -4, 64)
+    assert isinstance(exc, E.HurrayGPUError) and isinstance(exc, RuntimeError)
+    assert "kernel fill_u32" in str(exc) and "buffer dst" in str(exc)
+    assert "byte offset -4" in str(exc) and "Fix:" in str(exc)

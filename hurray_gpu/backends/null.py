@@ -30,6 +30,8 @@ def check(status: int, what: str = "null call") -> None:
 class NullAllocator(Allocator):
     """Hands out integer handles; copies are recorded and move no data (copyout writes 0s)."""
 
+    canary_capable = False  # stores nothing, so debug canaries could never read back
+
     def __init__(self, device: Device) -> None:
         super().__init__(device)
         self._ids = itertools.count(1)

@@ -256,6 +256,11 @@ class CLDevice(Device):
     def max_alloc(self) -> int:
         return int(self.cl_device.max_mem_alloc_size)
 
+    @property
+    def offset_alignment(self) -> int:
+        """CL_DEVICE_MEM_BASE_ADDR_ALIGN in bytes: kernels take sub-buffers aligned to it."""
+        return self.alignment
+
     def memory_info(self) -> tuple[int, int]:
         total = int(self.cl_device.global_mem_size)
         return (max(0, total - self.allocator.allocated_bytes), total)

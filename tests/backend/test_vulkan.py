@@ -122,7 +122,7 @@ def test_staged_copies_for_device_only_memory(vk):
     nbytes = vmem.STAGING_BYTES + 12_345  # more than one staging chunk
     buf = Buffer(vk, nbytes)
     mem = buf.allocation.raw
-    unmapped = vmem.VulkanMemory(mem.buffer, mem.memory, mem.size, mem.flags, None)
+    unmapped = vmem.VulkanMemory(mem.buffer, mem.memory, mem.size, mem.flags, None, mem.offset)
     data = _rng_bytes(nbytes, 5)
     vmem.write_memory(vk.ctx, unmapped, memoryview(data))
     assert np.array_equal(buf.numpy(), data)
