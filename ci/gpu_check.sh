@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The one short device check for a lent GPU machine (under 8 minutes; installs nothing).
 # Runs: NVRTC compile of every kernel, tests marked gpu/cuda in tests/gpu, the backend tests on
-# the cuda/rocm devices, and the transfer benchmark. Results go to $OUT (or bench/out).
+# the cuda/rocm devices, the sync/DLPack handoffs (under racecheck when available), and the
+# transfer benchmark. Results go to $OUT (or bench/out).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-python3}"
@@ -30,6 +31,17 @@ step "gpu tests" 240 "$PYTHON" -m pytest -q -m "gpu or cuda" tests/gpu \
   --junitxml="$OUT_DIR/gpu_tests.xml"
 step "backend tests on cuda/rocm" 180 "$PYTHON" -m pytest -q tests/backend -k "cuda or rocm" \
   --junitxml="$OUT_DIR/backend_gpu.xml"
+# -- sync / DLPack: torch and CuPy handoffs on CUDA streams in all three modes --------------
+step "sync and dlpack tests" 120 "$PYTHON" -m pytest -q tests/gpu/test_sync_cuda.py \
+  tests/gpu/test_dlpack_cuda.py --junitxml="$OUT_DIR/sync_tests.xml"
+if command -v compute-sanitizer >/dev/null; then
+  # racecheck serializes kernels, so the gated (spin-held) tests skip themselves here.
+  step "racecheck of the handoffs" 180 env HURRAY_GPU_SANITIZER=1 compute-sanitizer \
+    --tool racecheck --error-exitcode 3 "$PYTHON" -m pytest -q -x tests/gpu/test_sync_cuda.py \
+    -k "ungated or torch"
+else
+  echo "== racecheck skipped: compute-sanitizer not on PATH"
+fi
 step "transfer bench" 120 "$PYTHON" bench/transfer.py --size-mib 256 --runs 5 \
   --json "$OUT_DIR/transfer.json"
 exit "$status"

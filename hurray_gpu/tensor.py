@@ -58,7 +58,8 @@ class Tensor(TensorSyncMixin):
     they are :class:`~hurray_gpu.buffer.Buffer` objects.
     """
 
-    __slots__ = ("_descriptor", "_buffers", "_members", "_raw", "_place", "_sync")
+    # _sync: handoff state (sync/handoff.py); _dl: DLPack export templates (sync/dlpack.py).
+    __slots__ = ("_descriptor", "_buffers", "_members", "_raw", "_place", "_sync", "_dl")
 
     def __init__(self, descriptor: Any, buffers: Sequence[Any] = (),
                  members: Sequence[Tensor] = ()) -> None:
@@ -95,6 +96,7 @@ class Tensor(TensorSyncMixin):
                                     field="members", fix="drop the members argument.")
         self._descriptor, self._buffers = desc, tuple(host)
         self._members, self._raw, self._place = tuple(members), raw, place
+        self._sync = None  # handoff state: set only on tensors Tensor.handoff() returns
 
     @classmethod
     def from_parts(cls, descriptor: Any, buffers: Sequence[Any] = (),
@@ -128,6 +130,7 @@ class Tensor(TensorSyncMixin):
         self._descriptor, self._buffers = desc, tuple(buffers)
         self._members, self._place = tuple(members), place
         self._raw = raw if raw is not None else _codec.encode(desc)
+        self._sync = None
         return self
 
     @classmethod
@@ -174,7 +177,19 @@ class Tensor(TensorSyncMixin):
 
     @property
     def buffers(self) -> tuple[Any, ...]:
-        """The buffers in buffer-table order: 1-D uint8 arrays on the host, else Buffers."""
+        """The buffers in buffer-table order: 1-D uint8 arrays on the host, else Buffers.
+
+        This is where every hurray_gpu op obtains a tensor's memory, so a handed-off tensor
+        the consumer did not :meth:`accept` is accepted here, on the current stream.
+        """
+        try:
+            state = self._sync
+        except AttributeError:  # made without __init__/_trusted (e.g. unpickled)
+            state = None
+        if state is not None:
+            from .sync.handoff import on_use
+
+            on_use(self, state)
         return self._buffers
 
     @property
@@ -303,7 +318,7 @@ class Tensor(TensorSyncMixin):
         return (self._raw == other._raw and len(self._buffers) == len(other._buffers)
                 and self._place == other._place
                 and all(np.array_equal(_host_bytes(a), _host_bytes(b))
-                        for a, b in zip(self._buffers, other._buffers, strict=True))
+                        for a, b in zip(self.buffers, other.buffers, strict=True))
                 and self._members == other._members)
 
     __hash__ = None  # type: ignore[assignment]

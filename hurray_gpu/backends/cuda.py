@@ -365,6 +365,17 @@ class CUDADevice(Device):
     def synchronize(self) -> None:
         self.cuda_device.synchronize()
 
+    def stream_class(self) -> type:
+        """CuPy streams (``backends/cuda_sync.py``); ROCm gets CuPy's HIP streams."""
+        from hurray_gpu.backends.cuda_sync import CuStream
+
+        return CuStream
+
+    def event_class(self) -> type:
+        from hurray_gpu.backends.cuda_sync import CuEvent
+
+        return CuEvent
+
     def compile_options(self, kernel: KernelDef) -> tuple[str, ...]:
         return (f"--gpu-architecture={self.arch}",)
 

@@ -37,6 +37,9 @@ class ROCmProgram(CUDAProgram):
 class ROCmDevice(CUDADevice):
     """One AMD GPU through CuPy's ROCm build.
 
+    Streams and events are CUDADevice's (``backends/cuda_sync.py``): CuPy's HIP build maps
+    them onto hipStream_t and hipEvent_t.
+
     Raises:
         BackendUnavailableError: CuPy's ROCm build (the ``rocm`` extra) is missing, or no GPU.
     """

@@ -41,10 +41,29 @@ _RENDERER = VulkanGLSLRenderer()
 class VulkanAllocator(Allocator):
     """One VkBuffer + VkDeviceMemory per allocation; raw handles are VulkanMemory records."""
 
+    def _put_pooled(self, raw: Any, nbytes: int, memory_class: MemoryClass) -> None:
+        # Streams may still use the buffer; its next user's stream waits for them.
+        if self._ctx.streams:
+            self._points.fence(raw)
+        super()._put_pooled(raw, nbytes, memory_class)
+
+    def _take_pooled(self, nbytes: int, memory_class: MemoryClass) -> Any:
+        raw = super()._take_pooled(nbytes, memory_class)
+        if raw is not None:
+            self._points.wait(raw)
+        return raw
+
+    @functools.cached_property
+    def _points(self) -> Any:
+        from hurray_gpu.backends.vulkan_sync import PoolPoints
+
+        return PoolPoints(self._ctx)
+
     def _alloc(self, nbytes: int, memory_class: MemoryClass) -> vmem.VulkanMemory:
         return vmem.create_memory(self._ctx, nbytes, memory_class)
 
     def _free(self, raw: vmem.VulkanMemory, nbytes: int, memory_class: MemoryClass) -> None:
+        self._points.forget(raw)
         with self._ctx.lock:
             vmem.destroy_memory(self._ctx, raw)
 
@@ -159,7 +178,8 @@ class VulkanProgram(Program):
                  in zip(roots, self._needed(buffers, scalars), strict=True)]
         steps = plan_launch(spans, global_size, local_size, dev.plan_limits)
         words = np.array([np.asarray(s).view(np.uint32) for s in scalars], np.uint32).tobytes()
-        fault = ((dev.fault.buffer, 0, 4),)
+        stream = dev.async_stream()
+        fault = ((dev.fault if stream is None else stream.lane.fault).buffer, 0, 4),
         dispatches = [
             Dispatch(
                 tuple((mem.buffer, off, size) for (mem, _, _), (off, size) in
@@ -167,6 +187,14 @@ class VulkanProgram(Program):
                 np.array(step.base + step.deltas, np.uint32).tobytes() + words, step.groups)
             for step in steps
         ]
+        if stream is not None:  # queued in stream order; faults surface at synchronize()
+            start = time.perf_counter()
+            with dev.ctx.lock:
+                self._pipeline.run(dispatches)
+            if not wait:
+                return None
+            stream.synchronize()
+            return time.perf_counter() - start
         with dev.ctx.lock:
             dev.fault.mapped[:4] = 0  # type: ignore[index]
             start = time.perf_counter()
@@ -210,6 +238,8 @@ class VulkanProgram(Program):
         if pipeline is None or ctx is None or getattr(ctx, "device", None) is None:
             return
         try:
+            for stream in list(ctx.streams):  # queued launches may still use the pipeline
+                stream.drain()
             with ctx.lock:
                 pipeline.close()
         except Exception:  # noqa: BLE001 - interpreter shutdown may have torn down cffi
@@ -288,6 +318,27 @@ class VulkanDevice(Device):
 
     def synchronize(self) -> None:
         self.ctx.wait_idle()
+
+    def stream_class(self) -> type:
+        """Timeline-semaphore streams (Vulkan 1.2); host streams on older drivers."""
+        if not self.ctx.timeline:
+            return super().stream_class()
+        from hurray_gpu.backends.vulkan_sync import VkStream
+
+        return VkStream
+
+    def event_class(self) -> type:
+        if not self.ctx.timeline:
+            return super().event_class()
+        from hurray_gpu.backends.vulkan_sync import VkEvent
+
+        return VkEvent
+
+    def async_stream(self) -> Any:
+        """The current stream when it is a non-default one (its work is queued, not waited)."""
+        hook = self.ctx.current
+        stream = hook() if hook is not None else None
+        return None if stream is None or stream.is_default else stream
 
     def finalize(self) -> None:
         """Release pooled memory, loaded pipelines and the staging buffer."""

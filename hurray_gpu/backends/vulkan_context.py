@@ -1,11 +1,13 @@
 """Vulkan instance, logical device, queue, memory types and one-shot submission.
 
 The thin layer under ``backends/vulkan.py``; it imports the optional ``vulkan`` package lazily.
+Submissions go to the current stream (``backends/vulkan_sync.py``) when streams exist.
 """
 
 from __future__ import annotations
 
 import threading
+import weakref
 from collections.abc import Callable
 from typing import Any, NoReturn
 
@@ -14,7 +16,8 @@ from hurray_gpu.errors import BackendUnavailableError, DeviceError
 VK_SUCCESS = 0
 # Lavapipe needs seconds for a kernel over hundreds of MiB; a hung GPU must still surface.
 FENCE_TIMEOUT_NS = 300 * 10**9
-API_VERSION = (1, 1, 0)
+API_VERSION = (1, 2, 0)  # timeline semaphores (streams and events) are Vulkan 1.2 core
+VK_API_1_2 = (1 << 22) | (2 << 12)
 # Hurray PEER memory on Vulkan is exportable device memory (an opaque POSIX fd).
 EXTERNAL_FD_EXTENSION = "VK_KHR_external_memory_fd"
 HANDLE_OPAQUE_FD = 0x1  # VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT
@@ -136,7 +139,13 @@ class VulkanContext:
 
     def __init__(self, index: int = 0) -> None:
         self.vk = vk = load_vulkan()
-        self.lock = threading.RLock()  # vkQueueSubmit and the command pool need external sync
+        self.lock = threading.RLock()  # the command pool, staging and the fault word
+        # vkQueueSubmit needs the queue externally synced; stream workers take only this lock
+        # (briefly), never ``lock``, so a thread holding ``lock`` may wait on a stream.
+        self.queue_lock = threading.Lock()
+        self.current: Callable[[], Any] | None = None  # the current-stream hook (vulkan_sync)
+        self.streams: weakref.WeakSet[Any] = weakref.WeakSet()
+        self.timeline = False
         self.instance = self._create_instance()
         devices = call(vk.vkEnumeratePhysicalDevices, self.instance)
         if not 0 <= index < len(devices):
@@ -210,12 +219,25 @@ class VulkanContext:
         features = vk.VkPhysicalDeviceFeatures(robustBufferAccess=vk.VK_TRUE if self.robust else 0)
         self.exportable = self._can_export()
         extensions = [EXTERNAL_FD_EXTENSION] if self.exportable else []
+        self.timeline = self._has_timeline()
+        chain = self._info("PHYSICAL_DEVICE_VULKAN_1_2_FEATURES",
+                           timelineSemaphore=vk.VK_TRUE) if self.timeline else None
         info = self._info(
             "DEVICE_CREATE_INFO", queueCreateInfoCount=1, pQueueCreateInfos=queue_infos,
             pEnabledFeatures=features, enabledExtensionCount=len(extensions),
-            ppEnabledExtensionNames=extensions or None,
+            ppEnabledExtensionNames=extensions or None, pNext=chain,
         )
         return call(vk.vkCreateDevice, self.physical, info, None)
+
+    def _has_timeline(self) -> bool:
+        """Vulkan 1.2 timeline semaphores: what streams and events are built on."""
+        vk = self.vk
+        if int(self.props.apiVersion) < VK_API_1_2:
+            return False
+        f12 = self._info("PHYSICAL_DEVICE_VULKAN_1_2_FEATURES")
+        vk.vkGetPhysicalDeviceFeatures2(
+            self.physical, self._info("PHYSICAL_DEVICE_FEATURES_2", pNext=f12))
+        return bool(f12.timelineSemaphore)
 
     def _can_export(self) -> bool:
         vk = self.vk
@@ -302,30 +324,85 @@ class VulkanContext:
 
     # -- submission -------------------------------------------------------------------------
 
-    def submit(self, record: Callable[[Any], None]) -> None:
-        """Record one command buffer with ``record(cmd)``, submit it and wait for it."""
+    def submit(self, record: Callable[[Any], None], *, cleanup: Callable[[], None] | None = None,
+               wait: bool = True) -> None:
+        """Record one command buffer with ``record(cmd)`` and submit it on the current stream.
+
+        On the default stream (or without streams) the host waits for it. A non-default
+        stream queues it in stream order and returns at once unless ``wait``.
+
+        Args:
+            record: records the commands into ``cmd``.
+            cleanup: called once the work has completed (frees what ``record`` used).
+            wait: for a non-default stream, block until the work has completed.
+        """
+        stream = self.current() if self.current is not None else None
+        if stream is not None and not stream.is_default:
+            stream.enqueue(record, cleanup=cleanup, wait=wait)
+        else:
+            self.submit_on(record, stream, cleanup)
+
+    def submit_on(self, record: Callable[[Any], None], stream: Any,
+                  cleanup: Callable[[], None] | None = None) -> int:
+        """Submit on the calling thread and wait: the default stream's (or no stream's) way.
+
+        Returns:
+            The timeline value the submission signalled on ``stream`` (0 without a stream).
+        """
+        from hurray_gpu.backends.vulkan_sync import host_signal, submit_info
+
         vk = self.vk
-        with self.lock:
-            alloc = self._info(
-                "COMMAND_BUFFER_ALLOCATE_INFO", commandPool=self.command_pool,
-                level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY, commandBufferCount=1,
-            )
-            cmd = call(vk.vkAllocateCommandBuffers, self.device, alloc)[0]
-            try:
-                begin = self._info(
-                    "COMMAND_BUFFER_BEGIN_INFO",
-                    flags=vk.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT,
+        try:
+            waits = stream.take_waits() if stream is not None else []
+            stream.host_wait(waits) if waits else None  # a FIFO queue must not block on them
+            with self.lock:
+                alloc = self._info(
+                    "COMMAND_BUFFER_ALLOCATE_INFO", commandPool=self.command_pool,
+                    level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY, commandBufferCount=1,
                 )
-                call(vk.vkBeginCommandBuffer, cmd, begin)
-                # Work of earlier submissions (copies, kernels) must be visible to this one,
-                # and this one's writes to the host once the fence signals.
-                self._barrier(cmd)
-                record(cmd)
-                self._barrier(cmd)
-                call(vk.vkEndCommandBuffer, cmd)
-                self._run(cmd)
-            finally:
-                vk.vkFreeCommandBuffers(self.device, self.command_pool, 1, [cmd])
+                cmd = call(vk.vkAllocateCommandBuffers, self.device, alloc)[0]
+                signal = None
+                try:
+                    self.record_into(cmd, record)
+                    signal = stream.next_signal() if stream is not None else None
+                    value = signal[1] if signal is not None else 0
+                    info = submit_info(self, cmd, waits, signal)
+                    call(vk.vkResetFences, self.device, 1, [self.fence])
+                    with self.queue_lock:
+                        call(vk.vkQueueSubmit, self.queue, 1, [info], self.fence)
+                    signal = None
+                    call(vk.vkWaitForFences, self.device, 1, [self.fence], vk.VK_TRUE,
+                         FENCE_TIMEOUT_NS)
+                finally:
+                    if signal is not None:  # never submitted: waiters must not hang on it
+                        host_signal(self, *signal)
+                    vk.vkFreeCommandBuffers(self.device, self.command_pool, 1, [cmd])
+        finally:
+            if cleanup is not None:
+                cleanup()
+        return value
+
+    def settle(self) -> None:
+        """Order host access to mapped memory after the current stream's work and waits."""
+        stream = self.current() if self.current is not None else None
+        if stream is None:
+            return
+        stream.host_wait(stream.take_waits())
+        if not stream.is_default:
+            stream.synchronize()
+
+    def record_into(self, cmd: Any, record: Callable[[Any], None]) -> None:
+        """Begin ``cmd``, record the work between full memory barriers, end it."""
+        vk = self.vk
+        begin = self._info("COMMAND_BUFFER_BEGIN_INFO",
+                           flags=vk.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT)
+        call(vk.vkBeginCommandBuffer, cmd, begin)
+        # Work of earlier submissions (copies, kernels) must be visible to this one,
+        # and this one's writes to the host once the fence signals.
+        self._barrier(cmd)
+        record(cmd)
+        self._barrier(cmd)
+        call(vk.vkEndCommandBuffer, cmd)
 
     def _barrier(self, cmd: Any) -> None:
         vk = self.vk
@@ -339,18 +416,11 @@ class VulkanContext:
             vk.VK_PIPELINE_STAGE_ALL_COMMANDS_BIT | vk.VK_PIPELINE_STAGE_HOST_BIT,
             0, 1, barrier, 0, None, 0, None)
 
-    def _run(self, cmd: Any) -> None:
-        vk = self.vk
-        cmds = [cmd]
-        info = self._info("SUBMIT_INFO", commandBufferCount=1, pCommandBuffers=cmds)
-        fences = [self.fence]
-        call(vk.vkResetFences, self.device, 1, fences)
-        call(vk.vkQueueSubmit, self.queue, 1, [info], self.fence)
-        call(vk.vkWaitForFences, self.device, 1, fences, vk.VK_TRUE, FENCE_TIMEOUT_NS)
-
     def wait_idle(self) -> None:
-        """Block until the queue has finished all work."""
-        with self.lock:
+        """Block until every stream's queued work and the queue have finished."""
+        for stream in list(self.streams):
+            stream.drain()
+        with self.queue_lock:
             call(self.vk.vkQueueWaitIdle, self.queue)
 
     def close(self) -> None:
@@ -358,6 +428,8 @@ class VulkanContext:
         vk = self.vk
         if getattr(self, "device", None) is None:
             return
+        for stream in list(self.streams):
+            stream.close()
         with self.lock:
             vk.vkDeviceWaitIdle(self.device)
             vk.vkDestroyFence(self.device, self.fence, None)

@@ -152,6 +152,7 @@ def write_memory(ctx: VulkanContext, mem: VulkanMemory, src: memoryview) -> None
     if mem.mapped is None:
         _staged(ctx, mem, data, upload=True)
     else:
+        ctx.settle()  # the host writes after the current stream's work, like a copy on it
         _put(ctx, mem, data)
 
 
@@ -161,6 +162,7 @@ def read_memory(ctx: VulkanContext, dest: memoryview, mem: VulkanMemory) -> None
     if mem.mapped is None:
         _staged(ctx, mem, out, upload=False)
     else:
+        ctx.settle()
         _get(ctx, out, mem)
 
 

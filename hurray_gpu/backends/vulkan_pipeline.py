@@ -84,16 +84,20 @@ class VulkanPipeline:
         return call(vk.vkCreatePipelineLayout, ctx.device, info, None)
 
     def run(self, dispatches: list[Dispatch]) -> None:
-        """Record every dispatch into one command buffer, submit it and wait for it."""
+        """Record every dispatch into one command buffer and submit it on the current stream."""
         if not dispatches:
             return
         ctx, vk = self.ctx, self.ctx.vk
         pool = self._create_pool(len(dispatches))
         try:
             sets = self._write_sets(pool, dispatches)
-            ctx.submit(lambda cmd: self._record(cmd, sets, dispatches))
-        finally:
+        except BaseException:
             vk.vkDestroyDescriptorPool(ctx.device, pool, None)
+            raise
+        # On a non-default stream the work runs later: the pool lives until it completed.
+        ctx.submit(lambda cmd: self._record(cmd, sets, dispatches),
+                   cleanup=lambda: vk.vkDestroyDescriptorPool(ctx.device, pool, None),
+                   wait=False)
 
     def _create_pool(self, count: int) -> Any:
         vk, ctx = self.ctx.vk, self.ctx

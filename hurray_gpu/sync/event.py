@@ -97,7 +97,7 @@ class Event:
                 raise UnsupportedOpError("event was created with timing=False",
                                          fix="create both events with Event(device).")
             ev.synchronize()
-        return float(end._timestamp_ns() - self._timestamp_ns()) / 1e6
+        return self._elapsed_ms(end)
 
     def release(self) -> None:
         """Free the native handle now; idempotent."""
@@ -146,6 +146,10 @@ class Event:
 
     def _timestamp_ns(self) -> int:
         raise NotImplementedError
+
+    def _elapsed_ms(self, end: Event) -> float:
+        """Milliseconds between two completed events (default: from their timestamps)."""
+        return float(end._timestamp_ns() - self._timestamp_ns()) / 1e6
 
     def _release(self) -> None:
         """Free the native handle (called once)."""

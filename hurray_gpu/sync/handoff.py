@@ -20,7 +20,7 @@ from hurray_gpu.sync.stream import Stream, current_stream
 if TYPE_CHECKING:
     from hurray_gpu.tensor import Tensor
 
-__all__ = ["SyncState", "accept", "handoff", "parse_mode", "release", "sync_mode_of"]
+__all__ = ["SyncState", "accept", "handoff", "on_use", "parse_mode", "release", "sync_mode_of"]
 
 
 def parse_mode(value: Any) -> SyncMode:
@@ -55,7 +55,7 @@ class SyncState:
     on_release: Callable[[], Any] | None = None
     event_released: bool = False
     released: bool = False
-    lock: threading.Lock = dataclasses.field(default_factory=threading.Lock)
+    lock: threading.RLock = dataclasses.field(default_factory=threading.RLock)
 
     def release_event(self) -> None:
         """Release the producer's event; only the first call does anything."""
@@ -184,6 +184,13 @@ def accept(t: Tensor, stream: Stream | Sequence[Stream] | None = None, *,
         raise UnsupportedOpError(f"{mode.name.lower()} mode without {what}",
                                  fix="receive the tensor from Tensor.handoff(), which carries "
                                      "the event or streams with it.")
+    with state.lock:
+        _apply(state, mode, streams, insert_wait)
+    return t
+
+
+def _apply(state: SyncState, mode: SyncMode, streams: list[Stream], insert_wait: bool) -> None:
+    """The consumer rule for ``streams`` (the caller holds ``state.lock``)."""
     if mode == SyncMode.EVENT and not state.event_released:
         event = state.event
         if event is None:
@@ -193,11 +200,13 @@ def accept(t: Tensor, stream: Stream | Sequence[Stream] | None = None, *,
             event.wait(s)
         state.streams.extend(s for s in streams if s not in state.streams)
         state.release_event()
-        return t
+        return
     for s in streams:
         if s in state.streams:
             continue
-        if not insert_wait:
+        # Event mode after the event's release: the accepted streams are ordered after it,
+        # so a marker on each of them stands in for the released event.
+        if not insert_wait and mode != SyncMode.EVENT:
             raise UnsupportedOpError(
                 f"{s!r} is not a declared consumer stream of this tensor",
                 fix="use the declared stream, or accept(stream, insert_wait=True) to order "
@@ -207,7 +216,23 @@ def accept(t: Tensor, stream: Stream | Sequence[Stream] | None = None, *,
             ready.wait(s)
             ready.release()
         state.streams.append(s)
-    return t
+
+
+def on_use(t: Tensor, state: SyncState) -> None:
+    """The automatic accept on first use: any hurray_gpu op reaching ``t.buffers`` lands here.
+
+    The current stream of the tensor's device is the stream about to touch the buffers: in
+    event mode it waits on the event (released once); in consumer_stream mode an undeclared
+    stream is ordered after the declared ones. Later uses on an accepted stream cost one
+    membership test.
+    """
+    if state.mode == SyncMode.PRODUCER_SYNCED:
+        return
+    stream = current_stream(t.device)
+    if stream in state.streams and (state.mode != SyncMode.EVENT or state.event_released):
+        return
+    with state.lock:
+        _apply(state, state.mode, [stream], True)
 
 
 def release(t: Tensor) -> None:

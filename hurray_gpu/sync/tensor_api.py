@@ -10,6 +10,8 @@ from hurray_gpu.sync.stream import Stream
 
 __all__ = ["TensorSyncMixin"]
 
+_DEVICE_KEY = object()  # the __dlpack_device__ entry of the Tensor._dl cache
+
 
 class TensorSyncMixin:
     """Handoff (ADR-018) and DLPack export for :class:`hurray_gpu.Tensor`."""
@@ -94,6 +96,18 @@ class TensorSyncMixin:
         Raises:
             BufferError: layouts, dtypes, devices or stream values DLPack cannot carry here.
         """
+        if dl_device is None and copy is None and (stream is None or (
+                type(stream) is int and stream == -1)):
+            # Host tensors are immutable: the capsule template of an earlier export is reused
+            # (only host tensors are cached; -1 and None are the same for them).
+            cache: Any = getattr(self, "_dl", None)
+            if cache is not None:
+                try:
+                    template = cache.get(max_version)
+                except TypeError:  # an unhashable max_version: the slow path checks it
+                    template = None
+                if template is not None:
+                    return template()
         from hurray_gpu.sync.dlpack import export
 
         return export(self, stream=stream, max_version=max_version, dl_device=dl_device,
@@ -105,6 +119,15 @@ class TensorSyncMixin:
         Raises:
             BufferError: the (device, memory class) pair has no DLPack device type.
         """
+        cache: Any = getattr(self, "_dl", None)
+        if cache is not None and _DEVICE_KEY in cache:
+            return cache[_DEVICE_KEY]  # type: ignore[no-any-return]
         from hurray_gpu.sync.dlpack_types import dlpack_device
 
-        return dlpack_device(self)
+        device = dlpack_device(self)
+        if self.is_host:  # type: ignore[attr-defined]
+            if cache is None:
+                cache = {}
+                object.__setattr__(self, "_dl", cache)
+            cache[_DEVICE_KEY] = device
+        return device

@@ -206,14 +206,21 @@ def test_jax_roundtrip() -> None:
 
 
 def test_roundtrip_overhead_report(capsys) -> None:
+    """Ours vs torch's own round trip, same run (bench/dlpack.py has the careful numbers)."""
     t = hg.from_numpy(np.zeros(16, np.float32))
-    for _ in range(50):
-        torch.from_dlpack(t)
-    n = 2000
-    start = time.perf_counter()
-    for _ in range(n):
-        torch.from_dlpack(t)
-    per = (time.perf_counter() - start) / n * 1e6
+    peer = torch.zeros(16)
+
+    def per_call(x) -> float:
+        n = 2000
+        start = time.perf_counter()
+        for _ in range(n):
+            torch.from_dlpack(x)
+        return (time.perf_counter() - start) / n * 1e6
+
+    per_call(t), per_call(peer)  # warm: the export template is cached after the first call
+    ours = min(per_call(t) for _ in range(3))
+    theirs = min(per_call(peer) for _ in range(3))
     with capsys.disabled():
-        print(f"\n__dlpack__ + torch.from_dlpack: {per:.1f} us per tensor")
-    assert per < 1000  # the goal is 5 us; this only guards against pathological slowness
+        print(f"\n__dlpack__ + torch.from_dlpack: {ours:.1f} us per tensor "
+              f"(torch's own round trip {theirs:.1f} us)")
+    assert ours < theirs * 3 + 20  # the goal is < 5 us over torch; this guards regressions
