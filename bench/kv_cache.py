@@ -1,31 +1,40 @@
-"""Paged KV cache throughput: append (decode and prefill) and gather, per local backend.
+"""Paged KV cache throughput: decode append (tokens/s), gather and prefill (GB/s) per backend.
 
-Simulated decode: sequences of random lengths, one token appended per sequence per step, 10%
-of sequences forked each step (the forks append too, then are freed). Compared in the same
-run with the memory-copy roof (np.copyto of the same bytes) and with the same operations
-written by hand in NumPy (fancy indexing) and torch (index_copy_ / index_select) on the CPU.
-Warm, median of runs. Usage: python bench/kv_cache.py [--runs 5] [--seqs 256] [--max-len 512]
+Simulated decode (the issue's loop): sequences of random lengths; each step forks 10% of them,
+appends one token per sequence (forks included) to every layer, then frees the forks. K and V
+rows are already on the device, as a model produces them. The peer, in the same run, is the
+same cache written by hand with torch on the CPU: a Python block manager (free list, reference
+counts, copy-on-write) plus index_copy_ / index_select, timed interleaved with each device;
+NumPy fancy indexing and the np.copyto roof are reported too. Warm, median of runs.
+Usage: python bench/kv_cache.py [--runs 5] [--seqs 256] [--max-len 256] [--layers 8]
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import statistics
-import time
-from collections.abc import Callable
-from pathlib import Path
-from typing import Any
+import os
 
-import numpy as np
+# torch ships its own libgomp, which reads OMP_WAIT_POLICY once, when torch is imported. Its
+# default (spinning workers) then also governs the cpu backend's OpenMP kernels, and on a
+# small machine each of their launches waits for spinning threads (measured: 20x slower).
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-from hurray_gpu.devices_api import devices
-from hurray_gpu.errors import UnsupportedOpError
-from hurray_gpu.kv_cache import PagedKVCache
+import argparse  # noqa: E402
+import json  # noqa: E402
+import statistics  # noqa: E402
+import time  # noqa: E402
+from collections.abc import Callable  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Any  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+from hurray_gpu.buffer import Buffer  # noqa: E402
+from hurray_gpu.devices_api import devices  # noqa: E402
+from hurray_gpu.errors import UnsupportedOpError  # noqa: E402
+from hurray_gpu.kv_cache import PagedKVCache  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "out" / "kv_cache.json"
-HEADS, HEAD_DIM, PAGE = 8, 128, 16
-ROW_BYTES = HEADS * HEAD_DIM * 2
+PAGE = 16
 
 
 def _median(fn: Callable[[], Any], runs: int) -> float:
@@ -38,133 +47,323 @@ def _median(fn: Callable[[], Any], runs: int) -> float:
     return statistics.median(samples)
 
 
-def _build(spec: Any, lens: np.ndarray, layers: int,
-           kv_dtype: str | None = None) -> tuple[PagedKVCache, list[int]]:
-    pages = int(sum(-(-(n + 64) // PAGE) for n in lens)) * 2 + 64
-    cache = PagedKVCache(spec, layers, HEADS, HEAD_DIM, pages, PAGE, "float16", kv_dtype)
-    seqs = [cache.add_sequence() for _ in lens]
-    rows = np.ones((int(lens.sum()), HEADS, HEAD_DIM), np.float16)
-    for layer in range(layers):
-        cache.append(seqs, layer, rows, rows, counts=[int(n) for n in lens])
-    return cache, seqs
+def _interleaved(fns: list[Callable[[], Any]], runs: int) -> list[float]:
+    """Median seconds of each of ``fns``, timed in turn in every round.
+
+    On a shared machine the load changes from second to second; alternating ours and the
+    peer's samples exposes both to the same conditions, so their ratio stays meaningful.
+    """
+    for fn in fns:
+        fn()  # warm-up: compiles, first touch
+    samples: list[list[float]] = [[] for _ in fns]
+    for _ in range(runs):
+        for fn, got in zip(fns, samples, strict=True):
+            start = time.perf_counter()
+            fn()
+            got.append(time.perf_counter() - start)
+    return [statistics.median(got) for got in samples]
 
 
-def _decode_step(cache: PagedKVCache, seqs: list[int], layers: int, rng: np.random.Generator,
-                 token: np.ndarray) -> int:
-    forks = [cache.fork(s) for s in rng.choice(seqs, len(seqs) // 10, replace=False)]
-    batch = seqs + forks
-    rows = np.broadcast_to(token, (len(batch), HEADS, HEAD_DIM))
-    for layer in range(layers):
-        cache.append_decode(batch, layer, rows, rows)
-    for f in forks:
-        cache.free(f)
-    return len(batch) * layers
+class Shape:
+    """The benchmark geometry: lengths per sequence, layers, heads, head_dim (fp16)."""
+
+    def __init__(self, lens: np.ndarray, layers: int, heads: int, head_dim: int,
+                 steps: int) -> None:
+        self.lens, self.layers, self.heads, self.head_dim = lens, layers, heads, head_dim
+        self.row_bytes = heads * head_dim * 2
+        self.batch = len(lens) + len(lens) // 10  # sequences plus forks each step
+        # Room for every decode step (one page per sequence at most every PAGE steps, and a
+        # copy-on-write page per fork) without growing the pool.
+        self.pages = int(sum(-(-(int(n) + steps) // PAGE) for n in lens)) + 2 * self.batch
+
+    def rows(self, n: int, seed: int) -> np.ndarray:
+        rng = np.random.default_rng(seed)
+        return rng.standard_normal((n, self.heads, self.head_dim)).astype(np.float16)
 
 
-def bench_device(spec: Any, lens: np.ndarray, layers: int, runs: int,
-                 kv_dtype: str | None = None) -> dict[str, Any]:
-    """Decode append tokens/s, prefill append and gather GB/s (fp16 bytes) on one device."""
-    cache, seqs = _build(spec, lens, layers, kv_dtype)
+def _fill(cache: Any, seqs: list[int], shape: Shape) -> None:
+    rows = shape.rows(int(shape.lens.sum()), 0)
+    for layer in range(shape.layers):
+        cache.append(seqs, layer, rows, rows, counts=[int(n) for n in shape.lens])
+
+
+def bench_device(spec: Any, shape: Shape, runs: int, kv_dtype: str | None = None,
+                 peer: TorchPeer | None = None) -> dict[str, Any]:
+    """Decode tokens/s, gather and prefill GB/s (K and V, read + write) on one device.
+
+    With ``peer``, its decode step and gather are timed interleaved with ours.
+    """
+    cache = PagedKVCache(spec, shape.layers, shape.heads, shape.head_dim, shape.pages, PAGE,
+                         "float16", kv_dtype)
+    seqs = [cache.add_sequence() for _ in shape.lens]
+    _fill(cache, seqs, shape)
     rng = np.random.default_rng(0)
-    token = np.ones((1, HEADS, HEAD_DIM), np.float16)
-    tokens_per_step = (len(seqs) + len(seqs) // 10) * layers
-    t_decode = _median(lambda: _decode_step(cache, seqs, layers, rng, token), runs)
+    k = Buffer.from_bytes(cache.device, shape.rows(shape.batch, 1).view(np.uint8).reshape(-1))
+    v = Buffer.from_bytes(cache.device, shape.rows(shape.batch, 2).view(np.uint8).reshape(-1))
+
+    def step() -> None:
+        forks = [cache.fork(int(s)) for s in rng.choice(seqs, len(seqs) // 10, replace=False)]
+        batch = seqs + forks
+        for layer in range(shape.layers):
+            cache.append_decode(batch, layer, k, v)
+        for f in forks:
+            cache.free(f)
+        cache.device.synchronize()
+
+    steps = [step] + ([peer.step] if peer else [])
+    t_decode, *t_peer_decode = _interleaved(steps, runs)
     total = int(sum(cache.seq_len(s, 0) for s in seqs))
-    t_gather = _median(lambda: cache.gather(seqs, 0), runs)
-    prefill = PagedKVCache(spec, 1, HEADS, HEAD_DIM, -(-total // PAGE) + len(seqs), PAGE,
-                           "float16", kv_dtype)
-    pseqs = [prefill.add_sequence() for _ in seqs]
+    # Preallocated outputs, as the peer's index_select(out=...): no allocation is timed.
+    outs = tuple(Buffer(cache.device, total * shape.row_bytes) for _ in range(2))
+
+    def gather() -> None:
+        cache.gather(seqs, 0, out=outs)
+        cache.device.synchronize()
+
+    t_gather, *t_peer_gather = _interleaved([gather] + ([peer.gather] if peer else []), runs)
     counts = [cache.seq_len(s, 0) for s in seqs]
-    rows = np.ones((total, HEADS, HEAD_DIM), np.float16)
+    cache.close()
+    t_prefill = _prefill(spec, shape, counts, runs, kv_dtype)
+    moved = 2 * 2 * total * shape.row_bytes  # K and V, read + write
+    row = {"device": str(spec) + (f" {kv_dtype}" if kv_dtype else ""), "tokens": total,
+           "decode_tokens_per_s": shape.batch * shape.layers / t_decode,
+           "gather_gb_per_s": moved / t_gather / 1e9,
+           "prefill_gb_per_s": moved / t_prefill / 1e9}
+    if peer is not None:
+        row["torch_decode_tokens_per_s"] = shape.batch * shape.layers / t_peer_decode[0]
+        row["torch_gather_gb_per_s"] = peer.gather_bytes() / t_peer_gather[0] / 1e9
+        row["decode_vs_torch"] = row["decode_tokens_per_s"] / row["torch_decode_tokens_per_s"]
+        row["gather_vs_torch"] = row["gather_gb_per_s"] / row["torch_gather_gb_per_s"]
+    return row
 
-    def prefill_once() -> None:
-        for s in pseqs:
-            prefill.free(s)
-        pseqs[:] = [prefill.add_sequence() for _ in seqs]
-        prefill.append(pseqs, 0, rows, rows, counts=counts)
 
-    t_prefill = _median(prefill_once, runs)
-    moved = 2 * 2 * total * ROW_BYTES  # K and V, read + write
-    return {"device": cache.device.spec + (f" {kv_dtype}" if kv_dtype else ""), "tokens": total,
-            "decode_tokens_per_s": tokens_per_step / t_decode,
-            "prefill_gb_per_s": moved / t_prefill / 1e9,
-            "gather_gb_per_s": moved / t_gather / 1e9}
+def _prefill(spec: Any, shape: Shape, counts: list[int], runs: int,
+             kv_dtype: str | None) -> float:
+    total = sum(counts)
+    cache = PagedKVCache(spec, 1, shape.heads, shape.head_dim, -(-total // PAGE) + len(counts),
+                         PAGE, "float16", kv_dtype)
+    rows = Buffer.from_bytes(cache.device, shape.rows(total, 3).view(np.uint8).reshape(-1))
+    seqs: list[int] = []
 
+    def once() -> None:
+        for s in seqs:
+            cache.free(s)
+        seqs[:] = [cache.add_sequence() for _ in counts]
+        cache.append(seqs, 0, rows, rows, counts=counts)
+        cache.device.synchronize()
 
-def bench_peers(lens: np.ndarray, runs: int) -> dict[str, float]:
-    """The same gather and prefill scatter by hand: NumPy, torch, and the np.copyto roof."""
-    total = int(lens.sum())
-    slots_n = -(-total // PAGE) * PAGE + PAGE * len(lens)
-    rng = np.random.default_rng(1)
-    slots = rng.permutation(slots_n)[:total]
-    pool = np.ones((slots_n, ROW_BYTES // 2), np.float16)
-    dense = np.empty((total, ROW_BYTES // 2), np.float16)
-    moved = 2 * 2 * total * ROW_BYTES
-    out = {"roof_copy_gb_per_s": moved / _median(
-        lambda: (np.copyto(dense, pool[:total]), np.copyto(dense, pool[:total])), runs) / 1e9}
-    out["numpy_gather_gb_per_s"] = moved / _median(
-        lambda: (np.take(pool, slots, axis=0, out=dense),
-                 np.take(pool, slots, axis=0, out=dense)), runs) / 1e9
-
-    def np_scatter() -> None:
-        pool[slots] = dense
-        pool[slots] = dense
-
-    out["numpy_scatter_gb_per_s"] = moved / _median(np_scatter, runs) / 1e9
     try:
-        import torch
-    except ImportError:
-        return out
-    tp, td = torch.from_numpy(pool), torch.from_numpy(dense)
-    ti = torch.from_numpy(slots.astype(np.int64))
-    out["torch_gather_gb_per_s"] = moved / _median(
-        lambda: (torch.index_select(tp, 0, ti, out=td), torch.index_select(tp, 0, ti, out=td)),
-        runs) / 1e9
-    out["torch_scatter_gb_per_s"] = moved / _median(
-        lambda: (tp.index_copy_(0, ti, td), tp.index_copy_(0, ti, td)), runs) / 1e9
-    return out
+        return _median(once, runs)
+    finally:
+        cache.close()
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+class TorchPaged:
+    """The peer: a paged KV cache as users write it with torch on the CPU.
+
+    A Python block manager (free list, reference counts, block tables, copy-on-write of a
+    shared last page) computes the slot of each new token once per step; every layer then
+    does index_copy_ into its K and V pools. Gather is index_select with an out= tensor.
+    """
+
+    def __init__(self, torch: Any, shape: Shape) -> None:
+        self.torch, self.ps = torch, PAGE
+        slots, width = shape.pages * PAGE, shape.heads * shape.head_dim
+        self.pools = [[torch.zeros(slots, width, dtype=torch.float16) for _ in range(2)]
+                      for _ in range(shape.layers)]
+        self.free_pages = list(range(shape.pages - 1, -1, -1))
+        self.refs = [0] * shape.pages
+        self.tables: dict[int, list[int]] = {}
+        self.lens: dict[int, int] = {}
+        self.next_id = 0
+
+    def add(self) -> int:
+        self.tables[self.next_id], self.lens[self.next_id] = [], 0
+        self.next_id += 1
+        return self.next_id - 1
+
+    def fork(self, seq: int) -> int:
+        child = self.add()
+        self.tables[child], self.lens[child] = list(self.tables[seq]), self.lens[seq]
+        for p in self.tables[child]:
+            self.refs[p] += 1
+        return child
+
+    def free(self, seq: int) -> None:
+        for p in self.tables.pop(seq):
+            self.refs[p] -= 1
+            if not self.refs[p]:
+                self.free_pages.append(p)
+        del self.lens[seq]
+
+    def _new_page(self) -> int:
+        page = self.free_pages.pop()
+        self.refs[page] = 1
+        return page
+
+    def slots(self, batch: list[int], counts: list[int]) -> Any:
+        """Slots of the new tokens (copy-on-write and new pages done)."""
+        out, cow = [], []
+        for seq, n in zip(batch, counts, strict=True):
+            table, start = self.tables[seq], self.lens[seq]
+            for pos in range(start, start + n):
+                j = pos // self.ps
+                if j == len(table):
+                    table.append(self._new_page())
+                elif self.refs[table[j]] > 1:
+                    new = self._new_page()
+                    self.refs[table[j]] -= 1
+                    cow.append((table[j], new))
+                    table[j] = new
+                out.append(table[j] * self.ps + pos % self.ps)
+            self.lens[seq] = start + n
+        if cow:
+            self._copy_pages(cow)
+        return self.torch.tensor(out, dtype=self.torch.int64)
+
+    def _copy_pages(self, pairs: list[tuple[int, int]]) -> None:
+        src = self.torch.tensor([s * self.ps + i for s, _ in pairs for i in range(self.ps)])
+        dst = self.torch.tensor([d * self.ps + i for _, d in pairs for i in range(self.ps)])
+        for pools in self.pools:
+            for pool in pools:
+                pool.index_copy_(0, dst, pool.index_select(0, src))
+
+    def gather_slots(self, seqs: list[int]) -> Any:
+        ps = self.ps
+        parts = [np.asarray(self.tables[s], np.int64)[np.arange(self.lens[s]) // ps] * ps
+                 + np.arange(self.lens[s]) % ps for s in seqs]
+        return self.torch.from_numpy(np.concatenate(parts))
+
+
+class TorchPeer:
+    """The hand-written torch cache, filled like ours: ``step()`` and ``gather()`` to time."""
+
+    def __init__(self, torch: Any, shape: Shape) -> None:
+        self.torch, self.shape = torch, shape
+        self.cache = peer = TorchPaged(torch, shape)
+        self.seqs = [peer.add() for _ in shape.lens]
+        width = shape.heads * shape.head_dim
+        rows = torch.from_numpy(shape.rows(int(shape.lens.sum()), 0).reshape(-1, width))
+        where = peer.slots(self.seqs, [int(n) for n in shape.lens])
+        for pools in peer.pools:
+            for pool in pools:
+                pool.index_copy_(0, where, rows)
+        self.rng = np.random.default_rng(0)
+        self.k = torch.from_numpy(shape.rows(shape.batch, 1).reshape(shape.batch, width))
+        self.v = torch.from_numpy(shape.rows(shape.batch, 2).reshape(shape.batch, width))
+        self.outs: list[Any] = []
+
+    def step(self) -> None:
+        """One decode step: 10% forks, one token per sequence into every layer, free forks."""
+        peer = self.cache
+        forks = [peer.fork(int(s)) for s in self.rng.choice(self.seqs, len(self.seqs) // 10,
+                                                            replace=False)]
+        batch = self.seqs + forks
+        slots = peer.slots(batch, [1] * len(batch))
+        for kp, vp in peer.pools:
+            kp.index_copy_(0, slots, self.k)
+            vp.index_copy_(0, slots, self.v)
+        for f in forks:
+            peer.free(f)
+
+    def gather_bytes(self) -> int:
+        """Bytes a gather of layer 0 moves (K and V, read + write)."""
+        return 2 * 2 * sum(self.cache.lens[s] for s in self.seqs) * self.shape.row_bytes
+
+    def gather(self) -> None:
+        """index_select of layer 0's K and V into preallocated outputs (its best case)."""
+        index = self.cache.gather_slots(self.seqs)
+        if not self.outs or self.outs[0].shape[0] != index.shape[0]:
+            self.outs = [self.torch.empty(index.shape[0], self.k.shape[1],
+                                          dtype=self.torch.float16) for _ in range(2)]
+        kp, vp = self.cache.pools[0]
+        self.torch.index_select(kp, 0, index, out=self.outs[0])
+        self.torch.index_select(vp, 0, index, out=self.outs[1])
+
+
+def bench_host(shape: Shape, runs: int) -> dict[str, float]:
+    """NumPy fancy-indexing gather and the np.copyto roof over the same bytes."""
+    total = int(shape.lens.sum())
+    width = shape.row_bytes // 2
+    rng = np.random.default_rng(1)
+    slots = rng.permutation(shape.pages * PAGE)[:total]
+    pools = [np.ones((shape.pages * PAGE, width), np.float16) for _ in range(2)]
+    dense = [np.empty((total, width), np.float16) for _ in range(2)]
+    moved = 2 * 2 * total * shape.row_bytes
+
+    def roof() -> None:
+        for d, p in zip(dense, pools, strict=True):
+            np.copyto(d, p[:total])
+
+    def take() -> None:
+        for d, p in zip(dense, pools, strict=True):
+            np.take(p, slots, axis=0, out=d)
+
+    return {"roof_copy_gb_per_s": moved / _median(roof, runs) / 1e9,
+            "numpy_gather_gb_per_s": moved / _median(take, runs) / 1e9}
+
+
+def _args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--seqs", type=int, default=256)
-    parser.add_argument("--max-len", type=int, default=512)
-    parser.add_argument("--layers", type=int, default=2)
+    parser.add_argument("--max-len", type=int, default=256,
+                        help="lengths are uniform in 1..max-len (the issue: 4096 on a GPU)")
+    parser.add_argument("--layers", type=int, default=8, help="the issue: 32 on a GPU")
+    parser.add_argument("--heads", type=int, default=8)
+    parser.add_argument("--head-dim", type=int, default=128)
+    parser.add_argument("--devices", default="", help="comma-separated specs (default: all)")
     parser.add_argument("--kv-dtype", default=None, choices=["int8", "float8_e4m3"],
                         help="also measure a quantized cache on each device")
     parser.add_argument("--json", type=Path, default=OUT)
-    args = parser.parse_args()
-    lens = np.random.default_rng(0).integers(1, args.max_len + 1, args.seqs)
-    peers = bench_peers(lens, args.runs)
-    kinds = [None] + ([args.kv_dtype] if args.kv_dtype else [])
-    rows, skipped = [], []
-    for dev in devices():
-        for kv in kinds:
-            if dev.kind == "reference":
-                continue
-            try:
-                rows.append(bench_device(dev, lens, args.layers, args.runs, kv))
-            except UnsupportedOpError as exc:  # e.g. a pool beyond lavapipe's binding range
-                skipped.append({"device": dev.spec, "kv_dtype": kv, "why": str(exc)})
-    print(f"{args.seqs} seqs, lengths 1..{args.max_len} ({int(lens.sum())} tokens), "
-          f"{HEADS} heads x {HEAD_DIM} fp16, page {PAGE}, {args.layers} layers; median of "
-          f"{args.runs}")
-    print("peers: " + ", ".join(f"{k} {v:.2f}" for k, v in peers.items()))
-    roof = peers["roof_copy_gb_per_s"]
-    best_gather = max(peers.get("torch_gather_gb_per_s", 0), peers["numpy_gather_gb_per_s"])
-    best_scatter = max(peers.get("torch_scatter_gb_per_s", 0), peers["numpy_scatter_gb_per_s"])
-    print(f"{'device':16s} {'decode tok/s':>13s} {'prefill GB/s':>13s} {'gather GB/s':>12s} "
-          f"{'gather/roof':>12s} {'gather/peer':>12s} {'prefill/peer':>13s}")
+    return parser.parse_args()
+
+
+def _print(args: argparse.Namespace, shape: Shape, peers: dict[str, float],
+           rows: list[dict[str, Any]], skipped: list[dict[str, Any]]) -> None:
+    print(f"{args.seqs} seqs, lengths 1..{args.max_len} ({int(shape.lens.sum())} tokens), "
+          f"{args.layers} layers, {args.heads} heads x {args.head_dim} fp16, page {PAGE}; "
+          f"decode batch {shape.batch} (10% forks); median of {args.runs}")
+    print("peers: " + ", ".join(f"{k} {v:.3g}" for k, v in peers.items()))
+    print(f"{'device':20s} {'decode tok/s':>13s} {'torch tok/s':>12s} {'ratio':>6s} "
+          f"{'gather GB/s':>12s} {'torch GB/s':>11s} {'ratio':>6s} {'vs roof':>8s} "
+          f"{'prefill GB/s':>13s}")
+    nan = float("nan")
     for r in rows:
-        r["gather_vs_roof"] = r["gather_gb_per_s"] / roof
-        r["gather_vs_best_peer"] = r["gather_gb_per_s"] / best_gather
-        r["prefill_vs_best_peer"] = r["prefill_gb_per_s"] / best_scatter
-        print(f"{r['device']:16s} {r['decode_tokens_per_s']:13.0f} {r['prefill_gb_per_s']:13.2f}"
-              f" {r['gather_gb_per_s']:12.2f} {r['gather_vs_roof']:12.2f}"
-              f" {r['gather_vs_best_peer']:12.2f} {r['prefill_vs_best_peer']:13.2f}")
+        print(f"{r['device']:20s} {r['decode_tokens_per_s']:13.0f} "
+              f"{r.get('torch_decode_tokens_per_s', nan):12.0f} "
+              f"{r.get('decode_vs_torch', nan):6.2f} {r['gather_gb_per_s']:12.2f} "
+              f"{r.get('torch_gather_gb_per_s', nan):11.2f} {r.get('gather_vs_torch', nan):6.2f} "
+              f"{r['gather_vs_roof']:8.2f} {r['prefill_gb_per_s']:13.2f}")
     for skip in skipped:
-        print(f"{skip['device']:16s} skipped: {skip['why'][:110]}")
+        print(f"{skip['device']:20s} skipped: {skip['why'][:110]}")
+
+
+def main() -> None:
+    args = _args()
+    lens = np.random.default_rng(0).integers(1, args.max_len + 1, args.seqs)
+    wanted = {s for s in args.devices.split(",") if s}
+    kinds = [None] + ([args.kv_dtype] if args.kv_dtype else [])
+    runs = [(dev.spec, kv) for dev in devices() for kv in kinds
+            if dev.kind != "reference" and (not wanted or dev.spec in wanted)]
+    # Pool room for the decode steps of each run; the torch peer steps alongside every one.
+    shape = Shape(lens, args.layers, args.heads, args.head_dim,
+                  steps=(len(runs) + 1) * (args.runs + 1))
+    peers = bench_host(shape, args.runs)
+    try:
+        import torch
+    except ImportError:
+        torch = None
+    peer = TorchPeer(torch, shape) if torch is not None else None
+    rows, skipped = [], []
+    for spec, kv in runs:
+        try:
+            rows.append(bench_device(spec, shape, args.runs, kv, peer))
+        except UnsupportedOpError as exc:  # e.g. a page beyond a binding range
+            skipped.append({"device": spec, "kv_dtype": kv, "why": str(exc)})
+    for r in rows:
+        r["gather_vs_roof"] = r["gather_gb_per_s"] / peers["roof_copy_gb_per_s"]
+    _print(args, shape, peers, rows, skipped)
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps({"config": vars(args) | {"json": str(args.json)},
                                      "peers": peers, "devices": rows, "skipped": skipped},

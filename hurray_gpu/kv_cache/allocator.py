@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -67,6 +68,21 @@ class AppendPlan:
     evict: list[int]
     counts: dict[int, int]
     layer: int
+    states: list[SeqState] = field(default_factory=list)
+    key: tuple[tuple[int, ...], tuple[int, ...]] = ((), ())
+    uniform: bool = False  # every layer of every sequence had the same length when planned
+    reused: bool = False  # a later layer of an already committed plan: lengths only
+    upload: Any = None  # the slots on the device, kept by the cache for reuse
+    cow_rows: list[int] = field(default_factory=list)  # rows of each cow page in use
+
+
+@dataclass
+class _Reusable:
+    """The last committed plan, reusable for the other layers of the same batch."""
+
+    version: int
+    plan: AppendPlan
+    done: set[int]
 
 
 class PageAllocator:
@@ -87,6 +103,10 @@ class PageAllocator:
         self.seqs: dict[int, SeqState] = {}
         self.prefix = prefix_cache
         self._next_id = 0
+        # Bumped by every change to block tables or reference counts: a cached plan made at
+        # an older version may be stale.
+        self.version = 0
+        self._reusable: _Reusable | None = None
 
     # -- queries -------------------------------------------------------------------------
     @property
@@ -125,6 +145,7 @@ class PageAllocator:
     def _add(self, state: SeqState) -> int:
         seq_id = self._next_id
         self._next_id += 1
+        self.version += 1
         self.seqs[seq_id] = state
         return seq_id
 
@@ -155,14 +176,17 @@ class PageAllocator:
         for page in state.pages:
             self._decref(page)
         del self.seqs[seq_id]
+        self.version += 1
 
     # -- pages ---------------------------------------------------------------------------
     def _incref(self, page: int) -> None:
+        self.version += 1
         if self.refcount[page] == 0 and self.prefix is not None:
             self.prefix.revive(page)
         self.refcount[page] += 1
 
     def _decref(self, page: int) -> None:
+        self.version += 1
         self.refcount[page] -= 1
         if self.refcount[page] == 0 and not (self.prefix is not None and self.prefix.park(page)):
             self.free_list.append(page)
@@ -186,6 +210,7 @@ class PageAllocator:
     def take_pages(self, count: int) -> list[int]:
         """Hand out ``count`` pages with reference count 1, or raise OutOfPagesError."""
         pages, take, evict = self._peek(count)
+        self.version += 1
         self._take(take, evict)
         for page in pages:
             self.refcount[page] = 1
@@ -202,77 +227,124 @@ class PageAllocator:
         """Plan writing ``counts[i]`` tokens of ``layer`` to ``seq_ids[i]`` (nothing changes).
 
         Shared pages the write touches are copied first (copy-on-write); new pages cover
-        the tokens past each sequence's capacity.
+        the tokens past each sequence's capacity. The same batch appended to the next layer
+        reuses the last plan (a decode step computes its slots once for all layers).
 
         Raises:
             UnsupportedOpError: unknown, freed, swapped or repeated sequences; too many tokens.
             OutOfPagesError: the pool cannot supply the pages.
         """
-        if len(set(seq_ids)) != len(seq_ids):
+        key = (tuple(seq_ids), tuple(counts))
+        reused = self._reuse(key, layer)
+        if reused is not None:
+            return reused
+        if len(set(key[0])) != len(key[0]):
             raise UnsupportedOpError("a sequence appears twice in one append",
                                      fix="pass each sequence once, with all its tokens.")
         states = [self.seq(s) for s in seq_ids]
-        ps = self.page_size
+        ps, rc = self.page_size, self.refcount
         refs: dict[int, int] = {}
-        need = 0
+        need, uniform = 0, True
         work: list[tuple[int, SeqState, int, list[int], int]] = []
         for seq_id, state, count in zip(seq_ids, states, counts, strict=True):
             start = state.lens[layer]
             if start + count > MAX_SEQ_TOKENS:
                 raise UnsupportedOpError(f"sequence {seq_id} would exceed {MAX_SEQ_TOKENS} tokens")
+            uniform = uniform and state.lens.count(start) == self.num_layers
             shared = []
             if count:
                 for j in range(start // ps, min(len(state.pages), (start + count - 1) // ps + 1)):
                     page = state.pages[j]
-                    if self.refcount[page] + refs.get(page, 0) > 1:
+                    if rc[page] + refs.get(page, 0) > 1:
                         shared.append(j)
                         refs[page] = refs.get(page, 0) - 1
             grow = max(0, -(-(start + count) // ps) - len(state.pages))
             need += len(shared) + grow
             work.append((seq_id, state, start, shared, grow))
         fresh, take, evict = self._peek(need)
-        return self._build_plan(work, counts, layer, fresh, take, evict)
+        plan = self._build_plan(work, counts, layer, fresh, take, evict)
+        plan.states, plan.key, plan.uniform = states, key, uniform
+        return plan
+
+    def _reuse(self, key: tuple[tuple[int, ...], tuple[int, ...]],
+               layer: int) -> AppendPlan | None:
+        """The last plan again for another layer, when nothing else changed since.
+
+        Valid when the batch is the same, every layer had the same length when it was made
+        (so this layer starts where that one did), and no table or reference count changed:
+        its copy-on-write and new pages are then already in place for every layer.
+        """
+        last = self._reusable
+        if last is None or last.version != self.version or layer in last.done or \
+                last.plan.key != key:
+            return None
+        p = last.plan
+        return AppendPlan(p.slots, [], {}, {}, 0, [], p.counts, layer, states=p.states, key=key,
+                          uniform=True, reused=True, upload=p.upload)
 
     def _build_plan(self, work: list[tuple[int, SeqState, int, list[int], int]],
                     counts: Sequence[int], layer: int, fresh: list[int], take: int,
                     evict: list[int]) -> AppendPlan:
         ps, cursor = self.page_size, iter(fresh)
         plan = AppendPlan(np.zeros(0, np.int64), [], {}, {}, take, evict, {}, layer)
-        parts: list[np.ndarray] = []
+        flat: list[int] = []  # the pages each sequence writes, back to back
+        base, starts = [], []
         for (seq_id, state, start, shared, grow), count in zip(work, counts, strict=True):
-            table = list(state.pages)
-            replaced = {}
-            for j in shared:
-                new = next(cursor)
-                plan.cow.append((table[j], new))
-                replaced[j] = new
-                table[j] = new
-            added = [next(cursor) for _ in range(grow)]
-            table += added
+            table = state.pages
+            if shared or grow:
+                table = list(table)
+                replaced = {}
+                for j in shared:
+                    new = next(cursor)
+                    plan.cow.append((table[j], new))
+                    # Only the rows this sequence holds (in any layer) need copying.
+                    plan.cow_rows.append(min(ps, max(0, state.length - j * ps)))
+                    replaced[j] = table[j] = new
+                added = [next(cursor) for _ in range(grow)]
+                table += added
+                plan.new_pages[seq_id], plan.replaced[seq_id] = added, replaced
+            first = start // ps
+            base.append(len(flat) - first)
+            starts.append(start)
             if count:
-                t = np.arange(start, start + count, dtype=np.int64)
-                parts.append(np.asarray(table, dtype=np.int64)[t // ps] * ps + t % ps)
-            plan.new_pages[seq_id], plan.replaced[seq_id] = added, replaced
+                flat.extend(table[first:(start + count - 1) // ps + 1])
             plan.counts[seq_id] = count
-        if parts:
-            plan.slots = np.concatenate(parts)
+        per_seq = np.asarray(counts, dtype=np.int64)
+        total = int(per_seq.sum())
+        if total:
+            # Token k of sequence i sits at position starts[i] + k: its page is
+            # flat[base[i] + position // ps].
+            pos = np.arange(total, dtype=np.int64) + np.repeat(
+                np.asarray(starts, dtype=np.int64) - (np.cumsum(per_seq) - per_seq), per_seq)
+            page = np.asarray(flat, dtype=np.int64)[
+                np.repeat(np.asarray(base, dtype=np.int64), per_seq) + pos // ps]
+            plan.slots = page * ps + pos % ps
         return plan
 
     def commit_append(self, plan: AppendPlan) -> None:
         """Apply a plan from :meth:`plan_append` (no allocator call may come in between)."""
+        if plan.reused:
+            assert self._reusable is not None
+            for state, count in zip(plan.states, plan.key[1], strict=True):
+                state.lens[plan.layer] += count
+            self._reusable.done.add(plan.layer)
+            return
         self._take(plan.take_free, plan.evict)
         for seq_id, count in plan.counts.items():
             state = self.seqs[seq_id]
-            for j, new in plan.replaced[seq_id].items():
+            for j, new in plan.replaced.get(seq_id, {}).items():
                 self.refcount[new] = 1
                 self._decref(state.pages[j])
                 state.pages[j] = new
-            for new in plan.new_pages[seq_id]:
+            for new in plan.new_pages.get(seq_id, ()):
                 self.refcount[new] = 1
                 state.pages.append(new)
             state.lens[plan.layer] += count
             if self.prefix is not None:
                 self._register_full_pages(state)
+        self.version += 1
+        self._reusable = _Reusable(self.version, plan, {plan.layer}) \
+            if plan.uniform and self.prefix is None else None
 
     def _register_full_pages(self, state: SeqState) -> None:
         assert self.prefix is not None
@@ -291,6 +363,7 @@ class PageAllocator:
         """Mark ``seq_id`` swapped (its data now in ``host_copy``) and release its pages."""
         state = self.seq(seq_id)
         pages = list(state.pages)
+        self.version += 1
         state.swapped, state.swapped_pages = host_copy, len(pages)
         state.pages, state.hashes = [], []
         self.release_pages(pages)
@@ -310,6 +383,7 @@ class PageAllocator:
 
     def overwritten(self, pages: Sequence[int]) -> None:
         """Pages whose contents changed outside append: they leave the prefix cache."""
+        self.version += 1
         if self.prefix is None:
             return
         changed = set(pages)
@@ -357,6 +431,7 @@ class PageAllocator:
             lens: each sequence's token count per layer.
         """
         ids = []
+        self.version += 1
         for pages, per_layer in zip(tables, lens, strict=True):
             for page in pages:
                 self.refcount[page] += 1

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping, Sequence
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -23,6 +24,7 @@ from hurray_gpu.kv_cache.inputs import (
     check_seq_id,
     check_seq_ids,
     dense_tensor,
+    out_buffers,
     rows_buffer,
 )
 from hurray_gpu.kv_cache.options import (
@@ -149,7 +151,7 @@ class PagedKVCache:
     # -- append --------------------------------------------------------------------------
     def append(self, seq_ids: Any, layer: int, key: Any, value: Any,
                counts: Sequence[int] | None = None) -> None:
-        """Write new tokens of ``layer`` for a batch: one scatter launch per role.
+        """Write new tokens of ``layer`` for a batch: one scatter launch for key and value.
 
         Args:
             seq_ids: the sequences (an int or a list).
@@ -173,10 +175,10 @@ class PagedKVCache:
         with self._lock:
             plan = self.allocator.plan_append(ids, per_seq, layer)
             try:
-                self.storage.copy_pages(plan.cow)
-                slots = self.storage.upload_u32(plan.slots)
-                self.storage.append(layer, 0, kbuf, slots, tokens)
-                self.storage.append(layer, 1, vbuf, slots, tokens)
+                self.storage.copy_rows(plan.cow, plan.cow_rows)
+                if plan.upload is None:  # a reused plan (the batch's next layer) has its slots
+                    plan.upload = self.storage.upload_slots(plan.slots)
+                self.storage.append(layer, kbuf, vbuf, plan.upload, tokens)
             except BaseException:
                 self.allocator.overwritten(plan.evict)  # their cached contents are gone
                 raise
@@ -195,18 +197,36 @@ class PagedKVCache:
         return rows_buffer(self.device, x, what, self.dtype, self.num_kv_heads, self.head_dim)
 
     # -- gather --------------------------------------------------------------------------
-    def _slots(self, seq_id: int, layer: int, pad_to: int | None = None) -> np.ndarray:
-        state = self.allocator.seq(seq_id)
-        length = state.lens[layer]
-        t = np.arange(length if pad_to is None else pad_to, dtype=np.int64)
-        pages = np.asarray(state.pages, dtype=np.int64)
-        slots = np.full(t.shape, PAD_SLOT, dtype=np.int64)
-        live = t < length
-        slots[live] = pages[t[live] // self.page_size] * self.page_size + t[live] % self.page_size
-        return slots
+    def _slot_map(self, ids: list[int], layer: int,
+                  pad_to: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """``(slots, lens)``: every token's slot, sequence by sequence, in one NumPy pass.
 
-    def gather(self, seq_ids: Any, layer: int) -> tuple[Tensor, Tensor, np.ndarray]:
+        With ``pad_to`` each sequence covers ``pad_to`` positions, PAD_SLOT past its end.
+        """
+        states = [self.allocator.seq(s) for s in ids]
+        lens = np.fromiter((st.lens[layer] for st in states), np.int64, len(states))
+        sizes = np.fromiter((len(st.pages) for st in states), np.int64, len(states))
+        flat = np.fromiter(chain.from_iterable(st.pages for st in states), np.int64,
+                           int(sizes.sum()))
+        width = lens if pad_to is None else np.full(len(states), pad_to, np.int64)
+        total = int(width.sum())
+        pos = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(width) - width, width)
+        live = pos < np.repeat(lens, width)
+        ps = self.page_size
+        page = np.zeros(total, np.int64)
+        page[live] = flat[(np.repeat(np.cumsum(sizes) - sizes, width) + pos // ps)[live]]
+        slots = np.where(live, page * ps + pos % ps, PAD_SLOT)
+        return slots, lens
+
+    def gather(self, seq_ids: Any, layer: int,
+               out: Any = None) -> tuple[Tensor, Tensor, np.ndarray]:
         """Dense K and V of ``seq_ids`` in ``layer``, concatenated in sequence order.
+
+        Args:
+            seq_ids, layer: the sequences and the layer.
+            out: optional ``(key, value)`` Buffers on the cache's device, each of at least
+                total_tokens x row bytes, to write into instead of allocating (the result
+                Tensors are views of them); a decode loop reuses them every step.
 
         Returns:
             ``(key, value, cu_seqlens)``: Tensors [total_tokens, heads, head_dim] on the
@@ -218,10 +238,8 @@ class PagedKVCache:
         ids = check_seq_ids(seq_ids)
         layer = check_index(layer, self.num_layers, "layer")
         with self._lock:
-            parts = [self._slots(s, layer) for s in ids]
-            lens = np.array([p.size for p in parts], dtype=np.int64)
-            slots = np.concatenate(parts) if parts else np.zeros(0, np.int64)
-            k, v = self._gather_both(layer, slots, (int(slots.size),))
+            slots, lens = self._slot_map(ids, layer)
+            k, v = self._gather_both(layer, slots, (int(slots.size),), out)
         return k, v, np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
 
     def gather_padded(self, seq_ids: Any, layer: int,
@@ -247,20 +265,19 @@ class PagedKVCache:
             if len(ids) * width * self.row_bytes > MAX_OUTPUT_BYTES:
                 raise UnsupportedOpError(f"a padded gather of {len(ids)} x {width} tokens is "
                                          "too large", fix="gather fewer sequences at once.")
-            parts = [self._slots(s, layer, pad_to=width) for s in ids]
-            slots = np.concatenate(parts) if parts else np.zeros(0, np.int64)
+            slots, _ = self._slot_map(ids, layer, pad_to=width)
             k, v = self._gather_both(layer, slots, (len(ids), width))
         return k, v, lens
 
-    def _gather_both(self, layer: int, slots: np.ndarray,
-                     lead: tuple[int, ...]) -> tuple[Tensor, Tensor]:
-        buf = self.storage.upload_u32(slots)
+    def _gather_both(self, layer: int, slots: np.ndarray, lead: tuple[int, ...],
+                     out: Any = None) -> tuple[Tensor, Tensor]:
+        into = out_buffers(self.device, out, int(slots.size) * self.row_bytes,
+                           self.storage.buffers())
+        parts = self.storage.upload_slots(slots)
         shape = (*lead, self.num_kv_heads, self.head_dim)
-        out = []
-        for role in (0, 1):
-            got = self.storage.gather(layer, role, buf, int(slots.size))
-            out.append(dense_tensor(self.device, got, self.dtype, shape))
-        return out[0], out[1]
+        k, v = self.storage.gather(layer, parts, int(slots.size), into)
+        return (dense_tensor(self.device, k, self.dtype, shape),
+                dense_tensor(self.device, v, self.dtype, shape))
 
     # -- block operations ----------------------------------------------------------------
     def copy_blocks(self, mapping: Mapping[int, Sequence[int]] | Sequence[tuple[int, int]]

@@ -24,7 +24,8 @@ from hurray_gpu.format.descriptor import (
 from hurray_gpu.format.dtypes import DType
 from hurray_gpu.tensor import Tensor
 
-__all__ = ["check_counts", "check_index", "check_seq_id", "check_seq_ids", "dense_tensor", "rows_buffer"]
+__all__ = ["check_counts", "check_index", "check_seq_id", "check_seq_ids", "dense_tensor",
+           "out_buffers", "rows_buffer"]
 
 
 def check_index(value: Any, limit: int, what: str) -> int:
@@ -61,6 +62,10 @@ def check_seq_ids(seq_ids: Any) -> list[int]:
     """
     if isinstance(seq_ids, (int, np.integer)) and not isinstance(seq_ids, bool):
         return [int(seq_ids)]
+    if isinstance(seq_ids, list) and all(type(s) is int for s in seq_ids):
+        return list(seq_ids)  # the common case, checked at C speed
+    if isinstance(seq_ids, np.ndarray) and seq_ids.ndim == 1 and seq_ids.dtype.kind in "iu":
+        return [int(s) for s in seq_ids.tolist()]
     if isinstance(seq_ids, (str, bytes)) or not isinstance(seq_ids, (Sequence, np.ndarray)):
         raise UnsupportedOpError(f"seq_ids must be an int or a list of ints, got {seq_ids!r}")
     out = []
@@ -148,6 +153,39 @@ def _tensor_rows(device: Device, t: Tensor, what: str, dtype: DType, heads: int,
         return t.buffers[0].view(int(desc.byte_offset), nbytes), tokens
     host = t if t.is_host else t.to("cpu")
     return _upload(device, np.ascontiguousarray(host.numpy())), tokens
+
+
+def out_buffers(device: Device, out: Any, nbytes: int,
+                pools: Sequence[Buffer]) -> tuple[Buffer, Buffer] | None:
+    """Caller-given gather outputs as two ``nbytes`` views (None when ``out`` is None).
+
+    Raises:
+        UnsupportedOpError: not two Buffers on ``device``, too small, overlapping each
+            other, or inside a page pool (a gather would overwrite the cache).
+    """
+    if out is None:
+        return None
+    if not isinstance(out, (tuple, list)) or len(out) != 2 or \
+            not all(isinstance(b, Buffer) for b in out):
+        raise UnsupportedOpError("out must be a (key, value) pair of Buffers",
+                                 fix="pass two Buffers allocated on the cache's device.")
+    k, v = out
+    pool_roots = {id(p.allocation.root) for p in pools}
+    for b in (k, v):
+        if b.device is not device or b.nbytes < nbytes:
+            raise UnsupportedOpError(
+                f"an out Buffer holds {b.nbytes} bytes on {b.device}; the gather needs "
+                f"{nbytes} bytes on {device}", fix="allocate larger out Buffers on the cache's "
+                "device (total tokens x heads x head_dim x itemsize).")
+        if id(b.allocation.root) in pool_roots:
+            raise UnsupportedOpError("an out Buffer is part of a page pool",
+                                     fix="gather into Buffers of your own.")
+    if nbytes and k.allocation.root is v.allocation.root and \
+            k.offset < v.offset + nbytes and v.offset < k.offset + nbytes:
+        raise UnsupportedOpError("the key and value out Buffers overlap",
+                                 fix="pass two separate Buffers (or disjoint views).")
+    return (k if k.nbytes == nbytes else k.view(0, nbytes),
+            v if v.nbytes == nbytes else v.view(0, nbytes))
 
 
 def dense_tensor(device: Device, buffer: Buffer, dtype: DType,

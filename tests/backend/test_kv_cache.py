@@ -310,10 +310,97 @@ def test_empty_gathers_and_closed_cache(kernel_device: Device) -> None:
         cache.export(0, "key")
 
 
-def test_pool_larger_than_a_storage_binding_is_rejected_up_front(kernel_device: Device) -> None:
-    limits = getattr(kernel_device, "plan_limits", None)
-    if limits is None:
-        pytest.skip(f"{kernel_device.spec} has no storage-binding limit")
-    pages = limits.max_range // (16 * 64 * 2) + 1
-    with pytest.raises(UnsupportedOpError, match="storage-buffer range"):
-        PagedKVCache(kernel_device, 1, 4, 16, num_pages=pages, page_size=16)
+def _workload(cache: PagedKVCache, rng: np.random.Generator) -> list[np.ndarray]:
+    """Prefill, fork, decode, swap and page copies; returns every gathered array."""
+    seqs = [cache.add_sequence() for _ in range(3)]
+    dims = (cache.num_kv_heads, cache.head_dim)
+    for layer in range(cache.num_layers):
+        k = rng.standard_normal((17, *dims)).astype(np.float16)
+        cache.append(seqs, layer, k, -k, counts=[9, 3, 5])
+    seqs.append(cache.fork(seqs[0]))
+    for _ in range(5):
+        for layer in range(cache.num_layers):
+            k = rng.standard_normal((4, *dims)).astype(np.float16)
+            cache.append_decode(seqs, layer, k, k * 2)
+    cache.swap_out(seqs[1])
+    cache.swap_in(seqs[1])
+    table = cache.block_table(seqs[2])
+    cache.copy_blocks([(table[0], cache.allocator.free_list[0])])
+    out = []
+    for layer in range(cache.num_layers):
+        k, v, _ = cache.gather(seqs, layer)
+        pk, pv, _ = cache.gather_padded(seqs[::-1], layer)
+        out += [host(k), host(v), host(pk), host(pv)]
+    cache.check_invariants()
+    return out
+
+
+@pytest.mark.parametrize("kv_dtype", [None, "int8", "float8_e4m3"])
+def test_pools_larger_than_a_binding_are_bound_in_windows(
+        kernel_device: Device, kv_dtype: str | None, monkeypatch: pytest.MonkeyPatch) -> None:
+    from hurray_gpu.kv_cache import windows
+
+    want = _workload(PagedKVCache(kernel_device, 2, 2, 4, 40, 4, kv_dtype=kv_dtype),
+                     np.random.default_rng(5))
+    # Three pages per binding: 14 windows, the last overlapping the one before.
+    page = 4 * 2 * 4 * (1 if kv_dtype else 2)
+    monkeypatch.setattr(windows, "binding_limit", lambda _d: windows.ALIGN_MARGIN + 3 * page)
+    if getattr(kernel_device, "alignment", 4) > page:  # OpenCL: sub-buffers start aligned
+        with pytest.raises(UnsupportedOpError, match="multiple of .* bytes.*Fix:"):
+            PagedKVCache(kernel_device, 2, 2, 4, 40, 4, kv_dtype=kv_dtype)
+        return
+    cache = PagedKVCache(kernel_device, 2, 2, 4, 40, 4, kv_dtype=kv_dtype)
+    assert cache.storage.windows.count == 14 and cache.storage.windows.base(13) == 37
+    got = _workload(cache, np.random.default_rng(5))
+    assert all(same_bits(g, w) for g, w in zip(got, want, strict=True))
+
+
+def test_page_larger_than_a_binding_is_rejected_up_front(
+        kernel_device: Device, monkeypatch: pytest.MonkeyPatch) -> None:
+    from hurray_gpu.kv_cache import windows
+
+    monkeypatch.setattr(windows, "binding_limit", lambda _d: windows.ALIGN_MARGIN + 100)
+    with pytest.raises(UnsupportedOpError, match="storage-buffer range.*Fix:"):
+        PagedKVCache(kernel_device, 1, 4, 16, num_pages=8, page_size=16)
+
+
+def test_real_binding_limit_pool_spans_windows(kernel_device: Device) -> None:
+    from hurray_gpu.kv_cache.windows import binding_limit
+
+    limit = binding_limit(kernel_device)
+    if not limit or limit > 2**28:
+        pytest.skip(f"{kernel_device.spec} binds whole pools")
+    page_bytes = 16 * 8 * 128 * 2
+    pages = limit // page_bytes + 64  # just past one binding: two windows
+    cache = PagedKVCache(kernel_device, 1, 8, 128, num_pages=pages, page_size=16)
+    assert cache.storage.windows.count == 2
+    seqs = [cache.add_sequence() for _ in range(pages)]  # one page each, the last ones high
+    rows = np.random.default_rng(3).standard_normal((pages, 8, 128)).astype(np.float16)
+    cache.append_decode(seqs, 0, rows, -rows)
+    pick = [seqs[-1], seqs[0], seqs[pages // 2], seqs[-64]]
+    k, v, _ = cache.gather(pick, 0)
+    assert same_bits(host(k), rows[[pages - 1, 0, pages // 2, pages - 64]])
+    assert same_bits(host(v), -rows[[pages - 1, 0, pages // 2, pages - 64]])
+    cache.check_invariants()
+    cache.close()
+
+
+def test_gather_into_caller_buffers(kernel_device: Device) -> None:
+    rng = np.random.default_rng(9)
+    cache = PagedKVCache(kernel_device, 1, 2, 4, num_pages=8, page_size=4)
+    a, b = cache.add_sequence(), cache.add_sequence()
+    rows = random_rows(rng, 7, 2, 4, np.float16)
+    cache.append([a, b], 0, rows, rows[::-1].copy(), counts=[3, 4])
+    want_k, want_v, _ = cache.gather([a, b], 0)
+    big = Buffer(kernel_device, 7 * 16 * 2 + 256)
+    out = (Buffer(kernel_device, 7 * 16), big.view(128, 7 * 16))  # 128: OpenCL's alignment
+    k, v, cu = cache.gather([a, b], 0, out=out)
+    assert same_bits(host(k), host(want_k)) and same_bits(host(v), host(want_v))
+    assert bytes(out[0].copyout()) == host(want_k).tobytes() and cu.tolist() == [0, 3, 7]
+    bad = [(Buffer(kernel_device, 8), out[1]), [out[0]], (out[0], out[0]),
+           (cache.storage.pool(0, 0), out[1]), (big.view(0, 7 * 16 + 8), out[1])]
+    for wrong in bad[:4]:
+        with pytest.raises(UnsupportedOpError):
+            cache.gather([a, b], 0, out=wrong)
+    k, _, _ = cache.gather([a, b], 0, out=bad[4])  # disjoint parts of one buffer are fine
+    assert same_bits(host(k), host(want_k))

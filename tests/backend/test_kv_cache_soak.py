@@ -56,15 +56,18 @@ class Soak:
             return
         batch = [int(s) for s in self.rng.permutation(live)[:int(self.rng.integers(1, 5))]]
         counts = [int(c) for c in self.rng.integers(0, 4, len(batch))]
-        layer = int(self.rng.integers(0, LAYERS))
-        ids = np.arange(self.next_token, self.next_token + sum(counts), dtype=np.uint32)
-        k = ids.reshape(-1, 1, 1)
-        self.cache.append(batch, layer, k, k | np.uint32(VALUE_BIT), counts=counts)
-        self.next_token += sum(counts)
-        at = 0
-        for seq, n in zip(batch, counts, strict=True):
-            self.model[seq][layer] += [int(x) for x in ids[at:at + n]]
-            at += n
+        # Half the time a whole decode step: the same batch into every layer in turn (the
+        # allocator reuses the first layer's plan for the others).
+        layers = range(LAYERS) if self.rng.random() < 0.5 else [int(self.rng.integers(LAYERS))]
+        for layer in layers:
+            ids = np.arange(self.next_token, self.next_token + sum(counts), dtype=np.uint32)
+            k = ids.reshape(-1, 1, 1)
+            self.cache.append(batch, layer, k, k | np.uint32(VALUE_BIT), counts=counts)
+            self.next_token += sum(counts)
+            at = 0
+            for seq, n in zip(batch, counts, strict=True):
+                self.model[seq][layer] += [int(x) for x in ids[at:at + n]]
+                at += n
 
     def step(self) -> None:
         op = self.rng.random()

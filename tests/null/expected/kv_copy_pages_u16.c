@@ -10,11 +10,15 @@ static inline int32_t hg_imin(int32_t a, int32_t b) { return a < b ? a : b; }
 static inline int32_t hg_imax(int32_t a, int32_t b) { return a > b ? a : b; }
 #define HG_CHUNK 4096
 
-#define load_pool(hg_i) ((uint32_t)(pool[(hg_i)]))
-#define store_pool(hg_i, hg_v) (pool[(hg_i)] = (uint16_t)((hg_v)))
+#define load_kpool(hg_i) ((uint32_t)(kpool[(hg_i)]))
+#define store_kpool(hg_i, hg_v) (kpool[(hg_i)] = (uint16_t)((hg_v)))
+#define load_vpool(hg_i) ((uint32_t)(vpool[(hg_i)]))
+#define store_vpool(hg_i, hg_v) (vpool[(hg_i)] = (uint16_t)((hg_v)))
+#define load_kfrom(hg_i) ((uint32_t)(kfrom[(hg_i)]))
+#define load_vfrom(hg_i) ((uint32_t)(vfrom[(hg_i)]))
 #define load_pairs(hg_i) (pairs[(hg_i)])
 
-static inline void kv_copy_pages_u16_item(uint32_t hg_gid0, uint32_t hg_gid1, uint32_t hg_gid2, uint16_t *restrict pool, const uint32_t *restrict pairs, uint32_t n, uint32_t lanes, uint32_t page_words, uint32_t num_pages) {
+static inline void kv_copy_pages_u16_item(uint32_t hg_gid0, uint32_t hg_gid1, uint32_t hg_gid2, uint16_t *restrict kpool, uint16_t *restrict vpool, const uint16_t *restrict kfrom, const uint16_t *restrict vfrom, const uint32_t *restrict pairs, uint32_t n, uint32_t lanes, uint32_t page_words, uint32_t num_pages) {
     uint32_t i = hg_gid0;
     if (i >= n || lanes == 0u || lanes > 4096u || page_words > 0xFFFFEFFFu) return;
     uint32_t t = i / lanes;
@@ -24,15 +28,28 @@ static inline void kv_copy_pages_u16_item(uint32_t hg_gid0, uint32_t hg_gid1, ui
     uint32_t src = load_pairs(2u * t);
     uint32_t dst = load_pairs(2u * t + 1u);
     if (src >= num_pages || dst >= num_pages) return;
+    if (lanes == 1u && page_words <= 0x7fffffffu / num_pages) {
+        int32_t len = (int32_t)(page_words);
+        int32_t from = (int32_t)(src * page_words);
+        int32_t to = (int32_t)(dst * page_words);
+        for (int32_t w = 0; w < len; w++) store_kpool(to + w, load_kfrom(from + w));
+        for (int32_t w = 0; w < len; w++) store_vpool(to + w, load_vfrom(from + w));
+
+        return;
+    }
     for (uint32_t w = lane; w < page_words; w += lanes) {
-        store_pool(dst * page_words + w, load_pool(src * page_words + w));
+        store_kpool(dst * page_words + w, load_kfrom(src * page_words + w));
+        store_vpool(dst * page_words + w, load_vfrom(src * page_words + w));
     }
 }
 
 void kv_copy_pages_u16(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0, int64_t hg_n1,
             int64_t hg_n2) {
-    uint16_t *restrict pool = (uint16_t *)hg_bufs[0];
-    const uint32_t *restrict pairs = (const uint32_t *)hg_bufs[1];
+    uint16_t *restrict kpool = (uint16_t *)hg_bufs[0];
+    uint16_t *restrict vpool = (uint16_t *)hg_bufs[1];
+    const uint16_t *restrict kfrom = (const uint16_t *)hg_bufs[2];
+    const uint16_t *restrict vfrom = (const uint16_t *)hg_bufs[3];
+    const uint32_t *restrict pairs = (const uint32_t *)hg_bufs[4];
     uint32_t n = hg_words[0];
     uint32_t lanes = hg_words[1];
     uint32_t page_words = hg_words[2];
@@ -46,7 +63,7 @@ void kv_copy_pages_u16(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0, 
         uint32_t hg_x = (uint32_t)(hg_t % hg_n0), hg_y = (uint32_t)((hg_t / hg_n0) % hg_n1);
         uint32_t hg_z = (uint32_t)(hg_t / (hg_n0 * hg_n1));
         for (; hg_t < hg_end; hg_t++) {
-            kv_copy_pages_u16_item(hg_x, hg_y, hg_z, pool, pairs, n, lanes, page_words, num_pages);
+            kv_copy_pages_u16_item(hg_x, hg_y, hg_z, kpool, vpool, kfrom, vfrom, pairs, n, lanes, page_words, num_pages);
             if (++hg_x == (uint32_t)hg_n0) {
                 hg_x = 0;
                 if (++hg_y == (uint32_t)hg_n1) { hg_y = 0; hg_z++; }

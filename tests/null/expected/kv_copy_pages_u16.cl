@@ -1,8 +1,12 @@
-#define load_pool(hg_i) ((uint)(pool[(hg_i)]))
-#define store_pool(hg_i, hg_v) (pool[(hg_i)] = (ushort)((hg_v)))
+#define load_kpool(hg_i) ((uint)(kpool[(hg_i)]))
+#define store_kpool(hg_i, hg_v) (kpool[(hg_i)] = (ushort)((hg_v)))
+#define load_vpool(hg_i) ((uint)(vpool[(hg_i)]))
+#define store_vpool(hg_i, hg_v) (vpool[(hg_i)] = (ushort)((hg_v)))
+#define load_kfrom(hg_i) ((uint)(kfrom[(hg_i)]))
+#define load_vfrom(hg_i) ((uint)(vfrom[(hg_i)]))
 #define load_pairs(hg_i) (pairs[(hg_i)])
 
-__kernel __attribute__((reqd_work_group_size(64, 1, 1))) void kv_copy_pages_u16(__global ushort* restrict pool, __global const uint* restrict pairs, uint n, uint lanes, uint page_words, uint num_pages) {
+__kernel __attribute__((reqd_work_group_size(64, 1, 1))) void kv_copy_pages_u16(__global ushort* restrict kpool, __global ushort* restrict vpool, __global const ushort* restrict kfrom, __global const ushort* restrict vfrom, __global const uint* restrict pairs, uint n, uint lanes, uint page_words, uint num_pages) {
     uint i = ((uint)get_global_id(0));
     if (i >= n || lanes == 0u || lanes > 4096u || page_words > 0xFFFFEFFFu) return;
     uint t = i / lanes;
@@ -12,7 +16,17 @@ __kernel __attribute__((reqd_work_group_size(64, 1, 1))) void kv_copy_pages_u16(
     uint src = load_pairs(2u * t);
     uint dst = load_pairs(2u * t + 1u);
     if (src >= num_pages || dst >= num_pages) return;
+    if (lanes == 1u && page_words <= 0x7fffffffu / num_pages) {
+        int len = (int)(page_words);
+        int from = (int)(src * page_words);
+        int to = (int)(dst * page_words);
+        for (int w = 0; w < len; w++) store_kpool(to + w, load_kfrom(from + w));
+        for (int w = 0; w < len; w++) store_vpool(to + w, load_vfrom(from + w));
+
+        return;
+    }
     for (uint w = lane; w < page_words; w += lanes) {
-        store_pool(dst * page_words + w, load_pool(src * page_words + w));
+        store_kpool(dst * page_words + w, load_kfrom(src * page_words + w));
+        store_vpool(dst * page_words + w, load_vfrom(src * page_words + w));
     }
 }

@@ -1,10 +1,17 @@
 #version 450
 
-layout(std430, set = 0, binding = 0) buffer hg_pool_block { uint pool[]; };
-layout(std430, set = 0, binding = 1) readonly buffer hg_pairs_block { uint pairs[]; };
+layout(std430, set = 0, binding = 0) buffer hg_kpool_block { uint kpool[]; };
+layout(std430, set = 0, binding = 1) buffer hg_vpool_block { uint vpool[]; };
+layout(std430, set = 0, binding = 2) readonly buffer hg_kfrom_block { uint kfrom[]; };
+layout(std430, set = 0, binding = 3) readonly buffer hg_vfrom_block { uint vfrom[]; };
+layout(std430, set = 0, binding = 4) readonly buffer hg_pairs_block { uint pairs[]; };
 layout(push_constant) uniform hg_push_block { uint n; uint lanes; uint page_words; uint num_pages; } hg_pc;
-uint load_pool(uint hg_i) { return ((pool[hg_i >> 1u] >> ((hg_i & 1u) * 16u)) & 0xffffu); }
-void store_pool(uint hg_i, uint hg_v) { uint hg_s = (hg_i & 1u) * 16u; atomicAnd(pool[hg_i >> 1u], ~(0xffffu << hg_s)); atomicOr(pool[hg_i >> 1u], (hg_v & 0xffffu) << hg_s); }
+uint load_kpool(uint hg_i) { return ((kpool[hg_i >> 1u] >> ((hg_i & 1u) * 16u)) & 0xffffu); }
+void store_kpool(uint hg_i, uint hg_v) { uint hg_s = (hg_i & 1u) * 16u; atomicAnd(kpool[hg_i >> 1u], ~(0xffffu << hg_s)); atomicOr(kpool[hg_i >> 1u], (hg_v & 0xffffu) << hg_s); }
+uint load_vpool(uint hg_i) { return ((vpool[hg_i >> 1u] >> ((hg_i & 1u) * 16u)) & 0xffffu); }
+void store_vpool(uint hg_i, uint hg_v) { uint hg_s = (hg_i & 1u) * 16u; atomicAnd(vpool[hg_i >> 1u], ~(0xffffu << hg_s)); atomicOr(vpool[hg_i >> 1u], (hg_v & 0xffffu) << hg_s); }
+uint load_kfrom(uint hg_i) { return ((kfrom[hg_i >> 1u] >> ((hg_i & 1u) * 16u)) & 0xffffu); }
+uint load_vfrom(uint hg_i) { return ((vfrom[hg_i >> 1u] >> ((hg_i & 1u) * 16u)) & 0xffffu); }
 uint load_pairs(uint hg_i) { return pairs[hg_i]; }
 
 layout(local_size_x = 64, local_size_y = 1, local_size_z = 1) in;
@@ -23,7 +30,17 @@ void main() {
     uint src = load_pairs(2u * t);
     uint dst = load_pairs(2u * t + 1u);
     if (src >= num_pages || dst >= num_pages) return;
+    if (lanes == 1u && page_words <= 0x7fffffffu / num_pages) {
+        int len = int(page_words);
+        int from = int(src * page_words);
+        int to = int(dst * page_words);
+        for (int w = 0; w < len; w++) store_kpool(to + w, load_kfrom(from + w));
+        for (int w = 0; w < len; w++) store_vpool(to + w, load_vfrom(from + w));
+
+        return;
+    }
     for (uint w = lane; w < page_words; w += lanes) {
-        store_pool(dst * page_words + w, load_pool(src * page_words + w));
+        store_kpool(dst * page_words + w, load_kfrom(src * page_words + w));
+        store_vpool(dst * page_words + w, load_vfrom(src * page_words + w));
     }
 }

@@ -1,8 +1,12 @@
-#define load_pool(hg_i) ((unsigned int)(pool[(hg_i)]))
-#define store_pool(hg_i, hg_v) (pool[(hg_i)] = (unsigned char)((hg_v)))
+#define load_kpool(hg_i) ((unsigned int)(kpool[(hg_i)]))
+#define store_kpool(hg_i, hg_v) (kpool[(hg_i)] = (unsigned char)((hg_v)))
+#define load_vpool(hg_i) ((unsigned int)(vpool[(hg_i)]))
+#define store_vpool(hg_i, hg_v) (vpool[(hg_i)] = (unsigned char)((hg_v)))
+#define load_kfrom(hg_i) ((unsigned int)(kfrom[(hg_i)]))
+#define load_vfrom(hg_i) ((unsigned int)(vfrom[(hg_i)]))
 #define load_pairs(hg_i) (pairs[(hg_i)])
 
-extern "C" __global__ void __launch_bounds__(64) kv_copy_pages_u8(unsigned char* __restrict__ pool, const unsigned int* __restrict__ pairs, unsigned int n, unsigned int lanes, unsigned int page_words, unsigned int num_pages) {
+extern "C" __global__ void __launch_bounds__(64) kv_copy_pages_u8(unsigned char* __restrict__ kpool, unsigned char* __restrict__ vpool, const unsigned char* __restrict__ kfrom, const unsigned char* __restrict__ vfrom, const unsigned int* __restrict__ pairs, unsigned int n, unsigned int lanes, unsigned int page_words, unsigned int num_pages) {
     unsigned int i = (blockIdx.x * blockDim.x + threadIdx.x);
     if (i >= n || lanes == 0u || lanes > 4096u || page_words > 0xFFFFEFFFu) return;
     unsigned int t = i / lanes;
@@ -12,7 +16,17 @@ extern "C" __global__ void __launch_bounds__(64) kv_copy_pages_u8(unsigned char*
     unsigned int src = load_pairs(2u * t);
     unsigned int dst = load_pairs(2u * t + 1u);
     if (src >= num_pages || dst >= num_pages) return;
+    if (lanes == 1u && page_words <= 0x7fffffffu / num_pages) {
+        int len = (int)(page_words);
+        int from = (int)(src * page_words);
+        int to = (int)(dst * page_words);
+        for (int w = 0; w < len; w++) store_kpool(to + w, load_kfrom(from + w));
+        for (int w = 0; w < len; w++) store_vpool(to + w, load_vfrom(from + w));
+
+        return;
+    }
     for (unsigned int w = lane; w < page_words; w += lanes) {
-        store_pool(dst * page_words + w, load_pool(src * page_words + w));
+        store_kpool(dst * page_words + w, load_kfrom(src * page_words + w));
+        store_vpool(dst * page_words + w, load_vfrom(src * page_words + w));
     }
 }

@@ -17,11 +17,13 @@ static inline uint32_t hg_f32_to_bf16(float v) {
     return (b + 0x7fffu + ((b >> 16u) & 1u)) >> 16u;
 }
 
-#define store_dst(hg_i, hg_v) (dst[(hg_i)] = (uint16_t)hg_f32_to_bf16((hg_v)))
-#define load_pool(hg_i) ((uint32_t)(pool[(hg_i)]))
+#define store_kdst(hg_i, hg_v) (kdst[(hg_i)] = (uint16_t)hg_f32_to_bf16((hg_v)))
+#define store_vdst(hg_i, hg_v) (vdst[(hg_i)] = (uint16_t)hg_f32_to_bf16((hg_v)))
+#define load_kpool(hg_i) ((uint32_t)(kpool[(hg_i)]))
+#define load_vpool(hg_i) ((uint32_t)(vpool[(hg_i)]))
 #define load_slots(hg_i) (slots[(hg_i)])
 
-static inline void kv_f8_gather_bf16_item(uint32_t hg_gid0, uint32_t hg_gid1, uint32_t hg_gid2, uint16_t *restrict dst, const uint8_t *restrict pool, const uint32_t *restrict slots, uint32_t n, uint32_t lanes, uint32_t row, uint32_t num_slots) {
+static inline void kv_f8_gather_bf16_item(uint32_t hg_gid0, uint32_t hg_gid1, uint32_t hg_gid2, uint16_t *restrict kdst, uint16_t *restrict vdst, const uint8_t *restrict kpool, const uint8_t *restrict vpool, const uint32_t *restrict slots, uint32_t n, uint32_t lanes, uint32_t row, uint32_t num_slots) {
     uint32_t i = hg_gid0;
     if (i >= n || lanes == 0u || lanes > 4096u || row == 0u || row > 0xFFFFEFFFu) return;
     uint32_t t = i / lanes;
@@ -29,29 +31,47 @@ static inline void kv_f8_gather_bf16_item(uint32_t hg_gid0, uint32_t hg_gid1, ui
     uint32_t lane = i - t * lanes;
     uint32_t slot = load_slots(t);
 
+    if (slot == 0xFFFFFFFEu) return;  // SKIP_SLOT: another window's token
     uint32_t to = t * row;
     if (slot >= num_slots) {
-        for (uint32_t w = lane; w < row; w += lanes) store_dst(to + w, 0.0f);
+        for (uint32_t w = lane; w < row; w += lanes) {
+            store_kdst(to + w, 0.0f);
+            store_vdst(to + w, 0.0f);
+        }
         return;
     }
     uint32_t from = slot * row;
+
     for (uint32_t w = lane; w < row; w += lanes) {
-        uint32_t c = load_pool(from + w);
+        uint32_t c = load_kpool(from + w);
         uint32_t sign = (c & 0x80u) << 24u;
         uint32_t e = (c >> 3u) & 15u;
         uint32_t m = c & 7u;
         float v = hg_as_f32(sign | ((e + 120u) << 23u) | (m << 20u));
         if (e == 15u && m == 7u) v = hg_as_f32(sign | 0x7fc00000u);
         if (e == 0u) v = hg_as_f32(sign | hg_as_u32((float)(m) * 0.001953125f));
-        store_dst(to + w, v);
+        store_kdst(to + w, v);
+    }
+
+    for (uint32_t w = lane; w < row; w += lanes) {
+        uint32_t c = load_vpool(from + w);
+        uint32_t sign = (c & 0x80u) << 24u;
+        uint32_t e = (c >> 3u) & 15u;
+        uint32_t m = c & 7u;
+        float v = hg_as_f32(sign | ((e + 120u) << 23u) | (m << 20u));
+        if (e == 15u && m == 7u) v = hg_as_f32(sign | 0x7fc00000u);
+        if (e == 0u) v = hg_as_f32(sign | hg_as_u32((float)(m) * 0.001953125f));
+        store_vdst(to + w, v);
     }
 }
 
 void kv_f8_gather_bf16(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0, int64_t hg_n1,
             int64_t hg_n2) {
-    uint16_t *restrict dst = (uint16_t *)hg_bufs[0];
-    const uint8_t *restrict pool = (const uint8_t *)hg_bufs[1];
-    const uint32_t *restrict slots = (const uint32_t *)hg_bufs[2];
+    uint16_t *restrict kdst = (uint16_t *)hg_bufs[0];
+    uint16_t *restrict vdst = (uint16_t *)hg_bufs[1];
+    const uint8_t *restrict kpool = (const uint8_t *)hg_bufs[2];
+    const uint8_t *restrict vpool = (const uint8_t *)hg_bufs[3];
+    const uint32_t *restrict slots = (const uint32_t *)hg_bufs[4];
     uint32_t n = hg_words[0];
     uint32_t lanes = hg_words[1];
     uint32_t row = hg_words[2];
@@ -65,7 +85,7 @@ void kv_f8_gather_bf16(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0, 
         uint32_t hg_x = (uint32_t)(hg_t % hg_n0), hg_y = (uint32_t)((hg_t / hg_n0) % hg_n1);
         uint32_t hg_z = (uint32_t)(hg_t / (hg_n0 * hg_n1));
         for (; hg_t < hg_end; hg_t++) {
-            kv_f8_gather_bf16_item(hg_x, hg_y, hg_z, dst, pool, slots, n, lanes, row, num_slots);
+            kv_f8_gather_bf16_item(hg_x, hg_y, hg_z, kdst, vdst, kpool, vpool, slots, n, lanes, row, num_slots);
             if (++hg_x == (uint32_t)hg_n0) {
                 hg_x = 0;
                 if (++hg_y == (uint32_t)hg_n1) { hg_y = 0; hg_z++; }

@@ -18,12 +18,16 @@ uint hg_f32_to_f16(float v) {
     return sign | ((m + (1u << (s - 1u)) - 1u + ((m >> s) & 1u)) >> s);
 }
 
-layout(std430, set = 0, binding = 0) buffer hg_dst_block { uint dst[]; };
-layout(std430, set = 0, binding = 1) readonly buffer hg_pool_block { uint pool[]; };
-layout(std430, set = 0, binding = 2) readonly buffer hg_slots_block { uint slots[]; };
+layout(std430, set = 0, binding = 0) buffer hg_kdst_block { uint kdst[]; };
+layout(std430, set = 0, binding = 1) buffer hg_vdst_block { uint vdst[]; };
+layout(std430, set = 0, binding = 2) readonly buffer hg_kpool_block { uint kpool[]; };
+layout(std430, set = 0, binding = 3) readonly buffer hg_vpool_block { uint vpool[]; };
+layout(std430, set = 0, binding = 4) readonly buffer hg_slots_block { uint slots[]; };
 layout(push_constant) uniform hg_push_block { uint n; uint lanes; uint row; uint num_slots; } hg_pc;
-void store_dst(uint hg_i, float hg_v) { uint hg_s = (hg_i & 1u) * 16u; atomicAnd(dst[hg_i >> 1u], ~(0xffffu << hg_s)); atomicOr(dst[hg_i >> 1u], (hg_f32_to_f16(hg_v) & 0xffffu) << hg_s); }
-uint load_pool(uint hg_i) { return ((pool[hg_i >> 2u] >> ((hg_i & 3u) * 8u)) & 0xffu); }
+void store_kdst(uint hg_i, float hg_v) { uint hg_s = (hg_i & 1u) * 16u; atomicAnd(kdst[hg_i >> 1u], ~(0xffffu << hg_s)); atomicOr(kdst[hg_i >> 1u], (hg_f32_to_f16(hg_v) & 0xffffu) << hg_s); }
+void store_vdst(uint hg_i, float hg_v) { uint hg_s = (hg_i & 1u) * 16u; atomicAnd(vdst[hg_i >> 1u], ~(0xffffu << hg_s)); atomicOr(vdst[hg_i >> 1u], (hg_f32_to_f16(hg_v) & 0xffffu) << hg_s); }
+uint load_kpool(uint hg_i) { return ((kpool[hg_i >> 2u] >> ((hg_i & 3u) * 8u)) & 0xffu); }
+uint load_vpool(uint hg_i) { return ((vpool[hg_i >> 2u] >> ((hg_i & 3u) * 8u)) & 0xffu); }
 uint load_slots(uint hg_i) { return slots[hg_i]; }
 
 layout(local_size_x = 64, local_size_y = 1, local_size_z = 1) in;
@@ -40,20 +44,36 @@ void main() {
     uint lane = i - t * lanes;
     uint slot = load_slots(t);
 
+    if (slot == 0xFFFFFFFEu) return;  // SKIP_SLOT: another window's token
     uint to = t * row;
     if (slot >= num_slots) {
-        for (uint w = lane; w < row; w += lanes) store_dst(to + w, 0.0f);
+        for (uint w = lane; w < row; w += lanes) {
+            store_kdst(to + w, 0.0f);
+            store_vdst(to + w, 0.0f);
+        }
         return;
     }
     uint from = slot * row;
+
     for (uint w = lane; w < row; w += lanes) {
-        uint c = load_pool(from + w);
+        uint c = load_kpool(from + w);
         uint sign = (c & 0x80u) << 24u;
         uint e = (c >> 3u) & 15u;
         uint m = c & 7u;
         float v = uintBitsToFloat(sign | ((e + 120u) << 23u) | (m << 20u));
         if (e == 15u && m == 7u) v = uintBitsToFloat(sign | 0x7fc00000u);
         if (e == 0u) v = uintBitsToFloat(sign | floatBitsToUint(float(m) * 0.001953125f));
-        store_dst(to + w, v);
+        store_kdst(to + w, v);
+    }
+
+    for (uint w = lane; w < row; w += lanes) {
+        uint c = load_vpool(from + w);
+        uint sign = (c & 0x80u) << 24u;
+        uint e = (c >> 3u) & 15u;
+        uint m = c & 7u;
+        float v = uintBitsToFloat(sign | ((e + 120u) << 23u) | (m << 20u));
+        if (e == 15u && m == 7u) v = uintBitsToFloat(sign | 0x7fc00000u);
+        if (e == 0u) v = uintBitsToFloat(sign | floatBitsToUint(float(m) * 0.001953125f));
+        store_vdst(to + w, v);
     }
 }

@@ -20,11 +20,13 @@ static inline float hg_f16_to_f32(uint32_t h) {
     return hg_as_f32(sign | hg_as_u32((float)(mant) * 5.9604644775390625e-8f));
 }
 
-#define store_pool(hg_i, hg_v) (pool[(hg_i)] = (uint8_t)((hg_v)))
-#define load_src(hg_i) (hg_f16_to_f32(src[(hg_i)]))
+#define store_kpool(hg_i, hg_v) (kpool[(hg_i)] = (uint8_t)((hg_v)))
+#define store_vpool(hg_i, hg_v) (vpool[(hg_i)] = (uint8_t)((hg_v)))
+#define load_ksrc(hg_i) (hg_f16_to_f32(ksrc[(hg_i)]))
+#define load_vsrc(hg_i) (hg_f16_to_f32(vsrc[(hg_i)]))
 #define load_slots(hg_i) (slots[(hg_i)])
 
-static inline void kv_f8_scatter_f16_item(uint32_t hg_gid0, uint32_t hg_gid1, uint32_t hg_gid2, uint8_t *restrict pool, const uint16_t *restrict src, const uint32_t *restrict slots, uint32_t n, uint32_t lanes, uint32_t row, uint32_t num_slots) {
+static inline void kv_f8_scatter_f16_item(uint32_t hg_gid0, uint32_t hg_gid1, uint32_t hg_gid2, uint8_t *restrict kpool, uint8_t *restrict vpool, const uint16_t *restrict ksrc, const uint16_t *restrict vsrc, const uint32_t *restrict slots, uint32_t n, uint32_t lanes, uint32_t row, uint32_t num_slots) {
     uint32_t i = hg_gid0;
     if (i >= n || lanes == 0u || lanes > 4096u || row == 0u || row > 0xFFFFEFFFu) return;
     uint32_t t = i / lanes;
@@ -35,8 +37,9 @@ static inline void kv_f8_scatter_f16_item(uint32_t hg_gid0, uint32_t hg_gid1, ui
     if (slot >= num_slots) return;
     uint32_t from = t * row;
     uint32_t to = slot * row;
+
     for (uint32_t w = lane; w < row; w += lanes) {
-        uint32_t b = hg_as_u32(load_src(from + w));
+        uint32_t b = hg_as_u32(load_ksrc(from + w));
         uint32_t a = b & 0x7fffffffu;
         uint32_t code = 0u;
         if (a > 0x7f800000u) {
@@ -51,15 +54,36 @@ static inline void kv_f8_scatter_f16_item(uint32_t hg_gid0, uint32_t hg_gid1, ui
             uint32_t s = 141u - (a >> 23u);
             code = (m + (1u << (s - 1u)) - 1u + ((m >> s) & 1u)) >> s;
         }
-        store_pool(to + w, ((b >> 24u) & 0x80u) | code);
+        store_kpool(to + w, ((b >> 24u) & 0x80u) | code);
+    }
+
+    for (uint32_t w = lane; w < row; w += lanes) {
+        uint32_t b = hg_as_u32(load_vsrc(from + w));
+        uint32_t a = b & 0x7fffffffu;
+        uint32_t code = 0u;
+        if (a > 0x7f800000u) {
+            code = 0x7fu;
+        } else if (a >= 0x43e00000u) {
+            code = 0x7eu;
+        } else if (a >= 0x3c800000u) {
+            code = ((a + 0x7ffffu + ((a >> 20u) & 1u)) >> 20u) - 960u;
+        } else if ((a >> 23u) >= 117u) {
+            // Subnormal e4m3: round m * 2^(e - 141) to nearest even (as hg_f32_to_f16 does).
+            uint32_t m = (a & 0x7fffffu) | 0x800000u;
+            uint32_t s = 141u - (a >> 23u);
+            code = (m + (1u << (s - 1u)) - 1u + ((m >> s) & 1u)) >> s;
+        }
+        store_vpool(to + w, ((b >> 24u) & 0x80u) | code);
     }
 }
 
 void kv_f8_scatter_f16(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0, int64_t hg_n1,
             int64_t hg_n2) {
-    uint8_t *restrict pool = (uint8_t *)hg_bufs[0];
-    const uint16_t *restrict src = (const uint16_t *)hg_bufs[1];
-    const uint32_t *restrict slots = (const uint32_t *)hg_bufs[2];
+    uint8_t *restrict kpool = (uint8_t *)hg_bufs[0];
+    uint8_t *restrict vpool = (uint8_t *)hg_bufs[1];
+    const uint16_t *restrict ksrc = (const uint16_t *)hg_bufs[2];
+    const uint16_t *restrict vsrc = (const uint16_t *)hg_bufs[3];
+    const uint32_t *restrict slots = (const uint32_t *)hg_bufs[4];
     uint32_t n = hg_words[0];
     uint32_t lanes = hg_words[1];
     uint32_t row = hg_words[2];
@@ -73,7 +97,7 @@ void kv_f8_scatter_f16(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0, 
         uint32_t hg_x = (uint32_t)(hg_t % hg_n0), hg_y = (uint32_t)((hg_t / hg_n0) % hg_n1);
         uint32_t hg_z = (uint32_t)(hg_t / (hg_n0 * hg_n1));
         for (; hg_t < hg_end; hg_t++) {
-            kv_f8_scatter_f16_item(hg_x, hg_y, hg_z, pool, src, slots, n, lanes, row, num_slots);
+            kv_f8_scatter_f16_item(hg_x, hg_y, hg_z, kpool, vpool, ksrc, vsrc, slots, n, lanes, row, num_slots);
             if (++hg_x == (uint32_t)hg_n0) {
                 hg_x = 0;
                 if (++hg_y == (uint32_t)hg_n1) { hg_y = 0; hg_z++; }

@@ -1,8 +1,10 @@
-#define store_pool(hg_i, hg_v) (pool[(hg_i)] = (unsigned char)((hg_v)))
-#define load_src(hg_i) (src[(hg_i)])
+#define store_kpool(hg_i, hg_v) (kpool[(hg_i)] = (unsigned char)((hg_v)))
+#define store_vpool(hg_i, hg_v) (vpool[(hg_i)] = (unsigned char)((hg_v)))
+#define load_ksrc(hg_i) (ksrc[(hg_i)])
+#define load_vsrc(hg_i) (vsrc[(hg_i)])
 #define load_slots(hg_i) (slots[(hg_i)])
 
-extern "C" __global__ void __launch_bounds__(64) kv_f8_scatter_f32(unsigned char* __restrict__ pool, const float* __restrict__ src, const unsigned int* __restrict__ slots, unsigned int n, unsigned int lanes, unsigned int row, unsigned int num_slots) {
+extern "C" __global__ void __launch_bounds__(64) kv_f8_scatter_f32(unsigned char* __restrict__ kpool, unsigned char* __restrict__ vpool, const float* __restrict__ ksrc, const float* __restrict__ vsrc, const unsigned int* __restrict__ slots, unsigned int n, unsigned int lanes, unsigned int row, unsigned int num_slots) {
     unsigned int i = (blockIdx.x * blockDim.x + threadIdx.x);
     if (i >= n || lanes == 0u || lanes > 4096u || row == 0u || row > 0xFFFFEFFFu) return;
     unsigned int t = i / lanes;
@@ -13,8 +15,9 @@ extern "C" __global__ void __launch_bounds__(64) kv_f8_scatter_f32(unsigned char
     if (slot >= num_slots) return;
     unsigned int from = t * row;
     unsigned int to = slot * row;
+
     for (unsigned int w = lane; w < row; w += lanes) {
-        unsigned int b = __float_as_uint(load_src(from + w));
+        unsigned int b = __float_as_uint(load_ksrc(from + w));
         unsigned int a = b & 0x7fffffffu;
         unsigned int code = 0u;
         if (a > 0x7f800000u) {
@@ -29,6 +32,25 @@ extern "C" __global__ void __launch_bounds__(64) kv_f8_scatter_f32(unsigned char
             unsigned int s = 141u - (a >> 23u);
             code = (m + (1u << (s - 1u)) - 1u + ((m >> s) & 1u)) >> s;
         }
-        store_pool(to + w, ((b >> 24u) & 0x80u) | code);
+        store_kpool(to + w, ((b >> 24u) & 0x80u) | code);
+    }
+
+    for (unsigned int w = lane; w < row; w += lanes) {
+        unsigned int b = __float_as_uint(load_vsrc(from + w));
+        unsigned int a = b & 0x7fffffffu;
+        unsigned int code = 0u;
+        if (a > 0x7f800000u) {
+            code = 0x7fu;
+        } else if (a >= 0x43e00000u) {
+            code = 0x7eu;
+        } else if (a >= 0x3c800000u) {
+            code = ((a + 0x7ffffu + ((a >> 20u) & 1u)) >> 20u) - 960u;
+        } else if ((a >> 23u) >= 117u) {
+            // Subnormal e4m3: round m * 2^(e - 141) to nearest even (as hg_f32_to_f16 does).
+            unsigned int m = (a & 0x7fffffu) | 0x800000u;
+            unsigned int s = 141u - (a >> 23u);
+            code = (m + (1u << (s - 1u)) - 1u + ((m >> s) & 1u)) >> s;
+        }
+        store_vpool(to + w, ((b >> 24u) & 0x80u) | code);
     }
 }

@@ -1,8 +1,10 @@
-#define store_dst(hg_i, hg_v) (dst[(hg_i)] = (ushort)((hg_v)))
-#define load_pool(hg_i) ((uint)(pool[(hg_i)]))
+#define store_kdst(hg_i, hg_v) (kdst[(hg_i)] = (ushort)((hg_v)))
+#define store_vdst(hg_i, hg_v) (vdst[(hg_i)] = (ushort)((hg_v)))
+#define load_kpool(hg_i) ((uint)(kpool[(hg_i)]))
+#define load_vpool(hg_i) ((uint)(vpool[(hg_i)]))
 #define load_slots(hg_i) (slots[(hg_i)])
 
-__kernel __attribute__((reqd_work_group_size(64, 1, 1))) void kv_gather_u16(__global ushort* restrict dst, __global const ushort* restrict pool, __global const uint* restrict slots, uint n, uint lanes, uint row, uint num_slots) {
+__kernel __attribute__((reqd_work_group_size(64, 1, 1))) void kv_gather_u16(__global ushort* restrict kdst, __global ushort* restrict vdst, __global const ushort* restrict kpool, __global const ushort* restrict vpool, __global const uint* restrict slots, uint n, uint lanes, uint row, uint num_slots) {
     uint i = ((uint)get_global_id(0));
     if (i >= n || lanes == 0u || lanes > 4096u || row > 0xFFFFEFFFu) return;
     uint t = i / lanes;
@@ -10,23 +12,31 @@ __kernel __attribute__((reqd_work_group_size(64, 1, 1))) void kv_gather_u16(__gl
     uint lane = i - t * lanes;
 
     uint slot = load_slots(t);
+    if (slot == 0xFFFFFFFEu) return;  // SKIP_SLOT: another window's token
     // Slots past the pool (the padding sentinel) read as zero rows.
     if (slot >= num_slots) {
         for (uint w = lane; w < row; w += lanes) {
-            store_dst(t * row + w, 0u);
+            store_kdst(t * row + w, 0u);
+            store_vdst(t * row + w, 0u);
+
         }
         return;
     }
+
+    if (lanes == 1u && row <= 0x7fffffffu / max(max(num_slots, n), 1u)) {
+        int len = (int)(row);
+        int pos = (int)(slot * row);
+        int at = (int)(t * row);
+        for (int w = 0; w < len; w++) store_kdst(at + w, load_kpool(pos + w));
+        for (int w = 0; w < len; w++) store_vdst(at + w, load_vpool(pos + w));
+
+        return;
+    }
+
     uint from = slot * row;
     uint to = t * row;
-    if (lanes == 1u) {
-        // Unit stride (the host's one item per row): a plain row copy.
-        for (uint w = 0u; w < row; w++) {
-            store_dst(to + w, load_pool(from + w));
-        }
-        return;
-    }
     for (uint w = lane; w < row; w += lanes) {
-        store_dst(to + w, load_pool(from + w));
+        store_kdst(to + w, load_kpool(from + w));
+        store_vdst(to + w, load_vpool(from + w));
     }
 }

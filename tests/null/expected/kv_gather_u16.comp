@@ -1,11 +1,15 @@
 #version 450
 
-layout(std430, set = 0, binding = 0) buffer hg_dst_block { uint dst[]; };
-layout(std430, set = 0, binding = 1) readonly buffer hg_pool_block { uint pool[]; };
-layout(std430, set = 0, binding = 2) readonly buffer hg_slots_block { uint slots[]; };
+layout(std430, set = 0, binding = 0) buffer hg_kdst_block { uint kdst[]; };
+layout(std430, set = 0, binding = 1) buffer hg_vdst_block { uint vdst[]; };
+layout(std430, set = 0, binding = 2) readonly buffer hg_kpool_block { uint kpool[]; };
+layout(std430, set = 0, binding = 3) readonly buffer hg_vpool_block { uint vpool[]; };
+layout(std430, set = 0, binding = 4) readonly buffer hg_slots_block { uint slots[]; };
 layout(push_constant) uniform hg_push_block { uint n; uint lanes; uint row; uint num_slots; } hg_pc;
-void store_dst(uint hg_i, uint hg_v) { uint hg_s = (hg_i & 1u) * 16u; atomicAnd(dst[hg_i >> 1u], ~(0xffffu << hg_s)); atomicOr(dst[hg_i >> 1u], (hg_v & 0xffffu) << hg_s); }
-uint load_pool(uint hg_i) { return ((pool[hg_i >> 1u] >> ((hg_i & 1u) * 16u)) & 0xffffu); }
+void store_kdst(uint hg_i, uint hg_v) { uint hg_s = (hg_i & 1u) * 16u; atomicAnd(kdst[hg_i >> 1u], ~(0xffffu << hg_s)); atomicOr(kdst[hg_i >> 1u], (hg_v & 0xffffu) << hg_s); }
+void store_vdst(uint hg_i, uint hg_v) { uint hg_s = (hg_i & 1u) * 16u; atomicAnd(vdst[hg_i >> 1u], ~(0xffffu << hg_s)); atomicOr(vdst[hg_i >> 1u], (hg_v & 0xffffu) << hg_s); }
+uint load_kpool(uint hg_i) { return ((kpool[hg_i >> 1u] >> ((hg_i & 1u) * 16u)) & 0xffffu); }
+uint load_vpool(uint hg_i) { return ((vpool[hg_i >> 1u] >> ((hg_i & 1u) * 16u)) & 0xffffu); }
 uint load_slots(uint hg_i) { return slots[hg_i]; }
 
 layout(local_size_x = 64, local_size_y = 1, local_size_z = 1) in;
@@ -22,23 +26,31 @@ void main() {
     uint lane = i - t * lanes;
 
     uint slot = load_slots(t);
+    if (slot == 0xFFFFFFFEu) return;  // SKIP_SLOT: another window's token
     // Slots past the pool (the padding sentinel) read as zero rows.
     if (slot >= num_slots) {
         for (uint w = lane; w < row; w += lanes) {
-            store_dst(t * row + w, 0u);
+            store_kdst(t * row + w, 0u);
+            store_vdst(t * row + w, 0u);
+
         }
         return;
     }
+
+    if (lanes == 1u && row <= 0x7fffffffu / max(max(num_slots, n), 1u)) {
+        int len = int(row);
+        int pos = int(slot * row);
+        int at = int(t * row);
+        for (int w = 0; w < len; w++) store_kdst(at + w, load_kpool(pos + w));
+        for (int w = 0; w < len; w++) store_vdst(at + w, load_vpool(pos + w));
+
+        return;
+    }
+
     uint from = slot * row;
     uint to = t * row;
-    if (lanes == 1u) {
-        // Unit stride (the host's one item per row): a plain row copy.
-        for (uint w = 0u; w < row; w++) {
-            store_dst(to + w, load_pool(from + w));
-        }
-        return;
-    }
     for (uint w = lane; w < row; w += lanes) {
-        store_dst(to + w, load_pool(from + w));
+        store_kdst(to + w, load_kpool(from + w));
+        store_vdst(to + w, load_vpool(from + w));
     }
 }

@@ -10,11 +10,13 @@ static inline int32_t hg_imin(int32_t a, int32_t b) { return a < b ? a : b; }
 static inline int32_t hg_imax(int32_t a, int32_t b) { return a > b ? a : b; }
 #define HG_CHUNK 4096
 
-#define store_dst(hg_i, hg_v) (dst[(hg_i)] = (uint32_t)((hg_v)))
-#define load_pool(hg_i) (pool[(hg_i)])
+#define store_kdst(hg_i, hg_v) (kdst[(hg_i)] = (uint32_t)((hg_v)))
+#define store_vdst(hg_i, hg_v) (vdst[(hg_i)] = (uint32_t)((hg_v)))
+#define load_kpool(hg_i) (kpool[(hg_i)])
+#define load_vpool(hg_i) (vpool[(hg_i)])
 #define load_slots(hg_i) (slots[(hg_i)])
 
-static inline void kv_gather_u32_item(uint32_t hg_gid0, uint32_t hg_gid1, uint32_t hg_gid2, uint32_t *restrict dst, const uint32_t *restrict pool, const uint32_t *restrict slots, uint32_t n, uint32_t lanes, uint32_t row, uint32_t num_slots) {
+static inline void kv_gather_u32_item(uint32_t hg_gid0, uint32_t hg_gid1, uint32_t hg_gid2, uint32_t *restrict kdst, uint32_t *restrict vdst, const uint32_t *restrict kpool, const uint32_t *restrict vpool, const uint32_t *restrict slots, uint32_t n, uint32_t lanes, uint32_t row, uint32_t num_slots) {
     uint32_t i = hg_gid0;
     if (i >= n || lanes == 0u || lanes > 4096u || row > 0xFFFFEFFFu) return;
     uint32_t t = i / lanes;
@@ -22,32 +24,42 @@ static inline void kv_gather_u32_item(uint32_t hg_gid0, uint32_t hg_gid1, uint32
     uint32_t lane = i - t * lanes;
 
     uint32_t slot = load_slots(t);
+    if (slot == 0xFFFFFFFEu) return;  // SKIP_SLOT: another window's token
     // Slots past the pool (the padding sentinel) read as zero rows.
     if (slot >= num_slots) {
         for (uint32_t w = lane; w < row; w += lanes) {
-            store_dst(t * row + w, 0u);
+            store_kdst(t * row + w, 0u);
+            store_vdst(t * row + w, 0u);
+
         }
         return;
     }
+
+    if (lanes == 1u && row <= 0x7fffffffu / hg_umax(hg_umax(num_slots, n), 1u)) {
+        int32_t len = (int32_t)(row);
+        int32_t pos = (int32_t)(slot * row);
+        int32_t at = (int32_t)(t * row);
+        for (int32_t w = 0; w < len; w++) store_kdst(at + w, load_kpool(pos + w));
+        for (int32_t w = 0; w < len; w++) store_vdst(at + w, load_vpool(pos + w));
+
+        return;
+    }
+
     uint32_t from = slot * row;
     uint32_t to = t * row;
-    if (lanes == 1u) {
-        // Unit stride (the host's one item per row): a plain row copy.
-        for (uint32_t w = 0u; w < row; w++) {
-            store_dst(to + w, load_pool(from + w));
-        }
-        return;
-    }
     for (uint32_t w = lane; w < row; w += lanes) {
-        store_dst(to + w, load_pool(from + w));
+        store_kdst(to + w, load_kpool(from + w));
+        store_vdst(to + w, load_vpool(from + w));
     }
 }
 
 void kv_gather_u32(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0, int64_t hg_n1,
             int64_t hg_n2) {
-    uint32_t *restrict dst = (uint32_t *)hg_bufs[0];
-    const uint32_t *restrict pool = (const uint32_t *)hg_bufs[1];
-    const uint32_t *restrict slots = (const uint32_t *)hg_bufs[2];
+    uint32_t *restrict kdst = (uint32_t *)hg_bufs[0];
+    uint32_t *restrict vdst = (uint32_t *)hg_bufs[1];
+    const uint32_t *restrict kpool = (const uint32_t *)hg_bufs[2];
+    const uint32_t *restrict vpool = (const uint32_t *)hg_bufs[3];
+    const uint32_t *restrict slots = (const uint32_t *)hg_bufs[4];
     uint32_t n = hg_words[0];
     uint32_t lanes = hg_words[1];
     uint32_t row = hg_words[2];
@@ -61,7 +73,7 @@ void kv_gather_u32(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0, int6
         uint32_t hg_x = (uint32_t)(hg_t % hg_n0), hg_y = (uint32_t)((hg_t / hg_n0) % hg_n1);
         uint32_t hg_z = (uint32_t)(hg_t / (hg_n0 * hg_n1));
         for (; hg_t < hg_end; hg_t++) {
-            kv_gather_u32_item(hg_x, hg_y, hg_z, dst, pool, slots, n, lanes, row, num_slots);
+            kv_gather_u32_item(hg_x, hg_y, hg_z, kdst, vdst, kpool, vpool, slots, n, lanes, row, num_slots);
             if (++hg_x == (uint32_t)hg_n0) {
                 hg_x = 0;
                 if (++hg_y == (uint32_t)hg_n1) { hg_y = 0; hg_z++; }

@@ -5,12 +5,15 @@ static inline uint hg_f32_to_bf16(float v) {
     return (b + 0x7fffu + ((b >> 16u) & 1u)) >> 16u;
 }
 
-#define store_dst(hg_i, hg_v) (dst[(hg_i)] = (ushort)hg_f32_to_bf16((hg_v)))
-#define load_pool(hg_i) ((int)(pool[(hg_i)]))
-#define load_scales(hg_i) (scales[(hg_i)])
+#define store_kdst(hg_i, hg_v) (kdst[(hg_i)] = (ushort)hg_f32_to_bf16((hg_v)))
+#define store_vdst(hg_i, hg_v) (vdst[(hg_i)] = (ushort)hg_f32_to_bf16((hg_v)))
+#define load_kpool(hg_i) ((int)(kpool[(hg_i)]))
+#define load_vpool(hg_i) ((int)(vpool[(hg_i)]))
+#define load_kscales(hg_i) (kscales[(hg_i)])
+#define load_vscales(hg_i) (vscales[(hg_i)])
 #define load_slots(hg_i) (slots[(hg_i)])
 
-__kernel __attribute__((reqd_work_group_size(64, 1, 1))) void kv_q8_gather_bf16(__global ushort* restrict dst, __global const char* restrict pool, __global const float* restrict scales, __global const uint* restrict slots, uint n, uint lanes, uint row, uint num_slots) {
+__kernel __attribute__((reqd_work_group_size(64, 1, 1))) void kv_q8_gather_bf16(__global ushort* restrict kdst, __global ushort* restrict vdst, __global const char* restrict kpool, __global const char* restrict vpool, __global const float* restrict kscales, __global const float* restrict vscales, __global const uint* restrict slots, uint n, uint lanes, uint row, uint num_slots) {
     uint i = ((uint)get_global_id(0));
     if (i >= n || lanes == 0u || lanes > 4096u || row == 0u || row > 0xFFFFEFFFu) return;
     uint t = i / lanes;
@@ -18,14 +21,32 @@ __kernel __attribute__((reqd_work_group_size(64, 1, 1))) void kv_q8_gather_bf16(
     uint lane = i - t * lanes;
     uint slot = load_slots(t);
 
+    if (slot == 0xFFFFFFFEu) return;  // SKIP_SLOT: another window's token
     uint to = t * row;
     if (slot >= num_slots) {
-        for (uint w = lane; w < row; w += lanes) store_dst(to + w, 0.0f);
+        for (uint w = lane; w < row; w += lanes) {
+            store_kdst(to + w, 0.0f);
+            store_vdst(to + w, 0.0f);
+        }
         return;
     }
-    float scale = load_scales(slot);
     uint from = slot * row;
-    for (uint w = lane; w < row; w += lanes) {
-        store_dst(to + w, scale * (float)(load_pool(from + w)));
+
+    {
+        float s = load_kscales(slot);
+        int z = 0;
+        for (uint w = lane; w < row; w += lanes) {
+            int q = load_kpool(from + w);
+            store_kdst(to + w, s * (float)((int)((uint)(q) - (uint)(z))));
+        }
+    }
+
+    {
+        float s = load_vscales(slot);
+        int z = 0;
+        for (uint w = lane; w < row; w += lanes) {
+            int q = load_vpool(from + w);
+            store_vdst(to + w, s * (float)((int)((uint)(q) - (uint)(z))));
+        }
     }
 }

@@ -7,14 +7,20 @@ uint hg_f32_to_bf16(float v) {
     return (b + 0x7fffu + ((b >> 16u) & 1u)) >> 16u;
 }
 
-layout(std430, set = 0, binding = 0) buffer hg_dst_block { uint dst[]; };
-layout(std430, set = 0, binding = 1) readonly buffer hg_pool_block { uint pool[]; };
-layout(std430, set = 0, binding = 2) readonly buffer hg_scales_block { uint scales[]; };
-layout(std430, set = 0, binding = 3) readonly buffer hg_slots_block { uint slots[]; };
+layout(std430, set = 0, binding = 0) buffer hg_kdst_block { uint kdst[]; };
+layout(std430, set = 0, binding = 1) buffer hg_vdst_block { uint vdst[]; };
+layout(std430, set = 0, binding = 2) readonly buffer hg_kpool_block { uint kpool[]; };
+layout(std430, set = 0, binding = 3) readonly buffer hg_vpool_block { uint vpool[]; };
+layout(std430, set = 0, binding = 4) readonly buffer hg_kscales_block { uint kscales[]; };
+layout(std430, set = 0, binding = 5) readonly buffer hg_vscales_block { uint vscales[]; };
+layout(std430, set = 0, binding = 6) readonly buffer hg_slots_block { uint slots[]; };
 layout(push_constant) uniform hg_push_block { uint n; uint lanes; uint row; uint num_slots; } hg_pc;
-void store_dst(uint hg_i, float hg_v) { uint hg_s = (hg_i & 1u) * 16u; atomicAnd(dst[hg_i >> 1u], ~(0xffffu << hg_s)); atomicOr(dst[hg_i >> 1u], (hg_f32_to_bf16(hg_v) & 0xffffu) << hg_s); }
-int load_pool(uint hg_i) { return bitfieldExtract(int(pool[hg_i >> 2u]), int((hg_i & 3u) * 8u), 8); }
-float load_scales(uint hg_i) { return uintBitsToFloat(scales[hg_i]); }
+void store_kdst(uint hg_i, float hg_v) { uint hg_s = (hg_i & 1u) * 16u; atomicAnd(kdst[hg_i >> 1u], ~(0xffffu << hg_s)); atomicOr(kdst[hg_i >> 1u], (hg_f32_to_bf16(hg_v) & 0xffffu) << hg_s); }
+void store_vdst(uint hg_i, float hg_v) { uint hg_s = (hg_i & 1u) * 16u; atomicAnd(vdst[hg_i >> 1u], ~(0xffffu << hg_s)); atomicOr(vdst[hg_i >> 1u], (hg_f32_to_bf16(hg_v) & 0xffffu) << hg_s); }
+int load_kpool(uint hg_i) { return bitfieldExtract(int(kpool[hg_i >> 2u]), int((hg_i & 3u) * 8u), 8); }
+int load_vpool(uint hg_i) { return bitfieldExtract(int(vpool[hg_i >> 2u]), int((hg_i & 3u) * 8u), 8); }
+float load_kscales(uint hg_i) { return uintBitsToFloat(kscales[hg_i]); }
+float load_vscales(uint hg_i) { return uintBitsToFloat(vscales[hg_i]); }
 uint load_slots(uint hg_i) { return slots[hg_i]; }
 
 layout(local_size_x = 64, local_size_y = 1, local_size_z = 1) in;
@@ -31,14 +37,32 @@ void main() {
     uint lane = i - t * lanes;
     uint slot = load_slots(t);
 
+    if (slot == 0xFFFFFFFEu) return;  // SKIP_SLOT: another window's token
     uint to = t * row;
     if (slot >= num_slots) {
-        for (uint w = lane; w < row; w += lanes) store_dst(to + w, 0.0f);
+        for (uint w = lane; w < row; w += lanes) {
+            store_kdst(to + w, 0.0f);
+            store_vdst(to + w, 0.0f);
+        }
         return;
     }
-    float scale = load_scales(slot);
     uint from = slot * row;
-    for (uint w = lane; w < row; w += lanes) {
-        store_dst(to + w, scale * float(load_pool(from + w)));
+
+    {
+        float s = load_kscales(slot);
+        int z = 0;
+        for (uint w = lane; w < row; w += lanes) {
+            int q = load_kpool(from + w);
+            store_kdst(to + w, s * float(int(uint(q) - uint(z))));
+        }
+    }
+
+    {
+        float s = load_vscales(slot);
+        int z = 0;
+        for (uint w = lane; w < row; w += lanes) {
+            int q = load_vpool(from + w);
+            store_vdst(to + w, s * float(int(uint(q) - uint(z))));
+        }
     }
 }

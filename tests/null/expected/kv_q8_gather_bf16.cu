@@ -5,12 +5,15 @@ __device__ static inline unsigned int hg_f32_to_bf16(float v) {
     return (b + 0x7fffu + ((b >> 16u) & 1u)) >> 16u;
 }
 
-#define store_dst(hg_i, hg_v) (dst[(hg_i)] = (unsigned short)hg_f32_to_bf16((hg_v)))
-#define load_pool(hg_i) ((int)(pool[(hg_i)]))
-#define load_scales(hg_i) (scales[(hg_i)])
+#define store_kdst(hg_i, hg_v) (kdst[(hg_i)] = (unsigned short)hg_f32_to_bf16((hg_v)))
+#define store_vdst(hg_i, hg_v) (vdst[(hg_i)] = (unsigned short)hg_f32_to_bf16((hg_v)))
+#define load_kpool(hg_i) ((int)(kpool[(hg_i)]))
+#define load_vpool(hg_i) ((int)(vpool[(hg_i)]))
+#define load_kscales(hg_i) (kscales[(hg_i)])
+#define load_vscales(hg_i) (vscales[(hg_i)])
 #define load_slots(hg_i) (slots[(hg_i)])
 
-extern "C" __global__ void __launch_bounds__(64) kv_q8_gather_bf16(unsigned short* __restrict__ dst, const signed char* __restrict__ pool, const float* __restrict__ scales, const unsigned int* __restrict__ slots, unsigned int n, unsigned int lanes, unsigned int row, unsigned int num_slots) {
+extern "C" __global__ void __launch_bounds__(64) kv_q8_gather_bf16(unsigned short* __restrict__ kdst, unsigned short* __restrict__ vdst, const signed char* __restrict__ kpool, const signed char* __restrict__ vpool, const float* __restrict__ kscales, const float* __restrict__ vscales, const unsigned int* __restrict__ slots, unsigned int n, unsigned int lanes, unsigned int row, unsigned int num_slots) {
     unsigned int i = (blockIdx.x * blockDim.x + threadIdx.x);
     if (i >= n || lanes == 0u || lanes > 4096u || row == 0u || row > 0xFFFFEFFFu) return;
     unsigned int t = i / lanes;
@@ -18,14 +21,32 @@ extern "C" __global__ void __launch_bounds__(64) kv_q8_gather_bf16(unsigned shor
     unsigned int lane = i - t * lanes;
     unsigned int slot = load_slots(t);
 
+    if (slot == 0xFFFFFFFEu) return;  // SKIP_SLOT: another window's token
     unsigned int to = t * row;
     if (slot >= num_slots) {
-        for (unsigned int w = lane; w < row; w += lanes) store_dst(to + w, 0.0f);
+        for (unsigned int w = lane; w < row; w += lanes) {
+            store_kdst(to + w, 0.0f);
+            store_vdst(to + w, 0.0f);
+        }
         return;
     }
-    float scale = load_scales(slot);
     unsigned int from = slot * row;
-    for (unsigned int w = lane; w < row; w += lanes) {
-        store_dst(to + w, scale * (float)(load_pool(from + w)));
+
+    {
+        float s = load_kscales(slot);
+        int z = 0;
+        for (unsigned int w = lane; w < row; w += lanes) {
+            int q = load_kpool(from + w);
+            store_kdst(to + w, s * (float)((int)((unsigned int)(q) - (unsigned int)(z))));
+        }
+    }
+
+    {
+        float s = load_vscales(slot);
+        int z = 0;
+        for (unsigned int w = lane; w < row; w += lanes) {
+            int q = load_vpool(from + w);
+            store_vdst(to + w, s * (float)((int)((unsigned int)(q) - (unsigned int)(z))));
+        }
     }
 }

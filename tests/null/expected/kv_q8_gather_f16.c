@@ -28,12 +28,15 @@ static inline uint32_t hg_f32_to_f16(float v) {
     return sign | ((m + (1u << (s - 1u)) - 1u + ((m >> s) & 1u)) >> s);
 }
 
-#define store_dst(hg_i, hg_v) (dst[(hg_i)] = (uint16_t)hg_f32_to_f16((hg_v)))
-#define load_pool(hg_i) ((int32_t)(pool[(hg_i)]))
-#define load_scales(hg_i) (scales[(hg_i)])
+#define store_kdst(hg_i, hg_v) (kdst[(hg_i)] = (uint16_t)hg_f32_to_f16((hg_v)))
+#define store_vdst(hg_i, hg_v) (vdst[(hg_i)] = (uint16_t)hg_f32_to_f16((hg_v)))
+#define load_kpool(hg_i) ((int32_t)(kpool[(hg_i)]))
+#define load_vpool(hg_i) ((int32_t)(vpool[(hg_i)]))
+#define load_kscales(hg_i) (kscales[(hg_i)])
+#define load_vscales(hg_i) (vscales[(hg_i)])
 #define load_slots(hg_i) (slots[(hg_i)])
 
-static inline void kv_q8_gather_f16_item(uint32_t hg_gid0, uint32_t hg_gid1, uint32_t hg_gid2, uint16_t *restrict dst, const int8_t *restrict pool, const float *restrict scales, const uint32_t *restrict slots, uint32_t n, uint32_t lanes, uint32_t row, uint32_t num_slots) {
+static inline void kv_q8_gather_f16_item(uint32_t hg_gid0, uint32_t hg_gid1, uint32_t hg_gid2, uint16_t *restrict kdst, uint16_t *restrict vdst, const int8_t *restrict kpool, const int8_t *restrict vpool, const float *restrict kscales, const float *restrict vscales, const uint32_t *restrict slots, uint32_t n, uint32_t lanes, uint32_t row, uint32_t num_slots) {
     uint32_t i = hg_gid0;
     if (i >= n || lanes == 0u || lanes > 4096u || row == 0u || row > 0xFFFFEFFFu) return;
     uint32_t t = i / lanes;
@@ -41,24 +44,45 @@ static inline void kv_q8_gather_f16_item(uint32_t hg_gid0, uint32_t hg_gid1, uin
     uint32_t lane = i - t * lanes;
     uint32_t slot = load_slots(t);
 
+    if (slot == 0xFFFFFFFEu) return;  // SKIP_SLOT: another window's token
     uint32_t to = t * row;
     if (slot >= num_slots) {
-        for (uint32_t w = lane; w < row; w += lanes) store_dst(to + w, 0.0f);
+        for (uint32_t w = lane; w < row; w += lanes) {
+            store_kdst(to + w, 0.0f);
+            store_vdst(to + w, 0.0f);
+        }
         return;
     }
-    float scale = load_scales(slot);
     uint32_t from = slot * row;
-    for (uint32_t w = lane; w < row; w += lanes) {
-        store_dst(to + w, scale * (float)(load_pool(from + w)));
+
+    {
+        float s = load_kscales(slot);
+        int32_t z = 0;
+        for (uint32_t w = lane; w < row; w += lanes) {
+            int32_t q = load_kpool(from + w);
+            store_kdst(to + w, s * (float)((int32_t)((uint32_t)(q) - (uint32_t)(z))));
+        }
+    }
+
+    {
+        float s = load_vscales(slot);
+        int32_t z = 0;
+        for (uint32_t w = lane; w < row; w += lanes) {
+            int32_t q = load_vpool(from + w);
+            store_vdst(to + w, s * (float)((int32_t)((uint32_t)(q) - (uint32_t)(z))));
+        }
     }
 }
 
 void kv_q8_gather_f16(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0, int64_t hg_n1,
             int64_t hg_n2) {
-    uint16_t *restrict dst = (uint16_t *)hg_bufs[0];
-    const int8_t *restrict pool = (const int8_t *)hg_bufs[1];
-    const float *restrict scales = (const float *)hg_bufs[2];
-    const uint32_t *restrict slots = (const uint32_t *)hg_bufs[3];
+    uint16_t *restrict kdst = (uint16_t *)hg_bufs[0];
+    uint16_t *restrict vdst = (uint16_t *)hg_bufs[1];
+    const int8_t *restrict kpool = (const int8_t *)hg_bufs[2];
+    const int8_t *restrict vpool = (const int8_t *)hg_bufs[3];
+    const float *restrict kscales = (const float *)hg_bufs[4];
+    const float *restrict vscales = (const float *)hg_bufs[5];
+    const uint32_t *restrict slots = (const uint32_t *)hg_bufs[6];
     uint32_t n = hg_words[0];
     uint32_t lanes = hg_words[1];
     uint32_t row = hg_words[2];
@@ -72,7 +96,7 @@ void kv_q8_gather_f16(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0, i
         uint32_t hg_x = (uint32_t)(hg_t % hg_n0), hg_y = (uint32_t)((hg_t / hg_n0) % hg_n1);
         uint32_t hg_z = (uint32_t)(hg_t / (hg_n0 * hg_n1));
         for (; hg_t < hg_end; hg_t++) {
-            kv_q8_gather_f16_item(hg_x, hg_y, hg_z, dst, pool, scales, slots, n, lanes, row, num_slots);
+            kv_q8_gather_f16_item(hg_x, hg_y, hg_z, kdst, vdst, kpool, vpool, kscales, vscales, slots, n, lanes, row, num_slots);
             if (++hg_x == (uint32_t)hg_n0) {
                 hg_x = 0;
                 if (++hg_y == (uint32_t)hg_n1) { hg_y = 0; hg_z++; }

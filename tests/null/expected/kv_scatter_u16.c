@@ -10,12 +10,15 @@ static inline int32_t hg_imin(int32_t a, int32_t b) { return a < b ? a : b; }
 static inline int32_t hg_imax(int32_t a, int32_t b) { return a > b ? a : b; }
 #define HG_CHUNK 4096
 
-#define load_pool(hg_i) ((uint32_t)(pool[(hg_i)]))
-#define store_pool(hg_i, hg_v) (pool[(hg_i)] = (uint16_t)((hg_v)))
-#define load_src(hg_i) ((uint32_t)(src[(hg_i)]))
+#define load_kpool(hg_i) ((uint32_t)(kpool[(hg_i)]))
+#define store_kpool(hg_i, hg_v) (kpool[(hg_i)] = (uint16_t)((hg_v)))
+#define load_vpool(hg_i) ((uint32_t)(vpool[(hg_i)]))
+#define store_vpool(hg_i, hg_v) (vpool[(hg_i)] = (uint16_t)((hg_v)))
+#define load_ksrc(hg_i) ((uint32_t)(ksrc[(hg_i)]))
+#define load_vsrc(hg_i) ((uint32_t)(vsrc[(hg_i)]))
 #define load_slots(hg_i) (slots[(hg_i)])
 
-static inline void kv_scatter_u16_item(uint32_t hg_gid0, uint32_t hg_gid1, uint32_t hg_gid2, uint16_t *restrict pool, const uint16_t *restrict src, const uint32_t *restrict slots, uint32_t n, uint32_t lanes, uint32_t row, uint32_t num_slots) {
+static inline void kv_scatter_u16_item(uint32_t hg_gid0, uint32_t hg_gid1, uint32_t hg_gid2, uint16_t *restrict kpool, uint16_t *restrict vpool, const uint16_t *restrict ksrc, const uint16_t *restrict vsrc, const uint32_t *restrict slots, uint32_t n, uint32_t lanes, uint32_t row, uint32_t num_slots) {
     uint32_t i = hg_gid0;
     if (i >= n || lanes == 0u || lanes > 4096u || row > 0xFFFFEFFFu) return;
     uint32_t t = i / lanes;
@@ -25,24 +28,32 @@ static inline void kv_scatter_u16_item(uint32_t hg_gid0, uint32_t hg_gid1, uint3
     uint32_t slot = load_slots(t);
     // The host validates every slot; this guard keeps a bad one from writing anywhere.
     if (slot >= num_slots) return;
-    uint32_t from = t * row;
-    uint32_t to = slot * row;
-    if (lanes == 1u) {
-        for (uint32_t w = 0u; w < row; w++) {
-            store_pool(to + w, load_src(from + w));
-        }
+
+    if (lanes == 1u && row <= 0x7fffffffu / hg_umax(hg_umax(num_slots, n), 1u)) {
+        int32_t len = (int32_t)(row);
+        int32_t pos = (int32_t)(t * row);
+        int32_t at = (int32_t)(slot * row);
+        for (int32_t w = 0; w < len; w++) store_kpool(at + w, load_ksrc(pos + w));
+        for (int32_t w = 0; w < len; w++) store_vpool(at + w, load_vsrc(pos + w));
+
         return;
     }
+
+    uint32_t from = t * row;
+    uint32_t to = slot * row;
     for (uint32_t w = lane; w < row; w += lanes) {
-        store_pool(to + w, load_src(from + w));
+        store_kpool(to + w, load_ksrc(from + w));
+        store_vpool(to + w, load_vsrc(from + w));
     }
 }
 
 void kv_scatter_u16(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0, int64_t hg_n1,
             int64_t hg_n2) {
-    uint16_t *restrict pool = (uint16_t *)hg_bufs[0];
-    const uint16_t *restrict src = (const uint16_t *)hg_bufs[1];
-    const uint32_t *restrict slots = (const uint32_t *)hg_bufs[2];
+    uint16_t *restrict kpool = (uint16_t *)hg_bufs[0];
+    uint16_t *restrict vpool = (uint16_t *)hg_bufs[1];
+    const uint16_t *restrict ksrc = (const uint16_t *)hg_bufs[2];
+    const uint16_t *restrict vsrc = (const uint16_t *)hg_bufs[3];
+    const uint32_t *restrict slots = (const uint32_t *)hg_bufs[4];
     uint32_t n = hg_words[0];
     uint32_t lanes = hg_words[1];
     uint32_t row = hg_words[2];
@@ -56,7 +67,7 @@ void kv_scatter_u16(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0, int
         uint32_t hg_x = (uint32_t)(hg_t % hg_n0), hg_y = (uint32_t)((hg_t / hg_n0) % hg_n1);
         uint32_t hg_z = (uint32_t)(hg_t / (hg_n0 * hg_n1));
         for (; hg_t < hg_end; hg_t++) {
-            kv_scatter_u16_item(hg_x, hg_y, hg_z, pool, src, slots, n, lanes, row, num_slots);
+            kv_scatter_u16_item(hg_x, hg_y, hg_z, kpool, vpool, ksrc, vsrc, slots, n, lanes, row, num_slots);
             if (++hg_x == (uint32_t)hg_n0) {
                 hg_x = 0;
                 if (++hg_y == (uint32_t)hg_n1) { hg_y = 0; hg_z++; }
