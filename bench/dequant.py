@@ -26,7 +26,7 @@ from hurray_gpu.devices_api import device
 from hurray_gpu.format.dtypes import buffer_size, by_name
 from hurray_gpu.ops.build import quantized_tensor, random_values
 from hurray_gpu.ops.dequantize import bind_inputs, launch
-from hurray_gpu.ops.plan import plan_dequantize
+from hurray_gpu.ops.plan import elements_per_item, plan_dequantize
 from hurray_gpu.tensor import Tensor
 
 BLOCK = 32
@@ -90,7 +90,8 @@ def cases(n: int) -> list[tuple[str, str, Callable[[np.random.Generator], Tensor
 def measure_ours(t: Tensor, out_dtype: str, dev: Any, runs: int) -> dict[str, float]:
     """Median kernel time on ``dev`` with warm, preallocated buffers."""
     dt = t.to(dev)
-    plan = plan_dequantize(dt.descriptor, out_dtype)
+    # The elements per work item dequantize() itself uses on this device.
+    plan = plan_dequantize(dt.descriptor, out_dtype, ept=elements_per_item(dev))
     bufs = [b if isinstance(b, Buffer) else Buffer.from_bytes(dev, np.ascontiguousarray(b))
             for b in dt.buffers]
     inputs = bind_inputs(plan, dev, bufs)

@@ -130,7 +130,10 @@ class CPUCompiler(Compiler):
 
     def options(self) -> tuple[str, ...]:
         """Flags for every kernel: OpenMP only when the compiler supports it."""
-        flags = ("-O2", "-std=c11", "-fno-math-errno")
+        # -O3 vectorises the loops with a counter-only index (e.g. 8-bit dequantization,
+        # ~1.8x over -O2). No -march: it was not faster here, and the binary stays portable
+        # across the machines that share a cache key (machine type and OS).
+        flags = ("-O3", "-std=c11", "-fno-math-errno")
         return flags + (("-fopenmp",) if _has_openmp(self._require_cc()) else ())
 
     def compile(self, source: str, options: Sequence[str] = ()) -> bytes:

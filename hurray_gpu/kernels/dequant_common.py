@@ -14,9 +14,8 @@ from hurray_gpu.kernels.dialect.kernel import FLOAT_TYPES
 
 __all__ = [
     "CODE_LOAD", "DST_TYPES", "ERR_INVALID", "ERR_RANGE", "ITEM_ADVANCE", "ITEM_START",
-    "OUT_DTYPES", "PARAM_RUN",
-    "STORE_OUT", "code_extent", "item_grid", "specialised_loop", "divmagic", "ref_block_index", "ref_codes", "ref_store",
-    "ref_u32_at",
+    "OUT_DTYPES", "PARAM_RUN", "STORE_OUT", "code_extent", "divmagic", "item_grid",
+    "ref_block_index", "ref_codes", "ref_store", "ref_u32_at", "specialised_loop",
 ]
 
 # Output element types of every dequant kernel family, by the Hurray name of the result.
@@ -25,8 +24,9 @@ OUT_DTYPES = FLOAT_TYPES
 # the body by the portable helpers, so every backend rounds and encodes NaN identically (native
 # half stores differ in NaN payloads).
 DST_TYPES = {"f32": "f32", "f16": "u16", "bf16": "u16"}
-STORE_OUT = {"f32": "STORE(dst, i, {v});", "f16": "STORE(dst, i, F32_TO_F16_BITS({v}));",
-             "bf16": "STORE(dst, i, F32_TO_BF16_BITS({v}));"}
+# The element index is ``k`` (see ``specialised_loop``).
+STORE_OUT = {"f32": "STORE(dst, k, {v});", "f16": "STORE(dst, k, F32_TO_F16_BITS({v}));",
+             "bf16": "STORE(dst, k, F32_TO_BF16_BITS({v}));"}
 # Values a kernel writes to err[0]: an invalid parameter (bad scale, zero point or e8m0 byte)
 # and a parameter index out of range (only possible with inconsistent launch scalars).
 ERR_INVALID = 1
@@ -75,18 +75,45 @@ ITEM_START = """
 """
 
 
-def specialised_loop(body: str) -> str:
-    """``for (; i < end; i++) { code = ...; body }`` with the 4- and 8-bit loads hoisted.
+def _element(body: str, code: str, index: str) -> str:
+    """One element of ``body`` (which reads ``code`` and writes element ``k``), scoped."""
+    return f"{{\nu32 code = {code};\nu32 k = {index};\n{body}\n}}"
 
-    The same element body follows each load, so the hot storage widths run a loop without the
-    per-element width dispatch (compilers do not unswitch loops at -O2).
+
+def specialised_loop(body: str, fast: str = "", check: str = "") -> str:
+    """The loop over elements ``[i, end)``, with the hot storage widths hoisted.
+
+    ``body`` reads the storage code ``code`` and writes element ``k``. 4-bit codes are read
+    one byte per two elements (the low nibble is the even element, hurray-facts §1.3), 8-bit
+    codes one byte each, indexed by the loop counter alone when ``doff`` is 0 (a u32
+    ``doff + i`` may wrap as far as a compiler knows, which keeps it from vectorising the
+    loop); any other case goes through ``CODE_LOAD``. The hoisted loops carry
+    no per-element width dispatch (compilers do not unswitch loops at -O2), and run only when
+    ``fast`` holds (a kernel-specific condition under which ``check``, a per-code test run
+    before ``body`` in the general loop, has nothing to find).
     """
-    nibble = "u32 code = (LOAD(data, doff + (i >> 1u)) >> ((i & 1u) << 2u)) & 15u;"
-    byte = "u32 code = LOAD(data, doff + i);"
-    loops = [f"for (; i < end; i++) {{\n{load}\n{body}\n}}"
-             for load in (nibble, byte, CODE_LOAD)]
-    return (f"if (bits == 4u) {{\n{loops[0]}\n}} else if (bits == 8u) {{\n{loops[1]}\n}} "
-            f"else {{\n{loops[2]}\n}}")
+    also = f" && {fast}" if fast else ""
+    nibbles = "\n".join([
+        f"if (bits == 4u{also}) {{",
+        "if ((i & 1u) != 0u && i < end) {",
+        _element(body, "LOAD(data, doff + (i >> 1u)) >> 4u", "i"),
+        "i = i + 1u;", "}",
+        "for (; i + 1u < end; i += 2u) {",
+        "u32 pair = LOAD(data, doff + (i >> 1u));",
+        _element(body, "pair & 15u", "i"),
+        _element(body, "pair >> 4u", "i + 1u"),
+        "}",
+        "if (i < end) {",
+        _element(body, "LOAD(data, doff + (i >> 1u)) & 15u", "i"),
+        "i = i + 1u;", "}", "}"])
+    byte = "\n".join([
+        f"else if (bits == 8u && doff == 0u{also}) {{",
+        "for (; i < end; i++) {",
+        _element(body, "LOAD(data, i)", "i"), "}", "}"])
+    general = "\n".join([
+        "else {", "for (; i < end; i++) {", CODE_LOAD,
+        _element(f"{check}\n{body}", "code", "i").replace("u32 code = code;\n", ""), "}", "}"])
+    return "\n".join([nibbles, byte, general])
 
 
 # The parameter index p of element (o, a, r), and ``end``: the run of elements from i that

@@ -36,10 +36,17 @@ MODE_NONE, MODE_NF4, MODE_MX = 0, 1, 2
 
 # NaN codes (float8 NaN, e8m0 0xFF in a table) pass through with their table bits, so every
 # backend writes the same NaN whatever its multiply does with NaN payloads.
+# ``mode`` is loop-invariant: compilers unswitch the loop on it at -O3, so plain unpacking
+# (mode 0) runs without the test or the multiply.
 _ELEMENT = """
-            if (chk != 0u && (code == 0u || code == 255u)) STORE(err, 0u, 1u);
             f32 v = LOAD(lut, code);
             if (mode != 0u && (AS_U32(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
+            {store}
+"""
+_CHECK = "if (chk != 0u && (code == 0u || code == 255u)) STORE(err, 0u, 1u);"
+# NF4 (mode 1) reads the NF4 table, whose values are all finite: no NaN to pass through.
+_NF4_ELEMENT = """
+            f32 v = s * LOAD(lut, code);
             {store}
 """
 
@@ -63,7 +70,11 @@ _BODY = ITEM_START + """
             }
 """ + ITEM_ADVANCE + """
         }
-""" + specialised_loop(_ELEMENT) + """
+        if (mode == 1u) {
+""" + specialised_loop(_NF4_ELEMENT) + """
+        } else {
+""" + specialised_loop(_ELEMENT, "chk == 0u", _CHECK) + """
+        }
     }
 """
 

@@ -1,5 +1,5 @@
-"""Dequantizing block-paged tensors (facts §2.6): gather the pages on the device, then run the
-affine kernel with the per-page-slot parameters mapped to tokens through the block table.
+"""Dequantizing block-paged tensors (facts §2.6): gather the pages on the device (sub-byte pools
+as byte rows), then run the affine kernel with per-page-slot parameters mapped through the table.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from hurray_gpu.format.descriptor.quant import (
     PerTensorAffine,
 )
 from hurray_gpu.format.descriptor.validate import validate_descriptor
+from hurray_gpu.format.dtypes import by_name
 
 __all__ = ["dequantize_paged", "token_slots"]
 
@@ -87,8 +88,9 @@ def _slot_params(t: Any, q: PerBlockAffine, slots: np.ndarray, slot_count: int
     return scales[slots], zps
 
 
-def _dense(t: Any, gathered: Any, quant: Any, params: list[np.ndarray]) -> Any:
-    """The gathered codes as a dense row-major quantized Tensor on ``gathered``'s device."""
+def _dense(t: Any, gathered: Any, quant: Any, params: list[np.ndarray],
+           shape: tuple[int, ...]) -> Any:
+    """The gathered codes as a dense row-major ``shape`` Tensor of ``t``'s storage type."""
     from hurray_gpu.tensor import Tensor
     from hurray_gpu.tensor_device import is_host
 
@@ -98,18 +100,36 @@ def _dense(t: Any, gathered: Any, quant: Any, params: list[np.ndarray]) -> Any:
     bufs = [gathered.buffers[0]] + [b if is_host(dev) else Buffer.from_bytes(dev, b)
                                     for b in blobs]
     handles = (h0,) + tuple(dataclasses.replace(h0, byte_size=int(b.size)) for b in blobs)
-    desc = TensorDescriptor(t.dtype, tuple(gathered.shape), RowMajor(), handles,
+    desc = TensorDescriptor(t.dtype, shape, RowMajor(), handles,
                             quantization=quant)
     return Tensor.from_parts(desc, bufs)
 
 
-def _plain(t: Any) -> Any:
-    """The same pages without quantization (the layout's own three buffers)."""
+def _plain(t: Any) -> tuple[Any, tuple[int, ...]]:
+    """The same pages without quantization (the layout's own three buffers), and the shape.
+
+    A token's ``heads * dim`` codes are consecutive bits of its page slot (hurray-facts
+    §1.3), so a sub-byte pool whose token rows fill whole bytes is gathered as a uint8 pool
+    of one byte row per slot: the gathered bytes are then the dense row-major codes.
+
+    Raises:
+        UnsupportedOpError: a sub-byte pool whose token rows end inside a byte.
+    """
     from hurray_gpu.tensor import Tensor
 
-    desc = dataclasses.replace(t.descriptor, quantization=None,
-                               buffers=t.descriptor.buffers[:3])
-    return Tensor.from_parts(desc, t.buffers[:3])
+    desc = t.descriptor
+    shape = tuple(int(d) for d in desc.shape)  # validated: block-paged shapes are static
+    plain = dataclasses.replace(desc, quantization=None, buffers=desc.buffers[:3])
+    row_bits = shape[1] * shape[2] * desc.dtype.bits
+    if desc.dtype.bits < 8:
+        if row_bits % 8:
+            raise UnsupportedOpError(
+                f"a token row of this sub-byte pool holds {row_bits} bits, not whole bytes",
+                fix="make num_heads * head_dim * bits a multiple of 8 (pad head_dim), or "
+                    "store the pages as int8/uint8.")
+        plain = dataclasses.replace(plain, dtype=by_name("uint8"), statistics=None,
+                                    shape=(shape[0], 1, row_bits // 8))
+    return Tensor.from_parts(plain, t.buffers[:3]), shape
 
 
 def dequantize_paged(t: Any, dtype: str, seq_lens: Any) -> Any:
@@ -126,7 +146,8 @@ def dequantize_paged(t: Any, dtype: str, seq_lens: Any) -> Any:
     Raises:
         HurrayFormatError: a malformed descriptor, block table, seq_ptr, seq_lens or an
             invalid scale / zero point of a page slot in use.
-        UnsupportedOpError: NF4/MXFP or sub-byte pools, which are not gathered.
+        UnsupportedOpError: NF4/MXFP pools (hurray-facts §12.25), or sub-byte pools whose
+            token rows do not fill whole bytes.
     """
     from hurray_gpu.ops.dequantize import dequantize
     from hurray_gpu.ops.layout_paged import materialize_paged
@@ -136,16 +157,16 @@ def dequantize_paged(t: Any, dtype: str, seq_lens: Any) -> Any:
     q = desc.quantization
     if q is not None and not isinstance(q, (PerTensorAffine, PerChannelAffine,
                                             PerBlockAffine)):
+        # hurray-facts §12.25: the spec defines no indexing for NF4/MXFP on block-paged.
         raise UnsupportedOpError("block-paged pools quantize with the affine schemes only",
                                  fix="use per-tensor, per-channel or per-block affine.")
-    if desc.dtype.bits < 8:
-        raise UnsupportedOpError("sub-byte block-paged pools are not gathered",
-                                 fix="store the pages as int8/uint8 or wider.")
     lens = seq_lens if seq_lens is not None else getattr(t, "seq_lens", None)
+    plain, shape = _plain(t)
     # Validates the block table and seq_ptr on the device, and seq_lens, before any use.
-    gathered = materialize_paged(_plain(t), None, lens)
+    gathered = materialize_paged(plain, None, lens)
     if q is None:
-        return dequantize(gathered, dtype)
+        sub = desc.dtype.bits < 8
+        return dequantize(_dense(t, gathered, None, [], shape) if sub else gathered, dtype)
     if not isinstance(q, PerBlockAffine):
         idx = {q.scale_buffer_index: 1} if isinstance(q, PerChannelAffine) else {}
         if isinstance(q, PerChannelAffine) and q.zero_point_buffer_index is not None:
@@ -154,14 +175,14 @@ def dequantize_paged(t: Any, dtype: str, seq_lens: Any) -> Any:
         quant = q if isinstance(q, PerTensorAffine) else dataclasses.replace(
             q, scale_buffer_index=1, zero_point_buffer_index=None if q.zero_point_buffer_index
             is None else idx[q.zero_point_buffer_index])
-        return dequantize(_dense(t, gathered, quant, params), dtype)
+        return dequantize(_dense(t, gathered, quant, params, shape), dtype)
     lay = desc.layout
     slots = _slots(t, lens)
     scales, zps = _slot_params(t, q, slots, int(lay.num_pages) * int(lay.page_size))
     quant = PerChannelAffine(0, 1, None if zps is None else 2)
     params = [scales] + ([] if zps is None else [zps])
     try:
-        return dequantize(_dense(t, gathered, quant, params), dtype)
+        return dequantize(_dense(t, gathered, quant, params, shape), dtype)
     except HurrayFormatError as exc:
         raise _slot_error(t, slots, scales, zps) from exc
 

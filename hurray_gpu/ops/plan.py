@@ -27,12 +27,14 @@ from hurray_gpu.kernels.dequant_lut import MODE_MX, MODE_NF4, MODE_NONE, lut_ker
 __all__ = ["ELEMENTS_PER_ITEM", "DequantPlan", "elements_per_item", "plan_dequantize",
            "plan_unpack"]
 
+# The most elements one work item may take (the ``ept`` argument).
+MAX_EPT = 4096
 # Every index a kernel computes is a u32: element counts and byte extents must stay below
 # (with room for the last work item's ``first + ept``).
-U32_LIMIT = (1 << 32) - 256
+U32_LIMIT = (1 << 32) - 2 * MAX_EPT
 # Consecutive elements per work item: amortises the index split and the parameter loads.
 # Long runs suit CPUs (host C, pocl, lavapipe); GPUs want short ones for coalescing.
-ELEMENTS_PER_ITEM = 256
+ELEMENTS_PER_ITEM = 1024
 ELEMENTS_PER_GPU_ITEM = 4
 _INT_UNPACK = {"bool": "uint8", "int4": "int8", "uint4": "uint8", "int2": "int8",
                "uint2": "uint8"}
@@ -178,7 +180,7 @@ def plan_dequantize(desc: Any, dtype: str = "float32", *, ept: int | None = None
     Args:
         desc: the TensorDescriptor (validated again here: it may come from anywhere).
         dtype: ``"float32"``, ``"float16"`` or ``"bfloat16"``.
-        ept: elements per work item (see :func:`elements_per_item`); default 256.
+        ept: elements per work item (see :func:`elements_per_item`); default 1024.
 
     Returns:
         The launch plan.
@@ -200,8 +202,9 @@ def plan_dequantize(desc: Any, dtype: str = "float32", *, ept: int | None = None
                                  "nothing to dequantize",
                                  fix="convert wide types with .numpy().astype().")
     if ept is not None:
-        if not 1 <= ept <= 4096:
-            raise UnsupportedOpError(f"ept {ept} is outside [1, 4096]", fix="use 1-4096.")
+        if not 1 <= ept <= MAX_EPT:
+            raise UnsupportedOpError(f"ept {ept} is outside [1, {MAX_EPT}]",
+                                     fix=f"use 1-{MAX_EPT}.")
         plan.scalars["ept"] = ept
     return plan
 
@@ -213,7 +216,7 @@ def plan_unpack(desc: Any, dtype: str | None = None, *, ept: int | None = None) 
         desc: the TensorDescriptor.
         dtype: None for the natural wider type (int8 for int4/int2, uint8 for uint4/uint2
             and bool, float32 for float8/6/4), or ``"float32"``/``"float16"``/``"bfloat16"``.
-        ept: elements per work item of the float kernels (default 256).
+        ept: elements per work item of the float kernels (default 1024).
 
     Returns:
         The launch plan.

@@ -96,24 +96,66 @@ __kernel __attribute__((reqd_work_group_size(64, 1, 1))) void dequant_affine_bf1
 
             }
     if (bits == 4u) {
-    for (; i < end; i++) {
-    uint code = (load_data(doff + (i >> 1u)) >> ((i & 1u) << 2u)) & 15u;
+    if ((i & 1u) != 0u && i < end) {
+    {
+    uint code = load_data(doff + (i >> 1u)) >> 4u;
+    uint k = i;
 
                 // Branch-free sign extension: random signs would mispredict a branch.
                 int q = (int)(code << sx) >> sx;
-                store_dst(i, hg_f32_to_bf16(s * (float)((int)((uint)(q) - (uint)(z)))));
+                store_dst(k, hg_f32_to_bf16(s * (float)((int)((uint)(q) - (uint)(z)))));
 
     }
-    } else if (bits == 8u) {
-    for (; i < end; i++) {
-    uint code = load_data(doff + i);
+    i = i + 1u;
+    }
+    for (; i + 1u < end; i += 2u) {
+    uint pair = load_data(doff + (i >> 1u));
+    {
+    uint code = pair & 15u;
+    uint k = i;
 
                 // Branch-free sign extension: random signs would mispredict a branch.
                 int q = (int)(code << sx) >> sx;
-                store_dst(i, hg_f32_to_bf16(s * (float)((int)((uint)(q) - (uint)(z)))));
+                store_dst(k, hg_f32_to_bf16(s * (float)((int)((uint)(q) - (uint)(z)))));
 
     }
-    } else {
+    {
+    uint code = pair >> 4u;
+    uint k = i + 1u;
+
+                // Branch-free sign extension: random signs would mispredict a branch.
+                int q = (int)(code << sx) >> sx;
+                store_dst(k, hg_f32_to_bf16(s * (float)((int)((uint)(q) - (uint)(z)))));
+
+    }
+    }
+    if (i < end) {
+    {
+    uint code = load_data(doff + (i >> 1u)) & 15u;
+    uint k = i;
+
+                // Branch-free sign extension: random signs would mispredict a branch.
+                int q = (int)(code << sx) >> sx;
+                store_dst(k, hg_f32_to_bf16(s * (float)((int)((uint)(q) - (uint)(z)))));
+
+    }
+    i = i + 1u;
+    }
+    }
+    else if (bits == 8u && doff == 0u) {
+    for (; i < end; i++) {
+    {
+    uint code = load_data(i);
+    uint k = i;
+
+                // Branch-free sign extension: random signs would mispredict a branch.
+                int q = (int)(code << sx) >> sx;
+                store_dst(k, hg_f32_to_bf16(s * (float)((int)((uint)(q) - (uint)(z)))));
+
+    }
+    }
+    }
+    else {
     for (; i < end; i++) {
 
         uint code = 0u;
@@ -135,11 +177,15 @@ __kernel __attribute__((reqd_work_group_size(64, 1, 1))) void dequant_affine_bf1
                    | (load_data(at + 3u) << 24u);
         }
 
+    {
+    uint k = i;
+
 
                 // Branch-free sign extension: random signs would mispredict a branch.
                 int q = (int)(code << sx) >> sx;
-                store_dst(i, hg_f32_to_bf16(s * (float)((int)((uint)(q) - (uint)(z)))));
+                store_dst(k, hg_f32_to_bf16(s * (float)((int)((uint)(q) - (uint)(z)))));
 
+    }
     }
     }
         }

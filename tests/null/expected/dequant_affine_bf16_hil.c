@@ -112,8 +112,9 @@ static inline void dequant_affine_bf16_hil_item(uint32_t hg_gid0, uint32_t hg_gi
                 }
 
             }
-    if (bits == 4u) {
+
     for (; i < end; i++) {
+
         uint32_t so = 0u;
         {
             uint32_t f = i;
@@ -166,131 +167,6 @@ static inline void dequant_affine_bf16_hil_item(uint32_t hg_gid0, uint32_t hg_gi
             so = hs;
         }
         if (so >= n) so = 0u;
-
-    uint32_t code = (load_data(doff + (so >> 1u)) >> ((so & 1u) << 2u)) & 15u;
-
-                // Branch-free sign extension: random signs would mispredict a branch.
-                int32_t q = (int32_t)(code << sx) >> sx;
-                store_dst(i, hg_f32_to_bf16(s * (float)((int32_t)((uint32_t)(q) - (uint32_t)(z)))));
-
-    }
-    } else if (bits == 8u) {
-    for (; i < end; i++) {
-        uint32_t so = 0u;
-        {
-            uint32_t f = i;
-
-            uint32_t hm = (1u << hp) - 1u;
-            uint32_t hx = 0u;
-            for (uint32_t k = 0u; k < hr; k++) {
-                hx = hx | (((f >> (hp * (hr - 1u - k))) & hm) << (k * hp));
-            }
-            uint32_t x0 = hx & hm;
-            uint32_t q = (1u << hp) >> 1u;
-            while (q > 1u) {
-                uint32_t p = q - 1u;
-                if ((x0 & q) != 0u) x0 = x0 ^ p;
-                for (uint32_t k = 1u; k < hr; k++) {
-                    uint32_t sh = k * hp;
-                    uint32_t xi = (hx >> sh) & hm;
-                    if ((xi & q) != 0u) {
-                        x0 = x0 ^ p;
-                    } else {
-                        uint32_t t = (x0 ^ xi) & p;
-                        x0 = x0 ^ t;
-                        hx = hx ^ (t << sh);
-                    }
-                }
-                q = q >> 1u;
-            }
-            uint32_t prev = x0;
-            for (uint32_t k = 1u; k < hr; k++) {
-                uint32_t sh = k * hp;
-                uint32_t xi = ((hx >> sh) & hm) ^ prev;
-                hx = (hx & ~(hm << sh)) | (xi << sh);
-                prev = xi;
-            }
-            uint32_t tt = 0u;
-            q = (1u << hp) >> 1u;
-            while (q > 1u) {
-                if ((prev & q) != 0u) tt = tt ^ (q - 1u);
-                q = q >> 1u;
-            }
-            x0 = x0 ^ tt;
-            uint32_t hs = 0u;
-            for (uint32_t b = 0u; b < hp; b++) {
-                for (uint32_t d = 0u; d < hr; d++) {
-                    uint32_t xd = d == 0u ? x0 : (((hx >> (d * hp)) & hm) ^ tt);
-                    hs = hs | (((xd >> b) & 1u) << (b * hr + hr - 1u - d));
-                }
-            }
-
-            so = hs;
-        }
-        if (so >= n) so = 0u;
-
-    uint32_t code = load_data(doff + so);
-
-                // Branch-free sign extension: random signs would mispredict a branch.
-                int32_t q = (int32_t)(code << sx) >> sx;
-                store_dst(i, hg_f32_to_bf16(s * (float)((int32_t)((uint32_t)(q) - (uint32_t)(z)))));
-
-    }
-    } else {
-    for (; i < end; i++) {
-        uint32_t so = 0u;
-        {
-            uint32_t f = i;
-
-            uint32_t hm = (1u << hp) - 1u;
-            uint32_t hx = 0u;
-            for (uint32_t k = 0u; k < hr; k++) {
-                hx = hx | (((f >> (hp * (hr - 1u - k))) & hm) << (k * hp));
-            }
-            uint32_t x0 = hx & hm;
-            uint32_t q = (1u << hp) >> 1u;
-            while (q > 1u) {
-                uint32_t p = q - 1u;
-                if ((x0 & q) != 0u) x0 = x0 ^ p;
-                for (uint32_t k = 1u; k < hr; k++) {
-                    uint32_t sh = k * hp;
-                    uint32_t xi = (hx >> sh) & hm;
-                    if ((xi & q) != 0u) {
-                        x0 = x0 ^ p;
-                    } else {
-                        uint32_t t = (x0 ^ xi) & p;
-                        x0 = x0 ^ t;
-                        hx = hx ^ (t << sh);
-                    }
-                }
-                q = q >> 1u;
-            }
-            uint32_t prev = x0;
-            for (uint32_t k = 1u; k < hr; k++) {
-                uint32_t sh = k * hp;
-                uint32_t xi = ((hx >> sh) & hm) ^ prev;
-                hx = (hx & ~(hm << sh)) | (xi << sh);
-                prev = xi;
-            }
-            uint32_t tt = 0u;
-            q = (1u << hp) >> 1u;
-            while (q > 1u) {
-                if ((prev & q) != 0u) tt = tt ^ (q - 1u);
-                q = q >> 1u;
-            }
-            x0 = x0 ^ tt;
-            uint32_t hs = 0u;
-            for (uint32_t b = 0u; b < hp; b++) {
-                for (uint32_t d = 0u; d < hr; d++) {
-                    uint32_t xd = d == 0u ? x0 : (((hx >> (d * hp)) & hm) ^ tt);
-                    hs = hs | (((xd >> b) & 1u) << (b * hr + hr - 1u - d));
-                }
-            }
-
-            so = hs;
-        }
-        if (so >= n) so = 0u;
-
 
         uint32_t code = 0u;
         if (bits == 8u) {
@@ -311,13 +187,17 @@ static inline void dequant_affine_bf16_hil_item(uint32_t hg_gid0, uint32_t hg_gi
                    | (load_data(at + 3u) << 24u);
         }
 
+    {
+    uint32_t k = i;
+
 
                 // Branch-free sign extension: random signs would mispredict a branch.
                 int32_t q = (int32_t)(code << sx) >> sx;
-                store_dst(i, hg_f32_to_bf16(s * (float)((int32_t)((uint32_t)(q) - (uint32_t)(z)))));
+                store_dst(k, hg_f32_to_bf16(s * (float)((int32_t)((uint32_t)(q) - (uint32_t)(z)))));
 
     }
     }
+
         }
 }
 

@@ -137,8 +137,9 @@ void main() {
                 }
 
             }
-    if (bits == 4u) {
+
     for (; i < end; i++) {
+
         uint so = 0u;
         {
             uint f = i;
@@ -191,131 +192,6 @@ void main() {
             so = hs;
         }
         if (so >= n) so = 0u;
-
-    uint code = (load_data(doff + (so >> 1u)) >> ((so & 1u) << 2u)) & 15u;
-
-                // Branch-free sign extension: random signs would mispredict a branch.
-                int q = int(code << sx) >> sx;
-                store_dst(i, hg_f32_to_bf16(s * float(int(uint(q) - uint(z)))));
-
-    }
-    } else if (bits == 8u) {
-    for (; i < end; i++) {
-        uint so = 0u;
-        {
-            uint f = i;
-
-            uint hm = (1u << hp) - 1u;
-            uint hx = 0u;
-            for (uint k = 0u; k < hr; k++) {
-                hx = hx | (((f >> (hp * (hr - 1u - k))) & hm) << (k * hp));
-            }
-            uint x0 = hx & hm;
-            uint q = (1u << hp) >> 1u;
-            while (q > 1u) {
-                uint p = q - 1u;
-                if ((x0 & q) != 0u) x0 = x0 ^ p;
-                for (uint k = 1u; k < hr; k++) {
-                    uint sh = k * hp;
-                    uint xi = (hx >> sh) & hm;
-                    if ((xi & q) != 0u) {
-                        x0 = x0 ^ p;
-                    } else {
-                        uint t = (x0 ^ xi) & p;
-                        x0 = x0 ^ t;
-                        hx = hx ^ (t << sh);
-                    }
-                }
-                q = q >> 1u;
-            }
-            uint prev = x0;
-            for (uint k = 1u; k < hr; k++) {
-                uint sh = k * hp;
-                uint xi = ((hx >> sh) & hm) ^ prev;
-                hx = (hx & ~(hm << sh)) | (xi << sh);
-                prev = xi;
-            }
-            uint tt = 0u;
-            q = (1u << hp) >> 1u;
-            while (q > 1u) {
-                if ((prev & q) != 0u) tt = tt ^ (q - 1u);
-                q = q >> 1u;
-            }
-            x0 = x0 ^ tt;
-            uint hs = 0u;
-            for (uint b = 0u; b < hp; b++) {
-                for (uint d = 0u; d < hr; d++) {
-                    uint xd = d == 0u ? x0 : (((hx >> (d * hp)) & hm) ^ tt);
-                    hs = hs | (((xd >> b) & 1u) << (b * hr + hr - 1u - d));
-                }
-            }
-
-            so = hs;
-        }
-        if (so >= n) so = 0u;
-
-    uint code = load_data(doff + so);
-
-                // Branch-free sign extension: random signs would mispredict a branch.
-                int q = int(code << sx) >> sx;
-                store_dst(i, hg_f32_to_bf16(s * float(int(uint(q) - uint(z)))));
-
-    }
-    } else {
-    for (; i < end; i++) {
-        uint so = 0u;
-        {
-            uint f = i;
-
-            uint hm = (1u << hp) - 1u;
-            uint hx = 0u;
-            for (uint k = 0u; k < hr; k++) {
-                hx = hx | (((f >> (hp * (hr - 1u - k))) & hm) << (k * hp));
-            }
-            uint x0 = hx & hm;
-            uint q = (1u << hp) >> 1u;
-            while (q > 1u) {
-                uint p = q - 1u;
-                if ((x0 & q) != 0u) x0 = x0 ^ p;
-                for (uint k = 1u; k < hr; k++) {
-                    uint sh = k * hp;
-                    uint xi = (hx >> sh) & hm;
-                    if ((xi & q) != 0u) {
-                        x0 = x0 ^ p;
-                    } else {
-                        uint t = (x0 ^ xi) & p;
-                        x0 = x0 ^ t;
-                        hx = hx ^ (t << sh);
-                    }
-                }
-                q = q >> 1u;
-            }
-            uint prev = x0;
-            for (uint k = 1u; k < hr; k++) {
-                uint sh = k * hp;
-                uint xi = ((hx >> sh) & hm) ^ prev;
-                hx = (hx & ~(hm << sh)) | (xi << sh);
-                prev = xi;
-            }
-            uint tt = 0u;
-            q = (1u << hp) >> 1u;
-            while (q > 1u) {
-                if ((prev & q) != 0u) tt = tt ^ (q - 1u);
-                q = q >> 1u;
-            }
-            x0 = x0 ^ tt;
-            uint hs = 0u;
-            for (uint b = 0u; b < hp; b++) {
-                for (uint d = 0u; d < hr; d++) {
-                    uint xd = d == 0u ? x0 : (((hx >> (d * hp)) & hm) ^ tt);
-                    hs = hs | (((xd >> b) & 1u) << (b * hr + hr - 1u - d));
-                }
-            }
-
-            so = hs;
-        }
-        if (so >= n) so = 0u;
-
 
         uint code = 0u;
         if (bits == 8u) {
@@ -336,12 +212,16 @@ void main() {
                    | (load_data(at + 3u) << 24u);
         }
 
+    {
+    uint k = i;
+
 
                 // Branch-free sign extension: random signs would mispredict a branch.
                 int q = int(code << sx) >> sx;
-                store_dst(i, hg_f32_to_bf16(s * float(int(uint(q) - uint(z)))));
+                store_dst(k, hg_f32_to_bf16(s * float(int(uint(q) - uint(z)))));
 
     }
     }
+
         }
 }

@@ -96,8 +96,9 @@ extern "C" __global__ void __launch_bounds__(64) dequant_affine_bf16_sep(unsigne
                 }
 
             }
-    if (bits == 4u) {
+
     for (; i < end; i++) {
+
         unsigned int so = 0u;
         {
             unsigned int f = i;
@@ -115,61 +116,6 @@ extern "C" __global__ void __launch_bounds__(64) dequant_affine_bf16_sep(unsigne
             so = hs;
         }
         if (so >= nspan) so = 0u;
-
-    unsigned int code = (load_data(doff + (so >> 1u)) >> ((so & 1u) << 2u)) & 15u;
-
-                // Branch-free sign extension: random signs would mispredict a branch.
-                int q = (int)(code << sx) >> sx;
-                store_dst(i, hg_f32_to_bf16(s * (float)((int)((unsigned int)(q) - (unsigned int)(z)))));
-
-    }
-    } else if (bits == 8u) {
-    for (; i < end; i++) {
-        unsigned int so = 0u;
-        {
-            unsigned int f = i;
-
-            unsigned int nx = max(load_err(1u), 1u);
-            unsigned int ny = max(load_err(2u), 1u);
-            unsigned int x = f % nx;
-            unsigned int yz = f / nx;
-            unsigned int y = yz % ny;
-            unsigned int z = yz / ny;
-            unsigned int last = ntt - 1u;
-            unsigned int hs = load_err(min(3u + x, last)) + load_err(min(3u + nx + y, last))
-                     + load_err(min(3u + nx + ny + z, last));
-
-            so = hs;
-        }
-        if (so >= nspan) so = 0u;
-
-    unsigned int code = load_data(doff + so);
-
-                // Branch-free sign extension: random signs would mispredict a branch.
-                int q = (int)(code << sx) >> sx;
-                store_dst(i, hg_f32_to_bf16(s * (float)((int)((unsigned int)(q) - (unsigned int)(z)))));
-
-    }
-    } else {
-    for (; i < end; i++) {
-        unsigned int so = 0u;
-        {
-            unsigned int f = i;
-
-            unsigned int nx = max(load_err(1u), 1u);
-            unsigned int ny = max(load_err(2u), 1u);
-            unsigned int x = f % nx;
-            unsigned int yz = f / nx;
-            unsigned int y = yz % ny;
-            unsigned int z = yz / ny;
-            unsigned int last = ntt - 1u;
-            unsigned int hs = load_err(min(3u + x, last)) + load_err(min(3u + nx + y, last))
-                     + load_err(min(3u + nx + ny + z, last));
-
-            so = hs;
-        }
-        if (so >= nspan) so = 0u;
-
 
         unsigned int code = 0u;
         if (bits == 8u) {
@@ -190,12 +136,16 @@ extern "C" __global__ void __launch_bounds__(64) dequant_affine_bf16_sep(unsigne
                    | (load_data(at + 3u) << 24u);
         }
 
+    {
+    unsigned int k = i;
+
 
                 // Branch-free sign extension: random signs would mispredict a branch.
                 int q = (int)(code << sx) >> sx;
-                store_dst(i, hg_f32_to_bf16(s * (float)((int)((unsigned int)(q) - (unsigned int)(z)))));
+                store_dst(k, hg_f32_to_bf16(s * (float)((int)((unsigned int)(q) - (unsigned int)(z)))));
 
     }
     }
+
         }
 }

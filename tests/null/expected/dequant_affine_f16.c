@@ -123,24 +123,66 @@ static inline void dequant_affine_f16_item(uint32_t hg_gid0, uint32_t hg_gid1, u
 
             }
     if (bits == 4u) {
-    for (; i < end; i++) {
-    uint32_t code = (load_data(doff + (i >> 1u)) >> ((i & 1u) << 2u)) & 15u;
+    if ((i & 1u) != 0u && i < end) {
+    {
+    uint32_t code = load_data(doff + (i >> 1u)) >> 4u;
+    uint32_t k = i;
 
                 // Branch-free sign extension: random signs would mispredict a branch.
                 int32_t q = (int32_t)(code << sx) >> sx;
-                store_dst(i, hg_f32_to_f16(s * (float)((int32_t)((uint32_t)(q) - (uint32_t)(z)))));
+                store_dst(k, hg_f32_to_f16(s * (float)((int32_t)((uint32_t)(q) - (uint32_t)(z)))));
 
     }
-    } else if (bits == 8u) {
-    for (; i < end; i++) {
-    uint32_t code = load_data(doff + i);
+    i = i + 1u;
+    }
+    for (; i + 1u < end; i += 2u) {
+    uint32_t pair = load_data(doff + (i >> 1u));
+    {
+    uint32_t code = pair & 15u;
+    uint32_t k = i;
 
                 // Branch-free sign extension: random signs would mispredict a branch.
                 int32_t q = (int32_t)(code << sx) >> sx;
-                store_dst(i, hg_f32_to_f16(s * (float)((int32_t)((uint32_t)(q) - (uint32_t)(z)))));
+                store_dst(k, hg_f32_to_f16(s * (float)((int32_t)((uint32_t)(q) - (uint32_t)(z)))));
 
     }
-    } else {
+    {
+    uint32_t code = pair >> 4u;
+    uint32_t k = i + 1u;
+
+                // Branch-free sign extension: random signs would mispredict a branch.
+                int32_t q = (int32_t)(code << sx) >> sx;
+                store_dst(k, hg_f32_to_f16(s * (float)((int32_t)((uint32_t)(q) - (uint32_t)(z)))));
+
+    }
+    }
+    if (i < end) {
+    {
+    uint32_t code = load_data(doff + (i >> 1u)) & 15u;
+    uint32_t k = i;
+
+                // Branch-free sign extension: random signs would mispredict a branch.
+                int32_t q = (int32_t)(code << sx) >> sx;
+                store_dst(k, hg_f32_to_f16(s * (float)((int32_t)((uint32_t)(q) - (uint32_t)(z)))));
+
+    }
+    i = i + 1u;
+    }
+    }
+    else if (bits == 8u && doff == 0u) {
+    for (; i < end; i++) {
+    {
+    uint32_t code = load_data(i);
+    uint32_t k = i;
+
+                // Branch-free sign extension: random signs would mispredict a branch.
+                int32_t q = (int32_t)(code << sx) >> sx;
+                store_dst(k, hg_f32_to_f16(s * (float)((int32_t)((uint32_t)(q) - (uint32_t)(z)))));
+
+    }
+    }
+    }
+    else {
     for (; i < end; i++) {
 
         uint32_t code = 0u;
@@ -162,11 +204,15 @@ static inline void dequant_affine_f16_item(uint32_t hg_gid0, uint32_t hg_gid1, u
                    | (load_data(at + 3u) << 24u);
         }
 
+    {
+    uint32_t k = i;
+
 
                 // Branch-free sign extension: random signs would mispredict a branch.
                 int32_t q = (int32_t)(code << sx) >> sx;
-                store_dst(i, hg_f32_to_f16(s * (float)((int32_t)((uint32_t)(q) - (uint32_t)(z)))));
+                store_dst(k, hg_f32_to_f16(s * (float)((int32_t)((uint32_t)(q) - (uint32_t)(z)))));
 
+    }
     }
     }
         }

@@ -107,24 +107,66 @@ extern "C" __global__ void __launch_bounds__(64) dequant_affine_f16(unsigned sho
 
             }
     if (bits == 4u) {
-    for (; i < end; i++) {
-    unsigned int code = (load_data(doff + (i >> 1u)) >> ((i & 1u) << 2u)) & 15u;
+    if ((i & 1u) != 0u && i < end) {
+    {
+    unsigned int code = load_data(doff + (i >> 1u)) >> 4u;
+    unsigned int k = i;
 
                 // Branch-free sign extension: random signs would mispredict a branch.
                 int q = (int)(code << sx) >> sx;
-                store_dst(i, hg_f32_to_f16(s * (float)((int)((unsigned int)(q) - (unsigned int)(z)))));
+                store_dst(k, hg_f32_to_f16(s * (float)((int)((unsigned int)(q) - (unsigned int)(z)))));
 
     }
-    } else if (bits == 8u) {
-    for (; i < end; i++) {
-    unsigned int code = load_data(doff + i);
+    i = i + 1u;
+    }
+    for (; i + 1u < end; i += 2u) {
+    unsigned int pair = load_data(doff + (i >> 1u));
+    {
+    unsigned int code = pair & 15u;
+    unsigned int k = i;
 
                 // Branch-free sign extension: random signs would mispredict a branch.
                 int q = (int)(code << sx) >> sx;
-                store_dst(i, hg_f32_to_f16(s * (float)((int)((unsigned int)(q) - (unsigned int)(z)))));
+                store_dst(k, hg_f32_to_f16(s * (float)((int)((unsigned int)(q) - (unsigned int)(z)))));
 
     }
-    } else {
+    {
+    unsigned int code = pair >> 4u;
+    unsigned int k = i + 1u;
+
+                // Branch-free sign extension: random signs would mispredict a branch.
+                int q = (int)(code << sx) >> sx;
+                store_dst(k, hg_f32_to_f16(s * (float)((int)((unsigned int)(q) - (unsigned int)(z)))));
+
+    }
+    }
+    if (i < end) {
+    {
+    unsigned int code = load_data(doff + (i >> 1u)) & 15u;
+    unsigned int k = i;
+
+                // Branch-free sign extension: random signs would mispredict a branch.
+                int q = (int)(code << sx) >> sx;
+                store_dst(k, hg_f32_to_f16(s * (float)((int)((unsigned int)(q) - (unsigned int)(z)))));
+
+    }
+    i = i + 1u;
+    }
+    }
+    else if (bits == 8u && doff == 0u) {
+    for (; i < end; i++) {
+    {
+    unsigned int code = load_data(i);
+    unsigned int k = i;
+
+                // Branch-free sign extension: random signs would mispredict a branch.
+                int q = (int)(code << sx) >> sx;
+                store_dst(k, hg_f32_to_f16(s * (float)((int)((unsigned int)(q) - (unsigned int)(z)))));
+
+    }
+    }
+    }
+    else {
     for (; i < end; i++) {
 
         unsigned int code = 0u;
@@ -146,11 +188,15 @@ extern "C" __global__ void __launch_bounds__(64) dequant_affine_f16(unsigned sho
                    | (load_data(at + 3u) << 24u);
         }
 
+    {
+    unsigned int k = i;
+
 
                 // Branch-free sign extension: random signs would mispredict a branch.
                 int q = (int)(code << sx) >> sx;
-                store_dst(i, hg_f32_to_f16(s * (float)((int)((unsigned int)(q) - (unsigned int)(z)))));
+                store_dst(k, hg_f32_to_f16(s * (float)((int)((unsigned int)(q) - (unsigned int)(z)))));
 
+    }
     }
     }
         }

@@ -107,8 +107,9 @@ __kernel __attribute__((reqd_work_group_size(64, 1, 1))) void dequant_affine_f16
                 }
 
             }
-    if (bits == 4u) {
+
     for (; i < end; i++) {
+
         uint so = 0u;
         {
             uint f = i;
@@ -126,61 +127,6 @@ __kernel __attribute__((reqd_work_group_size(64, 1, 1))) void dequant_affine_f16
             so = hs;
         }
         if (so >= nspan) so = 0u;
-
-    uint code = (load_data(doff + (so >> 1u)) >> ((so & 1u) << 2u)) & 15u;
-
-                // Branch-free sign extension: random signs would mispredict a branch.
-                int q = (int)(code << sx) >> sx;
-                store_dst(i, hg_f32_to_f16(s * (float)((int)((uint)(q) - (uint)(z)))));
-
-    }
-    } else if (bits == 8u) {
-    for (; i < end; i++) {
-        uint so = 0u;
-        {
-            uint f = i;
-
-            uint nx = max(load_err(1u), 1u);
-            uint ny = max(load_err(2u), 1u);
-            uint x = f % nx;
-            uint yz = f / nx;
-            uint y = yz % ny;
-            uint z = yz / ny;
-            uint last = ntt - 1u;
-            uint hs = load_err(min(3u + x, last)) + load_err(min(3u + nx + y, last))
-                     + load_err(min(3u + nx + ny + z, last));
-
-            so = hs;
-        }
-        if (so >= nspan) so = 0u;
-
-    uint code = load_data(doff + so);
-
-                // Branch-free sign extension: random signs would mispredict a branch.
-                int q = (int)(code << sx) >> sx;
-                store_dst(i, hg_f32_to_f16(s * (float)((int)((uint)(q) - (uint)(z)))));
-
-    }
-    } else {
-    for (; i < end; i++) {
-        uint so = 0u;
-        {
-            uint f = i;
-
-            uint nx = max(load_err(1u), 1u);
-            uint ny = max(load_err(2u), 1u);
-            uint x = f % nx;
-            uint yz = f / nx;
-            uint y = yz % ny;
-            uint z = yz / ny;
-            uint last = ntt - 1u;
-            uint hs = load_err(min(3u + x, last)) + load_err(min(3u + nx + y, last))
-                     + load_err(min(3u + nx + ny + z, last));
-
-            so = hs;
-        }
-        if (so >= nspan) so = 0u;
-
 
         uint code = 0u;
         if (bits == 8u) {
@@ -201,12 +147,16 @@ __kernel __attribute__((reqd_work_group_size(64, 1, 1))) void dequant_affine_f16
                    | (load_data(at + 3u) << 24u);
         }
 
+    {
+    uint k = i;
+
 
                 // Branch-free sign extension: random signs would mispredict a branch.
                 int q = (int)(code << sx) >> sx;
-                store_dst(i, hg_f32_to_f16(s * (float)((int)((uint)(q) - (uint)(z)))));
+                store_dst(k, hg_f32_to_f16(s * (float)((int)((uint)(q) - (uint)(z)))));
 
     }
     }
+
         }
 }

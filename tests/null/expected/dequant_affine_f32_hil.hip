@@ -89,8 +89,9 @@ extern "C" __global__ void __launch_bounds__(64) dequant_affine_f32_hil(float* _
                 }
 
             }
-    if (bits == 4u) {
+
     for (; i < end; i++) {
+
         unsigned int so = 0u;
         {
             unsigned int f = i;
@@ -143,131 +144,6 @@ extern "C" __global__ void __launch_bounds__(64) dequant_affine_f32_hil(float* _
             so = hs;
         }
         if (so >= n) so = 0u;
-
-    unsigned int code = (load_data(doff + (so >> 1u)) >> ((so & 1u) << 2u)) & 15u;
-
-                // Branch-free sign extension: random signs would mispredict a branch.
-                int q = (int)(code << sx) >> sx;
-                store_dst(i, s * (float)((int)((unsigned int)(q) - (unsigned int)(z))));
-
-    }
-    } else if (bits == 8u) {
-    for (; i < end; i++) {
-        unsigned int so = 0u;
-        {
-            unsigned int f = i;
-
-            unsigned int hm = (1u << hp) - 1u;
-            unsigned int hx = 0u;
-            for (unsigned int k = 0u; k < hr; k++) {
-                hx = hx | (((f >> (hp * (hr - 1u - k))) & hm) << (k * hp));
-            }
-            unsigned int x0 = hx & hm;
-            unsigned int q = (1u << hp) >> 1u;
-            while (q > 1u) {
-                unsigned int p = q - 1u;
-                if ((x0 & q) != 0u) x0 = x0 ^ p;
-                for (unsigned int k = 1u; k < hr; k++) {
-                    unsigned int sh = k * hp;
-                    unsigned int xi = (hx >> sh) & hm;
-                    if ((xi & q) != 0u) {
-                        x0 = x0 ^ p;
-                    } else {
-                        unsigned int t = (x0 ^ xi) & p;
-                        x0 = x0 ^ t;
-                        hx = hx ^ (t << sh);
-                    }
-                }
-                q = q >> 1u;
-            }
-            unsigned int prev = x0;
-            for (unsigned int k = 1u; k < hr; k++) {
-                unsigned int sh = k * hp;
-                unsigned int xi = ((hx >> sh) & hm) ^ prev;
-                hx = (hx & ~(hm << sh)) | (xi << sh);
-                prev = xi;
-            }
-            unsigned int tt = 0u;
-            q = (1u << hp) >> 1u;
-            while (q > 1u) {
-                if ((prev & q) != 0u) tt = tt ^ (q - 1u);
-                q = q >> 1u;
-            }
-            x0 = x0 ^ tt;
-            unsigned int hs = 0u;
-            for (unsigned int b = 0u; b < hp; b++) {
-                for (unsigned int d = 0u; d < hr; d++) {
-                    unsigned int xd = d == 0u ? x0 : (((hx >> (d * hp)) & hm) ^ tt);
-                    hs = hs | (((xd >> b) & 1u) << (b * hr + hr - 1u - d));
-                }
-            }
-
-            so = hs;
-        }
-        if (so >= n) so = 0u;
-
-    unsigned int code = load_data(doff + so);
-
-                // Branch-free sign extension: random signs would mispredict a branch.
-                int q = (int)(code << sx) >> sx;
-                store_dst(i, s * (float)((int)((unsigned int)(q) - (unsigned int)(z))));
-
-    }
-    } else {
-    for (; i < end; i++) {
-        unsigned int so = 0u;
-        {
-            unsigned int f = i;
-
-            unsigned int hm = (1u << hp) - 1u;
-            unsigned int hx = 0u;
-            for (unsigned int k = 0u; k < hr; k++) {
-                hx = hx | (((f >> (hp * (hr - 1u - k))) & hm) << (k * hp));
-            }
-            unsigned int x0 = hx & hm;
-            unsigned int q = (1u << hp) >> 1u;
-            while (q > 1u) {
-                unsigned int p = q - 1u;
-                if ((x0 & q) != 0u) x0 = x0 ^ p;
-                for (unsigned int k = 1u; k < hr; k++) {
-                    unsigned int sh = k * hp;
-                    unsigned int xi = (hx >> sh) & hm;
-                    if ((xi & q) != 0u) {
-                        x0 = x0 ^ p;
-                    } else {
-                        unsigned int t = (x0 ^ xi) & p;
-                        x0 = x0 ^ t;
-                        hx = hx ^ (t << sh);
-                    }
-                }
-                q = q >> 1u;
-            }
-            unsigned int prev = x0;
-            for (unsigned int k = 1u; k < hr; k++) {
-                unsigned int sh = k * hp;
-                unsigned int xi = ((hx >> sh) & hm) ^ prev;
-                hx = (hx & ~(hm << sh)) | (xi << sh);
-                prev = xi;
-            }
-            unsigned int tt = 0u;
-            q = (1u << hp) >> 1u;
-            while (q > 1u) {
-                if ((prev & q) != 0u) tt = tt ^ (q - 1u);
-                q = q >> 1u;
-            }
-            x0 = x0 ^ tt;
-            unsigned int hs = 0u;
-            for (unsigned int b = 0u; b < hp; b++) {
-                for (unsigned int d = 0u; d < hr; d++) {
-                    unsigned int xd = d == 0u ? x0 : (((hx >> (d * hp)) & hm) ^ tt);
-                    hs = hs | (((xd >> b) & 1u) << (b * hr + hr - 1u - d));
-                }
-            }
-
-            so = hs;
-        }
-        if (so >= n) so = 0u;
-
 
         unsigned int code = 0u;
         if (bits == 8u) {
@@ -288,12 +164,16 @@ extern "C" __global__ void __launch_bounds__(64) dequant_affine_f32_hil(float* _
                    | (load_data(at + 3u) << 24u);
         }
 
+    {
+    unsigned int k = i;
+
 
                 // Branch-free sign extension: random signs would mispredict a branch.
                 int q = (int)(code << sx) >> sx;
-                store_dst(i, s * (float)((int)((unsigned int)(q) - (unsigned int)(z))));
+                store_dst(k, s * (float)((int)((unsigned int)(q) - (unsigned int)(z))));
 
     }
     }
+
         }
 }

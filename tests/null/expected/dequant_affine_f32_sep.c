@@ -105,8 +105,9 @@ static inline void dequant_affine_f32_sep_item(uint32_t hg_gid0, uint32_t hg_gid
                 }
 
             }
-    if (bits == 4u) {
+
     for (; i < end; i++) {
+
         uint32_t so = 0u;
         {
             uint32_t f = i;
@@ -124,61 +125,6 @@ static inline void dequant_affine_f32_sep_item(uint32_t hg_gid0, uint32_t hg_gid
             so = hs;
         }
         if (so >= nspan) so = 0u;
-
-    uint32_t code = (load_data(doff + (so >> 1u)) >> ((so & 1u) << 2u)) & 15u;
-
-                // Branch-free sign extension: random signs would mispredict a branch.
-                int32_t q = (int32_t)(code << sx) >> sx;
-                store_dst(i, s * (float)((int32_t)((uint32_t)(q) - (uint32_t)(z))));
-
-    }
-    } else if (bits == 8u) {
-    for (; i < end; i++) {
-        uint32_t so = 0u;
-        {
-            uint32_t f = i;
-
-            uint32_t nx = hg_umax(load_err(1u), 1u);
-            uint32_t ny = hg_umax(load_err(2u), 1u);
-            uint32_t x = f % nx;
-            uint32_t yz = f / nx;
-            uint32_t y = yz % ny;
-            uint32_t z = yz / ny;
-            uint32_t last = ntt - 1u;
-            uint32_t hs = load_err(hg_umin(3u + x, last)) + load_err(hg_umin(3u + nx + y, last))
-                     + load_err(hg_umin(3u + nx + ny + z, last));
-
-            so = hs;
-        }
-        if (so >= nspan) so = 0u;
-
-    uint32_t code = load_data(doff + so);
-
-                // Branch-free sign extension: random signs would mispredict a branch.
-                int32_t q = (int32_t)(code << sx) >> sx;
-                store_dst(i, s * (float)((int32_t)((uint32_t)(q) - (uint32_t)(z))));
-
-    }
-    } else {
-    for (; i < end; i++) {
-        uint32_t so = 0u;
-        {
-            uint32_t f = i;
-
-            uint32_t nx = hg_umax(load_err(1u), 1u);
-            uint32_t ny = hg_umax(load_err(2u), 1u);
-            uint32_t x = f % nx;
-            uint32_t yz = f / nx;
-            uint32_t y = yz % ny;
-            uint32_t z = yz / ny;
-            uint32_t last = ntt - 1u;
-            uint32_t hs = load_err(hg_umin(3u + x, last)) + load_err(hg_umin(3u + nx + y, last))
-                     + load_err(hg_umin(3u + nx + ny + z, last));
-
-            so = hs;
-        }
-        if (so >= nspan) so = 0u;
-
 
         uint32_t code = 0u;
         if (bits == 8u) {
@@ -199,13 +145,17 @@ static inline void dequant_affine_f32_sep_item(uint32_t hg_gid0, uint32_t hg_gid
                    | (load_data(at + 3u) << 24u);
         }
 
+    {
+    uint32_t k = i;
+
 
                 // Branch-free sign extension: random signs would mispredict a branch.
                 int32_t q = (int32_t)(code << sx) >> sx;
-                store_dst(i, s * (float)((int32_t)((uint32_t)(q) - (uint32_t)(z))));
+                store_dst(k, s * (float)((int32_t)((uint32_t)(q) - (uint32_t)(z))));
 
     }
     }
+
         }
 }
 

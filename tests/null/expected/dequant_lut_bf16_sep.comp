@@ -100,8 +100,10 @@ void main() {
                 }
 
             }
-    if (bits == 4u) {
+            if (mode == 1u) {
+
     for (; i < end; i++) {
+
         uint so = 0u;
         {
             uint f = i;
@@ -119,63 +121,6 @@ void main() {
             so = hs;
         }
         if (so >= nspan) so = 0u;
-
-    uint code = (load_data(doff + (so >> 1u)) >> ((so & 1u) << 2u)) & 15u;
-
-                if (chk != 0u && (code == 0u || code == 255u)) store_err(0u, 1u);
-                float v = load_lut(code);
-                if (mode != 0u && (floatBitsToUint(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
-                store_dst(i, hg_f32_to_bf16(v));
-
-    }
-    } else if (bits == 8u) {
-    for (; i < end; i++) {
-        uint so = 0u;
-        {
-            uint f = i;
-
-            uint nx = max(load_err(1u), 1u);
-            uint ny = max(load_err(2u), 1u);
-            uint x = f % nx;
-            uint yz = f / nx;
-            uint y = yz % ny;
-            uint z = yz / ny;
-            uint last = ntt - 1u;
-            uint hs = load_err(min(3u + x, last)) + load_err(min(3u + nx + y, last))
-                     + load_err(min(3u + nx + ny + z, last));
-
-            so = hs;
-        }
-        if (so >= nspan) so = 0u;
-
-    uint code = load_data(doff + so);
-
-                if (chk != 0u && (code == 0u || code == 255u)) store_err(0u, 1u);
-                float v = load_lut(code);
-                if (mode != 0u && (floatBitsToUint(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
-                store_dst(i, hg_f32_to_bf16(v));
-
-    }
-    } else {
-    for (; i < end; i++) {
-        uint so = 0u;
-        {
-            uint f = i;
-
-            uint nx = max(load_err(1u), 1u);
-            uint ny = max(load_err(2u), 1u);
-            uint x = f % nx;
-            uint yz = f / nx;
-            uint y = yz % ny;
-            uint z = yz / ny;
-            uint last = ntt - 1u;
-            uint hs = load_err(min(3u + x, last)) + load_err(min(3u + nx + y, last))
-                     + load_err(min(3u + nx + ny + z, last));
-
-            so = hs;
-        }
-        if (so >= nspan) so = 0u;
-
 
         uint code = 0u;
         if (bits == 8u) {
@@ -196,13 +141,68 @@ void main() {
                    | (load_data(at + 3u) << 24u);
         }
 
+    {
+    uint k = i;
 
-                if (chk != 0u && (code == 0u || code == 255u)) store_err(0u, 1u);
+
+                float v = s * load_lut(code);
+                store_dst(k, hg_f32_to_bf16(v));
+
+    }
+    }
+
+            } else {
+
+    for (; i < end; i++) {
+
+        uint so = 0u;
+        {
+            uint f = i;
+
+            uint nx = max(load_err(1u), 1u);
+            uint ny = max(load_err(2u), 1u);
+            uint x = f % nx;
+            uint yz = f / nx;
+            uint y = yz % ny;
+            uint z = yz / ny;
+            uint last = ntt - 1u;
+            uint hs = load_err(min(3u + x, last)) + load_err(min(3u + nx + y, last))
+                     + load_err(min(3u + nx + ny + z, last));
+
+            so = hs;
+        }
+        if (so >= nspan) so = 0u;
+
+        uint code = 0u;
+        if (bits == 8u) {
+            code = load_data(doff + so);
+        } else if (bits < 8u) {
+            uint bit = so * bits;
+            uint at = doff + (bit >> 3u);
+            uint sh = bit & 7u;
+            code = load_data(at) >> sh;
+            if (sh + bits > 8u) code = code | (load_data(at + 1u) << (8u - sh));
+            code = code & ((1u << bits) - 1u);
+        } else if (bits == 16u) {
+            uint at = doff + so * 2u;
+            code = load_data(at) | (load_data(at + 1u) << 8u);
+        } else {
+            uint at = doff + so * 4u;
+            code = load_data(at) | (load_data(at + 1u) << 8u) | (load_data(at + 2u) << 16u)
+                   | (load_data(at + 3u) << 24u);
+        }
+
+    {
+    uint k = i;
+    if (chk != 0u && (code == 0u || code == 255u)) store_err(0u, 1u);
+
                 float v = load_lut(code);
                 if (mode != 0u && (floatBitsToUint(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
-                store_dst(i, hg_f32_to_bf16(v));
+                store_dst(k, hg_f32_to_bf16(v));
 
     }
     }
+
+            }
         }
 }

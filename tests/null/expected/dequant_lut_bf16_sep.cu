@@ -66,8 +66,10 @@ extern "C" __global__ void __launch_bounds__(64) dequant_lut_bf16_sep(unsigned s
                 }
 
             }
-    if (bits == 4u) {
+            if (mode == 1u) {
+
     for (; i < end; i++) {
+
         unsigned int so = 0u;
         {
             unsigned int f = i;
@@ -85,63 +87,6 @@ extern "C" __global__ void __launch_bounds__(64) dequant_lut_bf16_sep(unsigned s
             so = hs;
         }
         if (so >= nspan) so = 0u;
-
-    unsigned int code = (load_data(doff + (so >> 1u)) >> ((so & 1u) << 2u)) & 15u;
-
-                if (chk != 0u && (code == 0u || code == 255u)) store_err(0u, 1u);
-                float v = load_lut(code);
-                if (mode != 0u && (__float_as_uint(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
-                store_dst(i, hg_f32_to_bf16(v));
-
-    }
-    } else if (bits == 8u) {
-    for (; i < end; i++) {
-        unsigned int so = 0u;
-        {
-            unsigned int f = i;
-
-            unsigned int nx = max(load_err(1u), 1u);
-            unsigned int ny = max(load_err(2u), 1u);
-            unsigned int x = f % nx;
-            unsigned int yz = f / nx;
-            unsigned int y = yz % ny;
-            unsigned int z = yz / ny;
-            unsigned int last = ntt - 1u;
-            unsigned int hs = load_err(min(3u + x, last)) + load_err(min(3u + nx + y, last))
-                     + load_err(min(3u + nx + ny + z, last));
-
-            so = hs;
-        }
-        if (so >= nspan) so = 0u;
-
-    unsigned int code = load_data(doff + so);
-
-                if (chk != 0u && (code == 0u || code == 255u)) store_err(0u, 1u);
-                float v = load_lut(code);
-                if (mode != 0u && (__float_as_uint(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
-                store_dst(i, hg_f32_to_bf16(v));
-
-    }
-    } else {
-    for (; i < end; i++) {
-        unsigned int so = 0u;
-        {
-            unsigned int f = i;
-
-            unsigned int nx = max(load_err(1u), 1u);
-            unsigned int ny = max(load_err(2u), 1u);
-            unsigned int x = f % nx;
-            unsigned int yz = f / nx;
-            unsigned int y = yz % ny;
-            unsigned int z = yz / ny;
-            unsigned int last = ntt - 1u;
-            unsigned int hs = load_err(min(3u + x, last)) + load_err(min(3u + nx + y, last))
-                     + load_err(min(3u + nx + ny + z, last));
-
-            so = hs;
-        }
-        if (so >= nspan) so = 0u;
-
 
         unsigned int code = 0u;
         if (bits == 8u) {
@@ -162,13 +107,68 @@ extern "C" __global__ void __launch_bounds__(64) dequant_lut_bf16_sep(unsigned s
                    | (load_data(at + 3u) << 24u);
         }
 
+    {
+    unsigned int k = i;
 
-                if (chk != 0u && (code == 0u || code == 255u)) store_err(0u, 1u);
+
+                float v = s * load_lut(code);
+                store_dst(k, hg_f32_to_bf16(v));
+
+    }
+    }
+
+            } else {
+
+    for (; i < end; i++) {
+
+        unsigned int so = 0u;
+        {
+            unsigned int f = i;
+
+            unsigned int nx = max(load_err(1u), 1u);
+            unsigned int ny = max(load_err(2u), 1u);
+            unsigned int x = f % nx;
+            unsigned int yz = f / nx;
+            unsigned int y = yz % ny;
+            unsigned int z = yz / ny;
+            unsigned int last = ntt - 1u;
+            unsigned int hs = load_err(min(3u + x, last)) + load_err(min(3u + nx + y, last))
+                     + load_err(min(3u + nx + ny + z, last));
+
+            so = hs;
+        }
+        if (so >= nspan) so = 0u;
+
+        unsigned int code = 0u;
+        if (bits == 8u) {
+            code = load_data(doff + so);
+        } else if (bits < 8u) {
+            unsigned int bit = so * bits;
+            unsigned int at = doff + (bit >> 3u);
+            unsigned int sh = bit & 7u;
+            code = load_data(at) >> sh;
+            if (sh + bits > 8u) code = code | (load_data(at + 1u) << (8u - sh));
+            code = code & ((1u << bits) - 1u);
+        } else if (bits == 16u) {
+            unsigned int at = doff + so * 2u;
+            code = load_data(at) | (load_data(at + 1u) << 8u);
+        } else {
+            unsigned int at = doff + so * 4u;
+            code = load_data(at) | (load_data(at + 1u) << 8u) | (load_data(at + 2u) << 16u)
+                   | (load_data(at + 3u) << 24u);
+        }
+
+    {
+    unsigned int k = i;
+    if (chk != 0u && (code == 0u || code == 255u)) store_err(0u, 1u);
+
                 float v = load_lut(code);
                 if (mode != 0u && (__float_as_uint(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
-                store_dst(i, hg_f32_to_bf16(v));
+                store_dst(k, hg_f32_to_bf16(v));
 
     }
     }
+
+            }
         }
 }

@@ -92,27 +92,63 @@ static inline void dequant_lut_f16_item(uint32_t hg_gid0, uint32_t hg_gid1, uint
                 }
 
             }
+            if (mode == 1u) {
     if (bits == 4u) {
-    for (; i < end; i++) {
-    uint32_t code = (load_data(doff + (i >> 1u)) >> ((i & 1u) << 2u)) & 15u;
+    if ((i & 1u) != 0u && i < end) {
+    {
+    uint32_t code = load_data(doff + (i >> 1u)) >> 4u;
+    uint32_t k = i;
 
-                if (chk != 0u && (code == 0u || code == 255u)) store_err(0u, 1u);
-                float v = load_lut(code);
-                if (mode != 0u && (hg_as_u32(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
-                store_dst(i, hg_f32_to_f16(v));
-
-    }
-    } else if (bits == 8u) {
-    for (; i < end; i++) {
-    uint32_t code = load_data(doff + i);
-
-                if (chk != 0u && (code == 0u || code == 255u)) store_err(0u, 1u);
-                float v = load_lut(code);
-                if (mode != 0u && (hg_as_u32(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
-                store_dst(i, hg_f32_to_f16(v));
+                float v = s * load_lut(code);
+                store_dst(k, hg_f32_to_f16(v));
 
     }
-    } else {
+    i = i + 1u;
+    }
+    for (; i + 1u < end; i += 2u) {
+    uint32_t pair = load_data(doff + (i >> 1u));
+    {
+    uint32_t code = pair & 15u;
+    uint32_t k = i;
+
+                float v = s * load_lut(code);
+                store_dst(k, hg_f32_to_f16(v));
+
+    }
+    {
+    uint32_t code = pair >> 4u;
+    uint32_t k = i + 1u;
+
+                float v = s * load_lut(code);
+                store_dst(k, hg_f32_to_f16(v));
+
+    }
+    }
+    if (i < end) {
+    {
+    uint32_t code = load_data(doff + (i >> 1u)) & 15u;
+    uint32_t k = i;
+
+                float v = s * load_lut(code);
+                store_dst(k, hg_f32_to_f16(v));
+
+    }
+    i = i + 1u;
+    }
+    }
+    else if (bits == 8u && doff == 0u) {
+    for (; i < end; i++) {
+    {
+    uint32_t code = load_data(i);
+    uint32_t k = i;
+
+                float v = s * load_lut(code);
+                store_dst(k, hg_f32_to_f16(v));
+
+    }
+    }
+    }
+    else {
     for (; i < end; i++) {
 
         uint32_t code = 0u;
@@ -134,14 +170,111 @@ static inline void dequant_lut_f16_item(uint32_t hg_gid0, uint32_t hg_gid1, uint
                    | (load_data(at + 3u) << 24u);
         }
 
+    {
+    uint32_t k = i;
 
-                if (chk != 0u && (code == 0u || code == 255u)) store_err(0u, 1u);
+
+                float v = s * load_lut(code);
+                store_dst(k, hg_f32_to_f16(v));
+
+    }
+    }
+    }
+            } else {
+    if (bits == 4u && chk == 0u) {
+    if ((i & 1u) != 0u && i < end) {
+    {
+    uint32_t code = load_data(doff + (i >> 1u)) >> 4u;
+    uint32_t k = i;
+
                 float v = load_lut(code);
                 if (mode != 0u && (hg_as_u32(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
-                store_dst(i, hg_f32_to_f16(v));
+                store_dst(k, hg_f32_to_f16(v));
+
+    }
+    i = i + 1u;
+    }
+    for (; i + 1u < end; i += 2u) {
+    uint32_t pair = load_data(doff + (i >> 1u));
+    {
+    uint32_t code = pair & 15u;
+    uint32_t k = i;
+
+                float v = load_lut(code);
+                if (mode != 0u && (hg_as_u32(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
+                store_dst(k, hg_f32_to_f16(v));
+
+    }
+    {
+    uint32_t code = pair >> 4u;
+    uint32_t k = i + 1u;
+
+                float v = load_lut(code);
+                if (mode != 0u && (hg_as_u32(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
+                store_dst(k, hg_f32_to_f16(v));
 
     }
     }
+    if (i < end) {
+    {
+    uint32_t code = load_data(doff + (i >> 1u)) & 15u;
+    uint32_t k = i;
+
+                float v = load_lut(code);
+                if (mode != 0u && (hg_as_u32(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
+                store_dst(k, hg_f32_to_f16(v));
+
+    }
+    i = i + 1u;
+    }
+    }
+    else if (bits == 8u && doff == 0u && chk == 0u) {
+    for (; i < end; i++) {
+    {
+    uint32_t code = load_data(i);
+    uint32_t k = i;
+
+                float v = load_lut(code);
+                if (mode != 0u && (hg_as_u32(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
+                store_dst(k, hg_f32_to_f16(v));
+
+    }
+    }
+    }
+    else {
+    for (; i < end; i++) {
+
+        uint32_t code = 0u;
+        if (bits == 8u) {
+            code = load_data(doff + i);
+        } else if (bits < 8u) {
+            uint32_t bit = i * bits;
+            uint32_t at = doff + (bit >> 3u);
+            uint32_t sh = bit & 7u;
+            code = load_data(at) >> sh;
+            if (sh + bits > 8u) code = code | (load_data(at + 1u) << (8u - sh));
+            code = code & ((1u << bits) - 1u);
+        } else if (bits == 16u) {
+            uint32_t at = doff + i * 2u;
+            code = load_data(at) | (load_data(at + 1u) << 8u);
+        } else {
+            uint32_t at = doff + i * 4u;
+            code = load_data(at) | (load_data(at + 1u) << 8u) | (load_data(at + 2u) << 16u)
+                   | (load_data(at + 3u) << 24u);
+        }
+
+    {
+    uint32_t k = i;
+    if (chk != 0u && (code == 0u || code == 255u)) store_err(0u, 1u);
+
+                float v = load_lut(code);
+                if (mode != 0u && (hg_as_u32(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
+                store_dst(k, hg_f32_to_f16(v));
+
+    }
+    }
+    }
+            }
         }
 }
 

@@ -93,8 +93,10 @@ static inline void dequant_lut_f16_hil_item(uint32_t hg_gid0, uint32_t hg_gid1, 
                 }
 
             }
-    if (bits == 4u) {
+            if (mode == 1u) {
+
     for (; i < end; i++) {
+
         uint32_t so = 0u;
         {
             uint32_t f = i;
@@ -147,133 +149,6 @@ static inline void dequant_lut_f16_hil_item(uint32_t hg_gid0, uint32_t hg_gid1, 
             so = hs;
         }
         if (so >= n) so = 0u;
-
-    uint32_t code = (load_data(doff + (so >> 1u)) >> ((so & 1u) << 2u)) & 15u;
-
-                if (chk != 0u && (code == 0u || code == 255u)) store_err(0u, 1u);
-                float v = load_lut(code);
-                if (mode != 0u && (hg_as_u32(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
-                store_dst(i, hg_f32_to_f16(v));
-
-    }
-    } else if (bits == 8u) {
-    for (; i < end; i++) {
-        uint32_t so = 0u;
-        {
-            uint32_t f = i;
-
-            uint32_t hm = (1u << hp) - 1u;
-            uint32_t hx = 0u;
-            for (uint32_t k = 0u; k < hr; k++) {
-                hx = hx | (((f >> (hp * (hr - 1u - k))) & hm) << (k * hp));
-            }
-            uint32_t x0 = hx & hm;
-            uint32_t q = (1u << hp) >> 1u;
-            while (q > 1u) {
-                uint32_t p = q - 1u;
-                if ((x0 & q) != 0u) x0 = x0 ^ p;
-                for (uint32_t k = 1u; k < hr; k++) {
-                    uint32_t sh = k * hp;
-                    uint32_t xi = (hx >> sh) & hm;
-                    if ((xi & q) != 0u) {
-                        x0 = x0 ^ p;
-                    } else {
-                        uint32_t t = (x0 ^ xi) & p;
-                        x0 = x0 ^ t;
-                        hx = hx ^ (t << sh);
-                    }
-                }
-                q = q >> 1u;
-            }
-            uint32_t prev = x0;
-            for (uint32_t k = 1u; k < hr; k++) {
-                uint32_t sh = k * hp;
-                uint32_t xi = ((hx >> sh) & hm) ^ prev;
-                hx = (hx & ~(hm << sh)) | (xi << sh);
-                prev = xi;
-            }
-            uint32_t tt = 0u;
-            q = (1u << hp) >> 1u;
-            while (q > 1u) {
-                if ((prev & q) != 0u) tt = tt ^ (q - 1u);
-                q = q >> 1u;
-            }
-            x0 = x0 ^ tt;
-            uint32_t hs = 0u;
-            for (uint32_t b = 0u; b < hp; b++) {
-                for (uint32_t d = 0u; d < hr; d++) {
-                    uint32_t xd = d == 0u ? x0 : (((hx >> (d * hp)) & hm) ^ tt);
-                    hs = hs | (((xd >> b) & 1u) << (b * hr + hr - 1u - d));
-                }
-            }
-
-            so = hs;
-        }
-        if (so >= n) so = 0u;
-
-    uint32_t code = load_data(doff + so);
-
-                if (chk != 0u && (code == 0u || code == 255u)) store_err(0u, 1u);
-                float v = load_lut(code);
-                if (mode != 0u && (hg_as_u32(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
-                store_dst(i, hg_f32_to_f16(v));
-
-    }
-    } else {
-    for (; i < end; i++) {
-        uint32_t so = 0u;
-        {
-            uint32_t f = i;
-
-            uint32_t hm = (1u << hp) - 1u;
-            uint32_t hx = 0u;
-            for (uint32_t k = 0u; k < hr; k++) {
-                hx = hx | (((f >> (hp * (hr - 1u - k))) & hm) << (k * hp));
-            }
-            uint32_t x0 = hx & hm;
-            uint32_t q = (1u << hp) >> 1u;
-            while (q > 1u) {
-                uint32_t p = q - 1u;
-                if ((x0 & q) != 0u) x0 = x0 ^ p;
-                for (uint32_t k = 1u; k < hr; k++) {
-                    uint32_t sh = k * hp;
-                    uint32_t xi = (hx >> sh) & hm;
-                    if ((xi & q) != 0u) {
-                        x0 = x0 ^ p;
-                    } else {
-                        uint32_t t = (x0 ^ xi) & p;
-                        x0 = x0 ^ t;
-                        hx = hx ^ (t << sh);
-                    }
-                }
-                q = q >> 1u;
-            }
-            uint32_t prev = x0;
-            for (uint32_t k = 1u; k < hr; k++) {
-                uint32_t sh = k * hp;
-                uint32_t xi = ((hx >> sh) & hm) ^ prev;
-                hx = (hx & ~(hm << sh)) | (xi << sh);
-                prev = xi;
-            }
-            uint32_t tt = 0u;
-            q = (1u << hp) >> 1u;
-            while (q > 1u) {
-                if ((prev & q) != 0u) tt = tt ^ (q - 1u);
-                q = q >> 1u;
-            }
-            x0 = x0 ^ tt;
-            uint32_t hs = 0u;
-            for (uint32_t b = 0u; b < hp; b++) {
-                for (uint32_t d = 0u; d < hr; d++) {
-                    uint32_t xd = d == 0u ? x0 : (((hx >> (d * hp)) & hm) ^ tt);
-                    hs = hs | (((xd >> b) & 1u) << (b * hr + hr - 1u - d));
-                }
-            }
-
-            so = hs;
-        }
-        if (so >= n) so = 0u;
-
 
         uint32_t code = 0u;
         if (bits == 8u) {
@@ -294,14 +169,104 @@ static inline void dequant_lut_f16_hil_item(uint32_t hg_gid0, uint32_t hg_gid1, 
                    | (load_data(at + 3u) << 24u);
         }
 
+    {
+    uint32_t k = i;
 
-                if (chk != 0u && (code == 0u || code == 255u)) store_err(0u, 1u);
+
+                float v = s * load_lut(code);
+                store_dst(k, hg_f32_to_f16(v));
+
+    }
+    }
+
+            } else {
+
+    for (; i < end; i++) {
+
+        uint32_t so = 0u;
+        {
+            uint32_t f = i;
+
+            uint32_t hm = (1u << hp) - 1u;
+            uint32_t hx = 0u;
+            for (uint32_t k = 0u; k < hr; k++) {
+                hx = hx | (((f >> (hp * (hr - 1u - k))) & hm) << (k * hp));
+            }
+            uint32_t x0 = hx & hm;
+            uint32_t q = (1u << hp) >> 1u;
+            while (q > 1u) {
+                uint32_t p = q - 1u;
+                if ((x0 & q) != 0u) x0 = x0 ^ p;
+                for (uint32_t k = 1u; k < hr; k++) {
+                    uint32_t sh = k * hp;
+                    uint32_t xi = (hx >> sh) & hm;
+                    if ((xi & q) != 0u) {
+                        x0 = x0 ^ p;
+                    } else {
+                        uint32_t t = (x0 ^ xi) & p;
+                        x0 = x0 ^ t;
+                        hx = hx ^ (t << sh);
+                    }
+                }
+                q = q >> 1u;
+            }
+            uint32_t prev = x0;
+            for (uint32_t k = 1u; k < hr; k++) {
+                uint32_t sh = k * hp;
+                uint32_t xi = ((hx >> sh) & hm) ^ prev;
+                hx = (hx & ~(hm << sh)) | (xi << sh);
+                prev = xi;
+            }
+            uint32_t tt = 0u;
+            q = (1u << hp) >> 1u;
+            while (q > 1u) {
+                if ((prev & q) != 0u) tt = tt ^ (q - 1u);
+                q = q >> 1u;
+            }
+            x0 = x0 ^ tt;
+            uint32_t hs = 0u;
+            for (uint32_t b = 0u; b < hp; b++) {
+                for (uint32_t d = 0u; d < hr; d++) {
+                    uint32_t xd = d == 0u ? x0 : (((hx >> (d * hp)) & hm) ^ tt);
+                    hs = hs | (((xd >> b) & 1u) << (b * hr + hr - 1u - d));
+                }
+            }
+
+            so = hs;
+        }
+        if (so >= n) so = 0u;
+
+        uint32_t code = 0u;
+        if (bits == 8u) {
+            code = load_data(doff + so);
+        } else if (bits < 8u) {
+            uint32_t bit = so * bits;
+            uint32_t at = doff + (bit >> 3u);
+            uint32_t sh = bit & 7u;
+            code = load_data(at) >> sh;
+            if (sh + bits > 8u) code = code | (load_data(at + 1u) << (8u - sh));
+            code = code & ((1u << bits) - 1u);
+        } else if (bits == 16u) {
+            uint32_t at = doff + so * 2u;
+            code = load_data(at) | (load_data(at + 1u) << 8u);
+        } else {
+            uint32_t at = doff + so * 4u;
+            code = load_data(at) | (load_data(at + 1u) << 8u) | (load_data(at + 2u) << 16u)
+                   | (load_data(at + 3u) << 24u);
+        }
+
+    {
+    uint32_t k = i;
+    if (chk != 0u && (code == 0u || code == 255u)) store_err(0u, 1u);
+
                 float v = load_lut(code);
                 if (mode != 0u && (hg_as_u32(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
-                store_dst(i, hg_f32_to_f16(v));
+                store_dst(k, hg_f32_to_f16(v));
 
     }
     }
+
+            }
         }
 }
 

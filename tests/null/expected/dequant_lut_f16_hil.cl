@@ -77,8 +77,10 @@ __kernel __attribute__((reqd_work_group_size(64, 1, 1))) void dequant_lut_f16_hi
                 }
 
             }
-    if (bits == 4u) {
+            if (mode == 1u) {
+
     for (; i < end; i++) {
+
         uint so = 0u;
         {
             uint f = i;
@@ -131,133 +133,6 @@ __kernel __attribute__((reqd_work_group_size(64, 1, 1))) void dequant_lut_f16_hi
             so = hs;
         }
         if (so >= n) so = 0u;
-
-    uint code = (load_data(doff + (so >> 1u)) >> ((so & 1u) << 2u)) & 15u;
-
-                if (chk != 0u && (code == 0u || code == 255u)) store_err(0u, 1u);
-                float v = load_lut(code);
-                if (mode != 0u && (as_uint(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
-                store_dst(i, hg_f32_to_f16(v));
-
-    }
-    } else if (bits == 8u) {
-    for (; i < end; i++) {
-        uint so = 0u;
-        {
-            uint f = i;
-
-            uint hm = (1u << hp) - 1u;
-            uint hx = 0u;
-            for (uint k = 0u; k < hr; k++) {
-                hx = hx | (((f >> (hp * (hr - 1u - k))) & hm) << (k * hp));
-            }
-            uint x0 = hx & hm;
-            uint q = (1u << hp) >> 1u;
-            while (q > 1u) {
-                uint p = q - 1u;
-                if ((x0 & q) != 0u) x0 = x0 ^ p;
-                for (uint k = 1u; k < hr; k++) {
-                    uint sh = k * hp;
-                    uint xi = (hx >> sh) & hm;
-                    if ((xi & q) != 0u) {
-                        x0 = x0 ^ p;
-                    } else {
-                        uint t = (x0 ^ xi) & p;
-                        x0 = x0 ^ t;
-                        hx = hx ^ (t << sh);
-                    }
-                }
-                q = q >> 1u;
-            }
-            uint prev = x0;
-            for (uint k = 1u; k < hr; k++) {
-                uint sh = k * hp;
-                uint xi = ((hx >> sh) & hm) ^ prev;
-                hx = (hx & ~(hm << sh)) | (xi << sh);
-                prev = xi;
-            }
-            uint tt = 0u;
-            q = (1u << hp) >> 1u;
-            while (q > 1u) {
-                if ((prev & q) != 0u) tt = tt ^ (q - 1u);
-                q = q >> 1u;
-            }
-            x0 = x0 ^ tt;
-            uint hs = 0u;
-            for (uint b = 0u; b < hp; b++) {
-                for (uint d = 0u; d < hr; d++) {
-                    uint xd = d == 0u ? x0 : (((hx >> (d * hp)) & hm) ^ tt);
-                    hs = hs | (((xd >> b) & 1u) << (b * hr + hr - 1u - d));
-                }
-            }
-
-            so = hs;
-        }
-        if (so >= n) so = 0u;
-
-    uint code = load_data(doff + so);
-
-                if (chk != 0u && (code == 0u || code == 255u)) store_err(0u, 1u);
-                float v = load_lut(code);
-                if (mode != 0u && (as_uint(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
-                store_dst(i, hg_f32_to_f16(v));
-
-    }
-    } else {
-    for (; i < end; i++) {
-        uint so = 0u;
-        {
-            uint f = i;
-
-            uint hm = (1u << hp) - 1u;
-            uint hx = 0u;
-            for (uint k = 0u; k < hr; k++) {
-                hx = hx | (((f >> (hp * (hr - 1u - k))) & hm) << (k * hp));
-            }
-            uint x0 = hx & hm;
-            uint q = (1u << hp) >> 1u;
-            while (q > 1u) {
-                uint p = q - 1u;
-                if ((x0 & q) != 0u) x0 = x0 ^ p;
-                for (uint k = 1u; k < hr; k++) {
-                    uint sh = k * hp;
-                    uint xi = (hx >> sh) & hm;
-                    if ((xi & q) != 0u) {
-                        x0 = x0 ^ p;
-                    } else {
-                        uint t = (x0 ^ xi) & p;
-                        x0 = x0 ^ t;
-                        hx = hx ^ (t << sh);
-                    }
-                }
-                q = q >> 1u;
-            }
-            uint prev = x0;
-            for (uint k = 1u; k < hr; k++) {
-                uint sh = k * hp;
-                uint xi = ((hx >> sh) & hm) ^ prev;
-                hx = (hx & ~(hm << sh)) | (xi << sh);
-                prev = xi;
-            }
-            uint tt = 0u;
-            q = (1u << hp) >> 1u;
-            while (q > 1u) {
-                if ((prev & q) != 0u) tt = tt ^ (q - 1u);
-                q = q >> 1u;
-            }
-            x0 = x0 ^ tt;
-            uint hs = 0u;
-            for (uint b = 0u; b < hp; b++) {
-                for (uint d = 0u; d < hr; d++) {
-                    uint xd = d == 0u ? x0 : (((hx >> (d * hp)) & hm) ^ tt);
-                    hs = hs | (((xd >> b) & 1u) << (b * hr + hr - 1u - d));
-                }
-            }
-
-            so = hs;
-        }
-        if (so >= n) so = 0u;
-
 
         uint code = 0u;
         if (bits == 8u) {
@@ -278,13 +153,103 @@ __kernel __attribute__((reqd_work_group_size(64, 1, 1))) void dequant_lut_f16_hi
                    | (load_data(at + 3u) << 24u);
         }
 
+    {
+    uint k = i;
 
-                if (chk != 0u && (code == 0u || code == 255u)) store_err(0u, 1u);
+
+                float v = s * load_lut(code);
+                store_dst(k, hg_f32_to_f16(v));
+
+    }
+    }
+
+            } else {
+
+    for (; i < end; i++) {
+
+        uint so = 0u;
+        {
+            uint f = i;
+
+            uint hm = (1u << hp) - 1u;
+            uint hx = 0u;
+            for (uint k = 0u; k < hr; k++) {
+                hx = hx | (((f >> (hp * (hr - 1u - k))) & hm) << (k * hp));
+            }
+            uint x0 = hx & hm;
+            uint q = (1u << hp) >> 1u;
+            while (q > 1u) {
+                uint p = q - 1u;
+                if ((x0 & q) != 0u) x0 = x0 ^ p;
+                for (uint k = 1u; k < hr; k++) {
+                    uint sh = k * hp;
+                    uint xi = (hx >> sh) & hm;
+                    if ((xi & q) != 0u) {
+                        x0 = x0 ^ p;
+                    } else {
+                        uint t = (x0 ^ xi) & p;
+                        x0 = x0 ^ t;
+                        hx = hx ^ (t << sh);
+                    }
+                }
+                q = q >> 1u;
+            }
+            uint prev = x0;
+            for (uint k = 1u; k < hr; k++) {
+                uint sh = k * hp;
+                uint xi = ((hx >> sh) & hm) ^ prev;
+                hx = (hx & ~(hm << sh)) | (xi << sh);
+                prev = xi;
+            }
+            uint tt = 0u;
+            q = (1u << hp) >> 1u;
+            while (q > 1u) {
+                if ((prev & q) != 0u) tt = tt ^ (q - 1u);
+                q = q >> 1u;
+            }
+            x0 = x0 ^ tt;
+            uint hs = 0u;
+            for (uint b = 0u; b < hp; b++) {
+                for (uint d = 0u; d < hr; d++) {
+                    uint xd = d == 0u ? x0 : (((hx >> (d * hp)) & hm) ^ tt);
+                    hs = hs | (((xd >> b) & 1u) << (b * hr + hr - 1u - d));
+                }
+            }
+
+            so = hs;
+        }
+        if (so >= n) so = 0u;
+
+        uint code = 0u;
+        if (bits == 8u) {
+            code = load_data(doff + so);
+        } else if (bits < 8u) {
+            uint bit = so * bits;
+            uint at = doff + (bit >> 3u);
+            uint sh = bit & 7u;
+            code = load_data(at) >> sh;
+            if (sh + bits > 8u) code = code | (load_data(at + 1u) << (8u - sh));
+            code = code & ((1u << bits) - 1u);
+        } else if (bits == 16u) {
+            uint at = doff + so * 2u;
+            code = load_data(at) | (load_data(at + 1u) << 8u);
+        } else {
+            uint at = doff + so * 4u;
+            code = load_data(at) | (load_data(at + 1u) << 8u) | (load_data(at + 2u) << 16u)
+                   | (load_data(at + 3u) << 24u);
+        }
+
+    {
+    uint k = i;
+    if (chk != 0u && (code == 0u || code == 255u)) store_err(0u, 1u);
+
                 float v = load_lut(code);
                 if (mode != 0u && (as_uint(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
-                store_dst(i, hg_f32_to_f16(v));
+                store_dst(k, hg_f32_to_f16(v));
 
     }
     }
+
+            }
         }
 }

@@ -77,8 +77,10 @@ extern "C" __global__ void __launch_bounds__(64) dequant_lut_f16_hil(unsigned sh
                 }
 
             }
-    if (bits == 4u) {
+            if (mode == 1u) {
+
     for (; i < end; i++) {
+
         unsigned int so = 0u;
         {
             unsigned int f = i;
@@ -131,133 +133,6 @@ extern "C" __global__ void __launch_bounds__(64) dequant_lut_f16_hil(unsigned sh
             so = hs;
         }
         if (so >= n) so = 0u;
-
-    unsigned int code = (load_data(doff + (so >> 1u)) >> ((so & 1u) << 2u)) & 15u;
-
-                if (chk != 0u && (code == 0u || code == 255u)) store_err(0u, 1u);
-                float v = load_lut(code);
-                if (mode != 0u && (__float_as_uint(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
-                store_dst(i, hg_f32_to_f16(v));
-
-    }
-    } else if (bits == 8u) {
-    for (; i < end; i++) {
-        unsigned int so = 0u;
-        {
-            unsigned int f = i;
-
-            unsigned int hm = (1u << hp) - 1u;
-            unsigned int hx = 0u;
-            for (unsigned int k = 0u; k < hr; k++) {
-                hx = hx | (((f >> (hp * (hr - 1u - k))) & hm) << (k * hp));
-            }
-            unsigned int x0 = hx & hm;
-            unsigned int q = (1u << hp) >> 1u;
-            while (q > 1u) {
-                unsigned int p = q - 1u;
-                if ((x0 & q) != 0u) x0 = x0 ^ p;
-                for (unsigned int k = 1u; k < hr; k++) {
-                    unsigned int sh = k * hp;
-                    unsigned int xi = (hx >> sh) & hm;
-                    if ((xi & q) != 0u) {
-                        x0 = x0 ^ p;
-                    } else {
-                        unsigned int t = (x0 ^ xi) & p;
-                        x0 = x0 ^ t;
-                        hx = hx ^ (t << sh);
-                    }
-                }
-                q = q >> 1u;
-            }
-            unsigned int prev = x0;
-            for (unsigned int k = 1u; k < hr; k++) {
-                unsigned int sh = k * hp;
-                unsigned int xi = ((hx >> sh) & hm) ^ prev;
-                hx = (hx & ~(hm << sh)) | (xi << sh);
-                prev = xi;
-            }
-            unsigned int tt = 0u;
-            q = (1u << hp) >> 1u;
-            while (q > 1u) {
-                if ((prev & q) != 0u) tt = tt ^ (q - 1u);
-                q = q >> 1u;
-            }
-            x0 = x0 ^ tt;
-            unsigned int hs = 0u;
-            for (unsigned int b = 0u; b < hp; b++) {
-                for (unsigned int d = 0u; d < hr; d++) {
-                    unsigned int xd = d == 0u ? x0 : (((hx >> (d * hp)) & hm) ^ tt);
-                    hs = hs | (((xd >> b) & 1u) << (b * hr + hr - 1u - d));
-                }
-            }
-
-            so = hs;
-        }
-        if (so >= n) so = 0u;
-
-    unsigned int code = load_data(doff + so);
-
-                if (chk != 0u && (code == 0u || code == 255u)) store_err(0u, 1u);
-                float v = load_lut(code);
-                if (mode != 0u && (__float_as_uint(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
-                store_dst(i, hg_f32_to_f16(v));
-
-    }
-    } else {
-    for (; i < end; i++) {
-        unsigned int so = 0u;
-        {
-            unsigned int f = i;
-
-            unsigned int hm = (1u << hp) - 1u;
-            unsigned int hx = 0u;
-            for (unsigned int k = 0u; k < hr; k++) {
-                hx = hx | (((f >> (hp * (hr - 1u - k))) & hm) << (k * hp));
-            }
-            unsigned int x0 = hx & hm;
-            unsigned int q = (1u << hp) >> 1u;
-            while (q > 1u) {
-                unsigned int p = q - 1u;
-                if ((x0 & q) != 0u) x0 = x0 ^ p;
-                for (unsigned int k = 1u; k < hr; k++) {
-                    unsigned int sh = k * hp;
-                    unsigned int xi = (hx >> sh) & hm;
-                    if ((xi & q) != 0u) {
-                        x0 = x0 ^ p;
-                    } else {
-                        unsigned int t = (x0 ^ xi) & p;
-                        x0 = x0 ^ t;
-                        hx = hx ^ (t << sh);
-                    }
-                }
-                q = q >> 1u;
-            }
-            unsigned int prev = x0;
-            for (unsigned int k = 1u; k < hr; k++) {
-                unsigned int sh = k * hp;
-                unsigned int xi = ((hx >> sh) & hm) ^ prev;
-                hx = (hx & ~(hm << sh)) | (xi << sh);
-                prev = xi;
-            }
-            unsigned int tt = 0u;
-            q = (1u << hp) >> 1u;
-            while (q > 1u) {
-                if ((prev & q) != 0u) tt = tt ^ (q - 1u);
-                q = q >> 1u;
-            }
-            x0 = x0 ^ tt;
-            unsigned int hs = 0u;
-            for (unsigned int b = 0u; b < hp; b++) {
-                for (unsigned int d = 0u; d < hr; d++) {
-                    unsigned int xd = d == 0u ? x0 : (((hx >> (d * hp)) & hm) ^ tt);
-                    hs = hs | (((xd >> b) & 1u) << (b * hr + hr - 1u - d));
-                }
-            }
-
-            so = hs;
-        }
-        if (so >= n) so = 0u;
-
 
         unsigned int code = 0u;
         if (bits == 8u) {
@@ -278,13 +153,103 @@ extern "C" __global__ void __launch_bounds__(64) dequant_lut_f16_hil(unsigned sh
                    | (load_data(at + 3u) << 24u);
         }
 
+    {
+    unsigned int k = i;
 
-                if (chk != 0u && (code == 0u || code == 255u)) store_err(0u, 1u);
+
+                float v = s * load_lut(code);
+                store_dst(k, hg_f32_to_f16(v));
+
+    }
+    }
+
+            } else {
+
+    for (; i < end; i++) {
+
+        unsigned int so = 0u;
+        {
+            unsigned int f = i;
+
+            unsigned int hm = (1u << hp) - 1u;
+            unsigned int hx = 0u;
+            for (unsigned int k = 0u; k < hr; k++) {
+                hx = hx | (((f >> (hp * (hr - 1u - k))) & hm) << (k * hp));
+            }
+            unsigned int x0 = hx & hm;
+            unsigned int q = (1u << hp) >> 1u;
+            while (q > 1u) {
+                unsigned int p = q - 1u;
+                if ((x0 & q) != 0u) x0 = x0 ^ p;
+                for (unsigned int k = 1u; k < hr; k++) {
+                    unsigned int sh = k * hp;
+                    unsigned int xi = (hx >> sh) & hm;
+                    if ((xi & q) != 0u) {
+                        x0 = x0 ^ p;
+                    } else {
+                        unsigned int t = (x0 ^ xi) & p;
+                        x0 = x0 ^ t;
+                        hx = hx ^ (t << sh);
+                    }
+                }
+                q = q >> 1u;
+            }
+            unsigned int prev = x0;
+            for (unsigned int k = 1u; k < hr; k++) {
+                unsigned int sh = k * hp;
+                unsigned int xi = ((hx >> sh) & hm) ^ prev;
+                hx = (hx & ~(hm << sh)) | (xi << sh);
+                prev = xi;
+            }
+            unsigned int tt = 0u;
+            q = (1u << hp) >> 1u;
+            while (q > 1u) {
+                if ((prev & q) != 0u) tt = tt ^ (q - 1u);
+                q = q >> 1u;
+            }
+            x0 = x0 ^ tt;
+            unsigned int hs = 0u;
+            for (unsigned int b = 0u; b < hp; b++) {
+                for (unsigned int d = 0u; d < hr; d++) {
+                    unsigned int xd = d == 0u ? x0 : (((hx >> (d * hp)) & hm) ^ tt);
+                    hs = hs | (((xd >> b) & 1u) << (b * hr + hr - 1u - d));
+                }
+            }
+
+            so = hs;
+        }
+        if (so >= n) so = 0u;
+
+        unsigned int code = 0u;
+        if (bits == 8u) {
+            code = load_data(doff + so);
+        } else if (bits < 8u) {
+            unsigned int bit = so * bits;
+            unsigned int at = doff + (bit >> 3u);
+            unsigned int sh = bit & 7u;
+            code = load_data(at) >> sh;
+            if (sh + bits > 8u) code = code | (load_data(at + 1u) << (8u - sh));
+            code = code & ((1u << bits) - 1u);
+        } else if (bits == 16u) {
+            unsigned int at = doff + so * 2u;
+            code = load_data(at) | (load_data(at + 1u) << 8u);
+        } else {
+            unsigned int at = doff + so * 4u;
+            code = load_data(at) | (load_data(at + 1u) << 8u) | (load_data(at + 2u) << 16u)
+                   | (load_data(at + 3u) << 24u);
+        }
+
+    {
+    unsigned int k = i;
+    if (chk != 0u && (code == 0u || code == 255u)) store_err(0u, 1u);
+
                 float v = load_lut(code);
                 if (mode != 0u && (__float_as_uint(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
-                store_dst(i, hg_f32_to_f16(v));
+                store_dst(k, hg_f32_to_f16(v));
 
     }
     }
+
+            }
         }
 }

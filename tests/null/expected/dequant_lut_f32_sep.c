@@ -75,8 +75,10 @@ static inline void dequant_lut_f32_sep_item(uint32_t hg_gid0, uint32_t hg_gid1, 
                 }
 
             }
-    if (bits == 4u) {
+            if (mode == 1u) {
+
     for (; i < end; i++) {
+
         uint32_t so = 0u;
         {
             uint32_t f = i;
@@ -94,63 +96,6 @@ static inline void dequant_lut_f32_sep_item(uint32_t hg_gid0, uint32_t hg_gid1, 
             so = hs;
         }
         if (so >= nspan) so = 0u;
-
-    uint32_t code = (load_data(doff + (so >> 1u)) >> ((so & 1u) << 2u)) & 15u;
-
-                if (chk != 0u && (code == 0u || code == 255u)) store_err(0u, 1u);
-                float v = load_lut(code);
-                if (mode != 0u && (hg_as_u32(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
-                store_dst(i, v);
-
-    }
-    } else if (bits == 8u) {
-    for (; i < end; i++) {
-        uint32_t so = 0u;
-        {
-            uint32_t f = i;
-
-            uint32_t nx = hg_umax(load_err(1u), 1u);
-            uint32_t ny = hg_umax(load_err(2u), 1u);
-            uint32_t x = f % nx;
-            uint32_t yz = f / nx;
-            uint32_t y = yz % ny;
-            uint32_t z = yz / ny;
-            uint32_t last = ntt - 1u;
-            uint32_t hs = load_err(hg_umin(3u + x, last)) + load_err(hg_umin(3u + nx + y, last))
-                     + load_err(hg_umin(3u + nx + ny + z, last));
-
-            so = hs;
-        }
-        if (so >= nspan) so = 0u;
-
-    uint32_t code = load_data(doff + so);
-
-                if (chk != 0u && (code == 0u || code == 255u)) store_err(0u, 1u);
-                float v = load_lut(code);
-                if (mode != 0u && (hg_as_u32(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
-                store_dst(i, v);
-
-    }
-    } else {
-    for (; i < end; i++) {
-        uint32_t so = 0u;
-        {
-            uint32_t f = i;
-
-            uint32_t nx = hg_umax(load_err(1u), 1u);
-            uint32_t ny = hg_umax(load_err(2u), 1u);
-            uint32_t x = f % nx;
-            uint32_t yz = f / nx;
-            uint32_t y = yz % ny;
-            uint32_t z = yz / ny;
-            uint32_t last = ntt - 1u;
-            uint32_t hs = load_err(hg_umin(3u + x, last)) + load_err(hg_umin(3u + nx + y, last))
-                     + load_err(hg_umin(3u + nx + ny + z, last));
-
-            so = hs;
-        }
-        if (so >= nspan) so = 0u;
-
 
         uint32_t code = 0u;
         if (bits == 8u) {
@@ -171,14 +116,69 @@ static inline void dequant_lut_f32_sep_item(uint32_t hg_gid0, uint32_t hg_gid1, 
                    | (load_data(at + 3u) << 24u);
         }
 
+    {
+    uint32_t k = i;
 
-                if (chk != 0u && (code == 0u || code == 255u)) store_err(0u, 1u);
+
+                float v = s * load_lut(code);
+                store_dst(k, v);
+
+    }
+    }
+
+            } else {
+
+    for (; i < end; i++) {
+
+        uint32_t so = 0u;
+        {
+            uint32_t f = i;
+
+            uint32_t nx = hg_umax(load_err(1u), 1u);
+            uint32_t ny = hg_umax(load_err(2u), 1u);
+            uint32_t x = f % nx;
+            uint32_t yz = f / nx;
+            uint32_t y = yz % ny;
+            uint32_t z = yz / ny;
+            uint32_t last = ntt - 1u;
+            uint32_t hs = load_err(hg_umin(3u + x, last)) + load_err(hg_umin(3u + nx + y, last))
+                     + load_err(hg_umin(3u + nx + ny + z, last));
+
+            so = hs;
+        }
+        if (so >= nspan) so = 0u;
+
+        uint32_t code = 0u;
+        if (bits == 8u) {
+            code = load_data(doff + so);
+        } else if (bits < 8u) {
+            uint32_t bit = so * bits;
+            uint32_t at = doff + (bit >> 3u);
+            uint32_t sh = bit & 7u;
+            code = load_data(at) >> sh;
+            if (sh + bits > 8u) code = code | (load_data(at + 1u) << (8u - sh));
+            code = code & ((1u << bits) - 1u);
+        } else if (bits == 16u) {
+            uint32_t at = doff + so * 2u;
+            code = load_data(at) | (load_data(at + 1u) << 8u);
+        } else {
+            uint32_t at = doff + so * 4u;
+            code = load_data(at) | (load_data(at + 1u) << 8u) | (load_data(at + 2u) << 16u)
+                   | (load_data(at + 3u) << 24u);
+        }
+
+    {
+    uint32_t k = i;
+    if (chk != 0u && (code == 0u || code == 255u)) store_err(0u, 1u);
+
                 float v = load_lut(code);
                 if (mode != 0u && (hg_as_u32(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
-                store_dst(i, v);
+                store_dst(k, v);
 
     }
     }
+
+            }
         }
 }
 
