@@ -28,7 +28,7 @@ from hurray_gpu.kernels.dequant_common import (
 )
 from hurray_gpu.kernels.dialect.kernel import KernelDef, buf, scalar
 
-__all__ = ["AFFINE_KERNELS", "AFFINE_SCALARS", "affine_kernel_name"]
+__all__ = ["AFFINE_KERNELS", "AFFINE_RESULT", "AFFINE_SCALARS", "affine_kernel_name"]
 
 # Scale element types by scale_type_tag: f16, bf16, f32 (bytes per entry).
 SCALE_WIDTH = {1: 2, 2: 2, 3: 4}
@@ -88,7 +88,9 @@ _BODY = ITEM_START + """
 """
 
 
-_RESULT = "s * F32(I32(U32(q) - U32(z)))"
+# The affine formula itself (spec: int32 q - z, then one float32 multiply); shared by the KV
+# cache int8 gather so there is one source of it.
+AFFINE_RESULT = "s * F32(I32(U32(q) - U32(z)))"
 
 
 def affine_kernel_name(out: str) -> str:
@@ -158,7 +160,7 @@ def _make(out: str) -> KernelDef:
               *(scalar(name, _SCALAR_TYPES.get(name, "u32")) for name in AFFINE_SCALARS))
     return KernelDef(
         name=affine_kernel_name(out), params=params,
-        body=_BODY.replace("{store}", STORE_OUT[kind].format(v=_RESULT)),
+        body=_BODY.replace("{store}", STORE_OUT[kind].format(v=AFFINE_RESULT)),
         grid=item_grid, extents=_extents,
         reference=lambda a: reference_affine(a, kind),
         local_size=(64, 1, 1), tags=("dequant",),

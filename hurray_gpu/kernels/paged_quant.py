@@ -14,7 +14,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
-from hurray_gpu.kernels.dequant_affine import _RESULT as AFFINE_RESULT
+from hurray_gpu.kernels.dequant_affine import AFFINE_RESULT
 from hurray_gpu.kernels.dialect.kernel import FLOAT_TYPES, KernelDef, buf, scalar
 from hurray_gpu.kernels.paged import MAX_LANES, MAX_WIDTH, ROLES, SKIP_SLOT
 
