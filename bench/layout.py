@@ -1,10 +1,8 @@
-"""Layout-conversion throughput per device, against the device's memory-copy roof and a NumPy
-gather (precomputed offset map) in the same run; CSR -> dense against scipy's ``toarray()``.
-
-GB/s counts bytes read + written; median of warm runs. Writes bench/out/layout.json.
-On a shared CPU host set OMP_WAIT_POLICY=passive: libgomp's spinning threads otherwise cost
-~15 ms per cpu-backend launch when cores are oversubscribed.
-Usage: python bench/layout.py [--side 2048] [--runs 5] [--devices cpu,opencl,vulkan]
+"""Layout-conversion throughput per device and size, against the device's memory-copy roof and a
+NumPy gather (precomputed offset map) in the same run; CSR -> dense against scipy's
+``toarray()`` at several densities. GB/s counts bytes read + written; median of warm runs.
+Writes bench/out/layout.json. On a shared CPU host set OMP_WAIT_POLICY=passive.
+Usage: python bench/layout.py [--sides 512,4096 | --side N] [--runs 5] [--devices cpu,opencl]
 """
 
 from __future__ import annotations
@@ -89,60 +87,80 @@ def _dense_row(dev: Any, t: Tensor, runs: int, nbytes: int) -> dict[str, float]:
             "numpy_gather_gbps": 2 * nbytes / numpy_s / 1e9}
 
 
-def _csr_row(dev: Any, side: int, runs: int) -> dict[str, float]:
-    rng = np.random.default_rng(1)
-    dense = np.where(rng.random((side, side)) < 0.05, 1.0, 0.0).astype(np.float32)
-    t = sparsify(Tensor.from_numpy(dense), "csr").to(dev)
-
-    def ours() -> None:
-        materialize(t)
-        dev.synchronize()
-    row = {"seconds": median_s(ours, runs)}
+def _csr_rows(dev: Any, side: int, runs: int, densities: list[float]) -> list[dict[str, Any]]:
+    """CSR -> dense of a side x side float32 matrix per density, against scipy (same data)."""
     try:
         import scipy.sparse as sps
     except ImportError:
-        row["scipy_seconds"] = float("nan")
-        return row
-    mat = sps.csr_matrix(dense)
-    row["scipy_seconds"] = median_s(mat.toarray, runs)
-    row["speedup_vs_scipy"] = row["scipy_seconds"] / row["seconds"]
-    return row
+        sps = None
+    rows = []
+    for density in densities:
+        rng = np.random.default_rng(1)
+        dense = np.where(rng.random((side, side)) < density,
+                         rng.standard_normal((side, side)), 0).astype(np.float32)
+        t = sparsify(Tensor.from_numpy(dense), "csr").to(dev)
+        if not np.array_equal(materialize(t).to("cpu").numpy(), dense):
+            raise AssertionError(f"CSR -> dense differs on {dev}")
+
+        def ours(t: Tensor = t) -> None:
+            materialize(t)
+            dev.synchronize()
+        row: dict[str, Any] = {"side": side, "density": density,
+                               "nnz": int(t.descriptor.layout.nnz),
+                               "seconds": median_s(ours, runs), "scipy_seconds": float("nan")}
+        if sps is not None:
+            row["scipy_seconds"] = median_s(sps.csr_matrix(dense).toarray, runs)
+            row["speedup_vs_scipy"] = row["scipy_seconds"] / row["seconds"]
+        rows.append(row)
+    return rows
+
+
+def _device_report(dev: Any, side: int, runs: int, densities: list[float]) -> dict[str, Any]:
+    nbytes = side * side * 4
+    base = Tensor.from_numpy(np.random.default_rng(0).standard_normal((side, side))
+                             .astype(np.float32))
+    tensors = {name: relayout(base, lay) for name, lay in _layouts(side).items()}
+    roof = _copy_roof(dev, nbytes, runs)
+    rows = {name: _dense_row(dev, t, runs, nbytes) for name, t in tensors.items()}
+    ident = rows["row_major_identity"]["gbps"]
+    for row in rows.values():
+        row["fraction_of_copy"] = row["gbps"] / roof
+        row["fraction_of_copy_end_to_end"] = row["gbps_end_to_end"] / roof
+        # Against the same gather kernel on a row-major source: the addressing's own cost.
+        row["fraction_of_identity_gather"] = row["gbps"] / ident
+    return {"copy_roof_gbps": roof, "layouts": rows,
+            "csr_to_dense": _csr_rows(dev, side, runs, densities)}
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and write the JSON report (default bench/out/layout.json)."""
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--side", type=int, default=2048, help="square f32 tensor side (2**k)")
+    parser.add_argument("--side", type=int, default=None, help="one square f32 side (2**k)")
+    parser.add_argument("--sides", default="1024,4096", help="comma-separated sides (2**k)")
+    parser.add_argument("--densities", default="0.01,0.05,0.2", help="CSR densities")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--devices", default="cpu,opencl,vulkan")
     parser.add_argument("--json", type=Path, default=Path(__file__).parent / "out" / "layout.json")
     args = parser.parse_args(argv)
-    side, nbytes = args.side, args.side * args.side * 4
-    base = Tensor.from_numpy(np.random.default_rng(0).standard_normal((side, side))
-                             .astype(np.float32))
-    tensors = {name: relayout(base, lay) for name, lay in _layouts(side).items()}
-    report: dict[str, Any] = {"side": side, "dtype": "float32", "runs": args.runs,
-                              "devices": {}}
+    sides = [args.side] if args.side else [int(v) for v in args.sides.split(",") if v]
+    densities = [float(v) for v in args.densities.split(",") if v]
+    report: dict[str, Any] = {"sides": sides, "dtype": "float32", "runs": args.runs,
+                              "sizes": {}}
     for spec in args.devices.split(","):
         try:
             dev = device(spec)
         except Exception as exc:  # noqa: BLE001 - a missing backend is reported, not fatal
             print(f"{spec}: skipped ({exc})", file=sys.stderr)
             continue
-        roof = _copy_roof(dev, nbytes, args.runs)
-        rows = {name: _dense_row(dev, t, args.runs, nbytes) for name, t in tensors.items()}
-        ident = rows["row_major_identity"]["gbps"]
-        for row in rows.values():
-            row["fraction_of_copy"] = row["gbps"] / roof
-            # Against the same gather kernel on a row-major source: the addressing's own cost.
-            row["fraction_of_identity_gather"] = row["gbps"] / ident
-        report["devices"][spec] = {"copy_roof_gbps": roof, "layouts": rows,
-                                   "csr_to_dense": _csr_row(dev, side, args.runs)}
-        print(json.dumps({spec: report["devices"][spec]}, indent=1))
-    # A flat table (one row per device and layout) for `hurray-gpu bench`'s report.
-    report["rows"] = [{"device": spec, "layout": name, "gbps": row["gbps"],
+        for side in sides:
+            entry = _device_report(dev, side, args.runs, densities)
+            report["sizes"].setdefault(str(side), {})[spec] = entry
+            print(json.dumps({spec: {str(side): entry}}, indent=1))
+    # A flat table (one row per device, size and layout) for `hurray-gpu bench`'s report.
+    report["rows"] = [{"device": spec, "side": int(side), "layout": name, "gbps": row["gbps"],
                        "fraction_of_copy": row["fraction_of_copy"]}
-                      for spec, dev_report in report["devices"].items()
+                      for side, per_dev in report["sizes"].items()
+                      for spec, dev_report in per_dev.items()
                       for name, row in dev_report["layouts"].items()]
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(report, indent=1))

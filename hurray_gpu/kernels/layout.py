@@ -17,6 +17,7 @@ from hurray_gpu.kernels.layout_common import (
     PACKED_MOVE,
     REC_WORDS,
     SEP_ADDR,
+    SEP_WORD_MOVE,
     WORD_MOVE,
     ref_axis_entries,
     ref_hilbert_so,
@@ -135,6 +136,24 @@ def _make_words(addr: str, word: str) -> KernelDef:
         doc=f"Row-major gather of {word} words ({addr} addressing); wpe words per element.")
 
 
+def _block_grid(s: Any) -> tuple[int, int, int]:
+    bx, by = max(int(s["bx"]), 1), max(int(s["by"]), 1)
+    return -(-int(s["nx"]) // bx), -(-int(s["ny"]) // by), int(s["nz"])
+
+
+def _make_blocked(word: str) -> KernelDef:
+    return KernelDef(
+        name=f"layout_sepblk_{word}",
+        params=(buf("dst", word, "w"), buf("src", word), buf("tx", "u32"), buf("ty", "u32"),
+                buf("tz", "u32"), scalar("nx"), scalar("ny"), scalar("nz"), scalar("wpe"),
+                scalar("woff"), scalar("nsrc"), scalar("bx"), scalar("by")),
+        body=SEP_WORD_MOVE, grid=_block_grid,
+        extents=lambda s: _word_extents(s, "sep"),
+        reference=lambda a: ref_words(a, _sep_so),
+        local_size=(8, 8, 1), tags=("layout",),
+        doc=f"Row-major gather of {word} words (sep addressing), a bx x by block per item.")
+
+
 def _make_packed(addr: str) -> KernelDef:
     text, so_fn, extra = _ADDR[addr]
     extra_bufs = tuple(p for p in extra if p.kind == "buffer")
@@ -154,11 +173,15 @@ def _make_packed(addr: str) -> KernelDef:
 
 
 _GATHERS = {(addr, word): _make_words(addr, word) for addr in _ADDR for word in _WORDS}
+# Host C runs work items one after another: there a block per item beats an element per item;
+# devices that vectorise across work items (GPUs, pocl, lavapipe) keep the per-element form.
+_GATHERS.update({("sepblk", word): _make_blocked(word) for word in _WORDS})
 _GATHERS.update({(addr, "packed"): _make_packed(addr) for addr in _ADDR})
 
 
 def gather_kernel(addr: str, mover: str) -> KernelDef:
-    """The gather kernel for ``addr`` (``"sep"``/``"hil"``) and ``mover`` (u8/u16/u32/packed)."""
+    """The gather kernel for ``addr`` (``"sep"``/``"sepblk"``/``"hil"``) and ``mover``
+    (u8/u16/u32/packed; ``"sepblk"`` takes word movers only)."""
     return _GATHERS[(addr, mover)]
 
 

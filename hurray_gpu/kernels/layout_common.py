@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["HILBERT_ADDR", "PACKED_MOVE", "REC_WORDS", "SEP_ADDR", "WORD_MOVE",
+__all__ = ["HILBERT_ADDR", "PACKED_MOVE", "REC_WORDS", "SEP_ADDR", "SEP_WORD_MOVE", "WORD_MOVE",
            "ref_axis_entries", "ref_hilbert_so", "ref_packed", "ref_words"]
 
 # Words per dimension record: extent, kind, nlev, final stride, then 9 (tile, stride) pairs
@@ -91,6 +91,41 @@ WORD_MOVE = """
         u32 v = 0u;
         if (s + w < nsrc && s + w >= s) v = LOAD(src, s + w);
         STORE(dst, o + w, v);
+    }
+"""
+
+# Separable word mover: a work item copies a bx x by block of elements (GPUs launch bx = by = 1,
+# one element per item; host C launches blocks, so the x loop is a plain indexed copy the C
+# compiler keeps in registers, and a column-major or tiled source is read in cache-line runs).
+# Reads outside src (nsrc words) yield 0.
+SEP_WORD_MOVE = """
+    u32 x0 = GLOBAL_ID(0) * bx;
+    u32 y0 = GLOBAL_ID(1) * by;
+    u32 z = GLOBAL_ID(2);
+    if (x0 >= nx || y0 >= ny || z >= nz) return;
+    u32 x1 = x0 + UMIN(nx - x0, bx);
+    u32 y1 = y0 + UMIN(ny - y0, by);
+    u32 oz = LOAD(tz, z);
+    for (u32 y = y0; y < y1; y++) {
+        u32 oy = oz + LOAD(ty, y);
+        u32 f = (z * ny + y) * nx;
+        if (wpe == 1u) {
+            u32 b = woff + oy;
+            for (u32 x = x0; x < x1; x++) {
+                u32 s = b + LOAD(tx, x);
+                STORE(dst, f + x, s < nsrc ? LOAD(src, s) : 0u);
+            }
+        } else {
+            for (u32 x = x0; x < x1; x++) {
+                u32 s = woff + (oy + LOAD(tx, x)) * wpe;
+                u32 o = (f + x) * wpe;
+                for (u32 w = 0u; w < wpe; w++) {
+                    u32 v = 0u;
+                    if (s + w < nsrc && s + w >= s) v = LOAD(src, s + w);
+                    STORE(dst, o + w, v);
+                }
+            }
+        }
     }
 """
 

@@ -112,26 +112,59 @@ def _closing(text: str, start: int) -> int:
     raise ValueError("unbalanced braces in a dequant body")
 
 
+_FAST = re.compile(r"if \(bits == 4u[^{]*\{")
+_FAST8 = re.compile(r"\s*else if \(bits == 8u[^{]*\{")
+_ELSE = re.compile(r"\s*else \{")
+
+
+def _general_only(body: str) -> str:
+    """Drop ``specialised_loop``'s hoisted 4-/8-bit loops, keeping its general loop.
+
+    The hoisted loops read codes at the row-major index; a fused kernel reads every code at
+    the layout offset through the general loop's ``CODE_LOAD``.
+    """
+    while (m4 := _FAST.search(body)) is not None:
+        end4 = _closing(body, m4.end() - 1)
+        m8 = _FAST8.match(body, end4 + 1)
+        if m8 is None:
+            raise ValueError("a hoisted 4-bit loop without its 8-bit sibling")
+        end8 = _closing(body, m8.end() - 1)
+        me = _ELSE.match(body, end8 + 1)
+        if me is None:
+            raise ValueError("hoisted loops without the general loop")
+        end = _closing(body, me.end() - 1)
+        body = body[:m4.start()] + body[me.end():end] + body[end + 1:]
+    return body
+
+
 def _fuse_body(body: str, pre: str) -> str:
-    """Make every per-element loop read its code at ``so`` (the layout offset of element i).
+    """Make every code read happen at ``so`` (the layout offset of element i).
 
     Dequant bodies either read with ``CODE_LOAD`` once per work item, or run per-element
-    loops ``for (; i < end; i++) { <code load> <element formula> }`` whose only other use of
-    ``i`` is the output index of ``STORE(dst, i, ...)``.
+    loops ``for (; i < end; i++) { CODE_LOAD <element formula> }`` (possibly beside hoisted
+    row-major loops for 4- and 8-bit codes, which are dropped here). Only the code load moves
+    to ``so``: the element formula and its output index keep ``i``.
+
+    Raises:
+        ValueError: a body with a code read this cannot move (checked at import).
     """
     if _LOOP not in body:
         if CODE_LOAD not in body:
             raise ValueError("dequant body has neither CODE_LOAD nor per-element loops")
-        return body.replace(CODE_LOAD, pre + _CODE_AT_SO, 1)
-    out, pos = [], 0
-    while (at := body.find(_LOOP, pos)) >= 0:
-        brace = at + len(_LOOP) - 1
-        end = _closing(body, brace)
-        inner = re.sub(r"\bi\b", "so", body[brace + 1:end])
-        inner = inner.replace("STORE(dst, so,", "STORE(dst, i,")
-        out += [body[pos:brace + 1], pre, inner]
-        pos = end
-    return "".join(out) + body[pos:]
+        fused = body.replace(CODE_LOAD, pre + _CODE_AT_SO, 1)
+    else:
+        body = _general_only(body)
+        out, pos = [], 0
+        while (at := body.find(_LOOP, pos)) >= 0:
+            brace = at + len(_LOOP) - 1
+            end = _closing(body, brace)
+            inner = body[brace + 1:end].replace(CODE_LOAD, pre + _CODE_AT_SO)
+            out += [body[pos:brace + 1], inner]
+            pos = end
+        fused = "".join(out) + body[pos:]
+    if "LOAD(data," in fused.replace(_CODE_AT_SO, ""):
+        raise ValueError("dequant body reads codes outside CODE_LOAD; it cannot be fused")
+    return fused
 
 
 def _make(base: KernelDef, addr: str) -> KernelDef:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from hurray_gpu.kernels.layout import LAYOUT_KERNELS
 from hurray_gpu.kernels.layout_checks import CHECK_KERNELS
+from hurray_gpu.kernels.layout_csr import CSR_ROWS
 from hurray_gpu.kernels.layout_fused import FUSED_KERNELS
 from hurray_gpu.kernels.layout_paged import CHECK_PAGED, PAGED_GATHERS
 from hurray_gpu.kernels.layout_put import PUT_KERNELS
@@ -13,4 +14,4 @@ from hurray_gpu.kernels.layout_sparse import SPARSE_KERNELS
 __all__ = ["LAYOUT_ALL"]
 
 LAYOUT_ALL = (*LAYOUT_KERNELS, *FUSED_KERNELS, *SPARSE_KERNELS, *CHECK_KERNELS, *PUT_KERNELS,
-              *PAGED_GATHERS.values(), CHECK_PAGED)
+              *PAGED_GATHERS.values(), CHECK_PAGED, *CSR_ROWS.values())

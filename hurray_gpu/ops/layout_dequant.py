@@ -17,22 +17,36 @@ from hurray_gpu.kernels.dequant_common import ERR_INVALID
 from hurray_gpu.kernels.layout import AXIS_TABLE
 from hurray_gpu.kernels.layout_fused import fused_kernel
 from hurray_gpu.ops.layout_plan import plan_dense
-from hurray_gpu.ops.layout_run import dense_result, device_buffers
+from hurray_gpu.ops.layout_run import cached_tables, dense_result, device_buffers
 
 __all__ = ["materialize_dequant"]
 
 
-def _err_tables(dev: Any, plan: Any) -> tuple[Buffer, int]:
-    """The err buffer of a sep launch: ``[0 | nx, ny | x | y | z tables]`` and its length."""
+def _err_template(dev: Any, plan: Any, words: int) -> Buffer:
+    """Build ``[0 | nx, ny | x | y | z tables]`` on the device (AXIS_TABLE launches)."""
     lp = Buffer.from_bytes(dev, np.ascontiguousarray(plan.records, np.uint32))
-    words = 3 + sum(max(r[2], 1) for r in plan.regions)
     table = Buffer(dev, 4 * words)
     table.copyin(np.array([0, plan.scalars["nx"], plan.scalars["ny"]], np.uint32))
     at = 3
     for d0, nd, entries, base in plan.regions:
         dev.run(AXIS_TABLE, dst=table, lp=lp, n=entries, d0=d0, nd=nd, base=base, dat=at)
         at += max(entries, 1)
-    return table, words
+    return table
+
+
+def _err_tables(dev: Any, plan: Any) -> tuple[Buffer, int]:
+    """The err buffer of a sep launch: ``[0 | nx, ny | x | y | z tables]`` and its length.
+
+    The kernel writes the flag word, so each launch gets its own copy of a template that is
+    built once per plan and device (when small; see ``layout_run.cached_tables``).
+    """
+    words = 3 + sum(max(r[2], 1) for r in plan.regions)
+    key = ("err", np.ascontiguousarray(plan.records, np.uint32).tobytes(),
+           tuple(plan.regions), int(plan.scalars["nx"]), int(plan.scalars["ny"]))
+    template = cached_tables(dev, key, words, lambda: [_err_template(dev, plan, words)])[0]
+    err = Buffer(dev, 4 * words)
+    err.copy_from(template)
+    return err, words
 
 
 def _launch(dev: Any, qplan: Any, kernel: Any, inputs: dict[str, Buffer],

@@ -10,10 +10,11 @@ from typing import Any
 
 import numpy as np
 
+from hurray_gpu.cache import LRUCache
 from hurray_gpu.errors import HurrayFormatError, UnsupportedOpError
 from hurray_gpu.format.addressing import offset_range
 from hurray_gpu.format.descriptor.layouts import ColMajor, Hilbert, Morton, Strided, Tiled
-from hurray_gpu.kernels.layout_common import REC_WORDS
+from hurray_gpu.kernels.layout_common import REC_WORDS, ref_axis_entries
 
 __all__ = ["DensePlan", "U32_LIMIT", "dims_of", "plan_dense"]
 
@@ -36,6 +37,7 @@ class DensePlan:
         scalars: the gather kernel's scalars.
         span: every computed offset ``so`` lies in ``[0, span)``.
         doff: the byte where ``so = 0`` lies in buffer 0.
+        xcontig: sep only: neighbours along the last axis are mostly neighbours in storage.
     """
 
     addr: str
@@ -47,6 +49,7 @@ class DensePlan:
     scalars: dict[str, int] = field(default_factory=dict)
     span: int = 0
     doff: int = 0
+    xcontig: bool = False
 
 
 def dims_of(desc: Any) -> tuple[int, ...]:
@@ -128,6 +131,14 @@ def _regions(dims: tuple[int, ...], base: int) -> list[tuple[int, int, int, int]
             (0, max(rank - 2, 0), nz, base & _MASK)]
 
 
+def _x_contiguous(records: np.ndarray, region: tuple[int, int, int, int]) -> bool:
+    """Whether at least 3/4 of the first 4096 x-table steps are +1 (rows are storage runs,
+    or tiles at least 4 elements wide)."""
+    d0, nd, entries, _ = region
+    head = ref_axis_entries(records, min(entries, 4096), d0, nd, 0).astype(np.int64)
+    return head.size > 1 and 4 * int((np.diff(head) == 1).sum()) >= 3 * (head.size - 1)
+
+
 def _word(item: int, byte_offset: int) -> int:
     for w in (4, 2, 1):
         if item % w == 0 and byte_offset % w == 0:
@@ -146,8 +157,15 @@ def _check_extent(first: int, last: int, size: int, unit: str) -> None:
                                  fix="split the tensor into parts under 4 GiB.")
 
 
+# Plans depend only on (descriptor, buffer size): repeated conversions skip re-planning and the
+# layout re-validation. Plans are shared, so callers never mutate them.
+_PLANS: LRUCache[tuple[Any, int], DensePlan] = LRUCache(256)
+
+
 def plan_dense(desc: Any, data_size: int) -> DensePlan:
     """Plan converting a dense tensor (row/col-major, strided, tiled, Morton, Hilbert).
+
+    The plan is cached per ``(desc, data_size)`` and shared: treat it as read-only.
 
     Args:
         desc: the TensorDescriptor (layout fields are checked here again).
@@ -162,6 +180,18 @@ def plan_dense(desc: Any, data_size: int) -> DensePlan:
         UnsupportedOpError: a non-dense layout, a type without a fixed width, or sizes beyond
             32-bit indexing.
     """
+    key = (desc, int(data_size))
+    try:
+        plan = _PLANS.get(key)
+    except TypeError:  # a descriptor holding an unhashable value is planned every time
+        return _plan_dense(desc, int(data_size))
+    if plan is None:
+        plan = _plan_dense(desc, int(data_size))
+        _PLANS.put(key, plan)
+    return plan
+
+
+def _plan_dense(desc: Any, data_size: int) -> DensePlan:
     if desc.layout_tag not in DENSE_TAGS:
         raise UnsupportedOpError(f"layout 0x{desc.layout_tag:02X} is not dense",
                                  fix="use the sparse, paged or composite materializers.")
@@ -177,6 +207,7 @@ def plan_dense(desc: Any, data_size: int) -> DensePlan:
     if sep:
         plan.records = _records(desc.layout, dims).reshape(-1)
         plan.regions = _regions(dims, -lo)
+        plan.xcontig = _x_contiguous(plan.records, plan.regions[0])
     else:
         plan.scalars.update(hp=int(desc.layout.order), hr=int(desc.layout.hilbert_rank))
     nx, ny, nz = (r[2] for r in _regions(dims, 0))

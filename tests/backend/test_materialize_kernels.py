@@ -25,6 +25,7 @@ from hurray_gpu.format.dtypes import by_name
 from hurray_gpu.kernels import get_kernel, run_reference
 from hurray_gpu.ops.build import random_quantized
 from hurray_gpu.ops.layout_host import relayout, sparsify
+from hurray_gpu.ops.layout_run import clear_table_cache
 from hurray_gpu.ops.materialize import materialize
 from hurray_gpu.tensor import Tensor
 
@@ -88,6 +89,8 @@ def _scenarios(rng: np.random.Generator) -> list[tuple[Tensor, dict[str, Any]]]:
         (relayout(random_quantized(rng, "per_tensor", "int8", (16, 16)), Hilbert(4, 2)),
          {"dtype": "bfloat16"}),
         (sparsify(Tensor.from_numpy(sparse_src), "csr"), {}),
+        (sparsify(Tensor.from_numpy(sparse_src), "csc"), {}),
+        (sparsify(Tensor.from_numpy(sparse_src.astype(np.float16)), "csr"), {}),
         (sparsify(Tensor.from_numpy(sp3), "csf"), {}),
         (sparsify(Tensor.from_numpy(sp3), "coo"), {}),
         (overlay, {}), (partition, {}), (paged, {"seq_lens": [2, 3]}),
@@ -97,15 +100,18 @@ def _scenarios(rng: np.random.Generator) -> list[tuple[Tensor, dict[str, Any]]]:
 def test_every_layout_kernel_matches_its_reference(device, monkeypatch) -> None:
     if device.kind == "reference":
         pytest.skip("the reference device runs the references themselves")
+    clear_table_cache()  # so the axis-table kernel launches (and is checked) here too
     recorder = _Recorder(type(device).run)
     monkeypatch.setattr(type(device), "run",
                         lambda dev, kernel, *a, **kw: recorder(dev, kernel, *a, **kw))
     for t, kwargs in _scenarios(np.random.default_rng(3)):
         materialize(t.to(device), **kwargs)
-    expected = {"layout_axis_table", "layout_sep_u32", "layout_sep_u16", "layout_hil_u8",
+    sep = "sepblk" if device.dialect == "c" else "sep"  # host C runs the blocked gather
+    expected = {"layout_axis_table", f"layout_{sep}_u32", f"layout_{sep}_u16", "layout_hil_u8",
                 "layout_sep_packed", "layout_hil_packed", "dequant_affine_f16_sep",
                 "dequant_lut_f32_sep", "dequant_affine_bf16_hil", "sparse_tree_u32",
-                "sparse_tree_u16", "sparse_coo_u16", "layout_copy_words", "layout_check_hi",
+                "sparse_tree_u16", "sparse_coo_u16", "sparse_csr_rows_u32", "sparse_csr_rows_u16",
+                "layout_copy_words", "layout_check_hi",
                 "layout_check_tree", "layout_check_coo", "layout_put_u32", "layout_add_f32",
                 "layout_check_paged", "layout_paged_u32"}
     assert expected <= recorder.checked, sorted(expected - recorder.checked)

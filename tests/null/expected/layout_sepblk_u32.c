@@ -1,0 +1,81 @@
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+static inline float hg_as_f32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+static inline uint32_t hg_as_u32(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+static inline uint32_t hg_umin(uint32_t a, uint32_t b) { return a < b ? a : b; }
+static inline uint32_t hg_umax(uint32_t a, uint32_t b) { return a > b ? a : b; }
+static inline int32_t hg_imin(int32_t a, int32_t b) { return a < b ? a : b; }
+static inline int32_t hg_imax(int32_t a, int32_t b) { return a > b ? a : b; }
+#define HG_CHUNK 4096
+
+#define store_dst(hg_i, hg_v) (dst[(hg_i)] = (uint32_t)((hg_v)))
+#define load_src(hg_i) (src[(hg_i)])
+#define load_tx(hg_i) (tx[(hg_i)])
+#define load_ty(hg_i) (ty[(hg_i)])
+#define load_tz(hg_i) (tz[(hg_i)])
+
+static inline void layout_sepblk_u32_item(uint32_t hg_gid0, uint32_t hg_gid1, uint32_t hg_gid2, uint32_t *restrict dst, const uint32_t *restrict src, const uint32_t *restrict tx, const uint32_t *restrict ty, const uint32_t *restrict tz, uint32_t nx, uint32_t ny, uint32_t nz, uint32_t wpe, uint32_t woff, uint32_t nsrc, uint32_t bx, uint32_t by) {
+    uint32_t x0 = hg_gid0 * bx;
+    uint32_t y0 = hg_gid1 * by;
+    uint32_t z = hg_gid2;
+    if (x0 >= nx || y0 >= ny || z >= nz) return;
+    uint32_t x1 = x0 + hg_umin(nx - x0, bx);
+    uint32_t y1 = y0 + hg_umin(ny - y0, by);
+    uint32_t oz = load_tz(z);
+    for (uint32_t y = y0; y < y1; y++) {
+        uint32_t oy = oz + load_ty(y);
+        uint32_t f = (z * ny + y) * nx;
+        if (wpe == 1u) {
+            uint32_t b = woff + oy;
+            for (uint32_t x = x0; x < x1; x++) {
+                uint32_t s = b + load_tx(x);
+                store_dst(f + x, s < nsrc ? load_src(s) : 0u);
+            }
+        } else {
+            for (uint32_t x = x0; x < x1; x++) {
+                uint32_t s = woff + (oy + load_tx(x)) * wpe;
+                uint32_t o = (f + x) * wpe;
+                for (uint32_t w = 0u; w < wpe; w++) {
+                    uint32_t v = 0u;
+                    if (s + w < nsrc && s + w >= s) v = load_src(s + w);
+                    store_dst(o + w, v);
+                }
+            }
+        }
+    }
+}
+
+void layout_sepblk_u32(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0, int64_t hg_n1,
+            int64_t hg_n2) {
+    uint32_t *restrict dst = (uint32_t *)hg_bufs[0];
+    const uint32_t *restrict src = (const uint32_t *)hg_bufs[1];
+    const uint32_t *restrict tx = (const uint32_t *)hg_bufs[2];
+    const uint32_t *restrict ty = (const uint32_t *)hg_bufs[3];
+    const uint32_t *restrict tz = (const uint32_t *)hg_bufs[4];
+    uint32_t nx = hg_words[0];
+    uint32_t ny = hg_words[1];
+    uint32_t nz = hg_words[2];
+    uint32_t wpe = hg_words[3];
+    uint32_t woff = hg_words[4];
+    uint32_t nsrc = hg_words[5];
+    uint32_t bx = hg_words[6];
+    uint32_t by = hg_words[7];
+    int64_t hg_total = hg_n0 * hg_n1 * hg_n2;
+    int64_t hg_chunks = (hg_total + HG_CHUNK - 1) / HG_CHUNK;
+    #pragma omp parallel for schedule(static)
+    for (int64_t hg_c = 0; hg_c < hg_chunks; hg_c++) {
+        int64_t hg_t = hg_c * HG_CHUNK;
+        int64_t hg_end = hg_t + HG_CHUNK < hg_total ? hg_t + HG_CHUNK : hg_total;
+        uint32_t hg_x = (uint32_t)(hg_t % hg_n0), hg_y = (uint32_t)((hg_t / hg_n0) % hg_n1);
+        uint32_t hg_z = (uint32_t)(hg_t / (hg_n0 * hg_n1));
+        for (; hg_t < hg_end; hg_t++) {
+            layout_sepblk_u32_item(hg_x, hg_y, hg_z, dst, src, tx, ty, tz, nx, ny, nz, wpe, woff, nsrc, bx, by);
+            if (++hg_x == (uint32_t)hg_n0) {
+                hg_x = 0;
+                if (++hg_y == (uint32_t)hg_n1) { hg_y = 0; hg_z++; }
+            }
+        }
+    }
+}

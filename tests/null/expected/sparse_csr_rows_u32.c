@@ -1,0 +1,94 @@
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+static inline float hg_as_f32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+static inline uint32_t hg_as_u32(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+static inline uint32_t hg_umin(uint32_t a, uint32_t b) { return a < b ? a : b; }
+static inline uint32_t hg_umax(uint32_t a, uint32_t b) { return a > b ? a : b; }
+static inline int32_t hg_imin(int32_t a, int32_t b) { return a < b ? a : b; }
+static inline int32_t hg_imax(int32_t a, int32_t b) { return a > b ? a : b; }
+#define HG_CHUNK 4096
+
+#define store_dst(hg_i, hg_v) (dst[(hg_i)] = (uint32_t)((hg_v)))
+#define load_vals(hg_i) (vals[(hg_i)])
+#define load_ci(hg_i) (ci[(hg_i)])
+#define load_rp(hg_i) (rp[(hg_i)])
+#define load_err(hg_i) (err[(hg_i)])
+#define store_err(hg_i, hg_v) (err[(hg_i)] = (uint32_t)((hg_v)))
+
+static inline void sparse_csr_rows_u32_item(uint32_t hg_gid0, uint32_t hg_gid1, uint32_t hg_gid2, uint32_t *restrict dst, const uint32_t *restrict vals, const uint32_t *restrict ci, const uint32_t *restrict rp, uint32_t *restrict err, uint32_t nrows, uint32_t ncols, uint32_t nnz, uint32_t wpe, uint32_t seg) {
+    uint32_t c0 = hg_gid0 * seg;
+    uint32_t r = hg_gid1;
+    if (c0 >= ncols || r >= nrows) return;
+    uint32_t c1 = c0 + hg_umin(ncols - c0, seg);
+    uint32_t o = r * ncols;
+    // The store index is the loop counter itself: a uint32_t sum (o + c) may wrap as far as a
+    // C compiler knows, which keeps it from turning the loop into a memset.
+    uint32_t z1 = (o + c1) * wpe;
+    for (uint32_t j = (o + c0) * wpe; j < z1; j++) store_dst(j, 0u);
+    uint32_t a = load_rp(2u * r);
+    uint32_t b = load_rp(2u * r + 2u);
+    uint32_t ok = 1u;
+    if ((load_rp(2u * r + 1u) | load_rp(2u * r + 3u)) != 0u || a > b || b > nnz) ok = 0u;
+    if (c0 == 0u) {
+        if ((r == 0u && a != 0u) || (r + 1u == nrows && b != nnz)) ok = 0u;
+        uint32_t prev = 0u;
+        for (uint32_t k = a; k < b && ok != 0u; k++) {
+            uint32_t v = load_ci(2u * k);
+            if (load_ci(2u * k + 1u) != 0u || v >= ncols || (k > a && v <= prev)) ok = 0u;
+            prev = v;
+        }
+        if (ok == 0u) store_err(0u, 1u);
+    }
+    if (ok == 0u) return;
+    uint32_t lo = a;
+    uint32_t hi = b;
+    while (lo < hi) {
+        uint32_t md = lo + (hi - lo) / 2u;
+        if (load_ci(2u * md + 1u) == 0u && load_ci(2u * md) < c0) {
+            lo = md + 1u;
+        } else {
+            hi = md;
+        }
+    }
+    for (uint32_t k = lo; k < b; k++) {
+        uint32_t v = load_ci(2u * k);
+        if (load_ci(2u * k + 1u) != 0u || v >= c1) break;
+        if (wpe == 1u) {
+            store_dst(o + v, load_vals(k));
+        } else {
+            for (uint32_t w = 0u; w < wpe; w++) store_dst((o + v) * wpe + w, load_vals(k * wpe + w));
+        }
+    }
+}
+
+void sparse_csr_rows_u32(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0, int64_t hg_n1,
+            int64_t hg_n2) {
+    uint32_t *restrict dst = (uint32_t *)hg_bufs[0];
+    const uint32_t *restrict vals = (const uint32_t *)hg_bufs[1];
+    const uint32_t *restrict ci = (const uint32_t *)hg_bufs[2];
+    const uint32_t *restrict rp = (const uint32_t *)hg_bufs[3];
+    uint32_t *restrict err = (uint32_t *)hg_bufs[4];
+    uint32_t nrows = hg_words[0];
+    uint32_t ncols = hg_words[1];
+    uint32_t nnz = hg_words[2];
+    uint32_t wpe = hg_words[3];
+    uint32_t seg = hg_words[4];
+    int64_t hg_total = hg_n0 * hg_n1 * hg_n2;
+    int64_t hg_chunks = (hg_total + HG_CHUNK - 1) / HG_CHUNK;
+    #pragma omp parallel for schedule(static)
+    for (int64_t hg_c = 0; hg_c < hg_chunks; hg_c++) {
+        int64_t hg_t = hg_c * HG_CHUNK;
+        int64_t hg_end = hg_t + HG_CHUNK < hg_total ? hg_t + HG_CHUNK : hg_total;
+        uint32_t hg_x = (uint32_t)(hg_t % hg_n0), hg_y = (uint32_t)((hg_t / hg_n0) % hg_n1);
+        uint32_t hg_z = (uint32_t)(hg_t / (hg_n0 * hg_n1));
+        for (; hg_t < hg_end; hg_t++) {
+            sparse_csr_rows_u32_item(hg_x, hg_y, hg_z, dst, vals, ci, rp, err, nrows, ncols, nnz, wpe, seg);
+            if (++hg_x == (uint32_t)hg_n0) {
+                hg_x = 0;
+                if (++hg_y == (uint32_t)hg_n1) { hg_y = 0; hg_z++; }
+            }
+        }
+    }
+}

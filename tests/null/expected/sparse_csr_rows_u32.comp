@@ -1,0 +1,67 @@
+#version 450
+
+layout(std430, set = 0, binding = 0) buffer hg_dst_block { uint dst[]; };
+layout(std430, set = 0, binding = 1) readonly buffer hg_vals_block { uint vals[]; };
+layout(std430, set = 0, binding = 2) readonly buffer hg_ci_block { uint ci[]; };
+layout(std430, set = 0, binding = 3) readonly buffer hg_rp_block { uint rp[]; };
+layout(std430, set = 0, binding = 4) buffer hg_err_block { uint err[]; };
+layout(push_constant) uniform hg_push_block { uint nrows; uint ncols; uint nnz; uint wpe; uint seg; } hg_pc;
+void store_dst(uint hg_i, uint hg_v) { dst[hg_i] = hg_v; }
+uint load_vals(uint hg_i) { return vals[hg_i]; }
+uint load_ci(uint hg_i) { return ci[hg_i]; }
+uint load_rp(uint hg_i) { return rp[hg_i]; }
+uint load_err(uint hg_i) { return err[hg_i]; }
+void store_err(uint hg_i, uint hg_v) { err[hg_i] = hg_v; }
+
+layout(local_size_x = 64, local_size_y = 4, local_size_z = 1) in;
+
+void main() {
+    uint nrows = hg_pc.nrows;
+    uint ncols = hg_pc.ncols;
+    uint nnz = hg_pc.nnz;
+    uint wpe = hg_pc.wpe;
+    uint seg = hg_pc.seg;
+    uint c0 = gl_GlobalInvocationID.x * seg;
+    uint r = gl_GlobalInvocationID.y;
+    if (c0 >= ncols || r >= nrows) return;
+    uint c1 = c0 + min(ncols - c0, seg);
+    uint o = r * ncols;
+    // The store index is the loop counter itself: a uint sum (o + c) may wrap as far as a
+    // C compiler knows, which keeps it from turning the loop into a memset.
+    uint z1 = (o + c1) * wpe;
+    for (uint j = (o + c0) * wpe; j < z1; j++) store_dst(j, 0u);
+    uint a = load_rp(2u * r);
+    uint b = load_rp(2u * r + 2u);
+    uint ok = 1u;
+    if ((load_rp(2u * r + 1u) | load_rp(2u * r + 3u)) != 0u || a > b || b > nnz) ok = 0u;
+    if (c0 == 0u) {
+        if ((r == 0u && a != 0u) || (r + 1u == nrows && b != nnz)) ok = 0u;
+        uint prev = 0u;
+        for (uint k = a; k < b && ok != 0u; k++) {
+            uint v = load_ci(2u * k);
+            if (load_ci(2u * k + 1u) != 0u || v >= ncols || (k > a && v <= prev)) ok = 0u;
+            prev = v;
+        }
+        if (ok == 0u) store_err(0u, 1u);
+    }
+    if (ok == 0u) return;
+    uint lo = a;
+    uint hi = b;
+    while (lo < hi) {
+        uint md = lo + (hi - lo) / 2u;
+        if (load_ci(2u * md + 1u) == 0u && load_ci(2u * md) < c0) {
+            lo = md + 1u;
+        } else {
+            hi = md;
+        }
+    }
+    for (uint k = lo; k < b; k++) {
+        uint v = load_ci(2u * k);
+        if (load_ci(2u * k + 1u) != 0u || v >= c1) break;
+        if (wpe == 1u) {
+            store_dst(o + v, load_vals(k));
+        } else {
+            for (uint w = 0u; w < wpe; w++) store_dst((o + v) * wpe + w, load_vals(k * wpe + w));
+        }
+    }
+}
