@@ -24,7 +24,7 @@ void layout_zero_words(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0, 
     uint32_t n = hg_words[0];
     int64_t hg_total = hg_n0 * hg_n1 * hg_n2;
     int64_t hg_chunks = (hg_total + HG_CHUNK - 1) / HG_CHUNK;
-    #pragma omp parallel for schedule(static)
+    #pragma omp parallel for schedule(static) if(hg_chunks > 1)
     for (int64_t hg_c = 0; hg_c < hg_chunks; hg_c++) {
         int64_t hg_t = hg_c * HG_CHUNK;
         int64_t hg_end = hg_t + HG_CHUNK < hg_total ? hg_t + HG_CHUNK : hg_total;
