@@ -25,7 +25,13 @@ while [ $# -gt 0 ]; do
     *) HARNESSES+=("$1"); shift ;;
   esac
 done
-[ ${#HARNESSES[@]} -eq 0 ] && HARNESSES=(descriptor stream hrry vir0)
+# Default: every harness fuzz/__init__.py registers (descriptor stream hrry vir0 kv_import).
+[ ${#HARNESSES[@]} -eq 0 ] && read -r -a HARNESSES < <("$PYTHON" -c \
+  "from fuzz import HARNESS_NAMES; print(*HARNESS_NAMES)")
+if [ ${#HARNESSES[@]} -eq 0 ]; then
+  echo "ci/fuzz.sh: cannot list the harnesses (python -c 'import fuzz' failed)." >&2
+  exit 2
+fi
 if ! "$PYTHON" -c "import atheris" 2>/dev/null; then
   echo "ci/fuzz.sh: atheris is not installed (pip install atheris)." >&2
   exit 2

@@ -21,9 +21,10 @@ def _atheris(name: str, libfuzzer_args: list[str]) -> int:
     # Tracing every input halves the speed but enforces the memory bound exactly; libFuzzer's
     # -rss_limit_mb only sees touched pages, and -malloc_limit_mb needs a sanitizer runtime.
     measure = os.environ.get("FUZZ_TRACEMALLOC", "1") != "0"
-    from ._engine import SLOWDOWN
+    from ._engine import SLOWDOWN, STICKY_TRACING
 
     SLOWDOWN[0] = 4.0
+    STICKY_TRACING[0] = measure  # every input is traced: never pay the start/stop leak
 
     def test_one_input(data: bytes) -> None:
         harness.one_input(data, measure_memory=measure)

@@ -16,6 +16,7 @@ from hurray_gpu.buffer import Buffer
 from hurray_gpu.errors import HurrayFormatError, UnsupportedOpError
 from hurray_gpu.format.descriptor import BlockPaged, PerBlockAffine
 from hurray_gpu.kv_cache.interchange import as_named, host_parts
+from hurray_gpu.kv_cache.options import storage_dtype
 from hurray_gpu.tensor import Tensor
 
 __all__ = ["import_tensors"]
@@ -127,6 +128,17 @@ def _collect(named: dict[str, Tensor], seq_lens: Mapping[str, Any] | None) -> tu
     return geo, table, ptr, slots
 
 
+def _missing(slots: Mapping[tuple[int, int], Any], layers: int) -> list[tuple[int, int]]:
+    """The first few missing (layer, role) pairs; a hostile layer_index (up to 2**32 - 2)
+    must not make this walk or list every absent layer."""
+    missing: list[tuple[int, int]] = []
+    for layer in range(layers):
+        missing += [(layer, r) for r in (0, 1) if (layer, r) not in slots]
+        if len(missing) >= 4:
+            break
+    return missing
+
+
 def import_tensors(tensors: Mapping[str, Tensor] | Any, *, device: Any = None,
                    seq_lens: Mapping[str, Any] | None = None, dtype: Any = None,
                    enable_prefix_cache: bool = False) -> Any:
@@ -138,9 +150,8 @@ def import_tensors(tensors: Mapping[str, Tensor] | Any, *, device: Any = None,
         raise UnsupportedOpError("no tensors to import", fix="pass each layer's key and value.")
     geo, table, ptr, slots = _collect(named, seq_lens)
     layers = 1 + max(layer for layer, _ in slots)
-    missing = [(la, r) for la in range(layers) for r in (0, 1) if (la, r) not in slots]
-    if missing:
-        raise _bad(f"layers/roles {missing} are missing", "layer_index",
+    if 2 * layers != len(slots):  # keys are unique and below layers: something is missing
+        raise _bad(f"layers/roles {_missing(slots, layers)} are missing", "layer_index",
                    "import a key and a value tensor for every layer 0..L-1.")
     for layer in range(layers):
         if not np.array_equal(slots[(layer, 0)][1], slots[(layer, 1)][1]):
@@ -151,6 +162,13 @@ def import_tensors(tensors: Mapping[str, Tensor] | Any, *, device: Any = None,
         device = "cpu" if first.is_host else first.device
     if dtype is None:
         dtype = "float16" if geo.kv else geo.dtype
+    elif geo.kv is None and storage_dtype(dtype) != geo.dtype:
+        # Plain K/V pages are imported byte for byte: another dtype would reinterpret them
+        # (and size the pools differently from the tensors' pools).
+        raise UnsupportedOpError(
+            f"dtype {storage_dtype(dtype).name} differs from the tensors' {geo.dtype.name}",
+            fix="import with the tensors' dtype (or dtype=None), then convert what gather "
+                "returns.")
     cache = PagedKVCache(device, layers, geo.heads, geo.head_dim, geo.num_pages, geo.page_size,
                          dtype, geo.kv, enable_prefix_cache=enable_prefix_cache)
     for (layer, role), (t, _) in slots.items():

@@ -13,7 +13,7 @@ import numpy as np
 
 from hurray_gpu.buffer import Buffer
 from hurray_gpu.device import MemoryClass
-from hurray_gpu.errors import UnsupportedOpError
+from hurray_gpu.errors import HurrayFormatError, UnsupportedOpError
 from hurray_gpu.format.descriptor import (
     DEVICE_ALIGNMENT,
     MIN_DATA_ALIGNMENT,
@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 __all__ = ["BlockPagedTensor", "export_layer", "tensor_name"]
 
 ROLE_NAMES = ("key", "value")
+I64_MIN, I64_MAX = -(1 << 63), (1 << 63) - 1
 
 
 class BlockPagedTensor(Tensor):
@@ -122,7 +123,11 @@ def save_cache(cache: PagedKVCache, path: Any, seq_ids: Any = None) -> None:
 
 
 def load_tensors(path: Any) -> tuple[dict[str, Tensor], dict[str, np.ndarray]]:
-    """The block-paged tensors of a ``.hrry`` file and the seq_lens stored for each."""
+    """The block-paged tensors of a ``.hrry`` file and the seq_lens stored for each.
+
+    Raises:
+        HurrayFormatError: a malformed file, or a seq_lens entry that is not i64 counts.
+    """
     from hurray_gpu.io import open_file
 
     tensors, lens = {}, {}
@@ -133,13 +138,18 @@ def load_tensors(path: Any) -> tuple[dict[str, Tensor], dict[str, np.ndarray]]:
             tensors[name] = f.read(name, copy=True)
             entry = f.metadata.get(f"{name}.seq_lens")
             if entry is not None:
-                if not isinstance(entry, (list, tuple)) or \
-                        any(isinstance(v, bool) or not isinstance(v, int) for v in entry):
-                    raise UnsupportedOpError(f"KV entry {name}.seq_lens is not an integer array",
-                                             fix="store seq_lens as an i64 array.")
-                lens[name] = np.array(entry, dtype=np.int64) if entry else \
-                    np.zeros(0, np.int64)
+                lens[name] = _lens_entry(name, entry)
     return tensors, lens
+
+
+def _lens_entry(name: str, entry: Any) -> np.ndarray:
+    """A ``<name>.seq_lens`` KV entry as int64; a u64 array may hold values past i64."""
+    if not isinstance(entry, (list, tuple)) or any(
+            isinstance(v, bool) or not isinstance(v, int) or not I64_MIN <= v <= I64_MAX
+            for v in entry):
+        raise HurrayFormatError(f"KV entry {name}.seq_lens is not an array of i64 token counts",
+                                field=f"{name}.seq_lens", fix="store seq_lens as an i64 array.")
+    return np.array(entry, dtype=np.int64) if entry else np.zeros(0, np.int64)
 
 
 def as_named(tensors: Mapping[str, Tensor] | Sequence[Tensor]) -> dict[str, Tensor]:

@@ -73,3 +73,23 @@ def test_mutations_are_deterministic_and_bounded() -> None:
     empty = bytearray()
     apply_op(empty, ("flip", 5, 1, 0), [])
     assert len(empty) == 1
+
+
+def test_sticky_tracing_keeps_tracemalloc_running(monkeypatch: pytest.MonkeyPatch) -> None:
+    # start()/stop() per input leaks process memory; atheris runs keep tracing on instead.
+    import tracemalloc
+
+    from fuzz import _engine
+
+    assert not tracemalloc.is_tracing()
+    guarded(lambda: None, HurrayFormatError, size=1, bounds=BOUNDS, measure_memory=True)
+    assert not tracemalloc.is_tracing()
+    monkeypatch.setattr(_engine, "STICKY_TRACING", [True])
+    try:
+        guarded(lambda: None, HurrayFormatError, size=1, bounds=BOUNDS, measure_memory=True)
+        assert tracemalloc.is_tracing()
+        out = guarded(lambda: np.ones(1 << 20, np.uint8), HurrayFormatError, size=100,
+                      bounds=BOUNDS, measure_memory=True, mem_extra=2 << 20)
+        assert out.size == 1 << 20 and tracemalloc.is_tracing()
+    finally:
+        tracemalloc.stop()

@@ -48,6 +48,12 @@ def test_hrry_mutants(data: st.DataObject) -> None:
     _check("hrry", data.draw(mutated("hrry")))
 
 
+@settings(SETTINGS, max_examples=200)
+@given(st.data())
+def test_kv_import_mutants(data: st.DataObject) -> None:
+    _check("kv_import", data.draw(mutated("kv_import")))
+
+
 @SETTINGS
 @given(st.data())
 def test_vir0_mutants(data: st.DataObject) -> None:

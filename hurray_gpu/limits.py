@@ -1,0 +1,194 @@
+"""Every resource limit of hurray_gpu and vyre, in one registry (docs/reliability.md).
+
+The constants stay in the modules that enforce them; this registry reads them from there, so
+the table can never drift from the code. ``python -m hurray_gpu.limits`` prints the table.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["LIMITS", "Limit", "limits_table", "value_of"]
+
+
+@dataclass(frozen=True)
+class Limit:
+    """One named resource limit.
+
+    Attributes:
+        module: the module that defines and enforces it.
+        constant: the constant's name in that module.
+        area: what it protects (``decoder``, ``reader``, ``memory``, ``kernel``, ...).
+        description: one line: what is bounded and what happens past it.
+    """
+
+    module: str
+    constant: str
+    area: str
+    description: str
+
+    @property
+    def value(self) -> Any:
+        """The constant's current value, read from its module."""
+        return getattr(importlib.import_module(self.module), self.constant)
+
+    @property
+    def name(self) -> str:
+        """``module.CONSTANT``."""
+        return f"{self.module}.{self.constant}"
+
+
+def _l(module: str, constant: str, area: str, description: str) -> Limit:
+    return Limit(module, constant, area, description)
+
+
+_F, _IO, _KV = "hurray_gpu.format", "hurray_gpu.io", "hurray_gpu.kv_cache"
+
+LIMITS: tuple[Limit, ...] = (
+    # -- Hurray descriptors and addressing ------------------------------------------------
+    _l(f"{_F}.descriptor.validate", "MAX_RANK", "decoder",
+       "tensor rank a descriptor may declare; higher is HurrayFormatError"),
+    _l(f"{_F}.descriptor.layouts", "MAX_TILED_DEPTH", "decoder",
+       "nesting levels of a tiled layout"),
+    _l(f"{_F}.addressing_checks", "MAX_DENSE_ELEMENTS", "memory",
+       "elements a host reference (to_dense, block_paged_to_dense, ...) may allocate; "
+       "checked before allocating"),
+    _l(f"{_F}.addressing_curves", "MAX_CODE_BITS", "decoder",
+       "bits of a Morton/Hilbert code (must fit a signed 64-bit offset)"),
+    # -- streams and .hrry files ------------------------------------------------------------
+    _l(f"{_IO}.framing", "DEFAULT_MAX_DESCRIPTOR_SIZE", "reader",
+       "largest descriptor a stream or file reader accepts (StreamReader max_descriptor_size)"),
+    _l(f"{_IO}.framing", "DEFAULT_MAX_COMPOSITE_DEPTH", "reader",
+       "composite nesting depth (spec MUST >= 8; max_composite_depth)"),
+    _l(f"{_IO}.stream", "_PIECE", "memory",
+       "read-ahead from a source of unknown length before a declared size is proven"),
+    _l(f"{_IO}._memory", "CHUNK", "memory",
+       "large buffers are read chunk by chunk, so a short stream fails after one chunk"),
+    _l(f"{_IO}._memory", "MAX_HOST_ALIGNMENT", "memory",
+       "largest alignment a host copy is padded to (padding <= 1/16 of the buffer)"),
+    _l(f"{_IO}.file_format", "MAX_ALIGNMENT", "reader",
+       "largest data_buffer_alignment of a .hrry file (smallest: MIN_ALIGNMENT)"),
+    _l(f"{_IO}.kv", "MAX_KEY_BYTES", "reader", "length of one metadata key (u16 on the wire)"),
+    _l(f"{_IO}.composite", "_PAINT_LIMIT", "memory",
+       "partition cover is painted on a grid up to this many elements, else checked by boxes"),
+    # -- paged KV cache -----------------------------------------------------------------------
+    _l(f"{_KV}.options", "MAX_LAYERS", "kv_cache", "layers of a PagedKVCache"),
+    _l(f"{_KV}.options", "MAX_HEADS", "kv_cache", "KV heads per token"),
+    _l(f"{_KV}.options", "MAX_HEAD_DIM", "kv_cache", "elements per head"),
+    _l(f"{_KV}.options", "MAX_PAGE_SIZE", "kv_cache", "tokens per page"),
+    _l(f"{_KV}.options", "MAX_PAGES", "kv_cache",
+       "pages per pool (host bookkeeping is a few words per page)"),
+    _l(f"{_KV}.allocator", "MAX_SEQ_TOKENS", "kv_cache",
+       "tokens one sequence may hold (slot indices stay u32)"),
+    _l(f"{_KV}.storage", "MAX_WORDS", "kernel", "largest word index a KV kernel computes (u32)"),
+    _l(f"{_KV}.cache", "MAX_OUTPUT_BYTES", "kernel",
+       "largest gather output (kernels index u32 words)"),
+    _l("hurray_gpu.kernels.paged", "MAX_LANES", "kernel",
+       "lanes of a paged kernel; guards make larger values no-ops"),
+    _l("hurray_gpu.kernels.paged", "MAX_WIDTH", "kernel", "row width of a paged kernel"),
+    # -- kernels, launches, compile cache ---------------------------------------------------
+    _l("hurray_gpu.ops.plan", "MAX_EPT", "kernel", "elements one work item of an unpack takes"),
+    _l("hurray_gpu.ops.plan", "U32_LIMIT", "kernel",
+       "element counts and byte extents of dequantize/unpack launches (u32 indices)"),
+    _l("hurray_gpu.ops.layout_plan", "U32_LIMIT", "kernel",
+       "element counts, word offsets and bit positions of materialize launches"),
+    _l("hurray_gpu.ops.layout_run", "_TABLE_CACHE_ENTRIES", "cache",
+       "layout axis tables cached per device"),
+    _l("hurray_gpu.ops.layout_run", "_TABLE_CACHE_WORDS", "cache",
+       "largest axis table (u32 words) that is cached"),
+    _l("hurray_gpu.program", "MAX_GRID_DIM", "kernel", "one work-grid dimension"),
+    _l("hurray_gpu.program", "MAX_WORK_ITEMS", "kernel",
+       "work items per launch (host loop index arithmetic stays exact)"),
+    _l("hurray_gpu.backends.cuda", "MAX_GRID", "kernel", "CUDA grid (x, y, z)"),
+    _l("hurray_gpu.cache", "MAX_BINARY_BYTES", "cache",
+       "compiled kernel read back from the disk cache; larger entries are refused"),
+    _l("hurray_gpu.cache", "MAX_SOURCE_BYTES", "cache", "kernel source stored in a cache entry"),
+    _l("hurray_gpu.device", "DEFAULT_POOL_LIMIT", "memory",
+       "freed device buffers kept for reuse per allocator; beyond it they are really freed"),
+    _l("hurray_gpu.device", "PROGRAM_CACHE_CAPACITY", "cache", "loaded programs per device"),
+    _l("hurray_gpu.transfer", "CHUNK", "memory",
+       "host staging per copy step (a staged copy never doubles host memory)"),
+    _l("hurray_gpu.tensor_device", "MAX_HOST_ALIGN", "memory",
+       "largest alignment honoured for host arrays; larger declarations are capped"),
+    _l("hurray_gpu.tensor", "_MAX_HOST_ALIGN", "memory",
+       "largest alignment a host Tensor copy is padded to"),
+    _l("hurray_gpu.devices_api", "MAX_SPEC_LEN", "api", "length of a device spec string"),
+    _l("hurray_gpu.sync.dlpack_import", "MAX_NDIM", "decoder", "rank of an imported DLPack"),
+    _l("hurray_gpu.sync.dlpack_device_import", "MAX_DECLARED_ALIGN", "decoder",
+       "largest alignment credited to an imported device pointer"),
+    _l("hurray_gpu.backends.null", "MAX_RECORDS", "memory",
+       "launches and copies the null backend records per device"),
+    # -- vyre -------------------------------------------------------------------------------
+    _l("vyre.wire", "MAX_PROGRAM_BYTES", "decoder", "whole VIR0 blob, checked before reading"),
+    _l("vyre.wire", "MAX_DECODE_DEPTH", "decoder",
+       "recursion depth of node/expr/type decoding (no RecursionError)"),
+    _l("vyre.wire", "MAX_NODES", "decoder", "records, nested node-list and operand counts"),
+    _l("vyre.wire", "MAX_BUFFERS", "decoder", "buffers, memory regions and output sets"),
+    _l("vyre.wire", "MAX_ARGS", "decoder", "call arguments"),
+    _l("vyre.wire", "MAX_STRING_LEN", "decoder", "every string"),
+    _l("vyre.wire", "MAX_OPAQUE_PAYLOAD_LEN", "decoder", "opaque payloads and node records"),
+    _l("vyre.wire", "MAX_TENSOR_RANK", "decoder", "rank of a tensor type"),
+    _l("vyre.wire", "MAX_MESH_AXES", "decoder", "axes of a mesh"),
+    _l("vyre.wire", "MAX_SHAPE_PREDICATE_DEPTH", "decoder", "shape predicate nesting"),
+    _l("vyre.wire", "MAX_REGION_PAYLOAD_LEN", "decoder", "memory-region shape/hints payloads"),
+    _l("vyre.validate_nodes", "MAX_NESTING_DEPTH", "validator", "statement nesting (V018)"),
+    _l("vyre.validate_nodes", "MAX_NODE_COUNT", "validator", "nodes per program (V019)"),
+    _l("vyre.validate_exprs", "MAX_EXPR_DEPTH", "validator", "expression nesting (V033)"),
+    _l("vyre.validate_barrier", "_MAX_NESTING", "validator",
+       "nesting the barrier-uniformity check walks"),
+    _l("vyre.lower", "MAX_SHARED_BYTES", "kernel",
+       "work-group memory of a lowered kernel (Vulkan guarantees 16 KiB)"),
+    _l("vyre.reference", "DEFAULT_MAX_STEPS", "interpreter",
+       "statements the reference interpreter runs before giving up (no hang)"),
+    _l("vyre.reference", "DEFAULT_MAX_BUFFER_BYTES", "interpreter",
+       "bytes of buffers the reference interpreter allocates"),
+    _l("vyre.reference.vector", "CHUNK_LANES", "memory", "lanes per vectorised reference step"),
+    _l("vyre.execute", "_LOWERED_MAX", "cache", "lowered programs memoized in memory"),
+    _l("vyre.programs.scan", "MAX_SCAN", "kernel", "elements of a single-block prefix scan"),
+    _l("vyre.programs.text", "MAX_DFA_STATES", "memory",
+       "states of a compiled pattern DFA (256 u32 per state)"),
+    _l("vyre.kernel", "KERNEL_CACHE_CAPACITY", "cache", "compiled vyre kernels kept per device"),
+)
+
+
+def value_of(name: str) -> Any:
+    """The value of the limit called ``module.CONSTANT``.
+
+    Raises:
+        KeyError: no such limit in the registry.
+    """
+    for limit in LIMITS:
+        if limit.name == name:
+            return limit.value
+    raise KeyError(name)
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, tuple):
+        return "(" + ", ".join(_fmt(v) for v in value) + ")"
+    if isinstance(value, int) and value >= 1 << 16:
+        text = f"{value:,}"
+        for near, suffix in ((value, ""), (value + 1, " - 1")):
+            if near & (near - 1) == 0:
+                return f"{text} (2^{near.bit_length() - 1}{suffix})"
+        return text
+    return str(value)
+
+
+def limits_table() -> str:
+    """The registry as a Markdown table (what docs/reliability.md embeds).
+
+    Returns:
+        The table, one row per limit, ending with a newline.
+    """
+    rows = ["| limit | value | enforced in | what it bounds |", "|---|---|---|---|"]
+    for limit in LIMITS:
+        rows.append(f"| `{limit.constant}` | {_fmt(limit.value)} | `{limit.module}` | "
+                    f"{limit.description} |")
+    return "\n".join(rows) + "\n"
+
+
+if __name__ == "__main__":
+    print(limits_table(), end="")
