@@ -8,7 +8,9 @@
 # regression inputs. Every crash, timeout or OOM input is copied to
 # tests/fuzz/regressions/<harness>/, where tests/fuzz/test_regressions.py replays it; the script
 # then exits 1. Set FUZZ_TRACEMALLOC=0 to drop the exact per-input memory check (about 2x
-# faster; the -rss_limit_mb guard stays).
+# faster; the -rss_limit_mb guard stays). FUZZ_TIMEOUT (seconds, default 10) is libFuzzer's
+# per-input timeout: raise it on a machine shared with other work, where a starved process
+# can miss 10 s without any input being slow.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-python3}"
@@ -47,7 +49,7 @@ fuzz_one() {
   local restarts=0 left
   while left=$(( deadline - $(date +%s) )); [ "$left" -gt 5 ] && [ "$restarts" -le 10 ]; do
     "$PYTHON" -m fuzz atheris "$h" "$corpus" "$seeds" "$regress" \
-      -max_total_time="$left" -max_len=65536 -timeout=10 -rss_limit_mb=2048 \
+      -max_total_time="$left" -max_len=65536 -timeout="${FUZZ_TIMEOUT:-10}" -rss_limit_mb=2048 \
       -malloc_limit_mb=1024 -artifact_prefix="$art" -print_final_stats=1 \
       >>"fuzz/artifacts/$h.log" 2>&1 && break
     restarts=$(( restarts + 1 ))
@@ -68,6 +70,7 @@ found=0
 for h in "${HARNESSES[@]}"; do
   for f in fuzz/artifacts/"$h"/crash-* fuzz/artifacts/"$h"/timeout-* fuzz/artifacts/"$h"/oom-*; do
     [ -f "$f" ] || continue
+    case "$f" in *.saved) continue ;; esac  # handled by an earlier run
     cp "$f" "tests/fuzz/regressions/$h/$(basename "$f")"
     mv "$f" "$f.saved"
     echo "ci/fuzz.sh: $h: saved $(basename "$f") as a regression input" >&2

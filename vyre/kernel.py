@@ -105,6 +105,9 @@ class Kernel:
         if len(counts) != 3 or any(g < 0 or g > _U32_MAX for g in counts):
             raise unsupported(f"grid {grid!r} is not three integer workgroup counts in "
                               "[0, 2**32)", "pass grid=(x, y, z).")
+        # An explicit grid counts max(1, g) workgroups per axis, as the reference does
+        # (semantics §1.4), so grid 0 runs one workgroup rather than nothing.
+        counts = tuple(max(1, g) for g in counts)
         wx, wy, wz = self.workgroup_size
         full = (counts[0] * wx, counts[1] * wy, counts[2] * wz)
         if max(full) > _U32_MAX:
