@@ -366,8 +366,9 @@ class PagedKVCache:
 
         Raises:
             HurrayFormatError: bad layout, role, layer, seq_ptr, page ids or seq_lens.
-            UnsupportedOpError: quantization a cache cannot store, or tensors from different
-                caches.
+            UnsupportedOpError: quantization a cache cannot store, tensors from different
+                caches, or a ``dtype`` that differs from unquantized tensors' element type
+                (pages are imported as they are, never reinterpreted).
         """
         from hurray_gpu.kv_cache.importer import import_tensors
 
