@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import resource
 import subprocess
 import sys
 import time
@@ -79,9 +80,13 @@ def test_atheris_entry_point_runs(name: str, tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     subprocess.run([sys.executable, "-m", "fuzz", "seeds", name, str(seeds)], cwd=ROOT,
                    env=env, check=True, capture_output=True, timeout=120)
+    # libFuzzer reads the peak RSS with getrusage, and Linux carries the parent's high-water
+    # mark across fork and exec: a long-lived pytest worker would trip a fixed limit on its
+    # first input. The child gets 2 GiB on top of what it inherits.
+    inherited_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
     run = subprocess.run(
         [sys.executable, "-m", "fuzz", "atheris", name, str(seeds), "-runs=300",
-         "-max_len=65536", "-rss_limit_mb=2048", "-timeout=10",
+         "-max_len=65536", f"-rss_limit_mb={2048 + inherited_mb}", "-timeout=10",
          f"-artifact_prefix={tmp_path}/"],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=180)
     assert run.returncode == 0, run.stderr[-3000:]
