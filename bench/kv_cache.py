@@ -345,7 +345,11 @@ def main() -> None:
     wanted = {s for s in args.devices.split(",") if s}
     kinds = [None] + ([args.kv_dtype] if args.kv_dtype else [])
     runs = [(dev.spec, kv) for dev in devices() for kv in kinds
-            if dev.kind != "reference" and (not wanted or dev.spec in wanted)]
+            if dev.kind != "reference"
+            and (not wanted or dev.spec in wanted or dev.kind in wanted)]
+    if wanted and not runs:
+        raise SystemExit(f"no local device matches --devices {args.devices!r}; "
+                         f"have {[d.spec for d in devices()]}")
     # Pool room for the decode steps of each run; the torch peer steps alongside every one.
     shape = Shape(lens, args.layers, args.heads, args.head_dim,
                   steps=(len(runs) + 1) * (args.runs + 1))
