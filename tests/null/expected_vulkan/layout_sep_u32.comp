@@ -1,0 +1,50 @@
+#version 450
+
+layout(std430, set = 0, binding = 0) buffer hg_dst_block { uint dst[]; };
+layout(std430, set = 0, binding = 1) readonly buffer hg_src_block { uint src[]; };
+layout(std430, set = 0, binding = 2) readonly buffer hg_tx_block { uint tx[]; };
+layout(std430, set = 0, binding = 3) readonly buffer hg_ty_block { uint ty[]; };
+layout(std430, set = 0, binding = 4) readonly buffer hg_tz_block { uint tz[]; };
+layout(std430, set = 0, binding = 5) buffer hg_fault_block { uint hg_fault; };
+layout(push_constant) uniform hg_push_block { uint hg_base0; uint hg_base1; uint hg_base2; uint hg_d_dst; uint hg_d_src; uint hg_d_tx; uint hg_d_ty; uint hg_d_tz; uint nx; uint ny; uint nz; uint wpe; uint woff; uint nsrc; } hg_pc;
+uint hg_ix_dst(uint hg_j) { uint hg_k = hg_j + hg_pc.hg_d_dst; if (hg_k >= uint(dst.length())) { atomicOr(hg_fault, 1u); } return hg_k; }
+uint hg_ix_src(uint hg_j) { uint hg_k = hg_j + hg_pc.hg_d_src; if (hg_k >= uint(src.length())) { atomicOr(hg_fault, 1u); } return hg_k; }
+uint hg_ix_tx(uint hg_j) { uint hg_k = hg_j + hg_pc.hg_d_tx; if (hg_k >= uint(tx.length())) { atomicOr(hg_fault, 1u); } return hg_k; }
+uint hg_ix_ty(uint hg_j) { uint hg_k = hg_j + hg_pc.hg_d_ty; if (hg_k >= uint(ty.length())) { atomicOr(hg_fault, 1u); } return hg_k; }
+uint hg_ix_tz(uint hg_j) { uint hg_k = hg_j + hg_pc.hg_d_tz; if (hg_k >= uint(tz.length())) { atomicOr(hg_fault, 1u); } return hg_k; }
+void store_dst(uint hg_i, uint hg_v) { dst[hg_ix_dst(hg_i)] = hg_v; }
+uint load_src(uint hg_i) { return src[hg_ix_src(hg_i)]; }
+uint load_tx(uint hg_i) { return tx[hg_ix_tx(hg_i)]; }
+uint load_ty(uint hg_i) { return ty[hg_ix_ty(hg_i)]; }
+uint load_tz(uint hg_i) { return tz[hg_ix_tz(hg_i)]; }
+
+layout(local_size_x = 32, local_size_y = 8, local_size_z = 1) in;
+
+void main() {
+    uint nx = hg_pc.nx;
+    uint ny = hg_pc.ny;
+    uint nz = hg_pc.nz;
+    uint wpe = hg_pc.wpe;
+    uint woff = hg_pc.woff;
+    uint nsrc = hg_pc.nsrc;
+    uint x = (gl_GlobalInvocationID.x + hg_pc.hg_base0);
+    uint y = (gl_GlobalInvocationID.y + hg_pc.hg_base1);
+    uint z = (gl_GlobalInvocationID.z + hg_pc.hg_base2);
+    if (x >= nx || y >= ny || z >= nz) return;
+    uint f = (z * ny + y) * nx + x;
+
+        uint so = load_tz(z) + load_ty(y) + load_tx(x);
+
+    uint s = woff + so * wpe;
+    if (wpe == 1u) {
+        // The common case without the word loop: pocl vectorises it across the work-group.
+        store_dst(f, s < nsrc ? load_src(s) : 0u);
+        return;
+    }
+    uint o = f * wpe;
+    for (uint w = 0u; w < wpe; w++) {
+        uint v = 0u;
+        if (s + w < nsrc && s + w >= s) v = load_src(s + w);
+        store_dst(o + w, v);
+    }
+}
