@@ -16,7 +16,7 @@ from hurray_gpu import config
 from hurray_gpu.cache import KernelCacheBackend, default_cache, make_cache_key
 from hurray_gpu.canary import named_buffers
 from hurray_gpu.errors import BoundsViolation, HurrayGPUError, UnsupportedOpError
-from hurray_gpu.kernels.dialect.kernel import KernelDef, numpy_dtype
+from hurray_gpu.kernels.dialect.kernel import KernelDef
 from hurray_gpu.kernels.dialect.render import RENDER_VERSION
 
 if TYPE_CHECKING:
@@ -30,6 +30,7 @@ MAX_GRID_DIM = 2**32 - 1
 # Total work items per launch; keeps the host loop's int64 index arithmetic exact.
 MAX_WORK_ITEMS = 2**48
 _SCALAR_RANGE = {"u32": (0, 2**32 - 1), "i32": (-(2**31), 2**31 - 1)}
+_SCALAR_TYPES = {"u32": np.uint32, "i32": np.int32}
 _STATS = {"compiles": 0, "disk_hits": 0, "disk_misses": 0}
 _STATS_LOCK = threading.Lock()
 
@@ -103,6 +104,10 @@ class Compiler:
 
 
 def _check_scalar(param_name: str, dtype: str, value: Any) -> np.generic:
+    if type(value) is int:  # the common case, first: no isinstance chain, no float test
+        low, high = _SCALAR_RANGE.get(dtype, (None, None))
+        if low is not None and low <= value <= high:
+            return _SCALAR_TYPES[dtype](value)
     if isinstance(value, bool) or not isinstance(value, (int, float, np.number)):
         raise UnsupportedOpError(f"scalar {param_name} must be a number, got {value!r}")
     if dtype == "f32":
@@ -112,7 +117,7 @@ def _check_scalar(param_name: str, dtype: str, value: Any) -> np.generic:
     low, high = _SCALAR_RANGE[dtype]
     if not low <= int(value) <= high:
         raise UnsupportedOpError(f"scalar {param_name} = {value} is outside {dtype}")
-    return np.dtype(numpy_dtype(dtype)).type(int(value))
+    return _SCALAR_TYPES[dtype](int(value))
 
 
 def _check_grid(size: Sequence[int]) -> tuple[int, int, int]:
@@ -138,6 +143,10 @@ class Program:
         self.device = device
         self.kernel = kernel
         self.binary = binary
+        # Signature facts every launch needs, computed once (a launch is ~20 us of Python).
+        self._names = tuple(p.name for p in kernel.params)
+        self._scalar_params = kernel.scalars
+        self._buffer_params = tuple((p.name, p.itemsize) for p in kernel.buffers)
         # Debug canaries (HURRAY_GPU_DEBUG_BOUNDS=1): None, and no cost per launch, when off.
         self._canary = device.allocator.canary
 
@@ -161,9 +170,11 @@ class Program:
         """
         bound = self._bind(args, kwargs)
         scalars = {p.name: _check_scalar(p.name, p.dtype, bound[p.name])
-                   for p in self.kernel.scalars}
+                   for p in self._scalar_params}
         plain = {k: v.item() for k, v in scalars.items()}
-        buffers = [self._check_buffer(p.name, bound[p.name], plain) for p in self.kernel.buffers]
+        extents = self.kernel.extents(plain)
+        buffers = [self._check_buffer(name, bound[name], int(extents.get(name, 0)) * itemsize)
+                   for name, itemsize in self._buffer_params]
         grid = _check_grid(global_size if global_size is not None else self.kernel.grid(plain))
         if math.prod(grid) == 0:
             return 0.0 if wait else None
@@ -194,7 +205,9 @@ class Program:
         return result
 
     def _bind(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> dict[str, Any]:
-        names = [p.name for p in self.kernel.params]
+        names = self._names
+        if not kwargs and len(args) == len(names):
+            return dict(zip(names, args, strict=True))
         if len(args) > len(names):
             raise UnsupportedOpError(f"{self.kernel.name} takes {len(names)} arguments")
         bound = dict(zip(names, args, strict=False))
@@ -205,18 +218,17 @@ class Program:
         missing = [n for n in names if n not in bound]
         if missing:
             raise UnsupportedOpError(f"{self.kernel.name}: missing arguments {missing}",
-                                     fix=f"pass all of {names}.")
+                                     fix=f"pass all of {list(names)}.")
         return bound
 
-    def _check_buffer(self, name: str, value: Any, scalars: Mapping[str, Any]) -> Allocation:
+    def _check_buffer(self, name: str, value: Any, need: int) -> Allocation:
+        """The allocation behind ``value``, checked: same device, ``need`` bytes, not freed."""
         allocation = getattr(value, "allocation", None)
         if allocation is None or getattr(value, "device", None) is not self.device:
             raise UnsupportedOpError(
                 f"{self.kernel.name}: argument {name} must be a Buffer on {self.device}",
                 fix="allocate it with Buffer(device, nbytes) on the same device.",
             )
-        param = next(p for p in self.kernel.buffers if p.name == name)
-        need = int(self.kernel.extents(scalars).get(name, 0)) * param.itemsize
         if allocation.nbytes < need:
             raise UnsupportedOpError(
                 f"{self.kernel.name}: buffer {name} has {allocation.nbytes} bytes, needs {need}",
