@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -30,7 +30,7 @@ MAX_GRID_DIM = 2**32 - 1
 # Total work items per launch; keeps the host loop's int64 index arithmetic exact.
 MAX_WORK_ITEMS = 2**48
 _SCALAR_RANGE = {"u32": (0, 2**32 - 1), "i32": (-(2**31), 2**31 - 1)}
-_SCALAR_TYPES = {"u32": np.uint32, "i32": np.int32}
+_SCALAR_TYPES: dict[str, Callable[[int], np.generic]] = {"u32": np.uint32, "i32": np.int32}
 _STATS = {"compiles": 0, "disk_hits": 0, "disk_misses": 0}
 _STATS_LOCK = threading.Lock()
 
@@ -105,8 +105,8 @@ class Compiler:
 
 def _check_scalar(param_name: str, dtype: str, value: Any) -> np.generic:
     if type(value) is int:  # the common case, first: no isinstance chain, no float test
-        low, high = _SCALAR_RANGE.get(dtype, (None, None))
-        if low is not None and low <= value <= high:
+        bounds = _SCALAR_RANGE.get(dtype)
+        if bounds is not None and bounds[0] <= value <= bounds[1]:
             return _SCALAR_TYPES[dtype](value)
     if isinstance(value, bool) or not isinstance(value, (int, float, np.number)):
         raise UnsupportedOpError(f"scalar {param_name} must be a number, got {value!r}")

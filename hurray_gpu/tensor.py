@@ -96,7 +96,7 @@ class Tensor(TensorSyncMixin):
                                     field="members", fix="drop the members argument.")
         self._descriptor, self._buffers = desc, tuple(host)
         self._members, self._raw, self._place = tuple(members), raw, place
-        self._sync = None  # handoff state: set only on tensors Tensor.handoff() returns
+        self._sync: Any = None  # handoff state: set only on tensors Tensor.handoff() returns
 
     @classmethod
     def from_parts(cls, descriptor: Any, buffers: Sequence[Any] = (),

@@ -26,7 +26,7 @@ from vyre.reference.memory import element_count
 __all__ = ["lower_cached", "program_key", "run", "run_bytes"]
 
 _U32_MAX = 0xFFFFFFFF
-_DTYPES = {ir.Scalar.U32: "<u4", ir.Scalar.BOOL: "<u4", ir.Scalar.I32: "<i4",
+_DTYPES: dict[object, str] = {ir.Scalar.U32: "<u4", ir.Scalar.BOOL: "<u4", ir.Scalar.I32: "<i4",
            ir.Scalar.F32: "<f4"}
 _LOWERED: OrderedDict[bytes, Lowered] = OrderedDict()
 _LOWERED_LOCK = threading.Lock()
@@ -152,7 +152,8 @@ def run_bytes(program: ir.Program | bytes, inputs: Inputs = None, *,
               else infer_grid(prepared, bound, force_full="atomics" in lowered.features,
                               min_dispatch_elements=min_dispatch_elements))
     size = _global_size(prepared, counts)
-    buffers, args = {}, {}
+    buffers: dict[str, Buffer] = {}
+    args: dict[str, Any] = {}
     try:
         for slot in lowered.slots:
             data = bound.storage[slot.decl.name].data
@@ -208,7 +209,7 @@ def run(program: ir.Program | bytes, inputs: Inputs = None, *,
     result = {}
     for decl in prog.buffers:
         if decl.name in out:
-            dtype = np.dtype(_DTYPES.get(decl.element, "u1"))  # type: ignore[call-overload]
+            dtype = np.dtype(_DTYPES.get(decl.element, "u1"))
             data = out[decl.name]
             if len(data) % dtype.itemsize:
                 dtype = np.dtype("u1")

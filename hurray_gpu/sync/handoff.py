@@ -124,7 +124,7 @@ def _retag(t: Tensor, mode: SyncMode, state: SyncState) -> Tensor:
     members = [_retag(m, mode, state) for m in t.members]
     out = Tensor._trusted(desc, t.buffers, members=members, raw=_codec.encode(desc),
                           place=t._place)
-    out._sync = state  # type: ignore[attr-defined]
+    out._sync = state
     return out
 
 

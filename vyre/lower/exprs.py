@@ -19,12 +19,13 @@ __all__ = ["ELEMENT_KINDS", "PARAM_DTYPES", "as_u32_index", "load_value", "lower
 
 # Storage element -> the kind a Load yields (Bool buffers load the raw u32 word). 8- and
 # 16-bit elements load as raw bytes (semantics doc gotcha 7): kind "bytes", held zero-extended.
-ELEMENT_KINDS = {Scalar.U32: "u32", Scalar.BOOL: "u32", Scalar.I32: "i32", Scalar.F32: "f32",
-                 Scalar.U8: "bytes8", Scalar.I8: "bytes8", Scalar.U16: "bytes16",
-                 Scalar.I16: "bytes16"}
+# Keyed by object: lookups pass the wider DataType / op unions and treat a miss as "unsupported".
+ELEMENT_KINDS: dict[object, str] = {
+    Scalar.U32: "u32", Scalar.BOOL: "u32", Scalar.I32: "i32", Scalar.F32: "f32",
+    Scalar.U8: "bytes8", Scalar.I8: "bytes8", Scalar.U16: "bytes16", Scalar.I16: "bytes16"}
 # The kernel parameter type of each element: narrow ones unsigned, so loads zero-extend.
 PARAM_DTYPES = {"bytes8": "u8", "bytes16": "u16"}
-_ATOMICS = {AtomicOp.ADD: "ATOMIC_ADD", AtomicOp.OR: "ATOMIC_OR", AtomicOp.AND: "ATOMIC_AND",
+_ATOMICS: dict[object, str] = {AtomicOp.ADD: "ATOMIC_ADD", AtomicOp.OR: "ATOMIC_OR", AtomicOp.AND: "ATOMIC_AND",
             AtomicOp.XOR: "ATOMIC_XOR", AtomicOp.MIN: "ATOMIC_MIN", AtomicOp.MAX: "ATOMIC_MAX",
             AtomicOp.EXCHANGE: "ATOMIC_XCHG", AtomicOp.LRU_UPDATE: "ATOMIC_MAX",
             AtomicOp.COMPARE_EXCHANGE: "ATOMIC_CAS"}
@@ -102,7 +103,7 @@ def store_text(ctx: Ctx, buffer: str, value: Value, kind: str | None = None) -> 
 
 
 def _atomic(ctx: Ctx, expr: ir.Atomic) -> Value:
-    name = _ATOMICS.get(expr.op)  # type: ignore[call-overload]
+    name = _ATOMICS.get(expr.op)
     if name is None:
         raise unsupported(f"atomic {getattr(expr.op, 'name', expr.op)} (the reference errors)",
                           "use CompareExchange or another atomic op.")

@@ -75,7 +75,7 @@ def lower_subgroup(ctx: Ctx, expr: ir.Expr, lower_expr: object, uniform: bool) -
         ctx.emit(f"for (u32 {k} = {base.text}; {k} < {end.text}; {k}++) {{ {mask.text} = "
                  f"{mask.text} | (LOAD({SCRATCH}, {k}) << ({k} - {base.text})); }}")
         return mask
-    value = lower(ctx, expr.value)  # type: ignore[operator, union-attr]
+    value = lower(ctx, expr.value)  # type: ignore[attr-defined, operator]
     if value.kind not in ("u32", "f32"):
         raise unsupported(f"subgroup op on {value.kind} lanes (the reference errors)",
                           "cast the lane values to u32 or f32.")

@@ -132,7 +132,7 @@ def _from_f32(ctx: Ctx, target: str, v: Value) -> Value:
                            f"(({x} >= 2147483648.0f) ? 2147483647 : I32({x})))")
 
 
-_TARGETS = {Scalar.U32: "u32", Scalar.I32: "i32", Scalar.F32: "f32", Scalar.BOOL: "bool"}
+_TARGETS: dict[object, str] = {Scalar.U32: "u32", Scalar.I32: "i32", Scalar.F32: "f32", Scalar.BOOL: "bool"}
 
 
 def lower_cast(ctx: Ctx, target: DataType, v: Value) -> Value:
@@ -154,7 +154,7 @@ def lower_cast(ctx: Ctx, target: DataType, v: Value) -> Value:
         if target in (Scalar.U8, Scalar.U16):
             return ctx.temp("u32", f"{x} & 0x{(1 << width) - 1:x}u")
         return ctx.temp("i32", f"I32({x} << {32 - width}u) >> {32 - width}")
-    kind = _TARGETS.get(target)  # type: ignore[call-overload]
+    kind = _TARGETS.get(target)
     if kind is None:
         raise unsupported(f"cast to {target!r} (64-bit, vector and narrow float types are not "
                           "lowered)", "cast to u32, i32, f32 or bool.")
