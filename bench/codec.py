@@ -8,12 +8,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import struct
 import sys
 import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,18 +21,12 @@ from hurray_gpu import Tensor, decode_descriptor, open_file, save
 from hurray_gpu.format import descriptor as d
 from hurray_gpu.format.dtypes import by_name
 
+from _timing import median_s
+
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "tests" / "golden"
 
 
-def _median(fn: Callable[[], Any], runs: int) -> float:
-    fn()  # warm-up
-    samples = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
 
 
 def _mixed_descriptors() -> list[bytes]:
@@ -57,7 +48,7 @@ def bench_descriptors(runs: int) -> dict[str, Any]:
     """Decode 10,000 descriptors (a mix cycling through the sample set)."""
     blobs = _mixed_descriptors()
     batch = [blobs[i % len(blobs)] for i in range(10_000)]
-    seconds = _median(lambda: [decode_descriptor(b) for b in batch], runs)
+    seconds = median_s(lambda: [decode_descriptor(b) for b in batch], runs)
     return {"op": "decode 10,000 descriptors", "seconds": seconds,
             "per_second": len(batch) / seconds}
 
@@ -81,7 +72,7 @@ def bench_index(runs: int, tmp: Path) -> dict[str, Any]:
         with open_file(path) as f:
             assert len(f) == n
 
-    seconds = _median(open_all, runs)
+    seconds = median_s(open_all, runs)
     return {"op": f"open .hrry with a {index_length / 1e6:.2f} MB index ({n} entries)",
             "seconds": seconds, "mb_per_s": index_length / seconds / 1e6}
 
@@ -95,7 +86,7 @@ def bench_vyre(runs: int) -> list[dict[str, Any]]:
     rows = []
     for name, fn in (("decode", lambda: vyre.from_wire(blob)),
                      ("encode", lambda: vyre.to_wire(program))):
-        seconds = _median(lambda fn=fn: [fn() for _ in range(reps)], runs) / reps
+        seconds = median_s(lambda fn=fn: [fn() for _ in range(reps)], runs) / reps
         rows.append({"op": f"vyre {name} {path.name} ({len(blob)} B)", "seconds": seconds,
                      "mb_per_s": len(blob) / seconds / 1e6})
     return rows

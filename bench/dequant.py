@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -29,21 +28,14 @@ from hurray_gpu.ops.dequantize import bind_inputs, launch
 from hurray_gpu.ops.plan import elements_per_item, plan_dequantize
 from hurray_gpu.tensor import Tensor
 
+from _timing import median_s
+
 BLOCK = 32
 # time.perf_counter (wall) or time.process_time (CPU time of every thread of this process).
 CLOCK: dict[str, Callable[[], float]] = {"wall": time.perf_counter, "cpu": time.process_time}
 _clock = CLOCK["wall"]
 
 
-def median_s(fn: Callable[[], Any], runs: int) -> float:
-    """Median time of ``fn`` after one warm-up call, on the selected clock."""
-    fn()
-    samples = []
-    for _ in range(runs):
-        start = _clock()
-        fn()
-        samples.append(_clock() - start)
-    return statistics.median(samples)
 
 
 def copy_roof(nbytes: int, runs: int) -> float:

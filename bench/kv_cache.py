@@ -33,18 +33,12 @@ from hurray_gpu.devices_api import devices  # noqa: E402
 from hurray_gpu.errors import UnsupportedOpError  # noqa: E402
 from hurray_gpu.kv_cache import PagedKVCache  # noqa: E402
 
+from _timing import median_s
+
 OUT = Path(__file__).resolve().parent / "out" / "kv_cache.json"
 PAGE = 16
 
 
-def _median(fn: Callable[[], Any], runs: int) -> float:
-    fn()  # warm-up: compiles, first touch
-    samples = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
 
 
 def _interleaved(fns: list[Callable[[], Any]], runs: int) -> list[float]:
@@ -153,7 +147,7 @@ def _prefill(spec: Any, shape: Shape, counts: list[int], runs: int,
         cache.device.synchronize()
 
     try:
-        return _median(once, runs)
+        return median_s(once, runs)
     finally:
         cache.close()
 
@@ -299,8 +293,8 @@ def bench_host(shape: Shape, runs: int) -> dict[str, float]:
         for d, p in zip(dense, pools, strict=True):
             np.take(p, slots, axis=0, out=d)
 
-    return {"roof_copy_gb_per_s": moved / _median(roof, runs) / 1e9,
-            "numpy_gather_gb_per_s": moved / _median(take, runs) / 1e9}
+    return {"roof_copy_gb_per_s": moved / median_s(roof, runs) / 1e9,
+            "numpy_gather_gb_per_s": moved / median_s(take, runs) / 1e9}
 
 
 def _args() -> argparse.Namespace:

@@ -9,10 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,16 +32,7 @@ from hurray_gpu.ops.layout_run import alloc_out, device_buffers, run_dense
 from hurray_gpu.ops.materialize import materialize
 from hurray_gpu.tensor import Tensor
 
-
-def median_s(fn: Callable[[], Any], runs: int) -> float:
-    """Median wall seconds of ``fn`` after one warm-up call."""
-    fn()
-    samples = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
+from _timing import median_s
 
 
 def _layouts(side: int) -> dict[str, Any]:

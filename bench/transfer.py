@@ -8,10 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,22 +19,14 @@ from hurray_gpu.devices_api import device, devices
 from hurray_gpu.errors import UnsupportedOpError
 from hurray_gpu.tensor import Tensor
 
-
-def _median_seconds(fn: Callable[[], None], runs: int) -> float:
-    fn()  # warm-up: first-touch page faults, lazy driver allocation
-    samples = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
+from _timing import median_s
 
 
 def numpy_copy_gbps(nbytes: int, runs: int) -> float:
     """Median host memcpy bandwidth (np.copyto) in GB/s."""
     src = np.random.default_rng(0).integers(0, 256, nbytes, dtype=np.uint8)
     dst = np.empty_like(src)
-    return nbytes / _median_seconds(lambda: np.copyto(dst, src), runs) / 1e9
+    return nbytes / median_s(lambda: np.copyto(dst, src), runs) / 1e9
 
 
 def measure(dev: Any, memory_class: Any, nbytes: int, runs: int) -> dict[str, Any]:
@@ -46,8 +35,8 @@ def measure(dev: Any, memory_class: Any, nbytes: int, runs: int) -> dict[str, An
     back = np.empty_like(host)
     buf = Buffer(dev, nbytes, memory_class)
     try:
-        h2d = _median_seconds(lambda: buf.copyin(host), runs)
-        d2h = _median_seconds(lambda: buf.copyout(back), runs)
+        h2d = median_s(lambda: buf.copyin(host), runs)
+        d2h = median_s(lambda: buf.copyout(back), runs)
         exact = bool(np.array_equal(host, back))
     finally:
         buf.free()
@@ -75,8 +64,8 @@ def measure_tensor_to(dev: Any, memory_class: Any, host: np.ndarray,
         return None, None, True
     if on is t:
         return None, None, True
-    to_s = _median_seconds(lambda: t.to(dev, memory_class, progress=False), runs)
-    back_s = _median_seconds(lambda: on.to("cpu", progress=False), runs)
+    to_s = median_s(lambda: t.to(dev, memory_class, progress=False), runs)
+    back_s = median_s(lambda: on.to("cpu", progress=False), runs)
     exact = bool(np.array_equal(on.to("cpu").buffers[0], t.buffers[0]))
     return to_s, back_s, exact
 
