@@ -123,20 +123,27 @@ def _per_role(template: str) -> str:
     return "".join(template.lstrip("\n").replace("{r}", r) for r in ROLES)
 
 
+def _move_row(dst: str, src: str, *, src_row: str, dst_row: str) -> str:
+    """Body tail copying row ``src_row`` of ``src`` to row ``dst_row`` of ``dst`` for K and V:
+    the whole-row fast path where one item owns the row, else this lane's words of it."""
+    return _WHOLE_ROW.format(pos_whole=f"{src_row} * row", at_whole=f"{dst_row} * row",
+                             whole=_per_role(f"""
+                for (i32 w = 0; w < len; w++) STORE({dst}, at + w, LOAD({src}, pos + w));
+""")) + f"""
+            u32 from = {src_row} * row;
+            u32 to = {dst_row} * row;
+            for (u32 w = lane; w < row; w += lanes) {{
+""" + _per_role(f"""
+                STORE({dst}, to + w, LOAD({src}, from + w));
+""") + "            }\n"
+
+
 def _scatter(word: str) -> KernelDef:
     body = _LANE.format(width="row") + """
             u32 slot = LOAD(slots, t);
             // The host validates every slot; this guard keeps a bad one from writing anywhere.
             if (slot >= num_slots) return;
-""" + _WHOLE_ROW.format(pos_whole="t * row", at_whole="slot * row", whole=_per_role("""
-                for (i32 w = 0; w < len; w++) STORE({r}pool, at + w, LOAD({r}src, pos + w));
-""")) + """
-            u32 from = t * row;
-            u32 to = slot * row;
-            for (u32 w = lane; w < row; w += lanes) {
-""" + _per_role("""
-                STORE({r}pool, to + w, LOAD({r}src, from + w));
-""") + "            }\n"
+""" + _move_row("{r}pool", "{r}src", src_row="t", dst_row="slot")
     return KernelDef(
         name=kernel_name("scatter", word),
         params=(buf("kpool", word, "rw"), buf("vpool", word, "rw"), buf("ksrc", word, "r"),
@@ -165,15 +172,7 @@ def _gather(word: str) -> KernelDef:
                 }
                 return;
             }
-""" + _WHOLE_ROW.format(pos_whole="slot * row", at_whole="t * row", whole=_per_role("""
-                for (i32 w = 0; w < len; w++) STORE({r}dst, at + w, LOAD({r}pool, pos + w));
-""")) + """
-            u32 from = slot * row;
-            u32 to = t * row;
-            for (u32 w = lane; w < row; w += lanes) {
-""" + _per_role("""
-                STORE({r}dst, to + w, LOAD({r}pool, from + w));
-""") + "            }\n"
+""" + _move_row("{r}dst", "{r}pool", src_row="slot", dst_row="t")
     return KernelDef(
         name=kernel_name("gather", word),
         params=(buf("kdst", word, "w"), buf("vdst", word, "w"), buf("kpool", word, "r"),
