@@ -183,6 +183,19 @@ class Program:
                                 wait)
         return self._launch_checked(self._canary, buffers, list(scalars.values()), grid, wait)
 
+    def launch_prechecked(self, buffers: list[Allocation], scalars: list[np.generic],
+                          global_size: tuple[int, int, int]) -> None:
+        """Launch with arguments the caller has already validated, skipping the generic binding.
+
+        For callers that check once and launch many times (``vyre.Kernel``): ``buffers`` are
+        live allocations on this device at least as large as the kernel's extents, and
+        ``scalars`` are typed in signature order. Debug canaries still apply.
+        """
+        if self._canary is None:
+            self._launch(buffers, scalars, global_size, self.kernel.local_size, False)
+        else:
+            self._launch_checked(self._canary, buffers, scalars, global_size, False)
+
     def _launch_checked(self, canary: Canary, buffers: list[Allocation],
                         scalars: list[np.generic], grid: tuple[int, int, int],
                         wait: bool) -> float | None:

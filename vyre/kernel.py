@@ -34,16 +34,6 @@ _CACHES: weakref.WeakKeyDictionary[Device, LRUCache[tuple[bytes, str, str], Kern
 _CACHES_LOCK = threading.Lock()
 
 
-class _Arg:
-    """An allocation in the shape Program.__call__ checks (``.allocation``, ``.device``)."""
-
-    __slots__ = ("allocation", "device")
-
-    def __init__(self, allocation: Any, device: Device) -> None:
-        self.allocation = allocation
-        self.device = device
-
-
 class Kernel:
     """A vyre program compiled for one device. Call it to launch.
 
@@ -68,8 +58,6 @@ class Kernel:
             lowered.program.workgroup_size)
         # Loading goes through Device.program: its memory LRU, then the disk cache.
         self._programs = tuple(device.program(k) for k in lowered.kernels)
-        # HURRAY_GPU_DEBUG_BOUNDS=1: launch through the program's canary-checking path.
-        self._checked = any(getattr(p, "_canary", None) is not None for p in self._programs)
         self._trap = Buffer.from_bytes(device, bytes(4)) if lowered.uses_trap else None
         self._sizes: dict[Any, tuple[int, int, int]] = {}
         self._u32 = np.uint32
@@ -180,16 +168,10 @@ class Kernel:
                 size: tuple[int, int, int]) -> None:
         if size[0] == 0 or size[1] == 0 or size[2] == 0:
             return
-        local = self.workgroup_size
         # The checks Program.__call__ makes (device, liveness, extents <= sizes) were made by
-        # resolve(); its generic binding would cost more than the launch itself.
-        if self._checked:  # debug canaries: the public, fully checked launch path
-            args = [_Arg(a, self.device) for a in allocations] + [int(v) for v in scalars]
-            for program in self._programs:
-                program(*args, global_size=size)
-            return
+        # _arguments(); its generic binding would cost more than the launch itself.
         for program in self._programs:  # GridSync segments, in order on one queue
-            program._launch(allocations, scalars, size, local, False)
+            program.launch_prechecked(allocations, scalars, size)
 
     def _check_trap(self, trap: Buffer) -> None:
         flag = bytes(trap.copyout())
