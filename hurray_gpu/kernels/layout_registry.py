@@ -10,8 +10,9 @@ from hurray_gpu.kernels.layout_fused import FUSED_KERNELS
 from hurray_gpu.kernels.layout_paged import CHECK_PAGED, PAGED_GATHERS
 from hurray_gpu.kernels.layout_put import PUT_KERNELS
 from hurray_gpu.kernels.layout_sparse import SPARSE_KERNELS
+from hurray_gpu.kernels.layout_sparse_dequant import SPARSE_DEQUANT_KERNELS
 
 __all__ = ["LAYOUT_ALL"]
 
 LAYOUT_ALL = (*LAYOUT_KERNELS, *FUSED_KERNELS, *SPARSE_KERNELS, *CHECK_KERNELS, *PUT_KERNELS,
-              *PAGED_GATHERS.values(), CHECK_PAGED, *CSR_ROWS.values())
+              *PAGED_GATHERS.values(), CHECK_PAGED, *CSR_ROWS.values(), *SPARSE_DEQUANT_KERNELS)

@@ -17,7 +17,7 @@ from hurray_gpu.format.descriptor import BufferHandle, TensorDescriptor
 from hurray_gpu.format.descriptor.layouts import COO, CSC, CSF, CSR, RowMajor
 from hurray_gpu.ops.layout_codes import codes_at, pack_codes
 
-__all__ = ["element", "relayout", "sparsify"]
+__all__ = ["element", "moved_params", "relayout", "sparsify"]
 
 
 def _host_row_major(t: Any) -> tuple[Any, np.ndarray, tuple[int, ...]]:
@@ -105,38 +105,67 @@ def _sparse_parts(fmt: str, coords: np.ndarray, dims: tuple[int, ...],
     return CSF(nnz, tuple(modes)), order, bufs
 
 
-def sparsify(t: Any, fmt: str, *, mode_order: Sequence[int] | None = None) -> Any:
-    """Build a sparse tensor holding the nonzero elements (nonzero codes) of ``t``.
+def sparsify(t: Any, fmt: str, *, mode_order: Sequence[int] | None = None,
+             keep: Any = None) -> Any:
+    """Build a sparse tensor holding the nonzero (or the chosen) elements of ``t``.
+
+    By default unquantized tensors keep their nonzero codes and quantized ones the codes of
+    the elements whose dequantized value is nonzero. Quantized tensors keep their parameter
+    buffers verbatim after the layout's index buffers: every stored code keeps the parameters
+    of its coordinate.
 
     Args:
-        t: an unquantized row-major Tensor (any device; built on the host).
+        t: a row-major Tensor (any device; built on the host).
         fmt: ``"coo"`` (sorted), ``"csr"``, ``"csc"`` or ``"csf"`` (rank >= 3).
         mode_order: CSF only: the dimension stored at each level (default 0..rank-1).
+        keep: a boolean array of ``t``'s shape selecting the elements to store (explicit
+            zeros included), e.g. a quantized base's outliers; default: the nonzero ones.
 
     Returns:
         The sparse Tensor on ``t``'s device.
 
     Raises:
-        UnsupportedOpError: a quantized or non-row-major tensor, or a bad format/rank.
+        UnsupportedOpError: a non-row-major tensor, or a bad format/rank.
         HurrayFormatError: the result breaks a rule of the spec (e.g. a bad mode_order).
     """
     from hurray_gpu.tensor import Tensor
 
     host, codes, dims = _host_row_major(t)
     desc = host.descriptor
-    if desc.quantization is not None:
-        raise UnsupportedOpError("sparsify needs an unquantized tensor",
-                                 fix="materialize(dtype=...) it first.")
-    flat_codes = codes.reshape(codes.shape[0], -1)
-    nonzero = np.flatnonzero(flat_codes.any(1))
+    if keep is not None:
+        mask = np.asarray(keep)
+        if mask.dtype != np.bool_ or mask.shape != dims:
+            raise UnsupportedOpError(f"keep must be a bool array of shape {dims}",
+                                     fix="pass a boolean mask of the tensor's shape.")
+        nonzero = np.flatnonzero(mask.reshape(-1))
+    elif desc.quantization is None:
+        nonzero = np.flatnonzero(codes.reshape(codes.shape[0], -1).any(1))
+    else:
+        from hurray_gpu.ops.dequantize import dequantize
+
+        nonzero = np.flatnonzero(dequantize(host).numpy().reshape(-1) != 0)
     coords = np.stack(np.unravel_index(nonzero, dims), 1).astype(np.int64) if dims else \
         np.zeros((nonzero.size, 0), np.int64)
     layout, order, index_bufs = _sparse_parts(fmt, coords, dims, mode_order)
     values = pack_codes(codes[nonzero[order]], desc.dtype)
     bufs = [values, *index_bufs]
+    quant = desc.quantization
+    if quant is not None:
+        quant, params = moved_params(quant, len(bufs))
+        bufs += [np.asarray(host.buffers[i], np.uint8) for i in params]
     handles = tuple(BufferHandle(int(b.size), 64) for b in bufs)
-    new = TensorDescriptor(desc.dtype, dims, layout, handles)
+    new = TensorDescriptor(desc.dtype, dims, layout, handles, quantization=quant)
     return Tensor.from_parts(new, bufs).to(t.device, t.memory_class)
+
+
+def moved_params(q: Any, first: int) -> tuple[Any, list[int]]:
+    """``q`` with its parameter buffers renumbered from ``first`` (a shared scale/zero-point
+    buffer stays shared), and their old indices in the new order."""
+    names = [n for n in ("scale_buffer_index", "zero_point_buffer_index")
+             if getattr(q, n, None) is not None]
+    old = sorted({int(getattr(q, n)) for n in names})
+    moved = {n: first + old.index(int(getattr(q, n))) for n in names}
+    return (dataclasses.replace(q, **moved) if moved else q), old
 
 
 def element(t: Any, index: Sequence[int], *, seq_lens: Sequence[int] | None = None) -> Any:

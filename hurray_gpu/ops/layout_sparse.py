@@ -93,7 +93,9 @@ def _explain(t: Any) -> Any:
         host = t.to("cpu")
         desc, dims = host.descriptor, tuple(int(d) for d in host.descriptor.shape)
         lay, nnz = desc.layout, int(desc.layout.nnz)
-        u64 = [np.asarray(b, np.uint8).view("<u8") for b in host.buffers[1:]]
+        # Index buffers only: quantization parameter buffers follow them.
+        count = {COO: 1, CSR: 2, CSC: 2}.get(type(lay), 2 * len(dims))
+        u64 = [np.asarray(b, np.uint8).view("<u8") for b in host.buffers[1:1 + count]]
         vals = np.zeros(nnz, np.uint8)
         big = max(math.prod(dims), 1)
         if isinstance(lay, COO):
@@ -179,12 +181,9 @@ def materialize_sparse(t: Any, dtype: str | None) -> Any:
     Raises:
         HurrayFormatError: index buffers that break the invariants (found on the device
             before the scatter; the message names the first bad position).
-        UnsupportedOpError: quantized values, or sizes beyond 32-bit indexing.
+        UnsupportedOpError: sizes beyond 32-bit indexing.
     """
     desc, dev = t.descriptor, t.device
-    if desc.quantization is not None:
-        raise UnsupportedOpError("quantized sparse values are not materialized on the device",
-                                 fix="store dequantized values, or densify on the host.")
     dims = dims_of(desc)
     bufs = device_buffers(t, dev)
     nnz = int(desc.layout.nnz)
@@ -192,6 +191,11 @@ def materialize_sparse(t: Any, dtype: str | None) -> Any:
         raise HurrayFormatError(f"values hold {bufs[0].nbytes} bytes for nnz {nnz}",
                                 field="buffers[0].byte_size", fix="write nnz values.")
     named, levels = _index_bufs(desc, bufs, dims)
+    if desc.quantization is not None:
+        # Stored codes dequantize with their own coordinate's parameters as they scatter.
+        from hurray_gpu.ops.layout_sparse_quant import materialize_sparse_quant
+
+        return materialize_sparse_quant(t, dtype or "float32", bufs, named, levels, dims)
     if isinstance(desc.layout, CSR) and desc.dtype.bits >= 8 and math.prod(dims):
         result = dense_result(dev, desc.dtype, dims, _csr_rows(t, dev, bufs, dims))
     else:

@@ -94,6 +94,8 @@ def _scenarios(rng: np.random.Generator) -> list[tuple[Tensor, dict[str, Any]]]:
         (sparsify(Tensor.from_numpy(sp3), "csf"), {}),
         (sparsify(Tensor.from_numpy(sp3), "coo"), {}),
         (overlay, {}), (partition, {}), (paged, {"seq_lens": [2, 3]}),
+        (sparsify(q, "coo", keep=rng.random((8, 64)) < 0.2), {"dtype": "bfloat16"}),
+        (sparsify(nf4, "csr", keep=rng.random((8, 64)) < 0.2), {}),
     ]
 
 
@@ -113,5 +115,6 @@ def test_every_layout_kernel_matches_its_reference(device, monkeypatch) -> None:
                 "sparse_tree_u16", "sparse_coo_u16", "sparse_csr_rows_u32", "sparse_csr_rows_u16",
                 "layout_copy_words", "layout_check_hi",
                 "layout_check_tree", "layout_check_coo", "layout_put_u32", "layout_add_f32",
-                "layout_check_paged", "layout_paged_u32"}
+                "layout_check_paged", "layout_paged_u32", "dequant_affine_bf16_sparse_coo",
+                "dequant_lut_f32_sparse_tree"}
     assert expected <= recorder.checked, sorted(expected - recorder.checked)

@@ -1,0 +1,109 @@
+"""Quantized sparse tensors -> dense row-major floats on the device, in one scatter pass.
+
+Index buffers are validated by the sparse check kernels first; then each stored code is
+dequantized with the parameters of its own coordinate (per-channel and per-block schemes index
+them through the logical position, facts §4) and lands in a zeroed output. Unstored elements
+are implicitly zero (+0.0), whatever the scheme's zero point.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+import numpy as np
+
+from hurray_gpu.buffer import Buffer
+from hurray_gpu.errors import DeviceError, UnsupportedOpError
+from hurray_gpu.format.descriptor.layouts import COO, RowMajor
+from hurray_gpu.format.dtypes import buffer_size, by_name
+from hurray_gpu.kernels.dequant_common import ERR_INVALID
+from hurray_gpu.kernels.layout_sparse_dequant import DROPPED_SCALARS, sparse_dequant_kernel
+from hurray_gpu.ops.layout_host import moved_params
+from hurray_gpu.ops.layout_run import dense_result
+
+__all__ = ["materialize_sparse_quant", "row_major_view"]
+
+
+def row_major_view(desc: Any) -> tuple[Any, list[int]]:
+    """A dense row-major descriptor over ``desc``'s logical shape with the same quantization.
+
+    Parameter buffers are renumbered to follow the data buffer (1, 2), as a dense descriptor
+    holds them, so the dequantization planner validates the scheme and the parameter sizes.
+
+    Returns:
+        The descriptor and the original buffer index of each of its buffers.
+    """
+    quant, params = moved_params(desc.quantization, 1)
+    count = math.prod(int(d) for d in desc.shape)
+    data = dataclasses.replace(desc.buffers[0], byte_size=buffer_size(desc.dtype, count))
+    row = dataclasses.replace(
+        desc, layout=RowMajor(), byte_offset=0,
+        buffers=(data, *(desc.buffers[i] for i in params)),
+        quantization=quant)
+    return row, [0, *params]
+
+
+def materialize_sparse_quant(t: Any, dtype: str, bufs: list[Buffer],
+                             named: list[tuple[str, Buffer]], levels: list[tuple[int, ...]],
+                             dims: tuple[int, ...]) -> Any:
+    """Dequantize-scatter a quantized COO/CSR/CSC/CSF tensor into a row-major ``dtype`` tensor.
+
+    Args:
+        t: the sparse Tensor (its values buffer holds ``nnz`` storage codes).
+        dtype: ``"float32"``, ``"float16"`` or ``"bfloat16"``.
+        bufs: ``t``'s buffers on its device; ``named``/``levels``: its index buffers, as
+            ``layout_sparse`` checked their sizes.
+        dims: the logical shape.
+
+    Returns:
+        The dense Tensor on ``t``'s device.
+
+    Raises:
+        HurrayFormatError: index buffers breaking the sparse invariants, or an invalid scale,
+            zero point or e8m0 byte (any block's, stored elements or not).
+        UnsupportedOpError: an output type other than the float ones, or sizes beyond 32-bit
+            indexing.
+    """
+    from hurray_gpu.ops.dequantize import bind_inputs
+    from hurray_gpu.ops.errors_explain import explain_invalid
+    from hurray_gpu.ops.layout_sparse import _concat, _meta, _validate, _zeroed
+    from hurray_gpu.ops.plan import plan_dequantize
+
+    desc, dev = t.descriptor, t.device
+    nnz = int(desc.layout.nnz)
+    row, order = row_major_view(desc)
+    qplan = plan_dequantize(row, dtype)
+    ix, offs = _concat(dev, named)
+    lens = [b.nbytes // 4 for _, b in named]
+    nix = sum(lens)
+    if 2 * (nix + nnz) + qplan.scalars["nparam"] >= 1 << 32:
+        raise UnsupportedOpError("index buffers beyond 32-bit indexing", fix="split the tensor.")
+    mt = Buffer.from_bytes(dev, _meta(levels, offs, lens, dims).tobytes() or bytes(8))
+    _validate(t, dev, ix, offs, lens, levels, mt, dims, nix)
+    # Check items read a code at position 0, so an empty values buffer gets a stand-in.
+    data = bufs[0] if bufs[0].nbytes else Buffer.from_bytes(dev, bytes(4))
+    inputs = bind_inputs(qplan, dev, [data, *(bufs[i] for i in order[1:])])
+    coo = isinstance(desc.layout, COO)
+    scalars = {k: v for k, v in qplan.scalars.items() if k not in DROPPED_SCALARS}
+    scalars.update(doff=0, nnz=nnz, nix=nix, **({"rank": len(dims)} if coo else
+                                                 {"nlev": len(levels)}))
+    out_dtype = by_name(qplan.out_dtype)
+    out = _zeroed(dev, buffer_size(out_dtype, qplan.count))
+    err = Buffer(dev, 4)
+    err.copyin(np.zeros(1, np.uint32))
+    try:
+        if qplan.count:
+            kernel = sparse_dequant_kernel(qplan.kernel, "coo" if coo else "tree")
+            dev.run(kernel, dst=out, err=err, ix=ix, mt=mt, **inputs, **scalars)
+        code = int(err.numpy(np.uint32)[0])
+        if code == ERR_INVALID:
+            raise explain_invalid(qplan, inputs)
+        if code:
+            raise DeviceError(f"{qplan.kernel} computed a parameter index out of range",
+                              fix="report this: the planner produced inconsistent scalars.")
+    except BaseException:
+        out.free()
+        raise
+    return dense_result(dev, out_dtype, dims, out)
