@@ -12,8 +12,9 @@ import pytest
 from hurray_gpu.errors import HurrayFormatError
 from hurray_gpu.format.addressing import coo_to_dense, csc_to_dense, csf_to_dense, csr_to_dense
 from hurray_gpu.format.descriptor import BufferHandle, TensorDescriptor
-from hurray_gpu.format.descriptor.layouts import COO
+from hurray_gpu.format.descriptor.layouts import COO, Composite
 from hurray_gpu.format.descriptor.quant import PerChannelAffine
+from hurray_gpu.format.descriptor.sections import CompositeMember, Shard
 from hurray_gpu.format.dtypes import by_name
 from hurray_gpu.format.packing import unpack
 from hurray_gpu.ops.build import random_quantized
@@ -172,3 +173,24 @@ def test_sparsify_keeps_codes_and_parameters() -> None:
     codes = unpack(np.asarray(t.buffers[0]), by_name("int4"), 4 * 64).reshape(4, 64)
     for index in zip(*np.nonzero(mask), strict=True):
         assert element(s, index) == codes[index]
+
+
+def test_spqr_overlay_quantized_base_plus_quantized_outliers(device) -> None:
+    """SpQR-style: an int4 per-block base plus int8 per-channel COO outliers, added in f32."""
+    rng = np.random.default_rng(9)
+    base = random_quantized(rng, "per_block", "int4", (8, 64), axis=1, block_size=32)
+    dense_corr = random_quantized(rng, "per_channel", "int8", (4, 16), axis=1)
+    keep = np.zeros((4, 16), bool)
+    keep[0, 3] = keep[2, 15] = keep[3, 0] = True
+    corr = sparsify(dense_corr, "coo", keep=keep)
+    members = []
+    for t, offset, role in ((base, (0, 0), 1), (corr, (2, 8), 0)):
+        desc = dataclasses.replace(t.descriptor, shard=Shard((8, 64), offset),
+                                   composite_member=CompositeMember(role))
+        members.append(Tensor.from_parts(desc, list(t.buffers)))
+    head = TensorDescriptor(by_name("float32"), (8, 64), Composite(2, 2, 2), ())
+    got = materialize(Tensor.from_parts(head, [], members).to(device)).to("cpu").numpy()
+    want = dequantize(base.to("reference")).to("cpu").numpy()
+    outliers = dequantize(dense_corr.to("reference")).to("cpu").numpy()
+    want[2:6, 8:24] += np.where(keep, outliers, np.float32(0))
+    assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
