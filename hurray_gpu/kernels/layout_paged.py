@@ -10,7 +10,7 @@ import numpy as np
 
 from hurray_gpu.kernels.dialect.kernel import KernelDef, buf, scalar
 
-__all__ = ["CHECK_PAGED", "PAGED_GATHERS", "paged_gather"]
+__all__ = ["CHECK_PAGED", "PAGED_GATHERS", "PAGED_IX_HEADER", "paged_gather", "ref_token_slots"]
 
 _ERR = "STORE(err, 0u, 1u);"
 
@@ -41,19 +41,42 @@ _GATHER = """
 """
 
 
-def _ref_gather(a: dict[str, Any]) -> None:
-    row, ntok, wpe, iw = int(a["row"]), int(a["ntok"]), int(a["wpe"]), int(a["iw"])
-    ps, npages, nbt = int(a["ps"]), int(a["npages"]), int(a["nbt"])
-    ts = np.asarray(a["ts"], np.int64)[: int(a["nseq"]) + 1]
+# Words before the token starts in the ``ix`` lookup buffer of the fused paged dequant
+# kernels: nseq, page_size, num_pages, block-table entries, index width; then the token
+# starts (nseq + 1), seq_ptr and the block table (see layout_paged_dequant).
+PAGED_IX_HEADER = 5
+
+
+def _ref_slots(ts: np.ndarray, bt: Any, sp: Any, ntok: int, geometry: tuple[int, ...]
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """(pool slot page * ps + t % ps, valid) of every token, as the kernels find them."""
+    nseq, ps, npages, nbt, iw = geometry
+    ts = ts[: nseq + 1]
     y = np.arange(ntok, dtype=np.int64)
     s = np.searchsorted(ts[1:-1], y, "right") if ts.size > 2 else np.zeros(ntok, np.int64)
     t = y - ts[s]
-    slot = np.asarray(a["sp"], np.int64)[s * iw] + t // ps
-    bt = np.concatenate([np.asarray(a["bt"], np.int64), [npages]])
-    page = bt[np.where(slot < nbt, slot * iw, bt.size - 1)]
+    slot = np.asarray(sp, np.int64)[s * iw] + t // ps
+    table = np.concatenate([np.asarray(bt, np.int64)[: nbt * iw], [npages]])
+    page = table[np.where(slot < nbt, slot * iw, table.size - 1)]
     ok = page < npages
+    return np.where(ok, page * ps + t % ps, 0), ok
+
+
+def ref_token_slots(ix: np.ndarray, ntok: int) -> tuple[np.ndarray, np.ndarray]:
+    """``_ref_slots`` over an ``ix`` lookup buffer (PAGED_IX_HEADER geometry first)."""
+    nseq, ps, npages, nbt, iw = (int(v) for v in ix[:PAGED_IX_HEADER])
+    spo = PAGED_IX_HEADER + nseq + 1
+    bto = spo + (nseq + 1) * iw
+    return _ref_slots(ix[PAGED_IX_HEADER:spo], ix[bto:], ix[spo:bto], ntok,
+                      (nseq, max(ps, 1), npages, nbt, iw))
+
+
+def _ref_gather(a: dict[str, Any]) -> None:
+    row, ntok, wpe = int(a["row"]), int(a["ntok"]), int(a["wpe"])
+    geometry = tuple(int(a[k]) for k in ("nseq", "ps", "npages", "nbt", "iw"))
+    slot, ok = _ref_slots(np.asarray(a["ts"], np.int64), a["bt"], a["sp"], ntok, geometry)
     x = np.arange(row, dtype=np.int64)
-    src = ((page[:, None] * ps + (t % ps)[:, None]) * row + x) * wpe
+    src = (slot[:, None] * row + x) * wpe
     for w in range(wpe):
         valid = ok[:, None] & (src + w < int(a["npool"]))
         vals = np.where(valid, np.asarray(a["pool"])[np.where(valid, src + w, 0)], 0)

@@ -1,5 +1,7 @@
-"""Dequantizing block-paged tensors (facts §2.6): gather the pages on the device (sub-byte pools
-as byte rows), then run the affine kernel with per-page-slot parameters mapped through the table.
+"""Dequantizing block-paged tensors (facts §2.6) in one pass on the device: the fused paged dequant
+kernels read each token row's codes from its page and index parameters by pool position (a
+per-page-slot scale is per-channel along the pool's slot axis), after the block table and
+seq_ptr were validated there.
 """
 
 from __future__ import annotations
@@ -7,12 +9,11 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 
 from hurray_gpu.buffer import Buffer
-from hurray_gpu.errors import HurrayFormatError, UnsupportedOpError
-from hurray_gpu.format.descriptor import RowMajor, TensorDescriptor
+from hurray_gpu.errors import DeviceError, HurrayFormatError, UnsupportedOpError
+from hurray_gpu.format.descriptor import RowMajor
 from hurray_gpu.format.descriptor.quant import (
     SCALE_TYPE_SIZES,
     PerBlockAffine,
@@ -20,11 +21,12 @@ from hurray_gpu.format.descriptor.quant import (
     PerTensorAffine,
 )
 from hurray_gpu.format.descriptor.validate import validate_descriptor
-from hurray_gpu.format.dtypes import by_name
+from hurray_gpu.format.dtypes import buffer_size, by_name
+from hurray_gpu.kernels.dequant_common import ERR_INVALID
 
 __all__ = ["dequantize_paged", "token_slots"]
 
-_SCALE_NP = {1: np.dtype("<f2"), 2: np.dtype(ml_dtypes.bfloat16), 3: np.dtype("<f4")}
+_SCALE_NP = {1: np.dtype("<f2"), 2: np.dtype("<u2"), 3: np.dtype("<f4")}
 
 
 def _host_bytes(buf: Any) -> np.ndarray:
@@ -67,77 +69,72 @@ def token_slots(block_table: np.ndarray, seq_ptr: np.ndarray, seq_lens: np.ndarr
     return bt[sp[seq] + j // page_size] * page_size + j % page_size
 
 
-def _slot_params(t: Any, q: PerBlockAffine, slots: np.ndarray, slot_count: int
-                 ) -> tuple[np.ndarray, np.ndarray | None]:
-    """Per-token f32 scales (exact widening) and i32 zero points, gathered by slot."""
-    width = SCALE_TYPE_SIZES[q.scale_type_tag]
-    raw = _host_bytes(t.buffers[q.scale_buffer_index])
-    need = slot_count * width
-    zp_raw = None
-    if q.zero_point_buffer_index is not None:
-        if q.zero_point_buffer_index == q.scale_buffer_index:
-            zp_raw, need = raw[need:need + 4 * slot_count], need + 4 * slot_count
-        else:
-            zp_raw = _host_bytes(t.buffers[q.zero_point_buffer_index])[: 4 * slot_count]
-    if raw.size < need or (zp_raw is not None and zp_raw.size < 4 * slot_count):
-        raise HurrayFormatError(f"the parameter buffers hold fewer than {slot_count} page slots",
-                                field="scales", fix="write one scale (and zero point) per "
-                                                    "page slot, num_pages * page_size.")
-    scales = raw[: slot_count * width].view(_SCALE_NP[q.scale_type_tag]).astype(np.float32)
-    zps = None if zp_raw is None else zp_raw.view("<i4")[slots].astype("<i4")
-    return scales[slots], zps
+def _pool_view(t: Any) -> tuple[Any, list[int]]:
+    """The page pool as a dense row-major ``[num_pages * page_size, heads, dim]`` descriptor.
 
-
-def _dense(t: Any, gathered: Any, quant: Any, params: list[np.ndarray],
-           shape: tuple[int, ...]) -> Any:
-    """The gathered codes as a dense row-major ``shape`` Tensor of ``t``'s storage type."""
-    from hurray_gpu.tensor import Tensor
-    from hurray_gpu.tensor_device import is_host
-
-    dev = gathered.device
-    h0 = gathered.descriptor.buffers[0]
-    blobs = [np.ascontiguousarray(p).view(np.uint8).reshape(-1) for p in params]
-    bufs = [gathered.buffers[0]] + [b if is_host(dev) else Buffer.from_bytes(dev, b)
-                                    for b in blobs]
-    handles = (h0,) + tuple(dataclasses.replace(h0, byte_size=int(b.size)) for b in blobs)
-    desc = TensorDescriptor(t.dtype, shape, RowMajor(), handles,
-                            quantization=quant)
-    return Tensor.from_parts(desc, bufs)
-
-
-def _plain(t: Any) -> tuple[Any, tuple[int, ...]]:
-    """The same pages without quantization (the layout's own three buffers), and the shape.
-
-    A token's ``heads * dim`` codes are consecutive bits of its page slot (hurray-facts
-    §1.3), so a sub-byte pool whose token rows fill whole bytes is gathered as a uint8 pool
-    of one byte row per slot: the gathered bytes are then the dense row-major codes.
+    Per-page-slot (per-block, axis 0) parameters become per-channel along the slot axis: the
+    kernels index them by pool position. The planner only knows f32 per-channel scales, so
+    a planning descriptor with f32-sized scale entries is returned with the original buffer
+    index of each of its buffers; ``_plan`` restores the real scale type.
 
     Raises:
-        UnsupportedOpError: a sub-byte pool whose token rows end inside a byte.
+        HurrayFormatError: a parameter buffer smaller than the scheme needs.
     """
-    from hurray_gpu.tensor import Tensor
-
     desc = t.descriptor
-    shape = tuple(int(d) for d in desc.shape)  # validated: block-paged shapes are static
-    plain = dataclasses.replace(desc, quantization=None, buffers=desc.buffers[:3])
-    row_bits = shape[1] * shape[2] * desc.dtype.bits
-    if desc.dtype.bits < 8:
-        if row_bits % 8:
-            raise UnsupportedOpError(
-                f"a token row of this sub-byte pool holds {row_bits} bits, not whole bytes",
-                fix="make num_heads * head_dim * bits a multiple of 8 (pad head_dim), or "
-                    "store the pages as int8/uint8.")
-        plain = dataclasses.replace(plain, dtype=by_name("uint8"), statistics=None,
-                                    shape=(shape[0], 1, row_bits // 8))
-    return Tensor.from_parts(plain, t.buffers[:3]), shape
+    lay = desc.layout
+    slots = int(lay.num_pages) * int(lay.page_size)
+    shape = (slots, int(desc.shape[1]), int(desc.shape[2]))
+    q = desc.quantization
+    count = slots * shape[1] * shape[2]
+    data = dataclasses.replace(desc.buffers[0], byte_size=buffer_size(desc.dtype, count))
+    if q is None or isinstance(q, PerTensorAffine):
+        return dataclasses.replace(desc, layout=RowMajor(), shape=shape, byte_offset=0,
+                                   buffers=(data,), quantization=q), [0]
+    entries = slots if isinstance(q, PerBlockAffine) else shape[q.axis]
+    zidx = q.zero_point_buffer_index
+    order = [q.scale_buffer_index] + ([] if zidx is None or zidx == q.scale_buffer_index
+                                      else [zidx])
+    width = SCALE_TYPE_SIZES[q.scale_type_tag]
+    need = {q.scale_buffer_index: entries * (width + (4 if zidx == q.scale_buffer_index
+                                                      else 0))}
+    if zidx is not None and zidx != q.scale_buffer_index:
+        need[zidx] = 4 * entries
+    for index, size in need.items():
+        if desc.buffers[index].byte_size < size or t.buffers[index].nbytes < size:
+            raise HurrayFormatError(
+                f"parameter buffer {index} holds fewer than {entries} entries", field="scales",
+                fix="write one scale (and zero point) per page slot, num_pages * page_size.")
+    handles = [dataclasses.replace(desc.buffers[i], byte_size=4 * entries * (
+        2 if i == zidx == q.scale_buffer_index else 1)) for i in order]
+    quant = PerChannelAffine(0 if isinstance(q, PerBlockAffine) else q.axis, 1,
+                             None if zidx is None else (1 if zidx == q.scale_buffer_index
+                                                        else 2))
+    row = dataclasses.replace(desc, layout=RowMajor(), shape=shape, byte_offset=0,
+                              buffers=(data, *handles), quantization=quant)
+    return row, [0, *order]
+
+
+def _plan(t: Any, dtype: str, dev: Any) -> tuple[Any, list[int]]:
+    from hurray_gpu.ops.plan import elements_per_item, plan_dequantize
+
+    row, order = _pool_view(t)
+    qplan = plan_dequantize(row, dtype, ept=elements_per_item(dev))
+    q = t.descriptor.quantization
+    if isinstance(q, (PerChannelAffine, PerBlockAffine)):
+        stype = q.scale_type_tag
+        qplan.scalars["stype"] = stype
+        if q.zero_point_buffer_index == q.scale_buffer_index:
+            qplan.scalars["zoff"] = qplan.scalars["nparam"] * SCALE_TYPE_SIZES[stype]
+    qplan.scalars["doff"] = 0  # paged_walk rebases the pool past byte_offset
+    return qplan, order
 
 
 def dequantize_paged(t: Any, dtype: str, seq_lens: Any) -> Any:
-    """Dequantize a block-paged tensor into a dense ``[total_tokens, heads, dim]`` Tensor.
+    """Dequantize (or unpack) a block-paged tensor into a dense ``[total_tokens, heads, dim]``.
 
     Args:
         t: the block-paged Tensor (on its device; validated here before any launch).
-        dtype: the output type.
+        dtype: ``"float32"``, ``"float16"`` or ``"bfloat16"``.
         seq_lens: tokens per sequence; default ``t.seq_lens``, else full pages (§12.20).
 
     Returns:
@@ -146,13 +143,15 @@ def dequantize_paged(t: Any, dtype: str, seq_lens: Any) -> Any:
     Raises:
         HurrayFormatError: a malformed descriptor, block table, seq_ptr, seq_lens or an
             invalid scale / zero point of a page slot in use.
-        UnsupportedOpError: NF4/MXFP pools (hurray-facts §12.25), or sub-byte pools whose
-            token rows do not fill whole bytes.
+        UnsupportedOpError: NF4/MXFP pools (hurray-facts §12.25), or an output type other
+            than the float ones.
     """
-    from hurray_gpu.ops.dequantize import dequantize
-    from hurray_gpu.ops.layout_paged import materialize_paged
+    from hurray_gpu.kernels.layout_paged_dequant import DROPPED_SCALARS, paged_dequant_kernel
+    from hurray_gpu.ops.dequantize import bind_inputs
+    from hurray_gpu.ops.layout_paged import paged_walk
+    from hurray_gpu.ops.layout_run import dense_result
 
-    desc = t.descriptor
+    desc, dev = t.descriptor, t.device
     validate_descriptor(desc, permissive=False)
     q = desc.quantization
     if q is not None and not isinstance(q, (PerTensorAffine, PerChannelAffine,
@@ -160,55 +159,81 @@ def dequantize_paged(t: Any, dtype: str, seq_lens: Any) -> Any:
         # hurray-facts §12.25: the spec defines no indexing for NF4/MXFP on block-paged.
         raise UnsupportedOpError("block-paged pools quantize with the affine schemes only",
                                  fix="use per-tensor, per-channel or per-block affine.")
-    lens = seq_lens if seq_lens is not None else getattr(t, "seq_lens", None)
-    plain, shape = _plain(t)
-    # Validates the block table and seq_ptr on the device, and seq_lens, before any use.
-    gathered = materialize_paged(plain, None, lens)
-    if q is None:
-        sub = desc.dtype.bits < 8
-        return dequantize(_dense(t, gathered, None, [], shape) if sub else gathered, dtype)
-    if not isinstance(q, PerBlockAffine):
-        idx = {q.scale_buffer_index: 1} if isinstance(q, PerChannelAffine) else {}
-        if isinstance(q, PerChannelAffine) and q.zero_point_buffer_index is not None:
-            idx.setdefault(q.zero_point_buffer_index, 2)
-        params = [_host_bytes(t.buffers[i]) for i in sorted(idx, key=idx.__getitem__)]
-        quant = q if isinstance(q, PerTensorAffine) else dataclasses.replace(
-            q, scale_buffer_index=1, zero_point_buffer_index=None if q.zero_point_buffer_index
-            is None else idx[q.zero_point_buffer_index])
-        return dequantize(_dense(t, gathered, quant, params, shape), dtype)
-    lay = desc.layout
-    slots = _slots(t, lens)
-    scales, zps = _slot_params(t, q, slots, int(lay.num_pages) * int(lay.page_size))
-    quant = PerChannelAffine(0, 1, None if zps is None else 2)
-    params = [scales] + ([] if zps is None else [zps])
+    qplan, order = _plan(t, dtype, dev)
+    walk = paged_walk(t, seq_lens)  # validates the table on the device, and seq_lens
+    total, heads, dim = walk.dims
+    out_dtype = by_name(qplan.out_dtype)
+    out = Buffer(dev, max(buffer_size(out_dtype, total * heads * dim), 1))
+    if total * heads * dim == 0:
+        return dense_result(dev, out_dtype, walk.dims, out)
+    inputs = bind_inputs(qplan, dev, [walk.bufs[i] for i in order])
+    scalars = {k: v for k, v in qplan.scalars.items() if k not in DROPPED_SCALARS}
+    err = Buffer(dev, 4)
+    err.copyin(np.zeros(1, np.uint32))
     try:
-        return dequantize(_dense(t, gathered, quant, params, shape), dtype)
-    except HurrayFormatError as exc:
-        raise _slot_error(t, slots, scales, zps) from exc
+        ix, nix = _lookup(dev, walk, t.descriptor.layout)
+        dev.run(paged_dequant_kernel(qplan.kernel), dst=out, err=err, ix=ix, row=heads * dim,
+                ntok=total, nix=nix, **inputs, **scalars)
+        code = int(err.numpy(np.uint32)[0])
+        if code == ERR_INVALID:
+            raise _invalid(t, qplan, inputs, walk)
+        if code:
+            raise DeviceError(f"{qplan.kernel} computed a parameter index out of range",
+                              fix="report this: the planner produced inconsistent scalars.")
+    except BaseException:
+        out.free()
+        raise
+    return dense_result(dev, out_dtype, walk.dims, out)
 
 
-def _slot_error(t: Any, slots: np.ndarray, scales: np.ndarray, zps: np.ndarray | None
-                ) -> HurrayFormatError:
-    """Name the page slot behind the first invalid per-token parameter the kernel flagged."""
+def _lookup(dev: Any, walk: Any, lay: Any) -> tuple[Buffer, int]:
+    """The kernels' ``ix`` buffer: geometry and token starts from the host, then seq_ptr and
+    the block table copied on the device (validated there already)."""
+    from hurray_gpu.kernels.layout_checks import COPY_WORDS
+    from hurray_gpu.kernels.layout_paged import PAGED_IX_HEADER
+
+    head = np.concatenate([[walk.nseq, int(lay.page_size), int(lay.num_pages), walk.nbt,
+                            walk.iw], walk.starts]).astype("<u4")
+    assert head.size == PAGED_IX_HEADER + walk.nseq + 1
+    sp_words, bt_words = (walk.nseq + 1) * walk.iw, walk.nbt * walk.iw
+    nix = head.size + sp_words + bt_words
+    if nix >= 1 << 31:
+        raise UnsupportedOpError("the block table exceeds 32-bit indexing",
+                                 fix="split the cache.")
+    ix = Buffer(dev, 4 * nix)
+    ix.copyin(head.tobytes())
+    dev.run(COPY_WORDS, dst=ix, src=walk.bufs[2], n=sp_words, dat=head.size)
+    if bt_words:
+        dev.run(COPY_WORDS, dst=ix, src=walk.bufs[1], n=bt_words, dat=head.size + sp_words)
+    return ix, nix
+
+
+def _invalid(t: Any, qplan: Any, inputs: dict[str, Any], walk: Any) -> HurrayFormatError:
+    """Name the invalid parameter: per page slot in use (by its first token), else by entry."""
+    from hurray_gpu.ops.errors_explain import explain_invalid
+
+    q = t.descriptor.quantization
+    if not isinstance(q, PerBlockAffine):
+        return explain_invalid(qplan, inputs)
+    lay = t.descriptor.layout
+    word = np.dtype("<u8" if walk.iw == 2 else "<u4")
+    bt = _host_bytes(walk.bufs[1]).view(word)
+    sp = _host_bytes(walk.bufs[2]).view(word)[: walk.nseq + 1]
+    slots = token_slots(bt, sp, np.diff(walk.starts.astype(np.int64)), int(lay.page_size),
+                        int(lay.num_pages))
+    s = qplan.scalars
+    count, stype = int(s["nparam"]), int(s["stype"])
+    raw = _host_bytes(inputs["scales"])
+    words = raw[: count * SCALE_TYPE_SIZES[stype]].view(_SCALE_NP[stype])
+    scales = words.astype(np.float32) if stype != 2 else \
+        (words.astype(np.uint32) << np.uint32(16)).view(np.float32)
     bad = ~np.isfinite(scales) | (scales == 0)
-    if zps is not None:
-        storage = t.descriptor.dtype
-        lo, hi = ((-(1 << (storage.bits - 1)), (1 << (storage.bits - 1)) - 1) if storage.signed
-                  else (0, min((1 << storage.bits) - 1, (1 << 31) - 1)))
-        bad |= (zps < lo) | (zps > hi)
-    k = int(np.flatnonzero(bad)[0]) if bad.any() else 0
+    if int(s["zmode"]):
+        zps = _host_bytes(inputs["zps"])[int(s["zoff"]):int(s["zoff"]) + 4 * count].view("<i4")
+        bad |= (zps < int(s["zlo"])) | (zps > int(s["zhi"]))
+    hits = np.flatnonzero(bad[slots])
+    k = int(hits[0]) if hits.size else 0
     return HurrayFormatError(
         f"page slot {int(slots[k])} (token {k}) has an invalid scale or zero point",
         field="scales", fix="scales must be finite and non-zero, zero points within the "
                             "storage type's range, for every page slot in use.")
-
-
-def _slots(t: Any, lens: Any) -> np.ndarray:
-    lay = t.descriptor.layout
-    word = np.dtype("<u8" if lay.block_table_index_type else "<u4")
-    bt = _host_bytes(t.buffers[1]).view(word)
-    sp = _host_bytes(t.buffers[2]).view(word)[: int(lay.num_seqs) + 1]
-    ps = int(lay.page_size)
-    lens_arr = np.diff(sp.astype(np.int64)) * ps if lens is None else \
-        np.asarray(lens, np.int64).reshape(-1)
-    return token_slots(bt, sp, lens_arr, ps, int(lay.num_pages))

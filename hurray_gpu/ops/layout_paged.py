@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -17,7 +18,7 @@ from hurray_gpu.kernels.layout_paged import CHECK_PAGED, paged_gather
 from hurray_gpu.ops.layout_plan import U32_LIMIT, dims_of
 from hurray_gpu.ops.layout_run import dense_result, device_buffers
 
-__all__ = ["materialize_paged"]
+__all__ = ["PagedWalk", "materialize_paged", "paged_walk"]
 
 
 def _fail(message: str, field: str, fix: str) -> HurrayFormatError:
@@ -53,24 +54,34 @@ def _explain(bt: Buffer, sp: Buffer, iw: int, npages: int) -> HurrayFormatError:
     return _fail("an index entry is above 2**32", "block_table", "use 32-bit page ids.")
 
 
-def materialize_paged(t: Any, dtype: str | None, seq_lens: Sequence[int] | None) -> Any:
-    """Gather a block-paged tensor into its logical [total_tokens, heads, dim] view.
+@dataclass(frozen=True)
+class PagedWalk:
+    """A block-paged tensor's validated lookup state on its device.
 
-    Args:
-        t: the block-paged Tensor (unquantized).
-        dtype: None (keep the type) or a conversion for the result.
-        seq_lens: tokens per sequence; default ``t.seq_lens`` (KV-cache exports), else every
-            sequence's pages are taken as full.
+    Attributes:
+        bufs: the tensor's device buffers (buffer 0 rebased past ``byte_offset``).
+        iw: 32-bit words per table entry (1: u32 ids, 2: u64 ids).
+        nbt, nseq: block-table entries and sequences.
+        starts: the first logical token of each sequence, and the total (nseq + 1 entries).
+        dims: the logical ``(total_tokens, heads, dim)``.
+    """
+
+    bufs: list[Buffer]
+    iw: int
+    nbt: int
+    nseq: int
+    starts: np.ndarray
+    dims: tuple[int, int, int]
+
+
+def paged_walk(t: Any, seq_lens: Sequence[int] | None) -> PagedWalk:
+    """Check a block-paged tensor's block table and seq_ptr on its device, and ``seq_lens``.
 
     Raises:
         HurrayFormatError: bad block table / seq_ptr (found on the device), or seq_lens that
             do not fit the pages or the shape.
-        UnsupportedOpError: quantized or sub-byte pools.
     """
     desc, dev, lay = t.descriptor, t.device, t.descriptor.layout
-    if desc.quantization is not None or desc.dtype.bits < 8:
-        raise UnsupportedOpError("quantized or sub-byte block-paged pools are not gathered",
-                                 fix="dequantize the pages with the KV cache first.")
     total, heads, dim = dims_of(desc)
     bufs = device_buffers(t, dev)
     if desc.byte_offset:
@@ -94,16 +105,39 @@ def materialize_paged(t: Any, dtype: str | None, seq_lens: Sequence[int] | None)
         raise _fail(f"{lens.size} seq_lens for {nseq} sequences", "seq_lens",
                     "pass one token count per sequence.")
     starts = _token_starts(lens, sp, int(lay.page_size), total)
+    return PagedWalk(bufs, iw, nbt, nseq, starts, (total, heads, dim))
+
+
+def materialize_paged(t: Any, dtype: str | None, seq_lens: Sequence[int] | None) -> Any:
+    """Gather a block-paged tensor into its logical [total_tokens, heads, dim] view.
+
+    Args:
+        t: the block-paged Tensor (unquantized).
+        dtype: None (keep the type) or a conversion for the result.
+        seq_lens: tokens per sequence; default ``t.seq_lens`` (KV-cache exports), else every
+            sequence's pages are taken as full.
+
+    Raises:
+        HurrayFormatError: bad block table / seq_ptr (found on the device), or seq_lens that
+            do not fit the pages or the shape.
+        UnsupportedOpError: quantized or sub-byte pools (``dequantize_paged`` reads those).
+    """
+    desc, dev, lay = t.descriptor, t.device, t.descriptor.layout
+    if desc.quantization is not None or desc.dtype.bits < 8:
+        raise UnsupportedOpError("quantized or sub-byte block-paged pools are not gathered",
+                                 fix="materialize them with a float dtype (one fused pass).")
+    walk = paged_walk(t, seq_lens)
+    bufs, (total, heads, dim) = walk.bufs, walk.dims
     item = desc.dtype.bits // 8
     word = next(w for w in (4, 2, 1) if item % w == 0)
     npool = bufs[0].nbytes // word
     if npool >= U32_LIMIT or total * heads * dim * item >= U32_LIMIT:
         raise UnsupportedOpError("the pool exceeds 32-bit indexing", fix="split the cache.")
     out = Buffer(dev, max(buffer_size(desc.dtype, total * heads * dim), 1))
-    ts = Buffer.from_bytes(dev, starts.tobytes())
+    ts = Buffer.from_bytes(dev, walk.starts.tobytes())
     dev.run(paged_gather({4: "u32", 2: "u16", 1: "u8"}[word]), dst=out, pool=bufs[0],
-            bt=bufs[1], sp=bufs[2], ts=ts, row=heads * dim, ntok=total, nseq=nseq,
-            ps=int(lay.page_size), npages=int(lay.num_pages), nbt=nbt, iw=iw,
+            bt=bufs[1], sp=bufs[2], ts=ts, row=heads * dim, ntok=total, nseq=walk.nseq,
+            ps=int(lay.page_size), npages=int(lay.num_pages), nbt=walk.nbt, iw=walk.iw,
             wpe=item // word, npool=npool)
     result = dense_result(dev, desc.dtype, (total, heads, dim), out)
     if dtype is None or dtype == desc.dtype.name or math.prod((total, heads, dim)) == 0:

@@ -127,8 +127,10 @@ def materialize(t: Any, dtype: str | None = None, *,
         from hurray_gpu.ops.layout_sparse import materialize_sparse
 
         return materialize_sparse(t, dtype)
-    if tag == 0x0A and t.descriptor.quantization is not None:
-        # Quantized pools: gather the pages, then dequantize with each page slot's parameters.
+    desc = t.descriptor
+    if tag == 0x0A and (desc.quantization is not None or (
+            dtype in _FLOAT_OUT and desc.dtype.bits <= 8 and by_name(dtype) != desc.dtype)):
+        # One pass: each token row's codes are read from its page and dequantized/unpacked.
         from hurray_gpu.ops.dequant_paged import dequantize_paged
 
         return dequantize_paged(t, dtype or "float32", seq_lens)

@@ -108,10 +108,22 @@ def test_unquantized_sub_byte_pools_unpack(device, storage: str, dim: int) -> No
     _check(t, _gather(values), device)
 
 
-def test_rows_ending_inside_a_byte_and_nf4_are_refused(device) -> None:
-    t, _ = _pool("uint4", 1, 3, None, [])            # 12 bits per token row
-    with pytest.raises(UnsupportedOpError, match="Fix:"):
-        dequantize(t.to(device), seq_lens=LENS)
+@pytest.mark.parametrize(("storage", "heads", "dim"), [("uint4", 1, 3), ("int2", 1, 5),
+                                                      ("float6_e2m3", 1, 3)])
+def test_rows_ending_inside_a_byte(device, storage: str, heads: int, dim: int) -> None:
+    # 12, 10 and 18 bits per token row: rows start mid-byte, read in place from the pool.
+    t, codes = _pool(storage, heads, dim, PerTensorAffine(0.5, 1) if storage != "float6_e2m3"
+                     else None, [], seed=dim)
+    dt = by_name(storage)
+    if storage.startswith("float"):
+        want = _gather(codes.view(dt.numpy).astype(np.float32))
+    else:
+        q = _signed(codes, dt.bits) if dt.signed else codes.astype(np.int64)
+        want = np.float32(0.5) * (_gather(q) - 1).astype(np.float32)
+    _check(t, want, device)
+
+
+def test_nf4_pools_are_refused(device) -> None:
     absmax = np.ones(sum(LENS) * 2, np.float32)      # one per 8-element block of a row
     t, _ = _pool("uint4", 2, 8, NF4(2, 8, 3), [absmax])
     with pytest.raises(UnsupportedOpError, match="Fix:"):

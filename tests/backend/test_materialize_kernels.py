@@ -20,6 +20,7 @@ from hurray_gpu.format.descriptor.layouts import (
     Strided,
     Tiled,
 )
+from hurray_gpu.format.descriptor.quant import PerBlockAffine
 from hurray_gpu.format.descriptor.sections import CompositeMember, Shard
 from hurray_gpu.format.dtypes import by_name
 from hurray_gpu.kernels import get_kernel, run_reference
@@ -96,7 +97,26 @@ def _scenarios(rng: np.random.Generator) -> list[tuple[Tensor, dict[str, Any]]]:
         (overlay, {}), (partition, {}), (paged, {"seq_lens": [2, 3]}),
         (sparsify(q, "coo", keep=rng.random((8, 64)) < 0.2), {"dtype": "bfloat16"}),
         (sparsify(nf4, "csr", keep=rng.random((8, 64)) < 0.2), {}),
+        (_quantized_paged(paged, PerBlockAffine(0, 2, 3, 4, 1)),
+         {"seq_lens": [2, 3], "dtype": "float16"}),
+        (_quantized_paged(paged, None), {"seq_lens": [2, 3], "dtype": "bfloat16"}),
     ]
+
+
+def _quantized_paged(paged: Tensor, quant: PerBlockAffine | None) -> Tensor:
+    """``paged``'s geometry with int8 codes and asymmetric f16 per-page-slot parameters, or
+    (``quant`` None) with float8_e4m3 elements."""
+    slots = 4 * 2
+    codes = (np.arange(slots * 6) % 120 - 60).astype(np.int8).view(np.uint8)
+    scales = np.linspace(0.5, 2.0, slots).astype("<f2").view(np.uint8)
+    zps = (np.arange(slots) % 5 - 2).astype("<i4").view(np.uint8)
+    bufs = [codes, *(np.asarray(b) for b in paged.buffers[1:3])]
+    bufs += [scales, zps] if quant else []
+    desc = dataclasses.replace(paged.descriptor,
+                               dtype=by_name("int8" if quant else "float8_e4m3"),
+                               buffers=tuple(BufferHandle(b.size, 64) for b in bufs),
+                               quantization=quant)
+    return Tensor.from_parts(desc, bufs)
 
 
 def test_every_layout_kernel_matches_its_reference(device, monkeypatch) -> None:
@@ -116,5 +136,6 @@ def test_every_layout_kernel_matches_its_reference(device, monkeypatch) -> None:
                 "layout_copy_words", "layout_check_hi",
                 "layout_check_tree", "layout_check_coo", "layout_put_u32", "layout_add_f32",
                 "layout_check_paged", "layout_paged_u32", "dequant_affine_bf16_sparse_coo",
-                "dequant_lut_f32_sparse_tree"}
+                "dequant_lut_f32_sparse_tree", "dequant_affine_f16_paged",
+                "dequant_lut_bf16_paged"}
     assert expected <= recorder.checked, sorted(expected - recorder.checked)

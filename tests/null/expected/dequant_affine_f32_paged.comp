@@ -1,0 +1,244 @@
+#version 450
+
+float hg_f16_to_f32(uint h) {
+    uint sign = (h & 0x8000u) << 16u;
+    uint expo = (h >> 10u) & 0x1fu;
+    uint mant = h & 0x3ffu;
+    if (expo == 0x1fu) return uintBitsToFloat(sign | 0x7f800000u | (mant << 13u));
+    if (expo != 0u) return uintBitsToFloat(sign | ((expo + 112u) << 23u) | (mant << 13u));
+    // Subnormal: mant * 2^-24 is exact in float.
+    return uintBitsToFloat(sign | floatBitsToUint(float(mant) * 5.9604644775390625e-8f));
+}
+
+float hg_bf16_to_f32(uint h) {
+    return uintBitsToFloat((h & 0xffffu) << 16u);
+}
+
+layout(std430, set = 0, binding = 0) buffer hg_dst_block { uint dst[]; };
+layout(std430, set = 0, binding = 1) readonly buffer hg_data_block { uint data[]; };
+layout(std430, set = 0, binding = 2) readonly buffer hg_scales_block { uint scales[]; };
+layout(std430, set = 0, binding = 3) readonly buffer hg_zps_block { uint zps[]; };
+layout(std430, set = 0, binding = 4) buffer hg_err_block { uint err[]; };
+layout(std430, set = 0, binding = 5) readonly buffer hg_ix_block { uint ix[]; };
+layout(push_constant) uniform hg_push_block { uint n; uint ept; uint doff; uint bits; uint sgn; uint mode; uint stype; uint zmode; uint zoff; uint nparam; uint inner; uint ssize; uint omul; uint kshift; int zlo; int zhi; float sval; int zval; uint row; uint ntok; uint nix; } hg_pc;
+void store_dst(uint hg_i, float hg_v) { dst[hg_i] = floatBitsToUint(hg_v); }
+uint load_data(uint hg_i) { return ((data[hg_i >> 2u] >> ((hg_i & 3u) * 8u)) & 0xffu); }
+uint load_scales(uint hg_i) { return ((scales[hg_i >> 2u] >> ((hg_i & 3u) * 8u)) & 0xffu); }
+uint load_zps(uint hg_i) { return ((zps[hg_i >> 2u] >> ((hg_i & 3u) * 8u)) & 0xffu); }
+void store_err(uint hg_i, uint hg_v) { err[hg_i] = hg_v; }
+uint load_ix(uint hg_i) { return ix[hg_i]; }
+
+layout(local_size_x = 64, local_size_y = 1, local_size_z = 1) in;
+
+void main() {
+    uint n = hg_pc.n;
+    uint ept = hg_pc.ept;
+    uint doff = hg_pc.doff;
+    uint bits = hg_pc.bits;
+    uint sgn = hg_pc.sgn;
+    uint mode = hg_pc.mode;
+    uint stype = hg_pc.stype;
+    uint zmode = hg_pc.zmode;
+    uint zoff = hg_pc.zoff;
+    uint nparam = hg_pc.nparam;
+    uint inner = hg_pc.inner;
+    uint ssize = hg_pc.ssize;
+    uint omul = hg_pc.omul;
+    uint kshift = hg_pc.kshift;
+    int zlo = hg_pc.zlo;
+    int zhi = hg_pc.zhi;
+    float sval = hg_pc.sval;
+    int zval = hg_pc.zval;
+    uint row = hg_pc.row;
+    uint ntok = hg_pc.ntok;
+    uint nix = hg_pc.nix;
+    uint first = 0u;
+        uint last = 0u;
+        uint shift = 0u;
+        {
+            uint x0 = gl_GlobalInvocationID.x * ept;
+            uint y = gl_GlobalInvocationID.y;
+            if (x0 >= row || y >= ntok || nix <= 5u) return;
+            uint top = nix - 1u;
+            uint nseq = load_ix(0u);
+            uint ps = max(load_ix(1u), 1u);
+            uint npages = load_ix(2u);
+            uint nbt = load_ix(3u);
+            uint iw = load_ix(4u);
+            uint spo = 5u + nseq + 1u;
+            uint bto = spo + (nseq + 1u) * iw;
+            uint lo = 0u;
+            uint hi = nseq;
+            while (hi - lo > 1u) {
+                uint md = lo + (hi - lo) / 2u;
+                if (load_ix(min(5u + md, top)) <= y) lo = md; else hi = md;
+            }
+            uint tk = y - load_ix(min(5u + lo, top));
+            uint bslot = load_ix(min(spo + lo * iw, top)) + tk / ps;
+            uint page = bslot < nbt ? load_ix(min(bto + bslot * iw, top)) : npages;
+            // The table was validated before launch; a page out of range still reads nothing.
+            if (page >= npages) return;
+            first = (page * ps + tk % ps) * row + x0;
+            last = first + min(ept, row - x0);
+            if (last > n || last < first) return;
+            shift = (y * row + x0) - first;
+        }
+        uint q1 = first / inner;
+        uint r = first - q1 * inner;
+        uint o = q1 / ssize;
+        uint a = q1 - o * ssize;
+        uint i = first;
+
+        uint sx = (sgn != 0u && bits < 32u) ? 32u - bits : 0u;
+        float s = sval;
+        int z = zval;
+        while (i < last) {
+            uint end = last;
+            if (mode != 0u) {
+
+                uint p = (o * inner + r) * omul + (a >> kshift);
+                if (p >= nparam) {
+                    store_err(0u, 2u);
+                    return;
+                }
+                uint run = 1u;
+                if (inner == 1u) run = min((1u << kshift) - (a & ((1u << kshift) - 1u)), ssize - a);
+                end = min(i + run, last);
+
+                if (stype == 3u) {
+                    uint at = p * 4u;
+                    uint w = load_scales(at) | (load_scales(at + 1u) << 8u)
+                            | (load_scales(at + 2u) << 16u) | (load_scales(at + 3u) << 24u);
+                    if ((w & 0x7f800000u) == 0x7f800000u || (w & 0x7fffffffu) == 0u) {
+                        store_err(0u, 1u);
+                    }
+                    s = uintBitsToFloat(w);
+                } else {
+                    uint at = p * 2u;
+                    uint h = load_scales(at) | (load_scales(at + 1u) << 8u);
+                    if (stype == 1u) {
+                        if ((h & 0x7c00u) == 0x7c00u || (h & 0x7fffu) == 0u) store_err(0u, 1u);
+                        s = hg_f16_to_f32(h);
+                    } else {
+                        if ((h & 0x7f80u) == 0x7f80u || (h & 0x7fffu) == 0u) store_err(0u, 1u);
+                        s = hg_bf16_to_f32(h);
+                    }
+                }
+                if (zmode != 0u) {
+                    // Zero points may start at 2 mod 4 in a shared [scales | zero_points] buffer.
+                    uint at = zoff + p * 4u;
+                    z = int(load_zps(at) | (load_zps(at + 1u) << 8u)
+                            | (load_zps(at + 2u) << 16u) | (load_zps(at + 3u) << 24u));
+                    if (z < zlo || z > zhi) store_err(0u, 1u);
+                }
+
+                if (inner == 1u) {
+                    a = a + run;
+                } else {
+                    r = r + 1u;
+                    if (r == inner) {
+                        r = 0u;
+                        a = a + 1u;
+                    }
+                }
+                if (a == ssize) {
+                    a = 0u;
+                    o = o + 1u;
+                }
+
+            }
+    if (bits == 4u) {
+    if ((i & 1u) != 0u && i < end) {
+    {
+    uint code = load_data(doff + (i >> 1u)) >> 4u;
+    uint k = i;
+
+                // Branch-free sign extension: random signs would mispredict a branch.
+                int q = int(code << sx) >> sx;
+                store_dst((k) + shift, s * float(int(uint(q) - uint(z))));
+
+    }
+    i = i + 1u;
+    }
+    for (; i + 1u < end; i += 2u) {
+    uint pair = load_data(doff + (i >> 1u));
+    {
+    uint code = pair & 15u;
+    uint k = i;
+
+                // Branch-free sign extension: random signs would mispredict a branch.
+                int q = int(code << sx) >> sx;
+                store_dst((k) + shift, s * float(int(uint(q) - uint(z))));
+
+    }
+    {
+    uint code = pair >> 4u;
+    uint k = i + 1u;
+
+                // Branch-free sign extension: random signs would mispredict a branch.
+                int q = int(code << sx) >> sx;
+                store_dst((k) + shift, s * float(int(uint(q) - uint(z))));
+
+    }
+    }
+    if (i < end) {
+    {
+    uint code = load_data(doff + (i >> 1u)) & 15u;
+    uint k = i;
+
+                // Branch-free sign extension: random signs would mispredict a branch.
+                int q = int(code << sx) >> sx;
+                store_dst((k) + shift, s * float(int(uint(q) - uint(z))));
+
+    }
+    i = i + 1u;
+    }
+    }
+    else if (bits == 8u && doff == 0u) {
+    for (; i < end; i++) {
+    {
+    uint code = load_data(i);
+    uint k = i;
+
+                // Branch-free sign extension: random signs would mispredict a branch.
+                int q = int(code << sx) >> sx;
+                store_dst((k) + shift, s * float(int(uint(q) - uint(z))));
+
+    }
+    }
+    }
+    else {
+    for (; i < end; i++) {
+
+        uint code = 0u;
+        if (bits == 8u) {
+            code = load_data(doff + i);
+        } else if (bits < 8u) {
+            uint bit = i * bits;
+            uint at = doff + (bit >> 3u);
+            uint sh = bit & 7u;
+            code = load_data(at) >> sh;
+            if (sh + bits > 8u) code = code | (load_data(at + 1u) << (8u - sh));
+            code = code & ((1u << bits) - 1u);
+        } else if (bits == 16u) {
+            uint at = doff + i * 2u;
+            code = load_data(at) | (load_data(at + 1u) << 8u);
+        } else {
+            uint at = doff + i * 4u;
+            code = load_data(at) | (load_data(at + 1u) << 8u) | (load_data(at + 2u) << 16u)
+                   | (load_data(at + 3u) << 24u);
+        }
+
+    {
+    uint k = i;
+
+
+                // Branch-free sign extension: random signs would mispredict a branch.
+                int q = int(code << sx) >> sx;
+                store_dst((k) + shift, s * float(int(uint(q) - uint(z))));
+
+    }
+    }
+    }
+        }
+}

@@ -1,0 +1,331 @@
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+static inline float hg_as_f32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+static inline uint32_t hg_as_u32(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+static inline uint32_t hg_umin(uint32_t a, uint32_t b) { return a < b ? a : b; }
+static inline uint32_t hg_umax(uint32_t a, uint32_t b) { return a > b ? a : b; }
+static inline int32_t hg_imin(int32_t a, int32_t b) { return a < b ? a : b; }
+static inline int32_t hg_imax(int32_t a, int32_t b) { return a > b ? a : b; }
+#define HG_CHUNK 4096
+
+static inline uint32_t hg_f32_to_bf16(float v) {
+    uint32_t b = hg_as_u32(v);
+    // NaN becomes the canonical quiet NaN with its sign, as ml_dtypes does.
+    if ((b & 0x7fffffffu) > 0x7f800000u) return ((b >> 16u) & 0x8000u) | 0x7fc0u;
+    return (b + 0x7fffu + ((b >> 16u) & 1u)) >> 16u;
+}
+
+#define store_dst(hg_i, hg_v) (dst[(hg_i)] = (uint16_t)((hg_v)))
+#define load_data(hg_i) ((uint32_t)(data[(hg_i)]))
+#define load_lut(hg_i) (lut[(hg_i)])
+#define load_scales(hg_i) ((uint32_t)(scales[(hg_i)]))
+#define store_err(hg_i, hg_v) (err[(hg_i)] = (uint32_t)((hg_v)))
+#define load_ix(hg_i) (ix[(hg_i)])
+
+static inline void dequant_lut_bf16_paged_item(uint32_t hg_gid0, uint32_t hg_gid1, uint32_t hg_gid2, uint16_t *restrict dst, const uint8_t *restrict data, const float *restrict lut, const uint8_t *restrict scales, uint32_t *restrict err, const uint32_t *restrict ix, uint32_t n, uint32_t ept, uint32_t doff, uint32_t bits, uint32_t chk, uint32_t mode, uint32_t nparam, uint32_t inner, uint32_t ssize, uint32_t omul, uint32_t kshift, uint32_t row, uint32_t ntok, uint32_t nix) {
+    uint32_t first = 0u;
+        uint32_t last = 0u;
+        uint32_t shift = 0u;
+        {
+            uint32_t x0 = hg_gid0 * ept;
+            uint32_t y = hg_gid1;
+            if (x0 >= row || y >= ntok || nix <= 5u) return;
+            uint32_t top = nix - 1u;
+            uint32_t nseq = load_ix(0u);
+            uint32_t ps = hg_umax(load_ix(1u), 1u);
+            uint32_t npages = load_ix(2u);
+            uint32_t nbt = load_ix(3u);
+            uint32_t iw = load_ix(4u);
+            uint32_t spo = 5u + nseq + 1u;
+            uint32_t bto = spo + (nseq + 1u) * iw;
+            uint32_t lo = 0u;
+            uint32_t hi = nseq;
+            while (hi - lo > 1u) {
+                uint32_t md = lo + (hi - lo) / 2u;
+                if (load_ix(hg_umin(5u + md, top)) <= y) lo = md; else hi = md;
+            }
+            uint32_t tk = y - load_ix(hg_umin(5u + lo, top));
+            uint32_t bslot = load_ix(hg_umin(spo + lo * iw, top)) + tk / ps;
+            uint32_t page = bslot < nbt ? load_ix(hg_umin(bto + bslot * iw, top)) : npages;
+            // The table was validated before launch; a page out of range still reads nothing.
+            if (page >= npages) return;
+            first = (page * ps + tk % ps) * row + x0;
+            last = first + hg_umin(ept, row - x0);
+            if (last > n || last < first) return;
+            shift = (y * row + x0) - first;
+        }
+        uint32_t q1 = first / inner;
+        uint32_t r = first - q1 * inner;
+        uint32_t o = q1 / ssize;
+        uint32_t a = q1 - o * ssize;
+        uint32_t i = first;
+
+        float s = 1.0f;
+        while (i < last) {
+            uint32_t end = last;
+            if (mode != 0u) {
+
+                uint32_t p = (o * inner + r) * omul + (a >> kshift);
+                if (p >= nparam) {
+                    store_err(0u, 2u);
+                    return;
+                }
+                uint32_t run = 1u;
+                if (inner == 1u) run = hg_umin((1u << kshift) - (a & ((1u << kshift) - 1u)), ssize - a);
+                end = hg_umin(i + run, last);
+
+                if (mode == 1u) {
+                    uint32_t at = p * 4u;
+                    uint32_t w = load_scales(at) | (load_scales(at + 1u) << 8u)
+                            | (load_scales(at + 2u) << 16u) | (load_scales(at + 3u) << 24u);
+                    // absmax must be finite and >= 0 (-0.0 included).
+                    if ((w & 0x7f800000u) == 0x7f800000u || w > 0x80000000u) store_err(0u, 1u);
+                    s = hg_as_f32(w);
+                } else {
+                    uint32_t e = load_scales(p);
+                    if (e == 0u || e == 255u) store_err(0u, 1u);
+                    s = hg_as_f32(e << 23u);
+                }
+
+                if (inner == 1u) {
+                    a = a + run;
+                } else {
+                    r = r + 1u;
+                    if (r == inner) {
+                        r = 0u;
+                        a = a + 1u;
+                    }
+                }
+                if (a == ssize) {
+                    a = 0u;
+                    o = o + 1u;
+                }
+
+            }
+            if (mode == 1u) {
+    if (bits == 4u) {
+    if ((i & 1u) != 0u && i < end) {
+    {
+    uint32_t code = load_data(doff + (i >> 1u)) >> 4u;
+    uint32_t k = i;
+
+                float v = s * load_lut(code);
+                store_dst((k) + shift, hg_f32_to_bf16(v));
+
+    }
+    i = i + 1u;
+    }
+    for (; i + 1u < end; i += 2u) {
+    uint32_t pair = load_data(doff + (i >> 1u));
+    {
+    uint32_t code = pair & 15u;
+    uint32_t k = i;
+
+                float v = s * load_lut(code);
+                store_dst((k) + shift, hg_f32_to_bf16(v));
+
+    }
+    {
+    uint32_t code = pair >> 4u;
+    uint32_t k = i + 1u;
+
+                float v = s * load_lut(code);
+                store_dst((k) + shift, hg_f32_to_bf16(v));
+
+    }
+    }
+    if (i < end) {
+    {
+    uint32_t code = load_data(doff + (i >> 1u)) & 15u;
+    uint32_t k = i;
+
+                float v = s * load_lut(code);
+                store_dst((k) + shift, hg_f32_to_bf16(v));
+
+    }
+    i = i + 1u;
+    }
+    }
+    else if (bits == 8u && doff == 0u) {
+    for (; i < end; i++) {
+    {
+    uint32_t code = load_data(i);
+    uint32_t k = i;
+
+                float v = s * load_lut(code);
+                store_dst((k) + shift, hg_f32_to_bf16(v));
+
+    }
+    }
+    }
+    else {
+    for (; i < end; i++) {
+
+        uint32_t code = 0u;
+        if (bits == 8u) {
+            code = load_data(doff + i);
+        } else if (bits < 8u) {
+            uint32_t bit = i * bits;
+            uint32_t at = doff + (bit >> 3u);
+            uint32_t sh = bit & 7u;
+            code = load_data(at) >> sh;
+            if (sh + bits > 8u) code = code | (load_data(at + 1u) << (8u - sh));
+            code = code & ((1u << bits) - 1u);
+        } else if (bits == 16u) {
+            uint32_t at = doff + i * 2u;
+            code = load_data(at) | (load_data(at + 1u) << 8u);
+        } else {
+            uint32_t at = doff + i * 4u;
+            code = load_data(at) | (load_data(at + 1u) << 8u) | (load_data(at + 2u) << 16u)
+                   | (load_data(at + 3u) << 24u);
+        }
+
+    {
+    uint32_t k = i;
+
+
+                float v = s * load_lut(code);
+                store_dst((k) + shift, hg_f32_to_bf16(v));
+
+    }
+    }
+    }
+            } else {
+    if (bits == 4u && chk == 0u) {
+    if ((i & 1u) != 0u && i < end) {
+    {
+    uint32_t code = load_data(doff + (i >> 1u)) >> 4u;
+    uint32_t k = i;
+
+                float v = load_lut(code);
+                if (mode != 0u && (hg_as_u32(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
+                store_dst((k) + shift, hg_f32_to_bf16(v));
+
+    }
+    i = i + 1u;
+    }
+    for (; i + 1u < end; i += 2u) {
+    uint32_t pair = load_data(doff + (i >> 1u));
+    {
+    uint32_t code = pair & 15u;
+    uint32_t k = i;
+
+                float v = load_lut(code);
+                if (mode != 0u && (hg_as_u32(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
+                store_dst((k) + shift, hg_f32_to_bf16(v));
+
+    }
+    {
+    uint32_t code = pair >> 4u;
+    uint32_t k = i + 1u;
+
+                float v = load_lut(code);
+                if (mode != 0u && (hg_as_u32(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
+                store_dst((k) + shift, hg_f32_to_bf16(v));
+
+    }
+    }
+    if (i < end) {
+    {
+    uint32_t code = load_data(doff + (i >> 1u)) & 15u;
+    uint32_t k = i;
+
+                float v = load_lut(code);
+                if (mode != 0u && (hg_as_u32(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
+                store_dst((k) + shift, hg_f32_to_bf16(v));
+
+    }
+    i = i + 1u;
+    }
+    }
+    else if (bits == 8u && doff == 0u && chk == 0u) {
+    for (; i < end; i++) {
+    {
+    uint32_t code = load_data(i);
+    uint32_t k = i;
+
+                float v = load_lut(code);
+                if (mode != 0u && (hg_as_u32(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
+                store_dst((k) + shift, hg_f32_to_bf16(v));
+
+    }
+    }
+    }
+    else {
+    for (; i < end; i++) {
+
+        uint32_t code = 0u;
+        if (bits == 8u) {
+            code = load_data(doff + i);
+        } else if (bits < 8u) {
+            uint32_t bit = i * bits;
+            uint32_t at = doff + (bit >> 3u);
+            uint32_t sh = bit & 7u;
+            code = load_data(at) >> sh;
+            if (sh + bits > 8u) code = code | (load_data(at + 1u) << (8u - sh));
+            code = code & ((1u << bits) - 1u);
+        } else if (bits == 16u) {
+            uint32_t at = doff + i * 2u;
+            code = load_data(at) | (load_data(at + 1u) << 8u);
+        } else {
+            uint32_t at = doff + i * 4u;
+            code = load_data(at) | (load_data(at + 1u) << 8u) | (load_data(at + 2u) << 16u)
+                   | (load_data(at + 3u) << 24u);
+        }
+
+    {
+    uint32_t k = i;
+    if (chk != 0u && (code == 0u || code == 255u)) store_err(0u, 1u);
+
+                float v = load_lut(code);
+                if (mode != 0u && (hg_as_u32(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
+                store_dst((k) + shift, hg_f32_to_bf16(v));
+
+    }
+    }
+    }
+            }
+        }
+}
+
+void dequant_lut_bf16_paged(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0, int64_t hg_n1,
+            int64_t hg_n2) {
+    uint16_t *restrict dst = (uint16_t *)hg_bufs[0];
+    const uint8_t *restrict data = (const uint8_t *)hg_bufs[1];
+    const float *restrict lut = (const float *)hg_bufs[2];
+    const uint8_t *restrict scales = (const uint8_t *)hg_bufs[3];
+    uint32_t *restrict err = (uint32_t *)hg_bufs[4];
+    const uint32_t *restrict ix = (const uint32_t *)hg_bufs[5];
+    uint32_t n = hg_words[0];
+    uint32_t ept = hg_words[1];
+    uint32_t doff = hg_words[2];
+    uint32_t bits = hg_words[3];
+    uint32_t chk = hg_words[4];
+    uint32_t mode = hg_words[5];
+    uint32_t nparam = hg_words[6];
+    uint32_t inner = hg_words[7];
+    uint32_t ssize = hg_words[8];
+    uint32_t omul = hg_words[9];
+    uint32_t kshift = hg_words[10];
+    uint32_t row = hg_words[11];
+    uint32_t ntok = hg_words[12];
+    uint32_t nix = hg_words[13];
+    int64_t hg_total = hg_n0 * hg_n1 * hg_n2;
+    int64_t hg_chunks = (hg_total + HG_CHUNK - 1) / HG_CHUNK;
+    #pragma omp parallel for schedule(static) if(hg_chunks > 1)
+    for (int64_t hg_c = 0; hg_c < hg_chunks; hg_c++) {
+        int64_t hg_t = hg_c * HG_CHUNK;
+        int64_t hg_end = hg_t + HG_CHUNK < hg_total ? hg_t + HG_CHUNK : hg_total;
+        uint32_t hg_x = (uint32_t)(hg_t % hg_n0), hg_y = (uint32_t)((hg_t / hg_n0) % hg_n1);
+        uint32_t hg_z = (uint32_t)(hg_t / (hg_n0 * hg_n1));
+        for (; hg_t < hg_end; hg_t++) {
+            dequant_lut_bf16_paged_item(hg_x, hg_y, hg_z, dst, data, lut, scales, err, ix, n, ept, doff, bits, chk, mode, nparam, inner, ssize, omul, kshift, row, ntok, nix);
+            if (++hg_x == (uint32_t)hg_n0) {
+                hg_x = 0;
+                if (++hg_y == (uint32_t)hg_n1) { hg_y = 0; hg_z++; }
+            }
+        }
+    }
+}

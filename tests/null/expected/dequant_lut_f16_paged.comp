@@ -1,0 +1,315 @@
+#version 450
+
+uint hg_f32_to_f16(float v) {
+    uint b = floatBitsToUint(v);
+    uint sign = (b >> 16u) & 0x8000u;
+    uint a = b & 0x7fffffffu;
+    if (a > 0x7f800000u) {
+        // NaN keeps its top payload bits and stays a NaN, as NumPy does.
+        uint m = (a >> 13u) & 0x3ffu;
+        return sign | 0x7c00u | (m == 0u ? 1u : m);
+    }
+    if (a >= 0x477ff000u) return sign | 0x7c00u;
+    if (a >= 0x38800000u) return sign | ((a + 0xfffu + ((a >> 13u) & 1u) - 0x38000000u) >> 13u);
+    uint e = a >> 23u;
+    if (e < 102u) return sign;
+    uint m = (a & 0x7fffffu) | 0x800000u;
+    uint s = 126u - e;
+    return sign | ((m + (1u << (s - 1u)) - 1u + ((m >> s) & 1u)) >> s);
+}
+
+layout(std430, set = 0, binding = 0) buffer hg_dst_block { uint dst[]; };
+layout(std430, set = 0, binding = 1) readonly buffer hg_data_block { uint data[]; };
+layout(std430, set = 0, binding = 2) readonly buffer hg_lut_block { uint lut[]; };
+layout(std430, set = 0, binding = 3) readonly buffer hg_scales_block { uint scales[]; };
+layout(std430, set = 0, binding = 4) buffer hg_err_block { uint err[]; };
+layout(std430, set = 0, binding = 5) readonly buffer hg_ix_block { uint ix[]; };
+layout(push_constant) uniform hg_push_block { uint n; uint ept; uint doff; uint bits; uint chk; uint mode; uint nparam; uint inner; uint ssize; uint omul; uint kshift; uint row; uint ntok; uint nix; } hg_pc;
+void store_dst(uint hg_i, uint hg_v) { uint hg_s = (hg_i & 1u) * 16u; atomicAnd(dst[hg_i >> 1u], ~(0xffffu << hg_s)); atomicOr(dst[hg_i >> 1u], (hg_v & 0xffffu) << hg_s); }
+uint load_data(uint hg_i) { return ((data[hg_i >> 2u] >> ((hg_i & 3u) * 8u)) & 0xffu); }
+float load_lut(uint hg_i) { return uintBitsToFloat(lut[hg_i]); }
+uint load_scales(uint hg_i) { return ((scales[hg_i >> 2u] >> ((hg_i & 3u) * 8u)) & 0xffu); }
+void store_err(uint hg_i, uint hg_v) { err[hg_i] = hg_v; }
+uint load_ix(uint hg_i) { return ix[hg_i]; }
+
+layout(local_size_x = 64, local_size_y = 1, local_size_z = 1) in;
+
+void main() {
+    uint n = hg_pc.n;
+    uint ept = hg_pc.ept;
+    uint doff = hg_pc.doff;
+    uint bits = hg_pc.bits;
+    uint chk = hg_pc.chk;
+    uint mode = hg_pc.mode;
+    uint nparam = hg_pc.nparam;
+    uint inner = hg_pc.inner;
+    uint ssize = hg_pc.ssize;
+    uint omul = hg_pc.omul;
+    uint kshift = hg_pc.kshift;
+    uint row = hg_pc.row;
+    uint ntok = hg_pc.ntok;
+    uint nix = hg_pc.nix;
+    uint first = 0u;
+        uint last = 0u;
+        uint shift = 0u;
+        {
+            uint x0 = gl_GlobalInvocationID.x * ept;
+            uint y = gl_GlobalInvocationID.y;
+            if (x0 >= row || y >= ntok || nix <= 5u) return;
+            uint top = nix - 1u;
+            uint nseq = load_ix(0u);
+            uint ps = max(load_ix(1u), 1u);
+            uint npages = load_ix(2u);
+            uint nbt = load_ix(3u);
+            uint iw = load_ix(4u);
+            uint spo = 5u + nseq + 1u;
+            uint bto = spo + (nseq + 1u) * iw;
+            uint lo = 0u;
+            uint hi = nseq;
+            while (hi - lo > 1u) {
+                uint md = lo + (hi - lo) / 2u;
+                if (load_ix(min(5u + md, top)) <= y) lo = md; else hi = md;
+            }
+            uint tk = y - load_ix(min(5u + lo, top));
+            uint bslot = load_ix(min(spo + lo * iw, top)) + tk / ps;
+            uint page = bslot < nbt ? load_ix(min(bto + bslot * iw, top)) : npages;
+            // The table was validated before launch; a page out of range still reads nothing.
+            if (page >= npages) return;
+            first = (page * ps + tk % ps) * row + x0;
+            last = first + min(ept, row - x0);
+            if (last > n || last < first) return;
+            shift = (y * row + x0) - first;
+        }
+        uint q1 = first / inner;
+        uint r = first - q1 * inner;
+        uint o = q1 / ssize;
+        uint a = q1 - o * ssize;
+        uint i = first;
+
+        float s = 1.0f;
+        while (i < last) {
+            uint end = last;
+            if (mode != 0u) {
+
+                uint p = (o * inner + r) * omul + (a >> kshift);
+                if (p >= nparam) {
+                    store_err(0u, 2u);
+                    return;
+                }
+                uint run = 1u;
+                if (inner == 1u) run = min((1u << kshift) - (a & ((1u << kshift) - 1u)), ssize - a);
+                end = min(i + run, last);
+
+                if (mode == 1u) {
+                    uint at = p * 4u;
+                    uint w = load_scales(at) | (load_scales(at + 1u) << 8u)
+                            | (load_scales(at + 2u) << 16u) | (load_scales(at + 3u) << 24u);
+                    // absmax must be finite and >= 0 (-0.0 included).
+                    if ((w & 0x7f800000u) == 0x7f800000u || w > 0x80000000u) store_err(0u, 1u);
+                    s = uintBitsToFloat(w);
+                } else {
+                    uint e = load_scales(p);
+                    if (e == 0u || e == 255u) store_err(0u, 1u);
+                    s = uintBitsToFloat(e << 23u);
+                }
+
+                if (inner == 1u) {
+                    a = a + run;
+                } else {
+                    r = r + 1u;
+                    if (r == inner) {
+                        r = 0u;
+                        a = a + 1u;
+                    }
+                }
+                if (a == ssize) {
+                    a = 0u;
+                    o = o + 1u;
+                }
+
+            }
+            if (mode == 1u) {
+    if (bits == 4u) {
+    if ((i & 1u) != 0u && i < end) {
+    {
+    uint code = load_data(doff + (i >> 1u)) >> 4u;
+    uint k = i;
+
+                float v = s * load_lut(code);
+                store_dst((k) + shift, hg_f32_to_f16(v));
+
+    }
+    i = i + 1u;
+    }
+    for (; i + 1u < end; i += 2u) {
+    uint pair = load_data(doff + (i >> 1u));
+    {
+    uint code = pair & 15u;
+    uint k = i;
+
+                float v = s * load_lut(code);
+                store_dst((k) + shift, hg_f32_to_f16(v));
+
+    }
+    {
+    uint code = pair >> 4u;
+    uint k = i + 1u;
+
+                float v = s * load_lut(code);
+                store_dst((k) + shift, hg_f32_to_f16(v));
+
+    }
+    }
+    if (i < end) {
+    {
+    uint code = load_data(doff + (i >> 1u)) & 15u;
+    uint k = i;
+
+                float v = s * load_lut(code);
+                store_dst((k) + shift, hg_f32_to_f16(v));
+
+    }
+    i = i + 1u;
+    }
+    }
+    else if (bits == 8u && doff == 0u) {
+    for (; i < end; i++) {
+    {
+    uint code = load_data(i);
+    uint k = i;
+
+                float v = s * load_lut(code);
+                store_dst((k) + shift, hg_f32_to_f16(v));
+
+    }
+    }
+    }
+    else {
+    for (; i < end; i++) {
+
+        uint code = 0u;
+        if (bits == 8u) {
+            code = load_data(doff + i);
+        } else if (bits < 8u) {
+            uint bit = i * bits;
+            uint at = doff + (bit >> 3u);
+            uint sh = bit & 7u;
+            code = load_data(at) >> sh;
+            if (sh + bits > 8u) code = code | (load_data(at + 1u) << (8u - sh));
+            code = code & ((1u << bits) - 1u);
+        } else if (bits == 16u) {
+            uint at = doff + i * 2u;
+            code = load_data(at) | (load_data(at + 1u) << 8u);
+        } else {
+            uint at = doff + i * 4u;
+            code = load_data(at) | (load_data(at + 1u) << 8u) | (load_data(at + 2u) << 16u)
+                   | (load_data(at + 3u) << 24u);
+        }
+
+    {
+    uint k = i;
+
+
+                float v = s * load_lut(code);
+                store_dst((k) + shift, hg_f32_to_f16(v));
+
+    }
+    }
+    }
+            } else {
+    if (bits == 4u && chk == 0u) {
+    if ((i & 1u) != 0u && i < end) {
+    {
+    uint code = load_data(doff + (i >> 1u)) >> 4u;
+    uint k = i;
+
+                float v = load_lut(code);
+                if (mode != 0u && (floatBitsToUint(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
+                store_dst((k) + shift, hg_f32_to_f16(v));
+
+    }
+    i = i + 1u;
+    }
+    for (; i + 1u < end; i += 2u) {
+    uint pair = load_data(doff + (i >> 1u));
+    {
+    uint code = pair & 15u;
+    uint k = i;
+
+                float v = load_lut(code);
+                if (mode != 0u && (floatBitsToUint(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
+                store_dst((k) + shift, hg_f32_to_f16(v));
+
+    }
+    {
+    uint code = pair >> 4u;
+    uint k = i + 1u;
+
+                float v = load_lut(code);
+                if (mode != 0u && (floatBitsToUint(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
+                store_dst((k) + shift, hg_f32_to_f16(v));
+
+    }
+    }
+    if (i < end) {
+    {
+    uint code = load_data(doff + (i >> 1u)) & 15u;
+    uint k = i;
+
+                float v = load_lut(code);
+                if (mode != 0u && (floatBitsToUint(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
+                store_dst((k) + shift, hg_f32_to_f16(v));
+
+    }
+    i = i + 1u;
+    }
+    }
+    else if (bits == 8u && doff == 0u && chk == 0u) {
+    for (; i < end; i++) {
+    {
+    uint code = load_data(i);
+    uint k = i;
+
+                float v = load_lut(code);
+                if (mode != 0u && (floatBitsToUint(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
+                store_dst((k) + shift, hg_f32_to_f16(v));
+
+    }
+    }
+    }
+    else {
+    for (; i < end; i++) {
+
+        uint code = 0u;
+        if (bits == 8u) {
+            code = load_data(doff + i);
+        } else if (bits < 8u) {
+            uint bit = i * bits;
+            uint at = doff + (bit >> 3u);
+            uint sh = bit & 7u;
+            code = load_data(at) >> sh;
+            if (sh + bits > 8u) code = code | (load_data(at + 1u) << (8u - sh));
+            code = code & ((1u << bits) - 1u);
+        } else if (bits == 16u) {
+            uint at = doff + i * 2u;
+            code = load_data(at) | (load_data(at + 1u) << 8u);
+        } else {
+            uint at = doff + i * 4u;
+            code = load_data(at) | (load_data(at + 1u) << 8u) | (load_data(at + 2u) << 16u)
+                   | (load_data(at + 3u) << 24u);
+        }
+
+    {
+    uint k = i;
+    if (chk != 0u && (code == 0u || code == 255u)) store_err(0u, 1u);
+
+                float v = load_lut(code);
+                if (mode != 0u && (floatBitsToUint(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
+                store_dst((k) + shift, hg_f32_to_f16(v));
+
+    }
+    }
+    }
+            }
+        }
+}
