@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from hurray_gpu.buffer import Buffer
-from hurray_gpu.errors import DeviceError, HurrayFormatError, UnsupportedOpError
+from hurray_gpu.errors import HurrayFormatError, UnsupportedOpError
 from hurray_gpu.format.descriptor import RowMajor
 from hurray_gpu.format.descriptor.quant import (
     SCALE_TYPE_SIZES,
@@ -22,7 +22,6 @@ from hurray_gpu.format.descriptor.quant import (
 )
 from hurray_gpu.format.descriptor.validate import validate_descriptor
 from hurray_gpu.format.dtypes import buffer_size, by_name
-from hurray_gpu.kernels.dequant_common import ERR_INVALID
 
 __all__ = ["dequantize_paged", "token_slots"]
 
@@ -148,6 +147,7 @@ def dequantize_paged(t: Any, dtype: str, seq_lens: Any) -> Any:
     """
     from hurray_gpu.kernels.layout_paged_dequant import DROPPED_SCALARS, paged_dequant_kernel
     from hurray_gpu.ops.dequantize import bind_inputs
+    from hurray_gpu.ops.errors_explain import check_flag
     from hurray_gpu.ops.layout_paged import paged_walk
     from hurray_gpu.ops.layout_run import dense_result
 
@@ -174,12 +174,7 @@ def dequantize_paged(t: Any, dtype: str, seq_lens: Any) -> Any:
         ix, nix = _lookup(dev, walk, t.descriptor.layout)
         dev.run(paged_dequant_kernel(qplan.kernel), dst=out, err=err, ix=ix, row=heads * dim,
                 ntok=total, nix=nix, **inputs, **scalars)
-        code = int(err.numpy(np.uint32)[0])
-        if code == ERR_INVALID:
-            raise _invalid(t, qplan, inputs, walk)
-        if code:
-            raise DeviceError(f"{qplan.kernel} computed a parameter index out of range",
-                              fix="report this: the planner produced inconsistent scalars.")
+        check_flag(err, qplan.kernel, lambda: _invalid(t, qplan, inputs, walk))
     except BaseException:
         out.free()
         raise

@@ -11,13 +11,12 @@ from typing import Any
 import numpy as np
 
 from hurray_gpu.buffer import Buffer
-from hurray_gpu.errors import DeviceError, HurrayFormatError, UnsupportedOpError
+from hurray_gpu.errors import HurrayFormatError, UnsupportedOpError
 from hurray_gpu.format.descriptor import TensorDescriptor
 from hurray_gpu.format.descriptor.validate import validate_descriptor
 from hurray_gpu.format.dtypes import buffer_size, by_name
 from hurray_gpu.kernels import get_kernel
-from hurray_gpu.kernels.dequant_common import ERR_INVALID
-from hurray_gpu.ops.errors_explain import explain_invalid
+from hurray_gpu.ops.errors_explain import check_flag, explain_invalid
 from hurray_gpu.ops.plan import DequantPlan, elements_per_item, plan_dequantize, plan_unpack
 from hurray_gpu.ops.plan import _out as _out_dtype
 from hurray_gpu.ops.tables import device_table
@@ -87,12 +86,7 @@ def launch(plan: DequantPlan, dev: Any, inputs: dict[str, Buffer], out: Buffer,
     took = dev.run(kernel, wait=wait, **args)
     if flagged:
         assert err is not None
-        code = int(err.numpy(np.uint32)[0])
-        if code == ERR_INVALID:
-            raise explain_invalid(plan, inputs)
-        if code:
-            raise DeviceError(f"{plan.kernel} computed a parameter index out of range",
-                              fix="report this: the planner produced inconsistent scalars.")
+        check_flag(err, plan.kernel, lambda: explain_invalid(plan, inputs))
     return took
 
 

@@ -6,16 +6,17 @@ names the first offending entry.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from hurray_gpu.errors import HurrayFormatError
+from hurray_gpu.errors import DeviceError, HurrayFormatError
 from hurray_gpu.kernels.dequant_affine import SCALE_WIDTH
-from hurray_gpu.kernels.dequant_common import ref_u32_at
+from hurray_gpu.kernels.dequant_common import ERR_INVALID, ref_u32_at
 from hurray_gpu.kernels.dequant_lut import MODE_MX, MODE_NF4
 
-__all__ = ["explain_invalid"]
+__all__ = ["check_flag", "explain_invalid"]
 
 
 def _first(mask: np.ndarray) -> int | None:
@@ -91,3 +92,23 @@ def explain_invalid(plan: Any, bufs: dict[str, Any]) -> HurrayFormatError:
     if plan.kernel.startswith("dequant_affine"):
         return _affine(plan, bufs)
     return _lut(plan, bufs)
+
+
+def check_flag(err: Any, kernel: str, invalid: Callable[[], HurrayFormatError]) -> None:
+    """Raise what a dequant kernel's ``err[0]`` flag reports (nothing when it is clear).
+
+    Args:
+        err: the flag Buffer the kernel wrote.
+        kernel: the kernel's name, for the message.
+        invalid: builds the error naming the invalid parameter (runs only when flagged).
+
+    Raises:
+        HurrayFormatError: an invalid scale, zero point or e8m0 code.
+        DeviceError: a parameter index out of range (inconsistent launch scalars).
+    """
+    code = int(err.numpy(np.uint32)[0])
+    if code == ERR_INVALID:
+        raise invalid()
+    if code:
+        raise DeviceError(f"{kernel} computed a parameter index out of range",
+                          fix="report this: the planner produced inconsistent scalars.")

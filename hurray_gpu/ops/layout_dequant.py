@@ -10,10 +10,8 @@ from typing import Any
 import numpy as np
 
 from hurray_gpu.buffer import Buffer
-from hurray_gpu.errors import DeviceError
 from hurray_gpu.format.descriptor.layouts import RowMajor
 from hurray_gpu.format.dtypes import buffer_size, by_name
-from hurray_gpu.kernels.dequant_common import ERR_INVALID
 from hurray_gpu.kernels.layout import AXIS_TABLE
 from hurray_gpu.kernels.layout_fused import fused_kernel
 from hurray_gpu.ops.layout_plan import plan_dense
@@ -51,15 +49,10 @@ def _err_tables(dev: Any, plan: Any) -> tuple[Buffer, int]:
 
 def _launch(dev: Any, qplan: Any, kernel: Any, inputs: dict[str, Buffer],
             scalars: dict[str, Any], out: Buffer, err: Buffer) -> None:
-    from hurray_gpu.ops.errors_explain import explain_invalid
+    from hurray_gpu.ops.errors_explain import check_flag, explain_invalid
 
     dev.run(kernel, dst=out, err=err, **inputs, **scalars)
-    code = int(err.numpy(np.uint32)[0])
-    if code == ERR_INVALID:
-        raise explain_invalid(qplan, inputs)
-    if code:
-        raise DeviceError(f"{kernel.name} computed a parameter index out of range",
-                          fix="report this: the planner produced inconsistent scalars.")
+    check_flag(err, kernel.name, lambda: explain_invalid(qplan, inputs))
 
 
 def materialize_dequant(t: Any, dtype: str) -> Any:

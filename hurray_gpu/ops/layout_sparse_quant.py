@@ -15,10 +15,9 @@ from typing import Any
 import numpy as np
 
 from hurray_gpu.buffer import Buffer
-from hurray_gpu.errors import DeviceError, UnsupportedOpError
+from hurray_gpu.errors import UnsupportedOpError
 from hurray_gpu.format.descriptor.layouts import COO, RowMajor
 from hurray_gpu.format.dtypes import buffer_size, by_name
-from hurray_gpu.kernels.dequant_common import ERR_INVALID
 from hurray_gpu.kernels.layout_sparse_dequant import DROPPED_SCALARS, sparse_dequant_kernel
 from hurray_gpu.ops.layout_host import moved_params
 from hurray_gpu.ops.layout_run import dense_result
@@ -67,7 +66,7 @@ def materialize_sparse_quant(t: Any, dtype: str, bufs: list[Buffer],
             indexing.
     """
     from hurray_gpu.ops.dequantize import bind_inputs
-    from hurray_gpu.ops.errors_explain import explain_invalid
+    from hurray_gpu.ops.errors_explain import check_flag, explain_invalid
     from hurray_gpu.ops.layout_sparse import _concat, _meta, _validate, _zeroed
     from hurray_gpu.ops.plan import plan_dequantize
 
@@ -97,12 +96,7 @@ def materialize_sparse_quant(t: Any, dtype: str, bufs: list[Buffer],
         if qplan.count:
             kernel = sparse_dequant_kernel(qplan.kernel, "coo" if coo else "tree")
             dev.run(kernel, dst=out, err=err, ix=ix, mt=mt, **inputs, **scalars)
-        code = int(err.numpy(np.uint32)[0])
-        if code == ERR_INVALID:
-            raise explain_invalid(qplan, inputs)
-        if code:
-            raise DeviceError(f"{qplan.kernel} computed a parameter index out of range",
-                              fix="report this: the planner produced inconsistent scalars.")
+        check_flag(err, qplan.kernel, lambda: explain_invalid(qplan, inputs))
     except BaseException:
         out.free()
         raise
