@@ -7,82 +7,21 @@ error (out of pages, bad sequence) leaves the allocator exactly as it was.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
-from hurray_gpu.errors import HurrayGPUError, UnsupportedOpError
+from hurray_gpu.errors import UnsupportedOpError
+from hurray_gpu.kv_cache.decode_plan import plan_decode
 from hurray_gpu.kv_cache.prefix import NO_PAGE, ROOT_HASH, PrefixCache
+from hurray_gpu.kv_cache.state import (
+    MAX_SEQ_TOKENS,
+    AppendPlan,
+    OutOfPagesError,
+    Reusable,
+    SeqState,
+)
 
-__all__ = ["AppendPlan", "OutOfPagesError", "PageAllocator", "SeqState"]
-
-# Most tokens one sequence may hold: keeps every slot index inside a u32.
-MAX_SEQ_TOKENS = 2**31
-
-
-class OutOfPagesError(HurrayGPUError, MemoryError):
-    """The page pool cannot supply the pages an operation needs.
-
-    Args:
-        needed: pages the operation needs.
-        available: pages free or reclaimable now.
-        total: pages in the pool.
-    """
-
-    def __init__(self, needed: int, available: int, total: int, *, fix: str | None = None) -> None:
-        self.needed, self.available, self.total = needed, available, total
-        super().__init__(
-            f"out of KV cache pages: need {needed}, {available} available of {total}.",
-            fix=fix or "free or swap out sequences, or build the cache with more num_pages.")
-        self._args = (needed, available, total)
-        self._kwargs = {"fix": fix}
-
-
-@dataclass
-class SeqState:
-    """One sequence: its block table, tokens written per layer, and prefix-cache state."""
-
-    pages: list[int]
-    lens: list[int]
-    tokens: list[int] = field(default_factory=list)
-    hashes: list[bytes] = field(default_factory=list)
-    swapped: object | None = None
-    swapped_pages: int = 0
-
-    @property
-    def length(self) -> int:
-        """Tokens of the longest layer."""
-        return max(self.lens, default=0)
-
-
-@dataclass
-class AppendPlan:
-    """What an append will do: the slot of every token, page copies, pages taken."""
-
-    slots: np.ndarray  # int64 slot of every token, in order
-    cow: list[tuple[int, int]]
-    new_pages: dict[int, list[int]]
-    replaced: dict[int, dict[int, int]]
-    take_free: int
-    evict: list[int]
-    counts: dict[int, int]
-    layer: int
-    states: list[SeqState] = field(default_factory=list)
-    key: tuple[tuple[int, ...], tuple[int, ...]] = ((), ())
-    uniform: bool = False  # every layer of every sequence had the same length when planned
-    reused: bool = False  # a later layer of an already committed plan: lengths only
-    upload: Any = None  # the slots on the device, kept by the cache for reuse
-    cow_rows: list[int] = field(default_factory=list)  # rows of each cow page in use
-
-
-@dataclass
-class _Reusable:
-    """The last committed plan, reusable for the other layers of the same batch."""
-
-    version: int
-    plan: AppendPlan
-    done: set[int]
+__all__ = ["MAX_SEQ_TOKENS", "AppendPlan", "OutOfPagesError", "PageAllocator", "SeqState"]
 
 
 class PageAllocator:
@@ -106,7 +45,7 @@ class PageAllocator:
         # Bumped by every change to block tables or reference counts: a cached plan made at
         # an older version may be stale.
         self.version = 0
-        self._reusable: _Reusable | None = None
+        self._reusable: Reusable | None = None
 
     # -- queries -------------------------------------------------------------------------
     @property
@@ -165,16 +104,28 @@ class PageAllocator:
     def fork(self, seq_id: int) -> int:
         """A new sequence sharing every page of ``seq_id`` (no data copy)."""
         parent = self.seq(seq_id)
-        for page in parent.pages:
-            self._incref(page)
+        if self.prefix is None:  # _incref without the prefix cache, for a whole table
+            rc = self.refcount
+            for page in parent.pages:
+                rc[page] += 1
+        else:
+            for page in parent.pages:
+                self._incref(page)
         return self._add(SeqState(list(parent.pages), list(parent.lens), list(parent.tokens),
                                   list(parent.hashes)))
 
     def free(self, seq_id: int) -> None:
         """Drop ``seq_id``; its pages return to the pool when nobody else uses them."""
         state = self.seq(seq_id, resident=False)
-        for page in state.pages:
-            self._decref(page)
+        if self.prefix is None:  # _decref without the prefix cache, for a whole table
+            rc, free = self.refcount, self.free_list
+            for page in state.pages:
+                rc[page] -= 1
+                if not rc[page]:
+                    free.append(page)
+        else:
+            for page in state.pages:
+                self._decref(page)
         del self.seqs[seq_id]
         self.version += 1
 
@@ -241,6 +192,16 @@ class PageAllocator:
         if len(set(key[0])) != len(key[0]):
             raise UnsupportedOpError("a sequence appears twice in one append",
                                      fix="pass each sequence once, with all its tokens.")
+        if key[1].count(1) == len(key[1]):  # decode: the same plan, built without NumPy
+            plan = plan_decode(self, list(key[0]), layer)
+        else:
+            plan = self._plan_general(seq_ids, counts, layer)
+        plan.key = key
+        return plan
+
+    def _plan_general(self, seq_ids: Sequence[int], counts: Sequence[int],
+                      layer: int) -> AppendPlan:
+        """The plan for any counts (see :meth:`plan_append`); ``key`` is set by the caller."""
         states = [self.seq(s) for s in seq_ids]
         ps, rc = self.page_size, self.refcount
         refs: dict[int, int] = {}
@@ -263,7 +224,7 @@ class PageAllocator:
             work.append((seq_id, state, start, shared, grow))
         fresh, take, evict = self._peek(need)
         plan = self._build_plan(work, counts, layer, fresh, take, evict)
-        plan.states, plan.key, plan.uniform = states, key, uniform
+        plan.states, plan.uniform = states, uniform
         return plan
 
     def _reuse(self, key: tuple[tuple[int, ...], tuple[int, ...]],
@@ -325,11 +286,40 @@ class PageAllocator:
         """Apply a plan from :meth:`plan_append` (no allocator call may come in between)."""
         if plan.reused:
             assert self._reusable is not None
-            for state, count in zip(plan.states, plan.key[1], strict=True):
-                state.lens[plan.layer] += count
+            layer = plan.layer
+            if plan.key[1].count(1) == len(plan.key[1]):  # decode: one token each
+                for state in plan.states:
+                    state.lens[layer] += 1
+            else:
+                for state, count in zip(plan.states, plan.key[1], strict=True):
+                    state.lens[layer] += count
             self._reusable.done.add(plan.layer)
             return
         self._take(plan.take_free, plan.evict)
+        if self.prefix is None:
+            self._commit_tables(plan)
+        else:
+            self._commit_with_prefix(plan)
+        self.version += 1
+        self._reusable = Reusable(self.version, plan, {plan.layer}) \
+            if plan.uniform and self.prefix is None else None
+
+    def _commit_tables(self, plan: AppendPlan) -> None:
+        """Commit without a prefix cache: only sequences with new pages touch tables."""
+        for seq_id, added in plan.new_pages.items():
+            state = self.seqs[seq_id]
+            for j, new in plan.replaced[seq_id].items():
+                self.refcount[new] = 1
+                self._decref(state.pages[j])
+                state.pages[j] = new
+            for new in added:
+                self.refcount[new] = 1
+                state.pages.append(new)
+        layer = plan.layer
+        for state, count in zip(plan.states, plan.key[1], strict=True):
+            state.lens[layer] += count
+
+    def _commit_with_prefix(self, plan: AppendPlan) -> None:
         for seq_id, count in plan.counts.items():
             state = self.seqs[seq_id]
             for j, new in plan.replaced.get(seq_id, {}).items():
@@ -340,11 +330,7 @@ class PageAllocator:
                 self.refcount[new] = 1
                 state.pages.append(new)
             state.lens[plan.layer] += count
-            if self.prefix is not None:
-                self._register_full_pages(state)
-        self.version += 1
-        self._reusable = _Reusable(self.version, plan, {plan.layer}) \
-            if plan.uniform and self.prefix is None else None
+            self._register_full_pages(state)
 
     def _register_full_pages(self, state: SeqState) -> None:
         assert self.prefix is not None

@@ -8,17 +8,16 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping, Sequence
-from itertools import chain
 from typing import Any
 
 import numpy as np
 
 from hurray_gpu.devices_api import device as open_device
 from hurray_gpu.errors import UnsupportedOpError
-from hurray_gpu.kernels.paged import PAD_SLOT
 from hurray_gpu.kernels.paged_quant import FLOAT_WORDS
 from hurray_gpu.kv_cache.allocator import MAX_SEQ_TOKENS, PageAllocator
 from hurray_gpu.kv_cache.inputs import (
+    ONE_EACH,
     check_counts,
     check_index,
     check_seq_id,
@@ -39,6 +38,7 @@ from hurray_gpu.kv_cache.options import (
     storage_dtype,
 )
 from hurray_gpu.kv_cache.prefix import PrefixCache
+from hurray_gpu.kv_cache.slot_map import slot_map
 from hurray_gpu.kv_cache.storage import KVStorage
 from hurray_gpu.tensor import Tensor
 
@@ -164,7 +164,10 @@ class PagedKVCache:
             OutOfPagesError: not enough pages (nothing changes).
             UnsupportedOpError: unknown, freed or swapped sequences, or bad shapes/dtypes.
         """
-        ids = check_seq_ids(seq_ids)
+        self._append(check_seq_ids(seq_ids), layer, key, value, counts)
+
+    def _append(self, ids: list[int], layer: int, key: Any, value: Any,
+                counts: Sequence[int] | None) -> None:
         layer = check_index(layer, self.num_layers, "layer")
         kbuf, tokens = self._rows(key, "key")
         vbuf, vtokens = self._rows(value, "value")
@@ -187,7 +190,7 @@ class PagedKVCache:
     def append_decode(self, seq_ids: Any, layer: int, key: Any, value: Any) -> None:
         """Append exactly one token per sequence (the decode step)."""
         ids = check_seq_ids(seq_ids)
-        self.append(ids, layer, key, value, [1] * len(ids))
+        self._append(ids, layer, key, value, ONE_EACH)
 
     def append_prefill(self, seq_id: int, layer: int, key: Any, value: Any) -> None:
         """Append every row of ``key``/``value`` to one sequence (the prefill step)."""
@@ -204,19 +207,7 @@ class PagedKVCache:
         With ``pad_to`` each sequence covers ``pad_to`` positions, PAD_SLOT past its end.
         """
         states = [self.allocator.seq(s) for s in ids]
-        lens = np.fromiter((st.lens[layer] for st in states), np.int64, len(states))
-        sizes = np.fromiter((len(st.pages) for st in states), np.int64, len(states))
-        flat = np.fromiter(chain.from_iterable(st.pages for st in states), np.int64,
-                           int(sizes.sum()))
-        width = lens if pad_to is None else np.full(len(states), pad_to, np.int64)
-        total = int(width.sum())
-        pos = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(width) - width, width)
-        live = pos < np.repeat(lens, width)
-        ps = self.page_size
-        page = np.zeros(total, np.int64)
-        page[live] = flat[(np.repeat(np.cumsum(sizes) - sizes, width) + pos // ps)[live]]
-        slots = np.where(live, page * ps + pos % ps, PAD_SLOT)
-        return slots, lens
+        return slot_map(states, layer, self.page_size, pad_to)
 
     def gather(self, seq_ids: Any, layer: int,
                out: Any = None) -> tuple[Tensor, Tensor, np.ndarray]:

@@ -24,8 +24,12 @@ from hurray_gpu.format.descriptor import (
 from hurray_gpu.format.dtypes import DType
 from hurray_gpu.tensor import Tensor
 
-__all__ = ["check_counts", "check_index", "check_seq_id", "check_seq_ids", "dense_tensor",
-           "out_buffers", "rows_buffer"]
+__all__ = ["ONE_EACH", "check_counts", "check_index", "check_seq_id", "check_seq_ids",
+           "dense_tensor", "out_buffers", "rows_buffer"]
+
+
+# ``counts`` of a decode step: one token per sequence, no list to check.
+ONE_EACH: Any = object()
 
 
 def check_index(value: Any, limit: int, what: str) -> int:
@@ -62,7 +66,7 @@ def check_seq_ids(seq_ids: Any) -> list[int]:
     """
     if isinstance(seq_ids, (int, np.integer)) and not isinstance(seq_ids, bool):
         return [int(seq_ids)]
-    if isinstance(seq_ids, list) and all(type(s) is int for s in seq_ids):
+    if isinstance(seq_ids, list) and set(map(type, seq_ids)) <= {int}:
         return list(seq_ids)  # the common case, checked at C speed
     if isinstance(seq_ids, np.ndarray) and seq_ids.ndim == 1 and seq_ids.dtype.kind in "iu":
         return [int(s) for s in seq_ids.tolist()]
@@ -82,6 +86,11 @@ def check_counts(seq_ids: list[int], tokens: int, counts: Any) -> list[int]:
     Raises:
         UnsupportedOpError: counts that do not add up to the rows given.
     """
+    if counts is ONE_EACH:
+        if tokens != len(seq_ids):
+            raise UnsupportedOpError(f"{tokens} token rows for {len(seq_ids)} sequences",
+                                     fix="a decode step takes one row per sequence.")
+        return [1] * tokens
     if counts is None:
         if tokens == len(seq_ids):
             return [1] * tokens

@@ -16,6 +16,7 @@ from hurray_gpu.device import Device, MemoryClass
 from hurray_gpu.errors import UnsupportedOpError
 from hurray_gpu.kernels.paged import MAX_WIDTH, ROLES, SKIP_SLOT, WORDS, paged_kernel, word_for
 from hurray_gpu.kernels.paged_quant import quant_kernel
+from hurray_gpu.kv_cache.launch import Launcher
 from hurray_gpu.kv_cache.windows import Windows
 
 __all__ = ["KVStorage", "Plane"]
@@ -104,7 +105,7 @@ class KVStorage:
         # Device.program renders the source to find its cache key; do that once per kernel.
         program = self._programs.get(kernel.name)
         if program is None:
-            program = self._programs[kernel.name] = self.device.program(kernel)
+            program = self._programs[kernel.name] = Launcher(self.device.program(kernel))
         return program
 
     def _check_open(self) -> None:
@@ -238,8 +239,10 @@ class KVStorage:
         per work item. The caller guarantees page ids < num_pages and no dst is also a src.
         """
         self._check_open()
+        if not pairs:
+            return
         counts = np.asarray(rows, dtype=np.int64)
-        if not pairs or not counts.sum():
+        if not counts.sum():
             return
         ends = np.asarray(pairs, dtype=np.int64).reshape(-1, 2) * self.page_size
         offset = np.arange(int(counts.sum()), dtype=np.int64) - np.repeat(

@@ -25,7 +25,7 @@ from hurray_gpu.format.dtypes import buffer_size, by_name
 
 __all__ = ["dequantize_paged", "token_slots"]
 
-_SCALE_NP = {1: np.dtype("<f2"), 2: np.dtype("<u2"), 3: np.dtype("<f4")}
+_SCALE_NP: dict[int, np.dtype[Any]] = {1: np.dtype("<f2"), 2: np.dtype("<u2"), 3: np.dtype("<f4")}
 
 
 def _host_bytes(buf: Any) -> np.ndarray:

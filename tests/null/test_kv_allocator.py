@@ -5,12 +5,15 @@ from __future__ import annotations
 import pickle
 from collections.abc import Sequence
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hurray_gpu.errors import UnsupportedOpError
 from hurray_gpu.kv_cache import OutOfPagesError, PageAllocator, PrefixCache, page_hash
+from hurray_gpu.kv_cache.decode_plan import plan_decode
+from hurray_gpu.kv_cache.slot_map import dense_slots
 
 
 def _append(alloc: PageAllocator, seqs: Sequence[int], counts: Sequence[int],
@@ -235,3 +238,65 @@ def test_random_operations_keep_invariants(ops: list[tuple[str, int, int]],
         alloc.free(seq)
     alloc.check()
     assert alloc.used == 0 and alloc.available == alloc.num_pages
+
+
+def _plan_facts(plan: object) -> tuple:
+    p = plan  # an AppendPlan
+    return (p.slots.tolist(), p.cow, p.cow_rows, p.new_pages, p.replaced,  # type: ignore
+            p.take_free, p.evict, p.counts, p.uniform)  # type: ignore[attr-defined]
+
+
+@settings(max_examples=60, deadline=None)
+@given(ops=_OPS, prefix=st.booleans())
+def test_decode_plan_equals_the_general_plan(ops: list[tuple[str, int, int]],
+                                             prefix: bool) -> None:
+    """One token per sequence takes a NumPy-free path: it must plan exactly the same."""
+    alloc = PageAllocator(num_pages=14, page_size=3, num_layers=2,
+                          prefix_cache=PrefixCache() if prefix else None)
+    for op, pick, n in ops:
+        live = sorted(alloc.seqs)
+        target = live[pick % len(live)] if live else None
+        try:
+            if op in "aA" or target is None:
+                seq = alloc.add_sequence([pick % 3] * n)
+                _append(alloc, [seq], [n % 7], pick % 2)
+            elif op == "f":
+                alloc.fork(target)
+            elif op == "x":
+                alloc.free(target)
+            elif op == "s":
+                alloc.swap_out(target, host_copy=n)
+            elif op == "S":
+                alloc.swap_in(target)
+            else:  # a decode step over a few live sequences (the swapped ones raise)
+                batch = live[pick % len(live):][: n + 1]
+                layer = n % 2
+                try:
+                    general = _plan_facts(alloc._plan_general(batch, [1] * len(batch), layer))
+                except (OutOfPagesError, UnsupportedOpError) as exc:
+                    with pytest.raises(type(exc)):
+                        plan_decode(alloc, batch, layer)
+                    continue
+                assert _plan_facts(plan_decode(alloc, batch, layer)) == general
+                _append(alloc, batch, [1] * len(batch), layer)
+        except (OutOfPagesError, UnsupportedOpError):
+            pass
+        alloc.check()
+
+
+@settings(max_examples=80, deadline=None)
+@given(tables=st.lists(st.tuples(st.integers(0, 14), st.integers(0, 2)), max_size=6),
+       page_size=st.sampled_from([1, 3, 4]))
+def test_dense_slot_map_follows_each_block_table(tables: list[tuple[int, int]],
+                                                 page_size: int) -> None:
+    """Gather's slot map (per page grids, tails cut) equals the token-by-token definition."""
+    lens = np.array([n for n, _ in tables], np.int64)
+    sizes = np.array([-(-n // page_size) + extra for n, extra in tables], np.int64)
+    flat = np.random.default_rng(len(tables)).permutation(200)[:int(sizes.sum())]
+    want, start = [], 0
+    for n, size in zip(lens.tolist(), sizes.tolist(), strict=True):
+        table = flat[start:start + size]
+        start += size
+        want += [int(table[p // page_size]) * page_size + p % page_size for p in range(n)]
+    got = dense_slots(flat.astype(np.int64), sizes, lens, page_size)
+    assert got.dtype == np.uint32 and got.tolist() == want
