@@ -2,7 +2,9 @@
 
 Peers (optional benchmark dependencies, skipped with a note when missing): bitsandbytes
 ``dequantize_4bit`` (NF4), ``gguf.quants.dequantize`` (Q4_0/Q8_0), ml_dtypes ``astype``
-(fp8/fp6/fp4). Warm buffers, median of several runs; G elem/s and GB/s of bytes read + written.
+(fp8/fp6/fp4). Warm buffers; ours, the peer and the copy roof run in alternation within each
+case (a shared machine's load hits all three alike), median of the runs; G elem/s and GB/s of
+bytes read + written; "roof" is against the copy measured in the same case.
 Usage: python bench/dequant.py [--elements 67108864] [--runs 5] [--devices cpu,opencl,vulkan]
        [--threads 1 --clock cpu]  (per-core CPU time: fairer than wall time on a loaded host)
 """
@@ -12,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -28,21 +31,29 @@ from hurray_gpu.ops.dequantize import bind_inputs, launch
 from hurray_gpu.ops.plan import elements_per_item, plan_dequantize
 from hurray_gpu.tensor import Tensor
 
-from _timing import median_s
-
 BLOCK = 32
 # time.perf_counter (wall) or time.process_time (CPU time of every thread of this process).
 CLOCK: dict[str, Callable[[], float]] = {"wall": time.perf_counter, "cpu": time.process_time}
 _clock = CLOCK["wall"]
 
 
+def interleaved(calls: dict[str, Callable[[], Any]], runs: int) -> dict[str, float]:
+    """Median seconds of each call, the calls taking turns (one warm-up round first)."""
+    samples: dict[str, list[float]] = {name: [] for name in calls}
+    for round_ in range(runs + 1):
+        for name, call in calls.items():
+            start = _clock()
+            call()
+            if round_:
+                samples[name].append(_clock() - start)
+    return {name: statistics.median(times) for name, times in samples.items()}
 
 
-def copy_roof(nbytes: int, runs: int) -> float:
-    """np.copyto bandwidth in GB/s of bytes read + written (the CPU roof)."""
+def copy_call(nbytes: int) -> Callable[[], Any]:
+    """np.copyto of ``nbytes`` (the CPU roof: 2 * nbytes per call, read + written)."""
     src = np.random.default_rng(0).integers(0, 256, nbytes, dtype=np.uint8)
     dst = np.empty_like(src)
-    return 2 * nbytes / median_s(lambda: np.copyto(dst, src), runs) / 1e9
+    return lambda: np.copyto(dst, src)
 
 
 def _blocked(rng: np.random.Generator, storage: str, scheme: str, n: int) -> Tensor:
@@ -79,8 +90,8 @@ def cases(n: int) -> list[tuple[str, str, Callable[[np.random.Generator], Tensor
     return out
 
 
-def measure_ours(t: Tensor, out_dtype: str, dev: Any, runs: int) -> dict[str, float]:
-    """Median kernel time on ``dev`` with warm, preallocated buffers."""
+def ours_runner(t: Tensor, out_dtype: str, dev: Any) -> tuple[Callable[[], Any], int]:
+    """(one synchronous kernel run on ``dev`` with warm, preallocated buffers, bytes moved)."""
     dt = t.to(dev)
     # The elements per work item dequantize() itself uses on this device.
     plan = plan_dequantize(dt.descriptor, out_dtype, ept=elements_per_item(dev))
@@ -94,9 +105,8 @@ def measure_ours(t: Tensor, out_dtype: str, dev: Any, runs: int) -> dict[str, fl
         launch(plan, dev, inputs, out, err)
         dev.synchronize()
 
-    seconds = median_s(run, runs)
     read = sum(int(h.byte_size) for h in t.descriptor.buffers)
-    return {"seconds": seconds, "bytes": read + out.nbytes}
+    return run, read + out.nbytes
 
 
 def peer_runner(label: str, t: Tensor, rng: np.random.Generator) -> tuple[str, Callable[[], Any]]:
@@ -127,34 +137,45 @@ def peer_runner(label: str, t: Tensor, rng: np.random.Generator) -> tuple[str, C
 
 
 def run_case(label: str, out_dtype: str, make: Callable[[np.random.Generator], Tensor],
-             devs: list[Any], runs: int, roof: float) -> list[dict[str, Any]]:
-    """One operation: ours on each device, then its peer, as rows."""
+             devs: list[Any], runs: int, copy: Callable[[], Any],
+             copy_bytes: int) -> list[dict[str, Any]]:
+    """One operation: ours on each device, its peer and the copy roof, interleaved, as rows."""
     rng = np.random.default_rng(7)
     t = make(rng)
     n = int(np.prod(t.shape))
-    rows = []
-    peer_rate = None
+    calls: dict[str, Callable[[], Any]] = {"copy": copy}
+    moved: dict[str, int] = {}
+    peer = None
     try:
-        name, call = peer_runner(label, t, rng)
-        peer_rate = n / median_s(call, runs) / 1e9
-        rows.append({"op": label, "impl": name, "device": "cpu", "elements": n,
-                     "gelem_s": peer_rate})
+        peer, calls["peer"] = peer_runner(label, t, rng)
     except ImportError as exc:
         print(f"  peer for {label!r} skipped: {exc}", file=sys.stderr)
     for dev in devs:
-        got = measure_ours(t, out_dtype, dev, runs)
-        rate = n / got["seconds"] / 1e9
-        gbps = got["bytes"] / got["seconds"] / 1e9
+        calls[dev.spec], moved[dev.spec] = ours_runner(t, out_dtype, dev)
+    took = interleaved(calls, runs)
+    roof = copy_bytes / took["copy"] / 1e9
+    rows = []
+    peer_rate = None
+    if peer is not None:
+        peer_rate = n / took["peer"] / 1e9
+        rows.append({"op": label, "impl": peer, "device": "cpu", "elements": n,
+                     "gelem_s": peer_rate})
+    for dev in devs:
+        seconds = took[dev.spec]
+        gbps = moved[dev.spec] / seconds / 1e9
         rows.append({"op": label, "impl": "hurray_gpu", "device": dev.spec, "elements": n,
-                     "gelem_s": rate, "gbps": gbps, "roof_fraction": gbps / roof,
-                     "vs_peer": None if peer_rate is None else rate / peer_rate})
+                     "gelem_s": n / seconds / 1e9, "gbps": gbps, "roof_gbps": roof,
+                     "roof_fraction": gbps / roof,
+                     "vs_peer": None if peer_rate is None else n / seconds / 1e9 / peer_rate})
         dev.allocator.free_cache()
     return rows
 
 
-def table(rows: list[dict[str, Any]], roof: float) -> str:
+def table(rows: list[dict[str, Any]]) -> str:
     """The printed table (one line per implementation and device)."""
-    lines = [f"memory-copy roof (np.copyto, read + write): {roof:.2f} GB/s",
+    roofs = [r["roof_gbps"] for r in rows if "roof_gbps" in r]
+    roof = f"{statistics.median(roofs):.2f} GB/s median" if roofs else "not measured"
+    lines = [f"memory-copy roof (np.copyto, read + write, measured in each case): {roof}",
              f"{'operation':40s} {'impl':30s} {'device':9s} {'Gelem/s':>8s} {'GB/s':>7s} "
              f"{'roof':>6s} {'vs peer':>8s}"]
     for r in rows:
@@ -189,15 +210,15 @@ def main(argv: list[str] | None = None) -> int:
             pass
     n = args.elements // 1024 * 1024
     devs = [device(spec) for spec in args.devices.split(",") if spec]
-    roof = copy_roof(n * 4, args.runs)
+    copy = copy_call(n * 4)
     rows: list[dict[str, Any]] = []
     for label, out_dtype, make in cases(n):
         if args.only in label:
-            rows += run_case(label, out_dtype, make, devs, args.runs, roof)
-    print(table(rows, roof))
+            rows += run_case(label, out_dtype, make, devs, args.runs, copy, 2 * n * 4)
+    print(table(rows))
     path = Path(args.json)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"elements": n, "runs": args.runs, "roof_gbps": roof,
+    path.write_text(json.dumps({"elements": n, "runs": args.runs,
                                 "clock": args.clock, "threads": args.threads or None,
                                 "rows": rows}, indent=2))
     return 0

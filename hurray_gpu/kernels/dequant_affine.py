@@ -17,14 +17,15 @@ from hurray_gpu.kernels.dequant_common import (
     ITEM_START,
     OUT_DTYPES,
     PARAM_RUN,
-    STORE_OUT,
     code_extent,
+    fill_store,
     item_grid,
     ref_block_index,
     ref_codes,
     ref_store,
     ref_u32_at,
     specialised_loop,
+    table_private,
 )
 from hurray_gpu.kernels.dialect.kernel import KernelDef, buf, scalar
 
@@ -160,8 +161,8 @@ def _make(out: str) -> KernelDef:
               *(scalar(name, _SCALAR_TYPES.get(name, "u32")) for name in AFFINE_SCALARS))
     return KernelDef(
         name=affine_kernel_name(out), params=params,
-        body=_BODY.replace("{store}", STORE_OUT[kind].format(v=AFFINE_RESULT)),
-        grid=item_grid, extents=_extents,
+        body=fill_store(_BODY, kind, AFFINE_RESULT),
+        grid=item_grid, extents=_extents, private=table_private(kind),
         reference=lambda a: reference_affine(a, kind),
         local_size=(64, 1, 1), tags=("dequant",),
         doc=f"Affine dequantization (per-tensor/channel/block) of any storage type to {out}.")

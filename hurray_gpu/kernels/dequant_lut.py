@@ -17,14 +17,15 @@ from hurray_gpu.kernels.dequant_common import (
     ITEM_START,
     OUT_DTYPES,
     PARAM_RUN,
-    STORE_OUT,
     code_extent,
+    fill_store,
     item_grid,
     ref_block_index,
     ref_codes,
     ref_store,
     ref_u32_at,
     specialised_loop,
+    table_private,
 )
 from hurray_gpu.kernels.dialect.kernel import KernelDef, buf, scalar
 
@@ -146,10 +147,11 @@ def _make(out: str) -> KernelDef:
               *(scalar(name) for name in LUT_SCALARS))
     return KernelDef(
         name=lut_kernel_name(out), params=params,
-        body=_BODY.replace("{store}", STORE_OUT[kind].format(v="v")),
-        grid=item_grid, extents=_extents,
+        body=fill_store(_BODY, kind, "v"),
+        grid=item_grid, extents=_extents, private=table_private(kind),
         reference=lambda a: reference_lut(a, kind),
-        tags=("dequant",),
+        # host_isa: AVX-512 vectorises the 16-entry table builds (cpu backend flag).
+        tags=("dequant", "host_isa"),
         doc=f"Table-driven NF4 / MXFP dequantization or small-type unpacking to {out}.")
 
 

@@ -35,6 +35,9 @@ class GLSLRenderer(CStyleRenderer):
     prelude = "#version 450"
     soft_f16 = True
     function_prefix = ""
+    # Private arrays are module-scope variables (per invocation in a compute shader), so the
+    # accessor functions can reach them.
+    private_decl = ""
     index_expr = ("gl_GlobalInvocationID.x", "gl_GlobalInvocationID.y",
                   "gl_GlobalInvocationID.z")
     type_map: ClassVar[dict[str, str]] = {
@@ -87,6 +90,11 @@ class GLSLRenderer(CStyleRenderer):
             out.append(f"shared uint {name}[{count}];")
             out.append(f"uint load_{name}(uint hg_i) {{ return {name}[hg_i]; }}")
             out.append(f"void store_{name}(uint hg_i, uint hg_v) {{ {name}[hg_i] = hg_v; }}")
+        for name, dtype, count in kernel.private:
+            vtype = self.type_map[dtype]
+            out.append(f"{vtype} {name}[{count}];")
+            out.append(f"{vtype} load_{name}(uint hg_i) {{ return {name}[hg_i]; }}")
+            out.append(f"void store_{name}(uint hg_i, {vtype} hg_v) {{ {name}[hg_i] = hg_v; }}")
         out += self.render_atomics(kernel)
         return "\n".join(out)
 

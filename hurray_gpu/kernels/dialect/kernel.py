@@ -110,6 +110,10 @@ class KernelDef:
         doc: one line saying what the kernel does.
         shared: work-group memory, ``(name, count)`` arrays of u32 words, reached with
             LOAD/STORE like buffers; contents are undefined until the body writes them.
+        private: per-work-item arrays, ``(name, type, count)`` with type u32, i32 or f32,
+            reached with LOAD/STORE like buffers (no atomics); contents are undefined until
+            the body writes them. Keep them small (GPUs spill dynamically indexed ones to
+            local memory).
     """
 
     name: str
@@ -122,6 +126,7 @@ class KernelDef:
     doc: str = ""
     tags: tuple[str, ...] = field(default=())
     shared: tuple[tuple[str, int], ...] = field(default=())
+    private: tuple[tuple[str, str, int], ...] = field(default=())
 
     def __post_init__(self) -> None:
         if not _NAME.match(self.name):
@@ -129,7 +134,12 @@ class KernelDef:
         for name, count in self.shared:
             if not _NAME.match(name) or name in _RESERVED or not 1 <= count <= 2**20:
                 raise ValueError(f"kernel {self.name}: bad shared array {name!r}[{count}]")
+        for name, dtype, count in self.private:
+            if (not _NAME.match(name) or name in _RESERVED or name.startswith("hg_")
+                    or dtype not in SCALAR_DTYPES or not 1 <= count <= 1024):
+                raise ValueError(f"kernel {self.name}: bad private array {dtype} {name}[{count}]")
         names = [p.name for p in self.params] + [name for name, _ in self.shared]
+        names += [name for name, _, _ in self.private]
         if len(set(names)) != len(names):
             raise ValueError(f"kernel {self.name}: duplicate parameter names {names}")
         if len(self.local_size) != 3 or any(d < 1 for d in self.local_size):

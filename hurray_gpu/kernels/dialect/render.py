@@ -80,12 +80,16 @@ def lint_body(kernel: KernelDef) -> None:
             raise UnsupportedOpError(f"kernel {kernel.name}: GLOBAL_ID({dim}) is not 0, 1 or 2")
     buffers = {p.name: p for p in kernel.buffers}
     buffers.update({name: Param(name, "u32", "buffer", "rw") for name, _ in kernel.shared})
+    private = {name: Param(name, dtype, "buffer", "rw") for name, dtype, _ in kernel.private}
+    buffers.update(private)
     for op, name in _ACCESS.findall(text):
         param = buffers.get(name)
         if param is None:
             raise UnsupportedOpError(f"kernel {kernel.name}: {op} of unknown buffer {name!r}")
         if (op == "LOAD" and param.access == "w") or (op == "STORE" and param.access == "r"):
             raise UnsupportedOpError(f"kernel {kernel.name}: {op} of {param.access} buffer {name}")
+        if op.startswith("ATOMIC_") and name in private:
+            raise UnsupportedOpError(f"kernel {kernel.name}: {op} of private array {name}")
         if op.startswith("ATOMIC_") and (param.access != "rw" or param.dtype != "u32"):
             raise UnsupportedOpError(f"kernel {kernel.name}: {op} needs an rw u32 buffer, not "
                                      f"{param.access} {param.dtype} {name}")
@@ -132,6 +136,9 @@ class CStyleRenderer:
     op_map: ClassVar[dict[str, str]] = {}
     # A shared array's declaration at the top of the entry, from {name} and {count} (u32s).
     shared_decl: ClassVar[str] = ""
+    # A private (per-work-item) array's declaration at the top of the body, from {type}
+    # (a body type), {name} and {count}; empty where render_accessors declares it.
+    private_decl: ClassVar[str] = "{type} {name}[{count}];"
     # ATOMIC_* on element {i} of buffer {b} with value {v} (and {e}, CAS's expected value).
     atomic_map: ClassVar[dict[str, str]] = {}
     # Dialect-specific helper source per intrinsic, emitted when a body calls that intrinsic.
@@ -184,9 +191,14 @@ class CStyleRenderer:
     def body(self, kernel: KernelDef, indent: str = "    ") -> str:
         """The translated body, re-indented."""
         text = textwrap.dedent(self.translate(kernel.body)).strip()
+        decls: list[str] = []
         if kernel.shared and self.shared_decl:
-            decls = [self.translate(self.shared_decl.format(name=n, count=c))
-                     for n, c in kernel.shared]
+            decls += [self.translate(self.shared_decl.format(name=n, count=c))
+                      for n, c in kernel.shared]
+        if self.private_decl:
+            decls += [self.translate(self.private_decl.format(type=t, name=n, count=c))
+                      for n, t, c in kernel.private]
+        if decls:
             text = "\n".join([*decls, text])
         return textwrap.indent(text, indent)
 
@@ -203,7 +215,7 @@ class CStyleRenderer:
                 expr = self.store_map[param.dtype].format(b=param.name, i="(hg_i)", v="(hg_v)")
                 expr = self.translate(expr).replace("(ST)", f"({storage})")
                 lines.append(f"#define store_{param.name}(hg_i, hg_v) {expr}")
-        for name, _ in kernel.shared:
+        for name in [n for n, _ in kernel.shared] + [n for n, _, _ in kernel.private]:
             lines.append(f"#define load_{name}(hg_i) ({name}[(hg_i)])")
             lines.append(f"#define store_{name}(hg_i, hg_v) ({name}[(hg_i)] = (hg_v))")
         for op, name in atomics_used(kernel):

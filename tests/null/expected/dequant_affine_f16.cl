@@ -35,8 +35,11 @@ static inline float hg_bf16_to_f32(uint h) {
 #define load_scales(hg_i) ((uint)(scales[(hg_i)]))
 #define load_zps(hg_i) ((uint)(zps[(hg_i)]))
 #define store_err(hg_i, hg_v) (err[(hg_i)] = (uint)((hg_v)))
+#define load_tab(hg_i) (tab[(hg_i)])
+#define store_tab(hg_i, hg_v) (tab[(hg_i)] = (hg_v))
 
 __kernel __attribute__((reqd_work_group_size(64, 1, 1))) void dequant_affine_f16(__global ushort* restrict dst, __global const uchar* restrict data, __global const uchar* restrict scales, __global const uchar* restrict zps, __global uint* restrict err, uint n, uint ept, uint doff, uint bits, uint sgn, uint mode, uint stype, uint zmode, uint zoff, uint nparam, uint inner, uint dm1, uint dsh1, uint ssize, uint dm2, uint dsh2, uint omul, uint kshift, int zlo, int zhi, float sval, int zval) {
+    uint tab[16];
     uint first = ((uint)get_global_id(0)) * ept;
         if (first >= n) return;
         uint last = min(first + ept, n);
@@ -107,6 +110,54 @@ __kernel __attribute__((reqd_work_group_size(64, 1, 1))) void dequant_affine_f16
 
             }
     if (bits == 4u) {
+    if (end - i >= 32u) {
+    uint ncode = min(16u, last - first);
+    for (uint c = 0u; c < ncode; c++) {
+    {
+    uint code = c;
+    uint k = c;
+
+                // Branch-free sign extension: random signs would mispredict a branch.
+                int q = (int)(code << sx) >> sx;
+                store_tab(k, hg_f32_to_f16(s * (float)((int)((uint)(q) - (uint)(z)))));
+
+    }
+    }
+    if ((i & 1u) != 0u) {
+    store_dst(i, load_tab(load_data(doff + (i >> 1u)) >> 4u));
+    i = i + 1u;
+    }
+    uint nquad = (end - i) >> 3u;
+    uint qat = doff + (i >> 1u);
+    for (uint j = 0u; j < nquad; j++) {
+    uint b = qat + 4u * j;
+    uint w = load_data(b) | (load_data(b + 1u) << 8u) | (load_data(b + 2u) << 16u)
+            | (load_data(b + 3u) << 24u);
+    uint k = i + 8u * j;
+    store_dst(k, load_tab(w & 15u));
+    store_dst(k + 1u, load_tab((w >> 4u) & 15u));
+    store_dst(k + 2u, load_tab((w >> 8u) & 15u));
+    store_dst(k + 3u, load_tab((w >> 12u) & 15u));
+    store_dst(k + 4u, load_tab((w >> 16u) & 15u));
+    store_dst(k + 5u, load_tab((w >> 20u) & 15u));
+    store_dst(k + 6u, load_tab((w >> 24u) & 15u));
+    store_dst(k + 7u, load_tab(w >> 28u));
+    }
+    i = i + 8u * nquad;
+    uint npair = (end - i) >> 1u;
+    uint at = doff + (i >> 1u);
+    for (uint j = 0u; j < npair; j++) {
+    uint pair = load_data(at + j);
+    uint k = i + 2u * j;
+    store_dst(k, load_tab(pair & 15u));
+    store_dst(k + 1u, load_tab(pair >> 4u));
+    }
+    i = i + 2u * npair;
+    if (i < end) {
+    store_dst(i, load_tab(load_data(doff + (i >> 1u)) & 15u));
+    i = i + 1u;
+    }
+    } else {
     if ((i & 1u) != 0u && i < end) {
     {
     uint code = load_data(doff + (i >> 1u)) >> 4u;
@@ -151,6 +202,7 @@ __kernel __attribute__((reqd_work_group_size(64, 1, 1))) void dequant_affine_f16
 
     }
     i = i + 1u;
+    }
     }
     }
     else if (bits == 8u && doff == 0u) {

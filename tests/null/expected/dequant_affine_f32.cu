@@ -17,8 +17,11 @@ __device__ static inline float hg_bf16_to_f32(unsigned int h) {
 #define load_scales(hg_i) ((unsigned int)(scales[(hg_i)]))
 #define load_zps(hg_i) ((unsigned int)(zps[(hg_i)]))
 #define store_err(hg_i, hg_v) (err[(hg_i)] = (unsigned int)((hg_v)))
+#define load_tab(hg_i) (tab[(hg_i)])
+#define store_tab(hg_i, hg_v) (tab[(hg_i)] = (hg_v))
 
 extern "C" __global__ void __launch_bounds__(64) dequant_affine_f32(float* __restrict__ dst, const unsigned char* __restrict__ data, const unsigned char* __restrict__ scales, const unsigned char* __restrict__ zps, unsigned int* __restrict__ err, unsigned int n, unsigned int ept, unsigned int doff, unsigned int bits, unsigned int sgn, unsigned int mode, unsigned int stype, unsigned int zmode, unsigned int zoff, unsigned int nparam, unsigned int inner, unsigned int dm1, unsigned int dsh1, unsigned int ssize, unsigned int dm2, unsigned int dsh2, unsigned int omul, unsigned int kshift, int zlo, int zhi, float sval, int zval) {
+    float tab[16];
     unsigned int first = (blockIdx.x * blockDim.x + threadIdx.x) * ept;
         if (first >= n) return;
         unsigned int last = min(first + ept, n);
@@ -89,6 +92,54 @@ extern "C" __global__ void __launch_bounds__(64) dequant_affine_f32(float* __res
 
             }
     if (bits == 4u) {
+    if (end - i >= 32u) {
+    unsigned int ncode = min(16u, last - first);
+    for (unsigned int c = 0u; c < ncode; c++) {
+    {
+    unsigned int code = c;
+    unsigned int k = c;
+
+                // Branch-free sign extension: random signs would mispredict a branch.
+                int q = (int)(code << sx) >> sx;
+                store_tab(k, s * (float)((int)((unsigned int)(q) - (unsigned int)(z))));
+
+    }
+    }
+    if ((i & 1u) != 0u) {
+    store_dst(i, load_tab(load_data(doff + (i >> 1u)) >> 4u));
+    i = i + 1u;
+    }
+    unsigned int nquad = (end - i) >> 3u;
+    unsigned int qat = doff + (i >> 1u);
+    for (unsigned int j = 0u; j < nquad; j++) {
+    unsigned int b = qat + 4u * j;
+    unsigned int w = load_data(b) | (load_data(b + 1u) << 8u) | (load_data(b + 2u) << 16u)
+            | (load_data(b + 3u) << 24u);
+    unsigned int k = i + 8u * j;
+    store_dst(k, load_tab(w & 15u));
+    store_dst(k + 1u, load_tab((w >> 4u) & 15u));
+    store_dst(k + 2u, load_tab((w >> 8u) & 15u));
+    store_dst(k + 3u, load_tab((w >> 12u) & 15u));
+    store_dst(k + 4u, load_tab((w >> 16u) & 15u));
+    store_dst(k + 5u, load_tab((w >> 20u) & 15u));
+    store_dst(k + 6u, load_tab((w >> 24u) & 15u));
+    store_dst(k + 7u, load_tab(w >> 28u));
+    }
+    i = i + 8u * nquad;
+    unsigned int npair = (end - i) >> 1u;
+    unsigned int at = doff + (i >> 1u);
+    for (unsigned int j = 0u; j < npair; j++) {
+    unsigned int pair = load_data(at + j);
+    unsigned int k = i + 2u * j;
+    store_dst(k, load_tab(pair & 15u));
+    store_dst(k + 1u, load_tab(pair >> 4u));
+    }
+    i = i + 2u * npair;
+    if (i < end) {
+    store_dst(i, load_tab(load_data(doff + (i >> 1u)) & 15u));
+    i = i + 1u;
+    }
+    } else {
     if ((i & 1u) != 0u && i < end) {
     {
     unsigned int code = load_data(doff + (i >> 1u)) >> 4u;
@@ -133,6 +184,7 @@ extern "C" __global__ void __launch_bounds__(64) dequant_affine_f32(float* __res
 
     }
     i = i + 1u;
+    }
     }
     }
     else if (bits == 8u && doff == 0u) {

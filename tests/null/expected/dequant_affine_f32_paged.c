@@ -30,8 +30,11 @@ static inline float hg_bf16_to_f32(uint32_t h) {
 #define load_zps(hg_i) ((uint32_t)(zps[(hg_i)]))
 #define store_err(hg_i, hg_v) (err[(hg_i)] = (uint32_t)((hg_v)))
 #define load_ix(hg_i) (ix[(hg_i)])
+#define load_tab(hg_i) (tab[(hg_i)])
+#define store_tab(hg_i, hg_v) (tab[(hg_i)] = (hg_v))
 
 static inline void dequant_affine_f32_paged_item(uint32_t hg_gid0, uint32_t hg_gid1, uint32_t hg_gid2, float *restrict dst, const uint8_t *restrict data, const uint8_t *restrict scales, const uint8_t *restrict zps, uint32_t *restrict err, const uint32_t *restrict ix, uint32_t n, uint32_t ept, uint32_t doff, uint32_t bits, uint32_t sgn, uint32_t mode, uint32_t stype, uint32_t zmode, uint32_t zoff, uint32_t nparam, uint32_t inner, uint32_t ssize, uint32_t omul, uint32_t kshift, int32_t zlo, int32_t zhi, float sval, int32_t zval, uint32_t row, uint32_t ntok, uint32_t nix) {
+    float tab[16];
     uint32_t first = 0u;
         uint32_t last = 0u;
         uint32_t shift = 0u;
@@ -128,6 +131,54 @@ static inline void dequant_affine_f32_paged_item(uint32_t hg_gid0, uint32_t hg_g
 
             }
     if (bits == 4u) {
+    if (end - i >= 32u) {
+    uint32_t ncode = hg_umin(16u, last - first);
+    for (uint32_t c = 0u; c < ncode; c++) {
+    {
+    uint32_t code = c;
+    uint32_t k = c;
+
+                // Branch-free sign extension: random signs would mispredict a branch.
+                int32_t q = (int32_t)(code << sx) >> sx;
+                store_tab(k, s * (float)((int32_t)((uint32_t)(q) - (uint32_t)(z))));
+
+    }
+    }
+    if ((i & 1u) != 0u) {
+    store_dst((i) + shift, load_tab(load_data(doff + (i >> 1u)) >> 4u));
+    i = i + 1u;
+    }
+    uint32_t nquad = (end - i) >> 3u;
+    uint32_t qat = doff + (i >> 1u);
+    for (uint32_t j = 0u; j < nquad; j++) {
+    uint32_t b = qat + 4u * j;
+    uint32_t w = load_data(b) | (load_data(b + 1u) << 8u) | (load_data(b + 2u) << 16u)
+            | (load_data(b + 3u) << 24u);
+    uint32_t k = i + 8u * j;
+    store_dst((k) + shift, load_tab(w & 15u));
+    store_dst((k + 1u) + shift, load_tab((w >> 4u) & 15u));
+    store_dst((k + 2u) + shift, load_tab((w >> 8u) & 15u));
+    store_dst((k + 3u) + shift, load_tab((w >> 12u) & 15u));
+    store_dst((k + 4u) + shift, load_tab((w >> 16u) & 15u));
+    store_dst((k + 5u) + shift, load_tab((w >> 20u) & 15u));
+    store_dst((k + 6u) + shift, load_tab((w >> 24u) & 15u));
+    store_dst((k + 7u) + shift, load_tab(w >> 28u));
+    }
+    i = i + 8u * nquad;
+    uint32_t npair = (end - i) >> 1u;
+    uint32_t at = doff + (i >> 1u);
+    for (uint32_t j = 0u; j < npair; j++) {
+    uint32_t pair = load_data(at + j);
+    uint32_t k = i + 2u * j;
+    store_dst((k) + shift, load_tab(pair & 15u));
+    store_dst((k + 1u) + shift, load_tab(pair >> 4u));
+    }
+    i = i + 2u * npair;
+    if (i < end) {
+    store_dst((i) + shift, load_tab(load_data(doff + (i >> 1u)) & 15u));
+    i = i + 1u;
+    }
+    } else {
     if ((i & 1u) != 0u && i < end) {
     {
     uint32_t code = load_data(doff + (i >> 1u)) >> 4u;
@@ -172,6 +223,7 @@ static inline void dequant_affine_f32_paged_item(uint32_t hg_gid0, uint32_t hg_g
 
     }
     i = i + 1u;
+    }
     }
     }
     else if (bits == 8u && doff == 0u) {

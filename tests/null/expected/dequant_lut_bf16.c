@@ -26,8 +26,11 @@ static inline uint32_t hg_umulhi(uint32_t a, uint32_t b) {
 #define load_lut(hg_i) (lut[(hg_i)])
 #define load_scales(hg_i) ((uint32_t)(scales[(hg_i)]))
 #define store_err(hg_i, hg_v) (err[(hg_i)] = (uint32_t)((hg_v)))
+#define load_tab(hg_i) (tab[(hg_i)])
+#define store_tab(hg_i, hg_v) (tab[(hg_i)] = (hg_v))
 
 static inline void dequant_lut_bf16_item(uint32_t hg_gid0, uint32_t hg_gid1, uint32_t hg_gid2, uint16_t *restrict dst, const uint8_t *restrict data, const float *restrict lut, const uint8_t *restrict scales, uint32_t *restrict err, uint32_t n, uint32_t ept, uint32_t doff, uint32_t bits, uint32_t chk, uint32_t mode, uint32_t nparam, uint32_t inner, uint32_t dm1, uint32_t dsh1, uint32_t ssize, uint32_t dm2, uint32_t dsh2, uint32_t omul, uint32_t kshift) {
+    uint32_t tab[16];
     uint32_t first = hg_gid0 * ept;
         if (first >= n) return;
         uint32_t last = hg_umin(first + ept, n);
@@ -83,6 +86,53 @@ static inline void dequant_lut_bf16_item(uint32_t hg_gid0, uint32_t hg_gid1, uin
             }
             if (mode == 1u) {
     if (bits == 4u) {
+    if (end - i >= 32u) {
+    uint32_t ncode = hg_umin(16u, last - first);
+    for (uint32_t c = 0u; c < ncode; c++) {
+    {
+    uint32_t code = c;
+    uint32_t k = c;
+
+                float v = s * load_lut(code);
+                store_tab(k, hg_f32_to_bf16(v));
+
+    }
+    }
+    if ((i & 1u) != 0u) {
+    store_dst(i, load_tab(load_data(doff + (i >> 1u)) >> 4u));
+    i = i + 1u;
+    }
+    uint32_t nquad = (end - i) >> 3u;
+    uint32_t qat = doff + (i >> 1u);
+    for (uint32_t j = 0u; j < nquad; j++) {
+    uint32_t b = qat + 4u * j;
+    uint32_t w = load_data(b) | (load_data(b + 1u) << 8u) | (load_data(b + 2u) << 16u)
+            | (load_data(b + 3u) << 24u);
+    uint32_t k = i + 8u * j;
+    store_dst(k, load_tab(w & 15u));
+    store_dst(k + 1u, load_tab((w >> 4u) & 15u));
+    store_dst(k + 2u, load_tab((w >> 8u) & 15u));
+    store_dst(k + 3u, load_tab((w >> 12u) & 15u));
+    store_dst(k + 4u, load_tab((w >> 16u) & 15u));
+    store_dst(k + 5u, load_tab((w >> 20u) & 15u));
+    store_dst(k + 6u, load_tab((w >> 24u) & 15u));
+    store_dst(k + 7u, load_tab(w >> 28u));
+    }
+    i = i + 8u * nquad;
+    uint32_t npair = (end - i) >> 1u;
+    uint32_t at = doff + (i >> 1u);
+    for (uint32_t j = 0u; j < npair; j++) {
+    uint32_t pair = load_data(at + j);
+    uint32_t k = i + 2u * j;
+    store_dst(k, load_tab(pair & 15u));
+    store_dst(k + 1u, load_tab(pair >> 4u));
+    }
+    i = i + 2u * npair;
+    if (i < end) {
+    store_dst(i, load_tab(load_data(doff + (i >> 1u)) & 15u));
+    i = i + 1u;
+    }
+    } else {
     if ((i & 1u) != 0u && i < end) {
     {
     uint32_t code = load_data(doff + (i >> 1u)) >> 4u;
@@ -123,6 +173,7 @@ static inline void dequant_lut_bf16_item(uint32_t hg_gid0, uint32_t hg_gid1, uin
 
     }
     i = i + 1u;
+    }
     }
     }
     else if (bits == 8u && doff == 0u) {
@@ -171,6 +222,54 @@ static inline void dequant_lut_bf16_item(uint32_t hg_gid0, uint32_t hg_gid1, uin
     }
             } else {
     if (bits == 4u && chk == 0u) {
+    if (end - i >= 32u) {
+    uint32_t ncode = hg_umin(16u, last - first);
+    for (uint32_t c = 0u; c < ncode; c++) {
+    {
+    uint32_t code = c;
+    uint32_t k = c;
+
+                float v = load_lut(code);
+                if (mode != 0u && (hg_as_u32(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
+                store_tab(k, hg_f32_to_bf16(v));
+
+    }
+    }
+    if ((i & 1u) != 0u) {
+    store_dst(i, load_tab(load_data(doff + (i >> 1u)) >> 4u));
+    i = i + 1u;
+    }
+    uint32_t nquad = (end - i) >> 3u;
+    uint32_t qat = doff + (i >> 1u);
+    for (uint32_t j = 0u; j < nquad; j++) {
+    uint32_t b = qat + 4u * j;
+    uint32_t w = load_data(b) | (load_data(b + 1u) << 8u) | (load_data(b + 2u) << 16u)
+            | (load_data(b + 3u) << 24u);
+    uint32_t k = i + 8u * j;
+    store_dst(k, load_tab(w & 15u));
+    store_dst(k + 1u, load_tab((w >> 4u) & 15u));
+    store_dst(k + 2u, load_tab((w >> 8u) & 15u));
+    store_dst(k + 3u, load_tab((w >> 12u) & 15u));
+    store_dst(k + 4u, load_tab((w >> 16u) & 15u));
+    store_dst(k + 5u, load_tab((w >> 20u) & 15u));
+    store_dst(k + 6u, load_tab((w >> 24u) & 15u));
+    store_dst(k + 7u, load_tab(w >> 28u));
+    }
+    i = i + 8u * nquad;
+    uint32_t npair = (end - i) >> 1u;
+    uint32_t at = doff + (i >> 1u);
+    for (uint32_t j = 0u; j < npair; j++) {
+    uint32_t pair = load_data(at + j);
+    uint32_t k = i + 2u * j;
+    store_dst(k, load_tab(pair & 15u));
+    store_dst(k + 1u, load_tab(pair >> 4u));
+    }
+    i = i + 2u * npair;
+    if (i < end) {
+    store_dst(i, load_tab(load_data(doff + (i >> 1u)) & 15u));
+    i = i + 1u;
+    }
+    } else {
     if ((i & 1u) != 0u && i < end) {
     {
     uint32_t code = load_data(doff + (i >> 1u)) >> 4u;
@@ -215,6 +314,7 @@ static inline void dequant_lut_bf16_item(uint32_t hg_gid0, uint32_t hg_gid1, uin
 
     }
     i = i + 1u;
+    }
     }
     }
     else if (bits == 8u && doff == 0u && chk == 0u) {

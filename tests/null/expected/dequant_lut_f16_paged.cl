@@ -22,8 +22,11 @@ static inline uint hg_f32_to_f16(float v) {
 #define load_scales(hg_i) ((uint)(scales[(hg_i)]))
 #define store_err(hg_i, hg_v) (err[(hg_i)] = (uint)((hg_v)))
 #define load_ix(hg_i) (ix[(hg_i)])
+#define load_tab(hg_i) (tab[(hg_i)])
+#define store_tab(hg_i, hg_v) (tab[(hg_i)] = (hg_v))
 
 __kernel __attribute__((reqd_work_group_size(64, 1, 1))) void dequant_lut_f16_paged(__global ushort* restrict dst, __global const uchar* restrict data, __global const float* restrict lut, __global const uchar* restrict scales, __global uint* restrict err, __global const uint* restrict ix, uint n, uint ept, uint doff, uint bits, uint chk, uint mode, uint nparam, uint inner, uint ssize, uint omul, uint kshift, uint row, uint ntok, uint nix) {
+    uint tab[16];
     uint first = 0u;
         uint last = 0u;
         uint shift = 0u;
@@ -105,6 +108,53 @@ __kernel __attribute__((reqd_work_group_size(64, 1, 1))) void dequant_lut_f16_pa
             }
             if (mode == 1u) {
     if (bits == 4u) {
+    if (end - i >= 32u) {
+    uint ncode = min(16u, last - first);
+    for (uint c = 0u; c < ncode; c++) {
+    {
+    uint code = c;
+    uint k = c;
+
+                float v = s * load_lut(code);
+                store_tab(k, hg_f32_to_f16(v));
+
+    }
+    }
+    if ((i & 1u) != 0u) {
+    store_dst((i) + shift, load_tab(load_data(doff + (i >> 1u)) >> 4u));
+    i = i + 1u;
+    }
+    uint nquad = (end - i) >> 3u;
+    uint qat = doff + (i >> 1u);
+    for (uint j = 0u; j < nquad; j++) {
+    uint b = qat + 4u * j;
+    uint w = load_data(b) | (load_data(b + 1u) << 8u) | (load_data(b + 2u) << 16u)
+            | (load_data(b + 3u) << 24u);
+    uint k = i + 8u * j;
+    store_dst((k) + shift, load_tab(w & 15u));
+    store_dst((k + 1u) + shift, load_tab((w >> 4u) & 15u));
+    store_dst((k + 2u) + shift, load_tab((w >> 8u) & 15u));
+    store_dst((k + 3u) + shift, load_tab((w >> 12u) & 15u));
+    store_dst((k + 4u) + shift, load_tab((w >> 16u) & 15u));
+    store_dst((k + 5u) + shift, load_tab((w >> 20u) & 15u));
+    store_dst((k + 6u) + shift, load_tab((w >> 24u) & 15u));
+    store_dst((k + 7u) + shift, load_tab(w >> 28u));
+    }
+    i = i + 8u * nquad;
+    uint npair = (end - i) >> 1u;
+    uint at = doff + (i >> 1u);
+    for (uint j = 0u; j < npair; j++) {
+    uint pair = load_data(at + j);
+    uint k = i + 2u * j;
+    store_dst((k) + shift, load_tab(pair & 15u));
+    store_dst((k + 1u) + shift, load_tab(pair >> 4u));
+    }
+    i = i + 2u * npair;
+    if (i < end) {
+    store_dst((i) + shift, load_tab(load_data(doff + (i >> 1u)) & 15u));
+    i = i + 1u;
+    }
+    } else {
     if ((i & 1u) != 0u && i < end) {
     {
     uint code = load_data(doff + (i >> 1u)) >> 4u;
@@ -145,6 +195,7 @@ __kernel __attribute__((reqd_work_group_size(64, 1, 1))) void dequant_lut_f16_pa
 
     }
     i = i + 1u;
+    }
     }
     }
     else if (bits == 8u && doff == 0u) {
@@ -193,6 +244,54 @@ __kernel __attribute__((reqd_work_group_size(64, 1, 1))) void dequant_lut_f16_pa
     }
             } else {
     if (bits == 4u && chk == 0u) {
+    if (end - i >= 32u) {
+    uint ncode = min(16u, last - first);
+    for (uint c = 0u; c < ncode; c++) {
+    {
+    uint code = c;
+    uint k = c;
+
+                float v = load_lut(code);
+                if (mode != 0u && (as_uint(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
+                store_tab(k, hg_f32_to_f16(v));
+
+    }
+    }
+    if ((i & 1u) != 0u) {
+    store_dst((i) + shift, load_tab(load_data(doff + (i >> 1u)) >> 4u));
+    i = i + 1u;
+    }
+    uint nquad = (end - i) >> 3u;
+    uint qat = doff + (i >> 1u);
+    for (uint j = 0u; j < nquad; j++) {
+    uint b = qat + 4u * j;
+    uint w = load_data(b) | (load_data(b + 1u) << 8u) | (load_data(b + 2u) << 16u)
+            | (load_data(b + 3u) << 24u);
+    uint k = i + 8u * j;
+    store_dst((k) + shift, load_tab(w & 15u));
+    store_dst((k + 1u) + shift, load_tab((w >> 4u) & 15u));
+    store_dst((k + 2u) + shift, load_tab((w >> 8u) & 15u));
+    store_dst((k + 3u) + shift, load_tab((w >> 12u) & 15u));
+    store_dst((k + 4u) + shift, load_tab((w >> 16u) & 15u));
+    store_dst((k + 5u) + shift, load_tab((w >> 20u) & 15u));
+    store_dst((k + 6u) + shift, load_tab((w >> 24u) & 15u));
+    store_dst((k + 7u) + shift, load_tab(w >> 28u));
+    }
+    i = i + 8u * nquad;
+    uint npair = (end - i) >> 1u;
+    uint at = doff + (i >> 1u);
+    for (uint j = 0u; j < npair; j++) {
+    uint pair = load_data(at + j);
+    uint k = i + 2u * j;
+    store_dst((k) + shift, load_tab(pair & 15u));
+    store_dst((k + 1u) + shift, load_tab(pair >> 4u));
+    }
+    i = i + 2u * npair;
+    if (i < end) {
+    store_dst((i) + shift, load_tab(load_data(doff + (i >> 1u)) & 15u));
+    i = i + 1u;
+    }
+    } else {
     if ((i & 1u) != 0u && i < end) {
     {
     uint code = load_data(doff + (i >> 1u)) >> 4u;
@@ -237,6 +336,7 @@ __kernel __attribute__((reqd_work_group_size(64, 1, 1))) void dequant_lut_f16_pa
 
     }
     i = i + 1u;
+    }
     }
     }
     else if (bits == 8u && doff == 0u && chk == 0u) {

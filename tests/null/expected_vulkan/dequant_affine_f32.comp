@@ -38,6 +38,9 @@ uint load_data(uint hg_i) { return ((data[hg_ix_data(hg_i >> 2u)] >> ((hg_i & 3u
 uint load_scales(uint hg_i) { return ((scales[hg_ix_scales(hg_i >> 2u)] >> ((hg_i & 3u) * 8u)) & 0xffu); }
 uint load_zps(uint hg_i) { return ((zps[hg_ix_zps(hg_i >> 2u)] >> ((hg_i & 3u) * 8u)) & 0xffu); }
 void store_err(uint hg_i, uint hg_v) { err[hg_ix_err(hg_i)] = hg_v; }
+float tab[16];
+float load_tab(uint hg_i) { return tab[hg_i]; }
+void store_tab(uint hg_i, float hg_v) { tab[hg_i] = hg_v; }
 
 layout(local_size_x = 64, local_size_y = 1, local_size_z = 1) in;
 
@@ -134,6 +137,54 @@ void main() {
 
             }
     if (bits == 4u) {
+    if (end - i >= 32u) {
+    uint ncode = min(16u, last - first);
+    for (uint c = 0u; c < ncode; c++) {
+    {
+    uint code = c;
+    uint k = c;
+
+                // Branch-free sign extension: random signs would mispredict a branch.
+                int q = int(code << sx) >> sx;
+                store_tab(k, s * float(int(uint(q) - uint(z))));
+
+    }
+    }
+    if ((i & 1u) != 0u) {
+    store_dst(i, load_tab(load_data(doff + (i >> 1u)) >> 4u));
+    i = i + 1u;
+    }
+    uint nquad = (end - i) >> 3u;
+    uint qat = doff + (i >> 1u);
+    for (uint j = 0u; j < nquad; j++) {
+    uint b = qat + 4u * j;
+    uint w = load_data(b) | (load_data(b + 1u) << 8u) | (load_data(b + 2u) << 16u)
+            | (load_data(b + 3u) << 24u);
+    uint k = i + 8u * j;
+    store_dst(k, load_tab(w & 15u));
+    store_dst(k + 1u, load_tab((w >> 4u) & 15u));
+    store_dst(k + 2u, load_tab((w >> 8u) & 15u));
+    store_dst(k + 3u, load_tab((w >> 12u) & 15u));
+    store_dst(k + 4u, load_tab((w >> 16u) & 15u));
+    store_dst(k + 5u, load_tab((w >> 20u) & 15u));
+    store_dst(k + 6u, load_tab((w >> 24u) & 15u));
+    store_dst(k + 7u, load_tab(w >> 28u));
+    }
+    i = i + 8u * nquad;
+    uint npair = (end - i) >> 1u;
+    uint at = doff + (i >> 1u);
+    for (uint j = 0u; j < npair; j++) {
+    uint pair = load_data(at + j);
+    uint k = i + 2u * j;
+    store_dst(k, load_tab(pair & 15u));
+    store_dst(k + 1u, load_tab(pair >> 4u));
+    }
+    i = i + 2u * npair;
+    if (i < end) {
+    store_dst(i, load_tab(load_data(doff + (i >> 1u)) & 15u));
+    i = i + 1u;
+    }
+    } else {
     if ((i & 1u) != 0u && i < end) {
     {
     uint code = load_data(doff + (i >> 1u)) >> 4u;
@@ -178,6 +229,7 @@ void main() {
 
     }
     i = i + 1u;
+    }
     }
     }
     else if (bits == 8u && doff == 0u) {

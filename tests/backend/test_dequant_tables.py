@@ -1,0 +1,118 @@
+"""The per-run result tables of 4-bit dequantization, bit-exact against the NumPy oracle.
+
+Runs of >= ``TABLE_RUN`` 4-bit elements go through a 16-entry table built by the element
+body; these cases start runs at odd elements, end them mid-byte, split them across work
+items and mix them with the short-run loop, on every backend.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from hurray_gpu.buffer import Buffer
+from hurray_gpu.device import Device
+from hurray_gpu.kernels.dequant_common import TABLE_RUN, table_private
+from hurray_gpu.kernels.dialect.kernel import KernelDef
+from hurray_gpu.kernels.dialect.render import lint_body
+from hurray_gpu.ops import dequantize, unpack
+from hurray_gpu.ops.build import random_quantized, random_values
+from hurray_gpu.tensor import Tensor
+
+OUTS = ("float32", "float16", "bfloat16")
+
+
+def _bits(t: Tensor) -> np.ndarray:
+    return np.asarray(t.to("cpu").buffers[0]).copy()
+
+
+def _rng(*key: object) -> np.random.Generator:
+    return np.random.default_rng(abs(hash(key)) % 2**32)
+
+
+def _check(t: Tensor, dev: Device, outs: tuple[str, ...] = OUTS) -> None:
+    for out in outs:
+        want = _bits(dequantize(t, out, device="reference"))
+        got = _bits(dequantize(t, out, device=dev))
+        assert np.array_equal(got, want), f"{t} -> {out} differs on {dev}"
+
+
+@pytest.mark.parametrize("block", [32, 64, 128])
+def test_nf4_odd_rows(kernel_device: Device, block: int) -> None:
+    # Rows of 197 codes: every other row starts at an odd element, mid-byte.
+    t = random_quantized(_rng("nf4t", block), "nf4", "uint4", (5, 197), axis=1,
+                         block_size=block)
+    _check(t, kernel_device)
+
+
+def test_mxfp4_rows_and_columns(kernel_device: Device) -> None:
+    # MX axes hold whole blocks: long runs along rows, one-element runs down columns.
+    for axis, shape in ((1, (4, 160)), (0, (64, 5))):
+        t = random_quantized(_rng("mx4t", axis), "mxfp", "float4_e2m1", shape, axis=axis,
+                             block_size=32)
+        _check(t, kernel_device)
+
+
+@pytest.mark.parametrize("storage", ["int4", "uint4"])
+@pytest.mark.parametrize("stype", ["float16", "bfloat16", "float32"])
+def test_per_block_int4_odd_rows(kernel_device: Device, storage: str, stype: str) -> None:
+    for sym in (True, False):
+        t = random_quantized(_rng("q4t", storage, stype, sym), "per_block", storage, (3, 131),
+                             axis=1, block_size=32, symmetric=sym, scale_type=stype)
+        _check(t, kernel_device, OUTS if stype == "float16" else ("float32",))
+
+
+@pytest.mark.parametrize("storage", ["int4", "uint4"])
+def test_per_tensor_int4_whole_items(kernel_device: Device, storage: str) -> None:
+    # Per-tensor parameters: one run per work item, a table per item.
+    for sym in (True, False):
+        t = random_quantized(_rng("pt4", storage, sym), "per_tensor", storage, (7, 333),
+                             symmetric=sym)
+        _check(t, kernel_device)
+
+
+def test_unpack_float4_table(kernel_device: Device) -> None:
+    values = random_values(_rng("fp4u"), "float4_e2m1", (3, 1001))
+    t = Tensor.from_numpy(values)
+    for out in ("float32", "bfloat16"):
+        want = _bits(unpack(t, out, device="reference"))
+        assert np.array_equal(_bits(unpack(t, out, device=kernel_device)), want)
+
+
+@pytest.mark.parametrize("ept", [TABLE_RUN, TABLE_RUN + 1, 97, 1024])
+def test_items_split_runs(kernel_device: Device, ept: int) -> None:
+    """Work items that start mid-block at odd elements, so runs straddle the threshold."""
+    from hurray_gpu.ops.dequantize import bind_inputs, launch
+    from hurray_gpu.ops.plan import plan_dequantize
+
+    cases = [random_quantized(_rng("sp", 1), "nf4", "uint4", (3, 200), axis=1, block_size=64),
+             random_quantized(_rng("sp", 2), "per_block", "int4", (4, 99), axis=1,
+                              block_size=32, scale_type="float16"),
+             random_quantized(_rng("sp", 3), "mxfp", "float4_e2m1", (2, 256), axis=1,
+                              block_size=32)]
+    for t in cases:
+        for out, width in (("float32", 4), ("bfloat16", 2)):
+            want = _bits(dequantize(t, out, device="reference"))
+            dev_t = t.to(kernel_device)
+            plan = plan_dequantize(dev_t.descriptor, out, ept=ept)
+            bufs = list(dev_t.buffers)
+            if not isinstance(bufs[0], Buffer):
+                bufs = [Buffer.from_bytes(kernel_device, np.ascontiguousarray(b)) for b in bufs]
+            got = Buffer(kernel_device, width * plan.count)
+            launch(plan, kernel_device, bind_inputs(plan, kernel_device, bufs), got)
+            assert np.array_equal(got.numpy(), want), f"{t} -> {out} with ept={ept}"
+
+
+def test_private_arrays_are_checked() -> None:
+    def kernel(body: str, private: tuple = (("tab", "u32", 16),)) -> KernelDef:
+        return KernelDef(name="k", params=(), body=body, grid=lambda s: (1,),
+                         extents=lambda s: {}, reference=lambda a: None, private=private)
+
+    lint_body(kernel("STORE(tab, 0u, 1u); u32 x = LOAD(tab, 0u);"))
+    with pytest.raises(Exception, match="private array"):
+        lint_body(kernel("u32 x = ATOMIC_ADD(tab, 0u, 1u);"))
+    for bad in ((("tab", "u16", 16),), (("tab", "u32", 0),), (("shared", "u32", 4),)):
+        with pytest.raises(ValueError, match="private array"):
+            kernel("", bad)
+    assert table_private("bf16") == (("tab", "u32", 16),)
+    assert table_private("f32") == (("tab", "f32", 16),)
