@@ -1,8 +1,8 @@
-"""CSR -> dense row-major in one pass: each work item writes a run of ``seg`` columns of one
-row (zeros, then the row's stored values that fall in the run), checking every index it reads.
+"""CSR -> dense row-major in one pass: each work item zeroes a run of ``seg`` columns of one row,
+then checks and writes the row's stored values that fall in the run in one forward walk.
 
-GPUs launch ``seg = 1`` (one output element per item: coalesced writes, a binary search for
-the column); host C launches long runs, so each row is written once while it is in cache.
+GPUs launch ``seg = 1`` (one output element per item: coalesced writes); host C launches long
+runs, so each row is written once while it is in cache.
 """
 
 from __future__ import annotations
@@ -16,11 +16,28 @@ from hurray_gpu.kernels.dialect.kernel import KernelDef, buf, scalar
 __all__ = ["CSR_ROWS", "csr_rows_kernel"]
 
 # Index buffers are u64 on the wire, read as (lo, hi) u32 word pairs; a set hi word is an
-# invalid index. The item holding column 0 of a row also checks the whole row: pointer pair
-# (rp[0] = 0, rp[nrows] = nnz, non-decreasing) and strictly increasing in-bounds columns, and
-# sets err[0] = 1 on a violation (the host then discards the output and names the position).
-# Every other item only trusts the pointer pair it bounds itself: no read or write leaves its
-# buffer whatever the indices hold.
+# invalid index. Every item checks its row's pointer pair (hi words clear, rp[r] <= rp[r+1]
+# <= nnz, rp[0] = 0, rp[nrows] = nnz). Its share of the row starts at lower_bound(c0) (the
+# row start for column 0); it walks forward, checking each entry (hi word clear, column at
+# least c0 and above the previous one) just before writing it, and stops at the first column
+# >= c1. The stop must be lower_bound(c1) (the row end for the last run), which the next item
+# starts from: the searches are one function of (row, column) in every item, so clean shares
+# tile the row in order and the whole row is then valid. Any violation sets err[0] = 1 (the
+# host then discards the output and names the position). A walk holds at most seg + 1
+# entries, and no write leaves the item's own run, whatever the indices hold. Walking before
+# the second search keeps host C's reads of a row sequential (the search then hits cache).
+_SEARCH = """
+    lo = a;
+    hi = b;
+    while (lo < hi) {
+        u32 md = lo + (hi - lo) / 2u;
+        if (LOAD(ci, 2u * md + 1u) == 0u && LOAD(ci, 2u * md) < COL) {
+            lo = md + 1u;
+        } else {
+            hi = md;
+        }
+    }"""
+
 _BODY = """
     u32 c0 = GLOBAL_ID(0) * seg;
     u32 r = GLOBAL_ID(1);
@@ -33,37 +50,36 @@ _BODY = """
     for (u32 j = (o + c0) * wpe; j < z1; j++) STORE(dst, j, 0u);
     u32 a = LOAD(rp, 2u * r);
     u32 b = LOAD(rp, 2u * r + 2u);
-    u32 ok = 1u;
-    if ((LOAD(rp, 2u * r + 1u) | LOAD(rp, 2u * r + 3u)) != 0u || a > b || b > nnz) ok = 0u;
-    if (c0 == 0u) {
-        if ((r == 0u && a != 0u) || (r + 1u == nrows && b != nnz)) ok = 0u;
-        u32 prev = 0u;
-        for (u32 k = a; k < b && ok != 0u; k++) {
-            u32 v = LOAD(ci, 2u * k);
-            if (LOAD(ci, 2u * k + 1u) != 0u || v >= ncols || (k > a && v <= prev)) ok = 0u;
-            prev = v;
-        }
-        if (ok == 0u) STORE(err, 0u, 1u);
+    if ((LOAD(rp, 2u * r + 1u) | LOAD(rp, 2u * r + 3u)) != 0u || a > b || b > nnz
+            || (r == 0u && a != 0u) || (r + 1u == nrows && b != nnz)) {
+        STORE(err, 0u, 1u);
+        return;
     }
-    if (ok == 0u) return;
     u32 lo = a;
     u32 hi = b;
-    while (lo < hi) {
-        u32 md = lo + (hi - lo) / 2u;
-        if (LOAD(ci, 2u * md + 1u) == 0u && LOAD(ci, 2u * md) < c0) {
-            lo = md + 1u;
-        } else {
-            hi = md;
-        }
+    u32 k = a;
+    if (c0 != 0u) {""" + _SEARCH.replace("COL", "c0") + """
+        k = lo;
     }
-    for (u32 k = lo; k < b; k++) {
+    u32 next = c0;
+    for (; k < b; k++) {
         u32 v = LOAD(ci, 2u * k);
-        if (LOAD(ci, 2u * k + 1u) != 0u || v >= c1) break;
+        if (LOAD(ci, 2u * k + 1u) != 0u || v < next) {
+            STORE(err, 0u, 1u);
+            return;
+        }
+        if (v >= c1) break;
+        next = v + 1u;
         if (wpe == 1u) {
             STORE(dst, o + v, LOAD(vals, k));
         } else {
             for (u32 w = 0u; w < wpe; w++) STORE(dst, (o + v) * wpe + w, LOAD(vals, k * wpe + w));
         }
+    }
+    if (c1 != ncols) {""" + _SEARCH.replace("COL", "c1") + """
+        if (k != lo) STORE(err, 0u, 1u);
+    } else if (k != b) {
+        STORE(err, 0u, 1u);
     }
 """
 
@@ -76,31 +92,38 @@ def _pairs(words: Any, count: int) -> np.ndarray:
     return w[0::2] | (w[1::2] << np.uint64(32))
 
 
-def _row_ok(rp: np.ndarray, ci: np.ndarray, r: int, nrows: int, ncols: int,
-            nnz: int) -> tuple[bool, bool]:
-    """(pointer pair usable, whole row valid) for row ``r``, as the kernel decides them."""
+def _pointers_ok(rp: np.ndarray, r: int, nrows: int, nnz: int) -> bool:
+    """The pointer pair checks every item of row ``r`` makes."""
     a, b = int(rp[r]), int(rp[r + 1])
-    usable = a <= b <= nnz
-    valid = usable and not (r == 0 and a != 0) and not (r + 1 == nrows and b != nnz)
-    if valid:
-        cols = ci[a:b]
-        valid = bool((cols < ncols).all() and (cols[1:] > cols[:-1]).all())
-    return usable, valid
+    return a <= b <= nnz and not (r == 0 and a != 0) and not (r + 1 == nrows and b != nnz)
 
 
-def _ref_segment(dst: np.ndarray, vals: np.ndarray, ci: np.ndarray, span: tuple[int, ...],
-                 wpe: int) -> None:
-    """One non-validating item on a usable row: lower bound of c0, then writes below c1."""
-    a, b, o, c0, c1 = span
+def _lower_bound(ci: np.ndarray, a: int, b: int, col: int) -> int:
+    """The kernel's binary search over ``ci[a:b]``, also on an unsorted row."""
     lo, hi = a, b
-    while lo < hi:  # the kernel's binary search, also on an unsorted row
+    while lo < hi:
         md = lo + (hi - lo) // 2
-        lo, hi = (md + 1, hi) if ci[md] < c0 else (lo, md)
-    for k in range(lo, b):
+        lo, hi = (md + 1, hi) if ci[md] < col else (lo, md)
+    return lo
+
+
+def _ref_share(dst: np.ndarray, vals: np.ndarray, ci: np.ndarray, span: tuple[int, ...],
+               wpe: int) -> bool:
+    """One item on a row that is not valid as a whole: writes what its walk checked; False
+    when it meets a violation or stops anywhere but the next run's start."""
+    a, b, o, c0, c1, ncols = span
+    k = a if c0 == 0 else _lower_bound(ci, a, b, c0)
+    nxt = c0
+    while k < b:
         v = int(ci[k])
+        if v >= 1 << 32 or v < nxt:
+            return False
         if v >= c1:
             break
+        nxt = v + 1
         dst[(o + v) * wpe:(o + v + 1) * wpe] = vals[k * wpe:(k + 1) * wpe]
+        k += 1
+    return k == (b if c1 == ncols else _lower_bound(ci, a, b, c1))
 
 
 def _ref_csr_rows(a: dict[str, Any]) -> None:
@@ -110,18 +133,19 @@ def _ref_csr_rows(a: dict[str, Any]) -> None:
     dst, vals = a["dst"], a["vals"]
     dst[: nrows * ncols * wpe] = 0
     for r in range(nrows):
-        usable, valid = _row_ok(rp, ci, r, nrows, ncols, nnz)
-        if not valid:
+        if not _pointers_ok(rp, r, nrows, nnz):
             a["err"][0] = 1
-        if valid:
-            lo, hi = int(rp[r]), int(rp[r + 1])
-            cols = ci[lo:hi].astype(np.int64)  # all below ncols here
-            at = (r * ncols + cols)[:, None] * wpe + np.arange(wpe)
+            continue
+        lo, hi = int(rp[r]), int(rp[r + 1])
+        cols = ci[lo:hi]
+        if bool((cols < ncols).all() and (cols[1:] > cols[:-1]).all()):
+            at = (r * ncols + cols.astype(np.int64))[:, None] * wpe + np.arange(wpe)
             dst[at.reshape(-1)] = vals[lo * wpe:hi * wpe]
-        elif usable:
-            for c0 in range(seg, ncols, seg):  # the column-0 item of a bad row writes nothing
-                span = (int(rp[r]), int(rp[r + 1]), r * ncols, c0, min(c0 + seg, ncols))
-                _ref_segment(dst, vals, ci, span, wpe)
+            continue
+        for c0 in range(0, ncols, seg):  # an invalid row: replay each item's share
+            span = (lo, hi, r * ncols, c0, min(c0 + seg, ncols), ncols)
+            if not _ref_share(dst, vals, ci, span, wpe):
+                a["err"][0] = 1
 
 
 def _make(word: str) -> KernelDef:

@@ -210,10 +210,11 @@ def materialize_sparse(t: Any, dtype: str | None) -> Any:
 def _seg_for(dev: Any, nrows: int, ncols: int) -> int:
     """Columns per work item of the CSR kernel on ``dev``.
 
-    GPUs take one output element per item (coalesced writes; the binary search reads a cached
-    row). CPU emulations were measured at 1024 x 1024, 5% dense: pocl is fastest with whole
-    rows (0.9 ms against 2.6 ms at 64 columns and 12.7 ms at 1), lavapipe with 64 columns
-    (24 ms; 47 ms with whole rows, 142 ms at 1).
+    GPUs take one output element per item (coalesced writes; the binary searches read a
+    cached row). CPU emulations were measured at 1024 x 1024, 5% dense (one-pass kernel, busy
+    2-core host): pocl is fastest with whole rows (0.5 ms against 1.1-1.3 ms at 64 columns
+    and 13-23 ms at 1), lavapipe with 64 columns (4.4-6.5 ms; 11-19 ms with whole rows, 44-76
+    ms at 1).
     """
     if getattr(dev, "dialect", "") == "c":
         return _host_seg(nrows, ncols)
@@ -230,12 +231,13 @@ def _host_seg(nrows: int, ncols: int) -> int:
 
 
 def _csr_rows(t: Any, dev: Any, bufs: list[Buffer], dims: tuple[int, ...]) -> Buffer:
-    """CSR -> dense in one launch that checks each index before using it (sizes checked)."""
+    """CSR -> dense in one launch that checks each index just before using it (sizes checked
+    here, so no kernel index wraps)."""
     desc, (nrows, ncols) = t.descriptor, dims
     nnz, item = int(desc.layout.nnz), desc.dtype.bits // 8
     word = next(w for w in (4, 2, 1) if item % w == 0)
     wpe = item // word
-    if max(nrows * ncols * wpe, 2 * nnz + 2, 2 * nrows + 2) >= 1 << 32:
+    if max(nrows * ncols * wpe, nnz * wpe, 2 * nnz + 2, 2 * nrows + 2) >= 1 << 32:
         raise UnsupportedOpError("the CSR tensor exceeds 32-bit indexing",
                                  fix="split the tensor into row blocks.")
     err = Buffer(dev, 4)

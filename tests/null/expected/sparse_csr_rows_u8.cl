@@ -17,21 +17,17 @@ __kernel __attribute__((reqd_work_group_size(64, 4, 1))) void sparse_csr_rows_u8
     for (uint j = (o + c0) * wpe; j < z1; j++) store_dst(j, 0u);
     uint a = load_rp(2u * r);
     uint b = load_rp(2u * r + 2u);
-    uint ok = 1u;
-    if ((load_rp(2u * r + 1u) | load_rp(2u * r + 3u)) != 0u || a > b || b > nnz) ok = 0u;
-    if (c0 == 0u) {
-        if ((r == 0u && a != 0u) || (r + 1u == nrows && b != nnz)) ok = 0u;
-        uint prev = 0u;
-        for (uint k = a; k < b && ok != 0u; k++) {
-            uint v = load_ci(2u * k);
-            if (load_ci(2u * k + 1u) != 0u || v >= ncols || (k > a && v <= prev)) ok = 0u;
-            prev = v;
-        }
-        if (ok == 0u) store_err(0u, 1u);
+    if ((load_rp(2u * r + 1u) | load_rp(2u * r + 3u)) != 0u || a > b || b > nnz
+            || (r == 0u && a != 0u) || (r + 1u == nrows && b != nnz)) {
+        store_err(0u, 1u);
+        return;
     }
-    if (ok == 0u) return;
     uint lo = a;
     uint hi = b;
+    uint k = a;
+    if (c0 != 0u) {
+    lo = a;
+    hi = b;
     while (lo < hi) {
         uint md = lo + (hi - lo) / 2u;
         if (load_ci(2u * md + 1u) == 0u && load_ci(2u * md) < c0) {
@@ -40,13 +36,36 @@ __kernel __attribute__((reqd_work_group_size(64, 4, 1))) void sparse_csr_rows_u8
             hi = md;
         }
     }
-    for (uint k = lo; k < b; k++) {
+        k = lo;
+    }
+    uint next = c0;
+    for (; k < b; k++) {
         uint v = load_ci(2u * k);
-        if (load_ci(2u * k + 1u) != 0u || v >= c1) break;
+        if (load_ci(2u * k + 1u) != 0u || v < next) {
+            store_err(0u, 1u);
+            return;
+        }
+        if (v >= c1) break;
+        next = v + 1u;
         if (wpe == 1u) {
             store_dst(o + v, load_vals(k));
         } else {
             for (uint w = 0u; w < wpe; w++) store_dst((o + v) * wpe + w, load_vals(k * wpe + w));
         }
+    }
+    if (c1 != ncols) {
+    lo = a;
+    hi = b;
+    while (lo < hi) {
+        uint md = lo + (hi - lo) / 2u;
+        if (load_ci(2u * md + 1u) == 0u && load_ci(2u * md) < c1) {
+            lo = md + 1u;
+        } else {
+            hi = md;
+        }
+    }
+        if (k != lo) store_err(0u, 1u);
+    } else if (k != b) {
+        store_err(0u, 1u);
     }
 }

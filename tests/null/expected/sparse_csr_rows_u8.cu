@@ -17,21 +17,17 @@ extern "C" __global__ void __launch_bounds__(256) sparse_csr_rows_u8(unsigned ch
     for (unsigned int j = (o + c0) * wpe; j < z1; j++) store_dst(j, 0u);
     unsigned int a = load_rp(2u * r);
     unsigned int b = load_rp(2u * r + 2u);
-    unsigned int ok = 1u;
-    if ((load_rp(2u * r + 1u) | load_rp(2u * r + 3u)) != 0u || a > b || b > nnz) ok = 0u;
-    if (c0 == 0u) {
-        if ((r == 0u && a != 0u) || (r + 1u == nrows && b != nnz)) ok = 0u;
-        unsigned int prev = 0u;
-        for (unsigned int k = a; k < b && ok != 0u; k++) {
-            unsigned int v = load_ci(2u * k);
-            if (load_ci(2u * k + 1u) != 0u || v >= ncols || (k > a && v <= prev)) ok = 0u;
-            prev = v;
-        }
-        if (ok == 0u) store_err(0u, 1u);
+    if ((load_rp(2u * r + 1u) | load_rp(2u * r + 3u)) != 0u || a > b || b > nnz
+            || (r == 0u && a != 0u) || (r + 1u == nrows && b != nnz)) {
+        store_err(0u, 1u);
+        return;
     }
-    if (ok == 0u) return;
     unsigned int lo = a;
     unsigned int hi = b;
+    unsigned int k = a;
+    if (c0 != 0u) {
+    lo = a;
+    hi = b;
     while (lo < hi) {
         unsigned int md = lo + (hi - lo) / 2u;
         if (load_ci(2u * md + 1u) == 0u && load_ci(2u * md) < c0) {
@@ -40,13 +36,36 @@ extern "C" __global__ void __launch_bounds__(256) sparse_csr_rows_u8(unsigned ch
             hi = md;
         }
     }
-    for (unsigned int k = lo; k < b; k++) {
+        k = lo;
+    }
+    unsigned int next = c0;
+    for (; k < b; k++) {
         unsigned int v = load_ci(2u * k);
-        if (load_ci(2u * k + 1u) != 0u || v >= c1) break;
+        if (load_ci(2u * k + 1u) != 0u || v < next) {
+            store_err(0u, 1u);
+            return;
+        }
+        if (v >= c1) break;
+        next = v + 1u;
         if (wpe == 1u) {
             store_dst(o + v, load_vals(k));
         } else {
             for (unsigned int w = 0u; w < wpe; w++) store_dst((o + v) * wpe + w, load_vals(k * wpe + w));
         }
+    }
+    if (c1 != ncols) {
+    lo = a;
+    hi = b;
+    while (lo < hi) {
+        unsigned int md = lo + (hi - lo) / 2u;
+        if (load_ci(2u * md + 1u) == 0u && load_ci(2u * md) < c1) {
+            lo = md + 1u;
+        } else {
+            hi = md;
+        }
+    }
+        if (k != lo) store_err(0u, 1u);
+    } else if (k != b) {
+        store_err(0u, 1u);
     }
 }
