@@ -8,6 +8,9 @@ static inline uint32_t hg_umin(uint32_t a, uint32_t b) { return a < b ? a : b; }
 static inline uint32_t hg_umax(uint32_t a, uint32_t b) { return a > b ? a : b; }
 static inline int32_t hg_imin(int32_t a, int32_t b) { return a < b ? a : b; }
 static inline int32_t hg_imax(int32_t a, int32_t b) { return a > b ? a : b; }
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 #define HG_CHUNK 4096
 
 static inline float hg_f16_to_f32(uint32_t h) {
@@ -89,11 +92,19 @@ void kv_f8_scatter_f16(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0, 
     uint32_t row = hg_words[2];
     uint32_t num_slots = hg_words[3];
     int64_t hg_total = hg_n0 * hg_n1 * hg_n2;
-    int64_t hg_chunks = (hg_total + HG_CHUNK - 1) / HG_CHUNK;
-    #pragma omp parallel for schedule(static) if(hg_chunks > 1)
+    int64_t hg_size = HG_CHUNK;
+    int64_t hg_chunks = (hg_total + hg_size - 1) / hg_size;
+#ifdef _OPENMP
+    int64_t hg_want = 8 * (int64_t)omp_get_max_threads();
+    if (hg_chunks > 1 && hg_chunks < hg_want) {
+        hg_size = (hg_total + hg_want - 1) / hg_want;
+        hg_chunks = (hg_total + hg_size - 1) / hg_size;
+    }
+#endif
+    #pragma omp parallel for schedule(dynamic, 1) if(hg_chunks > 1)
     for (int64_t hg_c = 0; hg_c < hg_chunks; hg_c++) {
-        int64_t hg_t = hg_c * HG_CHUNK;
-        int64_t hg_end = hg_t + HG_CHUNK < hg_total ? hg_t + HG_CHUNK : hg_total;
+        int64_t hg_t = hg_c * hg_size;
+        int64_t hg_end = hg_t + hg_size < hg_total ? hg_t + hg_size : hg_total;
         uint32_t hg_x = (uint32_t)(hg_t % hg_n0), hg_y = (uint32_t)((hg_t / hg_n0) % hg_n1);
         uint32_t hg_z = (uint32_t)(hg_t / (hg_n0 * hg_n1));
         for (; hg_t < hg_end; hg_t++) {
