@@ -80,7 +80,7 @@ LIMITS: tuple[Limit, ...] = (
     _l(f"{_KV}.options", "MAX_PAGE_SIZE", "kv_cache", "tokens per page"),
     _l(f"{_KV}.options", "MAX_PAGES", "kv_cache",
        "pages per pool (host bookkeeping is a few words per page)"),
-    _l(f"{_KV}.allocator", "MAX_SEQ_TOKENS", "kv_cache",
+    _l(f"{_KV}.state", "MAX_SEQ_TOKENS", "kv_cache",
        "tokens one sequence may hold (slot indices stay u32)"),
     _l(f"{_KV}.storage", "MAX_WORDS", "kernel", "largest word index a KV kernel computes (u32)"),
     _l(f"{_KV}.cache", "MAX_OUTPUT_BYTES", "kernel",

@@ -210,7 +210,8 @@ class PageAllocator:
         for seq_id, state, count in zip(seq_ids, states, counts, strict=True):
             start = state.lens[layer]
             if start + count > MAX_SEQ_TOKENS:
-                raise UnsupportedOpError(f"sequence {seq_id} would exceed {MAX_SEQ_TOKENS} tokens")
+                raise UnsupportedOpError(f"sequence {seq_id} would exceed {MAX_SEQ_TOKENS} tokens",
+                                         fix="end the sequence or start a new one.")
             uniform = uniform and state.lens.count(start) == self.num_layers
             shared = []
             if count:
