@@ -229,16 +229,29 @@ class CPUProgram(Program):
         self._fn = getattr(self._lib, kernel.name)
         self._fn.argtypes = _ENTRY_ARGTYPES
         self._fn.restype = None
+        self._ptrs = ctypes.c_void_p * max(1, len(kernel.buffers))
+        self._words = ctypes.c_uint32 * max(1, len(kernel.scalars))
 
     def _launch(self, buffers: list[Allocation], scalars: list[np.generic],
                 global_size: tuple[int, int, int], local_size: tuple[int, int, int],
                 wait: bool) -> float | None:
-        ptrs = (ctypes.c_void_p * max(1, len(buffers)))(
-            *[b.raw.ctypes.data if b.nbytes else None for b in buffers])
-        words = np.array([int(np.asarray(s).view(np.uint32)) for s in scalars] or [0], np.uint32)
+        # Small launches (a KV decode step) are dominated by this marshalling: addresses are
+        # cached per allocation (its memory never moves) and every scalar is one 32-bit word.
+        ptrs = self._ptrs(*[_address(b) for b in buffers])
+        words = self._words.from_buffer_copy(b"".join([s.tobytes() for s in scalars])
+                                             or bytes(4))
         start = time.perf_counter()
-        self._fn(ptrs, words.ctypes.data_as(ctypes.POINTER(ctypes.c_uint32)), *global_size)
+        self._fn(ptrs, words, *global_size)
         return time.perf_counter() - start if wait else None
+
+
+def _address(allocation: Allocation) -> int | None:
+    """The host address of ``allocation``'s bytes (None when empty), computed once."""
+    cached = allocation.__dict__.get("_cpu_address", False)
+    if cached is False:
+        cached = allocation.raw.ctypes.data if allocation.nbytes else None
+        allocation.__dict__["_cpu_address"] = cached
+    return cached
 
 
 class CPUDevice(Device):
