@@ -11,12 +11,11 @@ from typing import Any
 
 import numpy as np
 import pytest
-from test_hostile_indices import CASES, REJECT, REJECTED, Case
+from test_hostile_indices import CASES, REJECT, Case, build_case, check_case
 
 from hurray_gpu.format.descriptor import BufferHandle
 from hurray_gpu.format.descriptor.quant import PerBlockAffine, PerChannelAffine
 from hurray_gpu.format.dtypes import by_name
-from hurray_gpu.ops.materialize import materialize
 from hurray_gpu.tensor import Tensor
 
 SCALE = np.float32(0.5)
@@ -41,31 +40,10 @@ def _quantize(t: Tensor) -> Tensor:
                                                  quantization=quant), bufs)
 
 
-def _build(case: Case) -> Tensor | None:
-    try:
-        return _quantize(case.build())
-    except REJECTED as exc:
-        assert case.expect is REJECT, f"{case.name}: a valid input was refused: {exc}"
-        assert "Fix:" in str(exc)
-        return None
-
-
 @pytest.mark.parametrize("case", QUANTIZED, ids=[c.name for c in QUANTIZED])
 def test_hostile_quantized_index_matrix(device: Any, case: Case) -> None:
-    host = _build(case)
-    if host is None:
-        return
-    kwargs = {} if case.seq_lens is None else {"seq_lens": case.seq_lens}
-    if case.expect is REJECT:
-        with pytest.raises(REJECTED) as info:
-            materialize(host.to(device), **kwargs)
-        assert "Fix:" in str(info.value)
-        return
-    plain = case.build()
-    want = case.expect(plain) if callable(case.expect) else case.expect
-    got = materialize(host.to(device), **kwargs).to("cpu").numpy()
-    assert got.shape == want.shape and got.dtype == np.float32
-    assert np.array_equal(got, (want * SCALE).astype(np.float32)), case.name
+    check_case(device, case, build_case(case, _quantize),
+               lambda want: (want * SCALE).astype(np.float32))
 
 
 def test_the_quantized_matrix_covers_sparse_and_paged() -> None:
