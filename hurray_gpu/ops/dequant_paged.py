@@ -22,6 +22,7 @@ from hurray_gpu.format.descriptor.quant import (
 )
 from hurray_gpu.format.descriptor.validate import validate_descriptor
 from hurray_gpu.format.dtypes import buffer_size, by_name
+from hurray_gpu.ops.plan import U32_LIMIT
 
 __all__ = ["dequantize_paged", "token_slots"]
 
@@ -162,6 +163,9 @@ def dequantize_paged(t: Any, dtype: str, seq_lens: Any) -> Any:
     qplan, order = _plan(t, dtype, dev)
     walk = paged_walk(t, seq_lens)  # validates the table on the device, and seq_lens
     total, heads, dim = walk.dims
+    if total * heads * dim >= U32_LIMIT:  # the kernels index the output with u32
+        raise UnsupportedOpError(f"{total * heads * dim} output elements exceed the kernels' "
+                                 "32-bit indexing", fix="materialize fewer sequences at once.")
     out_dtype = by_name(qplan.out_dtype)
     out = Buffer(dev, max(buffer_size(out_dtype, total * heads * dim), 1))
     if total * heads * dim == 0:
