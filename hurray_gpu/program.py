@@ -147,6 +147,12 @@ class Program:
         self._names = tuple(p.name for p in kernel.params)
         self._scalar_params = kernel.scalars
         self._buffer_params = tuple((p.name, p.itemsize) for p in kernel.buffers)
+        self._scalar_names = tuple(p.name for p in kernel.scalars)
+        # Scalar values (with their types) -> typed scalars, bytes each buffer needs, grid:
+        # callers launch the same kernel with the same scalars over and over (a decode step
+        # per layer), and the extents and grid are pure functions of the scalars.
+        self._plans: dict[tuple[Any, ...], tuple[list[np.generic], list[int],
+                                                  tuple[int, int, int] | None]] = {}
         # Debug canaries (HURRAY_GPU_DEBUG_BOUNDS=1): None, and no cost per launch, when off.
         self._canary = device.allocator.canary
 
@@ -169,19 +175,45 @@ class Program:
                 buffer argument (checked once the launch has run; see hurray_gpu.canary).
         """
         bound = self._bind(args, kwargs)
-        scalars = {p.name: _check_scalar(p.name, p.dtype, bound[p.name])
-                   for p in self._scalar_params}
-        plain = {k: v.item() for k, v in scalars.items()}
-        extents = self.kernel.extents(plain)
-        buffers = [self._check_buffer(name, bound[name], int(extents.get(name, 0)) * itemsize)
-                   for name, itemsize in self._buffer_params]
-        grid = _check_grid(global_size if global_size is not None else self.kernel.grid(plain))
+        values = tuple(bound[name] for name in self._scalar_names)
+        key = (values, tuple(map(type, values)))  # True == 1, but a bool is refused
+        try:
+            plan = self._plans.get(key)
+        except TypeError:  # an unhashable "scalar": _plan raises the typed error
+            plan = self._plan(bound)
+        if plan is None:
+            plan = self._plan(bound)
+            if len(self._plans) >= 64:
+                self._plans.clear()
+            self._plans[key] = plan
+        typed, needs, default_grid = plan
+        buffers = [self._check_buffer(name, bound[name], need)
+                   for (name, _), need in zip(self._buffer_params, needs, strict=True)]
+        if global_size is not None:
+            grid = _check_grid(global_size)
+        else:
+            grid = default_grid if default_grid is not None else _check_grid(
+                self.kernel.grid({p.name: v.item() for p, v in zip(self._scalar_params, typed,
+                                                                   strict=True)}))
         if math.prod(grid) == 0:
             return 0.0 if wait else None
         if self._canary is None:
-            return self._launch(buffers, list(scalars.values()), grid, self.kernel.local_size,
-                                wait)
-        return self._launch_checked(self._canary, buffers, list(scalars.values()), grid, wait)
+            return self._launch(buffers, typed, grid, self.kernel.local_size, wait)
+        return self._launch_checked(self._canary, buffers, typed, grid, wait)
+
+    def _plan(self, bound: Mapping[str, Any]
+              ) -> tuple[list[np.generic], list[int], tuple[int, int, int] | None]:
+        """Typed scalars, the bytes each buffer needs and the default grid (None when it is
+        invalid: it raises only if a launch relies on it), for ``bound``."""
+        typed = [_check_scalar(p.name, p.dtype, bound[p.name]) for p in self._scalar_params]
+        plain = {p.name: v.item() for p, v in zip(self._scalar_params, typed, strict=True)}
+        extents = self.kernel.extents(plain)
+        needs = [int(extents.get(name, 0)) * itemsize for name, itemsize in self._buffer_params]
+        try:
+            grid: tuple[int, int, int] | None = _check_grid(self.kernel.grid(plain))
+        except UnsupportedOpError:
+            grid = None
+        return typed, needs, grid
 
     def launch_prechecked(self, buffers: list[Allocation], scalars: list[np.generic],
                           global_size: tuple[int, int, int]) -> None:

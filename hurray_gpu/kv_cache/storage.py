@@ -16,7 +16,6 @@ from hurray_gpu.device import Device, MemoryClass
 from hurray_gpu.errors import UnsupportedOpError
 from hurray_gpu.kernels.paged import MAX_WIDTH, ROLES, SKIP_SLOT, WORDS, paged_kernel, word_for
 from hurray_gpu.kernels.paged_quant import quant_kernel
-from hurray_gpu.kv_cache.launch import Launcher
 from hurray_gpu.kv_cache.windows import Windows
 
 __all__ = ["KVStorage", "Plane"]
@@ -105,7 +104,7 @@ class KVStorage:
         # Device.program renders the source to find its cache key; do that once per kernel.
         program = self._programs.get(kernel.name)
         if program is None:
-            program = self._programs[kernel.name] = Launcher(self.device.program(kernel))
+            program = self._programs[kernel.name] = self.device.program(kernel)
         return program
 
     def _check_open(self) -> None:

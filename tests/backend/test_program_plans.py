@@ -1,4 +1,5 @@
-"""The KV cache's prechecked launcher: same results as Program, same typed errors."""
+"""Program launches reuse a plan per scalar set: repeated launches give the same results and
+still raise the typed errors for a bad buffer or scalar on every call."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ from hurray_gpu.buffer import Buffer
 from hurray_gpu.device import Device
 from hurray_gpu.errors import UnsupportedOpError
 from hurray_gpu.kernels.paged import paged_kernel
-from hurray_gpu.kv_cache.launch import Launcher
 
 ROW, SLOTS, TOKENS = 6, 16, 5
 
@@ -23,14 +23,14 @@ def _args(device: Device) -> tuple[list[Buffer], dict[str, int]]:
     return [*dst, *pools, slots], {"n": TOKENS, "lanes": 1, "row": ROW, "num_slots": SLOTS}
 
 
-def test_launcher_matches_program(kernel_device: Device) -> None:
+def test_repeated_launches_match(kernel_device: Device) -> None:
     program = kernel_device.program(paged_kernel("gather", "u32"))
     bufs, scalars = _args(kernel_device)
-    Launcher(program)(*bufs, **scalars)
-    Launcher(program)(*bufs, **scalars)  # the cached plan
+    program(*bufs, **scalars)
+    program(*bufs, **scalars)  # the cached plan
     kernel_device.synchronize()
     want_bufs, _ = _args(kernel_device)
-    program(*want_bufs, **scalars)
+    kernel_device.program(paged_kernel("gather", "u32"))(*want_bufs, **scalars)
     kernel_device.synchronize()
     for got, want in zip(bufs, want_bufs, strict=True):
         assert bytes(got.copyout()) == bytes(want.copyout())
@@ -39,9 +39,10 @@ def test_launcher_matches_program(kernel_device: Device) -> None:
     assert (out == pool[[3, 0, 15, 7, 3]]).all()
 
 
-def test_launcher_raises_the_typed_errors(kernel_device: Device) -> None:
-    launch = Launcher(kernel_device.program(paged_kernel("gather", "u32")))
+def test_cached_plans_still_raise_the_typed_errors(kernel_device: Device) -> None:
+    launch = kernel_device.program(paged_kernel("gather", "u32"))
     bufs, scalars = _args(kernel_device)
+    launch(*bufs, **scalars)  # caches the plan for these scalars
     small = Buffer(kernel_device, 4)
     with pytest.raises(UnsupportedOpError, match="bytes"):
         launch(small, *bufs[1:], **scalars)
@@ -49,6 +50,8 @@ def test_launcher_raises_the_typed_errors(kernel_device: Device) -> None:
         launch(*bufs, **{**scalars, "n": -1})
     with pytest.raises(UnsupportedOpError):
         launch(*bufs, **{**scalars, "row": 2**32})
+    with pytest.raises(UnsupportedOpError):
+        launch(*bufs, **{**scalars, "lanes": True})  # True == 1, which is cached
     bufs[1].free()
     with pytest.raises(UnsupportedOpError, match="freed"):
         launch(*bufs, **scalars)
