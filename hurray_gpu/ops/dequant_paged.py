@@ -26,8 +26,6 @@ from hurray_gpu.ops.plan import U32_LIMIT
 
 __all__ = ["dequantize_paged", "token_slots"]
 
-_SCALE_NP: dict[int, np.dtype[Any]] = {1: np.dtype("<f2"), 2: np.dtype("<u2"), 3: np.dtype("<f4")}
-
 
 def _host_bytes(buf: Any) -> np.ndarray:
     if isinstance(buf, Buffer):
@@ -209,7 +207,7 @@ def _lookup(dev: Any, walk: Any, lay: Any) -> tuple[Buffer, int]:
 
 def _invalid(t: Any, qplan: Any, inputs: dict[str, Any], walk: Any) -> HurrayFormatError:
     """Name the invalid parameter: per page slot in use (by its first token), else by entry."""
-    from hurray_gpu.ops.errors_explain import explain_invalid
+    from hurray_gpu.ops.errors_explain import bad_affine_params, explain_invalid
 
     q = t.descriptor.quantization
     if not isinstance(q, PerBlockAffine):
@@ -220,16 +218,7 @@ def _invalid(t: Any, qplan: Any, inputs: dict[str, Any], walk: Any) -> HurrayFor
     sp = _host_bytes(walk.bufs[2]).view(word)[: walk.nseq + 1]
     slots = token_slots(bt, sp, np.diff(walk.starts.astype(np.int64)), int(lay.page_size),
                         int(lay.num_pages))
-    s = qplan.scalars
-    count, stype = int(s["nparam"]), int(s["stype"])
-    raw = _host_bytes(inputs["scales"])
-    words = raw[: count * SCALE_TYPE_SIZES[stype]].view(_SCALE_NP[stype])
-    scales = words.astype(np.float32) if stype != 2 else \
-        (words.astype(np.uint32) << np.uint32(16)).view(np.float32)
-    bad = ~np.isfinite(scales) | (scales == 0)
-    if int(s["zmode"]):
-        zps = _host_bytes(inputs["zps"])[int(s["zoff"]):int(s["zoff"]) + 4 * count].view("<i4")
-        bad |= (zps < int(s["zlo"])) | (zps > int(s["zhi"]))
+    bad = bad_affine_params(qplan, inputs)
     hits = np.flatnonzero(bad[slots])
     k = int(hits[0]) if hits.size else 0
     return HurrayFormatError(

@@ -16,7 +16,7 @@ from hurray_gpu.kernels.dequant_affine import SCALE_WIDTH
 from hurray_gpu.kernels.dequant_common import ERR_INVALID, ref_u32_at
 from hurray_gpu.kernels.dequant_lut import MODE_MX, MODE_NF4
 
-__all__ = ["check_flag", "explain_invalid"]
+__all__ = ["bad_affine_params", "check_flag", "explain_invalid"]
 
 
 def _first(mask: np.ndarray) -> int | None:
@@ -35,6 +35,22 @@ def _bad_scales(stype: int, raw: np.ndarray, count: int) -> np.ndarray:
     if stype == 1:
         return ((words & 0x7C00) == 0x7C00) | ((words & 0x7FFF) == 0)
     return ((words & 0x7F80) == 0x7F80) | ((words & 0x7FFF) == 0)
+
+
+def bad_affine_params(plan: Any, bufs: dict[str, Any]) -> np.ndarray:
+    """Per affine parameter entry: invalid scale or zero point, as the kernels test them.
+
+    Args:
+        plan: the launched DequantPlan (affine, with parameter buffers).
+        bufs: the Buffers bound to its ``scales`` and ``zps`` parameters.
+    """
+    s = plan.scalars
+    count = int(s["nparam"])
+    bad = _bad_scales(int(s["stype"]), _host(bufs["scales"]), count)
+    if int(s["zmode"]):
+        zps = ref_u32_at(_host(bufs["zps"]), int(s["zoff"]), count, 4).view(np.int32)
+        bad |= (zps < int(s["zlo"])) | (zps > int(s["zhi"]))
+    return bad
 
 
 def _affine(plan: Any, bufs: dict[str, Any]) -> HurrayFormatError:
