@@ -28,7 +28,7 @@ from hurray_gpu.kernels.layout_sparse import PACK_CODES, code_scatter_kernel, sc
 from hurray_gpu.ops.layout_plan import dims_of
 from hurray_gpu.ops.layout_run import dense_result, device_buffers
 
-__all__ = ["materialize_sparse"]
+__all__ = ["materialize_sparse", "validated_indices", "zeroed"]
 
 
 def _entries(b: Buffer, name: str, want: int | None) -> int:
@@ -149,7 +149,7 @@ def _meta(levels: list[tuple[int, ...]], offs: list[int], lens: list[int],
     return np.array(rows, np.uint32).reshape(-1)
 
 
-def _zeroed(dev: Any, nbytes: int) -> Buffer:
+def zeroed(dev: Any, nbytes: int) -> Buffer:
     out = Buffer(dev, max(-(-nbytes // 4) * 4, 4))
     dev.run(ZERO_WORDS, dst=out, n=out.nbytes // 4)
     return out
@@ -160,7 +160,7 @@ def _scatter(dev: Any, dtype: Any, dims: tuple[int, ...], kind: str,
     """Zeroed dense output, then the values scattered (sub-byte: codes, then packed)."""
     count = math.prod(dims)
     if dtype.bits < 8:
-        codes = _zeroed(dev, count)
+        codes = zeroed(dev, count)
         dev.run(code_scatter_kernel(kind), dst=codes, n=count, bits=dtype.bits, **args)
         per, width = (4, 3) if dtype.bits == 6 else (8 // dtype.bits, 1)
         out = Buffer(dev, max(-(-count // per) * width, 1))
@@ -169,7 +169,7 @@ def _scatter(dev: Any, dtype: Any, dims: tuple[int, ...], kind: str,
         return out
     item = dtype.bits // 8
     word = next(w for w in (4, 2, 1) if item % w == 0)
-    out = _zeroed(dev, buffer_size(dtype, count))
+    out = zeroed(dev, buffer_size(dtype, count))
     dev.run(scatter_kernel(kind, {4: "u32", 2: "u16", 1: "u8"}[word]), dst=out, n=count,
             wpe=item // word, **args)
     return out
@@ -255,20 +255,39 @@ def _csr_rows(t: Any, dev: Any, bufs: list[Buffer], dims: tuple[int, ...]) -> Bu
     return out
 
 
-def _generic(t: Any, dev: Any, bufs: list[Buffer], named: list[tuple[str, Buffer]],
-             levels: list[tuple[int, ...]], dims: tuple[int, ...]) -> Any:
-    """Any sparse layout: validation kernels over the concatenated indices, then a scatter."""
-    desc, nnz = t.descriptor, int(t.descriptor.layout.nnz)
+def validated_indices(t: Any, dev: Any, named: list[tuple[str, Buffer]],
+                      levels: list[tuple[int, ...]], dims: tuple[int, ...],
+                      extra_items: int = 0) -> tuple[str, dict[str, Any]]:
+    """Concatenate and validate a sparse tensor's index buffers on the device.
+
+    Args:
+        extra_items: work items a scatter launches beyond nnz (kept within 32-bit indexing).
+
+    Returns:
+        The scatter kind (``"coo"``/``"tree"``) and its index arguments: ix, mt, nnz, nix,
+        and rank or nlev.
+
+    Raises:
+        HurrayFormatError: an index buffer breaks the sparse invariants.
+        UnsupportedOpError: index buffers beyond 32-bit indexing.
+    """
+    nnz = int(t.descriptor.layout.nnz)
     ix, offs = _concat(dev, named)
     lens = [b.nbytes // 4 for _, b in named]
     nix = sum(lens)
-    if 2 * (nix + nnz) >= 1 << 32:
+    if 2 * (nix + nnz) + extra_items >= 1 << 32:
         raise UnsupportedOpError("index buffers beyond 32-bit indexing",
                                  fix="split the tensor.")
     mt = Buffer.from_bytes(dev, _meta(levels, offs, lens, dims).tobytes() or bytes(8))
     _validate(t, dev, ix, offs, lens, levels, mt, dims, nix)
-    kind = "coo" if isinstance(desc.layout, COO) else "tree"
-    extra = {"rank": len(dims)} if kind == "coo" else {"nlev": len(levels)}
-    out = _scatter(dev, desc.dtype, dims, kind, {"vals": bufs[0], "ix": ix, "mt": mt,
-                                                 "nnz": nnz, "nix": nix, **extra})
-    return dense_result(dev, desc.dtype, dims, out)
+    kind = "coo" if isinstance(t.descriptor.layout, COO) else "tree"
+    shape = {"rank": len(dims)} if kind == "coo" else {"nlev": len(levels)}
+    return kind, {"ix": ix, "mt": mt, "nnz": nnz, "nix": nix, **shape}
+
+
+def _generic(t: Any, dev: Any, bufs: list[Buffer], named: list[tuple[str, Buffer]],
+             levels: list[tuple[int, ...]], dims: tuple[int, ...]) -> Any:
+    """Any sparse layout: validation kernels over the concatenated indices, then a scatter."""
+    kind, args = validated_indices(t, dev, named, levels, dims)
+    out = _scatter(dev, t.descriptor.dtype, dims, kind, {"vals": bufs[0], **args})
+    return dense_result(dev, t.descriptor.dtype, dims, out)

@@ -15,8 +15,7 @@ from typing import Any
 import numpy as np
 
 from hurray_gpu.buffer import Buffer
-from hurray_gpu.errors import UnsupportedOpError
-from hurray_gpu.format.descriptor.layouts import COO, RowMajor
+from hurray_gpu.format.descriptor.layouts import RowMajor
 from hurray_gpu.format.dtypes import buffer_size, by_name
 from hurray_gpu.kernels.layout_sparse_dequant import DROPPED_SCALARS, sparse_dequant_kernel
 from hurray_gpu.ops.layout_host import moved_params
@@ -67,35 +66,27 @@ def materialize_sparse_quant(t: Any, dtype: str, bufs: list[Buffer],
     """
     from hurray_gpu.ops.dequantize import bind_inputs
     from hurray_gpu.ops.errors_explain import check_flag, explain_invalid
-    from hurray_gpu.ops.layout_sparse import _concat, _meta, _validate, _zeroed
+    from hurray_gpu.ops.layout_sparse import validated_indices, zeroed
     from hurray_gpu.ops.plan import plan_dequantize
 
     desc, dev = t.descriptor, t.device
-    nnz = int(desc.layout.nnz)
     row, order = row_major_view(desc)
     qplan = plan_dequantize(row, dtype)
-    ix, offs = _concat(dev, named)
-    lens = [b.nbytes // 4 for _, b in named]
-    nix = sum(lens)
-    if 2 * (nix + nnz) + qplan.scalars["nparam"] >= 1 << 32:
-        raise UnsupportedOpError("index buffers beyond 32-bit indexing", fix="split the tensor.")
-    mt = Buffer.from_bytes(dev, _meta(levels, offs, lens, dims).tobytes() or bytes(8))
-    _validate(t, dev, ix, offs, lens, levels, mt, dims, nix)
+    kind, index_args = validated_indices(t, dev, named, levels, dims,
+                                         extra_items=qplan.scalars["nparam"])
     # Check items read a code at position 0, so an empty values buffer gets a stand-in.
     data = bufs[0] if bufs[0].nbytes else Buffer.from_bytes(dev, bytes(4))
     inputs = bind_inputs(qplan, dev, [data, *(bufs[i] for i in order[1:])])
-    coo = isinstance(desc.layout, COO)
     scalars = {k: v for k, v in qplan.scalars.items() if k not in DROPPED_SCALARS}
-    scalars.update(doff=0, nnz=nnz, nix=nix, **({"rank": len(dims)} if coo else
-                                                 {"nlev": len(levels)}))
+    scalars["doff"] = 0
     out_dtype = by_name(qplan.out_dtype)
-    out = _zeroed(dev, buffer_size(out_dtype, qplan.count))
+    out = zeroed(dev, buffer_size(out_dtype, qplan.count))
     err = Buffer(dev, 4)
     err.copyin(np.zeros(1, np.uint32))
     try:
         if qplan.count:
-            kernel = sparse_dequant_kernel(qplan.kernel, "coo" if coo else "tree")
-            dev.run(kernel, dst=out, err=err, ix=ix, mt=mt, **inputs, **scalars)
+            kernel = sparse_dequant_kernel(qplan.kernel, kind)
+            dev.run(kernel, dst=out, err=err, **index_args, **inputs, **scalars)
         check_flag(err, qplan.kernel, lambda: explain_invalid(qplan, inputs))
     except BaseException:
         out.free()
