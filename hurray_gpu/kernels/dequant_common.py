@@ -5,6 +5,7 @@ Snippets are portable-subset text composed into every dequant kernel (written on
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import ml_dtypes
@@ -13,7 +14,7 @@ import numpy as np
 from hurray_gpu.kernels.dialect.kernel import FLOAT_TYPES
 
 __all__ = [
-    "CODE_LOAD", "DST_TYPES", "ERR_INVALID", "ERR_RANGE", "ITEM_ADVANCE", "ITEM_START",
+    "CODE_LOAD", "DST_TYPES", "MAGIC_SCALARS", "restart_items", "ERR_INVALID", "ERR_RANGE", "ITEM_ADVANCE", "ITEM_START",
     "OUT_DTYPES", "PARAM_RUN", "STORE_OUT", "code_extent", "divmagic", "item_grid",
     "ref_block_index", "ref_codes", "ref_store", "ref_u32_at", "specialised_loop",
     "fill_store", "table_private",
@@ -74,6 +75,38 @@ ITEM_START = """
     u32 a = q1 - o * ssize;
     u32 i = first;
 """
+
+
+# Kernel variants whose work items start at an arbitrary element (a stored sparse value, a
+# token row of a page) replace ITEM_START's opening with their own ``head`` (which sets
+# ``first`` and ``last``) and split ``first`` with plain divisions, once per item: the
+# division-magic scalars are dropped, which keeps them within Vulkan's 32 push-constant words.
+_DIVIDE_SPLIT = """\
+    u32 q1 = first / inner;
+    u32 r = first - q1 * inner;
+    u32 o = q1 / ssize;
+    u32 a = q1 - o * ssize;
+    u32 i = first;
+"""
+MAGIC_SCALARS = ("dm1", "dsh1", "dm2", "dsh2")
+
+
+def restart_items(base: Any, body: str, head: str, dropped: tuple[str, ...] = MAGIC_SCALARS
+                  ) -> tuple[str, tuple[Any, ...]]:
+    """``body`` (derived from ``base``'s) with ITEM_START replaced by ``head`` and a plain
+    division split, and ``base``'s scalars without ``dropped``.
+
+    Raises:
+        ValueError: the body does not open with ITEM_START, or still uses a dropped scalar
+            (checked at import).
+    """
+    if ITEM_START not in body:
+        raise ValueError(f"{base.name} does not open with ITEM_START")
+    body = body.replace(ITEM_START, head + _DIVIDE_SPLIT, 1)
+    used = [name for name in dropped if re.search(rf"\b{name}\b", body)]
+    if used:
+        raise ValueError(f"{base.name} still uses {used}")
+    return body, tuple(p for p in base.scalars if p.name not in dropped)
 
 
 def _element(body: str, code: str, index: str) -> str:

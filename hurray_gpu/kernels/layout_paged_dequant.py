@@ -17,15 +17,12 @@ from typing import Any
 import numpy as np
 
 from hurray_gpu.kernels.dequant import DEQUANT_KERNELS
-from hurray_gpu.kernels.dequant_common import ITEM_START, ref_block_index
+from hurray_gpu.kernels.dequant_common import ref_block_index, restart_items
 from hurray_gpu.kernels.dialect.kernel import KernelDef, buf, scalar
 from hurray_gpu.kernels.layout_paged import PAGED_IX_HEADER, ref_token_slots
 
-__all__ = ["DROPPED_SCALARS", "PAGED_DEQUANT_KERNELS", "paged_dequant_kernel"]
+__all__ = ["PAGED_DEQUANT_KERNELS", "paged_dequant_kernel"]
 
-# Division-magic scalars the item split no longer needs (it divides once per item): Vulkan
-# allows 32 push-constant words, and the paged walk needs three buffers of its own.
-DROPPED_SCALARS = ("dm1", "dsh1", "dm2", "dsh2")
 # ``ix`` = [nseq, ps, npages, nbt, iw | token starts (nseq + 1) | seq_ptr | block table],
 # concatenated on the device by the host (one lookup buffer keeps the push constants in
 # Vulkan's 32 words); every read is clamped below ``nix``.
@@ -61,24 +58,16 @@ _HEAD = """
         if (last > n || last < first) return;
         shift = (y * row + x0) - first;
     }
-    u32 q1 = first / inner;
-    u32 r = first - q1 * inner;
-    u32 o = q1 / ssize;
-    u32 a = q1 - o * ssize;
-    u32 i = first;
 """
 _STORE = re.compile(r"STORE\(dst, ([^,]+),")
 
 
-def _body(base: KernelDef) -> str:
-    if ITEM_START not in base.body:
-        raise ValueError(f"{base.name} does not open with ITEM_START; it cannot walk pages")
-    head = _HEAD.replace("HDR", f"{PAGED_IX_HEADER}u")
-    body = base.body.replace(ITEM_START, head, 1)
+def _body(base: KernelDef) -> tuple[str, tuple[Any, ...]]:
+    body, kept = restart_items(base, base.body, _HEAD.replace("HDR", f"{PAGED_IX_HEADER}u"))
     body, stores = _STORE.subn(r"STORE(dst, (\1) + shift,", body)
-    if not stores or any(re.search(rf"\b{name}\b", body) for name in DROPPED_SCALARS):
-        raise ValueError(f"{base.name} stores no element or uses the dropped scalars")
-    return body
+    if not stores:
+        raise ValueError(f"{base.name} stores no element")
+    return body, kept
 
 
 def _reference(base: KernelDef) -> Any:
@@ -126,7 +115,7 @@ def _benign_unread(a: dict[str, Any], read: np.ndarray) -> dict[str, np.ndarray]
 
 
 def _make(base: KernelDef) -> KernelDef:
-    kept = tuple(p for p in base.scalars if p.name not in DROPPED_SCALARS)
+    body, kept = _body(base)
     params = (*base.buffers, buf("ix", "u32"), *kept, scalar("row"), scalar("ntok"),
               scalar("nix"))
 
@@ -141,7 +130,7 @@ def _make(base: KernelDef) -> KernelDef:
 
     # replace() keeps the base's private/shared arrays, which its hoisted loops use.
     return dataclasses.replace(
-        base, name=f"{base.name}_paged", params=params, body=_body(base), grid=grid,
+        base, name=f"{base.name}_paged", params=params, body=body, grid=grid,
         extents=extents, reference=_reference(base), tags=("layout", "dequant", "paged"),
         doc=f"{base.doc.rstrip('.')} — read from a block-paged pool through its block table.")
 

@@ -16,7 +16,12 @@ from typing import Any
 import numpy as np
 
 from hurray_gpu.kernels.dequant import DEQUANT_KERNELS
-from hurray_gpu.kernels.dequant_common import CODE_LOAD, ITEM_START, ref_codes
+from hurray_gpu.kernels.dequant_common import (
+    CODE_LOAD,
+    MAGIC_SCALARS,
+    ref_codes,
+    restart_items,
+)
 from hurray_gpu.kernels.dialect.kernel import KernelDef, buf, scalar
 from hurray_gpu.kernels.layout_fused import _general_only
 from hurray_gpu.kernels.layout_sparse import (
@@ -27,13 +32,10 @@ from hurray_gpu.kernels.layout_sparse import (
     ref_tree_flat,
 )
 
-__all__ = ["DROPPED_SCALARS", "SPARSE_DEQUANT_KERNELS", "sparse_dequant_kernel"]
+__all__ = ["SPARSE_DEQUANT_KERNELS", "sparse_dequant_kernel"]
 
-# ITEM_START is replaced whole: the item's element is a stored value's coordinate (or the
-# first element of a parameter block), not GLOBAL_ID * ept, and it is split with plain
-# divisions (once per item), which frees the division-magic scalars: Vulkan allows 32
-# push-constant words, and the index walk needs four of its own.
-DROPPED_SCALARS = ("ept", "dm1", "dsh1", "dm2", "dsh2")
+# The item's element is a stored value's coordinate (or the first element of a parameter
+# block), one per item, so ``ept`` goes with the division-magic scalars (restart_items).
 _SPARSE_HEAD = """
     u32 g = GLOBAL_ID(0);
     if (g >= nnz + nparam) return;
@@ -61,11 +63,6 @@ _SPARSE_HEAD = """
         if (first >= n) return;
     }
     u32 last = first + 1u;
-    u32 q1 = first / inner;
-    u32 r = first - q1 * inner;
-    u32 o = q1 / ssize;
-    u32 a = q1 - o * ssize;
-    u32 i = first;
 """
 _CODE_AT_SO = re.sub(r"\bi\b", "so", CODE_LOAD)
 _STORE = "STORE(dst, k,"
@@ -100,22 +97,19 @@ def _reference(base: KernelDef, flat_fn: Any) -> Any:
     return run
 
 
-def _body(base: KernelDef, flat: str) -> str:
-    if ITEM_START not in base.body:
-        raise ValueError(f"{base.name} does not open with ITEM_START; it cannot scatter")
-    body = _general_only(base.body).replace(ITEM_START, _SPARSE_HEAD.replace("{FLAT}", flat), 1)
+def _body(base: KernelDef, flat: str) -> tuple[str, tuple[Any, ...]]:
+    body, kept = restart_items(base, _general_only(base.body),
+                               _SPARSE_HEAD.replace("{FLAT}", flat), ("ept", *MAGIC_SCALARS))
     body = body.replace(CODE_LOAD, _CODE_AT_SO).replace(_STORE, f"if (g < nnz) {_STORE}")
-    if "LOAD(data," in body.replace(_CODE_AT_SO, "") or _STORE not in body or any(
-            re.search(rf"\b{name}\b", body) for name in DROPPED_SCALARS):
-        raise ValueError(f"{base.name} reads codes outside CODE_LOAD, stores elsewhere or "
-                         "uses the dropped scalars")
-    return body
+    if "LOAD(data," in body.replace(_CODE_AT_SO, "") or _STORE not in body:
+        raise ValueError(f"{base.name} reads codes outside CODE_LOAD or stores elsewhere")
+    return body, kept
 
 
 def _make(base: KernelDef, kind: str) -> KernelDef:
     tree = kind == "tree"
     extra = (scalar("nlev"),) if tree else (scalar("rank"),)
-    kept = tuple(p for p in base.scalars if p.name not in DROPPED_SCALARS)
+    body, kept = _body(base, _TREE_FLAT if tree else _COO_FLAT)
     params = (*base.buffers, buf("ix", "u32"), buf("mt", "u32"), *kept, scalar("nnz"),
               scalar("nix"), *extra)
 
@@ -129,7 +123,7 @@ def _make(base: KernelDef, kind: str) -> KernelDef:
 
     return KernelDef(
         name=f"{base.name}_sparse_{kind}", params=params,
-        body=_body(base, _TREE_FLAT if tree else _COO_FLAT),
+        body=body,
         grid=lambda s: (int(s["nnz"]) + int(s["nparam"]),), extents=extents,
         reference=_reference(base, ref_tree_flat if tree else ref_coo_flat),
         local_size=(64, 1, 1), tags=("layout", "dequant", "sparse"),

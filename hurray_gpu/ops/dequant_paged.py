@@ -144,7 +144,7 @@ def dequantize_paged(t: Any, dtype: str, seq_lens: Any) -> Any:
         UnsupportedOpError: NF4/MXFP pools (hurray-facts §12.25), or an output type other
             than the float ones.
     """
-    from hurray_gpu.kernels.layout_paged_dequant import DROPPED_SCALARS, paged_dequant_kernel
+    from hurray_gpu.kernels.layout_paged_dequant import paged_dequant_kernel
     from hurray_gpu.ops.dequantize import bind_inputs
     from hurray_gpu.ops.errors_explain import check_flag
     from hurray_gpu.ops.layout_paged import paged_walk
@@ -169,13 +169,14 @@ def dequantize_paged(t: Any, dtype: str, seq_lens: Any) -> Any:
     if total * heads * dim == 0:
         return dense_result(dev, out_dtype, walk.dims, out)
     inputs = bind_inputs(qplan, dev, [walk.bufs[i] for i in order])
-    scalars = {k: v for k, v in qplan.scalars.items() if k not in DROPPED_SCALARS}
+    kernel = paged_dequant_kernel(qplan.kernel)
+    scalars = {p.name: qplan.scalars[p.name] for p in kernel.scalars if p.name in qplan.scalars}
     err = Buffer(dev, 4)
     err.copyin(np.zeros(1, np.uint32))
     try:
         ix, nix = _lookup(dev, walk, t.descriptor.layout)
-        dev.run(paged_dequant_kernel(qplan.kernel), dst=out, err=err, ix=ix, row=heads * dim,
-                ntok=total, nix=nix, **inputs, **scalars)
+        dev.run(kernel, dst=out, err=err, ix=ix, row=heads * dim, ntok=total, nix=nix,
+                **inputs, **scalars)
         check_flag(err, qplan.kernel, lambda: _invalid(t, qplan, inputs, walk))
     except BaseException:
         out.free()

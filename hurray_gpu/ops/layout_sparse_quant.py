@@ -17,7 +17,7 @@ import numpy as np
 from hurray_gpu.buffer import Buffer
 from hurray_gpu.format.descriptor.layouts import RowMajor
 from hurray_gpu.format.dtypes import buffer_size, by_name
-from hurray_gpu.kernels.layout_sparse_dequant import DROPPED_SCALARS, sparse_dequant_kernel
+from hurray_gpu.kernels.layout_sparse_dequant import sparse_dequant_kernel
 from hurray_gpu.ops.layout_host import moved_params
 from hurray_gpu.ops.layout_run import dense_result
 
@@ -77,7 +77,8 @@ def materialize_sparse_quant(t: Any, dtype: str, bufs: list[Buffer],
     # Check items read a code at position 0, so an empty values buffer gets a stand-in.
     data = bufs[0] if bufs[0].nbytes else Buffer.from_bytes(dev, bytes(4))
     inputs = bind_inputs(qplan, dev, [data, *(bufs[i] for i in order[1:])])
-    scalars = {k: v for k, v in qplan.scalars.items() if k not in DROPPED_SCALARS}
+    kernel = sparse_dequant_kernel(qplan.kernel, kind)
+    scalars = {p.name: qplan.scalars[p.name] for p in kernel.scalars if p.name in qplan.scalars}
     scalars["doff"] = 0
     out_dtype = by_name(qplan.out_dtype)
     out = zeroed(dev, buffer_size(out_dtype, qplan.count))
@@ -85,7 +86,6 @@ def materialize_sparse_quant(t: Any, dtype: str, bufs: list[Buffer],
     err.copyin(np.zeros(1, np.uint32))
     try:
         if qplan.count:
-            kernel = sparse_dequant_kernel(qplan.kernel, kind)
             dev.run(kernel, dst=out, err=err, **index_args, **inputs, **scalars)
         check_flag(err, qplan.kernel, lambda: explain_invalid(qplan, inputs))
     except BaseException:
