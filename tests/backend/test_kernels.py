@@ -13,6 +13,7 @@ from hurray_gpu.device import Device
 from hurray_gpu.errors import UnsupportedOpError
 from hurray_gpu.kernels import get_kernel, kernel_names, run_reference
 from hurray_gpu.kernels.dialect.kernel import KernelDef, numpy_dtype
+from tests._support import stable_rng
 
 N = 1003  # not a multiple of any work-group size: exercises the bounds guard
 SLACK = 13  # extra elements after n that must stay untouched
@@ -93,7 +94,7 @@ def _compare(kernel: KernelDef, name: str, dtype: str, got: bytes, want: bytes) 
 @pytest.mark.parametrize("name", [k for k in kernel_names() if _generic(k)])
 def test_kernel_matches_reference(device: Device, name: str) -> None:
     kernel = get_kernel(name)
-    rng = np.random.default_rng(abs(hash(name)) % 2**32)
+    rng = stable_rng(name)
     n = 65536 + 40 if "f16" in name or "bf16" in name else N
     scalars = _scalars(kernel, n, rng)
     extents = kernel.extents(scalars)
