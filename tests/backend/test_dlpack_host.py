@@ -19,8 +19,9 @@ from hurray_gpu.sync.dlpack import live_exports
 from hurray_gpu.sync.dlpack_cuda import consumer_stream_handle
 from hurray_gpu.sync.dlpack_import import _get_name
 from hurray_gpu.sync.dlpack_types import DLPackError, dl_code, hurray_place
+from tests._support import require_peer, skip_or_fail
 
-torch = pytest.importorskip("torch")
+torch = require_peer("torch")
 
 
 def _aligned(values: np.ndarray) -> np.ndarray:
@@ -187,7 +188,7 @@ def test_opencl_tensor_dlpack(request) -> None:
     from hurray_gpu.backends import is_available
 
     if not is_available(0x08):
-        pytest.skip("no OpenCL device")
+        skip_or_fail("no OpenCL device", "install pocl-opencl-icd and pip install pyopencl")
     t = hg.from_numpy(np.arange(5, dtype=np.float32)).to("opencl:0")
     assert t.__dlpack_device__() == (4, 0)
     with pytest.raises(BufferError, match="opaque handles"):
@@ -199,7 +200,7 @@ def test_opencl_tensor_dlpack(request) -> None:
 
 
 def test_jax_roundtrip() -> None:
-    jnp = pytest.importorskip("jax.numpy", reason="jax is not installed (optional: pip install jax)")
+    jnp = require_peer("jax.numpy", "jax[cpu]")
     x = jnp.arange(16, dtype=jnp.float32)
     t = hg.from_dlpack(x)
     np.testing.assert_array_equal(t.numpy(), np.arange(16, dtype=np.float32))
