@@ -36,7 +36,9 @@ def check(status: int, what: str = "host call") -> None:
     """Raise DeviceError for a non-zero libc status (errno attached)."""
     if status != 0:
         err = ctypes.get_errno()
-        raise DeviceError(f"{what} failed with status {status}: {os.strerror(err)} (errno {err})")
+        raise DeviceError(f"{what} failed with status {status}: {os.strerror(err)} (errno {err})",
+                          fix="report it with the errno: libc refused to release page-locked "
+                              "memory, which stays locked until the process exits.")
 
 
 @functools.lru_cache(maxsize=1)
