@@ -348,8 +348,8 @@ class Device:
         self.compiler = compiler
         self.memory_classes = tuple(memory_classes)
         self._programs: LRUCache[str, Program] = LRUCache(PROGRAM_CACHE_CAPACITY)
-        # Per-definition fast path: rendering and hashing the source costs ~1 ms per launch,
-        # far more than the launch itself. KernelDef is frozen, so it keys by value (its grid
+        # Per-definition fast path: rendering and hashing the source costs far more than the
+        # launch itself. KernelDef is frozen, so it keys by value (its grid
         # and extent functions by identity, which keeps two same-body kernels apart).
         self._by_def: LRUCache[KernelDef, Program] = LRUCache(PROGRAM_CACHE_CAPACITY)
         self._program_lock = threading.Lock()

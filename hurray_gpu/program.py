@@ -147,7 +147,8 @@ class Program:
         self.device = device
         self.kernel = kernel
         self.binary = binary
-        # Signature facts every launch needs, computed once (a launch is ~20 us of Python).
+        # Signature facts every launch needs, computed once (per-launch Python is the cost of a
+        # small launch).
         self._names = tuple(p.name for p in kernel.params)
         self._scalar_params = kernel.scalars
         self._buffer_params = tuple((p.name, p.itemsize) for p in kernel.buffers)
