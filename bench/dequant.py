@@ -23,12 +23,12 @@ from typing import Any
 
 import numpy as np
 
-from hurray_gpu.buffer import Buffer
-from hurray_gpu.devices_api import device
 from hurray_gpu.format.dtypes import buffer_size, by_name
 from hurray_gpu.ops.build import quantized_tensor, random_values
 from hurray_gpu.ops.dequantize import bind_inputs, launch
 from hurray_gpu.ops.plan import elements_per_item, plan_dequantize
+from hurray_gpu.runtime.buffer import Buffer
+from hurray_gpu.runtime.registry import resolve_device as device
 from hurray_gpu.tensor import Tensor
 
 BLOCK = 32

@@ -31,10 +31,10 @@ from typing import Any  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from hurray_gpu.buffer import Buffer  # noqa: E402
-from hurray_gpu.devices_api import devices  # noqa: E402
 from hurray_gpu.errors import UnsupportedOpError  # noqa: E402
 from hurray_gpu.kv_cache import PagedKVCache  # noqa: E402
+from hurray_gpu.runtime.buffer import Buffer  # noqa: E402
+from hurray_gpu.runtime.registry import devices  # noqa: E402
 
 from _timing import median_s
 

@@ -18,8 +18,6 @@ from typing import Any
 
 import numpy as np
 
-from hurray_gpu.buffer import Buffer
-from hurray_gpu.devices_api import device
 from hurray_gpu.format.addressing import dense_offsets
 from hurray_gpu.format.descriptor.layouts import (
     ColMajor,
@@ -33,6 +31,8 @@ from hurray_gpu.ops.layout_host import relayout, sparsify
 from hurray_gpu.ops.layout_plan import plan_dense
 from hurray_gpu.ops.layout_run import alloc_out, device_buffers, run_dense
 from hurray_gpu.ops.materialize import materialize
+from hurray_gpu.runtime.buffer import Buffer
+from hurray_gpu.runtime.registry import resolve_device as device
 from hurray_gpu.tensor import Tensor
 
 from _timing import median_s

@@ -14,9 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from hurray_gpu.buffer import Buffer
-from hurray_gpu.devices_api import device, devices
 from hurray_gpu.errors import UnsupportedOpError
+from hurray_gpu.runtime.buffer import Buffer
+from hurray_gpu.runtime.registry import devices
+from hurray_gpu.runtime.registry import resolve_device as device
 from hurray_gpu.tensor import Tensor
 
 from _timing import median_s

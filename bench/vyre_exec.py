@@ -32,8 +32,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import vyre  # noqa: E402
-from hurray_gpu.buffer import Buffer  # noqa: E402
-from hurray_gpu.devices_api import devices  # noqa: E402
+from hurray_gpu.runtime.buffer import Buffer  # noqa: E402
+from hurray_gpu.runtime.registry import devices  # noqa: E402
 from vyre import reference  # noqa: E402
 from vyre.programs import blake3 as b3  # noqa: E402
 from vyre.programs import elementwise_program, matmul_program, matmul_tiled_program  # noqa: E402

@@ -24,7 +24,7 @@ step() {  # step NAME TIMEOUT_S CMD...: runs one step; pytest's "no tests" (5) i
 }
 
 command -v nvidia-smi >/dev/null && nvidia-smi -L
-"$PYTHON" -c "import hurray_gpu.devices_api as d; print([x.spec for x in d.devices()])"
+"$PYTHON" -c "import hurray_gpu.runtime.registry as d; print([x.spec for x in d.devices()])"
 step "nvrtc check" 120 "$PYTHON" -m hurray_gpu.kernels check --dialect cuda --arch sm_80,sm_90
 export HURRAY_GPU_TEST_REQUIRE=cuda  # a GPU machine without working CuPy must fail, not skip
 step "gpu tests" 240 "$PYTHON" -m pytest -q -m "gpu or cuda" tests/gpu \

@@ -6,10 +6,6 @@ module is imported only when its device is first opened.
 
 from __future__ import annotations
 
-from hurray_gpu.backends import DeviceTag
-from hurray_gpu.buffer import Buffer
-from hurray_gpu.device import Device, MemoryClass
-from hurray_gpu.devices_api import default_device, describe_devices, device, devices
 from hurray_gpu.errors import (
     BackendUnavailableError,
     BoundsViolation,
@@ -27,6 +23,7 @@ from hurray_gpu.format.descriptor import (
     decode_descriptor,
     decode_descriptor_prefix,
 )
+from hurray_gpu.format.descriptor.buffers import DeviceTag
 from hurray_gpu.format.dtypes import DType, by_name, by_tag
 from hurray_gpu.io import (
     FileWriter,
@@ -41,6 +38,11 @@ from hurray_gpu.io import (
 from hurray_gpu.kv_cache import OutOfPagesError, PagedKVCache
 from hurray_gpu.ops import dequantize, element, materialize, relayout, sparsify, unpack
 from hurray_gpu.ops.quantize import quantize
+from hurray_gpu.runtime.buffer import Buffer
+from hurray_gpu.runtime.device import Device
+from hurray_gpu.runtime.memory import MemoryClass
+from hurray_gpu.runtime.registry import default_device, describe_devices, devices
+from hurray_gpu.runtime.registry import resolve_device as device
 from hurray_gpu.sync import Event, Stream
 from hurray_gpu.sync.dlpack_import import from_dlpack
 from hurray_gpu.tensor import Tensor

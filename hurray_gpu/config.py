@@ -64,7 +64,7 @@ def debug_level() -> int:
 def debug_bounds() -> bool:
     """True when ``HURRAY_GPU_DEBUG_BOUNDS=1``: allocators pad buffers with checked canaries.
 
-    Each allocator reads it once, when its device is created (see :mod:`hurray_gpu.canary`).
+    Each allocator reads it once, when its device is created (see :mod:`hurray_gpu.runtime.canary`).
     """
     return _flag("HURRAY_GPU_DEBUG_BOUNDS")
 

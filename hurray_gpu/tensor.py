@@ -1,102 +1,80 @@
-"""The Tensor: a validated TensorDescriptor plus its buffers (host uint8 arrays or Buffers).
+"""The Tensor: a validated TensorDescriptor plus its Buffers (plus members for a composite head).
 
-Composite heads hold no buffers; their members ride along in ``Tensor.members``.
+This module owns the class users hold. It sits above the services it offers as methods
+(dequantization and layouts, moving between devices, handoff and DLPack), which build tensors
+through :mod:`hurray_gpu.parts` without importing this module; importing it registers
+:class:`Tensor` there. Every buffer is a :class:`~hurray_gpu.runtime.buffer.Buffer`: on the cpu
+device a Buffer is host memory NumPy uses in place, so host and device tensors share one path.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
-from .buffer import Buffer
-from .errors import HurrayFormatError, UnsupportedOpError
-from .format.dtypes import DType, from_numpy_dtype
-from .format.packing import as_bytes, pack, unpack
-from .sync.tensor_api import TensorSyncMixin
+from hurray_gpu import parts
+from hurray_gpu.errors import HurrayFormatError, UnsupportedOpError
+from hurray_gpu.format.descriptor.buffers import SyncMode
+from hurray_gpu.format.descriptor.layouts import LAYOUT_NAMES, layout_name
+from hurray_gpu.format.dtypes import DType
+from hurray_gpu.format.packing import unpack
+from hurray_gpu.ops import dequantize as _dequantize
+from hurray_gpu.ops import materialize as _materialize
+from hurray_gpu.ops import unpack as _unpack
+from hurray_gpu.runtime.buffer import Buffer
+from hurray_gpu.runtime.device import Device
+from hurray_gpu.runtime.memory import MemoryClass
+from hurray_gpu.runtime.stream import Stream
+from hurray_gpu.sync.dlpack import export
+from hurray_gpu.sync.dlpack_types import dlpack_device
+from hurray_gpu.sync.handoff import SyncState, accept, handoff, on_use, release, sync_mode_of
 
-LAYOUT_NAMES = {0x01: "row_major", 0x02: "col_major", 0x03: "strided", 0x04: "tiled",
-                0x05: "morton", 0x06: "coo", 0x07: "csr", 0x08: "csc", 0x09: "csf",
-                0x0A: "block_paged", 0x0B: "composite", 0x40: "hilbert"}
-_MAX_HOST_ALIGN = 1 << 21
+__all__ = ["LAYOUT_NAMES", "Tensor", "layout_name"]
 
-
-def layout_name(tag: int) -> str:
-    """The python-binding name of a layout tag (``"extension"`` for 0xF0-0xFE)."""
-    if tag in LAYOUT_NAMES:
-        return LAYOUT_NAMES[tag]
-    return "extension" if 0xF0 <= tag <= 0xFE else f"unknown_0x{tag:02X}"
-
-
-def _to_host(buf: Any, index: int, handle: Any) -> np.ndarray:
-    from .io._memory import aligned_copy
-
-    try:
-        data = as_bytes(buf)
-    except HurrayFormatError:
-        raise
-    except (TypeError, ValueError) as exc:
-        raise HurrayFormatError(f"buffers[{index}] is not bytes-like ({exc})",
-                                field=f"buffers[{index}]",
-                                fix="pass bytes, memoryview or NumPy arrays.") from None
-    if data.size != handle.byte_size:
-        raise HurrayFormatError(
-            f"buffers[{index}] holds {data.size} bytes but the descriptor declares byte_size "
-            f"{handle.byte_size}", field=f"buffers[{index}].byte_size",
-            fix="pass exactly byte_size bytes for every buffer, in buffer-table order.")
-    # Keep the declared alignment true for host memory (copying only when it is not).
-    return aligned_copy(data, min(max(handle.alignment, 64), _MAX_HOST_ALIGN))
+_DEVICE_KEY = object()  # the __dlpack_device__ entry of the Tensor._dl cache
 
 
-class Tensor(TensorSyncMixin):
-    """A Hurray tensor: descriptor + buffers (+ members for a composite head).
+class Tensor:
+    """A Hurray tensor: descriptor + Buffers (+ members for a composite head).
 
     Build one with :meth:`from_numpy` or :meth:`from_parts` (the constructor is the same as
-    ``from_parts``), and move it with :meth:`to`. On the host (the cpu device) buffers are 1-D
-    uint8 NumPy arrays, possibly read-only views of a memory-mapped file; on any other device
-    they are :class:`~hurray_gpu.buffer.Buffer` objects.
+    ``from_parts``), and move it with :meth:`to`. Its buffers are
+    :class:`~hurray_gpu.runtime.buffer.Buffer` objects on one device and memory class; on the
+    cpu device ``buf.array`` (or ``np.asarray(buf)``) is their memory, without a copy.
+
+    Attributes:
+        seq_lens: a block-paged tensor's per-sequence token counts (int64), when known
+            (KV-cache exports set it); None otherwise.
     """
 
     # _sync: handoff state (sync/handoff.py); _dl: DLPack export templates (sync/dlpack.py).
-    __slots__ = ("_descriptor", "_buffers", "_members", "_raw", "_place", "_sync", "_dl")
+    __slots__ = ("_descriptor", "_buffers", "_members", "_raw", "_device", "_mclass", "_sync",
+                 "_dl", "seq_lens")
 
     def __init__(self, descriptor: Any, buffers: Sequence[Any] = (),
                  members: Sequence[Tensor] = ()) -> None:
-        from .io import _codec
-        from .io.composite import validate_members
+        made = parts.assemble(descriptor, buffers, members)
+        self._init(made._descriptor, made._buffers, made._members, made._raw, made._device,
+                   made._mclass, None, None)
 
-        if isinstance(descriptor, (bytes, bytearray, memoryview)):
-            raw = bytes(descriptor)
-            desc = _codec.decode(raw)
-        else:
-            desc = descriptor
-            raw = _codec.encode(desc)  # encoding validates every descriptor rule
-        handles = _codec.handles(desc)
-        if len(buffers) != len(handles):
-            raise HurrayFormatError(
-                f"{len(buffers)} buffers given but the descriptor declares {len(handles)}",
-                field="buffer_count", fix="pass one buffer per buffer-table entry, in order.")
-        place = None
-        if any(isinstance(b, Buffer) for b in buffers):
-            from .tensor_device import tensor_on
+    def _init(self, desc: Any, buffers: tuple[Buffer, ...], members: tuple[Tensor, ...],
+              raw: bytes, device: Device, mclass: MemoryClass, seq_lens: Any,
+              sync: SyncState | None) -> None:
+        self._descriptor, self._buffers, self._members, self._raw = desc, buffers, members, raw
+        self._device, self._mclass, self.seq_lens = device, mclass, seq_lens
+        self._sync = sync  # set only on tensors Tensor.handoff() returns
+        self._dl: Any = None
 
-            place, host = tensor_on(desc, buffers)
-        else:
-            host = [_to_host(b, i, h) for i, (b, h) in enumerate(zip(buffers, handles,
-                                                                     strict=True))]
-        members = list(members)
-        if any(not isinstance(m, Tensor) for m in members):
-            raise HurrayFormatError("composite members must be Tensor objects", field="members",
-                                    fix="wrap each member with Tensor.from_parts/from_numpy.")
-        if _codec.is_head(desc):
-            validate_members(desc, [m.descriptor for m in members])
-        elif members:
-            raise HurrayFormatError("only a composite head (layout 0x0B) has members",
-                                    field="members", fix="drop the members argument.")
-        self._descriptor, self._buffers = desc, tuple(host)
-        self._members, self._raw, self._place = tuple(members), raw, place
-        self._sync: Any = None  # handoff state: set only on tensors Tensor.handoff() returns
+    @classmethod
+    def _build(cls, desc: Any, buffers: tuple[Buffer, ...], members: tuple[Tensor, ...],
+               raw: bytes, device: Device, mclass: MemoryClass, seq_lens: Any,
+               sync: SyncState | None) -> Tensor:
+        """Wrap parts the services have already validated (see :func:`parts.make_tensor`)."""
+        self = object.__new__(cls)
+        self._init(desc, buffers, members, raw, device, mclass, seq_lens, sync)
+        return self
 
     @classmethod
     def from_parts(cls, descriptor: Any, buffers: Sequence[Any] = (),
@@ -105,10 +83,10 @@ class Tensor(TensorSyncMixin):
 
         Args:
             descriptor: descriptor bytes (decoded strictly) or a TensorDescriptor.
-            buffers: one bytes-like object or NumPy array per buffer-table entry; each must
-                hold exactly its handle's byte_size. Misaligned host memory is copied to
-                meet the handle's alignment; aligned memory is used without a copy. Or
-                Buffers, all on one device and memory class that every handle declares.
+            buffers: one bytes-like object or NumPy array per buffer-table entry (each must
+                hold exactly its handle's byte_size; aligned memory is used in place,
+                misaligned memory is copied to meet the handle's alignment), or Buffers, all
+                on one device and memory class that every handle declares.
             members: for a composite head, its complete member tensors in order.
 
         Returns:
@@ -119,19 +97,6 @@ class Tensor(TensorSyncMixin):
                 composite whose members break the composite rules.
         """
         return cls(descriptor, buffers, members)
-
-    @classmethod
-    def _trusted(cls, desc: Any, buffers: Sequence[Any], *, members: Sequence[Tensor] = (),
-                 raw: bytes | None = None, place: tuple[Any, Any] | None = None) -> Tensor:
-        """Wrap parts the io readers have already validated (sizes came from the handles)."""
-        from .io import _codec
-
-        self = object.__new__(cls)
-        self._descriptor, self._buffers = desc, tuple(buffers)
-        self._members, self._place = tuple(members), place
-        self._raw = raw if raw is not None else _codec.encode(desc)
-        self._sync = None
-        return self
 
     @classmethod
     def from_numpy(cls, array: Any, *, order: str = "C") -> Tensor:
@@ -152,17 +117,7 @@ class Tensor(TensorSyncMixin):
             UnsupportedOpError: the dtype has no Hurray element type.
             HurrayFormatError: a bad order, or values the type cannot hold.
         """
-        from .format.descriptor.model import TensorDescriptor
-
-        if order not in ("C", "F"):
-            raise HurrayFormatError(f"order must be 'C' or 'F', got {order!r}", field="order",
-                                    fix="use order='C' (row-major) or order='F' (col-major).")
-        arr = np.asarray(array)
-        dtype = from_numpy_dtype(arr.dtype)
-        col = order == "F" and arr.ndim > 1
-        data = pack(arr.T if col else arr, dtype)
-        desc = TensorDescriptor.dense(dtype, arr.shape, col_major=col)
-        return cls(desc, [data])
+        return parts.from_numpy(array, order)  # type: ignore[no-any-return]
 
     # -- properties ----------------------------------------------------------------------
     @property
@@ -176,41 +131,31 @@ class Tensor(TensorSyncMixin):
         return self._raw
 
     @property
-    def buffers(self) -> tuple[Any, ...]:
-        """The buffers in buffer-table order: 1-D uint8 arrays on the host, else Buffers.
+    def buffers(self) -> tuple[Buffer, ...]:
+        """The Buffers in buffer-table order.
 
         This is where every hurray_gpu op obtains a tensor's memory, so a handed-off tensor
         the consumer did not :meth:`accept` is accepted here, on the current stream.
         """
-        try:
-            state = self._sync
-        except AttributeError:  # made without __init__/_trusted (e.g. unpickled)
-            state = None
+        state = self._sync
         if state is not None:
-            from .sync.handoff import on_use
-
             on_use(self, state)
         return self._buffers
 
     @property
-    def device(self) -> Any:
-        """The Device holding the buffers (the cpu device for host tensors)."""
-        from .tensor_device import place_of
-
-        return place_of(self)[0]
+    def device(self) -> Device:
+        """The Device holding the buffers."""
+        return self._device
 
     @property
-    def memory_class(self) -> Any:
-        """The MemoryClass of the memory holding the buffers (standard for host arrays)."""
-        from .tensor_device import place_of
-
-        return place_of(self)[1]
+    def memory_class(self) -> MemoryClass:
+        """The MemoryClass of the memory holding the buffers."""
+        return self._mclass
 
     @property
     def is_host(self) -> bool:
-        """True when the buffers are host arrays (the cpu device, any memory class)."""
-        return not any(isinstance(b, Buffer) for b in self._buffers) and all(
-            m.is_host for m in self._members)
+        """True when the buffers are host memory NumPy can address (the cpu device)."""
+        return self._device.allocator.host_memory and all(m.is_host for m in self._members)
 
     def to(self, device: Any, memory_class: Any = "standard", *,
            progress: bool | None = None) -> Tensor:
@@ -236,28 +181,20 @@ class Tensor(TensorSyncMixin):
             UnsupportedOpError: the device does not offer ``memory_class``.
             OutOfMemoryError: the device has no room (checked before allocating).
         """
-        from .tensor_device import to_device
-
-        return to_device(self, device, memory_class, progress)
+        return parts.to_device(self, device, memory_class, progress)  # type: ignore[no-any-return]
 
     def dequantize(self, dtype: str = "float32", device: Any = None, *,
                    seq_lens: Any = None) -> Tensor:
         """Dequantize on this tensor's device; see :func:`hurray_gpu.ops.dequantize`."""
-        from .ops import dequantize
-
-        return dequantize(self, dtype, device, seq_lens=seq_lens)
+        return _dequantize(self, dtype, device, seq_lens=seq_lens)  # type: ignore[no-any-return]
 
     def unpack(self, dtype: str | None = None, device: Any = None) -> Tensor:
         """Unpack sub-byte or small-float data on the device; see :func:`hurray_gpu.ops.unpack`."""
-        from .ops import unpack as unpack_op
-
-        return unpack_op(self, dtype, device)
+        return _unpack(self, dtype, device)  # type: ignore[no-any-return]
 
     def materialize(self, dtype: str | None = None, *, seq_lens: Any = None) -> Any:
         """Dense row-major copy on this device; see :func:`hurray_gpu.ops.materialize`."""
-        from .ops import materialize
-
-        return materialize(self, dtype, seq_lens=seq_lens)
+        return _materialize(self, dtype, seq_lens=seq_lens)
 
     @property
     def members(self) -> tuple[Tensor, ...]:
@@ -267,7 +204,7 @@ class Tensor(TensorSyncMixin):
     @property
     def dtype(self) -> DType:
         """The storage element type."""
-        return self._descriptor.dtype
+        return self._descriptor.dtype  # type: ignore[no-any-return]
 
     @property
     def shape(self) -> tuple[int | None, ...]:
@@ -297,18 +234,123 @@ class Tensor(TensorSyncMixin):
     @property
     def is_composite(self) -> bool:
         """True for a composite head."""
-        return self._descriptor.layout_tag == 0x0B
+        return self._descriptor.layout_tag == 0x0B  # type: ignore[no-any-return]
 
     @property
     def nbytes(self) -> int:
         """Total bytes of this tensor's buffers (members not included)."""
         return sum(int(h.byte_size) for h in self._descriptor.buffers)
 
+    @property
+    def sync_state(self) -> SyncState | None:
+        """The handoff state a handed-off tensor carries (None for every other tensor)."""
+        return self._sync
+
+    @property
+    def sync_mode(self) -> SyncMode:
+        """The sync_mode its buffer handles declare (PRODUCER_SYNCED when it has none)."""
+        return sync_mode_of(self)
+
+    def handoff(self, mode: Any, stream: Stream | Sequence[Stream] | None = None, *,
+                producer: Stream | Sequence[Stream] | None = None,
+                on_release: Callable[[], Any] | None = None) -> Tensor:
+        """Prepare this tensor for a consumer and declare ``mode`` in every buffer handle.
+
+        producer_synced waits on the host for the producer streams; event records one event
+        after them; consumer_stream makes each consumer stream wait for them on the device.
+
+        Args:
+            mode: ``"producer_synced"``/0, ``"event"``/1 or ``"consumer_stream"``/2.
+            stream: consumer_stream mode only: the consumer's Stream (or Streams).
+            producer: the stream(s) that wrote the buffers; default the current stream.
+            on_release: the buffer-release callback, called exactly once by
+                :meth:`release` (or when the handed-off tensor is collected).
+
+        Returns:
+            A new Tensor sharing the buffers, whose handles declare ``mode``.
+
+        Raises:
+            UnsupportedOpError: an unknown mode, a non-producer-synced mode for CPU buffers,
+                consumer_stream without a stream, or streams of another device.
+        """
+        return handoff(self, mode, stream, producer=producer, on_release=on_release)
+
+    def accept(self, stream: Stream | Sequence[Stream] | None = None, *,
+               insert_wait: bool = False) -> Any:
+        """Apply the consumer rule of the declared sync_mode before using the buffers.
+
+        event: every given stream waits on the event, then the event is released (once);
+        consumer_stream: only the declared streams may be used, unless ``insert_wait``
+        orders another stream after them; producer_synced: nothing to do.
+
+        Args:
+            stream: the stream(s) that will touch the buffers; default the current stream.
+            insert_wait: allow an undeclared stream by inserting an inter-stream wait.
+
+        Returns:
+            self.
+
+        Raises:
+            UnsupportedOpError: event mode without an event, consumer_stream mode without
+                declared streams or on an undeclared stream, or handles that disagree.
+        """
+        return accept(self, stream, insert_wait=insert_wait)
+
+    def release(self) -> None:
+        """End the consumer's access: wait for its streams, then call the release callback once."""
+        release(self)
+
+    def __dlpack__(self, *, stream: Any = None, max_version: tuple[int, int] | None = None,
+                   dl_device: tuple[int, int] | None = None, copy: bool | None = None) -> Any:
+        """Export as a DLPack capsule (versioned when ``max_version >= (1, 0)``).
+
+        Args:
+            stream: the consumer's stream per the DLPack convention (None: legacy default;
+                -1: no synchronization; device-specific integers otherwise).
+            max_version: the highest DLPack version the consumer understands.
+            dl_device: the device the consumer wants; only this tensor's own is possible
+                without ``copy=True`` (then the cpu, ``(1, 0)``, is also possible).
+            copy: True: always export a copy; False: never copy; None: copy only if needed.
+
+        Raises:
+            BufferError: layouts, dtypes, devices or stream values DLPack cannot carry here.
+        """
+        if dl_device is None and copy is None and (stream is None or (
+                type(stream) is int and stream == -1)):
+            # Host tensors are immutable: the capsule template of an earlier export is reused
+            # (only host tensors are cached; -1 and None are the same for them).
+            cache: Any = self._dl
+            if cache is not None:
+                try:
+                    template = cache.get(max_version)
+                except TypeError:  # an unhashable max_version: the slow path checks it
+                    template = None
+                if template is not None:
+                    return template()
+        return export(self, stream=stream, max_version=max_version, dl_device=dl_device,
+                      copy=copy)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        """``(DLDeviceType, device_id)`` per docs/format.md, DLPack device mapping.
+
+        Raises:
+            BufferError: the (device, memory class) pair has no DLPack device type.
+        """
+        cache: Any = self._dl
+        if cache is not None and _DEVICE_KEY in cache:
+            return cache[_DEVICE_KEY]  # type: ignore[no-any-return]
+        device = dlpack_device(self)
+        if self.is_host:
+            if cache is None:
+                cache = self._dl = {}
+            cache[_DEVICE_KEY] = device
+        return device
+
     def __repr__(self) -> str:
         sizes = [int(h.byte_size) for h in self._descriptor.buffers]
         extra = f", members={len(self._members)}" if self.is_composite else ""
-        if self._place is not None:
-            extra += f", device={self._place[0].spec}, memory_class={self._place[1].label}"
+        if not self.is_host or self._mclass != MemoryClass.STANDARD:
+            extra += f", device={self._device.spec}, memory_class={self._mclass.label}"
         return (f"Tensor(dtype={self.dtype.name}, shape={self.shape}, "
                 f"layout={self.layout_name}, buffers={sizes}{extra})")
 
@@ -316,8 +358,8 @@ class Tensor(TensorSyncMixin):
         if not isinstance(other, Tensor):
             return NotImplemented
         return (self._raw == other._raw and len(self._buffers) == len(other._buffers)
-                and self._place == other._place
-                and all(np.array_equal(_host_bytes(a), _host_bytes(b))
+                and (self._device, self._mclass) == (other._device, other._mclass)
+                and all(np.array_equal(a.numpy(), b.numpy())
                         for a, b in zip(self.buffers, other.buffers, strict=True))
                 and self._members == other._members)
 
@@ -349,11 +391,6 @@ class Tensor(TensorSyncMixin):
         return out.copy() if copy and (out.base is not None or not out.flags.writeable) else out
 
 
-def _host_bytes(buf: Any) -> np.ndarray:
-    """Buffer contents as host bytes (a device Buffer is copied out; only __eq__ needs it)."""
-    return buf.numpy() if isinstance(buf, Buffer) else np.asarray(buf)
-
-
 def _unsupported(t: Tensor, why: str, fix: str) -> UnsupportedOpError:
     return UnsupportedOpError(f"cannot convert {t!r} to NumPy: {why}", fix=fix)
 
@@ -376,7 +413,7 @@ def _to_numpy(t: Tensor) -> np.ndarray:
                            "read the raw bytes from t.buffers instead.")
     shape = tuple(int(d) for d in desc.shape)
     count = int(np.prod(shape, dtype=np.int64)) if shape else 1
-    buf, off = t.buffers[0], int(desc.byte_offset)
+    buf, off = t.buffers[0].array, int(desc.byte_offset)
     if desc.layout_tag == 0x01:
         return unpack(buf[off:], dtype, count).reshape(shape)
     if desc.layout_tag == 0x02:
@@ -410,3 +447,6 @@ def _strided(buf: np.ndarray, dtype: DType, shape: tuple[int, ...], strides: tup
                                 field="strides", fix="fix the strides or byte_offset.")
     flat = unpack(buf[start:], dtype, hi - lo + 1)
     return flat[offsets - lo]
+
+
+parts.register_tensor_class(Tensor, Tensor._build)

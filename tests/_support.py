@@ -16,7 +16,7 @@ from typing import NoReturn
 import numpy as np
 import pytest
 
-__all__ = ["in_ci", "require_peer", "skip_or_fail", "stable_rng", "stable_seed"]
+__all__ = ["in_ci", "require_peer", "skip_or_fail", "stable_rng", "stable_seed", "trusted_tensor"]
 
 _TRUE = ("1", "true", "yes")
 
@@ -68,3 +68,13 @@ def stable_seed(*parts: object) -> int:
 def stable_rng(*parts: object) -> np.random.Generator:
     """A NumPy generator seeded with :func:`stable_seed` of ``parts``."""
     return np.random.default_rng(stable_seed(*parts))
+
+
+def trusted_tensor(desc: object, buffers: list[object], **kwargs: object) -> object:
+    """A Tensor built without validation (the path the library's own readers take), for tests
+    that hand hostile parts to an op: host arrays become cpu Buffers over the same memory."""
+    from hurray_gpu.parts import make_tensor
+    from hurray_gpu.runtime.buffer import Buffer
+
+    bufs = [b if isinstance(b, Buffer) else Buffer.wrap(np.ascontiguousarray(b)) for b in buffers]
+    return make_tensor(desc, bufs, **kwargs)  # type: ignore[arg-type]

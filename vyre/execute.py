@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from hurray_gpu.buffer import Buffer
+from hurray_gpu.runtime.buffer import Buffer
 from vyre import ir
 from vyre.lower import TRAP_PARAM, Lowered, TrapError, lower
 from vyre.lower.errors import unsupported
@@ -83,9 +83,9 @@ def lower_cached(program: ir.Program,
 
 
 def _open(device: Any) -> Any:
-    from hurray_gpu.devices_api import device as open_device
+    from hurray_gpu.runtime.registry import resolve_device
 
-    dev = open_device(device)
+    dev = resolve_device(device)
     if getattr(dev, "kind", "") == "reference" or getattr(dev, "compiler", None) is None:
         raise unsupported(f"device {device!r} compiles no kernels",
                           "pass device='reference' for the interpreter, or a compiling device.")

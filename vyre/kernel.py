@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from hurray_gpu.buffer import Buffer
-from hurray_gpu.cache import LRUCache
-from hurray_gpu.device import Device
+from hurray_gpu.runtime.buffer import Buffer
+from hurray_gpu.runtime.cache import LRUCache
+from hurray_gpu.runtime.device import Device
 from vyre import ir
 from vyre.execute import _check_dialect, _open, lower_cached, program_key
 from vyre.kernel_args import SlotPlan, plan_slots, resolve

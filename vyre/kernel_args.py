@@ -9,8 +9,9 @@ from typing import Any
 
 import numpy as np
 
-from hurray_gpu.buffer import Buffer
-from hurray_gpu.device import Allocation, Device, MemoryClass
+from hurray_gpu.runtime.buffer import Buffer
+from hurray_gpu.runtime.device import Device
+from hurray_gpu.runtime.memory import Allocation, MemoryClass
 from vyre import ir
 from vyre.lower import BufferSlot
 from vyre.lower.errors import UnsupportedOpError
@@ -69,7 +70,8 @@ def _host_allocation(array: np.ndarray, plan: SlotPlan) -> Allocation:
                    "pass a writable array.")
     if array.nbytes and array.ctypes.data % plan.itemsize:
         raise _bad(plan.name, f"is not {plan.itemsize}-byte aligned", "pass an aligned copy.")
-    return Allocation(array.reshape(-1).view(np.uint8), array.nbytes, MemoryClass.STANDARD)
+    return Allocation(array.reshape(-1).view(np.uint8), array.nbytes, MemoryClass.STANDARD,
+                      external=True)
 
 
 def _from_tensor(value: Any, device: Device, plan: SlotPlan) -> Allocation:
@@ -77,13 +79,10 @@ def _from_tensor(value: Any, device: Device, plan: SlotPlan) -> Allocation:
     if len(bufs) != 1:
         raise _bad(plan.name, f"is a tensor with {len(bufs)} buffers",
                    "pass a dense tensor (one buffer), or its buffer.")
-    inner = bufs[0]
-    if isinstance(inner, Buffer):
-        return _from_buffer(inner, device, plan)
-    if device.kind != "cpu":
-        raise _bad(plan.name, f"is a host tensor but the kernel runs on {device.spec}",
-                   f"move it first: tensor.to({device.spec!r}).")
-    return _host_allocation(inner, plan)
+    if bufs[0].device is not device:
+        raise _bad(plan.name, f"is a tensor on {bufs[0].device.spec}, the kernel runs on "
+                   f"{device.spec}", f"move it first: tensor.to({device.spec!r}).")
+    return _from_buffer(bufs[0], device, plan)
 
 
 def _from_buffer(value: Buffer, device: Device, plan: SlotPlan) -> Allocation:
@@ -101,17 +100,15 @@ def _from_dlpack(value: Any, device: Device, plan: SlotPlan) -> Allocation:
                        f"copy it to {device.spec} first (hurray_gpu.Buffer.from_bytes).")
         array = value if isinstance(value, np.ndarray) else np.from_dlpack(value)
         return _host_allocation(array, plan)
-    from hurray_gpu.sync.dlpack_import import from_dlpack
-
-    return _from_tensor(from_dlpack(value, copy=False), device, plan)
+    raise _bad(plan.name, "is device memory from another library",
+               "wrap it first: hurray_gpu.from_dlpack(x) gives a Tensor on its device "
+               "(zero-copy), which vyre takes.")
 
 
 def _allocation(value: Any, device: Device, plan: SlotPlan) -> Allocation:
     if isinstance(value, Buffer):
         return _from_buffer(value, device, plan)
-    from hurray_gpu.tensor import Tensor
-
-    if isinstance(value, Tensor):
+    if hasattr(value, "descriptor") and hasattr(value, "buffers"):  # a hurray_gpu Tensor
         return _from_tensor(value, device, plan)
     if isinstance(value, np.ndarray) or hasattr(value, "__dlpack__"):
         return _from_dlpack(value, device, plan)

@@ -19,8 +19,10 @@ from typing import Any
 import numpy as np
 
 from hurray_gpu import config
-from hurray_gpu.device import Allocation, Allocator, Compiler, Device, MemoryClass, Program
 from hurray_gpu.errors import BackendUnavailableError, CompileError, DeviceError, UnsupportedOpError
+from hurray_gpu.runtime.device import Device
+from hurray_gpu.runtime.memory import Allocation, Allocator, MemoryClass
+from hurray_gpu.runtime.program import Compiler, Program
 
 __all__ = ["HOST_ISA_TAG", "CPUAllocator", "CPUCompiler", "CPUDevice", "CPUProgram", "DEVICE",
            "check"]
@@ -55,6 +57,8 @@ def _aligned_empty(nbytes: int, alignment: int) -> np.ndarray:
 
 class CPUAllocator(Allocator):
     """numpy-backed host memory; host_pinned is page-aligned and mlock'ed."""
+
+    host_memory = True
 
     def _alloc(self, nbytes: int, memory_class: MemoryClass) -> np.ndarray:
         if memory_class == MemoryClass.HOST_PINNED:

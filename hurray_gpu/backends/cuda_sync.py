@@ -7,8 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from hurray_gpu.errors import UnsupportedOpError
-from hurray_gpu.sync.event import Event
-from hurray_gpu.sync.stream import Stream
+from hurray_gpu.runtime.stream import Event, Stream
 
 __all__ = ["CuEvent", "CuStream", "external_stream"]
 

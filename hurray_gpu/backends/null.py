@@ -12,8 +12,10 @@ from typing import Any
 
 import numpy as np
 
-from hurray_gpu.device import Allocation, Allocator, Compiler, Device, MemoryClass, Program
 from hurray_gpu.errors import DeviceError
+from hurray_gpu.runtime.device import Device
+from hurray_gpu.runtime.memory import Allocation, Allocator, MemoryClass
+from hurray_gpu.runtime.program import Compiler, Program
 
 __all__ = ["DEVICE", "NullAllocator", "NullCompiler", "NullDevice", "NullProgram", "check"]
 
@@ -31,7 +33,7 @@ def check(status: int, what: str = "null call") -> None:
 class NullAllocator(Allocator):
     """Hands out integer handles; copies are recorded and move no data (copyout writes 0s)."""
 
-    canary_capable = False  # stores nothing, so debug canaries could never read back
+    stores_data = False  # stores nothing, so debug canaries could never read back
 
     def __init__(self, device: Device) -> None:
         super().__init__(device)

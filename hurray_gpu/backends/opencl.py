@@ -13,8 +13,10 @@ from typing import Any
 
 import numpy as np
 
-from hurray_gpu.device import Allocation, Allocator, Compiler, Device, MemoryClass, Program
 from hurray_gpu.errors import CompileError, DeviceError, UnsupportedOpError
+from hurray_gpu.runtime.device import Device
+from hurray_gpu.runtime.memory import Allocation, Allocator, MemoryClass
+from hurray_gpu.runtime.program import Compiler, Program
 
 try:
     import pyopencl as cl
@@ -289,7 +291,7 @@ class CLDevice(Device):
 
     def current_queue(self) -> Any:
         """The command queue of this thread's current stream (launches and copies use it)."""
-        from hurray_gpu.sync.stream import current_stream
+        from hurray_gpu.runtime.stream import current_stream
 
         return current_stream(self).queue  # type: ignore[attr-defined]
 

@@ -11,8 +11,7 @@ from typing import Any
 import pyopencl as cl
 
 from hurray_gpu.errors import DeviceError, UnsupportedOpError
-from hurray_gpu.sync.event import Event
-from hurray_gpu.sync.stream import Stream
+from hurray_gpu.runtime.stream import Event, Stream
 
 __all__ = ["CLEvent", "CLStream"]
 

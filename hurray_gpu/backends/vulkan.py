@@ -22,10 +22,12 @@ from hurray_gpu.backends.vulkan_context import VulkanContext, check, count_devic
 from hurray_gpu.backends.vulkan_glsl import VULKAN_GLSL_ABI, VulkanGLSLRenderer, check_push_size
 from hurray_gpu.backends.vulkan_pipeline import Dispatch, VulkanPipeline
 from hurray_gpu.backends.vulkan_plan import Limits, Span, plan_launch
-from hurray_gpu.cache import KernelCacheBackend
-from hurray_gpu.device import Allocation, Allocator, Compiler, Device, MemoryClass, Program
 from hurray_gpu.errors import BackendUnavailableError, CompileError, UnsupportedOpError
 from hurray_gpu.kernels.dialect.kernel import KernelDef
+from hurray_gpu.runtime.cache import KernelCacheBackend
+from hurray_gpu.runtime.device import Device
+from hurray_gpu.runtime.memory import Allocation, Allocator, MemoryClass
+from hurray_gpu.runtime.program import Compiler, Program
 
 __all__ = ["DEVICE", "VulkanAllocator", "VulkanCompiler", "VulkanDevice", "VulkanProgram", "check"]
 
@@ -289,7 +291,7 @@ class VulkanDevice(Device):
         The caller owns the fd; a peer imports it with VkImportMemoryFdInfoKHR.
 
         Args:
-            buffer: a :class:`~hurray_gpu.buffer.Buffer` (or Allocation) of class ``peer``.
+            buffer: a :class:`~hurray_gpu.runtime.buffer.Buffer` (or Allocation) of class ``peer``.
 
         Raises:
             UnsupportedOpError: the buffer is not PEER memory of this device.

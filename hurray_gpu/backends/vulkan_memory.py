@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 
 from hurray_gpu.backends.vulkan_context import VulkanContext, call
-from hurray_gpu.device import MemoryClass
 from hurray_gpu.errors import UnsupportedOpError
+from hurray_gpu.runtime.memory import MemoryClass
 
 # Staging buffer size: big enough to amortise a submit, small enough to keep around per device.
 STAGING_BYTES = 32 * 1024 * 1024

@@ -13,10 +13,9 @@ from typing import Any
 
 from hurray_gpu.backends import vulkan_memory as vmem
 from hurray_gpu.backends.vulkan_context import FENCE_TIMEOUT_NS, call
-from hurray_gpu.device import MemoryClass
 from hurray_gpu.errors import DeviceError, UnsupportedOpError
-from hurray_gpu.sync.event import Event
-from hurray_gpu.sync.stream import Stream, current_stream
+from hurray_gpu.runtime.memory import MemoryClass
+from hurray_gpu.runtime.stream import Event, Stream, current_stream
 
 __all__ = ["PoolPoints", "VkEvent", "VkStream", "create_timeline", "host_signal", "host_wait", "submit_info"]
 

@@ -101,9 +101,9 @@ def run_demo(device: Any = None, *, quick: bool = False, out_dir: str | None = N
     Raises:
         BackendUnavailableError: the device cannot be opened (no silent fallback).
     """
-    from hurray_gpu.devices_api import device as open_device
+    from hurray_gpu.runtime.registry import resolve_device
 
-    dev = open_device(device)
+    dev = resolve_device(device)
     rec = Recorder(echo=echo)
     rec.notes.append(f"device: {dev.spec} ({dev.name})"
                      + (" - emulated on the CPU" if dev.emulated else ""))

@@ -113,7 +113,7 @@ def kv_snapshot(rec: Recorder, dev: Any, seed: int) -> tuple[dict[str, Any], dic
         name = "kv_cache." + tensor_name(0, role)
         t = export_layer(cache, 0, role)
         tensors[name] = t if t.is_host else t.to("cpu")
-        metadata[f"{name}.seq_lens"] = [int(n) for n in t.seq_lens]
+        metadata[f"{name}.seq_lens"] = [int(n) for n in t.seq_lens or ()]
     cache.close()
     return tensors, metadata
 
@@ -177,16 +177,14 @@ def recheck(rec: Recorder, weights: list[QuantizedWeight], results: dict[str, An
 def dlpack_handoff(rec: Recorder, result: Any, dev: Any) -> np.ndarray:
     """Hand one dequantized tensor to PyTorch (if installed) or NumPy through DLPack and prove
     by pointer that no copy was made."""
-    from hurray_gpu.tensor_device import is_host
-
     torch: Any = None
     with contextlib.suppress(ImportError):
         import torch  # optional, imported before timing: the demo never requires it
-    where = dev.spec if is_host(dev) else "host copy of " + dev.spec
+    where = dev.spec if dev.allocator.host_memory else "host copy of " + dev.spec
     with rec.timed("DLPack handoff (zero-copy)", where) as row:
         host = result if result.is_host else result.to("cpu")
         # The consumer takes the hurray Tensor itself (Tensor.__dlpack__), not a NumPy view.
-        source_ptr = (host.buffers[0].__array_interface__["data"][0]
+        source_ptr = (host.buffers[0].array.ctypes.data
                       + host.descriptor.byte_offset)
         if torch is not None:
             handed = torch.from_dlpack(host)
@@ -197,7 +195,7 @@ def dlpack_handoff(rec: Recorder, result: Any, dev: Any) -> np.ndarray:
         arr = host.numpy()
         row.ok = ptr == source_ptr
         row.check = f"{target} 0x{ptr:x} == buffer 0x{source_ptr:x}"
-    if not is_host(dev):
+    if not dev.allocator.host_memory:
         rec.notes.append(f"{dev.spec} buffers have no DLPack export here: the handoff is of the "
                          "host copy, zero-copy from there.")
     return arr

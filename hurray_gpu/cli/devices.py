@@ -6,11 +6,11 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from hurray_gpu.backends import BACKENDS, device_count, open_device
 from hurray_gpu.cli.common import dump_json, format_table, one_line
 from hurray_gpu.cli.toolchains import probe_toolchains
 from hurray_gpu.errors import HurrayGPUError
 from hurray_gpu.format.descriptor.buffers import DeviceTag
+from hurray_gpu.runtime.registry import BACKENDS, device_count, resolve_device
 
 __all__ = ["add_parser", "collect", "render"]
 
@@ -49,7 +49,7 @@ def _backend(tag: int, name: str) -> dict[str, Any]:
                            "devices": []}
     try:
         count = device_count(tag)
-        row["devices"] = [_device_info(open_device(tag, i)) for i in range(count)]
+        row["devices"] = [_device_info(resolve_device((tag, i))) for i in range(count)]
     except HurrayGPUError as exc:
         row["reason"] = one_line(str(exc))
         return row
@@ -74,7 +74,7 @@ def collect() -> dict[str, Any]:
         ``backends`` (one row per Hurray device tag), ``reference``, ``default`` and
         ``toolchains``.
     """
-    from hurray_gpu.devices_api import default_device
+    from hurray_gpu.runtime.registry import default_device
 
     rows = [_backend(tag, name) for tag, name in sorted(BACKENDS.items())]
     rows += _unsupported_tags()

@@ -100,10 +100,10 @@ def materialize_tensor(path: str, name: str, device: Any, dtype: str) -> tuple[A
         BackendUnavailableError: the device cannot be opened.
         UnsupportedOpError: the dtype, layout or quantization cannot be materialized here.
     """
-    from hurray_gpu.devices_api import device as open_device
+    from hurray_gpu.runtime.registry import resolve_device
 
     _check_dtype(dtype)
-    dev = open_device(device)
+    dev = resolve_device(device)
     steps: dict[str, Any] = {"device": dev.spec}
     start = time.perf_counter()
     t, seq_lens = _read(path, name)

@@ -16,6 +16,22 @@ from collections.abc import Sequence
 import numpy as np
 
 from hurray_gpu.errors import UnsupportedOpError
+from hurray_gpu.format.addressing_checks import (
+    INT64_MAX,
+    MAX_DENSE_ELEMENTS,
+    as_index_array,
+    check_dense_shape,
+    fail,
+    static_shape,
+)
+from hurray_gpu.format.addressing_curves import hilbert_coords, hilbert_index, morton_code
+from hurray_gpu.format.addressing_paged import block_paged_lookup, block_paged_to_dense
+from hurray_gpu.format.addressing_sparse import (
+    coo_to_dense,
+    csc_to_dense,
+    csf_to_dense,
+    csr_to_dense,
+)
 from hurray_gpu.format.descriptor.layouts import (
     MAX_TILED_DEPTH,
     ColMajor,
@@ -28,18 +44,6 @@ from hurray_gpu.format.descriptor.layouts import (
 )
 from hurray_gpu.format.descriptor.model import TensorDescriptor
 from hurray_gpu.format.dtypes import DType
-
-from .addressing_checks import (
-    INT64_MAX,
-    MAX_DENSE_ELEMENTS,
-    as_index_array,
-    check_dense_shape,
-    fail,
-    static_shape,
-)
-from .addressing_curves import hilbert_coords, hilbert_index, morton_code
-from .addressing_paged import block_paged_lookup, block_paged_to_dense
-from .addressing_sparse import coo_to_dense, csc_to_dense, csf_to_dense, csr_to_dense
 
 __all__ = [
     "MAX_DENSE_ELEMENTS", "block_paged_lookup", "block_paged_to_dense", "byte_positions",

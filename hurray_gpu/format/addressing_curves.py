@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .addressing_checks import as_index_array, fail
+from hurray_gpu.format.addressing_checks import as_index_array, fail
 
 # h must fit a signed 64-bit offset.
 MAX_CODE_BITS = 63

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from .addressing_checks import (
+from hurray_gpu.format.addressing_checks import (
     INT64_MAX,
     MAX_DENSE_ELEMENTS,
     as_index_array,

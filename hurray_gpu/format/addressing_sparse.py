@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from .addressing_checks import (
+from hurray_gpu.format.addressing_checks import (
     MAX_DENSE_ELEMENTS,
     as_index_array,
     check_below,

@@ -25,7 +25,8 @@ def as_bytes(buf: object) -> np.ndarray:
     """View a bytes-like object or NumPy array as a flat uint8 array (no copy when possible).
 
     Args:
-        buf: bytes, bytearray, memoryview or any C-contiguous-able NumPy array.
+        buf: bytes, bytearray, memoryview, any C-contiguous-able NumPy array, or an object
+            NumPy converts with ``__array__`` (a host Buffer: its memory, not a copy).
 
     Returns:
         A 1-D uint8 array over the same bytes.
@@ -33,6 +34,9 @@ def as_bytes(buf: object) -> np.ndarray:
     Raises:
         HurrayFormatError: if ``buf`` is not bytes-like.
     """
+    if not isinstance(buf, (np.ndarray, bytes, bytearray, memoryview)) and hasattr(
+            buf, "__array__"):
+        buf = np.asarray(buf)
     if isinstance(buf, np.ndarray):
         if buf.dtype.hasobject:  # its buffer would expose raw PyObject pointers
             raise HurrayFormatError("buffer is a NumPy object array", field="buffer",

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from .crc32c import crc32c
-from .file_format import FileHeader, IndexEntry, Trailer
-from .file_reader import HrryFile, load, open_file
-from .file_writer import FileWriter, save
-from .kv import UInt64, decode_kv, encode_kv
-from .stream import StreamReader, StreamWriter
+from hurray_gpu.io.crc32c import crc32c
+from hurray_gpu.io.file_format import FileHeader, IndexEntry, Trailer
+from hurray_gpu.io.file_reader import HrryFile, load, open_file
+from hurray_gpu.io.file_writer import FileWriter, save
+from hurray_gpu.io.kv import UInt64, decode_kv, encode_kv
+from hurray_gpu.io.stream import StreamReader, StreamWriter
 
 __all__ = [
     "FileHeader", "FileWriter", "HrryFile", "IndexEntry", "StreamReader", "StreamWriter",

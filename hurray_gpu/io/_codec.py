@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import HurrayFormatError
-from ..format import descriptor as _d
+from hurray_gpu.errors import HurrayFormatError
+from hurray_gpu.format import descriptor as _d
 
 COMPOSITE_TAG = 0x0B
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import HurrayFormatError
-from . import _codec
+from hurray_gpu.errors import HurrayFormatError
+from hurray_gpu.io import _codec
 
 PARTITION, OVERLAY, GROUP = 1, 2, 3
 ROLE_CORRECTION, ROLE_BASE = 0, 1

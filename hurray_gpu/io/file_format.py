@@ -10,7 +10,7 @@ import struct
 from dataclasses import dataclass
 from itertools import pairwise
 
-from ..errors import HurrayFormatError
+from hurray_gpu.errors import HurrayFormatError
 
 FILE_MAGIC = b"HRRYFILE"
 TRAILER_MAGIC = b"HRRY"

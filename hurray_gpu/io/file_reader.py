@@ -14,15 +14,12 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import HurrayFormatError
-from ..tensor import Tensor
-from ..tensor_device import Placement, check_room, place_tensor, resolve
-from ..transfer import Progress, show_progress
-from . import _codec
-from ._memory import aligned_empty, host_alignment
-from .composite import validate_members
-from .crc32c import crc32c
-from .file_format import (
+from hurray_gpu.errors import HurrayFormatError
+from hurray_gpu.io import _codec
+from hurray_gpu.io._memory import aligned_empty, host_alignment
+from hurray_gpu.io.composite import validate_members
+from hurray_gpu.io.crc32c import crc32c
+from hurray_gpu.io.file_format import (
     FLAG_HAS_INDEX_CRC32C,
     HEADER_SIZE,
     MIN_FILE_SIZE,
@@ -33,9 +30,11 @@ from .file_format import (
     align_up,
     decode_index,
 )
-from .file_writer import MEMBER_SEPARATOR
-from .framing import DEFAULT_MAX_COMPOSITE_DEPTH
-from .kv import decode_kv
+from hurray_gpu.io.file_writer import MEMBER_SEPARATOR
+from hurray_gpu.io.framing import DEFAULT_MAX_COMPOSITE_DEPTH
+from hurray_gpu.io.kv import decode_kv
+from hurray_gpu.parts import Placement, TensorLike, make_tensor, place_tensor, placement
+from hurray_gpu.runtime.buffer import Buffer
 
 _FIX = "the file is damaged or not a .hrry file; re-create it with a conforming writer."
 
@@ -148,7 +147,7 @@ class HrryFile:
             raise KeyError(f"no tensor named {name!r} in {self.path}") from None
 
     def read(self, name: str, *, copy: bool = False, device: Any = None,
-             memory_class: Any = "standard", progress: bool | None = None) -> Tensor:
+             memory_class: Any = "standard", progress: bool | None = None) -> Any:
         """Read one tensor (a composite head comes with its members).
 
         Args:
@@ -181,12 +180,9 @@ class HrryFile:
 
         Use as a context manager: leaving it closes the progress bar.
         """
-        dev, mclass = resolve(device, memory_class)
         total = sum(self._subtree_bytes(self._position(n)) for n in names)
-        check_room(dev, total)
-        bar = Progress(total, f"{os.path.basename(self.path)} -> {dev.spec}",
-                       show_progress(total, progress))
-        return Placement(dev, mclass, bar)
+        return placement(device, memory_class, total, f"{os.path.basename(self.path)} ->",
+                         progress)
 
     def _position(self, name: str) -> int:
         self.entry(name)  # KeyError for an unknown name
@@ -222,7 +218,7 @@ class HrryFile:
         return desc, raw
 
     def _read_at(self, pos: int, depth: int, copy: bool,
-                 target: Placement | None) -> tuple[Tensor, int]:
+                 target: Placement | None) -> tuple[Any, int]:
         order = self._ordered()
         entry = order[pos]
         desc, raw = self._descriptor(entry)
@@ -230,10 +226,11 @@ class HrryFile:
             if target is not None:  # straight from the mapping into device memory
                 views = self._buffers(entry, desc, False)
                 return place_tensor(desc, views, target), pos + 1
-            return Tensor._trusted(desc, self._buffers(entry, desc, copy), raw=raw), pos + 1
+            return make_tensor(desc, self._buffers(entry, desc, copy), raw=raw), pos + 1
         self._check_depth(depth, entry)
         count = _codec.member_count(desc)
-        members, offsets, nxt = [], [], pos + 1
+        members: list[TensorLike] = []
+        offsets, nxt = [], pos + 1
         for i in range(count):
             if nxt >= len(order):
                 raise HurrayFormatError(
@@ -243,8 +240,10 @@ class HrryFile:
             member, nxt = self._read_at(nxt, depth + 1, copy, target)
             members.append(member)
         validate_members(desc, [m.descriptor for m in members], offsets)
-        place = None if target is None else target.place
-        return Tensor._trusted(desc, [], members=members, raw=raw, place=place), nxt
+        if target is None:
+            return make_tensor(desc, [], members=members, raw=raw), nxt
+        return make_tensor(desc, [], members=members, raw=raw, device=target.device,
+                           memory_class=target.memory_class), nxt
 
     def _skip(self, pos: int, depth: int) -> int:
         """Position just past the tensor at ``pos`` and its members (descriptors only)."""
@@ -269,7 +268,8 @@ class HrryFile:
                 f"{self.max_composite_depth}", field="layout_tag",
                 offset=entry.descriptor_offset + 15, fix="flatten the composite.")
 
-    def _buffers(self, entry: IndexEntry, desc: Any, copy: bool) -> list[Any]:
+    def _buffers(self, entry: IndexEntry, desc: Any, copy: bool) -> list[Buffer]:
+        """cpu Buffers over the tensor's bytes: read-only views of the mapping, or copies."""
         mm, align = self._map(), self.header.alignment
         handles = _codec.handles(desc)
         if _codec.is_unknown_layout(desc):
@@ -306,7 +306,7 @@ class HrryFile:
                 fresh = aligned_empty(n, host_alignment(handle.alignment, n))
                 fresh[...] = view
                 view = fresh
-            out.append(view)
+            out.append(Buffer.wrap(view, "cpu"))
         return out
 
 
@@ -330,7 +330,7 @@ def open_file(path: str | os.PathLike[str], *, permissive: bool = False,
 
 
 def load(path: str | os.PathLike[str], names: list[str] | None = None, *, device: Any = None,
-         memory_class: Any = "standard", progress: bool | None = None) -> dict[str, Tensor]:
+         memory_class: Any = "standard", progress: bool | None = None) -> dict[str, Any]:
     """Read tensors from a ``.hrry`` file into memory (buffers are copied).
 
     Args:

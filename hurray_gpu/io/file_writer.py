@@ -14,11 +14,9 @@ from typing import IO, Any
 
 import numpy as np
 
-from ..errors import HurrayFormatError
-from ..tensor import Tensor
-from ..transfer import host_chunks
-from .crc32c import crc32c
-from .file_format import (
+from hurray_gpu.errors import HurrayFormatError
+from hurray_gpu.io.crc32c import crc32c
+from hurray_gpu.io.file_format import (
     DEFAULT_ALIGNMENT,
     FLAG_HAS_INDEX_CRC32C,
     FLAG_SORTED_INDEX,
@@ -31,7 +29,9 @@ from .file_format import (
     align_up,
     encode_index,
 )
-from .kv import encode_kv
+from hurray_gpu.io.kv import encode_kv
+from hurray_gpu.parts import TensorLike, as_tensor
+from hurray_gpu.runtime.transfer import host_chunks
 
 _ZEROS = bytes(MAX_ALIGNMENT)
 MEMBER_SEPARATOR = "/"
@@ -97,7 +97,7 @@ class FileWriter:
         encode_kv(dict(metadata))
         self._metadata = dict(metadata)
 
-    def write(self, name: str, tensor: Tensor | np.ndarray) -> None:
+    def write(self, name: str, tensor: TensorLike | np.ndarray) -> None:
         """Append a named tensor. A composite head is followed by its members, named
         ``name/0``, ``name/1``, ... (recursively for nested heads).
 
@@ -110,12 +110,11 @@ class FileWriter:
         """
         if self._closed:
             raise HurrayFormatError("write() after close()", fix="open a new FileWriter.")
-        if not isinstance(tensor, Tensor):
-            tensor = Tensor.from_numpy(tensor)
+        t: TensorLike = as_tensor(tensor)
         self._check_name(name)
         self._names.add(name)
-        self._write_one(name, tensor)
-        for i, member in enumerate(tensor.members):
+        self._write_one(name, t)
+        for i, member in enumerate(t.members):
             self.write(f"{name}{MEMBER_SEPARATOR}{i}", member)
 
     def _check_name(self, name: str) -> None:
@@ -127,7 +126,7 @@ class FileWriter:
             raise HurrayFormatError(f"duplicate tensor name {name!r}", field="name",
                                     fix="give every tensor (and composite member) a unique name.")
 
-    def _write_one(self, name: str, tensor: Tensor) -> None:
+    def _write_one(self, name: str, tensor: TensorLike) -> None:
         raw = tensor.descriptor_bytes
         desc_offset = self._pos
         self._emit(raw)
@@ -166,7 +165,7 @@ class FileWriter:
             self._file.close()
 
 
-def save(path: str | os.PathLike[str], tensors: Mapping[str, Tensor | np.ndarray],
+def save(path: str | os.PathLike[str], tensors: Mapping[str, TensorLike | np.ndarray],
          metadata: Mapping[str, Any] | None = None, *, alignment: int = DEFAULT_ALIGNMENT,
          sorted_index: bool = False) -> None:
     """Write tensors (and optional KV metadata) to a ``.hrry`` file, atomically.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import struct
 
-from ..errors import HurrayFormatError
+from hurray_gpu.errors import HurrayFormatError
 
 DESCRIPTOR_MAGIC = b"HRRY"
 PREFIX_SIZE = 10

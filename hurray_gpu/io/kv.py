@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import HurrayFormatError
+from hurray_gpu.errors import HurrayFormatError
 
 TAG_STR, TAG_I64, TAG_U64, TAG_F64, TAG_BOOL, TAG_BYTES, TAG_ARRAY = range(1, 8)
 TAG_NAMES = {1: "string", 2: "i64", 3: "u64", 4: "f64", 5: "bool", 6: "bytes", 7: "array"}

@@ -9,11 +9,12 @@ import dataclasses
 import os
 from typing import Any
 
-from ..tensor import Tensor, layout_name
-from .file_reader import open_file
-from .framing import DEFAULT_MAX_DESCRIPTOR_SIZE, descriptor_length
-from .kv import TAG_NAMES, UInt64
-from .stream import StreamReader
+from hurray_gpu.format.descriptor.layouts import layout_name
+from hurray_gpu.io.file_reader import open_file
+from hurray_gpu.io.framing import DEFAULT_MAX_DESCRIPTOR_SIZE, descriptor_length
+from hurray_gpu.io.kv import TAG_NAMES, UInt64
+from hurray_gpu.io.stream import StreamReader
+from hurray_gpu.parts import TensorLike
 
 _SCHEMES = {0x01: "per_tensor_affine", 0x02: "per_channel_affine", 0x03: "per_block_affine",
             0x04: "nf4", 0x05: "mxfp"}
@@ -75,7 +76,7 @@ def describe_descriptor(desc: Any) -> dict[str, Any]:
     return report
 
 
-def describe_tensor(tensor: Tensor, name: str) -> dict[str, Any]:
+def describe_tensor(tensor: TensorLike, name: str) -> dict[str, Any]:
     """Summary of a tensor and (recursively) its composite members."""
     report = {"name": name, **describe_descriptor(tensor.descriptor)}
     if tensor.members:
@@ -142,7 +143,7 @@ def inspect_stream(path: str) -> dict[str, Any]:
 
 def inspect_descriptor(path: str) -> dict[str, Any]:
     """Decode a file holding exactly one descriptor (no buffer data)."""
-    from . import _codec
+    from hurray_gpu.io import _codec
 
     with open(path, "rb") as fh:
         raw = fh.read(DEFAULT_MAX_DESCRIPTOR_SIZE + 1)

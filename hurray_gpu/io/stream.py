@@ -16,19 +16,27 @@ from typing import IO, Any
 
 import numpy as np
 
-from ..errors import HurrayFormatError
-from ..tensor import Tensor
-from ..tensor_device import Placement, check_room, release, resolve
-from ..transfer import Progress, host_chunks, pieces, show_progress
-from . import _codec
-from ._memory import CHUNK, aligned_empty, host_alignment
-from .composite import validate_members
-from .framing import (
+from hurray_gpu.errors import HurrayFormatError
+from hurray_gpu.io import _codec
+from hurray_gpu.io._memory import CHUNK, aligned_empty, host_alignment
+from hurray_gpu.io.composite import validate_members
+from hurray_gpu.io.framing import (
     DEFAULT_MAX_COMPOSITE_DEPTH,
     DEFAULT_MAX_DESCRIPTOR_SIZE,
     PREFIX_SIZE,
     descriptor_length,
 )
+from hurray_gpu.parts import (
+    Placement,
+    TensorLike,
+    as_tensor,
+    check_room,
+    make_tensor,
+    release,
+    resolve_place,
+)
+from hurray_gpu.runtime.buffer import Buffer
+from hurray_gpu.runtime.transfer import Progress, host_chunks, show_progress
 
 _FIX_TRUNC = "the stream was cut short; re-send or re-write it completely."
 # Sources of unknown length (pipes, sockets) are read in pieces of at most this many bytes
@@ -70,8 +78,8 @@ class StreamReader:
                  max_composite_depth: int = DEFAULT_MAX_COMPOSITE_DEPTH,
                  cross_machine: bool = False, permissive: bool = False, device: Any = None,
                  memory_class: Any = "standard", progress: bool | None = None) -> None:
-        self._target = None if device is None else Placement(*resolve(device, memory_class),
-                                                              Progress(0, "", False))
+        self._target = None if device is None else Placement(
+            *resolve_place(device, memory_class), Progress(0, "", False))
         self.progress = progress
         self._file, self._owned = _open(source, "rb")
         self.max_descriptor_size = max_descriptor_size
@@ -93,16 +101,16 @@ class StreamReader:
         if self._owned:
             self._file.close()
 
-    def __iter__(self) -> Iterator[Tensor]:
+    def __iter__(self) -> Iterator[Any]:
         return self
 
-    def __next__(self) -> Tensor:
+    def __next__(self) -> Any:
         tensor = self.read()
         if tensor is None:
             raise StopIteration
         return tensor
 
-    def read(self) -> Tensor | None:
+    def read(self) -> Any:
         """Read the next complete tensor (a composite head comes with all its members).
 
         Returns:
@@ -122,7 +130,7 @@ class StreamReader:
             self._done = True
         return tensor
 
-    def _read_tensor(self, depth: int) -> Tensor | None:
+    def _read_tensor(self, depth: int) -> Any:
         start = self.position
         prefix = self._read_exact(PREFIX_SIZE, "descriptor header", allow_eof=True)
         if prefix is None:
@@ -143,17 +151,19 @@ class StreamReader:
             return self._read_composite(desc, raw, start, depth)
         if self._target is not None:
             return self._read_placed(desc, self._target)
-        buffers = [self._read_buffer(i, h) for i, h in enumerate(_codec.handles(desc))]
-        return Tensor._trusted(desc, buffers, raw=raw)
+        buffers = [Buffer.wrap(self._read_buffer(i, h), "cpu")
+                   for i, h in enumerate(_codec.handles(desc))]
+        return make_tensor(desc, buffers, raw=raw)
 
-    def _read_placed(self, desc: Any, target: Placement) -> Tensor:
+    def _read_placed(self, desc: Any, target: Placement) -> Any:
         new = target.retag(desc)
         raw = _codec.encode(new)  # validate the device table before allocating
-        buffers: list[Any] = []
+        buffers: list[Buffer] = []
+        host = target.device.allocator.host_memory and target.memory_class == 0
         try:
             for i, h in enumerate(_codec.handles(new)):
-                if target.place is None:  # plain host memory: the bounded host path
-                    buffers.append(self._read_buffer(i, h))
+                if host:  # plain host memory: the bounded host path
+                    buffers.append(Buffer.wrap(self._read_buffer(i, h), target.device))
                     continue
                 self._check_buffer_size(i, h.byte_size)
                 check_room(target.device, h.byte_size)
@@ -162,14 +172,16 @@ class StreamReader:
         except BaseException:
             release(buffers)
             raise
-        return Tensor._trusted(new, buffers, raw=raw, place=target.place)
+        return make_tensor(new, buffers, raw=raw, device=target.device,
+                           memory_class=target.memory_class)
 
-    def _read_to(self, dest: Any, size: int, what: str) -> None:
-        if isinstance(dest, np.ndarray):  # host memory: read straight into it
-            self._read_into(dest, what)
+    def _read_to(self, dest: Buffer, size: int, what: str) -> None:
+        host = dest.device.allocator.host_array(dest.allocation)
+        if host is not None:  # host memory: read straight into it
+            self._read_into(host, what)
             return
         allocator = dest.device.allocator
-        parts = list(pieces(allocator, dest.allocation))
+        parts = list(allocator.pieces(dest.allocation))
         staging = np.empty(max(part.nbytes for _, part in parts) if parts else 0, np.uint8)
         with Progress(size, what, show_progress(size, self.progress)) as bar:
             for _, part in parts:
@@ -178,14 +190,14 @@ class StreamReader:
                 allocator.copyin(part, chunk)
                 bar.advance(part.nbytes)
 
-    def _read_composite(self, head: Any, raw: bytes, start: int, depth: int) -> Tensor:
+    def _read_composite(self, head: Any, raw: bytes, start: int, depth: int) -> Any:
         if depth + 1 > self.max_composite_depth:
             raise HurrayFormatError(
                 f"composite nesting level {depth + 1} exceeds the limit of "
                 f"{self.max_composite_depth}", field="layout_tag", offset=start + 15,
                 fix="flatten the composite, or raise max_composite_depth if trusted.")
         count = _codec.member_count(head)
-        members: list[Tensor] = []
+        members: list[TensorLike] = []
         offsets: list[int] = []
         for i in range(count):
             offsets.append(self.position)
@@ -196,8 +208,10 @@ class StreamReader:
                     field="member_count", offset=self.position, fix=_FIX_TRUNC)
             members.append(member)
         validate_members(head, [m.descriptor for m in members], offsets)
-        place = None if self._target is None else self._target.place
-        return Tensor._trusted(head, [], members=members, raw=raw, place=place)
+        if self._target is None:
+            return make_tensor(head, [], members=members, raw=raw)
+        return make_tensor(head, [], members=members, raw=raw, device=self._target.device,
+                           memory_class=self._target.memory_class)
 
     def _check_buffer_size(self, index: int, size: int) -> bool:
         """Apply max_buffer_size and, for regular files, the bytes left (before allocating)."""
@@ -351,7 +365,7 @@ class StreamWriter:
         if self._owned:
             self._file.close()
 
-    def write(self, tensor: Tensor | np.ndarray) -> int:
+    def write(self, tensor: TensorLike | np.ndarray) -> int:
         """Append one tensor (a composite head is followed by its members, pre-order).
 
         Args:
@@ -363,16 +377,15 @@ class StreamWriter:
         Raises:
             HurrayFormatError: cross_machine is set and a buffer is not producer-synced.
         """
-        if not isinstance(tensor, Tensor):
-            tensor = Tensor.from_numpy(tensor)
+        t: TensorLike = as_tensor(tensor)
         if self.cross_machine:
-            _codec.require_producer_synced(tensor.descriptor, None)
+            _codec.require_producer_synced(t.descriptor, None)
         before = self.bytes_written
-        self._emit(tensor.descriptor_bytes)
-        for buf in tensor.buffers:
+        self._emit(t.descriptor_bytes)
+        for buf in t.buffers:
             for chunk in host_chunks(buf):  # device Buffers are copied out chunk by chunk
                 self._emit(chunk)
-        for member in tensor.members:
+        for member in t.members:
             self.write(member)
         return self.bytes_written - before
 

@@ -71,9 +71,9 @@ def _glslang(kernel: KernelDef, arch: str) -> str:
 
 def _device_build(kind: str) -> Callable[[KernelDef, str], str]:
     def build(kernel: KernelDef, arch: str) -> str:
-        from hurray_gpu.devices_api import device
+        from hurray_gpu.runtime.registry import resolve_device
 
-        dev = device(kind)
+        dev = resolve_device(kind)
         source = dev.render(kernel)
         compiler: Any = dev.compiler
         binary = compiler.compile(source, dev.compile_options(kernel))

@@ -12,7 +12,6 @@ from typing import Any
 
 import numpy as np
 
-from hurray_gpu.devices_api import device as open_device
 from hurray_gpu.errors import UnsupportedOpError
 from hurray_gpu.kernels.paged_quant import FLOAT_WORDS
 from hurray_gpu.kv_cache.allocator import MAX_SEQ_TOKENS, PageAllocator
@@ -40,7 +39,8 @@ from hurray_gpu.kv_cache.options import (
 from hurray_gpu.kv_cache.prefix import PrefixCache
 from hurray_gpu.kv_cache.slot_map import slot_map
 from hurray_gpu.kv_cache.storage import KVStorage
-from hurray_gpu.tensor import Tensor
+from hurray_gpu.parts import TensorLike
+from hurray_gpu.runtime.registry import resolve_device
 
 __all__ = ["PagedKVCache"]
 
@@ -79,7 +79,7 @@ class PagedKVCache:
         self.page_size = positive(page_size, "page_size", MAX_PAGE_SIZE)
         self.dtype = storage_dtype(dtype)
         self.kv_dtype, quant = kv_format(kv_dtype, self.dtype, self.page_size)
-        self.device = open_device(device)
+        self.device = resolve_device(device)
         self.row_bytes = self.num_kv_heads * self.head_dim * (self.dtype.bits // 8)
         self.storage = KVStorage(self.device, self.num_layers, self.num_pages, self.page_size,
                                  self.num_kv_heads * self.head_dim, self.dtype.bits // 8, quant,
@@ -210,7 +210,7 @@ class PagedKVCache:
         return slot_map(states, layer, self.page_size, pad_to)
 
     def gather(self, seq_ids: Any, layer: int,
-               out: Any = None) -> tuple[Tensor, Tensor, np.ndarray]:
+               out: Any = None) -> tuple[TensorLike, TensorLike, np.ndarray]:
         """Dense K and V of ``seq_ids`` in ``layer``, concatenated in sequence order.
 
         Args:
@@ -234,7 +234,7 @@ class PagedKVCache:
         return k, v, np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
 
     def gather_padded(self, seq_ids: Any, layer: int,
-                      max_len: int | None = None) -> tuple[Tensor, Tensor, np.ndarray]:
+                      max_len: int | None = None) -> tuple[TensorLike, TensorLike, np.ndarray]:
         """K and V of ``seq_ids`` as [batch, max_len, heads, head_dim], zero padded.
 
         Args:
@@ -261,7 +261,7 @@ class PagedKVCache:
         return k, v, lens
 
     def _gather_both(self, layer: int, slots: np.ndarray, lead: tuple[int, ...],
-                     out: Any = None) -> tuple[Tensor, Tensor]:
+                     out: Any = None) -> tuple[TensorLike, TensorLike]:
         into = out_buffers(self.device, out, int(slots.size) * self.row_bytes,
                            self.storage.buffers())
         parts = self.storage.upload_slots(slots)
@@ -315,7 +315,7 @@ class PagedKVCache:
             self.storage.write_pages(pages, host)  # type: ignore[arg-type]  # list from read_pages
 
     # -- interchange ---------------------------------------------------------------------
-    def export(self, layer: int, role: Any, seq_ids: Any = None) -> Tensor:
+    def export(self, layer: int, role: Any, seq_ids: Any = None) -> TensorLike:
         """A block-paged Hurray tensor over the live pool of ``layer`` and ``role`` (no copy).
 
         The descriptor carries page_size, num_pages, num_seqs, kv_role, layer_index and a u32
@@ -328,7 +328,7 @@ class PagedKVCache:
             seq_ids: the sequences, in order (default: every resident sequence).
 
         Returns:
-            A :class:`~hurray_gpu.kv_cache.interchange.BlockPagedTensor`.
+            A block-paged Tensor whose ``seq_lens`` holds each sequence's token count.
         """
         from hurray_gpu.kv_cache.interchange import export_layer
 
@@ -337,7 +337,7 @@ class PagedKVCache:
             return export_layer(self, layer, role_index(role), seq_ids)
 
     @classmethod
-    def from_tensors(cls, tensors: Mapping[str, Tensor] | Sequence[Tensor], *,
+    def from_tensors(cls, tensors: Mapping[str, TensorLike] | Sequence[TensorLike], *,
                      device: Any = None, seq_lens: Mapping[str, Any] | None = None,
                      dtype: Any = None, enable_prefix_cache: bool = False) -> PagedKVCache:
         """Import block-paged K/V tensors (as :meth:`export` or a file produces them).

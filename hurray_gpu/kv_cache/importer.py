@@ -12,12 +12,12 @@ from typing import Any
 
 import numpy as np
 
-from hurray_gpu.buffer import Buffer
 from hurray_gpu.errors import HurrayFormatError, UnsupportedOpError
 from hurray_gpu.format.descriptor import BlockPaged, PerBlockAffine
 from hurray_gpu.kv_cache.interchange import as_named, host_parts
 from hurray_gpu.kv_cache.options import storage_dtype
-from hurray_gpu.tensor import Tensor
+from hurray_gpu.parts import TensorLike
+from hurray_gpu.runtime.buffer import Buffer
 
 __all__ = ["import_tensors"]
 
@@ -39,7 +39,7 @@ class _Geometry:
     kv: str | None
 
 
-def _geometry(name: str, t: Tensor) -> _Geometry:
+def _geometry(name: str, t: TensorLike) -> _Geometry:
     lay = t.layout
     if not isinstance(lay, BlockPaged):
         raise _bad(f"{name} has layout {t.layout_name}, not block_paged", "layout_tag",
@@ -55,7 +55,7 @@ def _geometry(name: str, t: Tensor) -> _Geometry:
     return _Geometry(t.dtype, dims[1], dims[2], lay.page_size, lay.num_pages, lay.num_seqs, kv)
 
 
-def _kv_of(name: str, t: Tensor) -> str | None:
+def _kv_of(name: str, t: TensorLike) -> str | None:
     """The cache kv_dtype a tensor's storage maps to (None: plain K/V)."""
     q = t.quantization
     if q is None:
@@ -103,10 +103,10 @@ def _check_lens(name: str, lens: Any, ptr: np.ndarray, geo: _Geometry,
     return arr
 
 
-def _collect(named: dict[str, Tensor], seq_lens: Mapping[str, Any] | None) -> tuple[
-        _Geometry, np.ndarray, np.ndarray, dict[tuple[int, int], tuple[Tensor, np.ndarray]]]:
+def _collect(named: dict[str, TensorLike], seq_lens: Mapping[str, Any] | None) -> tuple[
+        _Geometry, np.ndarray, np.ndarray, dict[tuple[int, int], tuple[TensorLike, np.ndarray]]]:
     geo, table, ptr = None, np.zeros(0), np.zeros(0)
-    slots: dict[tuple[int, int], tuple[Tensor, np.ndarray]] = {}
+    slots: dict[tuple[int, int], tuple[TensorLike, np.ndarray]] = {}
     for name, t in named.items():
         g = _geometry(name, t)
         _, tb, sp = host_parts(t)
@@ -139,7 +139,7 @@ def _missing(slots: Mapping[tuple[int, int], Any], layers: int) -> list[tuple[in
     return missing
 
 
-def import_tensors(tensors: Mapping[str, Tensor] | Any, *, device: Any = None,
+def import_tensors(tensors: Mapping[str, TensorLike] | Any, *, device: Any = None,
                    seq_lens: Mapping[str, Any] | None = None, dtype: Any = None,
                    enable_prefix_cache: bool = False) -> Any:
     """Build a PagedKVCache from block-paged K/V tensors; see ``PagedKVCache.from_tensors``."""

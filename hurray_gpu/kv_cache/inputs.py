@@ -11,8 +11,6 @@ from typing import Any
 
 import numpy as np
 
-from hurray_gpu.buffer import Buffer
-from hurray_gpu.device import Device, MemoryClass
 from hurray_gpu.errors import UnsupportedOpError
 from hurray_gpu.format.descriptor import (
     DEVICE_ALIGNMENT,
@@ -22,7 +20,10 @@ from hurray_gpu.format.descriptor import (
     TensorDescriptor,
 )
 from hurray_gpu.format.dtypes import DType
-from hurray_gpu.tensor import Tensor
+from hurray_gpu.parts import TensorLike, is_tensor, make_tensor
+from hurray_gpu.runtime.buffer import Buffer
+from hurray_gpu.runtime.device import Device
+from hurray_gpu.runtime.memory import MemoryClass
 
 __all__ = ["ONE_EACH", "check_counts", "check_index", "check_seq_id", "check_seq_ids",
            "dense_tensor", "out_buffers", "rows_buffer"]
@@ -136,7 +137,7 @@ def rows_buffer(device: Device, x: Any, what: str, dtype: DType, heads: int,
             raise UnsupportedOpError(f"{what} holds {x.nbytes} bytes, not a whole number of "
                                      f"{row_bytes}-byte rows", fix="pass whole token rows.")
         return x, x.nbytes // row_bytes
-    if isinstance(x, Tensor):
+    if is_tensor(x):
         return _tensor_rows(device, x, what, dtype, heads, head_dim)
     arr = np.asarray(x)
     if arr.dtype != dtype.numpy:
@@ -151,7 +152,7 @@ def _upload(device: Device, arr: np.ndarray) -> Buffer:
         Buffer(device, 0)
 
 
-def _tensor_rows(device: Device, t: Tensor, what: str, dtype: DType, heads: int,
+def _tensor_rows(device: Device, t: TensorLike, what: str, dtype: DType, heads: int,
                  head_dim: int) -> tuple[Buffer, int]:
     if t.dtype.tag != dtype.tag:
         raise _dtype_error(what, t.dtype.name, dtype)
@@ -159,8 +160,7 @@ def _tensor_rows(device: Device, t: Tensor, what: str, dtype: DType, heads: int,
         raise _shape_error(what, t.shape, heads, head_dim)
     tokens = int(t.shape[0])
     desc = t.descriptor
-    if desc.layout_tag == 0x01 and desc.quantization is None and t.device is device \
-            and not t.is_host:
+    if desc.layout_tag == 0x01 and desc.quantization is None and t.device is device:
         nbytes = tokens * heads * head_dim * (dtype.bits // 8)
         return t.buffers[0].view(int(desc.byte_offset), nbytes), tokens
     host = t if t.is_host else t.to("cpu")
@@ -201,10 +201,10 @@ def out_buffers(device: Device, out: Any, nbytes: int,
 
 
 def dense_tensor(device: Device, buffer: Buffer, dtype: DType,
-                 shape: tuple[int, ...]) -> Tensor:
+                 shape: tuple[int, ...]) -> TensorLike:
     """A row-major Tensor over ``buffer`` (no copy)."""
     host = device.tag == DeviceTag.CPU
     align = MIN_DATA_ALIGNMENT if host else DEVICE_ALIGNMENT
     handle = BufferHandle(buffer.nbytes, align, device.tag, 0, MemoryClass.STANDARD)
     desc = TensorDescriptor.dense(dtype, shape, buffers=(handle,))
-    return Tensor.from_parts(desc, [buffer])
+    return make_tensor(desc, [buffer])

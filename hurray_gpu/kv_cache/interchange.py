@@ -11,8 +11,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from hurray_gpu.buffer import Buffer
-from hurray_gpu.device import MemoryClass
 from hurray_gpu.errors import HurrayFormatError, UnsupportedOpError
 from hurray_gpu.format.descriptor import (
     DEVICE_ALIGNMENT,
@@ -25,22 +23,17 @@ from hurray_gpu.format.descriptor import (
 )
 from hurray_gpu.format.dtypes import by_name
 from hurray_gpu.kv_cache.inputs import check_seq_ids
-from hurray_gpu.tensor import Tensor
+from hurray_gpu.parts import TensorLike, make_tensor
+from hurray_gpu.runtime.buffer import Buffer
+from hurray_gpu.runtime.memory import MemoryClass
 
 if TYPE_CHECKING:
     from hurray_gpu.kv_cache.cache import PagedKVCache
 
-__all__ = ["BlockPagedTensor", "export_layer", "tensor_name"]
+__all__ = ["export_layer", "tensor_name"]
 
 ROLE_NAMES = ("key", "value")
 I64_MIN, I64_MAX = -(1 << 63), (1 << 63) - 1
-
-
-class BlockPagedTensor(Tensor):
-    """A block-paged Tensor plus its per-sequence token counts (``seq_lens``, int64)."""
-
-    __slots__ = ("seq_lens",)
-    seq_lens: np.ndarray
 
 
 def tensor_name(layer: int, role: int) -> str:
@@ -55,8 +48,9 @@ def _handle(cache: PagedKVCache, nbytes: int) -> BufferHandle:
 
 
 def export_layer(cache: PagedKVCache, layer: int, role: int,
-                 seq_ids: Any = None) -> BlockPagedTensor:
-    """A block-paged tensor over ``cache``'s live pool (no copy of the pool); see ``export``.
+                 seq_ids: Any = None) -> TensorLike:
+    """A block-paged tensor over ``cache``'s live pool (no copy of the pool), whose
+    ``seq_lens`` are the sequences' token counts (int64); see ``PagedKVCache.export``.
 
     Raises:
         UnsupportedOpError: a bad layer, role or sequence (unknown, freed or swapped out).
@@ -87,10 +81,7 @@ def export_layer(cache: PagedKVCache, layer: int, role: int,
     desc = TensorDescriptor(stored, (int(lens.sum()), cache.num_kv_heads, cache.head_dim),
                             layout, tuple(_handle(cache, b.nbytes) for b in bufs),
                             quantization=quant)
-    out = BlockPagedTensor.from_parts(desc, bufs)
-    assert isinstance(out, BlockPagedTensor)
-    out.seq_lens = lens
-    return out
+    return make_tensor(desc, bufs, seq_lens=lens)
 
 
 def _device_copy(cache: PagedKVCache, arr: np.ndarray) -> Buffer:
@@ -100,29 +91,28 @@ def _device_copy(cache: PagedKVCache, arr: np.ndarray) -> Buffer:
     return Buffer.from_bytes(cache.device, arr.view(np.uint8))
 
 
-def _host(buf: Any) -> np.ndarray:
-    if isinstance(buf, Buffer):
-        return np.asarray(buf.copyout(), dtype=np.uint8)
-    return np.asarray(buf, dtype=np.uint8).reshape(-1)
+def _host(buf: Buffer) -> np.ndarray:
+    return buf.array if buf.is_host else buf.numpy()
 
 
 def save_cache(cache: PagedKVCache, path: Any, seq_ids: Any = None) -> None:
     """Write every layer's keys and values (block-paged) and their seq_lens to ``path``."""
     from hurray_gpu.io import save
 
-    tensors: dict[str, Tensor] = {}
+    tensors: dict[str, TensorLike] = {}
     metadata: dict[str, Any] = {}
     for layer in range(cache.num_layers):
         for role in (0, 1):
             name = tensor_name(layer, role)
             t = export_layer(cache, layer, role, seq_ids)
             tensors[name] = t if t.is_host else t.to("cpu")
-            if t.seq_lens.size:  # upstream writers refuse empty arrays
-                metadata[f"{name}.seq_lens"] = [int(n) for n in t.seq_lens]
+            lens = t.seq_lens if t.seq_lens is not None else np.zeros(0, np.int64)
+            if lens.size:  # upstream writers refuse empty arrays
+                metadata[f"{name}.seq_lens"] = [int(n) for n in lens]
     save(path, tensors, metadata)
 
 
-def load_tensors(path: Any) -> tuple[dict[str, Tensor], dict[str, np.ndarray]]:
+def load_tensors(path: Any) -> tuple[dict[str, TensorLike], dict[str, np.ndarray]]:
     """The block-paged tensors of a ``.hrry`` file and the seq_lens stored for each.
 
     Raises:
@@ -152,20 +142,20 @@ def _lens_entry(name: str, entry: Any) -> np.ndarray:
     return np.array(entry, dtype=np.int64) if entry else np.zeros(0, np.int64)
 
 
-def as_named(tensors: Mapping[str, Tensor] | Sequence[Tensor]) -> dict[str, Tensor]:
+def as_named(tensors: Mapping[str, TensorLike] | Sequence[TensorLike]) -> dict[str, TensorLike]:
     """Name a list of tensors by position (a mapping keeps its names)."""
     if isinstance(tensors, Mapping):
         return dict(tensors)
     return {f"tensor[{i}]": t for i, t in enumerate(tensors)}
 
 
-def host_parts(t: Tensor) -> tuple[Any, np.ndarray, np.ndarray]:
+def host_parts(t: TensorLike) -> tuple[Any, np.ndarray, np.ndarray]:
     """``(pool buffer as given, block table, seq_ptr)``, the tables as unsigned host arrays.
 
     Raises:
         UnsupportedOpError: a table whose byte size is not a whole number of entries.
     """
-    width = np.dtype(np.uint64 if t.layout.block_table_index_type else np.uint32)
+    width = np.dtype(np.uint64) if t.layout.block_table_index_type else np.dtype(np.uint32)
     tables = []
     for index, name in ((1, "block_table"), (2, "seq_ptr")):
         raw = _host(t.buffers[index])

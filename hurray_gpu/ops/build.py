@@ -21,6 +21,7 @@ from hurray_gpu.format.descriptor.quant import (
 )
 from hurray_gpu.format.dtypes import by_name, value_table
 from hurray_gpu.format.packing import pack
+from hurray_gpu.parts import assemble
 
 __all__ = ["SCALE_TYPE_TAGS", "SCHEMES", "quantized_tensor", "random_quantized",
            "random_values"]
@@ -77,8 +78,6 @@ def quantized_tensor(values: Any, storage: str, scheme: str, *, axis: int = 0,
         HurrayFormatError: the parts break a rule of the spec.
         UnsupportedOpError: an unknown scheme.
     """
-    from hurray_gpu.tensor import Tensor
-
     dtype = by_name(storage)
     arr = np.asarray(values)
     data = pack(arr, dtype)
@@ -95,7 +94,7 @@ def quantized_tensor(values: Any, storage: str, scheme: str, *, axis: int = 0,
     handles = tuple(BufferHandle(len(b), 64) for b in buffers)
     desc = TensorDescriptor(dtype, tuple(int(d) for d in arr.shape), RowMajor(), handles,
                             quantization=quant)
-    return Tensor.from_parts(desc, buffers)
+    return assemble(desc, buffers)
 
 
 def random_values(rng: np.random.Generator, storage: str, shape: tuple[int, ...]) -> np.ndarray:

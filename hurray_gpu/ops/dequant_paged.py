@@ -11,7 +11,6 @@ from typing import Any
 
 import numpy as np
 
-from hurray_gpu.buffer import Buffer
 from hurray_gpu.errors import HurrayFormatError, UnsupportedOpError
 from hurray_gpu.format.descriptor import RowMajor
 from hurray_gpu.format.descriptor.quant import (
@@ -23,6 +22,7 @@ from hurray_gpu.format.descriptor.quant import (
 from hurray_gpu.format.descriptor.validate import validate_descriptor
 from hurray_gpu.format.dtypes import buffer_size, by_name
 from hurray_gpu.ops.plan import U32_LIMIT
+from hurray_gpu.runtime.buffer import Buffer
 
 __all__ = ["dequantize_paged", "token_slots"]
 

@@ -10,7 +10,6 @@ from typing import Any
 
 import numpy as np
 
-from hurray_gpu.buffer import Buffer
 from hurray_gpu.errors import HurrayFormatError, UnsupportedOpError
 from hurray_gpu.format.descriptor import TensorDescriptor
 from hurray_gpu.format.descriptor.validate import validate_descriptor
@@ -20,14 +19,10 @@ from hurray_gpu.ops.errors_explain import check_flag, explain_invalid
 from hurray_gpu.ops.plan import DequantPlan, elements_per_item, plan_dequantize, plan_unpack
 from hurray_gpu.ops.plan import _out as _out_dtype
 from hurray_gpu.ops.tables import device_table
+from hurray_gpu.parts import make_tensor
+from hurray_gpu.runtime.buffer import Buffer
 
 __all__ = ["bind_inputs", "dequantize", "launch", "unpack"]
-
-
-def _device_buffers(t: Any, dev: Any) -> list[Buffer]:
-    """The tensor's buffers as Buffers on ``dev`` (host arrays are copied onto the cpu device)."""
-    return [b if isinstance(b, Buffer) else Buffer.from_bytes(dev, np.ascontiguousarray(b))
-            for b in t.buffers]
 
 
 def _check_sizes(desc: Any, bufs: list[Buffer]) -> None:
@@ -91,11 +86,8 @@ def launch(plan: DequantPlan, dev: Any, inputs: dict[str, Buffer], out: Buffer,
 
 
 def _result(plan: DequantPlan, dev: Any, out: Buffer) -> Any:
-    from hurray_gpu.tensor import Tensor
-    from hurray_gpu.tensor_device import host_view, is_host
-
     desc = TensorDescriptor.dense(plan.out_dtype, plan.shape, device_tag=dev.tag)
-    return Tensor.from_parts(desc, [host_view(out) if is_host(dev) else out])
+    return make_tensor(desc, [out])
 
 
 def _run(t: Any, planner: Any, dtype: str | None, device: Any) -> Any:
@@ -105,7 +97,7 @@ def _run(t: Any, planner: Any, dtype: str | None, device: Any) -> Any:
         t = t.to(device)
     dev = t.device
     plan = planner(t.descriptor, dtype, ept=elements_per_item(dev))
-    bufs = _device_buffers(t, dev)
+    bufs = list(t.buffers)
     _check_sizes(t.descriptor, bufs)
     out = Buffer(dev, buffer_size(by_name(plan.out_dtype), plan.count))
     try:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from hurray_gpu.buffer import Buffer
 from hurray_gpu.errors import UnsupportedOpError
 from hurray_gpu.format.descriptor.layouts import Strided
 from hurray_gpu.format.dtypes import buffer_size
@@ -16,6 +15,7 @@ from hurray_gpu.kernels.layout import AXIS_TABLE
 from hurray_gpu.kernels.layout_put import add_kernel, put_kernel
 from hurray_gpu.ops.layout_plan import _records, _regions, dims_of
 from hurray_gpu.ops.layout_run import dense_result, device_buffers
+from hurray_gpu.runtime.buffer import Buffer
 
 __all__ = ["materialize_composite"]
 
@@ -37,11 +37,7 @@ def _box_tables(dev: Any, head: tuple[int, ...], box: tuple[int, ...],
 
 def _own_buffer(t: Any, dev: Any) -> Buffer:
     """Buffer 0 of a freshly materialized tensor, without a copy when it owns one."""
-    buf = t.buffers[0]
-    if isinstance(buf, Buffer):
-        return buf
-    owner = getattr(buf, "owner", None)
-    return owner if isinstance(owner, Buffer) else device_buffers(t, dev)[0]
+    return device_buffers(t, dev)[0]
 
 
 def _member_dense(m: Any, head_dtype: Any) -> Any:

@@ -16,6 +16,7 @@ from hurray_gpu.format.addressing import dense_offsets, element_offsets, offset_
 from hurray_gpu.format.descriptor import BufferHandle, TensorDescriptor
 from hurray_gpu.format.descriptor.layouts import COO, CSC, CSF, CSR, RowMajor
 from hurray_gpu.ops.layout_codes import codes_at, pack_codes
+from hurray_gpu.parts import assemble
 
 __all__ = ["element", "moved_params", "relayout", "sparsify"]
 
@@ -47,8 +48,6 @@ def relayout(t: Any, layout: Any) -> Any:
         HurrayFormatError: a layout invalid for the shape.
         UnsupportedOpError: ``t`` is not row-major.
     """
-    from hurray_gpu.tensor import Tensor
-
     host, codes, dims = _host_row_major(t)
     desc, dtype = host.descriptor, host.descriptor.dtype
     lo, hi = offset_range(layout, dims)
@@ -61,7 +60,7 @@ def relayout(t: Any, layout: Any) -> Any:
     handle = dataclasses.replace(desc.buffers[0], byte_size=int(data.size))
     new = dataclasses.replace(desc, layout=layout, byte_offset=shift * dtype.bits // 8,
                               buffers=(handle, *desc.buffers[1:]))
-    out = Tensor.from_parts(new, [data, *host.buffers[1:]])
+    out = assemble(new, [data, *host.buffers[1:]])
     return out.to(t.device, t.memory_class)
 
 
@@ -128,8 +127,6 @@ def sparsify(t: Any, fmt: str, *, mode_order: Sequence[int] | None = None,
         UnsupportedOpError: a non-row-major tensor, or a bad format/rank.
         HurrayFormatError: the result breaks a rule of the spec (e.g. a bad mode_order).
     """
-    from hurray_gpu.tensor import Tensor
-
     host, codes, dims = _host_row_major(t)
     desc = host.descriptor
     if keep is not None:
@@ -155,7 +152,7 @@ def sparsify(t: Any, fmt: str, *, mode_order: Sequence[int] | None = None,
         bufs += [np.asarray(host.buffers[i], np.uint8) for i in params]
     handles = tuple(BufferHandle(int(b.size), 64) for b in bufs)
     new = TensorDescriptor(desc.dtype, dims, layout, handles, quantization=quant)
-    return Tensor.from_parts(new, bufs).to(t.device, t.memory_class)
+    return assemble(new, bufs).to(t.device, t.memory_class)
 
 
 def moved_params(q: Any, first: int) -> tuple[Any, list[int]]:

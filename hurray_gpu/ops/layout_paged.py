@@ -11,12 +11,12 @@ from typing import Any
 
 import numpy as np
 
-from hurray_gpu.buffer import Buffer
 from hurray_gpu.errors import HurrayFormatError, UnsupportedOpError
 from hurray_gpu.format.dtypes import buffer_size
 from hurray_gpu.kernels.layout_paged import CHECK_PAGED, paged_gather
 from hurray_gpu.ops.layout_plan import U32_LIMIT, dims_of
 from hurray_gpu.ops.layout_run import dense_result, device_buffers
+from hurray_gpu.runtime.buffer import Buffer
 
 __all__ = ["PagedWalk", "materialize_paged", "paged_walk"]
 

@@ -12,50 +12,26 @@ from typing import Any
 
 import numpy as np
 
-from hurray_gpu.buffer import Buffer
-from hurray_gpu.cache import LRUCache
-from hurray_gpu.device import Allocation, MemoryClass
 from hurray_gpu.errors import HurrayFormatError
 from hurray_gpu.format.descriptor import TensorDescriptor
 from hurray_gpu.format.dtypes import buffer_size
 from hurray_gpu.kernels.layout import AXIS_TABLE, gather_kernel
 from hurray_gpu.ops.layout_plan import DensePlan
-from hurray_gpu.tensor_device import is_host
+from hurray_gpu.parts import make_tensor
+from hurray_gpu.runtime.buffer import Buffer
+from hurray_gpu.runtime.cache import LRUCache
 
 __all__ = ["alloc_out", "axis_tables", "blocks", "cached_tables", "clear_table_cache",
            "dense_result", "device_buffers", "run_dense"]
 
 
-# Host arrays at least this aligned are read in place by cpu kernels (the widest word a layout
-# kernel loads is 4 bytes; NumPy allocates 16-byte aligned or better).
-_WRAP_ALIGN = 16
-
-
-def _host_buffer(dev: Any, array: Any) -> Buffer:
-    """A Buffer over a host array: in place on the cpu device, else a copy.
-
-    The layout kernels only read their inputs (and bound every read), so the cpu device can
-    take a tensor's own host memory without copying it. The Buffer is a view with a private
-    root, so freeing it never hands the array's memory to the device pool.
-    """
-    arr = array
-    if (isinstance(arr, np.ndarray) and is_host(dev) and arr.flags.c_contiguous and arr.size
-            and arr.ctypes.data % _WRAP_ALIGN == 0):
-        raw = arr.reshape(-1).view(np.uint8)
-        root = Allocation(raw, raw.nbytes, MemoryClass.STANDARD)
-        return Buffer(dev, raw.nbytes, _allocation=Allocation(
-            raw, raw.nbytes, MemoryClass.STANDARD, base=root))
-    return Buffer.from_bytes(dev, np.ascontiguousarray(arr))
-
-
 def device_buffers(t: Any, dev: Any) -> list[Buffer]:
-    """``t``'s buffers as Buffers on ``dev`` (host arrays: read in place by the cpu device
-    when contiguous and 16-byte aligned, else copied; the result is only ever read).
+    """``t``'s buffers, checked: each holds at least what its handle declares.
 
     Raises:
         HurrayFormatError: a buffer holds fewer bytes than its handle declares.
     """
-    out = [b if isinstance(b, Buffer) else _host_buffer(dev, b) for b in t.buffers]
+    out = list(t.buffers)
     for i, (b, h) in enumerate(zip(out, t.descriptor.buffers, strict=True)):
         if b.nbytes < h.byte_size:
             raise HurrayFormatError(
@@ -195,14 +171,11 @@ def run_dense(dev: Any, plan: DensePlan, src: Buffer, out: Buffer, *,
 
 def dense_result(dev: Any, dtype: Any, shape: tuple[int, ...], out: Buffer) -> Any:
     """A row-major Tensor over ``out`` (trimmed to the dtype's exact size) on ``dev``."""
-    from hurray_gpu.tensor import Tensor
-    from hurray_gpu.tensor_device import host_view
-
     size = buffer_size(dtype, int(np.prod(shape, dtype=np.int64)) if shape else 1)
     if out.nbytes != size:
         out = out.view(0, size)
     desc = _dense_desc(dtype, tuple(shape), dev.tag)
-    return Tensor.from_parts(desc, [host_view(out) if is_host(dev) else out])
+    return make_tensor(desc, [out])
 
 
 @functools.lru_cache(maxsize=256)

@@ -10,7 +10,6 @@ from typing import Any
 
 import numpy as np
 
-from hurray_gpu.buffer import Buffer
 from hurray_gpu.errors import HurrayFormatError, UnsupportedOpError
 from hurray_gpu.format.descriptor.layouts import COO, CSC, CSR
 from hurray_gpu.format.dtypes import buffer_size
@@ -27,6 +26,7 @@ from hurray_gpu.kernels.layout_csr import csr_rows_kernel
 from hurray_gpu.kernels.layout_sparse import PACK_CODES, code_scatter_kernel, scatter_kernel
 from hurray_gpu.ops.layout_plan import dims_of
 from hurray_gpu.ops.layout_run import dense_result, device_buffers
+from hurray_gpu.runtime.buffer import Buffer
 
 __all__ = ["materialize_sparse", "validated_indices", "zeroed"]
 

@@ -51,8 +51,8 @@ def materialize_layout(t: Any) -> Any:
 
 def _float_convert(t: Any, dtype: str, kernel: str) -> Any:
     """Round/widen between float32 and float16/bfloat16 with the basic convert kernels."""
-    from hurray_gpu.buffer import Buffer
     from hurray_gpu.format.dtypes import buffer_size
+    from hurray_gpu.runtime.buffer import Buffer
 
     dev, count = t.device, math.prod(int(d) for d in t.shape)
     src = device_buffers(t, dev)[0]

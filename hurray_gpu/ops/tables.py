@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from hurray_gpu.buffer import Buffer
 from hurray_gpu.format.dtypes import by_name, value_table
+from hurray_gpu.runtime.buffer import Buffer
 
 __all__ = ["NF4_BITS", "device_table", "nf4_table", "table_values"]
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from hurray_gpu.format.descriptor.buffers import SyncMode
-from hurray_gpu.sync.event import Event
-from hurray_gpu.sync.stream import Stream, current_stream
+from hurray_gpu.runtime.stream import Event, Stream, current_stream
 
 __all__ = ["Event", "Stream", "SyncMode", "current_stream"]

@@ -19,6 +19,7 @@ from hurray_gpu.format.descriptor.buffers import (
     DeviceTag,
     MemoryClass,
 )
+from hurray_gpu.parts import make_tensor
 from hurray_gpu.sync.dlpack_types import DLPackError
 
 __all__ = ["from_cuda_array_interface", "pointer_alignment", "wrap_device_memory"]
@@ -40,12 +41,12 @@ def open_gpu(tag: int, index: int) -> Any:
         DLPackError: other device kinds (OpenCL/Vulkan memory is not a pointer).
         BackendUnavailableError: CuPy or the GPU is missing.
     """
-    from hurray_gpu.devices_api import device
+    from hurray_gpu.runtime.registry import resolve_device
 
     if tag not in (DeviceTag.CUDA, DeviceTag.ROCM):
         raise DLPackError(f"importing device_tag 0x{tag:02X} memory over DLPack is not "
                           "supported", fix="copy the array to the CPU first.")
-    return device(f"{'cuda' if tag == DeviceTag.CUDA else 'rocm'}:{int(index)}")
+    return resolve_device(f"{'cuda' if tag == DeviceTag.CUDA else 'rocm'}:{int(index)}")
 
 
 def consumer_stream_value(dev: Any) -> int:
@@ -65,22 +66,21 @@ def wrap_device_memory(dev: Any, mclass: int, name: str, shape: tuple[int, ...],
         DLPackError: the pointer is below Hurray's 64-byte alignment.
     """
     from hurray_gpu.backends.cuda import CUDAMemory
-    from hurray_gpu.buffer import Buffer
-    from hurray_gpu.device import Allocation
     from hurray_gpu.format.descriptor.layouts import Strided
     from hurray_gpu.format.descriptor.model import TensorDescriptor
+    from hurray_gpu.runtime.buffer import Buffer
+    from hurray_gpu.runtime.memory import Allocation
     from hurray_gpu.sync.dlpack_import import _is_c_contiguous
-    from hurray_gpu.tensor import Tensor
 
     align = pointer_alignment(start)
     if span and align < MIN_DATA_ALIGNMENT:
         raise DLPackError(f"device pointer 0x{start:x} is only {align}-byte aligned",
                           fix="export a tensor whose data starts 64-byte aligned.")
-    # A view of a foreign root: Allocator.free ignores views, so the pool never takes it.
+    # Foreign memory: freeing drops the reference (and so ``keep``); the pool never takes it.
     memory_class = MemoryClass(mclass)
-    root = Allocation(CUDAMemory(start, keep), span, memory_class)
-    buf = Buffer(dev, span, memory_class,
-                 _allocation=Allocation(root.raw, span, memory_class, base=root))
+    allocation = Allocation(CUDAMemory(start, keep) if span else None, span, memory_class,
+                            external=True)
+    buf = Buffer(dev, span, memory_class, _allocation=allocation)
     handle = BufferHandle(span, align if span else 1, dev.tag, 0, mclass)
     if _is_c_contiguous(shape, strides) and lo == 0:
         desc = TensorDescriptor.dense(name, shape, buffers=(handle,))
@@ -88,7 +88,7 @@ def wrap_device_memory(dev: Any, mclass: int, name: str, shape: tuple[int, ...],
         dense = TensorDescriptor.dense(name, shape)
         desc = TensorDescriptor(dense.dtype, shape, Strided(strides), (handle,), -lo * itemsize)
         desc.encode()
-    return Tensor.from_parts(desc, [buf])
+    return make_tensor(desc, [buf])
 
 
 def from_cuda_array_interface(x: Any) -> Any:
@@ -132,9 +132,9 @@ def from_cuda_array_interface(x: Any) -> Any:
 
 
 def _device_of(ptr: int) -> int:
-    from hurray_gpu.devices_api import device
+    from hurray_gpu.runtime.registry import resolve_device
 
-    cuda: Any = device("cuda:0")
+    cuda: Any = resolve_device("cuda:0")
     cupy = cuda.cupy
     attrs = cupy.cuda.runtime.pointerGetAttributes(int(ptr))
     return int(attrs.device)

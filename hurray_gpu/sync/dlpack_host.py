@@ -59,7 +59,7 @@ def host_view(t: Any, version: tuple[int, int] | None, copy: bool | None) -> dic
     if dtype.sub_byte and t.descriptor.layout_tag != 0x01:
         raise DLPackError(f"packed {dtype.name} is exported only row-major",
                           fix="call .materialize() first.")
-    buf = t.buffers[0] if t.buffers else np.empty(0, np.uint8)
+    buf = t.buffers[0].array if t.buffers else np.empty(0, np.uint8)
     readonly = not buf.flags.writeable
     copied = bool(copy) or (readonly and version is None and copy is None)
     if readonly and version is None and copy is False:

@@ -14,6 +14,8 @@ from typing import Any
 import numpy as np
 
 from hurray_gpu.format.descriptor.buffers import MIN_DATA_ALIGNMENT, BufferHandle
+from hurray_gpu.parts import from_numpy as parts_from_numpy
+from hurray_gpu.parts import host_buffers, is_tensor, make_tensor
 from hurray_gpu.sync.dlpack import NAME_LEGACY, NAME_VERSIONED
 from hurray_gpu.sync.dlpack_types import (
     FLAG_READ_ONLY,
@@ -119,9 +121,7 @@ def from_dlpack(x: Any, *, stream: Any = None, copy: bool | None = None) -> Any:
         DLPackError: non-CPU memory, unknown dtypes, a consumed capsule, or copy=False when
             a copy is needed.
     """
-    from hurray_gpu.tensor import Tensor
-
-    if isinstance(x, Tensor):
+    if is_tensor(x):
         return x
     if not hasattr(x, "__dlpack__") and hasattr(x, "__cuda_array_interface__"):
         from hurray_gpu.sync.dlpack_device_import import from_cuda_array_interface
@@ -155,7 +155,7 @@ def from_dlpack(x: Any, *, stream: Any = None, copy: bool | None = None) -> Any:
 
         raw = aligned_copy(raw.copy(), MIN_DATA_ALIGNMENT)
     desc = _descriptor(name, shape, strides, -lo * itemsize, span)
-    return Tensor.from_parts(desc, [raw])
+    return make_tensor(desc, host_buffers(desc, [raw]))
 
 
 def extent(shape: tuple[int, ...], strides: tuple[int, ...]) -> tuple[int, int]:
@@ -232,8 +232,6 @@ def _is_c_contiguous(shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
 def _copied(dl: Any, owner: _Owner, name: str, shape: tuple[int, ...],
             strides: tuple[int, ...], flags: int, copy: bool | None) -> Any:
     """bool (1 byte -> 1 bit) and packed sub-byte imports: both need Hurray's packing."""
-    from hurray_gpu.tensor import Tensor
-
     if name != "bool":
         raise DLPackError(f"importing packed {name} over DLPack is not supported",
                           fix="export it as a same-width uint8 array and re-tag the dtype.")
@@ -247,4 +245,4 @@ def _copied(dl: Any, owner: _Owner, name: str, shape: tuple[int, ...],
     start = int(dl.data or 0) + int(dl.byte_offset) + lo
     raw = _bytes_at(start, hi - lo + 1, owner, True)
     values = np.lib.stride_tricks.as_strided(raw[-lo:] if count else raw, shape, strides)
-    return Tensor.from_numpy(values.astype(bool))
+    return parts_from_numpy(values.astype(bool))

@@ -12,15 +12,12 @@ import contextlib
 import dataclasses
 import threading
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from hurray_gpu.errors import UnsupportedOpError
 from hurray_gpu.format.descriptor.buffers import DeviceTag, SyncMode
-from hurray_gpu.sync.event import Event
-from hurray_gpu.sync.stream import Stream, current_stream
-
-if TYPE_CHECKING:
-    from hurray_gpu.tensor import Tensor
+from hurray_gpu.parts import TensorLike, make_tensor
+from hurray_gpu.runtime.stream import Event, Stream, current_stream
 
 __all__ = ["SyncState", "accept", "handoff", "on_use", "parse_mode", "release", "sync_mode_of"]
 
@@ -98,7 +95,7 @@ def _streams(device: Any, stream: Stream | Sequence[Stream] | None) -> list[Stre
     return items
 
 
-def sync_mode_of(t: Tensor) -> SyncMode:
+def sync_mode_of(t: TensorLike) -> SyncMode:
     """The sync_mode the tensor's buffer handles declare (members included; all must agree).
 
     Raises:
@@ -111,28 +108,23 @@ def sync_mode_of(t: Tensor) -> SyncMode:
     return parse_mode(modes.pop()) if modes else SyncMode.PRODUCER_SYNCED
 
 
-def _modes(t: Tensor) -> list[int]:
+def _modes(t: TensorLike) -> list[int]:
     return [int(h.sync_mode) for h in t.descriptor.buffers] + [
         m for member in t.members for m in _modes(member)]
 
 
-def _retag(t: Tensor, mode: SyncMode, state: SyncState) -> Tensor:
-    from hurray_gpu.io import _codec
-    from hurray_gpu.tensor import Tensor
-
+def _retag(t: TensorLike, mode: SyncMode, state: SyncState) -> Any:
     desc = t.descriptor
     desc = dataclasses.replace(desc, buffers=tuple(
         dataclasses.replace(h, sync_mode=int(mode)) for h in desc.buffers))
     members = [_retag(m, mode, state) for m in t.members]
-    out = Tensor._trusted(desc, t.buffers, members=members, raw=_codec.encode(desc),
-                          place=t._place)
-    out._sync = state
-    return out
+    return make_tensor(desc, t.buffers, members=members, device=t.device,
+                       memory_class=t.memory_class, seq_lens=t.seq_lens, sync=state)
 
 
-def handoff(t: Tensor, mode: Any, stream: Stream | Sequence[Stream] | None = None, *,
+def handoff(t: TensorLike, mode: Any, stream: Stream | Sequence[Stream] | None = None, *,
             producer: Stream | Sequence[Stream] | None = None,
-            on_release: Callable[[], Any] | None = None) -> Tensor:
+            on_release: Callable[[], Any] | None = None) -> Any:
     """Implement :meth:`Tensor.handoff`: order the producer's writes and declare ``mode``."""
     mode = parse_mode(mode)
     dev = t.device
@@ -173,13 +165,13 @@ def _join(writers: list[Stream]) -> Event:
     return first.record()
 
 
-def accept(t: Tensor, stream: Stream | Sequence[Stream] | None = None, *,
-           insert_wait: bool = False) -> Tensor:
+def accept(t: TensorLike, stream: Stream | Sequence[Stream] | None = None, *,
+           insert_wait: bool = False) -> Any:
     """Implement :meth:`Tensor.accept`: apply the consumer rule of the declared sync_mode."""
     mode = sync_mode_of(t)
     if mode == SyncMode.PRODUCER_SYNCED:
         return t
-    state: SyncState | None = getattr(t, "_sync", None)
+    state: SyncState | None = t.sync_state
     streams = _streams(t.device, stream)
     if state is None or state.mode != mode:
         what = "an event" if mode == SyncMode.EVENT else "declared consumer streams"
@@ -220,7 +212,7 @@ def _apply(state: SyncState, mode: SyncMode, streams: list[Stream], insert_wait:
         state.streams.append(s)
 
 
-def on_use(t: Tensor, state: SyncState) -> None:
+def on_use(t: TensorLike, state: SyncState) -> None:
     """The automatic accept on first use: any hurray_gpu op reaching ``t.buffers`` lands here.
 
     The current stream of the tensor's device is the stream about to touch the buffers: in
@@ -237,9 +229,9 @@ def on_use(t: Tensor, state: SyncState) -> None:
         _apply(state, state.mode, [stream], True)
 
 
-def release(t: Tensor) -> None:
+def release(t: TensorLike) -> None:
     """Implement :meth:`Tensor.release`: end of the consumer's access (callback once)."""
-    state: SyncState | None = getattr(t, "_sync", None)
+    state: SyncState | None = t.sync_state
     if state is not None:
         state.release_event()
         state.release_buffers()

@@ -10,7 +10,7 @@ import pytest
 # Keep test compiles out of the user's ~/.cache; set before any device opens its compiler.
 os.environ.setdefault("HURRAY_GPU_CACHE_DIR", tempfile.mkdtemp(prefix="hurray_gpu_test_cache_"))
 
-from hurray_gpu.devices_api import devices  # noqa: E402
+from hurray_gpu.runtime.registry import devices  # noqa: E402
 from tests._support import in_ci  # noqa: E402
 
 # Backends CI must see (pocl and lavapipe are installed there); missing one fails the run.

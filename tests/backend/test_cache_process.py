@@ -8,14 +8,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-from hurray_gpu.device import Device
+from hurray_gpu.runtime.device import Device
 
 SCRIPT = """
 import json, sys
 import numpy as np
-from hurray_gpu.buffer import Buffer
-from hurray_gpu.devices_api import device
-from hurray_gpu.program import compile_stats
+from hurray_gpu.runtime.buffer import Buffer
+from hurray_gpu.runtime.registry import resolve_device as device
+from hurray_gpu.runtime.program import compile_stats
 dev = device(sys.argv[1])
 out = Buffer(dev, 4 * 77)
 dev.run("fill_u32", out, 9, 77)

@@ -12,12 +12,13 @@ from typing import Any
 import numpy as np
 import pytest
 
-from hurray_gpu.buffer import Buffer
-from hurray_gpu.canary import MIN_PAD, pattern
 from hurray_gpu.config import debug_bounds
-from hurray_gpu.device import Device, MemoryClass
 from hurray_gpu.errors import BoundsViolation, UnsupportedOpError
 from hurray_gpu.kernels.dialect.kernel import KernelDef, buf, scalar
+from hurray_gpu.runtime.buffer import Buffer
+from hurray_gpu.runtime.canary import MIN_PAD, CanaryAllocator, pattern
+from hurray_gpu.runtime.device import Device
+from hurray_gpu.runtime.memory import MemoryClass
 
 FLAG = "HURRAY_GPU_DEBUG_BOUNDS"
 _OPENED: dict[tuple[str, bool], Device] = {}
@@ -73,8 +74,9 @@ def _filled(dev: Device, count: int, dtype: Any = np.uint32) -> tuple[Buffer, np
 
 
 def _intact(buffer: Buffer) -> bool:
-    canary = buffer.device.allocator.canary
-    return canary is not None and canary.find(buffer.allocation.root) is None
+    alloc = buffer.device.allocator
+    guard = alloc.guard_of(buffer.allocation) if isinstance(alloc, CanaryAllocator) else None
+    return guard is not None and alloc.find(guard) is None
 
 
 def test_flag_is_read_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -158,18 +160,19 @@ def test_correct_kernels_give_identical_results_with_the_flag_on(kernel_device: 
 def test_flag_off_pads_nothing_and_never_checks(kernel_device: Device,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     plain = _fresh(kernel_device, False)
-    assert plain.allocator.canary is None and plain.program(POKE_U32)._canary is None
+    assert not isinstance(plain.allocator, CanaryAllocator)
+    assert type(plain.program(POKE_U32)) is plain.program_cls  # launches are not wrapped
     before = plain.allocator.stats()["allocated_bytes"]
     buffer = Buffer(plain, 100)
     assert plain.allocator.stats()["allocated_bytes"] - before == 100
     assert buffer.allocation.base is None and buffer.allocation.offset == 0
-    assert buffer.allocation.guard is None
     buffer.free()
 
 
 def test_flag_on_pads_both_sides_and_pools_only_padded_roots(guarded: Device) -> None:
     alloc = guarded.allocator
-    pad = alloc.canary.pad  # type: ignore[union-attr]
+    assert isinstance(alloc, CanaryAllocator)
+    pad = alloc.pad
     assert pad % MIN_PAD == 0 and pad % guarded.offset_alignment == 0
     before = alloc.stats()["allocated_bytes"]
     first = Buffer(guarded, 100)
@@ -193,8 +196,9 @@ def test_free_detects_a_write_that_bypassed_every_kernel_check(guarded: Device) 
     buffer, _ = _filled(guarded, 16)
     alloc, root = guarded.allocator, buffer.allocation.root
     guarded.run(POKE_U32, buffer, n=16, idx=0)  # recorded as the last kernel checked
-    pad = alloc.canary.pad  # type: ignore[union-attr]
-    alloc._copyin(alloc._offset(root.raw, pad + 64 + 2, 1), memoryview(b"\x00"))
+    assert isinstance(alloc, CanaryAllocator)
+    # A write no kernel check saw: straight into the padded root's memory.
+    alloc.inner.copyin(alloc.inner.view(root, alloc.pad + 64 + 2, 1), b"\x00")
     before = alloc.stats()["allocated_bytes"]
     with pytest.raises(BoundsViolation) as info:
         buffer.free()
@@ -225,7 +229,7 @@ def test_a_launch_held_behind_an_event_is_checked_once_it_runs(
         pytest.skip("user events that hold a queue back are an OpenCL feature")
     import pyopencl as cl
 
-    from hurray_gpu import canary
+    from hurray_gpu.runtime import canary
     from hurray_gpu.sync import Stream
 
     monkeypatch.setattr(canary, "SETTLE_S", 0.05)

@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hurray_gpu.backends import is_available
 from hurray_gpu.backends.cpu import CPUCompiler
-from hurray_gpu.buffer import Buffer
-from hurray_gpu.device import MemoryClass
-from hurray_gpu.devices_api import device
 from hurray_gpu.errors import BackendUnavailableError, CompileError, UnsupportedOpError
+from hurray_gpu.runtime.buffer import Buffer
+from hurray_gpu.runtime.memory import MemoryClass
+from hurray_gpu.runtime.registry import is_available
+from hurray_gpu.runtime.registry import resolve_device as device
 
 
 def test_cpu_without_compiler_raises_with_fix(monkeypatch: pytest.MonkeyPatch) -> None:

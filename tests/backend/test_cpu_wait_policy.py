@@ -14,8 +14,8 @@ from hurray_gpu import config
 
 _PROBE = r"""
 import json, os
-from hurray_gpu.buffer import Buffer
-from hurray_gpu.devices_api import device
+from hurray_gpu.runtime.buffer import Buffer
+from hurray_gpu.runtime.registry import resolve_device as device
 maps = lambda: open("/proc/self/maps").read()
 before = os.environ.get("OMP_WAIT_POLICY"), "libgomp" in maps()
 cpu = device("cpu")

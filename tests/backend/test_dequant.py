@@ -12,13 +12,14 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from hurray_gpu.buffer import Buffer
-from hurray_gpu.device import Device
 from hurray_gpu.errors import HurrayFormatError
 from hurray_gpu.ops import dequantize, unpack
 from hurray_gpu.ops.build import random_quantized, random_values
+from hurray_gpu.runtime.buffer import Buffer
+from hurray_gpu.runtime.device import Device
 from hurray_gpu.tensor import Tensor
 from tests._support import stable_rng as _rng
+from tests._support import trusted_tensor
 
 OUTS = ("float32", "float16", "bfloat16")
 AFFINE = ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int4", "uint4", "int2",
@@ -93,7 +94,7 @@ def test_shared_buffer_odd_count_f16(kernel_device: Device) -> None:
     # 15 rows x 3 blocks = 45 f16 scales: the zero points start at byte 90 (2 mod 4).
     t = random_quantized(_rng("odd"), "per_block", "uint8", (3, 5, 5), axis=2, block_size=2,
                          scale_type="float16", shared=True)
-    assert t.buffers[1].size == 45 * 2 + 45 * 4
+    assert t.buffers[1].array.size == 45 * 2 + 45 * 4
     check(t, kernel_device)
 
 
@@ -145,7 +146,7 @@ def test_mx_reserved_scales_rejected_on_device(kernel_device: Device, e8: int) -
     t = random_quantized(_rng("bad"), "mxfp", "float8_e5m2", (2, 64), axis=1, block_size=32)
     scales = np.array(t.buffers[1])
     scales[3] = e8
-    hostile = Tensor._trusted(t.descriptor, [t.buffers[0], scales])
+    hostile = trusted_tensor(t.descriptor, [t.buffers[0], scales])
     with pytest.raises(HurrayFormatError, match=f"MX scale byte 3 is 0x{e8:02X}"):
         dequantize(hostile, device=kernel_device)
 
@@ -153,7 +154,7 @@ def test_mx_reserved_scales_rejected_on_device(kernel_device: Device, e8: int) -
 def test_invalid_affine_parameters_rejected_on_device(kernel_device: Device) -> None:
     t = random_quantized(_rng("zp"), "per_channel", "int2", (4, 3), axis=0)
     zps = np.frombuffer(np.array([0, 1, 2, -2], np.int32).tobytes(), np.uint8)
-    hostile = Tensor._trusted(t.descriptor, [t.buffers[0], t.buffers[1], zps])
+    hostile = trusted_tensor(t.descriptor, [t.buffers[0], t.buffers[1], zps])
     with pytest.raises(HurrayFormatError, match="zero point entry 2 = 2"):
         dequantize(hostile, device=kernel_device)
 

@@ -15,7 +15,6 @@ from hurray_gpu.format.descriptor.layouts import BlockPaged
 from hurray_gpu.format.descriptor.quant import PerBlockAffine, PerChannelAffine, PerTensorAffine
 from hurray_gpu.format.dtypes import by_name
 from hurray_gpu.kv_cache import PagedKVCache
-from hurray_gpu.kv_cache.interchange import BlockPagedTensor
 from hurray_gpu.ops import dequantize
 from hurray_gpu.tensor import Tensor
 
@@ -106,7 +105,7 @@ def test_per_tensor_and_seq_lens_sources(device) -> None:
     t2, _ = _tensor("int8", PerTensorAffine(0.5, -3), [])
     want = 0.5 * (_dense(pool).astype(np.int64) + 3).astype(np.float32)
     _check(t2, want, device, seq_lens=LENS)          # the argument
-    t3 = BlockPagedTensor.from_parts(t2.descriptor, t2.buffers)
+    t3 = Tensor.from_parts(t2.descriptor, t2.buffers)
     t3.seq_lens = np.array(LENS)
     _check(t3, want, device)                         # the tensor's attribute
     with pytest.raises(HurrayFormatError, match="Fix:"):

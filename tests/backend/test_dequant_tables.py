@@ -10,13 +10,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hurray_gpu.buffer import Buffer
-from hurray_gpu.device import Device
 from hurray_gpu.kernels.dequant_common import TABLE_RUN, table_private
 from hurray_gpu.kernels.dialect.kernel import KernelDef
 from hurray_gpu.kernels.dialect.render import lint_body
 from hurray_gpu.ops import dequantize, unpack
 from hurray_gpu.ops.build import random_quantized, random_values
+from hurray_gpu.runtime.buffer import Buffer
+from hurray_gpu.runtime.device import Device
 from hurray_gpu.tensor import Tensor
 from tests._support import stable_rng as _rng
 

@@ -31,7 +31,7 @@ def _settled() -> int:
 @pytest.mark.parametrize("max_version", [None, (1, 0), (1, 1)])
 def test_unconsumed_capsule_frees_the_tensor(max_version) -> None:
     t = hg.from_numpy(np.arange(64, dtype=np.float32))
-    root = t.buffers[0]
+    root = t.buffers[0].array
     while isinstance(root.base, np.ndarray):
         root = root.base
     buf = weakref.ref(root)  # the array owning the memory; nothing else refers to it
@@ -53,14 +53,14 @@ def test_header_layout_and_flags() -> None:
     mem[:] = base.buffers[0]
     mem.flags.writeable = False
     ro = hg.Tensor.from_parts(base.descriptor, [mem])
-    assert ro.buffers[0].ctypes.data == mem.ctypes.data
+    assert ro.buffers[0].array.ctypes.data == mem.ctypes.data
     cap = ro.__dlpack__(max_version=(1, 1))
     m = DLManagedTensorVersioned.from_address(_get_pointer(cap, b"dltensor_versioned"))
     assert (m.version.major, m.version.minor) == (1, 1) and m.flags & 1  # read-only
     dl = m.dl_tensor
     assert dl.ndim == 1 and dl.shape[0] == 8 and dl.strides[0] == 1
     assert (dl.dtype.code, dl.dtype.bits, dl.dtype.lanes) == (2, 32, 1)
-    assert dl.data == ro.buffers[0].ctypes.data and dl.device.device_type == 1
+    assert dl.data == ro.buffers[0].array.ctypes.data and dl.device.device_type == 1
     legacy = hg.from_numpy(np.zeros((3, 5), np.int16), order="F").__dlpack__()
     lm = DLManagedTensor.from_address(_get_pointer(legacy, b"dltensor"))
     ldl = lm.dl_tensor
@@ -108,7 +108,7 @@ def test_concurrent_exports_are_counted_and_freed() -> None:
     def work() -> None:
         try:
             for _ in range(300):
-                assert torch.from_dlpack(t).data_ptr() == t.buffers[0].ctypes.data
+                assert torch.from_dlpack(t).data_ptr() == t.buffers[0].array.ctypes.data
                 np.from_dlpack(t)
         except BaseException as exc:  # noqa: BLE001 - reported below
             errors.append(exc)

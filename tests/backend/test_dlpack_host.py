@@ -29,7 +29,7 @@ def _aligned(values: np.ndarray) -> np.ndarray:
 
 
 def _ptr(t: Tensor) -> int:
-    return t.buffers[0].ctypes.data
+    return t.buffers[0].array.ctypes.data
 
 
 def test_export_zero_copy_to_numpy_and_torch() -> None:
@@ -70,12 +70,12 @@ def test_capsule_versions_and_flags() -> None:
     assert _get_name(t.__dlpack__()) == b"dltensor"
     assert _get_name(t.__dlpack__(max_version=(0, 8))) == b"dltensor"
     assert _get_name(t.__dlpack__(max_version=(1, 0))) == b"dltensor_versioned"
-    ro = t.buffers[0].copy()
+    ro = t.buffers[0].array.copy()
     ro.flags.writeable = False
     rt = Tensor.from_parts(t.descriptor, [_aligned(ro)])
-    rt.buffers[0].flags.writeable = False
+    rt.buffers[0].array.flags.writeable = False
     imported = hg.from_dlpack(rt.__dlpack__(max_version=(1, 0)))
-    assert not imported.buffers[0].flags.writeable  # the read-only flag travelled
+    assert not imported.buffers[0].array.flags.writeable  # the read-only flag travelled
     with pytest.raises(BufferError, match="read-only"):
         rt.__dlpack__(copy=False)
 
@@ -183,7 +183,7 @@ def test_device_table_and_dl_device() -> None:
 
 
 def test_opencl_tensor_dlpack(request) -> None:
-    from hurray_gpu.backends import is_available
+    from hurray_gpu.runtime.registry import is_available
 
     if not is_available(0x08):
         skip_or_fail("no OpenCL device", "install pocl-opencl-icd and pip install pyopencl")

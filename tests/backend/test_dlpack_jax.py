@@ -21,7 +21,7 @@ torch = require_peer("torch")
 
 
 def _ptr(t: hg.Tensor) -> int:
-    return int(t.buffers[0].ctypes.data)
+    return int(t.buffers[0].array.ctypes.data)
 
 
 def _jptr(x) -> int:

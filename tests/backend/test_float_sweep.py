@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hurray_gpu.buffer import Buffer
-from hurray_gpu.device import Device
 from hurray_gpu.kernels import run_reference
+from hurray_gpu.runtime.buffer import Buffer
+from hurray_gpu.runtime.device import Device
 
 # Every 4099th f32 bit pattern (prime stride: hits all exponents and mantissa low bits).
 F32_SWEEP = np.arange(0, 2**32, 4099, dtype=np.uint64).astype(np.uint32)

@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 import vyre
-from hurray_gpu.buffer import Buffer
 from hurray_gpu.errors import UnsupportedOpError
+from hurray_gpu.runtime.buffer import Buffer
 from vyre import builder as b
 from vyre import reference
 from vyre.execute import run_bytes
@@ -105,7 +105,7 @@ CASES = [
 
 
 def _kernel_devices() -> list[Any]:
-    from hurray_gpu.devices_api import devices
+    from hurray_gpu.runtime.registry import devices
 
     return [d for d in devices() if d.kind != "reference" and d.compiler is not None]
 

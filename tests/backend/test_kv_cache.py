@@ -7,11 +7,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from hurray_gpu.buffer import Buffer
-from hurray_gpu.device import Device
 from hurray_gpu.errors import UnsupportedOpError
 from hurray_gpu.format.dtypes import by_name
 from hurray_gpu.kv_cache import OutOfPagesError, PagedKVCache
+from hurray_gpu.runtime.buffer import Buffer
+from hurray_gpu.runtime.device import Device
 from hurray_gpu.tensor import Tensor
 
 # (dtype, heads, head_dim): rows moved as u32, u16 and u8 words respectively, plus f32.

@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 from test_kv_cache import host, random_rows, same_bits
 
-from hurray_gpu.device import Device
 from hurray_gpu.errors import HurrayFormatError, UnsupportedOpError
 from hurray_gpu.format.addressing import block_paged_to_dense
 from hurray_gpu.format.descriptor import BlockPaged, BufferHandle, TensorDescriptor
 from hurray_gpu.format.dtypes import by_name
 from hurray_gpu.io import open_file
 from hurray_gpu.kv_cache import PagedKVCache
+from hurray_gpu.runtime.device import Device
 from hurray_gpu.tensor import Tensor
 
 

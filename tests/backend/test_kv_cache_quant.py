@@ -13,8 +13,6 @@ import numpy as np
 import pytest
 from test_kv_cache import host, random_rows, same_bits
 
-from hurray_gpu.buffer import Buffer
-from hurray_gpu.device import Device
 from hurray_gpu.format.addressing import block_paged_to_dense
 from hurray_gpu.format.descriptor import PerBlockAffine
 from hurray_gpu.kernels import run_reference
@@ -22,6 +20,8 @@ from hurray_gpu.kernels.dialect.kernel import numpy_dtype
 from hurray_gpu.kernels.paged import SKIP_SLOT
 from hurray_gpu.kernels.paged_quant import QUANT_KERNELS, ref_q8_rows
 from hurray_gpu.kv_cache import PagedKVCache
+from hurray_gpu.runtime.buffer import Buffer
+from hurray_gpu.runtime.device import Device
 from tests._support import stable_rng
 
 ROW, SLOTS, TOKENS = 7, 23, 9

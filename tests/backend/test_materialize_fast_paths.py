@@ -7,18 +7,17 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hurray_gpu.buffer import Buffer
 from hurray_gpu.errors import HurrayFormatError
 from hurray_gpu.format.addressing import dense_offsets
 from hurray_gpu.format.descriptor.layouts import ColMajor, Morton, Strided, Tiled
 from hurray_gpu.kernels import run_reference
 from hurray_gpu.kernels.layout import AXIS_TABLE, gather_kernel
 from hurray_gpu.kernels.layout_csr import csr_rows_kernel
-from hurray_gpu.ops import layout_run
 from hurray_gpu.ops.layout_host import relayout, sparsify
 from hurray_gpu.ops.layout_plan import plan_dense
 from hurray_gpu.ops.layout_run import axis_tables, clear_table_cache, device_buffers
 from hurray_gpu.ops.materialize import materialize
+from hurray_gpu.runtime.buffer import Buffer
 from hurray_gpu.tensor import Tensor
 
 LAYOUTS = [ColMajor(), Strided((-13, 1)), Tiled((4, 8)),
@@ -137,12 +136,13 @@ def test_host_arrays_in_place_and_misaligned_copies() -> None:
     for buf in (raw, odd):
         moved = Tensor.from_parts(t.descriptor, [buf])
         assert np.array_equal(materialize(moved).numpy(), base)
-    from hurray_gpu.devices_api import device as open_device
-
-    cpu = open_device("cpu")
-    wrapped = layout_run._host_buffer(cpu, raw)
-    assert wrapped.allocation.raw.ctypes.data == raw.ctypes.data
-    wrapped.free()  # never hands the caller's memory to the pool
+    aligned = Tensor.from_parts(t.descriptor, [raw])  # used in place: same memory
+    assert aligned.buffers[0].array.ctypes.data == raw.ctypes.data
+    copied = Tensor.from_parts(t.descriptor, [odd])  # misaligned: an aligned copy
+    assert copied.buffers[0].array.ctypes.data % 64 == 0
+    before = aligned.device.allocator.stats()
+    aligned.buffers[0].free()  # never hands the caller's memory to the pool
+    assert aligned.device.allocator.stats()["pooled_bytes"] == before["pooled_bytes"]
     assert np.array_equal(materialize(Tensor.from_parts(t.descriptor, [raw])).numpy(), base)
 
 

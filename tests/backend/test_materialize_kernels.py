@@ -9,7 +9,6 @@ from typing import Any
 
 import numpy as np
 
-from hurray_gpu.device import Device
 from hurray_gpu.format.descriptor import BufferHandle, TensorDescriptor
 from hurray_gpu.format.descriptor.layouts import (
     BlockPaged,
@@ -28,6 +27,7 @@ from hurray_gpu.ops.build import random_quantized
 from hurray_gpu.ops.layout_host import relayout, sparsify
 from hurray_gpu.ops.layout_run import clear_table_cache
 from hurray_gpu.ops.materialize import materialize
+from hurray_gpu.runtime.device import Device
 from hurray_gpu.tensor import Tensor
 
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hurray_gpu.buffer import Buffer
-from hurray_gpu.device import Device
 from hurray_gpu.errors import UnsupportedOpError
 from hurray_gpu.kernels.paged import paged_kernel
+from hurray_gpu.runtime.buffer import Buffer
+from hurray_gpu.runtime.device import Device
 
 ROW, SLOTS, TOKENS = 6, 16, 5
 

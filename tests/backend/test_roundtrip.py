@@ -5,9 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hurray_gpu.buffer import Buffer
-from hurray_gpu.device import Device, MemoryClass
 from hurray_gpu.errors import UnsupportedOpError
+from hurray_gpu.runtime.buffer import Buffer
+from hurray_gpu.runtime.device import Device
+from hurray_gpu.runtime.memory import MemoryClass
 
 SIZES = [1, 3, 63, 64, 4096, (1 << 20) + 7]
 BIG = 256 * 1024 * 1024

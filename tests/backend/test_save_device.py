@@ -9,12 +9,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests._support import trusted_tensor
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "hurray"))
 
-from hurray_gpu import transfer  # noqa: E402
-from hurray_gpu.buffer import Buffer  # noqa: E402
-from hurray_gpu.devices_api import devices  # noqa: E402
 from hurray_gpu.io import FileWriter, load, save  # noqa: E402
+from hurray_gpu.runtime import memory  # noqa: E402
+from hurray_gpu.runtime.buffer import Buffer  # noqa: E402
+from hurray_gpu.runtime.registry import devices  # noqa: E402
 from hurray_gpu.tensor import Tensor  # noqa: E402
 
 import _io_samples as samples  # noqa: E402
@@ -26,7 +28,7 @@ pytestmark = pytest.mark.skipif(not ON_DEVICE, reason="no opencl or vulkan devic
 def _host_twin(t: Tensor) -> Tensor:
     """A host tensor with ``t``'s exact descriptor and buffer bytes (members included)."""
     bufs = [b.numpy() if isinstance(b, Buffer) else np.asarray(b) for b in t.buffers]
-    return Tensor._trusted(t.descriptor, bufs, members=[_host_twin(m) for m in t.members])
+    return trusted_tensor(t.descriptor, bufs, members=[_host_twin(m) for m in t.members])
 
 
 def _tensors() -> dict[str, Tensor]:
@@ -43,7 +45,7 @@ def _tensors() -> dict[str, Tensor]:
 def test_save_of_device_tensors_equals_save_of_host_copy(dev, chunk, tmp_path: Path,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     if chunk:
-        monkeypatch.setattr(transfer, "CHUNK", chunk)  # many copy-out chunks per buffer
+        monkeypatch.setattr(memory, "CHUNK", chunk)  # many copy-out chunks per buffer
     host = _tensors()
     on = {k: v.to(dev) for k, v in host.items()}
     assert all(isinstance(b, Buffer) for t in on.values() for b in t.buffers)

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from hurray_gpu import Buffer, Tensor
-from hurray_gpu.backends import is_available
-from hurray_gpu.devices_api import device
+from hurray_gpu.runtime.registry import is_available
+from hurray_gpu.runtime.registry import resolve_device as device
 from hurray_gpu.sync import Stream
 
 pytestmark = [pytest.mark.opencl,

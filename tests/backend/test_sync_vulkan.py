@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 from hurray_gpu import Buffer, Tensor, UnsupportedOpError
-from hurray_gpu.backends import is_available
-from hurray_gpu.devices_api import device
 from hurray_gpu.format.descriptor.buffers import SyncMode
+from hurray_gpu.runtime.registry import is_available
+from hurray_gpu.runtime.registry import resolve_device as device
 from hurray_gpu.sync import Event, Stream, current_stream
 
 pytestmark = [pytest.mark.vulkan,

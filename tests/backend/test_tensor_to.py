@@ -15,17 +15,19 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "hurray"))
 
-from hurray_gpu import config, transfer  # noqa: E402
-from hurray_gpu.buffer import Buffer  # noqa: E402
-from hurray_gpu.device import Device, MemoryClass  # noqa: E402
-from hurray_gpu.devices_api import device as open_device  # noqa: E402
-from hurray_gpu.devices_api import devices  # noqa: E402
+
+from hurray_gpu import config  # noqa: E402
 from hurray_gpu.errors import HurrayFormatError, OutOfMemoryError, UnsupportedOpError  # noqa: E402
 from hurray_gpu.format import descriptor as d  # noqa: E402
 from hurray_gpu.format.dtypes import DTYPES, value_table  # noqa: E402
 from hurray_gpu.io import StreamReader, StreamWriter, load, open_file, save  # noqa: E402
+from hurray_gpu.runtime import memory, transfer  # noqa: E402
+from hurray_gpu.runtime.buffer import Buffer  # noqa: E402
+from hurray_gpu.runtime.device import Device
+from hurray_gpu.runtime.memory import MemoryClass  # noqa: E402
+from hurray_gpu.runtime.registry import devices  # noqa: E402
+from hurray_gpu.runtime.registry import resolve_device as open_device  # noqa: E402
 from hurray_gpu.tensor import Tensor  # noqa: E402
-from hurray_gpu.tensor_device import host_view, owner_of  # noqa: E402
 from tests._support import require_peer
 
 import _io_samples as samples  # noqa: E402
@@ -59,8 +61,8 @@ def _check_placed(t: Tensor, dev: Device, mclass: MemoryClass) -> None:
         assert (h.device_tag, h.memory_class, h.sync_mode) == (dev.tag, mclass, 0)
         if h.byte_size:
             assert h.alignment >= (64 if dev.tag == 0 else 4096)
-    host = dev.kind == "cpu"
-    assert all(isinstance(b, np.ndarray) if host else isinstance(b, Buffer) for b in t.buffers)
+    assert all(isinstance(b, Buffer) and b.device is dev and b.memory_class == mclass
+               for b in t.buffers)
     d.decode_descriptor(t.descriptor_bytes)  # the re-declared table is valid on the wire
     for m in t.members:
         _check_placed(m, dev, mclass)
@@ -122,8 +124,9 @@ def test_every_memory_class(device: Device) -> None:
         if mclass == MemoryClass.HOST_PINNED and device.kind == "cpu":
             mclass_note = "pinned host memory stays a host tensor"
             on = t.to(device, "host_pinned")
-            assert on.is_host and owner_of(on.members[0].buffers[0]) is not None, mclass_note
-            assert on.members[0].buffers[0].tobytes() == t.members[0].buffers[0].tobytes()
+            pinned = on.members[0].buffers[0]
+            assert on.is_host and pinned.memory_class == MemoryClass.HOST_PINNED, mclass_note
+            assert on.members[0].buffers[0].array.tobytes() == t.members[0].buffers[0].array.tobytes()
         elif not d.is_valid_pair(device.tag, mclass):
             with pytest.raises(UnsupportedOpError, match="Fix:"):
                 t.to(device, mclass)
@@ -151,7 +154,7 @@ def test_device_to_device(src: Device, dst: Device) -> None:
 def test_same_device_copy_stays_on_the_device(monkeypatch: pytest.MonkeyPatch) -> None:
     for dev in MOVABLE:
         calls: list[int] = []
-        cls = type(dev.allocator)
+        cls = type(getattr(dev.allocator, "inner", dev.allocator))  # under a canary wrapper too
         original = cls._copy
 
         def spy(self, dest, src, nbytes, _orig=original, _calls=calls):  # noqa: ANN001, ANN202
@@ -168,12 +171,13 @@ def test_same_device_copy_stays_on_the_device(monkeypatch: pytest.MonkeyPatch) -
 
 
 def test_default_copy_hook_is_host_staged_and_chunked(monkeypatch: pytest.MonkeyPatch) -> None:
-    device_mod = sys.modules["hurray_gpu.device"]  # the package's device() shadows the module
-    monkeypatch.setattr(transfer, "CHUNK", 1000)
+    from hurray_gpu.runtime import memory
+
+    monkeypatch.setattr(memory, "CHUNK", 1000)
     cpu = open_device("cpu")
     data = np.arange(4321, dtype=np.uint32).view(np.uint8)
     a, b = Buffer.from_bytes(cpu, data), Buffer(cpu, data.size)
-    device_mod.Allocator._copy(cpu.allocator, b.allocation.raw, a.allocation.raw, data.size)
+    memory.Allocator._copy(getattr(cpu.allocator, "inner", cpu.allocator), b.allocation.raw, a.allocation.raw, data.size)
     assert np.array_equal(b.numpy(), data)
 
 
@@ -333,7 +337,7 @@ def test_device_stream_read_is_bounded(dev: Device, tmp_path: Path) -> None:
     finally:
         tracemalloc.stop()
     assert got is not None and got.nbytes == size
-    assert peak < transfer.CHUNK + 8 * MIB, peak
+    assert peak < memory.CHUNK + 8 * MIB, peak
     got.buffers[0].free()
 
 
@@ -385,9 +389,9 @@ def test_tensor_to_uses_the_bar(monkeypatch: pytest.MonkeyPatch) -> None:
             seen.append((total, enabled))
             super().__init__(total, label, False)
 
-    import hurray_gpu.tensor_device as td
+    from hurray_gpu import parts
 
-    monkeypatch.setattr(td, "Progress", Spy)
+    monkeypatch.setattr(parts, "Progress", Spy)
     t = Tensor.from_numpy(np.zeros(1000, np.uint8))
     t.to("reference", progress=False)
     t.to("reference", progress=True)
@@ -400,7 +404,7 @@ def test_ml_dtypes_sample_coverage() -> None:
 
 
 def test_chunked_paths_between_devices(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(transfer, "CHUNK", 4096)  # force many chunks through every path
+    monkeypatch.setattr(memory, "CHUNK", 4096)  # force many chunks through every path
     data = np.random.default_rng(9).integers(0, 256, 50_001, dtype=np.uint8)
     t = Tensor.from_numpy(data)
     chain = [dv for dv in MOVABLE if dv.kind != "cpu"] * 2 + [open_device("reference")]
@@ -422,12 +426,10 @@ def test_host_arrays_over_cpu_buffers_keep_them_alive() -> None:
                if m in cpu.memory_classes]
     desc = d.TensorDescriptor.dense("uint8", (4096,))
     made = [Tensor.from_numpy(np.arange(4096, dtype=np.uint8)).to(cpu, classes[0]),
-            Tensor.from_parts(desc, [host_view(Buffer.from_bytes(cpu, np.arange(4096,
-                                                                               dtype=np.uint8)))])]
+            Tensor.from_parts(desc, [Buffer.from_bytes(cpu, np.arange(4096, dtype=np.uint8))])]
     while made:
         t = made.pop(0)
-        view = np.ascontiguousarray(t.buffers[0][10:20]).reshape(-1)  # base chain collapses
-        assert owner_of(t.buffers[0]) is not None and owner_of(view.copy()) is None
+        view = np.ascontiguousarray(t.buffers[0].array[10:20]).reshape(-1)  # base chain collapses
         mclass = t.memory_class
         del t
         gc.collect()

@@ -12,10 +12,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hurray_gpu.backends import is_available
-from hurray_gpu.buffer import Buffer
-from hurray_gpu.cache import DiskKernelCache
-from hurray_gpu.device import MemoryClass
 from hurray_gpu.errors import (
     BackendUnavailableError,
     CompileError,
@@ -23,7 +19,11 @@ from hurray_gpu.errors import (
     UnsupportedOpError,
 )
 from hurray_gpu.kernels import get_kernel
-from hurray_gpu.program import compile_stats
+from hurray_gpu.runtime.buffer import Buffer
+from hurray_gpu.runtime.cache import DiskKernelCache
+from hurray_gpu.runtime.memory import MemoryClass
+from hurray_gpu.runtime.program import compile_stats
+from hurray_gpu.runtime.registry import is_available
 from tests._support import skip_or_fail
 
 pytestmark = pytest.mark.vulkan
@@ -31,11 +31,12 @@ pytestmark = pytest.mark.vulkan
 
 @pytest.fixture(scope="module")
 def vk():
-    from hurray_gpu.backends import DeviceTag, open_device
+    from hurray_gpu.format.descriptor.buffers import DeviceTag
+    from hurray_gpu.runtime.registry import resolve_device
 
     if not is_available(DeviceTag.VULKAN):
         skip_or_fail("no Vulkan device", "apt-get install mesa-vulkan-drivers; pip install vulkan")
-    return open_device(DeviceTag.VULKAN, 0)
+    return resolve_device((DeviceTag.VULKAN, 0))
 
 
 def _rng_bytes(n: int, seed: int = 0) -> np.ndarray:

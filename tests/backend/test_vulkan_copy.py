@@ -6,10 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hurray_gpu import transfer
 from hurray_gpu.backends import vulkan_memory as vmem
-from hurray_gpu.buffer import Buffer
-from hurray_gpu.devices_api import devices
+from hurray_gpu.runtime import memory, transfer
+from hurray_gpu.runtime.buffer import Buffer
+from hurray_gpu.runtime.memory import Allocator
+from hurray_gpu.runtime.registry import devices
 from hurray_gpu.tensor import Tensor
 
 VULKAN = [dv for dv in devices() if dv.kind == "vulkan"]
@@ -35,7 +36,7 @@ def submits(monkeypatch: pytest.MonkeyPatch) -> list[int]:
         raise AssertionError("a same-device Vulkan copy went through the host")
 
     monkeypatch.setattr(vmem, "copy_memory", spy)
-    monkeypatch.setattr(transfer, "staged_copy", no_staging)
+    monkeypatch.setattr(Allocator, "_staged_copy", no_staging)
     return calls
 
 
@@ -72,7 +73,7 @@ def test_views_at_unaligned_offsets(vk, submits: list[int]) -> None:
 
 def test_chunked_copy_uses_one_device_copy_per_chunk(vk, submits: list[int],
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(transfer, "CHUNK", 4096)
+    monkeypatch.setattr(memory, "CHUNK", 4096)
     data = np.random.default_rng(3).integers(0, 256, 3 * 4096 + 100, dtype=np.uint8)
     t = Tensor.from_numpy(data).to(vk)
     copy = Tensor.from_numpy(np.zeros_like(data)).to(vk)

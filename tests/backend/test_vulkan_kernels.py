@@ -5,12 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hurray_gpu.backends import DeviceTag, is_available, open_device
-from hurray_gpu.buffer import Buffer
 from hurray_gpu.errors import UnsupportedOpError
+from hurray_gpu.format.descriptor.buffers import DeviceTag
 from hurray_gpu.kernels import get_kernel, run_reference
 from hurray_gpu.kernels.basic import BASIC_KERNELS
 from hurray_gpu.kernels.dialect.kernel import KernelDef, buf, numpy_dtype, scalar
+from hurray_gpu.runtime.buffer import Buffer
+from hurray_gpu.runtime.registry import is_available, resolve_device
 from tests._support import skip_or_fail, stable_rng
 
 pytestmark = pytest.mark.vulkan
@@ -24,7 +25,7 @@ FLOAT_TYPES = ("f32", "f16", "bf16")
 def vk():
     if not is_available(DeviceTag.VULKAN):
         skip_or_fail("no Vulkan device", "apt-get install mesa-vulkan-drivers; pip install vulkan")
-    device = open_device(DeviceTag.VULKAN, 0)
+    device = resolve_device((DeviceTag.VULKAN, 0))
     if device.compiler.glslang is None:
         skip_or_fail("glslangValidator is not on PATH", "apt-get install glslang-tools")
     return device

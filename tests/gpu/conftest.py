@@ -17,8 +17,9 @@ os.environ["CUDA_MODULE_LOADING"] = "EAGER"
 
 import pytest  # noqa: E402
 
-from hurray_gpu.backends import DeviceTag, open_device  # noqa: E402
 from hurray_gpu.errors import BackendUnavailableError  # noqa: E402
+from hurray_gpu.format.descriptor.buffers import DeviceTag
+from hurray_gpu.runtime.registry import resolve_device  # noqa: E402
 
 TAGS = {"cuda": DeviceTag.CUDA, "rocm": DeviceTag.ROCM}
 
@@ -36,7 +37,7 @@ def gpu(request):
     """An opened CUDA or ROCm device (index 0)."""
     kind = request.param
     try:
-        return open_device(TAGS[kind], 0)
+        return resolve_device((TAGS[kind], 0))
     except BackendUnavailableError as exc:
         if kind in _required():
             pytest.fail(f"{kind} is required here but unavailable: {exc}", pytrace=False)

@@ -136,7 +136,7 @@ def _filled(dtype_name: str, shape: tuple[int, ...], layout: object, count: int,
             for i, s in enumerate(sizes)]
     if dtype.sub_byte and sizes and layout.__class__.__name__ in ("RowMajor", "ColMajor"):
         n = int(np.prod(shape))
-        bufs[0] = Tensor.from_numpy(np.zeros(n, dtype=dtype.numpy)).buffers[0].copy()
+        bufs[0] = Tensor.from_numpy(np.zeros(n, dtype=dtype.numpy)).buffers[0].array.copy()
     return Tensor.from_parts(desc, bufs)
 
 

@@ -50,7 +50,7 @@ def test_byte_layout_matches_upstream_writer(tmp_path) -> None:
     assert (flags, align, first, hint) == (0x04, 4096, 64, 2**64 - 1)
     assert data[36:64] == bytes(28)
     assert data[64:125] == a.descriptor_bytes and data[125:A] == bytes(A - 125)
-    assert data[A : A + 48] == a.buffers[0].tobytes()
+    assert data[A : A + 48] == a.buffers[0].array.tobytes()
     b_desc = A + 48  # already 8-aligned: the last buffer is padded to 8 only
     assert data[b_desc : b_desc + 53] == b.descriptor_bytes
     assert data[2 * A : 2 * A + 5] == bytes(range(5))
@@ -213,13 +213,13 @@ def test_zero_copy_views_survive_close(tmp_path) -> None:
     save(path, {"x": np.arange(1000, dtype=np.float64)})
     f = open_file(path)
     t = f.read("x")
-    assert not t.buffers[0].flags.writeable and t.buffers[0].ctypes.data % 64 == 0
+    assert not t.buffers[0].array.flags.writeable and t.buffers[0].array.ctypes.data % 64 == 0
     f.close()
     assert t.numpy()[999] == 999.0
     with pytest.raises(HurrayFormatError, match="closed"):
         f.read("x")
     copied = load(path)["x"]
-    assert copied.buffers[0].flags.writeable
+    assert copied.buffers[0].array.flags.writeable
 
 
 def _patch(path, offset: int, fmt: str, value) -> None:
@@ -353,8 +353,8 @@ def _handmade_file(parts: list[tuple[str, bytes, list[bytes]]], *, pad_heads: bo
 def test_reads_independently_written_files(tmp_path, pad_heads: bool) -> None:
     p = partition()
     parts = [("p", p.descriptor_bytes, []),
-             ("m0", p.members[0].descriptor_bytes, [p.members[0].buffers[0].tobytes()]),
-             ("m1", p.members[1].descriptor_bytes, [p.members[1].buffers[0].tobytes()])]
+             ("m0", p.members[0].descriptor_bytes, [p.members[0].buffers[0].array.tobytes()]),
+             ("m1", p.members[1].descriptor_bytes, [p.members[1].buffers[0].array.tobytes()])]
     path = tmp_path / "hand.hrry"
     path.write_bytes(_handmade_file(parts, pad_heads=pad_heads))
     back = load(path)
@@ -364,7 +364,7 @@ def test_reads_independently_written_files(tmp_path, pad_heads: bool) -> None:
 def test_torn_composite_in_file(tmp_path) -> None:
     p = partition()
     parts = [("p", p.descriptor_bytes, []),
-             ("m0", p.members[0].descriptor_bytes, [p.members[0].buffers[0].tobytes()])]
+             ("m0", p.members[0].descriptor_bytes, [p.members[0].buffers[0].array.tobytes()])]
     path = tmp_path / "torn.hrry"
     path.write_bytes(_handmade_file(parts, pad_heads=True))
     with pytest.raises(HurrayFormatError, match="torn composite"):
@@ -537,7 +537,7 @@ def test_reads_handmade_file_of_golden_descriptors_with_kv(tmp_path) -> None:
         assert f.metadata == {"source": "golden"}
         for name, payload in expected.items():
             t = f.read(name)
-            assert t.buffers[0].tobytes() == payload
+            assert t.buffers[0].array.tobytes() == payload
             assert t.descriptor_bytes == (golden / f"{name}.bin").read_bytes()
         assert f.read("bool_packed_10").numpy().tolist() == [
             True, False, True, False, False, True, False, True, False, True]

@@ -34,6 +34,7 @@ from hurray_gpu.io.crc32c import crc32c
 from hurray_gpu.kv_cache import PagedKVCache
 from hurray_gpu.kv_cache.interchange import load_tensors
 from hurray_gpu.tensor import Tensor
+from tests._support import trusted_tensor
 from vyre import WireFormatError, from_wire, reference
 from vyre import builder as b
 
@@ -98,7 +99,7 @@ def _paged(num_pages: int, page_size: int, heads: int, tokens: int, layer: int =
     slots = num_pages * page_size * heads
     handles = (d.BufferHandle(2 * slots), d.BufferHandle(8), d.BufferHandle(8))
     desc = d.TensorDescriptor(by_name("float16"), (tokens, heads, 1), layout, handles)
-    return Tensor._trusted(desc, [pool.view(np.uint8), table.view(np.uint8),
+    return trusted_tensor(desc, [pool.view(np.uint8), table.view(np.uint8),
                                   ptr.view(np.uint8)])
 
 

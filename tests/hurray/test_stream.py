@@ -245,4 +245,4 @@ def test_chunked_reads_of_large_buffers(monkeypatch, tmp_path) -> None:
     path.write_bytes(data)
     with StreamReader(path) as reader:  # regular file: size verified, read in one go
         back = list(reader)
-    assert back == [t, t] and back[0].buffers[0].ctypes.data % 64 == 0
+    assert back == [t, t] and back[0].buffers[0].array.ctypes.data % 64 == 0

@@ -39,25 +39,25 @@ def test_from_numpy_round_trip_every_dtype(name: str) -> None:
     out = t.numpy()
     assert out.dtype == arr.dtype and out.shape == arr.shape
     assert out.tobytes() == np.ascontiguousarray(arr).tobytes()
-    assert t.buffers[0].ctypes.data % 64 == 0
+    assert t.buffers[0].array.ctypes.data % 64 == 0
 
 
 def test_sub_byte_packing_matches_spec_examples() -> None:
-    assert Tensor.from_numpy(np.array([True, False, True, True, False])).buffers[0].tolist() == [
+    assert Tensor.from_numpy(np.array([True, False, True, True, False])).buffers[0].array.tolist() == [
         0x0D]
-    assert Tensor.from_numpy(np.array([5, 12, 3], dtype=ml_dtypes.uint4)).buffers[0].tolist() == [
+    assert Tensor.from_numpy(np.array([5, 12, 3], dtype=ml_dtypes.uint4)).buffers[0].array.tolist() == [
         0xC5, 0x03]
-    assert Tensor.from_numpy(np.array([3, 1, 2], dtype=ml_dtypes.uint2)).buffers[0].tolist() == [
+    assert Tensor.from_numpy(np.array([3, 1, 2], dtype=ml_dtypes.uint2)).buffers[0].array.tolist() == [
         0x27]
     six = Tensor.from_numpy(np.array([0.125, 0.25, 0.5, 1.0], dtype=ml_dtypes.float6_e2m3fn))
-    assert six.buffers[0].tolist() == [0x81, 0x40, 0x20]  # codes [1, 2, 4, 8]
+    assert six.buffers[0].array.tolist() == [0x81, 0x40, 0x20]  # codes [1, 2, 4, 8]
 
 
 def test_from_numpy_column_major_and_scalar() -> None:
     arr = np.arange(6, dtype=np.int32).reshape(2, 3)
     t = Tensor.from_numpy(arr, order="F")
     assert t.layout_name == "col_major"
-    assert t.buffers[0].view("<i4").tolist() == [0, 3, 1, 4, 2, 5]
+    assert t.buffers[0].array.view("<i4").tolist() == [0, 3, 1, 4, 2, 5]
     np.testing.assert_array_equal(t.numpy(), arr)
     s = Tensor.from_numpy(np.float64(2.5))
     assert s.shape == () and s.numpy().shape == () and float(s.numpy()) == 2.5
@@ -68,7 +68,7 @@ def test_from_numpy_column_major_and_scalar() -> None:
 def test_from_numpy_non_contiguous_and_big_endian() -> None:
     arr = np.arange(12, dtype=">i4").reshape(3, 4)[:, ::2]
     t = Tensor.from_numpy(arr)
-    assert t.buffers[0].view("<i4").tolist() == [0, 2, 4, 6, 8, 10]
+    assert t.buffers[0].array.view("<i4").tolist() == [0, 2, 4, 6, 8, 10]
     np.testing.assert_array_equal(t.numpy(), arr)
 
 
@@ -95,7 +95,7 @@ def test_from_parts_golden_descriptors(path: str, expect: dict) -> None:
     assert t.descriptor_bytes == raw
     assert list(t.shape) == expect["shape"]
     assert t.dtype.name == expect["element_type"]
-    assert [b.size for b in t.buffers] == sizes
+    assert [b.nbytes for b in t.buffers] == sizes
     with pytest.raises(HurrayFormatError, match="buffer_count|buffers given"):
         Tensor.from_parts(raw, bufs + [b""])
     if sizes[0]:
@@ -124,7 +124,7 @@ def test_from_parts_copies_misaligned_memory_only() -> None:
     assert np.shares_memory(Tensor.from_parts(desc, [aligned]).buffers[0], raw)
     t = Tensor.from_parts(desc, [misaligned])
     assert not np.shares_memory(t.buffers[0], raw)
-    assert t.buffers[0].ctypes.data % 64 == 0
+    assert t.buffers[0].array.ctypes.data % 64 == 0
 
 
 def test_from_parts_rejects_bad_descriptors_and_buffers() -> None:
@@ -154,10 +154,10 @@ def test_strided_numpy_and_layout_errors() -> None:
 def test_numpy_of_generated_col_major_and_strided() -> None:
     samples = layout_samples()
     col = samples["col_major"]
-    raw = col.buffers[0].view("<f4")
+    raw = col.buffers[0].array.view("<f4")
     np.testing.assert_array_equal(col.numpy(), raw.reshape(4, 3).T)
     st = samples["strided"]  # strides (4, -1), byte_offset 6 over 12 int16 values
-    vals = st.buffers[0].view("<i2")
+    vals = st.buffers[0].array.view("<i2")
     expected = [[vals[3 + 4 * i - j] for j in range(4)] for i in range(3)]
     assert st.numpy().tolist() == expected
     for name in ("tiled", "morton", "hilbert", "csr", "block_paged", "extension_layout",

@@ -7,9 +7,9 @@ import pickle
 import pytest
 
 from hurray_gpu.backends.null import NullAllocator, NullDevice
-from hurray_gpu.buffer import Buffer
-from hurray_gpu.device import MemoryClass
 from hurray_gpu.errors import OutOfMemoryError, UnsupportedOpError
+from hurray_gpu.runtime.buffer import Buffer
+from hurray_gpu.runtime.memory import MemoryClass
 
 
 class FlakyAllocator(NullAllocator):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from hurray_gpu.cache import (
+from hurray_gpu.runtime.cache import (
     CacheWarning,
     DiskKernelCache,
     LRUCache,
@@ -97,7 +97,7 @@ def test_save_failure_warns(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
 
 
 def test_save_failure_raises_when_fatal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from hurray_gpu.cache import CacheError
+    from hurray_gpu.runtime.cache import CacheError
 
     monkeypatch.setenv("HURRAY_GPU_CACHE_FATAL", "1")
     with pytest.raises(CacheError, match="Fix:"):

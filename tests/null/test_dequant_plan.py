@@ -8,12 +8,13 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from hurray_gpu.device import Device
 from hurray_gpu.errors import HurrayFormatError, UnsupportedOpError
 from hurray_gpu.format.descriptor import BufferHandle
 from hurray_gpu.ops import dequantize, plan_dequantize, plan_unpack, unpack
 from hurray_gpu.ops.build import quantized_tensor, random_quantized
+from hurray_gpu.runtime.device import Device
 from hurray_gpu.tensor import Tensor
+from tests._support import trusted_tensor
 
 
 @pytest.fixture
@@ -62,7 +63,7 @@ def test_short_data_buffer_raises(no_launch: None) -> None:
 def test_runtime_buffer_smaller_than_handle_raises(no_launch: None) -> None:
     t = _block_tensor()
     short = [np.asarray(t.buffers[0])[:-1], *t.buffers[1:]]
-    hostile = Tensor._trusted(t.descriptor, short)
+    hostile = trusted_tensor(t.descriptor, short)
     with pytest.raises(HurrayFormatError, match="buffers\\[0\\]"):
         dequantize(hostile, device="reference")
 
@@ -99,7 +100,7 @@ def test_mx_reserved_scale_bytes_raise(e8: int) -> None:
     t = random_quantized(rng, "mxfp", "float4_e2m1", (3, 32), axis=1, block_size=16)
     scales = np.array(t.buffers[1])
     scales[4] = e8
-    hostile = Tensor._trusted(t.descriptor, [t.buffers[0], scales])
+    hostile = trusted_tensor(t.descriptor, [t.buffers[0], scales])
     with pytest.raises(HurrayFormatError, match=f"MX scale byte 4 is 0x{e8:02X}") as info:
         dequantize(hostile, device="reference")
     assert info.value.field == "scales" and info.value.offset == 4
@@ -114,7 +115,7 @@ def test_invalid_block_scales_raise(stype: str, bad: object) -> None:
     scales = np.array(t.buffers[1])
     width = np.asarray(bad).itemsize
     scales[3 * width:4 * width] = np.frombuffer(np.asarray(bad).tobytes(), np.uint8)
-    hostile = Tensor._trusted(t.descriptor, [t.buffers[0], scales, t.buffers[2]])
+    hostile = trusted_tensor(t.descriptor, [t.buffers[0], scales, t.buffers[2]])
     with pytest.raises(HurrayFormatError, match="scale entry 3") as info:
         dequantize(hostile, device="reference")
     assert info.value.offset == 3 * width
@@ -125,7 +126,7 @@ def test_zero_point_out_of_range_raises() -> None:
                          "per_channel", axis=0, scales=np.ones(2, np.float32),
                          zero_points=np.array([0, 3], np.int32))
     zps = np.frombuffer(np.array([0, 16], np.int32).tobytes(), np.uint8)
-    hostile = Tensor._trusted(t.descriptor, [t.buffers[0], t.buffers[1], zps])
+    hostile = trusted_tensor(t.descriptor, [t.buffers[0], t.buffers[1], zps])
     with pytest.raises(HurrayFormatError, match="zero point entry 1 = 16"):
         dequantize(hostile, device="reference")
 
@@ -133,7 +134,7 @@ def test_zero_point_out_of_range_raises() -> None:
 def test_negative_nf4_absmax_raises() -> None:
     t = quantized_tensor(np.zeros(8, np.uint8).astype(ml_dtypes.uint4), "uint4", "nf4",
                          block_size=8, scales=np.ones(1, np.float32))
-    hostile = Tensor._trusted(t.descriptor, [t.buffers[0], np.frombuffer(
+    hostile = trusted_tensor(t.descriptor, [t.buffers[0], np.frombuffer(
         np.float32(-1).tobytes(), np.uint8)])
     with pytest.raises(HurrayFormatError, match="NF4 absmax entry 0"):
         dequantize(hostile, device="reference")
@@ -141,7 +142,7 @@ def test_negative_nf4_absmax_raises() -> None:
 
 def test_e8m0_data_with_reserved_codes_raises() -> None:
     t = Tensor.from_numpy(np.array([1.0, 2.0], ml_dtypes.float8_e8m0fnu))
-    hostile = Tensor._trusted(t.descriptor, [np.array([0x7F, 0xFF], np.uint8)])
+    hostile = trusted_tensor(t.descriptor, [np.array([0x7F, 0xFF], np.uint8)])
     with pytest.raises(HurrayFormatError, match="float8_e8m0"):
         unpack(hostile, device="reference")
     assert unpack(t, device="reference").to("cpu").numpy().tolist() == [1.0, 2.0]

@@ -120,7 +120,7 @@ def test_per_block_shared_f16_zero_points_unaligned() -> None:
                          axis=0, block_size=2, scales=np.array([1, 2, 4], np.float16),
                          zero_points=np.array([1, 2, 3], np.int32), scale_type="float16",
                          shared=True)
-    assert t.buffers[1].size == 3 * 2 + 3 * 4
+    assert t.buffers[1].array.size == 3 * 2 + 3 * 4
     assert ref(t).tolist() == [4.0, 4.0, 6.0, 6.0, 8.0, 8.0]
 
 

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from hurray_gpu.backends.null import NullDevice
-from hurray_gpu.buffer import Buffer
 from hurray_gpu.errors import BackendUnavailableError, UnsupportedOpError
-from hurray_gpu.program import compile_stats
+from hurray_gpu.runtime.buffer import Buffer
+from hurray_gpu.runtime.program import compile_stats
 
 
 @pytest.fixture()

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hurray_gpu.backends.null import NullDevice
-from hurray_gpu.cache import DiskKernelCache, make_cache_key
+from hurray_gpu.runtime.cache import DiskKernelCache, make_cache_key
 
 KEY = make_cache_key("hurray_gpu.prop.kernel.v1", "s")
 

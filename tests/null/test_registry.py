@@ -7,10 +7,20 @@ import sys
 
 import pytest
 
-from hurray_gpu import backends, config
-from hurray_gpu.backends import BACKENDS, DeviceTag, is_available, module_name, tag_name
-from hurray_gpu.devices_api import default_device, device, devices, parse_spec
+from hurray_gpu import config
 from hurray_gpu.errors import BackendUnavailableError
+from hurray_gpu.format.descriptor.buffers import DeviceTag
+from hurray_gpu.runtime import registry
+from hurray_gpu.runtime.registry import (
+    BACKENDS,
+    default_device,
+    devices,
+    is_available,
+    module_name,
+    parse_spec,
+    tag_name,
+)
+from hurray_gpu.runtime.registry import resolve_device as device
 
 
 def test_table_rows_are_the_hurray_tags() -> None:
@@ -91,14 +101,14 @@ def test_default_device_skips_emulated_gpus(monkeypatch: pytest.MonkeyPatch) -> 
 
 def test_missing_driver_module_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(BACKENDS, 0x08, "no_such_backend_module")
-    monkeypatch.setattr(backends, "EXTRAS", {"no_such_backend_module": "opencl"})
+    monkeypatch.setattr(registry, "EXTRAS", {"no_such_backend_module": "opencl"})
     with pytest.raises(BackendUnavailableError, match=r"hurray_gpu\[opencl\]"):
-        backends.backend_module(0x08)
+        registry.backend_module(0x08)
     assert module_name(0x08) == "no_such_backend_module"
 
 
 def test_importing_hurray_gpu_imports_no_driver() -> None:
-    code = ("import sys, hurray_gpu, hurray_gpu.devices_api, hurray_gpu.buffer, "
+    code = ("import sys, hurray_gpu, hurray_gpu.runtime.registry, hurray_gpu.runtime.buffer, "
             "hurray_gpu.kernels, hurray_gpu.backends\n"
             "bad = [m for m in ('cupy', 'pyopencl', 'vulkan', 'cuda') if m in sys.modules]\n"
             "print(bad); sys.exit(1 if bad else 0)")
@@ -122,7 +132,7 @@ def test_config_reads_env(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
                                                        ("vulkan", "vulkan", "vulkan")])
 def test_missing_driver_package_names_pip_extra(module: str, spec: str, extra: str) -> None:
     code = (f"import sys; sys.modules[{module!r}] = None\n"
-            "from hurray_gpu.devices_api import device, devices\n"
+            "from hurray_gpu.runtime.registry import resolve_device as device, devices\n"
             "from hurray_gpu.errors import BackendUnavailableError\n"
             f"assert {spec!r} not in [d.kind for d in devices()]\n"
             "try:\n"
@@ -136,7 +146,7 @@ def test_missing_driver_package_names_pip_extra(module: str, spec: str, extra: s
 
 
 def test_describe_devices_lists_every_backend() -> None:
-    from hurray_gpu.devices_api import describe_devices
+    from hurray_gpu.runtime.registry import describe_devices
 
     text = describe_devices()
     for name in ("cpu:0", "cuda", "rocm", "vulkan", "opencl", "reference"):

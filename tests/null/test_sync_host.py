@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 
 from hurray_gpu import Tensor, UnsupportedOpError
-from hurray_gpu.devices_api import device
 from hurray_gpu.format.descriptor.buffers import SyncMode
+from hurray_gpu.runtime.registry import resolve_device as device
+from hurray_gpu.runtime.stream import HostEvent, HostStream
 from hurray_gpu.sync import Event, Stream, current_stream
 from hurray_gpu.sync.handoff import parse_mode
-from hurray_gpu.sync.host import HostEvent, HostStream
 
 
 def test_host_stream_and_event() -> None:

@@ -109,7 +109,7 @@ def cast_program(source: Scalar, pairs: Sequence[tuple[Scalar, Scalar]]) -> ir.P
 
 def kernel_devices() -> list:
     """Every available compiling hurray_gpu device (cpu, opencl, vulkan, ...)."""
-    from hurray_gpu.devices_api import devices
+    from hurray_gpu.runtime.registry import devices
 
     return [d for d in devices() if d.kind != "reference" and d.compiler is not None]
 

@@ -182,7 +182,7 @@ def blake3_hash(data: bytes, device: Any = "reference", *, workgroup: int = 64) 
     params = np.array([len(data), 1 if chunks == 1 else 0], np.uint32)
     if device == "reference":
         return _reference_hash(data, chunks, params, workgroup)
-    from hurray_gpu.buffer import Buffer
+    from hurray_gpu.runtime.buffer import Buffer
     from vyre.kernel import compile as compile_kernel
 
     chunk_prog, parent_prog = _programs(workgroup)

@@ -5,7 +5,7 @@ Strict by default; every malformed input raises HurrayFormatError naming field a
 
 from __future__ import annotations
 
-from .buffers import (
+from hurray_gpu.format.descriptor.buffers import (
     DEVICE_ALIGNMENT,
     MIN_DATA_ALIGNMENT,
     BufferHandle,
@@ -15,14 +15,14 @@ from .buffers import (
     check_colocation,
     is_valid_pair,
 )
-from .codec import (
+from hurray_gpu.format.descriptor.codec import (
     MAGIC,
     decode_descriptor,
     decode_descriptor_prefix,
     encode_descriptor,
     peek_descriptor_length,
 )
-from .layouts import (
+from hurray_gpu.format.descriptor.layouts import (
     COO,
     CSC,
     CSF,
@@ -40,7 +40,7 @@ from .layouts import (
     Tiled,
     UnknownLayout,
 )
-from .model import (
+from hurray_gpu.format.descriptor.model import (
     DYNAMIC,
     HAS_COMPOSITE_MEMBER,
     HAS_EXTENSION_TYPE,
@@ -49,7 +49,7 @@ from .model import (
     HAS_STATISTICS,
     TensorDescriptor,
 )
-from .quant import (
+from hurray_gpu.format.descriptor.quant import (
     MXFP,
     NF4,
     PerBlockAffine,
@@ -58,9 +58,9 @@ from .quant import (
     Quantization,
     RawQuantization,
 )
-from .sections import CompositeMember, ExtensionType, Shard, Statistics
-from .sizes import BufferSpec
-from .validate import MAX_RANK, validate_descriptor
+from hurray_gpu.format.descriptor.sections import CompositeMember, ExtensionType, Shard, Statistics
+from hurray_gpu.format.descriptor.sizes import BufferSpec
+from hurray_gpu.format.descriptor.validate import MAX_RANK, validate_descriptor
 
 __all__ = [
     "COO", "CSC", "CSF", "CSR", "DEVICE_ALIGNMENT", "DYNAMIC", "HAS_COMPOSITE_MEMBER",

@@ -12,8 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import IntEnum
 
-from ...errors import UnsupportedOpError
-from .reader import Reader, Writer, fail
+from hurray_gpu.errors import UnsupportedOpError
+from hurray_gpu.format.descriptor.reader import Reader, Writer, fail
 
 HANDLE_SIZE = 16
 _HANDLE = struct.Struct("<QIBBBB")

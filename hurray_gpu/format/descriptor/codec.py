@@ -10,11 +10,14 @@ from __future__ import annotations
 import struct
 
 from hurray_gpu.errors import HurrayFormatError
-from hurray_gpu.format.dtypes import DType, by_tag
-
-from .buffers import HANDLE_SIZE, decode_handle, encode_handle
-from .layouts import UnknownLayout, decode_layout, encode_layout, layout_tag_problem
-from .model import (
+from hurray_gpu.format.descriptor.buffers import HANDLE_SIZE, decode_handle, encode_handle
+from hurray_gpu.format.descriptor.layouts import (
+    UnknownLayout,
+    decode_layout,
+    encode_layout,
+    layout_tag_problem,
+)
+from hurray_gpu.format.descriptor.model import (
     DYNAMIC,
     HAS_COMPOSITE_MEMBER,
     HAS_EXTENSION_TYPE,
@@ -23,9 +26,13 @@ from .model import (
     HAS_STATISTICS,
     TensorDescriptor,
 )
-from .quant import Quantization, decode_quantization, encode_quantization
-from .reader import Reader, Writer, fail
-from .sections import (
+from hurray_gpu.format.descriptor.quant import (
+    Quantization,
+    decode_quantization,
+    encode_quantization,
+)
+from hurray_gpu.format.descriptor.reader import Reader, Writer, fail
+from hurray_gpu.format.descriptor.sections import (
     CompositeMember,
     ExtensionType,
     Shard,
@@ -36,7 +43,8 @@ from .sections import (
     decode_statistics,
     encode_sections,
 )
-from .validate import MAX_RANK, Where, validate_descriptor
+from hurray_gpu.format.descriptor.validate import MAX_RANK, Where, validate_descriptor
+from hurray_gpu.format.dtypes import DType, by_tag
 
 MAGIC = b"HRRY"
 HEADER_SIZE = 20

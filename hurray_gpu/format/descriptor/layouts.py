@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from .reader import U32_MAX, Reader, Writer, fail
+from hurray_gpu.format.descriptor.reader import U32_MAX, Reader, Writer, fail
 
 MAX_TILED_DEPTH = 8
 _TILE_TAGS = {0x01: "row-major", 0x02: "col-major", 0x03: "strided"}
@@ -193,6 +193,19 @@ class UnknownLayout:
 
 Layout = (RowMajor | ColMajor | Strided | Tiled | Morton | COO | CSR | CSC | CSF | BlockPaged
           | Composite | Hilbert | Extension | UnknownLayout)
+# Layout tag -> the name the Python binding uses for it.
+LAYOUT_NAMES = {0x01: "row_major", 0x02: "col_major", 0x03: "strided", 0x04: "tiled",
+                0x05: "morton", 0x06: "coo", 0x07: "csr", 0x08: "csc", 0x09: "csf",
+                0x0A: "block_paged", 0x0B: "composite", 0x40: "hilbert"}
+
+
+def layout_name(tag: int) -> str:
+    """The python-binding name of a layout tag (``"extension"`` for 0xF0-0xFE)."""
+    if tag in LAYOUT_NAMES:
+        return LAYOUT_NAMES[tag]
+    return "extension" if 0xF0 <= tag <= 0xFE else f"unknown_0x{tag:02X}"
+
+
 DENSE_TAGS = frozenset({0x01, 0x02, 0x03, 0x04, 0x05, 0x40})
 SPARSE_TAGS = frozenset({0x06, 0x07, 0x08, 0x09})
 

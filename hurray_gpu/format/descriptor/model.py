@@ -5,13 +5,24 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hurray_gpu.errors import HurrayFormatError
+from hurray_gpu.format.descriptor.buffers import (
+    DEVICE_ALIGNMENT,
+    MIN_DATA_ALIGNMENT,
+    BufferHandle,
+    DeviceTag,
+    MemoryClass,
+)
+from hurray_gpu.format.descriptor.layouts import (
+    ColMajor,
+    Composite,
+    Layout,
+    RowMajor,
+    UnknownLayout,
+)
+from hurray_gpu.format.descriptor.quant import Quantization
+from hurray_gpu.format.descriptor.sections import CompositeMember, ExtensionType, Shard, Statistics
+from hurray_gpu.format.descriptor.sizes import BufferSpec, layout_specs, prod, quant_specs
 from hurray_gpu.format.dtypes import DType, buffer_size, by_name, by_tag
-
-from .buffers import DEVICE_ALIGNMENT, MIN_DATA_ALIGNMENT, BufferHandle, DeviceTag, MemoryClass
-from .layouts import ColMajor, Composite, Layout, RowMajor, UnknownLayout
-from .quant import Quantization
-from .sections import CompositeMember, ExtensionType, Shard, Statistics
-from .sizes import BufferSpec, layout_specs, prod, quant_specs
 
 DYNAMIC = 0xFFFFFFFFFFFFFFFF  # wire sentinel of a dynamic dimension (None in ``shape``)
 HAS_QUANTIZATION, HAS_SHARD, HAS_EXTENSION_TYPE = 0x01, 0x02, 0x04
@@ -98,8 +109,8 @@ class TensorDescriptor:
         That is: an unknown or private type tag, an unknown or private layout, or an
         unrecognised quantization scheme.
         """
-        from .layouts import Extension
-        from .quant import RawQuantization
+        from hurray_gpu.format.descriptor.layouts import Extension
+        from hurray_gpu.format.descriptor.quant import RawQuantization
 
         return (self.dtype.interpretable
                 and not isinstance(self.layout, (UnknownLayout, Extension))
@@ -150,7 +161,7 @@ class TensorDescriptor:
         Raises:
             HurrayFormatError: if the descriptor breaks a rule of the spec.
         """
-        from .codec import encode_descriptor
+        from hurray_gpu.format.descriptor.codec import encode_descriptor
 
         return encode_descriptor(self, permissive=permissive)
 
@@ -190,7 +201,7 @@ class TensorDescriptor:
             size = buffer_size(dt, prod(dims) or 0)
             buffers = (BufferHandle(size, align, device_tag, sync_mode, memory_class),)
         desc = cls(dt, dims, ColMajor() if col_major else RowMajor(), tuple(buffers))
-        from .validate import validate_descriptor
+        from hurray_gpu.format.descriptor.validate import validate_descriptor
 
         validate_descriptor(desc, permissive=False)
         return desc

@@ -12,7 +12,7 @@ import struct
 from dataclasses import dataclass
 from typing import ClassVar
 
-from .reader import U32_MAX, Reader, Writer, fail
+from hurray_gpu.format.descriptor.reader import U32_MAX, Reader, Writer, fail
 
 SYMMETRIC = 0x0001
 SCALE_TYPE_SIZES = {0x01: 2, 0x02: 2, 0x03: 4}  # f16, bf16, f32

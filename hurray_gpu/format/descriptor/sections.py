@@ -6,7 +6,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from .reader import Reader, Writer, fail
+from hurray_gpu.format.descriptor.reader import Reader, Writer, fail
 
 STATS_SIZE = 72
 EXT_TYPE_SIZE = 20

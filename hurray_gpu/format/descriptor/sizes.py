@@ -7,9 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hurray_gpu.format.dtypes import DType, buffer_size, extension_buffer_size
-
-from .layouts import (
+from hurray_gpu.format.descriptor.layouts import (
     COO,
     CSC,
     CSF,
@@ -23,8 +21,16 @@ from .layouts import (
     Strided,
     Tiled,
 )
-from .quant import MXFP, NF4, SCALE_TYPE_SIZES, PerBlockAffine, PerChannelAffine, Quantization
-from .sections import ExtensionType
+from hurray_gpu.format.descriptor.quant import (
+    MXFP,
+    NF4,
+    SCALE_TYPE_SIZES,
+    PerBlockAffine,
+    PerChannelAffine,
+    Quantization,
+)
+from hurray_gpu.format.descriptor.sections import ExtensionType
+from hurray_gpu.format.dtypes import DType, buffer_size, extension_buffer_size
 
 # Any requirement above this cannot be met by a u64 byte_size; avoids astronomically big ints.
 TOO_BIG = 1 << 80

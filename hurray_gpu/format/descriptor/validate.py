@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .buffers import check_colocation
-from .layouts import (
+from hurray_gpu.format.descriptor.buffers import check_colocation
+from hurray_gpu.format.descriptor.layouts import (
     COO,
     CSC,
     CSF,
@@ -25,12 +25,16 @@ from .layouts import (
     Tiled,
     UnknownLayout,
 )
-from .reader import U64_MAX, fail
-from .sections import NNZ_VALID
-from .validate_quant import check_buffer_sizes, check_buffer_table, check_quantization
+from hurray_gpu.format.descriptor.reader import U64_MAX, fail
+from hurray_gpu.format.descriptor.sections import NNZ_VALID
+from hurray_gpu.format.descriptor.validate_quant import (
+    check_buffer_sizes,
+    check_buffer_table,
+    check_quantization,
+)
 
 if TYPE_CHECKING:
-    from .model import TensorDescriptor
+    from hurray_gpu.format.descriptor.model import TensorDescriptor
 
 MAX_RANK = 64
 

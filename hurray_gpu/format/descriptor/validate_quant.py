@@ -5,14 +5,21 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .layouts import BlockPaged, Extension, own_buffer_count
-from .quant import MXFP, NF4, PerBlockAffine, PerChannelAffine, PerTensorAffine, RawQuantization
-from .reader import fail
-from .sizes import byte_floor, element_range
+from hurray_gpu.format.descriptor.layouts import BlockPaged, Extension, own_buffer_count
+from hurray_gpu.format.descriptor.quant import (
+    MXFP,
+    NF4,
+    PerBlockAffine,
+    PerChannelAffine,
+    PerTensorAffine,
+    RawQuantization,
+)
+from hurray_gpu.format.descriptor.reader import fail
+from hurray_gpu.format.descriptor.sizes import byte_floor, element_range
 
 if TYPE_CHECKING:
-    from .model import TensorDescriptor
-    from .validate import Where
+    from hurray_gpu.format.descriptor.model import TensorDescriptor
+    from hurray_gpu.format.descriptor.validate import Where
 
 _AFFINE = frozenset({0x10, 0x11, 0x12, 0x13, 0x14, 0x15, 0x48, 0x49, 0x4A, 0x4B})
 STORAGE_TYPES: dict[int, frozenset[int]] = {

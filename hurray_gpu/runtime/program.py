@@ -1,6 +1,6 @@
 """Compiler and Program base classes: cached compilation and checked kernel launches.
 
-Re-exported from :mod:`hurray_gpu.device`; backends subclass them.
+Backends subclass them (``_launch`` and ``compile`` are their hooks).
 """
 
 from __future__ import annotations
@@ -13,15 +13,14 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from hurray_gpu import config
-from hurray_gpu.cache import KernelCacheBackend, default_cache, make_cache_key
-from hurray_gpu.canary import named_buffers
-from hurray_gpu.errors import BoundsViolation, HurrayGPUError, UnsupportedOpError
+from hurray_gpu.errors import UnsupportedOpError
 from hurray_gpu.kernels.dialect.kernel import KernelDef
 from hurray_gpu.kernels.dialect.render import RENDER_VERSION
+from hurray_gpu.runtime.cache import KernelCacheBackend, default_cache, make_cache_key
 
 if TYPE_CHECKING:
-    from hurray_gpu.canary import Canary
-    from hurray_gpu.device import Allocation, Device
+    from hurray_gpu.runtime.device import Device
+    from hurray_gpu.runtime.memory import Allocation
 
 __all__ = ["Compiler", "Program", "compile_stats"]
 
@@ -152,14 +151,13 @@ class Program:
         self._names = tuple(p.name for p in kernel.params)
         self._scalar_params = kernel.scalars
         self._buffer_params = tuple((p.name, p.itemsize) for p in kernel.buffers)
+        self._writes = tuple(p.access != "r" for p in kernel.buffers)
         self._scalar_names = tuple(p.name for p in kernel.scalars)
         # Scalar values (with their types) -> typed scalars, bytes each buffer needs, grid:
         # callers launch the same kernel with the same scalars over and over (a decode step
         # per layer), and the extents and grid are pure functions of the scalars.
         self._plans: dict[tuple[Any, ...], tuple[list[np.generic], list[int],
                                                   tuple[int, int, int] | None]] = {}
-        # Debug canaries (HURRAY_GPU_DEBUG_BOUNDS=1): None, and no cost per launch, when off.
-        self._canary = device.allocator.canary
 
     def __call__(self, *args: Any, global_size: Sequence[int] | None = None,
                  wait: bool = False, **kwargs: Any) -> float | None:
@@ -177,7 +175,8 @@ class Program:
             UnsupportedOpError: missing/extra/mistyped arguments, or a buffer too small for
                 the extents the scalars imply.
             BoundsViolation: with ``HURRAY_GPU_DEBUG_BOUNDS=1``, the kernel wrote outside a
-                buffer argument (checked once the launch has run; see hurray_gpu.canary).
+                buffer argument (checked once the launch has run; see
+                :mod:`hurray_gpu.runtime.canary`).
         """
         bound = self._bind(args, kwargs)
         values = tuple(bound[name] for name in self._scalar_names)
@@ -192,8 +191,9 @@ class Program:
                 self._plans.clear()
             self._plans[key] = plan
         typed, needs, default_grid = plan
-        buffers = [self._check_buffer(name, bound[name], need)
-                   for (name, _), need in zip(self._buffer_params, needs, strict=True)]
+        buffers = [self._check_buffer(name, bound[name], need, write)
+                   for (name, _), need, write in zip(self._buffer_params, needs, self._writes,
+                                                     strict=True)]
         if global_size is not None:
             grid = _check_grid(global_size)
         else:
@@ -202,9 +202,7 @@ class Program:
                                                                    strict=True)}))
         if math.prod(grid) == 0:
             return 0.0 if wait else None
-        if self._canary is None:
-            return self._launch(buffers, typed, grid, self.kernel.local_size, wait)
-        return self._launch_checked(self._canary, buffers, typed, grid, wait)
+        return self._launch(buffers, typed, grid, self.kernel.local_size, wait)
 
     def _plan(self, bound: Mapping[str, Any]
               ) -> tuple[list[np.generic], list[int], tuple[int, int, int] | None]:
@@ -228,31 +226,7 @@ class Program:
         live allocations on this device at least as large as the kernel's extents, and
         ``scalars`` are typed in signature order. Debug canaries still apply.
         """
-        if self._canary is None:
-            self._launch(buffers, scalars, global_size, self.kernel.local_size, False)
-        else:
-            self._launch_checked(self._canary, buffers, scalars, global_size, False)
-
-    def _launch_checked(self, canary: Canary, buffers: list[Allocation],
-                        scalars: list[np.generic], grid: tuple[int, int, int],
-                        wait: bool) -> float | None:
-        """Launch, then check the canaries of every buffer argument once the launch's stream
-        has run it (see :meth:`Canary.after_launch`).
-
-        A launch that fails (e.g. a Vulkan window fault) is checked too: a changed canary is
-        the more precise report, so BoundsViolation replaces the error (chained to it).
-        """
-        named = named_buffers(self.kernel, buffers)
-        try:
-            result = self._launch(buffers, scalars, grid, self.kernel.local_size, wait)
-        except HurrayGPUError as exc:
-            try:
-                canary.after_launch(self.device, self.kernel.name, named)
-            except BoundsViolation as violation:
-                raise violation from exc
-            raise
-        canary.after_launch(self.device, self.kernel.name, named)
-        return result
+        self._launch(buffers, scalars, global_size, self.kernel.local_size, False)
 
     def _bind(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> dict[str, Any]:
         names = self._names
@@ -273,8 +247,9 @@ class Program:
                                      fix=f"pass all of {list(names)}.")
         return bound
 
-    def _check_buffer(self, name: str, value: Any, need: int) -> Allocation:
-        """The allocation behind ``value``, checked: same device, ``need`` bytes, not freed."""
+    def _check_buffer(self, name: str, value: Any, need: int, write: bool) -> Allocation:
+        """The allocation behind ``value``, checked: same device, ``need`` bytes, not freed,
+        writable when the kernel writes it."""
         allocation = getattr(value, "allocation", None)
         if allocation is None or getattr(value, "device", None) is not self.device:
             raise UnsupportedOpError(
@@ -289,6 +264,10 @@ class Program:
         if allocation.freed or allocation.root.freed:
             raise UnsupportedOpError(f"{self.kernel.name}: buffer {name} was freed",
                                      fix="keep the buffer (or its tensor) alive until the launch.")
+        if write and allocation.readonly:
+            raise UnsupportedOpError(
+                f"{self.kernel.name}: buffer {name} is read-only memory but the kernel writes it",
+                fix="pass a writable Buffer (copy read-only data into a new one first).")
         return allocation
 
     def _launch(self, buffers: list[Allocation], scalars: list[np.generic],

@@ -1,18 +1,26 @@
 """Buffer: a block of device memory (device, nbytes, memory_class) with copyin/copyout/copy_from.
 
-Views share their base's memory and keep it alive; freeing returns memory to the pool.
+Views share their base's memory and keep it alive; freeing returns memory to the pool. A buffer
+in host memory (the cpu device) is also a NumPy array: :attr:`Buffer.array` is a zero-copy
+uint8 view of it, and :meth:`Buffer.wrap` makes a buffer of existing host memory (a NumPy
+array, a memory-mapped file) without copying it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import warnings
+import weakref
 from typing import Any
 
 import numpy as np
 
-from hurray_gpu.device import Allocation, Device, MemoryClass
 from hurray_gpu.errors import BoundsViolation, UnsupportedOpError
+from hurray_gpu.runtime.device import Device
+from hurray_gpu.runtime.memory import Allocation, MemoryClass
+from hurray_gpu.runtime.registry import resolve_device
+from hurray_gpu.runtime.transfer import copy_buffer
 
 __all__ = ["Buffer"]
 
@@ -21,7 +29,8 @@ class Buffer:
     """Device memory.
 
     Args:
-        device: where to allocate (a Device, or any spec :func:`hurray_gpu.device` accepts).
+        device: where to allocate (a Device, or any spec :func:`hurray_gpu.device` accepts;
+            None is the default device).
         nbytes: size in bytes (0 is an empty buffer).
         memory_class: ``"standard"``, ``"host_pinned"``, ``"unified"`` or a MemoryClass.
 
@@ -31,17 +40,44 @@ class Buffer:
         OutOfMemoryError: no room after one retry with the pool emptied.
     """
 
+    __slots__ = ("device", "allocation", "_base", "_array", "__weakref__")
+
     def __init__(self, device: Device | Any, nbytes: int,
                  memory_class: MemoryClass | int | str = MemoryClass.STANDARD, *,
                  _allocation: Allocation | None = None, _base: Buffer | None = None) -> None:
         if not isinstance(device, Device):
-            from hurray_gpu.devices_api import device as open_spec
-
-            device = open_spec(device)
+            device = resolve_device(device)
         self.device: Device = device
         self._base = _base
+        self._array: Any = None  # weak reference to the last host array handed out
         self.allocation = (_allocation if _allocation is not None
                            else device.allocator.alloc(nbytes, memory_class))
+
+    @classmethod
+    def wrap(cls, array: Any, device: Device | Any = "cpu") -> Buffer:
+        """A buffer over existing host memory, without copying it.
+
+        The memory stays owned by ``array`` (a NumPy array, a memory-mapped file...): freeing
+        the buffer drops the reference and never pools it; read-only memory stays read-only
+        (kernels refuse to write it).
+
+        Args:
+            array: bytes-like host memory (any contiguous NumPy array, bytes, memoryview).
+            device: a device whose memory is host memory (the cpu device).
+
+        Raises:
+            UnsupportedOpError: the device's memory is not host memory, or the data is not
+                contiguous.
+        """
+        dev = device if isinstance(device, Device) else resolve_device(device)
+        data = np.asarray(array) if isinstance(array, np.ndarray) else np.frombuffer(
+            array, dtype=np.uint8)
+        if not data.flags.c_contiguous:
+            raise UnsupportedOpError("cannot wrap non-contiguous memory in place",
+                                     fix="pass np.ascontiguousarray(array).")
+        flat = data.reshape(-1).view(np.uint8)
+        allocation = dev.allocator.wrap(flat)
+        return cls(dev, allocation.nbytes, _allocation=allocation)
 
     @classmethod
     def from_bytes(cls, device: Device | Any, data: Any,
@@ -63,8 +99,68 @@ class Buffer:
 
     @property
     def offset(self) -> int:
-        """Byte offset inside the base buffer (0 unless a view; debug canaries excluded)."""
-        return self.allocation.user_offset
+        """Byte offset inside the base buffer (0 unless a view)."""
+        if self._base is None:
+            return 0
+        return self.allocation.offset - self._base.allocation.offset
+
+    @property
+    def is_host(self) -> bool:
+        """True when the memory is host memory NumPy can address (the cpu device)."""
+        return self.device.allocator.host_memory
+
+    @property
+    def readonly(self) -> bool:
+        """True for read-only memory (a wrapped read-only array or file map)."""
+        return self.allocation.readonly
+
+    @property
+    def array(self) -> np.ndarray:
+        """The buffer's bytes as a 1-D uint8 NumPy array over its memory (no copy).
+
+        The array keeps the buffer alive (its memory cannot go back to the pool while any
+        array derived from it exists); it is read-only when the memory is.
+
+        Raises:
+            UnsupportedOpError: the memory is not host memory (copy it with :meth:`numpy`),
+                or the buffer was freed.
+        """
+        cached = self._array() if self._array is not None else None
+        if cached is not None:
+            return cached  # type: ignore[no-any-return]
+        allocation = self.allocation
+        if allocation.freed or allocation.root.freed:
+            raise UnsupportedOpError("buffer was freed", fix="do not use a buffer after free().")
+        raw = self.device.allocator.host_array(allocation)
+        if raw is None:
+            raise UnsupportedOpError(
+                f"{self!r} is not host memory, so it has no zero-copy NumPy view",
+                fix="copy it to the host with buf.numpy() (or Tensor.to('cpu')).")
+        if allocation.external or raw.size == 0 or not raw.flags.writeable:
+            out = raw  # the memory's owner is the array itself
+        else:
+            # NumPy keeps an array's base alive under every view derived from it; a ctypes
+            # holder carrying this buffer as that base pins the buffer, and so its memory.
+            holder = (ctypes.c_uint8 * raw.size).from_buffer(raw)  # type: ignore[arg-type]
+            holder.owner = self  # type: ignore[attr-defined]
+            out = np.frombuffer(holder, dtype=np.uint8)  # type: ignore[call-overload]
+        self._array = weakref.ref(out)
+        return out
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        """NumPy's protocol: host memory is viewed without a copy (uint8, 1-D).
+
+        Raises:
+            UnsupportedOpError: device memory (use :meth:`numpy`, which copies), or a copy was
+                refused (``copy=False``) for a dtype change.
+        """
+        out = self.array
+        if dtype is not None and np.dtype(dtype) != out.dtype:
+            if copy is False:
+                raise UnsupportedOpError("a dtype change needs a copy",
+                                         fix="call np.asarray(buf).view(dtype) instead.")
+            return out.astype(dtype)
+        return out.copy() if copy else out
 
     @property
     def is_view(self) -> bool:
@@ -115,8 +211,6 @@ class Buffer:
         Raises:
             UnsupportedOpError: the sizes differ, or either buffer was freed.
         """
-        from hurray_gpu.transfer import copy_buffer
-
         copy_buffer(self, src, progress=progress)
         return self
 
@@ -152,7 +246,7 @@ class Buffer:
                 last kernel's check (the memory is freed all the same).
         """
         allocation = getattr(self, "allocation", None)
-        if allocation is not None and self._base is None:
+        if allocation is not None and getattr(self, "_base", None) is None:
             self.device.allocator.free(allocation)
 
     def __enter__(self) -> Buffer:

@@ -1,6 +1,6 @@
 """Bounded-chunk copies between host arrays and device Buffers, with an optional progress bar.
 
-Large transfers move at most ``CHUNK`` bytes per step, so no copy holds more than one extra
+Large transfers move at most ``memory.CHUNK`` bytes per step, so no copy holds more than one extra
 chunk of host memory; the bar (``rich``, when installed) shows on a terminal for big transfers.
 """
 
@@ -14,17 +14,13 @@ import numpy as np
 
 from hurray_gpu import config
 from hurray_gpu.errors import UnsupportedOpError
+from hurray_gpu.runtime import memory
 
 if TYPE_CHECKING:
-    from hurray_gpu.buffer import Buffer
-    from hurray_gpu.device import Allocation, Allocator
+    from hurray_gpu.runtime.buffer import Buffer
 
-__all__ = ["CHUNK", "PROGRESS_THRESHOLD", "Progress", "copy_buffer", "copy_into", "download", "host_chunks",
-           "pieces", "show_progress", "staged_copy", "upload"]
-
-# Host staging and per-step copy size: large enough to amortise a driver call, small enough
-# that a staged copy of a multi-GiB tensor never doubles host memory.
-CHUNK = 64 << 20
+__all__ = ["PROGRESS_THRESHOLD", "Progress", "copy_buffer", "download", "host_chunks",
+           "show_progress", "upload"]
 # Below this size a transfer finishes too fast for a bar to be worth drawing.
 PROGRESS_THRESHOLD = 256 << 20
 
@@ -118,38 +114,22 @@ def _quiet(total: int) -> Progress:
     return Progress(total, "", False)
 
 
-def pieces(allocator: Allocator, alloc: Allocation) -> Iterator[tuple[int, Allocation]]:
-    """``(offset, view)`` chunks covering ``alloc``; one piece when the backend has no views."""
-    n = alloc.nbytes
-    if n <= CHUNK:
-        yield 0, alloc
-        return
-    try:
-        first = allocator.view(alloc, 0, CHUNK)
-    except UnsupportedOpError:
-        yield 0, alloc
-        return
-    yield 0, first
-    for off in range(CHUNK, n, CHUNK):
-        yield off, allocator.view(alloc, off, min(CHUNK, n - off))
-
-
 def host_chunks(buf: Any) -> Iterator[memoryview]:
     """The bytes of a host array or Buffer as host memoryviews of at most CHUNK bytes.
 
     A host array yields views of itself; a Buffer is copied out into one reused staging
     chunk, so each yielded view is valid only until the next one is requested.
     """
-    from hurray_gpu.buffer import Buffer
-
-    if not isinstance(buf, Buffer):
-        data = np.ascontiguousarray(buf).reshape(-1).view(np.uint8).data
-        for off in range(0, data.nbytes, CHUNK):
-            yield data[off:off + CHUNK]
+    host = _host_array(buf) if hasattr(buf, "allocation") else np.ascontiguousarray(buf)
+    if host is not None:
+        data = host.reshape(-1).view(np.uint8).data
+        step = memory.CHUNK
+        for off in range(0, data.nbytes, step):
+            yield data[off:off + step]
         return
     allocator = buf.device.allocator
-    staging = np.empty(min(buf.nbytes, CHUNK), dtype=np.uint8)
-    for _, part in pieces(allocator, buf.allocation):
+    staging = np.empty(min(buf.nbytes, memory.CHUNK), dtype=np.uint8)
+    for _, part in allocator.pieces(buf.allocation):
         chunk = staging if part.nbytes == staging.size else np.empty(part.nbytes, np.uint8)
         allocator.copyout(chunk, part)
         yield chunk.data
@@ -171,7 +151,7 @@ def upload(dest: Buffer, src: Any, bar: Progress | None = None) -> None:
     _check_sizes(dest.nbytes, data.size)
     bar = bar or _quiet(data.size)
     allocator = dest.device.allocator
-    for off, part in pieces(allocator, dest.allocation):
+    for off, part in allocator.pieces(dest.allocation):
         allocator.copyin(part, data[off:off + part.nbytes])
         bar.advance(part.nbytes)
 
@@ -185,18 +165,14 @@ def download(dest: np.ndarray, src: Buffer, bar: Progress | None = None) -> None
     _check_sizes(dest.size, src.nbytes)
     bar = bar or _quiet(dest.size)
     allocator = src.device.allocator
-    for off, part in pieces(allocator, src.allocation):
+    for off, part in allocator.pieces(src.allocation):
         allocator.copyout(dest[off:off + part.nbytes], part)
         bar.advance(part.nbytes)
 
 
-def _host_raw(buffer: Buffer) -> np.ndarray | None:
-    """The host array behind a buffer of a host-memory device (cpu, reference), else None."""
-    from hurray_gpu.backends.cpu import CPUAllocator
-
-    if isinstance(buffer.device.allocator, CPUAllocator) and buffer.nbytes:
-        return buffer.allocation.raw  # type: ignore[no-any-return]
-    return None
+def _host_array(buffer: Buffer) -> np.ndarray | None:
+    """The host array over a buffer's memory when the host can address it, else None."""
+    return buffer.device.allocator.host_array(buffer.allocation)
 
 
 def copy_buffer(dest: Buffer, src: Buffer, *, progress: bool | None = None,
@@ -217,12 +193,12 @@ def copy_buffer(dest: Buffer, src: Buffer, *, progress: bool | None = None,
         return
     if dest.device is src.device:
         allocator = dest.device.allocator
-        for (_, d_part), (_, s_part) in zip(pieces(allocator, dest.allocation),
-                                            pieces(allocator, src.allocation), strict=True):
+        for (_, d_part), (_, s_part) in zip(allocator.pieces(dest.allocation),
+                                            allocator.pieces(src.allocation), strict=True):
             allocator.copy(d_part, s_part)
             bar.advance(s_part.nbytes)
         return
-    src_host, dest_host = _host_raw(src), _host_raw(dest)
+    src_host, dest_host = _host_array(src), _host_array(dest)
     if src_host is not None:
         upload(dest, src_host, bar)
     elif dest_host is not None:
@@ -233,60 +209,16 @@ def copy_buffer(dest: Buffer, src: Buffer, *, progress: bool | None = None,
 
 def _staged(dest: Buffer, src: Buffer, bar: Progress) -> None:
     s_alloc, d_alloc = src.device.allocator, dest.device.allocator
-    s_parts = list(pieces(s_alloc, src.allocation))
-    d_parts = list(pieces(d_alloc, dest.allocation))
+    s_parts = list(s_alloc.pieces(src.allocation))
+    d_parts = list(d_alloc.pieces(dest.allocation))
     if len(s_parts) != len(d_parts):  # one side has no views: stage the whole buffer once
         whole = np.empty(src.nbytes, dtype=np.uint8)
         download(whole, src, bar=_quiet(src.nbytes))
         upload(dest, whole, bar)
         return
-    staging = np.empty(min(src.nbytes, CHUNK), dtype=np.uint8)
+    staging = np.empty(min(src.nbytes, memory.CHUNK), dtype=np.uint8)
     for (_, s_part), (_, d_part) in zip(s_parts, d_parts, strict=True):
         chunk = staging[:s_part.nbytes]
         s_alloc.copyout(chunk, s_part)
         d_alloc.copyin(d_part, chunk)
         bar.advance(s_part.nbytes)
-
-
-def staged_copy(allocator: Allocator, dest: Any, src: Any, nbytes: int, *,
-                whole: bool = False) -> None:
-    """The default ``Allocator._copy``: raw ``src`` to raw ``dest`` through host memory.
-
-    Copies one CHUNK at a time through the backend's ``_offset`` views; ``whole`` (needed when
-    the ranges overlap) or a backend without views stages all ``nbytes`` at once.
-    """
-    step = nbytes if whole else min(nbytes, CHUNK)
-    parts = [(dest, src, nbytes)]
-    if step < nbytes:
-        try:
-            parts = [(allocator._offset(dest, off, size), allocator._offset(src, off, size), size)
-                     for off in range(0, nbytes, step) for size in [min(step, nbytes - off)]]
-        except UnsupportedOpError:
-            step = nbytes
-    staging = memoryview(bytearray(step))
-    for d_raw, s_raw, size in parts:
-        allocator._copyout(staging[:size], s_raw)
-        allocator._copyin(d_raw, staging[:size])
-
-
-def copy_into(dest: Any, src: Any, bar: Progress | None = None) -> None:
-    """Copy between any mix of host uint8 arrays and Buffers (same size), chunk by chunk.
-
-    Raises:
-        UnsupportedOpError: the sizes differ, or a buffer was freed.
-    """
-    from hurray_gpu.buffer import Buffer
-
-    bar = bar or _quiet(0)
-    if isinstance(dest, Buffer) and isinstance(src, Buffer):
-        copy_buffer(dest, src, bar=bar)
-    elif isinstance(dest, Buffer):
-        upload(dest, src, bar)
-    elif isinstance(src, Buffer):
-        download(dest, src, bar)
-    else:
-        _check_sizes(dest.size, src.size)
-        for off in range(0, src.size, CHUNK):
-            part = src[off:off + CHUNK]
-            dest[off:off + part.size] = part
-            bar.advance(part.size)

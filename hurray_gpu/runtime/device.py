@@ -1,0 +1,176 @@
+"""The Device base class: one opened device, its allocator, compiler and loaded programs.
+
+Backends subclass it and set the class attributes; the policy (program caching, the debug
+canary wrappers, default streams) lives here only.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+from hurray_gpu import config
+from hurray_gpu.errors import BackendUnavailableError
+from hurray_gpu.kernels.dialect import render
+from hurray_gpu.kernels.dialect.kernel import KernelDef
+from hurray_gpu.runtime.cache import LRUCache
+from hurray_gpu.runtime.canary import CanaryAllocator, guarded
+from hurray_gpu.runtime.memory import Allocator, MemoryClass
+from hurray_gpu.runtime.program import Compiler, Program
+from hurray_gpu.runtime.stream import Event, HostEvent, HostStream, Stream
+
+__all__ = ["Device"]
+
+# Loaded programs kept per device.
+PROGRAM_CACHE_CAPACITY = 256
+
+
+class Device:
+    """One opened device. Subclasses set the class attributes and build the role objects.
+
+    Attributes:
+        tag: the Hurray device_tag (cpu 0x00, cuda 0x01, rocm 0x02, vulkan 0x04, opencl 0x08).
+        kind: the Hurray python kind name (``"cpu"``, ``"opencl"``...).
+        dialect: the renderer dialect its compiler consumes (``"c"``, ``"opencl"``...).
+        index: the device index within its backend.
+        name: a human-readable device name.
+        memory_classes: the memory classes its allocator offers.
+        emulated: True for a GPU API implemented on the CPU (pocl, lavapipe); the default
+            device skips those because the native cpu backend is faster.
+    """
+
+    tag: ClassVar[int] = 0x00
+    kind: ClassVar[str] = "base"
+    dialect: ClassVar[str] = ""
+    program_cls: ClassVar[type[Program]] = Program
+    emulated: bool = False
+
+    def __init__(self, index: int, name: str, allocator: Allocator,
+                 compiler: Compiler | None,
+                 memory_classes: Sequence[MemoryClass] = (MemoryClass.STANDARD,)) -> None:
+        self.index = index
+        self.name = name
+        self.compiler = compiler
+        self.memory_classes = tuple(memory_classes)
+        # HURRAY_GPU_DEBUG_BOUNDS is read once, when the device opens: the check costs nothing
+        # per launch when off, and a pool never mixes padded and unpadded buffers.
+        self._program_cls: type[Program] = self.program_cls
+        if config.debug_bounds() and allocator.stores_data:
+            allocator = CanaryAllocator(allocator)
+            self._program_cls = guarded(self.program_cls)
+        self.allocator = allocator
+        self._programs: LRUCache[str, Program] = LRUCache(PROGRAM_CACHE_CAPACITY)
+        # Per-definition fast path: rendering and hashing the source costs far more than the
+        # launch itself. KernelDef is frozen, so it keys by value (its grid
+        # and extent functions by identity, which keeps two same-body kernels apart).
+        self._by_def: LRUCache[KernelDef, Program] = LRUCache(PROGRAM_CACHE_CAPACITY)
+        self._program_lock = threading.Lock()
+
+    @classmethod
+    def count(cls) -> int:
+        """How many devices of this backend exist here.
+
+        Raises:
+            BackendUnavailableError: the driver package or library is missing.
+        """
+        return 0
+
+    @property
+    def spec(self) -> str:
+        """The spec string that opens this device again, e.g. ``"opencl:0"``."""
+        return f"{self.kind}:{self.index}"
+
+    @property
+    def max_alloc(self) -> int:
+        """The largest single allocation in bytes (0 = no fixed limit)."""
+        return 0
+
+    @property
+    def offset_alignment(self) -> int:
+        """Bytes a view's offset must be a multiple of for kernels to take it (1 = any)."""
+        return 1
+
+    def memory_info(self) -> tuple[int, int]:
+        """Return ``(free, total)`` device memory in bytes (0, 0 when unknown)."""
+        return (0, 0)
+
+    def identity(self) -> str:
+        """Name, vendor and driver version: what the cache key needs about the target."""
+        return f"{self.kind}:{self.name}"
+
+    def synchronize(self) -> None:
+        """Wait until all queued work on this device has finished."""
+
+    # -- stream and event hooks (the host implementation unless a backend overrides) -----
+    def stream_class(self) -> type[Stream]:
+        """The Stream subclass ``Stream(device)`` builds for this device."""
+        return HostStream
+
+    def event_class(self) -> type[Event]:
+        """The Event subclass ``Event(device)`` builds for this device."""
+        return HostEvent
+
+    @property
+    def default_stream(self) -> Stream:
+        """The stream work goes to when no ``with stream:`` block is active."""
+        stream = self.__dict__.get("_default_stream")
+        if stream is None:
+            stream = self.__dict__["_default_stream"] = self.stream_class()(self, _default=True)
+        return stream
+
+    def finalize(self) -> None:
+        """Release pooled memory and loaded programs."""
+        self.allocator.free_cache()
+        self._programs.clear()
+        self._by_def.clear()
+
+    def compile_options(self, kernel: KernelDef) -> tuple[str, ...]:
+        """Compiler options for ``kernel`` on this device (part of the cache key)."""
+        return ()
+
+    def render(self, kernel: KernelDef) -> str:
+        """Return ``kernel`` rendered in this device's dialect."""
+        return render(kernel, self.dialect)
+
+    def program(self, kernel: KernelDef | str) -> Program:
+        """Return the loaded program for ``kernel``: memory LRU, then disk cache, then compile.
+
+        Args:
+            kernel: a :class:`KernelDef` or the name of a registered kernel.
+
+        Raises:
+            BackendUnavailableError: this device cannot compile kernels here.
+            CompileError: the compiler rejected the rendered source.
+        """
+        from hurray_gpu.kernels import get_kernel
+
+        kdef = get_kernel(kernel) if isinstance(kernel, str) else kernel
+        fast = self._by_def.get(kdef)
+        if fast is not None:
+            return fast
+        if self.compiler is None:
+            raise BackendUnavailableError(f"{self} cannot run kernels",
+                                          fix="use a device with a compiler.")
+        source = self.render(kdef)
+        options = self.compile_options(kdef)
+        key = self.compiler.cache_key(source, options)
+        with self._program_lock:
+            cached = self._programs.get(key)
+            if cached is None:
+                binary = self.compiler.compile_cached(source, options)
+                cached = self._program_cls(self, kdef, binary)
+                self._programs.put(key, cached)
+            self._by_def.put(kdef, cached)
+        return cached
+
+    def run(self, kernel: KernelDef | str, *args: Any, global_size: Sequence[int] | None = None,
+            wait: bool = False, **kwargs: Any) -> float | None:
+        """Load ``kernel`` (cached) and launch it; see :meth:`Program.__call__`."""
+        return self.program(kernel)(*args, global_size=global_size, wait=wait, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.spec} {self.name!r}>"
+
+    def __str__(self) -> str:
+        return f"device {self.spec} ({self.name})"

@@ -1,0 +1,369 @@
+"""Device memory: Allocation (a handle or a view of one) and Allocator (the policy every backend
+shares: size checks, pooling, one retry on out-of-memory, views, staged copies).
+
+Backends fill the underscore hooks only; nothing outside an Allocator calls them.
+"""
+
+from __future__ import annotations
+
+import gc
+import threading
+from collections import OrderedDict
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+
+from hurray_gpu.errors import OutOfMemoryError, UnsupportedOpError
+from hurray_gpu.format.descriptor.buffers import MemoryClass
+
+if TYPE_CHECKING:
+    from hurray_gpu.runtime.device import Device
+
+__all__ = ["CHUNK", "DEFAULT_POOL_LIMIT", "Allocation", "Allocator", "MemoryClass"]
+
+# Freed buffers kept for reuse, per allocator. Beyond this the oldest are really freed.
+DEFAULT_POOL_LIMIT = 512 * 1024 * 1024
+# Host staging and per-step copy size: large enough to amortise a driver call, small enough
+# that a staged copy of a multi-GiB buffer never doubles host memory.
+CHUNK = 64 << 20
+
+
+@dataclass(eq=False)
+class Allocation:
+    """A device allocation or a view of one: the backend's raw handle plus its size and class.
+
+    Attributes:
+        raw: the backend's handle (a NumPy array on the host, a cl.Buffer, a CUDA pointer...).
+        base: the root allocation this one is a view of (None for a root).
+        offset: byte offset inside the root.
+        external: memory the allocator did not allocate (a host array or file map it wraps):
+            freeing drops the reference instead of pooling the memory.
+        readonly: memory that must not be written (a read-only file map): kernels refuse
+            to take it as an output.
+    """
+
+    raw: Any
+    nbytes: int
+    memory_class: MemoryClass
+    base: Allocation | None = None
+    offset: int = 0
+    external: bool = False
+    readonly: bool = False
+    freed: bool = field(default=False)
+
+    @property
+    def root(self) -> Allocation:
+        """The allocation this one is a view of (itself when not a view)."""
+        return self.base if self.base is not None else self
+
+
+def as_bytes_view(data: Any, writable: bool) -> memoryview:
+    """``data`` as a flat byte memoryview.
+
+    Raises:
+        UnsupportedOpError: not a buffer, not C-contiguous, or read-only when ``writable``.
+    """
+    try:
+        view = memoryview(data)
+    except TypeError as exc:
+        raise UnsupportedOpError(
+            f"cannot copy from/to {type(data).__name__}: not a buffer",
+            fix="pass bytes, bytearray, memoryview or a contiguous numpy array.",
+        ) from exc
+    if not view.c_contiguous:
+        raise UnsupportedOpError("buffer is not C-contiguous", fix="pass np.ascontiguousarray(x).")
+    if writable and view.readonly:
+        raise UnsupportedOpError("destination is read-only", fix="pass a writable buffer.")
+    return view.cast("B") if view.format != "B" or view.ndim != 1 else view
+
+
+class Allocator:
+    """Allocates device memory: checks sizes, pools freed buffers, retries once on OOM.
+
+    Backends override ``_alloc``, ``_free``, ``_copyin``, ``_copyout`` and ``_offset``; ``_copy``
+    where the device copies between its own buffers without the host (the default stages
+    through host memory one CHUNK at a time); ``_host_array`` where the memory is host memory
+    NumPy can address directly.
+
+    Args:
+        device: the owning device.
+        pool_limit: the most bytes of freed buffers kept for reuse.
+    """
+
+    # Exception types a backend's ``_alloc`` raises when the device is out of memory.
+    oom_errors: ClassVar[tuple[type[BaseException], ...]] = (MemoryError,)
+    # False for allocators that store no data (debug canaries could never read back intact).
+    stores_data: ClassVar[bool] = True
+    # True when ``raw`` handles are 1-D uint8 NumPy arrays over host memory (the cpu device):
+    # such memory is used in place, with no copy, by everything that reads it on the host.
+    host_memory: ClassVar[bool] = False
+
+    def __init__(self, device: Device, pool_limit: int = DEFAULT_POOL_LIMIT) -> None:
+        self.device = device
+        self.pool_limit = pool_limit
+        self._pool: OrderedDict[tuple[int, MemoryClass], list[Any]] = OrderedDict()
+        self._lock = threading.Lock()
+        self.pooled_bytes = 0
+        self.allocated_bytes = 0
+        self.peak_bytes = 0
+        self.alloc_count = 0
+
+    # -- public policy ------------------------------------------------------------------
+    def alloc(self, nbytes: int, memory_class: MemoryClass | int | str = 0) -> Allocation:
+        """Allocate ``nbytes`` of ``memory_class`` memory, reusing a pooled buffer if any.
+
+        Raises:
+            UnsupportedOpError: bad size, or a class the device does not offer.
+            OutOfMemoryError: the device has no room even after emptying the pool.
+        """
+        mclass = self.check_request(nbytes, memory_class)
+        if nbytes == 0:
+            return Allocation(None, 0, mclass)
+        raw = self._take_pooled(nbytes, mclass)
+        if raw is None:
+            raw = self._alloc_with_retry(nbytes, mclass)
+        with self._lock:
+            self.allocated_bytes += nbytes
+            self.peak_bytes = max(self.peak_bytes, self.allocated_bytes)
+            self.alloc_count += 1
+        return Allocation(raw, nbytes, mclass)
+
+    def free(self, allocation: Allocation) -> None:
+        """Return a root allocation to the pool (views, external memory and double frees are
+        only marked or ignored)."""
+        if allocation.freed or allocation.base is not None:
+            return
+        allocation.freed = True
+        if allocation.nbytes and not allocation.external:
+            with self._lock:
+                self.allocated_bytes -= allocation.nbytes
+            self._put_pooled(allocation.raw, allocation.nbytes, allocation.memory_class)
+
+    def copyin(self, dest: Allocation, src: Any) -> None:
+        """Copy all of ``src`` (bytes-like, exactly ``dest.nbytes`` long) into ``dest``."""
+        view = as_bytes_view(src, writable=False)
+        self._check_live(dest, view.nbytes, write=True)
+        if view.nbytes:
+            self._copyin(dest.raw, view)
+
+    def copyout(self, dest: Any, src: Allocation) -> None:
+        """Copy all of ``src`` into ``dest`` (writable bytes-like, exactly ``src.nbytes``)."""
+        view = as_bytes_view(dest, writable=True)
+        self._check_live(src, view.nbytes)
+        if view.nbytes:
+            self._copyout(view, src.raw)
+
+    def copy(self, dest: Allocation, src: Allocation) -> None:
+        """Copy all of ``src`` into ``dest`` (same size, this allocator).
+
+        Raises:
+            UnsupportedOpError: a size mismatch, or either buffer was freed.
+        """
+        self._check_live(src, src.nbytes)
+        self._check_live(dest, src.nbytes, write=True)
+        if not src.nbytes:
+            return
+        if dest.root is src.root and (
+                src.offset - dest.nbytes < dest.offset < src.offset + src.nbytes):
+            # Copy engines reject overlapping ranges of one buffer: a memmove via the host.
+            self._staged_copy(dest.raw, src.raw, src.nbytes, whole=True)
+        else:
+            self._copy(dest.raw, src.raw, src.nbytes)
+
+    def view(self, allocation: Allocation, offset: int, nbytes: int) -> Allocation:
+        """Return a view of ``nbytes`` at ``offset`` inside ``allocation``.
+
+        Raises:
+            UnsupportedOpError: the range is outside the allocation.
+        """
+        self._check_live(allocation, allocation.nbytes)
+        for value, label in ((offset, "offset"), (nbytes, "nbytes")):
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise UnsupportedOpError(f"view {label} must be a non-negative int, got {value!r}",
+                                         fix=f"pass the view's {label} as an int >= 0.")
+        if offset + nbytes > allocation.nbytes:
+            raise UnsupportedOpError(
+                f"view [{offset}, {offset + nbytes}) exceeds the {allocation.nbytes}-byte buffer",
+                fix="keep offset + nbytes within the buffer.",
+            )
+        root = allocation.root
+        start = allocation.offset + offset
+        raw = None if nbytes == 0 else self._offset(root.raw, start, nbytes)
+        return Allocation(raw, nbytes, allocation.memory_class, base=root, offset=start,
+                          external=root.external, readonly=root.readonly)
+
+    def pieces(self, allocation: Allocation) -> Iterator[tuple[int, Allocation]]:
+        """``(offset, view)`` chunks of at most CHUNK bytes covering ``allocation`` (one piece
+        when the backend has no views)."""
+        n = allocation.nbytes
+        if n <= CHUNK:
+            yield 0, allocation
+            return
+        try:
+            first = self.view(allocation, 0, CHUNK)
+        except UnsupportedOpError:
+            yield 0, allocation
+            return
+        yield 0, first
+        for off in range(CHUNK, n, CHUNK):
+            yield off, self.view(allocation, off, min(CHUNK, n - off))
+
+    def host_array(self, allocation: Allocation) -> np.ndarray | None:
+        """The memory of ``allocation`` as a 1-D uint8 NumPy array, zero-copy, when the host can
+        address it directly (the cpu device); None otherwise."""
+        if not self.host_memory:
+            return None
+        if allocation.nbytes == 0:
+            return np.empty(0, np.uint8)
+        return allocation.raw  # type: ignore[no-any-return]
+
+    def wrap(self, array: np.ndarray) -> Allocation:
+        """An external (standard class) allocation over a 1-D uint8 host array, no copy.
+
+        Raises:
+            UnsupportedOpError: the device's memory is not host memory, or ``array`` is not
+                a 1-D uint8 array.
+        """
+        if not self.host_memory:
+            raise UnsupportedOpError(f"{self.device} cannot use host memory in place",
+                                     fix="allocate a Buffer on the device and copy into it.")
+        if (not isinstance(array, np.ndarray) or array.dtype != np.uint8 or array.ndim != 1
+                or not array.flags.c_contiguous):
+            raise UnsupportedOpError("only a contiguous 1-D uint8 host array can be wrapped",
+                                     fix="pass np.ascontiguousarray(data).reshape(-1).view(np.uint8).")
+        return Allocation(array if array.size else None, int(array.size), MemoryClass.STANDARD,
+                          external=True, readonly=not array.flags.writeable)
+
+    def free_cache(self) -> None:
+        """Really free every pooled buffer."""
+        with self._lock:
+            entries = [(k, raw) for k, raws in self._pool.items() for raw in raws]
+            self._pool.clear()
+            self.pooled_bytes = 0
+        for (nbytes, mclass), raw in entries:
+            self._free(raw, nbytes, mclass)
+
+    def stats(self) -> dict[str, int]:
+        """Accounting: live, pooled and peak bytes, and the number of allocations."""
+        return {"allocated_bytes": self.allocated_bytes, "pooled_bytes": self.pooled_bytes,
+                "peak_bytes": self.peak_bytes, "alloc_count": self.alloc_count}
+
+    # -- helpers ------------------------------------------------------------------------
+    def check_request(self, nbytes: int, memory_class: MemoryClass | int | str) -> MemoryClass:
+        """Validate an allocation request without allocating (size, class, device limit).
+
+        Raises:
+            UnsupportedOpError: bad size, or a class the device does not offer.
+            OutOfMemoryError: larger than the device allocates at once.
+        """
+        if not isinstance(nbytes, int) or isinstance(nbytes, bool) or nbytes < 0:
+            raise UnsupportedOpError(f"allocation size must be a non-negative int, got {nbytes!r}",
+                                     fix="pass the size in bytes as an int >= 0.")
+        mclass = MemoryClass.parse(memory_class)
+        if mclass not in self.device.memory_classes:
+            offered = ", ".join(m.label for m in self.device.memory_classes)
+            raise UnsupportedOpError(
+                f"{self.device} has no {mclass.label} memory",
+                fix=f"use one of: {offered}.",
+            )
+        limit = self.device.max_alloc
+        if limit and nbytes > limit:
+            free, total = self.device.memory_info()
+            raise OutOfMemoryError(
+                nbytes, free, total,
+                fix=f"{self.device} allocates at most {limit} bytes at once; split the buffer.",
+            )
+        return mclass
+
+    def _check_live(self, allocation: Allocation, nbytes: int, write: bool = False) -> None:
+        if allocation.freed or allocation.root.freed:
+            raise UnsupportedOpError("buffer was freed", fix="do not use a buffer after free().")
+        if write and allocation.readonly:
+            raise UnsupportedOpError("buffer is read-only (it wraps read-only host memory)",
+                                     fix="copy it into a new Buffer and write that.")
+        if nbytes != allocation.nbytes:
+            raise UnsupportedOpError(
+                f"copy of {nbytes} bytes into/out of a {allocation.nbytes}-byte buffer",
+                fix="copy exactly the buffer size, or make a view of the part you need.",
+            )
+
+    def _alloc_with_retry(self, nbytes: int, mclass: MemoryClass) -> Any:
+        try:
+            return self._alloc(nbytes, mclass)
+        except self.oom_errors:
+            pass
+        self.free_cache()
+        gc.collect()
+        try:
+            return self._alloc(nbytes, mclass)
+        except self.oom_errors as exc:
+            free, total = self.device.memory_info()
+            raise OutOfMemoryError(nbytes, free, total) from exc
+
+    def _take_pooled(self, nbytes: int, mclass: MemoryClass) -> Any:
+        with self._lock:
+            raws = self._pool.get((nbytes, mclass))
+            if not raws:
+                return None
+            self.pooled_bytes -= nbytes
+            raw = raws.pop()
+            if not raws:
+                del self._pool[(nbytes, mclass)]
+            return raw
+
+    def _put_pooled(self, raw: Any, nbytes: int, mclass: MemoryClass) -> None:
+        evicted: list[tuple[Any, int, MemoryClass]] = []
+        with self._lock:
+            if nbytes > self.pool_limit:
+                evicted.append((raw, nbytes, mclass))
+            else:
+                self._pool.setdefault((nbytes, mclass), []).append(raw)
+                self._pool.move_to_end((nbytes, mclass))
+                self.pooled_bytes += nbytes
+            while self.pooled_bytes > self.pool_limit and self._pool:
+                (size, cls_), raws = next(iter(self._pool.items()))
+                evicted.append((raws.pop(), size, cls_))
+                self.pooled_bytes -= size
+                if not raws:
+                    del self._pool[(size, cls_)]
+        for item in evicted:
+            self._free(*item)
+
+    def _staged_copy(self, dest: Any, src: Any, nbytes: int, *, whole: bool = False) -> None:
+        """Raw ``src`` to raw ``dest`` through host memory, one CHUNK at a time through
+        ``_offset`` views; ``whole`` (needed when the ranges overlap) or a backend without
+        views stages all ``nbytes`` at once."""
+        step = nbytes if whole else min(nbytes, CHUNK)
+        parts = [(dest, src, nbytes)]
+        if step < nbytes:
+            try:
+                parts = [(self._offset(dest, off, size), self._offset(src, off, size), size)
+                         for off in range(0, nbytes, step) for size in [min(step, nbytes - off)]]
+            except UnsupportedOpError:
+                step = nbytes
+        staging = memoryview(bytearray(step))
+        for d_raw, s_raw, size in parts:
+            self._copyout(staging[:size], s_raw)
+            self._copyin(d_raw, staging[:size])
+
+    # -- backend hooks ------------------------------------------------------------------
+    def _alloc(self, nbytes: int, memory_class: MemoryClass) -> Any:
+        raise NotImplementedError
+
+    def _free(self, raw: Any, nbytes: int, memory_class: MemoryClass) -> None:
+        raise NotImplementedError
+
+    def _copyin(self, raw: Any, src: memoryview) -> None:
+        raise NotImplementedError
+
+    def _copyout(self, dest: memoryview, raw: Any) -> None:
+        raise NotImplementedError
+
+    def _offset(self, raw: Any, offset: int, nbytes: int) -> Any:
+        raise UnsupportedOpError(f"{self.device} does not support buffer views",
+                                 fix="copy the whole buffer instead of a part of it.")
+
+    def _copy(self, dest: Any, src: Any, nbytes: int) -> None:
+        self._staged_copy(dest, src, nbytes)
