@@ -9,7 +9,6 @@ it copies a packed header template, patches its pointers, and wraps it in a caps
 from __future__ import annotations
 
 import ctypes
-import os
 import platform
 import struct
 import tempfile
@@ -31,11 +30,9 @@ NAME_LEGACY, NAME_VERSIONED = b"dltensor", b"dltensor_versioned"
 # Layouts (DLPack 1.x ABI, 64-bit pointers): legacy = DLTensor(48) + manager_ctx + deleter;
 # versioned = version(8) + manager_ctx + deleter + flags + DLTensor(48). HELPER_C hard-codes
 # the same offsets; shape and strides follow the header in the same block.
-_LEGACY_SIZE, _VERSIONED_SIZE = 64, 80
+assert ctypes.sizeof(DLManagedTensor) == 64 and ctypes.sizeof(DLManagedTensorVersioned) == 80
 _TENSOR_HEAD = struct.Struct("<QiiiBBH")  # data, device type/id, ndim, dtype code/bits/lanes
 _Q = struct.Struct("<Q")
-assert ctypes.sizeof(DLManagedTensor) == _LEGACY_SIZE
-assert ctypes.sizeof(DLManagedTensorVersioned) == _VERSIONED_SIZE
 
 # The interpreter functions HELPER_C calls, in the order of its `api` struct.
 _API = ("Py_IsInitialized", "PyGILState_Ensure", "PyGILState_Release", "PyMem_Malloc",
@@ -47,15 +44,10 @@ HELPER_C = r"""
 typedef struct hg_object PyObject; /* opaque: only passed through */
 typedef void (*hg_destructor)(PyObject *);
 _Static_assert(sizeof(void *) == 8, "DLPack headers are laid out for 64-bit pointers");
-
-static struct {
-    int (*is_initialized)(void);
-    int (*gil_ensure)(void); /* PyGILState_STATE is an int-sized enum */
-    void (*gil_release)(int);
-    void *(*mem_malloc)(size_t);
-    void (*mem_free)(void *);
-    void (*incref)(PyObject *);
-    void (*decref)(PyObject *);
+static struct { /* _API's functions, in order; PyGILState_STATE is an int-sized enum */
+    int (*is_initialized)(void); int (*gil_ensure)(void); void (*gil_release)(int);
+    void *(*mem_malloc)(size_t); void (*mem_free)(void *);
+    void (*incref)(PyObject *); void (*decref)(PyObject *);
     PyObject *(*capsule_new)(void *, const char *, hg_destructor);
     int (*capsule_is_valid)(PyObject *, const char *);
     void *(*capsule_get_pointer)(PyObject *, const char *);
@@ -64,7 +56,6 @@ static struct {
     PyObject *(*err_no_memory)(void);
 } api;
 static long long created, freed;
-
 void hg_dlpack_init(void *const *table) { memcpy(&api, table, sizeof api); }
 long long hg_dlpack_live(void) {
     return __atomic_load_n(&created, __ATOMIC_RELAXED) - __atomic_load_n(&freed, __ATOMIC_RELAXED);
@@ -74,9 +65,8 @@ long long hg_dlpack_live(void) {
    finalizing (or gone) nothing of Python may be touched: the block and its reference leak. */
 static void release(unsigned char *block, size_t ctx_at) {
     PyObject *ctx, *type, *value, *trace;
-    int state;
     if (!api.is_initialized()) return;
-    state = api.gil_ensure();
+    int state = api.gil_ensure();
     api.err_fetch(&type, &value, &trace); /* the decref may run Python code */
     memcpy(&ctx, block + ctx_at, sizeof ctx);
     api.mem_free(block);
@@ -93,11 +83,11 @@ static void delete_versioned(void *block) { release(block, 8); }
 static void destroy(PyObject *capsule) {
     unsigned char *block;
     void (*deleter)(void *);
-    size_t at;
+    size_t at = 56;
     if (api.capsule_is_valid(capsule, "dltensor")) {
-        block = api.capsule_get_pointer(capsule, "dltensor"); at = 56;
+        block = api.capsule_get_pointer(capsule, "dltensor");
     } else if (api.capsule_is_valid(capsule, "dltensor_versioned")) {
-        block = api.capsule_get_pointer(capsule, "dltensor_versioned"); at = 16;
+        block = api.capsule_get_pointer(capsule, "dltensor_versioned"), at = 16;
     } else {
         return;
     }
@@ -109,23 +99,19 @@ static void destroy(PyObject *capsule) {
    strides, manager_ctx (a new reference to keep) and deleter pointers filled in. */
 PyObject *hg_dlpack_export(const unsigned char *tmpl, int versioned, PyObject *keep) {
     size_t header = versioned ? 80 : 64, shape_at = versioned ? 56 : 24;
-    size_t ctx_at = versioned ? 8 : 48, deleter_at = versioned ? 16 : 56, slots;
-    int ndim;
-    unsigned char *block, *at;
     void (*deleter)(void *) = versioned ? delete_versioned : delete_legacy;
-    PyObject *capsule;
+    int ndim;
     memcpy(&ndim, tmpl + shape_at - 8, sizeof ndim);
-    slots = ndim > 0 ? (size_t)ndim : 1;
-    block = api.mem_malloc(header + 16 * slots);
+    size_t slots = ndim > 0 ? (size_t)ndim : 1;
+    unsigned char *block = api.mem_malloc(header + 16 * slots), *at;
     if (!block) return api.err_no_memory();
     memcpy(block, tmpl, header + 16 * slots);
-    at = block + header;
-    memcpy(block + shape_at, &at, sizeof at);
-    at = block + header + 8 * slots;
-    memcpy(block + shape_at + 8, &at, sizeof at);
-    memcpy(block + ctx_at, &keep, sizeof keep);
-    memcpy(block + deleter_at, &deleter, sizeof deleter);
-    capsule = api.capsule_new(block, versioned ? "dltensor_versioned" : "dltensor", destroy);
+    at = block + header, memcpy(block + shape_at, &at, sizeof at);
+    at = block + header + 8 * slots, memcpy(block + shape_at + 8, &at, sizeof at);
+    memcpy(block + (versioned ? 8 : 48), &keep, sizeof keep);
+    memcpy(block + (versioned ? 16 : 56), &deleter, sizeof deleter);
+    PyObject *capsule = api.capsule_new(block, versioned ? "dltensor_versioned" : "dltensor",
+                                        destroy);
     if (!capsule) { api.mem_free(block); return NULL; }
     api.incref(keep);
     __atomic_add_fetch(&created, 1, __ATOMIC_RELAXED);
@@ -139,29 +125,24 @@ _LOCK = threading.Lock()
 def _load() -> list[Any]:
     from hurray_gpu.backends.cpu import CPUCompiler
 
-    compiler = CPUCompiler(f"dlpack-helper|{platform.machine()}")
     try:
-        binary = compiler.compile_cached(HELPER_C, ("-O2", "-std=c11"))
+        binary = CPUCompiler(f"dlpack-helper|{platform.machine()}").compile_cached(
+            HELPER_C, ("-O2", "-std=c11"))
     except HurrayGPUError as exc:
         raise DLPackError(f"the DLPack capsule helper could not be built: {exc}",
                           fix="install gcc or clang (apt-get install gcc), or set "
                               "HURRAY_GPU_CC=/path/to/cc.") from exc
-    with tempfile.NamedTemporaryFile(prefix="hurray_gpu_dlpack_", suffix=".so",
-                                     delete=False) as handle:
+    with tempfile.NamedTemporaryFile(prefix="hurray_gpu_dlpack_", suffix=".so") as handle:
         handle.write(binary)
-    try:
+        handle.flush()
         # Never unloaded (ctypes does not dlclose): consumers may call the deleter until exit.
         lib = ctypes.CDLL(handle.name)
-    finally:
-        os.unlink(handle.name)  # the mapping stays valid
-    api = ctypes.pythonapi
     table = (ctypes.c_void_p * len(_API))(
-        *[ctypes.cast(getattr(api, name), ctypes.c_void_p).value for name in _API])
+        *[ctypes.cast(getattr(ctypes.pythonapi, name), ctypes.c_void_p).value for name in _API])
     lib.hg_dlpack_init(table)
     export = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_char_p, ctypes.c_int,
                                ctypes.py_object)(("hg_dlpack_export", lib))
-    live = ctypes.PYFUNCTYPE(ctypes.c_longlong)(("hg_dlpack_live", lib))
-    return [export, live]
+    return [export, ctypes.PYFUNCTYPE(ctypes.c_longlong)(("hg_dlpack_live", lib))]
 
 
 def _helper() -> list[Any]:
