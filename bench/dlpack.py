@@ -3,17 +3,25 @@
 Both loops run interleaved in the same process (median of several warm runs each), so the
 machine's load hits both alike; the per-tensor overhead is ours minus torch's.
 
+``--against TREE`` compares two checkouts instead: rounds alternate a fresh process on this
+tree and on TREE (each importing hurray_gpu from its own root, same script), and the
+min/median/max over rounds of each process's medians are printed, with the difference.
+
 Usage: python bench/dlpack.py [--runs 9] [--loops 20000] [--json out.json]
+       python bench/dlpack.py --against /path/to/other/checkout [--rounds 5]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 
@@ -53,18 +61,51 @@ def measure(runs: int, loops: int) -> dict[str, float]:
     return out
 
 
+def compare(other: str, rounds: int, runs: int, loops: int) -> dict[str, dict[str, float]]:
+    """Alternate fresh processes on this tree and on ``other``; per tree and path, the
+    min/median/max over rounds of each process's medians (microseconds)."""
+    trees = {"this": str(Path(__file__).resolve().parents[1]), "other": str(Path(other))}
+    samples: dict[str, dict[str, list[float]]] = {t: {} for t in trees}
+    for _ in range(rounds):
+        for tree, root in trees.items():
+            env = {**os.environ, "PYTHONPATH": root}
+            done = subprocess.run([sys.executable, __file__, "--runs", str(runs), "--loops",
+                                   str(loops), "--json", "/dev/stdout", "--quiet"], env=env,
+                                  capture_output=True, text=True, check=True, timeout=600)
+            for name, value in json.loads(done.stdout).items():
+                samples[tree].setdefault(name, []).append(value)
+    return {f"{tree} {name}": {"min": min(v), "median": statistics.median(v), "max": max(v)}
+            for tree, paths in samples.items() for name, v in paths.items()}
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and print (optionally save) the medians."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=9)
     parser.add_argument("--loops", type=int, default=20000)
     parser.add_argument("--json", default=None, help="write the results to this file")
+    parser.add_argument("--quiet", action="store_true", help="print nothing but --json")
+    parser.add_argument("--against", default=None, help="another checkout to compare with")
+    parser.add_argument("--rounds", type=int, default=5, help="alternations for --against")
     args = parser.parse_args(argv)
-    if args.runs < 1 or args.loops < 1:
-        parser.error("--runs and --loops must be positive")
+    if args.runs < 1 or args.loops < 1 or args.rounds < 1:
+        parser.error("--runs, --loops and --rounds must be positive")
+    if args.against:
+        stats = compare(args.against, args.rounds, args.runs, args.loops)
+        for name, s in stats.items():
+            print(f"{name:>26}: min {s['min']:6.2f}  median {s['median']:6.2f}  "
+                  f"max {s['max']:6.2f} us")
+        for path in ("hurray -> torch", "hurray -> numpy"):
+            diff = stats[f"this {path}"]["median"] - stats[f"other {path}"]["median"]
+            print(f"{path}: this - other = {diff:+.2f} us (medians over {args.rounds} rounds)")
+        if args.json:
+            with open(args.json, "w", encoding="utf-8") as handle:
+                json.dump(stats, handle, indent=2)
+        return 0
     results = measure(args.runs, args.loops)
     for name, value in results.items():
-        print(f"{name:>20}: {value:7.2f} us")
+        if not args.quiet:
+            print(f"{name:>20}: {value:7.2f} us")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as handle:
             json.dump({k: round(v, 3) for k, v in results.items()}, handle, indent=2)

@@ -15,6 +15,7 @@ import numpy as np
 
 from hurray_gpu.errors import BackendUnavailableError, CompileError, DeviceError, UnsupportedOpError
 from hurray_gpu.kernels.dialect.kernel import KernelDef
+from hurray_gpu.kernels.rtc import binding, include_dirs
 from hurray_gpu.runtime.device import Device
 from hurray_gpu.runtime.memory import Allocation, Allocator, MemoryClass
 from hurray_gpu.runtime.program import Compiler, Program
@@ -150,60 +151,83 @@ class CUDAAllocator(Allocator):
 
 
 class CUDACompiler(Compiler):
-    """NVRTC: CUDA C -> cubin for the device's architecture (the cached binary).
+    """NVRTC: CUDA C -> cubin (real ``sm_XY``) or PTX (virtual ``compute_XY``), GPU or not.
+
+    A device's compiler and the offline check (:meth:`offline`) are this one class: one option
+    list (:meth:`options`), include path and binary getter; only the ``kernels.rtc.Binding``
+    that reaches the library differs (CuPy's when there is CuPy, else ctypes).
 
     Args:
-        identity: the device identity (name, architecture, driver and runtime versions).
-        cupy: the imported CuPy module.
+        identity: the target identity (name, architecture, driver and runtime versions).
+        cupy: the imported CuPy module, or None (the library is loaded with ctypes).
+
+    Raises:
+        BackendUnavailableError: no CuPy and no loadable library.
     """
 
     backend = "cuda"
     hip: ClassVar[bool] = False
+    arch_flag: ClassVar[str] = "--gpu-architecture"
+    # No contraction of a*b+c into one rounding the kernel did not ask for (FMA/FMA_RN ask):
+    # kernels must round like their references and the other backends. Part of every cache key.
+    codegen: ClassVar[tuple[str, ...]] = ("-fmad=false",)
 
-    def __init__(self, identity: str, cupy: Any) -> None:
+    def __init__(self, identity: str, cupy: Any = None) -> None:
         self.cupy = cupy
-        self.nvrtc = cupy.cuda.nvrtc
+        self.rtc = binding(self.hip, cupy)
         super().__init__(identity)
+
+    @classmethod
+    def offline(cls, arch: str) -> CUDACompiler:
+        """The compiler without a device, for ``arch`` (``sm_90``, ``compute_90``, ``gfx942``),
+        through this backend's CuPy when it imports, as on a device, else with ctypes.
+
+        Raises:
+            BackendUnavailableError: no CuPy and no loadable library.
+        """
+        try:
+            cupy = load_cupy(cls.backend, cls.hip)
+        except BackendUnavailableError:
+            cupy = None
+        return cls(f"{cls.backend}:offline|{arch}", cupy)
+
+    @classmethod
+    def options(cls, arch: str) -> tuple[str, ...]:
+        """Every compile's options for ``arch``: the target, then :attr:`codegen`."""
+        return (f"{cls.arch_flag}={arch}", *cls.codegen)
 
     def version(self) -> str:
         """The runtime compiler's version (part of the cache key)."""
-        try:
-            major, minor = self.nvrtc.getVersion()
-        except Exception as exc:  # noqa: BLE001 - CuPy raises RuntimeError when libnvrtc is absent
-            raise BackendUnavailableError(f"the runtime compiler cannot be loaded: {exc}",
-                                          fix=f"pip install 'hurray_gpu[{self.backend}]'.") from exc
-        return f"{'hiprtc' if self.hip else 'nvrtc'}-{major}.{minor}"
+        return self.rtc.version().replace(" ", "-")
 
     def binary_getter(self, options: Sequence[str]) -> str:
-        """``getCUBIN`` for a real architecture (sm_XY), ``getPTX`` for a virtual one."""
-        return "getPTX" if any("compute_" in opt for opt in options) else "getCUBIN"
-
-    def include_options(self) -> tuple[str, ...]:
-        """CuPy's header search paths (CCCL, its bundled headers, the CUDA runtime wheel's
-        headers that cuda_fp16.h needs since CUDA 12.2); they do not change the binary."""
-        core = getattr(getattr(self.cupy, "_core", None), "core", None)
-        assemble = getattr(core, "assemble_cupy_compiler_options", None)
-        extra = getattr(self.cupy.cuda.compiler, "_get_extra_include_dir_opts", None)
-        options = tuple(assemble(())) if assemble is not None else ()
-        return options + (tuple(extra()) if extra is not None and not self.hip else ())
+        """``CUBIN`` for a real architecture (sm_XY), ``PTX`` for a virtual one."""
+        return "PTX" if any("compute_" in opt for opt in options) else "CUBIN"
 
     def compile(self, source: str, options: Sequence[str] = ()) -> bytes:
-        """Compile CUDA/HIP C to a loadable binary.
+        """Compile CUDA/HIP C to a loadable binary (``-I`` of ``rtc.include_dirs`` added: the
+        headers do not change the binary, so they stay out of the cache key).
 
         Raises:
             CompileError: the runtime compiler rejected the source.
+            BackendUnavailableError: NVRTC needs cuda_fp16.h and it is not installed.
         """
-        nvrtc, opts = self.nvrtc, tuple(options)
-        prog = nvrtc.createProgram(source, "hurray_gpu_kernel.cu", (), ())
+        rtc, opts, dirs = self.rtc, tuple(options), include_dirs(self.hip)
+        # NVRTC has no cuda_fp16.h of its own; hipRTC may find the HIP headers by itself.
+        if not dirs and not self.hip and "#include" in source:
+            raise BackendUnavailableError("NVRTC needs the CUDA headers (cuda_fp16.h), none found",
+                                          fix="pip install 'nvidia-cuda-runtime==13.0.*', or "
+                                              "set CUDA_PATH to a CUDA toolkit.")
+        prog = rtc.create(source, "hurray_gpu_kernel.cu")
         try:
-            try:
-                nvrtc.compileProgram(prog, list(opts + self.include_options()))
-            except nvrtc.NVRTCError as exc:
-                raise CompileError(f"{self.backend} runtime compilation failed: {exc}", source,
-                                   opts, nvrtc.getProgramLog(prog)) from exc
-            return bytes(getattr(nvrtc, self.binary_getter(opts))(prog))
+            status = rtc.compile(prog, opts + tuple(f"-I{d}" for d in dirs))
+            if status != 0:
+                raise CompileError(f"{self.backend} runtime compilation failed ({rtc.library} "
+                                   f"status {status}, via {rtc.origin})", source, opts,
+                                   rtc.log(prog))
+            return rtc.code(prog, self.binary_getter(opts))
         finally:
-            nvrtc.destroyProgram(prog)
+            rtc.destroy(prog)
 
 
 class CUDAProgram(Program):
@@ -379,7 +403,8 @@ class CUDADevice(Device):
         return CuEvent
 
     def compile_options(self, kernel: KernelDef) -> tuple[str, ...]:
-        return (f"--gpu-architecture={self.arch}",)
+        compiler: CUDACompiler = self.compiler  # type: ignore[assignment]
+        return compiler.options(self.arch)
 
 
 DEVICE = CUDADevice

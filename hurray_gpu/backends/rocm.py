@@ -10,7 +10,6 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from hurray_gpu.backends.cuda import CUDAAllocator, CUDACompiler, CUDADevice, CUDAProgram, check
-from hurray_gpu.kernels.dialect.kernel import KernelDef
 
 __all__ = ["DEVICE", "ROCmAllocator", "ROCmCompiler", "ROCmDevice", "ROCmProgram", "check"]
 
@@ -20,14 +19,21 @@ class ROCmAllocator(CUDAAllocator):
 
 
 class ROCmCompiler(CUDACompiler):
-    """hipRTC: HIP C -> an AMDGPU code object for the current device's gfx target."""
+    """hipRTC: HIP C -> an AMDGPU code object for a gfx target (``gfx90a:sramecc+:xnack-``).
+
+    CUDACompiler's one compile path with hipRTC's spelling of the target and of the codegen.
+    """
 
     backend = "rocm"
     hip: ClassVar[bool] = True
+    arch_flag: ClassVar[str] = "--offload-arch"
+    # clang's default for HIP contracts a*b+c (fp-contract=fast): no fusion the kernel did not
+    # ask for, as on CUDA.
+    codegen: ClassVar[tuple[str, ...]] = ("-ffp-contract=off",)
 
     def binary_getter(self, options: Sequence[str]) -> str:
-        # CuPy maps hiprtcGetCode onto getPTX; HIP has no cubin.
-        return "getPTX"
+        """``Code``: hipRTC's code object (HIP has no cubin/PTX split)."""
+        return "Code"
 
 
 class ROCmProgram(CUDAProgram):
@@ -57,10 +63,6 @@ class ROCmDevice(CUDADevice):
         arch = self.props.get("gcnArchName", b"")
         arch = arch.decode() if isinstance(arch, bytes) else str(arch)
         return arch or f"gfx{self.cuda_device.compute_capability}"
-
-    def compile_options(self, kernel: KernelDef) -> tuple[str, ...]:
-        # hipRTC targets the current device by itself; the gfx target is in identity().
-        return ()
 
 
 DEVICE = ROCmDevice

@@ -6,6 +6,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from hurray_gpu.errors import BackendUnavailableError
 from hurray_gpu.kernels import get_kernel, kernel_names
 from hurray_gpu.kernels.check import CHECKERS, check_dialect
 from hurray_gpu.kernels.dialect import DIALECTS, render
@@ -22,12 +23,11 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("--dialect", required=True, choices=sorted(CHECKERS))
     check.add_argument("--arch", default="", help="comma-separated, e.g. sm_80,sm_90")
     check.add_argument("--kernel", action="append", default=[], help="only this kernel")
-    check.add_argument("--strict", action="store_true", help="a missing toolchain fails")
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit status (1 = a kernel failed, 2 = skipped+strict)."""
+    """Run the command line; returns the exit status (1: a kernel failed, 2: no toolchain)."""
     args = _parser().parse_args(argv)
     if args.command == "list":
         for name in kernel_names():
@@ -37,17 +37,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(render(get_kernel(args.kernel), args.dialect), end="")
         return 0
     archs = [a for a in args.arch.split(",") if a]
-    results = check_dialect(args.dialect, archs, args.kernel)
+    try:
+        results = check_dialect(args.dialect, archs, args.kernel)
+    except BackendUnavailableError as exc:
+        print(f"error: cannot check {args.dialect}: {exc}", file=sys.stderr)
+        return 2
     for r in results:
         first = r.detail.splitlines()[0] if r.detail else ""
         print(f"{r.status:8s} {r.kernel:16s} {r.dialect} {r.arch}  {first}")
         if r.status == "failed":
             print(r.detail, file=sys.stderr)
-    if any(r.status == "failed" for r in results):
-        return 1
-    if args.strict and any(r.status == "skipped" for r in results):
-        return 2
-    return 0
+    return 1 if any(r.status == "failed" for r in results) else 0
 
 
 if __name__ == "__main__":

@@ -1,24 +1,30 @@
 """Offline compile checks of every kernel's rendering, per dialect, with no GPU needed.
 
-cuda: NVRTC per ``sm_XX``; hip: hipRTC per ``gfxNNN``; glsl: glslangValidator to SPIR-V;
-opencl: build on the first OpenCL device; c: the host C compiler.
+cuda/hip: the cuda/rocm backends' own compiler (``CUDACompiler.offline``/``ROCmCompiler``) per
+``sm_XX``/``gfxNNN``, with the options, headers and binary getter a device uses; glsl:
+glslangValidator to SPIR-V; opencl: a build on the first OpenCL device; c: the host C compiler.
+A missing toolchain raises BackendUnavailableError.
 """
 
 from __future__ import annotations
 
+import functools
 import shutil
 import subprocess
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hurray_gpu.errors import BackendUnavailableError, CompileError
 from hurray_gpu.kernels import get_kernel, kernel_names
 from hurray_gpu.kernels.dialect import render
 from hurray_gpu.kernels.dialect.kernel import KernelDef
 
-__all__ = ["CheckResult", "check_dialect", "DEFAULT_ARCHS"]
+if TYPE_CHECKING:
+    from hurray_gpu.backends.cuda import CUDACompiler
+
+__all__ = ["CheckResult", "check_dialect", "DEFAULT_ARCHS", "offline_compiler"]
 
 DEFAULT_ARCHS = {"cuda": ("sm_80", "sm_90"), "hip": ("gfx90a", "gfx942"), "glsl": ("vulkan1.1",),
                  "opencl": ("device",), "c": ("host",)}
@@ -27,7 +33,7 @@ GLSLANG_TIMEOUT_S = 120
 
 @dataclass(frozen=True)
 class CheckResult:
-    """One kernel compiled for one target: ok, failed (with the log) or skipped (why)."""
+    """One kernel compiled for one target: ``ok`` or ``failed`` (with the compiler's log)."""
 
     kernel: str
     dialect: str
@@ -36,19 +42,30 @@ class CheckResult:
     detail: str = ""
 
 
-def _nvrtc(kernel: KernelDef, arch: str) -> str:
-    from hurray_gpu.kernels.rtc import nvrtc
+@functools.lru_cache(maxsize=8)
+def offline_compiler(dialect: str, arch: str) -> CUDACompiler:
+    """The cuda (``dialect="cuda"``) or rocm (``"hip"``) backend's compiler, without a device.
 
-    code, log = nvrtc().compile(render(kernel, "cuda"), kernel.name,
-                                [f"--gpu-architecture={arch}", "-default-device"])
-    return f"{len(code)} bytes cubin{'; ' + log.strip() if log.strip() else ''}"
+    Raises:
+        BackendUnavailableError: the runtime compiler (NVRTC, hipRTC) cannot be loaded.
+    """
+    from hurray_gpu.backends.cuda import CUDACompiler
+    from hurray_gpu.backends.rocm import ROCmCompiler
+
+    compiler = (ROCmCompiler if dialect == "hip" else CUDACompiler).offline(arch)
+    compiler.version()  # loads the library now: a missing one fails before any kernel
+    return compiler
 
 
-def _hiprtc(kernel: KernelDef, arch: str) -> str:
-    from hurray_gpu.kernels.rtc import hiprtc
+def _rtc(dialect: str) -> Callable[[KernelDef, str], str]:
+    def build(kernel: KernelDef, arch: str) -> str:
+        compiler = offline_compiler(dialect, arch)
+        options = compiler.options(arch)
+        binary = compiler.compile(render(kernel, dialect), options)
+        return (f"{len(binary)} bytes {compiler.binary_getter(options)} "
+                f"({compiler.version()} via {compiler.rtc.origin})")
 
-    code, log = hiprtc().compile(render(kernel, "hip"), kernel.name, [f"--offload-arch={arch}"])
-    return f"{len(code)} bytes code object{'; ' + log.strip() if log.strip() else ''}"
+    return build
 
 
 def _glslang(kernel: KernelDef, arch: str) -> str:
@@ -83,7 +100,7 @@ def _device_build(kind: str) -> Callable[[KernelDef, str], str]:
 
 
 CHECKERS: dict[str, Callable[[KernelDef, str], str]] = {
-    "cuda": _nvrtc, "hip": _hiprtc, "glsl": _glslang, "opencl": _device_build("opencl"),
+    "cuda": _rtc("cuda"), "hip": _rtc("hip"), "glsl": _glslang, "opencl": _device_build("opencl"),
     "c": _device_build("cpu"),
 }
 
@@ -93,10 +110,11 @@ def check_dialect(dialect: str, archs: Sequence[str] = (),
     """Compile every (or each named) kernel's rendering for each arch.
 
     Returns:
-        One result per (kernel, arch); a missing toolchain gives ``skipped`` results.
+        One result per (kernel, arch).
 
     Raises:
         ValueError: unknown dialect.
+        BackendUnavailableError: the dialect's toolchain is missing here.
     """
     if dialect not in CHECKERS:
         raise ValueError(f"unknown dialect {dialect!r}; use one of {sorted(CHECKERS)}")
@@ -107,8 +125,6 @@ def check_dialect(dialect: str, archs: Sequence[str] = (),
             try:
                 detail = CHECKERS[dialect](kernel, arch)
                 results.append(CheckResult(name, dialect, arch, "ok", detail))
-            except BackendUnavailableError as exc:
-                results.append(CheckResult(name, dialect, arch, "skipped", str(exc)))
             except CompileError as exc:
                 results.append(CheckResult(name, dialect, arch, "failed", exc.log or str(exc)))
     return results

@@ -1,6 +1,9 @@
-"""NVRTC and hipRTC through ctypes: compile CUDA/HIP renderings without a GPU or cupy.
+"""The runtime compilers (NVRTC, hipRTC) behind one small interface: :class:`Binding`.
 
-NVRTC comes from the ``nvidia-cuda-nvrtc`` wheel (headers from ``nvidia-cuda-runtime``).
+``CUDACompiler``/``ROCmCompiler`` (backends/cuda.py, backends/rocm.py) are the one compile path,
+on a GPU and offline alike; a Binding only reaches the library: CuPy's own binding when the
+compiler has CuPy (the library CuPy links against), else the library loaded here with ctypes
+(NVRTC from the ``nvidia-cuda-nvrtc`` wheel or the system, hipRTC from ROCm).
 """
 
 from __future__ import annotations
@@ -12,145 +15,203 @@ import glob
 import os
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
-from hurray_gpu.errors import BackendUnavailableError, CompileError
+from hurray_gpu.errors import BackendUnavailableError
 
-__all__ = ["RTC", "find_library_paths", "hiprtc", "nvrtc"]
-
-# Fallback locations of a ROCm install (hipRTC is not on PyPI).
-ROCM_LIB_DIRS = ("/opt/rocm/lib", "/opt/rocm/lib64")
+__all__ = ["Binding", "CtypesBinding", "CupyBinding", "binding", "hiprtc", "include_dirs",
+           "nvrtc"]
 
 
-def _site_dirs() -> list[str]:
-    return [p for p in sys.path if p.endswith(("site-packages", "dist-packages"))]
+class Binding(Protocol):
+    """The runtime compiler's C API as the compiler class uses it, status codes and no policy:
+    ``version()`` (``"nvrtc 13.0"``), ``create(source, name)`` (a program handle),
+    ``compile(prog, options)`` (the status, 0 on success), ``log(prog)``, ``code(prog, kind)``
+    (kind ``CUBIN``/``PTX`` for NVRTC, ``Code`` for hipRTC) and ``destroy(prog)``;
+    ``library`` is ``nvrtc``/``hiprtc``, ``origin`` where it came from."""
+
+    library: str
+    origin: str
+
+    def version(self) -> str: ...
+    def create(self, source: str, name: str) -> int: ...
+    def compile(self, prog: int, options: Sequence[str]) -> int: ...
+    def log(self, prog: int) -> str: ...
+    def code(self, prog: int, kind: str) -> bytes: ...
+    def destroy(self, prog: int) -> None: ...
 
 
-def find_library_paths(pattern: str) -> list[str]:
-    """Files matching ``nvidia/*/lib/<pattern>`` in every site-packages directory."""
-    found: list[str] = []
-    for site in _site_dirs():
-        found += sorted(glob.glob(os.path.join(site, "nvidia", "*", "lib", pattern)))
-    return found
+class CupyBinding:
+    """:class:`Binding` over ``cupy.cuda.nvrtc`` (NVRTC, or hipRTC in CuPy's ROCm build)."""
 
-
-def _nvidia_include_dirs() -> list[str]:
-    dirs = []
-    for site in _site_dirs():
-        for header in glob.glob(os.path.join(site, "nvidia", "*", "include", "cuda_fp16.h")):
-            dirs.append(os.path.dirname(header))
-    return dirs
-
-
-@dataclass
-class RTC:
-    """One runtime compiler library (the NVRTC and hipRTC C APIs differ only in names).
-
-    Args:
-        lib: the loaded library.
-        prefix: ``"nvrtc"`` or ``"hiprtc"``.
-        code: the name of the code getter (``"CUBIN"`` for NVRTC with a real arch,
-            ``"Code"`` for hipRTC).
-        include_dirs: header directories passed as ``-I``.
-    """
-
-    lib: ctypes.CDLL
-    prefix: str
-    code: str
-    include_dirs: tuple[str, ...] = ()
-
-    def _fn(self, name: str) -> Any:
-        return getattr(self.lib, f"{self.prefix}{name}")
+    def __init__(self, cupy: Any, library: str) -> None:
+        self.api, self.library = cupy.cuda.nvrtc, library
+        self.origin = f"CuPy {getattr(cupy, '__version__', '?')}"
 
     def version(self) -> str:
-        """``"<prefix> <major>.<minor>"``."""
-        major, minor = ctypes.c_int(), ctypes.c_int()
-        self._check(self._fn("Version")(ctypes.byref(major), ctypes.byref(minor)), "Version")
-        return f"{self.prefix} {major.value}.{minor.value}"
+        try:
+            major, minor = self.api.getVersion()
+        except Exception as exc:  # noqa: BLE001 - CuPy raises RuntimeError when libnvrtc is absent
+            raise BackendUnavailableError(f"{self.library} cannot be loaded through CuPy: {exc}",
+                                          fix="pip install 'hurray_gpu[cuda]' (or [rocm]).") from exc
+        return f"{self.library} {major}.{minor}"
 
-    def _check(self, status: int, what: str) -> None:
+    def create(self, source: str, name: str) -> int:
+        return int(self.api.createProgram(source, name, (), ()))
+
+    def compile(self, prog: int, options: Sequence[str]) -> int:
+        try:
+            self.api.compileProgram(prog, list(options))
+        except self.api.NVRTCError as exc:
+            return int(exc.status)
+        return 0
+
+    def log(self, prog: int) -> str:
+        return str(self.api.getProgramLog(prog))
+
+    def code(self, prog: int, kind: str) -> bytes:
+        # CuPy's ROCm build maps hiprtcGetCode onto getPTX.
+        return bytes(getattr(self.api, "getCUBIN" if kind == "CUBIN" else "getPTX")(prog))
+
+    def destroy(self, prog: int) -> None:
+        self.api.destroyProgram(prog)
+
+
+class CtypesBinding:
+    """:class:`Binding` over a libnvrtc/libhiprtc loaded with ctypes (the two C APIs differ
+    only in the ``nvrtc``/``hiprtc`` prefix, ``library``)."""
+
+    def __init__(self, lib: ctypes.CDLL, library: str, origin: str) -> None:
+        self.lib, self.library, self.origin = lib, library, origin
+
+    def _call(self, name: str, *args: Any) -> None:
+        status = getattr(self.lib, f"{self.library}{name}")(*args)
         if status != 0:
-            err = self._fn("GetErrorString")
+            err = getattr(self.lib, f"{self.library}GetErrorString")
             err.restype = ctypes.c_char_p
-            raise BackendUnavailableError(f"{self.prefix}{what} failed: {err(status).decode()}")
+            raise BackendUnavailableError(
+                f"{self.library}{name} failed: {err(status).decode()} ({self.origin})",
+                fix=f"reinstall {self.library} (NVRTC: pip install 'nvidia-cuda-nvrtc==13.0.*').")
 
-    def _log(self, prog: ctypes.c_void_p) -> str:
-        size = ctypes.c_size_t()
-        self._fn("GetProgramLogSize")(prog, ctypes.byref(size))
-        buf = ctypes.create_string_buffer(size.value + 1)
-        self._fn("GetProgramLog")(prog, buf)
-        return buf.value.decode(errors="replace")
+    def version(self) -> str:
+        major, minor = ctypes.c_int(), ctypes.c_int()
+        self._call("Version", ctypes.byref(major), ctypes.byref(minor))
+        return f"{self.library} {major.value}.{minor.value}"
 
-    def compile(self, source: str, name: str, options: Sequence[str]) -> tuple[bytes, str]:
-        """Compile ``source`` and return ``(code, log)``.
-
-        Raises:
-            CompileError: the compiler rejected the source (log attached).
-        """
-        opts = [*options, *[f"-I{d}" for d in self.include_dirs]]
+    def create(self, source: str, name: str) -> int:
         prog = ctypes.c_void_p()
-        self._check(self._fn("CreateProgram")(ctypes.byref(prog), source.encode(),
-                                              f"{name}.cu".encode(), 0, None, None),
-                    "CreateProgram")
-        try:
-            arr = (ctypes.c_char_p * len(opts))(*[o.encode() for o in opts])
-            status = self._fn("CompileProgram")(prog, len(opts), arr)
-            log = self._log(prog)
-            if status != 0:
-                raise CompileError(f"{self.prefix} rejected {name}", source, tuple(opts), log)
-            size = ctypes.c_size_t()
-            self._check(self._fn(f"Get{self.code}Size")(prog, ctypes.byref(size)), "GetSize")
-            out = ctypes.create_string_buffer(size.value)
-            self._check(self._fn(f"Get{self.code}")(prog, out), "GetCode")
-            return out.raw, log
-        finally:
-            self._fn("DestroyProgram")(ctypes.byref(prog))
+        self._call("CreateProgram", ctypes.byref(prog), source.encode(), name.encode(), 0, None,
+                   None)
+        return int(prog.value or 0)
+
+    def compile(self, prog: int, options: Sequence[str]) -> int:
+        opts = (ctypes.c_char_p * len(options))(*[o.encode() for o in options])
+        compile_program = getattr(self.lib, f"{self.library}CompileProgram")
+        return int(compile_program(ctypes.c_void_p(prog), len(options), opts))
+
+    def _sized(self, prog: int, what: str) -> bytes:
+        size = ctypes.c_size_t()
+        self._call(f"Get{what}Size", ctypes.c_void_p(prog), ctypes.byref(size))
+        out = ctypes.create_string_buffer(size.value)
+        self._call(f"Get{what}", ctypes.c_void_p(prog), out)
+        return out.raw
+
+    def log(self, prog: int) -> str:
+        return self._sized(prog, "ProgramLog").rstrip(b"\0").decode(errors="replace")
+
+    def code(self, prog: int, kind: str) -> bytes:
+        raw = self._sized(prog, kind)
+        return raw.rstrip(b"\0") if kind == "PTX" else raw  # PTX text ends in a NUL
+
+    def destroy(self, prog: int) -> None:
+        self._call("DestroyProgram", ctypes.byref(ctypes.c_void_p(prog)))
 
 
-def _load(paths: Sequence[str], what: str, fix: str) -> ctypes.CDLL:
+def _wheel_files(pattern: str) -> list[str]:
+    """Files matching ``nvidia/*/<pattern>`` in every site-packages directory."""
+    sites = [p for p in sys.path if p.endswith(("site-packages", "dist-packages"))]
+    return [f for site in sites for f in sorted(glob.glob(os.path.join(site, "nvidia", "*",
+                                                                        pattern)))]
+
+
+def _roots(names: Sequence[str], default: str) -> list[str]:
+    return [os.environ[n] for n in names if os.environ.get(n)] + [default]
+
+
+def _load(paths: Sequence[str], library: str, fix: str) -> CtypesBinding:
+    system = ctypes.util.find_library(library)
     errors = []
-    for path in paths:
+    for path in [*paths, *([system] if system else [])]:
         try:
-            return ctypes.CDLL(path)
+            return CtypesBinding(ctypes.CDLL(path), library, path)
         except OSError as exc:
             errors.append(f"{path}: {exc}")
-    raise BackendUnavailableError(f"{what} not found ({'; '.join(errors) or 'no candidates'})",
+    raise BackendUnavailableError(f"lib{library} not found ({'; '.join(errors) or 'no candidates'})",
                                   fix=fix)
 
 
 @functools.lru_cache(maxsize=1)
-def nvrtc() -> RTC:
-    """NVRTC from the pip wheel (or the system library).
+def nvrtc() -> CtypesBinding:
+    """NVRTC from the pip wheel (or the system).
 
     Raises:
         BackendUnavailableError: no libnvrtc could be loaded.
     """
-    paths = find_library_paths("libnvrtc.so*") + find_library_paths("nvrtc64_*.dll")
-    paths = [p for p in paths if "builtins" not in p and ".alt." not in p]
+    paths = _wheel_files("lib/libnvrtc.so*") + _wheel_files("bin/nvrtc64_*.dll")
     # libnvrtc dlopens its builtins by soname; the wheel's lib dir is not on the loader path.
-    for builtins in find_library_paths("libnvrtc-builtins.so*"):
+    for builtins in _wheel_files("lib/libnvrtc-builtins.so*"):
         if ".alt." not in builtins:
             try:
                 ctypes.CDLL(builtins, mode=ctypes.RTLD_GLOBAL)
             except OSError:
                 continue
-    system = ctypes.util.find_library("nvrtc")
-    lib = _load(paths + ([system] if system else []), "libnvrtc",
-                "pip install 'nvidia-cuda-nvrtc==13.0.*' nvidia-cuda-runtime "
-                "(or hurray_gpu[cuda]).")
-    return RTC(lib, "nvrtc", "CUBIN", tuple(_nvidia_include_dirs()))
+    return _load([p for p in paths if "builtins" not in p and ".alt." not in p], "nvrtc",
+                 "pip install 'nvidia-cuda-nvrtc==13.0.*' nvidia-cuda-runtime "
+                 "(the 'nvrtc' extra of hurray_gpu).")
 
 
 @functools.lru_cache(maxsize=1)
-def hiprtc() -> RTC:
-    """hipRTC from a ROCm install.
+def hiprtc() -> CtypesBinding:
+    """hipRTC from a ROCm install (``$ROCM_PATH``, ``$ROCM_HOME``, ``/opt/rocm``).
 
     Raises:
         BackendUnavailableError: no libhiprtc could be loaded.
     """
-    paths = [p for d in ROCM_LIB_DIRS for p in sorted(glob.glob(f"{d}/libhiprtc.so*"))]
-    system = ctypes.util.find_library("hiprtc")
-    lib = _load(paths + ([system] if system else []), "libhiprtc",
-                "install ROCm (hipRTC ships with it; it is not on PyPI).")
-    return RTC(lib, "hiprtc", "Code")
+    return _load([p for root in _roots(("ROCM_PATH", "ROCM_HOME"), "/opt/rocm")
+                  for p in sorted(glob.glob(os.path.join(root, "lib*", "libhiprtc.so*")))],
+                 "hiprtc", "install ROCm (hipRTC ships with it, it is not on PyPI) and set "
+                 "ROCM_PATH to its root if it is not /opt/rocm.")
+
+
+def binding(hip: bool, cupy: Any | None) -> Binding:
+    """CuPy's binding when ``cupy`` is given, else the library loaded with ctypes.
+
+    Raises:
+        BackendUnavailableError: no CuPy and no loadable library.
+    """
+    if cupy is not None:
+        return CupyBinding(cupy, "hiprtc" if hip else "nvrtc")
+    return hiprtc() if hip else nvrtc()
+
+
+@functools.lru_cache(maxsize=2)
+def include_dirs(hip: bool) -> tuple[str, ...]:
+    """The header directory the kernels' ``#include`` needs (cuda_fp16.h, hip/hip_fp16.h), or ().
+
+    CUDA: the ``nvidia-cuda-runtime`` wheel, else CUDA Python's pathfinder (CuPy's way), else
+    ``$CUDA_PATH``, ``$CUDA_HOME``, ``/usr/local/cuda``; ROCm: its root's ``include``.
+    """
+    if hip:
+        found = [os.path.join(r, "include") for r in _roots(("ROCM_PATH", "ROCM_HOME"),
+                                                              "/opt/rocm")]
+        return tuple(d for d in found if os.path.isfile(os.path.join(d, "hip", "hip_fp16.h")))[:1]
+    found = [os.path.dirname(h) for h in _wheel_files("include/cuda_fp16.h")]
+    try:
+        from cuda.pathfinder import find_nvidia_header_directory  # type: ignore[import-not-found]
+
+        found.append(find_nvidia_header_directory("cudart") or "")
+    except Exception:  # noqa: BLE001, S110 - absent or failing: the next candidates decide
+        pass
+    found += [os.path.join(r, "include") for r in _roots(("CUDA_PATH", "CUDA_HOME"),
+                                                          "/usr/local/cuda")]
+    return tuple(d for d in found if d and os.path.isfile(os.path.join(d, "cuda_fp16.h")))[:1]

@@ -1,16 +1,21 @@
-"""DLPack capsules with C-level lifetimes (NumPy's own capsule destructor and deleter): no
-Python destructor, no sweep, no leak; a packed header template makes an export one memmove.
+"""DLPack capsules with C-level lifetimes: our own capsule destructor and DLManagedTensor deleter.
+
+Both are a few lines of C (``HELPER_C``) built once by the cpu backend's compiler and cached
+like a kernel. The C code reaches the interpreter only through a table of C-API function
+pointers filled at load, so it needs no Python headers and no NumPy. An export is one C call:
+it copies a packed header template, patches its pointers, and wraps it in a capsule.
 """
 
 from __future__ import annotations
 
 import ctypes
-import itertools
+import platform
 import struct
+import tempfile
+import threading
 from typing import Any
 
-import numpy as np
-
+from hurray_gpu.errors import HurrayGPUError
 from hurray_gpu.sync.dlpack_types import (
     FLAG_IS_COPIED,
     FLAG_READ_ONLY,
@@ -22,116 +27,182 @@ from hurray_gpu.sync.dlpack_types import (
 __all__ = ["NAME_LEGACY", "NAME_VERSIONED", "Template", "live_exports"]
 
 NAME_LEGACY, NAME_VERSIONED = b"dltensor", b"dltensor_versioned"
-_api = ctypes.pythonapi
-_malloc = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.c_size_t)(("PyMem_Malloc", _api))
-_mem_free = ctypes.PYFUNCTYPE(None, ctypes.c_void_p)(("PyMem_Free", _api))
-_incref = ctypes.PYFUNCTYPE(None, ctypes.py_object)(("Py_IncRef", _api))
-_decref = ctypes.PYFUNCTYPE(None, ctypes.py_object)(("Py_DecRef", _api))
-_new_capsule = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.c_char_p,
-                                 ctypes.c_void_p)(("PyCapsule_New", _api))
-_get_destructor = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object)(
-    ("PyCapsule_GetDestructor", _api))
-_get_pointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object, ctypes.c_char_p)(
-    ("PyCapsule_GetPointer", _api))
-
-# Layouts (DLPack 1.x ABI): legacy = DLTensor(48) + manager_ctx + deleter;
-# versioned = version(8) + manager_ctx + deleter + flags + DLTensor(48).
-_LEGACY_SIZE, _VERSIONED_SIZE = 64, 80
+# Layouts (DLPack 1.x ABI, 64-bit pointers): legacy = DLTensor(48) + manager_ctx + deleter;
+# versioned = version(8) + manager_ctx + deleter + flags + DLTensor(48). HELPER_C hard-codes
+# the same offsets; shape and strides follow the header in the same block.
+assert ctypes.sizeof(DLManagedTensor) == 64 and ctypes.sizeof(DLManagedTensorVersioned) == 80
 _TENSOR_HEAD = struct.Struct("<QiiiBBH")  # data, device type/id, ndim, dtype code/bits/lanes
-_Q, _QQ = struct.Struct("<Q"), struct.Struct("<QQ")
-_CREATED, _FREED = itertools.count(), itertools.count()
+_Q = struct.Struct("<Q")
+
+# The interpreter functions HELPER_C calls, in the order of its `api` struct.
+_API = ("Py_IsInitialized", "PyGILState_Ensure", "PyGILState_Release", "PyMem_Malloc",
+        "PyMem_Free", "Py_IncRef", "Py_DecRef", "PyCapsule_New", "PyCapsule_IsValid",
+        "PyCapsule_GetPointer", "PyErr_Fetch", "PyErr_Restore", "PyErr_NoMemory")
+HELPER_C = r"""
+#include <stddef.h>
+#include <string.h>
+typedef struct hg_object PyObject; /* opaque: only passed through */
+typedef void (*hg_destructor)(PyObject *);
+_Static_assert(sizeof(void *) == 8, "DLPack headers are laid out for 64-bit pointers");
+static struct { /* _API's functions, in order; PyGILState_STATE is an int-sized enum */
+    int (*is_initialized)(void); int (*gil_ensure)(void); void (*gil_release)(int);
+    void *(*mem_malloc)(size_t); void (*mem_free)(void *);
+    void (*incref)(PyObject *); void (*decref)(PyObject *);
+    PyObject *(*capsule_new)(void *, const char *, hg_destructor);
+    int (*capsule_is_valid)(PyObject *, const char *);
+    void *(*capsule_get_pointer)(PyObject *, const char *);
+    void (*err_fetch)(PyObject **, PyObject **, PyObject **);
+    void (*err_restore)(PyObject *, PyObject *, PyObject *);
+    PyObject *(*err_no_memory)(void);
+} api;
+static long long created, freed;
+void hg_dlpack_init(void *const *table) { memcpy(&api, table, sizeof api); }
+long long hg_dlpack_live(void) {
+    return __atomic_load_n(&created, __ATOMIC_RELAXED) - __atomic_load_n(&freed, __ATOMIC_RELAXED);
+}
+
+/* The DLManagedTensor deleter: any thread, GIL held or not. Once the interpreter is
+   finalizing (or gone) nothing of Python may be touched: the block and its reference leak. */
+static void release(unsigned char *block, size_t ctx_at) {
+    PyObject *ctx, *type, *value, *trace;
+    if (!api.is_initialized()) return;
+    int state = api.gil_ensure();
+    api.err_fetch(&type, &value, &trace); /* the decref may run Python code */
+    memcpy(&ctx, block + ctx_at, sizeof ctx);
+    api.mem_free(block);
+    api.decref(ctx);
+    __atomic_add_fetch(&freed, 1, __ATOMIC_RELAXED);
+    api.err_restore(type, value, trace);
+    api.gil_release(state);
+}
+static void delete_legacy(void *block) { release(block, 48); }
+static void delete_versioned(void *block) { release(block, 8); }
+
+/* The capsule destructor: a consumer renames the capsule ("used_...") when it takes
+   ownership; only an unconsumed capsule calls its tensor's deleter. */
+static void destroy(PyObject *capsule) {
+    unsigned char *block;
+    void (*deleter)(void *);
+    size_t at = 56;
+    if (api.capsule_is_valid(capsule, "dltensor")) {
+        block = api.capsule_get_pointer(capsule, "dltensor");
+    } else if (api.capsule_is_valid(capsule, "dltensor_versioned")) {
+        block = api.capsule_get_pointer(capsule, "dltensor_versioned"), at = 16;
+    } else {
+        return;
+    }
+    memcpy(&deleter, block + at, sizeof deleter);
+    if (deleter) deleter(block);
+}
+
+/* One capsule from a header template (GIL held): the block is the template with the shape,
+   strides, manager_ctx (a new reference to keep) and deleter pointers filled in. */
+PyObject *hg_dlpack_export(const unsigned char *tmpl, int versioned, PyObject *keep) {
+    size_t header = versioned ? 80 : 64, shape_at = versioned ? 56 : 24;
+    void (*deleter)(void *) = versioned ? delete_versioned : delete_legacy;
+    int ndim;
+    memcpy(&ndim, tmpl + shape_at - 8, sizeof ndim);
+    size_t slots = ndim > 0 ? (size_t)ndim : 1;
+    unsigned char *block = api.mem_malloc(header + 16 * slots), *at;
+    if (!block) return api.err_no_memory();
+    memcpy(block, tmpl, header + 16 * slots);
+    at = block + header, memcpy(block + shape_at, &at, sizeof at);
+    at = block + header + 8 * slots, memcpy(block + shape_at + 8, &at, sizeof at);
+    memcpy(block + (versioned ? 8 : 48), &keep, sizeof keep);
+    memcpy(block + (versioned ? 16 : 56), &deleter, sizeof deleter);
+    PyObject *capsule = api.capsule_new(block, versioned ? "dltensor_versioned" : "dltensor",
+                                        destroy);
+    if (!capsule) { api.mem_free(block); return NULL; }
+    api.incref(keep);
+    __atomic_add_fetch(&created, 1, __ATOMIC_RELAXED);
+    return capsule;
+}
+"""
+_HELPER: list[Any] = []  # [export function, live counter], once loaded
+_LOCK = threading.Lock()
 
 
-def _numpy_hooks(versioned: bool) -> tuple[int, int]:
-    """(capsule destructor, DLManagedTensor deleter) addresses of NumPy's exports."""
-    name = NAME_VERSIONED if versioned else NAME_LEGACY
+def _load() -> list[Any]:
+    from hurray_gpu.backends.cpu import CPUCompiler
+
     try:
-        capsule = np.empty(1, np.uint8).__dlpack__(max_version=(1, 0) if versioned else None)
-    except TypeError as exc:  # NumPy < 2.1 has no versioned export
-        raise DLPackError(f"NumPy {np.__version__} cannot export DLPack 1.x capsules ({exc})",
-                          fix="pip install 'numpy>=2.1'.") from None
-    managed = _get_pointer(capsule, name)
-    offset = 16 if versioned else 56
-    deleter = ctypes.c_void_p.from_address(managed + offset).value
-    destructor = _get_destructor(capsule)
-    if not destructor or not deleter:
-        raise DLPackError("NumPy's DLPack capsules carry no destructor/deleter",
-                          fix="install numpy >= 2.1 (hurray_gpu's DLPack export reuses them).")
-    return int(destructor), int(deleter)
+        binary = CPUCompiler(f"dlpack-helper|{platform.machine()}").compile_cached(
+            HELPER_C, ("-O2", "-std=c11"))
+    except HurrayGPUError as exc:
+        raise DLPackError(f"the DLPack capsule helper could not be built: {exc}",
+                          fix="install gcc or clang (apt-get install gcc), or set "
+                              "HURRAY_GPU_CC=/path/to/cc.") from exc
+    with tempfile.NamedTemporaryFile(prefix="hurray_gpu_dlpack_", suffix=".so") as handle:
+        handle.write(binary)
+        handle.flush()
+        # Never unloaded (ctypes does not dlclose): consumers may call the deleter until exit.
+        lib = ctypes.CDLL(handle.name)
+    table = (ctypes.c_void_p * len(_API))(
+        *[ctypes.cast(getattr(ctypes.pythonapi, name), ctypes.c_void_p).value for name in _API])
+    lib.hg_dlpack_init(table)
+    export = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_char_p, ctypes.c_int,
+                               ctypes.py_object)(("hg_dlpack_export", lib))
+    return [export, ctypes.PYFUNCTYPE(ctypes.c_longlong)(("hg_dlpack_live", lib))]
 
 
-assert ctypes.sizeof(DLManagedTensor) == _LEGACY_SIZE
-assert ctypes.sizeof(DLManagedTensorVersioned) == _VERSIONED_SIZE
-_HOOKS: dict[bool, tuple[int, int]] = {}  # filled on first use, so importing stays cheap
+def _helper() -> list[Any]:
+    """``[export(template, versioned, keep) -> capsule, live() -> int]`` from the C helper.
 
-
-class _Export:
-    """``manager_ctx`` of one capsule: keeps the memory owner alive until the deleter runs."""
-
-    __slots__ = ("keep",)
-
-    def __init__(self, keep: Any) -> None:
-        self.keep = keep
-        next(_CREATED)
-
-    def __del__(self, _next: Any = next, _freed: Any = _FREED) -> None:
-        # Runs from NumPy's C deleter (pending exceptions are saved by tp_finalize).
-        _next(_freed)
+    Raises:
+        DLPackError: no C compiler to build it (the first time on this machine).
+    """
+    if not _HELPER:
+        with _LOCK:
+            if not _HELPER:
+                _HELPER.extend(_load())
+    return _HELPER
 
 
 def live_exports() -> int:
     """How many exported capsules (or the consumers' arrays) still hold their memory."""
-    return int(_CREATED.__reduce__()[1][0]) - int(_FREED.__reduce__()[1][0])
+    return int(_helper()[1]()) if _HELPER else 0
 
 
 class Template:
     """Everything of one export that does not change per capsule; calling it makes one.
 
-    The capsule destructor and the DLManagedTensor deleter are NumPy's C functions (found
-    once through the public capsule API): the destructor calls the deleter of a capsule
-    nobody consumed, saving any pending exception around it; the deleter (a no-op once
-    ``Py_IsInitialized`` is false, so shutdown is safe) frees the one ``PyMem_Malloc`` block
-    holding the struct, shape and strides, then drops ``manager_ctx``.
+    The capsule destructor calls the deleter of a capsule nobody consumed (one renamed
+    ``used_dltensor``/``used_dltensor_versioned`` was consumed and is left alone); the deleter
+    (a no-op once ``Py_IsInitialized`` is false, so shutdown is safe; it takes the GIL from any
+    thread) frees the one ``PyMem_Malloc`` block holding the struct, shape and strides, then
+    drops ``manager_ctx``, a reference to the memory's owner.
 
     Args:
         view: the DLTensor fields (data, device, shape, strides, code, bits, byte_offset,
             readonly, copied, keep).
         version: the DLPack version to produce; None for the legacy capsule.
         copied: the data is a copy made for this export (sets the IS_COPIED flag).
+
+    Raises:
+        DLPackError: the C helper cannot be built (no C compiler).
     """
 
-    __slots__ = ("keep", "name", "destructor", "size", "header", "stride_at", "pieces",
-                 "versioned")
+    __slots__ = ("block", "export", "keep", "versioned")
 
     def __init__(self, view: dict[str, Any], version: tuple[int, int] | None,
                  copied: bool) -> None:
         shape, strides = tuple(view["shape"]), tuple(view["strides"])
         ndim = len(shape)
-        self.versioned = version is not None
-        hooks = _HOOKS.get(self.versioned)
-        if hooks is None:
-            hooks = _HOOKS[self.versioned] = _numpy_hooks(self.versioned)
-        destructor, deleter = hooks
-        self.destructor, self.keep = destructor, view["keep"]
-        self.name = NAME_VERSIONED if self.versioned else NAME_LEGACY
-        self.header = _VERSIONED_SIZE if self.versioned else _LEGACY_SIZE
-        slots = max(ndim, 1)  # a 0-d tensor still gets valid (unread) shape/strides pointers
-        self.stride_at = self.header + 8 * slots
-        self.size = self.header + 16 * slots
-        dtype_head = _TENSOR_HEAD.pack(int(view["data"]), *view["device"], ndim,
-                                       view["code"], view["bits"], 1)
-        arrays = struct.pack(f"<{ndim}q{ndim}q", *shape, *strides) if ndim else bytes(16)
-        offset = _Q.pack(int(view["byte_offset"]))
-        if self.versioned:
-            assert version is not None
+        self.export = _helper()[0]
+        self.keep, self.versioned = view["keep"], int(version is not None)
+        head = _TENSOR_HEAD.pack(int(view["data"]), *view["device"], ndim, view["code"],
+                                 view["bits"], 1)
+        # Pointer fields stay zero here: the helper fills them per capsule. A 0-d tensor still
+        # gets valid (unread) shape/strides slots.
+        tail = _Q.pack(int(view["byte_offset"])) + (
+            struct.pack(f"<{ndim}q{ndim}q", *shape, *strides) if ndim else bytes(16))
+        if version is not None:
             flags = (FLAG_READ_ONLY if view["readonly"] else 0) | (
                 FLAG_IS_COPIED if copied or view["copied"] else 0)
-            # [version | ctx | deleter flags head | shape strides | offset arrays]
-            self.pieces = (struct.pack("<II", *version),
-                           _Q.pack(deleter) + _Q.pack(flags) + dtype_head, offset + arrays)
+            self.block = (struct.pack("<II", *version) + bytes(16) + _Q.pack(flags) + head
+                          + bytes(16) + tail)
         else:
-            # [head | shape strides | offset | ctx | deleter arrays]
-            self.pieces = (dtype_head, offset, _Q.pack(deleter) + arrays)
+            self.block = head + bytes(16) + tail[:8] + bytes(16) + tail[8:]
 
     def __call__(self) -> Any:
         """A new capsule over the template's memory (owned by the consumer once consumed).
@@ -139,22 +210,8 @@ class Template:
         Raises:
             DLPackError: the host has no memory left for the 64-100 byte header.
         """
-        addr = _malloc(self.size)
-        if not addr:
-            raise DLPackError("out of host memory for a DLPack header",
-                              fix="free memory and retry.")
-        ctx = _Export(self.keep)
-        pointers = _QQ.pack(addr + self.header, addr + self.stride_at)
-        a, b, c = self.pieces
-        if self.versioned:
-            block = a + _Q.pack(id(ctx)) + b + pointers + c
-        else:
-            block = a + pointers + b + _Q.pack(id(ctx)) + c
-        ctypes.memmove(addr, block, self.size)
-        _incref(ctx)  # the deleter's Py_XDECREF(manager_ctx) owns this reference
         try:
-            return _new_capsule(addr, self.name, self.destructor)
-        except BaseException:
-            _decref(ctx)
-            _mem_free(addr)
-            raise
+            return self.export(self.block, self.versioned, self.keep)
+        except MemoryError:
+            raise DLPackError("out of host memory for a DLPack header",
+                              fix="free memory and retry.") from None

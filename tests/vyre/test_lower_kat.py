@@ -50,17 +50,15 @@ def test_lower_kat_reference_device(path: Path) -> None:
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
 def test_lower_kat_nvrtc_compiles(arch: str) -> None:
     from hurray_gpu.errors import BackendUnavailableError
+    from hurray_gpu.kernels.check import offline_compiler
     from hurray_gpu.kernels.dialect import render
 
     try:
-        from hurray_gpu.kernels.rtc import nvrtc
-
-        compiler = nvrtc()
-    except (BackendUnavailableError, ImportError, OSError) as exc:
+        compiler = offline_compiler("cuda", arch)
+    except BackendUnavailableError as exc:
         skip_or_fail(f"NVRTC is not installed ({exc})", "pip install .[nvrtc]")
     for path in KATS:
         program, _, _, _ = _load(path)
         kernel = lower(program).kernel
-        code, _log = compiler.compile(render(kernel, "cuda"), kernel.name,
-                                      [f"--gpu-architecture={arch}", "-default-device"])
+        code = compiler.compile(render(kernel, "cuda"), compiler.options(arch))
         assert code, f"{path.name}: NVRTC produced no code for {arch}"

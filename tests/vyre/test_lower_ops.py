@@ -85,20 +85,18 @@ def test_lower_op_random(name: str, device: object, seed: int) -> None:
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
 def test_lower_op_programs_nvrtc_compile(arch: str) -> None:
     from hurray_gpu.errors import BackendUnavailableError
+    from hurray_gpu.kernels.check import offline_compiler
     from hurray_gpu.kernels.dialect import render
     from tests.vyre.test_lower_workgroup import prefix_scan, subgroup_program, tiled_dot
     from vyre.lower import lower
 
     try:
-        from hurray_gpu.kernels.rtc import nvrtc
-
-        compiler = nvrtc()
-    except (BackendUnavailableError, ImportError, OSError) as exc:
+        compiler = offline_compiler("cuda", arch)
+    except BackendUnavailableError as exc:
         skip_or_fail(f"NVRTC is not installed ({exc})", "pip install .[nvrtc]")
     programs = [p for p, _ in PROGRAMS.values()] + [prefix_scan(64), tiled_dot(),
                                                      subgroup_program(48)]
     for program in programs:
         kernel = lower(program).kernel
-        code, log = compiler.compile(render(kernel, "cuda"), kernel.name,
-                                     [f"--gpu-architecture={arch}", "-default-device"])
-        assert code and "error" not in log, log
+        code = compiler.compile(render(kernel, "cuda"), compiler.options(arch))
+        assert code, f"{kernel.name}: NVRTC produced no code for {arch}"

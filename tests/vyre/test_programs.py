@@ -75,13 +75,12 @@ def test_builders_reject_bad_shapes() -> None:
 @pytest.mark.parametrize("arch", ["sm_90"])
 def test_programs_cuda_renderings_compile_with_nvrtc(arch: str) -> None:
     from hurray_gpu.errors import BackendUnavailableError
+    from hurray_gpu.kernels.check import offline_compiler
     from hurray_gpu.kernels.dialect import render
 
     try:
-        from hurray_gpu.kernels.rtc import nvrtc
-
-        compiler = nvrtc()
-    except (BackendUnavailableError, ImportError, OSError) as exc:
+        compiler = offline_compiler("cuda", arch)
+    except BackendUnavailableError as exc:
         skip_or_fail(f"NVRTC is not installed ({exc})", "pip install .[nvrtc]")
     seen = set()
     builders = [c.build for c in CASES] + [P.blake3_chunks_program, P.blake3_parents_program]
@@ -93,6 +92,5 @@ def test_programs_cuda_renderings_compile_with_nvrtc(arch: str) -> None:
             if kernel.name in seen:
                 continue
             seen.add(kernel.name)
-            code, _log = compiler.compile(render(kernel, "cuda"), kernel.name,
-                                          [f"--gpu-architecture={arch}", "-default-device"])
+            code = compiler.compile(render(kernel, "cuda"), compiler.options(arch))
             assert code, f"{kernel.name}: NVRTC produced no code for {arch}"
