@@ -112,7 +112,7 @@ LIMITS: tuple[Limit, ...] = (
        "host staging per copy step (a staged copy never doubles host memory)"),
     _l("hurray_gpu.runtime.registry", "MAX_SPEC_LEN", "api", "length of a device spec string"),
     _l("hurray_gpu.sync.dlpack_import", "MAX_NDIM", "decoder", "rank of an imported DLPack"),
-    _l("hurray_gpu.sync.dlpack_device_import", "MAX_DECLARED_ALIGN", "decoder",
+    _l("hurray_gpu.sync.dlpack_import", "MAX_DECLARED_ALIGN", "decoder",
        "largest alignment credited to an imported device pointer"),
     _l("hurray_gpu.backends.null", "MAX_RECORDS", "memory",
        "launches and copies the null backend records per device"),

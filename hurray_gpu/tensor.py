@@ -27,8 +27,7 @@ from hurray_gpu.runtime.buffer import Buffer
 from hurray_gpu.runtime.device import Device
 from hurray_gpu.runtime.memory import MemoryClass
 from hurray_gpu.runtime.stream import Stream
-from hurray_gpu.sync.dlpack import export
-from hurray_gpu.sync.dlpack_types import dlpack_device
+from hurray_gpu.sync.dlpack import dlpack_device, export
 from hurray_gpu.sync.handoff import SyncState, accept, handoff, on_use, release, sync_mode_of
 
 __all__ = ["LAYOUT_NAMES", "Tensor", "layout_name"]

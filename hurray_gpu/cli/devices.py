@@ -1,18 +1,112 @@
 """``hurray-gpu devices``: every backend, whether it works here and why not, its devices, their
-memory classes, and the kernel toolchains available."""
+memory classes, and the kernel compilers this machine offers (NVRTC, hipRTC, OpenCL, glslang,
+host cc). A toolchain probe never raises: a missing one is information, not a failure."""
 
 from __future__ import annotations
 
 import argparse
+import shutil
+import subprocess
+from collections.abc import Callable
 from typing import Any
 
+from hurray_gpu import config
 from hurray_gpu.cli.common import dump_json, format_table, one_line
-from hurray_gpu.cli.toolchains import probe_toolchains
 from hurray_gpu.errors import HurrayGPUError
 from hurray_gpu.format.descriptor.buffers import DeviceTag
-from hurray_gpu.runtime.registry import BACKENDS, device_count, resolve_device
+from hurray_gpu.kernels import rtc
+from hurray_gpu.runtime.registry import BACKENDS, default_device, device_count, resolve_device
 
-__all__ = ["add_parser", "collect", "render"]
+__all__ = ["add_parser", "collect", "probe_toolchains", "render"]
+
+
+# A compiler that does not answer --version within this many seconds counts as broken.
+VERSION_TIMEOUT_S = 10
+
+
+def _ok(name: str, version: str, used_by: str) -> dict[str, Any]:
+    return {"name": name, "available": True, "version": version, "used_by": used_by}
+
+
+def _missing(name: str, reason: str, used_by: str) -> dict[str, Any]:
+    return {"name": name, "available": False, "reason": one_line(reason), "used_by": used_by}
+
+
+def _first_line(argv: list[str]) -> str:
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=VERSION_TIMEOUT_S,
+                          check=False)
+    text = (done.stdout or done.stderr).strip()
+    return text.splitlines()[0] if text else f"{argv[0]} (no version output)"
+
+
+def _rtc(name: str, loader_name: str, used_by: str) -> dict[str, Any]:
+
+    try:
+        return _ok(name, getattr(rtc, loader_name)().version(), used_by)
+    except HurrayGPUError as exc:
+        return _missing(name, str(exc), used_by)
+
+
+def _nvrtc() -> dict[str, Any]:
+    return _rtc("NVRTC", "nvrtc", "cuda (and `python -m hurray_gpu.kernels check`)")
+
+
+def _hiprtc() -> dict[str, Any]:
+    return _rtc("hipRTC", "hiprtc", "rocm")
+
+
+def _opencl() -> dict[str, Any]:
+    used_by = "opencl"
+    try:
+        import pyopencl as cl
+    except ImportError as exc:
+        return _missing("OpenCL", f"pyopencl is not installed ({exc}). Fix: pip install "
+                        "'hurray_gpu[opencl]'.", used_by)
+    try:
+        platforms = cl.get_platforms()
+    except cl.Error as exc:
+        return _missing("OpenCL", f"no OpenCL platform ({exc}). Fix: install an ICD, e.g. "
+                        "apt install pocl-opencl-icd.", used_by)
+    names = ", ".join(f"{p.name} {p.version}".strip() for p in platforms) or "no platforms"
+    return _ok("OpenCL", f"pyopencl {cl.VERSION_TEXT}; {names}", used_by)
+
+
+def _glslang() -> dict[str, Any]:
+    used_by = "vulkan (GLSL -> SPIR-V)"
+    exe = shutil.which("glslangValidator")
+    if exe is None:
+        return _missing("glslang", "glslangValidator is not on PATH. Fix: apt install "
+                        "glslang-tools.", used_by)
+    try:
+        return _ok("glslang", _first_line([exe, "--version"]), used_by)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return _missing("glslang", f"{exe} --version failed: {exc}", used_by)
+
+
+def _host_cc() -> dict[str, Any]:
+    used_by = "cpu (C11 + OpenMP)"
+    cc = config.c_compiler()
+    if cc is None:
+        return _missing("host C compiler", "no cc on PATH and HURRAY_GPU_CC/CC unset. Fix: "
+                        "apt install gcc.", used_by)
+    try:
+        return _ok("host C compiler", f"{cc}: {_first_line([cc, '--version'])}", used_by)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return _missing("host C compiler", f"{cc} --version failed: {exc}", used_by)
+
+
+PROBES: tuple[Callable[[], dict[str, Any]], ...] = (_nvrtc, _hiprtc, _opencl, _glslang, _host_cc)
+
+
+def probe_toolchains() -> list[dict[str, Any]]:
+    """Probe every kernel toolchain.
+
+    Returns:
+        One dict per toolchain: ``name``, ``available``, ``used_by`` and ``version`` (when
+        available) or ``reason`` (when not, with a ``Fix:`` hint).
+    """
+    return [probe() for probe in PROBES]
+
 
 # Why a backend whose driver loads sees no device, and what to do about it.
 NO_DEVICE_HINTS = {
@@ -74,8 +168,6 @@ def collect() -> dict[str, Any]:
         ``backends`` (one row per Hurray device tag), ``reference``, ``default`` and
         ``toolchains``.
     """
-    from hurray_gpu.runtime.registry import default_device
-
     rows = [_backend(tag, name) for tag, name in sorted(BACKENDS.items())]
     rows += _unsupported_tags()
     rows.sort(key=lambda r: r["tag"])

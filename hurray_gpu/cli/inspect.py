@@ -6,6 +6,8 @@ import argparse
 import json
 from typing import Any
 
+from hurray_gpu.io import report
+
 __all__ = ["add_parser", "inspect_command"]
 
 
@@ -38,8 +40,6 @@ def inspect_command(path: str, kind: str = "auto", as_json: bool = False) -> str
         HurrayFormatError: the first problem found in the input.
         OSError: the file cannot be read.
     """
-    from hurray_gpu.io import report
-
     if kind == "auto":
         kind = report.detect_kind(path)
     builders = {"file": report.inspect_file, "stream": report.inspect_stream,

@@ -4,7 +4,6 @@ to a device, dequantize and convert its layout there, and write the dense result
 from __future__ import annotations
 
 import argparse
-import importlib
 import time
 from pathlib import Path
 from typing import Any
@@ -13,7 +12,10 @@ import numpy as np
 
 from hurray_gpu.cli.common import dump_json
 from hurray_gpu.errors import HurrayGPUError, UnsupportedOpError
+from hurray_gpu.io import open_file, save
 from hurray_gpu.kernels.dialect.kernel import FLOAT_TYPES
+from hurray_gpu.ops import materialize
+from hurray_gpu.runtime.registry import resolve_device
 
 __all__ = ["OUT_DTYPES", "add_parser", "materialize_tensor", "write_result"]
 
@@ -49,8 +51,6 @@ def _check_out(out: str) -> None:
 
 def _read(path: str, name: str) -> tuple[Any, Any]:
     """The tensor and, for block-paged tensors, the ``NAME.seq_lens`` KV entry (or None)."""
-    from hurray_gpu.io import open_file
-
     with open_file(path) as f:
         if name not in f.names:
             listed = ", ".join(list(f.names)[:8])
@@ -61,25 +61,7 @@ def _read(path: str, name: str) -> tuple[Any, Any]:
 
 
 def _convert(t: Any, dtype: str, seq_lens: Any) -> Any:
-    try:
-        ops_materialize = importlib.import_module("hurray_gpu.ops.materialize")
-    except ImportError:
-        ops_materialize = None
-    if ops_materialize is not None:
-        try:
-            return ops_materialize.materialize(t, dtype, seq_lens=seq_lens)
-        except ImportError as exc:  # a layout family whose device code is not in this build
-            raise UnsupportedOpError(
-                f"materializing a {t.layout_name} tensor is not in this build ({exc})",
-                fix="materialize a tensor of another layout.") from None
-    from hurray_gpu.ops import dequantize
-
-    if t.is_composite or t.layout_name != "row_major" or t.quantization is None:
-        raise UnsupportedOpError(
-            f"materializing a {t.layout_name} {t.dtype.name} tensor needs hurray_gpu.ops."
-            "materialize, which this build does not include",
-            fix="use a quantized row-major tensor, or install a complete hurray_gpu.")
-    return dequantize(t, dtype)
+    return materialize(t, dtype, seq_lens=seq_lens)
 
 
 def materialize_tensor(path: str, name: str, device: Any, dtype: str) -> tuple[Any, dict]:
@@ -100,8 +82,6 @@ def materialize_tensor(path: str, name: str, device: Any, dtype: str) -> tuple[A
         BackendUnavailableError: the device cannot be opened.
         UnsupportedOpError: the dtype, layout or quantization cannot be materialized here.
     """
-    from hurray_gpu.runtime.registry import resolve_device
-
     _check_dtype(dtype)
     dev = resolve_device(device)
     steps: dict[str, Any] = {"device": dev.spec}
@@ -128,8 +108,6 @@ def write_result(host: Any, name: str, out: str) -> str:
         UnsupportedOpError: ``out`` has another suffix.
         OSError: the file cannot be written.
     """
-    from hurray_gpu.io import save
-
     _check_out(out)
     if Path(out).suffix == ".hrry":
         save(out, {name: host})

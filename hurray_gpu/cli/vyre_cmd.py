@@ -17,6 +17,8 @@ import numpy as np
 
 from hurray_gpu.cli.common import dump_json
 from hurray_gpu.errors import HurrayGPUError, UnsupportedOpError
+from vyre.execute import run_bytes
+from vyre.inspect import inspect_blob
 
 __all__ = ["add_parser", "parse_inputs", "run_program"]
 
@@ -51,7 +53,6 @@ def add_parser(sub: Any) -> None:
 
 
 def _run_inspect(args: argparse.Namespace) -> int:
-    from vyre.inspect import inspect_blob
 
     text, ok = inspect_blob(Path(args.path).read_bytes(), preserve_unknown=not args.strict)
     print(text)
@@ -127,7 +128,6 @@ def run_program(path: str, inputs: dict[str, bytes], grid: Any = None,
     blob = Path(path).read_bytes()
     if device == "reference":
         return _reference().run_bytes(blob, inputs, grid=grid)
-    from vyre.execute import run_bytes
 
     return run_bytes(blob, inputs, grid=grid, device=device)
 

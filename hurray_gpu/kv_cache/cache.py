@@ -15,6 +15,7 @@ import numpy as np
 from hurray_gpu.errors import UnsupportedOpError
 from hurray_gpu.kernels.paged_quant import FLOAT_WORDS
 from hurray_gpu.kv_cache.allocator import MAX_SEQ_TOKENS, PageAllocator
+from hurray_gpu.kv_cache.importer import fill_cache, plan_import
 from hurray_gpu.kv_cache.inputs import (
     ONE_EACH,
     check_counts,
@@ -25,6 +26,7 @@ from hurray_gpu.kv_cache.inputs import (
     out_buffers,
     rows_buffer,
 )
+from hurray_gpu.kv_cache.interchange import export_layer, load_tensors, save_cache
 from hurray_gpu.kv_cache.options import (
     MAX_HEAD_DIM,
     MAX_HEADS,
@@ -330,8 +332,6 @@ class PagedKVCache:
         Returns:
             A block-paged Tensor whose ``seq_lens`` holds each sequence's token count.
         """
-        from hurray_gpu.kv_cache.interchange import export_layer
-
         layer = check_index(layer, self.num_layers, "layer")
         with self._lock:
             return export_layer(self, layer, role_index(role), seq_ids)
@@ -361,17 +361,15 @@ class PagedKVCache:
                 caches, or a ``dtype`` that differs from unquantized tensors' element type
                 (pages are imported as they are, never reinterpreted).
         """
-        from hurray_gpu.kv_cache.importer import import_tensors
-
-        cache = import_tensors(tensors, device=device, seq_lens=seq_lens, dtype=dtype,
-                               enable_prefix_cache=enable_prefix_cache)
-        assert isinstance(cache, cls)
+        plan = plan_import(tensors, device=device, seq_lens=seq_lens, dtype=dtype)
+        geo = plan.geometry
+        cache = cls(plan.device, plan.layers, geo.heads, geo.head_dim, geo.num_pages,
+                    geo.page_size, plan.dtype, geo.kv, enable_prefix_cache=enable_prefix_cache)
+        fill_cache(cache, plan)
         return cache
 
     def save(self, path: Any, seq_ids: Any = None) -> None:
         """Write the cache to a ``.hrry`` file: ``layers.<L>.key|value`` plus seq_lens KV."""
-        from hurray_gpu.kv_cache.interchange import save_cache
-
         with self._lock:
             save_cache(self, path, seq_ids)
 
@@ -383,8 +381,6 @@ class PagedKVCache:
         Raises:
             HurrayFormatError: a malformed file, tables or seq_lens.
         """
-        from hurray_gpu.kv_cache.interchange import load_tensors
-
         tensors, lens = load_tensors(path)
         return cls.from_tensors(tensors, device=device, seq_lens=lens, dtype=dtype,
                                 enable_prefix_cache=enable_prefix_cache)

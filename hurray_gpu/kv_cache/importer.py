@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -19,7 +19,10 @@ from hurray_gpu.kv_cache.options import storage_dtype
 from hurray_gpu.parts import TensorLike
 from hurray_gpu.runtime.buffer import Buffer
 
-__all__ = ["import_tensors"]
+if TYPE_CHECKING:
+    from hurray_gpu.kv_cache.cache import PagedKVCache
+
+__all__ = ["ImportPlan", "fill_cache", "plan_import"]
 
 NOT_LAYER_SCOPED = 0xFFFFFFFF
 
@@ -139,12 +142,27 @@ def _missing(slots: Mapping[tuple[int, int], Any], layers: int) -> list[tuple[in
     return missing
 
 
-def import_tensors(tensors: Mapping[str, TensorLike] | Any, *, device: Any = None,
-                   seq_lens: Mapping[str, Any] | None = None, dtype: Any = None,
-                   enable_prefix_cache: bool = False) -> Any:
-    """Build a PagedKVCache from block-paged K/V tensors; see ``PagedKVCache.from_tensors``."""
-    from hurray_gpu.kv_cache.cache import PagedKVCache
+@dataclass
+class ImportPlan:
+    """Everything a new cache needs to take block-paged tensors in, all validated: its
+    geometry and dtype, each (layer, role)'s tensor, and each sequence's pages and lengths."""
 
+    device: Any
+    layers: int
+    geometry: _Geometry
+    dtype: Any
+    slots: dict[tuple[int, int], tuple[TensorLike, np.ndarray]]
+    tables: list[list[int]]
+    lens: list[list[int]]
+
+
+def plan_import(tensors: Mapping[str, TensorLike] | Any, *, device: Any = None,
+                seq_lens: Mapping[str, Any] | None = None, dtype: Any = None) -> ImportPlan:
+    """Validate block-paged K/V tensors for ``PagedKVCache.from_tensors`` (nothing allocated).
+
+    Raises:
+        HurrayFormatError, UnsupportedOpError: see ``PagedKVCache.from_tensors``.
+    """
     named = as_named(tensors)
     if not named:
         raise UnsupportedOpError("no tensors to import", fix="pass each layer's key and value.")
@@ -169,17 +187,19 @@ def import_tensors(tensors: Mapping[str, TensorLike] | Any, *, device: Any = Non
             f"dtype {storage_dtype(dtype).name} differs from the tensors' {geo.dtype.name}",
             fix="import with the tensors' dtype (or dtype=None), then convert what gather "
                 "returns.")
-    cache = PagedKVCache(device, layers, geo.heads, geo.head_dim, geo.num_pages, geo.page_size,
-                         dtype, geo.kv, enable_prefix_cache=enable_prefix_cache)
-    for (layer, role), (t, _) in slots.items():
+    tables = [table[int(ptr[s]):int(ptr[s + 1])].tolist() for s in range(geo.num_seqs)]
+    lens = [[int(slots[(la, 0)][1][s]) for la in range(layers)] for s in range(geo.num_seqs)]
+    return ImportPlan(device, layers, geo, dtype, slots, tables, lens)
+
+
+def fill_cache(cache: PagedKVCache, plan: ImportPlan) -> None:
+    """Copy the planned tensors' pages into a new ``cache`` and adopt their sequences."""
+    for (layer, role), (t, _) in plan.slots.items():
         _fill_pool(cache.storage.pool(layer, role), t.buffers[0])
         scales = cache.storage.scale_pool(layer, role)
         if scales is not None:
             _fill_pool(scales, t.buffers[3])
-    tables = [table[int(ptr[s]):int(ptr[s + 1])].tolist() for s in range(geo.num_seqs)]
-    lens = [[int(slots[(la, 0)][1][s]) for la in range(layers)] for s in range(geo.num_seqs)]
-    cache.allocator.adopt(tables, lens)
-    return cache
+    cache.allocator.adopt(plan.tables, plan.lens)
 
 
 def _fill_pool(pool: Buffer, src: Any) -> None:

@@ -22,6 +22,7 @@ from hurray_gpu.format.descriptor import (
     TensorDescriptor,
 )
 from hurray_gpu.format.dtypes import by_name
+from hurray_gpu.io import open_file, save
 from hurray_gpu.kv_cache.inputs import check_seq_ids
 from hurray_gpu.parts import TensorLike, make_tensor
 from hurray_gpu.runtime.buffer import Buffer
@@ -97,8 +98,6 @@ def _host(buf: Buffer) -> np.ndarray:
 
 def save_cache(cache: PagedKVCache, path: Any, seq_ids: Any = None) -> None:
     """Write every layer's keys and values (block-paged) and their seq_lens to ``path``."""
-    from hurray_gpu.io import save
-
     tensors: dict[str, TensorLike] = {}
     metadata: dict[str, Any] = {}
     for layer in range(cache.num_layers):
@@ -118,8 +117,6 @@ def load_tensors(path: Any) -> tuple[dict[str, TensorLike], dict[str, np.ndarray
     Raises:
         HurrayFormatError: a malformed file, or a seq_lens entry that is not i64 counts.
     """
-    from hurray_gpu.io import open_file
-
     tensors, lens = {}, {}
     with open_file(path) as f:
         for name in f.top_level_names():

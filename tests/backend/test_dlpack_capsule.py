@@ -21,8 +21,7 @@ import numpy as np
 import pytest
 
 import hurray_gpu as hg
-from hurray_gpu.sync.dlpack_capsule import live_exports
-from hurray_gpu.sync.dlpack_types import DLManagedTensor, DLManagedTensorVersioned
+from hurray_gpu.sync.dlpack import DLManagedTensor, DLManagedTensorVersioned, live_exports
 from tests._support import require_peer
 
 _api = ctypes.pythonapi

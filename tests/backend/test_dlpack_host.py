@@ -13,10 +13,14 @@ from hurray_gpu.format.descriptor.buffers import BufferHandle, DeviceTag, Memory
 from hurray_gpu.format.descriptor.layouts import RowMajor
 from hurray_gpu.format.descriptor.model import TensorDescriptor
 from hurray_gpu.io._memory import aligned_empty
-from hurray_gpu.sync.dlpack import live_exports
-from hurray_gpu.sync.dlpack_cuda import consumer_stream_handle
+from hurray_gpu.sync.dlpack import (
+    DLPackError,
+    consumer_stream_handle,
+    dl_code,
+    hurray_place,
+    live_exports,
+)
 from hurray_gpu.sync.dlpack_import import _get_name
-from hurray_gpu.sync.dlpack_types import DLPackError, dl_code, hurray_place
 from tests._support import require_peer, skip_or_fail
 
 torch = require_peer("torch")
@@ -105,7 +109,7 @@ def test_dtypes_bf16_fp8_bool() -> None:
         b.__dlpack__(copy=False)
     assert hg.from_dlpack(np.array([False, True])).numpy().tolist() == [False, True]
     with pytest.raises(BufferError, match="float128 has no DLPack dtype"):
-        from hurray_gpu.sync.dlpack_types import dtype_code
+        from hurray_gpu.sync.dlpack import dtype_code
 
         dtype_code("float128", (1, 1))
 

@@ -11,8 +11,7 @@ import pytest
 
 import hurray_gpu as hg
 from hurray_gpu.io._memory import aligned_empty
-from hurray_gpu.sync.dlpack_capsule import live_exports
-from hurray_gpu.sync.dlpack_view import dlpack_view
+from hurray_gpu.sync.dlpack import dlpack_view, live_exports
 from tests._support import require_peer
 
 jax = require_peer("jax", "jax[cpu]")

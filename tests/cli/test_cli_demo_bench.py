@@ -9,9 +9,8 @@ from pathlib import Path
 import pytest
 
 from hurray_gpu.cli import main
-from hurray_gpu.cli.bench_report import load_results, write_report
-from hurray_gpu.cli.demo import run_demo
-from hurray_gpu.cli.demo_steps import HOST, numpy_checksum
+from hurray_gpu.cli.bench import load_results, write_report
+from hurray_gpu.cli.demo import HOST, numpy_checksum, run_demo
 
 PARTS = ("quantize", "KV cache", "save .hrry", "inspect", "load", "dequantize", "materialize",
          "DLPack", "vyre checksum", "re-check")

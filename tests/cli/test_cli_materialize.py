@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from hurray_gpu.cli import main
-from hurray_gpu.cli.demo_model import build_weights
+from hurray_gpu.cli.demo import build_weights
 from hurray_gpu.format.descriptor.buffers import DeviceTag
 from hurray_gpu.io import open_file, save
 from hurray_gpu.runtime.registry import is_available

@@ -15,13 +15,6 @@ from hurray_gpu.format.descriptor.buffers import (
     check_colocation,
     is_valid_pair,
 )
-from hurray_gpu.format.descriptor.codec import (
-    MAGIC,
-    decode_descriptor,
-    decode_descriptor_prefix,
-    encode_descriptor,
-    peek_descriptor_length,
-)
 from hurray_gpu.format.descriptor.layouts import (
     COO,
     CSC,
@@ -47,7 +40,12 @@ from hurray_gpu.format.descriptor.model import (
     HAS_QUANTIZATION,
     HAS_SHARD,
     HAS_STATISTICS,
+    MAGIC,
     TensorDescriptor,
+    decode_descriptor,
+    decode_descriptor_prefix,
+    encode_descriptor,
+    peek_descriptor_length,
 )
 from hurray_gpu.format.descriptor.quant import (
     MXFP,
