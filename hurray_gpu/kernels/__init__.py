@@ -12,10 +12,12 @@ import numpy as np
 from hurray_gpu.errors import UnsupportedOpError
 from hurray_gpu.kernels.basic import BASIC_KERNELS
 from hurray_gpu.kernels.dequant import DEQUANT_KERNELS
+from hurray_gpu.kernels.dequant_variants import VARIANT_KERNELS
 from hurray_gpu.kernels.dialect.kernel import KernelDef, numpy_dtype
-from hurray_gpu.kernels.layout_registry import LAYOUT_ALL
-from hurray_gpu.kernels.paged import PAGED_KERNELS
-from hurray_gpu.kernels.paged_quant import QUANT_KERNELS
+from hurray_gpu.kernels.layout import LAYOUT_KERNELS
+from hurray_gpu.kernels.layout_paged import PAGED_LAYOUT_KERNELS
+from hurray_gpu.kernels.layout_sparse import SPARSE_KERNELS
+from hurray_gpu.kernels.paged import PAGED_KERNELS, QUANT_KERNELS
 
 __all__ = ["KERNELS", "KernelDef", "get_kernel", "kernel_names", "register", "run_reference"]
 
@@ -83,5 +85,6 @@ def run_reference(kernel: KernelDef | str, buffers: dict[str, bytes | bytearray]
     return out
 
 
-for _kernel in (*BASIC_KERNELS, *DEQUANT_KERNELS, *LAYOUT_ALL, *PAGED_KERNELS, *QUANT_KERNELS):
+for _kernel in (*BASIC_KERNELS, *DEQUANT_KERNELS, *VARIANT_KERNELS, *LAYOUT_KERNELS,
+                *SPARSE_KERNELS, *PAGED_LAYOUT_KERNELS, *PAGED_KERNELS, *QUANT_KERNELS):
     register(_kernel)

@@ -14,7 +14,7 @@ import numpy as np
 
 from hurray_gpu.devices_api import device as open_device
 from hurray_gpu.errors import UnsupportedOpError
-from hurray_gpu.kernels.paged_quant import FLOAT_WORDS
+from hurray_gpu.kernels.paged import FLOAT_WORDS
 from hurray_gpu.kv_cache.allocator import MAX_SEQ_TOKENS, PageAllocator
 from hurray_gpu.kv_cache.inputs import (
     ONE_EACH,

@@ -14,8 +14,15 @@ import numpy as np
 from hurray_gpu.buffer import Buffer
 from hurray_gpu.device import Device, MemoryClass
 from hurray_gpu.errors import UnsupportedOpError
-from hurray_gpu.kernels.paged import MAX_WIDTH, ROLES, SKIP_SLOT, WORDS, paged_kernel, word_for
-from hurray_gpu.kernels.paged_quant import quant_kernel
+from hurray_gpu.kernels.paged import (
+    MAX_WIDTH,
+    ROLES,
+    SKIP_SLOT,
+    WORDS,
+    paged_kernel,
+    quant_kernel,
+    word_for,
+)
 from hurray_gpu.kv_cache.windows import Windows
 
 __all__ = ["KVStorage", "Plane"]

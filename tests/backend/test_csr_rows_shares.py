@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from hurray_gpu.buffer import Buffer
 from hurray_gpu.kernels import run_reference
-from hurray_gpu.kernels.layout_csr import csr_rows_kernel
+from hurray_gpu.kernels.layout_sparse import csr_rows_kernel
 
 NROWS, NCOLS = 5, 37
 

@@ -12,7 +12,7 @@ import pytest
 
 from hurray_gpu.buffer import Buffer
 from hurray_gpu.device import Device
-from hurray_gpu.kernels.dequant_common import TABLE_RUN, table_private
+from hurray_gpu.kernels.dequant import TABLE_RUN, table_private
 from hurray_gpu.kernels.dialect.kernel import KernelDef
 from hurray_gpu.kernels.dialect.render import lint_body
 from hurray_gpu.ops import dequantize, unpack

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hurray_gpu.format.dtypes import by_name, value_table
-from hurray_gpu.kernels.dequant_common import divmagic
+from hurray_gpu.kernels.dequant import divmagic
 from hurray_gpu.ops import dequantize, unpack
 from hurray_gpu.ops.build import quantized_tensor, random_quantized
 from hurray_gpu.ops.tables import NF4_BITS

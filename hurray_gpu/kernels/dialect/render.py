@@ -32,8 +32,9 @@ INTRINSICS = ("U32", "I32", "F32", "AS_F32", "AS_U32", "FMA", "FMIN", "FMAX", "U
 # Intrinsics rendered as a call to a helper function, emitted only when a body uses them.
 HELPER_INTRINSICS = {"F16_BITS_TO_F32": "hg_f16_to_f32", "BF16_BITS_TO_F32": "hg_bf16_to_f32",
                      "F32_TO_F16_BITS": "hg_f32_to_f16", "F32_TO_BF16_BITS": "hg_f32_to_bf16"}
-# Text that has no portable meaning in every dialect (pointers, arrays, preprocessor...).
-_FORBIDDEN = ("[", "]", "#", '"', "'", "->", "__", "\\")
+# Text that has no portable meaning in every dialect (pointers, arrays, preprocessor...; ``$``
+# marks a hole of a composed piece, see compose.py).
+_FORBIDDEN = ("[", "]", "#", '"', "'", "->", "__", "\\", "$")
 _FORBIDDEN_WORDS = re.compile(
     r"\b(goto|asm|malloc|free|printf|struct|union|typedef|static|"
     r"unsigned|signed|char|short|long|double|int|uint|float|half|hg_\w*)\b")
