@@ -15,7 +15,7 @@ from hurray_gpu.kernels.dequant import DEQUANT_KERNELS
 from hurray_gpu.kernels.dequant_variants import VARIANT_KERNELS
 from hurray_gpu.kernels.dialect.kernel import KernelDef, numpy_dtype
 from hurray_gpu.kernels.layout import LAYOUT_KERNELS
-from hurray_gpu.kernels.layout_paged import PAGED_LAYOUT_KERNELS
+from hurray_gpu.kernels.layout_paged import CHECK_PAGED, PAGED_GATHERS
 from hurray_gpu.kernels.layout_sparse import SPARSE_KERNELS
 from hurray_gpu.kernels.paged import PAGED_KERNELS, QUANT_KERNELS
 
@@ -86,5 +86,6 @@ def run_reference(kernel: KernelDef | str, buffers: dict[str, bytes | bytearray]
 
 
 for _kernel in (*BASIC_KERNELS, *DEQUANT_KERNELS, *VARIANT_KERNELS, *LAYOUT_KERNELS,
-                *SPARSE_KERNELS, *PAGED_LAYOUT_KERNELS, *PAGED_KERNELS, *QUANT_KERNELS):
+                *SPARSE_KERNELS, *PAGED_GATHERS.values(), CHECK_PAGED, *PAGED_KERNELS,
+                *QUANT_KERNELS):
     register(_kernel)

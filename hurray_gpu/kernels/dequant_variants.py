@@ -22,7 +22,6 @@ import numpy as np
 
 from hurray_gpu.kernels.dequant import (
     DENSE,
-    ITEM_START,
     MAGIC_SCALARS,
     OUT_DTYPES,
     RESTART,
@@ -109,15 +108,15 @@ def _gathered(a: dict[str, Any], so_fn: SoFn) -> np.ndarray:
 def _fused(scheme: Scheme, out: str, addr: str) -> KernelDef:
     kind = OUT_DTYPES[out]
     piece, span, so_fn, extra = _ADDR[addr]
-    variant = Variant(ITEM_START, DENSE.store, "so", _LAYOUT_PRE.fill(addr=piece, span=span))
+    variant = Variant(DENSE.items, DENSE.store, "so", _LAYOUT_PRE.fill(addr=piece, span=span))
 
     def extents(s: Any) -> dict[str, int]:
-        out = dict(scheme.extents(s))
+        ext = dict(scheme.extents(s))
         # Codes are read below n (Hilbert) or nspan (sep) elements past doff.
         if addr == "sep":
-            out["err"] = int(s["ntt"])
-            out["data"] = int(s["doff"]) + (int(s["nspan"]) * int(s["bits"]) + 7) // 8
-        return out
+            ext["err"] = int(s["ntt"])
+            ext["data"] = int(s["doff"]) + (int(s["nspan"]) * int(s["bits"]) + 7) // 8
+        return ext
 
     def reference(a: dict[str, Any]) -> None:
         if int(a["n"]) == 0:
@@ -174,12 +173,12 @@ def _sparse(scheme: Scheme, out: str, tree: str) -> KernelDef:
                       _SPARSE_STORE, "so", drops=("ept", *MAGIC_SCALARS))
 
     def extents(s: Any) -> dict[str, int]:
-        out = dict(scheme.extents(s))
+        ext = dict(scheme.extents(s))
         # Codes are read at stored positions (position 0 for check items).
-        out["data"] = int(s["doff"]) + (max(int(s["nnz"]), 1) * int(s["bits"]) + 7) // 8
-        out["ix"] = int(s["nix"])
-        out["mt"] = int(s["nlev"]) * TREE_REC if tree == "tree" else 2 * int(s["rank"])
-        return out
+        ext["data"] = int(s["doff"]) + (max(int(s["nnz"]), 1) * int(s["bits"]) + 7) // 8
+        ext["ix"] = int(s["nix"])
+        ext["mt"] = int(s["nlev"]) * TREE_REC if tree == "tree" else 2 * int(s["rank"])
+        return ext
 
     def reference(a: dict[str, Any]) -> None:
         """Scatter the codes into a dense code array, run the dense oracle over every element
@@ -277,10 +276,10 @@ def _paged(scheme: Scheme, out: str) -> KernelDef:
     kind = OUT_DTYPES[out]
 
     def extents(s: Any) -> dict[str, int]:
-        out = dict(scheme.extents(s))
-        out["dst"] = int(s["row"]) * int(s["ntok"])
-        out["ix"] = int(s["nix"])
-        return out
+        ext = dict(scheme.extents(s))
+        ext["dst"] = int(s["row"]) * int(s["ntok"])
+        ext["ix"] = int(s["nix"])
+        return ext
 
     def reference(a: dict[str, Any]) -> None:
         """Run the dense oracle over the whole pool, then gather token rows by slot."""
@@ -294,8 +293,7 @@ def _paged(scheme: Scheme, out: str) -> KernelDef:
         if int(a.get("mode", 0)) and "stype" in a:
             moved.update(_benign_unread(a, src[ok]))
         scheme.reference(moved, kind)
-        out = a["dst"][: ntok * row].reshape(ntok, row)
-        out[ok] = moved["dst"][src[ok]]
+        a["dst"][: ntok * row].reshape(ntok, row)[ok] = moved["dst"][src[ok]]
 
     return dequant_kernel(
         scheme, kind, _PAGED, suffix="_paged", inputs=(*scheme.inputs, buf("ix", "u32")),

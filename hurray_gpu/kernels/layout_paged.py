@@ -10,8 +10,7 @@ import numpy as np
 
 from hurray_gpu.kernels.dialect.kernel import KernelDef, buf, scalar
 
-__all__ = ["CHECK_PAGED", "PAGED_GATHERS", "PAGED_IX_HEADER", "PAGED_LAYOUT_KERNELS",
-           "paged_gather", "ref_token_slots"]
+__all__ = ["CHECK_PAGED", "PAGED_GATHERS", "PAGED_IX_HEADER", "paged_gather", "ref_token_slots"]
 
 # Token y belongs to sequence s with ts[s] <= y < ts[s+1] (ts: token starts, host-checked);
 # its page is bt[sp[s] + t / ps]; iw = 1 (u32 ids) or 2 (u64 ids, low word first).
@@ -141,5 +140,3 @@ CHECK_PAGED = KernelDef(
                        "sp": (int(s["nseq"]) + 1) * int(s["iw"])},
     reference=_ref_check, local_size=(256, 1, 1), tags=("layout", "check"),
     doc="Block table ids < num_pages and the seq_ptr invariants.")
-
-PAGED_LAYOUT_KERNELS = (*PAGED_GATHERS.values(), CHECK_PAGED)

@@ -86,7 +86,8 @@ def _bufs(name: str, dtype: str, access: str) -> tuple[Param, ...]:
     return tuple(buf(r + name, dtype, access) for r in ROLES)
 
 
-def _ref_scatter(a: dict[str, Any]) -> None:
+def _ref_scatter(a: dict[str, Any], fmt: str = "") -> None:
+    """Oracle of the scatters: raw words, or quantized to ``fmt`` (q8, f8)."""
     row, rows, limit = int(a["row"]), _items(a), int(a["num_slots"])
     if not _runs(a, row):
         return
@@ -94,20 +95,36 @@ def _ref_scatter(a: dict[str, Any]) -> None:
     keep = slots < limit
     for r in ROLES:
         src = a[f"{r}src"][: rows * row].reshape(rows, row)
-        a[f"{r}pool"][: limit * row].reshape(limit, row)[slots[keep]] = src[keep]
+        pool = a[f"{r}pool"][: limit * row].reshape(limit, row)
+        if fmt == "q8":
+            q, scale = ref_q8_rows(src.astype(np.float32))
+            pool[slots[keep]] = q[keep]
+            a[f"{r}scales"][:limit][slots[keep]] = scale[keep]
+        elif fmt == "f8":
+            with np.errstate(invalid="ignore"):
+                codes = np.clip(src[keep].astype(np.float32), -448, 448)
+                pool[slots[keep]] = codes.astype(ml_dtypes.float8_e4m3fn).view(np.uint8)
+        else:
+            pool[slots[keep]] = src[keep]
 
 
-def _ref_gather(a: dict[str, Any]) -> None:
+def _ref_gather(a: dict[str, Any], fmt: str = "") -> None:
+    """Oracle of the gathers: raw words, or dequantized from ``fmt`` (q8, f8)."""
     row, rows, limit = int(a["row"]), _items(a), int(a["num_slots"])
     if not _runs(a, row):
         return
     slots = a["slots"][:rows].astype(np.int64)
     keep = slots < limit
-    zero = ~keep & (slots != SKIP_SLOT)
     for r in ROLES:
         dst = a[f"{r}dst"][: rows * row].reshape(rows, row)
-        dst[keep] = a[f"{r}pool"][: limit * row].reshape(limit, row)[slots[keep]]
-        dst[zero] = 0
+        rows_read = a[f"{r}pool"][: limit * row].reshape(limit, row)[slots[keep]]
+        if fmt == "q8":
+            scales = a[f"{r}scales"][:limit][slots[keep]][:, None]
+            rows_read = scales * rows_read.astype(np.float32)
+        elif fmt == "f8":
+            rows_read = rows_read.view(ml_dtypes.float8_e4m3fn).astype(np.float32)
+        dst[keep] = rows_read.astype(dst.dtype)
+        dst[~keep & (slots != SKIP_SLOT)] = 0
 
 
 def _ref_copy_pages(a: dict[str, Any]) -> None:
@@ -279,42 +296,6 @@ def ref_q8_rows(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return q.astype(np.int8), np.exp2(e).astype(np.float32)
 
 
-def _ref_quant_scatter(a: dict[str, Any], q8: bool) -> None:
-    row, limit, rows = int(a["row"]), int(a["num_slots"]), _items(a)
-    if not _runs(a, row):
-        return
-    slots = a["slots"][:rows].astype(np.int64)
-    keep = slots < limit
-    for r in ROLES:
-        src = a[f"{r}src"][: slots.size * row].astype(np.float32).reshape(-1, row)
-        pool = a[f"{r}pool"][: limit * row].reshape(limit, row)
-        if q8:
-            q, scale = ref_q8_rows(src)
-            pool[slots[keep]] = q[keep]
-            a[f"{r}scales"][:limit][slots[keep]] = scale[keep]
-        else:
-            with np.errstate(invalid="ignore"):
-                codes = np.clip(src[keep], -448, 448).astype(ml_dtypes.float8_e4m3fn)
-            pool[slots[keep]] = codes.view(np.uint8)
-
-
-def _ref_quant_gather(a: dict[str, Any], q8: bool) -> None:
-    row, limit, rows = int(a["row"]), int(a["num_slots"]), _items(a)
-    if not _runs(a, row):
-        return
-    slots = a["slots"][:rows].astype(np.int64)
-    keep = slots < limit
-    for r in ROLES:
-        dst = a[f"{r}dst"][: slots.size * row].reshape(-1, row)
-        codes = a[f"{r}pool"][: limit * row].reshape(limit, row)[slots[keep]]
-        if q8:
-            values = a[f"{r}scales"][:limit][slots[keep]][:, None] * codes.astype(np.float32)
-        else:
-            values = codes.view(ml_dtypes.float8_e4m3fn).astype(np.float32)
-        dst[keep] = values.astype(dst.dtype)
-        dst[~keep & (slots != SKIP_SLOT)] = 0
-
-
 _QLANE = Piece("quant lane", """
     u32 i = GLOBAL_ID(0);
     if (i >= n || lanes == 0u || lanes > 4096u || row == 0u || row > 0xFFFFEFFFu) return;
@@ -438,21 +419,21 @@ def _make(op: str, fmt: str, word: str) -> KernelDef:
             _bufs("src", word, "r") + (buf("slots", "u32", "r"),)
         # q8 works one item per row, on lane 0.
         head = _SCATTER_HEAD.fill(lane0="    if (lane != 0u) return;" if q8 else "")
-        body, ref = (_Q8_SCATTER if q8 else _F8_SCATTER), _ref_quant_scatter
+        body, ref = (_Q8_SCATTER if q8 else _F8_SCATTER), _ref_scatter
         extents = _extents("pool", "src", q8)
         doc = f"quantize k/v rows of {word} to {'int8 + scale' if q8 else 'float8_e4m3'} slots"
     else:
         params = _bufs("dst", word, "w") + _bufs("pool", store, "r") + \
             (_bufs("scales", "f32", "r") if q8 else ()) + (buf("slots", "u32", "r"),)
         head = _GATHER_HEAD
-        body, ref = (_Q8_GATHER if q8 else _F8_GATHER), _ref_quant_gather
+        body, ref = (_Q8_GATHER if q8 else _F8_GATHER), _ref_gather
         extents = _extents("pool", "dst", q8)
         doc = f"dequantize slots to k/v {word} rows (zeros for slots past the pool)"
     roles = {r: body.fill(**{h: r + h for h in body.holes}) for r in ROLES}
     return compose_kernel(_QUANT.fill(lane=_QLANE, head=head, **roles),
                           name=f"kv_{fmt}_{op}_{word}", params=params + _SCALARS,
                           grid=lambda s: (int(s["n"]),), extents=extents,
-                          reference=lambda a: ref(a, q8),
+                          reference=lambda a: ref(a, fmt),
                           tags=("kv_cache",), doc=doc + ".")
 
 

@@ -86,8 +86,8 @@ def _lut(plan: Any, bufs: dict[str, Any]) -> HurrayFormatError:
         code = None if index is None else f"0x{int(scales[index]):02X}"
         return HurrayFormatError(
             f"MX scale byte {index} is {code}, a reserved float8_e8m0 code", field="scales",
-            offset=index, fix="float8_e8m0 scales 0x00 and 0xFF are invalid (hurray-facts "
-                              "§4 0x05); rewrite the scale buffer.")
+            offset=index, fix="float8_e8m0 scales 0x00 and 0xFF are invalid (Hurray spec, "
+                              "MXFP quantization); rewrite the scale buffer.")
     return HurrayFormatError(
         "a float8_e8m0 element is 0x00 or 0xFF, which Hurray forbids", field="buffer",
         fix="float8_e8m0 data must avoid the reserved codes 0x00 and 0xFF.")
