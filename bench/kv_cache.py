@@ -17,7 +17,7 @@ import os
 
 # torch ships its own libgomp, which reads OMP_WAIT_POLICY once, when torch is imported. Its
 # default (spinning workers) then also governs the cpu backend's OpenMP kernels, and on a
-# small machine each of their launches waits for spinning threads (measured: 20x slower).
+# small machine each of their launches waits for spinning threads, many times slower.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import argparse  # noqa: E402
@@ -178,8 +178,8 @@ class TorchPaged:
         slots, width = shape.pages * PAGE, shape.heads * shape.head_dim
         # NumPy-backed, like our cpu pools: NumPy asks for transparent huge pages on large
         # arrays and torch's allocator does not; with 4 KiB pages each scattered row costs a
-        # TLB miss (2 KiB rows scattered over 16 pools: ~20% slower in C; the torch decode
-        # step ~10%), a difference of allocators, not of caches.
+        # TLB miss, which slows scattered row copies in C and the torch decode step alike: a
+        # difference of allocators, not of caches.
         self.pools = [[_host_tensor(torch, (slots, width)) for _ in range(2)]
                       for _ in range(shape.layers)]
         self.free_pages = list(range(shape.pages - 1, -1, -1))

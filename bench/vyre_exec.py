@@ -211,7 +211,7 @@ def _report(result: dict[str, Any]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="n=128, 1 MiB, 2 runs (~20 s)")
+    parser.add_argument("--quick", action="store_true", help="n=128, 1 MiB, 2 runs")
     parser.add_argument("--n", type=int, default=None)
     parser.add_argument("--ref-n", type=int, default=None)
     parser.add_argument("--ref-workgroups", type=int, default=4)

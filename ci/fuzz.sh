@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Long coverage-guided fuzzing (atheris / libFuzzer) of every decoder harness in fuzz/.
+# Long coverage-guided fuzzing (atheris / libFuzzer) of every decoder harness in fuzz/, then
+# the KV-cache soak (tests/backend/test_kv_cache_soak.py) at full length.
 #
-#   ci/fuzz.sh [--minutes N] [--jobs J] [HARNESS ...]     (default: 5 minutes, all harnesses)
+#   ci/fuzz.sh [--minutes N] [--jobs J] [--soak-ops K] [HARNESS ...]
+#     (default: 5 minutes, all harnesses, 100000 soak operations per run; --soak-ops 0: none)
 #
 # Each harness runs N minutes (J harnesses at a time, default: the core count). The corpus
 # grows in fuzz/corpus/<harness>/ (gitignored), seeded from fuzz/seeds.py and from the saved
@@ -17,13 +19,15 @@ PYTHON="${PYTHON:-python3}"
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 
 MINUTES=5
+SOAK_OPS=100000
 JOBS="$(nproc 2>/dev/null || echo 2)"
 HARNESSES=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --minutes) MINUTES="$2"; shift 2 ;;
     --jobs) JOBS="$2"; shift 2 ;;
-    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    --soak-ops) SOAK_OPS="$2"; shift 2 ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
     *) HARNESSES+=("$1"); shift ;;
   esac
 done
@@ -66,6 +70,14 @@ for h in "${HARNESSES[@]}"; do
 done
 wait
 
+# The soak the suite runs short (2000 operations): here at full length, CI=true as in CI.
+soak=0
+if [ "$SOAK_OPS" -gt 0 ]; then
+  echo "ci/fuzz.sh: KV-cache soak, $SOAK_OPS operations per run"
+  CI=true HURRAY_GPU_SOAK_OPS="$SOAK_OPS" "$PYTHON" -m pytest -q -p no:cacheprovider \
+    tests/backend/test_kv_cache_soak.py || soak=1
+fi
+
 found=0
 for h in "${HARNESSES[@]}"; do
   for f in fuzz/artifacts/"$h"/crash-* fuzz/artifacts/"$h"/timeout-* fuzz/artifacts/"$h"/oom-*; do
@@ -82,4 +94,9 @@ if [ "$found" -gt 0 ]; then
        "replay: python -m pytest tests/fuzz/test_regressions.py" >&2
   exit 1
 fi
-echo "ci/fuzz.sh: no failures in ${MINUTES} minute(s) per harness."
+if [ "$soak" -ne 0 ]; then
+  echo "ci/fuzz.sh: the KV-cache soak failed ($SOAK_OPS operations); replay:" \
+       "HURRAY_GPU_SOAK_OPS=$SOAK_OPS python -m pytest tests/backend/test_kv_cache_soak.py" >&2
+  exit 1
+fi
+echo "ci/fuzz.sh: no failures in ${MINUTES} minute(s) per harness; soak passed ($SOAK_OPS ops)."

@@ -3,9 +3,12 @@
 # Then the backend tier once more with the debug canary allocator on (HURRAY_GPU_DEBUG_BOUNDS=1):
 # any out-of-bounds kernel write on cpu, pocl or lavapipe raises BoundsViolation there.
 # pytest exits 5 when it collected no test: that is a failure here, as is any failed test.
+# CI=true always: a missing backend (pocl, lavapipe) or peer (torch, gguf, NVRTC...) fails the
+# run instead of skipping, and Hypothesis replays the same examples every run.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-python3}"
+export CI=true
 
 "$PYTHON" -m pytest -q -n 2 -m "not gpu" "$@"
 status=$?

@@ -128,7 +128,8 @@ class Buffer:
         """
         dt = np.dtype(dtype)
         if self.nbytes % dt.itemsize:
-            raise UnsupportedOpError(f"{self.nbytes} bytes is not a whole number of {dt}")
+            raise UnsupportedOpError(f"{self.nbytes} bytes is not a whole number of {dt}",
+                                     fix="pass a dtype whose itemsize divides the buffer size.")
         out = np.empty(self.nbytes // dt.itemsize, dtype=dt)
         self.copyout(out.view(np.uint8))
         return out

@@ -198,7 +198,8 @@ class Allocator:
         self._check_live(allocation, allocation.nbytes)
         for value, label in ((offset, "offset"), (nbytes, "nbytes")):
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                raise UnsupportedOpError(f"view {label} must be a non-negative int, got {value!r}")
+                raise UnsupportedOpError(f"view {label} must be a non-negative int, got {value!r}",
+                                         fix=f"pass {label} as an int >= 0.")
         if offset + nbytes > allocation.nbytes:
             raise UnsupportedOpError(
                 f"view [{offset}, {offset + nbytes}) exceeds the {allocation.nbytes}-byte buffer",
@@ -226,7 +227,8 @@ class Allocator:
     # -- helpers ------------------------------------------------------------------------
     def _check_request(self, nbytes: int, memory_class: MemoryClass | int | str) -> MemoryClass:
         if not isinstance(nbytes, int) or isinstance(nbytes, bool) or nbytes < 0:
-            raise UnsupportedOpError(f"allocation size must be a non-negative int, got {nbytes!r}")
+            raise UnsupportedOpError(f"allocation size must be a non-negative int, got {nbytes!r}",
+                                     fix="pass nbytes as an int >= 0.")
         mclass = MemoryClass.parse(memory_class)
         if mclass not in self.device.memory_classes:
             offered = ", ".join(m.label for m in self.device.memory_classes)
@@ -308,7 +310,8 @@ class Allocator:
         raise NotImplementedError
 
     def _offset(self, raw: Any, offset: int, nbytes: int) -> Any:
-        raise UnsupportedOpError(f"{self.device} does not support buffer views")
+        raise UnsupportedOpError(f"{self.device} does not support buffer views",
+                                 fix="copy the range out with copyout() instead of viewing it.")
 
     def _copy(self, dest: Any, src: Any, nbytes: int) -> None:
         from hurray_gpu.transfer import staged_copy
@@ -345,8 +348,8 @@ class Device:
         self.compiler = compiler
         self.memory_classes = tuple(memory_classes)
         self._programs: LRUCache[str, Program] = LRUCache(PROGRAM_CACHE_CAPACITY)
-        # Per-definition fast path: rendering and hashing the source costs ~1 ms per launch,
-        # far more than the launch itself. KernelDef is frozen, so it keys by value (its grid
+        # Per-definition fast path: rendering and hashing the source costs far more than the
+        # launch itself. KernelDef is frozen, so it keys by value (its grid
         # and extent functions by identity, which keeps two same-body kernels apart).
         self._by_def: LRUCache[KernelDef, Program] = LRUCache(PROGRAM_CACHE_CAPACITY)
         self._program_lock = threading.Lock()

@@ -9,15 +9,21 @@ from __future__ import annotations
 from typing import Any
 
 
-def _with_fix(message: str, fix: str) -> str:
+def _with_fix(message: str, fix: str | None) -> str:
     message = message.rstrip()
-    return message if "Fix:" in message else f"{message} Fix: {fix}"
+    return message if "Fix:" in message or not fix else f"{message} Fix: {fix}"
 
 
 class HurrayGPUError(Exception):
-    """Base class of every error raised by hurray_gpu."""
+    """Base class of every error raised by hurray_gpu.
 
-    default_fix = "see the message above and the hurray_gpu documentation."
+    A subclass sets ``default_fix`` only when one hint fits every raise of it; otherwise each
+    raise passes ``fix=`` saying what the caller should change. There is deliberately no
+    generic fallback: ``tests/null/test_error_fix_hints.py`` walks the sources and fails on a
+    raise that would end without a ``Fix:``.
+    """
+
+    default_fix: str | None = None
 
     def __init__(self, message: str, *, fix: str | None = None) -> None:
         self._args: tuple[Any, ...] = (message,)
@@ -42,7 +48,10 @@ class HurrayFormatError(HurrayGPUError, ValueError):
         fix: the ``Fix:`` hint.
     """
 
-    default_fix = "check that the input is a valid Hurray encoding (hurray-facts §2)."
+    default_fix = ("the input is not valid Hurray: re-create it with a conforming writer "
+                   "(hurray_gpu.save, StreamWriter or TensorDescriptor.encode) instead of "
+                   "patching "
+                   "its bytes.")
 
     def __init__(
         self,
@@ -83,6 +92,9 @@ class BackendUnavailableError(HurrayGPUError, RuntimeError):
 
 class DeviceError(HurrayGPUError, RuntimeError):
     """A driver call failed; raised only by each backend's ``check()``."""
+
+    default_fix = ("run `hurray-gpu devices` to check the driver, and retry on device='cpu' to "
+                   "tell a driver fault from a bad argument.")
 
 
 class UnsupportedOpError(HurrayGPUError, NotImplementedError):

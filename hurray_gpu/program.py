@@ -109,21 +109,25 @@ def _check_scalar(param_name: str, dtype: str, value: Any) -> np.generic:
         if bounds is not None and bounds[0] <= value <= bounds[1]:
             return _SCALAR_TYPES[dtype](value)
     if isinstance(value, bool) or not isinstance(value, (int, float, np.number)):
-        raise UnsupportedOpError(f"scalar {param_name} must be a number, got {value!r}")
+        raise UnsupportedOpError(f"scalar {param_name} must be a number, got {value!r}",
+                                 fix=f"pass {param_name} as an int or float.")
     if dtype == "f32":
         return np.float32(value)
     if isinstance(value, (float, np.floating)) and not float(value).is_integer():
-        raise UnsupportedOpError(f"scalar {param_name} ({dtype}) must be an integer, got {value}")
+        raise UnsupportedOpError(f"scalar {param_name} ({dtype}) must be an integer, got {value}",
+                                 fix=f"pass {param_name} as a whole number.")
     low, high = _SCALAR_RANGE[dtype]
     if not low <= int(value) <= high:
-        raise UnsupportedOpError(f"scalar {param_name} = {value} is outside {dtype}")
+        raise UnsupportedOpError(f"scalar {param_name} = {value} is outside {dtype}",
+                                 fix=f"pass a {param_name} that fits {dtype}.")
     return _SCALAR_TYPES[dtype](int(value))
 
 
 def _check_grid(size: Sequence[int]) -> tuple[int, int, int]:
     dims = tuple(int(d) for d in size)
     if not 1 <= len(dims) <= 3 or any(d < 0 or d > MAX_GRID_DIM for d in dims):
-        raise UnsupportedOpError(f"global size {tuple(size)} must be 1-3 dims in [0, 2**32)")
+        raise UnsupportedOpError(f"global size {tuple(size)} must be 1-3 dims in [0, 2**32)",
+                                 fix="pass 1 to 3 sizes, each in [0, 2**32).")
     if math.prod(dims) > MAX_WORK_ITEMS:
         raise UnsupportedOpError(f"global size {dims} exceeds {MAX_WORK_ITEMS} work items",
                                  fix="split the work into several launches.")
@@ -143,7 +147,8 @@ class Program:
         self.device = device
         self.kernel = kernel
         self.binary = binary
-        # Signature facts every launch needs, computed once (a launch is ~20 us of Python).
+        # Signature facts every launch needs, computed once (per-launch Python is the cost of a
+        # small launch).
         self._names = tuple(p.name for p in kernel.params)
         self._scalar_params = kernel.scalars
         self._buffer_params = tuple((p.name, p.itemsize) for p in kernel.buffers)
@@ -254,11 +259,13 @@ class Program:
         if not kwargs and len(args) == len(names):
             return dict(zip(names, args, strict=True))
         if len(args) > len(names):
-            raise UnsupportedOpError(f"{self.kernel.name} takes {len(names)} arguments")
+            raise UnsupportedOpError(f"{self.kernel.name} takes {len(names)} arguments",
+                                     fix=f"pass exactly {', '.join(names)}.")
         bound = dict(zip(names, args, strict=False))
         for key, value in kwargs.items():
             if key not in names or key in bound:
-                raise UnsupportedOpError(f"{self.kernel.name}: unexpected/duplicate arg {key!r}")
+                raise UnsupportedOpError(f"{self.kernel.name}: unexpected/duplicate arg {key!r}",
+                                         fix=f"pass each of {', '.join(names)} once.")
             bound[key] = value
         missing = [n for n in names if n not in bound]
         if missing:
@@ -280,7 +287,8 @@ class Program:
                 fix="allocate a larger buffer or pass a smaller count.",
             )
         if allocation.freed or allocation.root.freed:
-            raise UnsupportedOpError(f"{self.kernel.name}: buffer {name} was freed")
+            raise UnsupportedOpError(f"{self.kernel.name}: buffer {name} was freed",
+                                     fix="keep the buffer (or its tensor) alive until the launch.")
         return allocation
 
     def _launch(self, buffers: list[Allocation], scalars: list[np.generic],

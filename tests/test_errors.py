@@ -13,11 +13,11 @@ from hurray_gpu import errors as E
 @pytest.mark.parametrize(
     "exc",
     [
-        E.HurrayGPUError("boom"),
+        E.HurrayGPUError("boom", fix="stop the boom."),
         E.HurrayFormatError("bad rank 65", field="rank", offset=4, fix="use rank <= 64."),
         E.BackendUnavailableError("no metal backend (device_tag 0x03)"),
         E.DeviceError("clEnqueueReadBuffer failed"),
-        E.UnsupportedOpError("float128 has no NumPy dtype"),
+        E.UnsupportedOpError("float128 has no NumPy dtype", fix="use float64."),
         E.OutOfMemoryError(1 << 30, 1 << 20, 1 << 31),
         E.CompileError("nvrtc failed", "int x", ("-arch=sm_90",), "error: x"),
         E.BoundsViolation("fill_u32", "dst", "after", 64, 64),

@@ -1,4 +1,9 @@
-"""Typed errors of the vyre wire codec; messages match vyre 0.7.2's ``IrError`` Display text."""
+"""Typed errors of the vyre wire codec.
+
+``detail`` is vyre 0.7.2's inner message and ``vyre_text`` its exact ``IrError`` Display text,
+for byte-for-byte comparison with vyre. vyre's Display appends a generic hint after the inner
+message's own ``Fix:``; ``str(err)`` keeps one hint, the more specific one.
+"""
 
 from __future__ import annotations
 
@@ -11,8 +16,9 @@ _VALIDATION_FIX = (
     "instructions."
 )
 _VERSION_FIX = "Fix: re-encode with a matching vyre version or upgrade this runtime."
+_VALIDATION_HEAD = "Wire-format validation failed"
 
-# Category prefixes vyre puts at the start of its decoder messages (vyre-wire.md §7.3).
+# Category prefixes vyre puts at the start of its decoder messages (docs/vyre.md, "Errors").
 _PREFIX_KINDS = (
     "TruncatedPayload", "InvalidDiscriminant", "IntegrityMismatch", "UnknownOp",
     "MagicMismatch", "UnknownSchemaVersion",
@@ -46,19 +52,46 @@ def classify_detail(detail: str) -> str:
     return "Malformed"
 
 
+def one_fix(head: str, detail: str, fallback: str = _VALIDATION_FIX) -> str:
+    """``head: cause. Fix: hint`` with one hint: the one in ``detail``, else ``fallback``.
+
+    vyre writes some details as ``cause. Fix: hint`` and others as ``Fix: cause. hint`` (or
+    ``Fix: cause; hint``); both come out as one cause and one hint.
+    """
+    cause, marker, hint = detail.partition("Fix:")
+    cause, hint = cause.strip().rstrip("."), hint.strip()
+    if marker and not cause:
+        for sep in (". ", "; "):
+            if sep in hint:
+                cause, hint = hint.split(sep, 1)
+                break
+        else:
+            cause, hint = hint.rstrip("."), ""
+    hint = hint or fallback.removeprefix("Fix:").strip()
+    prefix = f"{head}: " if head else ""
+    return f"{prefix}{cause}. Fix: {hint if hint.endswith('.') else hint + '.'}"
+
+
 class WireFormatError(HurrayGPUError, ValueError):
     """Base of every VIR0 codec error.
 
     Attributes:
         kind: the error category (``TruncatedPayload``, ``InvalidDiscriminant``, ...).
         detail: the reference decoder's inner message.
+        vyre_text: vyre 0.7.2's Display text for this error, generic hint included.
     """
 
     def __init__(self, kind: str, detail: str, *, message: str | None = None) -> None:
         self.kind = kind
         self.detail = detail
-        text = message if message is not None else f"{detail}. {_VALIDATION_FIX}"
-        super().__init__(text)
+        self.vyre_text = message if message is not None else f"{detail}. {_VALIDATION_FIX}"
+        if message is None:
+            shown = one_fix("", detail)
+        elif message == f"{_VALIDATION_HEAD}: {detail}. {_VALIDATION_FIX}":
+            shown = one_fix(_VALIDATION_HEAD, detail)
+        else:
+            shown = message
+        super().__init__(shown)
         self._args: tuple[Any, ...] = (kind, detail)
         self._kwargs: dict[str, Any] = {"message": message}
 
@@ -84,14 +117,15 @@ class VersionMismatchError(WireFormatError):
 class WireValidationError(WireFormatError):
     """Malformed or hostile bytes (vyre ``IrError::WireFormatValidation``).
 
-    ``str(err)`` is ``Wire-format validation failed: {detail}. Fix: ...``.
+    ``vyre_text`` is ``Wire-format validation failed: {detail}. Fix: ...`` as vyre prints it;
+    ``str(err)`` is the same with one ``Fix:`` (see :func:`one_fix`).
     """
 
     def __init__(self, detail: str, kind: str | None = None) -> None:
         super().__init__(
             kind or classify_detail(detail),
             detail,
-            message=f"Wire-format validation failed: {detail}. {_VALIDATION_FIX}",
+            message=f"{_VALIDATION_HEAD}: {detail}. {_VALIDATION_FIX}",
         )
         self._args = (detail,)
         self._kwargs = {"kind": kind}
@@ -128,5 +162,5 @@ class UnknownExtensionError(WireValidationError):
 
 __all__ = [
     "EncodeError", "UnknownExtensionError", "VersionMismatchError", "WireFormatError",
-    "WireValidationError", "classify_detail",
+    "WireValidationError", "classify_detail", "one_fix",
 ]

@@ -32,8 +32,8 @@ _LOWERED: OrderedDict[bytes, Lowered] = OrderedDict()
 _LOWERED_LOCK = threading.Lock()
 _LOWERED_MAX = 256
 # Program identity -> (program, fingerprint): programs are immutable, and hashing the wire
-# form of a big one (BLAKE3: ~15 ms) must not recur on every run. The entry keeps the program
-# alive, so its id cannot be reused while cached.
+# form of a big one (BLAKE3, say) costs more than a launch and must not recur on every run.
+# The entry keeps the program alive, so its id cannot be reused while cached.
 _KEYS: OrderedDict[int, tuple[ir.Program, bytes]] = OrderedDict()
 
 

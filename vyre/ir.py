@@ -208,7 +208,7 @@ class Program:
         return from_wire(data, preserve_unknown=preserve_unknown)
 
     def fingerprint(self) -> bytes:
-        """blake3 of the canonical wire bytes (vyre-wire.md §9.3); 32 raw bytes."""
+        """blake3 of the canonical wire bytes; 32 raw bytes."""
         from vyre.wire.fingerprint import fingerprint
 
         return fingerprint(self)

@@ -1,4 +1,4 @@
-"""vyre IR expressions: one frozen dataclass per wire expression tag (vyre-wire.md §5)."""
+"""vyre IR expressions: one frozen dataclass per expression tag of the vyre 0.7.2 wire format."""
 
 from __future__ import annotations
 
@@ -180,7 +180,7 @@ class LitF32(Expr):
         return float(struct.unpack("<f", struct.pack("<I", self.bits))[0])
 
     def canonical_bits(self) -> int:
-        """The bits the encoder writes (vyre-wire.md §9.1)."""
+        """The bits the encoder writes (vyre 0.7.2 wire format, LitF32 canonicalization)."""
         return canonical_f32_bits(self.bits)
 
 

@@ -1,4 +1,4 @@
-"""vyre IR statements: one frozen dataclass per wire node tag (vyre-wire.md §4)."""
+"""vyre IR statements: one frozen dataclass per node tag of the vyre 0.7.2 wire format."""
 
 from __future__ import annotations
 

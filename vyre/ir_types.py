@@ -11,7 +11,7 @@ from typing import Union
 
 
 class BinOp(enum.IntEnum):
-    """Binary operators with the foundation ENCODER's wire sub-tags (vyre-wire.md §5.1, §12)."""
+    """Binary operators with the operator sub-tags vyre-foundation 0.7.2's encoder writes."""
 
     ADD = 0x01
     SUB = 0x02
@@ -172,7 +172,7 @@ class MemoryKind(enum.IntEnum):
 
     @property
     def cache_tag(self) -> int:
-        """The tag used by the canonical buffer key (vyre-wire.md §9.3)."""
+        """The tag used by the canonical buffer key (vyre 0.7.2 wire format, fingerprint)."""
         return {MemoryKind.PUSH: 6, MemoryKind.PERSISTENT: 5}.get(self, int(self))
 
 

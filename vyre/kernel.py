@@ -94,7 +94,7 @@ class Kernel:
             raise unsupported(f"grid {grid!r} is not three integer workgroup counts in "
                               "[0, 2**32)", "pass grid=(x, y, z).")
         # An explicit grid counts max(1, g) workgroups per axis, as the reference does
-        # (semantics §1.4), so grid 0 runs one workgroup rather than nothing.
+        # (vyre 0.7.2's dispatch rule), so grid 0 runs one workgroup rather than nothing.
         counts = tuple(max(1, g) for g in counts)
         wx, wy, wz = self.workgroup_size
         full = (counts[0] * wx, counts[1] * wy, counts[2] * wz)

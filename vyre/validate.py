@@ -1,7 +1,8 @@
 """The vyre program validator: ``vyre_foundation::validate::validate`` ported to Python.
 
 ``validate(program)`` returns every finding as a :class:`Diagnostic` with the reference's rule
-code (V008-V130, vyre-wire.md §11); ``raise_on_error=True`` raises :class:`ValidationError`.
+code (V008-V130, as vyre 0.7.2's validator numbers them); ``raise_on_error=True`` raises
+:class:`ValidationError`.
 """
 
 from __future__ import annotations

@@ -169,7 +169,7 @@ _STORE_PAIRS = frozenset({
 
 
 def store_compatible(value: DataType, element: DataType) -> bool:
-    """Store compatibility: equal, or U32<->Bytes/Bool/I32, or U64<->I64 (vyre-wire.md §11)."""
+    """Store compatibility: equal, or U32<->Bytes/Bool/I32, or U64<->I64 (vyre 0.7.2 validator)."""
     if value == element:
         return True
     return isinstance(value, Scalar) and isinstance(element, Scalar) and (

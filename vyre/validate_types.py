@@ -245,7 +245,7 @@ class TypeMemo:
 
 
 def expr_type(expr: Expr, buffers: Buffers, scope: Scope) -> DataType | None:
-    """The static type of ``expr`` (vyre-wire.md §11 "Type inference"), or None if unknown."""
+    """The static type of ``expr`` as vyre 0.7.2's validator infers it, or None if unknown."""
     return TypeMemo(buffers, scope).type_of(expr)
 
 

@@ -36,7 +36,9 @@ def check(status: int, what: str = "host call") -> None:
     """Raise DeviceError for a non-zero libc status (errno attached)."""
     if status != 0:
         err = ctypes.get_errno()
-        raise DeviceError(f"{what} failed with status {status}: {os.strerror(err)} (errno {err})")
+        raise DeviceError(f"{what} failed with status {status}: {os.strerror(err)} (errno {err})",
+                          fix="report it with the errno: libc refused to release page-locked "
+                              "memory, which stays locked until the process exits.")
 
 
 @functools.lru_cache(maxsize=1)
@@ -131,9 +133,9 @@ def _native_flags(cc: str) -> tuple[str, ...]:
     return ()
 
 
-# Kernels measured faster with the host's instruction set opt in with this tag (the table
-# dequant kernels: AVX-512 vectorises their per-block table builds, MXFP4 -> bf16 ~1.4x).
-# Not every kernel: the affine 8-bit loop measured ~12% slower with it (gcc 12, AVX-512).
+# Kernels that are faster with the host's instruction set opt in with this tag (the table
+# dequant kernels: AVX-512 vectorises their per-block table builds). Not every kernel: gcc
+# vectorises the affine 8-bit loop worse with AVX-512 than with the portable flags.
 HOST_ISA_TAG = "host_isa"
 
 
@@ -163,8 +165,8 @@ class CPUCompiler(Compiler):
             host_isa: also target this host's instruction set (kernels tagged
                 ``HOST_ISA_TAG``); the flags are spelled out, so they key the cache.
         """
-        # -O3 vectorises the loops with a counter-only index (e.g. 8-bit dequantization,
-        # ~1.8x over -O2). -ffp-contract=off is -std=c11's default, said out loud: no fused
+        # -O3 vectorises the loops with a counter-only index (e.g. 8-bit dequantization), which
+        # -O2 leaves scalar. -ffp-contract=off is -std=c11's default, said out loud: no fused
         # multiply-adds beyond FMA(), so kernels round every operation as their references.
         cc = self._require_cc()
         flags: tuple[str, ...] = ("-O3", "-std=c11", "-fno-math-errno", "-ffp-contract=off")
@@ -199,7 +201,7 @@ def _prefer_passive_openmp() -> str | None:
 
     libgomp's default policy keeps its worker threads spinning after every parallel region;
     on a small busy machine they steal the CPU from the launching thread, so a tiny kernel
-    launch costs 3-15 ms instead of ~0.05 ms. Kernels here are short and launched from
+    launch costs milliseconds instead of tens of microseconds. Kernels here are short and launched from
     Python, so sleeping workers are the right trade. libgomp reads the variable only once,
     when it is first loaded: if another library (or an earlier import) already loaded it,
     this setting cannot take effect, and a policy the user set is always kept.

@@ -24,7 +24,8 @@ MAX_RECORDS = 1024
 def check(status: int, what: str = "null call") -> None:
     """Raise DeviceError for a non-zero status."""
     if status != 0:
-        raise DeviceError(f"{what} failed with status {status}")
+        raise DeviceError(f"{what} failed with status {status}",
+                          fix="the null device only records calls; pass it valid arguments.")
 
 
 class NullAllocator(Allocator):

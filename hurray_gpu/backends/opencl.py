@@ -34,7 +34,9 @@ def check(status: int | BaseException, what: str = "OpenCL call") -> None:
         raise DeviceError(f"{what} failed: {status} (status {code})",
                           fix="check the OpenCL driver (clinfo) and the arguments.") from status
     if status != 0:
-        raise DeviceError(f"{what} failed with status {status}")
+        raise DeviceError(f"{what} failed with status {status}",
+                          fix="look the status up in CL/cl.h, check the OpenCL driver with clinfo, "
+                              "and retry on device='cpu' to tell a driver fault from a bad argument.")
 
 
 @contextmanager

@@ -23,7 +23,8 @@ __all__ = ["DEVICE", "RefAllocator", "RefCompiler", "RefDevice", "RefProgram", "
 def check(status: int, what: str = "reference call") -> None:
     """Raise DeviceError for a non-zero status (the reference has no driver; kept for shape)."""
     if status != 0:
-        raise DeviceError(f"{what} failed with status {status}")
+        raise DeviceError(f"{what} failed with status {status}",
+                          fix="the reference device has no driver; pass it valid arguments.")
 
 
 class RefAllocator(CPUAllocator):

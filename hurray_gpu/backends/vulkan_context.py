@@ -115,7 +115,9 @@ def raise_for(exc: BaseException, what: str) -> NoReturn:
         check(_CODE_OF.get(type(exc), -13), what)  # -13 is VK_ERROR_UNKNOWN
     except DeviceError as err:
         raise err from exc
-    raise DeviceError(f"{what} failed: {exc!r}") from exc  # a VK_SUCCESS-mapped exception
+    raise DeviceError(f"{what} failed: {exc!r}",
+                      fix="check the Vulkan driver with vulkaninfo, and retry on device='cpu' "
+                          "to tell a driver fault from a bad argument.") from exc  # a VK_SUCCESS-mapped exception
 
 
 def call(fn: Callable[..., Any], *args: Any) -> Any:

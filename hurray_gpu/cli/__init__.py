@@ -7,6 +7,7 @@ traceback instead.
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import sys
 from collections.abc import Sequence
@@ -35,8 +36,26 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _fix_for_os_error(exc: OSError) -> str:
+    """The one-line report of a failed read or write, with the hint its errno calls for.
+
+    The same errno comes from reads and writes (a missing output directory is ENOENT too), so
+    hints that depend on the direction name both.
+    """
     name = exc.filename if exc.filename is not None else "the path"
-    return f"error: {one_line(str(exc))} Fix: check that {name} exists and is readable."
+    hints = {
+        errno.ENOENT: f"check that {name} exists (for an output, that its directory exists).",
+        errno.EACCES: f"check the permissions of {name}: an input must be readable, an "
+                      "output's directory writable.",
+        errno.ENOSPC: f"free disk space where {name} is written, or write it elsewhere.",
+        errno.EDQUOT: f"free space within your disk quota, or write {name} elsewhere.",
+        errno.EROFS: f"write {name} to a writable file system.",
+        errno.EISDIR: f"{name} is a directory: pass a file path.",
+        errno.ENOTDIR: f"a component of {name} is not a directory: correct the path.",
+    }
+    hints[errno.EPERM] = hints[errno.EACCES]
+    fix = hints.get(exc.errno or 0, f"check {name}: an input must exist and be readable; an "
+                                    "output needs a writable directory with free space.")
+    return f"error: {one_line(str(exc))} Fix: {fix}"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,7 +1,7 @@
 """The demo's model: transformer-layer weights quantized in NumPy into the Hurray formats.
 
 Each quantizer also returns the exact f32 dequantization NumPy computes from the stored codes
-(hurray-facts §4 formulas), which the device results must match bit for bit.
+(the Hurray spec's dequantization formulas), which the device results must match bit for bit.
 """
 
 from __future__ import annotations

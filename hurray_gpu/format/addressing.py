@@ -1,4 +1,4 @@
-"""NumPy reference for Hurray dense-layout addressing (hurray-facts §1.3, §2.5): the oracle of
+"""NumPy reference for Hurray dense-layout addressing (Hurray spec, Memory Layout): the oracle of
 the layout-conversion kernels. Sparse and paged references live in addressing_sparse/_paged.
 
 Offsets are logical element offsets relative to ``byte_offset`` (they may be negative for
@@ -201,8 +201,9 @@ def offset_range(source: TensorDescriptor | Layout,
                  shape: Sequence[int | None] | None = None) -> tuple[int, int]:
     """Inclusive (min, max) element offset the data buffer must cover; (0, -1) if empty.
 
-    Whole tiles (tiled) and the full Morton code space (max code over ``morton_bits``, facts
-    §11 #6) are covered, so ``max`` may exceed the largest offset of a valid element.
+    Whole tiles (tiled) and the full Morton code space (max code over ``morton_bits``,
+    docs/format.md, Descriptor decoding) are covered, so ``max`` may exceed the largest offset
+    of a valid element.
 
     Args:
         source: a TensorDescriptor, or a dense layout object (then ``shape`` is required).
@@ -238,7 +239,7 @@ def storage_elements(source: TensorDescriptor | Layout,
 
     Row/col-major and Hilbert: prod(shape); strided: the spec's range_elements; tiled:
     prod(ceil(shape/t)) * prod(t) for row/col sub-layouts (strided sub-layouts use their range);
-    Morton: max code + 1, which is 2**sum(bits) when all bits are equal (facts §11 #6).
+    Morton: max code + 1, which is 2**sum(bits) when all bits are equal.
     Agrees with ``TensorDescriptor.required_buffer_sizes`` (descriptor/sizes.py).
 
     Raises:
@@ -358,7 +359,7 @@ def dense_offsets(descriptor: TensorDescriptor, *,
 
 def byte_positions(dtype: DType, offsets: object, byte_offset: int = 0
                    ) -> tuple[np.ndarray, np.ndarray]:
-    """Byte and bit position of element offsets (facts §1.3; memory-layout.md).
+    """Byte and bit position of element offsets (Hurray spec, Memory Layout: Sub-Byte Types).
 
     Args:
         dtype: the element type (bits >= 8, 1/2/4, or 6).

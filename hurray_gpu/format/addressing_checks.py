@@ -1,4 +1,4 @@
-"""Shared hostile-input checks for the NumPy addressing reference (hurray-facts §2.4-§2.6).
+"""Shared hostile-input checks for the NumPy addressing reference (Hurray spec, Memory Layout).
 
 Every index read from a caller's array is validated here before it is used or allocated for.
 """

@@ -1,4 +1,5 @@
-"""Vectorized Morton and Hilbert (Skilling 2004, as hurray-spec gives it) index maps.
+"""Vectorized Morton and Hilbert index maps (Hilbert: Skilling 2004, as the Hurray spec,
+Hilbert Curve Layout gives it).
 
 All functions take int64 coordinate arrays of shape [..., rank] and loop only over bits and
 dimensions, never over elements.
@@ -25,7 +26,9 @@ def _coords(coords: object, rank: int, name: str) -> np.ndarray:
 
 
 def morton_code(coords: object, bits: Sequence[int]) -> np.ndarray:
-    """Morton (Z-order) code: bit b of coordinate d goes to code bit ``b*rank + d`` (facts §2.5).
+    """Morton (Z-order) code: bit b of coordinate d goes to code bit ``b*rank + d``.
+
+    Hurray spec, Morton (Z-Order Curve) Layout.
 
     Args:
         coords: integer array [..., rank], each coords[..., d] < 2**bits[d].

@@ -1,4 +1,5 @@
-"""NumPy reference for block-paged (KV cache) element lookup (hurray-facts §2.6, §12.20).
+"""NumPy reference for block-paged (KV cache) element lookup (Hurray spec, Block-Paged
+Layout; docs/format.md).
 
 ``flat = ((block_table[seq_ptr[s] + t // page_size] * page_size + t % page_size) * num_heads
 + h) * head_dim + d``; every table entry is validated before it is used.
@@ -77,7 +78,7 @@ def block_paged_lookup(block_table: Any, seq_ptr: Any, page_size: int, num_heads
         num_heads, head_dim: the logical shape's last two dimensions.
         seq, token, head, dim: integer arrays (broadcast together).
         num_pages: physical pages in the pool (every page id must be below it).
-        seq_lens: optional valid token count per sequence (facts §12.20); without it a token
+        seq_lens: optional valid token count per sequence; without it a token
             is bounded by the sequence's pages x page_size.
 
     Returns:
@@ -144,7 +145,7 @@ def block_paged_to_dense(pool: Any, block_table: Any, seq_ptr: Any, page_size: i
         pool: the page pool, [num_pages, page_size, num_heads, head_dim], or flat together with
             ``num_pages``, ``num_heads`` and ``head_dim``.
         block_table, seq_ptr, page_size: as in ``block_paged_lookup``.
-        seq_lens: valid tokens per sequence; None means every page is full (facts §12.20).
+        seq_lens: valid tokens per sequence; None means every page is full.
         num_heads, head_dim, num_pages: required only for a flat pool.
         max_elements: refuse larger outputs (checked before allocating).
 

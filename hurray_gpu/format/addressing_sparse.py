@@ -1,4 +1,5 @@
-"""NumPy dense references for the COO, CSR, CSC and CSF sparse layouts (hurray-facts §2.6).
+"""NumPy dense references for the COO, CSR, CSC and CSF sparse layouts (Hurray spec, one
+document per layout).
 
 Every stored index is bounds-checked, and every structural invariant is validated, before use.
 """
@@ -46,7 +47,7 @@ def _lex_compare(rows: np.ndarray) -> np.ndarray:
 def coo_to_dense(shape: Sequence[int | None], values: Any, indices: Any, *,
                  is_sorted: bool = False,
                  max_elements: int = MAX_DENSE_ELEMENTS) -> np.ndarray:
-    """Dense array of a COO tensor (facts §2.6; absent entries are 0).
+    """Dense array of a COO tensor (Hurray spec, COO layout; absent entries are 0).
 
     Args:
         shape: logical shape (rank >= 1).
@@ -132,7 +133,7 @@ def _compressed(dims: tuple[int, ...], vals: np.ndarray, minor: Any, ptr: Any,
 
 def csr_to_dense(shape: Sequence[int | None], values: Any, col_indices: Any, row_ptr: Any, *,
                  max_elements: int = MAX_DENSE_ELEMENTS) -> np.ndarray:
-    """Dense matrix of a CSR tensor (rank 2; facts §2.6).
+    """Dense matrix of a CSR tensor (rank 2; Hurray spec, CSR layout).
 
     Args:
         shape: [nrows, ncols].
@@ -153,7 +154,7 @@ def csr_to_dense(shape: Sequence[int | None], values: Any, col_indices: Any, row
 
 def csc_to_dense(shape: Sequence[int | None], values: Any, row_indices: Any, col_ptr: Any, *,
                  max_elements: int = MAX_DENSE_ELEMENTS) -> np.ndarray:
-    """Dense matrix of a CSC tensor (rank 2; facts §2.6).
+    """Dense matrix of a CSC tensor (rank 2; Hurray spec, CSC layout).
 
     Args:
         shape: [nrows, ncols].
@@ -201,7 +202,7 @@ def _check_mode_order(mode_order: Sequence[int], rank: int) -> list[int]:
 def csf_to_dense(shape: Sequence[int | None], mode_order: Sequence[int], values: Any,
                  pos_crd_lists: Sequence[Any], *,
                  max_elements: int = MAX_DENSE_ELEMENTS) -> np.ndarray:
-    """Dense array of a CSF tensor (rank >= 3; facts §2.6, hurray-spec CSF).
+    """Dense array of a CSF tensor (rank >= 3; Hurray spec, CSF layout).
 
     Args:
         shape: logical shape.

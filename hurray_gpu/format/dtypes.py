@@ -1,4 +1,5 @@
-"""Hurray element types (hurray-facts §1): the tag table, lookups, buffer sizes and value maps.
+"""Hurray element types (Hurray spec, Element Types): the tag table, lookups, buffer sizes
+and value maps.
 
 Everything here is pure data plus small pure functions; packing lives in ``packing.py``.
 """
@@ -29,7 +30,7 @@ __all__ = [
 
 
 class TypeTag(IntEnum):
-    """Every assigned ``type_tag`` value (facts §1.2). Tags only ever grow."""
+    """Every assigned ``type_tag`` value (Hurray spec, Element Types). Tags only ever grow."""
 
     FLOAT16 = 0x01
     BFLOAT16 = 0x02
@@ -116,7 +117,9 @@ class DType:
 
     @property
     def elements_per_byte(self) -> int | None:
-        """The packing factor P (facts §1.3) for 1/2/4/8-bit types; None otherwise.
+        """The packing factor P for 1/2/4/8-bit types; None otherwise.
+
+        Hurray spec, Memory Layout: Sub-Byte Types.
 
         6-bit types have no per-byte factor (4 elements per 3 bytes, see ``packing_group``).
         """
@@ -178,14 +181,14 @@ _TABLE = (
 
 DTYPES: dict[int, DType] = {d.tag: d for d in _TABLE}
 _BY_NAME: dict[str, DType] = {d.name: d for d in _TABLE}
-_TAG_FIX = "use an assigned type_tag from hurray-facts §1.2 (or a private tag 0xF0-0xFE)."
+_TAG_FIX = "use an assigned type_tag (Hurray spec, Element Types) or a private tag 0xF0-0xFE."
 
 
 def by_name(name: str) -> DType:
     """Look up an element type by its canonical name (``"int4"``, ``"float8_e4m3"``, ...).
 
     Args:
-        name: the canonical string of facts §1.2 (case-sensitive, no aliases).
+        name: the canonical name in the Hurray spec, Element Types (case-sensitive, no aliases).
 
     Returns:
         The DType.
@@ -205,14 +208,15 @@ def by_name(name: str) -> DType:
 def by_tag(tag: int, *, permissive: bool = False) -> DType:
     """Look up an element type by its wire ``type_tag``.
 
-    Behaviour by range (facts §1.1): 0x00 and 0xFF are invalid; 0x47 and 0x80-0xEF are
-    reserved; both always raise. Assigned tags return their DType. Private tags 0xF0-0xFE
-    return a placeholder DType (``private=True``, ``bits=0``, ``tier=0``, ``numpy=None``)
-    whose size and meaning come from the Extension Type section (facts §5.3); the caller
-    must check that the descriptor carries ``HAS_EXTENSION_TYPE``. Any other tag in
-    0x01-0x7F is unknown: it raises, unless ``permissive`` is set, in which case a
-    placeholder DType with ``unknown=True`` and ``bits=0`` is returned whose data must not be
-    interpreted (pack, unpack and buffer_size refuse it).
+    Behaviour by range (Hurray spec, Element Types: Type Identifier Encoding): 0x00 and 0xFF
+    are invalid; 0x47 and 0x80-0xEF are reserved; both always raise. Assigned tags return
+    their DType. Private tags 0xF0-0xFE return a placeholder DType (``private=True``,
+    ``bits=0``, ``tier=0``, ``numpy=None``) whose size and meaning come from the Extension
+    Type section (Hurray spec, Metadata); the caller must check that the descriptor carries
+    ``HAS_EXTENSION_TYPE``. Any other tag in 0x01-0x7F is unknown: it raises, unless
+    ``permissive`` is set, in which case a placeholder DType with ``unknown=True`` and
+    ``bits=0`` is returned whose data must not be interpreted (pack, unpack and buffer_size
+    refuse it).
 
     Args:
         tag: the u8 tag value.
@@ -304,7 +308,7 @@ def _require_interpretable(dtype: DType) -> None:
         raise UnsupportedOpError(
             f"element type {dtype.name} cannot be interpreted without its extension section",
             fix="size private types with extension_buffer_size() and the Extension Type "
-                "section (facts §5.3); unknown tags must not be read.",
+                "section (Hurray spec, Metadata); unknown tags must not be read.",
         )
 
 
@@ -321,7 +325,7 @@ def _count(n: object, field: str = "count") -> int:
 
 
 def buffer_size(dtype: DType, n: int) -> int:
-    """Bytes needed for ``n`` contiguous elements (facts §1.4 / §12.19).
+    """Bytes needed for ``n`` contiguous elements (docs/format.md, Element types and sizes).
 
     bits >= 8: ``n*bits/8``; bits in {1, 2, 4}: ``ceil(n*bits/8)``; 6-bit: ``ceil(n/4)*3``
     (whole 3-byte groups, as upstream does: n=1 needs 3 bytes).
@@ -345,7 +349,9 @@ def buffer_size(dtype: DType, n: int) -> int:
 
 
 def extension_buffer_size(bit_width: int, n: int) -> int:
-    """Bytes for ``n`` elements of a private extension type (facts §12.13).
+    """Bytes for ``n`` elements of a private extension type.
+
+    docs/format.md, Extension Type section.
 
     Args:
         bit_width: the Extension Type section's bit_width (1, 2, 4 or a multiple of 8).
@@ -361,7 +367,8 @@ def extension_buffer_size(bit_width: int, n: int) -> int:
     if width not in (1, 2, 4) and (width == 0 or width % 8):
         raise HurrayFormatError(f"extension bit_width {width} is neither 1, 2, 4 nor a "
                                 "positive multiple of 8", field="bit_width",
-                                fix="fix the Extension Type section (facts §5.3).")
+                                fix="write bit_width 1, 2, 4 or a multiple of 8 in the "
+                                    "Extension Type section.")
     count = _count(n)
     if width < 8:
         return -(-count // (8 // width))
@@ -383,7 +390,8 @@ _FLOAT_FORMATS: dict[str, tuple[int, int, int, str]] = {
 def value_table(dtype: DType) -> np.ndarray:
     """The exact float32 value of every code of a type of 8 bits or fewer.
 
-    Float codes follow facts §1.5, computed from the bit fields (not from ml_dtypes):
+    Float codes follow the Hurray spec, Element Types, computed from the bit fields (not from
+    ml_dtypes):
     float8_e4m3 ``0x7F``/``0xFF`` are NaN; float8_e5m2 has ±Inf and NaN; float8_e8m0 ``0xFF``
     is NaN and ``0x00`` is 2^-127 as in ml_dtypes, although Hurray forbids both codes in
     data (callers must reject them). Integer and bool types map each code to its integer value

@@ -1,5 +1,6 @@
-"""Pack and unpack Hurray element buffers (hurray-facts §1.3): LSB-first sub-byte packing and
-little-endian byte views for whole-byte types. Vectorised NumPy; no per-element Python loops.
+"""Pack and unpack Hurray element buffers (Hurray spec, Memory Layout: Sub-Byte Types):
+LSB-first sub-byte packing and little-endian byte views for whole-byte types. Vectorised
+NumPy; no per-element Python loops.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from hurray_gpu.format.dtypes import (
 
 __all__ = ["as_bytes", "pack", "pack_codes", "to_codes", "unpack", "unpack_codes"]
 
-_E8M0_INVALID = (0x00, 0xFF)  # facts §1.2: both make the descriptor invalid
+_E8M0_INVALID = (0x00, 0xFF)  # Hurray spec, Element Types: both are invalid codes
 
 
 def as_bytes(buf: object) -> np.ndarray:
@@ -165,7 +166,7 @@ def _checked_bytes(buf: object, dtype: DType, count: int) -> np.ndarray:
         raise HurrayFormatError(
             f"buffer holds {data.size} bytes but {n} {dtype} elements need {need}",
             field="buffer", fix="pass the whole buffer, or a count that matches it "
-                                "(facts §1.4 buffer sizes).")
+                                "(Hurray spec, Element Types: Buffer Size Calculation).")
     return data[:need]
 
 
@@ -181,7 +182,7 @@ def _check_trailing(data: np.ndarray, dtype: DType, bits: int, n: int) -> None:
             f"unused trailing bits of the last {group_bytes}-byte group of a {n}-element "
             f"{dtype} buffer are not zero (group 0x{word:0{2 * group_bytes}X})",
             field="buffer", offset=data.size - group_bytes,
-            fix="writers must zero the unused trailing bits (facts §1.3).")
+            fix="zero the unused trailing bits when writing the buffer.")
 
 
 def to_codes(values: object, dtype: DType) -> np.ndarray:

@@ -1,4 +1,4 @@
-"""Hurray containers: raw tensor streams and ``.hrry`` files (hurray-facts §6.1-§6.2)."""
+"""Hurray containers: raw tensor streams and ``.hrry`` files (docs/format.md)."""
 
 from __future__ import annotations
 

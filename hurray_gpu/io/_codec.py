@@ -99,7 +99,7 @@ def member_role(desc: Any) -> int | None:
 
 
 def require_producer_synced(desc: Any, offset: int | None) -> None:
-    """Cross-machine rule (facts §3): every buffer must declare sync_mode 0.
+    """Cross-machine rule (Hurray spec, Buffer Protocol): every buffer must declare sync_mode 0.
 
     Raises:
         HurrayFormatError: naming the first buffer that does not.

@@ -1,4 +1,5 @@
-"""Cross-member validation of composite tensors (facts §5.4-§5.5; spec composite.md § Validation).
+"""Cross-member validation of composite tensors (Hurray spec, Composite / Virtual
+Tensor: Validation).
 
 The descriptor codec checks each descriptor alone; these are the rules that need the head and its
 members together, run once all N members have arrived.
@@ -16,7 +17,8 @@ from . import _codec
 
 PARTITION, OVERLAY, GROUP = 1, 2, 3
 ROLE_CORRECTION, ROLE_BASE = 0, 1
-_FIX = "re-emit the composite with members that satisfy hurray composite.md § Validation."
+_FIX = ("re-emit the composite with members that satisfy the Hurray spec, Composite / Virtual "
+        "Tensor: Validation.")
 
 
 def _fail(message: str, field: str, offset: int | None) -> HurrayFormatError:

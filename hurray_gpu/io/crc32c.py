@@ -1,4 +1,4 @@
-"""CRC-32C (Castagnoli) as the ``.hrry`` index checksum uses it (hurray-facts §6.1).
+"""CRC-32C (Castagnoli) as the ``.hrry`` index checksum uses it (docs/format.md, .hrry files).
 
 Large inputs are split into lanes whose CRCs NumPy computes side by side, then the lanes are
 joined with a precomputed "advance over L zero bytes" operator, so a 1 MB index takes milliseconds.

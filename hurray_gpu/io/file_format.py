@@ -1,4 +1,5 @@
-"""Byte layout of the ``.hrry`` (HRRYFILE) container: header, trailer and index (facts §6.1, §12).
+"""Byte layout of the ``.hrry`` (HRRYFILE) container: header, trailer and index (docs/format.md,
+.hrry files).
 
 Pure encode/decode of the container's own structures; tensors are framed in file_reader/writer.
 """
@@ -56,7 +57,7 @@ class FileHeader:
 
     @classmethod
     def decode(cls, data: bytes | memoryview, file_size: int) -> FileHeader:
-        """Decode and validate a header (facts §12.17 reader rules).
+        """Decode and validate a header (with the reader checks beyond upstream's).
 
         Raises:
             HurrayFormatError: bad magic, version, flags, alignment, offsets or reserved bytes.
@@ -95,7 +96,7 @@ class Trailer:
 
     @property
     def has_kv(self) -> bool:
-        """KV is present iff both kv fields are non-zero (facts §12.3)."""
+        """KV is present iff both kv fields are non-zero, whatever flag bit 0 says."""
         return self.kv_offset != 0 and self.kv_length != 0
 
     def encode(self) -> bytes:
@@ -229,7 +230,7 @@ def _check_disjoint(entries: list[IndexEntry], at: list[int]) -> None:
 
     Every tensor owns its descriptor and data bytes: aliased entries would make a reader copy
     the same bytes once per entry (memory amplification). Zero-length data ranges (composite
-    heads, all-empty tensors, facts §12.4) are never read, so they overlap nothing.
+    heads and all-empty tensors) are never read, so they overlap nothing.
 
     Raises:
         HurrayFormatError: two ranges overlap (an entry's own descriptor and data included).

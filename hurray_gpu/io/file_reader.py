@@ -1,4 +1,4 @@
-"""Lazy, memory-mapped ``.hrry`` reader (facts §6.1, §12.1-§12.4, §12.15-§12.17).
+"""Lazy, memory-mapped ``.hrry`` reader (docs/format.md, .hrry files).
 
 Opening parses only the header, trailer, KV section and index (with its CRC-32C). A tensor's
 descriptor and buffers are touched only when that tensor is read.

@@ -1,4 +1,5 @@
-"""Single-pass ``.hrry`` writer laid out byte-for-byte like upstream's (facts §6.1, §12.1-§12.4).
+"""Single-pass ``.hrry`` writer laid out byte-for-byte like upstream's (docs/format.md,
+.hrry files).
 
 Per tensor: descriptor, zero padding to A, buffer 0, (padding to A, buffer i)..., padding to 8.
 Then the KV section (8-aligned), the index, and the 40-byte trailer right after the index.

@@ -1,6 +1,6 @@
 """The ``.hrry`` key/value metadata section: typed values, encode and hostile-input decode.
 
-Tags (hurray-facts §6.1, §12.16): 0x01 str, 0x02 i64, 0x03 u64, 0x04 f64, 0x05 bool, 0x06 bytes,
+Tags (docs/format.md, .hrry files): 0x01 str, 0x02 i64, 0x03 u64, 0x04 f64, 0x05 bool, 0x06 bytes,
 0x07 homogeneous array of one of those. Python ints encode as i64; wrap in :class:`UInt64` for u64.
 """
 
@@ -19,7 +19,7 @@ TAG_NAMES = {1: "string", 2: "i64", 3: "u64", 4: "f64", 5: "bool", 6: "bytes", 7
 _MIN_SIZE = {TAG_STR: 4, TAG_I64: 8, TAG_U64: 8, TAG_F64: 8, TAG_BOOL: 1, TAG_BYTES: 4}
 MAX_KEY_BYTES = 0xFFFF
 _I64_MIN, _I64_MAX, _U64_MAX = -(1 << 63), (1 << 63) - 1, (1 << 64) - 1
-_FIX_KV = "rewrite the file's metadata with a conforming writer (hurray-facts §6.1 KV section)."
+_FIX_KV = "rewrite the file's metadata with a conforming writer (hurray_gpu.save)."
 
 
 class UInt64(int):

@@ -1,4 +1,5 @@
-"""Raw Hurray streams (facts §6.2): back-to-back ``[descriptor][buffer0][buffer1]...`` to EOF.
+"""Raw Hurray streams (docs/format.md, Raw streams): back-to-back
+``[descriptor][buffer0][buffer1]...`` to EOF.
 
 The reader never buffers the whole input: it reads the 10-byte prefix, checks the declared
 length, then reads exactly what each descriptor declares. A tensor is returned only once all of

@@ -350,7 +350,7 @@ class PagedKVCache:
                 with the same geometry, block table and seq_ptr.
             device: where the cache lives (default: the first tensor's device).
             seq_lens: name -> token counts; default each tensor's ``seq_lens``, else full
-                pages when they add up to shape[0] (the Hurray spec carries no token counts).
+                pages when they add up to shape[0] (docs/format.md, Token counts per sequence).
             dtype: the dtype append takes and gather returns; default the tensors' dtype, or
                 float16 for int8 / float8_e4m3 tensors (imported as that kv_dtype).
             enable_prefix_cache: as for the constructor.

@@ -51,7 +51,8 @@ def plan_decode(alloc: PageAllocator, seq_ids: list[int], layer: int) -> AppendP
         start = lens[layer]
         if start >= MAX_SEQ_TOKENS:
             raise UnsupportedOpError(f"sequence {seq_ids[i]} would exceed {MAX_SEQ_TOKENS} "
-                                     "tokens")
+                                     "tokens", fix="free or fork the sequence before it grows "
+                                                   "this long.")
         if uniform and lens.count(start) != layers:
             uniform = False
         j = start // ps

@@ -39,7 +39,8 @@ def check_index(value: Any, limit: int, what: str) -> int:
         UnsupportedOpError: not an int, or out of range.
     """
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise UnsupportedOpError(f"{what} must be an int, got {value!r}")
+        raise UnsupportedOpError(f"{what} must be an int, got {value!r}",
+                                 fix=f"pass {what} as an int.")
     if not 0 <= int(value) < limit:
         raise UnsupportedOpError(f"{what} = {value} is outside [0, {limit})",
                                  fix=f"pass a {what} below {limit}.")
@@ -71,11 +72,13 @@ def check_seq_ids(seq_ids: Any) -> list[int]:
     if isinstance(seq_ids, np.ndarray) and seq_ids.ndim == 1 and seq_ids.dtype.kind in "iu":
         return [int(s) for s in seq_ids.tolist()]
     if isinstance(seq_ids, (str, bytes)) or not isinstance(seq_ids, (Sequence, np.ndarray)):
-        raise UnsupportedOpError(f"seq_ids must be an int or a list of ints, got {seq_ids!r}")
+        raise UnsupportedOpError(f"seq_ids must be an int or a list of ints, got {seq_ids!r}",
+                                 fix="pass the ids add_sequence() returned, as an int or a list.")
     out = []
     for s in seq_ids:
         if isinstance(s, bool) or not isinstance(s, (int, np.integer)):
-            raise UnsupportedOpError(f"sequence id {s!r} is not an int")
+            raise UnsupportedOpError(f"sequence id {s!r} is not an int",
+                                     fix="pass the ids add_sequence() returned.")
         out.append(int(s))
     return out
 

@@ -1,6 +1,6 @@
 """Block-paged (0x0A) interchange of a paged KV cache: export, import, ``.hrry`` save and load.
 
-Token counts per sequence are not in the descriptor (facts §12.20): tensors carry ``seq_lens``
+Token counts per sequence are not in the descriptor (docs/format.md): tensors carry ``seq_lens``
 and files store them in the KV entry ``"<tensor name>.seq_lens"`` (i64 array).
 """
 
@@ -78,8 +78,8 @@ def export_layer(cache: PagedKVCache, layer: int, role: int,
     quant = None
     scales = cache.storage.scale_pool(layer, role)
     if scales is not None:
-        # Facts §2.6: per-block affine on axis 0 with block_size == page_size, one scale per
-        # page slot, indexed through the block table like the pool.
+        # docs/format.md, Quantized pools: per-block affine on axis 0 with block_size ==
+        # page_size, one scale per page slot, indexed through the block table like the pool.
         quant = PerBlockAffine(axis=0, block_size=cache.page_size, scale_buffer_index=3,
                                zero_point_buffer_index=None, scale_type_tag=0x03)
         bufs.append(scales)
@@ -117,7 +117,7 @@ def save_cache(cache: PagedKVCache, path: Any, seq_ids: Any = None) -> None:
             name = tensor_name(layer, role)
             t = export_layer(cache, layer, role, seq_ids)
             tensors[name] = t if t.is_host else t.to("cpu")
-            if t.seq_lens.size:  # upstream writers refuse empty arrays (facts §12.20)
+            if t.seq_lens.size:  # upstream writers refuse empty arrays
                 metadata[f"{name}.seq_lens"] = [int(n) for n in t.seq_lens]
     save(path, tensors, metadata)
 

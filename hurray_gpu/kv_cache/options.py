@@ -31,7 +31,8 @@ def positive(value: Any, name: str, limit: int) -> int:
         UnsupportedOpError: not an int, or out of range.
     """
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise UnsupportedOpError(f"{name} must be an int, got {value!r}")
+        raise UnsupportedOpError(f"{name} must be an int, got {value!r}",
+                                 fix=f"pass {name} as an int.")
     if not 1 <= int(value) <= limit:
         raise UnsupportedOpError(f"{name} = {value} is outside [1, {limit}]",
                                  fix=f"use 1 <= {name} <= {limit}.")
@@ -84,4 +85,5 @@ def role_index(role: Any) -> int:
             return 0
         if role in ("value", "v", 1):
             return 1
-    raise UnsupportedOpError(f"role must be 'key' or 'value', got {role!r}")
+    raise UnsupportedOpError(f"role must be 'key' or 'value', got {role!r}",
+                             fix="pass role='key' or role='value' (or 0 / 1).")

@@ -79,7 +79,7 @@ class KVStorage:
         self.windows = Windows(device, num_pages, page_size, [stored, 4] if quant == "q8"
                                else [stored])
         # One work item per row on CPUs, pocl and lavapipe included: the row copy becomes a
-        # memcpy (measured 10x faster there than lanes); on GPUs adjacent items take adjacent
+        # memcpy (far faster there than spreading it over lanes); on GPUs adjacent items take adjacent
         # words, so loads coalesce.
         host = device.kind == "cpu" or bool(getattr(device, "emulated", False))
         self.lanes = 1 if host else min(max(elems, 1), 128)

@@ -1,7 +1,7 @@
 """Assembling quantized host tensors from storage values and parameters (tests, benchmarks).
 
-Writers use the placement rules of hurray-facts §4 and §12.10-§12.11: scale = buffer 1,
-zero point = buffer 2, or one shared ``[scales | zero_points]`` buffer 1.
+Writers use the Hurray spec's Buffer Table Placement Rules and docs/format.md, Parameter
+buffers: scale = buffer 1, zero point = buffer 2, or one shared ``[scales | zero_points]`` buffer 1.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
-"""Dequantizing block-paged tensors in one pass on the device: the fused paged dequant
-kernels read each token row's codes from its page and index parameters by pool position (a
-per-page-slot scale is per-channel along the pool's slot axis), after the block table and
-seq_ptr were validated there.
+"""Dequantizing block-paged tensors (Hurray spec, Block-Paged Layout) in one pass on the
+device: the fused paged dequant kernels read each token row's codes from its page and index
+parameters by pool position (a per-page-slot scale is per-channel along the pool's slot axis),
+after the block table and seq_ptr were validated there.
 """
 
 from __future__ import annotations
@@ -133,7 +133,7 @@ def dequantize_paged(t: Any, dtype: str, seq_lens: Any) -> Any:
     Args:
         t: the block-paged Tensor (on its device; validated here before any launch).
         dtype: ``"float32"``, ``"float16"`` or ``"bfloat16"``.
-        seq_lens: tokens per sequence; default ``t.seq_lens``, else full pages.
+        seq_lens: tokens per sequence; default ``t.seq_lens``, else full pages (docs/format.md).
 
     Returns:
         A dense row-major Tensor on ``t``'s device.
@@ -141,8 +141,8 @@ def dequantize_paged(t: Any, dtype: str, seq_lens: Any) -> Any:
     Raises:
         HurrayFormatError: a malformed descriptor, block table, seq_ptr, seq_lens or an
             invalid scale / zero point of a page slot in use.
-        UnsupportedOpError: NF4/MXFP pools (the spec pages only affine parameters), or an
-            output type other than the float ones.
+        UnsupportedOpError: NF4/MXFP pools (docs/format.md, Quantized pools), or an output
+            type other than the float ones.
     """
     from hurray_gpu.kernels.dequant_variants import paged_dequant_kernel
     from hurray_gpu.ops.dequantize import bind_inputs
@@ -155,7 +155,7 @@ def dequantize_paged(t: Any, dtype: str, seq_lens: Any) -> Any:
     q = desc.quantization
     if q is not None and not isinstance(q, (PerTensorAffine, PerChannelAffine,
                                             PerBlockAffine)):
-        # The spec's Block-Paged layout defines no indexing for NF4/MXFP parameters.
+        # docs/format.md, Quantized pools: the spec defines no indexing for NF4/MXFP on block-paged.
         raise UnsupportedOpError("block-paged pools quantize with the affine schemes only",
                                  fix="use per-tensor, per-channel or per-block affine.")
     qplan, order = _plan(t, dtype, dev)

@@ -118,7 +118,8 @@ def _run(t: Any, planner: Any, dtype: str | None, device: Any) -> Any:
 
 def dequantize(t: Any, dtype: str = "float32", device: Any = None, *,
                seq_lens: Any = None) -> Any:
-    """Dequantize ``t`` on its device (hurray-facts §4 formulas, bit-exact on every backend).
+    """Dequantize ``t`` on its device (each scheme's Dequantization Formula in the Hurray spec,
+    bit-exact on every backend).
 
     Affine schemes compute ``f32(scale) * f32(i32(q - zero_point))`` (the subtraction wraps
     in 32-bit two's complement), NF4 ``absmax * NF4[q]``, MXFP ``2^(e-127) * value(q)``; the
@@ -130,7 +131,7 @@ def dequantize(t: Any, dtype: str = "float32", device: Any = None, *,
         dtype: ``"float32"``, ``"float16"`` or ``"bfloat16"``.
         device: move ``t`` there first (any spec :func:`hurray_gpu.device` accepts).
         seq_lens: block-paged tensors only: tokens per sequence (default ``t.seq_lens``,
-            else full pages, hurray-facts §12.20).
+            else full pages, docs/format.md, Token counts per sequence).
 
     Returns:
         A dense row-major Tensor of ``dtype`` and ``t.shape`` on the same device (block-paged

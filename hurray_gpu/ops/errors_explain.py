@@ -87,7 +87,7 @@ def _lut(plan: Any, bufs: dict[str, Any]) -> HurrayFormatError:
         return HurrayFormatError(
             f"MX scale byte {index} is {code}, a reserved float8_e8m0 code", field="scales",
             offset=index, fix="float8_e8m0 scales 0x00 and 0xFF are invalid (Hurray spec, "
-                              "MXFP quantization); rewrite the scale buffer.")
+                              "MXFP); rewrite the scale buffer.")
     return HurrayFormatError(
         "a float8_e8m0 element is 0x00 or 0xFF, which Hurray forbids", field="buffer",
         fix="float8_e8m0 data must avoid the reserved codes 0x00 and 0xFF.")

@@ -213,10 +213,8 @@ def _seg_for(dev: Any, nrows: int, ncols: int) -> int:
     """Columns per work item of the CSR kernel on ``dev``.
 
     GPUs take one output element per item (coalesced writes; the binary searches read a
-    cached row). CPU emulations were measured at 1024 x 1024, 5% dense (one-pass kernel, busy
-    2-core host): pocl is fastest with whole rows (0.5 ms against 1.1-1.3 ms at 64 columns
-    and 13-23 ms at 1), lavapipe with 64 columns (4.4-6.5 ms; 11-19 ms with whole rows, 44-76
-    ms at 1).
+    cached row). On CPU emulations per-item overhead dominates: pocl is fastest with whole
+    rows, lavapipe with 64 columns, and one element per item is the slowest on both.
     """
     if getattr(dev, "dialect", "") == "c":
         return _host_seg(nrows, ncols)

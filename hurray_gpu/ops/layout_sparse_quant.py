@@ -2,8 +2,8 @@
 
 Index buffers are validated by the sparse check kernels first; then each stored code is
 dequantized with the parameters of its own coordinate (per-channel and per-block schemes index
-them through the logical position, Hurray spec: Quantization) and lands in a zeroed output. Unstored elements
-are implicitly zero (+0.0), whatever the scheme's zero point.
+them through the logical position, Hurray spec, Quantization) and lands in a zeroed output.
+Unstored elements are implicitly zero (+0.0), whatever the scheme's zero point.
 """
 
 from __future__ import annotations

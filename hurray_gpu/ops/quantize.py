@@ -1,7 +1,8 @@
 """Authoring quantized tensors in NumPy: ``quantize(array, scheme=...)`` for all five schemes.
 
-Parameters follow hurray-facts §4 (x = scale * (q - zp); NF4 absmax; MXFP e8m0 exponents) and
-are laid out by :func:`hurray_gpu.ops.build.quantized_tensor` (placement rules, §12.10-§12.11).
+Parameters follow the Hurray spec, Quantization (x = scale * (q - zp); NF4 absmax; MXFP e8m0
+exponents) and are laid out by :func:`hurray_gpu.ops.build.quantized_tensor` (docs/format.md,
+Parameter buffers).
 """
 
 from __future__ import annotations
@@ -46,8 +47,9 @@ def _qrange(storage: Any) -> tuple[int, int]:
 
 
 def _span(storage: Any, symmetric: bool) -> tuple[int, int]:
-    """Codes the quantizer uses: ``q - zp`` is computed in i32 and wraps (facts §4), so
-    32-bit storage keeps every code and difference within the i32 range."""
+    """Codes the quantizer uses: ``q - zp`` is computed in i32 and wraps (Hurray spec,
+    Zero-Point Convention), so 32-bit storage keeps every code and difference within the i32
+    range."""
     qmin, qmax = _qrange(storage)
     if storage.bits < 32:
         return qmin, qmax
@@ -297,7 +299,7 @@ def quantize(array: Any, scheme: str = "per_block", *, axis: int = 0, block_size
         scale_dtype: per_block scale type: ``"float32"``, ``"float16"`` or ``"bfloat16"``.
         zero_point_bias: added to given ``zero_points`` (GPTQ stores ``zp - 1``: pass 1).
         scales: import given parameters instead of computing them: affine scales, NF4
-            absmax, or MXFP e8m0 codes, in parameter-index order (§4).
+            absmax, or MXFP e8m0 codes, in parameter-index order.
         zero_points: with ``scales``: i32 zero points of an asymmetric affine scheme.
         shared: asymmetric per_channel/per_block: one ``[scales | zero_points]`` buffer.
 

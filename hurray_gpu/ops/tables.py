@@ -1,6 +1,7 @@
 """Constant device buffers for the dequant kernels: value tables (LUTs), kept per device.
 
-The NF4 levels are the exact float32 bit patterns of hurray-facts §1.5, used verbatim.
+The NF4 levels are the exact float32 bit patterns of the Hurray spec's NF4 Lookup Table, used
+verbatim.
 """
 
 from __future__ import annotations

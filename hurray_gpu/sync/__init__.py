@@ -1,4 +1,4 @@
-"""Streams, events, ADR-018 handoff and DLPack exchange."""
+"""Streams, events, handoff (Hurray spec, Buffer Protocol) and DLPack exchange."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""DLPack ABI (ctypes structs, dtype codes) and the Hurray <-> DLPack device table (facts §7.3).
+"""DLPack ABI (ctypes structs, dtype codes) and the Hurray <-> DLPack device table
+(docs/format.md, DLPack device mapping).
 
 Hurray device tags are not DLPack device types; every translation goes through these tables.
 """
@@ -92,7 +93,7 @@ def dl_code(device_tag: int, memory_class: int) -> int:
     """The DLPack device type of a (device_tag, memory_class) pair.
 
     Raises:
-        DLPackError: private tags, and pairs §7.3 marks invalid or unsupported.
+        DLPackError: private tags, and pairs the mapping marks invalid or refused.
     """
     code = _TO_DL.get((int(device_tag), int(memory_class)))
     if code is None:

@@ -1,7 +1,9 @@
-"""Handoff per ADR-018: the producer declares sync_mode in every buffer handle, the consumer
-applies the matching rule (wait on the event on every stream, or use only the declared streams).
+"""Handoff per the Hurray spec, Buffer Protocol: Stream and Event Synchronisation: the producer
+declares sync_mode in every buffer handle, the consumer applies the matching rule (wait on the
+event on every stream, or use only the declared streams).
 
-The buffer-release callback (ADR-009) is separate from the event release; each runs once.
+The buffer-release callback (Buffer Protocol: Release Callback) is separate from the event
+release; each runs once.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ _DEVICE_KEY = object()  # the __dlpack_device__ entry of the Tensor._dl cache
 
 
 class TensorSyncMixin:
-    """Handoff (ADR-018) and DLPack export for :class:`hurray_gpu.Tensor`."""
+    """Handoff (Hurray spec, Buffer Protocol) and DLPack export for :class:`hurray_gpu.Tensor`."""
 
     __slots__ = ()
 
@@ -114,7 +114,7 @@ class TensorSyncMixin:
                       copy=copy)
 
     def __dlpack_device__(self) -> tuple[int, int]:
-        """``(DLDeviceType, device_id)`` per the Hurray -> DLPack table (facts §7.3).
+        """``(DLDeviceType, device_id)`` per docs/format.md, DLPack device mapping.
 
         Raises:
             BufferError: the (device, memory class) pair has no DLPack device type.

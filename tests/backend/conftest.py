@@ -11,6 +11,7 @@ import pytest
 os.environ.setdefault("HURRAY_GPU_CACHE_DIR", tempfile.mkdtemp(prefix="hurray_gpu_test_cache_"))
 
 from hurray_gpu.devices_api import devices  # noqa: E402
+from tests._support import in_ci  # noqa: E402
 
 # Backends CI must see (pocl and lavapipe are installed there); missing one fails the run.
 REQUIRED_IN_CI = ("cpu", "opencl", "vulkan")
@@ -22,7 +23,7 @@ def _available() -> list:
 
 def missing_in_ci() -> list[str]:
     """Required backends that are absent when ``CI`` is true (empty otherwise)."""
-    if os.environ.get("CI", "").lower() not in ("1", "true", "yes"):
+    if not in_ci():
         return []
     kinds = {d.kind for d in _available()}
     return [k for k in REQUIRED_IN_CI if k not in kinds]

@@ -8,8 +8,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from hurray_gpu.device import Device
 
 SCRIPT = """
@@ -36,23 +34,19 @@ def _run(spec: str, cache: Path) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def test_second_process_compiles_nothing(device: Device, tmp_path: Path) -> None:
-    if device.kind == "reference":
-        pytest.skip("the reference device compiles nothing and has no disk cache")
-    first = _run(device.spec, tmp_path)
+def test_second_process_compiles_nothing(kernel_device: Device, tmp_path: Path) -> None:
+    first = _run(kernel_device.spec, tmp_path)
     assert first["ok"] and first["compiles"] == 2 and first["disk_hits"] == 0
-    second = _run(device.spec, tmp_path)
+    second = _run(kernel_device.spec, tmp_path)
     assert second["ok"] and second["compiles"] == 0 and second["disk_hits"] == 2
     assert any(tmp_path.rglob("*.bin"))
 
 
-def test_corrupt_cache_entry_is_rebuilt(device: Device, tmp_path: Path) -> None:
-    if device.kind == "reference":
-        pytest.skip("no disk cache on the reference device")
-    _run(device.spec, tmp_path)
+def test_corrupt_cache_entry_is_rebuilt(kernel_device: Device, tmp_path: Path) -> None:
+    _run(kernel_device.spec, tmp_path)
     for path in tmp_path.rglob("*.bin"):
         data = bytearray(path.read_bytes())
         data[-1] ^= 0xFF
         path.write_bytes(bytes(data))
-    again = _run(device.spec, tmp_path)
+    again = _run(kernel_device.spec, tmp_path)
     assert again["ok"] and again["compiles"] == 2

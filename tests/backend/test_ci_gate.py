@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import importlib.util
+import os
+import subprocess
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -32,3 +35,20 @@ def test_gate_passes_when_all_present(monkeypatch: pytest.MonkeyPatch) -> None:
     kinds = [SimpleNamespace(kind=k) for k in ("cpu", "reference", "opencl", "vulkan")]
     monkeypatch.setattr(conftest, "_available", lambda: kinds)
     assert conftest.missing_in_ci() == []
+
+
+def test_gate_fails_a_ci_run_without_pocl_and_lavapipe(tmp_path: Path) -> None:
+    """The real gate in a real pytest run: with the OpenCL and Vulkan loaders pointed at no
+    driver (OCL_ICD_VENDORS at an empty folder, VK_ICD_FILENAMES at a missing file), a
+    CI=true run of the backend tier fails with the gate's message."""
+    root = Path(__file__).resolve().parents[2]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "HYPOTHESIS"))}
+    env.update(CI="true", PYTHONPATH=str(root), OCL_ICD_VENDORS=str(tmp_path),
+               VK_ICD_FILENAMES=str(tmp_path / "no_driver.json"))
+    test = f"{Path(__file__).relative_to(root)}::test_gate_is_silent_outside_ci"
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                          "-p", "no:xdist", test], cwd=root, env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert run.returncode == 1, run.stdout[-2000:] + run.stderr[-2000:]
+    assert "CI=true but backends ['opencl', 'vulkan'] are not available" in run.stdout
+    assert "Fix: install pocl-opencl-icd and mesa-vulkan-drivers" in run.stdout

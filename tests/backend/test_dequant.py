@@ -18,6 +18,7 @@ from hurray_gpu.errors import HurrayFormatError
 from hurray_gpu.ops import dequantize, unpack
 from hurray_gpu.ops.build import random_quantized, random_values
 from hurray_gpu.tensor import Tensor
+from tests._support import stable_rng as _rng
 
 OUTS = ("float32", "float16", "bfloat16")
 AFFINE = ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int4", "uint4", "int2",
@@ -39,10 +40,6 @@ def check(t: Tensor, dev: Device, outs: tuple[str, ...] = OUTS) -> None:
         got = dequantize(t, out, device=dev)
         assert got.device is dev and got.dtype.name == out and got.shape == t.shape
         assert np.array_equal(_bits(got), _bits(want)), f"{t} -> {out} differs on {dev}"
-
-
-def _rng(*key: object) -> np.random.Generator:
-    return np.random.default_rng(abs(hash(key)) % 2**32)
 
 
 @pytest.mark.parametrize("storage", AFFINE)

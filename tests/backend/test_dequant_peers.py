@@ -12,6 +12,7 @@ import pytest
 
 from hurray_gpu.ops import dequantize
 from hurray_gpu.ops.build import quantized_tensor
+from tests._support import require_peer
 
 QK = 32   # GGUF Q4_0 / Q8_0 block size
 
@@ -21,7 +22,7 @@ def _f32(t, device) -> np.ndarray:
 
 
 def _gguf_blocks(rows: int, cols: int, qtype_name: str) -> tuple[np.ndarray, object, object]:
-    gguf = pytest.importorskip("gguf")
+    gguf = require_peer("gguf")
     from gguf.quants import dequantize as g_dequantize
     from gguf.quants import quantize as g_quantize
 
@@ -61,8 +62,8 @@ def test_q8_0_against_gguf(device) -> None:
 
 @pytest.mark.parametrize("blocksize", [64, 128])
 def test_nf4_against_bitsandbytes(device, blocksize: int) -> None:
-    torch = pytest.importorskip("torch")
-    bnbf = pytest.importorskip("bitsandbytes.functional")
+    torch = require_peer("torch")
+    bnbf = require_peer("bitsandbytes.functional", "bitsandbytes")
     n = blocksize * 5 + blocksize // 2          # a partial last block
     x = torch.from_numpy(np.random.default_rng(blocksize).normal(size=n).astype(np.float32))
     packed, state = bnbf.quantize_4bit(x, blocksize=blocksize, quant_type="nf4")

@@ -18,16 +18,13 @@ from hurray_gpu.kernels.dialect.render import lint_body
 from hurray_gpu.ops import dequantize, unpack
 from hurray_gpu.ops.build import random_quantized, random_values
 from hurray_gpu.tensor import Tensor
+from tests._support import stable_rng as _rng
 
 OUTS = ("float32", "float16", "bfloat16")
 
 
 def _bits(t: Tensor) -> np.ndarray:
     return np.asarray(t.to("cpu").buffers[0]).copy()
-
-
-def _rng(*key: object) -> np.random.Generator:
-    return np.random.default_rng(abs(hash(key)) % 2**32)
 
 
 def _check(t: Tensor, dev: Device, outs: tuple[str, ...] = OUTS) -> None:

@@ -17,6 +17,7 @@ import pytest
 import hurray_gpu as hg
 from hurray_gpu.sync.dlpack_capsule import live_exports
 from hurray_gpu.sync.dlpack_types import DLManagedTensor, DLManagedTensorVersioned
+from tests._support import require_peer
 
 _get_pointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object, ctypes.c_char_p)(
     ("PyCapsule_GetPointer", ctypes.pythonapi))
@@ -99,7 +100,7 @@ def test_rejecting_consumer_keeps_its_exception(capfd) -> None:
 
 
 def test_concurrent_exports_are_counted_and_freed() -> None:
-    torch = pytest.importorskip("torch")
+    torch = require_peer("torch")
     t = hg.from_numpy(np.arange(256, dtype=np.int32))
     before = _settled()
     errors = []

@@ -13,10 +13,11 @@ import hurray_gpu as hg
 from hurray_gpu.io._memory import aligned_empty
 from hurray_gpu.sync.dlpack_capsule import live_exports
 from hurray_gpu.sync.dlpack_view import dlpack_view
+from tests._support import require_peer
 
-jax = pytest.importorskip("jax", reason="jax is not installed (test extra: jax[cpu])")
-jnp = pytest.importorskip("jax.numpy")
-torch = pytest.importorskip("torch")
+jax = require_peer("jax", "jax[cpu]")
+jnp = require_peer("jax.numpy", "jax[cpu]")
+torch = require_peer("torch")
 
 
 def _ptr(t: hg.Tensor) -> int:

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 import hurray_gpu as hg
 from hurray_gpu.io._memory import aligned_empty
+from tests._support import require_peer
 
 DTYPES = [np.int8, np.uint16, np.int32, np.float32, np.float64, np.complex64]
 
@@ -26,7 +27,7 @@ def views(draw):
 @settings(max_examples=60, deadline=None)
 @given(views())
 def test_strided_views_roundtrip(pair) -> None:
-    import torch
+    torch = require_peer("torch")
 
     base, view = pair
     t = hg.from_dlpack(view)

@@ -21,6 +21,7 @@ from hurray_gpu.kernels import run_reference
 from hurray_gpu.kernels.dialect.kernel import numpy_dtype
 from hurray_gpu.kernels.paged import QUANT_KERNELS, SKIP_SLOT, ref_q8_rows
 from hurray_gpu.kv_cache import PagedKVCache
+from tests._support import stable_rng
 
 ROW, SLOTS, TOKENS = 7, 23, 9
 SPECIALS = [np.inf, -np.inf, np.nan, 0.0, -0.0, 1e-40, 500.0, -1e30, 448.0, 464.0, 2.0**-10,
@@ -37,7 +38,7 @@ def _values(rng: np.random.Generator, word: str, count: int) -> np.ndarray:
 @pytest.mark.parametrize("name", [k.name for k in QUANT_KERNELS])
 def test_quant_kernels_match_reference(kernel_device: Device, name: str) -> None:
     kernel = next(k for k in QUANT_KERNELS if k.name == name)
-    rng = np.random.default_rng(abs(hash(name)) % 2**32)
+    rng = stable_rng(name)
     word = name.rsplit("_", 1)[1]
     lanes = 1 if "q8_scatter" in name else 3
     slots = rng.permutation(SLOTS)[:TOKENS].astype(np.uint32)

@@ -1,12 +1,14 @@
 """Randomized soak of PagedKVCache on the cpu backend against a per-sequence token-list model.
 
-``HURRAY_KV_SOAK_OPS`` sets the operation count (CI: 100000; default keeps the suite fast).
+``HURRAY_GPU_SOAK_OPS`` sets the operation count of each run. The suite (ci/test.sh) leaves it
+unset and runs 2,000 operations; ci/fuzz.sh runs 100,000 (its ``--soak-ops``).
 Every operation is followed by the invariant check; contents are compared at checkpoints.
 """
 
 from __future__ import annotations
 
 import os
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -14,7 +16,7 @@ import pytest
 from hurray_gpu.errors import UnsupportedOpError
 from hurray_gpu.kv_cache import OutOfPagesError, PagedKVCache
 
-OPS = int(os.environ.get("HURRAY_KV_SOAK_OPS", "1000"))
+OPS = int(os.environ.get("HURRAY_GPU_SOAK_OPS", "2000"))
 CHECK_EVERY = 200
 LAYERS, PAGES, PAGE_SIZE = 2, 48, 4
 MAX_SEQS = 24  # live sequences; at the cap, adds and forks become other operations
@@ -30,6 +32,7 @@ class Soak:
                                   dtype="uint32", enable_prefix_cache=prefix)
         self.model: dict[int, list[list[int]]] = {}
         self.next_token = 1
+        self.counts: Counter[str] = Counter()  # operations that really ran, by kind
 
     def pick(self, resident: bool = True) -> int | None:
         live = [s for s in self.model
@@ -50,10 +53,10 @@ class Soak:
                 assert k.size == cached and np.all((k > 0) & (k < self.next_token))
                 self.model[seq][layer] = [int(x) for x in k]
 
-    def append(self) -> None:
+    def append(self) -> bool:
         live = [s for s in self.model if self.cache.allocator.seqs[s].swapped is None]
         if not live:
-            return
+            return False
         batch = [int(s) for s in self.rng.permutation(live)[:int(self.rng.integers(1, 5))]]
         counts = [int(c) for c in self.rng.integers(0, 4, len(batch))]
         # Half the time a whole decode step: the same batch into every layer in turn (the
@@ -68,40 +71,50 @@ class Soak:
             for seq, n in zip(batch, counts, strict=True):
                 self.model[seq][layer] += [int(x) for x in ids[at:at + n]]
                 at += n
+        return True
 
     def step(self) -> None:
         op = self.rng.random()
+        done: str | None = None
         try:
             if not self.model or (op < 0.2 and len(self.model) < MAX_SEQS):
                 self.add()
+                done = "add"
             elif op < 0.6:
-                self.append()
+                done = "append" if self.append() else None
             elif op < 0.7 and len(self.model) < MAX_SEQS and (seq := self.pick()) is not None:
                 child = self.cache.fork(seq)
                 self.model[child] = [list(rows) for rows in self.model[seq]]
+                done = "fork"
             elif op < 0.8 and (seq := self.pick(resident=False)) is not None:
                 self.cache.free(seq)
                 del self.model[seq]
+                done = "free"
             elif op < 0.87 and (seq := self.pick()) is not None:
                 self.cache.swap_out(seq)
+                done = "swap_out"
             elif op < 0.94:
-                self.swap_in()
+                done = "swap_in" if self.swap_in() else None
             else:
-                self.copy_to_free_page()
+                done = "copy_blocks" if self.copy_to_free_page() else None
         except OutOfPagesError:
-            pass
+            done = "out_of_pages"
+        if done is not None:
+            self.counts[done] += 1
         self.cache.check_invariants()
 
-    def swap_in(self) -> None:
+    def swap_in(self) -> bool:
         swapped = [s for s, st in self.cache.allocator.seqs.items() if st.swapped is not None]
         if swapped:
             self.cache.swap_in(int(self.rng.choice(swapped)))
+        return bool(swapped)
 
-    def copy_to_free_page(self) -> None:
+    def copy_to_free_page(self) -> bool:
         free = self.cache.allocator.free_list
         used = [p for p, r in enumerate(self.cache.allocator.refcount) if r]
         if free and used:  # a copy into a free page changes no sequence's contents
             self.cache.copy_blocks([(int(self.rng.choice(used)), free[0])])
+        return bool(free and used)
 
     def verify(self) -> None:
         seqs = [s for s in self.model if self.cache.allocator.seqs[s].swapped is None]
@@ -115,12 +128,16 @@ class Soak:
 
 @pytest.mark.parametrize("prefix", [False, True])
 def test_soak_keeps_invariants_contents_and_leaks_nothing(prefix: bool) -> None:
+    assert OPS > 0, f"HURRAY_GPU_SOAK_OPS={OPS}: set a positive operation count"
     soak = Soak(seed=1234 + prefix, prefix=prefix)
     for i in range(OPS):
         soak.step()
         if i % CHECK_EVERY == CHECK_EVERY - 1:
             soak.verify()
     soak.verify()
+    if OPS >= 1000:  # long enough that every kind of operation (and a full pool) must occur
+        assert set(soak.counts) == {"add", "append", "fork", "free", "swap_out", "swap_in",
+                                    "copy_blocks", "out_of_pages"}, soak.counts
     for seq in list(soak.model):
         soak.cache.free(seq)
     soak.cache.check_invariants()

@@ -25,25 +25,19 @@ LAYOUTS = [ColMajor(), Strided((-13, 1)), Tiled((4, 8)),
            Tiled((8, 8), inner_layout=4, inner=Tiled((2, 4))), Morton((4, 4))]
 
 
-def _skip_reference(device) -> None:
-    if device.kind == "reference":
-        pytest.skip("the reference device runs the references themselves")
-
-
 @pytest.mark.parametrize("layout", LAYOUTS, ids=lambda lay: type(lay).__name__)
 @pytest.mark.parametrize("block", [(1, 1), (3, 1), (5, 4), (64, 16)])
-def test_blocked_gather_matches_spec_offsets(device, layout, block) -> None:
-    _skip_reference(device)
+def test_blocked_gather_matches_spec_offsets(kernel_device, layout, block) -> None:
     rng = np.random.default_rng(7)
     src = rng.integers(0, 2**32, (11, 13), dtype=np.uint64).astype(np.uint32)
-    t = relayout(Tensor.from_numpy(src.view(np.float32)), layout).to(device)
-    buf0 = device_buffers(t, device)[0]
+    t = relayout(Tensor.from_numpy(src.view(np.float32)), layout).to(kernel_device)
+    buf0 = device_buffers(t, kernel_device)[0]
     plan = plan_dense(t.descriptor, buf0.nbytes)
-    tables, _ = axis_tables(device, plan.records, plan.regions)
-    out = Buffer(device, src.nbytes)
+    tables, _ = axis_tables(kernel_device, plan.records, plan.regions)
+    out = Buffer(kernel_device, src.nbytes)
     scalars = {**plan.scalars, "bx": block[0], "by": block[1]}
-    device.run(gather_kernel("sepblk", plan.mover), dst=out, src=buf0, tx=tables[0],
-               ty=tables[1], tz=tables[2], **scalars)
+    kernel_device.run(gather_kernel("sepblk", plan.mover), dst=out, src=buf0, tx=tables[0],
+                      ty=tables[1], tz=tables[2], **scalars)
     got = out.numpy(np.uint32)
     host = np.asarray(relayout(Tensor.from_numpy(src.view(np.float32)), layout).buffers[0])
     words = host.view(np.uint32)
@@ -78,10 +72,9 @@ def _run_csr(device, t: Tensor, seg: int, word: str, wpe: int) -> dict[str, byte
 @pytest.mark.parametrize("seg", [1, 3, 64])
 @pytest.mark.parametrize(("dtype", "word", "wpe"), [(np.float32, "u32", 1),
                                                     (np.int8, "u8", 1), (np.float64, "u32", 2)])
-def test_csr_rows_any_segment(device, seg, dtype, word, wpe) -> None:
-    _skip_reference(device)
+def test_csr_rows_any_segment(kernel_device, seg, dtype, word, wpe) -> None:
     dense, t = _csr_parts(np.random.default_rng(seg), (9, 70), dtype)
-    got = _run_csr(device, t, seg, word, wpe)
+    got = _run_csr(kernel_device, t, seg, word, wpe)
     assert got["err"] == bytes(4)
     assert np.array_equal(np.frombuffer(got["dst"], dtype).reshape(dense.shape), dense)
 
@@ -99,30 +92,28 @@ HOSTILE = {"unsorted_row": (1, 1, 0), "column_out_of_bounds": (1, 2, 70), "sign_
 
 @pytest.mark.parametrize("case", sorted(HOSTILE))
 @pytest.mark.parametrize("seg", [1, 16, 70])
-def test_csr_rows_hostile_rows_replay_bit_exact(device, case, seg) -> None:
-    _skip_reference(device)
+def test_csr_rows_hostile_rows_replay_bit_exact(kernel_device, case, seg) -> None:
     dense, t = _csr_parts(np.random.default_rng(3), (9, 70), np.float32)
     bad = _corrupt(t, *HOSTILE[case])
-    got = _run_csr(device, bad, seg, "u32", 1)
+    got = _run_csr(kernel_device, bad, seg, "u32", 1)
     assert got["err"] == np.uint32(1).tobytes()
     with pytest.raises(HurrayFormatError):
-        materialize(bad.to(device))
+        materialize(bad.to(kernel_device))
 
 
-def test_axis_tables_are_cached_per_descriptor(device, monkeypatch) -> None:
-    _skip_reference(device)
+def test_axis_tables_are_cached_per_descriptor(kernel_device, monkeypatch) -> None:
     launches: list[str] = []
-    original = type(device).run
+    original = type(kernel_device).run
 
     def counting(dev, kernel, *a, **kw):
         launches.append(getattr(kernel, "name", kernel))
         return original(dev, kernel, *a, **kw)
 
-    monkeypatch.setattr(type(device), "run", counting)
+    monkeypatch.setattr(type(kernel_device), "run", counting)
     clear_table_cache()
     base = np.arange(96, dtype=np.float32).reshape(8, 12)
-    tiled = relayout(Tensor.from_numpy(base), Tiled((4, 4))).to(device)
-    col = relayout(Tensor.from_numpy(base), ColMajor()).to(device)
+    tiled = relayout(Tensor.from_numpy(base), Tiled((4, 4))).to(kernel_device)
+    col = relayout(Tensor.from_numpy(base), ColMajor()).to(kernel_device)
     for t in (tiled, tiled, col, col):
         assert np.array_equal(materialize(t).to("cpu").numpy(), base)
     assert launches.count(AXIS_TABLE.name) == 6  # three tables per descriptor, once each
@@ -155,10 +146,9 @@ def test_host_arrays_in_place_and_misaligned_copies() -> None:
     assert np.array_equal(materialize(Tensor.from_parts(t.descriptor, [raw])).numpy(), base)
 
 
-def test_fused_dequant_error_flag_never_reaches_the_cached_tables(device) -> None:
+def test_fused_dequant_error_flag_never_reaches_the_cached_tables(kernel_device) -> None:
     from hurray_gpu.ops.build import random_quantized
 
-    _skip_reference(device)
     clear_table_cache()
     rng = np.random.default_rng(5)
     good = relayout(random_quantized(rng, "per_block", "int8", (8, 64), axis=1,
@@ -168,6 +158,6 @@ def test_fused_dequant_error_flag_never_reaches_the_cached_tables(device) -> Non
     bufs[1][:] = 0  # every scale is zero: invalid, flagged by the kernel
     bad = Tensor.from_parts(good.descriptor, bufs)
     with pytest.raises(HurrayFormatError):
-        materialize(bad.to(device))
+        materialize(bad.to(kernel_device))
     for _ in range(2):
-        assert np.array_equal(materialize(good.to(device)).to("cpu").numpy(), want)
+        assert np.array_equal(materialize(good.to(kernel_device)).to("cpu").numpy(), want)

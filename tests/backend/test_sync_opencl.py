@@ -141,11 +141,17 @@ def test_handoff_orders_consumer_after_producer(dev, mode: str) -> None:
 def test_producer_synced_handoff_waits_on_the_host(dev) -> None:
     producer, consumer = Stream(dev), Stream(dev)
     t, gate = _produce(dev, producer)
-    timer = threading.Timer(0.2, _open, args=(gate,))
+    opening = threading.Event()  # set just before the gate opens
+
+    def _open_later() -> None:
+        opening.set()
+        _open(gate)
+
+    timer = threading.Timer(0.2, _open_later)
     timer.start()
-    began = time.perf_counter()
     handed = t.handoff("producer_synced", producer=producer)
-    assert time.perf_counter() - began >= 0.15
+    # The producer could not finish before the gate opened: the handoff waited for it.
+    assert opening.is_set()
     timer.join()
     assert handed.accept(consumer) is handed
     out = _consume(dev, handed, consumer)

@@ -133,11 +133,17 @@ def test_handoff_orders_consumer_after_producer(dev, mode: str, explicit: bool) 
 def test_producer_synced_waits_on_the_host(dev) -> None:
     producer, consumer = Stream(dev), Stream(dev)
     t, gate = _produce(dev, producer)
-    timer = threading.Timer(0.2, gate.open)
+    opening = threading.Event()  # set just before the gate opens
+
+    def _open_later() -> None:
+        opening.set()
+        gate.open()
+
+    timer = threading.Timer(0.2, _open_later)
     timer.start()
-    began = time.perf_counter()
     handed = t.handoff("producer_synced", producer=producer)
-    assert time.perf_counter() - began >= 0.15
+    # The producer could not finish before the gate opened: the handoff waited for it.
+    assert opening.is_set()
     timer.join()
     out = _consume(dev, handed.buffers[0], consumer)
     consumer.synchronize()

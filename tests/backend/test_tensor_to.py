@@ -26,6 +26,7 @@ from hurray_gpu.format.dtypes import DTYPES, value_table  # noqa: E402
 from hurray_gpu.io import StreamReader, StreamWriter, load, open_file, save  # noqa: E402
 from hurray_gpu.tensor import Tensor  # noqa: E402
 from hurray_gpu.tensor_device import host_view, owner_of  # noqa: E402
+from tests._support import require_peer
 
 import _io_samples as samples  # noqa: E402
 
@@ -360,7 +361,7 @@ def test_progress_policy(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_progress_bar_draws_and_is_optional(monkeypatch: pytest.MonkeyPatch) -> None:
-    pytest.importorskip("rich")
+    require_peer("rich")
     with transfer.Progress(100, "x", True) as bar:
         assert bar.active
         bar.advance(60)

@@ -24,6 +24,7 @@ from hurray_gpu.errors import (
 )
 from hurray_gpu.kernels import get_kernel
 from hurray_gpu.program import compile_stats
+from tests._support import skip_or_fail
 
 pytestmark = pytest.mark.vulkan
 
@@ -33,7 +34,7 @@ def vk():
     from hurray_gpu.backends import DeviceTag, open_device
 
     if not is_available(DeviceTag.VULKAN):
-        pytest.skip("no Vulkan device (apt-get install mesa-vulkan-drivers; pip install vulkan)")
+        skip_or_fail("no Vulkan device", "apt-get install mesa-vulkan-drivers; pip install vulkan")
     return open_device(DeviceTag.VULKAN, 0)
 
 

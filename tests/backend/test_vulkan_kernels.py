@@ -11,6 +11,7 @@ from hurray_gpu.errors import UnsupportedOpError
 from hurray_gpu.kernels import get_kernel, run_reference
 from hurray_gpu.kernels.basic import BASIC_KERNELS
 from hurray_gpu.kernels.dialect.kernel import KernelDef, buf, numpy_dtype, scalar
+from tests._support import skip_or_fail, stable_rng
 
 pytestmark = pytest.mark.vulkan
 
@@ -22,10 +23,10 @@ FLOAT_TYPES = ("f32", "f16", "bf16")
 @pytest.fixture(scope="module")
 def vk():
     if not is_available(DeviceTag.VULKAN):
-        pytest.skip("no Vulkan device (apt-get install mesa-vulkan-drivers; pip install vulkan)")
+        skip_or_fail("no Vulkan device", "apt-get install mesa-vulkan-drivers; pip install vulkan")
     device = open_device(DeviceTag.VULKAN, 0)
     if device.compiler.glslang is None:
-        pytest.skip("glslangValidator is not on PATH (apt-get install glslang-tools)")
+        skip_or_fail("glslangValidator is not on PATH", "apt-get install glslang-tools")
     return device
 
 
@@ -79,7 +80,7 @@ def _assert_same(kernel, name, got, want):
 @pytest.mark.parametrize("name", [k.name for k in BASIC_KERNELS])
 def test_basic_kernel_matches_reference(vk, name):
     kernel = get_kernel(name)
-    rng = np.random.default_rng(abs(hash(name)) % 2**32)
+    rng = stable_rng(name)
     scalars = _scalars(kernel, rng)
     data = _inputs(kernel, scalars, rng)
     bufs = {k: Buffer.from_bytes(vk, v) if v else Buffer(vk, 0) for k, v in data.items()}

@@ -13,6 +13,7 @@ import pytest
 from hurray_gpu import devices
 from hurray_gpu.cli import main
 from hurray_gpu.errors import HurrayGPUError
+from tests._support import skip_or_fail
 
 ROOT = Path(__file__).resolve().parents[2]
 VYRE = ROOT / "tests" / "golden" / "vyre"
@@ -130,7 +131,8 @@ def test_vyre_inspect_and_run(tmp_path: Path, capsys: pytest.CaptureFixture) -> 
 @pytest.mark.parametrize("spec", ["cpu", "opencl:0", "vulkan:0"])
 def test_vyre_run_on_a_device_matches_the_kat(spec: str, capsys: pytest.CaptureFixture) -> None:
     if spec.split(":")[0] not in {d.kind for d in devices()}:
-        pytest.skip(f"{spec} is not available here")
+        skip_or_fail(f"{spec} is not available here", "install pocl-opencl-icd and "
+                     "mesa-vulkan-drivers, then pip install .[opencl,vulkan]")
     prog = str(VYRE / "k06_atomic_histogram.vir")
     assert main(["vyre", "run", prog, "--kat", str(VYRE / "k06_atomic_histogram.kat.json"),
                  "--device", spec]) == 0

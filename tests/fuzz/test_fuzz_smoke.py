@@ -9,7 +9,6 @@ ci/fuzz.sh's job; the last test here only proves the atheris entry point works.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import resource
 import subprocess
@@ -22,6 +21,7 @@ import pytest
 from fuzz import HARNESS_NAMES
 from fuzz._engine import smoke
 from fuzz.harnesses import get
+from tests._support import require_peer
 
 SMOKE_INPUTS = 20_000
 ROOT = Path(__file__).resolve().parents[2]
@@ -73,9 +73,9 @@ def test_smoke_is_deterministic() -> None:
     assert (first.decoded, first.rejected) == (again.decoded, again.rejected)
 
 
-@pytest.mark.skipif(importlib.util.find_spec("atheris") is None, reason="atheris not installed")
 @pytest.mark.parametrize("name", HARNESS_NAMES)
 def test_atheris_entry_point_runs(name: str, tmp_path: Path) -> None:
+    require_peer("atheris")
     seeds = tmp_path / "seeds"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     subprocess.run([sys.executable, "-m", "fuzz", "seeds", name, str(seeds)], cwd=ROOT,

@@ -2,16 +2,23 @@
 
 ci/gpu_check.sh sets ``HURRAY_GPU_TEST_REQUIRE=cuda`` (or ``rocm``): a backend named there that
 cannot be opened fails the run instead of skipping it, so a broken lent machine is not green.
+
+CUDA_MODULE_LOADING=EAGER is set here, before CUDA starts when tests/gpu runs in its own
+process (as ci/gpu_check.sh runs it): with the default lazy loading a kernel's module is loaded
+at its first launch, which can wait forever behind the spinning kernel of a closed gate
+(tests/gpu/gate.py). The gated tests also warm every kernel they launch before closing it.
 """
 
 from __future__ import annotations
 
 import os
 
-import pytest
+os.environ["CUDA_MODULE_LOADING"] = "EAGER"
 
-from hurray_gpu.backends import DeviceTag, open_device
-from hurray_gpu.errors import BackendUnavailableError
+import pytest  # noqa: E402
+
+from hurray_gpu.backends import DeviceTag, open_device  # noqa: E402
+from hurray_gpu.errors import BackendUnavailableError  # noqa: E402
 
 TAGS = {"cuda": DeviceTag.CUDA, "rocm": DeviceTag.ROCM}
 

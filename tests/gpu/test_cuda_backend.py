@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from hurray_gpu.backends.cuda import ERROR_MEMORY_ALLOCATION, device_status
 from hurray_gpu.buffer import Buffer
 from hurray_gpu.cache import DiskKernelCache
 from hurray_gpu.device import MemoryClass
@@ -75,10 +76,44 @@ def test_one_gib_round_trip(gpu):
         buf.free()
 
 
-def test_out_of_memory_is_typed(gpu):
+def test_oversized_request_is_refused_before_the_driver(gpu):
     _, total = gpu.memory_info()
-    with pytest.raises(OutOfMemoryError):
+    with pytest.raises(OutOfMemoryError, match="Fix:") as info:
         Buffer(gpu, total + (1 << 30))
+    assert info.value.__cause__ is None  # the size precheck, not a failed cudaMalloc
+
+
+def test_out_of_memory_reaches_the_driver_and_is_typed(gpu):
+    """Allocations that each pass the size precheck, until the device is full: the driver's
+    own allocation failure comes back as OutOfMemoryError, and freeing returns the memory."""
+    gpu.allocator.free_cache()
+    gpu.cupy.get_default_memory_pool().free_all_blocks()
+    free_before, total = gpu.memory_info()
+    # At least 1 GiB, so no chunk fits the allocator's pool: each free really frees.
+    chunk = min(gpu.max_alloc, max(total // 16, 1 << 30))
+    held: list[Buffer] = []
+    try:
+        with pytest.raises(OutOfMemoryError, match="Fix:") as info:
+            for _ in range(total // chunk + 8):  # more chunks than the device holds
+                held.append(Buffer(gpu, chunk))
+        filled = len(held) * chunk
+    finally:
+        for buf in held:
+            buf.free()
+        held.clear()
+        gpu.allocator.free_cache()
+    err = info.value
+    # The driver refused (cudaErrorMemoryAllocation, 2, under the allocator's MemoryError).
+    assert isinstance(err.__cause__, MemoryError)
+    assert device_status(err.__cause__.__cause__) == ERROR_MEMORY_ALLOCATION
+    assert err.size == chunk and 0 <= err.free <= err.total == total
+    assert filled >= free_before - 2 * chunk  # it filled the device before failing
+    free_after, _ = gpu.memory_info()
+    assert free_after >= free_before - (256 << 20), "freed buffers did not return their memory"
+    again = Buffer(gpu, chunk)  # the device is usable again after running out
+    gpu.run("fill_u32", again, 5, 1024, wait=True)
+    assert bool((again.view(0, 4096).numpy(np.uint32) == 5).all())
+    again.free()
 
 
 def test_peer_only_when_offered(gpu):

@@ -1,15 +1,20 @@
 """DLPack and __cuda_array_interface__ exchange of CUDA/ROCm memory (run by ci/gpu_check.sh).
 
 Zero-copy is proven by pointer equality; stream ordering by a consumer stream that must wait
-for a producer kernel queued on another stream.
+for a producer kernel held back by a gate (tests/gpu/gate.py) on another stream.
 """
 
 from __future__ import annotations
+
+import os
+import time
 
 import numpy as np
 import pytest
 
 import hurray_gpu as hg
+from tests._support import require_peer
+from tests.gpu.gate import Gate, warm
 
 pytestmark = pytest.mark.gpu
 
@@ -23,9 +28,13 @@ def test_export_to_cupy_zero_copy(gpu):
     np.testing.assert_array_equal(cupy.asnumpy(x), np.arange(1024, dtype=np.float32))
 
 
+@pytest.mark.skipif(os.environ.get("HURRAY_GPU_SANITIZER") == "1",
+                    reason="the sanitizer serializes kernels: a held gate never opens")
 def test_export_orders_consumer_stream(gpu):
     cupy = gpu.cupy
-    t = hg.from_numpy(np.zeros(1 << 20, dtype=np.uint32)).to(gpu)
+    n = 1 << 20
+    warm(gpu, n)
+    t = hg.from_numpy(np.zeros(n, dtype=np.uint32)).to(gpu)
     producer = cupy.cuda.Stream(non_blocking=True)
     consumer = cupy.cuda.Stream(non_blocking=True)
 
@@ -36,12 +45,20 @@ def test_export_orders_consumer_stream(gpu):
         def __dlpack_device__(self):
             return t.__dlpack_device__()
 
-    with producer:
-        gpu.run("fill_u32", t.buffers[0], 9, 1 << 20)
-        x = cupy.from_dlpack(ToConsumer())  # consumer now waits on an event, not the host
-    with consumer:
-        total = int(x.sum(dtype=cupy.uint64))
-    assert total == 9 * (1 << 20)
+    with Gate(gpu, producer) as gate:
+        with producer:
+            gpu.run("fill_u32", t.buffers[0], 9, n)  # held behind the gate
+            x = cupy.from_dlpack(ToConsumer())  # consumer now waits on an event, not the host
+        with consumer:
+            total = x.sum(dtype=cupy.uint64)
+        done = cupy.cuda.Event(disable_timing=True)
+        done.record(consumer)
+        time.sleep(0.2)  # ample time for a consumer that did not wait to finish
+        assert not done.done, "the consumer ran while the producer was held"
+        gate.open()
+        consumer.synchronize()
+    assert int(total) == 9 * n
+    assert int(x.data.ptr) == t.buffers[0].allocation.raw.ptr
 
 
 @pytest.mark.parametrize("stream", [None, -1, 1, 2])
@@ -64,7 +81,7 @@ def test_import_cupy_and_torch_zero_copy(gpu):
     np.testing.assert_array_equal(t.to("cpu").numpy(), np.arange(4096, dtype=np.float32))
     strided = hg.from_dlpack(x.reshape(64, 64).T)
     assert strided.layout_name == "strided"
-    torch = pytest.importorskip("torch")
+    torch = require_peer("torch")
     if not torch.cuda.is_available():
         pytest.skip("torch without CUDA")
     y = torch.arange(100, device="cuda", dtype=torch.int32)

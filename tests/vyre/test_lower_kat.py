@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests._support import skip_or_fail
 from tests.vyre.lower_programs import kernel_devices
 from vyre import from_wire
 from vyre.execute import run_bytes
@@ -56,7 +57,7 @@ def test_lower_kat_nvrtc_compiles(arch: str) -> None:
 
         compiler = nvrtc()
     except (BackendUnavailableError, ImportError, OSError) as exc:
-        pytest.skip(f"NVRTC is not installed (pip install nvidia-cuda-nvrtc): {exc}")
+        skip_or_fail(f"NVRTC is not installed ({exc})", "pip install .[nvrtc]")
     for path in KATS:
         program, _, _, _ = _load(path)
         kernel = lower(program).kernel

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests._support import skip_or_fail
 from tests.vyre.lower_programs import (
     CASTS,
     F32_BINOPS,
@@ -93,7 +94,7 @@ def test_lower_op_programs_nvrtc_compile(arch: str) -> None:
 
         compiler = nvrtc()
     except (BackendUnavailableError, ImportError, OSError) as exc:
-        pytest.skip(f"NVRTC is not installed (pip install nvidia-cuda-nvrtc): {exc}")
+        skip_or_fail(f"NVRTC is not installed ({exc})", "pip install .[nvrtc]")
     programs = [p for p, _ in PROGRAMS.values()] + [prefix_scan(64), tiled_dot(),
                                                      subgroup_program(48)]
     for program in programs:

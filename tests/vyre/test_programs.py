@@ -7,6 +7,7 @@ import blake3
 import numpy as np
 import pytest
 
+from tests._support import skip_or_fail
 from tests.vyre.lower_programs import kernel_devices
 from tests.vyre.program_cases import Case, all_cases
 from vyre import UnsupportedOpError
@@ -81,7 +82,7 @@ def test_programs_cuda_renderings_compile_with_nvrtc(arch: str) -> None:
 
         compiler = nvrtc()
     except (BackendUnavailableError, ImportError, OSError) as exc:
-        pytest.skip(f"NVRTC is not installed (pip install nvidia-cuda-nvrtc): {exc}")
+        skip_or_fail(f"NVRTC is not installed ({exc})", "pip install .[nvrtc]")
     seen = set()
     builders = [c.build for c in CASES] + [P.blake3_chunks_program, P.blake3_parents_program]
     for build in builders:

@@ -34,10 +34,11 @@ def rehash(blob: bytes | bytearray) -> bytes:
 def detail_of(blob: bytes, **kwargs: object) -> str:
     with pytest.raises(WireValidationError) as info:
         from_wire(blob, **kwargs)  # type: ignore[arg-type]
-    assert str(info.value).endswith(
+    assert info.value.vyre_text.endswith(
         ". Fix: recompile the frontend program set and ensure the compiler only emits valid "
         "instructions."
     )
+    assert str(info.value).count("Fix:") == 1
     return info.value.detail
 
 

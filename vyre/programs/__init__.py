@@ -1,4 +1,5 @@
-"""Real vyre programs (semantics §6), rebuilt with the builder API: examples and test oracles.
+"""Real vyre programs of vyre-libs / vyre-primitives 0.7.2, rebuilt with the builder API:
+examples and test oracles.
 
 Each builder returns a :class:`vyre.Program`; buffer names, workgroup sizes and bodies follow
 the vyre-libs/vyre-primitives originals. Known answers live in ``tests/vyre/program_cases.py``.

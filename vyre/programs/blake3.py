@@ -1,4 +1,4 @@
-"""BLAKE3 in vyre IR (semantics §6.1): the compression function as vyre-libs builds it, and a
+"""BLAKE3 in vyre IR: the compression function as vyre-libs builds it, and a
 whole-message hash (one invocation per 1 KiB chunk, then parent levels) built on it.
 """
 

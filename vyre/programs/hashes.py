@@ -1,4 +1,4 @@
-"""Byte hashes over byte-per-u32 input (semantics §6.4-6.7): FNV-1a 32 and 64, CRC-32 and
+"""Byte hashes over byte-per-u32 input (vyre-primitives 0.7.2 hash/): FNV-1a 32 and 64, CRC-32 and
 Adler-32. One invocation (gid 0) walks the whole input, as vyre-primitives does.
 """
 

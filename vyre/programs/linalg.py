@@ -1,4 +1,4 @@
-"""Linear algebra and f32 maps (semantics §6.12-6.14): the tiled dot product with its
+"""Linear algebra and f32 maps (vyre-libs 0.7.2 math/, nn/): the tiled dot product with its
 workgroup tree reduction, u32 matmul (plain and shared-memory tiled), f32 square and softmax.
 """
 

@@ -1,6 +1,6 @@
-"""Reductions and atomics (semantics §6.8-6.10, §6.15): histograms (owner-computes and atomic
-scatter), the serial atomic programs that trace old values, the subgroup add composition and
-the element-wise u32 maps of vyre-libs.
+"""Reductions and atomics, as vyre-primitives and vyre-libs 0.7.2 build them: histograms
+(owner-computes and atomic scatter), the serial atomic programs that trace old values, the
+subgroup add composition and the element-wise u32 maps of vyre-libs.
 """
 
 from __future__ import annotations

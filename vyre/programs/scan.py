@@ -1,4 +1,4 @@
-"""Prefix scans (semantics §6.3): the Hillis-Steele workgroup scan of vyre-primitives
+"""Prefix scans: the Hillis-Steele workgroup scan of vyre-primitives
 (workgroup memory and barriers) and a multi-workgroup scan whose passes are split by GridSync.
 """
 

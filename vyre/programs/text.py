@@ -1,4 +1,4 @@
-"""Text scans over byte-per-u32 input (semantics §6.2, §6.11): the Aho-Corasick DFA scan with
+"""Text scans over byte-per-u32 input (vyre-libs 0.7.2 scan/): the Aho-Corasick DFA scan with
 its host-side compiler (a port of vyre-primitives ``dfa_compile``) and substring search.
 """
 

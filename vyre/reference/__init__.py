@@ -1,7 +1,8 @@
 """vyre.reference: the NumPy/Python reference interpreter of vyre IR, the project's test oracle.
 
-It follows vyre-semantics.md exactly: workgroups run one after another and lanes step
-round-robin, one statement per lane per round (a vectorized path serves race-free programs).
+It follows vyre 0.7.2's reference interpreter (docs/vyre.md, The reference interpreter):
+workgroups run one after another and lanes step round-robin, one statement per lane per round
+(a vectorized path serves race-free programs).
 """
 
 from __future__ import annotations

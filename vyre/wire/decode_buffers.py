@@ -1,4 +1,4 @@
-"""Decoding of the metadata buffer records, memory regions and output set (vyre-wire.md §3)."""
+"""Decoding of the metadata buffer records, memory regions and output set of a VIR0 body."""
 
 from __future__ import annotations
 
@@ -62,7 +62,7 @@ def strict_bool(value: int, name: str) -> bool:
 
 
 def read_hints(r: Reader) -> ir.MemoryHints:
-    """A MemoryHints block (§3.4)."""
+    """A MemoryHints block."""
     tag = r.u8()
     if tag > 1:
         raise _invalid(f"field coalesce_axis tag has value {tag}")
@@ -102,7 +102,7 @@ def _read_range(r: Reader) -> tuple[int, int] | None:
 
 
 def read_buffer_record(r: Reader, version: int) -> DecodedBuffer:
-    """One metadata buffer record (§3.3); rev-6 fields only when ``version >= 6``."""
+    """One metadata buffer record; rev-6 fields only when ``version >= 6``."""
     name = r.string()
     binding, count = r.u32(), r.u32()
     is_output, live_out = r.u8() != 0, r.u8() != 0
@@ -187,7 +187,7 @@ def _dense_scalar(tag: int) -> ir.DataType:
 
 
 def read_dense_element(r: Reader, tag: int) -> ir.DataType:
-    """The element type of a memory region, reading composite payloads from ``r`` (§3.5.1)."""
+    """The element type of a memory region, reading composite payloads from ``r``."""
     if tag == 0x08:
         size = r.leb_u64()
         return ir.Array(size)
@@ -227,7 +227,7 @@ def _quant_param(r: Reader, what: str) -> int:
 
 
 def read_output_set(r: Reader, buffers: list[DecodedBuffer]) -> tuple[int, ...]:
-    """The output-set section (§3.6): must equal the RW/WO buffer indices exactly."""
+    """The output-set section: must equal the RW/WO buffer indices exactly."""
     count = r.leb_len(MAX_BUFFERS, "output set count")
     indices: list[int] = []
     for _ in range(count):
@@ -261,7 +261,7 @@ def _rust_list(values: list[int]) -> str:
 
 
 def read_memory_regions(r: Reader, buffers: list[DecodedBuffer]) -> None:
-    """The memory-region section (§3.5), merged into ``buffers``."""
+    """The memory-region section, merged into ``buffers``."""
     count = r.leb_len(MAX_BUFFERS, "memory-region count")
     if count != len(buffers):
         raise WireValidationError(

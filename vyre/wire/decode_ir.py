@@ -1,4 +1,4 @@
-"""Decoding of node, expression and expression-context DataType payloads (vyre-wire.md §4-6)."""
+"""Decoding of the node, expression and expression-context DataType payloads of VIR0."""
 
 from __future__ import annotations
 

@@ -93,7 +93,7 @@ def _put_record(out: bytearray, op_id: str, payload: bytes | bytearray) -> None:
 
 
 def metadata_payload(program: ir.Program, version: int) -> bytes:
-    """The metadata record payload (§3.2)."""
+    """The metadata record payload."""
     out = bytearray(METADATA_MARKER)
     if program.entry_op_id is None:
         out.append(0)

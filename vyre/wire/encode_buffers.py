@@ -1,4 +1,4 @@
-"""Encoding of buffer metadata records, memory regions and the output set (vyre-wire.md §3)."""
+"""Encoding of the buffer metadata records, memory regions and output set of a VIR0 body."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ def _enum(value: object, enum_type: type, label: str) -> int:
 
 
 def hints_bytes(hints: ir.MemoryHints) -> bytes:
-    """The MemoryHints block (§3.4): 6 or 7 bytes."""
+    """The MemoryHints block: 6 or 7 bytes."""
     out = bytearray()
     if hints.coalesce_axis is None:
         out.append(0)
@@ -30,7 +30,7 @@ def hints_bytes(hints: ir.MemoryHints) -> bytes:
 
 
 def put_shape_predicate(out: bytearray, pred: ir.ShapePredicate | None, depth: int) -> None:
-    """Append an optional ShapePredicate (§3.3.1), bounded to MAX_SHAPE_PREDICATE_DEPTH."""
+    """Append an optional ShapePredicate, bounded to MAX_SHAPE_PREDICATE_DEPTH."""
     if pred is None:
         out.append(0)
         return
@@ -72,7 +72,7 @@ def put_nested(out: bytearray, pred: ir.ShapePredicate, depth: int) -> None:
 
 
 def put_buffer_record(out: bytearray, buf: ir.BufferDecl, version: int) -> None:
-    """Append one metadata buffer record (§3.3)."""
+    """Append one metadata buffer record."""
     put_string(out, buf.name, "buffer name")
     put_u32(out, buf.binding, "binding")
     put_u32(out, buf.count, "buffer count")
@@ -102,7 +102,7 @@ def put_buffer_record(out: bytearray, buf: ir.BufferDecl, version: int) -> None:
 
 
 def dense_element(dtype: ir.DataType, count: int) -> tuple[int, bytes]:
-    """(element tag, shape payload) of a memory-region element (§3.5.1)."""
+    """(element tag, shape payload) of a memory-region element."""
     shape = bytearray(leb_bytes(count, "buffer count"))
     if type(dtype) is ir.Scalar:
         return int(dtype), bytes(shape)
@@ -140,7 +140,7 @@ def dense_element(dtype: ir.DataType, count: int) -> tuple[int, bytes]:
 
 
 def put_memory_regions(out: bytearray, buffers: tuple[ir.BufferDecl, ...]) -> None:
-    """Append the memory-region section (§3.5)."""
+    """Append the memory-region section."""
     put_leb(out, len(buffers))
     for index, buf in enumerate(buffers):
         put_leb(out, index)
@@ -157,7 +157,7 @@ def put_memory_regions(out: bytearray, buffers: tuple[ir.BufferDecl, ...]) -> No
 
 
 def put_output_set(out: bytearray, buffers: tuple[ir.BufferDecl, ...]) -> None:
-    """Append the output set: indices of ReadWrite/WriteOnly buffers (§3.6)."""
+    """Append the output set: indices of ReadWrite/WriteOnly buffers."""
     indices = [i for i, b in enumerate(buffers) if b.is_writable]
     put_leb(out, len(indices))
     for index in indices:
@@ -165,7 +165,7 @@ def put_output_set(out: bytearray, buffers: tuple[ir.BufferDecl, ...]) -> None:
 
 
 def check_encodable(program: ir.Program) -> None:
-    """vyre's ``reject_non_roundtrippable_shapes`` preconditions (§8)."""
+    """vyre's ``reject_non_roundtrippable_shapes`` preconditions."""
     for axis, size in enumerate(program.workgroup_size):
         if size == 0:
             raise EncodeError(

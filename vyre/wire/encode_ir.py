@@ -1,4 +1,4 @@
-"""Encoding of nodes, expressions and expression-context DataTypes (vyre-wire.md §4-6).
+"""Encoding of nodes, expressions and expression-context DataTypes (vyre 0.7.2 wire format).
 
 The walk is iterative (an explicit stack), like vyre's ``put_expr``: no recursion limit.
 """
@@ -310,7 +310,7 @@ def put_tree(out: bytearray, root: ir.Node | ir.Expr, registry: ExtensionRegistr
 # -- data types -------------------------------------------------------------------------------
 
 def put_data_type(out: bytearray, dtype: ir.DataType) -> None:
-    """Append an expression-context DataType (§6)."""
+    """Append an expression-context DataType."""
     if type(dtype) is ir.Scalar:
         out.append(int(dtype))
         return

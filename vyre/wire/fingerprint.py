@@ -1,4 +1,4 @@
-"""``Program.fingerprint()``: blake3 of the canonical wire bytes (vyre-wire.md §9.3)."""
+"""``Program.fingerprint()``: blake3 of the canonical wire bytes, as vyre 0.7.2 computes it."""
 
 from __future__ import annotations
 

@@ -25,7 +25,7 @@ OPAQUE_TAG = 0x80
 
 
 class NodeTag(enum.IntEnum):
-    """Statement tags (vyre-wire.md §4.1)."""
+    """Statement tags (vyre 0.7.2 wire format, node tag table)."""
 
     LET = 0
     ASSIGN = 1
@@ -50,7 +50,7 @@ class NodeTag(enum.IntEnum):
 
 
 class ExprTag(enum.IntEnum):
-    """Expression tags (vyre-wire.md §5)."""
+    """Expression tags (vyre 0.7.2 wire format, expressions)."""
 
     LIT_U32 = 0
     LIT_I32 = 1
@@ -79,7 +79,7 @@ class ExprTag(enum.IntEnum):
 
 
 class DataTypeTag(enum.IntEnum):
-    """DataType tags (vyre-wire.md §6); scalars share values with :class:`Scalar`."""
+    """DataType tags of the vyre 0.7.2 wire format; scalars share values with :class:`Scalar`."""
 
     U32 = 0x01
     I32 = 0x02
@@ -116,7 +116,7 @@ class DataTypeTag(enum.IntEnum):
 
 
 class ShapePredicateTag(enum.IntEnum):
-    """Shape-predicate tags (vyre-wire.md §3.3.1); 0 means None at top level."""
+    """Shape-predicate tags; 0 means None at top level."""
 
     NONE = 0
     AT_LEAST = 1

@@ -1,4 +1,4 @@
-"""Hurray tensor descriptor codec (hurray-facts §2-§5): decode, validate and encode.
+"""Hurray tensor descriptor codec (Hurray spec, Metadata): decode, validate and encode.
 
 Strict by default; every malformed input raises HurrayFormatError naming field and offset.
 """

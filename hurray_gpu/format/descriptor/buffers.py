@@ -1,4 +1,5 @@
-"""Buffer handle (16 bytes), device tags, memory classes and sync modes (hurray-facts §3).
+"""Buffer handle (16 bytes), device tags, memory classes and sync modes (Hurray spec, Buffer
+Protocol).
 
 Also the (device_tag, memory_class) validity table and the colocation rule, which upstream's
 decoder skips and hurray_gpu enforces.
@@ -96,7 +97,9 @@ VALID_MEMORY_CLASSES: dict[int, frozenset[int]] = {
 
 
 def is_valid_pair(device_tag: int, memory_class: int) -> bool:
-    """Return True when ``(device_tag, memory_class)`` is allowed by the §3 table.
+    """Return True when ``(device_tag, memory_class)`` is allowed.
+
+    Hurray spec, Buffer Protocol: Per-Device Validity.
 
     Private device tags may use STANDARD or a private class; public device tags never use a
     private class.
@@ -126,7 +129,7 @@ class BufferHandle:
     memory_class: int = MemoryClass.STANDARD
 
     def validate(self, index: int = 0, offset: int | None = None) -> None:
-        """Check every §3 rule for this handle.
+        """Check every Buffer Protocol rule for this handle.
 
         Args:
             index: the handle's position in the buffer table (for messages).
@@ -171,7 +174,8 @@ def _check_tags(handle: BufferHandle, name: str, at: Callable[[int], int | None]
     if not is_valid_pair(dev, mem):
         fail(f"{name}: memory_class 0x{mem:02X} is not valid on device_tag 0x{dev:02X}",
              f"{name}.memory_class", at(14),
-             "pick a (device_tag, memory_class) pair marked valid in hurray-facts §3.")
+             "pick a (device_tag, memory_class) pair marked valid in the Hurray spec, "
+             "Buffer Protocol: Per-Device Validity.")
 
 
 def decode_handle(r: Reader, index: int) -> BufferHandle:
@@ -186,7 +190,8 @@ def decode_handle(r: Reader, index: int) -> BufferHandle:
     if reserved:
         fail(f"buffers[{index}]._reserved is 0x{reserved:02X}, must be 0x00",
              f"buffers[{index}]._reserved", pos + 15,
-             "write the handle's reserved byte as zero (buffer-protocol layout, ADR-020).")
+             "write the handle's reserved byte as zero (Hurray spec, Buffer Protocol: Buffer "
+             "Handle).")
     handle = BufferHandle(size, align, dev, sync, mem)
     handle.validate(index, pos)
     return handle

@@ -1,4 +1,5 @@
-"""Decode and encode Hurray tensor descriptors (hurray-facts §2.1, §2.2, §12.6).
+"""Decode and encode Hurray tensor descriptors (Hurray spec, Metadata; docs/format.md,
+Descriptor decoding).
 
 The wire walk is structural (what upstream's decoder checks); ``validate_descriptor`` then
 enforces the remaining spec MUSTs.
@@ -118,7 +119,7 @@ def decode_descriptor_prefix(data: Data, offset: int = 0, *,
     if problem is not None:
         if ltag in (0x00, 0xFF) or not permissive:
             fail(f"layout_tag 0x{ltag:02X} {problem}", "layout_tag", offset + 15,
-                 "use an assigned layout tag (hurray-facts §2.4).")
+                 "use an assigned layout tag (Hurray spec, Memory Layout: Named Layout Tags).")
         unknown = UnknownLayout(ltag, flags, r.raw(r.remaining(), "layout"))
         desc = TensorDescriptor(dtype, shape, unknown, (), byte_offset,
                                 version_major=major, version_minor=minor)
@@ -165,8 +166,8 @@ def _dtype(tag: int, permissive: bool, base: int) -> DType:
         return by_tag(tag, permissive=permissive)
     except HurrayFormatError as exc:
         raise HurrayFormatError(str(exc).split(" (field")[0], field="type_tag",
-                                offset=base + 14, fix="use an assigned type_tag "
-                                "(hurray-facts §1.2) or a private tag 0xF0-0xFE.") from None
+                                offset=base + 14, fix="use an assigned type_tag (Hurray "
+                                "spec, Element Types) or a private tag 0xF0-0xFE.") from None
 
 
 def _decode_sections(

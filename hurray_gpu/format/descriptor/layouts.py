@@ -1,4 +1,5 @@
-"""Typed layout objects and their wire encodings (hurray-facts §2.4, §2.5).
+"""Typed layout objects and their wire encodings (Hurray spec, Memory Layout and
+Metadata: Layout-Specific Fields).
 
 Each layout class carries its tag; ``decode_layout`` reads the layout-specific block.
 """
@@ -172,7 +173,9 @@ class Extension:
 
 @dataclass(frozen=True, slots=True)
 class UnknownLayout:
-    """An unrecognised layout tag accepted by a permissive reader (facts §12.14).
+    """An unrecognised layout tag accepted by a permissive reader.
+
+    docs/format.md, Descriptor decoding.
 
     Nothing after the layout block can be located, so ``payload`` keeps every byte after
     byte_offset and ``flags`` keeps the header flags; the tensor data must not be interpreted.
@@ -195,7 +198,10 @@ SPARSE_TAGS = frozenset({0x06, 0x07, 0x08, 0x09})
 
 
 def own_buffer_count(layout: Layout, rank: int) -> int | None:
-    """The layout's own buffer count L (facts §12.10); None when unknowable (private)."""
+    """The layout's own buffer count L; None when unknowable (private).
+
+    docs/format.md, Parameter buffers.
+    """
     tag = layout.TAG
     if tag in DENSE_TAGS:
         return 1

@@ -1,4 +1,4 @@
-"""The immutable TensorDescriptor value (hurray-facts §2) and its convenience constructors."""
+"""The immutable TensorDescriptor value (Hurray spec, Metadata) and its convenience constructors."""
 
 from __future__ import annotations
 

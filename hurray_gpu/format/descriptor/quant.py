@@ -1,4 +1,5 @@
-"""Quantization descriptors: the five v1 schemes and their wire codec (hurray-facts §4, §12.5).
+"""Quantization descriptors: the five v1 schemes and their wire codec (Hurray spec,
+Quantization).
 
 Checks here are intrinsic to the payload; checks against shape, dtype and buffers live in
 ``validate_quant.py``.

@@ -1,4 +1,5 @@
-"""Optional descriptor sections: shard, statistics, extension type, composite member (§5)."""
+"""Optional descriptor sections: shard, statistics, extension type, composite member (Hurray spec,
+Metadata)."""
 
 from __future__ import annotations
 
@@ -92,7 +93,7 @@ class ExtensionType:
     has_inf: int = 0
 
     def check(self, base: int | None = None) -> None:
-        """Apply the reader rules of facts §12.13."""
+        """Apply the reader rules of docs/format.md, Extension Type section."""
         bw, pf = self.bit_width, self.packing_factor
         if bw == 0 or (bw >= 8 and bw % 8) or (bw < 8 and bw not in (1, 2, 4)):
             fail(f"extension bit_width {bw} is not 1, 2, 4 or a multiple of 8", "bit_width",

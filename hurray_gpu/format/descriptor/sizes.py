@@ -1,4 +1,4 @@
-"""Required buffer sizes per layout and quantization scheme (facts §2.5, §2.6, §12.8, §12.23).
+"""Required buffer sizes per layout and quantization scheme (docs/format.md, Buffer sizes).
 
 Sizes are never computed through a dynamic dimension (None in the shape): the result is then None.
 """
@@ -179,7 +179,7 @@ def _mul(a: int | None, b: int) -> int | None:
 
 
 def scale_count(q: Quantization, shape: Shape, layout: Layout) -> int | None:
-    """Entries in the scale (and zero-point) buffer: §12.8, with §12.25 for block-paged."""
+    """Entries in the scale (and zero-point) buffer (docs/format.md, Block counts)."""
     if not isinstance(q, (PerChannelAffine, PerBlockAffine, NF4, MXFP)):
         return 0
     if q.axis >= len(shape) or shape[q.axis] is None:

@@ -1,4 +1,5 @@
-"""Semantic validation of a decoded or hand-built descriptor (the spec MUSTs of facts §2-§5, §12).
+"""Semantic validation of a decoded or hand-built descriptor (the spec's MUSTs; docs/format.md,
+Validation policy).
 
 Strict by default; ``permissive`` relaxes only what the spec lets a permissive reader skip.
 """
@@ -154,7 +155,8 @@ def _check_layout(d: TensorDescriptor, permissive: bool, w: Where) -> None:
 def _check_u(ok: bool, field: str, w: Where) -> None:
     if not ok:
         fail(f"layout field {field} is out of range", field, w.at("layout"),
-             "use values within the field's wire range (hurray-facts §2.5).")
+             "use values within the field's wire range (Hurray spec, Metadata: "
+             "Layout-Specific Fields).")
 
 
 def _check_tiled(t: Tiled, rank: int, w: Where) -> None:

@@ -1,4 +1,5 @@
-"""Buffer-table, quantization-placement and buffer-size rules (facts §4, §12.8-§12.12, §12.23)."""
+"""Buffer-table, quantization-placement and buffer-size rules (Hurray spec, Quantization;
+docs/format.md, Quantization parameters)."""
 
 from __future__ import annotations
 
@@ -84,7 +85,7 @@ def check_quantization(d: TensorDescriptor, permissive: bool, w: Where) -> None:
     if tag not in STORAGE_TYPES[q.SCHEME] and not (d.dtype.unknown and permissive):
         fail(f"storage type {d.dtype.name} is not allowed for scheme 0x{q.SCHEME:02X}",
              "type_tag", w.at("h", 14), "store quantized data in one of the scheme's types "
-             "(hurray-facts §4).")
+             "(Hurray spec, each scheme's Valid Storage Types).")
     if isinstance(q, PerTensorAffine):
         lo, hi = _ZP_RANGE.get(tag, (-(1 << 31), (1 << 31) - 1))
         if not lo <= q.zero_point <= hi:
@@ -124,7 +125,7 @@ def _check_axis(d: TensorDescriptor, q: PerChannelAffine | PerBlockAffine | NF4 
 
 
 def check_buffer_sizes(d: TensorDescriptor, w: Where) -> None:
-    """Data buffers >= their requirement; unshared parameter buffers exact (facts §12.23)."""
+    """Data buffers >= their requirement; unshared parameter buffers exact (docs/format.md)."""
     if not d.buffers:
         return
     if d.byte_offset > d.buffers[0].byte_size:
@@ -144,8 +145,8 @@ def check_buffer_sizes(d: TensorDescriptor, w: Where) -> None:
             need = "exactly" if spec.exact else "at least"
             fail(f"buffers[{spec.index}] ({spec.role}) has byte_size {have}, needs {need} "
                  f"{spec.min_size}", f"buffers[{spec.index}].byte_size", rel,
-                 "size the buffer from the shape, layout and quantization (hurray-facts "
-                 "§12.23).")
+                 "size the buffer from the shape, layout and quantization (docs/format.md, "
+                 "Buffer sizes).")
 
 
 def _check_negative_reach(d: TensorDescriptor, w: Where) -> None:

@@ -1,0 +1,70 @@
+"""Helpers every test tier shares: CI detection, peers CI must have, reproducible seeds.
+
+``CI=true`` (set by ci/test.sh) turns what would be a skip on a developer's machine into a
+failure: ci/install.sh installs every peer and toolchain the suite checks against, so a missing
+one there is a broken CI machine, not a reason to pass with less coverage.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import zlib
+from types import ModuleType
+from typing import NoReturn
+
+import numpy as np
+import pytest
+
+__all__ = ["in_ci", "require_peer", "skip_or_fail", "stable_rng", "stable_seed"]
+
+_TRUE = ("1", "true", "yes")
+
+
+def in_ci() -> bool:
+    """True when the ``CI`` environment variable is 1, true or yes (any case)."""
+    return os.environ.get("CI", "").strip().lower() in _TRUE
+
+
+def skip_or_fail(reason: str, fix: str) -> NoReturn:
+    """Skip the test (or module) outside CI; fail it under ``CI=true``.
+
+    Args:
+        reason: what is missing, e.g. ``"NVRTC is not installed"``.
+        fix: what installs it, e.g. ``"pip install nvidia-cuda-nvrtc"``.
+    """
+    if in_ci():
+        pytest.fail(f"CI=true but {reason}. Fix: {fix} (ci/install.sh installs it).",
+                    pytrace=False)
+    pytest.skip(f"{reason} (Fix: {fix})", allow_module_level=True)
+
+
+def require_peer(module: str, install: str | None = None) -> ModuleType:
+    """Import a peer library the test checks against (torch, gguf, bitsandbytes, jax...).
+
+    Outside CI a missing peer skips the test; under ``CI=true`` it fails it.
+
+    Args:
+        module: the module to import (``"jax.numpy"``, ``"bitsandbytes.functional"``...).
+        install: the pip requirement that provides it (default: the top-level module name).
+
+    Returns:
+        The imported module.
+    """
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        package = install or module.split(".")[0]
+        skip_or_fail(f"the peer {module} cannot be imported ({exc})", f"pip install {package}")
+
+
+def stable_seed(*parts: object) -> int:
+    """A 32-bit seed derived from ``parts`` (str, int, float and tuples of them) that is the
+    same in every process. ``hash()`` is not: Python salts str hashes per process
+    (PYTHONHASHSEED), so two runs of the same test would draw different data."""
+    return zlib.crc32(repr(parts).encode("utf-8"))
+
+
+def stable_rng(*parts: object) -> np.random.Generator:
+    """A NumPy generator seeded with :func:`stable_seed` of ``parts``."""
+    return np.random.default_rng(stable_seed(*parts))

@@ -1,0 +1,48 @@
+"""ci/test.sh and ci/fuzz.sh run what they promise: copies of the scripts run with PYTHON set
+to a stand-in that records its arguments and environment instead of running anything."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# Records "CI=<value> SOAK=<value> <args>" per call; answers fuzz.sh's harness listing.
+_STAND_IN = """#!/bin/sh
+echo "CI=${CI:-unset} SOAK=${HURRAY_GPU_SOAK_OPS:-unset} $*" >> "$CALLS"
+case "$*" in *HARNESS_NAMES*) echo descriptor ;; esac
+exit 0
+"""
+
+
+def _run_script(tmp_path: Path, script: str, *args: str, **env: str) -> list[str]:
+    """Run a copy of ci/<script> from a scratch tree (nothing in the checkout is touched)."""
+    (tmp_path / "ci").mkdir()
+    shutil.copy(ROOT / "ci" / script, tmp_path / "ci" / script)
+    python = tmp_path / "python"
+    python.write_text(_STAND_IN)
+    python.chmod(python.stat().st_mode | stat.S_IXUSR)
+    calls = tmp_path / "calls.log"
+    base = {k: v for k, v in os.environ.items() if k not in ("CI", "HURRAY_GPU_SOAK_OPS")}
+    done = subprocess.run(["bash", str(tmp_path / "ci" / script), *args],
+                          env={**base, **env, "PYTHON": str(python), "CALLS": str(calls)},
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return calls.read_text().splitlines()
+
+
+def test_test_sh_runs_both_tiers_with_ci_true(tmp_path: Path) -> None:
+    calls = _run_script(tmp_path, "test.sh", "-k", "x", CI="false")
+    assert calls == ["CI=true SOAK=unset -m pytest -q -n 2 -m not gpu -k x",
+                     "CI=true SOAK=unset -m pytest -q -n 2 -m not gpu tests/backend"]
+
+
+def test_fuzz_sh_runs_the_soak_at_full_length_under_ci(tmp_path: Path) -> None:
+    calls = _run_script(tmp_path, "fuzz.sh", "--minutes", "0")
+    soaks = [c for c in calls if "test_kv_cache_soak.py" in c]
+    assert soaks == ["CI=true SOAK=100000 -m pytest -q -p no:cacheprovider "
+                     "tests/backend/test_kv_cache_soak.py"]
