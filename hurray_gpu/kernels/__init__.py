@@ -74,7 +74,7 @@ def run_reference(kernel: KernelDef | str, buffers: dict[str, bytes | bytearray]
     missing = [p.name for p in kdef.buffers if p.name not in buffers]
     missing += [p.name for p in kdef.scalars if p.name not in scalars]
     if missing:
-        raise UnsupportedOpError(f"{kdef.name}: missing arguments {missing}")
+        raise UnsupportedOpError(f"{kdef.name}: missing arguments {missing}", fix="pass them.")
     out = {p.name: bytearray(buffers[p.name]) for p in kdef.buffers}
     args: dict[str, Any] = dict(scalars)
     for p in kdef.buffers:
