@@ -48,7 +48,7 @@ def measure(runs: int, loops: int) -> dict[str, float]:
         "hurray -> numpy": lambda: np.from_dlpack(ours),
         "numpy -> numpy": lambda: np.from_dlpack(arr),
     }
-    assert torch.from_dlpack(ours).data_ptr() == ours.buffers[0].ctypes.data  # zero-copy
+    assert torch.from_dlpack(ours).data_ptr() == ours.buffers[0].array.ctypes.data  # zero-copy
     for fn in paths.values():  # warm: templates cached, code paths hot
         _per_call_us(fn, 2000)
     samples: dict[str, list[float]] = {name: [] for name in paths}

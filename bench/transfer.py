@@ -67,7 +67,7 @@ def measure_tensor_to(dev: Any, memory_class: Any, host: np.ndarray,
         return None, None, True
     to_s = median_s(lambda: t.to(dev, memory_class, progress=False), runs)
     back_s = median_s(lambda: on.to("cpu", progress=False), runs)
-    exact = bool(np.array_equal(on.to("cpu").buffers[0], t.buffers[0]))
+    exact = bool(np.array_equal(on.to("cpu").buffers[0].array, t.buffers[0].array))
     return to_s, back_s, exact
 
 

@@ -1,6 +1,9 @@
-"""Line budget gate: no module over the per-file cap, and the package total under budget.
+"""Line budget gate: the package total under budget, and no module over the per-file cap.
 
-Counts non-blank, non-comment lines (tinygrad's sz.py idea). Prints the largest files on failure.
+Counts non-blank, non-comment lines (tinygrad's sz.py idea). The total budget is what keeps the
+code small; the per-file cap is high enough that one concept stays in one file (a cap that
+forces a concept across files costs the reader more than a long file does). Prints the
+largest files on failure.
 """
 
 from __future__ import annotations
@@ -8,8 +11,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-PER_FILE_CAP = 450
-TOTAL_BUDGET = 40_000
+PER_FILE_CAP = 800
+# The total when the cap was raised from 450: merging what the old cap had split must not grow it.
+TOTAL_BUDGET = 32_030
 PACKAGES = ("hurray_gpu", "vyre")
 
 
@@ -24,7 +28,8 @@ def main() -> int:
     total = sum(sizes.values())
     over = {p: n for p, n in sizes.items() if n > PER_FILE_CAP}
     for path, n in sorted(over.items(), key=lambda kv: -kv[1]):
-        print(f"linecount: {path} has {n} lines (cap {PER_FILE_CAP}); split it.")
+        print(f"linecount: {path} has {n} lines (cap {PER_FILE_CAP}); split it along a "
+              "concept boundary.")
     print(f"linecount: {len(sizes)} modules, {total} lines (budget {TOTAL_BUDGET}).")
     if total > TOTAL_BUDGET:
         print(f"linecount: over budget by {total - TOTAL_BUDGET} lines.")

@@ -12,10 +12,12 @@ import numpy as np
 from hurray_gpu.errors import UnsupportedOpError
 from hurray_gpu.kernels.basic import BASIC_KERNELS
 from hurray_gpu.kernels.dequant import DEQUANT_KERNELS
+from hurray_gpu.kernels.dequant_variants import VARIANT_KERNELS
 from hurray_gpu.kernels.dialect.kernel import KernelDef, numpy_dtype
-from hurray_gpu.kernels.layout_registry import LAYOUT_ALL
-from hurray_gpu.kernels.paged import PAGED_KERNELS
-from hurray_gpu.kernels.paged_quant import QUANT_KERNELS
+from hurray_gpu.kernels.layout import LAYOUT_KERNELS
+from hurray_gpu.kernels.layout_paged import CHECK_PAGED, PAGED_GATHERS
+from hurray_gpu.kernels.layout_sparse import SPARSE_KERNELS
+from hurray_gpu.kernels.paged import PAGED_KERNELS, QUANT_KERNELS
 
 __all__ = ["KERNELS", "KernelDef", "get_kernel", "kernel_names", "register", "run_reference"]
 
@@ -72,7 +74,7 @@ def run_reference(kernel: KernelDef | str, buffers: dict[str, bytes | bytearray]
     missing = [p.name for p in kdef.buffers if p.name not in buffers]
     missing += [p.name for p in kdef.scalars if p.name not in scalars]
     if missing:
-        raise UnsupportedOpError(f"{kdef.name}: missing arguments {missing}")
+        raise UnsupportedOpError(f"{kdef.name}: missing arguments {missing}", fix="pass them.")
     out = {p.name: bytearray(buffers[p.name]) for p in kdef.buffers}
     args: dict[str, Any] = dict(scalars)
     for p in kdef.buffers:
@@ -83,5 +85,7 @@ def run_reference(kernel: KernelDef | str, buffers: dict[str, bytes | bytearray]
     return out
 
 
-for _kernel in (*BASIC_KERNELS, *DEQUANT_KERNELS, *LAYOUT_ALL, *PAGED_KERNELS, *QUANT_KERNELS):
+for _kernel in (*BASIC_KERNELS, *DEQUANT_KERNELS, *VARIANT_KERNELS, *LAYOUT_KERNELS,
+                *SPARSE_KERNELS, *PAGED_GATHERS.values(), CHECK_PAGED, *PAGED_KERNELS,
+                *QUANT_KERNELS):
     register(_kernel)

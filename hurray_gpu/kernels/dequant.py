@@ -1,10 +1,686 @@
-"""The dequantization and unpacking kernels, gathered for the registry."""
+"""Dequantization kernels: the affine and table-driven schemes, written once as pieces, and the
+variant composer that builds every dequant kernel from them (NumPy oracles included).
+
+A :class:`Scheme` holds what is the scheme's own: its parameters, a prelude, the lookup of one
+parameter block's values and the element formulas (each reads the storage code ``code`` and
+stores element ``k`` through its ``$store`` hole). A :class:`Variant` holds the rest: the index
+mapping (which elements a work item visits), where codes are read and how results are stored.
+:func:`dequant_kernel` composes the two (checked by kernels/dialect/compose.py). The dense
+kernels are the ``DENSE`` variant; the fused-layout, sparse and paged ones are in
+:mod:`hurray_gpu.kernels.dequant_variants`.
+"""
 
 from __future__ import annotations
 
-from hurray_gpu.kernels.dequant_affine import AFFINE_KERNELS, affine_kernel_name
-from hurray_gpu.kernels.dequant_lut import LUT_KERNELS, UNPACK_INT_KERNEL, lut_kernel_name
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
-__all__ = ["DEQUANT_KERNELS", "affine_kernel_name", "lut_kernel_name"]
+import ml_dtypes
+import numpy as np
 
-DEQUANT_KERNELS = (*AFFINE_KERNELS, *LUT_KERNELS, UNPACK_INT_KERNEL)
+from hurray_gpu.errors import UnsupportedOpError
+from hurray_gpu.kernels.dialect.compose import Piece, compose_kernel
+from hurray_gpu.kernels.dialect.kernel import FLOAT_TYPES, KernelDef, Param, buf, scalar
+
+__all__ = [
+    "AFFINE", "AFFINE_RESULT", "DENSE", "DEQUANT_KERNELS", "DST_TYPES", "ERR_INVALID", "ERR_RANGE",
+    "ITEM_START", "LUT", "MAGIC_SCALARS", "MODE_MX", "MODE_NF4", "MODE_NONE", "OUT_DTYPES",
+    "SCALE_WIDTH", "SCHEMES", "TABLE_RUN", "Scheme", "Variant", "affine_kernel_name",
+    "code_extent", "dequant_kernel", "divmagic", "item_grid", "lut_kernel_name",
+    "ref_block_index", "ref_codes", "ref_u32_at", "RESTART", "table_private",
+]
+
+# Output element types of every dequant kernel family, by the Hurray name of the result.
+OUT_DTYPES = FLOAT_TYPES
+# The dst buffer element type per output: 16-bit results are stored as raw bits converted in
+# the body by the portable helpers, so every backend rounds and encodes NaN identically (native
+# half stores differ in NaN payloads).
+DST_TYPES = {"f32": "f32", "f16": "u16", "bf16": "u16"}
+_TO_BITS = {"f16": "F32_TO_F16_BITS", "bf16": "F32_TO_BF16_BITS"}
+# Values a kernel writes to err[0]: an invalid parameter (bad scale, zero point or e8m0 byte)
+# and a parameter index out of range (only possible with inconsistent launch scalars).
+ERR_INVALID = 1
+ERR_RANGE = 2
+
+# The storage code of element ``$at`` (bits in {1,2,4,6,8,16,32}) from the byte buffer ``data``
+# starting at byte ``doff``. Sub-byte elements occupy bits [at*bits, at*bits+bits) of the
+# little-endian bit stream (Hurray spec, memory-layout: Sub-Byte Types), which also covers
+# 6-bit groups; an element straddles two bytes only when its bits do.
+CODE_LOAD = Piece("code load", """
+    u32 code = 0u;
+    if (bits == 8u) {
+        code = LOAD(data, doff + $at);
+    } else if (bits < 8u) {
+        u32 bit = $at * bits;
+        u32 at = doff + (bit >> 3u);
+        u32 sh = bit & 7u;
+        code = LOAD(data, at) >> sh;
+        if (sh + bits > 8u) code = code | (LOAD(data, at + 1u) << (8u - sh));
+        code = code & ((1u << bits) - 1u);
+    } else if (bits == 16u) {
+        u32 at = doff + $at * 2u;
+        code = LOAD(data, at) | (LOAD(data, at + 1u) << 8u);
+    } else {
+        u32 at = doff + $at * 4u;
+        code = LOAD(data, at) | (LOAD(data, at + 1u) << 8u) | (LOAD(data, at + 2u) << 16u)
+               | (LOAD(data, at + 3u) << 24u);
+    }
+""", defines=("code",))
+
+# The index mappings promise a work item's element range [first, last), its start i and the
+# split of i into (o, a, r) with i = (o * ssize + a) * inner + r.
+ITEMS = ("first", "last", "i", "o", "a", "r")
+# Dense: each work item handles ``ept`` consecutive elements; the split of ``first`` is done
+# once, without a hardware divide: q = i / d is (t + ((i - t) >> s1)) >> s2 with
+# t = umulhi(i, m) (Granlund-Montgomery), the shifts packed as s1 | s2 << 8.
+ITEM_START = Piece("dense items", """
+    u32 first = GLOBAL_ID(0) * ept;
+    if (first >= n) return;
+    u32 last = UMIN(first + ept, n);
+    u32 t1 = UMULHI(first, dm1);
+    u32 q1 = (t1 + ((first - t1) >> (dsh1 & 255u))) >> (dsh1 >> 8u);
+    u32 r = first - q1 * inner;
+    u32 t2 = UMULHI(q1, dm2);
+    u32 o = (t2 + ((q1 - t2) >> (dsh2 & 255u))) >> (dsh2 >> 8u);
+    u32 a = q1 - o * ssize;
+    u32 i = first;
+""", defines=ITEMS)
+MAGIC_SCALARS = ("dm1", "dsh1", "dm2", "dsh2")
+# Variants whose work items start at an arbitrary element (a stored sparse value, a token row
+# of a page) set ``first`` and ``last`` in their own ``$head`` and split ``first`` with plain
+# divisions, once per item: without the division-magic scalars they stay within Vulkan's 32
+# push-constant words.
+RESTART = Piece("restarted items", """
+    $head
+    u32 q1 = first / inner;
+    u32 r = first - q1 * inner;
+    u32 o = q1 / ssize;
+    u32 a = q1 - o * ssize;
+    u32 i = first;
+""", defines=ITEMS)
+
+
+# The scheme's run loop: the parameter index p of element (o, a, r), and ``end``, the run of
+# elements from i that share p (blocks along the axis when it is innermost, inner == 1, else
+# one element); then (o, a, r) moves past the run (runs never cross a row along the axis).
+_RUNS = Piece("dequant runs", """
+    $items
+    $prelude
+    while (i < last) {
+        u32 end = last;
+        if (mode != 0u) {
+            u32 p = (o * inner + r) * omul + (a >> kshift);
+            if (p >= nparam) {
+                STORE(err, 0u, 2u);
+                return;
+            }
+            u32 run = 1u;
+            if (inner == 1u) run = UMIN((1u << kshift) - (a & ((1u << kshift) - 1u)), ssize - a);
+            end = UMIN(i + run, last);
+            $lookup
+            if (inner == 1u) {
+                a = a + run;
+            } else {
+                r = r + 1u;
+                if (r == inner) {
+                    r = 0u;
+                    a = a + 1u;
+                }
+            }
+            if (a == ssize) {
+                a = 0u;
+                o = o + 1u;
+            }
+        }
+        $loops
+    }
+""")
+
+# One element: its code and output index, then the scheme's formula.
+_ELEMENT = Piece("element", """
+    {
+        u32 code = $code;
+        u32 k = $k;
+        $formula
+    }
+""")
+# The general loop: any width, codes read at ``$at`` after the variant's ``$pre`` (the layout
+# address of element i in the fused variants), the scheme's per-code ``$check`` first.
+_GENERAL = Piece("general loop", """
+    for (; i < end; i++) {
+        $pre
+        $code
+        {
+            u32 k = i;
+            $check
+            $formula
+        }
+    }
+""")
+
+# 4-bit runs at least this long go through ``tab``, the 16 results of the run's parameters,
+# built by the element formula itself (so the formula stays written once): one evaluation per
+# code instead of one per element, then a plain lookup per element. Shorter runs (GPU work
+# items hold a few elements) take the per-element loop. Needs ``first <= i < end <= last``,
+# which every index mapping maintains.
+TABLE_RUN = 32
+
+
+def table_private(kind: str) -> tuple[tuple[str, str, int], ...]:
+    """The ``private`` arrays of a kernel whose loops come from ``_hoisted``."""
+    return (("tab", "f32" if DST_TYPES[kind] == "f32" else "u32", 16),)
+
+
+def _nibble(e: int) -> str:
+    """Code ``e`` (0..7) of the little-endian word ``w``."""
+    return "w & 15u" if e == 0 else "w >> 28u" if e == 7 else f"(w >> {4 * e}u) & 15u"
+
+
+# The table build covers 16 codes: a run lies in the item's [first, last), so last - first >=
+# TABLE_RUN. A bound compilers cannot fold keeps the loop whole for the vectoriser instead of
+# 16 unrolled copies. The lookups then take eight codes per step (four bytes): fewer loop steps
+# in the hot loop.
+_TABLE = Piece("table loop", """
+    if (end - i >= $run) {
+        u32 ncode = UMIN(16u, last - first);
+        for (u32 c = 0u; c < ncode; c++) {
+            $build
+        }
+        if ((i & 1u) != 0u) {
+            $odd
+            i = i + 1u;
+        }
+        u32 nquad = (end - i) >> 3u;
+        u32 qat = doff + (i >> 1u);
+        for (u32 j = 0u; j < nquad; j++) {
+            u32 b = qat + 4u * j;
+            u32 w = LOAD(data, b) | (LOAD(data, b + 1u) << 8u) | (LOAD(data, b + 2u) << 16u)
+                    | (LOAD(data, b + 3u) << 24u);
+            u32 k = i + 8u * j;
+            $quad
+        }
+        i = i + 8u * nquad;
+        u32 npair = (end - i) >> 1u;
+        u32 at = doff + (i >> 1u);
+        for (u32 j = 0u; j < npair; j++) {
+            u32 pair = LOAD(data, at + j);
+            u32 k = i + 2u * j;
+            $lo
+            $hi
+        }
+        i = i + 2u * npair;
+        if (i < end) {
+            $last
+            i = i + 1u;
+        }
+    } else {
+        $pairs
+    }
+""")
+_PAIRS = Piece("pair loop", """
+    if ((i & 1u) != 0u && i < end) {
+        $odd
+        i = i + 1u;
+    }
+    for (; i + 1u < end; i += 2u) {
+        u32 pair = LOAD(data, doff + (i >> 1u));
+        $lo
+        $hi
+    }
+    if (i < end) {
+        $last
+        i = i + 1u;
+    }
+""")
+# The hoisted loops carry no per-element width dispatch (compilers do not unswitch loops at
+# -O2) and run only when the element's ``fast`` condition holds (under which the scheme's check
+# has nothing to find). 8-bit codes are indexed by the loop counter alone when ``doff`` is 0: a
+# u32 ``doff + i`` may wrap as far as a compiler knows, which keeps it from vectorising the loop.
+_HOISTED = Piece("hoisted loops", """
+    if ($if4) {
+        $nibbles
+    }
+    else if ($if8) {
+        for (; i < end; i++) {
+            $byte
+        }
+    }
+    else {
+        $general
+    }
+""")
+
+
+@dataclass(frozen=True)
+class Element:
+    """One element formula of a scheme."""
+
+    formula: Piece  # reads ``code`` (and the run's values); writes only through ``$store``
+    value: str  # the expression ``$store`` writes
+    fast: str = ""  # a condition under which ``check`` finds nothing: the hoisted loops
+    check: str = ""  # (which skip it) run only then; a per-code test of the general loop
+
+
+@dataclass(frozen=True)
+class Scheme:
+    """A dequantization scheme's own parts (see the module docstring)."""
+
+    family: str  # the kernel name stem
+    inputs: tuple[Param, ...]  # the buffers after ``dst``: data, parameters, err
+    scalars: tuple[Param, ...]  # the dense kernel's, in signature order
+    prelude: Piece  # declarations before the run loop
+    lookup: Piece  # the values of parameter block ``p`` (when ``mode != 0``)
+    loops: Piece  # the choice of element loop: holes ``$e0``, ``$e1``, one per element
+    elements: tuple[Element, ...]
+    reference: Callable[[dict[str, Any], str], None]  # the dense oracle: (args, out kind)
+    extents: Callable[[Any], dict[str, int]]  # the dense kernel's
+    tags: tuple[str, ...]  # the dense kernel's
+    doc: str  # what the dense kernel does, up to its output type
+
+
+@dataclass(frozen=True)
+class Variant:
+    """Where a dequant kernel's elements come from and where its results go."""
+
+    items: Piece  # the index mapping; promises ``ITEMS``
+    store: Piece  # the output store: holes ``$k`` (element index) and ``$v`` (value bits)
+    code_at: str = ""  # "": codes at i, hoisted 4-/8-bit loops; else where the general loop
+    pre: Piece | str = ""  # reads them, after this per-element piece
+    drops: tuple[str, ...] = ()  # dense scalars the index mapping does not use
+
+
+_DST_STORE = Piece("store", "STORE(dst, $k, $v);")
+DENSE = Variant(ITEM_START, _DST_STORE)
+
+
+def _formula(element: Element, store: Piece, kind: str) -> Piece:
+    """The element formula writing through ``store``, its value converted to ``kind``."""
+    value = Piece(f"{kind} bits", f"{_TO_BITS[kind]}($v)").fill(v=element.value) \
+        if kind in _TO_BITS else element.value
+    return element.formula.fill(store=store.fill(k="k", v=value))
+
+
+def _general(element: Element, variant: Variant, kind: str) -> Piece:
+    code = CODE_LOAD.fill(at=variant.code_at or "i")
+    return _GENERAL.fill(pre=variant.pre, code=code, check=element.check,
+                         formula=_formula(element, variant.store, kind))
+
+
+def _hoisted(element: Element, variant: Variant, kind: str) -> Piece:
+    """The loop over elements ``[i, end)``, with the hot storage widths hoisted: 4-bit codes
+    one byte per two elements (the low nibble is the even element), long 4-bit runs through
+    ``tab`` (see ``TABLE_RUN``), 8-bit codes one byte each, any other width through
+    ``CODE_LOAD``."""
+    if element.formula.holes != ("store",) or element.formula.calls() & {"STORE", "BARRIER"} \
+            or any(c.startswith("ATOMIC_") for c in element.formula.calls()):
+        # The table evaluates the formula for all 16 codes, present or not: side effects other
+        # than the element's own store would fire for codes the data never holds.
+        raise UnsupportedOpError(f"{element.formula.name} writes other than through its $store",
+                                 fix="compute the value in the formula and store it only "
+                                 "through $store.")
+
+    def one(code: str, k: str, store: Piece = variant.store) -> Piece:
+        return _ELEMENT.fill(code=code, k=k, formula=_formula(element, store, kind))
+
+    def lookup(k: str, code: str) -> Piece:
+        return variant.store.fill(k=k, v=Piece("table lookup", "LOAD(tab, $c)").fill(c=code))
+
+    odd, last = "LOAD(data, doff + (i >> 1u)) >> 4u", "LOAD(data, doff + (i >> 1u)) & 15u"
+    pairs = _PAIRS.fill(odd=one(odd, "i"), lo=one("pair & 15u", "i"),
+                        hi=one("pair >> 4u", "i + 1u"), last=one(last, "i"))
+    tab = Piece("table store", "STORE(tab, $k, $v);")
+    nibbles = _TABLE.fill(
+        run=f"{TABLE_RUN}u", build=one("c", "c", tab),
+        odd=lookup("i", odd), last=lookup("i", last), pairs=pairs,
+        quad=Piece("quad", "\n".join(f"$e{e}" for e in range(8))).fill(
+            **{f"e{e}": lookup(f"k + {e}u" if e else "k", _nibble(e)) for e in range(8)}),
+        lo=lookup("k", "pair & 15u"), hi=lookup("k + 1u", "pair >> 4u"))
+    fast = f" && {element.fast}" if element.fast else ""
+    return _HOISTED.fill(if4=f"bits == 4u{fast}", if8=f"bits == 8u && doff == 0u{fast}",
+                         nibbles=nibbles, byte=one("LOAD(data, i)", "i"),
+                         general=_general(element, variant, kind))
+
+
+def dequant_kernel(scheme: Scheme, kind: str, variant: Variant, *, suffix: str = "",
+                   inputs: tuple[Param, ...] | None = None,
+                   extra: tuple[Param, ...] = (), **fields: Any) -> KernelDef:
+    """``scheme``'s kernel writing output ``kind`` (f32/f16/bf16) the way ``variant`` says,
+    named ``dequant_<family>_<kind><suffix>``, its parameters ``dst``, ``inputs`` (default:
+    the scheme's), the scheme's scalars less the variant's drops, then ``extra``; ``fields``
+    are the other KernelDef fields.
+
+    Raises:
+        UnsupportedOpError: the composition does not check (kernels/dialect/compose.py).
+    """
+    loop = _general if variant.code_at else _hoisted
+    loops = scheme.loops.fill(**{f"e{n}": loop(e, variant, kind)
+                                 for n, e in enumerate(scheme.elements)})
+    body = _RUNS.fill(items=variant.items, prelude=scheme.prelude, lookup=scheme.lookup,
+                      loops=loops)
+    params = (buf("dst", DST_TYPES[kind], "w"), *(scheme.inputs if inputs is None else inputs),
+              *(p for p in scheme.scalars if p.name not in variant.drops), *extra)
+    if not variant.code_at:
+        fields.setdefault("private", table_private(kind))
+    return compose_kernel(body, name=f"dequant_{scheme.family}_{kind}{suffix}", params=params,
+                          **fields)
+
+
+# -- helpers shared by the schemes and their oracles ------------------------------------------
+
+def divmagic(d: int) -> tuple[int, int]:
+    """``(m, s1 | s2 << 8)`` so that ``ITEM_START`` divides any u32 by ``d`` exactly.
+
+    Args:
+        d: the divisor, 1 <= d < 2**32.
+
+    Returns:
+        The multiplier and the packed shift pair.
+
+    Raises:
+        ValueError: ``d`` is out of range.
+    """
+    if not 1 <= d < 1 << 32:
+        raise ValueError(f"divisor {d} is outside [1, 2**32)")
+    ell = (d - 1).bit_length()
+    m = ((1 << 32) * ((1 << ell) - d)) // d + 1
+    return m & 0xFFFFFFFF, min(ell, 1) | (max(ell - 1, 0) << 8)
+
+
+def item_grid(scalars: Any) -> tuple[int]:
+    """Work items: one per ``ept`` elements."""
+    ept = max(1, int(scalars["ept"]))
+    return (-(-int(scalars["n"]) // ept),)
+
+
+def code_extent(scalars: Any) -> int:
+    """Bytes of ``data`` the kernel may read: ``doff + ceil(n * bits / 8)``."""
+    return int(scalars["doff"]) + (int(scalars["n"]) * int(scalars["bits"]) + 7) // 8
+
+
+def ref_u32_at(raw: np.ndarray, start: int, count: int, width: int) -> np.ndarray:
+    """``count`` little-endian unsigned ``width``-byte values at byte ``start`` (any alignment)."""
+    chunk = np.asarray(raw[start:start + count * width], np.uint8).reshape(count, width)
+    out = np.zeros(count, np.uint64)
+    for k in range(width):
+        out |= chunk[:, k].astype(np.uint64) << np.uint64(8 * k)
+    return out.astype(np.uint32)
+
+
+def ref_codes(data: np.ndarray, doff: int, bits: int, n: int) -> np.ndarray:
+    """The storage codes of elements 0..n-1 as uint32 (the oracle of ``CODE_LOAD``)."""
+    if bits >= 8:
+        return ref_u32_at(data, doff, n, bits // 8)
+    raw = np.asarray(data[doff:doff + (n * bits + 7) // 8 + 1], np.uint8).astype(np.uint32)
+    raw = np.concatenate([raw, np.zeros(2, np.uint32)])
+    bit = np.arange(n, dtype=np.int64) * bits
+    pair = raw[bit >> 3] | (raw[(bit >> 3) + 1] << np.uint32(8))
+    return (pair >> (bit & 7).astype(np.uint32)) & np.uint32((1 << bits) - 1)
+
+
+def ref_block_index(n: int, inner: int, ssize: int, omul: int, kshift: int) -> np.ndarray:
+    """Parameter index of each element, computed with plain integer division."""
+    i = np.arange(n, dtype=np.int64)
+    q1, r = np.divmod(i, inner)
+    o, a = np.divmod(q1, ssize)
+    return (o * inner + r) * omul + (a >> kshift)
+
+
+_NP_OUT = {"f32": np.float32, "f16": np.float16, "bf16": ml_dtypes.bfloat16}
+
+
+def _ref_store(dst: np.ndarray, values: np.ndarray, kind: str) -> None:
+    """Round f32 ``values`` to the output ``kind`` (nearest even) and write their bits."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = values.astype(np.float32).astype(_NP_OUT[kind])
+    dst[: values.size] = out.view(dst.dtype)
+
+
+# -- affine (schemes 0x01-0x03) ------------------------------------------------------------------
+# ``x = f32(scale) * f32(i32(q - zero_point))``, the subtraction wrapping in 32-bit two's
+# complement, then rounded to the output type to nearest even (Hurray spec, quantization:
+# per-tensor, per-channel and per-block affine).
+
+# Scale element types by scale_type_tag: f16, bf16, f32 (bytes per entry).
+SCALE_WIDTH = {1: 2, 2: 2, 3: 4}
+# The affine formula itself (spec: int32 q - z, then one float32 multiply); shared by the KV
+# cache int8 gather so there is one source of it.
+AFFINE_RESULT = "s * F32(I32(U32(q) - U32(z)))"
+_AFFINE_SCALARS = (
+    "n", "ept", "doff", "bits", "sgn", "mode", "stype", "zmode", "zoff", "nparam", "inner", "dm1",
+    "dsh1", "ssize", "dm2", "dsh2", "omul", "kshift", "zlo", "zhi", "sval", "zval")
+_SCALAR_TYPES = {"zlo": "i32", "zhi": "i32", "zval": "i32", "sval": "f32"}
+
+# mode 0: per-tensor (sval, zval); mode 1: scale (and zero point when zmode) per parameter
+# index p. Invalid parameters (non-finite or zero scale, zero point outside [zlo, zhi]) set
+# err[0]; the host then raises instead of returning the output.
+_AFFINE_PRELUDE = Piece("affine prelude", """
+    u32 sx = (sgn != 0u && bits < 32u) ? 32u - bits : 0u;
+    f32 s = sval;
+    i32 z = zval;
+""")
+_AFFINE_LOOKUP = Piece("affine lookup", """
+            if (stype == 3u) {
+                u32 at = p * 4u;
+                u32 w = LOAD(scales, at) | (LOAD(scales, at + 1u) << 8u)
+                        | (LOAD(scales, at + 2u) << 16u) | (LOAD(scales, at + 3u) << 24u);
+                if ((w & 0x7f800000u) == 0x7f800000u || (w & 0x7fffffffu) == 0u) {
+                    STORE(err, 0u, 1u);
+                }
+                s = AS_F32(w);
+            } else {
+                u32 at = p * 2u;
+                u32 h = LOAD(scales, at) | (LOAD(scales, at + 1u) << 8u);
+                if (stype == 1u) {
+                    if ((h & 0x7c00u) == 0x7c00u || (h & 0x7fffu) == 0u) STORE(err, 0u, 1u);
+                    s = F16_BITS_TO_F32(h);
+                } else {
+                    if ((h & 0x7f80u) == 0x7f80u || (h & 0x7fffu) == 0u) STORE(err, 0u, 1u);
+                    s = BF16_BITS_TO_F32(h);
+                }
+            }
+            if (zmode != 0u) {
+                // Zero points may start at 2 mod 4 in a shared [scales | zero_points] buffer.
+                u32 at = zoff + p * 4u;
+                z = I32(LOAD(zps, at) | (LOAD(zps, at + 1u) << 8u)
+                        | (LOAD(zps, at + 2u) << 16u) | (LOAD(zps, at + 3u) << 24u));
+                if (z < zlo || z > zhi) STORE(err, 0u, 1u);
+            }
+""")
+_AFFINE_ELEMENT = Element(Piece("affine element", """
+            // Branch-free sign extension: random signs would mispredict a branch.
+            i32 q = I32(code << sx) >> sx;
+            $store
+"""), AFFINE_RESULT)
+
+
+def affine_kernel_name(out: str) -> str:
+    """The registered kernel name for output dtype ``out`` (``float32``/``float16``/...)."""
+    return f"dequant_affine_{OUT_DTYPES[out]}"
+
+
+def _scale_values(a: dict[str, Any], p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Scales (f32) and a per-element validity mask, read as the kernel reads them."""
+    stype = int(a["stype"])
+    width = SCALE_WIDTH[stype]
+    words = ref_u32_at(a["scales"], 0, int(a["nparam"]), width)[p]
+    if stype == 3:
+        bad = ((words & 0x7F800000) == 0x7F800000) | ((words & 0x7FFFFFFF) == 0)
+        return words.view(np.float32), bad
+    halves = words.astype(np.uint16)
+    if stype == 1:
+        bad = ((halves & 0x7C00) == 0x7C00) | ((halves & 0x7FFF) == 0)
+        return halves.view(np.float16).astype(np.float32), bad
+    bad = ((halves & 0x7F80) == 0x7F80) | ((halves & 0x7FFF) == 0)
+    return (halves.astype(np.uint32) << np.uint32(16)).view(np.float32), bad
+
+
+def reference_affine(a: dict[str, Any], kind: str = "f32") -> None:
+    """NumPy oracle of the affine kernels: writes ``dst[:n]`` and ``err[0]`` in place."""
+    n, bits = int(a["n"]), int(a["bits"])
+    if n == 0:
+        return
+    codes = ref_codes(a["data"], int(a["doff"]), bits, n).astype(np.int64)
+    q = np.where(codes >= 1 << (bits - 1), codes - (1 << bits), codes) if a["sgn"] else codes
+    scale = np.full(n, np.float32(a["sval"]), np.float32)
+    zero = np.full(n, int(a["zval"]), np.int64)
+    bad = np.zeros(n, bool)
+    if a["mode"]:
+        p = ref_block_index(n, int(a["inner"]), int(a["ssize"]), int(a["omul"]),
+                            int(a["kshift"]))
+        scale, bad = _scale_values(a, p)
+        if a["zmode"]:
+            zero = ref_u32_at(a["zps"], int(a["zoff"]), int(a["nparam"]), 4)[p]
+            zero = zero.view(np.int32).astype(np.int64)
+            bad |= (zero < int(a["zlo"])) | (zero > int(a["zhi"]))
+    # The i32 subtraction wraps (two's complement), exactly as the kernel's u32 arithmetic.
+    diff = ((q - zero) & 0xFFFFFFFF).astype(np.uint32).view(np.int32)
+    with np.errstate(over="ignore"):  # huge scales overflow to inf, as IEEE f32 does
+        x = scale * diff.astype(np.float32)
+    _ref_store(a["dst"], x, kind)
+    if bad.any():
+        a["err"][0] = ERR_INVALID
+
+
+def _affine_extents(s: Any) -> dict[str, int]:
+    width = SCALE_WIDTH.get(int(s["stype"]), 4)
+    nparam = int(s["nparam"]) if s["mode"] else 0
+    return {"dst": int(s["n"]), "data": code_extent(s), "scales": nparam * width,
+            "zps": int(s["zoff"]) + nparam * 4 if s["zmode"] and s["mode"] else 0, "err": 1}
+
+
+AFFINE = Scheme(
+    "affine", (buf("data", "u8"), buf("scales", "u8"), buf("zps", "u8"), buf("err", "u32", "w")),
+    tuple(scalar(name, _SCALAR_TYPES.get(name, "u32")) for name in _AFFINE_SCALARS),
+    _AFFINE_PRELUDE, _AFFINE_LOOKUP, Piece("affine loops", "$e0"), (_AFFINE_ELEMENT,),
+    reference_affine, _affine_extents, ("dequant",),
+    "Affine dequantization (per-tensor/channel/block) of any storage type to")
+
+# -- table-driven: NF4, MXFP, and unpacking of sub-byte and small-float tensors -----------------
+# Each storage code maps to its exact f32 value through a lookup-table buffer (the subset has
+# no arrays); NF4 then multiplies by an f32 absmax, MXFP by ``2^(e-127)`` from an e8m0 byte.
+
+_LUT_SCALARS = ("n", "ept", "doff", "bits", "chk", "mode", "nparam", "inner", "dm1", "dsh1",
+                "ssize", "dm2", "dsh2", "omul", "kshift")
+MODE_NONE, MODE_NF4, MODE_MX = 0, 1, 2
+
+_LUT_LOOKUP = Piece("lut lookup", """
+            if (mode == 1u) {
+                u32 at = p * 4u;
+                u32 w = LOAD(scales, at) | (LOAD(scales, at + 1u) << 8u)
+                        | (LOAD(scales, at + 2u) << 16u) | (LOAD(scales, at + 3u) << 24u);
+                // absmax must be finite and >= 0 (-0.0 included).
+                if ((w & 0x7f800000u) == 0x7f800000u || w > 0x80000000u) STORE(err, 0u, 1u);
+                s = AS_F32(w);
+            } else {
+                u32 e = LOAD(scales, p);
+                if (e == 0u || e == 255u) STORE(err, 0u, 1u);
+                s = AS_F32(e << 23u);
+            }
+""")
+# NF4 (mode 1) reads the NF4 table, whose values are all finite: no NaN to pass through.
+_NF4_ELEMENT = Element(Piece("nf4 element", """
+            f32 v = s * LOAD(lut, code);
+            $store
+"""), "v")
+# NaN codes (float8 NaN, e8m0 0xFF in a table) pass through with their table bits, so every
+# backend writes the same NaN whatever its multiply does with NaN payloads. ``mode`` is
+# loop-invariant: compilers unswitch the loop on it at -O3, so plain unpacking (mode 0) runs
+# without the test or the multiply.
+_LUT_ELEMENT = Element(Piece("lut element", """
+            f32 v = LOAD(lut, code);
+            if (mode != 0u && (AS_U32(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
+            $store
+"""), "v", "chk == 0u", "if (chk != 0u && (code == 0u || code == 255u)) STORE(err, 0u, 1u);")
+
+
+def lut_kernel_name(out: str) -> str:
+    """The registered table-driven kernel for output dtype ``out``."""
+    return f"dequant_lut_{OUT_DTYPES[out]}"
+
+
+def reference_lut(a: dict[str, Any], kind: str = "f32") -> None:
+    """NumPy oracle of the table-driven kernels: writes ``dst[:n]`` and ``err[0]``."""
+    n = int(a["n"])
+    if n == 0:
+        return
+    codes = ref_codes(a["data"], int(a["doff"]), int(a["bits"]), n)
+    bad = (codes == 0) | (codes == 255) if a["chk"] else np.zeros(n, bool)
+    v = np.asarray(a["lut"], np.float32)[codes]
+    mode = int(a["mode"])
+    if mode:
+        p = ref_block_index(n, int(a["inner"]), int(a["ssize"]), int(a["omul"]),
+                            int(a["kshift"]))
+        if mode == MODE_NF4:
+            words = ref_u32_at(a["scales"], 0, int(a["nparam"]), 4)[p]
+            bad |= ((words & 0x7F800000) == 0x7F800000) | (words > 0x80000000)
+            v = words.view(np.float32) * v
+        else:
+            e = np.asarray(a["scales"][: int(a["nparam"])], np.uint32)[p]
+            bad |= (e == 0) | (e == 255)
+            scale = (e << np.uint32(23)).view(np.float32)
+            keep = (v.view(np.uint32) & 0x7FFFFFFF) > 0x7F800000
+            with np.errstate(over="ignore", invalid="ignore"):
+                v = np.where(keep, v, scale * v)
+    _ref_store(a["dst"], v, kind)
+    if bad.any():
+        a["err"][0] = ERR_INVALID
+
+
+def _lut_extents(s: Any) -> dict[str, int]:
+    mode = int(s["mode"])
+    nparam = int(s["nparam"]) if mode else 0
+    return {"dst": int(s["n"]), "data": code_extent(s), "lut": 1 << min(int(s["bits"]), 8),
+            "scales": nparam * (4 if mode == MODE_NF4 else 1), "err": 1}
+
+
+LUT = Scheme(
+    "lut", (buf("data", "u8"), buf("lut", "f32"), buf("scales", "u8"), buf("err", "u32", "w")),
+    tuple(scalar(name) for name in _LUT_SCALARS), Piece("lut prelude", "    f32 s = 1.0f;"),
+    _LUT_LOOKUP, Piece("lut loops", """
+        if (mode == 1u) {
+            $e0
+        } else {
+            $e1
+        }
+"""), (_NF4_ELEMENT, _LUT_ELEMENT), reference_lut, _lut_extents,
+    # host_isa: AVX-512 vectorises the 16-entry table builds (cpu backend flag).
+    ("dequant", "host_isa"), "Table-driven NF4 / MXFP dequantization or small-type unpacking to")
+SCHEMES = (AFFINE, LUT)
+
+
+def _dense(scheme: Scheme, out: str) -> KernelDef:
+    kind = OUT_DTYPES[out]
+    return dequant_kernel(scheme, kind, DENSE, grid=item_grid, extents=scheme.extents,
+                          reference=lambda a: scheme.reference(a, kind), local_size=(64, 1, 1),
+                          tags=scheme.tags, doc=f"{scheme.doc} {out}.")
+
+
+def reference_unpack_int(a: dict[str, Any]) -> None:
+    """NumPy oracle of ``unpack_int_u8``: sign- or zero-extended codes as bytes."""
+    n, bits = int(a["n"]), int(a["bits"])
+    if n == 0:
+        return
+    codes = ref_codes(a["data"], int(a["doff"]), bits, n).astype(np.int64)
+    if a["sgn"]:
+        codes = np.where(codes >= 1 << (bits - 1), codes - (1 << bits), codes)
+    a["dst"][:n] = (codes & 0xFF).astype(np.uint8)
+
+
+UNPACK_INT_KERNEL = KernelDef(
+    name="unpack_int_u8",
+    params=(buf("dst", "u8", "w"), buf("data", "u8"), scalar("n"), scalar("doff"),
+            scalar("bits"), scalar("sgn")),
+    body="""
+    u32 i = GLOBAL_ID(0);
+    if (i >= n) return;
+    u32 bit = i * bits;
+    u32 code = (LOAD(data, doff + (bit >> 3u)) >> (bit & 7u)) & ((1u << bits) - 1u);
+    if (sgn != 0u && code >= (1u << (bits - 1u))) code = code | ~((1u << bits) - 1u);
+    STORE(dst, i, code & 255u);
+""", grid=lambda s: (int(s["n"]),),
+    extents=lambda s: {"dst": int(s["n"]), "data": code_extent(s)},
+    reference=reference_unpack_int, tags=("dequant",),
+    doc="Widen 1/2/4-bit codes to one byte each (sign-extended for signed types).")
+
+DEQUANT_KERNELS = (*(_dense(s, out) for s in SCHEMES for out in OUT_DTYPES), UNPACK_INT_KERNEL)

@@ -1,36 +1,36 @@
-"""Dense layout-conversion kernels: any dense Hurray layout -> row-major, offsets on the device.
+"""Dense layout-conversion kernels: any dense Hurray layout -> row-major, offsets on the device,
+and the composite assembly kernels that write (or add) a row-major member into its box.
 
 Separable layouts (strided, column-major, tiled at any depth, Morton) read per-axis offset
 tables that ``layout_axis_table`` computes on the device from the layout parameters; Hilbert
-runs Skilling's CoordsToHilbert per element. Each kernel has a NumPy reference.
+runs Skilling's CoordsToHilbert per element. The address pieces (``SEP_ADDR``, ``HILBERT_ADDR``)
+define ``so``, the element's storage offset minus ``lo``; the movers take one in their ``$addr``
+hole. Each kernel has a NumPy reference.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
-from hurray_gpu.kernels.dialect.kernel import KernelDef, buf, scalar
-from hurray_gpu.kernels.layout_common import (
-    HILBERT_ADDR,
-    PACKED_MOVE,
-    REC_WORDS,
-    SEP_ADDR,
-    SEP_WORD_MOVE,
-    WORD_MOVE,
-    ref_axis_entries,
-    ref_hilbert_so,
-    ref_packed,
-    ref_words,
-)
+from hurray_gpu.kernels.dialect.compose import Piece, compose_kernel
+from hurray_gpu.kernels.dialect.kernel import KernelDef, Param, buf, scalar
 
-__all__ = ["AXIS_TABLE", "LAYOUT_KERNELS", "gather_kernel"]
+__all__ = ["AXIS_TABLE", "HILBERT_ADDR", "LAYOUT_KERNELS", "REC_WORDS", "SoFn",
+           "add_kernel", "gather_kernel", "put_kernel", "ref_axis_entries", "ref_hil_so",
+           "ref_hilbert_so"]
+
+# Words per dimension record: extent, kind, nlev, final stride, then 9 (tile, stride) pairs
+# (the Hurray spec, metadata: Tiled / Blocked, recommends at most 8 nested levels).
+REC_WORDS = 22
 
 # A work item computes one table entry: the decomposed region index's offset contribution.
 # Record k (REC_WORDS u32 words): extent, kind (0 affine/tiled, 1 Morton), then for kind 0:
 # nlev, final stride, (tile, level stride) * nlev; for kind 1: bits, code position, rank.
-_AXIS_BODY = """
+_AXIS_BODY = Piece("axis table", """
     u32 j = GLOBAL_ID(0);
     if (j >= n) return;
     u32 off = base;
@@ -38,7 +38,7 @@ _AXIS_BODY = """
     u32 k = d0 + nd;
     while (k > d0) {
         k = k - 1u;
-        u32 at = k * RECW;
+        u32 at = k * $recw;
         u32 ext = UMAX(LOAD(lp, at), 1u);
         u32 x = rest % ext;
         rest = rest / ext;
@@ -62,7 +62,221 @@ _AXIS_BODY = """
         }
     }
     STORE(dst, dat + j, off);
-""".replace("RECW", f"{REC_WORDS}u")
+""")
+
+# Separable layouts: off(x) = tz[outer index] + ty[row] + tx[column] (u32, wrapping; the
+# tables already hold the -lo shift, so the sum is the exact non-negative offset).
+SEP_ADDR = Piece("sep address", """
+        u32 so = LOAD(tz, z) + LOAD(ty, y) + LOAD(tx, x);
+""", defines=("so",))
+
+# Skilling's CoordsToHilbert with X[0..r-1] packed in one u32 (field k at bits k*hp): the
+# tensor has 2**(hp*hr) < 2**32 elements, so every field fits. Coordinates come from the
+# row-major index f (every extent is 2**hp).
+HILBERT_ADDR = Piece("hilbert address", """
+        u32 hm = (1u << hp) - 1u;
+        u32 hx = 0u;
+        for (u32 k = 0u; k < hr; k++) {
+            hx = hx | (((f >> (hp * (hr - 1u - k))) & hm) << (k * hp));
+        }
+        u32 x0 = hx & hm;
+        u32 hq = (1u << hp) >> 1u;
+        while (hq > 1u) {
+            u32 p = hq - 1u;
+            if ((x0 & hq) != 0u) x0 = x0 ^ p;
+            for (u32 k = 1u; k < hr; k++) {
+                u32 sh = k * hp;
+                u32 xi = (hx >> sh) & hm;
+                if ((xi & hq) != 0u) {
+                    x0 = x0 ^ p;
+                } else {
+                    u32 t = (x0 ^ xi) & p;
+                    x0 = x0 ^ t;
+                    hx = hx ^ (t << sh);
+                }
+            }
+            hq = hq >> 1u;
+        }
+        u32 prev = x0;
+        for (u32 k = 1u; k < hr; k++) {
+            u32 sh = k * hp;
+            u32 xi = ((hx >> sh) & hm) ^ prev;
+            hx = (hx & ~(hm << sh)) | (xi << sh);
+            prev = xi;
+        }
+        u32 tt = 0u;
+        hq = (1u << hp) >> 1u;
+        while (hq > 1u) {
+            if ((prev & hq) != 0u) tt = tt ^ (hq - 1u);
+            hq = hq >> 1u;
+        }
+        x0 = x0 ^ tt;
+        u32 so = 0u;
+        for (u32 b = 0u; b < hp; b++) {
+            for (u32 d = 0u; d < hr; d++) {
+                u32 xd = d == 0u ? x0 : (((hx >> (d * hp)) & hm) ^ tt);
+                so = so | (((xd >> b) & 1u) << (b * hr + hr - 1u - d));
+            }
+        }
+""", defines=("so",))
+
+# One element of wpe words per work item; reads outside src (nsrc words) yield 0.
+_WORD_MOVE = Piece("word mover", """
+    u32 x = GLOBAL_ID(0);
+    u32 y = GLOBAL_ID(1);
+    u32 z = GLOBAL_ID(2);
+    if (x >= nx || y >= ny || z >= nz) return;
+    u32 f = (z * ny + y) * nx + x;
+    $addr
+    u32 s = woff + so * wpe;
+    if (wpe == 1u) {
+        // The common case without the word loop: pocl vectorises it across the work-group.
+        STORE(dst, f, s < nsrc ? LOAD(src, s) : 0u);
+        return;
+    }
+    u32 o = f * wpe;
+    for (u32 w = 0u; w < wpe; w++) {
+        u32 v = 0u;
+        if (s + w < nsrc && s + w >= s) v = LOAD(src, s + w);
+        STORE(dst, o + w, v);
+    }
+""")
+
+# Separable word mover: a work item copies a bx x by block of elements (GPUs launch bx = by = 1,
+# one element per item; host C launches blocks, so the x loop is a plain indexed copy the C
+# compiler keeps in registers, and a column-major or tiled source is read in cache-line runs).
+# Reads outside src (nsrc words) yield 0.
+_SEP_WORD_MOVE = """
+    u32 x0 = GLOBAL_ID(0) * bx;
+    u32 y0 = GLOBAL_ID(1) * by;
+    u32 z = GLOBAL_ID(2);
+    if (x0 >= nx || y0 >= ny || z >= nz) return;
+    u32 x1 = x0 + UMIN(nx - x0, bx);
+    u32 y1 = y0 + UMIN(ny - y0, by);
+    u32 oz = LOAD(tz, z);
+    for (u32 y = y0; y < y1; y++) {
+        u32 oy = oz + LOAD(ty, y);
+        u32 f = (z * ny + y) * nx;
+        if (wpe == 1u) {
+            u32 b = woff + oy;
+            for (u32 x = x0; x < x1; x++) {
+                u32 s = b + LOAD(tx, x);
+                STORE(dst, f + x, s < nsrc ? LOAD(src, s) : 0u);
+            }
+        } else {
+            for (u32 x = x0; x < x1; x++) {
+                u32 s = woff + (oy + LOAD(tx, x)) * wpe;
+                u32 o = (f + x) * wpe;
+                for (u32 w = 0u; w < wpe; w++) {
+                    u32 v = 0u;
+                    if (s + w < nsrc && s + w >= s) v = LOAD(src, s + w);
+                    STORE(dst, o + w, v);
+                }
+            }
+        }
+    }
+"""
+
+# One output unit per work item: epu elements of `bits` bits packed LSB-first into upb bytes
+# (8/bits elements in 1 byte, or 4 six-bit elements in 3 bytes), so no two items share a byte.
+_PACKED_MOVE = Piece("packed mover", """
+    u32 u = GLOBAL_ID(0);
+    if (u >= nunits) return;
+    u32 acc = 0u;
+    for (u32 e = 0u; e < epu; e++) {
+        u32 f = u * epu + e;
+        if (f < n) {
+            u32 x = f % nx;
+            u32 yz = f / nx;
+            u32 y = yz % ny;
+            u32 z = yz / ny;
+            $addr
+            u32 bit = so * bits;
+            u32 at = doff + (bit >> 3u);
+            u32 sh = bit & 7u;
+            u32 code = 0u;
+            if (at < nsrc) code = LOAD(src, at) >> sh;
+            if (sh + bits > 8u && at + 1u < nsrc) code = code | (LOAD(src, at + 1u) << (8u - sh));
+            acc = acc | ((code & ((1u << bits) - 1u)) << (e * bits));
+        }
+    }
+    for (u32 b = 0u; b < upb; b++) {
+        STORE(dst, u * upb + b, (acc >> (8u * b)) & 255u);
+    }
+""")
+
+SoFn = Callable[[dict[str, Any], np.ndarray], np.ndarray]
+
+
+def _spread(x: np.ndarray, nb: int, d: int, r: int) -> np.ndarray:
+    out = np.zeros_like(x)
+    for b in range(min(nb, 32)):
+        pos = b * r + d
+        if pos < 32:
+            out += ((x >> b) & 1) << pos
+    return out
+
+
+def ref_axis_entries(lp: np.ndarray, n: int, d0: int, nd: int, base: int) -> np.ndarray:
+    """The ``layout_axis_table`` entries 0..n-1 as uint32 (plain integer arithmetic)."""
+    rec = np.asarray(lp, np.int64)
+    rest = np.arange(n, dtype=np.int64)
+    off = np.full(n, base, np.int64)
+    for k in range(d0 + nd - 1, d0 - 1, -1):
+        at = k * REC_WORDS
+        ext = max(int(rec[at]), 1)
+        x, rest = rest % ext, rest // ext
+        if rec[at + 1] == 0:
+            for lev in range(min(int(rec[at + 2]), 9)):
+                t = max(int(rec[at + 4 + 2 * lev]), 1)
+                off += (x // t) * int(rec[at + 5 + 2 * lev])
+                x = x % t
+            off += x * int(rec[at + 3])
+        else:
+            off += _spread(x, int(rec[at + 2]), int(rec[at + 3]), int(rec[at + 4]))
+        off &= 0xFFFFFFFF
+    return off.astype(np.uint32)
+
+
+def ref_hilbert_so(f: np.ndarray, hp: int, hr: int) -> np.ndarray:
+    """Hilbert index of each row-major index ``f`` of a [2**hp]*hr tensor (Skilling)."""
+    from hurray_gpu.format.addressing_curves import hilbert_index
+
+    coords = np.stack([(f >> (hp * (hr - 1 - k))) & ((1 << hp) - 1) for k in range(hr)], -1)
+    return hilbert_index(coords, hp, hr)
+
+
+def _ref_words(a: dict[str, Any], so_fn: SoFn) -> None:
+    """Oracle of the word movers: ``dst[f*wpe + w] = src[woff + so(f)*wpe + w]`` (0 outside)."""
+    n = int(a["nx"]) * int(a["ny"]) * int(a["nz"])
+    wpe, nsrc = int(a["wpe"]), int(a["nsrc"])
+    f = np.arange(n, dtype=np.int64)
+    s = int(a["woff"]) + so_fn(a, f) * wpe
+    for w in range(wpe):
+        at = s + w
+        ok = at < nsrc
+        vals = np.zeros(n, a["dst"].dtype)
+        vals[ok] = a["src"][at[ok]]
+        a["dst"][w: n * wpe: wpe] = vals
+
+
+def _ref_packed(a: dict[str, Any], so_fn: SoFn) -> None:
+    """Oracle of the packed mover (sub-byte elements, LSB-first, whole output units)."""
+    n, bits, epu, upb = int(a["n"]), int(a["bits"]), int(a["epu"]), int(a["upb"])
+    nunits, nsrc = int(a["nunits"]), int(a["nsrc"])
+    src = np.concatenate([np.asarray(a["src"][:nsrc], np.int64), np.zeros(2, np.int64)])
+    f = np.arange(n, dtype=np.int64)
+    bit = so_fn(a, f) * bits
+    at = int(a["doff"]) + (bit >> 3)
+    sh = bit & 7
+    safe = np.where(at < nsrc, at, nsrc)
+    code = (src[safe] >> sh)
+    hi = np.where((sh + bits > 8) & (at + 1 < nsrc), src[np.minimum(safe + 1, nsrc)], 0)
+    code = (code | (hi << (8 - sh))) & ((1 << bits) - 1)
+    acc = np.zeros(nunits, np.int64)
+    np.add.at(acc, f // epu, code << ((f % epu) * bits))
+    for b in range(upb):
+        a["dst"][b: nunits * upb: upb] = (acc >> (8 * b)) & 255
 
 
 def _ref_axis_table(a: dict[str, Any]) -> None:
@@ -72,11 +286,11 @@ def _ref_axis_table(a: dict[str, Any]) -> None:
                                            int(a["base"]))
 
 
-AXIS_TABLE = KernelDef(
-    name="layout_axis_table",
+AXIS_TABLE = compose_kernel(
+    _AXIS_BODY.fill(recw=f"{REC_WORDS}u"), name="layout_axis_table",
     params=(buf("dst", "u32", "w"), buf("lp", "u32"), scalar("n"), scalar("d0"), scalar("nd"),
             scalar("base"), scalar("dat")),
-    body=_AXIS_BODY, grid=lambda s: (int(s["n"]),),
+    grid=lambda s: (int(s["n"]),),
     extents=lambda s: {"dst": int(s["dat"]) + int(s["n"]),
                        "lp": (int(s["d0"]) + int(s["nd"])) * REC_WORDS},
     reference=_ref_axis_table, tags=("layout",),
@@ -93,45 +307,34 @@ def _sep_so(a: dict[str, Any], f: np.ndarray) -> np.ndarray:
     return (total & 0xFFFFFFFF).astype(np.int64)
 
 
-def _hil_so(a: dict[str, Any], f: np.ndarray) -> np.ndarray:
+def ref_hil_so(a: dict[str, Any], f: np.ndarray) -> np.ndarray:
+    """``HILBERT_ADDR``'s ``so`` of each row-major index ``f`` (scalars ``hp``, ``hr``)."""
     return ref_hilbert_so(f, int(a["hp"]), int(a["hr"]))
 
 
-_ADDR = {"sep": (SEP_ADDR, _sep_so,
-                 (buf("tx", "u32"), buf("ty", "u32"), buf("tz", "u32"))),
-         "hil": (HILBERT_ADDR, _hil_so, (scalar("hp"), scalar("hr")))}
+# Address piece, offset oracle, and the extra buffers and scalars it reads.
+_ADDR: dict[str, tuple[Piece, SoFn, tuple[Param, ...], tuple[Param, ...]]] = {
+    "sep": (SEP_ADDR, _sep_so, (buf("tx", "u32"), buf("ty", "u32"), buf("tz", "u32")), ()),
+    "hil": (HILBERT_ADDR, ref_hil_so, (), (scalar("hp"), scalar("hr")))}
 
 
-def _word_extents(s: Any, addr: str) -> dict[str, int]:
-    n = int(s["nx"]) * int(s["ny"]) * int(s["nz"])
-    out = {"dst": n * int(s["wpe"]), "src": int(s["nsrc"])}
-    if addr == "sep":
-        out.update(tx=int(s["nx"]), ty=int(s["ny"]), tz=int(s["nz"]))
-    return out
-
-
-def _packed_extents(s: Any, addr: str) -> dict[str, int]:
-    out = {"dst": int(s["nunits"]) * int(s["upb"]), "src": int(s["nsrc"])}
-    if addr == "sep":
-        out.update(tx=int(s["nx"]), ty=int(s["ny"]), tz=int(s["nz"]))
-    return out
+def _gather_extents(s: Any, addr: str, packed: bool) -> dict[str, int]:
+    nx, ny, nz = int(s["nx"]), int(s["ny"]), int(s["nz"])
+    dst = int(s["nunits"]) * int(s["upb"]) if packed else nx * ny * nz * int(s["wpe"])
+    tables = {"tx": nx, "ty": ny, "tz": nz} if addr != "hil" else {}
+    return {"dst": dst, "src": int(s["nsrc"]), **tables}
 
 
 def _make_words(addr: str, word: str) -> KernelDef:
-    text, so_fn, extra = _ADDR[addr]
-    extra_bufs = tuple(p for p in extra if p.kind == "buffer")
-    extra_scalars = tuple(p for p in extra if p.kind == "scalar")
-    return KernelDef(
-        name=f"layout_{addr}_{word}",
-        params=(buf("dst", word, "w"), buf("src", word), *extra_bufs, scalar("nx"),
-                scalar("ny"), scalar("nz"), scalar("wpe"), scalar("woff"), scalar("nsrc"),
-                *extra_scalars),
-        body=WORD_MOVE.replace("{ADDR}", text),
+    piece, so_fn, bufs, scalars = _ADDR[addr]
+    return compose_kernel(
+        _WORD_MOVE.fill(addr=piece), name=f"layout_{addr}_{word}",
+        params=(buf("dst", word, "w"), buf("src", word), *bufs, scalar("nx"), scalar("ny"),
+                scalar("nz"), scalar("wpe"), scalar("woff"), scalar("nsrc"), *scalars),
         grid=lambda s: (int(s["nx"]), int(s["ny"]), int(s["nz"])),
-        extents=lambda s, a=addr: _word_extents(s, a),  # type: ignore[misc]
-        reference=lambda a, fn=so_fn: ref_words(a, fn),  # type: ignore[misc]
-        # 2-D work-groups: a column-major or tiled source is then read in cache-line runs
-        # (measured on pocl: col-major 0.3 -> 1.2 GB/s, tiled 1.2 -> 1.7 GB/s).
+        extents=lambda s: _gather_extents(s, addr, False),
+        reference=lambda a, fn=so_fn: _ref_words(a, fn),  # type: ignore[misc]
+        # 2-D work-groups: a column-major or tiled source is then read in cache-line runs.
         local_size=(32, 8, 1), tags=("layout",),
         doc=f"Row-major gather of {word} words ({addr} addressing); wpe words per element.")
 
@@ -147,27 +350,23 @@ def _make_blocked(word: str) -> KernelDef:
         params=(buf("dst", word, "w"), buf("src", word), buf("tx", "u32"), buf("ty", "u32"),
                 buf("tz", "u32"), scalar("nx"), scalar("ny"), scalar("nz"), scalar("wpe"),
                 scalar("woff"), scalar("nsrc"), scalar("bx"), scalar("by")),
-        body=SEP_WORD_MOVE, grid=_block_grid,
-        extents=lambda s: _word_extents(s, "sep"),
-        reference=lambda a: ref_words(a, _sep_so),
+        body=_SEP_WORD_MOVE, grid=_block_grid,
+        extents=lambda s: _gather_extents(s, "sep", False),
+        reference=lambda a: _ref_words(a, _sep_so),
         local_size=(8, 8, 1), tags=("layout",),
         doc=f"Row-major gather of {word} words (sep addressing), a bx x by block per item.")
 
 
 def _make_packed(addr: str) -> KernelDef:
-    text, so_fn, extra = _ADDR[addr]
-    extra_bufs = tuple(p for p in extra if p.kind == "buffer")
-    extra_scalars = tuple(p for p in extra if p.kind == "scalar")
-    return KernelDef(
-        name=f"layout_{addr}_packed",
-        params=(buf("dst", "u8", "w"), buf("src", "u8"), *extra_bufs, scalar("n"),
-                scalar("nx"), scalar("ny"), scalar("nz"), scalar("bits"), scalar("epu"),
-                scalar("upb"), scalar("nunits"), scalar("doff"), scalar("nsrc"),
-                *extra_scalars),
-        body=PACKED_MOVE.replace("{ADDR}", text),
+    piece, so_fn, bufs, scalars = _ADDR[addr]
+    return compose_kernel(
+        _PACKED_MOVE.fill(addr=piece), name=f"layout_{addr}_packed",
+        params=(buf("dst", "u8", "w"), buf("src", "u8"), *bufs, scalar("n"), scalar("nx"),
+                scalar("ny"), scalar("nz"), scalar("bits"), scalar("epu"), scalar("upb"),
+                scalar("nunits"), scalar("doff"), scalar("nsrc"), *scalars),
         grid=lambda s: (int(s["nunits"]),),
-        extents=lambda s, a=addr: _packed_extents(s, a),  # type: ignore[misc]
-        reference=lambda a, fn=so_fn: ref_packed(a, fn),  # type: ignore[misc]
+        extents=lambda s: _gather_extents(s, addr, True),
+        reference=lambda a, fn=so_fn: _ref_packed(a, fn),  # type: ignore[misc]
         tags=("layout",),
         doc=f"Row-major gather of packed sub-byte elements ({addr} addressing).")
 
@@ -185,4 +384,94 @@ def gather_kernel(addr: str, mover: str) -> KernelDef:
     return _GATHERS[(addr, mover)]
 
 
-LAYOUT_KERNELS = (AXIS_TABLE, *_GATHERS.values())
+# -- composite assembly: destination offsets from layout_axis_table tables (a strided box) ------
+
+_BOX = Piece("box write", """
+    u32 x = GLOBAL_ID(0);
+    u32 y = GLOBAL_ID(1);
+    u32 z = GLOBAL_ID(2);
+    if (x >= nx || y >= ny || z >= nz) return;
+    u32 f = (z * ny + y) * nx + x;
+    u32 d = LOAD(tz, z) + LOAD(ty, y) + LOAD(tx, x);
+    if (d >= ndst) return;
+    $op
+""")
+_PUT = "    for (u32 w = 0u; w < wpe; w++) STORE(dst, d * wpe + w, LOAD(src, f * wpe + w));"
+# The sum is evaluated in f32 and rounded once to the head type: exact IEEE addition in the
+# head type for f16/bf16 (f32 holds both sums exactly before the single rounding).
+_ADD = {
+    "f32": "STORE(dst, d, AS_U32(AS_F32(LOAD(dst, d)) + AS_F32(LOAD(src, f))));",
+    "f16": "STORE(dst, d, F32_TO_F16_BITS(F16_BITS_TO_F32(LOAD(dst, d)) "
+           "+ F16_BITS_TO_F32(LOAD(src, f))));",
+    "bf16": "STORE(dst, d, F32_TO_BF16_BITS(BF16_BITS_TO_F32(LOAD(dst, d)) "
+            "+ BF16_BITS_TO_F32(LOAD(src, f))));",
+}
+_ADD_WORD = {"f32": "u32", "f16": "u16", "bf16": "u16"}
+_NP = {"f32": np.float32, "f16": np.float16, "bf16": ml_dtypes.bfloat16}
+
+
+def _dest(a: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+    nx, ny, nz = int(a["nx"]), int(a["ny"]), int(a["nz"])
+    f = np.arange(nx * ny * nz, dtype=np.int64)
+    x, yz = f % nx, f // nx
+    d = (a["tz"][yz // ny].astype(np.uint64) + a["ty"][yz % ny] + a["tx"][x]) & 0xFFFFFFFF
+    keep = d < int(a["ndst"])
+    return f[keep], d[keep].astype(np.int64)
+
+
+def _ref_put(a: dict[str, Any]) -> None:
+    f, d = _dest(a)
+    wpe = int(a["wpe"])
+    for w in range(wpe):
+        a["dst"][d * wpe + w] = a["src"][f * wpe + w]
+
+
+def _ref_add(a: dict[str, Any], kind: str) -> None:
+    f, d = _dest(a)
+    dt = _NP[kind]
+    with np.errstate(over="ignore", invalid="ignore"):
+        total = a["dst"][d].view(dt).astype(np.float32) + a["src"][f].view(dt).astype(np.float32)
+        a["dst"][d] = total.astype(dt).view(a["dst"].dtype)
+
+
+def _box_params(word: str, access: str, extra: tuple[Param, ...]) -> tuple[Param, ...]:
+    return (buf("dst", word, access), buf("src", word), buf("tx", "u32"), buf("ty", "u32"),
+            buf("tz", "u32"), scalar("nx"), scalar("ny"), scalar("nz"), scalar("ndst"), *extra)
+
+
+def _box_extents(s: Any, wpe: int | None) -> dict[str, int]:
+    w = int(s["wpe"]) if wpe is None else wpe
+    return {"dst": int(s["ndst"]) * w, "src": int(s["nx"]) * int(s["ny"]) * int(s["nz"]) * w,
+            "tx": s["nx"], "ty": s["ny"], "tz": s["nz"]}
+
+
+def _grid3(s: Any) -> tuple[int, int, int]:
+    return (int(s["nx"]), int(s["ny"]), int(s["nz"]))
+
+
+_PUTS = {w: compose_kernel(
+    _BOX.fill(op=_PUT), name=f"layout_put_{w}", params=_box_params(w, "w", (scalar("wpe"),)),
+    grid=_grid3, extents=lambda s: _box_extents(s, None), reference=_ref_put,
+    local_size=(32, 8, 1), tags=("layout",),
+    doc=f"dst[box offset of f] = src[f] ({w} words, wpe per element).")
+    for w in ("u8", "u16", "u32")}
+
+_ADDS = {k: compose_kernel(
+    _BOX.fill(op=_ADD[k]), name=f"layout_add_{k}", params=_box_params(_ADD_WORD[k], "rw", ()),
+    grid=_grid3, extents=lambda s: _box_extents(s, 1),
+    reference=lambda a, kind=k: _ref_add(a, kind),  # type: ignore[misc]
+    local_size=(32, 8, 1), tags=("layout",),
+    doc=f"dst[box offset of f] += src[f] in {k} (one rounding).") for k in _ADD}
+
+
+def put_kernel(word: str) -> KernelDef:
+    """The box-write kernel for ``word`` (``"u8"``, ``"u16"``, ``"u32"``)."""
+    return _PUTS[word]
+
+
+def add_kernel(kind: str) -> KernelDef:
+    """The box-add kernel for head element kind ``"f32"``, ``"f16"`` or ``"bf16"``."""
+    return _ADDS[kind]
+
+
+LAYOUT_KERNELS = (AXIS_TABLE, *_GATHERS.values(), *_PUTS.values(), *_ADDS.values())

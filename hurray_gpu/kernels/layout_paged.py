@@ -12,8 +12,6 @@ from hurray_gpu.kernels.dialect.kernel import KernelDef, buf, scalar
 
 __all__ = ["CHECK_PAGED", "PAGED_GATHERS", "PAGED_IX_HEADER", "paged_gather", "ref_token_slots"]
 
-_ERR = "STORE(err, 0u, 1u);"
-
 # Token y belongs to sequence s with ts[s] <= y < ts[s+1] (ts: token starts, host-checked);
 # its page is bt[sp[s] + t / ps]; iw = 1 (u32 ids) or 2 (u64 ids, low word first).
 _GATHER = """
@@ -43,7 +41,7 @@ _GATHER = """
 
 # Words before the token starts in the ``ix`` lookup buffer of the fused paged dequant
 # kernels: nseq, page_size, num_pages, block-table entries, index width; then the token
-# starts (nseq + 1), seq_ptr and the block table (see layout_paged_dequant).
+# starts (nseq + 1), seq_ptr and the block table (see dequant_variants).
 PAGED_IX_HEADER = 5
 
 
@@ -107,19 +105,19 @@ def paged_gather(word: str) -> KernelDef:
 
 # Work item j < nbt checks block_table[j]; j <= nseq checks seq_ptr[j] (0 first, monotone,
 # last = nbt); u64 ids must have zero high words.
-_CHECK = f"""
+_CHECK = """
     u32 j = GLOBAL_ID(0);
-    if (j < nbt) {{
-        if (LOAD(bt, j * iw) >= npages) {_ERR}
-        if (iw == 2u && LOAD(bt, j * 2u + 1u) != 0u) {_ERR}
-    }}
-    if (j <= nseq) {{
+    if (j < nbt) {
+        if (LOAD(bt, j * iw) >= npages) STORE(err, 0u, 1u);
+        if (iw == 2u && LOAD(bt, j * 2u + 1u) != 0u) STORE(err, 0u, 1u);
+    }
+    if (j <= nseq) {
         u32 v = LOAD(sp, j * iw);
-        if (iw == 2u && LOAD(sp, j * 2u + 1u) != 0u) {_ERR}
-        if (j == 0u && v != 0u) {_ERR}
-        if (j == nseq && v != nbt) {_ERR}
-        if (j > 0u && v < LOAD(sp, (j - 1u) * iw)) {_ERR}
-    }}
+        if (iw == 2u && LOAD(sp, j * 2u + 1u) != 0u) STORE(err, 0u, 1u);
+        if (j == 0u && v != 0u) STORE(err, 0u, 1u);
+        if (j == nseq && v != nbt) STORE(err, 0u, 1u);
+        if (j > 0u && v < LOAD(sp, (j - 1u) * iw)) STORE(err, 0u, 1u);
+    }
 """
 
 

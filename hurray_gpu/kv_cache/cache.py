@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from hurray_gpu.errors import UnsupportedOpError
-from hurray_gpu.kernels.paged_quant import FLOAT_WORDS
+from hurray_gpu.kernels.paged import FLOAT_WORDS
 from hurray_gpu.kv_cache.allocator import MAX_SEQ_TOKENS, PageAllocator
 from hurray_gpu.kv_cache.importer import fill_cache, plan_import
 from hurray_gpu.kv_cache.inputs import (

@@ -8,7 +8,7 @@ import numpy as np
 
 from hurray_gpu.errors import UnsupportedOpError
 from hurray_gpu.format.dtypes import DType, by_name
-from hurray_gpu.kernels.paged_quant import FLOAT_WORDS
+from hurray_gpu.kernels.paged import FLOAT_WORDS
 
 __all__ = ["MAX_HEADS", "MAX_HEAD_DIM", "MAX_LAYERS", "MAX_PAGES", "MAX_PAGE_SIZE", "kv_format",
            "positive", "role_index", "storage_dtype"]

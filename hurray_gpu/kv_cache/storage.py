@@ -12,8 +12,15 @@ from typing import Any
 import numpy as np
 
 from hurray_gpu.errors import UnsupportedOpError
-from hurray_gpu.kernels.paged import MAX_WIDTH, ROLES, SKIP_SLOT, WORDS, paged_kernel, word_for
-from hurray_gpu.kernels.paged_quant import quant_kernel
+from hurray_gpu.kernels.paged import (
+    MAX_WIDTH,
+    ROLES,
+    SKIP_SLOT,
+    WORDS,
+    paged_kernel,
+    quant_kernel,
+    word_for,
+)
 from hurray_gpu.kv_cache.windows import Windows
 from hurray_gpu.runtime.buffer import Buffer
 from hurray_gpu.runtime.device import Device

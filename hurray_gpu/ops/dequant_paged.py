@@ -144,7 +144,7 @@ def dequantize_paged(t: Any, dtype: str, seq_lens: Any) -> Any:
         UnsupportedOpError: NF4/MXFP pools (docs/format.md, Quantized pools), or an output
             type other than the float ones.
     """
-    from hurray_gpu.kernels.layout_paged_dequant import paged_dequant_kernel
+    from hurray_gpu.kernels.dequant_variants import paged_dequant_kernel
     from hurray_gpu.ops.dequantize import bind_inputs
     from hurray_gpu.ops.errors_explain import check_flag
     from hurray_gpu.ops.layout_paged import paged_walk
@@ -187,8 +187,8 @@ def dequantize_paged(t: Any, dtype: str, seq_lens: Any) -> Any:
 def _lookup(dev: Any, walk: Any, lay: Any) -> tuple[Buffer, int]:
     """The kernels' ``ix`` buffer: geometry and token starts from the host, then seq_ptr and
     the block table copied on the device (validated there already)."""
-    from hurray_gpu.kernels.layout_checks import COPY_WORDS
     from hurray_gpu.kernels.layout_paged import PAGED_IX_HEADER
+    from hurray_gpu.kernels.layout_sparse import COPY_WORDS
 
     head = np.concatenate([[walk.nseq, int(lay.page_size), int(lay.num_pages), walk.nbt,
                             walk.iw], walk.starts]).astype("<u4")

@@ -12,9 +12,7 @@ from typing import Any
 import numpy as np
 
 from hurray_gpu.errors import DeviceError, HurrayFormatError
-from hurray_gpu.kernels.dequant_affine import SCALE_WIDTH
-from hurray_gpu.kernels.dequant_common import ERR_INVALID, ref_u32_at
-from hurray_gpu.kernels.dequant_lut import MODE_MX, MODE_NF4
+from hurray_gpu.kernels.dequant import ERR_INVALID, MODE_MX, MODE_NF4, SCALE_WIDTH, ref_u32_at
 
 __all__ = ["bad_affine_params", "check_flag", "explain_invalid"]
 

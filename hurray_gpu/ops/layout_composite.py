@@ -11,8 +11,7 @@ from hurray_gpu.errors import UnsupportedOpError
 from hurray_gpu.format.descriptor.layouts import Strided
 from hurray_gpu.format.dtypes import buffer_size
 from hurray_gpu.kernels.dialect.kernel import FLOAT_TYPES
-from hurray_gpu.kernels.layout import AXIS_TABLE
-from hurray_gpu.kernels.layout_put import add_kernel, put_kernel
+from hurray_gpu.kernels.layout import AXIS_TABLE, add_kernel, put_kernel
 from hurray_gpu.ops.layout_plan import _records, _regions, dims_of
 from hurray_gpu.ops.layout_run import dense_result, device_buffers
 from hurray_gpu.runtime.buffer import Buffer

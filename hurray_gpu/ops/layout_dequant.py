@@ -11,8 +11,8 @@ import numpy as np
 
 from hurray_gpu.format.descriptor.layouts import RowMajor
 from hurray_gpu.format.dtypes import buffer_size, by_name
+from hurray_gpu.kernels.dequant_variants import fused_kernel
 from hurray_gpu.kernels.layout import AXIS_TABLE
-from hurray_gpu.kernels.layout_fused import fused_kernel
 from hurray_gpu.ops.layout_plan import plan_dense
 from hurray_gpu.ops.layout_run import cached_tables, dense_result, device_buffers
 from hurray_gpu.runtime.buffer import Buffer

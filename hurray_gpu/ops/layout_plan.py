@@ -13,7 +13,7 @@ import numpy as np
 from hurray_gpu.errors import HurrayFormatError, UnsupportedOpError
 from hurray_gpu.format.addressing import offset_range
 from hurray_gpu.format.descriptor.layouts import ColMajor, Hilbert, Morton, Strided, Tiled
-from hurray_gpu.kernels.layout_common import REC_WORDS, ref_axis_entries
+from hurray_gpu.kernels.layout import REC_WORDS, ref_axis_entries
 from hurray_gpu.runtime.cache import LRUCache
 
 __all__ = ["DensePlan", "U32_LIMIT", "dims_of", "plan_dense"]

@@ -13,17 +13,19 @@ import numpy as np
 from hurray_gpu.errors import HurrayFormatError, UnsupportedOpError
 from hurray_gpu.format.descriptor.layouts import COO, CSC, CSR
 from hurray_gpu.format.dtypes import buffer_size
-from hurray_gpu.kernels.layout_checks import (
+from hurray_gpu.kernels.layout_sparse import (
     CHECK_COO,
     CHECK_HI,
     CHECK_TREE,
     COO_DUP,
     COO_MARK,
     COPY_WORDS,
+    PACK_CODES,
     ZERO_WORDS,
+    code_scatter_kernel,
+    csr_rows_kernel,
+    scatter_kernel,
 )
-from hurray_gpu.kernels.layout_csr import csr_rows_kernel
-from hurray_gpu.kernels.layout_sparse import PACK_CODES, code_scatter_kernel, scatter_kernel
 from hurray_gpu.ops.layout_plan import dims_of
 from hurray_gpu.ops.layout_run import dense_result, device_buffers
 from hurray_gpu.runtime.buffer import Buffer

@@ -16,7 +16,7 @@ import numpy as np
 
 from hurray_gpu.format.descriptor.layouts import RowMajor
 from hurray_gpu.format.dtypes import buffer_size, by_name
-from hurray_gpu.kernels.layout_sparse_dequant import sparse_dequant_kernel
+from hurray_gpu.kernels.dequant_variants import sparse_dequant_kernel
 from hurray_gpu.ops.layout_host import moved_params
 from hurray_gpu.ops.layout_run import dense_result
 from hurray_gpu.runtime.buffer import Buffer

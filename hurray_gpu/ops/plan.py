@@ -20,9 +20,15 @@ from hurray_gpu.format.descriptor.quant import (
     PerTensorAffine,
 )
 from hurray_gpu.format.descriptor.validate import validate_descriptor
-from hurray_gpu.kernels.dequant_affine import affine_kernel_name
-from hurray_gpu.kernels.dequant_common import OUT_DTYPES, divmagic
-from hurray_gpu.kernels.dequant_lut import MODE_MX, MODE_NF4, MODE_NONE, lut_kernel_name
+from hurray_gpu.kernels.dequant import (
+    MODE_MX,
+    MODE_NF4,
+    MODE_NONE,
+    OUT_DTYPES,
+    affine_kernel_name,
+    divmagic,
+    lut_kernel_name,
+)
 
 __all__ = ["ELEMENTS_PER_ITEM", "DequantPlan", "elements_per_item", "plan_dequantize",
            "plan_unpack"]

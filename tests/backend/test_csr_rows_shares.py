@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hurray_gpu.kernels import run_reference
-from hurray_gpu.kernels.layout_csr import csr_rows_kernel
+from hurray_gpu.kernels.layout_sparse import csr_rows_kernel
 from hurray_gpu.runtime.buffer import Buffer
 
 NROWS, NCOLS = 5, 37

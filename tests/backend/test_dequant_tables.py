@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hurray_gpu.kernels.dequant_common import TABLE_RUN, table_private
+from hurray_gpu.kernels.dequant import TABLE_RUN, table_private
 from hurray_gpu.kernels.dialect.kernel import KernelDef
 from hurray_gpu.kernels.dialect.render import lint_body
 from hurray_gpu.ops import dequantize, unpack

@@ -17,8 +17,7 @@ from hurray_gpu.format.addressing import block_paged_to_dense
 from hurray_gpu.format.descriptor import PerBlockAffine
 from hurray_gpu.kernels import run_reference
 from hurray_gpu.kernels.dialect.kernel import numpy_dtype
-from hurray_gpu.kernels.paged import SKIP_SLOT
-from hurray_gpu.kernels.paged_quant import QUANT_KERNELS, ref_q8_rows
+from hurray_gpu.kernels.paged import QUANT_KERNELS, SKIP_SLOT, ref_q8_rows
 from hurray_gpu.kv_cache import PagedKVCache
 from hurray_gpu.runtime.buffer import Buffer
 from hurray_gpu.runtime.device import Device

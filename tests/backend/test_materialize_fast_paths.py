@@ -12,7 +12,7 @@ from hurray_gpu.format.addressing import dense_offsets
 from hurray_gpu.format.descriptor.layouts import ColMajor, Morton, Strided, Tiled
 from hurray_gpu.kernels import run_reference
 from hurray_gpu.kernels.layout import AXIS_TABLE, gather_kernel
-from hurray_gpu.kernels.layout_csr import csr_rows_kernel
+from hurray_gpu.kernels.layout_sparse import csr_rows_kernel
 from hurray_gpu.ops.layout_host import relayout, sparsify
 from hurray_gpu.ops.layout_plan import plan_dense
 from hurray_gpu.ops.layout_run import axis_tables, clear_table_cache, device_buffers

@@ -14,14 +14,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hurray_gpu.format.dtypes import by_name, value_table
-from hurray_gpu.kernels.dequant_common import divmagic
+from hurray_gpu.kernels.dequant import divmagic
 from hurray_gpu.ops import dequantize, unpack
 from hurray_gpu.ops.build import quantized_tensor, random_quantized
 from hurray_gpu.ops.tables import NF4_BITS
 from tests._support import stable_rng
 
 NP_OUT = {"float32": np.float32, "float16": np.float16, "bfloat16": ml_dtypes.bfloat16}
-# The NF4 levels as decimals, from the facts sheet (§1.5), independent of the bit table.
+# The NF4 levels as decimals, from the Hurray spec (NF4 quantization), independent of the
+# bit table.
 NF4_DECIMALS = (-1.0, -0.6961928009986877, -0.5250730514526367, -0.39491748809814453,
                 -0.28444138169288635, -0.18477343022823334, -0.09105003625154495, 0.0,
                 0.07958029955625534, 0.16093020141124725, 0.24611230194568634,
@@ -133,7 +134,7 @@ def test_per_block_axis0_strided_scales() -> None:
     assert bits_equal(ref(t), want.astype(np.float32))
 
 
-def test_nf4_levels_are_the_facts_sheet_bits() -> None:
+def test_nf4_levels_are_the_spec_decimals() -> None:
     assert np.array(NF4_DECIMALS, np.float32).view(np.uint32).tolist() == list(NF4_BITS)
     t = quantized_tensor(np.arange(16, dtype=np.uint8).astype(ml_dtypes.uint4), "uint4",
                          "nf4", axis=0, block_size=8, scales=np.array([1.0, 2.0], np.float32))

@@ -14,11 +14,12 @@ from hurray_gpu.format.addressing import dense_offsets, offset_range, storage_el
 from hurray_gpu.format.descriptor import BufferHandle, TensorDescriptor
 from hurray_gpu.format.descriptor.layouts import Hilbert, Morton, Strided, Tiled
 from hurray_gpu.format.dtypes import by_name
+from hurray_gpu.kernels import KERNELS
 from hurray_gpu.kernels.dialect import DIALECTS, render
-from hurray_gpu.kernels.layout import gather_kernel
-from hurray_gpu.kernels.layout_common import ref_axis_entries, ref_hilbert_so
-from hurray_gpu.kernels.layout_registry import LAYOUT_ALL as ALL
+from hurray_gpu.kernels.layout import gather_kernel, ref_axis_entries, ref_hilbert_so
 from hurray_gpu.ops.layout_plan import plan_dense
+
+ALL = [k for k in KERNELS.values() if "layout" in k.tags]
 
 
 @pytest.mark.parametrize("dialect", sorted(DIALECTS))

@@ -32,8 +32,9 @@ INTRINSICS = ("U32", "I32", "F32", "AS_F32", "AS_U32", "FMA", "FMIN", "FMAX", "U
 # Intrinsics rendered as a call to a helper function, emitted only when a body uses them.
 HELPER_INTRINSICS = {"F16_BITS_TO_F32": "hg_f16_to_f32", "BF16_BITS_TO_F32": "hg_bf16_to_f32",
                      "F32_TO_F16_BITS": "hg_f32_to_f16", "F32_TO_BF16_BITS": "hg_f32_to_bf16"}
-# Text that has no portable meaning in every dialect (pointers, arrays, preprocessor...).
-_FORBIDDEN = ("[", "]", "#", '"', "'", "->", "__", "\\")
+# Text that has no portable meaning in every dialect (pointers, arrays, preprocessor...; ``$``
+# marks a hole of a composed piece, see compose.py).
+_FORBIDDEN = ("[", "]", "#", '"', "'", "->", "__", "\\", "$")
 _FORBIDDEN_WORDS = re.compile(
     r"\b(goto|asm|malloc|free|printf|struct|union|typedef|static|"
     r"unsigned|signed|char|short|long|double|int|uint|float|half|hg_\w*)\b")
@@ -74,25 +75,26 @@ def lint_body(kernel: KernelDef) -> None:
     known = set(INTRINSICS) | set(ATOMICS) | {"LOAD", "STORE", "GLOBAL_ID", "BARRIER"}
     unknown = sorted({n for n in _CALL.findall(text) if n not in known})
     if unknown:
-        raise UnsupportedOpError(f"kernel {kernel.name}: unknown intrinsics {unknown}")
+        raise UnsupportedOpError(f"kernel {kernel.name}: unknown intrinsics {unknown}",
+                                 fix=f"call only {sorted(known)}.")
     for dim in _GID.findall(text):
         if dim not in ("0", "1", "2"):
-            raise UnsupportedOpError(f"kernel {kernel.name}: GLOBAL_ID({dim}) is not 0, 1 or 2")
+            raise UnsupportedOpError(f"kernel {kernel.name}: GLOBAL_ID({dim}) is not 0, 1 or 2",
+                                     fix="index the grid with GLOBAL_ID(0), (1) or (2).")
     buffers = {p.name: p for p in kernel.buffers}
     buffers.update({name: Param(name, "u32", "buffer", "rw") for name, _ in kernel.shared})
     private = {name: Param(name, dtype, "buffer", "rw") for name, dtype, _ in kernel.private}
     buffers.update(private)
     for op, name in _ACCESS.findall(text):
         param = buffers.get(name)
-        if param is None:
-            raise UnsupportedOpError(f"kernel {kernel.name}: {op} of unknown buffer {name!r}")
-        if (op == "LOAD" and param.access == "w") or (op == "STORE" and param.access == "r"):
-            raise UnsupportedOpError(f"kernel {kernel.name}: {op} of {param.access} buffer {name}")
-        if op.startswith("ATOMIC_") and name in private:
-            raise UnsupportedOpError(f"kernel {kernel.name}: {op} of private array {name}")
-        if op.startswith("ATOMIC_") and (param.access != "rw" or param.dtype != "u32"):
-            raise UnsupportedOpError(f"kernel {kernel.name}: {op} needs an rw u32 buffer, not "
-                                     f"{param.access} {param.dtype} {name}")
+        if param is None or (op, param.access) in (("LOAD", "w"), ("STORE", "r")) or (
+                op.startswith("ATOMIC_") and (name in private or param.dtype != "u32"
+                                              or param.access != "rw")):
+            what = "no buffer" if param is None else "a private array" if name in private \
+                else f"a {param.dtype} buffer of access {param.access!r}"
+            raise UnsupportedOpError(f"kernel {kernel.name}: {op} of {name!r}, {what}",
+                                     fix="declare it as LOAD (r, rw), STORE (w, rw) or ATOMIC_* "
+                                     "(an rw u32 buffer, not a private array) needs.")
 
 
 def atomics_used(kernel: KernelDef) -> list[tuple[str, str]]:

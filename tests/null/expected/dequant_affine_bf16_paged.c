@@ -46,243 +46,221 @@ static inline uint32_t hg_f32_to_bf16(float v) {
 static inline void dequant_affine_bf16_paged_item(uint32_t hg_gid0, uint32_t hg_gid1, uint32_t hg_gid2, uint16_t *restrict dst, const uint8_t *restrict data, const uint8_t *restrict scales, const uint8_t *restrict zps, uint32_t *restrict err, const uint32_t *restrict ix, uint32_t n, uint32_t ept, uint32_t doff, uint32_t bits, uint32_t sgn, uint32_t mode, uint32_t stype, uint32_t zmode, uint32_t zoff, uint32_t nparam, uint32_t inner, uint32_t ssize, uint32_t omul, uint32_t kshift, int32_t zlo, int32_t zhi, float sval, int32_t zval, uint32_t row, uint32_t ntok, uint32_t nix) {
     uint32_t tab[16];
     uint32_t first = 0u;
-        uint32_t last = 0u;
-        uint32_t shift = 0u;
-        {
-            uint32_t x0 = hg_gid0 * ept;
-            uint32_t y = hg_gid1;
-            if (x0 >= row || y >= ntok || nix <= 5u) return;
-            uint32_t top = nix - 1u;
-            uint32_t nseq = load_ix(0u);
-            uint32_t ps = hg_umax(load_ix(1u), 1u);
-            uint32_t npages = load_ix(2u);
-            uint32_t nbt = load_ix(3u);
-            uint32_t iw = load_ix(4u);
-            uint32_t spo = 5u + nseq + 1u;
-            uint32_t bto = spo + (nseq + 1u) * iw;
-            uint32_t lo = 0u;
-            uint32_t hi = nseq;
-            while (hi - lo > 1u) {
-                uint32_t md = lo + (hi - lo) / 2u;
-                if (load_ix(hg_umin(5u + md, top)) <= y) lo = md; else hi = md;
+    uint32_t last = 0u;
+    uint32_t shift = 0u;
+    {
+        uint32_t x0 = hg_gid0 * ept;
+        uint32_t y = hg_gid1;
+        if (x0 >= row || y >= ntok || nix <= 5u) return;
+        uint32_t top = nix - 1u;
+        uint32_t nseq = load_ix(0u);
+        uint32_t ps = hg_umax(load_ix(1u), 1u);
+        uint32_t npages = load_ix(2u);
+        uint32_t nbt = load_ix(3u);
+        uint32_t iw = load_ix(4u);
+        uint32_t spo = 5u + nseq + 1u;
+        uint32_t bto = spo + (nseq + 1u) * iw;
+        uint32_t lo = 0u;
+        uint32_t hi = nseq;
+        while (hi - lo > 1u) {
+            uint32_t md = lo + (hi - lo) / 2u;
+            if (load_ix(hg_umin(5u + md, top)) <= y) lo = md; else hi = md;
+        }
+        uint32_t tk = y - load_ix(hg_umin(5u + lo, top));
+        uint32_t bslot = load_ix(hg_umin(spo + lo * iw, top)) + tk / ps;
+        uint32_t page = bslot < nbt ? load_ix(hg_umin(bto + bslot * iw, top)) : npages;
+        // The table was validated before launch; a page out of range still reads nothing.
+        if (page >= npages) return;
+        first = (page * ps + tk % ps) * row + x0;
+        last = first + hg_umin(ept, row - x0);
+        if (last > n || last < first) return;
+        shift = (y * row + x0) - first;
+    }
+    uint32_t q1 = first / inner;
+    uint32_t r = first - q1 * inner;
+    uint32_t o = q1 / ssize;
+    uint32_t a = q1 - o * ssize;
+    uint32_t i = first;
+    uint32_t sx = (sgn != 0u && bits < 32u) ? 32u - bits : 0u;
+    float s = sval;
+    int32_t z = zval;
+    while (i < last) {
+        uint32_t end = last;
+        if (mode != 0u) {
+            uint32_t p = (o * inner + r) * omul + (a >> kshift);
+            if (p >= nparam) {
+                store_err(0u, 2u);
+                return;
             }
-            uint32_t tk = y - load_ix(hg_umin(5u + lo, top));
-            uint32_t bslot = load_ix(hg_umin(spo + lo * iw, top)) + tk / ps;
-            uint32_t page = bslot < nbt ? load_ix(hg_umin(bto + bslot * iw, top)) : npages;
-            // The table was validated before launch; a page out of range still reads nothing.
-            if (page >= npages) return;
-            first = (page * ps + tk % ps) * row + x0;
-            last = first + hg_umin(ept, row - x0);
-            if (last > n || last < first) return;
-            shift = (y * row + x0) - first;
-        }
-        uint32_t q1 = first / inner;
-        uint32_t r = first - q1 * inner;
-        uint32_t o = q1 / ssize;
-        uint32_t a = q1 - o * ssize;
-        uint32_t i = first;
-
-        uint32_t sx = (sgn != 0u && bits < 32u) ? 32u - bits : 0u;
-        float s = sval;
-        int32_t z = zval;
-        while (i < last) {
-            uint32_t end = last;
-            if (mode != 0u) {
-
-                uint32_t p = (o * inner + r) * omul + (a >> kshift);
-                if (p >= nparam) {
-                    store_err(0u, 2u);
-                    return;
+            uint32_t run = 1u;
+            if (inner == 1u) run = hg_umin((1u << kshift) - (a & ((1u << kshift) - 1u)), ssize - a);
+            end = hg_umin(i + run, last);
+            if (stype == 3u) {
+                uint32_t at = p * 4u;
+                uint32_t w = load_scales(at) | (load_scales(at + 1u) << 8u)
+                        | (load_scales(at + 2u) << 16u) | (load_scales(at + 3u) << 24u);
+                if ((w & 0x7f800000u) == 0x7f800000u || (w & 0x7fffffffu) == 0u) {
+                    store_err(0u, 1u);
                 }
-                uint32_t run = 1u;
-                if (inner == 1u) run = hg_umin((1u << kshift) - (a & ((1u << kshift) - 1u)), ssize - a);
-                end = hg_umin(i + run, last);
-
-                if (stype == 3u) {
-                    uint32_t at = p * 4u;
-                    uint32_t w = load_scales(at) | (load_scales(at + 1u) << 8u)
-                            | (load_scales(at + 2u) << 16u) | (load_scales(at + 3u) << 24u);
-                    if ((w & 0x7f800000u) == 0x7f800000u || (w & 0x7fffffffu) == 0u) {
-                        store_err(0u, 1u);
-                    }
-                    s = hg_as_f32(w);
+                s = hg_as_f32(w);
+            } else {
+                uint32_t at = p * 2u;
+                uint32_t h = load_scales(at) | (load_scales(at + 1u) << 8u);
+                if (stype == 1u) {
+                    if ((h & 0x7c00u) == 0x7c00u || (h & 0x7fffu) == 0u) store_err(0u, 1u);
+                    s = hg_f16_to_f32(h);
                 } else {
-                    uint32_t at = p * 2u;
-                    uint32_t h = load_scales(at) | (load_scales(at + 1u) << 8u);
-                    if (stype == 1u) {
-                        if ((h & 0x7c00u) == 0x7c00u || (h & 0x7fffu) == 0u) store_err(0u, 1u);
-                        s = hg_f16_to_f32(h);
-                    } else {
-                        if ((h & 0x7f80u) == 0x7f80u || (h & 0x7fffu) == 0u) store_err(0u, 1u);
-                        s = hg_bf16_to_f32(h);
-                    }
+                    if ((h & 0x7f80u) == 0x7f80u || (h & 0x7fffu) == 0u) store_err(0u, 1u);
+                    s = hg_bf16_to_f32(h);
                 }
-                if (zmode != 0u) {
-                    // Zero points may start at 2 mod 4 in a shared [scales | zero_points] buffer.
-                    uint32_t at = zoff + p * 4u;
-                    z = (int32_t)(load_zps(at) | (load_zps(at + 1u) << 8u)
-                            | (load_zps(at + 2u) << 16u) | (load_zps(at + 3u) << 24u));
-                    if (z < zlo || z > zhi) store_err(0u, 1u);
-                }
-
-                if (inner == 1u) {
-                    a = a + run;
-                } else {
-                    r = r + 1u;
-                    if (r == inner) {
-                        r = 0u;
-                        a = a + 1u;
-                    }
-                }
-                if (a == ssize) {
-                    a = 0u;
-                    o = o + 1u;
-                }
-
             }
-    if (bits == 4u) {
-    if (end - i >= 32u) {
-    uint32_t ncode = hg_umin(16u, last - first);
-    for (uint32_t c = 0u; c < ncode; c++) {
-    {
-    uint32_t code = c;
-    uint32_t k = c;
-
-                // Branch-free sign extension: random signs would mispredict a branch.
-                int32_t q = (int32_t)(code << sx) >> sx;
-                store_tab(k, hg_f32_to_bf16(s * (float)((int32_t)((uint32_t)(q) - (uint32_t)(z)))));
-
-    }
-    }
-    if ((i & 1u) != 0u) {
-    store_dst((i) + shift, load_tab(load_data(doff + (i >> 1u)) >> 4u));
-    i = i + 1u;
-    }
-    uint32_t nquad = (end - i) >> 3u;
-    uint32_t qat = doff + (i >> 1u);
-    for (uint32_t j = 0u; j < nquad; j++) {
-    uint32_t b = qat + 4u * j;
-    uint32_t w = load_data(b) | (load_data(b + 1u) << 8u) | (load_data(b + 2u) << 16u)
-            | (load_data(b + 3u) << 24u);
-    uint32_t k = i + 8u * j;
-    store_dst((k) + shift, load_tab(w & 15u));
-    store_dst((k + 1u) + shift, load_tab((w >> 4u) & 15u));
-    store_dst((k + 2u) + shift, load_tab((w >> 8u) & 15u));
-    store_dst((k + 3u) + shift, load_tab((w >> 12u) & 15u));
-    store_dst((k + 4u) + shift, load_tab((w >> 16u) & 15u));
-    store_dst((k + 5u) + shift, load_tab((w >> 20u) & 15u));
-    store_dst((k + 6u) + shift, load_tab((w >> 24u) & 15u));
-    store_dst((k + 7u) + shift, load_tab(w >> 28u));
-    }
-    i = i + 8u * nquad;
-    uint32_t npair = (end - i) >> 1u;
-    uint32_t at = doff + (i >> 1u);
-    for (uint32_t j = 0u; j < npair; j++) {
-    uint32_t pair = load_data(at + j);
-    uint32_t k = i + 2u * j;
-    store_dst((k) + shift, load_tab(pair & 15u));
-    store_dst((k + 1u) + shift, load_tab(pair >> 4u));
-    }
-    i = i + 2u * npair;
-    if (i < end) {
-    store_dst((i) + shift, load_tab(load_data(doff + (i >> 1u)) & 15u));
-    i = i + 1u;
-    }
-    } else {
-    if ((i & 1u) != 0u && i < end) {
-    {
-    uint32_t code = load_data(doff + (i >> 1u)) >> 4u;
-    uint32_t k = i;
-
-                // Branch-free sign extension: random signs would mispredict a branch.
-                int32_t q = (int32_t)(code << sx) >> sx;
-                store_dst((k) + shift, hg_f32_to_bf16(s * (float)((int32_t)((uint32_t)(q) - (uint32_t)(z)))));
-
-    }
-    i = i + 1u;
-    }
-    for (; i + 1u < end; i += 2u) {
-    uint32_t pair = load_data(doff + (i >> 1u));
-    {
-    uint32_t code = pair & 15u;
-    uint32_t k = i;
-
-                // Branch-free sign extension: random signs would mispredict a branch.
-                int32_t q = (int32_t)(code << sx) >> sx;
-                store_dst((k) + shift, hg_f32_to_bf16(s * (float)((int32_t)((uint32_t)(q) - (uint32_t)(z)))));
-
-    }
-    {
-    uint32_t code = pair >> 4u;
-    uint32_t k = i + 1u;
-
-                // Branch-free sign extension: random signs would mispredict a branch.
-                int32_t q = (int32_t)(code << sx) >> sx;
-                store_dst((k) + shift, hg_f32_to_bf16(s * (float)((int32_t)((uint32_t)(q) - (uint32_t)(z)))));
-
-    }
-    }
-    if (i < end) {
-    {
-    uint32_t code = load_data(doff + (i >> 1u)) & 15u;
-    uint32_t k = i;
-
-                // Branch-free sign extension: random signs would mispredict a branch.
-                int32_t q = (int32_t)(code << sx) >> sx;
-                store_dst((k) + shift, hg_f32_to_bf16(s * (float)((int32_t)((uint32_t)(q) - (uint32_t)(z)))));
-
-    }
-    i = i + 1u;
-    }
-    }
-    }
-    else if (bits == 8u && doff == 0u) {
-    for (; i < end; i++) {
-    {
-    uint32_t code = load_data(i);
-    uint32_t k = i;
-
-                // Branch-free sign extension: random signs would mispredict a branch.
-                int32_t q = (int32_t)(code << sx) >> sx;
-                store_dst((k) + shift, hg_f32_to_bf16(s * (float)((int32_t)((uint32_t)(q) - (uint32_t)(z)))));
-
-    }
-    }
-    }
-    else {
-    for (; i < end; i++) {
-
-        uint32_t code = 0u;
-        if (bits == 8u) {
-            code = load_data(doff + i);
-        } else if (bits < 8u) {
-            uint32_t bit = i * bits;
-            uint32_t at = doff + (bit >> 3u);
-            uint32_t sh = bit & 7u;
-            code = load_data(at) >> sh;
-            if (sh + bits > 8u) code = code | (load_data(at + 1u) << (8u - sh));
-            code = code & ((1u << bits) - 1u);
-        } else if (bits == 16u) {
-            uint32_t at = doff + i * 2u;
-            code = load_data(at) | (load_data(at + 1u) << 8u);
-        } else {
-            uint32_t at = doff + i * 4u;
-            code = load_data(at) | (load_data(at + 1u) << 8u) | (load_data(at + 2u) << 16u)
-                   | (load_data(at + 3u) << 24u);
+            if (zmode != 0u) {
+                // Zero points may start at 2 mod 4 in a shared [scales | zero_points] buffer.
+                uint32_t at = zoff + p * 4u;
+                z = (int32_t)(load_zps(at) | (load_zps(at + 1u) << 8u)
+                        | (load_zps(at + 2u) << 16u) | (load_zps(at + 3u) << 24u));
+                if (z < zlo || z > zhi) store_err(0u, 1u);
+            }
+            if (inner == 1u) {
+                a = a + run;
+            } else {
+                r = r + 1u;
+                if (r == inner) {
+                    r = 0u;
+                    a = a + 1u;
+                }
+            }
+            if (a == ssize) {
+                a = 0u;
+                o = o + 1u;
+            }
         }
-
-    {
-    uint32_t k = i;
-
-
-                // Branch-free sign extension: random signs would mispredict a branch.
-                int32_t q = (int32_t)(code << sx) >> sx;
-                store_dst((k) + shift, hg_f32_to_bf16(s * (float)((int32_t)((uint32_t)(q) - (uint32_t)(z)))));
-
-    }
-    }
-    }
+        if (bits == 4u) {
+            if (end - i >= 32u) {
+                uint32_t ncode = hg_umin(16u, last - first);
+                for (uint32_t c = 0u; c < ncode; c++) {
+                    {
+                        uint32_t code = c;
+                        uint32_t k = c;
+                        // Branch-free sign extension: random signs would mispredict a branch.
+                        int32_t q = (int32_t)(code << sx) >> sx;
+                        store_tab(k, hg_f32_to_bf16(s * (float)((int32_t)((uint32_t)(q) - (uint32_t)(z)))));
+                    }
+                }
+                if ((i & 1u) != 0u) {
+                    store_dst(i + shift, load_tab(load_data(doff + (i >> 1u)) >> 4u));
+                    i = i + 1u;
+                }
+                uint32_t nquad = (end - i) >> 3u;
+                uint32_t qat = doff + (i >> 1u);
+                for (uint32_t j = 0u; j < nquad; j++) {
+                    uint32_t b = qat + 4u * j;
+                    uint32_t w = load_data(b) | (load_data(b + 1u) << 8u) | (load_data(b + 2u) << 16u)
+                            | (load_data(b + 3u) << 24u);
+                    uint32_t k = i + 8u * j;
+                    store_dst(k + shift, load_tab(w & 15u));
+                    store_dst((k + 1u) + shift, load_tab((w >> 4u) & 15u));
+                    store_dst((k + 2u) + shift, load_tab((w >> 8u) & 15u));
+                    store_dst((k + 3u) + shift, load_tab((w >> 12u) & 15u));
+                    store_dst((k + 4u) + shift, load_tab((w >> 16u) & 15u));
+                    store_dst((k + 5u) + shift, load_tab((w >> 20u) & 15u));
+                    store_dst((k + 6u) + shift, load_tab((w >> 24u) & 15u));
+                    store_dst((k + 7u) + shift, load_tab(w >> 28u));
+                }
+                i = i + 8u * nquad;
+                uint32_t npair = (end - i) >> 1u;
+                uint32_t at = doff + (i >> 1u);
+                for (uint32_t j = 0u; j < npair; j++) {
+                    uint32_t pair = load_data(at + j);
+                    uint32_t k = i + 2u * j;
+                    store_dst(k + shift, load_tab(pair & 15u));
+                    store_dst((k + 1u) + shift, load_tab(pair >> 4u));
+                }
+                i = i + 2u * npair;
+                if (i < end) {
+                    store_dst(i + shift, load_tab(load_data(doff + (i >> 1u)) & 15u));
+                    i = i + 1u;
+                }
+            } else {
+                if ((i & 1u) != 0u && i < end) {
+                    {
+                        uint32_t code = load_data(doff + (i >> 1u)) >> 4u;
+                        uint32_t k = i;
+                        // Branch-free sign extension: random signs would mispredict a branch.
+                        int32_t q = (int32_t)(code << sx) >> sx;
+                        store_dst(k + shift, hg_f32_to_bf16(s * (float)((int32_t)((uint32_t)(q) - (uint32_t)(z)))));
+                    }
+                    i = i + 1u;
+                }
+                for (; i + 1u < end; i += 2u) {
+                    uint32_t pair = load_data(doff + (i >> 1u));
+                    {
+                        uint32_t code = pair & 15u;
+                        uint32_t k = i;
+                        // Branch-free sign extension: random signs would mispredict a branch.
+                        int32_t q = (int32_t)(code << sx) >> sx;
+                        store_dst(k + shift, hg_f32_to_bf16(s * (float)((int32_t)((uint32_t)(q) - (uint32_t)(z)))));
+                    }
+                    {
+                        uint32_t code = pair >> 4u;
+                        uint32_t k = i + 1u;
+                        // Branch-free sign extension: random signs would mispredict a branch.
+                        int32_t q = (int32_t)(code << sx) >> sx;
+                        store_dst(k + shift, hg_f32_to_bf16(s * (float)((int32_t)((uint32_t)(q) - (uint32_t)(z)))));
+                    }
+                }
+                if (i < end) {
+                    {
+                        uint32_t code = load_data(doff + (i >> 1u)) & 15u;
+                        uint32_t k = i;
+                        // Branch-free sign extension: random signs would mispredict a branch.
+                        int32_t q = (int32_t)(code << sx) >> sx;
+                        store_dst(k + shift, hg_f32_to_bf16(s * (float)((int32_t)((uint32_t)(q) - (uint32_t)(z)))));
+                    }
+                    i = i + 1u;
+                }
+            }
         }
+        else if (bits == 8u && doff == 0u) {
+            for (; i < end; i++) {
+                {
+                    uint32_t code = load_data(i);
+                    uint32_t k = i;
+                    // Branch-free sign extension: random signs would mispredict a branch.
+                    int32_t q = (int32_t)(code << sx) >> sx;
+                    store_dst(k + shift, hg_f32_to_bf16(s * (float)((int32_t)((uint32_t)(q) - (uint32_t)(z)))));
+                }
+            }
+        }
+        else {
+            for (; i < end; i++) {
+                uint32_t code = 0u;
+                if (bits == 8u) {
+                    code = load_data(doff + i);
+                } else if (bits < 8u) {
+                    uint32_t bit = i * bits;
+                    uint32_t at = doff + (bit >> 3u);
+                    uint32_t sh = bit & 7u;
+                    code = load_data(at) >> sh;
+                    if (sh + bits > 8u) code = code | (load_data(at + 1u) << (8u - sh));
+                    code = code & ((1u << bits) - 1u);
+                } else if (bits == 16u) {
+                    uint32_t at = doff + i * 2u;
+                    code = load_data(at) | (load_data(at + 1u) << 8u);
+                } else {
+                    uint32_t at = doff + i * 4u;
+                    code = load_data(at) | (load_data(at + 1u) << 8u) | (load_data(at + 2u) << 16u)
+                           | (load_data(at + 3u) << 24u);
+                }
+                {
+                    uint32_t k = i;
+                    // Branch-free sign extension: random signs would mispredict a branch.
+                    int32_t q = (int32_t)(code << sx) >> sx;
+                    store_dst(k + shift, hg_f32_to_bf16(s * (float)((int32_t)((uint32_t)(q) - (uint32_t)(z)))));
+                }
+            }
+        }
+    }
 }
 
 void dequant_affine_bf16_paged(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0, int64_t hg_n1,

@@ -63,241 +63,219 @@ void main() {
     uint ntok = hg_pc.ntok;
     uint nix = hg_pc.nix;
     uint first = 0u;
-        uint last = 0u;
-        uint shift = 0u;
-        {
-            uint x0 = gl_GlobalInvocationID.x * ept;
-            uint y = gl_GlobalInvocationID.y;
-            if (x0 >= row || y >= ntok || nix <= 5u) return;
-            uint top = nix - 1u;
-            uint nseq = load_ix(0u);
-            uint ps = max(load_ix(1u), 1u);
-            uint npages = load_ix(2u);
-            uint nbt = load_ix(3u);
-            uint iw = load_ix(4u);
-            uint spo = 5u + nseq + 1u;
-            uint bto = spo + (nseq + 1u) * iw;
-            uint lo = 0u;
-            uint hi = nseq;
-            while (hi - lo > 1u) {
-                uint md = lo + (hi - lo) / 2u;
-                if (load_ix(min(5u + md, top)) <= y) lo = md; else hi = md;
+    uint last = 0u;
+    uint shift = 0u;
+    {
+        uint x0 = gl_GlobalInvocationID.x * ept;
+        uint y = gl_GlobalInvocationID.y;
+        if (x0 >= row || y >= ntok || nix <= 5u) return;
+        uint top = nix - 1u;
+        uint nseq = load_ix(0u);
+        uint ps = max(load_ix(1u), 1u);
+        uint npages = load_ix(2u);
+        uint nbt = load_ix(3u);
+        uint iw = load_ix(4u);
+        uint spo = 5u + nseq + 1u;
+        uint bto = spo + (nseq + 1u) * iw;
+        uint lo = 0u;
+        uint hi = nseq;
+        while (hi - lo > 1u) {
+            uint md = lo + (hi - lo) / 2u;
+            if (load_ix(min(5u + md, top)) <= y) lo = md; else hi = md;
+        }
+        uint tk = y - load_ix(min(5u + lo, top));
+        uint bslot = load_ix(min(spo + lo * iw, top)) + tk / ps;
+        uint page = bslot < nbt ? load_ix(min(bto + bslot * iw, top)) : npages;
+        // The table was validated before launch; a page out of range still reads nothing.
+        if (page >= npages) return;
+        first = (page * ps + tk % ps) * row + x0;
+        last = first + min(ept, row - x0);
+        if (last > n || last < first) return;
+        shift = (y * row + x0) - first;
+    }
+    uint q1 = first / inner;
+    uint r = first - q1 * inner;
+    uint o = q1 / ssize;
+    uint a = q1 - o * ssize;
+    uint i = first;
+    uint sx = (sgn != 0u && bits < 32u) ? 32u - bits : 0u;
+    float s = sval;
+    int z = zval;
+    while (i < last) {
+        uint end = last;
+        if (mode != 0u) {
+            uint p = (o * inner + r) * omul + (a >> kshift);
+            if (p >= nparam) {
+                store_err(0u, 2u);
+                return;
             }
-            uint tk = y - load_ix(min(5u + lo, top));
-            uint bslot = load_ix(min(spo + lo * iw, top)) + tk / ps;
-            uint page = bslot < nbt ? load_ix(min(bto + bslot * iw, top)) : npages;
-            // The table was validated before launch; a page out of range still reads nothing.
-            if (page >= npages) return;
-            first = (page * ps + tk % ps) * row + x0;
-            last = first + min(ept, row - x0);
-            if (last > n || last < first) return;
-            shift = (y * row + x0) - first;
-        }
-        uint q1 = first / inner;
-        uint r = first - q1 * inner;
-        uint o = q1 / ssize;
-        uint a = q1 - o * ssize;
-        uint i = first;
-
-        uint sx = (sgn != 0u && bits < 32u) ? 32u - bits : 0u;
-        float s = sval;
-        int z = zval;
-        while (i < last) {
-            uint end = last;
-            if (mode != 0u) {
-
-                uint p = (o * inner + r) * omul + (a >> kshift);
-                if (p >= nparam) {
-                    store_err(0u, 2u);
-                    return;
+            uint run = 1u;
+            if (inner == 1u) run = min((1u << kshift) - (a & ((1u << kshift) - 1u)), ssize - a);
+            end = min(i + run, last);
+            if (stype == 3u) {
+                uint at = p * 4u;
+                uint w = load_scales(at) | (load_scales(at + 1u) << 8u)
+                        | (load_scales(at + 2u) << 16u) | (load_scales(at + 3u) << 24u);
+                if ((w & 0x7f800000u) == 0x7f800000u || (w & 0x7fffffffu) == 0u) {
+                    store_err(0u, 1u);
                 }
-                uint run = 1u;
-                if (inner == 1u) run = min((1u << kshift) - (a & ((1u << kshift) - 1u)), ssize - a);
-                end = min(i + run, last);
-
-                if (stype == 3u) {
-                    uint at = p * 4u;
-                    uint w = load_scales(at) | (load_scales(at + 1u) << 8u)
-                            | (load_scales(at + 2u) << 16u) | (load_scales(at + 3u) << 24u);
-                    if ((w & 0x7f800000u) == 0x7f800000u || (w & 0x7fffffffu) == 0u) {
-                        store_err(0u, 1u);
-                    }
-                    s = uintBitsToFloat(w);
+                s = uintBitsToFloat(w);
+            } else {
+                uint at = p * 2u;
+                uint h = load_scales(at) | (load_scales(at + 1u) << 8u);
+                if (stype == 1u) {
+                    if ((h & 0x7c00u) == 0x7c00u || (h & 0x7fffu) == 0u) store_err(0u, 1u);
+                    s = hg_f16_to_f32(h);
                 } else {
-                    uint at = p * 2u;
-                    uint h = load_scales(at) | (load_scales(at + 1u) << 8u);
-                    if (stype == 1u) {
-                        if ((h & 0x7c00u) == 0x7c00u || (h & 0x7fffu) == 0u) store_err(0u, 1u);
-                        s = hg_f16_to_f32(h);
-                    } else {
-                        if ((h & 0x7f80u) == 0x7f80u || (h & 0x7fffu) == 0u) store_err(0u, 1u);
-                        s = hg_bf16_to_f32(h);
-                    }
+                    if ((h & 0x7f80u) == 0x7f80u || (h & 0x7fffu) == 0u) store_err(0u, 1u);
+                    s = hg_bf16_to_f32(h);
                 }
-                if (zmode != 0u) {
-                    // Zero points may start at 2 mod 4 in a shared [scales | zero_points] buffer.
-                    uint at = zoff + p * 4u;
-                    z = int(load_zps(at) | (load_zps(at + 1u) << 8u)
-                            | (load_zps(at + 2u) << 16u) | (load_zps(at + 3u) << 24u));
-                    if (z < zlo || z > zhi) store_err(0u, 1u);
-                }
-
-                if (inner == 1u) {
-                    a = a + run;
-                } else {
-                    r = r + 1u;
-                    if (r == inner) {
-                        r = 0u;
-                        a = a + 1u;
-                    }
-                }
-                if (a == ssize) {
-                    a = 0u;
-                    o = o + 1u;
-                }
-
             }
-    if (bits == 4u) {
-    if (end - i >= 32u) {
-    uint ncode = min(16u, last - first);
-    for (uint c = 0u; c < ncode; c++) {
-    {
-    uint code = c;
-    uint k = c;
-
-                // Branch-free sign extension: random signs would mispredict a branch.
-                int q = int(code << sx) >> sx;
-                store_tab(k, hg_f32_to_bf16(s * float(int(uint(q) - uint(z)))));
-
-    }
-    }
-    if ((i & 1u) != 0u) {
-    store_dst((i) + shift, load_tab(load_data(doff + (i >> 1u)) >> 4u));
-    i = i + 1u;
-    }
-    uint nquad = (end - i) >> 3u;
-    uint qat = doff + (i >> 1u);
-    for (uint j = 0u; j < nquad; j++) {
-    uint b = qat + 4u * j;
-    uint w = load_data(b) | (load_data(b + 1u) << 8u) | (load_data(b + 2u) << 16u)
-            | (load_data(b + 3u) << 24u);
-    uint k = i + 8u * j;
-    store_dst((k) + shift, load_tab(w & 15u));
-    store_dst((k + 1u) + shift, load_tab((w >> 4u) & 15u));
-    store_dst((k + 2u) + shift, load_tab((w >> 8u) & 15u));
-    store_dst((k + 3u) + shift, load_tab((w >> 12u) & 15u));
-    store_dst((k + 4u) + shift, load_tab((w >> 16u) & 15u));
-    store_dst((k + 5u) + shift, load_tab((w >> 20u) & 15u));
-    store_dst((k + 6u) + shift, load_tab((w >> 24u) & 15u));
-    store_dst((k + 7u) + shift, load_tab(w >> 28u));
-    }
-    i = i + 8u * nquad;
-    uint npair = (end - i) >> 1u;
-    uint at = doff + (i >> 1u);
-    for (uint j = 0u; j < npair; j++) {
-    uint pair = load_data(at + j);
-    uint k = i + 2u * j;
-    store_dst((k) + shift, load_tab(pair & 15u));
-    store_dst((k + 1u) + shift, load_tab(pair >> 4u));
-    }
-    i = i + 2u * npair;
-    if (i < end) {
-    store_dst((i) + shift, load_tab(load_data(doff + (i >> 1u)) & 15u));
-    i = i + 1u;
-    }
-    } else {
-    if ((i & 1u) != 0u && i < end) {
-    {
-    uint code = load_data(doff + (i >> 1u)) >> 4u;
-    uint k = i;
-
-                // Branch-free sign extension: random signs would mispredict a branch.
-                int q = int(code << sx) >> sx;
-                store_dst((k) + shift, hg_f32_to_bf16(s * float(int(uint(q) - uint(z)))));
-
-    }
-    i = i + 1u;
-    }
-    for (; i + 1u < end; i += 2u) {
-    uint pair = load_data(doff + (i >> 1u));
-    {
-    uint code = pair & 15u;
-    uint k = i;
-
-                // Branch-free sign extension: random signs would mispredict a branch.
-                int q = int(code << sx) >> sx;
-                store_dst((k) + shift, hg_f32_to_bf16(s * float(int(uint(q) - uint(z)))));
-
-    }
-    {
-    uint code = pair >> 4u;
-    uint k = i + 1u;
-
-                // Branch-free sign extension: random signs would mispredict a branch.
-                int q = int(code << sx) >> sx;
-                store_dst((k) + shift, hg_f32_to_bf16(s * float(int(uint(q) - uint(z)))));
-
-    }
-    }
-    if (i < end) {
-    {
-    uint code = load_data(doff + (i >> 1u)) & 15u;
-    uint k = i;
-
-                // Branch-free sign extension: random signs would mispredict a branch.
-                int q = int(code << sx) >> sx;
-                store_dst((k) + shift, hg_f32_to_bf16(s * float(int(uint(q) - uint(z)))));
-
-    }
-    i = i + 1u;
-    }
-    }
-    }
-    else if (bits == 8u && doff == 0u) {
-    for (; i < end; i++) {
-    {
-    uint code = load_data(i);
-    uint k = i;
-
-                // Branch-free sign extension: random signs would mispredict a branch.
-                int q = int(code << sx) >> sx;
-                store_dst((k) + shift, hg_f32_to_bf16(s * float(int(uint(q) - uint(z)))));
-
-    }
-    }
-    }
-    else {
-    for (; i < end; i++) {
-
-        uint code = 0u;
-        if (bits == 8u) {
-            code = load_data(doff + i);
-        } else if (bits < 8u) {
-            uint bit = i * bits;
-            uint at = doff + (bit >> 3u);
-            uint sh = bit & 7u;
-            code = load_data(at) >> sh;
-            if (sh + bits > 8u) code = code | (load_data(at + 1u) << (8u - sh));
-            code = code & ((1u << bits) - 1u);
-        } else if (bits == 16u) {
-            uint at = doff + i * 2u;
-            code = load_data(at) | (load_data(at + 1u) << 8u);
-        } else {
-            uint at = doff + i * 4u;
-            code = load_data(at) | (load_data(at + 1u) << 8u) | (load_data(at + 2u) << 16u)
-                   | (load_data(at + 3u) << 24u);
+            if (zmode != 0u) {
+                // Zero points may start at 2 mod 4 in a shared [scales | zero_points] buffer.
+                uint at = zoff + p * 4u;
+                z = int(load_zps(at) | (load_zps(at + 1u) << 8u)
+                        | (load_zps(at + 2u) << 16u) | (load_zps(at + 3u) << 24u));
+                if (z < zlo || z > zhi) store_err(0u, 1u);
+            }
+            if (inner == 1u) {
+                a = a + run;
+            } else {
+                r = r + 1u;
+                if (r == inner) {
+                    r = 0u;
+                    a = a + 1u;
+                }
+            }
+            if (a == ssize) {
+                a = 0u;
+                o = o + 1u;
+            }
         }
-
-    {
-    uint k = i;
-
-
-                // Branch-free sign extension: random signs would mispredict a branch.
-                int q = int(code << sx) >> sx;
-                store_dst((k) + shift, hg_f32_to_bf16(s * float(int(uint(q) - uint(z)))));
-
-    }
-    }
-    }
+        if (bits == 4u) {
+            if (end - i >= 32u) {
+                uint ncode = min(16u, last - first);
+                for (uint c = 0u; c < ncode; c++) {
+                    {
+                        uint code = c;
+                        uint k = c;
+                        // Branch-free sign extension: random signs would mispredict a branch.
+                        int q = int(code << sx) >> sx;
+                        store_tab(k, hg_f32_to_bf16(s * float(int(uint(q) - uint(z)))));
+                    }
+                }
+                if ((i & 1u) != 0u) {
+                    store_dst(i + shift, load_tab(load_data(doff + (i >> 1u)) >> 4u));
+                    i = i + 1u;
+                }
+                uint nquad = (end - i) >> 3u;
+                uint qat = doff + (i >> 1u);
+                for (uint j = 0u; j < nquad; j++) {
+                    uint b = qat + 4u * j;
+                    uint w = load_data(b) | (load_data(b + 1u) << 8u) | (load_data(b + 2u) << 16u)
+                            | (load_data(b + 3u) << 24u);
+                    uint k = i + 8u * j;
+                    store_dst(k + shift, load_tab(w & 15u));
+                    store_dst((k + 1u) + shift, load_tab((w >> 4u) & 15u));
+                    store_dst((k + 2u) + shift, load_tab((w >> 8u) & 15u));
+                    store_dst((k + 3u) + shift, load_tab((w >> 12u) & 15u));
+                    store_dst((k + 4u) + shift, load_tab((w >> 16u) & 15u));
+                    store_dst((k + 5u) + shift, load_tab((w >> 20u) & 15u));
+                    store_dst((k + 6u) + shift, load_tab((w >> 24u) & 15u));
+                    store_dst((k + 7u) + shift, load_tab(w >> 28u));
+                }
+                i = i + 8u * nquad;
+                uint npair = (end - i) >> 1u;
+                uint at = doff + (i >> 1u);
+                for (uint j = 0u; j < npair; j++) {
+                    uint pair = load_data(at + j);
+                    uint k = i + 2u * j;
+                    store_dst(k + shift, load_tab(pair & 15u));
+                    store_dst((k + 1u) + shift, load_tab(pair >> 4u));
+                }
+                i = i + 2u * npair;
+                if (i < end) {
+                    store_dst(i + shift, load_tab(load_data(doff + (i >> 1u)) & 15u));
+                    i = i + 1u;
+                }
+            } else {
+                if ((i & 1u) != 0u && i < end) {
+                    {
+                        uint code = load_data(doff + (i >> 1u)) >> 4u;
+                        uint k = i;
+                        // Branch-free sign extension: random signs would mispredict a branch.
+                        int q = int(code << sx) >> sx;
+                        store_dst(k + shift, hg_f32_to_bf16(s * float(int(uint(q) - uint(z)))));
+                    }
+                    i = i + 1u;
+                }
+                for (; i + 1u < end; i += 2u) {
+                    uint pair = load_data(doff + (i >> 1u));
+                    {
+                        uint code = pair & 15u;
+                        uint k = i;
+                        // Branch-free sign extension: random signs would mispredict a branch.
+                        int q = int(code << sx) >> sx;
+                        store_dst(k + shift, hg_f32_to_bf16(s * float(int(uint(q) - uint(z)))));
+                    }
+                    {
+                        uint code = pair >> 4u;
+                        uint k = i + 1u;
+                        // Branch-free sign extension: random signs would mispredict a branch.
+                        int q = int(code << sx) >> sx;
+                        store_dst(k + shift, hg_f32_to_bf16(s * float(int(uint(q) - uint(z)))));
+                    }
+                }
+                if (i < end) {
+                    {
+                        uint code = load_data(doff + (i >> 1u)) & 15u;
+                        uint k = i;
+                        // Branch-free sign extension: random signs would mispredict a branch.
+                        int q = int(code << sx) >> sx;
+                        store_dst(k + shift, hg_f32_to_bf16(s * float(int(uint(q) - uint(z)))));
+                    }
+                    i = i + 1u;
+                }
+            }
         }
+        else if (bits == 8u && doff == 0u) {
+            for (; i < end; i++) {
+                {
+                    uint code = load_data(i);
+                    uint k = i;
+                    // Branch-free sign extension: random signs would mispredict a branch.
+                    int q = int(code << sx) >> sx;
+                    store_dst(k + shift, hg_f32_to_bf16(s * float(int(uint(q) - uint(z)))));
+                }
+            }
+        }
+        else {
+            for (; i < end; i++) {
+                uint code = 0u;
+                if (bits == 8u) {
+                    code = load_data(doff + i);
+                } else if (bits < 8u) {
+                    uint bit = i * bits;
+                    uint at = doff + (bit >> 3u);
+                    uint sh = bit & 7u;
+                    code = load_data(at) >> sh;
+                    if (sh + bits > 8u) code = code | (load_data(at + 1u) << (8u - sh));
+                    code = code & ((1u << bits) - 1u);
+                } else if (bits == 16u) {
+                    uint at = doff + i * 2u;
+                    code = load_data(at) | (load_data(at + 1u) << 8u);
+                } else {
+                    uint at = doff + i * 4u;
+                    code = load_data(at) | (load_data(at + 1u) << 8u) | (load_data(at + 2u) << 16u)
+                           | (load_data(at + 3u) << 24u);
+                }
+                {
+                    uint k = i;
+                    // Branch-free sign extension: random signs would mispredict a branch.
+                    int q = int(code << sx) >> sx;
+                    store_dst(k + shift, hg_f32_to_bf16(s * float(int(uint(q) - uint(z)))));
+                }
+            }
+        }
+    }
 }

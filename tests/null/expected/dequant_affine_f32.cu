@@ -23,215 +23,193 @@ __device__ static inline float hg_bf16_to_f32(unsigned int h) {
 extern "C" __global__ void __launch_bounds__(64) dequant_affine_f32(float* __restrict__ dst, const unsigned char* __restrict__ data, const unsigned char* __restrict__ scales, const unsigned char* __restrict__ zps, unsigned int* __restrict__ err, unsigned int n, unsigned int ept, unsigned int doff, unsigned int bits, unsigned int sgn, unsigned int mode, unsigned int stype, unsigned int zmode, unsigned int zoff, unsigned int nparam, unsigned int inner, unsigned int dm1, unsigned int dsh1, unsigned int ssize, unsigned int dm2, unsigned int dsh2, unsigned int omul, unsigned int kshift, int zlo, int zhi, float sval, int zval) {
     float tab[16];
     unsigned int first = (blockIdx.x * blockDim.x + threadIdx.x) * ept;
-        if (first >= n) return;
-        unsigned int last = min(first + ept, n);
-        unsigned int t1 = __umulhi(first, dm1);
-        unsigned int q1 = (t1 + ((first - t1) >> (dsh1 & 255u))) >> (dsh1 >> 8u);
-        unsigned int r = first - q1 * inner;
-        unsigned int t2 = __umulhi(q1, dm2);
-        unsigned int o = (t2 + ((q1 - t2) >> (dsh2 & 255u))) >> (dsh2 >> 8u);
-        unsigned int a = q1 - o * ssize;
-        unsigned int i = first;
-
-        unsigned int sx = (sgn != 0u && bits < 32u) ? 32u - bits : 0u;
-        float s = sval;
-        int z = zval;
-        while (i < last) {
-            unsigned int end = last;
-            if (mode != 0u) {
-
-                unsigned int p = (o * inner + r) * omul + (a >> kshift);
-                if (p >= nparam) {
-                    store_err(0u, 2u);
-                    return;
-                }
-                unsigned int run = 1u;
-                if (inner == 1u) run = min((1u << kshift) - (a & ((1u << kshift) - 1u)), ssize - a);
-                end = min(i + run, last);
-
-                if (stype == 3u) {
-                    unsigned int at = p * 4u;
-                    unsigned int w = load_scales(at) | (load_scales(at + 1u) << 8u)
-                            | (load_scales(at + 2u) << 16u) | (load_scales(at + 3u) << 24u);
-                    if ((w & 0x7f800000u) == 0x7f800000u || (w & 0x7fffffffu) == 0u) {
-                        store_err(0u, 1u);
-                    }
-                    s = __uint_as_float(w);
-                } else {
-                    unsigned int at = p * 2u;
-                    unsigned int h = load_scales(at) | (load_scales(at + 1u) << 8u);
-                    if (stype == 1u) {
-                        if ((h & 0x7c00u) == 0x7c00u || (h & 0x7fffu) == 0u) store_err(0u, 1u);
-                        s = hg_f16_to_f32(h);
-                    } else {
-                        if ((h & 0x7f80u) == 0x7f80u || (h & 0x7fffu) == 0u) store_err(0u, 1u);
-                        s = hg_bf16_to_f32(h);
-                    }
-                }
-                if (zmode != 0u) {
-                    // Zero points may start at 2 mod 4 in a shared [scales | zero_points] buffer.
-                    unsigned int at = zoff + p * 4u;
-                    z = (int)(load_zps(at) | (load_zps(at + 1u) << 8u)
-                            | (load_zps(at + 2u) << 16u) | (load_zps(at + 3u) << 24u));
-                    if (z < zlo || z > zhi) store_err(0u, 1u);
-                }
-
-                if (inner == 1u) {
-                    a = a + run;
-                } else {
-                    r = r + 1u;
-                    if (r == inner) {
-                        r = 0u;
-                        a = a + 1u;
-                    }
-                }
-                if (a == ssize) {
-                    a = 0u;
-                    o = o + 1u;
-                }
-
+    if (first >= n) return;
+    unsigned int last = min(first + ept, n);
+    unsigned int t1 = __umulhi(first, dm1);
+    unsigned int q1 = (t1 + ((first - t1) >> (dsh1 & 255u))) >> (dsh1 >> 8u);
+    unsigned int r = first - q1 * inner;
+    unsigned int t2 = __umulhi(q1, dm2);
+    unsigned int o = (t2 + ((q1 - t2) >> (dsh2 & 255u))) >> (dsh2 >> 8u);
+    unsigned int a = q1 - o * ssize;
+    unsigned int i = first;
+    unsigned int sx = (sgn != 0u && bits < 32u) ? 32u - bits : 0u;
+    float s = sval;
+    int z = zval;
+    while (i < last) {
+        unsigned int end = last;
+        if (mode != 0u) {
+            unsigned int p = (o * inner + r) * omul + (a >> kshift);
+            if (p >= nparam) {
+                store_err(0u, 2u);
+                return;
             }
-    if (bits == 4u) {
-    if (end - i >= 32u) {
-    unsigned int ncode = min(16u, last - first);
-    for (unsigned int c = 0u; c < ncode; c++) {
-    {
-    unsigned int code = c;
-    unsigned int k = c;
-
-                // Branch-free sign extension: random signs would mispredict a branch.
-                int q = (int)(code << sx) >> sx;
-                store_tab(k, s * (float)((int)((unsigned int)(q) - (unsigned int)(z))));
-
-    }
-    }
-    if ((i & 1u) != 0u) {
-    store_dst(i, load_tab(load_data(doff + (i >> 1u)) >> 4u));
-    i = i + 1u;
-    }
-    unsigned int nquad = (end - i) >> 3u;
-    unsigned int qat = doff + (i >> 1u);
-    for (unsigned int j = 0u; j < nquad; j++) {
-    unsigned int b = qat + 4u * j;
-    unsigned int w = load_data(b) | (load_data(b + 1u) << 8u) | (load_data(b + 2u) << 16u)
-            | (load_data(b + 3u) << 24u);
-    unsigned int k = i + 8u * j;
-    store_dst(k, load_tab(w & 15u));
-    store_dst(k + 1u, load_tab((w >> 4u) & 15u));
-    store_dst(k + 2u, load_tab((w >> 8u) & 15u));
-    store_dst(k + 3u, load_tab((w >> 12u) & 15u));
-    store_dst(k + 4u, load_tab((w >> 16u) & 15u));
-    store_dst(k + 5u, load_tab((w >> 20u) & 15u));
-    store_dst(k + 6u, load_tab((w >> 24u) & 15u));
-    store_dst(k + 7u, load_tab(w >> 28u));
-    }
-    i = i + 8u * nquad;
-    unsigned int npair = (end - i) >> 1u;
-    unsigned int at = doff + (i >> 1u);
-    for (unsigned int j = 0u; j < npair; j++) {
-    unsigned int pair = load_data(at + j);
-    unsigned int k = i + 2u * j;
-    store_dst(k, load_tab(pair & 15u));
-    store_dst(k + 1u, load_tab(pair >> 4u));
-    }
-    i = i + 2u * npair;
-    if (i < end) {
-    store_dst(i, load_tab(load_data(doff + (i >> 1u)) & 15u));
-    i = i + 1u;
-    }
-    } else {
-    if ((i & 1u) != 0u && i < end) {
-    {
-    unsigned int code = load_data(doff + (i >> 1u)) >> 4u;
-    unsigned int k = i;
-
-                // Branch-free sign extension: random signs would mispredict a branch.
-                int q = (int)(code << sx) >> sx;
-                store_dst(k, s * (float)((int)((unsigned int)(q) - (unsigned int)(z))));
-
-    }
-    i = i + 1u;
-    }
-    for (; i + 1u < end; i += 2u) {
-    unsigned int pair = load_data(doff + (i >> 1u));
-    {
-    unsigned int code = pair & 15u;
-    unsigned int k = i;
-
-                // Branch-free sign extension: random signs would mispredict a branch.
-                int q = (int)(code << sx) >> sx;
-                store_dst(k, s * (float)((int)((unsigned int)(q) - (unsigned int)(z))));
-
-    }
-    {
-    unsigned int code = pair >> 4u;
-    unsigned int k = i + 1u;
-
-                // Branch-free sign extension: random signs would mispredict a branch.
-                int q = (int)(code << sx) >> sx;
-                store_dst(k, s * (float)((int)((unsigned int)(q) - (unsigned int)(z))));
-
-    }
-    }
-    if (i < end) {
-    {
-    unsigned int code = load_data(doff + (i >> 1u)) & 15u;
-    unsigned int k = i;
-
-                // Branch-free sign extension: random signs would mispredict a branch.
-                int q = (int)(code << sx) >> sx;
-                store_dst(k, s * (float)((int)((unsigned int)(q) - (unsigned int)(z))));
-
-    }
-    i = i + 1u;
-    }
-    }
-    }
-    else if (bits == 8u && doff == 0u) {
-    for (; i < end; i++) {
-    {
-    unsigned int code = load_data(i);
-    unsigned int k = i;
-
-                // Branch-free sign extension: random signs would mispredict a branch.
-                int q = (int)(code << sx) >> sx;
-                store_dst(k, s * (float)((int)((unsigned int)(q) - (unsigned int)(z))));
-
-    }
-    }
-    }
-    else {
-    for (; i < end; i++) {
-
-        unsigned int code = 0u;
-        if (bits == 8u) {
-            code = load_data(doff + i);
-        } else if (bits < 8u) {
-            unsigned int bit = i * bits;
-            unsigned int at = doff + (bit >> 3u);
-            unsigned int sh = bit & 7u;
-            code = load_data(at) >> sh;
-            if (sh + bits > 8u) code = code | (load_data(at + 1u) << (8u - sh));
-            code = code & ((1u << bits) - 1u);
-        } else if (bits == 16u) {
-            unsigned int at = doff + i * 2u;
-            code = load_data(at) | (load_data(at + 1u) << 8u);
-        } else {
-            unsigned int at = doff + i * 4u;
-            code = load_data(at) | (load_data(at + 1u) << 8u) | (load_data(at + 2u) << 16u)
-                   | (load_data(at + 3u) << 24u);
+            unsigned int run = 1u;
+            if (inner == 1u) run = min((1u << kshift) - (a & ((1u << kshift) - 1u)), ssize - a);
+            end = min(i + run, last);
+            if (stype == 3u) {
+                unsigned int at = p * 4u;
+                unsigned int w = load_scales(at) | (load_scales(at + 1u) << 8u)
+                        | (load_scales(at + 2u) << 16u) | (load_scales(at + 3u) << 24u);
+                if ((w & 0x7f800000u) == 0x7f800000u || (w & 0x7fffffffu) == 0u) {
+                    store_err(0u, 1u);
+                }
+                s = __uint_as_float(w);
+            } else {
+                unsigned int at = p * 2u;
+                unsigned int h = load_scales(at) | (load_scales(at + 1u) << 8u);
+                if (stype == 1u) {
+                    if ((h & 0x7c00u) == 0x7c00u || (h & 0x7fffu) == 0u) store_err(0u, 1u);
+                    s = hg_f16_to_f32(h);
+                } else {
+                    if ((h & 0x7f80u) == 0x7f80u || (h & 0x7fffu) == 0u) store_err(0u, 1u);
+                    s = hg_bf16_to_f32(h);
+                }
+            }
+            if (zmode != 0u) {
+                // Zero points may start at 2 mod 4 in a shared [scales | zero_points] buffer.
+                unsigned int at = zoff + p * 4u;
+                z = (int)(load_zps(at) | (load_zps(at + 1u) << 8u)
+                        | (load_zps(at + 2u) << 16u) | (load_zps(at + 3u) << 24u));
+                if (z < zlo || z > zhi) store_err(0u, 1u);
+            }
+            if (inner == 1u) {
+                a = a + run;
+            } else {
+                r = r + 1u;
+                if (r == inner) {
+                    r = 0u;
+                    a = a + 1u;
+                }
+            }
+            if (a == ssize) {
+                a = 0u;
+                o = o + 1u;
+            }
         }
-
-    {
-    unsigned int k = i;
-
-
-                // Branch-free sign extension: random signs would mispredict a branch.
-                int q = (int)(code << sx) >> sx;
-                store_dst(k, s * (float)((int)((unsigned int)(q) - (unsigned int)(z))));
-
-    }
-    }
-    }
+        if (bits == 4u) {
+            if (end - i >= 32u) {
+                unsigned int ncode = min(16u, last - first);
+                for (unsigned int c = 0u; c < ncode; c++) {
+                    {
+                        unsigned int code = c;
+                        unsigned int k = c;
+                        // Branch-free sign extension: random signs would mispredict a branch.
+                        int q = (int)(code << sx) >> sx;
+                        store_tab(k, s * (float)((int)((unsigned int)(q) - (unsigned int)(z))));
+                    }
+                }
+                if ((i & 1u) != 0u) {
+                    store_dst(i, load_tab(load_data(doff + (i >> 1u)) >> 4u));
+                    i = i + 1u;
+                }
+                unsigned int nquad = (end - i) >> 3u;
+                unsigned int qat = doff + (i >> 1u);
+                for (unsigned int j = 0u; j < nquad; j++) {
+                    unsigned int b = qat + 4u * j;
+                    unsigned int w = load_data(b) | (load_data(b + 1u) << 8u) | (load_data(b + 2u) << 16u)
+                            | (load_data(b + 3u) << 24u);
+                    unsigned int k = i + 8u * j;
+                    store_dst(k, load_tab(w & 15u));
+                    store_dst(k + 1u, load_tab((w >> 4u) & 15u));
+                    store_dst(k + 2u, load_tab((w >> 8u) & 15u));
+                    store_dst(k + 3u, load_tab((w >> 12u) & 15u));
+                    store_dst(k + 4u, load_tab((w >> 16u) & 15u));
+                    store_dst(k + 5u, load_tab((w >> 20u) & 15u));
+                    store_dst(k + 6u, load_tab((w >> 24u) & 15u));
+                    store_dst(k + 7u, load_tab(w >> 28u));
+                }
+                i = i + 8u * nquad;
+                unsigned int npair = (end - i) >> 1u;
+                unsigned int at = doff + (i >> 1u);
+                for (unsigned int j = 0u; j < npair; j++) {
+                    unsigned int pair = load_data(at + j);
+                    unsigned int k = i + 2u * j;
+                    store_dst(k, load_tab(pair & 15u));
+                    store_dst(k + 1u, load_tab(pair >> 4u));
+                }
+                i = i + 2u * npair;
+                if (i < end) {
+                    store_dst(i, load_tab(load_data(doff + (i >> 1u)) & 15u));
+                    i = i + 1u;
+                }
+            } else {
+                if ((i & 1u) != 0u && i < end) {
+                    {
+                        unsigned int code = load_data(doff + (i >> 1u)) >> 4u;
+                        unsigned int k = i;
+                        // Branch-free sign extension: random signs would mispredict a branch.
+                        int q = (int)(code << sx) >> sx;
+                        store_dst(k, s * (float)((int)((unsigned int)(q) - (unsigned int)(z))));
+                    }
+                    i = i + 1u;
+                }
+                for (; i + 1u < end; i += 2u) {
+                    unsigned int pair = load_data(doff + (i >> 1u));
+                    {
+                        unsigned int code = pair & 15u;
+                        unsigned int k = i;
+                        // Branch-free sign extension: random signs would mispredict a branch.
+                        int q = (int)(code << sx) >> sx;
+                        store_dst(k, s * (float)((int)((unsigned int)(q) - (unsigned int)(z))));
+                    }
+                    {
+                        unsigned int code = pair >> 4u;
+                        unsigned int k = i + 1u;
+                        // Branch-free sign extension: random signs would mispredict a branch.
+                        int q = (int)(code << sx) >> sx;
+                        store_dst(k, s * (float)((int)((unsigned int)(q) - (unsigned int)(z))));
+                    }
+                }
+                if (i < end) {
+                    {
+                        unsigned int code = load_data(doff + (i >> 1u)) & 15u;
+                        unsigned int k = i;
+                        // Branch-free sign extension: random signs would mispredict a branch.
+                        int q = (int)(code << sx) >> sx;
+                        store_dst(k, s * (float)((int)((unsigned int)(q) - (unsigned int)(z))));
+                    }
+                    i = i + 1u;
+                }
+            }
         }
+        else if (bits == 8u && doff == 0u) {
+            for (; i < end; i++) {
+                {
+                    unsigned int code = load_data(i);
+                    unsigned int k = i;
+                    // Branch-free sign extension: random signs would mispredict a branch.
+                    int q = (int)(code << sx) >> sx;
+                    store_dst(k, s * (float)((int)((unsigned int)(q) - (unsigned int)(z))));
+                }
+            }
+        }
+        else {
+            for (; i < end; i++) {
+                unsigned int code = 0u;
+                if (bits == 8u) {
+                    code = load_data(doff + i);
+                } else if (bits < 8u) {
+                    unsigned int bit = i * bits;
+                    unsigned int at = doff + (bit >> 3u);
+                    unsigned int sh = bit & 7u;
+                    code = load_data(at) >> sh;
+                    if (sh + bits > 8u) code = code | (load_data(at + 1u) << (8u - sh));
+                    code = code & ((1u << bits) - 1u);
+                } else if (bits == 16u) {
+                    unsigned int at = doff + i * 2u;
+                    code = load_data(at) | (load_data(at + 1u) << 8u);
+                } else {
+                    unsigned int at = doff + i * 4u;
+                    code = load_data(at) | (load_data(at + 1u) << 8u) | (load_data(at + 2u) << 16u)
+                           | (load_data(at + 3u) << 24u);
+                }
+                {
+                    unsigned int k = i;
+                    // Branch-free sign extension: random signs would mispredict a branch.
+                    int q = (int)(code << sx) >> sx;
+                    store_dst(k, s * (float)((int)((unsigned int)(q) - (unsigned int)(z))));
+                }
+            }
+        }
+    }
 }

@@ -62,95 +62,85 @@ void main() {
     uint hp = hg_pc.hp;
     uint hr = hg_pc.hr;
     uint first = gl_GlobalInvocationID.x * ept;
-        if (first >= n) return;
-        uint last = min(first + ept, n);
-        uint t1 = hg_umulhi(first, dm1);
-        uint q1 = (t1 + ((first - t1) >> (dsh1 & 255u))) >> (dsh1 >> 8u);
-        uint r = first - q1 * inner;
-        uint t2 = hg_umulhi(q1, dm2);
-        uint o = (t2 + ((q1 - t2) >> (dsh2 & 255u))) >> (dsh2 >> 8u);
-        uint a = q1 - o * ssize;
-        uint i = first;
-
-        uint sx = (sgn != 0u && bits < 32u) ? 32u - bits : 0u;
-        float s = sval;
-        int z = zval;
-        while (i < last) {
-            uint end = last;
-            if (mode != 0u) {
-
-                uint p = (o * inner + r) * omul + (a >> kshift);
-                if (p >= nparam) {
-                    store_err(0u, 2u);
-                    return;
-                }
-                uint run = 1u;
-                if (inner == 1u) run = min((1u << kshift) - (a & ((1u << kshift) - 1u)), ssize - a);
-                end = min(i + run, last);
-
-                if (stype == 3u) {
-                    uint at = p * 4u;
-                    uint w = load_scales(at) | (load_scales(at + 1u) << 8u)
-                            | (load_scales(at + 2u) << 16u) | (load_scales(at + 3u) << 24u);
-                    if ((w & 0x7f800000u) == 0x7f800000u || (w & 0x7fffffffu) == 0u) {
-                        store_err(0u, 1u);
-                    }
-                    s = uintBitsToFloat(w);
-                } else {
-                    uint at = p * 2u;
-                    uint h = load_scales(at) | (load_scales(at + 1u) << 8u);
-                    if (stype == 1u) {
-                        if ((h & 0x7c00u) == 0x7c00u || (h & 0x7fffu) == 0u) store_err(0u, 1u);
-                        s = hg_f16_to_f32(h);
-                    } else {
-                        if ((h & 0x7f80u) == 0x7f80u || (h & 0x7fffu) == 0u) store_err(0u, 1u);
-                        s = hg_bf16_to_f32(h);
-                    }
-                }
-                if (zmode != 0u) {
-                    // Zero points may start at 2 mod 4 in a shared [scales | zero_points] buffer.
-                    uint at = zoff + p * 4u;
-                    z = int(load_zps(at) | (load_zps(at + 1u) << 8u)
-                            | (load_zps(at + 2u) << 16u) | (load_zps(at + 3u) << 24u));
-                    if (z < zlo || z > zhi) store_err(0u, 1u);
-                }
-
-                if (inner == 1u) {
-                    a = a + run;
-                } else {
-                    r = r + 1u;
-                    if (r == inner) {
-                        r = 0u;
-                        a = a + 1u;
-                    }
-                }
-                if (a == ssize) {
-                    a = 0u;
-                    o = o + 1u;
-                }
-
+    if (first >= n) return;
+    uint last = min(first + ept, n);
+    uint t1 = hg_umulhi(first, dm1);
+    uint q1 = (t1 + ((first - t1) >> (dsh1 & 255u))) >> (dsh1 >> 8u);
+    uint r = first - q1 * inner;
+    uint t2 = hg_umulhi(q1, dm2);
+    uint o = (t2 + ((q1 - t2) >> (dsh2 & 255u))) >> (dsh2 >> 8u);
+    uint a = q1 - o * ssize;
+    uint i = first;
+    uint sx = (sgn != 0u && bits < 32u) ? 32u - bits : 0u;
+    float s = sval;
+    int z = zval;
+    while (i < last) {
+        uint end = last;
+        if (mode != 0u) {
+            uint p = (o * inner + r) * omul + (a >> kshift);
+            if (p >= nparam) {
+                store_err(0u, 2u);
+                return;
             }
-
-    for (; i < end; i++) {
-
-        uint so = 0u;
-        {
+            uint run = 1u;
+            if (inner == 1u) run = min((1u << kshift) - (a & ((1u << kshift) - 1u)), ssize - a);
+            end = min(i + run, last);
+            if (stype == 3u) {
+                uint at = p * 4u;
+                uint w = load_scales(at) | (load_scales(at + 1u) << 8u)
+                        | (load_scales(at + 2u) << 16u) | (load_scales(at + 3u) << 24u);
+                if ((w & 0x7f800000u) == 0x7f800000u || (w & 0x7fffffffu) == 0u) {
+                    store_err(0u, 1u);
+                }
+                s = uintBitsToFloat(w);
+            } else {
+                uint at = p * 2u;
+                uint h = load_scales(at) | (load_scales(at + 1u) << 8u);
+                if (stype == 1u) {
+                    if ((h & 0x7c00u) == 0x7c00u || (h & 0x7fffu) == 0u) store_err(0u, 1u);
+                    s = hg_f16_to_f32(h);
+                } else {
+                    if ((h & 0x7f80u) == 0x7f80u || (h & 0x7fffu) == 0u) store_err(0u, 1u);
+                    s = hg_bf16_to_f32(h);
+                }
+            }
+            if (zmode != 0u) {
+                // Zero points may start at 2 mod 4 in a shared [scales | zero_points] buffer.
+                uint at = zoff + p * 4u;
+                z = int(load_zps(at) | (load_zps(at + 1u) << 8u)
+                        | (load_zps(at + 2u) << 16u) | (load_zps(at + 3u) << 24u));
+                if (z < zlo || z > zhi) store_err(0u, 1u);
+            }
+            if (inner == 1u) {
+                a = a + run;
+            } else {
+                r = r + 1u;
+                if (r == inner) {
+                    r = 0u;
+                    a = a + 1u;
+                }
+            }
+            if (a == ssize) {
+                a = 0u;
+                o = o + 1u;
+            }
+        }
+        for (; i < end; i++) {
             uint f = i;
-
             uint hm = (1u << hp) - 1u;
             uint hx = 0u;
             for (uint k = 0u; k < hr; k++) {
                 hx = hx | (((f >> (hp * (hr - 1u - k))) & hm) << (k * hp));
             }
             uint x0 = hx & hm;
-            uint q = (1u << hp) >> 1u;
-            while (q > 1u) {
-                uint p = q - 1u;
-                if ((x0 & q) != 0u) x0 = x0 ^ p;
+            uint hq = (1u << hp) >> 1u;
+            while (hq > 1u) {
+                uint p = hq - 1u;
+                if ((x0 & hq) != 0u) x0 = x0 ^ p;
                 for (uint k = 1u; k < hr; k++) {
                     uint sh = k * hp;
                     uint xi = (hx >> sh) & hm;
-                    if ((xi & q) != 0u) {
+                    if ((xi & hq) != 0u) {
                         x0 = x0 ^ p;
                     } else {
                         uint t = (x0 ^ xi) & p;
@@ -158,7 +148,7 @@ void main() {
                         hx = hx ^ (t << sh);
                     }
                 }
-                q = q >> 1u;
+                hq = hq >> 1u;
             }
             uint prev = x0;
             for (uint k = 1u; k < hr; k++) {
@@ -168,53 +158,44 @@ void main() {
                 prev = xi;
             }
             uint tt = 0u;
-            q = (1u << hp) >> 1u;
-            while (q > 1u) {
-                if ((prev & q) != 0u) tt = tt ^ (q - 1u);
-                q = q >> 1u;
+            hq = (1u << hp) >> 1u;
+            while (hq > 1u) {
+                if ((prev & hq) != 0u) tt = tt ^ (hq - 1u);
+                hq = hq >> 1u;
             }
             x0 = x0 ^ tt;
-            uint hs = 0u;
+            uint so = 0u;
             for (uint b = 0u; b < hp; b++) {
                 for (uint d = 0u; d < hr; d++) {
                     uint xd = d == 0u ? x0 : (((hx >> (d * hp)) & hm) ^ tt);
-                    hs = hs | (((xd >> b) & 1u) << (b * hr + hr - 1u - d));
+                    so = so | (((xd >> b) & 1u) << (b * hr + hr - 1u - d));
                 }
             }
-
-            so = hs;
-        }
-        if (so >= n) so = 0u;
-
-        uint code = 0u;
-        if (bits == 8u) {
-            code = load_data(doff + so);
-        } else if (bits < 8u) {
-            uint bit = so * bits;
-            uint at = doff + (bit >> 3u);
-            uint sh = bit & 7u;
-            code = load_data(at) >> sh;
-            if (sh + bits > 8u) code = code | (load_data(at + 1u) << (8u - sh));
-            code = code & ((1u << bits) - 1u);
-        } else if (bits == 16u) {
-            uint at = doff + so * 2u;
-            code = load_data(at) | (load_data(at + 1u) << 8u);
-        } else {
-            uint at = doff + so * 4u;
-            code = load_data(at) | (load_data(at + 1u) << 8u) | (load_data(at + 2u) << 16u)
-                   | (load_data(at + 3u) << 24u);
-        }
-
-    {
-    uint k = i;
-
-
+            if (so >= n) so = 0u;
+            uint code = 0u;
+            if (bits == 8u) {
+                code = load_data(doff + so);
+            } else if (bits < 8u) {
+                uint bit = so * bits;
+                uint at = doff + (bit >> 3u);
+                uint sh = bit & 7u;
+                code = load_data(at) >> sh;
+                if (sh + bits > 8u) code = code | (load_data(at + 1u) << (8u - sh));
+                code = code & ((1u << bits) - 1u);
+            } else if (bits == 16u) {
+                uint at = doff + so * 2u;
+                code = load_data(at) | (load_data(at + 1u) << 8u);
+            } else {
+                uint at = doff + so * 4u;
+                code = load_data(at) | (load_data(at + 1u) << 8u) | (load_data(at + 2u) << 16u)
+                       | (load_data(at + 3u) << 24u);
+            }
+            {
+                uint k = i;
                 // Branch-free sign extension: random signs would mispredict a branch.
                 int q = int(code << sx) >> sx;
                 store_dst(k, s * float(int(uint(q) - uint(z))));
-
-    }
-    }
-
+            }
         }
+    }
 }

@@ -37,12 +37,11 @@ static inline float hg_bf16_to_f32(uint32_t h) {
 
 static inline void dequant_affine_f32_sparse_coo_item(uint32_t hg_gid0, uint32_t hg_gid1, uint32_t hg_gid2, float *restrict dst, const uint8_t *restrict data, const uint8_t *restrict scales, const uint8_t *restrict zps, uint32_t *restrict err, const uint32_t *restrict ix, const uint32_t *restrict mt, uint32_t n, uint32_t doff, uint32_t bits, uint32_t sgn, uint32_t mode, uint32_t stype, uint32_t zmode, uint32_t zoff, uint32_t nparam, uint32_t inner, uint32_t ssize, uint32_t omul, uint32_t kshift, int32_t zlo, int32_t zhi, float sval, int32_t zval, uint32_t nnz, uint32_t nix, uint32_t rank) {
     uint32_t g = hg_gid0;
-        if (g >= nnz + nparam) return;
-        uint32_t first = 0u;
-        uint32_t so = 0u;
-        if (g < nnz) {
-            uint32_t i = g;
-
+    if (g >= nnz + nparam) return;
+    uint32_t first = 0u;
+    uint32_t so = 0u;
+    if (g < nnz) {
+        uint32_t i = g;
         uint32_t fi = 0u;
         uint32_t ok = 1u;
         for (uint32_t d = 0u; d < rank; d++) {
@@ -51,124 +50,111 @@ static inline void dequant_affine_f32_sparse_coo_item(uint32_t hg_gid0, uint32_t
             if (coord >= load_mt(2u * d)) ok = 0u;
             fi = fi + coord * load_mt(2u * d + 1u);
         }
-
-            if (ok == 0u || fi >= n) return;
-            first = fi;
-            so = g;
-        } else {
-            uint32_t pb = g - nnz;
-            uint32_t ob = 0u;
-            uint32_t rb = 0u;
-            uint32_t ab = pb << kshift;
-            if (omul != 0u) {
-                uint32_t rest = pb / omul;
-                ab = (pb - rest * omul) << kshift;
-                ob = rest / inner;
-                rb = rest - ob * inner;
-            }
-            if (ob >= n || ab >= ssize) return;
-            first = (ob * ssize + ab) * inner + rb;
-            if (first >= n) return;
+        if (ok == 0u || fi >= n) return;
+        first = fi;
+        so = g;
+    } else {
+        uint32_t pb = g - nnz;
+        uint32_t ob = 0u;
+        uint32_t rb = 0u;
+        uint32_t ab = pb << kshift;
+        if (omul != 0u) {
+            uint32_t rest = pb / omul;
+            ab = (pb - rest * omul) << kshift;
+            ob = rest / inner;
+            rb = rest - ob * inner;
         }
-        uint32_t last = first + 1u;
-        uint32_t q1 = first / inner;
-        uint32_t r = first - q1 * inner;
-        uint32_t o = q1 / ssize;
-        uint32_t a = q1 - o * ssize;
-        uint32_t i = first;
-
-        uint32_t sx = (sgn != 0u && bits < 32u) ? 32u - bits : 0u;
-        float s = sval;
-        int32_t z = zval;
-        while (i < last) {
-            uint32_t end = last;
-            if (mode != 0u) {
-
-                uint32_t p = (o * inner + r) * omul + (a >> kshift);
-                if (p >= nparam) {
-                    store_err(0u, 2u);
-                    return;
-                }
-                uint32_t run = 1u;
-                if (inner == 1u) run = hg_umin((1u << kshift) - (a & ((1u << kshift) - 1u)), ssize - a);
-                end = hg_umin(i + run, last);
-
-                if (stype == 3u) {
-                    uint32_t at = p * 4u;
-                    uint32_t w = load_scales(at) | (load_scales(at + 1u) << 8u)
-                            | (load_scales(at + 2u) << 16u) | (load_scales(at + 3u) << 24u);
-                    if ((w & 0x7f800000u) == 0x7f800000u || (w & 0x7fffffffu) == 0u) {
-                        store_err(0u, 1u);
-                    }
-                    s = hg_as_f32(w);
-                } else {
-                    uint32_t at = p * 2u;
-                    uint32_t h = load_scales(at) | (load_scales(at + 1u) << 8u);
-                    if (stype == 1u) {
-                        if ((h & 0x7c00u) == 0x7c00u || (h & 0x7fffu) == 0u) store_err(0u, 1u);
-                        s = hg_f16_to_f32(h);
-                    } else {
-                        if ((h & 0x7f80u) == 0x7f80u || (h & 0x7fffu) == 0u) store_err(0u, 1u);
-                        s = hg_bf16_to_f32(h);
-                    }
-                }
-                if (zmode != 0u) {
-                    // Zero points may start at 2 mod 4 in a shared [scales | zero_points] buffer.
-                    uint32_t at = zoff + p * 4u;
-                    z = (int32_t)(load_zps(at) | (load_zps(at + 1u) << 8u)
-                            | (load_zps(at + 2u) << 16u) | (load_zps(at + 3u) << 24u));
-                    if (z < zlo || z > zhi) store_err(0u, 1u);
-                }
-
-                if (inner == 1u) {
-                    a = a + run;
-                } else {
-                    r = r + 1u;
-                    if (r == inner) {
-                        r = 0u;
-                        a = a + 1u;
-                    }
-                }
-                if (a == ssize) {
-                    a = 0u;
-                    o = o + 1u;
-                }
-
+        if (ob >= n || ab >= ssize) return;
+        first = (ob * ssize + ab) * inner + rb;
+        if (first >= n) return;
+    }
+    uint32_t last = first + 1u;
+    uint32_t q1 = first / inner;
+    uint32_t r = first - q1 * inner;
+    uint32_t o = q1 / ssize;
+    uint32_t a = q1 - o * ssize;
+    uint32_t i = first;
+    uint32_t sx = (sgn != 0u && bits < 32u) ? 32u - bits : 0u;
+    float s = sval;
+    int32_t z = zval;
+    while (i < last) {
+        uint32_t end = last;
+        if (mode != 0u) {
+            uint32_t p = (o * inner + r) * omul + (a >> kshift);
+            if (p >= nparam) {
+                store_err(0u, 2u);
+                return;
             }
-
-    for (; i < end; i++) {
-
-        uint32_t code = 0u;
-        if (bits == 8u) {
-            code = load_data(doff + so);
-        } else if (bits < 8u) {
-            uint32_t bit = so * bits;
-            uint32_t at = doff + (bit >> 3u);
-            uint32_t sh = bit & 7u;
-            code = load_data(at) >> sh;
-            if (sh + bits > 8u) code = code | (load_data(at + 1u) << (8u - sh));
-            code = code & ((1u << bits) - 1u);
-        } else if (bits == 16u) {
-            uint32_t at = doff + so * 2u;
-            code = load_data(at) | (load_data(at + 1u) << 8u);
-        } else {
-            uint32_t at = doff + so * 4u;
-            code = load_data(at) | (load_data(at + 1u) << 8u) | (load_data(at + 2u) << 16u)
-                   | (load_data(at + 3u) << 24u);
+            uint32_t run = 1u;
+            if (inner == 1u) run = hg_umin((1u << kshift) - (a & ((1u << kshift) - 1u)), ssize - a);
+            end = hg_umin(i + run, last);
+            if (stype == 3u) {
+                uint32_t at = p * 4u;
+                uint32_t w = load_scales(at) | (load_scales(at + 1u) << 8u)
+                        | (load_scales(at + 2u) << 16u) | (load_scales(at + 3u) << 24u);
+                if ((w & 0x7f800000u) == 0x7f800000u || (w & 0x7fffffffu) == 0u) {
+                    store_err(0u, 1u);
+                }
+                s = hg_as_f32(w);
+            } else {
+                uint32_t at = p * 2u;
+                uint32_t h = load_scales(at) | (load_scales(at + 1u) << 8u);
+                if (stype == 1u) {
+                    if ((h & 0x7c00u) == 0x7c00u || (h & 0x7fffu) == 0u) store_err(0u, 1u);
+                    s = hg_f16_to_f32(h);
+                } else {
+                    if ((h & 0x7f80u) == 0x7f80u || (h & 0x7fffu) == 0u) store_err(0u, 1u);
+                    s = hg_bf16_to_f32(h);
+                }
+            }
+            if (zmode != 0u) {
+                // Zero points may start at 2 mod 4 in a shared [scales | zero_points] buffer.
+                uint32_t at = zoff + p * 4u;
+                z = (int32_t)(load_zps(at) | (load_zps(at + 1u) << 8u)
+                        | (load_zps(at + 2u) << 16u) | (load_zps(at + 3u) << 24u));
+                if (z < zlo || z > zhi) store_err(0u, 1u);
+            }
+            if (inner == 1u) {
+                a = a + run;
+            } else {
+                r = r + 1u;
+                if (r == inner) {
+                    r = 0u;
+                    a = a + 1u;
+                }
+            }
+            if (a == ssize) {
+                a = 0u;
+                o = o + 1u;
+            }
         }
-
-    {
-    uint32_t k = i;
-
-
+        for (; i < end; i++) {
+            uint32_t code = 0u;
+            if (bits == 8u) {
+                code = load_data(doff + so);
+            } else if (bits < 8u) {
+                uint32_t bit = so * bits;
+                uint32_t at = doff + (bit >> 3u);
+                uint32_t sh = bit & 7u;
+                code = load_data(at) >> sh;
+                if (sh + bits > 8u) code = code | (load_data(at + 1u) << (8u - sh));
+                code = code & ((1u << bits) - 1u);
+            } else if (bits == 16u) {
+                uint32_t at = doff + so * 2u;
+                code = load_data(at) | (load_data(at + 1u) << 8u);
+            } else {
+                uint32_t at = doff + so * 4u;
+                code = load_data(at) | (load_data(at + 1u) << 8u) | (load_data(at + 2u) << 16u)
+                       | (load_data(at + 3u) << 24u);
+            }
+            {
+                uint32_t k = i;
                 // Branch-free sign extension: random signs would mispredict a branch.
                 int32_t q = (int32_t)(code << sx) >> sx;
                 if (g < nnz) store_dst(k, s * (float)((int32_t)((uint32_t)(q) - (uint32_t)(z))));
-
-    }
-    }
-
+            }
         }
+    }
 }
 
 void dequant_affine_f32_sparse_coo(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0, int64_t hg_n1,

@@ -33,163 +33,129 @@ static inline uint32_t hg_umulhi(uint32_t a, uint32_t b) {
 
 static inline void dequant_lut_bf16_sep_item(uint32_t hg_gid0, uint32_t hg_gid1, uint32_t hg_gid2, uint16_t *restrict dst, const uint8_t *restrict data, const float *restrict lut, const uint8_t *restrict scales, uint32_t *restrict err, uint32_t n, uint32_t ept, uint32_t doff, uint32_t bits, uint32_t chk, uint32_t mode, uint32_t nparam, uint32_t inner, uint32_t dm1, uint32_t dsh1, uint32_t ssize, uint32_t dm2, uint32_t dsh2, uint32_t omul, uint32_t kshift, uint32_t ntt, uint32_t nspan) {
     uint32_t first = hg_gid0 * ept;
-        if (first >= n) return;
-        uint32_t last = hg_umin(first + ept, n);
-        uint32_t t1 = hg_umulhi(first, dm1);
-        uint32_t q1 = (t1 + ((first - t1) >> (dsh1 & 255u))) >> (dsh1 >> 8u);
-        uint32_t r = first - q1 * inner;
-        uint32_t t2 = hg_umulhi(q1, dm2);
-        uint32_t o = (t2 + ((q1 - t2) >> (dsh2 & 255u))) >> (dsh2 >> 8u);
-        uint32_t a = q1 - o * ssize;
-        uint32_t i = first;
-
-        float s = 1.0f;
-        while (i < last) {
-            uint32_t end = last;
-            if (mode != 0u) {
-
-                uint32_t p = (o * inner + r) * omul + (a >> kshift);
-                if (p >= nparam) {
-                    store_err(0u, 2u);
-                    return;
-                }
-                uint32_t run = 1u;
-                if (inner == 1u) run = hg_umin((1u << kshift) - (a & ((1u << kshift) - 1u)), ssize - a);
-                end = hg_umin(i + run, last);
-
-                if (mode == 1u) {
-                    uint32_t at = p * 4u;
-                    uint32_t w = load_scales(at) | (load_scales(at + 1u) << 8u)
-                            | (load_scales(at + 2u) << 16u) | (load_scales(at + 3u) << 24u);
-                    // absmax must be finite and >= 0 (-0.0 included).
-                    if ((w & 0x7f800000u) == 0x7f800000u || w > 0x80000000u) store_err(0u, 1u);
-                    s = hg_as_f32(w);
-                } else {
-                    uint32_t e = load_scales(p);
-                    if (e == 0u || e == 255u) store_err(0u, 1u);
-                    s = hg_as_f32(e << 23u);
-                }
-
-                if (inner == 1u) {
-                    a = a + run;
-                } else {
-                    r = r + 1u;
-                    if (r == inner) {
-                        r = 0u;
-                        a = a + 1u;
-                    }
-                }
-                if (a == ssize) {
-                    a = 0u;
-                    o = o + 1u;
-                }
-
+    if (first >= n) return;
+    uint32_t last = hg_umin(first + ept, n);
+    uint32_t t1 = hg_umulhi(first, dm1);
+    uint32_t q1 = (t1 + ((first - t1) >> (dsh1 & 255u))) >> (dsh1 >> 8u);
+    uint32_t r = first - q1 * inner;
+    uint32_t t2 = hg_umulhi(q1, dm2);
+    uint32_t o = (t2 + ((q1 - t2) >> (dsh2 & 255u))) >> (dsh2 >> 8u);
+    uint32_t a = q1 - o * ssize;
+    uint32_t i = first;
+    float s = 1.0f;
+    while (i < last) {
+        uint32_t end = last;
+        if (mode != 0u) {
+            uint32_t p = (o * inner + r) * omul + (a >> kshift);
+            if (p >= nparam) {
+                store_err(0u, 2u);
+                return;
             }
+            uint32_t run = 1u;
+            if (inner == 1u) run = hg_umin((1u << kshift) - (a & ((1u << kshift) - 1u)), ssize - a);
+            end = hg_umin(i + run, last);
             if (mode == 1u) {
-
-    for (; i < end; i++) {
-
-        uint32_t so = 0u;
-        {
-            uint32_t f = i;
-
-            uint32_t nx = hg_umax(load_err(1u), 1u);
-            uint32_t ny = hg_umax(load_err(2u), 1u);
-            uint32_t x = f % nx;
-            uint32_t yz = f / nx;
-            uint32_t y = yz % ny;
-            uint32_t z = yz / ny;
-            uint32_t last = ntt - 1u;
-            uint32_t hs = load_err(hg_umin(3u + x, last)) + load_err(hg_umin(3u + nx + y, last))
-                     + load_err(hg_umin(3u + nx + ny + z, last));
-
-            so = hs;
-        }
-        if (so >= nspan) so = 0u;
-
-        uint32_t code = 0u;
-        if (bits == 8u) {
-            code = load_data(doff + so);
-        } else if (bits < 8u) {
-            uint32_t bit = so * bits;
-            uint32_t at = doff + (bit >> 3u);
-            uint32_t sh = bit & 7u;
-            code = load_data(at) >> sh;
-            if (sh + bits > 8u) code = code | (load_data(at + 1u) << (8u - sh));
-            code = code & ((1u << bits) - 1u);
-        } else if (bits == 16u) {
-            uint32_t at = doff + so * 2u;
-            code = load_data(at) | (load_data(at + 1u) << 8u);
-        } else {
-            uint32_t at = doff + so * 4u;
-            code = load_data(at) | (load_data(at + 1u) << 8u) | (load_data(at + 2u) << 16u)
-                   | (load_data(at + 3u) << 24u);
-        }
-
-    {
-    uint32_t k = i;
-
-
-                float v = s * load_lut(code);
-                store_dst(k, hg_f32_to_bf16(v));
-
-    }
-    }
-
+                uint32_t at = p * 4u;
+                uint32_t w = load_scales(at) | (load_scales(at + 1u) << 8u)
+                        | (load_scales(at + 2u) << 16u) | (load_scales(at + 3u) << 24u);
+                // absmax must be finite and >= 0 (-0.0 included).
+                if ((w & 0x7f800000u) == 0x7f800000u || w > 0x80000000u) store_err(0u, 1u);
+                s = hg_as_f32(w);
             } else {
-
-    for (; i < end; i++) {
-
-        uint32_t so = 0u;
-        {
-            uint32_t f = i;
-
-            uint32_t nx = hg_umax(load_err(1u), 1u);
-            uint32_t ny = hg_umax(load_err(2u), 1u);
-            uint32_t x = f % nx;
-            uint32_t yz = f / nx;
-            uint32_t y = yz % ny;
-            uint32_t z = yz / ny;
-            uint32_t last = ntt - 1u;
-            uint32_t hs = load_err(hg_umin(3u + x, last)) + load_err(hg_umin(3u + nx + y, last))
-                     + load_err(hg_umin(3u + nx + ny + z, last));
-
-            so = hs;
-        }
-        if (so >= nspan) so = 0u;
-
-        uint32_t code = 0u;
-        if (bits == 8u) {
-            code = load_data(doff + so);
-        } else if (bits < 8u) {
-            uint32_t bit = so * bits;
-            uint32_t at = doff + (bit >> 3u);
-            uint32_t sh = bit & 7u;
-            code = load_data(at) >> sh;
-            if (sh + bits > 8u) code = code | (load_data(at + 1u) << (8u - sh));
-            code = code & ((1u << bits) - 1u);
-        } else if (bits == 16u) {
-            uint32_t at = doff + so * 2u;
-            code = load_data(at) | (load_data(at + 1u) << 8u);
-        } else {
-            uint32_t at = doff + so * 4u;
-            code = load_data(at) | (load_data(at + 1u) << 8u) | (load_data(at + 2u) << 16u)
-                   | (load_data(at + 3u) << 24u);
-        }
-
-    {
-    uint32_t k = i;
-    if (chk != 0u && (code == 0u || code == 255u)) store_err(0u, 1u);
-
-                float v = load_lut(code);
-                if (mode != 0u && (hg_as_u32(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
-                store_dst(k, hg_f32_to_bf16(v));
-
-    }
-    }
-
+                uint32_t e = load_scales(p);
+                if (e == 0u || e == 255u) store_err(0u, 1u);
+                s = hg_as_f32(e << 23u);
+            }
+            if (inner == 1u) {
+                a = a + run;
+            } else {
+                r = r + 1u;
+                if (r == inner) {
+                    r = 0u;
+                    a = a + 1u;
+                }
+            }
+            if (a == ssize) {
+                a = 0u;
+                o = o + 1u;
             }
         }
+        if (mode == 1u) {
+            for (; i < end; i++) {
+                uint32_t f = i;
+                uint32_t nx = hg_umax(load_err(1u), 1u);
+                uint32_t ny = hg_umax(load_err(2u), 1u);
+                uint32_t x = f % nx;
+                uint32_t yz = f / nx;
+                uint32_t y = yz % ny;
+                uint32_t top = ntt - 1u;
+                uint32_t so = load_err(hg_umin(3u + x, top)) + load_err(hg_umin(3u + nx + y, top))
+                         + load_err(hg_umin(3u + nx + ny + yz / ny, top));
+                if (so >= nspan) so = 0u;
+                uint32_t code = 0u;
+                if (bits == 8u) {
+                    code = load_data(doff + so);
+                } else if (bits < 8u) {
+                    uint32_t bit = so * bits;
+                    uint32_t at = doff + (bit >> 3u);
+                    uint32_t sh = bit & 7u;
+                    code = load_data(at) >> sh;
+                    if (sh + bits > 8u) code = code | (load_data(at + 1u) << (8u - sh));
+                    code = code & ((1u << bits) - 1u);
+                } else if (bits == 16u) {
+                    uint32_t at = doff + so * 2u;
+                    code = load_data(at) | (load_data(at + 1u) << 8u);
+                } else {
+                    uint32_t at = doff + so * 4u;
+                    code = load_data(at) | (load_data(at + 1u) << 8u) | (load_data(at + 2u) << 16u)
+                           | (load_data(at + 3u) << 24u);
+                }
+                {
+                    uint32_t k = i;
+                    float v = s * load_lut(code);
+                    store_dst(k, hg_f32_to_bf16(v));
+                }
+            }
+        } else {
+            for (; i < end; i++) {
+                uint32_t f = i;
+                uint32_t nx = hg_umax(load_err(1u), 1u);
+                uint32_t ny = hg_umax(load_err(2u), 1u);
+                uint32_t x = f % nx;
+                uint32_t yz = f / nx;
+                uint32_t y = yz % ny;
+                uint32_t top = ntt - 1u;
+                uint32_t so = load_err(hg_umin(3u + x, top)) + load_err(hg_umin(3u + nx + y, top))
+                         + load_err(hg_umin(3u + nx + ny + yz / ny, top));
+                if (so >= nspan) so = 0u;
+                uint32_t code = 0u;
+                if (bits == 8u) {
+                    code = load_data(doff + so);
+                } else if (bits < 8u) {
+                    uint32_t bit = so * bits;
+                    uint32_t at = doff + (bit >> 3u);
+                    uint32_t sh = bit & 7u;
+                    code = load_data(at) >> sh;
+                    if (sh + bits > 8u) code = code | (load_data(at + 1u) << (8u - sh));
+                    code = code & ((1u << bits) - 1u);
+                } else if (bits == 16u) {
+                    uint32_t at = doff + so * 2u;
+                    code = load_data(at) | (load_data(at + 1u) << 8u);
+                } else {
+                    uint32_t at = doff + so * 4u;
+                    code = load_data(at) | (load_data(at + 1u) << 8u) | (load_data(at + 2u) << 16u)
+                           | (load_data(at + 3u) << 24u);
+                }
+                {
+                    uint32_t k = i;
+                    if (chk != 0u && (code == 0u || code == 255u)) store_err(0u, 1u);
+                    float v = load_lut(code);
+                    if (mode != 0u && (hg_as_u32(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
+                    store_dst(k, hg_f32_to_bf16(v));
+                }
+            }
+        }
+    }
 }
 
 void dequant_lut_bf16_sep(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0, int64_t hg_n1,

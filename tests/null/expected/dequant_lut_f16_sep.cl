@@ -25,161 +25,127 @@ static inline uint hg_f32_to_f16(float v) {
 
 __kernel __attribute__((reqd_work_group_size(64, 1, 1))) void dequant_lut_f16_sep(__global ushort* restrict dst, __global const uchar* restrict data, __global const float* restrict lut, __global const uchar* restrict scales, __global uint* restrict err, uint n, uint ept, uint doff, uint bits, uint chk, uint mode, uint nparam, uint inner, uint dm1, uint dsh1, uint ssize, uint dm2, uint dsh2, uint omul, uint kshift, uint ntt, uint nspan) {
     uint first = ((uint)get_global_id(0)) * ept;
-        if (first >= n) return;
-        uint last = min(first + ept, n);
-        uint t1 = mul_hi(first, dm1);
-        uint q1 = (t1 + ((first - t1) >> (dsh1 & 255u))) >> (dsh1 >> 8u);
-        uint r = first - q1 * inner;
-        uint t2 = mul_hi(q1, dm2);
-        uint o = (t2 + ((q1 - t2) >> (dsh2 & 255u))) >> (dsh2 >> 8u);
-        uint a = q1 - o * ssize;
-        uint i = first;
-
-        float s = 1.0f;
-        while (i < last) {
-            uint end = last;
-            if (mode != 0u) {
-
-                uint p = (o * inner + r) * omul + (a >> kshift);
-                if (p >= nparam) {
-                    store_err(0u, 2u);
-                    return;
-                }
-                uint run = 1u;
-                if (inner == 1u) run = min((1u << kshift) - (a & ((1u << kshift) - 1u)), ssize - a);
-                end = min(i + run, last);
-
-                if (mode == 1u) {
-                    uint at = p * 4u;
-                    uint w = load_scales(at) | (load_scales(at + 1u) << 8u)
-                            | (load_scales(at + 2u) << 16u) | (load_scales(at + 3u) << 24u);
-                    // absmax must be finite and >= 0 (-0.0 included).
-                    if ((w & 0x7f800000u) == 0x7f800000u || w > 0x80000000u) store_err(0u, 1u);
-                    s = as_float(w);
-                } else {
-                    uint e = load_scales(p);
-                    if (e == 0u || e == 255u) store_err(0u, 1u);
-                    s = as_float(e << 23u);
-                }
-
-                if (inner == 1u) {
-                    a = a + run;
-                } else {
-                    r = r + 1u;
-                    if (r == inner) {
-                        r = 0u;
-                        a = a + 1u;
-                    }
-                }
-                if (a == ssize) {
-                    a = 0u;
-                    o = o + 1u;
-                }
-
+    if (first >= n) return;
+    uint last = min(first + ept, n);
+    uint t1 = mul_hi(first, dm1);
+    uint q1 = (t1 + ((first - t1) >> (dsh1 & 255u))) >> (dsh1 >> 8u);
+    uint r = first - q1 * inner;
+    uint t2 = mul_hi(q1, dm2);
+    uint o = (t2 + ((q1 - t2) >> (dsh2 & 255u))) >> (dsh2 >> 8u);
+    uint a = q1 - o * ssize;
+    uint i = first;
+    float s = 1.0f;
+    while (i < last) {
+        uint end = last;
+        if (mode != 0u) {
+            uint p = (o * inner + r) * omul + (a >> kshift);
+            if (p >= nparam) {
+                store_err(0u, 2u);
+                return;
             }
+            uint run = 1u;
+            if (inner == 1u) run = min((1u << kshift) - (a & ((1u << kshift) - 1u)), ssize - a);
+            end = min(i + run, last);
             if (mode == 1u) {
-
-    for (; i < end; i++) {
-
-        uint so = 0u;
-        {
-            uint f = i;
-
-            uint nx = max(load_err(1u), 1u);
-            uint ny = max(load_err(2u), 1u);
-            uint x = f % nx;
-            uint yz = f / nx;
-            uint y = yz % ny;
-            uint z = yz / ny;
-            uint last = ntt - 1u;
-            uint hs = load_err(min(3u + x, last)) + load_err(min(3u + nx + y, last))
-                     + load_err(min(3u + nx + ny + z, last));
-
-            so = hs;
-        }
-        if (so >= nspan) so = 0u;
-
-        uint code = 0u;
-        if (bits == 8u) {
-            code = load_data(doff + so);
-        } else if (bits < 8u) {
-            uint bit = so * bits;
-            uint at = doff + (bit >> 3u);
-            uint sh = bit & 7u;
-            code = load_data(at) >> sh;
-            if (sh + bits > 8u) code = code | (load_data(at + 1u) << (8u - sh));
-            code = code & ((1u << bits) - 1u);
-        } else if (bits == 16u) {
-            uint at = doff + so * 2u;
-            code = load_data(at) | (load_data(at + 1u) << 8u);
-        } else {
-            uint at = doff + so * 4u;
-            code = load_data(at) | (load_data(at + 1u) << 8u) | (load_data(at + 2u) << 16u)
-                   | (load_data(at + 3u) << 24u);
-        }
-
-    {
-    uint k = i;
-
-
-                float v = s * load_lut(code);
-                store_dst(k, hg_f32_to_f16(v));
-
-    }
-    }
-
+                uint at = p * 4u;
+                uint w = load_scales(at) | (load_scales(at + 1u) << 8u)
+                        | (load_scales(at + 2u) << 16u) | (load_scales(at + 3u) << 24u);
+                // absmax must be finite and >= 0 (-0.0 included).
+                if ((w & 0x7f800000u) == 0x7f800000u || w > 0x80000000u) store_err(0u, 1u);
+                s = as_float(w);
             } else {
-
-    for (; i < end; i++) {
-
-        uint so = 0u;
-        {
-            uint f = i;
-
-            uint nx = max(load_err(1u), 1u);
-            uint ny = max(load_err(2u), 1u);
-            uint x = f % nx;
-            uint yz = f / nx;
-            uint y = yz % ny;
-            uint z = yz / ny;
-            uint last = ntt - 1u;
-            uint hs = load_err(min(3u + x, last)) + load_err(min(3u + nx + y, last))
-                     + load_err(min(3u + nx + ny + z, last));
-
-            so = hs;
-        }
-        if (so >= nspan) so = 0u;
-
-        uint code = 0u;
-        if (bits == 8u) {
-            code = load_data(doff + so);
-        } else if (bits < 8u) {
-            uint bit = so * bits;
-            uint at = doff + (bit >> 3u);
-            uint sh = bit & 7u;
-            code = load_data(at) >> sh;
-            if (sh + bits > 8u) code = code | (load_data(at + 1u) << (8u - sh));
-            code = code & ((1u << bits) - 1u);
-        } else if (bits == 16u) {
-            uint at = doff + so * 2u;
-            code = load_data(at) | (load_data(at + 1u) << 8u);
-        } else {
-            uint at = doff + so * 4u;
-            code = load_data(at) | (load_data(at + 1u) << 8u) | (load_data(at + 2u) << 16u)
-                   | (load_data(at + 3u) << 24u);
-        }
-
-    {
-    uint k = i;
-    if (chk != 0u && (code == 0u || code == 255u)) store_err(0u, 1u);
-
-                float v = load_lut(code);
-                if (mode != 0u && (as_uint(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
-                store_dst(k, hg_f32_to_f16(v));
-
-    }
-    }
-
+                uint e = load_scales(p);
+                if (e == 0u || e == 255u) store_err(0u, 1u);
+                s = as_float(e << 23u);
+            }
+            if (inner == 1u) {
+                a = a + run;
+            } else {
+                r = r + 1u;
+                if (r == inner) {
+                    r = 0u;
+                    a = a + 1u;
+                }
+            }
+            if (a == ssize) {
+                a = 0u;
+                o = o + 1u;
             }
         }
+        if (mode == 1u) {
+            for (; i < end; i++) {
+                uint f = i;
+                uint nx = max(load_err(1u), 1u);
+                uint ny = max(load_err(2u), 1u);
+                uint x = f % nx;
+                uint yz = f / nx;
+                uint y = yz % ny;
+                uint top = ntt - 1u;
+                uint so = load_err(min(3u + x, top)) + load_err(min(3u + nx + y, top))
+                         + load_err(min(3u + nx + ny + yz / ny, top));
+                if (so >= nspan) so = 0u;
+                uint code = 0u;
+                if (bits == 8u) {
+                    code = load_data(doff + so);
+                } else if (bits < 8u) {
+                    uint bit = so * bits;
+                    uint at = doff + (bit >> 3u);
+                    uint sh = bit & 7u;
+                    code = load_data(at) >> sh;
+                    if (sh + bits > 8u) code = code | (load_data(at + 1u) << (8u - sh));
+                    code = code & ((1u << bits) - 1u);
+                } else if (bits == 16u) {
+                    uint at = doff + so * 2u;
+                    code = load_data(at) | (load_data(at + 1u) << 8u);
+                } else {
+                    uint at = doff + so * 4u;
+                    code = load_data(at) | (load_data(at + 1u) << 8u) | (load_data(at + 2u) << 16u)
+                           | (load_data(at + 3u) << 24u);
+                }
+                {
+                    uint k = i;
+                    float v = s * load_lut(code);
+                    store_dst(k, hg_f32_to_f16(v));
+                }
+            }
+        } else {
+            for (; i < end; i++) {
+                uint f = i;
+                uint nx = max(load_err(1u), 1u);
+                uint ny = max(load_err(2u), 1u);
+                uint x = f % nx;
+                uint yz = f / nx;
+                uint y = yz % ny;
+                uint top = ntt - 1u;
+                uint so = load_err(min(3u + x, top)) + load_err(min(3u + nx + y, top))
+                         + load_err(min(3u + nx + ny + yz / ny, top));
+                if (so >= nspan) so = 0u;
+                uint code = 0u;
+                if (bits == 8u) {
+                    code = load_data(doff + so);
+                } else if (bits < 8u) {
+                    uint bit = so * bits;
+                    uint at = doff + (bit >> 3u);
+                    uint sh = bit & 7u;
+                    code = load_data(at) >> sh;
+                    if (sh + bits > 8u) code = code | (load_data(at + 1u) << (8u - sh));
+                    code = code & ((1u << bits) - 1u);
+                } else if (bits == 16u) {
+                    uint at = doff + so * 2u;
+                    code = load_data(at) | (load_data(at + 1u) << 8u);
+                } else {
+                    uint at = doff + so * 4u;
+                    code = load_data(at) | (load_data(at + 1u) << 8u) | (load_data(at + 2u) << 16u)
+                           | (load_data(at + 3u) << 24u);
+                }
+                {
+                    uint k = i;
+                    if (chk != 0u && (code == 0u || code == 255u)) store_err(0u, 1u);
+                    float v = load_lut(code);
+                    if (mode != 0u && (as_uint(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
+                    store_dst(k, hg_f32_to_f16(v));
+                }
+            }
+        }
+    }
 }

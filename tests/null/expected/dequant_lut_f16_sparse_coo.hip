@@ -26,12 +26,11 @@ __device__ static inline unsigned int hg_f32_to_f16(float v) {
 
 extern "C" __global__ void __launch_bounds__(64) dequant_lut_f16_sparse_coo(unsigned short* __restrict__ dst, const unsigned char* __restrict__ data, const float* __restrict__ lut, const unsigned char* __restrict__ scales, unsigned int* __restrict__ err, const unsigned int* __restrict__ ix, const unsigned int* __restrict__ mt, unsigned int n, unsigned int doff, unsigned int bits, unsigned int chk, unsigned int mode, unsigned int nparam, unsigned int inner, unsigned int ssize, unsigned int omul, unsigned int kshift, unsigned int nnz, unsigned int nix, unsigned int rank) {
     unsigned int g = (blockIdx.x * blockDim.x + threadIdx.x);
-        if (g >= nnz + nparam) return;
-        unsigned int first = 0u;
-        unsigned int so = 0u;
-        if (g < nnz) {
-            unsigned int i = g;
-
+    if (g >= nnz + nparam) return;
+    unsigned int first = 0u;
+    unsigned int so = 0u;
+    if (g < nnz) {
+        unsigned int i = g;
         unsigned int fi = 0u;
         unsigned int ok = 1u;
         for (unsigned int d = 0u; d < rank; d++) {
@@ -40,141 +39,122 @@ extern "C" __global__ void __launch_bounds__(64) dequant_lut_f16_sparse_coo(unsi
             if (coord >= load_mt(2u * d)) ok = 0u;
             fi = fi + coord * load_mt(2u * d + 1u);
         }
-
-            if (ok == 0u || fi >= n) return;
-            first = fi;
-            so = g;
-        } else {
-            unsigned int pb = g - nnz;
-            unsigned int ob = 0u;
-            unsigned int rb = 0u;
-            unsigned int ab = pb << kshift;
-            if (omul != 0u) {
-                unsigned int rest = pb / omul;
-                ab = (pb - rest * omul) << kshift;
-                ob = rest / inner;
-                rb = rest - ob * inner;
-            }
-            if (ob >= n || ab >= ssize) return;
-            first = (ob * ssize + ab) * inner + rb;
-            if (first >= n) return;
+        if (ok == 0u || fi >= n) return;
+        first = fi;
+        so = g;
+    } else {
+        unsigned int pb = g - nnz;
+        unsigned int ob = 0u;
+        unsigned int rb = 0u;
+        unsigned int ab = pb << kshift;
+        if (omul != 0u) {
+            unsigned int rest = pb / omul;
+            ab = (pb - rest * omul) << kshift;
+            ob = rest / inner;
+            rb = rest - ob * inner;
         }
-        unsigned int last = first + 1u;
-        unsigned int q1 = first / inner;
-        unsigned int r = first - q1 * inner;
-        unsigned int o = q1 / ssize;
-        unsigned int a = q1 - o * ssize;
-        unsigned int i = first;
-
-        float s = 1.0f;
-        while (i < last) {
-            unsigned int end = last;
-            if (mode != 0u) {
-
-                unsigned int p = (o * inner + r) * omul + (a >> kshift);
-                if (p >= nparam) {
-                    store_err(0u, 2u);
-                    return;
-                }
-                unsigned int run = 1u;
-                if (inner == 1u) run = min((1u << kshift) - (a & ((1u << kshift) - 1u)), ssize - a);
-                end = min(i + run, last);
-
-                if (mode == 1u) {
-                    unsigned int at = p * 4u;
-                    unsigned int w = load_scales(at) | (load_scales(at + 1u) << 8u)
-                            | (load_scales(at + 2u) << 16u) | (load_scales(at + 3u) << 24u);
-                    // absmax must be finite and >= 0 (-0.0 included).
-                    if ((w & 0x7f800000u) == 0x7f800000u || w > 0x80000000u) store_err(0u, 1u);
-                    s = __uint_as_float(w);
-                } else {
-                    unsigned int e = load_scales(p);
-                    if (e == 0u || e == 255u) store_err(0u, 1u);
-                    s = __uint_as_float(e << 23u);
-                }
-
-                if (inner == 1u) {
-                    a = a + run;
-                } else {
-                    r = r + 1u;
-                    if (r == inner) {
-                        r = 0u;
-                        a = a + 1u;
-                    }
-                }
-                if (a == ssize) {
-                    a = 0u;
-                    o = o + 1u;
-                }
-
+        if (ob >= n || ab >= ssize) return;
+        first = (ob * ssize + ab) * inner + rb;
+        if (first >= n) return;
+    }
+    unsigned int last = first + 1u;
+    unsigned int q1 = first / inner;
+    unsigned int r = first - q1 * inner;
+    unsigned int o = q1 / ssize;
+    unsigned int a = q1 - o * ssize;
+    unsigned int i = first;
+    float s = 1.0f;
+    while (i < last) {
+        unsigned int end = last;
+        if (mode != 0u) {
+            unsigned int p = (o * inner + r) * omul + (a >> kshift);
+            if (p >= nparam) {
+                store_err(0u, 2u);
+                return;
             }
+            unsigned int run = 1u;
+            if (inner == 1u) run = min((1u << kshift) - (a & ((1u << kshift) - 1u)), ssize - a);
+            end = min(i + run, last);
             if (mode == 1u) {
-
-    for (; i < end; i++) {
-
-        unsigned int code = 0u;
-        if (bits == 8u) {
-            code = load_data(doff + so);
-        } else if (bits < 8u) {
-            unsigned int bit = so * bits;
-            unsigned int at = doff + (bit >> 3u);
-            unsigned int sh = bit & 7u;
-            code = load_data(at) >> sh;
-            if (sh + bits > 8u) code = code | (load_data(at + 1u) << (8u - sh));
-            code = code & ((1u << bits) - 1u);
-        } else if (bits == 16u) {
-            unsigned int at = doff + so * 2u;
-            code = load_data(at) | (load_data(at + 1u) << 8u);
-        } else {
-            unsigned int at = doff + so * 4u;
-            code = load_data(at) | (load_data(at + 1u) << 8u) | (load_data(at + 2u) << 16u)
-                   | (load_data(at + 3u) << 24u);
-        }
-
-    {
-    unsigned int k = i;
-
-
-                float v = s * load_lut(code);
-                if (g < nnz) store_dst(k, hg_f32_to_f16(v));
-
-    }
-    }
-
+                unsigned int at = p * 4u;
+                unsigned int w = load_scales(at) | (load_scales(at + 1u) << 8u)
+                        | (load_scales(at + 2u) << 16u) | (load_scales(at + 3u) << 24u);
+                // absmax must be finite and >= 0 (-0.0 included).
+                if ((w & 0x7f800000u) == 0x7f800000u || w > 0x80000000u) store_err(0u, 1u);
+                s = __uint_as_float(w);
             } else {
-
-    for (; i < end; i++) {
-
-        unsigned int code = 0u;
-        if (bits == 8u) {
-            code = load_data(doff + so);
-        } else if (bits < 8u) {
-            unsigned int bit = so * bits;
-            unsigned int at = doff + (bit >> 3u);
-            unsigned int sh = bit & 7u;
-            code = load_data(at) >> sh;
-            if (sh + bits > 8u) code = code | (load_data(at + 1u) << (8u - sh));
-            code = code & ((1u << bits) - 1u);
-        } else if (bits == 16u) {
-            unsigned int at = doff + so * 2u;
-            code = load_data(at) | (load_data(at + 1u) << 8u);
-        } else {
-            unsigned int at = doff + so * 4u;
-            code = load_data(at) | (load_data(at + 1u) << 8u) | (load_data(at + 2u) << 16u)
-                   | (load_data(at + 3u) << 24u);
-        }
-
-    {
-    unsigned int k = i;
-    if (chk != 0u && (code == 0u || code == 255u)) store_err(0u, 1u);
-
-                float v = load_lut(code);
-                if (mode != 0u && (__float_as_uint(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
-                if (g < nnz) store_dst(k, hg_f32_to_f16(v));
-
-    }
-    }
-
+                unsigned int e = load_scales(p);
+                if (e == 0u || e == 255u) store_err(0u, 1u);
+                s = __uint_as_float(e << 23u);
+            }
+            if (inner == 1u) {
+                a = a + run;
+            } else {
+                r = r + 1u;
+                if (r == inner) {
+                    r = 0u;
+                    a = a + 1u;
+                }
+            }
+            if (a == ssize) {
+                a = 0u;
+                o = o + 1u;
             }
         }
+        if (mode == 1u) {
+            for (; i < end; i++) {
+                unsigned int code = 0u;
+                if (bits == 8u) {
+                    code = load_data(doff + so);
+                } else if (bits < 8u) {
+                    unsigned int bit = so * bits;
+                    unsigned int at = doff + (bit >> 3u);
+                    unsigned int sh = bit & 7u;
+                    code = load_data(at) >> sh;
+                    if (sh + bits > 8u) code = code | (load_data(at + 1u) << (8u - sh));
+                    code = code & ((1u << bits) - 1u);
+                } else if (bits == 16u) {
+                    unsigned int at = doff + so * 2u;
+                    code = load_data(at) | (load_data(at + 1u) << 8u);
+                } else {
+                    unsigned int at = doff + so * 4u;
+                    code = load_data(at) | (load_data(at + 1u) << 8u) | (load_data(at + 2u) << 16u)
+                           | (load_data(at + 3u) << 24u);
+                }
+                {
+                    unsigned int k = i;
+                    float v = s * load_lut(code);
+                    if (g < nnz) store_dst(k, hg_f32_to_f16(v));
+                }
+            }
+        } else {
+            for (; i < end; i++) {
+                unsigned int code = 0u;
+                if (bits == 8u) {
+                    code = load_data(doff + so);
+                } else if (bits < 8u) {
+                    unsigned int bit = so * bits;
+                    unsigned int at = doff + (bit >> 3u);
+                    unsigned int sh = bit & 7u;
+                    code = load_data(at) >> sh;
+                    if (sh + bits > 8u) code = code | (load_data(at + 1u) << (8u - sh));
+                    code = code & ((1u << bits) - 1u);
+                } else if (bits == 16u) {
+                    unsigned int at = doff + so * 2u;
+                    code = load_data(at) | (load_data(at + 1u) << 8u);
+                } else {
+                    unsigned int at = doff + so * 4u;
+                    code = load_data(at) | (load_data(at + 1u) << 8u) | (load_data(at + 2u) << 16u)
+                           | (load_data(at + 3u) << 24u);
+                }
+                {
+                    unsigned int k = i;
+                    if (chk != 0u && (code == 0u || code == 255u)) store_err(0u, 1u);
+                    float v = load_lut(code);
+                    if (mode != 0u && (__float_as_uint(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
+                    if (g < nnz) store_dst(k, hg_f32_to_f16(v));
+                }
+            }
+        }
+    }
 }

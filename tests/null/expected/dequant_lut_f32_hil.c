@@ -26,233 +26,201 @@ static inline uint32_t hg_umulhi(uint32_t a, uint32_t b) {
 
 static inline void dequant_lut_f32_hil_item(uint32_t hg_gid0, uint32_t hg_gid1, uint32_t hg_gid2, float *restrict dst, const uint8_t *restrict data, const float *restrict lut, const uint8_t *restrict scales, uint32_t *restrict err, uint32_t n, uint32_t ept, uint32_t doff, uint32_t bits, uint32_t chk, uint32_t mode, uint32_t nparam, uint32_t inner, uint32_t dm1, uint32_t dsh1, uint32_t ssize, uint32_t dm2, uint32_t dsh2, uint32_t omul, uint32_t kshift, uint32_t hp, uint32_t hr) {
     uint32_t first = hg_gid0 * ept;
-        if (first >= n) return;
-        uint32_t last = hg_umin(first + ept, n);
-        uint32_t t1 = hg_umulhi(first, dm1);
-        uint32_t q1 = (t1 + ((first - t1) >> (dsh1 & 255u))) >> (dsh1 >> 8u);
-        uint32_t r = first - q1 * inner;
-        uint32_t t2 = hg_umulhi(q1, dm2);
-        uint32_t o = (t2 + ((q1 - t2) >> (dsh2 & 255u))) >> (dsh2 >> 8u);
-        uint32_t a = q1 - o * ssize;
-        uint32_t i = first;
-
-        float s = 1.0f;
-        while (i < last) {
-            uint32_t end = last;
-            if (mode != 0u) {
-
-                uint32_t p = (o * inner + r) * omul + (a >> kshift);
-                if (p >= nparam) {
-                    store_err(0u, 2u);
-                    return;
-                }
-                uint32_t run = 1u;
-                if (inner == 1u) run = hg_umin((1u << kshift) - (a & ((1u << kshift) - 1u)), ssize - a);
-                end = hg_umin(i + run, last);
-
-                if (mode == 1u) {
-                    uint32_t at = p * 4u;
-                    uint32_t w = load_scales(at) | (load_scales(at + 1u) << 8u)
-                            | (load_scales(at + 2u) << 16u) | (load_scales(at + 3u) << 24u);
-                    // absmax must be finite and >= 0 (-0.0 included).
-                    if ((w & 0x7f800000u) == 0x7f800000u || w > 0x80000000u) store_err(0u, 1u);
-                    s = hg_as_f32(w);
-                } else {
-                    uint32_t e = load_scales(p);
-                    if (e == 0u || e == 255u) store_err(0u, 1u);
-                    s = hg_as_f32(e << 23u);
-                }
-
-                if (inner == 1u) {
-                    a = a + run;
-                } else {
-                    r = r + 1u;
-                    if (r == inner) {
-                        r = 0u;
-                        a = a + 1u;
-                    }
-                }
-                if (a == ssize) {
-                    a = 0u;
-                    o = o + 1u;
-                }
-
+    if (first >= n) return;
+    uint32_t last = hg_umin(first + ept, n);
+    uint32_t t1 = hg_umulhi(first, dm1);
+    uint32_t q1 = (t1 + ((first - t1) >> (dsh1 & 255u))) >> (dsh1 >> 8u);
+    uint32_t r = first - q1 * inner;
+    uint32_t t2 = hg_umulhi(q1, dm2);
+    uint32_t o = (t2 + ((q1 - t2) >> (dsh2 & 255u))) >> (dsh2 >> 8u);
+    uint32_t a = q1 - o * ssize;
+    uint32_t i = first;
+    float s = 1.0f;
+    while (i < last) {
+        uint32_t end = last;
+        if (mode != 0u) {
+            uint32_t p = (o * inner + r) * omul + (a >> kshift);
+            if (p >= nparam) {
+                store_err(0u, 2u);
+                return;
             }
+            uint32_t run = 1u;
+            if (inner == 1u) run = hg_umin((1u << kshift) - (a & ((1u << kshift) - 1u)), ssize - a);
+            end = hg_umin(i + run, last);
             if (mode == 1u) {
-
-    for (; i < end; i++) {
-
-        uint32_t so = 0u;
-        {
-            uint32_t f = i;
-
-            uint32_t hm = (1u << hp) - 1u;
-            uint32_t hx = 0u;
-            for (uint32_t k = 0u; k < hr; k++) {
-                hx = hx | (((f >> (hp * (hr - 1u - k))) & hm) << (k * hp));
-            }
-            uint32_t x0 = hx & hm;
-            uint32_t q = (1u << hp) >> 1u;
-            while (q > 1u) {
-                uint32_t p = q - 1u;
-                if ((x0 & q) != 0u) x0 = x0 ^ p;
-                for (uint32_t k = 1u; k < hr; k++) {
-                    uint32_t sh = k * hp;
-                    uint32_t xi = (hx >> sh) & hm;
-                    if ((xi & q) != 0u) {
-                        x0 = x0 ^ p;
-                    } else {
-                        uint32_t t = (x0 ^ xi) & p;
-                        x0 = x0 ^ t;
-                        hx = hx ^ (t << sh);
-                    }
-                }
-                q = q >> 1u;
-            }
-            uint32_t prev = x0;
-            for (uint32_t k = 1u; k < hr; k++) {
-                uint32_t sh = k * hp;
-                uint32_t xi = ((hx >> sh) & hm) ^ prev;
-                hx = (hx & ~(hm << sh)) | (xi << sh);
-                prev = xi;
-            }
-            uint32_t tt = 0u;
-            q = (1u << hp) >> 1u;
-            while (q > 1u) {
-                if ((prev & q) != 0u) tt = tt ^ (q - 1u);
-                q = q >> 1u;
-            }
-            x0 = x0 ^ tt;
-            uint32_t hs = 0u;
-            for (uint32_t b = 0u; b < hp; b++) {
-                for (uint32_t d = 0u; d < hr; d++) {
-                    uint32_t xd = d == 0u ? x0 : (((hx >> (d * hp)) & hm) ^ tt);
-                    hs = hs | (((xd >> b) & 1u) << (b * hr + hr - 1u - d));
-                }
-            }
-
-            so = hs;
-        }
-        if (so >= n) so = 0u;
-
-        uint32_t code = 0u;
-        if (bits == 8u) {
-            code = load_data(doff + so);
-        } else if (bits < 8u) {
-            uint32_t bit = so * bits;
-            uint32_t at = doff + (bit >> 3u);
-            uint32_t sh = bit & 7u;
-            code = load_data(at) >> sh;
-            if (sh + bits > 8u) code = code | (load_data(at + 1u) << (8u - sh));
-            code = code & ((1u << bits) - 1u);
-        } else if (bits == 16u) {
-            uint32_t at = doff + so * 2u;
-            code = load_data(at) | (load_data(at + 1u) << 8u);
-        } else {
-            uint32_t at = doff + so * 4u;
-            code = load_data(at) | (load_data(at + 1u) << 8u) | (load_data(at + 2u) << 16u)
-                   | (load_data(at + 3u) << 24u);
-        }
-
-    {
-    uint32_t k = i;
-
-
-                float v = s * load_lut(code);
-                store_dst(k, v);
-
-    }
-    }
-
+                uint32_t at = p * 4u;
+                uint32_t w = load_scales(at) | (load_scales(at + 1u) << 8u)
+                        | (load_scales(at + 2u) << 16u) | (load_scales(at + 3u) << 24u);
+                // absmax must be finite and >= 0 (-0.0 included).
+                if ((w & 0x7f800000u) == 0x7f800000u || w > 0x80000000u) store_err(0u, 1u);
+                s = hg_as_f32(w);
             } else {
-
-    for (; i < end; i++) {
-
-        uint32_t so = 0u;
-        {
-            uint32_t f = i;
-
-            uint32_t hm = (1u << hp) - 1u;
-            uint32_t hx = 0u;
-            for (uint32_t k = 0u; k < hr; k++) {
-                hx = hx | (((f >> (hp * (hr - 1u - k))) & hm) << (k * hp));
+                uint32_t e = load_scales(p);
+                if (e == 0u || e == 255u) store_err(0u, 1u);
+                s = hg_as_f32(e << 23u);
             }
-            uint32_t x0 = hx & hm;
-            uint32_t q = (1u << hp) >> 1u;
-            while (q > 1u) {
-                uint32_t p = q - 1u;
-                if ((x0 & q) != 0u) x0 = x0 ^ p;
+            if (inner == 1u) {
+                a = a + run;
+            } else {
+                r = r + 1u;
+                if (r == inner) {
+                    r = 0u;
+                    a = a + 1u;
+                }
+            }
+            if (a == ssize) {
+                a = 0u;
+                o = o + 1u;
+            }
+        }
+        if (mode == 1u) {
+            for (; i < end; i++) {
+                uint32_t f = i;
+                uint32_t hm = (1u << hp) - 1u;
+                uint32_t hx = 0u;
+                for (uint32_t k = 0u; k < hr; k++) {
+                    hx = hx | (((f >> (hp * (hr - 1u - k))) & hm) << (k * hp));
+                }
+                uint32_t x0 = hx & hm;
+                uint32_t hq = (1u << hp) >> 1u;
+                while (hq > 1u) {
+                    uint32_t p = hq - 1u;
+                    if ((x0 & hq) != 0u) x0 = x0 ^ p;
+                    for (uint32_t k = 1u; k < hr; k++) {
+                        uint32_t sh = k * hp;
+                        uint32_t xi = (hx >> sh) & hm;
+                        if ((xi & hq) != 0u) {
+                            x0 = x0 ^ p;
+                        } else {
+                            uint32_t t = (x0 ^ xi) & p;
+                            x0 = x0 ^ t;
+                            hx = hx ^ (t << sh);
+                        }
+                    }
+                    hq = hq >> 1u;
+                }
+                uint32_t prev = x0;
                 for (uint32_t k = 1u; k < hr; k++) {
                     uint32_t sh = k * hp;
-                    uint32_t xi = (hx >> sh) & hm;
-                    if ((xi & q) != 0u) {
-                        x0 = x0 ^ p;
-                    } else {
-                        uint32_t t = (x0 ^ xi) & p;
-                        x0 = x0 ^ t;
-                        hx = hx ^ (t << sh);
+                    uint32_t xi = ((hx >> sh) & hm) ^ prev;
+                    hx = (hx & ~(hm << sh)) | (xi << sh);
+                    prev = xi;
+                }
+                uint32_t tt = 0u;
+                hq = (1u << hp) >> 1u;
+                while (hq > 1u) {
+                    if ((prev & hq) != 0u) tt = tt ^ (hq - 1u);
+                    hq = hq >> 1u;
+                }
+                x0 = x0 ^ tt;
+                uint32_t so = 0u;
+                for (uint32_t b = 0u; b < hp; b++) {
+                    for (uint32_t d = 0u; d < hr; d++) {
+                        uint32_t xd = d == 0u ? x0 : (((hx >> (d * hp)) & hm) ^ tt);
+                        so = so | (((xd >> b) & 1u) << (b * hr + hr - 1u - d));
                     }
                 }
-                q = q >> 1u;
-            }
-            uint32_t prev = x0;
-            for (uint32_t k = 1u; k < hr; k++) {
-                uint32_t sh = k * hp;
-                uint32_t xi = ((hx >> sh) & hm) ^ prev;
-                hx = (hx & ~(hm << sh)) | (xi << sh);
-                prev = xi;
-            }
-            uint32_t tt = 0u;
-            q = (1u << hp) >> 1u;
-            while (q > 1u) {
-                if ((prev & q) != 0u) tt = tt ^ (q - 1u);
-                q = q >> 1u;
-            }
-            x0 = x0 ^ tt;
-            uint32_t hs = 0u;
-            for (uint32_t b = 0u; b < hp; b++) {
-                for (uint32_t d = 0u; d < hr; d++) {
-                    uint32_t xd = d == 0u ? x0 : (((hx >> (d * hp)) & hm) ^ tt);
-                    hs = hs | (((xd >> b) & 1u) << (b * hr + hr - 1u - d));
+                if (so >= n) so = 0u;
+                uint32_t code = 0u;
+                if (bits == 8u) {
+                    code = load_data(doff + so);
+                } else if (bits < 8u) {
+                    uint32_t bit = so * bits;
+                    uint32_t at = doff + (bit >> 3u);
+                    uint32_t sh = bit & 7u;
+                    code = load_data(at) >> sh;
+                    if (sh + bits > 8u) code = code | (load_data(at + 1u) << (8u - sh));
+                    code = code & ((1u << bits) - 1u);
+                } else if (bits == 16u) {
+                    uint32_t at = doff + so * 2u;
+                    code = load_data(at) | (load_data(at + 1u) << 8u);
+                } else {
+                    uint32_t at = doff + so * 4u;
+                    code = load_data(at) | (load_data(at + 1u) << 8u) | (load_data(at + 2u) << 16u)
+                           | (load_data(at + 3u) << 24u);
+                }
+                {
+                    uint32_t k = i;
+                    float v = s * load_lut(code);
+                    store_dst(k, v);
                 }
             }
-
-            so = hs;
-        }
-        if (so >= n) so = 0u;
-
-        uint32_t code = 0u;
-        if (bits == 8u) {
-            code = load_data(doff + so);
-        } else if (bits < 8u) {
-            uint32_t bit = so * bits;
-            uint32_t at = doff + (bit >> 3u);
-            uint32_t sh = bit & 7u;
-            code = load_data(at) >> sh;
-            if (sh + bits > 8u) code = code | (load_data(at + 1u) << (8u - sh));
-            code = code & ((1u << bits) - 1u);
-        } else if (bits == 16u) {
-            uint32_t at = doff + so * 2u;
-            code = load_data(at) | (load_data(at + 1u) << 8u);
         } else {
-            uint32_t at = doff + so * 4u;
-            code = load_data(at) | (load_data(at + 1u) << 8u) | (load_data(at + 2u) << 16u)
-                   | (load_data(at + 3u) << 24u);
-        }
-
-    {
-    uint32_t k = i;
-    if (chk != 0u && (code == 0u || code == 255u)) store_err(0u, 1u);
-
-                float v = load_lut(code);
-                if (mode != 0u && (hg_as_u32(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
-                store_dst(k, v);
-
-    }
-    }
-
+            for (; i < end; i++) {
+                uint32_t f = i;
+                uint32_t hm = (1u << hp) - 1u;
+                uint32_t hx = 0u;
+                for (uint32_t k = 0u; k < hr; k++) {
+                    hx = hx | (((f >> (hp * (hr - 1u - k))) & hm) << (k * hp));
+                }
+                uint32_t x0 = hx & hm;
+                uint32_t hq = (1u << hp) >> 1u;
+                while (hq > 1u) {
+                    uint32_t p = hq - 1u;
+                    if ((x0 & hq) != 0u) x0 = x0 ^ p;
+                    for (uint32_t k = 1u; k < hr; k++) {
+                        uint32_t sh = k * hp;
+                        uint32_t xi = (hx >> sh) & hm;
+                        if ((xi & hq) != 0u) {
+                            x0 = x0 ^ p;
+                        } else {
+                            uint32_t t = (x0 ^ xi) & p;
+                            x0 = x0 ^ t;
+                            hx = hx ^ (t << sh);
+                        }
+                    }
+                    hq = hq >> 1u;
+                }
+                uint32_t prev = x0;
+                for (uint32_t k = 1u; k < hr; k++) {
+                    uint32_t sh = k * hp;
+                    uint32_t xi = ((hx >> sh) & hm) ^ prev;
+                    hx = (hx & ~(hm << sh)) | (xi << sh);
+                    prev = xi;
+                }
+                uint32_t tt = 0u;
+                hq = (1u << hp) >> 1u;
+                while (hq > 1u) {
+                    if ((prev & hq) != 0u) tt = tt ^ (hq - 1u);
+                    hq = hq >> 1u;
+                }
+                x0 = x0 ^ tt;
+                uint32_t so = 0u;
+                for (uint32_t b = 0u; b < hp; b++) {
+                    for (uint32_t d = 0u; d < hr; d++) {
+                        uint32_t xd = d == 0u ? x0 : (((hx >> (d * hp)) & hm) ^ tt);
+                        so = so | (((xd >> b) & 1u) << (b * hr + hr - 1u - d));
+                    }
+                }
+                if (so >= n) so = 0u;
+                uint32_t code = 0u;
+                if (bits == 8u) {
+                    code = load_data(doff + so);
+                } else if (bits < 8u) {
+                    uint32_t bit = so * bits;
+                    uint32_t at = doff + (bit >> 3u);
+                    uint32_t sh = bit & 7u;
+                    code = load_data(at) >> sh;
+                    if (sh + bits > 8u) code = code | (load_data(at + 1u) << (8u - sh));
+                    code = code & ((1u << bits) - 1u);
+                } else if (bits == 16u) {
+                    uint32_t at = doff + so * 2u;
+                    code = load_data(at) | (load_data(at + 1u) << 8u);
+                } else {
+                    uint32_t at = doff + so * 4u;
+                    code = load_data(at) | (load_data(at + 1u) << 8u) | (load_data(at + 2u) << 16u)
+                           | (load_data(at + 3u) << 24u);
+                }
+                {
+                    uint32_t k = i;
+                    if (chk != 0u && (code == 0u || code == 255u)) store_err(0u, 1u);
+                    float v = load_lut(code);
+                    if (mode != 0u && (hg_as_u32(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
+                    store_dst(k, v);
+                }
             }
         }
+    }
 }
 
 void dequant_lut_f32_hil(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0, int64_t hg_n1,

@@ -10,363 +10,325 @@
 __kernel __attribute__((reqd_work_group_size(64, 1, 1))) void dequant_lut_f32_paged(__global float* restrict dst, __global const uchar* restrict data, __global const float* restrict lut, __global const uchar* restrict scales, __global uint* restrict err, __global const uint* restrict ix, uint n, uint ept, uint doff, uint bits, uint chk, uint mode, uint nparam, uint inner, uint ssize, uint omul, uint kshift, uint row, uint ntok, uint nix) {
     float tab[16];
     uint first = 0u;
-        uint last = 0u;
-        uint shift = 0u;
-        {
-            uint x0 = ((uint)get_global_id(0)) * ept;
-            uint y = ((uint)get_global_id(1));
-            if (x0 >= row || y >= ntok || nix <= 5u) return;
-            uint top = nix - 1u;
-            uint nseq = load_ix(0u);
-            uint ps = max(load_ix(1u), 1u);
-            uint npages = load_ix(2u);
-            uint nbt = load_ix(3u);
-            uint iw = load_ix(4u);
-            uint spo = 5u + nseq + 1u;
-            uint bto = spo + (nseq + 1u) * iw;
-            uint lo = 0u;
-            uint hi = nseq;
-            while (hi - lo > 1u) {
-                uint md = lo + (hi - lo) / 2u;
-                if (load_ix(min(5u + md, top)) <= y) lo = md; else hi = md;
-            }
-            uint tk = y - load_ix(min(5u + lo, top));
-            uint bslot = load_ix(min(spo + lo * iw, top)) + tk / ps;
-            uint page = bslot < nbt ? load_ix(min(bto + bslot * iw, top)) : npages;
-            // The table was validated before launch; a page out of range still reads nothing.
-            if (page >= npages) return;
-            first = (page * ps + tk % ps) * row + x0;
-            last = first + min(ept, row - x0);
-            if (last > n || last < first) return;
-            shift = (y * row + x0) - first;
+    uint last = 0u;
+    uint shift = 0u;
+    {
+        uint x0 = ((uint)get_global_id(0)) * ept;
+        uint y = ((uint)get_global_id(1));
+        if (x0 >= row || y >= ntok || nix <= 5u) return;
+        uint top = nix - 1u;
+        uint nseq = load_ix(0u);
+        uint ps = max(load_ix(1u), 1u);
+        uint npages = load_ix(2u);
+        uint nbt = load_ix(3u);
+        uint iw = load_ix(4u);
+        uint spo = 5u + nseq + 1u;
+        uint bto = spo + (nseq + 1u) * iw;
+        uint lo = 0u;
+        uint hi = nseq;
+        while (hi - lo > 1u) {
+            uint md = lo + (hi - lo) / 2u;
+            if (load_ix(min(5u + md, top)) <= y) lo = md; else hi = md;
         }
-        uint q1 = first / inner;
-        uint r = first - q1 * inner;
-        uint o = q1 / ssize;
-        uint a = q1 - o * ssize;
-        uint i = first;
-
-        float s = 1.0f;
-        while (i < last) {
-            uint end = last;
-            if (mode != 0u) {
-
-                uint p = (o * inner + r) * omul + (a >> kshift);
-                if (p >= nparam) {
-                    store_err(0u, 2u);
-                    return;
+        uint tk = y - load_ix(min(5u + lo, top));
+        uint bslot = load_ix(min(spo + lo * iw, top)) + tk / ps;
+        uint page = bslot < nbt ? load_ix(min(bto + bslot * iw, top)) : npages;
+        // The table was validated before launch; a page out of range still reads nothing.
+        if (page >= npages) return;
+        first = (page * ps + tk % ps) * row + x0;
+        last = first + min(ept, row - x0);
+        if (last > n || last < first) return;
+        shift = (y * row + x0) - first;
+    }
+    uint q1 = first / inner;
+    uint r = first - q1 * inner;
+    uint o = q1 / ssize;
+    uint a = q1 - o * ssize;
+    uint i = first;
+    float s = 1.0f;
+    while (i < last) {
+        uint end = last;
+        if (mode != 0u) {
+            uint p = (o * inner + r) * omul + (a >> kshift);
+            if (p >= nparam) {
+                store_err(0u, 2u);
+                return;
+            }
+            uint run = 1u;
+            if (inner == 1u) run = min((1u << kshift) - (a & ((1u << kshift) - 1u)), ssize - a);
+            end = min(i + run, last);
+            if (mode == 1u) {
+                uint at = p * 4u;
+                uint w = load_scales(at) | (load_scales(at + 1u) << 8u)
+                        | (load_scales(at + 2u) << 16u) | (load_scales(at + 3u) << 24u);
+                // absmax must be finite and >= 0 (-0.0 included).
+                if ((w & 0x7f800000u) == 0x7f800000u || w > 0x80000000u) store_err(0u, 1u);
+                s = as_float(w);
+            } else {
+                uint e = load_scales(p);
+                if (e == 0u || e == 255u) store_err(0u, 1u);
+                s = as_float(e << 23u);
+            }
+            if (inner == 1u) {
+                a = a + run;
+            } else {
+                r = r + 1u;
+                if (r == inner) {
+                    r = 0u;
+                    a = a + 1u;
                 }
-                uint run = 1u;
-                if (inner == 1u) run = min((1u << kshift) - (a & ((1u << kshift) - 1u)), ssize - a);
-                end = min(i + run, last);
-
-                if (mode == 1u) {
-                    uint at = p * 4u;
-                    uint w = load_scales(at) | (load_scales(at + 1u) << 8u)
-                            | (load_scales(at + 2u) << 16u) | (load_scales(at + 3u) << 24u);
-                    // absmax must be finite and >= 0 (-0.0 included).
-                    if ((w & 0x7f800000u) == 0x7f800000u || w > 0x80000000u) store_err(0u, 1u);
-                    s = as_float(w);
+            }
+            if (a == ssize) {
+                a = 0u;
+                o = o + 1u;
+            }
+        }
+        if (mode == 1u) {
+            if (bits == 4u) {
+                if (end - i >= 32u) {
+                    uint ncode = min(16u, last - first);
+                    for (uint c = 0u; c < ncode; c++) {
+                        {
+                            uint code = c;
+                            uint k = c;
+                            float v = s * load_lut(code);
+                            store_tab(k, v);
+                        }
+                    }
+                    if ((i & 1u) != 0u) {
+                        store_dst(i + shift, load_tab(load_data(doff + (i >> 1u)) >> 4u));
+                        i = i + 1u;
+                    }
+                    uint nquad = (end - i) >> 3u;
+                    uint qat = doff + (i >> 1u);
+                    for (uint j = 0u; j < nquad; j++) {
+                        uint b = qat + 4u * j;
+                        uint w = load_data(b) | (load_data(b + 1u) << 8u) | (load_data(b + 2u) << 16u)
+                                | (load_data(b + 3u) << 24u);
+                        uint k = i + 8u * j;
+                        store_dst(k + shift, load_tab(w & 15u));
+                        store_dst((k + 1u) + shift, load_tab((w >> 4u) & 15u));
+                        store_dst((k + 2u) + shift, load_tab((w >> 8u) & 15u));
+                        store_dst((k + 3u) + shift, load_tab((w >> 12u) & 15u));
+                        store_dst((k + 4u) + shift, load_tab((w >> 16u) & 15u));
+                        store_dst((k + 5u) + shift, load_tab((w >> 20u) & 15u));
+                        store_dst((k + 6u) + shift, load_tab((w >> 24u) & 15u));
+                        store_dst((k + 7u) + shift, load_tab(w >> 28u));
+                    }
+                    i = i + 8u * nquad;
+                    uint npair = (end - i) >> 1u;
+                    uint at = doff + (i >> 1u);
+                    for (uint j = 0u; j < npair; j++) {
+                        uint pair = load_data(at + j);
+                        uint k = i + 2u * j;
+                        store_dst(k + shift, load_tab(pair & 15u));
+                        store_dst((k + 1u) + shift, load_tab(pair >> 4u));
+                    }
+                    i = i + 2u * npair;
+                    if (i < end) {
+                        store_dst(i + shift, load_tab(load_data(doff + (i >> 1u)) & 15u));
+                        i = i + 1u;
+                    }
                 } else {
-                    uint e = load_scales(p);
-                    if (e == 0u || e == 255u) store_err(0u, 1u);
-                    s = as_float(e << 23u);
-                }
-
-                if (inner == 1u) {
-                    a = a + run;
-                } else {
-                    r = r + 1u;
-                    if (r == inner) {
-                        r = 0u;
-                        a = a + 1u;
+                    if ((i & 1u) != 0u && i < end) {
+                        {
+                            uint code = load_data(doff + (i >> 1u)) >> 4u;
+                            uint k = i;
+                            float v = s * load_lut(code);
+                            store_dst(k + shift, v);
+                        }
+                        i = i + 1u;
+                    }
+                    for (; i + 1u < end; i += 2u) {
+                        uint pair = load_data(doff + (i >> 1u));
+                        {
+                            uint code = pair & 15u;
+                            uint k = i;
+                            float v = s * load_lut(code);
+                            store_dst(k + shift, v);
+                        }
+                        {
+                            uint code = pair >> 4u;
+                            uint k = i + 1u;
+                            float v = s * load_lut(code);
+                            store_dst(k + shift, v);
+                        }
+                    }
+                    if (i < end) {
+                        {
+                            uint code = load_data(doff + (i >> 1u)) & 15u;
+                            uint k = i;
+                            float v = s * load_lut(code);
+                            store_dst(k + shift, v);
+                        }
+                        i = i + 1u;
                     }
                 }
-                if (a == ssize) {
-                    a = 0u;
-                    o = o + 1u;
+            }
+            else if (bits == 8u && doff == 0u) {
+                for (; i < end; i++) {
+                    {
+                        uint code = load_data(i);
+                        uint k = i;
+                        float v = s * load_lut(code);
+                        store_dst(k + shift, v);
+                    }
                 }
-
             }
-            if (mode == 1u) {
-    if (bits == 4u) {
-    if (end - i >= 32u) {
-    uint ncode = min(16u, last - first);
-    for (uint c = 0u; c < ncode; c++) {
-    {
-    uint code = c;
-    uint k = c;
-
-                float v = s * load_lut(code);
-                store_tab(k, v);
-
-    }
-    }
-    if ((i & 1u) != 0u) {
-    store_dst((i) + shift, load_tab(load_data(doff + (i >> 1u)) >> 4u));
-    i = i + 1u;
-    }
-    uint nquad = (end - i) >> 3u;
-    uint qat = doff + (i >> 1u);
-    for (uint j = 0u; j < nquad; j++) {
-    uint b = qat + 4u * j;
-    uint w = load_data(b) | (load_data(b + 1u) << 8u) | (load_data(b + 2u) << 16u)
-            | (load_data(b + 3u) << 24u);
-    uint k = i + 8u * j;
-    store_dst((k) + shift, load_tab(w & 15u));
-    store_dst((k + 1u) + shift, load_tab((w >> 4u) & 15u));
-    store_dst((k + 2u) + shift, load_tab((w >> 8u) & 15u));
-    store_dst((k + 3u) + shift, load_tab((w >> 12u) & 15u));
-    store_dst((k + 4u) + shift, load_tab((w >> 16u) & 15u));
-    store_dst((k + 5u) + shift, load_tab((w >> 20u) & 15u));
-    store_dst((k + 6u) + shift, load_tab((w >> 24u) & 15u));
-    store_dst((k + 7u) + shift, load_tab(w >> 28u));
-    }
-    i = i + 8u * nquad;
-    uint npair = (end - i) >> 1u;
-    uint at = doff + (i >> 1u);
-    for (uint j = 0u; j < npair; j++) {
-    uint pair = load_data(at + j);
-    uint k = i + 2u * j;
-    store_dst((k) + shift, load_tab(pair & 15u));
-    store_dst((k + 1u) + shift, load_tab(pair >> 4u));
-    }
-    i = i + 2u * npair;
-    if (i < end) {
-    store_dst((i) + shift, load_tab(load_data(doff + (i >> 1u)) & 15u));
-    i = i + 1u;
-    }
-    } else {
-    if ((i & 1u) != 0u && i < end) {
-    {
-    uint code = load_data(doff + (i >> 1u)) >> 4u;
-    uint k = i;
-
-                float v = s * load_lut(code);
-                store_dst((k) + shift, v);
-
-    }
-    i = i + 1u;
-    }
-    for (; i + 1u < end; i += 2u) {
-    uint pair = load_data(doff + (i >> 1u));
-    {
-    uint code = pair & 15u;
-    uint k = i;
-
-                float v = s * load_lut(code);
-                store_dst((k) + shift, v);
-
-    }
-    {
-    uint code = pair >> 4u;
-    uint k = i + 1u;
-
-                float v = s * load_lut(code);
-                store_dst((k) + shift, v);
-
-    }
-    }
-    if (i < end) {
-    {
-    uint code = load_data(doff + (i >> 1u)) & 15u;
-    uint k = i;
-
-                float v = s * load_lut(code);
-                store_dst((k) + shift, v);
-
-    }
-    i = i + 1u;
-    }
-    }
-    }
-    else if (bits == 8u && doff == 0u) {
-    for (; i < end; i++) {
-    {
-    uint code = load_data(i);
-    uint k = i;
-
-                float v = s * load_lut(code);
-                store_dst((k) + shift, v);
-
-    }
-    }
-    }
-    else {
-    for (; i < end; i++) {
-
-        uint code = 0u;
-        if (bits == 8u) {
-            code = load_data(doff + i);
-        } else if (bits < 8u) {
-            uint bit = i * bits;
-            uint at = doff + (bit >> 3u);
-            uint sh = bit & 7u;
-            code = load_data(at) >> sh;
-            if (sh + bits > 8u) code = code | (load_data(at + 1u) << (8u - sh));
-            code = code & ((1u << bits) - 1u);
-        } else if (bits == 16u) {
-            uint at = doff + i * 2u;
-            code = load_data(at) | (load_data(at + 1u) << 8u);
+            else {
+                for (; i < end; i++) {
+                    uint code = 0u;
+                    if (bits == 8u) {
+                        code = load_data(doff + i);
+                    } else if (bits < 8u) {
+                        uint bit = i * bits;
+                        uint at = doff + (bit >> 3u);
+                        uint sh = bit & 7u;
+                        code = load_data(at) >> sh;
+                        if (sh + bits > 8u) code = code | (load_data(at + 1u) << (8u - sh));
+                        code = code & ((1u << bits) - 1u);
+                    } else if (bits == 16u) {
+                        uint at = doff + i * 2u;
+                        code = load_data(at) | (load_data(at + 1u) << 8u);
+                    } else {
+                        uint at = doff + i * 4u;
+                        code = load_data(at) | (load_data(at + 1u) << 8u) | (load_data(at + 2u) << 16u)
+                               | (load_data(at + 3u) << 24u);
+                    }
+                    {
+                        uint k = i;
+                        float v = s * load_lut(code);
+                        store_dst(k + shift, v);
+                    }
+                }
+            }
         } else {
-            uint at = doff + i * 4u;
-            code = load_data(at) | (load_data(at + 1u) << 8u) | (load_data(at + 2u) << 16u)
-                   | (load_data(at + 3u) << 24u);
-        }
-
-    {
-    uint k = i;
-
-
-                float v = s * load_lut(code);
-                store_dst((k) + shift, v);
-
-    }
-    }
-    }
-            } else {
-    if (bits == 4u && chk == 0u) {
-    if (end - i >= 32u) {
-    uint ncode = min(16u, last - first);
-    for (uint c = 0u; c < ncode; c++) {
-    {
-    uint code = c;
-    uint k = c;
-
-                float v = load_lut(code);
-                if (mode != 0u && (as_uint(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
-                store_tab(k, v);
-
-    }
-    }
-    if ((i & 1u) != 0u) {
-    store_dst((i) + shift, load_tab(load_data(doff + (i >> 1u)) >> 4u));
-    i = i + 1u;
-    }
-    uint nquad = (end - i) >> 3u;
-    uint qat = doff + (i >> 1u);
-    for (uint j = 0u; j < nquad; j++) {
-    uint b = qat + 4u * j;
-    uint w = load_data(b) | (load_data(b + 1u) << 8u) | (load_data(b + 2u) << 16u)
-            | (load_data(b + 3u) << 24u);
-    uint k = i + 8u * j;
-    store_dst((k) + shift, load_tab(w & 15u));
-    store_dst((k + 1u) + shift, load_tab((w >> 4u) & 15u));
-    store_dst((k + 2u) + shift, load_tab((w >> 8u) & 15u));
-    store_dst((k + 3u) + shift, load_tab((w >> 12u) & 15u));
-    store_dst((k + 4u) + shift, load_tab((w >> 16u) & 15u));
-    store_dst((k + 5u) + shift, load_tab((w >> 20u) & 15u));
-    store_dst((k + 6u) + shift, load_tab((w >> 24u) & 15u));
-    store_dst((k + 7u) + shift, load_tab(w >> 28u));
-    }
-    i = i + 8u * nquad;
-    uint npair = (end - i) >> 1u;
-    uint at = doff + (i >> 1u);
-    for (uint j = 0u; j < npair; j++) {
-    uint pair = load_data(at + j);
-    uint k = i + 2u * j;
-    store_dst((k) + shift, load_tab(pair & 15u));
-    store_dst((k + 1u) + shift, load_tab(pair >> 4u));
-    }
-    i = i + 2u * npair;
-    if (i < end) {
-    store_dst((i) + shift, load_tab(load_data(doff + (i >> 1u)) & 15u));
-    i = i + 1u;
-    }
-    } else {
-    if ((i & 1u) != 0u && i < end) {
-    {
-    uint code = load_data(doff + (i >> 1u)) >> 4u;
-    uint k = i;
-
-                float v = load_lut(code);
-                if (mode != 0u && (as_uint(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
-                store_dst((k) + shift, v);
-
-    }
-    i = i + 1u;
-    }
-    for (; i + 1u < end; i += 2u) {
-    uint pair = load_data(doff + (i >> 1u));
-    {
-    uint code = pair & 15u;
-    uint k = i;
-
-                float v = load_lut(code);
-                if (mode != 0u && (as_uint(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
-                store_dst((k) + shift, v);
-
-    }
-    {
-    uint code = pair >> 4u;
-    uint k = i + 1u;
-
-                float v = load_lut(code);
-                if (mode != 0u && (as_uint(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
-                store_dst((k) + shift, v);
-
-    }
-    }
-    if (i < end) {
-    {
-    uint code = load_data(doff + (i >> 1u)) & 15u;
-    uint k = i;
-
-                float v = load_lut(code);
-                if (mode != 0u && (as_uint(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
-                store_dst((k) + shift, v);
-
-    }
-    i = i + 1u;
-    }
-    }
-    }
-    else if (bits == 8u && doff == 0u && chk == 0u) {
-    for (; i < end; i++) {
-    {
-    uint code = load_data(i);
-    uint k = i;
-
-                float v = load_lut(code);
-                if (mode != 0u && (as_uint(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
-                store_dst((k) + shift, v);
-
-    }
-    }
-    }
-    else {
-    for (; i < end; i++) {
-
-        uint code = 0u;
-        if (bits == 8u) {
-            code = load_data(doff + i);
-        } else if (bits < 8u) {
-            uint bit = i * bits;
-            uint at = doff + (bit >> 3u);
-            uint sh = bit & 7u;
-            code = load_data(at) >> sh;
-            if (sh + bits > 8u) code = code | (load_data(at + 1u) << (8u - sh));
-            code = code & ((1u << bits) - 1u);
-        } else if (bits == 16u) {
-            uint at = doff + i * 2u;
-            code = load_data(at) | (load_data(at + 1u) << 8u);
-        } else {
-            uint at = doff + i * 4u;
-            code = load_data(at) | (load_data(at + 1u) << 8u) | (load_data(at + 2u) << 16u)
-                   | (load_data(at + 3u) << 24u);
-        }
-
-    {
-    uint k = i;
-    if (chk != 0u && (code == 0u || code == 255u)) store_err(0u, 1u);
-
-                float v = load_lut(code);
-                if (mode != 0u && (as_uint(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
-                store_dst((k) + shift, v);
-
-    }
-    }
-    }
+            if (bits == 4u && chk == 0u) {
+                if (end - i >= 32u) {
+                    uint ncode = min(16u, last - first);
+                    for (uint c = 0u; c < ncode; c++) {
+                        {
+                            uint code = c;
+                            uint k = c;
+                            float v = load_lut(code);
+                            if (mode != 0u && (as_uint(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
+                            store_tab(k, v);
+                        }
+                    }
+                    if ((i & 1u) != 0u) {
+                        store_dst(i + shift, load_tab(load_data(doff + (i >> 1u)) >> 4u));
+                        i = i + 1u;
+                    }
+                    uint nquad = (end - i) >> 3u;
+                    uint qat = doff + (i >> 1u);
+                    for (uint j = 0u; j < nquad; j++) {
+                        uint b = qat + 4u * j;
+                        uint w = load_data(b) | (load_data(b + 1u) << 8u) | (load_data(b + 2u) << 16u)
+                                | (load_data(b + 3u) << 24u);
+                        uint k = i + 8u * j;
+                        store_dst(k + shift, load_tab(w & 15u));
+                        store_dst((k + 1u) + shift, load_tab((w >> 4u) & 15u));
+                        store_dst((k + 2u) + shift, load_tab((w >> 8u) & 15u));
+                        store_dst((k + 3u) + shift, load_tab((w >> 12u) & 15u));
+                        store_dst((k + 4u) + shift, load_tab((w >> 16u) & 15u));
+                        store_dst((k + 5u) + shift, load_tab((w >> 20u) & 15u));
+                        store_dst((k + 6u) + shift, load_tab((w >> 24u) & 15u));
+                        store_dst((k + 7u) + shift, load_tab(w >> 28u));
+                    }
+                    i = i + 8u * nquad;
+                    uint npair = (end - i) >> 1u;
+                    uint at = doff + (i >> 1u);
+                    for (uint j = 0u; j < npair; j++) {
+                        uint pair = load_data(at + j);
+                        uint k = i + 2u * j;
+                        store_dst(k + shift, load_tab(pair & 15u));
+                        store_dst((k + 1u) + shift, load_tab(pair >> 4u));
+                    }
+                    i = i + 2u * npair;
+                    if (i < end) {
+                        store_dst(i + shift, load_tab(load_data(doff + (i >> 1u)) & 15u));
+                        i = i + 1u;
+                    }
+                } else {
+                    if ((i & 1u) != 0u && i < end) {
+                        {
+                            uint code = load_data(doff + (i >> 1u)) >> 4u;
+                            uint k = i;
+                            float v = load_lut(code);
+                            if (mode != 0u && (as_uint(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
+                            store_dst(k + shift, v);
+                        }
+                        i = i + 1u;
+                    }
+                    for (; i + 1u < end; i += 2u) {
+                        uint pair = load_data(doff + (i >> 1u));
+                        {
+                            uint code = pair & 15u;
+                            uint k = i;
+                            float v = load_lut(code);
+                            if (mode != 0u && (as_uint(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
+                            store_dst(k + shift, v);
+                        }
+                        {
+                            uint code = pair >> 4u;
+                            uint k = i + 1u;
+                            float v = load_lut(code);
+                            if (mode != 0u && (as_uint(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
+                            store_dst(k + shift, v);
+                        }
+                    }
+                    if (i < end) {
+                        {
+                            uint code = load_data(doff + (i >> 1u)) & 15u;
+                            uint k = i;
+                            float v = load_lut(code);
+                            if (mode != 0u && (as_uint(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
+                            store_dst(k + shift, v);
+                        }
+                        i = i + 1u;
+                    }
+                }
+            }
+            else if (bits == 8u && doff == 0u && chk == 0u) {
+                for (; i < end; i++) {
+                    {
+                        uint code = load_data(i);
+                        uint k = i;
+                        float v = load_lut(code);
+                        if (mode != 0u && (as_uint(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
+                        store_dst(k + shift, v);
+                    }
+                }
+            }
+            else {
+                for (; i < end; i++) {
+                    uint code = 0u;
+                    if (bits == 8u) {
+                        code = load_data(doff + i);
+                    } else if (bits < 8u) {
+                        uint bit = i * bits;
+                        uint at = doff + (bit >> 3u);
+                        uint sh = bit & 7u;
+                        code = load_data(at) >> sh;
+                        if (sh + bits > 8u) code = code | (load_data(at + 1u) << (8u - sh));
+                        code = code & ((1u << bits) - 1u);
+                    } else if (bits == 16u) {
+                        uint at = doff + i * 2u;
+                        code = load_data(at) | (load_data(at + 1u) << 8u);
+                    } else {
+                        uint at = doff + i * 4u;
+                        code = load_data(at) | (load_data(at + 1u) << 8u) | (load_data(at + 2u) << 16u)
+                               | (load_data(at + 3u) << 24u);
+                    }
+                    {
+                        uint k = i;
+                        if (chk != 0u && (code == 0u || code == 255u)) store_err(0u, 1u);
+                        float v = load_lut(code);
+                        if (mode != 0u && (as_uint(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
+                        store_dst(k + shift, v);
+                    }
+                }
             }
         }
+    }
 }

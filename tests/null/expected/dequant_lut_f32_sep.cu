@@ -7,161 +7,127 @@
 
 extern "C" __global__ void __launch_bounds__(64) dequant_lut_f32_sep(float* __restrict__ dst, const unsigned char* __restrict__ data, const float* __restrict__ lut, const unsigned char* __restrict__ scales, unsigned int* __restrict__ err, unsigned int n, unsigned int ept, unsigned int doff, unsigned int bits, unsigned int chk, unsigned int mode, unsigned int nparam, unsigned int inner, unsigned int dm1, unsigned int dsh1, unsigned int ssize, unsigned int dm2, unsigned int dsh2, unsigned int omul, unsigned int kshift, unsigned int ntt, unsigned int nspan) {
     unsigned int first = (blockIdx.x * blockDim.x + threadIdx.x) * ept;
-        if (first >= n) return;
-        unsigned int last = min(first + ept, n);
-        unsigned int t1 = __umulhi(first, dm1);
-        unsigned int q1 = (t1 + ((first - t1) >> (dsh1 & 255u))) >> (dsh1 >> 8u);
-        unsigned int r = first - q1 * inner;
-        unsigned int t2 = __umulhi(q1, dm2);
-        unsigned int o = (t2 + ((q1 - t2) >> (dsh2 & 255u))) >> (dsh2 >> 8u);
-        unsigned int a = q1 - o * ssize;
-        unsigned int i = first;
-
-        float s = 1.0f;
-        while (i < last) {
-            unsigned int end = last;
-            if (mode != 0u) {
-
-                unsigned int p = (o * inner + r) * omul + (a >> kshift);
-                if (p >= nparam) {
-                    store_err(0u, 2u);
-                    return;
-                }
-                unsigned int run = 1u;
-                if (inner == 1u) run = min((1u << kshift) - (a & ((1u << kshift) - 1u)), ssize - a);
-                end = min(i + run, last);
-
-                if (mode == 1u) {
-                    unsigned int at = p * 4u;
-                    unsigned int w = load_scales(at) | (load_scales(at + 1u) << 8u)
-                            | (load_scales(at + 2u) << 16u) | (load_scales(at + 3u) << 24u);
-                    // absmax must be finite and >= 0 (-0.0 included).
-                    if ((w & 0x7f800000u) == 0x7f800000u || w > 0x80000000u) store_err(0u, 1u);
-                    s = __uint_as_float(w);
-                } else {
-                    unsigned int e = load_scales(p);
-                    if (e == 0u || e == 255u) store_err(0u, 1u);
-                    s = __uint_as_float(e << 23u);
-                }
-
-                if (inner == 1u) {
-                    a = a + run;
-                } else {
-                    r = r + 1u;
-                    if (r == inner) {
-                        r = 0u;
-                        a = a + 1u;
-                    }
-                }
-                if (a == ssize) {
-                    a = 0u;
-                    o = o + 1u;
-                }
-
+    if (first >= n) return;
+    unsigned int last = min(first + ept, n);
+    unsigned int t1 = __umulhi(first, dm1);
+    unsigned int q1 = (t1 + ((first - t1) >> (dsh1 & 255u))) >> (dsh1 >> 8u);
+    unsigned int r = first - q1 * inner;
+    unsigned int t2 = __umulhi(q1, dm2);
+    unsigned int o = (t2 + ((q1 - t2) >> (dsh2 & 255u))) >> (dsh2 >> 8u);
+    unsigned int a = q1 - o * ssize;
+    unsigned int i = first;
+    float s = 1.0f;
+    while (i < last) {
+        unsigned int end = last;
+        if (mode != 0u) {
+            unsigned int p = (o * inner + r) * omul + (a >> kshift);
+            if (p >= nparam) {
+                store_err(0u, 2u);
+                return;
             }
+            unsigned int run = 1u;
+            if (inner == 1u) run = min((1u << kshift) - (a & ((1u << kshift) - 1u)), ssize - a);
+            end = min(i + run, last);
             if (mode == 1u) {
-
-    for (; i < end; i++) {
-
-        unsigned int so = 0u;
-        {
-            unsigned int f = i;
-
-            unsigned int nx = max(load_err(1u), 1u);
-            unsigned int ny = max(load_err(2u), 1u);
-            unsigned int x = f % nx;
-            unsigned int yz = f / nx;
-            unsigned int y = yz % ny;
-            unsigned int z = yz / ny;
-            unsigned int last = ntt - 1u;
-            unsigned int hs = load_err(min(3u + x, last)) + load_err(min(3u + nx + y, last))
-                     + load_err(min(3u + nx + ny + z, last));
-
-            so = hs;
-        }
-        if (so >= nspan) so = 0u;
-
-        unsigned int code = 0u;
-        if (bits == 8u) {
-            code = load_data(doff + so);
-        } else if (bits < 8u) {
-            unsigned int bit = so * bits;
-            unsigned int at = doff + (bit >> 3u);
-            unsigned int sh = bit & 7u;
-            code = load_data(at) >> sh;
-            if (sh + bits > 8u) code = code | (load_data(at + 1u) << (8u - sh));
-            code = code & ((1u << bits) - 1u);
-        } else if (bits == 16u) {
-            unsigned int at = doff + so * 2u;
-            code = load_data(at) | (load_data(at + 1u) << 8u);
-        } else {
-            unsigned int at = doff + so * 4u;
-            code = load_data(at) | (load_data(at + 1u) << 8u) | (load_data(at + 2u) << 16u)
-                   | (load_data(at + 3u) << 24u);
-        }
-
-    {
-    unsigned int k = i;
-
-
-                float v = s * load_lut(code);
-                store_dst(k, v);
-
-    }
-    }
-
+                unsigned int at = p * 4u;
+                unsigned int w = load_scales(at) | (load_scales(at + 1u) << 8u)
+                        | (load_scales(at + 2u) << 16u) | (load_scales(at + 3u) << 24u);
+                // absmax must be finite and >= 0 (-0.0 included).
+                if ((w & 0x7f800000u) == 0x7f800000u || w > 0x80000000u) store_err(0u, 1u);
+                s = __uint_as_float(w);
             } else {
-
-    for (; i < end; i++) {
-
-        unsigned int so = 0u;
-        {
-            unsigned int f = i;
-
-            unsigned int nx = max(load_err(1u), 1u);
-            unsigned int ny = max(load_err(2u), 1u);
-            unsigned int x = f % nx;
-            unsigned int yz = f / nx;
-            unsigned int y = yz % ny;
-            unsigned int z = yz / ny;
-            unsigned int last = ntt - 1u;
-            unsigned int hs = load_err(min(3u + x, last)) + load_err(min(3u + nx + y, last))
-                     + load_err(min(3u + nx + ny + z, last));
-
-            so = hs;
-        }
-        if (so >= nspan) so = 0u;
-
-        unsigned int code = 0u;
-        if (bits == 8u) {
-            code = load_data(doff + so);
-        } else if (bits < 8u) {
-            unsigned int bit = so * bits;
-            unsigned int at = doff + (bit >> 3u);
-            unsigned int sh = bit & 7u;
-            code = load_data(at) >> sh;
-            if (sh + bits > 8u) code = code | (load_data(at + 1u) << (8u - sh));
-            code = code & ((1u << bits) - 1u);
-        } else if (bits == 16u) {
-            unsigned int at = doff + so * 2u;
-            code = load_data(at) | (load_data(at + 1u) << 8u);
-        } else {
-            unsigned int at = doff + so * 4u;
-            code = load_data(at) | (load_data(at + 1u) << 8u) | (load_data(at + 2u) << 16u)
-                   | (load_data(at + 3u) << 24u);
-        }
-
-    {
-    unsigned int k = i;
-    if (chk != 0u && (code == 0u || code == 255u)) store_err(0u, 1u);
-
-                float v = load_lut(code);
-                if (mode != 0u && (__float_as_uint(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
-                store_dst(k, v);
-
-    }
-    }
-
+                unsigned int e = load_scales(p);
+                if (e == 0u || e == 255u) store_err(0u, 1u);
+                s = __uint_as_float(e << 23u);
+            }
+            if (inner == 1u) {
+                a = a + run;
+            } else {
+                r = r + 1u;
+                if (r == inner) {
+                    r = 0u;
+                    a = a + 1u;
+                }
+            }
+            if (a == ssize) {
+                a = 0u;
+                o = o + 1u;
             }
         }
+        if (mode == 1u) {
+            for (; i < end; i++) {
+                unsigned int f = i;
+                unsigned int nx = max(load_err(1u), 1u);
+                unsigned int ny = max(load_err(2u), 1u);
+                unsigned int x = f % nx;
+                unsigned int yz = f / nx;
+                unsigned int y = yz % ny;
+                unsigned int top = ntt - 1u;
+                unsigned int so = load_err(min(3u + x, top)) + load_err(min(3u + nx + y, top))
+                         + load_err(min(3u + nx + ny + yz / ny, top));
+                if (so >= nspan) so = 0u;
+                unsigned int code = 0u;
+                if (bits == 8u) {
+                    code = load_data(doff + so);
+                } else if (bits < 8u) {
+                    unsigned int bit = so * bits;
+                    unsigned int at = doff + (bit >> 3u);
+                    unsigned int sh = bit & 7u;
+                    code = load_data(at) >> sh;
+                    if (sh + bits > 8u) code = code | (load_data(at + 1u) << (8u - sh));
+                    code = code & ((1u << bits) - 1u);
+                } else if (bits == 16u) {
+                    unsigned int at = doff + so * 2u;
+                    code = load_data(at) | (load_data(at + 1u) << 8u);
+                } else {
+                    unsigned int at = doff + so * 4u;
+                    code = load_data(at) | (load_data(at + 1u) << 8u) | (load_data(at + 2u) << 16u)
+                           | (load_data(at + 3u) << 24u);
+                }
+                {
+                    unsigned int k = i;
+                    float v = s * load_lut(code);
+                    store_dst(k, v);
+                }
+            }
+        } else {
+            for (; i < end; i++) {
+                unsigned int f = i;
+                unsigned int nx = max(load_err(1u), 1u);
+                unsigned int ny = max(load_err(2u), 1u);
+                unsigned int x = f % nx;
+                unsigned int yz = f / nx;
+                unsigned int y = yz % ny;
+                unsigned int top = ntt - 1u;
+                unsigned int so = load_err(min(3u + x, top)) + load_err(min(3u + nx + y, top))
+                         + load_err(min(3u + nx + ny + yz / ny, top));
+                if (so >= nspan) so = 0u;
+                unsigned int code = 0u;
+                if (bits == 8u) {
+                    code = load_data(doff + so);
+                } else if (bits < 8u) {
+                    unsigned int bit = so * bits;
+                    unsigned int at = doff + (bit >> 3u);
+                    unsigned int sh = bit & 7u;
+                    code = load_data(at) >> sh;
+                    if (sh + bits > 8u) code = code | (load_data(at + 1u) << (8u - sh));
+                    code = code & ((1u << bits) - 1u);
+                } else if (bits == 16u) {
+                    unsigned int at = doff + so * 2u;
+                    code = load_data(at) | (load_data(at + 1u) << 8u);
+                } else {
+                    unsigned int at = doff + so * 4u;
+                    code = load_data(at) | (load_data(at + 1u) << 8u) | (load_data(at + 2u) << 16u)
+                           | (load_data(at + 3u) << 24u);
+                }
+                {
+                    unsigned int k = i;
+                    if (chk != 0u && (code == 0u || code == 255u)) store_err(0u, 1u);
+                    float v = load_lut(code);
+                    if (mode != 0u && (__float_as_uint(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
+                    store_dst(k, v);
+                }
+            }
+        }
+    }
 }

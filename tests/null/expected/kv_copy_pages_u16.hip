@@ -12,21 +12,21 @@ extern "C" __global__ void __launch_bounds__(64) kv_copy_pages_u16(unsigned shor
     unsigned int t = i / lanes;
     if (t >= n / lanes) return;
     unsigned int lane = i - t * lanes;
-
     unsigned int src = load_pairs(2u * t);
     unsigned int dst = load_pairs(2u * t + 1u);
     if (src >= num_pages || dst >= num_pages) return;
     if (lanes == 1u && page_words <= 0x7fffffffu / num_pages) {
         int len = (int)(page_words);
-        int from = (int)(src * page_words);
-        int to = (int)(dst * page_words);
-        for (int w = 0; w < len; w++) store_kpool(to + w, load_kfrom(from + w));
-        for (int w = 0; w < len; w++) store_vpool(to + w, load_vfrom(from + w));
-
+        int pos = (int)(src * page_words);
+        int at = (int)(dst * page_words);
+        for (int w = 0; w < len; w++) store_kpool(at + w, load_kfrom(pos + w));
+        for (int w = 0; w < len; w++) store_vpool(at + w, load_vfrom(pos + w));
         return;
     }
+    unsigned int from = src * page_words;
+    unsigned int to = dst * page_words;
     for (unsigned int w = lane; w < page_words; w += lanes) {
-        store_kpool(dst * page_words + w, load_kfrom(src * page_words + w));
-        store_vpool(dst * page_words + w, load_vfrom(src * page_words + w));
+        store_kpool(to + w, load_kfrom(from + w));
+        store_vpool(to + w, load_vfrom(from + w));
     }
 }

@@ -27,22 +27,22 @@ static inline void kv_copy_pages_u32_item(uint32_t hg_gid0, uint32_t hg_gid1, ui
     uint32_t t = i / lanes;
     if (t >= n / lanes) return;
     uint32_t lane = i - t * lanes;
-
     uint32_t src = load_pairs(2u * t);
     uint32_t dst = load_pairs(2u * t + 1u);
     if (src >= num_pages || dst >= num_pages) return;
     if (lanes == 1u && page_words <= 0x7fffffffu / num_pages) {
         int32_t len = (int32_t)(page_words);
-        int32_t from = (int32_t)(src * page_words);
-        int32_t to = (int32_t)(dst * page_words);
-        for (int32_t w = 0; w < len; w++) store_kpool(to + w, load_kfrom(from + w));
-        for (int32_t w = 0; w < len; w++) store_vpool(to + w, load_vfrom(from + w));
-
+        int32_t pos = (int32_t)(src * page_words);
+        int32_t at = (int32_t)(dst * page_words);
+        for (int32_t w = 0; w < len; w++) store_kpool(at + w, load_kfrom(pos + w));
+        for (int32_t w = 0; w < len; w++) store_vpool(at + w, load_vfrom(pos + w));
         return;
     }
+    uint32_t from = src * page_words;
+    uint32_t to = dst * page_words;
     for (uint32_t w = lane; w < page_words; w += lanes) {
-        store_kpool(dst * page_words + w, load_kfrom(src * page_words + w));
-        store_vpool(dst * page_words + w, load_vfrom(src * page_words + w));
+        store_kpool(to + w, load_kfrom(from + w));
+        store_vpool(to + w, load_vfrom(from + w));
     }
 }
 

@@ -26,21 +26,21 @@ void main() {
     uint t = i / lanes;
     if (t >= n / lanes) return;
     uint lane = i - t * lanes;
-
     uint src = load_pairs(2u * t);
     uint dst = load_pairs(2u * t + 1u);
     if (src >= num_pages || dst >= num_pages) return;
     if (lanes == 1u && page_words <= 0x7fffffffu / num_pages) {
         int len = int(page_words);
-        int from = int(src * page_words);
-        int to = int(dst * page_words);
-        for (int w = 0; w < len; w++) store_kpool(to + w, load_kfrom(from + w));
-        for (int w = 0; w < len; w++) store_vpool(to + w, load_vfrom(from + w));
-
+        int pos = int(src * page_words);
+        int at = int(dst * page_words);
+        for (int w = 0; w < len; w++) store_kpool(at + w, load_kfrom(pos + w));
+        for (int w = 0; w < len; w++) store_vpool(at + w, load_vfrom(pos + w));
         return;
     }
+    uint from = src * page_words;
+    uint to = dst * page_words;
     for (uint w = lane; w < page_words; w += lanes) {
-        store_kpool(dst * page_words + w, load_kfrom(src * page_words + w));
-        store_vpool(dst * page_words + w, load_vfrom(src * page_words + w));
+        store_kpool(to + w, load_kfrom(from + w));
+        store_vpool(to + w, load_vfrom(from + w));
     }
 }

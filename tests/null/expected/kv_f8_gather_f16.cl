@@ -11,7 +11,6 @@ __kernel __attribute__((reqd_work_group_size(64, 1, 1))) void kv_f8_gather_f16(_
     if (t >= n / lanes) return;
     uint lane = i - t * lanes;
     uint slot = load_slots(t);
-
     if (slot == 0xFFFFFFFEu) return;  // SKIP_SLOT: another window's token
     uint to = t * row;
     if (slot >= num_slots) {
@@ -22,7 +21,6 @@ __kernel __attribute__((reqd_work_group_size(64, 1, 1))) void kv_f8_gather_f16(_
         return;
     }
     uint from = slot * row;
-
     for (uint w = lane; w < row; w += lanes) {
         uint c = load_kpool(from + w);
         uint sign = (c & 0x80u) << 24u;
@@ -33,7 +31,6 @@ __kernel __attribute__((reqd_work_group_size(64, 1, 1))) void kv_f8_gather_f16(_
         if (e == 0u) v = as_float(sign | as_uint((float)(m) * 0.001953125f));
         store_kdst(to + w, v);
     }
-
     for (uint w = lane; w < row; w += lanes) {
         uint c = load_vpool(from + w);
         uint sign = (c & 0x80u) << 24u;

@@ -43,7 +43,6 @@ void main() {
     if (t >= n / lanes) return;
     uint lane = i - t * lanes;
     uint slot = load_slots(t);
-
     if (slot == 0xFFFFFFFEu) return;  // SKIP_SLOT: another window's token
     uint to = t * row;
     if (slot >= num_slots) {
@@ -54,7 +53,6 @@ void main() {
         return;
     }
     uint from = slot * row;
-
     for (uint w = lane; w < row; w += lanes) {
         uint c = load_kpool(from + w);
         uint sign = (c & 0x80u) << 24u;
@@ -65,7 +63,6 @@ void main() {
         if (e == 0u) v = uintBitsToFloat(sign | floatBitsToUint(float(m) * 0.001953125f));
         store_kdst(to + w, v);
     }
-
     for (uint w = lane; w < row; w += lanes) {
         uint c = load_vpool(from + w);
         uint sign = (c & 0x80u) << 24u;

@@ -26,7 +26,6 @@ static inline void kv_f8_gather_f32_item(uint32_t hg_gid0, uint32_t hg_gid1, uin
     if (t >= n / lanes) return;
     uint32_t lane = i - t * lanes;
     uint32_t slot = load_slots(t);
-
     if (slot == 0xFFFFFFFEu) return;  // SKIP_SLOT: another window's token
     uint32_t to = t * row;
     if (slot >= num_slots) {
@@ -37,7 +36,6 @@ static inline void kv_f8_gather_f32_item(uint32_t hg_gid0, uint32_t hg_gid1, uin
         return;
     }
     uint32_t from = slot * row;
-
     for (uint32_t w = lane; w < row; w += lanes) {
         uint32_t c = load_kpool(from + w);
         uint32_t sign = (c & 0x80u) << 24u;
@@ -48,7 +46,6 @@ static inline void kv_f8_gather_f32_item(uint32_t hg_gid0, uint32_t hg_gid1, uin
         if (e == 0u) v = hg_as_f32(sign | hg_as_u32((float)(m) * 0.001953125f));
         store_kdst(to + w, v);
     }
-
     for (uint32_t w = lane; w < row; w += lanes) {
         uint32_t c = load_vpool(from + w);
         uint32_t sign = (c & 0x80u) << 24u;

@@ -11,7 +11,6 @@ extern "C" __global__ void __launch_bounds__(64) kv_f8_gather_f32(float* __restr
     if (t >= n / lanes) return;
     unsigned int lane = i - t * lanes;
     unsigned int slot = load_slots(t);
-
     if (slot == 0xFFFFFFFEu) return;  // SKIP_SLOT: another window's token
     unsigned int to = t * row;
     if (slot >= num_slots) {
@@ -22,7 +21,6 @@ extern "C" __global__ void __launch_bounds__(64) kv_f8_gather_f32(float* __restr
         return;
     }
     unsigned int from = slot * row;
-
     for (unsigned int w = lane; w < row; w += lanes) {
         unsigned int c = load_kpool(from + w);
         unsigned int sign = (c & 0x80u) << 24u;
@@ -33,7 +31,6 @@ extern "C" __global__ void __launch_bounds__(64) kv_f8_gather_f32(float* __restr
         if (e == 0u) v = __uint_as_float(sign | __float_as_uint((float)(m) * 0.001953125f));
         store_kdst(to + w, v);
     }
-
     for (unsigned int w = lane; w < row; w += lanes) {
         unsigned int c = load_vpool(from + w);
         unsigned int sign = (c & 0x80u) << 24u;

@@ -15,11 +15,9 @@ __kernel __attribute__((reqd_work_group_size(64, 1, 1))) void kv_f8_scatter_bf16
     if (t >= n / lanes) return;
     uint lane = i - t * lanes;
     uint slot = load_slots(t);
-
     if (slot >= num_slots) return;
     uint from = t * row;
     uint to = slot * row;
-
     for (uint w = lane; w < row; w += lanes) {
         uint b = as_uint(load_ksrc(from + w));
         uint a = b & 0x7fffffffu;
@@ -38,7 +36,6 @@ __kernel __attribute__((reqd_work_group_size(64, 1, 1))) void kv_f8_scatter_bf16
         }
         store_kpool(to + w, ((b >> 24u) & 0x80u) | code);
     }
-
     for (uint w = lane; w < row; w += lanes) {
         uint b = as_uint(load_vsrc(from + w));
         uint a = b & 0x7fffffffu;

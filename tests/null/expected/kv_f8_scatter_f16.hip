@@ -13,11 +13,9 @@ extern "C" __global__ void __launch_bounds__(64) kv_f8_scatter_f16(unsigned char
     if (t >= n / lanes) return;
     unsigned int lane = i - t * lanes;
     unsigned int slot = load_slots(t);
-
     if (slot >= num_slots) return;
     unsigned int from = t * row;
     unsigned int to = slot * row;
-
     for (unsigned int w = lane; w < row; w += lanes) {
         unsigned int b = __float_as_uint(load_ksrc(from + w));
         unsigned int a = b & 0x7fffffffu;
@@ -36,7 +34,6 @@ extern "C" __global__ void __launch_bounds__(64) kv_f8_scatter_f16(unsigned char
         }
         store_kpool(to + w, ((b >> 24u) & 0x80u) | code);
     }
-
     for (unsigned int w = lane; w < row; w += lanes) {
         unsigned int b = __float_as_uint(load_vsrc(from + w));
         unsigned int a = b & 0x7fffffffu;

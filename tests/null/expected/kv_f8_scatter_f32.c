@@ -26,11 +26,9 @@ static inline void kv_f8_scatter_f32_item(uint32_t hg_gid0, uint32_t hg_gid1, ui
     if (t >= n / lanes) return;
     uint32_t lane = i - t * lanes;
     uint32_t slot = load_slots(t);
-
     if (slot >= num_slots) return;
     uint32_t from = t * row;
     uint32_t to = slot * row;
-
     for (uint32_t w = lane; w < row; w += lanes) {
         uint32_t b = hg_as_u32(load_ksrc(from + w));
         uint32_t a = b & 0x7fffffffu;
@@ -49,7 +47,6 @@ static inline void kv_f8_scatter_f32_item(uint32_t hg_gid0, uint32_t hg_gid1, ui
         }
         store_kpool(to + w, ((b >> 24u) & 0x80u) | code);
     }
-
     for (uint32_t w = lane; w < row; w += lanes) {
         uint32_t b = hg_as_u32(load_vsrc(from + w));
         uint32_t a = b & 0x7fffffffu;

@@ -25,11 +25,9 @@ void main() {
     if (t >= n / lanes) return;
     uint lane = i - t * lanes;
     uint slot = load_slots(t);
-
     if (slot >= num_slots) return;
     uint from = t * row;
     uint to = slot * row;
-
     for (uint w = lane; w < row; w += lanes) {
         uint b = floatBitsToUint(load_ksrc(from + w));
         uint a = b & 0x7fffffffu;
@@ -48,7 +46,6 @@ void main() {
         }
         store_kpool(to + w, ((b >> 24u) & 0x80u) | code);
     }
-
     for (uint w = lane; w < row; w += lanes) {
         uint b = floatBitsToUint(load_vsrc(from + w));
         uint a = b & 0x7fffffffu;

@@ -10,7 +10,6 @@ extern "C" __global__ void __launch_bounds__(64) kv_gather_u16(unsigned short* _
     unsigned int t = i / lanes;
     if (t >= n / lanes) return;
     unsigned int lane = i - t * lanes;
-
     unsigned int slot = load_slots(t);
     if (slot == 0xFFFFFFFEu) return;  // SKIP_SLOT: another window's token
     // Slots past the pool (the padding sentinel) read as zero rows.
@@ -18,21 +17,17 @@ extern "C" __global__ void __launch_bounds__(64) kv_gather_u16(unsigned short* _
         for (unsigned int w = lane; w < row; w += lanes) {
             store_kdst(t * row + w, 0u);
             store_vdst(t * row + w, 0u);
-
         }
         return;
     }
-
-    if (lanes == 1u && row <= 0x7fffffffu / max(max(num_slots, n), 1u)) {
+    if (lanes == 1u && row <= 0x7fffffffu / (max(max(num_slots, n), 1u))) {
         int len = (int)(row);
         int pos = (int)(slot * row);
         int at = (int)(t * row);
         for (int w = 0; w < len; w++) store_kdst(at + w, load_kpool(pos + w));
         for (int w = 0; w < len; w++) store_vdst(at + w, load_vpool(pos + w));
-
         return;
     }
-
     unsigned int from = slot * row;
     unsigned int to = t * row;
     for (unsigned int w = lane; w < row; w += lanes) {

@@ -25,7 +25,6 @@ static inline void kv_gather_u32_item(uint32_t hg_gid0, uint32_t hg_gid1, uint32
     uint32_t t = i / lanes;
     if (t >= n / lanes) return;
     uint32_t lane = i - t * lanes;
-
     uint32_t slot = load_slots(t);
     if (slot == 0xFFFFFFFEu) return;  // SKIP_SLOT: another window's token
     // Slots past the pool (the padding sentinel) read as zero rows.
@@ -33,21 +32,17 @@ static inline void kv_gather_u32_item(uint32_t hg_gid0, uint32_t hg_gid1, uint32
         for (uint32_t w = lane; w < row; w += lanes) {
             store_kdst(t * row + w, 0u);
             store_vdst(t * row + w, 0u);
-
         }
         return;
     }
-
-    if (lanes == 1u && row <= 0x7fffffffu / hg_umax(hg_umax(num_slots, n), 1u)) {
+    if (lanes == 1u && row <= 0x7fffffffu / (hg_umax(hg_umax(num_slots, n), 1u))) {
         int32_t len = (int32_t)(row);
         int32_t pos = (int32_t)(slot * row);
         int32_t at = (int32_t)(t * row);
         for (int32_t w = 0; w < len; w++) store_kdst(at + w, load_kpool(pos + w));
         for (int32_t w = 0; w < len; w++) store_vdst(at + w, load_vpool(pos + w));
-
         return;
     }
-
     uint32_t from = slot * row;
     uint32_t to = t * row;
     for (uint32_t w = lane; w < row; w += lanes) {

@@ -24,7 +24,6 @@ void main() {
     uint t = i / lanes;
     if (t >= n / lanes) return;
     uint lane = i - t * lanes;
-
     uint slot = load_slots(t);
     if (slot == 0xFFFFFFFEu) return;  // SKIP_SLOT: another window's token
     // Slots past the pool (the padding sentinel) read as zero rows.
@@ -32,21 +31,17 @@ void main() {
         for (uint w = lane; w < row; w += lanes) {
             store_kdst(t * row + w, 0u);
             store_vdst(t * row + w, 0u);
-
         }
         return;
     }
-
-    if (lanes == 1u && row <= 0x7fffffffu / max(max(num_slots, n), 1u)) {
+    if (lanes == 1u && row <= 0x7fffffffu / (max(max(num_slots, n), 1u))) {
         int len = int(row);
         int pos = int(slot * row);
         int at = int(t * row);
         for (int w = 0; w < len; w++) store_kdst(at + w, load_kpool(pos + w));
         for (int w = 0; w < len; w++) store_vdst(at + w, load_vpool(pos + w));
-
         return;
     }
-
     uint from = slot * row;
     uint to = t * row;
     for (uint w = lane; w < row; w += lanes) {

@@ -20,7 +20,6 @@ __kernel __attribute__((reqd_work_group_size(64, 1, 1))) void kv_q8_gather_bf16(
     if (t >= n / lanes) return;
     uint lane = i - t * lanes;
     uint slot = load_slots(t);
-
     if (slot == 0xFFFFFFFEu) return;  // SKIP_SLOT: another window's token
     uint to = t * row;
     if (slot >= num_slots) {
@@ -31,7 +30,6 @@ __kernel __attribute__((reqd_work_group_size(64, 1, 1))) void kv_q8_gather_bf16(
         return;
     }
     uint from = slot * row;
-
     {
         float s = load_kscales(slot);
         int z = 0;
@@ -40,7 +38,6 @@ __kernel __attribute__((reqd_work_group_size(64, 1, 1))) void kv_q8_gather_bf16(
             store_kdst(to + w, s * (float)((int)((uint)(q) - (uint)(z))));
         }
     }
-
     {
         float s = load_vscales(slot);
         int z = 0;

@@ -46,7 +46,6 @@ static inline void kv_q8_gather_f16_item(uint32_t hg_gid0, uint32_t hg_gid1, uin
     if (t >= n / lanes) return;
     uint32_t lane = i - t * lanes;
     uint32_t slot = load_slots(t);
-
     if (slot == 0xFFFFFFFEu) return;  // SKIP_SLOT: another window's token
     uint32_t to = t * row;
     if (slot >= num_slots) {
@@ -57,7 +56,6 @@ static inline void kv_q8_gather_f16_item(uint32_t hg_gid0, uint32_t hg_gid1, uin
         return;
     }
     uint32_t from = slot * row;
-
     {
         float s = load_kscales(slot);
         int32_t z = 0;
@@ -66,7 +64,6 @@ static inline void kv_q8_gather_f16_item(uint32_t hg_gid0, uint32_t hg_gid1, uin
             store_kdst(to + w, s * (float)((int32_t)((uint32_t)(q) - (uint32_t)(z))));
         }
     }
-
     {
         float s = load_vscales(slot);
         int32_t z = 0;

@@ -47,7 +47,6 @@ void main() {
     if (t >= n / lanes) return;
     uint lane = i - t * lanes;
     uint slot = load_slots(t);
-
     if (slot == 0xFFFFFFFEu) return;  // SKIP_SLOT: another window's token
     uint to = t * row;
     if (slot >= num_slots) {
@@ -58,7 +57,6 @@ void main() {
         return;
     }
     uint from = slot * row;
-
     {
         float s = load_kscales(slot);
         int z = 0;
@@ -67,7 +65,6 @@ void main() {
             store_kdst(to + w, s * float(int(uint(q) - uint(z))));
         }
     }
-
     {
         float s = load_vscales(slot);
         int z = 0;

@@ -15,7 +15,6 @@ extern "C" __global__ void __launch_bounds__(64) kv_q8_gather_f16(__half* __rest
     if (t >= n / lanes) return;
     unsigned int lane = i - t * lanes;
     unsigned int slot = load_slots(t);
-
     if (slot == 0xFFFFFFFEu) return;  // SKIP_SLOT: another window's token
     unsigned int to = t * row;
     if (slot >= num_slots) {
@@ -26,7 +25,6 @@ extern "C" __global__ void __launch_bounds__(64) kv_q8_gather_f16(__half* __rest
         return;
     }
     unsigned int from = slot * row;
-
     {
         float s = load_kscales(slot);
         int z = 0;
@@ -35,7 +33,6 @@ extern "C" __global__ void __launch_bounds__(64) kv_q8_gather_f16(__half* __rest
             store_kdst(to + w, s * (float)((int)((unsigned int)(q) - (unsigned int)(z))));
         }
     }
-
     {
         float s = load_vscales(slot);
         int z = 0;

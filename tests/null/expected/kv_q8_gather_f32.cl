@@ -13,7 +13,6 @@ __kernel __attribute__((reqd_work_group_size(64, 1, 1))) void kv_q8_gather_f32(_
     if (t >= n / lanes) return;
     uint lane = i - t * lanes;
     uint slot = load_slots(t);
-
     if (slot == 0xFFFFFFFEu) return;  // SKIP_SLOT: another window's token
     uint to = t * row;
     if (slot >= num_slots) {
@@ -24,7 +23,6 @@ __kernel __attribute__((reqd_work_group_size(64, 1, 1))) void kv_q8_gather_f32(_
         return;
     }
     uint from = slot * row;
-
     {
         float s = load_kscales(slot);
         int z = 0;
@@ -33,7 +31,6 @@ __kernel __attribute__((reqd_work_group_size(64, 1, 1))) void kv_q8_gather_f32(_
             store_kdst(to + w, s * (float)((int)((uint)(q) - (uint)(z))));
         }
     }
-
     {
         float s = load_vscales(slot);
         int z = 0;

@@ -13,7 +13,6 @@ extern "C" __global__ void __launch_bounds__(64) kv_q8_gather_f32(float* __restr
     if (t >= n / lanes) return;
     unsigned int lane = i - t * lanes;
     unsigned int slot = load_slots(t);
-
     if (slot == 0xFFFFFFFEu) return;  // SKIP_SLOT: another window's token
     unsigned int to = t * row;
     if (slot >= num_slots) {
@@ -24,7 +23,6 @@ extern "C" __global__ void __launch_bounds__(64) kv_q8_gather_f32(float* __restr
         return;
     }
     unsigned int from = slot * row;
-
     {
         float s = load_kscales(slot);
         int z = 0;
@@ -33,7 +31,6 @@ extern "C" __global__ void __launch_bounds__(64) kv_q8_gather_f32(float* __restr
             store_kdst(to + w, s * (float)((int)((unsigned int)(q) - (unsigned int)(z))));
         }
     }
-
     {
         float s = load_vscales(slot);
         int z = 0;

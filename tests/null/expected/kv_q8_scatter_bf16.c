@@ -32,12 +32,10 @@ static inline void kv_q8_scatter_bf16_item(uint32_t hg_gid0, uint32_t hg_gid1, u
     if (t >= n / lanes) return;
     uint32_t lane = i - t * lanes;
     uint32_t slot = load_slots(t);
-
     if (slot >= num_slots) return;
     if (lane != 0u) return;
     uint32_t from = t * row;
     uint32_t to = slot * row;
-
     {
         uint32_t amax = 0u;
         for (uint32_t w = 0u; w < row; w++) {
@@ -64,7 +62,6 @@ static inline void kv_q8_scatter_bf16_item(uint32_t hg_gid0, uint32_t hg_gid1, u
             store_kpool(to + w, q);
         }
     }
-
     {
         uint32_t amax = 0u;
         for (uint32_t w = 0u; w < row; w++) {

@@ -13,12 +13,10 @@ __kernel __attribute__((reqd_work_group_size(64, 1, 1))) void kv_q8_scatter_f16(
     if (t >= n / lanes) return;
     uint lane = i - t * lanes;
     uint slot = load_slots(t);
-
     if (slot >= num_slots) return;
     if (lane != 0u) return;
     uint from = t * row;
     uint to = slot * row;
-
     {
         uint amax = 0u;
         for (uint w = 0u; w < row; w++) {
@@ -45,7 +43,6 @@ __kernel __attribute__((reqd_work_group_size(64, 1, 1))) void kv_q8_scatter_f16(
             store_kpool(to + w, q);
         }
     }
-
     {
         uint amax = 0u;
         for (uint w = 0u; w < row; w++) {

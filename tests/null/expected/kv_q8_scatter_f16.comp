@@ -39,12 +39,10 @@ void main() {
     if (t >= n / lanes) return;
     uint lane = i - t * lanes;
     uint slot = load_slots(t);
-
     if (slot >= num_slots) return;
     if (lane != 0u) return;
     uint from = t * row;
     uint to = slot * row;
-
     {
         uint amax = 0u;
         for (uint w = 0u; w < row; w++) {
@@ -71,7 +69,6 @@ void main() {
             store_kpool(to + w, q);
         }
     }
-
     {
         uint amax = 0u;
         for (uint w = 0u; w < row; w++) {

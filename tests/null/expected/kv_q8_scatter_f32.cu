@@ -13,12 +13,10 @@ extern "C" __global__ void __launch_bounds__(64) kv_q8_scatter_f32(signed char* 
     if (t >= n / lanes) return;
     unsigned int lane = i - t * lanes;
     unsigned int slot = load_slots(t);
-
     if (slot >= num_slots) return;
     if (lane != 0u) return;
     unsigned int from = t * row;
     unsigned int to = slot * row;
-
     {
         unsigned int amax = 0u;
         for (unsigned int w = 0u; w < row; w++) {
@@ -45,7 +43,6 @@ extern "C" __global__ void __launch_bounds__(64) kv_q8_scatter_f32(signed char* 
             store_kpool(to + w, q);
         }
     }
-
     {
         unsigned int amax = 0u;
         for (unsigned int w = 0u; w < row; w++) {

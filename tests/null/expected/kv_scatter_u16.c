@@ -27,21 +27,17 @@ static inline void kv_scatter_u16_item(uint32_t hg_gid0, uint32_t hg_gid1, uint3
     uint32_t t = i / lanes;
     if (t >= n / lanes) return;
     uint32_t lane = i - t * lanes;
-
     uint32_t slot = load_slots(t);
     // The host validates every slot; this guard keeps a bad one from writing anywhere.
     if (slot >= num_slots) return;
-
-    if (lanes == 1u && row <= 0x7fffffffu / hg_umax(hg_umax(num_slots, n), 1u)) {
+    if (lanes == 1u && row <= 0x7fffffffu / (hg_umax(hg_umax(num_slots, n), 1u))) {
         int32_t len = (int32_t)(row);
         int32_t pos = (int32_t)(t * row);
         int32_t at = (int32_t)(slot * row);
         for (int32_t w = 0; w < len; w++) store_kpool(at + w, load_ksrc(pos + w));
         for (int32_t w = 0; w < len; w++) store_vpool(at + w, load_vsrc(pos + w));
-
         return;
     }
-
     uint32_t from = t * row;
     uint32_t to = slot * row;
     for (uint32_t w = lane; w < row; w += lanes) {

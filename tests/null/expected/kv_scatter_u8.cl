@@ -12,21 +12,17 @@ __kernel __attribute__((reqd_work_group_size(64, 1, 1))) void kv_scatter_u8(__gl
     uint t = i / lanes;
     if (t >= n / lanes) return;
     uint lane = i - t * lanes;
-
     uint slot = load_slots(t);
     // The host validates every slot; this guard keeps a bad one from writing anywhere.
     if (slot >= num_slots) return;
-
-    if (lanes == 1u && row <= 0x7fffffffu / max(max(num_slots, n), 1u)) {
+    if (lanes == 1u && row <= 0x7fffffffu / (max(max(num_slots, n), 1u))) {
         int len = (int)(row);
         int pos = (int)(t * row);
         int at = (int)(slot * row);
         for (int w = 0; w < len; w++) store_kpool(at + w, load_ksrc(pos + w));
         for (int w = 0; w < len; w++) store_vpool(at + w, load_vsrc(pos + w));
-
         return;
     }
-
     uint from = t * row;
     uint to = slot * row;
     for (uint w = lane; w < row; w += lanes) {

@@ -12,21 +12,17 @@ extern "C" __global__ void __launch_bounds__(64) kv_scatter_u8(unsigned char* __
     unsigned int t = i / lanes;
     if (t >= n / lanes) return;
     unsigned int lane = i - t * lanes;
-
     unsigned int slot = load_slots(t);
     // The host validates every slot; this guard keeps a bad one from writing anywhere.
     if (slot >= num_slots) return;
-
-    if (lanes == 1u && row <= 0x7fffffffu / max(max(num_slots, n), 1u)) {
+    if (lanes == 1u && row <= 0x7fffffffu / (max(max(num_slots, n), 1u))) {
         int len = (int)(row);
         int pos = (int)(t * row);
         int at = (int)(slot * row);
         for (int w = 0; w < len; w++) store_kpool(at + w, load_ksrc(pos + w));
         for (int w = 0; w < len; w++) store_vpool(at + w, load_vsrc(pos + w));
-
         return;
     }
-
     unsigned int from = t * row;
     unsigned int to = slot * row;
     for (unsigned int w = lane; w < row; w += lanes) {

@@ -18,11 +18,11 @@ static inline uint hg_f32_to_bf16(float v) {
 
 __kernel __attribute__((reqd_work_group_size(32, 8, 1))) void layout_add_bf16(__global ushort* restrict dst, __global const ushort* restrict src, __global const uint* restrict tx, __global const uint* restrict ty, __global const uint* restrict tz, uint nx, uint ny, uint nz, uint ndst) {
     uint x = ((uint)get_global_id(0));
-        uint y = ((uint)get_global_id(1));
-        uint z = ((uint)get_global_id(2));
-        if (x >= nx || y >= ny || z >= nz) return;
-        uint f = (z * ny + y) * nx + x;
-        uint d = load_tz(z) + load_ty(y) + load_tx(x);
-        if (d >= ndst) return;
+    uint y = ((uint)get_global_id(1));
+    uint z = ((uint)get_global_id(2));
+    if (x >= nx || y >= ny || z >= nz) return;
+    uint f = (z * ny + y) * nx + x;
+    uint d = load_tz(z) + load_ty(y) + load_tx(x);
+    if (d >= ndst) return;
     store_dst(d, hg_f32_to_bf16(hg_bf16_to_f32(load_dst(d)) + hg_bf16_to_f32(load_src(f))));
 }

@@ -32,11 +32,11 @@ void main() {
     uint nz = hg_pc.nz;
     uint ndst = hg_pc.ndst;
     uint x = gl_GlobalInvocationID.x;
-        uint y = gl_GlobalInvocationID.y;
-        uint z = gl_GlobalInvocationID.z;
-        if (x >= nx || y >= ny || z >= nz) return;
-        uint f = (z * ny + y) * nx + x;
-        uint d = load_tz(z) + load_ty(y) + load_tx(x);
-        if (d >= ndst) return;
+    uint y = gl_GlobalInvocationID.y;
+    uint z = gl_GlobalInvocationID.z;
+    if (x >= nx || y >= ny || z >= nz) return;
+    uint f = (z * ny + y) * nx + x;
+    uint d = load_tz(z) + load_ty(y) + load_tx(x);
+    if (d >= ndst) return;
     store_dst(d, hg_f32_to_bf16(hg_bf16_to_f32(load_dst(d)) + hg_bf16_to_f32(load_src(f))));
 }

@@ -18,11 +18,11 @@ __device__ static inline unsigned int hg_f32_to_bf16(float v) {
 
 extern "C" __global__ void __launch_bounds__(256) layout_add_bf16(unsigned short* __restrict__ dst, const unsigned short* __restrict__ src, const unsigned int* __restrict__ tx, const unsigned int* __restrict__ ty, const unsigned int* __restrict__ tz, unsigned int nx, unsigned int ny, unsigned int nz, unsigned int ndst) {
     unsigned int x = (blockIdx.x * blockDim.x + threadIdx.x);
-        unsigned int y = (blockIdx.y * blockDim.y + threadIdx.y);
-        unsigned int z = (blockIdx.z * blockDim.z + threadIdx.z);
-        if (x >= nx || y >= ny || z >= nz) return;
-        unsigned int f = (z * ny + y) * nx + x;
-        unsigned int d = load_tz(z) + load_ty(y) + load_tx(x);
-        if (d >= ndst) return;
+    unsigned int y = (blockIdx.y * blockDim.y + threadIdx.y);
+    unsigned int z = (blockIdx.z * blockDim.z + threadIdx.z);
+    if (x >= nx || y >= ny || z >= nz) return;
+    unsigned int f = (z * ny + y) * nx + x;
+    unsigned int d = load_tz(z) + load_ty(y) + load_tx(x);
+    if (d >= ndst) return;
     store_dst(d, hg_f32_to_bf16(hg_bf16_to_f32(load_dst(d)) + hg_bf16_to_f32(load_src(f))));
 }

@@ -22,12 +22,12 @@ static inline int32_t hg_imax(int32_t a, int32_t b) { return a > b ? a : b; }
 
 static inline void layout_add_f32_item(uint32_t hg_gid0, uint32_t hg_gid1, uint32_t hg_gid2, uint32_t *restrict dst, const uint32_t *restrict src, const uint32_t *restrict tx, const uint32_t *restrict ty, const uint32_t *restrict tz, uint32_t nx, uint32_t ny, uint32_t nz, uint32_t ndst) {
     uint32_t x = hg_gid0;
-        uint32_t y = hg_gid1;
-        uint32_t z = hg_gid2;
-        if (x >= nx || y >= ny || z >= nz) return;
-        uint32_t f = (z * ny + y) * nx + x;
-        uint32_t d = load_tz(z) + load_ty(y) + load_tx(x);
-        if (d >= ndst) return;
+    uint32_t y = hg_gid1;
+    uint32_t z = hg_gid2;
+    if (x >= nx || y >= ny || z >= nz) return;
+    uint32_t f = (z * ny + y) * nx + x;
+    uint32_t d = load_tz(z) + load_ty(y) + load_tx(x);
+    if (d >= ndst) return;
     store_dst(d, hg_as_u32(hg_as_f32(load_dst(d)) + hg_as_f32(load_src(f))));
 }
 

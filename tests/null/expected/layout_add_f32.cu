@@ -7,11 +7,11 @@
 
 extern "C" __global__ void __launch_bounds__(256) layout_add_f32(unsigned int* __restrict__ dst, const unsigned int* __restrict__ src, const unsigned int* __restrict__ tx, const unsigned int* __restrict__ ty, const unsigned int* __restrict__ tz, unsigned int nx, unsigned int ny, unsigned int nz, unsigned int ndst) {
     unsigned int x = (blockIdx.x * blockDim.x + threadIdx.x);
-        unsigned int y = (blockIdx.y * blockDim.y + threadIdx.y);
-        unsigned int z = (blockIdx.z * blockDim.z + threadIdx.z);
-        if (x >= nx || y >= ny || z >= nz) return;
-        unsigned int f = (z * ny + y) * nx + x;
-        unsigned int d = load_tz(z) + load_ty(y) + load_tx(x);
-        if (d >= ndst) return;
+    unsigned int y = (blockIdx.y * blockDim.y + threadIdx.y);
+    unsigned int z = (blockIdx.z * blockDim.z + threadIdx.z);
+    if (x >= nx || y >= ny || z >= nz) return;
+    unsigned int f = (z * ny + y) * nx + x;
+    unsigned int d = load_tz(z) + load_ty(y) + load_tx(x);
+    if (d >= ndst) return;
     store_dst(d, __float_as_uint(__uint_as_float(load_dst(d)) + __uint_as_float(load_src(f))));
 }

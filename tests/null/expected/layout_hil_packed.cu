@@ -12,52 +12,50 @@ extern "C" __global__ void __launch_bounds__(64) layout_hil_packed(unsigned char
             unsigned int yz = f / nx;
             unsigned int y = yz % ny;
             unsigned int z = yz / ny;
-
-        unsigned int hm = (1u << hp) - 1u;
-        unsigned int hx = 0u;
-        for (unsigned int k = 0u; k < hr; k++) {
-            hx = hx | (((f >> (hp * (hr - 1u - k))) & hm) << (k * hp));
-        }
-        unsigned int x0 = hx & hm;
-        unsigned int q = (1u << hp) >> 1u;
-        while (q > 1u) {
-            unsigned int p = q - 1u;
-            if ((x0 & q) != 0u) x0 = x0 ^ p;
+            unsigned int hm = (1u << hp) - 1u;
+            unsigned int hx = 0u;
+            for (unsigned int k = 0u; k < hr; k++) {
+                hx = hx | (((f >> (hp * (hr - 1u - k))) & hm) << (k * hp));
+            }
+            unsigned int x0 = hx & hm;
+            unsigned int hq = (1u << hp) >> 1u;
+            while (hq > 1u) {
+                unsigned int p = hq - 1u;
+                if ((x0 & hq) != 0u) x0 = x0 ^ p;
+                for (unsigned int k = 1u; k < hr; k++) {
+                    unsigned int sh = k * hp;
+                    unsigned int xi = (hx >> sh) & hm;
+                    if ((xi & hq) != 0u) {
+                        x0 = x0 ^ p;
+                    } else {
+                        unsigned int t = (x0 ^ xi) & p;
+                        x0 = x0 ^ t;
+                        hx = hx ^ (t << sh);
+                    }
+                }
+                hq = hq >> 1u;
+            }
+            unsigned int prev = x0;
             for (unsigned int k = 1u; k < hr; k++) {
                 unsigned int sh = k * hp;
-                unsigned int xi = (hx >> sh) & hm;
-                if ((xi & q) != 0u) {
-                    x0 = x0 ^ p;
-                } else {
-                    unsigned int t = (x0 ^ xi) & p;
-                    x0 = x0 ^ t;
-                    hx = hx ^ (t << sh);
+                unsigned int xi = ((hx >> sh) & hm) ^ prev;
+                hx = (hx & ~(hm << sh)) | (xi << sh);
+                prev = xi;
+            }
+            unsigned int tt = 0u;
+            hq = (1u << hp) >> 1u;
+            while (hq > 1u) {
+                if ((prev & hq) != 0u) tt = tt ^ (hq - 1u);
+                hq = hq >> 1u;
+            }
+            x0 = x0 ^ tt;
+            unsigned int so = 0u;
+            for (unsigned int b = 0u; b < hp; b++) {
+                for (unsigned int d = 0u; d < hr; d++) {
+                    unsigned int xd = d == 0u ? x0 : (((hx >> (d * hp)) & hm) ^ tt);
+                    so = so | (((xd >> b) & 1u) << (b * hr + hr - 1u - d));
                 }
             }
-            q = q >> 1u;
-        }
-        unsigned int prev = x0;
-        for (unsigned int k = 1u; k < hr; k++) {
-            unsigned int sh = k * hp;
-            unsigned int xi = ((hx >> sh) & hm) ^ prev;
-            hx = (hx & ~(hm << sh)) | (xi << sh);
-            prev = xi;
-        }
-        unsigned int tt = 0u;
-        q = (1u << hp) >> 1u;
-        while (q > 1u) {
-            if ((prev & q) != 0u) tt = tt ^ (q - 1u);
-            q = q >> 1u;
-        }
-        x0 = x0 ^ tt;
-        unsigned int so = 0u;
-        for (unsigned int b = 0u; b < hp; b++) {
-            for (unsigned int d = 0u; d < hr; d++) {
-                unsigned int xd = d == 0u ? x0 : (((hx >> (d * hp)) & hm) ^ tt);
-                so = so | (((xd >> b) & 1u) << (b * hr + hr - 1u - d));
-            }
-        }
-
             unsigned int bit = so * bits;
             unsigned int at = doff + (bit >> 3u);
             unsigned int sh = bit & 7u;

@@ -22,52 +22,50 @@ void main() {
     uint z = gl_GlobalInvocationID.z;
     if (x >= nx || y >= ny || z >= nz) return;
     uint f = (z * ny + y) * nx + x;
-
-        uint hm = (1u << hp) - 1u;
-        uint hx = 0u;
-        for (uint k = 0u; k < hr; k++) {
-            hx = hx | (((f >> (hp * (hr - 1u - k))) & hm) << (k * hp));
-        }
-        uint x0 = hx & hm;
-        uint q = (1u << hp) >> 1u;
-        while (q > 1u) {
-            uint p = q - 1u;
-            if ((x0 & q) != 0u) x0 = x0 ^ p;
-            for (uint k = 1u; k < hr; k++) {
-                uint sh = k * hp;
-                uint xi = (hx >> sh) & hm;
-                if ((xi & q) != 0u) {
-                    x0 = x0 ^ p;
-                } else {
-                    uint t = (x0 ^ xi) & p;
-                    x0 = x0 ^ t;
-                    hx = hx ^ (t << sh);
-                }
-            }
-            q = q >> 1u;
-        }
-        uint prev = x0;
+    uint hm = (1u << hp) - 1u;
+    uint hx = 0u;
+    for (uint k = 0u; k < hr; k++) {
+        hx = hx | (((f >> (hp * (hr - 1u - k))) & hm) << (k * hp));
+    }
+    uint x0 = hx & hm;
+    uint hq = (1u << hp) >> 1u;
+    while (hq > 1u) {
+        uint p = hq - 1u;
+        if ((x0 & hq) != 0u) x0 = x0 ^ p;
         for (uint k = 1u; k < hr; k++) {
             uint sh = k * hp;
-            uint xi = ((hx >> sh) & hm) ^ prev;
-            hx = (hx & ~(hm << sh)) | (xi << sh);
-            prev = xi;
-        }
-        uint tt = 0u;
-        q = (1u << hp) >> 1u;
-        while (q > 1u) {
-            if ((prev & q) != 0u) tt = tt ^ (q - 1u);
-            q = q >> 1u;
-        }
-        x0 = x0 ^ tt;
-        uint so = 0u;
-        for (uint b = 0u; b < hp; b++) {
-            for (uint d = 0u; d < hr; d++) {
-                uint xd = d == 0u ? x0 : (((hx >> (d * hp)) & hm) ^ tt);
-                so = so | (((xd >> b) & 1u) << (b * hr + hr - 1u - d));
+            uint xi = (hx >> sh) & hm;
+            if ((xi & hq) != 0u) {
+                x0 = x0 ^ p;
+            } else {
+                uint t = (x0 ^ xi) & p;
+                x0 = x0 ^ t;
+                hx = hx ^ (t << sh);
             }
         }
-
+        hq = hq >> 1u;
+    }
+    uint prev = x0;
+    for (uint k = 1u; k < hr; k++) {
+        uint sh = k * hp;
+        uint xi = ((hx >> sh) & hm) ^ prev;
+        hx = (hx & ~(hm << sh)) | (xi << sh);
+        prev = xi;
+    }
+    uint tt = 0u;
+    hq = (1u << hp) >> 1u;
+    while (hq > 1u) {
+        if ((prev & hq) != 0u) tt = tt ^ (hq - 1u);
+        hq = hq >> 1u;
+    }
+    x0 = x0 ^ tt;
+    uint so = 0u;
+    for (uint b = 0u; b < hp; b++) {
+        for (uint d = 0u; d < hr; d++) {
+            uint xd = d == 0u ? x0 : (((hx >> (d * hp)) & hm) ^ tt);
+            so = so | (((xd >> b) & 1u) << (b * hr + hr - 1u - d));
+        }
+    }
     uint s = woff + so * wpe;
     if (wpe == 1u) {
         // The common case without the word loop: pocl vectorises it across the work-group.

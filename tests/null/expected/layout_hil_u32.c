@@ -22,52 +22,50 @@ static inline void layout_hil_u32_item(uint32_t hg_gid0, uint32_t hg_gid1, uint3
     uint32_t z = hg_gid2;
     if (x >= nx || y >= ny || z >= nz) return;
     uint32_t f = (z * ny + y) * nx + x;
-
-        uint32_t hm = (1u << hp) - 1u;
-        uint32_t hx = 0u;
-        for (uint32_t k = 0u; k < hr; k++) {
-            hx = hx | (((f >> (hp * (hr - 1u - k))) & hm) << (k * hp));
-        }
-        uint32_t x0 = hx & hm;
-        uint32_t q = (1u << hp) >> 1u;
-        while (q > 1u) {
-            uint32_t p = q - 1u;
-            if ((x0 & q) != 0u) x0 = x0 ^ p;
-            for (uint32_t k = 1u; k < hr; k++) {
-                uint32_t sh = k * hp;
-                uint32_t xi = (hx >> sh) & hm;
-                if ((xi & q) != 0u) {
-                    x0 = x0 ^ p;
-                } else {
-                    uint32_t t = (x0 ^ xi) & p;
-                    x0 = x0 ^ t;
-                    hx = hx ^ (t << sh);
-                }
-            }
-            q = q >> 1u;
-        }
-        uint32_t prev = x0;
+    uint32_t hm = (1u << hp) - 1u;
+    uint32_t hx = 0u;
+    for (uint32_t k = 0u; k < hr; k++) {
+        hx = hx | (((f >> (hp * (hr - 1u - k))) & hm) << (k * hp));
+    }
+    uint32_t x0 = hx & hm;
+    uint32_t hq = (1u << hp) >> 1u;
+    while (hq > 1u) {
+        uint32_t p = hq - 1u;
+        if ((x0 & hq) != 0u) x0 = x0 ^ p;
         for (uint32_t k = 1u; k < hr; k++) {
             uint32_t sh = k * hp;
-            uint32_t xi = ((hx >> sh) & hm) ^ prev;
-            hx = (hx & ~(hm << sh)) | (xi << sh);
-            prev = xi;
-        }
-        uint32_t tt = 0u;
-        q = (1u << hp) >> 1u;
-        while (q > 1u) {
-            if ((prev & q) != 0u) tt = tt ^ (q - 1u);
-            q = q >> 1u;
-        }
-        x0 = x0 ^ tt;
-        uint32_t so = 0u;
-        for (uint32_t b = 0u; b < hp; b++) {
-            for (uint32_t d = 0u; d < hr; d++) {
-                uint32_t xd = d == 0u ? x0 : (((hx >> (d * hp)) & hm) ^ tt);
-                so = so | (((xd >> b) & 1u) << (b * hr + hr - 1u - d));
+            uint32_t xi = (hx >> sh) & hm;
+            if ((xi & hq) != 0u) {
+                x0 = x0 ^ p;
+            } else {
+                uint32_t t = (x0 ^ xi) & p;
+                x0 = x0 ^ t;
+                hx = hx ^ (t << sh);
             }
         }
-
+        hq = hq >> 1u;
+    }
+    uint32_t prev = x0;
+    for (uint32_t k = 1u; k < hr; k++) {
+        uint32_t sh = k * hp;
+        uint32_t xi = ((hx >> sh) & hm) ^ prev;
+        hx = (hx & ~(hm << sh)) | (xi << sh);
+        prev = xi;
+    }
+    uint32_t tt = 0u;
+    hq = (1u << hp) >> 1u;
+    while (hq > 1u) {
+        if ((prev & hq) != 0u) tt = tt ^ (hq - 1u);
+        hq = hq >> 1u;
+    }
+    x0 = x0 ^ tt;
+    uint32_t so = 0u;
+    for (uint32_t b = 0u; b < hp; b++) {
+        for (uint32_t d = 0u; d < hr; d++) {
+            uint32_t xd = d == 0u ? x0 : (((hx >> (d * hp)) & hm) ^ tt);
+            so = so | (((xd >> b) & 1u) << (b * hr + hr - 1u - d));
+        }
+    }
     uint32_t s = woff + so * wpe;
     if (wpe == 1u) {
         // The common case without the word loop: pocl vectorises it across the work-group.

@@ -12,6 +12,5 @@ __kernel __attribute__((reqd_work_group_size(32, 8, 1))) void layout_put_u16(__g
     uint f = (z * ny + y) * nx + x;
     uint d = load_tz(z) + load_ty(y) + load_tx(x);
     if (d >= ndst) return;
-
     for (uint w = 0u; w < wpe; w++) store_dst(d * wpe + w, load_src(f * wpe + w));
 }

@@ -27,6 +27,5 @@ void main() {
     uint f = (z * ny + y) * nx + x;
     uint d = load_tz(z) + load_ty(y) + load_tx(x);
     if (d >= ndst) return;
-
     for (uint w = 0u; w < wpe; w++) store_dst(d * wpe + w, load_src(f * wpe + w));
 }

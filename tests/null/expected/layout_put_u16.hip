@@ -12,6 +12,5 @@ extern "C" __global__ void __launch_bounds__(256) layout_put_u16(unsigned short*
     unsigned int f = (z * ny + y) * nx + x;
     unsigned int d = load_tz(z) + load_ty(y) + load_tx(x);
     if (d >= ndst) return;
-
     for (unsigned int w = 0u; w < wpe; w++) store_dst(d * wpe + w, load_src(f * wpe + w));
 }

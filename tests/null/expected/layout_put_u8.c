@@ -27,7 +27,6 @@ static inline void layout_put_u8_item(uint32_t hg_gid0, uint32_t hg_gid1, uint32
     uint32_t f = (z * ny + y) * nx + x;
     uint32_t d = load_tz(z) + load_ty(y) + load_tx(x);
     if (d >= ndst) return;
-
     for (uint32_t w = 0u; w < wpe; w++) store_dst(d * wpe + w, load_src(f * wpe + w));
 }
 

@@ -30,9 +30,7 @@ static inline void layout_sep_packed_item(uint32_t hg_gid0, uint32_t hg_gid1, ui
             uint32_t yz = f / nx;
             uint32_t y = yz % ny;
             uint32_t z = yz / ny;
-
-        uint32_t so = load_tz(z) + load_ty(y) + load_tx(x);
-
+            uint32_t so = load_tz(z) + load_ty(y) + load_tx(x);
             uint32_t bit = so * bits;
             uint32_t at = doff + (bit >> 3u);
             uint32_t sh = bit & 7u;

@@ -15,9 +15,7 @@ __kernel __attribute__((reqd_work_group_size(64, 1, 1))) void layout_sep_packed(
             uint yz = f / nx;
             uint y = yz % ny;
             uint z = yz / ny;
-
-        uint so = load_tz(z) + load_ty(y) + load_tx(x);
-
+            uint so = load_tz(z) + load_ty(y) + load_tx(x);
             uint bit = so * bits;
             uint at = doff + (bit >> 3u);
             uint sh = bit & 7u;

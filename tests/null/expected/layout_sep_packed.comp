@@ -35,9 +35,7 @@ void main() {
             uint yz = f / nx;
             uint y = yz % ny;
             uint z = yz / ny;
-
-        uint so = load_tz(z) + load_ty(y) + load_tx(x);
-
+            uint so = load_tz(z) + load_ty(y) + load_tx(x);
             uint bit = so * bits;
             uint at = doff + (bit >> 3u);
             uint sh = bit & 7u;

@@ -15,9 +15,7 @@ extern "C" __global__ void __launch_bounds__(64) layout_sep_packed(unsigned char
             unsigned int yz = f / nx;
             unsigned int y = yz % ny;
             unsigned int z = yz / ny;
-
-        unsigned int so = load_tz(z) + load_ty(y) + load_tx(x);
-
+            unsigned int so = load_tz(z) + load_ty(y) + load_tx(x);
             unsigned int bit = so * bits;
             unsigned int at = doff + (bit >> 3u);
             unsigned int sh = bit & 7u;

@@ -25,9 +25,7 @@ static inline void layout_sep_u16_item(uint32_t hg_gid0, uint32_t hg_gid1, uint3
     uint32_t z = hg_gid2;
     if (x >= nx || y >= ny || z >= nz) return;
     uint32_t f = (z * ny + y) * nx + x;
-
-        uint32_t so = load_tz(z) + load_ty(y) + load_tx(x);
-
+    uint32_t so = load_tz(z) + load_ty(y) + load_tx(x);
     uint32_t s = woff + so * wpe;
     if (wpe == 1u) {
         // The common case without the word loop: pocl vectorises it across the work-group.

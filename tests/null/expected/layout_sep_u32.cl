@@ -10,9 +10,7 @@ __kernel __attribute__((reqd_work_group_size(32, 8, 1))) void layout_sep_u32(__g
     uint z = ((uint)get_global_id(2));
     if (x >= nx || y >= ny || z >= nz) return;
     uint f = (z * ny + y) * nx + x;
-
-        uint so = load_tz(z) + load_ty(y) + load_tx(x);
-
+    uint so = load_tz(z) + load_ty(y) + load_tx(x);
     uint s = woff + so * wpe;
     if (wpe == 1u) {
         // The common case without the word loop: pocl vectorises it across the work-group.

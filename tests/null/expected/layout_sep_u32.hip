@@ -10,9 +10,7 @@ extern "C" __global__ void __launch_bounds__(256) layout_sep_u32(unsigned int* _
     unsigned int z = (blockIdx.z * blockDim.z + threadIdx.z);
     if (x >= nx || y >= ny || z >= nz) return;
     unsigned int f = (z * ny + y) * nx + x;
-
-        unsigned int so = load_tz(z) + load_ty(y) + load_tx(x);
-
+    unsigned int so = load_tz(z) + load_ty(y) + load_tx(x);
     unsigned int s = woff + so * wpe;
     if (wpe == 1u) {
         // The common case without the word loop: pocl vectorises it across the work-group.

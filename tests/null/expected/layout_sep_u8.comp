@@ -26,9 +26,7 @@ void main() {
     uint z = gl_GlobalInvocationID.z;
     if (x >= nx || y >= ny || z >= nz) return;
     uint f = (z * ny + y) * nx + x;
-
-        uint so = load_tz(z) + load_ty(y) + load_tx(x);
-
+    uint so = load_tz(z) + load_ty(y) + load_tx(x);
     uint s = woff + so * wpe;
     if (wpe == 1u) {
         // The common case without the word loop: pocl vectorises it across the work-group.

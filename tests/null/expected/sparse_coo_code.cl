@@ -6,7 +6,6 @@
 __kernel __attribute__((reqd_work_group_size(256, 1, 1))) void sparse_coo_code(__global uchar* restrict dst, __global const uchar* restrict vals, __global const uint* restrict ix, __global const uint* restrict mt, uint nnz, uint n, uint bits, uint nix, uint rank) {
     uint i = ((uint)get_global_id(0));
     if (i >= nnz) return;
-
     uint fi = 0u;
     uint ok = 1u;
     for (uint d = 0u; d < rank; d++) {
@@ -15,7 +14,6 @@ __kernel __attribute__((reqd_work_group_size(256, 1, 1))) void sparse_coo_code(_
         if (coord >= load_mt(2u * d)) ok = 0u;
         fi = fi + coord * load_mt(2u * d + 1u);
     }
-
     if (ok == 0u || fi >= n) return;
     uint bit = i * bits;
     uint at = bit >> 3u;

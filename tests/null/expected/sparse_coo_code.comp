@@ -20,7 +20,6 @@ void main() {
     uint rank = hg_pc.rank;
     uint i = gl_GlobalInvocationID.x;
     if (i >= nnz) return;
-
     uint fi = 0u;
     uint ok = 1u;
     for (uint d = 0u; d < rank; d++) {
@@ -29,7 +28,6 @@ void main() {
         if (coord >= load_mt(2u * d)) ok = 0u;
         fi = fi + coord * load_mt(2u * d + 1u);
     }
-
     if (ok == 0u || fi >= n) return;
     uint bit = i * bits;
     uint at = bit >> 3u;

@@ -6,7 +6,6 @@
 extern "C" __global__ void __launch_bounds__(256) sparse_coo_u16(unsigned short* __restrict__ dst, const unsigned short* __restrict__ vals, const unsigned int* __restrict__ ix, const unsigned int* __restrict__ mt, unsigned int nnz, unsigned int n, unsigned int wpe, unsigned int nix, unsigned int rank) {
     unsigned int i = (blockIdx.x * blockDim.x + threadIdx.x);
     if (i >= nnz) return;
-
     unsigned int fi = 0u;
     unsigned int ok = 1u;
     for (unsigned int d = 0u; d < rank; d++) {
@@ -15,7 +14,6 @@ extern "C" __global__ void __launch_bounds__(256) sparse_coo_u16(unsigned short*
         if (coord >= load_mt(2u * d)) ok = 0u;
         fi = fi + coord * load_mt(2u * d + 1u);
     }
-
     if (ok == 0u || fi >= n) return;
     for (unsigned int w = 0u; w < wpe; w++) store_dst(fi * wpe + w, load_vals(i * wpe + w));
 }

@@ -26,16 +26,16 @@ extern "C" __global__ void __launch_bounds__(256) sparse_csr_rows_u16(unsigned s
     unsigned int hi = b;
     unsigned int k = a;
     if (c0 != 0u) {
-    lo = a;
-    hi = b;
-    while (lo < hi) {
-        unsigned int md = lo + (hi - lo) / 2u;
-        if (load_ci(2u * md + 1u) == 0u && load_ci(2u * md) < c0) {
-            lo = md + 1u;
-        } else {
-            hi = md;
+        lo = a;
+        hi = b;
+        while (lo < hi) {
+            unsigned int md = lo + (hi - lo) / 2u;
+            if (load_ci(2u * md + 1u) == 0u && load_ci(2u * md) < c0) {
+                lo = md + 1u;
+            } else {
+                hi = md;
+            }
         }
-    }
         k = lo;
     }
     unsigned int next = c0;
@@ -54,16 +54,16 @@ extern "C" __global__ void __launch_bounds__(256) sparse_csr_rows_u16(unsigned s
         }
     }
     if (c1 != ncols) {
-    lo = a;
-    hi = b;
-    while (lo < hi) {
-        unsigned int md = lo + (hi - lo) / 2u;
-        if (load_ci(2u * md + 1u) == 0u && load_ci(2u * md) < c1) {
-            lo = md + 1u;
-        } else {
-            hi = md;
+        lo = a;
+        hi = b;
+        while (lo < hi) {
+            unsigned int md = lo + (hi - lo) / 2u;
+            if (load_ci(2u * md + 1u) == 0u && load_ci(2u * md) < c1) {
+                lo = md + 1u;
+            } else {
+                hi = md;
+            }
         }
-    }
         if (k != lo) store_err(0u, 1u);
     } else if (k != b) {
         store_err(0u, 1u);

@@ -41,16 +41,16 @@ static inline void sparse_csr_rows_u32_item(uint32_t hg_gid0, uint32_t hg_gid1, 
     uint32_t hi = b;
     uint32_t k = a;
     if (c0 != 0u) {
-    lo = a;
-    hi = b;
-    while (lo < hi) {
-        uint32_t md = lo + (hi - lo) / 2u;
-        if (load_ci(2u * md + 1u) == 0u && load_ci(2u * md) < c0) {
-            lo = md + 1u;
-        } else {
-            hi = md;
+        lo = a;
+        hi = b;
+        while (lo < hi) {
+            uint32_t md = lo + (hi - lo) / 2u;
+            if (load_ci(2u * md + 1u) == 0u && load_ci(2u * md) < c0) {
+                lo = md + 1u;
+            } else {
+                hi = md;
+            }
         }
-    }
         k = lo;
     }
     uint32_t next = c0;
@@ -69,16 +69,16 @@ static inline void sparse_csr_rows_u32_item(uint32_t hg_gid0, uint32_t hg_gid1, 
         }
     }
     if (c1 != ncols) {
-    lo = a;
-    hi = b;
-    while (lo < hi) {
-        uint32_t md = lo + (hi - lo) / 2u;
-        if (load_ci(2u * md + 1u) == 0u && load_ci(2u * md) < c1) {
-            lo = md + 1u;
-        } else {
-            hi = md;
+        lo = a;
+        hi = b;
+        while (lo < hi) {
+            uint32_t md = lo + (hi - lo) / 2u;
+            if (load_ci(2u * md + 1u) == 0u && load_ci(2u * md) < c1) {
+                lo = md + 1u;
+            } else {
+                hi = md;
+            }
         }
-    }
         if (k != lo) store_err(0u, 1u);
     } else if (k != b) {
         store_err(0u, 1u);

@@ -26,16 +26,16 @@ __kernel __attribute__((reqd_work_group_size(64, 4, 1))) void sparse_csr_rows_u3
     uint hi = b;
     uint k = a;
     if (c0 != 0u) {
-    lo = a;
-    hi = b;
-    while (lo < hi) {
-        uint md = lo + (hi - lo) / 2u;
-        if (load_ci(2u * md + 1u) == 0u && load_ci(2u * md) < c0) {
-            lo = md + 1u;
-        } else {
-            hi = md;
+        lo = a;
+        hi = b;
+        while (lo < hi) {
+            uint md = lo + (hi - lo) / 2u;
+            if (load_ci(2u * md + 1u) == 0u && load_ci(2u * md) < c0) {
+                lo = md + 1u;
+            } else {
+                hi = md;
+            }
         }
-    }
         k = lo;
     }
     uint next = c0;
@@ -54,16 +54,16 @@ __kernel __attribute__((reqd_work_group_size(64, 4, 1))) void sparse_csr_rows_u3
         }
     }
     if (c1 != ncols) {
-    lo = a;
-    hi = b;
-    while (lo < hi) {
-        uint md = lo + (hi - lo) / 2u;
-        if (load_ci(2u * md + 1u) == 0u && load_ci(2u * md) < c1) {
-            lo = md + 1u;
-        } else {
-            hi = md;
+        lo = a;
+        hi = b;
+        while (lo < hi) {
+            uint md = lo + (hi - lo) / 2u;
+            if (load_ci(2u * md + 1u) == 0u && load_ci(2u * md) < c1) {
+                lo = md + 1u;
+            } else {
+                hi = md;
+            }
         }
-    }
         if (k != lo) store_err(0u, 1u);
     } else if (k != b) {
         store_err(0u, 1u);

@@ -6,7 +6,6 @@
 __kernel __attribute__((reqd_work_group_size(256, 1, 1))) void sparse_tree_u16(__global ushort* restrict dst, __global const ushort* restrict vals, __global const uint* restrict ix, __global const uint* restrict mt, uint nnz, uint n, uint wpe, uint nix, uint nlev) {
     uint i = ((uint)get_global_id(0));
     if (i >= nnz) return;
-
     uint fi = 0u;
     uint p = i;
     uint ok = 1u;
@@ -34,7 +33,6 @@ __kernel __attribute__((reqd_work_group_size(256, 1, 1))) void sparse_tree_u16(_
             p = lo;
         }
     }
-
     if (ok == 0u || fi >= n) return;
     for (uint w = 0u; w < wpe; w++) store_dst(fi * wpe + w, load_vals(i * wpe + w));
 }

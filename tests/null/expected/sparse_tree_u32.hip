@@ -6,7 +6,6 @@
 extern "C" __global__ void __launch_bounds__(256) sparse_tree_u32(unsigned int* __restrict__ dst, const unsigned int* __restrict__ vals, const unsigned int* __restrict__ ix, const unsigned int* __restrict__ mt, unsigned int nnz, unsigned int n, unsigned int wpe, unsigned int nix, unsigned int nlev) {
     unsigned int i = (blockIdx.x * blockDim.x + threadIdx.x);
     if (i >= nnz) return;
-
     unsigned int fi = 0u;
     unsigned int p = i;
     unsigned int ok = 1u;
@@ -34,7 +33,6 @@ extern "C" __global__ void __launch_bounds__(256) sparse_tree_u32(unsigned int* 
             p = lo;
         }
     }
-
     if (ok == 0u || fi >= n) return;
     for (unsigned int w = 0u; w < wpe; w++) store_dst(fi * wpe + w, load_vals(i * wpe + w));
 }

@@ -21,7 +21,6 @@ static inline int32_t hg_imax(int32_t a, int32_t b) { return a > b ? a : b; }
 static inline void sparse_tree_u8_item(uint32_t hg_gid0, uint32_t hg_gid1, uint32_t hg_gid2, uint8_t *restrict dst, const uint8_t *restrict vals, const uint32_t *restrict ix, const uint32_t *restrict mt, uint32_t nnz, uint32_t n, uint32_t wpe, uint32_t nix, uint32_t nlev) {
     uint32_t i = hg_gid0;
     if (i >= nnz) return;
-
     uint32_t fi = 0u;
     uint32_t p = i;
     uint32_t ok = 1u;
@@ -49,7 +48,6 @@ static inline void sparse_tree_u8_item(uint32_t hg_gid0, uint32_t hg_gid1, uint3
             p = lo;
         }
     }
-
     if (ok == 0u || fi >= n) return;
     for (uint32_t w = 0u; w < wpe; w++) store_dst(fi * wpe + w, load_vals(i * wpe + w));
 }

@@ -20,7 +20,6 @@ void main() {
     uint nlev = hg_pc.nlev;
     uint i = gl_GlobalInvocationID.x;
     if (i >= nnz) return;
-
     uint fi = 0u;
     uint p = i;
     uint ok = 1u;
@@ -48,7 +47,6 @@ void main() {
             p = lo;
         }
     }
-
     if (ok == 0u || fi >= n) return;
     for (uint w = 0u; w < wpe; w++) store_dst(fi * wpe + w, load_vals(i * wpe + w));
 }
