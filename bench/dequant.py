@@ -24,9 +24,8 @@ from typing import Any
 import numpy as np
 
 from hurray_gpu.format.dtypes import buffer_size, by_name
-from hurray_gpu.ops.build import quantized_tensor, random_values
-from hurray_gpu.ops.dequantize import bind_inputs, launch
-from hurray_gpu.ops.plan import elements_per_item, plan_dequantize
+from hurray_gpu.ops.plan import bind_inputs, elements_per_item, launch, plan_dequantize
+from hurray_gpu.ops.quantize import quantized_tensor, random_values
 from hurray_gpu.runtime.buffer import Buffer
 from hurray_gpu.runtime.registry import resolve_device as device
 from hurray_gpu.tensor import Tensor

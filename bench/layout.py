@@ -27,9 +27,8 @@ from hurray_gpu.format.descriptor.layouts import (
     Strided,
     Tiled,
 )
-from hurray_gpu.ops.layout_host import relayout, sparsify
-from hurray_gpu.ops.layout_plan import plan_dense
-from hurray_gpu.ops.layout_run import alloc_out, device_buffers, run_dense
+from hurray_gpu.ops.host import relayout, sparsify
+from hurray_gpu.ops.layout_plan import alloc_out, device_buffers, plan_dense, run_dense
 from hurray_gpu.ops.materialize import materialize
 from hurray_gpu.runtime.buffer import Buffer
 from hurray_gpu.runtime.registry import resolve_device as device

@@ -13,9 +13,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from hurray_gpu.backends.rtc import binding, include_dirs
+from hurray_gpu.dialect.kernel import KernelDef
 from hurray_gpu.errors import BackendUnavailableError, CompileError, DeviceError, UnsupportedOpError
-from hurray_gpu.kernels.dialect.kernel import KernelDef
-from hurray_gpu.kernels.rtc import binding, include_dirs
 from hurray_gpu.runtime.device import Device
 from hurray_gpu.runtime.memory import Allocation, Allocator, MemoryClass
 from hurray_gpu.runtime.program import Compiler, Program

@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 
 from hurray_gpu.backends.cpu import CPUAllocator
+from hurray_gpu.dialect.kernel import KernelDef, numpy_dtype
 from hurray_gpu.errors import DeviceError, UnsupportedOpError
-from hurray_gpu.kernels.dialect.kernel import KernelDef, numpy_dtype
 from hurray_gpu.runtime.cache import NullKernelCache
 from hurray_gpu.runtime.device import Device
 from hurray_gpu.runtime.memory import Allocation, MemoryClass

@@ -22,8 +22,8 @@ from hurray_gpu.backends.vulkan_context import VulkanContext, check, count_devic
 from hurray_gpu.backends.vulkan_glsl import VULKAN_GLSL_ABI, VulkanGLSLRenderer, check_push_size
 from hurray_gpu.backends.vulkan_pipeline import Dispatch, VulkanPipeline
 from hurray_gpu.backends.vulkan_plan import Limits, Span, plan_launch
+from hurray_gpu.dialect.kernel import KernelDef
 from hurray_gpu.errors import BackendUnavailableError, CompileError, UnsupportedOpError
-from hurray_gpu.kernels.dialect.kernel import KernelDef
 from hurray_gpu.runtime.cache import KernelCacheBackend
 from hurray_gpu.runtime.device import Device
 from hurray_gpu.runtime.memory import Allocation, Allocator, MemoryClass

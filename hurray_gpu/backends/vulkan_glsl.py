@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from hurray_gpu.dialect.glsl import GLSLRenderer
+from hurray_gpu.dialect.kernel import KernelDef
 from hurray_gpu.errors import UnsupportedOpError
-from hurray_gpu.kernels.dialect.glsl import GLSLRenderer
-from hurray_gpu.kernels.dialect.kernel import KernelDef
 
 __all__ = ["PUSH_HEADER_WORDS", "VulkanGLSLRenderer", "push_words"]
 

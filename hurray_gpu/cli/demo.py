@@ -37,10 +37,10 @@ from hurray_gpu.io import open_file, report, save
 from hurray_gpu.kv_cache import PagedKVCache
 from hurray_gpu.kv_cache.interchange import export_layer, tensor_name
 from hurray_gpu.ops import dequantize
-from hurray_gpu.ops.build import quantized_tensor
-from hurray_gpu.ops.layout_host import relayout, sparsify
+from hurray_gpu.ops.host import relayout, sparsify
 from hurray_gpu.ops.materialize import materialize
-from hurray_gpu.ops.tables import nf4_table
+from hurray_gpu.ops.plan import nf4_table
+from hurray_gpu.ops.quantize import quantized_tensor
 from hurray_gpu.runtime.registry import resolve_device
 from hurray_gpu.tensor import Tensor
 from vyre import builder as b

@@ -11,10 +11,10 @@ from collections.abc import Callable
 from typing import Any
 
 from hurray_gpu import config
+from hurray_gpu.backends import rtc
 from hurray_gpu.cli.common import dump_json, format_table, one_line
 from hurray_gpu.errors import HurrayGPUError
 from hurray_gpu.format.descriptor.buffers import DeviceTag
-from hurray_gpu.kernels import rtc
 from hurray_gpu.runtime.registry import BACKENDS, default_device, device_count, resolve_device
 
 __all__ = ["add_parser", "collect", "probe_toolchains", "render"]

@@ -11,9 +11,9 @@ from typing import Any
 import numpy as np
 
 from hurray_gpu.cli.common import dump_json
+from hurray_gpu.dialect.kernel import FLOAT_TYPES
 from hurray_gpu.errors import HurrayGPUError, UnsupportedOpError
 from hurray_gpu.io import open_file, save
-from hurray_gpu.kernels.dialect.kernel import FLOAT_TYPES
 from hurray_gpu.ops import materialize
 from hurray_gpu.runtime.registry import resolve_device
 

@@ -1,6 +1,6 @@
-"""The kernel registry: name -> KernelDef (portable source, signature, NumPy reference).
-
-Built-in kernels register themselves on import; :func:`run_reference` is the test oracle.
+"""The built-in kernels: each a KernelDef (portable source, signature, NumPy reference),
+registered by name on import (the registry itself is the dialect's, so a Device can launch a
+kernel by name); :func:`run_reference` is the test oracle.
 """
 
 from __future__ import annotations
@@ -9,51 +9,24 @@ from typing import Any
 
 import numpy as np
 
+from hurray_gpu.dialect.kernel import (
+    KERNELS,
+    KernelDef,
+    get_kernel,
+    kernel_names,
+    numpy_dtype,
+    register,
+)
 from hurray_gpu.errors import UnsupportedOpError
 from hurray_gpu.kernels.basic import BASIC_KERNELS
 from hurray_gpu.kernels.dequant import DEQUANT_KERNELS
 from hurray_gpu.kernels.dequant_variants import VARIANT_KERNELS
-from hurray_gpu.kernels.dialect.kernel import KernelDef, numpy_dtype
 from hurray_gpu.kernels.layout import LAYOUT_KERNELS
 from hurray_gpu.kernels.layout_paged import CHECK_PAGED, PAGED_GATHERS
 from hurray_gpu.kernels.layout_sparse import SPARSE_KERNELS
 from hurray_gpu.kernels.paged import PAGED_KERNELS, QUANT_KERNELS
 
 __all__ = ["KERNELS", "KernelDef", "get_kernel", "kernel_names", "register", "run_reference"]
-
-KERNELS: dict[str, KernelDef] = {}
-
-
-def register(kernel: KernelDef) -> KernelDef:
-    """Add ``kernel`` to the registry and return it.
-
-    Raises:
-        ValueError: a different kernel of the same name is already registered.
-    """
-    existing = KERNELS.get(kernel.name)
-    if existing is not None and existing is not kernel:
-        raise ValueError(f"kernel {kernel.name!r} is already registered")
-    KERNELS[kernel.name] = kernel
-    return kernel
-
-
-def get_kernel(name: str) -> KernelDef:
-    """Return the registered kernel called ``name``.
-
-    Raises:
-        UnsupportedOpError: no such kernel.
-    """
-    kernel = KERNELS.get(name)
-    if kernel is None:
-        raise UnsupportedOpError(f"no kernel named {name!r}",
-                                 fix=f"use one of {sorted(KERNELS)}.")
-    return kernel
-
-
-def kernel_names() -> list[str]:
-    """The registered kernel names, sorted."""
-    return sorted(KERNELS)
-
 
 def run_reference(kernel: KernelDef | str, buffers: dict[str, bytes | bytearray],
                   scalars: dict[str, Any]) -> dict[str, bytearray]:

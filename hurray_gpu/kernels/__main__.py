@@ -6,10 +6,10 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from hurray_gpu.dialect import DIALECTS, render
 from hurray_gpu.errors import BackendUnavailableError
 from hurray_gpu.kernels import get_kernel, kernel_names
 from hurray_gpu.kernels.check import CHECKERS, check_dialect
-from hurray_gpu.kernels.dialect import DIALECTS, render
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from hurray_gpu.kernels.dialect.kernel import KernelDef, buf, scalar
+from hurray_gpu.dialect.kernel import KernelDef, buf, scalar
 
 __all__ = ["BASIC_KERNELS"]
 

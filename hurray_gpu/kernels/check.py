@@ -16,10 +16,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from hurray_gpu.dialect import render
+from hurray_gpu.dialect.kernel import KernelDef
 from hurray_gpu.errors import BackendUnavailableError, CompileError
 from hurray_gpu.kernels import get_kernel, kernel_names
-from hurray_gpu.kernels.dialect import render
-from hurray_gpu.kernels.dialect.kernel import KernelDef
 
 if TYPE_CHECKING:
     from hurray_gpu.backends.cuda import CUDACompiler

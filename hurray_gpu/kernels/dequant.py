@@ -5,7 +5,7 @@ A :class:`Scheme` holds what is the scheme's own: its parameters, a prelude, the
 parameter block's values and the element formulas (each reads the storage code ``code`` and
 stores element ``k`` through its ``$store`` hole). A :class:`Variant` holds the rest: the index
 mapping (which elements a work item visits), where codes are read and how results are stored.
-:func:`dequant_kernel` composes the two (checked by kernels/dialect/compose.py). The dense
+:func:`dequant_kernel` composes the two (checked by hurray_gpu/dialect/compose.py). The dense
 kernels are the ``DENSE`` variant; the fused-layout, sparse and paged ones are in
 :mod:`hurray_gpu.kernels.dequant_variants`.
 """
@@ -19,9 +19,9 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
+from hurray_gpu.dialect.compose import Piece, compose_kernel
+from hurray_gpu.dialect.kernel import FLOAT_TYPES, KernelDef, Param, buf, scalar
 from hurray_gpu.errors import UnsupportedOpError
-from hurray_gpu.kernels.dialect.compose import Piece, compose_kernel
-from hurray_gpu.kernels.dialect.kernel import FLOAT_TYPES, KernelDef, Param, buf, scalar
 
 __all__ = [
     "AFFINE", "AFFINE_RESULT", "DENSE", "DEQUANT_KERNELS", "DST_TYPES", "ERR_INVALID", "ERR_RANGE",
@@ -351,7 +351,7 @@ def dequant_kernel(scheme: Scheme, kind: str, variant: Variant, *, suffix: str =
     are the other KernelDef fields.
 
     Raises:
-        UnsupportedOpError: the composition does not check (kernels/dialect/compose.py).
+        UnsupportedOpError: the composition does not check (hurray_gpu/dialect/compose.py).
     """
     loop = _general if variant.code_at else _hoisted
     loops = scheme.loops.fill(**{f"e{n}": loop(e, variant, kind)

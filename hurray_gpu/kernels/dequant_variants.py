@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from hurray_gpu.dialect.compose import Piece
+from hurray_gpu.dialect.kernel import KernelDef, Param, buf, scalar
 from hurray_gpu.kernels.dequant import (
     DENSE,
     MAGIC_SCALARS,
@@ -33,8 +35,6 @@ from hurray_gpu.kernels.dequant import (
     ref_block_index,
     ref_codes,
 )
-from hurray_gpu.kernels.dialect.compose import Piece
-from hurray_gpu.kernels.dialect.kernel import KernelDef, Param, buf, scalar
 from hurray_gpu.kernels.layout import HILBERT_ADDR, SoFn, ref_hil_so
 from hurray_gpu.kernels.layout_paged import PAGED_IX_HEADER, ref_token_slots
 from hurray_gpu.kernels.layout_sparse import (

@@ -16,8 +16,8 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
-from hurray_gpu.kernels.dialect.compose import Piece, compose_kernel
-from hurray_gpu.kernels.dialect.kernel import KernelDef, Param, buf, scalar
+from hurray_gpu.dialect.compose import Piece, compose_kernel
+from hurray_gpu.dialect.kernel import KernelDef, Param, buf, scalar
 
 __all__ = ["AXIS_TABLE", "HILBERT_ADDR", "LAYOUT_KERNELS", "REC_WORDS", "SoFn",
            "add_kernel", "gather_kernel", "put_kernel", "ref_axis_entries", "ref_hil_so",

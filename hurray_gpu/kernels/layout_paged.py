@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from hurray_gpu.kernels.dialect.kernel import KernelDef, buf, scalar
+from hurray_gpu.dialect.kernel import KernelDef, buf, scalar
 
 __all__ = ["CHECK_PAGED", "PAGED_GATHERS", "PAGED_IX_HEADER", "paged_gather", "ref_token_slots"]
 

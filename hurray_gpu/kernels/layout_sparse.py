@@ -15,9 +15,9 @@ from typing import Any
 
 import numpy as np
 
+from hurray_gpu.dialect.compose import Piece, compose_kernel
+from hurray_gpu.dialect.kernel import KernelDef, Param, buf, scalar
 from hurray_gpu.kernels.dequant import ref_codes
-from hurray_gpu.kernels.dialect.compose import Piece, compose_kernel
-from hurray_gpu.kernels.dialect.kernel import KernelDef, Param, buf, scalar
 
 __all__ = ["CHECK_COO", "CHECK_HI", "CHECK_KERNELS", "CHECK_TREE", "COO_DUP", "COO_FLAT",
            "COO_MARK", "COPY_WORDS", "CSR_ROWS", "PACK_CODES", "SPARSE_KERNELS", "TREE_FLAT",

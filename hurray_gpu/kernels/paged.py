@@ -16,9 +16,9 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
+from hurray_gpu.dialect.compose import Piece, compose_kernel
+from hurray_gpu.dialect.kernel import FLOAT_TYPES, KernelDef, Param, buf, scalar
 from hurray_gpu.kernels.dequant import AFFINE_RESULT
-from hurray_gpu.kernels.dialect.compose import Piece, compose_kernel
-from hurray_gpu.kernels.dialect.kernel import FLOAT_TYPES, KernelDef, Param, buf, scalar
 
 __all__ = [
     "FLOAT_WORDS", "MAX_LANES", "MAX_WIDTH", "PAD_SLOT", "PAGED_KERNELS", "QUANT_KERNELS",

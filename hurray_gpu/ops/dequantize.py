@@ -1,88 +1,49 @@
-"""Public dequantization and unpacking on the tensor's device: ``dequantize`` and ``unpack``.
-
-The result is a dense row-major Tensor on the same device; invalid parameters found by the
-kernel raise HurrayFormatError instead of returning data.
+"""Dequantization and unpacking on the device: the result is a dense row-major Tensor on the
+same device (block-paged tensors in one pass through the block table); invalid parameters found
+by the kernel raise HurrayFormatError naming the entry. ``convert`` changes the element type of
+a row-major tensor (dequantize, unpack or widen/narrow floats).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from typing import Any
 
 import numpy as np
 
+from hurray_gpu.dialect.kernel import FLOAT_TYPES
 from hurray_gpu.errors import HurrayFormatError, UnsupportedOpError
-from hurray_gpu.format.descriptor import TensorDescriptor
+from hurray_gpu.format.descriptor import RowMajor, TensorDescriptor
+from hurray_gpu.format.descriptor.quant import (
+    SCALE_TYPE_SIZES,
+    PerBlockAffine,
+    PerChannelAffine,
+    PerTensorAffine,
+)
 from hurray_gpu.format.descriptor.validate import validate_descriptor
 from hurray_gpu.format.dtypes import buffer_size, by_name
-from hurray_gpu.kernels import get_kernel
-from hurray_gpu.ops.errors_explain import check_flag, explain_invalid
-from hurray_gpu.ops.plan import DequantPlan, elements_per_item, plan_dequantize, plan_unpack
+from hurray_gpu.kernels.dequant_variants import paged_dequant_kernel
+from hurray_gpu.kernels.layout_paged import PAGED_IX_HEADER
+from hurray_gpu.kernels.layout_sparse import COPY_WORDS
+from hurray_gpu.ops.layout_plan import U32_LIMIT, dense_result, device_buffers, paged_walk
+from hurray_gpu.ops.plan import (
+    DequantPlan,
+    bad_affine_params,
+    bind_inputs,
+    check_buffer_sizes,
+    check_flag,
+    elements_per_item,
+    explain_invalid,
+    launch,
+    plan_dequantize,
+    plan_unpack,
+)
 from hurray_gpu.ops.plan import _out as _out_dtype
-from hurray_gpu.ops.tables import device_table
 from hurray_gpu.parts import make_tensor
 from hurray_gpu.runtime.buffer import Buffer
 
-__all__ = ["bind_inputs", "dequantize", "launch", "unpack"]
-
-
-def _check_sizes(desc: Any, bufs: list[Buffer]) -> None:
-    """Every buffer must hold what its handle declares: kernels never read past a Buffer."""
-    if len(bufs) != len(desc.buffers):
-        raise HurrayFormatError(f"{len(bufs)} buffers for {len(desc.buffers)} handles",
-                                field="buffer_count", fix="pass one buffer per handle.")
-    for i, (b, h) in enumerate(zip(bufs, desc.buffers, strict=True)):
-        if b.nbytes < h.byte_size:
-            raise HurrayFormatError(
-                f"buffers[{i}] holds {b.nbytes} bytes but the descriptor declares {h.byte_size}",
-                field=f"buffers[{i}].byte_size", fix="pass exactly byte_size bytes per buffer.")
-
-
-def bind_inputs(plan: DequantPlan, dev: Any, bufs: list[Buffer]) -> dict[str, Buffer]:
-    """Map each kernel buffer parameter except ``dst`` and ``err`` to a Buffer.
-
-    Parameters a plan does not use are bound to the data buffer (never read).
-    """
-    bound = {name: bufs[index] for name, index in plan.inputs.items()}
-    kernel = get_kernel(plan.kernel)
-    for param in kernel.buffers:
-        if param.name not in bound and param.name not in ("dst", "err"):
-            bound[param.name] = device_table(dev, plan.lut) if param.name == "lut" and plan.lut \
-                else bound["data"]
-    return bound
-
-
-def launch(plan: DequantPlan, dev: Any, inputs: dict[str, Buffer], out: Buffer,
-           err: Buffer | None = None, wait: bool = False) -> float | None:
-    """Run a planned kernel into ``out`` and raise if it flagged invalid parameters.
-
-    Args:
-        plan: from :func:`plan_dequantize` or :func:`plan_unpack`.
-        dev: the device holding every Buffer.
-        inputs: from :func:`bind_inputs`.
-        out: the result Buffer (``count`` elements of ``out_dtype``).
-        err: a 4-byte Buffer for the kernel's flag (allocated when None).
-        wait: return the kernel's elapsed seconds.
-
-    Returns:
-        Seconds when ``wait``, else None.
-
-    Raises:
-        HurrayFormatError: an invalid scale, zero point or e8m0 code.
-    """
-    if plan.count == 0:
-        return 0.0 if wait else None
-    kernel = get_kernel(plan.kernel)
-    args: dict[str, Any] = {**inputs, **plan.scalars, "dst": out}
-    flagged = any(p.name == "err" for p in kernel.buffers)
-    if flagged:
-        err = err if err is not None else Buffer(dev, 4)
-        err.copyin(np.zeros(1, np.uint32))
-        args["err"] = err
-    took = dev.run(kernel, wait=wait, **args)
-    if flagged:
-        assert err is not None
-        check_flag(err, plan.kernel, lambda: explain_invalid(plan, inputs))
-    return took
+__all__ = ["convert", "dequantize", "dequantize_paged", "token_slots", "unpack"]
 
 
 def _result(plan: DequantPlan, dev: Any, out: Buffer) -> Any:
@@ -98,7 +59,7 @@ def _run(t: Any, planner: Any, dtype: str | None, device: Any) -> Any:
     dev = t.device
     plan = planner(t.descriptor, dtype, ept=elements_per_item(dev))
     bufs = list(t.buffers)
-    _check_sizes(t.descriptor, bufs)
+    check_buffer_sizes(t.descriptor, bufs)
     out = Buffer(dev, buffer_size(by_name(plan.out_dtype), plan.count))
     try:
         launch(plan, dev, bind_inputs(plan, dev, bufs), out)
@@ -138,8 +99,6 @@ def dequantize(t: Any, dtype: str = "float32", device: Any = None, *,
             for 32-bit indexing.
     """
     if t.descriptor.layout_tag == 0x0A:
-        from hurray_gpu.ops.dequant_paged import dequantize_paged
-
         _out_dtype(dtype)
         validate_descriptor(t.descriptor, permissive=False)
         # t.to() makes a plain Tensor: take an exported tensor's seq_lens first.
@@ -168,3 +127,215 @@ def unpack(t: Any, dtype: str | None = None, device: Any = None) -> Any:
         UnsupportedOpError: a quantized tensor or an impossible target type.
     """
     return _run(t, plan_unpack, dtype, device)
+
+
+def _float_convert(t: Any, dtype: str, kernel: str) -> Any:
+    """Round/widen between float32 and float16/bfloat16 with the basic convert kernels."""
+    dev, count = t.device, math.prod(int(d) for d in t.shape)
+    src = device_buffers(t, dev)[0]
+    out = Buffer(dev, max(buffer_size(by_name(dtype), count), 1))
+    dev.run(kernel, dst=out, src=src, n=count)
+    return dense_result(dev, by_name(dtype), tuple(int(d) for d in t.shape), out)
+
+
+def convert(t: Any, dtype: str) -> Any:
+    """Change the element type of a row-major tensor (dequantize, unpack or widen)."""
+    if t.descriptor.quantization is not None:
+        return dequantize(t, dtype)
+    if t.dtype.bits <= 8:
+        return unpack(t, dtype)
+
+    kernel = f"{FLOAT_TYPES.get(t.dtype.name)}_to_{FLOAT_TYPES.get(dtype or '')}"
+    if kernel in ("f32_to_f16", "f32_to_bf16", "f16_to_f32", "bf16_to_f32"):
+        return _float_convert(t, dtype, kernel)
+    raise UnsupportedOpError(f"cannot convert unquantized {t.dtype.name} to {dtype}",
+                             fix="materialize without dtype and convert with NumPy.")
+
+
+def _host_bytes(buf: Any) -> np.ndarray:
+    if isinstance(buf, Buffer):
+        return np.asarray(buf.copyout(), dtype=np.uint8).reshape(-1)
+    return np.asarray(buf, dtype=np.uint8).reshape(-1)
+
+
+def token_slots(block_table: np.ndarray, seq_ptr: np.ndarray, seq_lens: np.ndarray,
+                page_size: int, num_pages: int) -> np.ndarray:
+    """The page-pool slot ``page * page_size + t % page_size`` of every logical token.
+
+    Args:
+        block_table: page ids (validated: each < num_pages).
+        seq_ptr: num_seqs + 1 monotone offsets into ``block_table``.
+        seq_lens: tokens per sequence, each within its pages.
+        page_size, num_pages: the layout's geometry.
+
+    Returns:
+        int64 slots, one per token in sequence order.
+
+    Raises:
+        HurrayFormatError: a table entry or token count out of range (checked here again:
+            the slots index host memory).
+    """
+    sp = np.asarray(seq_ptr, np.int64)
+    bt = np.asarray(block_table, np.int64)
+    lens = np.asarray(seq_lens, np.int64)
+    pages = np.diff(sp)
+    if (sp.size != lens.size + 1 or sp[0] != 0 or (pages < 0).any() or sp[-1] != bt.size
+            or (lens < 0).any() or (lens > pages * page_size).any()
+            or ((bt < 0) | (bt >= num_pages)).any()):
+        raise HurrayFormatError("block_table, seq_ptr or seq_lens are inconsistent",
+                                field="block_table",
+                                fix="page ids < num_pages, seq_ptr monotone from 0 to the "
+                                    "table length, seq_lens within each sequence's pages.")
+    seq = np.repeat(np.arange(lens.size), lens)
+    starts = np.concatenate([[0], np.cumsum(lens)])[:-1]
+    j = np.arange(seq.size) - starts[seq]
+    return bt[sp[seq] + j // page_size] * page_size + j % page_size
+
+
+def _pool_view(t: Any) -> tuple[Any, list[int]]:
+    """The page pool as a dense row-major ``[num_pages * page_size, heads, dim]`` descriptor.
+
+    Per-page-slot (per-block, axis 0) parameters become per-channel along the slot axis: the
+    kernels index them by pool position. The planner only knows f32 per-channel scales, so
+    a planning descriptor with f32-sized scale entries is returned with the original buffer
+    index of each of its buffers; ``_plan`` restores the real scale type.
+
+    Raises:
+        HurrayFormatError: a parameter buffer smaller than the scheme needs.
+    """
+    desc = t.descriptor
+    lay = desc.layout
+    slots = int(lay.num_pages) * int(lay.page_size)
+    shape = (slots, int(desc.shape[1]), int(desc.shape[2]))
+    q = desc.quantization
+    count = slots * shape[1] * shape[2]
+    data = dataclasses.replace(desc.buffers[0], byte_size=buffer_size(desc.dtype, count))
+    if q is None or isinstance(q, PerTensorAffine):
+        return dataclasses.replace(desc, layout=RowMajor(), shape=shape, byte_offset=0,
+                                   buffers=(data,), quantization=q), [0]
+    entries = slots if isinstance(q, PerBlockAffine) else shape[q.axis]
+    zidx = q.zero_point_buffer_index
+    order = [q.scale_buffer_index] + ([] if zidx is None or zidx == q.scale_buffer_index
+                                      else [zidx])
+    width = SCALE_TYPE_SIZES[q.scale_type_tag]
+    need = {q.scale_buffer_index: entries * (width + (4 if zidx == q.scale_buffer_index
+                                                      else 0))}
+    if zidx is not None and zidx != q.scale_buffer_index:
+        need[zidx] = 4 * entries
+    for index, size in need.items():
+        if desc.buffers[index].byte_size < size or t.buffers[index].nbytes < size:
+            raise HurrayFormatError(
+                f"parameter buffer {index} holds fewer than {entries} entries", field="scales",
+                fix="write one scale (and zero point) per page slot, num_pages * page_size.")
+    handles = [dataclasses.replace(desc.buffers[i], byte_size=4 * entries * (
+        2 if i == zidx == q.scale_buffer_index else 1)) for i in order]
+    quant = PerChannelAffine(0 if isinstance(q, PerBlockAffine) else q.axis, 1,
+                             None if zidx is None else (1 if zidx == q.scale_buffer_index
+                                                        else 2))
+    row = dataclasses.replace(desc, layout=RowMajor(), shape=shape, byte_offset=0,
+                              buffers=(data, *handles), quantization=quant)
+    return row, [0, *order]
+
+
+def _plan(t: Any, dtype: str, dev: Any) -> tuple[Any, list[int]]:
+
+    row, order = _pool_view(t)
+    qplan = plan_dequantize(row, dtype, ept=elements_per_item(dev))
+    q = t.descriptor.quantization
+    if isinstance(q, (PerChannelAffine, PerBlockAffine)):
+        stype = q.scale_type_tag
+        qplan.scalars["stype"] = stype
+        if q.zero_point_buffer_index == q.scale_buffer_index:
+            qplan.scalars["zoff"] = qplan.scalars["nparam"] * SCALE_TYPE_SIZES[stype]
+    qplan.scalars["doff"] = 0  # paged_walk rebases the pool past byte_offset
+    return qplan, order
+
+
+def dequantize_paged(t: Any, dtype: str, seq_lens: Any) -> Any:
+    """Dequantize (or unpack) a block-paged tensor into a dense ``[total_tokens, heads, dim]``.
+
+    Args:
+        t: the block-paged Tensor (on its device; validated here before any launch).
+        dtype: ``"float32"``, ``"float16"`` or ``"bfloat16"``.
+        seq_lens: tokens per sequence; default ``t.seq_lens``, else full pages (docs/format.md).
+
+    Returns:
+        A dense row-major Tensor on ``t``'s device.
+
+    Raises:
+        HurrayFormatError: a malformed descriptor, block table, seq_ptr, seq_lens or an
+            invalid scale / zero point of a page slot in use.
+        UnsupportedOpError: NF4/MXFP pools (docs/format.md, Quantized pools), or an output
+            type other than the float ones.
+    """
+    desc, dev = t.descriptor, t.device
+    validate_descriptor(desc, permissive=False)
+    q = desc.quantization
+    if q is not None and not isinstance(q, (PerTensorAffine, PerChannelAffine,
+                                            PerBlockAffine)):
+        # docs/format.md, Quantized pools: the spec defines no indexing for NF4/MXFP on block-paged.
+        raise UnsupportedOpError("block-paged pools quantize with the affine schemes only",
+                                 fix="use per-tensor, per-channel or per-block affine.")
+    qplan, order = _plan(t, dtype, dev)
+    walk = paged_walk(t, seq_lens)  # validates the table on the device, and seq_lens
+    total, heads, dim = walk.dims
+    if total * heads * dim >= U32_LIMIT:  # the kernels index the output with u32
+        raise UnsupportedOpError(f"{total * heads * dim} output elements exceed the kernels' "
+                                 "32-bit indexing", fix="materialize fewer sequences at once.")
+    out_dtype = by_name(qplan.out_dtype)
+    out = Buffer(dev, max(buffer_size(out_dtype, total * heads * dim), 1))
+    if total * heads * dim == 0:
+        return dense_result(dev, out_dtype, walk.dims, out)
+    inputs = bind_inputs(qplan, dev, [walk.bufs[i] for i in order])
+    kernel = paged_dequant_kernel(qplan.kernel)
+    scalars = {p.name: qplan.scalars[p.name] for p in kernel.scalars if p.name in qplan.scalars}
+    err = Buffer(dev, 4)
+    err.copyin(np.zeros(1, np.uint32))
+    try:
+        ix, nix = _lookup(dev, walk, t.descriptor.layout)
+        dev.run(kernel, dst=out, err=err, ix=ix, row=heads * dim, ntok=total, nix=nix,
+                **inputs, **scalars)
+        check_flag(err, qplan.kernel, lambda: _invalid(t, qplan, inputs, walk))
+    except BaseException:
+        out.free()
+        raise
+    return dense_result(dev, out_dtype, walk.dims, out)
+
+
+def _lookup(dev: Any, walk: Any, lay: Any) -> tuple[Buffer, int]:
+    """The kernels' ``ix`` buffer: geometry and token starts from the host, then seq_ptr and
+    the block table copied on the device (validated there already)."""
+    head = np.concatenate([[walk.nseq, int(lay.page_size), int(lay.num_pages), walk.nbt,
+                            walk.iw], walk.starts]).astype("<u4")
+    assert head.size == PAGED_IX_HEADER + walk.nseq + 1
+    sp_words, bt_words = (walk.nseq + 1) * walk.iw, walk.nbt * walk.iw
+    nix = head.size + sp_words + bt_words
+    if nix >= 1 << 31:
+        raise UnsupportedOpError("the block table exceeds 32-bit indexing",
+                                 fix="split the cache.")
+    ix = Buffer(dev, 4 * nix)
+    ix.copyin(head.tobytes())
+    dev.run(COPY_WORDS, dst=ix, src=walk.bufs[2], n=sp_words, dat=head.size)
+    if bt_words:
+        dev.run(COPY_WORDS, dst=ix, src=walk.bufs[1], n=bt_words, dat=head.size + sp_words)
+    return ix, nix
+
+
+def _invalid(t: Any, qplan: Any, inputs: dict[str, Any], walk: Any) -> HurrayFormatError:
+    """Name the invalid parameter: per page slot in use (by its first token), else by entry."""
+    q = t.descriptor.quantization
+    if not isinstance(q, PerBlockAffine):
+        return explain_invalid(qplan, inputs)
+    lay = t.descriptor.layout
+    word = np.dtype("<u8" if walk.iw == 2 else "<u4")
+    bt = _host_bytes(walk.bufs[1]).view(word)
+    sp = _host_bytes(walk.bufs[2]).view(word)[: walk.nseq + 1]
+    slots = token_slots(bt, sp, np.diff(walk.starts.astype(np.int64)), int(lay.page_size),
+                        int(lay.num_pages))
+    bad = bad_affine_params(qplan, inputs)
+    hits = np.flatnonzero(bad[slots])
+    k = int(hits[0]) if hits.size else 0
+    return HurrayFormatError(
+        f"page slot {int(slots[k])} (token {k}) has an invalid scale or zero point",
+        field="scales", fix="scales must be finite and non-zero, zero points within the "
+                            "storage type's range, for every page slot in use.")

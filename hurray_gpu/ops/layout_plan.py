@@ -1,22 +1,39 @@
-"""Planning dense layout conversions: per-dimension records for ``layout_axis_table``, the mover
-choice (word width or packed sub-byte) and every 32-bit and buffer-extent check before launch.
+"""Planning and launching the layout kernels: a dense layout as separable axis records and
+regions (the gather's tables), the block-paged page walk, device buffers for a tensor, the
+dense gather itself, and wrapping results as row-major Tensors; plus the host-side code reads
+``element`` and the sparse checks use.
 """
 
 from __future__ import annotations
 
+import functools
 import math
+import os
+import threading
+import weakref
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from hurray_gpu.errors import HurrayFormatError, UnsupportedOpError
-from hurray_gpu.format.addressing import offset_range
+from hurray_gpu.format.addressing import byte_positions, offset_range
+from hurray_gpu.format.descriptor import TensorDescriptor
 from hurray_gpu.format.descriptor.layouts import ColMajor, Hilbert, Morton, Strided, Tiled
-from hurray_gpu.kernels.layout import REC_WORDS, ref_axis_entries
+from hurray_gpu.format.dtypes import DType, buffer_size
+from hurray_gpu.kernels.layout import AXIS_TABLE, REC_WORDS, gather_kernel, ref_axis_entries
+from hurray_gpu.kernels.layout_paged import CHECK_PAGED
+from hurray_gpu.parts import make_tensor
+from hurray_gpu.runtime.buffer import Buffer
 from hurray_gpu.runtime.cache import LRUCache
 
-__all__ = ["DensePlan", "U32_LIMIT", "dims_of", "plan_dense"]
+__all__ = [
+    "DensePlan", "PagedWalk", "U32_LIMIT", "alloc_out", "axis_tables", "blocks", "cached_tables",
+    "clear_table_cache", "codes_at", "dense_result", "device_buffers", "dims_of", "pack_codes",
+    "paged_walk", "plan_dense", "run_dense",
+]
+
 
 # Kernels index with u32: element counts, word offsets and bit positions stay below this.
 U32_LIMIT = 1 << 32
@@ -238,3 +255,284 @@ def _plan_dense(desc: Any, data_size: int) -> DensePlan:
                         nsrc=data_size // word)
     plan.span, plan.doff = span, off + lo * item
     return plan
+
+
+def device_buffers(t: Any, dev: Any) -> list[Buffer]:
+    """``t``'s buffers, checked: each holds at least what its handle declares.
+
+    Raises:
+        HurrayFormatError: a buffer holds fewer bytes than its handle declares.
+    """
+    out = list(t.buffers)
+    for i, (b, h) in enumerate(zip(out, t.descriptor.buffers, strict=True)):
+        if b.nbytes < h.byte_size:
+            raise HurrayFormatError(
+                f"buffers[{i}] holds {b.nbytes} bytes but the descriptor declares {h.byte_size}",
+                field=f"buffers[{i}].byte_size", fix="pass exactly byte_size bytes per buffer.")
+    return out
+
+
+# Axis tables are a pure function of the plan's records and regions: cached per device, so a
+# repeated conversion launches only the gather. Small tables only (the cache holds at most
+# _TABLE_CACHE_ENTRIES * _TABLE_CACHE_WORDS * 4 bytes per device).
+_TABLE_CACHE_ENTRIES = 64
+_TABLE_CACHE_WORDS = 1 << 16
+_TABLE_CACHES: weakref.WeakKeyDictionary[Any, LRUCache[Any, list[Buffer]]] = (
+    weakref.WeakKeyDictionary())
+_TABLE_LOCK = threading.Lock()
+# Host C runs a thread's work items one after another in chunks of this many (HG_CHUNK in the
+# host renderer): blocks are sized so every core still gets whole chunks.
+_HOST_CHUNK = 4096
+_HOST_THREADS = max(os.cpu_count() or 1, 1)
+
+
+def _table_cache(dev: Any) -> LRUCache[Any, list[Buffer]]:
+    with _TABLE_LOCK:
+        cache = _TABLE_CACHES.get(dev)
+        if cache is None:
+            cache = LRUCache(_TABLE_CACHE_ENTRIES)
+            _TABLE_CACHES[dev] = cache
+        return cache
+
+
+def clear_table_cache() -> None:
+    """Drop every cached axis table (tests use it to see the table kernel launch)."""
+    with _TABLE_LOCK:
+        _TABLE_CACHES.clear()
+
+
+def cached_tables(dev: Any, key: Any, words: int, build: Any) -> list[Buffer]:
+    """Read-only device tables for ``key`` on ``dev``: ``build()`` once, cached when small.
+
+    Args:
+        dev: the device.
+        key: a hashable description of the tables' contents.
+        words: their total u32 words (tables over ``_TABLE_CACHE_WORDS`` are not cached).
+        build: returns the tables as Buffers (never written afterwards).
+    """
+    cache = _table_cache(dev) if words <= _TABLE_CACHE_WORDS else None
+    hit = cache.get(key) if cache is not None else None
+    if hit is not None:
+        return hit
+    tables = build()
+    if cache is not None:
+        cache.put(key, tables)
+    return tables
+
+
+def axis_tables(dev: Any, records: np.ndarray, regions: list[tuple[int, int, int, int]], *,
+                wait: bool = False) -> tuple[list[Buffer], float]:
+    """The x, y and z axis tables of ``regions`` on ``dev`` (cached when small).
+
+    Args:
+        dev: the device.
+        records: per-dimension u32 records (``DensePlan.records``).
+        regions: ``(d0, nd, entries, base)`` per table.
+        wait: synchronise each table launch and return the elapsed seconds.
+
+    Returns:
+        The three table Buffers (read-only: they may be shared) and the kernel seconds.
+    """
+    rec = np.ascontiguousarray(records, np.uint32)
+    key = (rec.tobytes(), tuple(regions))
+    small = sum(max(r[2], 1) for r in regions) <= _TABLE_CACHE_WORDS
+    cache = _table_cache(dev) if small else None
+    hit = cache.get(key) if cache is not None else None
+    if hit is not None:
+        return hit, 0.0
+    lp = Buffer.from_bytes(dev, rec)
+    tables, took = [], 0.0
+    for d0, nd, entries, base in regions:
+        table = Buffer(dev, 4 * max(entries, 1))
+        took += dev.run(AXIS_TABLE, dst=table, lp=lp, n=entries, d0=d0, nd=nd, base=base,
+                        dat=0, wait=wait) or 0.0
+        tables.append(table)
+    if cache is not None:
+        cache.put(key, tables)
+    return tables, took
+
+
+def blocks(dev: Any, plan: DensePlan) -> tuple[int, int]:
+    """Elements per work item ``(bx, by)`` of the blocked separable gather on ``dev``.
+
+    GPUs (and pocl/lavapipe, which vectorise across work items) take one element per item
+    (and run the per-element kernel instead). Host C runs items in sequence, each a block
+    whose inner loop is a plain table-indexed copy: one long row run when rows are mostly
+    storage runs (row-major, strided, tiled: few streams for the prefetcher), else 16 rows of
+    64 to 256 elements, so a column-major or Morton source is read in whole 64-byte lines.
+    Blocks are as large as still leaves every core a chunk of items. Measured on 4096 x 4096
+    float32: tiled 0.54 -> 0.65 of copy going from 64 x 16 blocks to row runs; Morton
+    0.50 -> 0.62 and column-major 0.15 -> 0.28 going to 256 x 16.
+    """
+    if getattr(dev, "dialect", "") != "c":
+        return 1, 1
+    nx, ny = int(plan.scalars["nx"]), int(plan.scalars["ny"])
+    if plan.xcontig:
+        return min(nx, max(64, plan.count // (_HOST_CHUNK * _HOST_THREADS))), 1
+    by = min(16, ny)
+    per_item = plan.count // (_HOST_CHUNK * _HOST_THREADS * by)
+    return min(256, nx, max(64, per_item)), by
+
+
+def run_dense(dev: Any, plan: DensePlan, src: Buffer, out: Buffer, *,
+              wait: bool = False) -> float:
+    """Gather ``src`` (a dense layout) into row-major ``out`` as ``plan`` says.
+
+    Args:
+        dev: the device holding both buffers.
+        plan: from :func:`~hurray_gpu.ops.layout_plan.plan_dense`.
+        src: buffer 0 of the tensor.
+        out: at least ``count`` elements (packed units for sub-byte types).
+        wait: synchronise and return the elapsed kernel seconds.
+
+    Returns:
+        Elapsed seconds when ``wait`` (else 0.0).
+    """
+    if plan.count == 0:
+        return 0.0
+    args: dict[str, Any] = {"dst": out, "src": src, **plan.scalars}
+    took = 0.0
+    addr = plan.addr
+    if addr == "sep":
+        tables, took = axis_tables(dev, plan.records, plan.regions, wait=wait)
+        args.update(tx=tables[0], ty=tables[1], tz=tables[2])
+        if plan.mover != "packed" and getattr(dev, "dialect", "") == "c":
+            addr, (args["bx"], args["by"]) = "sepblk", blocks(dev, plan)
+    return took + (dev.run(gather_kernel(addr, plan.mover), wait=wait, **args) or 0.0)
+
+
+def dense_result(dev: Any, dtype: Any, shape: tuple[int, ...], out: Buffer) -> Any:
+    """A row-major Tensor over ``out`` (trimmed to the dtype's exact size) on ``dev``."""
+    size = buffer_size(dtype, int(np.prod(shape, dtype=np.int64)) if shape else 1)
+    if out.nbytes != size:
+        out = out.view(0, size)
+    desc = _dense_desc(dtype, tuple(shape), dev.tag)
+    return make_tensor(desc, [out])
+
+
+@functools.lru_cache(maxsize=256)
+def _dense_desc(dtype: Any, shape: tuple[int, ...], tag: int) -> TensorDescriptor:
+    """Row-major descriptors are immutable values: built (and encoded) once per shape."""
+    return TensorDescriptor.dense(dtype, shape, device_tag=tag)
+
+
+def alloc_out(dev: Any, plan: DensePlan, dtype: Any) -> Buffer:
+    """The output Buffer of a dense plan: whole packed units, at least one byte."""
+    if plan.mover == "packed":
+        nbytes = int(plan.scalars["nunits"]) * int(plan.scalars["upb"])
+    else:
+        nbytes = buffer_size(dtype, plan.count)
+    return Buffer(dev, max(nbytes, 1))
+
+
+def _fail(message: str, field: str, fix: str) -> HurrayFormatError:
+    return HurrayFormatError(message, field=field, fix=fix)
+
+
+def _token_starts(lens: np.ndarray, sp: np.ndarray, ps: int, total: int) -> np.ndarray:
+    pages = np.diff(sp)
+    over = np.flatnonzero(lens > pages * ps)
+    if over.size:
+        s = int(over[0])
+        raise _fail(f"seq_lens[{s}] = {int(lens[s])} exceeds its {int(pages[s])} pages x "
+                    f"page_size {ps}", "seq_lens", "a sequence holds at most pages*page_size.")
+    if int(lens.sum()) != total:
+        raise _fail(f"seq_lens sum to {int(lens.sum())} but shape[0] is {total}", "seq_lens",
+                    "pass one token count per sequence, summing to shape[0].")
+    return np.concatenate([[0], np.cumsum(lens)]).astype(np.uint32)
+
+
+def _explain(bt: Buffer, sp: Buffer, iw: int, npages: int) -> HurrayFormatError:
+    """Name the first bad block-table or seq_ptr entry (after the device flagged one)."""
+    dt = np.uint32 if iw == 1 else np.uint64
+    table, ptr = bt.numpy(dt), sp.numpy(dt)
+    bad = np.flatnonzero(table >= npages)
+    if bad.size:
+        k = int(bad[0])
+        return _fail(f"block_table[{k}] = {int(table[k])} is not below num_pages {npages}",
+                     "block_table", "every page id must be < num_pages.")
+    if ptr[0] != 0 or ptr[-1] != table.size or (np.diff(ptr.astype(np.int64)) < 0).any():
+        return _fail(f"seq_ptr {ptr.tolist()[:8]} breaks seq_ptr[0] = 0, non-decreasing, "
+                     f"seq_ptr[num_seqs] = {table.size}", "seq_ptr",
+                     "write a monotone seq_ptr from 0 to the block table length.")
+    return _fail("an index entry is above 2**32", "block_table", "use 32-bit page ids.")
+
+
+@dataclass(frozen=True)
+class PagedWalk:
+    """A block-paged tensor's validated lookup state on its device.
+
+    Attributes:
+        bufs: the tensor's device buffers (buffer 0 rebased past ``byte_offset``).
+        iw: 32-bit words per table entry (1: u32 ids, 2: u64 ids).
+        nbt, nseq: block-table entries and sequences.
+        starts: the first logical token of each sequence, and the total (nseq + 1 entries).
+        dims: the logical ``(total_tokens, heads, dim)``.
+    """
+
+    bufs: list[Buffer]
+    iw: int
+    nbt: int
+    nseq: int
+    starts: np.ndarray
+    dims: tuple[int, int, int]
+
+
+def paged_walk(t: Any, seq_lens: Sequence[int] | None) -> PagedWalk:
+    """Check a block-paged tensor's block table and seq_ptr on its device, and ``seq_lens``.
+
+    Raises:
+        HurrayFormatError: bad block table / seq_ptr (found on the device), or seq_lens that
+            do not fit the pages or the shape.
+    """
+    desc, dev, lay = t.descriptor, t.device, t.descriptor.layout
+    total, heads, dim = dims_of(desc)
+    bufs = device_buffers(t, dev)
+    if desc.byte_offset:
+        bufs[0] = bufs[0].view(int(desc.byte_offset), bufs[0].nbytes - int(desc.byte_offset))
+    iw = 2 if lay.block_table_index_type else 1
+    nbt, nseq = bufs[1].nbytes // (4 * iw), int(lay.num_seqs)
+    if bufs[2].nbytes < 4 * iw * (nseq + 1) or bufs[1].nbytes % (4 * iw):
+        raise _fail("seq_ptr or block_table has the wrong size", "seq_ptr",
+                    "write num_seqs + 1 seq_ptr entries and whole block-table entries.")
+    err = Buffer(dev, 4)
+    err.copyin(np.zeros(1, np.uint32))
+    dev.run(CHECK_PAGED, err=err, bt=bufs[1], sp=bufs[2], nbt=nbt, nseq=nseq,
+            npages=int(lay.num_pages), iw=iw)
+    if int(err.numpy(np.uint32)[0]):
+        raise _explain(bufs[1], bufs[2], iw, int(lay.num_pages))
+    sp = bufs[2].numpy(np.uint32 if iw == 1 else np.uint64)[: nseq + 1].astype(np.int64)
+    lens_in = seq_lens if seq_lens is not None else getattr(t, "seq_lens", None)
+    lens = (np.diff(sp) * lay.page_size if lens_in is None
+            else np.asarray(lens_in, np.int64).reshape(-1))
+    if lens.size != nseq:
+        raise _fail(f"{lens.size} seq_lens for {nseq} sequences", "seq_lens",
+                    "pass one token count per sequence.")
+    starts = _token_starts(lens, sp, int(lay.page_size), total)
+    return PagedWalk(bufs, iw, nbt, nseq, starts, (total, heads, dim))
+
+
+def codes_at(raw: Any, dtype: DType, offsets: np.ndarray, byte_offset: int) -> np.ndarray:
+    """The codes at element ``offsets``: [n, bytes] uint8 for whole bytes, [n] uint8 below 8.
+
+    Callers have checked that every offset lies inside ``raw``.
+    """
+    data = np.concatenate([np.asarray(raw, np.uint8).reshape(-1), np.zeros(4, np.uint8)])
+    byte, bit = byte_positions(dtype, offsets, byte_offset)
+    if dtype.bits >= 8:
+        return data[byte[:, None] + np.arange(dtype.bits // 8)]
+    word = (data[byte].astype(np.uint32) | (data[byte + 1].astype(np.uint32) << 8)
+            | (data[byte + 2].astype(np.uint32) << 16))
+    return ((word >> bit.astype(np.uint32)) & ((1 << dtype.bits) - 1)).astype(np.uint8)
+
+
+def pack_codes(codes: np.ndarray, dtype: DType) -> np.ndarray:
+    """Hurray bytes of ``codes`` (as :func:`codes_at` returns them), trailing bits zero."""
+    if dtype.bits >= 8:
+        return np.ascontiguousarray(codes, np.uint8).reshape(-1)
+    n = codes.shape[0]
+    lanes = ((codes.astype(np.uint8)[:, None] >> np.arange(dtype.bits)) & 1).astype(np.uint8)
+    packed = np.packbits(lanes.reshape(-1), bitorder="little")
+    out = np.zeros(buffer_size(dtype, n), np.uint8)
+    out[: packed.size] = packed[: out.size]
+    return out

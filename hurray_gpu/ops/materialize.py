@@ -1,22 +1,260 @@
-"""``materialize``: any Hurray tensor -> a dense row-major tensor on the same device.
-
-Dense layouts gather on the device (offsets computed there from the layout parameters);
-quantized tensors are then dequantized; composites assemble their members.
+"""``materialize``: any layout to dense row-major on the tensor's device, fused with
+dequantization or unpacking when the tensor is quantized or sub-byte; dense layouts through the
+separable gather, block-paged through the page walk, sparse through the scatter, composites by
+materializing their members (recursively) and applying the head's rule.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from typing import Any
 
-from hurray_gpu.errors import UnsupportedOpError
-from hurray_gpu.format.dtypes import by_name
-from hurray_gpu.ops.layout_host import element, relayout, sparsify
-from hurray_gpu.ops.layout_plan import DENSE_TAGS, plan_dense
-from hurray_gpu.ops.layout_run import alloc_out, dense_result, device_buffers, run_dense
+import numpy as np
 
-__all__ = ["element", "materialize", "materialize_layout", "relayout", "sparsify"]
+from hurray_gpu.dialect.kernel import FLOAT_TYPES
+from hurray_gpu.errors import UnsupportedOpError
+from hurray_gpu.format.descriptor.layouts import RowMajor, Strided
+from hurray_gpu.format.dtypes import buffer_size, by_name
+from hurray_gpu.kernels.dequant_variants import fused_kernel
+from hurray_gpu.kernels.layout import AXIS_TABLE, add_kernel, put_kernel
+from hurray_gpu.kernels.layout_paged import paged_gather
+from hurray_gpu.ops.dequantize import convert, dequantize_paged
+from hurray_gpu.ops.host import element, relayout, sparsify
+from hurray_gpu.ops.layout_plan import (
+    DENSE_TAGS,
+    U32_LIMIT,
+    _records,
+    _regions,
+    alloc_out,
+    cached_tables,
+    dense_result,
+    device_buffers,
+    dims_of,
+    paged_walk,
+    plan_dense,
+    run_dense,
+)
+from hurray_gpu.ops.plan import bind_inputs, check_flag, explain_invalid, plan_dequantize
+from hurray_gpu.ops.sparse import materialize_sparse
+from hurray_gpu.runtime.buffer import Buffer
+
+__all__ = [
+    "element", "materialize", "materialize_composite", "materialize_dequant", "materialize_layout",
+    "materialize_paged", "relayout", "sparsify",
+]
+
+
+def _err_template(dev: Any, plan: Any, words: int) -> Buffer:
+    """Build ``[0 | nx, ny | x | y | z tables]`` on the device (AXIS_TABLE launches)."""
+    lp = Buffer.from_bytes(dev, np.ascontiguousarray(plan.records, np.uint32))
+    table = Buffer(dev, 4 * words)
+    table.copyin(np.array([0, plan.scalars["nx"], plan.scalars["ny"]], np.uint32))
+    at = 3
+    for d0, nd, entries, base in plan.regions:
+        dev.run(AXIS_TABLE, dst=table, lp=lp, n=entries, d0=d0, nd=nd, base=base, dat=at)
+        at += max(entries, 1)
+    return table
+
+
+def _err_tables(dev: Any, plan: Any) -> tuple[Buffer, int]:
+    """The err buffer of a sep launch: ``[0 | nx, ny | x | y | z tables]`` and its length.
+
+    The kernel writes the flag word, so each launch gets its own copy of a template that is
+    built once per plan and device (when small; see ``layout_run.cached_tables``).
+    """
+    words = 3 + sum(max(r[2], 1) for r in plan.regions)
+    key = ("err", np.ascontiguousarray(plan.records, np.uint32).tobytes(),
+           tuple(plan.regions), int(plan.scalars["nx"]), int(plan.scalars["ny"]))
+    template = cached_tables(dev, key, words, lambda: [_err_template(dev, plan, words)])[0]
+    err = Buffer(dev, 4 * words)
+    err.copy_from(template)
+    return err, words
+
+
+def _launch(dev: Any, qplan: Any, kernel: Any, inputs: dict[str, Buffer],
+            scalars: dict[str, Any], out: Buffer, err: Buffer) -> None:
+
+    dev.run(kernel, dst=out, err=err, **inputs, **scalars)
+    check_flag(err, kernel.name, lambda: explain_invalid(qplan, inputs))
+
+
+def materialize_dequant(t: Any, dtype: str) -> Any:
+    """Dequantize a quantized dense-layout tensor straight into row-major ``dtype``.
+
+    Args:
+        t: a quantized Tensor with a dense layout (any of row/col-major, strided, tiled,
+            Morton, Hilbert).
+        dtype: ``"float32"``, ``"float16"`` or ``"bfloat16"``.
+
+    Returns:
+        The row-major Tensor on ``t``'s device.
+
+    Raises:
+        HurrayFormatError: a bad layout or buffer size (before launch), or an invalid
+            quantization parameter flagged by the kernel.
+        UnsupportedOpError: an unsupported dtype, scheme or size.
+    """
+    desc, dev = t.descriptor, t.device
+    bufs = device_buffers(t, dev)
+    plan = plan_dense(desc, bufs[0].nbytes)
+    data = dataclasses.replace(desc.buffers[0], byte_size=buffer_size(desc.dtype, plan.count))
+    row = dataclasses.replace(desc, layout=RowMajor(), byte_offset=0,
+                              buffers=(data, *desc.buffers[1:]))
+    qplan = plan_dequantize(row, dtype)
+    kernel = fused_kernel(qplan.kernel, plan.addr)
+    scalars = {**qplan.scalars, "doff": plan.doff}
+    inputs = bind_inputs(qplan, dev, bufs)
+    if plan.addr == "sep":
+        err, scalars["ntt"] = _err_tables(dev, plan)
+        scalars["nspan"] = max(plan.span, 1)
+    else:
+        err = Buffer(dev, 4)
+        err.copyin(np.zeros(1, np.uint32))
+        scalars.update(hp=plan.scalars["hp"], hr=plan.scalars["hr"])
+    out_dtype = by_name(qplan.out_dtype)
+    out = Buffer(dev, max(buffer_size(out_dtype, plan.count), 1))
+    if plan.count:
+        try:
+            _launch(dev, qplan, kernel, inputs, scalars, out, err)
+        except BaseException:
+            out.free()
+            raise
+    return dense_result(dev, out_dtype, plan.shape, out)
+
+
+def materialize_paged(t: Any, dtype: str | None, seq_lens: Sequence[int] | None) -> Any:
+    """Gather a block-paged tensor into its logical [total_tokens, heads, dim] view.
+
+    Args:
+        t: the block-paged Tensor (unquantized).
+        dtype: None (keep the type) or a conversion for the result.
+        seq_lens: tokens per sequence; default ``t.seq_lens`` (KV-cache exports), else every
+            sequence's pages are taken as full.
+
+    Raises:
+        HurrayFormatError: bad block table / seq_ptr (found on the device), or seq_lens that
+            do not fit the pages or the shape.
+        UnsupportedOpError: quantized or sub-byte pools (``dequantize_paged`` reads those).
+    """
+    desc, dev, lay = t.descriptor, t.device, t.descriptor.layout
+    if desc.quantization is not None or desc.dtype.bits < 8:
+        raise UnsupportedOpError("quantized or sub-byte block-paged pools are not gathered",
+                                 fix="materialize them with a float dtype (one fused pass).")
+    walk = paged_walk(t, seq_lens)
+    bufs, (total, heads, dim) = walk.bufs, walk.dims
+    item = desc.dtype.bits // 8
+    word = next(w for w in (4, 2, 1) if item % w == 0)
+    npool = bufs[0].nbytes // word
+    if npool >= U32_LIMIT or total * heads * dim * item >= U32_LIMIT:
+        raise UnsupportedOpError("the pool exceeds 32-bit indexing", fix="split the cache.")
+    out = Buffer(dev, max(buffer_size(desc.dtype, total * heads * dim), 1))
+    ts = Buffer.from_bytes(dev, walk.starts.tobytes())
+    dev.run(paged_gather({4: "u32", 2: "u16", 1: "u8"}[word]), dst=out, pool=bufs[0],
+            bt=bufs[1], sp=bufs[2], ts=ts, row=heads * dim, ntok=total, nseq=walk.nseq,
+            ps=int(lay.page_size), npages=int(lay.num_pages), nbt=walk.nbt, iw=walk.iw,
+            wpe=item // word, npool=npool)
+    result = dense_result(dev, desc.dtype, (total, heads, dim), out)
+    if dtype is None or dtype == desc.dtype.name or math.prod((total, heads, dim)) == 0:
+        return result
+    return convert(result, dtype)
+
+
+def _box_tables(dev: Any, head: tuple[int, ...], box: tuple[int, ...],
+                offset: tuple[int, ...]) -> list[Buffer]:
+    """Axis tables mapping a member's row-major index to its cell in the head (row-major)."""
+    strides = [math.prod(head[k + 1:]) for k in range(len(head))]
+    base = sum(o * s for o, s in zip(offset, strides, strict=True))
+    lp = Buffer.from_bytes(dev, _records(Strided(tuple(strides)), box).reshape(-1).tobytes())
+    tables = []
+    for d0, nd, entries, b in _regions(box, base):
+        table = Buffer(dev, 4 * max(entries, 1))
+        dev.run(AXIS_TABLE, dst=table, lp=lp, n=entries, d0=d0, nd=nd, base=b, dat=0)
+        tables.append(table)
+    return tables
+
+
+def _own_buffer(t: Any, dev: Any) -> Buffer:
+    """Buffer 0 of a freshly materialized tensor, without a copy when it owns one."""
+    return device_buffers(t, dev)[0]
+
+
+def _member_dense(m: Any, head_dtype: Any) -> Any:
+    if m.descriptor.quantization is not None or m.dtype != head_dtype:
+        return materialize(m, head_dtype.name)
+    return materialize(m)
+
+
+def _apply(dev: Any, out: Buffer, head: tuple[int, ...], head_dtype: Any, member: Any,
+           add: bool) -> None:
+    """Write (or add) ``member`` (materialized here) into its shard's box of ``out``."""
+    shard = member.descriptor.shard
+    m = _member_dense(member, head_dtype)
+    box = tuple(int(d) for d in m.shape)
+    offset = tuple(shard.shard_offset) if shard is not None else (0,) * len(head)
+    if math.prod(box) == 0:
+        return
+    src = _own_buffer(m, dev)
+    tx, ty, tz = _box_tables(dev, head, box, offset)
+    grid = {"nx": box[-1] if box else 1, "ny": box[-2] if len(box) >= 2 else 1,
+            "nz": math.prod(box[:-2]) if len(box) >= 3 else 1, "ndst": math.prod(head)}
+    if add:
+        dev.run(add_kernel(FLOAT_TYPES[head_dtype.name]), dst=out, src=src, tx=tx, ty=ty,
+                tz=tz, **grid)
+        return
+    item = head_dtype.bits // 8
+    word = next(w for w in (4, 2, 1) if item % w == 0)
+    dev.run(put_kernel({4: "u32", 2: "u16", 1: "u8"}[word]), dst=out, src=src, tx=tx, ty=ty,
+            tz=tz, wpe=item // word, **grid)
+
+
+def _check_head(t: Any, add: bool) -> tuple[tuple[int, ...], Any]:
+    head_dtype = t.dtype
+    if head_dtype.bits < 8 or head_dtype.bits % 8:
+        raise UnsupportedOpError(f"composite heads of {head_dtype.name} are not assembled",
+                                 fix="use a whole-byte head type.")
+    if add and head_dtype.name not in FLOAT_TYPES:
+        raise UnsupportedOpError(f"overlay add in {head_dtype.name} is not implemented",
+                                 fix="use a float32/float16/bfloat16 head.")
+    return dims_of(t.descriptor), head_dtype
+
+
+def materialize_composite(t: Any, dtype: str | None) -> Any:
+    """Materialize a composite head (see :func:`~hurray_gpu.ops.materialize.materialize`).
+
+    Returns:
+        group: a tuple of the materialized members; partition and overlay: one row-major
+        Tensor of the head's shape, in the head's dtype (then converted to ``dtype``).
+
+    Raises:
+        UnsupportedOpError: private composition rules, or head types not assembled here.
+    """
+    lay = t.layout
+    if lay.composition_rule == 3:
+        return tuple(materialize(m, dtype) for m in t.members)
+    if lay.composition_rule not in (1, 2):
+        raise UnsupportedOpError(f"composition rule {lay.composition_rule} is private",
+                                 fix="private composites need an out-of-band agreement.")
+    add = lay.composition_rule == 2 and lay.combine_op == 2
+    head, head_dtype = _check_head(t, add)
+    dev = t.device
+    members = list(t.members)
+    if lay.composition_rule == 2:
+        # The base spans the whole head: the output starts as a copy of it (on the device).
+        base = _own_buffer(_member_dense(members[0], head_dtype), dev)
+        out = Buffer(dev, base.nbytes).copy_from(base)
+        members = members[1:]
+    else:
+        # Partition members cover the head exactly, so every byte is written below.
+        out = Buffer(dev, max(buffer_size(head_dtype, math.prod(head)), 1))
+    for m in members:
+        _apply(dev, out, head, head_dtype, m, add)
+    result = dense_result(dev, head_dtype, head, out)
+    if dtype is None or dtype == head_dtype.name:
+        return result
+    return convert(result, dtype)
+
 
 _FLOAT_OUT = ("float32", "float16", "bfloat16")
 _SPARSE_TAGS = (0x06, 0x07, 0x08, 0x09)
@@ -49,48 +287,17 @@ def materialize_layout(t: Any) -> Any:
     return dense_result(dev, t.dtype, plan.shape, out)
 
 
-def _float_convert(t: Any, dtype: str, kernel: str) -> Any:
-    """Round/widen between float32 and float16/bfloat16 with the basic convert kernels."""
-    from hurray_gpu.format.dtypes import buffer_size
-    from hurray_gpu.runtime.buffer import Buffer
-
-    dev, count = t.device, math.prod(int(d) for d in t.shape)
-    src = device_buffers(t, dev)[0]
-    out = Buffer(dev, max(buffer_size(by_name(dtype), count), 1))
-    dev.run(kernel, dst=out, src=src, n=count)
-    return dense_result(dev, by_name(dtype), tuple(int(d) for d in t.shape), out)
-
-
-def _convert(t: Any, dtype: str) -> Any:
-    """Change the element type of a row-major tensor (dequantize, unpack or widen)."""
-    from hurray_gpu.ops.dequantize import dequantize, unpack
-
-    if t.descriptor.quantization is not None:
-        return dequantize(t, dtype)
-    if t.dtype.bits <= 8:
-        return unpack(t, dtype)
-    from hurray_gpu.kernels.dialect.kernel import FLOAT_TYPES
-
-    kernel = f"{FLOAT_TYPES.get(t.dtype.name)}_to_{FLOAT_TYPES.get(dtype or '')}"
-    if kernel in ("f32_to_f16", "f32_to_bf16", "f16_to_f32", "bf16_to_f32"):
-        return _float_convert(t, dtype, kernel)
-    raise UnsupportedOpError(f"cannot convert unquantized {t.dtype.name} to {dtype}",
-                             fix="materialize without dtype and convert with NumPy.")
-
-
 def _dense(t: Any, dtype: str | None) -> Any:
     desc = t.descriptor
     quantized = desc.quantization is not None
     if quantized or (dtype in _FLOAT_OUT and desc.dtype.bits <= 8
                      and by_name(dtype) != desc.dtype):
         # One pass: the dequant/unpack formula reads each code at its layout offset.
-        from hurray_gpu.ops.layout_dequant import materialize_dequant
-
         return materialize_dequant(t, dtype or "float32")
     result = materialize_layout(t)
     if dtype is None or by_name(dtype) == desc.dtype:
         return result
-    return _convert(result, dtype)
+    return convert(result, dtype)
 
 
 def materialize(t: Any, dtype: str | None = None, *,
@@ -120,23 +327,17 @@ def materialize(t: Any, dtype: str | None = None, *,
     if tag in DENSE_TAGS:
         return _dense(t, dtype)
     if tag == 0x0B:
-        from hurray_gpu.ops.layout_composite import materialize_composite
-
         return materialize_composite(t, dtype)
     if tag in _SPARSE_TAGS:
-        from hurray_gpu.ops.layout_sparse import materialize_sparse
 
         return materialize_sparse(t, dtype)
     desc = t.descriptor
     if tag == 0x0A and (desc.quantization is not None or (
             dtype in _FLOAT_OUT and desc.dtype.bits <= 8 and by_name(dtype) != desc.dtype)):
         # One pass: each token row's codes are read from its page and dequantized/unpacked.
-        from hurray_gpu.ops.dequant_paged import dequantize_paged
 
         return dequantize_paged(t, dtype or "float32", seq_lens)
     if tag == 0x0A:
-        from hurray_gpu.ops.layout_paged import materialize_paged
-
         return materialize_paged(t, dtype, seq_lens)
     raise UnsupportedOpError(f"layout 0x{tag:02X} cannot be materialized",
                              fix="private and extension layouts need an out-of-band reader.")

@@ -1,16 +1,23 @@
-"""Planning a dequantization: descriptor -> kernel name, launch scalars and buffer roles.
-
-Pure functions of the descriptor: every rule is checked here, before anything is allocated.
+"""Dequantization and unpacking plans: which kernel a tensor needs and its launch arguments
+(checked against the descriptor before any kernel runs), the lookup tables some schemes use, the
+launch itself, and, when a kernel flags an invalid parameter, the host-side explanation that
+names the bad entry.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import threading
+import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from hurray_gpu.errors import HurrayFormatError, UnsupportedOpError
-from hurray_gpu.format.descriptor import RowMajor
+import numpy as np
+
+from hurray_gpu.errors import DeviceError, HurrayFormatError, UnsupportedOpError
+from hurray_gpu.format.descriptor.layouts import RowMajor
 from hurray_gpu.format.descriptor.quant import (
     MXFP,
     NF4,
@@ -20,18 +27,178 @@ from hurray_gpu.format.descriptor.quant import (
     PerTensorAffine,
 )
 from hurray_gpu.format.descriptor.validate import validate_descriptor
+from hurray_gpu.format.dtypes import by_name, value_table
+from hurray_gpu.kernels import get_kernel
 from hurray_gpu.kernels.dequant import (
+    ERR_INVALID,
     MODE_MX,
     MODE_NF4,
     MODE_NONE,
     OUT_DTYPES,
+    SCALE_WIDTH,
     affine_kernel_name,
     divmagic,
     lut_kernel_name,
+    ref_u32_at,
+)
+from hurray_gpu.runtime.buffer import Buffer
+
+__all__ = [
+    "DequantPlan", "ELEMENTS_PER_ITEM", "NF4_BITS", "bad_affine_params", "bind_inputs",
+    "check_buffer_sizes", "check_flag", "device_table", "elements_per_item", "explain_invalid",
+    "launch", "moved_params", "nf4_table", "plan_dequantize", "plan_unpack", "table_values",
+]
+
+
+NF4_BITS = (
+    0xBF800000, 0xBF3239B1, 0xBF066B30, 0xBECA32A0, 0xBE91A24D, 0xBE3D353F, 0xBDBA7871,
+    0x00000000, 0x3DA2FAFF, 0x3E24CAE3, 0x3E7C04DD, 0x3EAD033A, 0x3EE1A4B8, 0x3F1007AB,
+    0x3F3913B3, 0x3F800000,
 )
 
-__all__ = ["ELEMENTS_PER_ITEM", "DequantPlan", "elements_per_item", "plan_dequantize",
-           "plan_unpack"]
+_CACHE: weakref.WeakKeyDictionary[Any, dict[str, Buffer]] = weakref.WeakKeyDictionary()
+_LOCK = threading.Lock()
+
+
+def nf4_table() -> np.ndarray:
+    """The 16 NF4 levels as float32 (bit-exact from the facts sheet)."""
+    return np.array(NF4_BITS, np.uint32).view(np.float32)
+
+
+def table_values(name: str) -> np.ndarray:
+    """The f32 value of every code of storage type ``name`` (``"nf4"`` for the NF4 levels)."""
+    return nf4_table() if name == "nf4" else value_table(by_name(name))
+
+
+def device_table(device: Any, name: str) -> Buffer:
+    """The value table ``name`` as an f32 Buffer on ``device`` (uploaded once, then reused).
+
+    Args:
+        device: an opened Device.
+        name: a storage type name of 8 bits or fewer, or ``"nf4"``.
+
+    Returns:
+        A read-only (by convention) Buffer of ``2**bits`` float32 values.
+    """
+    with _LOCK:
+        tables = _CACHE.setdefault(device, {})
+        cached = tables.get(name)
+        if cached is None:
+            cached = Buffer.from_bytes(device, table_values(name).tobytes())
+            tables[name] = cached
+        return cached
+
+
+def _first(mask: np.ndarray) -> int | None:
+    hits = np.flatnonzero(mask)
+    return int(hits[0]) if hits.size else None
+
+
+def _host(buf: Any) -> np.ndarray:
+    return np.frombuffer(bytes(buf.copyout()), np.uint8)
+
+
+def _bad_scales(stype: int, raw: np.ndarray, count: int) -> np.ndarray:
+    words = ref_u32_at(raw, 0, count, SCALE_WIDTH[stype])
+    if stype == 3:
+        return ((words & 0x7F800000) == 0x7F800000) | ((words & 0x7FFFFFFF) == 0)
+    if stype == 1:
+        return ((words & 0x7C00) == 0x7C00) | ((words & 0x7FFF) == 0)
+    return ((words & 0x7F80) == 0x7F80) | ((words & 0x7FFF) == 0)
+
+
+def bad_affine_params(plan: Any, bufs: dict[str, Any]) -> np.ndarray:
+    """Per affine parameter entry: invalid scale or zero point, as the kernels test them.
+
+    Args:
+        plan: the launched DequantPlan (affine, with parameter buffers).
+        bufs: the Buffers bound to its ``scales`` and ``zps`` parameters.
+    """
+    s = plan.scalars
+    count = int(s["nparam"])
+    bad = _bad_scales(int(s["stype"]), _host(bufs["scales"]), count)
+    if int(s["zmode"]):
+        zps = ref_u32_at(_host(bufs["zps"]), int(s["zoff"]), count, 4).view(np.int32)
+        bad |= (zps < int(s["zlo"])) | (zps > int(s["zhi"]))
+    return bad
+
+
+def _explain_affine(plan: Any, bufs: dict[str, Any]) -> HurrayFormatError:
+    s = plan.scalars
+    count, stype = int(s["nparam"]), int(s["stype"])
+    index = _first(_bad_scales(stype, _host(bufs["scales"]), count))
+    if index is not None:
+        return HurrayFormatError(
+            f"scale entry {index} is zero, infinite or NaN", field="scales",
+            offset=index * SCALE_WIDTH[stype],
+            fix="every per-channel/per-block scale must be finite and non-zero.")
+    zps = ref_u32_at(_host(bufs["zps"]), int(s["zoff"]), count, 4).view(np.int32)
+    index = _first((zps < int(s["zlo"])) | (zps > int(s["zhi"])))
+    value = None if index is None else int(zps[index])
+    return HurrayFormatError(
+        f"zero point entry {index} = {value} is outside the storage range "
+        f"[{s['zlo']}, {s['zhi']}]", field="zero_points",
+        offset=None if index is None else int(s["zoff"]) + 4 * index,
+        fix="zero points must be representable in the storage type.")
+
+
+def _explain_lut(plan: Any, bufs: dict[str, Any]) -> HurrayFormatError:
+    s = plan.scalars
+    mode, count = int(s["mode"]), int(s["nparam"])
+    if mode == MODE_NF4:
+        words = ref_u32_at(_host(bufs["scales"]), 0, count, 4)
+        index = _first(((words & 0x7F800000) == 0x7F800000) | (words > 0x80000000))
+        return HurrayFormatError(
+            f"NF4 absmax entry {index} is negative, infinite or NaN", field="scales",
+            offset=None if index is None else 4 * index,
+            fix="NF4 absmax values must be finite and >= 0.")
+    if mode == MODE_MX:
+        scales = _host(bufs["scales"])[:count]
+        index = _first((scales == 0x00) | (scales == 0xFF))
+        code = None if index is None else f"0x{int(scales[index]):02X}"
+        return HurrayFormatError(
+            f"MX scale byte {index} is {code}, a reserved float8_e8m0 code", field="scales",
+            offset=index, fix="float8_e8m0 scales 0x00 and 0xFF are invalid (Hurray spec, "
+                              "MXFP); rewrite the scale buffer.")
+    return HurrayFormatError(
+        "a float8_e8m0 element is 0x00 or 0xFF, which Hurray forbids", field="buffer",
+        fix="float8_e8m0 data must avoid the reserved codes 0x00 and 0xFF.")
+
+
+def explain_invalid(plan: Any, bufs: dict[str, Any]) -> HurrayFormatError:
+    """The error describing the first invalid parameter of a flagged launch.
+
+    Args:
+        plan: the DequantPlan that was launched.
+        bufs: the Buffers bound to each buffer parameter.
+
+    Returns:
+        A HurrayFormatError naming the buffer, entry and byte offset.
+    """
+    if plan.kernel.startswith("dequant_affine"):
+        return _explain_affine(plan, bufs)
+    return _explain_lut(plan, bufs)
+
+
+def check_flag(err: Any, kernel: str, invalid: Callable[[], HurrayFormatError]) -> None:
+    """Raise what a dequant kernel's ``err[0]`` flag reports (nothing when it is clear).
+
+    Args:
+        err: the flag Buffer the kernel wrote.
+        kernel: the kernel's name, for the message.
+        invalid: builds the error naming the invalid parameter (runs only when flagged).
+
+    Raises:
+        HurrayFormatError: an invalid scale, zero point or e8m0 code.
+        DeviceError: a parameter index out of range (inconsistent launch scalars).
+    """
+    code = int(err.numpy(np.uint32)[0])
+    if code == ERR_INVALID:
+        raise invalid()
+    if code:
+        raise DeviceError(f"{kernel} computed a parameter index out of range",
+                          fix="report this: the planner produced inconsistent scalars.")
+
 
 # The most elements one work item may take (the ``ept`` argument).
 MAX_EPT = 4096
@@ -247,3 +414,73 @@ def plan_unpack(desc: Any, dtype: str | None = None, *, ept: int | None = None) 
     s = {"n": n, "doff": desc.byte_offset, "bits": desc.dtype.bits,
          "sgn": int(desc.dtype.signed)}
     return DequantPlan("unpack_int_u8", dtype, shape, n, s, {"data": 0})
+
+
+def check_buffer_sizes(desc: Any, bufs: list[Buffer]) -> None:
+    """Every buffer must hold what its handle declares: kernels never read past a Buffer."""
+    if len(bufs) != len(desc.buffers):
+        raise HurrayFormatError(f"{len(bufs)} buffers for {len(desc.buffers)} handles",
+                                field="buffer_count", fix="pass one buffer per handle.")
+    for i, (b, h) in enumerate(zip(bufs, desc.buffers, strict=True)):
+        if b.nbytes < h.byte_size:
+            raise HurrayFormatError(
+                f"buffers[{i}] holds {b.nbytes} bytes but the descriptor declares {h.byte_size}",
+                field=f"buffers[{i}].byte_size", fix="pass exactly byte_size bytes per buffer.")
+
+
+def bind_inputs(plan: DequantPlan, dev: Any, bufs: list[Buffer]) -> dict[str, Buffer]:
+    """Map each kernel buffer parameter except ``dst`` and ``err`` to a Buffer.
+
+    Parameters a plan does not use are bound to the data buffer (never read).
+    """
+    bound = {name: bufs[index] for name, index in plan.inputs.items()}
+    kernel = get_kernel(plan.kernel)
+    for param in kernel.buffers:
+        if param.name not in bound and param.name not in ("dst", "err"):
+            bound[param.name] = device_table(dev, plan.lut) if param.name == "lut" and plan.lut \
+                else bound["data"]
+    return bound
+
+
+def launch(plan: DequantPlan, dev: Any, inputs: dict[str, Buffer], out: Buffer,
+           err: Buffer | None = None, wait: bool = False) -> float | None:
+    """Run a planned kernel into ``out`` and raise if it flagged invalid parameters.
+
+    Args:
+        plan: from :func:`plan_dequantize` or :func:`plan_unpack`.
+        dev: the device holding every Buffer.
+        inputs: from :func:`bind_inputs`.
+        out: the result Buffer (``count`` elements of ``out_dtype``).
+        err: a 4-byte Buffer for the kernel's flag (allocated when None).
+        wait: return the kernel's elapsed seconds.
+
+    Returns:
+        Seconds when ``wait``, else None.
+
+    Raises:
+        HurrayFormatError: an invalid scale, zero point or e8m0 code.
+    """
+    if plan.count == 0:
+        return 0.0 if wait else None
+    kernel = get_kernel(plan.kernel)
+    args: dict[str, Any] = {**inputs, **plan.scalars, "dst": out}
+    flagged = any(p.name == "err" for p in kernel.buffers)
+    if flagged:
+        err = err if err is not None else Buffer(dev, 4)
+        err.copyin(np.zeros(1, np.uint32))
+        args["err"] = err
+    took = dev.run(kernel, wait=wait, **args)
+    if flagged:
+        assert err is not None
+        check_flag(err, plan.kernel, lambda: explain_invalid(plan, inputs))
+    return took
+
+
+def moved_params(q: Any, first: int) -> tuple[Any, list[int]]:
+    """``q`` with its parameter buffers renumbered from ``first`` (a shared scale/zero-point
+    buffer stays shared), and their old indices in the new order."""
+    names = [n for n in ("scale_buffer_index", "zero_point_buffer_index")
+             if getattr(q, n, None) is not None]
+    old = sorted({int(getattr(q, n)) for n in names})
+    moved = {n: first + old.index(int(getattr(q, n))) for n in names}
+    return (dataclasses.replace(q, **moved) if moved else q), old

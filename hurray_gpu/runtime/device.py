@@ -11,9 +11,9 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from hurray_gpu import config
+from hurray_gpu.dialect import render
+from hurray_gpu.dialect.kernel import KernelDef, get_kernel
 from hurray_gpu.errors import BackendUnavailableError
-from hurray_gpu.kernels.dialect import render
-from hurray_gpu.kernels.dialect.kernel import KernelDef
 from hurray_gpu.runtime.cache import LRUCache
 from hurray_gpu.runtime.canary import CanaryAllocator, guarded
 from hurray_gpu.runtime.memory import Allocator, MemoryClass
@@ -143,8 +143,6 @@ class Device:
             BackendUnavailableError: this device cannot compile kernels here.
             CompileError: the compiler rejected the rendered source.
         """
-        from hurray_gpu.kernels import get_kernel
-
         kdef = get_kernel(kernel) if isinstance(kernel, str) else kernel
         fast = self._by_def.get(kdef)
         if fast is not None:

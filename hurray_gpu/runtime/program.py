@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from hurray_gpu import config
+from hurray_gpu.dialect.kernel import KernelDef
+from hurray_gpu.dialect.render import RENDER_VERSION
 from hurray_gpu.errors import UnsupportedOpError
-from hurray_gpu.kernels.dialect.kernel import KernelDef
-from hurray_gpu.kernels.dialect.render import RENDER_VERSION
 from hurray_gpu.runtime.cache import KernelCacheBackend, default_cache, make_cache_key
 
 if TYPE_CHECKING:

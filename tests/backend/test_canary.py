@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from hurray_gpu.config import debug_bounds
+from hurray_gpu.dialect.kernel import KernelDef, buf, scalar
 from hurray_gpu.errors import BoundsViolation, UnsupportedOpError
-from hurray_gpu.kernels.dialect.kernel import KernelDef, buf, scalar
 from hurray_gpu.runtime.buffer import Buffer
 from hurray_gpu.runtime.canary import MIN_PAD, CanaryAllocator, pattern
 from hurray_gpu.runtime.device import Device

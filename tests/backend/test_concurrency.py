@@ -23,11 +23,11 @@ import pytest
 
 from hurray_gpu.format.descriptor.layouts import ColMajor
 from hurray_gpu.io import load, open_file, save
-from hurray_gpu.ops.build import quantized_tensor
 from hurray_gpu.ops.dequantize import dequantize, unpack
-from hurray_gpu.ops.layout_host import relayout, sparsify
-from hurray_gpu.ops.layout_run import clear_table_cache
+from hurray_gpu.ops.host import relayout, sparsify
+from hurray_gpu.ops.layout_plan import clear_table_cache
 from hurray_gpu.ops.materialize import materialize
+from hurray_gpu.ops.quantize import quantized_tensor
 from hurray_gpu.runtime.cache import DiskKernelCache
 from hurray_gpu.sync import Stream
 from hurray_gpu.tensor import Tensor

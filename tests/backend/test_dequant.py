@@ -14,7 +14,7 @@ import pytest
 
 from hurray_gpu.errors import HurrayFormatError
 from hurray_gpu.ops import dequantize, unpack
-from hurray_gpu.ops.build import random_quantized, random_values
+from hurray_gpu.ops.quantize import random_quantized, random_values
 from hurray_gpu.runtime.buffer import Buffer
 from hurray_gpu.runtime.device import Device
 from hurray_gpu.tensor import Tensor
@@ -162,8 +162,7 @@ def test_invalid_affine_parameters_rejected_on_device(kernel_device: Device) -> 
 @pytest.mark.parametrize("ept", [1, 3, 8, 64])
 def test_elements_per_item_variants(kernel_device: Device, ept: int) -> None:
     """Work items starting mid-row and mid-block (the short runs real GPUs use)."""
-    from hurray_gpu.ops.dequantize import bind_inputs, launch
-    from hurray_gpu.ops.plan import plan_dequantize
+    from hurray_gpu.ops.plan import bind_inputs, launch, plan_dequantize
 
     cases = [random_quantized(_rng("ept", 1), "per_block", "int4", (5, 3, 7), axis=2,
                               block_size=4, shared=True, scale_type="bfloat16"),
@@ -185,7 +184,7 @@ def test_elements_per_item_variants(kernel_device: Device, ept: int) -> None:
 
 
 def test_subnormal_scales_and_results_are_not_flushed(kernel_device: Device) -> None:
-    from hurray_gpu.ops.build import quantized_tensor
+    from hurray_gpu.ops.quantize import quantized_tensor
 
     tiny = np.array([2.0**-149, 1e-40, 3e-39, 1.1754942e-38], np.float32)
     t = quantized_tensor(np.arange(-8, 8, dtype=np.int8).reshape(4, 4), "int8", "per_channel",

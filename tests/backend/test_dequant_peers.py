@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from hurray_gpu.ops import dequantize
-from hurray_gpu.ops.build import quantized_tensor
+from hurray_gpu.ops.quantize import quantized_tensor
 from tests._support import require_peer
 
 QK = 32   # GGUF Q4_0 / Q8_0 block size

@@ -10,11 +10,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from hurray_gpu.dialect.kernel import KernelDef
+from hurray_gpu.dialect.render import lint_body
 from hurray_gpu.kernels.dequant import TABLE_RUN, table_private
-from hurray_gpu.kernels.dialect.kernel import KernelDef
-from hurray_gpu.kernels.dialect.render import lint_body
 from hurray_gpu.ops import dequantize, unpack
-from hurray_gpu.ops.build import random_quantized, random_values
+from hurray_gpu.ops.quantize import random_quantized, random_values
 from hurray_gpu.runtime.buffer import Buffer
 from hurray_gpu.runtime.device import Device
 from hurray_gpu.tensor import Tensor
@@ -79,8 +79,7 @@ def test_unpack_float4_table(kernel_device: Device) -> None:
 @pytest.mark.parametrize("ept", [TABLE_RUN, TABLE_RUN + 1, 97, 1024])
 def test_items_split_runs(kernel_device: Device, ept: int) -> None:
     """Work items that start mid-block at odd elements, so runs straddle the threshold."""
-    from hurray_gpu.ops.dequantize import bind_inputs, launch
-    from hurray_gpu.ops.plan import plan_dequantize
+    from hurray_gpu.ops.plan import bind_inputs, launch, plan_dequantize
 
     cases = [random_quantized(_rng("sp", 1), "nf4", "uint4", (3, 200), axis=1, block_size=64),
              random_quantized(_rng("sp", 2), "per_block", "int4", (4, 99), axis=1,

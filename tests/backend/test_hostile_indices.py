@@ -33,7 +33,7 @@ from hurray_gpu.format.descriptor.layouts import (
     Tiled,
 )
 from hurray_gpu.format.dtypes import by_name
-from hurray_gpu.ops.layout_host import sparsify
+from hurray_gpu.ops.host import sparsify
 from hurray_gpu.ops.materialize import materialize
 from hurray_gpu.tensor import Tensor
 

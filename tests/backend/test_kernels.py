@@ -9,9 +9,9 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+from hurray_gpu.dialect.kernel import KernelDef, numpy_dtype
 from hurray_gpu.errors import UnsupportedOpError
 from hurray_gpu.kernels import get_kernel, kernel_names, run_reference
-from hurray_gpu.kernels.dialect.kernel import KernelDef, numpy_dtype
 from hurray_gpu.runtime.buffer import Buffer
 from hurray_gpu.runtime.device import Device
 from tests._support import stable_rng

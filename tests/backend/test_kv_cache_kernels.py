@@ -9,9 +9,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from hurray_gpu.dialect.kernel import numpy_dtype
 from hurray_gpu.errors import UnsupportedOpError
 from hurray_gpu.kernels import run_reference
-from hurray_gpu.kernels.dialect.kernel import numpy_dtype
 from hurray_gpu.kernels.paged import PAD_SLOT, PAGED_KERNELS, SKIP_SLOT, paged_kernel, word_for
 from hurray_gpu.runtime.buffer import Buffer
 from hurray_gpu.runtime.device import Device

@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 from test_kv_cache import host, random_rows, same_bits
 
+from hurray_gpu.dialect.kernel import numpy_dtype
 from hurray_gpu.format.addressing import block_paged_to_dense
 from hurray_gpu.format.descriptor import PerBlockAffine
 from hurray_gpu.kernels import run_reference
-from hurray_gpu.kernels.dialect.kernel import numpy_dtype
 from hurray_gpu.kernels.paged import QUANT_KERNELS, SKIP_SLOT, ref_q8_rows
 from hurray_gpu.kv_cache import PagedKVCache
 from hurray_gpu.runtime.buffer import Buffer

@@ -13,9 +13,8 @@ from hurray_gpu.format.descriptor.layouts import ColMajor, Morton, Strided, Tile
 from hurray_gpu.kernels import run_reference
 from hurray_gpu.kernels.layout import AXIS_TABLE, gather_kernel
 from hurray_gpu.kernels.layout_sparse import csr_rows_kernel
-from hurray_gpu.ops.layout_host import relayout, sparsify
-from hurray_gpu.ops.layout_plan import plan_dense
-from hurray_gpu.ops.layout_run import axis_tables, clear_table_cache, device_buffers
+from hurray_gpu.ops.host import relayout, sparsify
+from hurray_gpu.ops.layout_plan import axis_tables, clear_table_cache, device_buffers, plan_dense
 from hurray_gpu.ops.materialize import materialize
 from hurray_gpu.runtime.buffer import Buffer
 from hurray_gpu.tensor import Tensor
@@ -147,7 +146,7 @@ def test_host_arrays_in_place_and_misaligned_copies() -> None:
 
 
 def test_fused_dequant_error_flag_never_reaches_the_cached_tables(kernel_device) -> None:
-    from hurray_gpu.ops.build import random_quantized
+    from hurray_gpu.ops.quantize import random_quantized
 
     clear_table_cache()
     rng = np.random.default_rng(5)

@@ -23,10 +23,10 @@ from hurray_gpu.format.descriptor.quant import PerBlockAffine
 from hurray_gpu.format.descriptor.sections import CompositeMember, Shard
 from hurray_gpu.format.dtypes import by_name
 from hurray_gpu.kernels import get_kernel, run_reference
-from hurray_gpu.ops.build import random_quantized
-from hurray_gpu.ops.layout_host import relayout, sparsify
-from hurray_gpu.ops.layout_run import clear_table_cache
+from hurray_gpu.ops.host import relayout, sparsify
+from hurray_gpu.ops.layout_plan import clear_table_cache
 from hurray_gpu.ops.materialize import materialize
+from hurray_gpu.ops.quantize import random_quantized
 from hurray_gpu.runtime.device import Device
 from hurray_gpu.tensor import Tensor
 

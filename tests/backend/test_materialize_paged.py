@@ -11,7 +11,7 @@ from hurray_gpu.format.addressing import block_paged_to_dense
 from hurray_gpu.format.descriptor import BufferHandle, TensorDescriptor
 from hurray_gpu.format.descriptor.layouts import BlockPaged
 from hurray_gpu.format.dtypes import by_name
-from hurray_gpu.ops.layout_host import element
+from hurray_gpu.ops.host import element
 from hurray_gpu.ops.materialize import materialize
 from hurray_gpu.tensor import Tensor
 

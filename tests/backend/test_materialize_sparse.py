@@ -24,10 +24,10 @@ from hurray_gpu.format.descriptor.layouts import (
 from hurray_gpu.format.descriptor.sections import CompositeMember, Shard
 from hurray_gpu.format.dtypes import by_name
 from hurray_gpu.format.packing import unpack
-from hurray_gpu.ops.build import random_quantized
 from hurray_gpu.ops.dequantize import dequantize
-from hurray_gpu.ops.layout_host import element, relayout, sparsify
+from hurray_gpu.ops.host import element, relayout, sparsify
 from hurray_gpu.ops.materialize import materialize
+from hurray_gpu.ops.quantize import random_quantized
 from hurray_gpu.tensor import Tensor
 
 

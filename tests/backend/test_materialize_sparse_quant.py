@@ -17,10 +17,10 @@ from hurray_gpu.format.descriptor.quant import PerChannelAffine
 from hurray_gpu.format.descriptor.sections import CompositeMember, Shard
 from hurray_gpu.format.dtypes import by_name
 from hurray_gpu.format.packing import unpack
-from hurray_gpu.ops.build import random_quantized
 from hurray_gpu.ops.dequantize import dequantize
-from hurray_gpu.ops.layout_host import element, sparsify
+from hurray_gpu.ops.host import element, sparsify
 from hurray_gpu.ops.materialize import materialize
+from hurray_gpu.ops.quantize import random_quantized
 from hurray_gpu.tensor import Tensor
 
 _BITS = {"float32": np.uint32, "float16": np.uint16, "bfloat16": np.uint16}

@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from hurray_gpu.dialect.kernel import KernelDef, buf, numpy_dtype, scalar
 from hurray_gpu.errors import UnsupportedOpError
 from hurray_gpu.format.descriptor.buffers import DeviceTag
 from hurray_gpu.kernels import get_kernel, run_reference
 from hurray_gpu.kernels.basic import BASIC_KERNELS
-from hurray_gpu.kernels.dialect.kernel import KernelDef, buf, numpy_dtype, scalar
 from hurray_gpu.runtime.buffer import Buffer
 from hurray_gpu.runtime.registry import is_available, resolve_device
 from tests._support import skip_or_fail, stable_rng

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from hurray_gpu.backends.cuda import ERROR_MEMORY_ALLOCATION, device_status
+from hurray_gpu.dialect.kernel import numpy_dtype
 from hurray_gpu.errors import CompileError, OutOfMemoryError, UnsupportedOpError
 from hurray_gpu.kernels import get_kernel, run_reference
 from hurray_gpu.kernels.basic import BASIC_KERNELS
-from hurray_gpu.kernels.dialect.kernel import numpy_dtype
 from hurray_gpu.runtime.buffer import Buffer
 from hurray_gpu.runtime.cache import DiskKernelCache
 from hurray_gpu.runtime.memory import MemoryClass

@@ -1,4 +1,4 @@
-"""The kernel composer's checks (kernels/dialect/compose.py), and the rule that kernel modules
+"""The kernel composer's checks (hurray_gpu/dialect/compose.py), and the rule that kernel modules
 build variants only through it: no kernel module edits kernel text with regexes, ``replace``
 or brace counting."""
 
@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from hurray_gpu.dialect.compose import Piece, compose, compose_kernel
+from hurray_gpu.dialect.kernel import buf, scalar
 from hurray_gpu.errors import UnsupportedOpError
 from hurray_gpu.kernels import KERNELS
 from hurray_gpu.kernels.dequant import AFFINE, DENSE, SCHEMES, Element, dequant_kernel
-from hurray_gpu.kernels.dialect.compose import Piece, compose, compose_kernel
-from hurray_gpu.kernels.dialect.kernel import buf, scalar
 
 KERNEL_DIR = Path(__file__).resolve().parents[2] / "hurray_gpu" / "kernels"
 # Tooling, not kernel modules (NVRTC loading, offline compile checks, the command line).

@@ -11,7 +11,7 @@ import pytest
 from hurray_gpu.errors import HurrayFormatError, UnsupportedOpError
 from hurray_gpu.format.descriptor import BufferHandle
 from hurray_gpu.ops import dequantize, plan_dequantize, plan_unpack, unpack
-from hurray_gpu.ops.build import quantized_tensor, random_quantized
+from hurray_gpu.ops.quantize import quantized_tensor, random_quantized
 from hurray_gpu.runtime.device import Device
 from hurray_gpu.tensor import Tensor
 from tests._support import trusted_tensor

@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 from hurray_gpu.format.dtypes import by_name, value_table
 from hurray_gpu.kernels.dequant import divmagic
 from hurray_gpu.ops import dequantize, unpack
-from hurray_gpu.ops.build import quantized_tensor, random_quantized
-from hurray_gpu.ops.tables import NF4_BITS
+from hurray_gpu.ops.plan import NF4_BITS
+from hurray_gpu.ops.quantize import quantized_tensor, random_quantized
 from tests._support import stable_rng
 
 NP_OUT = {"float32": np.float32, "float16": np.float16, "bfloat16": ml_dtypes.bfloat16}

@@ -10,12 +10,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from hurray_gpu.dialect import DIALECTS, render
 from hurray_gpu.format.addressing import dense_offsets, offset_range, storage_elements
 from hurray_gpu.format.descriptor import BufferHandle, TensorDescriptor
 from hurray_gpu.format.descriptor.layouts import Hilbert, Morton, Strided, Tiled
 from hurray_gpu.format.dtypes import by_name
 from hurray_gpu.kernels import KERNELS
-from hurray_gpu.kernels.dialect import DIALECTS, render
 from hurray_gpu.kernels.layout import gather_kernel, ref_axis_entries, ref_hilbert_so
 from hurray_gpu.ops.layout_plan import plan_dense
 

@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 
 from hurray_gpu.backends.cuda import CUDACompiler
+from hurray_gpu.dialect import render
+from hurray_gpu.dialect.kernel import KernelDef
 from hurray_gpu.errors import BackendUnavailableError
 from hurray_gpu.kernels import get_kernel, kernel_names
 from hurray_gpu.kernels.check import offline_compiler
-from hurray_gpu.kernels.dialect import render
-from hurray_gpu.kernels.dialect.kernel import KernelDef
 
 ARCH = "compute_80"
 # A float multiply-add in PTX: fma.rn.f32, fma.rn.ftz.f32, mad.rn.f32, mad.f32, fma.rn.f16x2,

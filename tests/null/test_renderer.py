@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from hurray_gpu.dialect import DIALECTS, KernelDef, buf, get_renderer, render, scalar
 from hurray_gpu.errors import UnsupportedOpError
 from hurray_gpu.kernels import KERNELS, get_kernel, kernel_names
-from hurray_gpu.kernels.dialect import DIALECTS, KernelDef, buf, get_renderer, render, scalar
 
 EXPECTED = Path(__file__).parent / "expected"
 CASES = [(k, d) for k in kernel_names() for d in sorted(DIALECTS)]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from hurray_gpu.kernels.dialect import DIALECTS, render
+from hurray_gpu.dialect import DIALECTS, render
 from vyre import builder as b
 from vyre import from_wire
 from vyre.lower import lower

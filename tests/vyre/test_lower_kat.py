@@ -49,9 +49,9 @@ def test_lower_kat_reference_device(path: Path) -> None:
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
 def test_lower_kat_nvrtc_compiles(arch: str) -> None:
+    from hurray_gpu.dialect import render
     from hurray_gpu.errors import BackendUnavailableError
     from hurray_gpu.kernels.check import offline_compiler
-    from hurray_gpu.kernels.dialect import render
 
     try:
         compiler = offline_compiler("cuda", arch)

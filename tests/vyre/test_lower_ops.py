@@ -84,9 +84,9 @@ def test_lower_op_random(name: str, device: object, seed: int) -> None:
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
 def test_lower_op_programs_nvrtc_compile(arch: str) -> None:
+    from hurray_gpu.dialect import render
     from hurray_gpu.errors import BackendUnavailableError
     from hurray_gpu.kernels.check import offline_compiler
-    from hurray_gpu.kernels.dialect import render
     from tests.vyre.test_lower_workgroup import prefix_scan, subgroup_program, tiled_dot
     from vyre.lower import lower
 

@@ -74,9 +74,9 @@ def test_builders_reject_bad_shapes() -> None:
 
 @pytest.mark.parametrize("arch", ["sm_90"])
 def test_programs_cuda_renderings_compile_with_nvrtc(arch: str) -> None:
+    from hurray_gpu.dialect import render
     from hurray_gpu.errors import BackendUnavailableError
     from hurray_gpu.kernels.check import offline_compiler
-    from hurray_gpu.kernels.dialect import render
 
     try:
         compiler = offline_compiler("cuda", arch)

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from hurray_gpu.kernels.dialect.kernel import KernelDef, Param, buf, scalar
+from hurray_gpu.dialect.kernel import KernelDef, Param, buf, scalar
 from vyre import ir
 from vyre.lower.ctx import Ctx, sanitize
 from vyre.lower.errors import TrapError, UnsupportedOpError, unsupported

@@ -9,9 +9,9 @@ import re
 import textwrap
 from typing import ClassVar
 
+from hurray_gpu.dialect.helpers import HELPERS, helpers_for
+from hurray_gpu.dialect.kernel import KernelDef, Param
 from hurray_gpu.errors import UnsupportedOpError
-from hurray_gpu.kernels.dialect.helpers import HELPERS, helpers_for
-from hurray_gpu.kernels.dialect.kernel import KernelDef, Param
 
 __all__ = ["RENDER_VERSION", "CStyleRenderer", "lint_body", "value_type"]
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from hurray_gpu.dialect.kernel import KernelDef
+from hurray_gpu.dialect.render import LIBM_INTRINSICS, CStyleRenderer
 from hurray_gpu.errors import UnsupportedOpError
-from hurray_gpu.kernels.dialect.kernel import KernelDef
-from hurray_gpu.kernels.dialect.render import LIBM_INTRINSICS, CStyleRenderer
 
 __all__ = ["CUDARenderer", "HIPRenderer", "HostCRenderer", "OpenCLRenderer"]
 

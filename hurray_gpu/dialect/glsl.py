@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from hurray_gpu.kernels.dialect.glsl_fma import FMA_RN_GLSL
-from hurray_gpu.kernels.dialect.kernel import KernelDef
-from hurray_gpu.kernels.dialect.render import CStyleRenderer, atomics_used, value_type
+from hurray_gpu.dialect.glsl_fma import FMA_RN_GLSL
+from hurray_gpu.dialect.kernel import KernelDef
+from hurray_gpu.dialect.render import CStyleRenderer, atomics_used, value_type
 
 __all__ = ["GLSLRenderer"]
 

@@ -24,16 +24,16 @@ The subset (checked by :func:`lint_body`):
 
 from __future__ import annotations
 
-from hurray_gpu.errors import UnsupportedOpError
-from hurray_gpu.kernels.dialect.cstyle import (
+from hurray_gpu.dialect.cstyle import (
     CUDARenderer,
     HIPRenderer,
     HostCRenderer,
     OpenCLRenderer,
 )
-from hurray_gpu.kernels.dialect.glsl import GLSLRenderer
-from hurray_gpu.kernels.dialect.kernel import KernelDef, Param, buf, scalar
-from hurray_gpu.kernels.dialect.render import RENDER_VERSION, CStyleRenderer, lint_body
+from hurray_gpu.dialect.glsl import GLSLRenderer
+from hurray_gpu.dialect.kernel import KernelDef, Param, buf, scalar
+from hurray_gpu.dialect.render import RENDER_VERSION, CStyleRenderer, lint_body
+from hurray_gpu.errors import UnsupportedOpError
 
 __all__ = [
     "DIALECTS",

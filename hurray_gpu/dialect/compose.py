@@ -24,8 +24,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Union
 
+from hurray_gpu.dialect.kernel import KernelDef, Param
 from hurray_gpu.errors import UnsupportedOpError
-from hurray_gpu.kernels.dialect.kernel import KernelDef, Param
 
 __all__ = ["Piece", "compose", "compose_kernel"]
 

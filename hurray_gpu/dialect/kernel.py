@@ -1,6 +1,6 @@
 """The neutral kernel description: typed buffer and scalar parameters plus a portable C body.
 
-Bodies use the portable subset documented in :mod:`hurray_gpu.kernels.dialect`.
+Bodies use the portable subset documented in :mod:`hurray_gpu.dialect`.
 """
 
 from __future__ import annotations
@@ -13,7 +13,10 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
-__all__ = ["BUFFER_DTYPES", "FLOAT_TYPES", "SCALAR_DTYPES", "KernelDef", "Param", "numpy_dtype"]
+from hurray_gpu.errors import UnsupportedOpError
+
+__all__ = ["BUFFER_DTYPES", "FLOAT_TYPES", "KERNELS", "SCALAR_DTYPES", "KernelDef", "Param",
+           "get_kernel", "kernel_names", "numpy_dtype", "register"]
 
 # Element types a buffer parameter may have. 16-bit floats are storage-only: bodies load them
 # as f32 and store f32 (pocl and GLSL 450 core have no fp16 arithmetic).
@@ -154,3 +157,39 @@ class KernelDef:
     def scalars(self) -> tuple[Param, ...]:
         """The scalar parameters, in order (their push-constant/word order)."""
         return tuple(p for p in self.params if p.kind == "scalar")
+
+
+# Every kernel by name: the built-in ones register when hurray_gpu.kernels is imported (which
+# importing hurray_gpu does), so ``device.run("fill_u32", ...)`` finds them.
+KERNELS: dict[str, KernelDef] = {}
+
+
+def register(kernel: KernelDef) -> KernelDef:
+    """Add ``kernel`` to the registry and return it.
+
+    Raises:
+        ValueError: a different kernel of the same name is already registered.
+    """
+    existing = KERNELS.get(kernel.name)
+    if existing is not None and existing is not kernel:
+        raise ValueError(f"kernel {kernel.name!r} is already registered")
+    KERNELS[kernel.name] = kernel
+    return kernel
+
+
+def get_kernel(name: str) -> KernelDef:
+    """Return the registered kernel called ``name``.
+
+    Raises:
+        UnsupportedOpError: no such kernel.
+    """
+    kernel = KERNELS.get(name)
+    if kernel is None:
+        raise UnsupportedOpError(f"no kernel named {name!r}",
+                                 fix=f"use one of {sorted(KERNELS)}.")
+    return kernel
+
+
+def kernel_names() -> list[str]:
+    """The registered kernel names, sorted."""
+    return sorted(KERNELS)

@@ -1,5 +1,6 @@
-"""Writers and debugging on the host: ``relayout`` (row-major -> any dense layout), ``sparsify``
-(-> COO/CSR/CSC/CSF) and ``element`` (one logical element through the layout's addressing).
+"""Layout conversions that run on the host: ``relayout`` (row-major to another dense layout),
+``sparsify`` (to COO/CSR/CSC/CSF) and ``element`` (one element through any layout's index
+structures).
 """
 
 from __future__ import annotations
@@ -12,13 +13,113 @@ from typing import Any
 import numpy as np
 
 from hurray_gpu.errors import HurrayFormatError, UnsupportedOpError
-from hurray_gpu.format.addressing import dense_offsets, element_offsets, offset_range
+from hurray_gpu.format.addressing import (
+    block_paged_lookup,
+    dense_offsets,
+    element_offsets,
+    offset_range,
+)
 from hurray_gpu.format.descriptor import BufferHandle, TensorDescriptor
-from hurray_gpu.format.descriptor.layouts import COO, CSC, CSF, CSR, RowMajor
-from hurray_gpu.ops.layout_codes import codes_at, pack_codes
+from hurray_gpu.format.descriptor.layouts import COO, CSC, CSF, CSR, BlockPaged, RowMajor
+from hurray_gpu.format.packing import unpack
+from hurray_gpu.ops.dequantize import dequantize
+from hurray_gpu.ops.layout_plan import codes_at, pack_codes
+from hurray_gpu.ops.plan import moved_params
 from hurray_gpu.parts import assemble
 
-__all__ = ["element", "moved_params", "relayout", "sparsify"]
+__all__ = ["element", "lookup_offset", "relayout", "sparsify"]
+
+
+def _u64_entries(buf: Any, field: str) -> np.ndarray:
+    raw = np.asarray(buf, np.uint8)
+    if raw.size % 8:
+        raise HurrayFormatError(f"{field} is not a whole number of u64 entries", field=field,
+                                fix="index buffers hold little-endian u64 values.")
+    return raw.view("<u8").astype(np.uint64)
+
+
+def _find(sorted_vals: np.ndarray, lo: int, hi: int, key: int) -> int | None:
+    """Position of ``key`` in ``sorted_vals[lo:hi]`` by binary search, or None."""
+    if not 0 <= lo <= hi <= sorted_vals.size:
+        raise HurrayFormatError(f"pointer range [{lo}, {hi}) is outside the index array",
+                                field="ptr", fix="repair the pointer array.")
+    at = lo + int(np.searchsorted(sorted_vals[lo:hi], np.uint64(key)))
+    return at if at < hi and int(sorted_vals[at]) == key else None
+
+
+def _coo(t: Any, idx: np.ndarray) -> int | None:
+    rank = idx.size
+    coords = _u64_entries(t.buffers[1], "indices").reshape(-1, rank)
+    if t.descriptor.layout.is_sorted:
+        lo, hi = 0, coords.shape[0]
+        for d in range(rank):  # narrow the lexicographic range one dimension at a time
+            col = coords[lo:hi, d]
+            lo, hi = (lo + int(np.searchsorted(col, idx[d], "left")),
+                      lo + int(np.searchsorted(col, idx[d], "right")))
+        return lo if hi > lo else None
+    hits = np.flatnonzero((coords == idx.astype(np.uint64)).all(1))
+    return int(hits[0]) if hits.size else None
+
+
+def _compressed(t: Any, idx: np.ndarray, major: int) -> int | None:
+    minor = _u64_entries(t.buffers[1], "indices")
+    ptr = _u64_entries(t.buffers[2], "ptr")
+    m = int(idx[major])
+    if m + 1 >= ptr.size:
+        raise HurrayFormatError("the pointer array is too short", field="ptr",
+                                fix="write shape[major] + 1 pointer entries.")
+    return _find(minor, int(ptr[m]), int(ptr[m + 1]), int(idx[1 - major]))
+
+
+def _csf(t: Any, idx: np.ndarray) -> int | None:
+    modes = t.descriptor.layout.mode_order
+    node = 0
+    for level, mode in enumerate(modes):
+        pos = _u64_entries(t.buffers[2 * level + 1], f"pos_{level}")
+        crd = _u64_entries(t.buffers[2 * level + 2], f"crd_{level}")
+        if node + 1 >= pos.size:
+            raise HurrayFormatError(f"pos_{level} is too short", field=f"pos_{level}",
+                                    fix="repair the CSF pos arrays.")
+        found = _find(crd, int(pos[node]), int(pos[node + 1]), int(idx[mode]))
+        if found is None:
+            return None
+        node = found
+    return node
+
+
+def lookup_offset(t: Any, idx: np.ndarray, seq_lens: Sequence[int] | None
+                  ) -> tuple[Any, int, int] | None:
+    """(buffer, byte_offset, element offset) of ``idx`` in a sparse/paged host tensor, or None
+    for an implicit zero.
+
+    Raises:
+        HurrayFormatError: malformed index buffers.
+    """
+    layout = t.descriptor.layout
+    if isinstance(layout, COO):
+        at = _coo(t, idx)
+    elif isinstance(layout, (CSR, CSC)):
+        at = _compressed(t, idx, 0 if isinstance(layout, CSR) else 1)
+    elif isinstance(layout, CSF):
+        at = _csf(t, idx)
+    elif isinstance(layout, BlockPaged):
+        _, heads, dim = (int(d) for d in t.descriptor.shape)
+        bt = _u64_entries(t.buffers[1], "block_table") if layout.block_table_index_type else \
+            np.asarray(t.buffers[1], np.uint8).view("<u4")
+        sp = _u64_entries(t.buffers[2], "seq_ptr") if layout.block_table_index_type else \
+            np.asarray(t.buffers[2], np.uint8).view("<u4")
+        lens = (np.diff(sp.astype(np.int64)) * layout.page_size if seq_lens is None
+                else np.asarray(seq_lens, np.int64))
+        starts = np.concatenate([[0], np.cumsum(lens)])
+        seq = max(int(np.searchsorted(starts, idx[0], "right")) - 1, 0)
+        flat = block_paged_lookup(bt, sp, layout.page_size, heads, dim, seq,
+                                  idx[0] - starts[min(seq, starts.size - 1)], idx[1], idx[2],
+                                  num_pages=layout.num_pages, seq_lens=seq_lens)
+        return t.buffers[0], t.descriptor.byte_offset, int(np.asarray(flat).reshape(-1)[0])
+    else:
+        raise HurrayFormatError(f"layout 0x{t.descriptor.layout_tag:02X} has no lookup",
+                                field="layout_tag", fix="use a dense, sparse or paged layout.")
+    return None if at is None else (t.buffers[0], 0, at)
 
 
 def _host_row_major(t: Any) -> tuple[Any, np.ndarray, tuple[int, ...]]:
@@ -138,7 +239,6 @@ def sparsify(t: Any, fmt: str, *, mode_order: Sequence[int] | None = None,
     elif desc.quantization is None:
         nonzero = np.flatnonzero(codes.reshape(codes.shape[0], -1).any(1))
     else:
-        from hurray_gpu.ops.dequantize import dequantize
 
         nonzero = np.flatnonzero(dequantize(host).numpy().reshape(-1) != 0)
     coords = np.stack(np.unravel_index(nonzero, dims), 1).astype(np.int64) if dims else \
@@ -153,16 +253,6 @@ def sparsify(t: Any, fmt: str, *, mode_order: Sequence[int] | None = None,
     handles = tuple(BufferHandle(int(b.size), 64) for b in bufs)
     new = TensorDescriptor(desc.dtype, dims, layout, handles, quantization=quant)
     return assemble(new, bufs).to(t.device, t.memory_class)
-
-
-def moved_params(q: Any, first: int) -> tuple[Any, list[int]]:
-    """``q`` with its parameter buffers renumbered from ``first`` (a shared scale/zero-point
-    buffer stays shared), and their old indices in the new order."""
-    names = [n for n in ("scale_buffer_index", "zero_point_buffer_index")
-             if getattr(q, n, None) is not None]
-    old = sorted({int(getattr(q, n)) for n in names})
-    moved = {n: first + old.index(int(getattr(q, n))) for n in names}
-    return (dataclasses.replace(q, **moved) if moved else q), old
 
 
 def element(t: Any, index: Sequence[int], *, seq_lens: Sequence[int] | None = None) -> Any:
@@ -183,8 +273,6 @@ def element(t: Any, index: Sequence[int], *, seq_lens: Sequence[int] | None = No
         HurrayFormatError: an index out of range or malformed index buffers.
         UnsupportedOpError: composite heads and types without a NumPy dtype.
     """
-    from hurray_gpu.ops.layout_lookup import lookup_offset
-
     host = t.to("cpu")
     desc = host.descriptor
     if desc.layout_tag == 0x0B:
@@ -205,6 +293,5 @@ def element(t: Any, index: Sequence[int], *, seq_lens: Sequence[int] | None = No
             return np.zeros(1, desc.dtype.numpy)[0]
         buf, boff, off = found
     code = codes_at(buf, desc.dtype, np.asarray([off], np.int64), boff)
-    from hurray_gpu.format.packing import unpack
 
     return unpack(pack_codes(code, desc.dtype), desc.dtype, 1)[0]

@@ -1,9 +1,12 @@
 """Sparse (COO, CSR, CSC, CSF) -> dense row-major on the device: index buffers are validated by
-kernels first, then values scatter into a zeroed output.
+check kernels first (a bad index is a HurrayFormatError naming its position); then each stored
+value is scattered to its row-major index, quantized values dequantized on the way with their
+own coordinate's parameters.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 from typing import Any
@@ -11,8 +14,10 @@ from typing import Any
 import numpy as np
 
 from hurray_gpu.errors import HurrayFormatError, UnsupportedOpError
-from hurray_gpu.format.descriptor.layouts import COO, CSC, CSR
-from hurray_gpu.format.dtypes import buffer_size
+from hurray_gpu.format import addressing as ad
+from hurray_gpu.format.descriptor.layouts import COO, CSC, CSR, RowMajor
+from hurray_gpu.format.dtypes import buffer_size, by_name
+from hurray_gpu.kernels.dequant_variants import sparse_dequant_kernel
 from hurray_gpu.kernels.layout_sparse import (
     CHECK_COO,
     CHECK_HI,
@@ -26,11 +31,21 @@ from hurray_gpu.kernels.layout_sparse import (
     csr_rows_kernel,
     scatter_kernel,
 )
-from hurray_gpu.ops.layout_plan import dims_of
-from hurray_gpu.ops.layout_run import dense_result, device_buffers
+from hurray_gpu.ops.dequantize import convert
+from hurray_gpu.ops.layout_plan import dense_result, device_buffers, dims_of
+from hurray_gpu.ops.plan import (
+    bind_inputs,
+    check_flag,
+    explain_invalid,
+    moved_params,
+    plan_dequantize,
+)
 from hurray_gpu.runtime.buffer import Buffer
 
-__all__ = ["materialize_sparse", "validated_indices", "zeroed"]
+__all__ = [
+    "materialize_sparse", "materialize_sparse_quant", "row_major_view", "validated_indices",
+    "zeroed",
+]
 
 
 def _entries(b: Buffer, name: str, want: int | None) -> int:
@@ -89,8 +104,6 @@ def _raise_if(err: Buffer, explain: Any) -> None:
 
 def _explain(t: Any) -> Any:
     """Re-check the (downloaded) index buffers with the NumPy reference to name the position."""
-    from hurray_gpu.format import addressing as ad
-
     def run() -> None:
         host = t.to("cpu")
         desc, dims = host.descriptor, tuple(int(d) for d in host.descriptor.shape)
@@ -195,8 +208,6 @@ def materialize_sparse(t: Any, dtype: str | None) -> Any:
     named, levels = _index_bufs(desc, bufs, dims)
     if desc.quantization is not None:
         # Stored codes dequantize with their own coordinate's parameters as they scatter.
-        from hurray_gpu.ops.layout_sparse_quant import materialize_sparse_quant
-
         return materialize_sparse_quant(t, dtype or "float32", bufs, named, levels, dims)
     if isinstance(desc.layout, CSR) and desc.dtype.bits >= 8 and math.prod(dims):
         result = dense_result(dev, desc.dtype, dims, _csr_rows(t, dev, bufs, dims))
@@ -204,9 +215,8 @@ def materialize_sparse(t: Any, dtype: str | None) -> Any:
         result = _generic(t, dev, bufs, named, levels, dims)
     if dtype is None or dtype == desc.dtype.name:
         return result
-    from hurray_gpu.ops.materialize import _convert
 
-    return _convert(result, dtype)
+    return convert(result, dtype)
 
 
 def _seg_for(dev: Any, nrows: int, ncols: int) -> int:
@@ -291,3 +301,68 @@ def _generic(t: Any, dev: Any, bufs: list[Buffer], named: list[tuple[str, Buffer
     kind, args = validated_indices(t, dev, named, levels, dims)
     out = _scatter(dev, t.descriptor.dtype, dims, kind, {"vals": bufs[0], **args})
     return dense_result(dev, t.descriptor.dtype, dims, out)
+
+
+def row_major_view(desc: Any) -> tuple[Any, list[int]]:
+    """A dense row-major descriptor over ``desc``'s logical shape with the same quantization.
+
+    Parameter buffers are renumbered to follow the data buffer (1, 2), as a dense descriptor
+    holds them, so the dequantization planner validates the scheme and the parameter sizes.
+
+    Returns:
+        The descriptor and the original buffer index of each of its buffers.
+    """
+    quant, params = moved_params(desc.quantization, 1)
+    count = math.prod(int(d) for d in desc.shape)
+    data = dataclasses.replace(desc.buffers[0], byte_size=buffer_size(desc.dtype, count))
+    row = dataclasses.replace(
+        desc, layout=RowMajor(), byte_offset=0,
+        buffers=(data, *(desc.buffers[i] for i in params)),
+        quantization=quant)
+    return row, [0, *params]
+
+
+def materialize_sparse_quant(t: Any, dtype: str, bufs: list[Buffer],
+                             named: list[tuple[str, Buffer]], levels: list[tuple[int, ...]],
+                             dims: tuple[int, ...]) -> Any:
+    """Dequantize-scatter a quantized COO/CSR/CSC/CSF tensor into a row-major ``dtype`` tensor.
+
+    Args:
+        t: the sparse Tensor (its values buffer holds ``nnz`` storage codes).
+        dtype: ``"float32"``, ``"float16"`` or ``"bfloat16"``.
+        bufs: ``t``'s buffers on its device; ``named``/``levels``: its index buffers, as
+            ``layout_sparse`` checked their sizes.
+        dims: the logical shape.
+
+    Returns:
+        The dense Tensor on ``t``'s device.
+
+    Raises:
+        HurrayFormatError: index buffers breaking the sparse invariants, or an invalid scale,
+            zero point or e8m0 byte (any block's, stored elements or not).
+        UnsupportedOpError: an output type other than the float ones, or sizes beyond 32-bit
+            indexing.
+    """
+    desc, dev = t.descriptor, t.device
+    row, order = row_major_view(desc)
+    qplan = plan_dequantize(row, dtype)
+    kind, index_args = validated_indices(t, dev, named, levels, dims,
+                                         extra_items=qplan.scalars["nparam"])
+    # Check items read a code at position 0, so an empty values buffer gets a stand-in.
+    data = bufs[0] if bufs[0].nbytes else Buffer.from_bytes(dev, bytes(4))
+    inputs = bind_inputs(qplan, dev, [data, *(bufs[i] for i in order[1:])])
+    kernel = sparse_dequant_kernel(qplan.kernel, kind)
+    scalars = {p.name: qplan.scalars[p.name] for p in kernel.scalars if p.name in qplan.scalars}
+    scalars["doff"] = 0
+    out_dtype = by_name(qplan.out_dtype)
+    out = zeroed(dev, buffer_size(out_dtype, qplan.count))
+    err = Buffer(dev, 4)
+    err.copyin(np.zeros(1, np.uint32))
+    try:
+        if qplan.count:
+            dev.run(kernel, dst=out, err=err, **index_args, **inputs, **scalars)
+        check_flag(err, qplan.kernel, lambda: explain_invalid(qplan, inputs))
+    except BaseException:
+        out.free()
+        raise
+    return dense_result(dev, out_dtype, dims, out)
