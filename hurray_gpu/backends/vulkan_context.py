@@ -137,6 +137,8 @@ def call(fn: Callable[..., Any], *args: Any) -> Any:
         raise_for(exc, getattr(fn, "__name__", "Vulkan call"))
 
 
+# -- timeline-semaphore submission, shared with the stream threads of vulkan_sync -----------
+
 def submit_info(ctx: Any, cmd: Any, waits: list[tuple[Any, int]],
                 signal: tuple[Any, int] | None) -> Any:
     """A VkSubmitInfo for ``cmd`` waiting on timeline ``waits``, signalling ``signal``.
