@@ -43,7 +43,7 @@ class ROCmProgram(CUDAProgram):
 class ROCmDevice(CUDADevice):
     """One AMD GPU through CuPy's ROCm build.
 
-    Streams and events are CUDADevice's (``backends/cuda_sync.py``): CuPy's HIP build maps
+    Streams and events are CUDADevice's (``CuStream``, ``CuEvent``): CuPy's HIP build maps
     them onto hipStream_t and hipEvent_t.
 
     Raises:

@@ -1,27 +1,33 @@
 """Vulkan backend (device tag 0x04) over the ``vulkan`` cffi package; kernels are GLSL -> SPIR-V.
 
 standard = DEVICE_LOCAL, host_pinned = HOST_VISIBLE, unified = DEVICE_LOCAL|HOST_VISIBLE,
-peer = exportable (opaque fd) DEVICE_LOCAL. Helpers: ``vulkan_context/memory/pipeline/plan/glsl``.
+peer = exportable (opaque fd) DEVICE_LOCAL.
+
+This module: the Device, Allocator, Compiler and Program; the GLSL ABI the backend adds to the
+shared dialect; compute pipelines; and launch planning. Under it, in one direction:
+``vulkan_sync`` (streams, events on timeline semaphores), then ``vulkan_context`` (instance,
+device, queue, memory, one-shot submission).
 """
 
 from __future__ import annotations
 
 import functools
+import itertools
 import os
 import shutil
 import subprocess
 import tempfile
 import time
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import numpy as np
 
-from hurray_gpu.backends import vulkan_memory as vmem
-from hurray_gpu.backends.vulkan_context import VulkanContext, check, count_devices
-from hurray_gpu.backends.vulkan_glsl import VULKAN_GLSL_ABI, VulkanGLSLRenderer, check_push_size
-from hurray_gpu.backends.vulkan_pipeline import Dispatch, VulkanPipeline
-from hurray_gpu.backends.vulkan_plan import Limits, Span, plan_launch
+from hurray_gpu.backends import vulkan_context as vkc
+from hurray_gpu.backends.vulkan_context import VulkanContext, call, check, count_devices
+from hurray_gpu.backends.vulkan_sync import PoolPoints, VkEvent, VkStream
+from hurray_gpu.dialect.glsl import GLSLRenderer
 from hurray_gpu.dialect.kernel import KernelDef
 from hurray_gpu.errors import BackendUnavailableError, CompileError, UnsupportedOpError
 from hurray_gpu.runtime.cache import KernelCacheBackend
@@ -29,7 +35,9 @@ from hurray_gpu.runtime.device import Device
 from hurray_gpu.runtime.memory import Allocation, Allocator, MemoryClass
 from hurray_gpu.runtime.program import Compiler, Program
 
-__all__ = ["DEVICE", "VulkanAllocator", "VulkanCompiler", "VulkanDevice", "VulkanProgram", "check"]
+__all__ = ["DEVICE", "Limits", "Span", "Step", "VulkanAllocator", "VulkanCompiler",
+           "VulkanDevice", "VulkanGLSLRenderer", "VulkanPipeline", "VulkanProgram", "check",
+           "plan_launch"]
 
 GLSLANG = "glslangValidator"
 # SPIR-V 1.3 (Vulkan 1.1) is what every conformant driver since 2018 consumes.
@@ -37,8 +45,384 @@ TARGET_ENV = ("--target-env", "vulkan1.1")
 COMPILE_TIMEOUT_S = 120
 SPIRV_MAGIC = 0x07230203
 VK_PHYSICAL_DEVICE_TYPE_CPU = 4
+# Push-constant words before the per-buffer offsets: the work-item base on each axis.
+PUSH_HEADER_WORDS = 3
+# Bumped whenever the GLSL that VulkanGLSLRenderer adds changes meaning (part of the cache key).
+VULKAN_GLSL_ABI = 1
+# Bytes added on both sides of a proportional window, so kernels whose accesses run a little
+# ahead of or behind their share (block headers, packed neighbours) still land inside it.
+# Never more than 1/16 of the binding range, so the windows themselves stay large.
+WINDOW_SLACK = 4096
+WORD = 4
+
+
+# -- GLSL: the shared dialect plus dispatch bases and windowed subscripts ------------------
+# A launch may be split into dispatches over windows of big buffers, so work-item ids get a
+# per-dispatch base and every subscript is rebased and range-checked against its binding.
+
+def push_words(kernel: KernelDef) -> int:
+    """Push-constant words a kernel uses: 3 bases, one offset per buffer, one per scalar."""
+    return PUSH_HEADER_WORDS + len(kernel.buffers) + len(kernel.scalars)
+
+
+def guard_subscripts(pattern: str) -> str:
+    """Wrap every ``{b}[...]`` subscript of a load/store pattern in ``hg_ix_{b}(...)``."""
+    out, pos, opener = [], 0, "{b}["
+    while (start := pattern.find(opener, pos)) >= 0:
+        depth, end = 1, start + len(opener)
+        while depth:
+            if end >= len(pattern):
+                raise ValueError(f"unbalanced subscript in GLSL pattern {pattern!r}")
+            depth += {"[": 1, "]": -1}.get(pattern[end], 0)
+            end += 1
+        inner = pattern[start + len(opener):end - 1]
+        out.append(pattern[pos:start] + "{b}[hg_ix_{b}(" + inner + ")]")
+        pos = end
+    return "".join(out) + pattern[pos:]
+
+
+class VulkanGLSLRenderer(GLSLRenderer):
+    """GLSLRenderer whose ids carry a dispatch base and whose subscripts are rebased.
+
+    Push constants: ``hg_base0..2`` (work-item base per axis), ``hg_d_<buffer>`` (words from
+    the bound window's start to the buffer's element 0, modulo 2**32), then the scalars.
+    Binding ``len(buffers)`` is a one-word fault flag set when an index leaves its window.
+    """
+
+    index_expr = tuple(  # type: ignore[assignment]
+        f"(gl_GlobalInvocationID.{axis} + hg_pc.hg_base{d})" for d, axis in enumerate("xyz")
+    )
+    load_map: ClassVar[dict[str, str]] = {
+        k: guard_subscripts(v) for k, v in GLSLRenderer.load_map.items()
+    }
+    store_map: ClassVar[dict[str, str]] = {
+        k: guard_subscripts(v) for k, v in GLSLRenderer.store_map.items()
+    }
+
+    def render_accessors(self, kernel: KernelDef) -> str:
+        lines = super().render_accessors(kernel).split("\n")
+        blocks = [line for line in lines if line.startswith("layout(std430")]
+        functions = [line for line in lines if not line.startswith("layout(")]
+        fault = (f"layout(std430, set = 0, binding = {len(kernel.buffers)}) buffer "
+                 "hg_fault_block { uint hg_fault; };")
+        return "\n".join(blocks + [fault, self.render_push_block(kernel)]
+                         + self.render_index_helpers(kernel) + functions)
+
+    def render_push_block(self, kernel: KernelDef) -> str:
+        """The push-constant block: bases, per-buffer word offsets, then the scalars."""
+        names = [f"hg_base{d}" for d in range(PUSH_HEADER_WORDS)]
+        names += [f"hg_d_{p.name}" for p in kernel.buffers]
+        fields = [f"uint {name};" for name in names]
+        fields += [f"{self.type_map[p.dtype]} {p.name};" for p in kernel.scalars]
+        return f"layout(push_constant) uniform hg_push_block {{ {' '.join(fields)} }} hg_pc;"
+
+    def render_index_helpers(self, kernel: KernelDef) -> list[str]:
+        """``hg_ix_<b>``: rebase a word index into the window; flag it when outside."""
+        return [
+            f"uint hg_ix_{p.name}(uint hg_j) {{ uint hg_k = hg_j + hg_pc.hg_d_{p.name}; "
+            f"if (hg_k >= uint({p.name}.length())) {{ atomicOr(hg_fault, 1u); }} return hg_k; }}"
+            for p in kernel.buffers
+        ]
+
+
+def check_push_size(kernel: KernelDef, limit: int) -> int:
+    """Return the push-constant bytes of ``kernel``.
+
+    Raises:
+        UnsupportedOpError: more than the device's ``maxPushConstantsSize``.
+    """
+    size = 4 * push_words(kernel)
+    if size > limit:
+        raise UnsupportedOpError(
+            f"kernel {kernel.name} needs {size} bytes of Vulkan push constants; the device "
+            f"allows {limit}",
+            fix="pass fewer scalars or buffers (each takes one 32-bit word).",
+        )
+    return size
+
+
 _RENDERER = VulkanGLSLRenderer()
 
+
+# -- launch planning: one launch as dispatches within the device limits --------------------
+# A pure function of sizes and limits: work-group counts per axis stay within
+# maxComputeWorkGroupCount, and a buffer bigger than maxStorageBufferRange is bound as a window
+# proportional to the work items of each dispatch (the shader flags any index outside it).
+
+@dataclass(frozen=True)
+class Limits:
+    """The device limits a plan honours."""
+
+    max_range: int  # maxStorageBufferRange, bytes per binding
+    align: int  # minStorageBufferOffsetAlignment
+    max_groups: tuple[int, int, int]  # maxComputeWorkGroupCount
+
+    @property
+    def slack(self) -> int:
+        """Bytes of margin on each side of a proportional window."""
+        return min(WINDOW_SLACK, self.max_range // 16)
+
+
+@dataclass(frozen=True)
+class Span:
+    """Where a kernel buffer lives: its VkBuffer's size, and the view's offset and length."""
+
+    buffer_size: int
+    offset: int
+    nbytes: int
+
+
+@dataclass(frozen=True)
+class Step:
+    """One dispatch: (offset, range) per binding, word deltas, the id base and group counts."""
+
+    windows: tuple[tuple[int, int], ...]
+    deltas: tuple[int, ...]
+    base: tuple[int, int, int]
+    groups: tuple[int, int, int]
+
+
+def _round_up(value: int, unit: int) -> int:
+    return -(-value // unit) * unit
+
+
+def _whole(span: Span, align: int) -> tuple[int, int]:
+    if span.nbytes == 0:  # nothing is read: any valid word of the buffer will do
+        return 0, WORD
+    start = span.offset // align * align
+    end = min(span.buffer_size, max(_round_up(span.offset + span.nbytes, WORD), start + WORD))
+    return start, end - start
+
+
+def _window(span: Span, first: int, stop: int, total: int, align: int,
+            slack: int) -> tuple[int, int]:
+    low = span.offset + span.nbytes * first // total - slack
+    high = span.offset + -(-span.nbytes * stop // total) + slack
+    start = max(span.offset // align * align, low // align * align)
+    end = min(_round_up(span.offset + span.nbytes, WORD), _round_up(high, WORD))
+    return start, max(end, start + WORD) - start
+
+
+def _chunk_items(big: list[Span], total: int, local: int, limits: Limits) -> int:
+    room = limits.max_range - 2 * limits.slack - max(limits.align, WORD) - 2 * WORD
+    largest = max(span.nbytes for span in big)
+    items = room * total // largest // local * local
+    if items < local:
+        raise UnsupportedOpError(
+            f"a work group of {local} items touches more than maxStorageBufferRange "
+            f"({limits.max_range} bytes) of a {largest}-byte buffer",
+            fix="use a smaller local size, or split the buffer before the launch.",
+        )
+    return items
+
+
+def plan_launch(
+    spans: list[Span], global_size: tuple[int, int, int], local_size: tuple[int, int, int],
+    limits: Limits,
+) -> list[Step]:
+    """Return the dispatches that cover ``global_size`` work items.
+
+    Args:
+        spans: one per storage-buffer binding, in binding order; offsets must be word aligned.
+        global_size: work items per axis (each > 0).
+        local_size: the kernel's work-group shape.
+        limits: the device limits.
+
+    Returns:
+        Dispatches in order; together they cover every work item exactly once.
+
+    Raises:
+        UnsupportedOpError: a view offset is not a multiple of 4 bytes, or one work group
+            would need a window larger than maxStorageBufferRange.
+    """
+    align = max(limits.align, WORD)
+    for span in spans:
+        if span.offset % WORD:
+            raise UnsupportedOpError(
+                f"a Vulkan kernel buffer view starts at byte {span.offset}, not a multiple of 4",
+                fix="align views passed to Vulkan kernels to 4 bytes, or copy them first.",
+            )
+    whole = [_whole(span, align) for span in spans]
+    big = [i for i, (_, size) in enumerate(whole) if size > limits.max_range]
+    axis = max((d for d in range(3) if global_size[d] > 1), default=0)
+    steps_per_axis = [limits.max_groups[d] * local_size[d] for d in range(3)]
+    if big:
+        chunk = _chunk_items([spans[i] for i in big], global_size[axis], local_size[axis], limits)
+        steps_per_axis[axis] = min(steps_per_axis[axis], chunk)
+    ranges = [
+        [(s, min(s + steps_per_axis[d], global_size[d])) for s in range(0, global_size[d],
+                                                                          steps_per_axis[d])]
+        for d in range(3)
+    ]
+    plan = []
+    for pieces in itertools.product(*ranges):
+        first, stop = pieces[axis]
+        windows = [
+            _window(spans[i], first, stop, global_size[axis], align, limits.slack)
+            if i in big else whole[i]
+            for i in range(len(spans))
+        ]
+        deltas = tuple((span.offset - start) // WORD % 2**32
+                       for span, (start, _) in zip(spans, windows, strict=True))
+        base = tuple(piece[0] for piece in pieces)
+        groups = tuple(-(-(piece[1] - piece[0]) // local_size[d]) for d, piece in enumerate(pieces))
+        plan.append(Step(tuple(windows), deltas, base, groups))  # type: ignore[arg-type]
+    return plan
+
+
+# -- compute pipelines ---------------------------------------------------------------------
+# Shader module, descriptor layout and push constants; a launch's dispatches (one per chunk)
+# are recorded into one command buffer on the current stream.
+
+@dataclass(frozen=True)
+class Dispatch:
+    """One vkCmdDispatch: buffer windows per binding, push-constant bytes and group counts."""
+
+    windows: tuple[tuple[Any, int, int], ...]  # (VkBuffer, byte offset, byte range) per binding
+    push: bytes
+    groups: tuple[int, int, int]
+
+
+class VulkanPipeline:
+    """A compute pipeline for one SPIR-V module with ``n_buffers`` storage-buffer bindings.
+
+    Args:
+        ctx: the device context.
+        spirv: the SPIR-V binary (a multiple of 4 bytes).
+        n_buffers: storage buffers bound at set 0, bindings 0..n-1.
+        push_size: bytes of push constants (0 for none); at most maxPushConstantsSize.
+        entry: the entry point name.
+    """
+
+    def __init__(
+        self, ctx: VulkanContext, spirv: bytes, n_buffers: int, push_size: int,
+        entry: str = "main",
+    ) -> None:
+        self.ctx, self.n_buffers, self.push_size = ctx, n_buffers, push_size
+        vk, dev = ctx.vk, ctx.device
+        self._handles: list[tuple[str, Any]] = []
+        module_info = ctx._info("SHADER_MODULE_CREATE_INFO", codeSize=len(spirv), pCode=spirv)
+        self.module = self._own("vkDestroyShaderModule", call(
+            vk.vkCreateShaderModule, dev, module_info, None))
+        self.set_layout = self._own("vkDestroyDescriptorSetLayout", self._create_set_layout())
+        self.layout = self._own("vkDestroyPipelineLayout", self._create_layout())
+        stage = ctx._info(
+            "PIPELINE_SHADER_STAGE_CREATE_INFO", stage=vk.VK_SHADER_STAGE_COMPUTE_BIT,
+            module=self.module, pName=entry,
+        )
+        info = ctx._info("COMPUTE_PIPELINE_CREATE_INFO", stage=stage, layout=self.layout)
+        infos = [info]
+        self.pipeline = self._own("vkDestroyPipeline", call(
+            vk.vkCreateComputePipelines, dev, None, 1, infos, None)[0])
+
+    def _own(self, destroy: str, handle: Any) -> Any:
+        self._handles.append((destroy, handle))
+        return handle
+
+    def _create_set_layout(self) -> Any:
+        vk, ctx = self.ctx.vk, self.ctx
+        bindings = [
+            vk.VkDescriptorSetLayoutBinding(
+                binding=i, descriptorType=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                descriptorCount=1, stageFlags=vk.VK_SHADER_STAGE_COMPUTE_BIT,
+            )
+            for i in range(self.n_buffers)
+        ]
+        info = ctx._info(
+            "DESCRIPTOR_SET_LAYOUT_CREATE_INFO", bindingCount=len(bindings),
+            pBindings=bindings or None,
+        )
+        return call(vk.vkCreateDescriptorSetLayout, ctx.device, info, None)
+
+    def _create_layout(self) -> Any:
+        vk, ctx = self.ctx.vk, self.ctx
+        layouts = [self.set_layout]
+        ranges = [vk.VkPushConstantRange(
+            stageFlags=vk.VK_SHADER_STAGE_COMPUTE_BIT, offset=0, size=self.push_size)]
+        info = ctx._info(
+            "PIPELINE_LAYOUT_CREATE_INFO", setLayoutCount=1, pSetLayouts=layouts,
+            pushConstantRangeCount=1 if self.push_size else 0,
+            pPushConstantRanges=ranges if self.push_size else None,
+        )
+        return call(vk.vkCreatePipelineLayout, ctx.device, info, None)
+
+    def run(self, dispatches: list[Dispatch]) -> None:
+        """Record every dispatch into one command buffer and submit it on the current stream."""
+        if not dispatches:
+            return
+        ctx, vk = self.ctx, self.ctx.vk
+        pool = self._create_pool(len(dispatches))
+        try:
+            sets = self._write_sets(pool, dispatches)
+        except BaseException:
+            vk.vkDestroyDescriptorPool(ctx.device, pool, None)
+            raise
+        # On a non-default stream the work runs later: the pool lives until it completed.
+        ctx.submit(lambda cmd: self._record(cmd, sets, dispatches),
+                   cleanup=lambda: vk.vkDestroyDescriptorPool(ctx.device, pool, None),
+                   wait=False)
+
+    def _create_pool(self, count: int) -> Any:
+        vk, ctx = self.ctx.vk, self.ctx
+        sizes = [vk.VkDescriptorPoolSize(
+            type=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, descriptorCount=max(1, count * self.n_buffers))]
+        info = ctx._info(
+            "DESCRIPTOR_POOL_CREATE_INFO", maxSets=count, poolSizeCount=1, pPoolSizes=sizes
+        )
+        return call(vk.vkCreateDescriptorPool, ctx.device, info, None)
+
+    def _write_sets(self, pool: Any, dispatches: list[Dispatch]) -> list[Any]:
+        vk, ctx = self.ctx.vk, self.ctx
+        layouts = [self.set_layout] * len(dispatches)
+        info = ctx._info(
+            "DESCRIPTOR_SET_ALLOCATE_INFO", descriptorPool=pool,
+            descriptorSetCount=len(dispatches), pSetLayouts=layouts,
+        )
+        sets = list(call(vk.vkAllocateDescriptorSets, ctx.device, info))
+        if self.n_buffers == 0:
+            return sets
+        # Every nested struct stays referenced until vkUpdateDescriptorSets returns (cffi).
+        infos, writes = [], []
+        for dset, dispatch in zip(sets, dispatches, strict=True):
+            for binding, (buffer, offset, size) in enumerate(dispatch.windows):
+                buffer_info = [vk.VkDescriptorBufferInfo(buffer=buffer, offset=offset, range=size)]
+                infos.append(buffer_info)
+                writes.append(ctx._info(
+                    "WRITE_DESCRIPTOR_SET", dstSet=dset, dstBinding=binding,
+                    descriptorCount=1, descriptorType=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                    pBufferInfo=buffer_info,
+                ))
+        vk.vkUpdateDescriptorSets(ctx.device, len(writes), writes, 0, None)
+        return sets
+
+    def _record(self, cmd: Any, sets: list[Any], dispatches: list[Dispatch]) -> None:
+        vk = self.ctx.vk
+        vk.vkCmdBindPipeline(cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE, self.pipeline)
+        barrier = [self.ctx._info(
+            "MEMORY_BARRIER", srcAccessMask=vk.VK_ACCESS_SHADER_WRITE_BIT,
+            dstAccessMask=vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT,
+        )]
+        for i, (dset, dispatch) in enumerate(zip(sets, dispatches, strict=True)):
+            if i:  # chunks may overlap at window edges; keep them ordered
+                vk.vkCmdPipelineBarrier(
+                    cmd, vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                    vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, barrier, 0, None, 0, None)
+            vk.vkCmdBindDescriptorSets(
+                cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE, self.layout, 0, 1, [dset], 0, None)
+            if self.push_size:
+                data = self.ctx.vk.ffi.new("char[]", dispatch.push)
+                vk.vkCmdPushConstants(
+                    cmd, self.layout, vk.VK_SHADER_STAGE_COMPUTE_BIT, 0, self.push_size, data)
+            vk.vkCmdDispatch(cmd, *dispatch.groups)
+
+    def close(self) -> None:
+        """Destroy the pipeline, layouts and shader module (idempotent)."""
+        handles, self._handles = self._handles, []
+        for destroy, handle in reversed(handles):
+            getattr(self.ctx.vk, destroy)(self.ctx.device, handle, None)
+
+
+# -- the device ----------------------------------------------------------------------------
 
 class VulkanAllocator(Allocator):
     """One VkBuffer + VkDeviceMemory per allocation; raw handles are VulkanMemory records."""
@@ -56,31 +440,29 @@ class VulkanAllocator(Allocator):
         return raw
 
     @functools.cached_property
-    def _points(self) -> Any:
-        from hurray_gpu.backends.vulkan_sync import PoolPoints
-
+    def _points(self) -> PoolPoints:
         return PoolPoints(self._ctx)
 
-    def _alloc(self, nbytes: int, memory_class: MemoryClass) -> vmem.VulkanMemory:
-        return vmem.create_memory(self._ctx, nbytes, memory_class)
+    def _alloc(self, nbytes: int, memory_class: MemoryClass) -> vkc.VulkanMemory:
+        return vkc.create_memory(self._ctx, nbytes, memory_class)
 
-    def _free(self, raw: vmem.VulkanMemory, nbytes: int, memory_class: MemoryClass) -> None:
+    def _free(self, raw: vkc.VulkanMemory, nbytes: int, memory_class: MemoryClass) -> None:
         self._points.forget(raw)
         with self._ctx.lock:
-            vmem.destroy_memory(self._ctx, raw)
+            vkc.destroy_memory(self._ctx, raw)
 
-    def _copyin(self, raw: vmem.VulkanMemory, src: memoryview) -> None:
-        vmem.write_memory(self._ctx, raw, src)
+    def _copyin(self, raw: vkc.VulkanMemory, src: memoryview) -> None:
+        vkc.write_memory(self._ctx, raw, src)
 
-    def _copyout(self, dest: memoryview, raw: vmem.VulkanMemory) -> None:
-        vmem.read_memory(self._ctx, dest, raw)
+    def _copyout(self, dest: memoryview, raw: vkc.VulkanMemory) -> None:
+        vkc.read_memory(self._ctx, dest, raw)
 
-    def _offset(self, raw: vmem.VulkanMemory, offset: int, nbytes: int) -> vmem.VulkanMemory:
-        return vmem.window(raw, offset)
+    def _offset(self, raw: vkc.VulkanMemory, offset: int, nbytes: int) -> vkc.VulkanMemory:
+        return vkc.window(raw, offset)
 
-    def _copy(self, dest: vmem.VulkanMemory, src: vmem.VulkanMemory, nbytes: int) -> None:
+    def _copy(self, dest: vkc.VulkanMemory, src: vkc.VulkanMemory, nbytes: int) -> None:
         # Device to device in one vkCmdCopyBuffer (no size limit, no host staging).
-        vmem.copy_memory(self._ctx, dest, src, nbytes)
+        vkc.copy_memory(self._ctx, dest, src, nbytes)
 
     @property
     def _ctx(self) -> VulkanContext:
@@ -264,11 +646,11 @@ class VulkanDevice(Device):
                                   int(lim.minStorageBufferOffsetAlignment),
                                   tuple(int(g) for g in lim.maxComputeWorkGroupCount))  # type: ignore[arg-type]
         # A one-word flag the shaders set when an index leaves its binding's window.
-        self.fault = vmem.create_memory(ctx, 4, MemoryClass.HOST_PINNED)
+        self.fault = vkc.create_memory(ctx, 4, MemoryClass.HOST_PINNED)
         # Bound in place of zero-byte buffers: Vulkan has no null storage-buffer descriptor.
-        self.empty = vmem.create_memory(ctx, 4, MemoryClass.STANDARD)
+        self.empty = vkc.create_memory(ctx, 4, MemoryClass.STANDARD)
         super().__init__(index, ctx.name, VulkanAllocator(self),
-                         VulkanCompiler(self.identity()), vmem.offered_classes(ctx))
+                         VulkanCompiler(self.identity()), vkc.offered_classes(ctx))
 
     @classmethod
     def count(cls) -> int:
@@ -279,7 +661,7 @@ class VulkanDevice(Device):
         """
         return count_devices()
 
-    def binding_of(self, allocation: Allocation) -> tuple[vmem.VulkanMemory, int, int]:
+    def binding_of(self, allocation: Allocation) -> tuple[vkc.VulkanMemory, int, int]:
         """(root memory, byte offset, nbytes) to bind for an allocation or view."""
         if allocation.nbytes == 0:
             return self.empty, 0, 0
@@ -311,7 +693,7 @@ class VulkanDevice(Device):
     def memory_info(self) -> tuple[int, int]:
         flags = self.ctx.memory_type_flags()
         heaps = {int(self.ctx.memory_props.memoryTypes[i].heapIndex): self.ctx.heap_size(i)
-                 for i, f in enumerate(flags) if f & vmem.DEVICE_LOCAL}
+                 for i, f in enumerate(flags) if f & vkc.DEVICE_LOCAL}
         total = sum(heaps.values())
         return (max(0, total - self.allocator.allocated_bytes), total)
 
@@ -323,18 +705,10 @@ class VulkanDevice(Device):
 
     def stream_class(self) -> type:
         """Timeline-semaphore streams (Vulkan 1.2); host streams on older drivers."""
-        if not self.ctx.timeline:
-            return super().stream_class()
-        from hurray_gpu.backends.vulkan_sync import VkStream
-
-        return VkStream
+        return VkStream if self.ctx.timeline else super().stream_class()
 
     def event_class(self) -> type:
-        if not self.ctx.timeline:
-            return super().event_class()
-        from hurray_gpu.backends.vulkan_sync import VkEvent
-
-        return VkEvent
+        return VkEvent if self.ctx.timeline else super().event_class()
 
     def async_stream(self) -> Any:
         """The current stream when it is a non-default one (its work is queued, not waited)."""
@@ -345,7 +719,7 @@ class VulkanDevice(Device):
     def finalize(self) -> None:
         """Release pooled memory, loaded pipelines and the staging buffer."""
         super().finalize()
-        vmem.release_staging(self.ctx)
+        vkc.release_staging(self.ctx)
 
     def compile_options(self, kernel: KernelDef) -> tuple[str, ...]:
         return TARGET_ENV

@@ -1,7 +1,12 @@
-"""Vulkan instance, logical device, queue, memory types and one-shot submission.
+"""Vulkan instance, logical device, compute queue, device memory and one-shot submission.
 
-The thin layer under ``backends/vulkan.py``; it imports the optional ``vulkan`` package lazily.
-Submissions go to the current stream (``backends/vulkan_sync.py``) when streams exist.
+The layer under ``vulkan_sync`` (streams, events) and ``vulkan`` (the Device); it imports
+neither, and imports the optional ``vulkan`` package only when a device is first opened.
+Submissions go to the current stream when streams exist (the ``current`` hook they install).
+
+Memory: host-visible memory is mapped once and copied with NumPy; device-only memory goes
+through a bounded host-visible staging buffer and ``vkCmdCopyBuffer``, as do device-to-device
+copies.
 """
 
 from __future__ import annotations
@@ -9,9 +14,13 @@ from __future__ import annotations
 import threading
 import weakref
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, NoReturn
 
-from hurray_gpu.errors import BackendUnavailableError, DeviceError
+import numpy as np
+
+from hurray_gpu.errors import BackendUnavailableError, DeviceError, UnsupportedOpError
+from hurray_gpu.runtime.memory import MemoryClass
 
 VK_SUCCESS = 0
 # Lavapipe needs seconds for a kernel over hundreds of MiB; a hung GPU must still surface.
@@ -128,6 +137,37 @@ def call(fn: Callable[..., Any], *args: Any) -> Any:
         raise_for(exc, getattr(fn, "__name__", "Vulkan call"))
 
 
+# -- timeline-semaphore submission, shared with the stream threads of vulkan_sync -----------
+
+def submit_info(ctx: Any, cmd: Any, waits: list[tuple[Any, int]],
+                signal: tuple[Any, int] | None) -> Any:
+    """A VkSubmitInfo for ``cmd`` waiting on timeline ``waits``, signalling ``signal``.
+
+    The returned struct keeps every array it points to referenced (cffi lifetimes).
+    """
+    vk = ctx.vk
+    fields: dict[str, Any] = {"commandBufferCount": 1, "pCommandBuffers": [cmd]}
+    if waits or signal is not None:
+        signals = [signal] if signal is not None else []
+        chain = ctx._info(
+            "TIMELINE_SEMAPHORE_SUBMIT_INFO", waitSemaphoreValueCount=len(waits),
+            pWaitSemaphoreValues=[v for _, v in waits] or None,
+            signalSemaphoreValueCount=len(signals),
+            pSignalSemaphoreValues=[v for _, v in signals] or None)
+        fields.update(
+            pNext=chain, waitSemaphoreCount=len(waits),
+            pWaitSemaphores=[s for s, _ in waits] or None,
+            pWaitDstStageMask=[vk.VK_PIPELINE_STAGE_ALL_COMMANDS_BIT] * len(waits) or None,
+            signalSemaphoreCount=len(signals), pSignalSemaphores=[s for s, _ in signals] or None)
+    return ctx._info("SUBMIT_INFO", **fields)
+
+
+def host_signal(ctx: Any, semaphore: Any, value: int) -> None:
+    """Signal a timeline semaphore to ``value`` from the host (vkSignalSemaphore)."""
+    info = ctx._info("SEMAPHORE_SIGNAL_INFO", semaphore=semaphore, value=value)
+    call(ctx.vk.vkSignalSemaphore, ctx.device, info)
+
+
 class VulkanContext:
     """One logical device with one compute queue, a command pool and a fence.
 
@@ -145,7 +185,7 @@ class VulkanContext:
         # vkQueueSubmit needs the queue externally synced; stream workers take only this lock
         # (briefly), never ``lock``, so a thread holding ``lock`` may wait on a stream.
         self.queue_lock = threading.Lock()
-        self.current: Callable[[], Any] | None = None  # the current-stream hook (vulkan_sync)
+        self.current: Callable[[], Any] | None = None  # set by the first VkStream
         self.streams: weakref.WeakSet[Any] = weakref.WeakSet()
         self.timeline = False
         self.instance = self._create_instance()
@@ -351,8 +391,6 @@ class VulkanContext:
         Returns:
             The timeline value the submission signalled on ``stream`` (0 without a stream).
         """
-        from hurray_gpu.backends.vulkan_sync import host_signal, submit_info
-
         vk = self.vk
         try:
             waits = stream.take_waits() if stream is not None else []
@@ -444,3 +482,220 @@ class VulkanContext:
         if getattr(self, "instance", None) is not None:
             self.vk.vkDestroyInstance(self.instance, None)
             self.instance = None
+
+
+# -- device memory ---------------------------------------------------------------------------
+
+# Staging buffer size: big enough to amortise a submit, small enough to keep around per device.
+STAGING_BYTES = 32 * 1024 * 1024
+_STAGING: weakref.WeakKeyDictionary[VulkanContext, VulkanMemory] = weakref.WeakKeyDictionary()
+
+DEVICE_LOCAL = 0x1
+HOST_VISIBLE = 0x2
+HOST_COHERENT = 0x4
+HOST_CACHED = 0x8
+
+# (required flags, preferred flags, avoided flags) per memory class.
+CLASS_FLAGS: dict[MemoryClass, tuple[int, int, int]] = {
+    MemoryClass.STANDARD: (DEVICE_LOCAL, 0, HOST_VISIBLE),
+    MemoryClass.HOST_PINNED: (HOST_VISIBLE, HOST_COHERENT | HOST_CACHED, DEVICE_LOCAL),
+    MemoryClass.UNIFIED: (DEVICE_LOCAL | HOST_VISIBLE, HOST_COHERENT, 0),
+    # Exportable device memory for peers (opaque fd); never mapped: not CPU-accessible.
+    MemoryClass.PEER: (DEVICE_LOCAL, 0, HOST_VISIBLE),
+}
+
+
+def pick_memory_type(
+    flags_by_type: list[int], type_bits: int, required: int, prefer: int = 0, avoid: int = 0
+) -> int | None:
+    """The best memory type index allowed by ``type_bits`` that has every ``required`` flag.
+
+    Ranks by preferred flags present minus avoided flags present; ties go to the lower index
+    (drivers list faster types first). Returns None when no type qualifies.
+    """
+    best, best_score = None, None
+    for index, flags in enumerate(flags_by_type):
+        if not type_bits >> index & 1 or flags & required != required:
+            continue
+        score = bin(flags & prefer).count("1") - bin(flags & avoid).count("1")
+        if best_score is None or score > best_score:
+            best, best_score = index, score
+    return best
+
+
+def offered_classes(ctx: VulkanContext) -> tuple[MemoryClass, ...]:
+    """The memory classes for which this device has a suitable memory type."""
+    flags = ctx.memory_type_flags()
+    every = (1 << len(flags)) - 1
+    return tuple(
+        mclass for mclass, (required, _, _) in CLASS_FLAGS.items()
+        if pick_memory_type(flags, every, required) is not None
+        and (mclass != MemoryClass.PEER or ctx.exportable)
+    )
+
+
+@dataclass(eq=False)
+class VulkanMemory:
+    """One VkBuffer bound to its own VkDeviceMemory; ``offset`` > 0 marks a view into it."""
+
+    buffer: Any
+    memory: Any
+    size: int  # bytes of the VkBuffer (the request rounded up to whole 32-bit words)
+    flags: int  # property flags of the memory type
+    mapped: np.ndarray | None  # uint8 view of the whole mapping when host-visible
+    offset: int = 0
+
+    @property
+    def coherent(self) -> bool:
+        """True when host writes need no flush and device writes no invalidate."""
+        return bool(self.flags & HOST_COHERENT)
+
+
+def create_memory(ctx: VulkanContext, nbytes: int, mclass: MemoryClass) -> VulkanMemory:
+    """Create a buffer of ``nbytes`` (rounded up to 4) of class ``mclass``, mapped if visible.
+
+    Raises:
+        UnsupportedOpError: no memory type fits the class.
+        MemoryError: the driver is out of memory (the allocator empties its pool and retries).
+        DeviceError: any other driver failure.
+    """
+    vk = ctx.vk
+    size = -(-nbytes // 4) * 4  # GLSL sees every buffer as uint words
+    peer = mclass == MemoryClass.PEER
+    buffer, req = ctx.create_buffer(size, external=peer)
+    try:
+        required, prefer, avoid = CLASS_FLAGS[mclass]
+        flags_by_type = ctx.memory_type_flags()
+        index = pick_memory_type(flags_by_type, req.memoryTypeBits, required, prefer, avoid)
+        if index is None:
+            raise UnsupportedOpError(
+                f"Vulkan device {ctx.name} has no memory type for {mclass.label} buffers",
+                fix="use standard memory on this device.",
+            )
+        memory = ctx.allocate_memory(req.size, index, export_for=buffer if peer else None)
+    except BaseException:
+        vk.vkDestroyBuffer(ctx.device, buffer, None)
+        raise
+    try:
+        call(vk.vkBindBufferMemory, ctx.device, buffer, memory, 0)
+        flags = flags_by_type[index]
+        mapped = None
+        if flags & HOST_VISIBLE and not peer:
+            raw = call(vk.vkMapMemory, ctx.device, memory, 0, req.size, 0)
+            mapped = np.frombuffer(raw, dtype=np.uint8)
+    except BaseException:
+        vk.vkDestroyBuffer(ctx.device, buffer, None)
+        vk.vkFreeMemory(ctx.device, memory, None)
+        raise
+    return VulkanMemory(buffer, memory, size, flags, mapped)
+
+
+def destroy_memory(ctx: VulkanContext, mem: VulkanMemory) -> None:
+    """Unmap and free the memory and destroy its buffer."""
+    vk = ctx.vk
+    if mem.mapped is not None:
+        mem.mapped = None
+        vk.vkUnmapMemory(ctx.device, mem.memory)
+    vk.vkDestroyBuffer(ctx.device, mem.buffer, None)
+    vk.vkFreeMemory(ctx.device, mem.memory, None)
+
+
+def window(mem: VulkanMemory, offset: int) -> VulkanMemory:
+    """A view starting ``offset`` bytes into ``mem`` (sharing its buffer and mapping)."""
+    return VulkanMemory(mem.buffer, mem.memory, mem.size, mem.flags, mem.mapped,
+                        mem.offset + offset)
+
+
+def _atom_range(ctx: VulkanContext, mem: VulkanMemory, nbytes: int) -> list[Any]:
+    # Non-coherent flush/invalidate ranges must be multiples of nonCoherentAtomSize (or reach
+    # the end of the allocation as VK_WHOLE_SIZE).
+    atom = max(1, int(ctx.limits.nonCoherentAtomSize))
+    start = mem.offset // atom * atom
+    end = -(-(mem.offset + nbytes) // atom) * atom
+    size = end - start if end < len(mem.mapped) else ctx.vk.VK_WHOLE_SIZE  # type: ignore[arg-type]
+    return [ctx._info("MAPPED_MEMORY_RANGE", memory=mem.memory, offset=start, size=size)]
+
+
+def write_memory(ctx: VulkanContext, mem: VulkanMemory, src: memoryview) -> None:
+    """Copy all of ``src`` into the buffer starting at ``mem.offset``."""
+    data = np.frombuffer(src, dtype=np.uint8)
+    if mem.mapped is None:
+        _staged(ctx, mem, data, upload=True)
+    else:
+        ctx.settle()  # the host writes after the current stream's work, like a copy on it
+        _put(ctx, mem, data)
+
+
+def read_memory(ctx: VulkanContext, dest: memoryview, mem: VulkanMemory) -> None:
+    """Fill all of ``dest`` from the buffer starting at ``mem.offset``."""
+    out = np.frombuffer(dest, dtype=np.uint8)
+    if mem.mapped is None:
+        _staged(ctx, mem, out, upload=False)
+    else:
+        ctx.settle()
+        _get(ctx, out, mem)
+
+
+def _put(ctx: VulkanContext, mem: VulkanMemory, data: np.ndarray) -> None:
+    mem.mapped[mem.offset:mem.offset + data.size] = data  # type: ignore[index]
+    if not mem.coherent:
+        ranges = _atom_range(ctx, mem, data.size)
+        call(ctx.vk.vkFlushMappedMemoryRanges, ctx.device, 1, ranges)
+
+
+def _get(ctx: VulkanContext, out: np.ndarray, mem: VulkanMemory) -> None:
+    if not mem.coherent:
+        ranges = _atom_range(ctx, mem, out.size)
+        call(ctx.vk.vkInvalidateMappedMemoryRanges, ctx.device, 1, ranges)
+    out[:] = mem.mapped[mem.offset:mem.offset + out.size]  # type: ignore[index]
+
+
+def _staging(ctx: VulkanContext) -> VulkanMemory:
+    staging = _STAGING.get(ctx)
+    if staging is None:
+        staging = _STAGING[ctx] = create_memory(ctx, STAGING_BYTES, MemoryClass.HOST_PINNED)
+    return staging
+
+
+def release_staging(ctx: VulkanContext) -> None:
+    """Free the device's staging buffer (it is made again on the next staged copy)."""
+    with ctx.lock:
+        staging = _STAGING.pop(ctx, None)
+        if staging is not None:
+            destroy_memory(ctx, staging)
+
+
+def _staged(ctx: VulkanContext, mem: VulkanMemory, host: np.ndarray, upload: bool) -> None:
+    # One staging buffer per device, reused under the device lock: fresh host-visible memory
+    # costs a page fault per page, which would dominate the copy.
+    # vkCmdCopyBuffer has no maxStorageBufferRange limit.
+    with ctx.lock:
+        staging = _staging(ctx)
+        for start in range(0, host.size, STAGING_BYTES):
+            part = host[start:start + STAGING_BYTES]
+            if upload:
+                _put(ctx, staging, part)
+            _copy_buffer(ctx, staging, mem, mem.offset + start, part.size, upload)
+            if not upload:
+                _get(ctx, part, staging)
+
+
+def _copy_buffer(ctx: VulkanContext, staging: VulkanMemory, mem: VulkanMemory, offset: int,
+                 size: int, upload: bool) -> None:
+    vk = ctx.vk
+    region = [vk.VkBufferCopy(srcOffset=0 if upload else offset,
+                              dstOffset=offset if upload else 0, size=size)]
+    src, dst = (staging.buffer, mem.buffer) if upload else (mem.buffer, staging.buffer)
+    ctx.submit(lambda cmd: vk.vkCmdCopyBuffer(cmd, src, dst, 1, region))
+
+
+def copy_memory(ctx: VulkanContext, dest: VulkanMemory, src: VulkanMemory, nbytes: int) -> None:
+    """Copy ``nbytes`` from ``src`` to ``dest`` on the device with one ``vkCmdCopyBuffer``.
+
+    The ranges must not overlap when both lie in one VkBuffer (the Allocator stages those
+    through the host); the copy has finished when this returns.
+    """
+    vk = ctx.vk
+    region = [vk.VkBufferCopy(srcOffset=src.offset, dstOffset=dest.offset, size=nbytes)]
+    with ctx.lock:  # submit() waits on the fence before it releases the lock
+        ctx.submit(lambda cmd: vk.vkCmdCopyBuffer(cmd, src.buffer, dest.buffer, 1, region))

@@ -1,5 +1,8 @@
 """Vulkan streams and events on timeline semaphores (Vulkan 1.2 core): a stream is the run of
 submissions signalling its semaphore 1, 2, 3...; an event is a (semaphore, value) point.
+
+Built on ``vulkan_context`` (the queue, memory and the submission helpers); ``vulkan`` (the
+Device) builds on both.
 """
 
 from __future__ import annotations
@@ -11,13 +14,19 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from hurray_gpu.backends import vulkan_memory as vmem
-from hurray_gpu.backends.vulkan_context import FENCE_TIMEOUT_NS, call
+from hurray_gpu.backends.vulkan_context import (
+    FENCE_TIMEOUT_NS,
+    call,
+    create_memory,
+    destroy_memory,
+    host_signal,
+    submit_info,
+)
 from hurray_gpu.errors import DeviceError, UnsupportedOpError
 from hurray_gpu.runtime.memory import MemoryClass
 from hurray_gpu.runtime.stream import Event, Stream, current_stream
 
-__all__ = ["PoolPoints", "VkEvent", "VkStream", "create_timeline", "host_signal", "host_wait", "submit_info"]
+__all__ = ["PoolPoints", "VkEvent", "VkStream", "counter", "create_timeline", "host_wait"]
 
 _FIX_DRIVER = "check the Vulkan driver (vulkaninfo); a hung stream usually waits on an event " \
               "nothing will signal."
@@ -30,12 +39,6 @@ def create_timeline(ctx: Any, initial: int = 0) -> Any:
                      initialValue=initial)
     return call(vk.vkCreateSemaphore, ctx.device, ctx._info("SEMAPHORE_CREATE_INFO", pNext=kind),
                 None)
-
-
-def host_signal(ctx: Any, semaphore: Any, value: int) -> None:
-    """Signal a timeline semaphore to ``value`` from the host (vkSignalSemaphore)."""
-    info = ctx._info("SEMAPHORE_SIGNAL_INFO", semaphore=semaphore, value=value)
-    call(ctx.vk.vkSignalSemaphore, ctx.device, info)
 
 
 def host_wait(ctx: Any, points: list[tuple[Any, int]], timeout_ns: int = FENCE_TIMEOUT_NS) -> None:
@@ -61,29 +64,6 @@ def host_wait(ctx: Any, points: list[tuple[Any, int]], timeout_ns: int = FENCE_T
 def counter(ctx: Any, semaphore: Any) -> int:
     """The current value of a timeline semaphore."""
     return int(call(ctx.vk.vkGetSemaphoreCounterValue, ctx.device, semaphore))
-
-
-def submit_info(ctx: Any, cmd: Any, waits: list[tuple[Any, int]],
-                signal: tuple[Any, int] | None) -> Any:
-    """A VkSubmitInfo for ``cmd`` waiting on timeline ``waits``, signalling ``signal``.
-
-    The returned struct keeps every array it points to referenced (cffi lifetimes).
-    """
-    vk = ctx.vk
-    fields: dict[str, Any] = {"commandBufferCount": 1, "pCommandBuffers": [cmd]}
-    if waits or signal is not None:
-        signals = [signal] if signal is not None else []
-        chain = ctx._info(
-            "TIMELINE_SEMAPHORE_SUBMIT_INFO", waitSemaphoreValueCount=len(waits),
-            pWaitSemaphoreValues=[v for _, v in waits] or None,
-            signalSemaphoreValueCount=len(signals),
-            pSignalSemaphoreValues=[v for _, v in signals] or None)
-        fields.update(
-            pNext=chain, waitSemaphoreCount=len(waits),
-            pWaitSemaphores=[s for s, _ in waits] or None,
-            pWaitDstStageMask=[vk.VK_PIPELINE_STAGE_ALL_COMMANDS_BIT] * len(waits) or None,
-            signalSemaphoreCount=len(signals), pSignalSemaphores=[s for s, _ in signals] or None)
-    return ctx._info("SUBMIT_INFO", **fields)
 
 
 class _Item:
@@ -114,7 +94,7 @@ class _Lane:
             info = ctx._info("COMMAND_POOL_CREATE_INFO", queueFamilyIndex=ctx.queue_family,
                              flags=ctx.vk.VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT)
             self.pool = call(ctx.vk.vkCreateCommandPool, ctx.device, info, None)
-            self.fault = vmem.create_memory(ctx, 4, MemoryClass.HOST_PINNED)
+            self.fault = create_memory(ctx, 4, MemoryClass.HOST_PINNED)
             self.thread = threading.Thread(target=self._work, name="hurray-vk-stream",
                                            daemon=True)
             self.thread.start()
@@ -126,7 +106,7 @@ class _Lane:
         ctx = self.ctx
         if self.pool is not None and getattr(ctx, "device", None) is not None:
             ctx.vk.vkDestroyCommandPool(ctx.device, self.pool, None)
-            vmem.destroy_memory(ctx, self.fault)
+            destroy_memory(ctx, self.fault)
         self.pool = None
 
     def stop(self) -> None:

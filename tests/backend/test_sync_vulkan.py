@@ -46,7 +46,7 @@ class Gate:
         stream.add_wait(self.sem, 1)
 
     def open(self) -> None:
-        from hurray_gpu.backends.vulkan_sync import host_signal
+        from hurray_gpu.backends.vulkan_context import host_signal
 
         host_signal(self.ctx, self.sem, 1)
 

@@ -119,7 +119,7 @@ def test_views_copy_in_and_out(vk):
 def test_staged_copies_for_device_only_memory(vk):
     # Device-only memory has no mapping and goes through a staging buffer; lavapipe has no
     # such memory type, so exercise the same path on an unmapped alias of a real buffer.
-    from hurray_gpu.backends import vulkan_memory as vmem
+    from hurray_gpu.backends import vulkan_context as vmem
 
     nbytes = vmem.STAGING_BYTES + 12_345  # more than one staging chunk
     buf = Buffer(vk, nbytes)

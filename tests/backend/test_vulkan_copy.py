@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hurray_gpu.backends import vulkan_memory as vmem
+from hurray_gpu.backends import vulkan_context as vmem
 from hurray_gpu.runtime import memory, transfer
 from hurray_gpu.runtime.buffer import Buffer
 from hurray_gpu.runtime.memory import Allocator

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hurray_gpu.backends.vulkan_plan import Limits, Span, plan_launch
+from hurray_gpu.backends.vulkan import Limits, Span, plan_launch
 from hurray_gpu.errors import UnsupportedOpError
 
 LAVAPIPE = Limits(max_range=128 << 20, align=16, max_groups=(65535, 65535, 65535))

@@ -53,7 +53,7 @@ def test_stream_classes_and_current_stream(gpu) -> None:
         gpu.run("fill_u32", hg.from_numpy(np.zeros(N, np.uint32)).to(gpu).buffers[0], 1, N)
     end.record(s)
     assert end.elapsed_ms(start) <= 0.0 <= start.elapsed_ms(end)
-    from hurray_gpu.backends.cuda_sync import external_stream
+    from hurray_gpu.backends.cuda import external_stream
 
     foreign = gpu.cupy.cuda.Stream(non_blocking=True)
     assert external_stream(gpu, int(foreign.ptr)).handle == int(foreign.ptr)
@@ -110,7 +110,7 @@ def test_handoff_to_torch_on_its_stream(gpu, mode: str) -> None:
     torch = require_peer("torch")
     if gpu.tag != 1 or not torch.cuda.is_available():
         pytest.skip("torch with CUDA is needed")
-    from hurray_gpu.backends.cuda_sync import external_stream
+    from hurray_gpu.backends.cuda import external_stream
 
     torch_stream = torch.cuda.Stream()
     consumer = external_stream(gpu, int(torch_stream.cuda_stream))

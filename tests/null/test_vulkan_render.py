@@ -2,8 +2,8 @@
 
 The shared GLSL goldens (``expected/*.comp``) show the dialect layer's output; the Vulkan
 backend adds dispatch bases, windowed subscripts and a fault flag on top of it
-(``hurray_gpu/backends/vulkan_glsl.py``), and that text is what glslang turns into SPIR-V. These
-files make a change to either layer visible in review. Regenerate after an intended change with
+(``VulkanGLSLRenderer`` in ``hurray_gpu/backends/vulkan.py``), and that text is what glslang
+turns into SPIR-V. These files make a change to either layer visible in review. Regenerate after an intended change with
 ``UPDATE_EXPECTED=1 pytest tests/null/test_vulkan_render.py`` and review the diff.
 """
 
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from hurray_gpu.backends.vulkan_glsl import VulkanGLSLRenderer
+from hurray_gpu.backends.vulkan import VulkanGLSLRenderer
 from hurray_gpu.kernels import KERNELS, get_kernel
 
 EXPECTED = Path(__file__).parent / "expected_vulkan"
