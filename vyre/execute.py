@@ -22,6 +22,7 @@ from vyre.reference import DEFAULT_MAX_BUFFER_BYTES, _as_program, _check_grid
 from vyre.reference import run as reference_run
 from vyre.reference.binding import Inputs, bind_inputs, infer_grid, output_bytes
 from vyre.reference.memory import element_count
+from vyre.wire.fingerprint import fingerprint
 
 __all__ = ["lower_cached", "program_key", "run", "run_bytes"]
 
@@ -49,7 +50,7 @@ def program_key(program: ir.Program,
         else:
             base = b""
     if not base:
-        base = program.fingerprint()
+        base = fingerprint(program)
         with _LOWERED_LOCK:
             _KEYS[id(program)] = (program, base)
             while len(_KEYS) > _LOWERED_MAX:

@@ -22,6 +22,7 @@ from vyre.lower.uniform import nonuniform_locals
 from vyre.reference.binding import is_backend_allocated
 from vyre.reference.dispatch import split_grid_sync
 from vyre.reference.prepare import prepare, walk_exprs
+from vyre.wire.fingerprint import fingerprint
 
 __all__ = ["TRAP_PARAM", "BufferSlot", "Lowered", "TrapError", "UnsupportedOpError", "lower"]
 
@@ -193,7 +194,7 @@ def _lower(program: ir.Program, callees: Mapping[str, ir.Program] | None,
     if needs_trap:
         params.append(buf(TRAP_PARAM, "u32", "rw"))
     params += [scalar(s.length, "u32") for s in slots]
-    stem = "vyre_" + prog.fingerprint().hex()[:16]
+    stem = "vyre_" + fingerprint(prog).hex()[:16]
     kernels = tuple(
         KernelDef(name=stem if k == 0 else f"{stem}_s{k}", params=tuple(params), body=body,
                   grid=_no_grid, extents=_extents(slots), reference=_no_reference,
