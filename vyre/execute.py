@@ -20,8 +20,7 @@ from vyre.lower import TRAP_PARAM, Lowered, TrapError, lower
 from vyre.lower.errors import unsupported
 from vyre.reference import DEFAULT_MAX_BUFFER_BYTES, _as_program, _check_grid
 from vyre.reference import run as reference_run
-from vyre.reference.binding import Inputs, bind_inputs, infer_grid, output_bytes
-from vyre.reference.memory import element_count
+from vyre.reference.memory import Inputs, bind_inputs, element_count, infer_grid, output_bytes
 from vyre.wire.fingerprint import fingerprint
 
 __all__ = ["lower_cached", "program_key", "run", "run_bytes"]

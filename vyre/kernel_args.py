@@ -15,7 +15,7 @@ from hurray_gpu.runtime.memory import Allocation, MemoryClass
 from vyre import ir
 from vyre.lower import BufferSlot
 from vyre.lower.errors import UnsupportedOpError
-from vyre.reference.binding import is_backend_allocated
+from vyre.reference.memory import is_backend_allocated
 
 __all__ = ["SlotPlan", "plan_slots", "resolve"]
 

@@ -19,9 +19,9 @@ from vyre.lower.exprs import ELEMENT_KINDS, PARAM_DTYPES
 from vyre.lower.nodes import lower_nodes, zero_fill
 from vyre.lower.subgroups import SCRATCH
 from vyre.lower.uniform import nonuniform_locals
-from vyre.reference.binding import is_backend_allocated
-from vyre.reference.dispatch import split_grid_sync
+from vyre.reference.memory import is_backend_allocated
 from vyre.reference.prepare import prepare, walk_exprs
+from vyre.reference.scalar import split_grid_sync
 from vyre.wire.fingerprint import fingerprint
 
 __all__ = ["TRAP_PARAM", "BufferSlot", "Lowered", "TrapError", "UnsupportedOpError", "lower"]

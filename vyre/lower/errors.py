@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from hurray_gpu.errors import UnsupportedOpError
-from vyre.reference.errors import ReferenceExecutionError
+from vyre.reference.semantics import ReferenceExecutionError
 
 __all__ = ["TrapError", "UnsupportedOpError", "unsupported"]
 
