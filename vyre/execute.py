@@ -17,7 +17,7 @@ import numpy as np
 from hurray_gpu.runtime.buffer import Buffer
 from vyre import ir
 from vyre.lower import TRAP_PARAM, Lowered, TrapError, lower
-from vyre.lower.errors import unsupported
+from vyre.lower.ops import unsupported
 from vyre.reference import DEFAULT_MAX_BUFFER_BYTES, _as_program, _check_grid
 from vyre.reference import run as reference_run
 from vyre.reference.memory import Inputs, bind_inputs, element_count, infer_grid, output_bytes
