@@ -370,6 +370,7 @@ def reduce(ev: Evaluator, e: ir.SubgroupReduce, lane: Any) -> Value:
     raise _mixed("subgroup reduce")
 
 
+# The expression table comes after the subgroup handlers it names.
 _HANDLERS: dict[type, Callable[..., Value]] = {
     ir.LitU32: lambda ev, e, lane: (U32, e.value & 0xFFFFFFFF),
     ir.LitI32: lambda ev, e, lane: (1, e.value),
