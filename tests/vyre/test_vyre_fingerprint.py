@@ -1,4 +1,4 @@
-"""vyre.fingerprint(): blake3 of canonical wire bytes (vyre-wire.md §9.3); structural_eq."""
+"""vyre.fingerprint (blake3 of the canonical wire bytes, as vyre 0.7.2) and structural_eq."""
 
 from __future__ import annotations
 
