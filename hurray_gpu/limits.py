@@ -132,7 +132,7 @@ LIMITS: tuple[Limit, ...] = (
     _l("vyre.validate_nodes", "MAX_NESTING_DEPTH", "validator", "statement nesting (V018)"),
     _l("vyre.validate_nodes", "MAX_NODE_COUNT", "validator", "nodes per program (V019)"),
     _l("vyre.validate_exprs", "MAX_EXPR_DEPTH", "validator", "expression nesting (V033)"),
-    _l("vyre.validate_barrier", "_MAX_NESTING", "validator",
+    _l("vyre.validate_nodes", "_MAX_EXIT_NESTING", "validator",
        "nesting the barrier-uniformity check walks"),
     _l("vyre.lower", "MAX_SHARED_BYTES", "kernel",
        "work-group memory of a lowered kernel (Vulkan guarantees 16 KiB)"),

@@ -17,11 +17,11 @@ import numpy as np
 from hurray_gpu.runtime.buffer import Buffer
 from vyre import ir
 from vyre.lower import TRAP_PARAM, Lowered, TrapError, lower
-from vyre.lower.errors import unsupported
+from vyre.lower.ops import unsupported
 from vyre.reference import DEFAULT_MAX_BUFFER_BYTES, _as_program, _check_grid
 from vyre.reference import run as reference_run
-from vyre.reference.binding import Inputs, bind_inputs, infer_grid, output_bytes
-from vyre.reference.memory import element_count
+from vyre.reference.memory import Inputs, bind_inputs, element_count, infer_grid, output_bytes
+from vyre.wire.fingerprint import fingerprint
 
 __all__ = ["lower_cached", "program_key", "run", "run_bytes"]
 
@@ -49,7 +49,7 @@ def program_key(program: ir.Program,
         else:
             base = b""
     if not base:
-        base = program.fingerprint()
+        base = fingerprint(program)
         with _LOWERED_LOCK:
             _KEYS[id(program)] = (program, base)
             while len(_KEYS) > _LOWERED_MAX:

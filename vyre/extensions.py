@@ -11,8 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from vyre.errors import EncodeError, UnknownExtensionError, WireFormatError, WireValidationError
-from vyre.ir_expr import Expr, OpaqueExpr
-from vyre.ir_node import Node, OpaqueNode
+from vyre.ir import Expr, Node, OpaqueExpr, OpaqueNode
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from vyre import ir
 from vyre.errors import WireFormatError
 from vyre.wire import HEADER_LEN, MAGIC
 from vyre.wire.decode import from_wire
+from vyre.wire.fingerprint import fingerprint
 
 _INDENT = "  "
 
@@ -182,7 +183,7 @@ def inspect_blob(data: bytes, *, preserve_unknown: bool = True) -> tuple[str, bo
         f"entry_op_id: {prog.entry_op_id or 'none'}",
         f"workgroup_size: {list(prog.workgroup_size)}",
         f"non_composable_with_self: {str(prog.non_composable_with_self).lower()}",
-        f"fingerprint: {prog.fingerprint().hex()}",
+        f"fingerprint: {fingerprint(prog).hex()}",
         f"buffers ({len(prog.buffers)}):",
     ]
     lines += [format_buffer(i, b) for i, b in enumerate(prog.buffers)]

@@ -23,8 +23,7 @@ from vyre import builder as b
 from vyre import reference
 from vyre.execute import run_bytes
 from vyre.ir import Scalar
-from vyre.reference import ReferenceInputError
-from vyre.reference.errors import ReferenceExecutionError
+from vyre.reference import ReferenceExecutionError, ReferenceInputError
 
 GID = b.invocation_id(0)
 REJECT = None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pathlib
 
 from vyre import builder as b
-from vyre import ir
+from vyre import ir, to_wire
 
 GOLDEN = pathlib.Path(__file__).resolve().parents[1] / "golden" / "vyre"
 OUT = b.output("out", 0, b.U32, 8)
@@ -91,5 +91,5 @@ def buffer_fields_program() -> ir.Program:
 def corpus_blobs() -> list[bytes]:
     """Golden valid blobs plus the hand-built programs above, encoded."""
     blobs = [p.read_bytes() for p in sorted(GOLDEN.glob("[kv]*.vir"))]
-    blobs += [p.to_wire() for p in (every_tag_program(), cast_program(), buffer_fields_program())]
+    blobs += [to_wire(p) for p in (every_tag_program(), cast_program(), buffer_fields_program())]
     return blobs

@@ -14,7 +14,7 @@ from vyre import ir, reference
 from vyre.execute import run, run_bytes
 from vyre.ir import AtomicOp, Scalar
 from vyre.lower import TrapError, lower
-from vyre.reference.errors import ReferenceExecutionError
+from vyre.reference import ReferenceExecutionError
 from vyre.validate import ValidationError
 
 DEVICES = kernel_devices()

@@ -7,7 +7,7 @@ import pytest
 
 from vyre import builder as b
 from vyre import reference
-from vyre.ir_node import Region
+from vyre.ir import Region
 from vyre.programs.blake3 import IV, blake3_compress_program
 
 GID, LID, WID = b.invocation_id(0), b.local_id(0), b.workgroup_id(0)

@@ -27,8 +27,7 @@ _ENTRY = re.compile(
 
 
 def _decode(name: str) -> Program:
-    decoder = getattr(vyre, "from_wire", None) or Program.from_wire
-    return decoder((GOLDEN / MANIFEST[name]["file"]).read_bytes())
+    return vyre.from_wire((GOLDEN / MANIFEST[name]["file"]).read_bytes())
 
 
 def _expected(name: str) -> list[tuple[str, str, int | None]]:

@@ -7,6 +7,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from vyre import from_wire, to_wire
 from vyre.ir import Program
 from vyre.validate import Diagnostic, ValidationError, errors_of, validate
 
@@ -43,5 +44,5 @@ def test_validate_is_total_and_well_formed(program: Program) -> None:
 @settings(max_examples=20, deadline=None)
 @given(_program_strategy())
 def test_wire_round_trip_keeps_the_verdict(program: Program) -> None:
-    decoded = Program.from_wire(program.to_wire(), preserve_unknown=True)
+    decoded = from_wire(to_wire(program), preserve_unknown=True)
     assert validate(decoded) == validate(program)

@@ -11,6 +11,7 @@ import pytest
 
 import vyre
 from hurray_gpu.errors import HurrayGPUError
+from tests.null.test_layers import cycles, graph
 from vyre import (
     EncodeError,
     UnknownExtensionError,
@@ -56,6 +57,19 @@ def test_package_exports() -> None:
     for name in ("from_wire", "to_wire", "Program", "BufferDecl", "Binary", "Let", "Scalar",
                  "WireFormatError", "builder", "OpaqueExpr", "OpaqueNode"):
         assert hasattr(vyre, name), name
+
+
+def test_the_ir_does_not_depend_on_the_codec_and_vyre_has_no_import_cycles() -> None:
+    """tests/null/test_layers.py checks the whole tree; this keeps vyre's part of it visible.
+
+    The codec (vyre.wire) builds and reads the IR, so the IR modules must not import it, not
+    even lazily inside a method or for type checking.
+    """
+    every = graph()
+    for module in ("vyre.ir", "vyre.ir_types"):
+        assert [t for t in every[module] if t.startswith("vyre.")] in ([], ["vyre.ir_types"])
+    found = [c for c in cycles(graph(runtime_only=True)) if any(m.startswith("vyre") for m in c)]
+    assert found == []
 
 
 def test_builder_coercions() -> None:

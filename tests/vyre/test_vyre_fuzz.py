@@ -84,7 +84,7 @@ def test_random_bytes_after_a_valid_header(tail: bytes, rehash: bool) -> None:
 
 
 def test_every_single_byte_flip_of_a_small_blob_is_handled() -> None:
-    base = corpus.every_tag_program().to_wire()
+    base = to_wire(corpus.every_tag_program())
     decoded_ok = 0
     for pos in range(40, len(base)):
         for value in (0x00, 0x01, 0x80, 0xFF, base[pos] ^ 0x01):
@@ -96,7 +96,7 @@ def test_every_single_byte_flip_of_a_small_blob_is_handled() -> None:
 
 
 def test_every_truncation_is_rejected() -> None:
-    base = corpus.buffer_fields_program().to_wire()
+    base = to_wire(corpus.buffer_fields_program())
     for cut in range(len(base)):
         blob = bytearray(base[:cut])
         if cut >= 40:

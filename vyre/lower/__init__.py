@@ -2,6 +2,8 @@
 
 ``lower(program)`` gives the body once; CUDA C, HIP C, OpenCL C, GLSL and host C all come
 from the shared renderers. Semantics are the reference interpreter's, never the target's.
+:mod:`vyre.lower.ops` holds the lowering state and operators, :mod:`vyre.lower.body` the
+expression and statement lowering built on them.
 """
 
 from __future__ import annotations
@@ -13,15 +15,19 @@ from typing import Any
 
 from hurray_gpu.dialect.kernel import KernelDef, Param, buf, scalar
 from vyre import ir
-from vyre.lower.ctx import Ctx, sanitize
-from vyre.lower.errors import TrapError, UnsupportedOpError, unsupported
-from vyre.lower.exprs import ELEMENT_KINDS, PARAM_DTYPES
-from vyre.lower.nodes import lower_nodes, zero_fill
-from vyre.lower.subgroups import SCRATCH
-from vyre.lower.uniform import nonuniform_locals
-from vyre.reference.binding import is_backend_allocated
-from vyre.reference.dispatch import split_grid_sync
+from vyre.lower.body import (
+    ELEMENT_KINDS,
+    PARAM_DTYPES,
+    SCRATCH,
+    lower_nodes,
+    nonuniform_locals,
+    zero_fill,
+)
+from vyre.lower.ops import Ctx, TrapError, UnsupportedOpError, sanitize, unsupported
+from vyre.reference.memory import is_backend_allocated
 from vyre.reference.prepare import prepare, walk_exprs
+from vyre.reference.scalar import split_grid_sync
+from vyre.wire.fingerprint import fingerprint
 
 __all__ = ["TRAP_PARAM", "BufferSlot", "Lowered", "TrapError", "UnsupportedOpError", "lower"]
 
@@ -193,7 +199,7 @@ def _lower(program: ir.Program, callees: Mapping[str, ir.Program] | None,
     if needs_trap:
         params.append(buf(TRAP_PARAM, "u32", "rw"))
     params += [scalar(s.length, "u32") for s in slots]
-    stem = "vyre_" + prog.fingerprint().hex()[:16]
+    stem = "vyre_" + fingerprint(prog).hex()[:16]
     kernels = tuple(
         KernelDef(name=stem if k == 0 else f"{stem}_s{k}", params=tuple(params), body=body,
                   grid=_no_grid, extents=_extents(slots), reference=_no_reference,

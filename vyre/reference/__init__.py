@@ -2,7 +2,10 @@
 
 It follows vyre 0.7.2's reference interpreter (docs/vyre.md, The reference interpreter):
 workgroups run one after another and lanes step round-robin, one statement per lane per round
-(a vectorized path serves race-free programs).
+(a vectorized path serves race-free programs). Bottom to top: ``semantics`` (values, operator,
+cast and atomic semantics, errors), ``memory`` (buffers, input binding, grid inference),
+``prepare`` (re-wrap, collectives, call inlining, validation), ``scalar`` (lanes, expressions,
+subgroups, the stepper and the dispatch loop) and ``vector`` (the NumPy fast path).
 """
 
 from __future__ import annotations
@@ -16,17 +19,16 @@ from typing import Any
 import numpy as np
 
 from vyre import ir
-from vyre.reference.binding import Inputs, bind_inputs, infer_grid, output_bytes
-from vyre.reference.dispatch import Dispatch, split_grid_sync
-from vyre.reference.errors import (
+from vyre.reference.memory import Inputs, Memory, bind_inputs, infer_grid, output_bytes
+from vyre.reference.prepare import REFERENCE_OPTIONS, Prepared, prepare
+from vyre.reference.scalar import Dispatch, split_grid_sync
+from vyre.reference.semantics import (
     ReferenceExecutionError,
     ReferenceInputError,
     ReferenceLimitError,
     StepLimitExceeded,
     VyreReferenceError,
 )
-from vyre.reference.memory import Memory
-from vyre.reference.prepare import REFERENCE_OPTIONS, Prepared, prepare
 from vyre.reference.vector import VectorRun, eligible
 
 DEFAULT_MAX_STEPS = 20_000_000

@@ -1,4 +1,9 @@
-"""``Program.fingerprint()``: blake3 of the canonical wire bytes, as vyre 0.7.2 computes it."""
+"""Program identity: the canonical form, ``fingerprint`` and vyre's ``PartialEq``.
+
+``fingerprint(program)`` is blake3 of the canonical wire bytes, as vyre 0.7.2's
+``Program::fingerprint()`` computes it; ``structural_eq`` compares programs as vyre's
+``PartialEq`` does (buffer declaration order ignored).
+"""
 
 from __future__ import annotations
 
@@ -9,9 +14,7 @@ import blake3
 from vyre import ir
 from vyre.errors import WireFormatError
 from vyre.extensions import DEFAULT_REGISTRY
-from vyre.wire.encode import to_wire
-from vyre.wire.encode_buffers import hints_bytes, put_shape_predicate
-from vyre.wire.encode_ir import put_data_type, put_tree
+from vyre.wire.encode import hints_bytes, put_data_type, put_shape_predicate, put_tree, to_wire
 
 PROGRAM_WIRE_DIGEST_VERSION = "vyre-program-wire-vir0-blake3-v2"
 _FALLBACK_DOMAIN = b"VYRE-PROGRAM-CANONICAL-WIRE-HASH-ERROR\0"
@@ -47,6 +50,29 @@ def buffer_canonical_key(buf: ir.BufferDecl) -> bytes:
     out += bytes((int(buf.bytes_extraction), int(buf.linear_type)))
     put_shape_predicate(out, buf.shape_predicate, 0)
     return bytes(out)
+
+
+def structural_eq(left: ir.Program, right: ir.Program) -> bool:
+    """vyre's ``PartialEq``: buffer declaration order is ignored, entry trees must match.
+
+    Buffers are compared by their sorted canonical keys (:func:`buffer_canonical_key`);
+    entries, workgroup size, entry op id and ``non_composable_with_self`` exactly (no
+    canonicalization). ``wire_version`` takes no part.
+
+    Args:
+        left: one program.
+        right: the program to compare with.
+
+    Returns:
+        True when both programs are structurally equal.
+    """
+    if (left.entry, left.workgroup_size, left.entry_op_id, left.non_composable_with_self) != (
+        right.entry, right.workgroup_size, right.entry_op_id, right.non_composable_with_self
+    ):
+        return False
+    return sorted(map(buffer_canonical_key, left.buffers)) == sorted(
+        map(buffer_canonical_key, right.buffers)
+    )
 
 
 def _expr_bytes(expr: ir.Expr) -> bytes:
