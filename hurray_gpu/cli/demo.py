@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
-import importlib.util
 import sys
 import tempfile
 import time
@@ -459,22 +458,15 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(run=run)
 
 
-def _has_layouts() -> bool:
-    return all(importlib.util.find_spec(f"hurray_gpu.ops.{m}") is not None
-               for m in ("materialize", "layout_host", "layout_composite", "layout_sparse"))
-
-
 def _host_steps(rec: Recorder, d_model: int, dev: Any, path: Path) -> tuple[list, list]:
 
     with rec.timed(f"quantize 5 weights (d_model {d_model})", HOST) as row:
         weights = build_weights(d_model)
         row.nbytes = sum(w.original.nbytes for w in weights)
         row.check = ", ".join(w.label.split(" (")[0] for w in weights)
-    layouts: list[Any] = []
-    if _has_layouts():
-        with rec.timed("build tiled embedding + SpQR overlay composite", HOST) as row:
-            layouts = layout_tensors(weights, d_model)
-            row.check = "; ".join(item.label for item in layouts)
+    with rec.timed("build tiled embedding + SpQR overlay composite", HOST) as row:
+        layouts = layout_tensors(weights, d_model)
+        row.check = "; ".join(item.label for item in layouts)
     kv_tensors, kv_meta = kv_snapshot(rec, dev, seed=1)
     with rec.timed("save .hrry (weights, layouts, KV snapshot)", HOST) as row:
         save(path, {**{w.name: w.tensor for w in weights + layouts}, **kv_tensors},

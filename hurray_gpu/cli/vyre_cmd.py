@@ -8,13 +8,13 @@ that device (vyre.run). The output says which one ran.
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+import vyre.reference
 from hurray_gpu.cli.common import dump_json
 from hurray_gpu.errors import HurrayGPUError, UnsupportedOpError
 from vyre.execute import run_bytes
@@ -97,14 +97,6 @@ def _parse_grid(text: str | None) -> tuple[int, int, int] | None:
     return (int(parts[0]), int(parts[1]), int(parts[2]))
 
 
-def _reference() -> Any:
-    try:
-        return importlib.import_module("vyre.reference")
-    except ImportError:
-        raise UnsupportedOpError("this build has no vyre reference interpreter",
-                                 fix="install a hurray_gpu that ships vyre.reference.") from None
-
-
 def _engine(device: str) -> str:
     return ENGINE if device == "reference" else f"lowered kernels on {device}"
 
@@ -127,7 +119,7 @@ def run_program(path: str, inputs: dict[str, bytes], grid: Any = None,
     """
     blob = Path(path).read_bytes()
     if device == "reference":
-        return _reference().run_bytes(blob, inputs, grid=grid)
+        return vyre.reference.run_bytes(blob, inputs, grid=grid)
 
     return run_bytes(blob, inputs, grid=grid, device=device)
 
