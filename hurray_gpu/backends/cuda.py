@@ -2,12 +2,14 @@
 
 standard = cudaMalloc, host_pinned = cudaHostAlloc (portable, mapped), unified =
 cudaMallocManaged, peer = cudaMalloc with peer access enabled. Kernels: NVRTC -> cubin.
-Streams and events are CuPy's (``cupy.cuda.Stream`` / ``Event``).
+Streams and events are CuPy's (``cupy.cuda.Stream`` / ``Event``). Launches and copies go on
+this thread's current hurray_gpu stream of the device (:func:`cupy_stream_of`).
 """
 
 from __future__ import annotations
 
 import threading
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -20,10 +22,10 @@ from hurray_gpu.errors import BackendUnavailableError, CompileError, DeviceError
 from hurray_gpu.runtime.device import Device
 from hurray_gpu.runtime.memory import Allocation, Allocator, MemoryClass
 from hurray_gpu.runtime.program import Compiler, Program
-from hurray_gpu.runtime.stream import Event, Stream
+from hurray_gpu.runtime.stream import Event, Stream, current_stream
 
 __all__ = ["DEVICE", "CUDAAllocator", "CUDACompiler", "CUDADevice", "CUDAProgram", "CuEvent",
-           "CuStream", "check", "external_stream"]
+           "CuStream", "check", "cupy_stream_of", "external_stream"]
 
 # cudaError_t / hipError_t values this module acts on (identical in CUDA and HIP).
 SUCCESS = 0
@@ -75,6 +77,12 @@ def load_cupy(kind: str, hip: bool) -> Any:
     return cupy
 
 
+def cupy_stream_of(dev: Any) -> Any:
+    """The CuPy stream behind this thread's current hurray_gpu stream of ``dev``: launches
+    and copies go there, so they run in one order."""
+    return current_stream(dev).cupy_stream  # type: ignore[attr-defined]
+
+
 def device_status(exc: BaseException) -> int | None:
     """The cudaError_t of a CuPy runtime/driver exception, or None for anything else."""
     status = getattr(exc, "status", None)
@@ -91,6 +99,8 @@ class CUDAMemory:
 
 class CUDAAllocator(Allocator):
     """Direct CuPy allocations (no CuPy pool underneath: pooling lives in the base class)."""
+
+    pool_fences = True
 
     def _alloc(self, nbytes: int, memory_class: MemoryClass) -> CUDAMemory:
         dev: CUDADevice = self.device  # type: ignore[assignment]
@@ -117,40 +127,33 @@ class CUDAAllocator(Allocator):
 
     def _copyin(self, raw: CUDAMemory, src: memoryview) -> None:
         host = np.frombuffer(src, dtype=np.uint8)
-        self._memcpy(raw.ptr, host.ctypes.data, host.size)
+        self._memcpy(raw.ptr, host.ctypes.data, host.size, "host to device", True)
 
     def _copyout(self, dest: memoryview, raw: CUDAMemory) -> None:
         host = np.frombuffer(dest, dtype=np.uint8)
-        self._memcpy(host.ctypes.data, raw.ptr, host.size)
+        self._memcpy(host.ctypes.data, raw.ptr, host.size, "device to host", True)
 
     def _offset(self, raw: CUDAMemory, offset: int, nbytes: int) -> CUDAMemory:
         return CUDAMemory(raw.ptr + offset, raw.owner)
 
     def _copy(self, dest: CUDAMemory, src: CUDAMemory, nbytes: int) -> None:
-        # Device to device without the host: queued on CuPy's current stream (after the
-        # kernels that wrote src), then waited for, since D2D cudaMemcpy may return early.
-        dev: CUDADevice = self.device  # type: ignore[assignment]
-        runtime = dev.runtime
-        with dev.context():
-            try:
-                stream = dev.cupy.cuda.get_current_stream()
-                runtime.memcpyAsync(dest.ptr, src.ptr, nbytes, runtime.memcpyDefault, stream.ptr)
-                stream.synchronize()
-            except runtime.CUDARuntimeError as exc:
-                check(device_status(exc) or -1, "cudaMemcpyAsync (device to device)")
+        self._memcpy(dest.ptr, src.ptr, nbytes, "device to device", False)
 
-    def _memcpy(self, dst: int, src: int, nbytes: int) -> None:
+    def _memcpy(self, dst: int, src: int, nbytes: int, what: str, host: bool) -> None:
+        """Queue the copy on the current stream, after the work that wrote ``src``; ``host``:
+        wait for it, as the host reads the bytes, or may reuse ``src`` (a pageable copy-in
+        returns before its DMA lands; a pinned one reads ``src`` asynchronously)."""
         dev: CUDADevice = self.device  # type: ignore[assignment]
         runtime = dev.runtime
         with dev.context():
             try:
-                # Kernels run on CuPy's current stream, which may not be the legacy stream
-                # cudaMemcpy orders against; wait for it so copies see finished results.
-                dev.cupy.cuda.get_current_stream().synchronize()
+                stream = cupy_stream_of(dev)
                 # Unified addressing: the driver works out host/device/managed on its own.
-                runtime.memcpy(dst, src, nbytes, runtime.memcpyDefault)
+                runtime.memcpyAsync(dst, src, nbytes, runtime.memcpyDefault, stream.ptr)
+                if host:
+                    stream.synchronize()
             except runtime.CUDARuntimeError as exc:
-                check(device_status(exc) or -1, "cudaMemcpy")
+                check(device_status(exc) or -1, f"cudaMemcpyAsync ({what})")
 
 
 class CUDACompiler(Compiler):
@@ -234,7 +237,7 @@ class CUDACompiler(Compiler):
 
 
 class CUDAProgram(Program):
-    """A loaded module and its entry function; launches go on CuPy's current stream."""
+    """A loaded module and its entry function; launches go on the current stream."""
 
     def __init__(self, device: Device, kernel: KernelDef, binary: bytes) -> None:
         super().__init__(device, kernel, binary)
@@ -261,13 +264,14 @@ class CUDAProgram(Program):
         cuda = dev.cupy.cuda
         with dev.context():
             try:
+                stream = cupy_stream_of(dev)
                 start, end = (cuda.Event(), cuda.Event()) if wait else (None, None)
                 if start is not None:
-                    start.record()
-                self._function(grid, local_size, args)
+                    start.record(stream)
+                self._function(grid, local_size, args, stream=stream)
                 if end is None:
                     return None
-                end.record()
+                end.record(stream)
                 end.synchronize()
                 return float(cuda.get_elapsed_time(start, end)) / 1000.0
             except (dev.runtime.CUDARuntimeError, cuda.driver.CUDADriverError) as exc:
@@ -278,9 +282,10 @@ class CUDAProgram(Program):
 class CuStream(Stream):
     """A CuPy stream of one CUDA/ROCm device (non-blocking: no implicit legacy-stream sync).
 
-    ``with stream:`` also enters the CuPy stream, so every launch and copy hurray_gpu queues
-    (they go on CuPy's current stream) runs on it. The default stream is CuPy's current
-    stream, so code using ``with cupy.cuda.Stream():`` directly stays in order too.
+    ``with stream:`` makes its device current and enters the CuPy stream too, so CuPy work
+    in the block runs on it as well as every launch and copy hurray_gpu queues. The default
+    stream is CuPy's current stream, so code using ``with cupy.cuda.Stream():`` directly stays
+    in order too.
 
     Args:
         device: the CUDA/ROCm Device or spec.
@@ -298,11 +303,12 @@ class CuStream(Stream):
         with dev.context():
             if ptr is None:
                 self._cp = dev.cupy.cuda.Stream(non_blocking=True)
+                dev.streams.add(self)  # pooled memory waits for it (Allocator.pool_fences)
             else:
                 if not isinstance(ptr, int) or isinstance(ptr, bool) or ptr < 0:
                     raise UnsupportedOpError(f"stream pointer {ptr!r} is not a handle",
                                              fix="pass the integer value of a cudaStream_t.")
-                self._cp = dev.cupy.cuda.ExternalStream(ptr)
+                self._cp = dev.cupy.cuda.Stream.from_external(_Foreign(ptr))
 
     @property
     def cupy_stream(self) -> Any:
@@ -319,15 +325,25 @@ class CuStream(Stream):
         return int(self.cupy_stream.ptr)
 
     def __enter__(self) -> Stream:
-        out = super().__enter__()
-        if self._cp is not None:
-            self._cp.__enter__()
-        return out
+        # The device first: CuPy enters a stream only while its device is current. Each step
+        # is undone if a later one fails, so a failed enter leaves no stack pushed.
+        device = self.device.context()  # type: ignore[attr-defined]
+        device.__enter__()
+        try:
+            if self._cp is not None:
+                self._cp.__enter__()
+        except BaseException:
+            device.__exit__(None, None, None)
+            raise
+        return super().__enter__()
 
     def __exit__(self, *exc: object) -> None:
-        if self._cp is not None:
-            self._cp.__exit__(*exc)
-        super().__exit__(*exc)
+        super().__exit__(*exc)  # refuses an out-of-order exit before anything is popped
+        try:
+            if self._cp is not None:
+                self._cp.__exit__(*exc)
+        finally:
+            self.device.context().__exit__(None, None, None)  # type: ignore[attr-defined]
 
     def synchronize(self) -> None:
         dev: Any = self.device
@@ -336,6 +352,16 @@ class CuStream(Stream):
 
     def query(self) -> bool:
         return bool(self.cupy_stream.done)
+
+
+@dataclass(frozen=True)
+class _Foreign:
+    """A stream pointer in the CUDA stream protocol, which CuPy wraps without owning it."""
+
+    ptr: int
+
+    def __cuda_stream__(self) -> tuple[int, int]:
+        return (0, self.ptr)
 
 
 def external_stream(device: Any, ptr: int) -> CuStream:
@@ -409,6 +435,7 @@ class CUDADevice(Device):
         self.arch = self.detect_arch()
         self._peers_enabled = False
         self._peer_lock = threading.Lock()
+        self.streams: weakref.WeakSet[CuStream] = weakref.WeakSet()  # those it created
         name = self.props["name"]
         name = name.decode() if isinstance(name, bytes) else str(name)
         super().__init__(index, name, self.allocator_cls(self),

@@ -142,59 +142,11 @@ class CLEvent(Event):
         self._event = None
 
 
-class PoolFences:
-    """Cross-stream safety for pooled buffers: a buffer freed while other queues may still use
-    it carries their markers; whoever takes it from the pool makes its queue wait for them."""
-
-    def __init__(self) -> None:
-        self._pending: dict[int, list[Any]] = {}
-
-    @staticmethod
-    def _key(raw: Any) -> int:
-        return id(raw[0]) if isinstance(raw, tuple) else id(raw)
-
-    def fence(self, device: Any, raw: Any) -> None:
-        """Remember markers on every stream of ``device`` (only when non-default ones exist)."""
-        streams = list(device.streams)
-        if not streams:
-            return
-        queues = [device.queue] + [s.queue for s in streams]
-        markers = [_call("clEnqueueMarker", cl.enqueue_marker, q) for q in queues]
-        for q in queues:
-            q.flush()
-        self._pending[self._key(raw)] = markers
-
-    def wait(self, queue: Any, raw: Any) -> None:
-        """Order ``queue`` after the markers remembered for ``raw`` (no host wait)."""
-        markers = self._pending.pop(self._key(raw), None)
-        if markers:
-            _call("clEnqueueBarrierWithWaitList", cl.enqueue_barrier, queue, wait_for=markers)
-
-    def forget(self, raw: Any) -> None:
-        """Drop the markers of a buffer that is really freed."""
-        self._pending.pop(self._key(raw), None)
-
-
 class CLAllocator(Allocator):
     """cl_mem buffers (raw = (mem, offset)); SVM memory (raw = numpy array over SVM)."""
 
     oom_errors = (MemoryError, cl.MemoryError)
-
-    def __init__(self, device: Device, **kwargs: Any) -> None:
-        super().__init__(device, **kwargs)
-        self._fences = PoolFences()
-
-    def _put_pooled(self, raw: Any, nbytes: int, memory_class: MemoryClass) -> None:
-        # Other streams may still use the buffer; its next user waits for them on the device.
-        self._fences.fence(self.device, raw)
-        super()._put_pooled(raw, nbytes, memory_class)
-
-    def _take_pooled(self, nbytes: int, memory_class: MemoryClass) -> Any:
-        raw = super()._take_pooled(nbytes, memory_class)
-        if raw is not None:
-            dev: CLDevice = self.device  # type: ignore[assignment]
-            self._fences.wait(dev.current_queue(), raw)
-        return raw
+    pool_fences = True
 
     def _alloc(self, nbytes: int, memory_class: MemoryClass) -> Any:
         dev: CLDevice = self.device  # type: ignore[assignment]
@@ -213,7 +165,6 @@ class CLAllocator(Allocator):
             raise
 
     def _free(self, raw: Any, nbytes: int, memory_class: MemoryClass) -> None:
-        self._fences.forget(raw)
         if isinstance(raw, tuple):
             raw[0].release()
 

@@ -17,6 +17,7 @@ import numpy as np
 
 from hurray_gpu.errors import OutOfMemoryError, UnsupportedOpError
 from hurray_gpu.format.descriptor.buffers import MemoryClass
+from hurray_gpu.runtime.stream import Event, current_stream
 
 if TYPE_CHECKING:
     from hurray_gpu.runtime.device import Device
@@ -99,11 +100,17 @@ class Allocator:
     # True when ``raw`` handles are 1-D uint8 NumPy arrays over host memory (the cpu device):
     # such memory is used in place, with no copy, by everything that reads it on the host.
     host_memory: ClassVar[bool] = False
+    # True where streams run asynchronously to the host (CUDA, ROCm, OpenCL): a buffer freed
+    # while streams may still use it is pooled with an event per busy stream, and its next
+    # user's stream waits for them. Host-synchronous devices stay event-free.
+    pool_fences: ClassVar[bool] = False
 
     def __init__(self, device: Device, pool_limit: int = DEFAULT_POOL_LIMIT) -> None:
         self.device = device
         self.pool_limit = pool_limit
-        self._pool: OrderedDict[tuple[int, MemoryClass], list[Any]] = OrderedDict()
+        # (nbytes, class) -> [(raw, events of the streams that may still use it)]
+        self._pool: OrderedDict[tuple[int, MemoryClass], list[tuple[Any, list[Event]]]] = (
+            OrderedDict())
         self._lock = threading.Lock()
         self.pooled_bytes = 0
         self.allocated_bytes = 0
@@ -239,11 +246,11 @@ class Allocator:
     def free_cache(self) -> None:
         """Really free every pooled buffer."""
         with self._lock:
-            entries = [(k, raw) for k, raws in self._pool.items() for raw in raws]
+            entries = [(raw, *k) for k, raws in self._pool.items() for raw, _ in raws]
             self._pool.clear()
             self.pooled_bytes = 0
-        for (nbytes, mclass), raw in entries:
-            self._free(raw, nbytes, mclass)
+        for entry in entries:
+            self._free(*entry)
 
     def stats(self) -> dict[str, int]:
         """Accounting: live, pooled and peak bytes, and the number of allocations."""
@@ -308,28 +315,44 @@ class Allocator:
             if not raws:
                 return None
             self.pooled_bytes -= nbytes
-            raw = raws.pop()
+            raw, fences = raws.pop()
             if not raws:
                 del self._pool[(nbytes, mclass)]
-            return raw
+        if fences:  # the new user's work (kernels, copies) goes on its current stream
+            stream = current_stream(self.device)
+            for event in fences:
+                event.wait(stream)
+                event.release()
+        return raw
 
     def _put_pooled(self, raw: Any, nbytes: int, mclass: MemoryClass) -> None:
+        fences = self._fences() if self.pool_fences else []
         evicted: list[tuple[Any, int, MemoryClass]] = []
         with self._lock:
             if nbytes > self.pool_limit:
                 evicted.append((raw, nbytes, mclass))
             else:
-                self._pool.setdefault((nbytes, mclass), []).append(raw)
+                self._pool.setdefault((nbytes, mclass), []).append((raw, fences))
                 self._pool.move_to_end((nbytes, mclass))
                 self.pooled_bytes += nbytes
             while self.pooled_bytes > self.pool_limit and self._pool:
                 (size, cls_), raws = next(iter(self._pool.items()))
-                evicted.append((raws.pop(), size, cls_))
+                evicted.append((raws.pop()[0], size, cls_))
                 self.pooled_bytes -= size
                 if not raws:
                     del self._pool[(size, cls_)]
+        # A real free needs no wait: cudaFree/hipFree wait for the device, and OpenCL defers
+        # releasing a cl_mem until the commands queued on it finish.
         for item in evicted:
             self._free(*item)
+
+    def _fences(self) -> list[Event]:
+        """An event after the queued work of each stream that may still use a buffer being
+        pooled: the current and default streams and every live one in ``device.streams``."""
+        dev: Any = self.device
+        streams = {id(s): s for s in (current_stream(dev), dev.default_stream,
+                                      *list(getattr(dev, "streams", ())))}
+        return [Event(dev, timing=False).record(s) for s in streams.values() if not s.query()]
 
     def _staged_copy(self, dest: Any, src: Any, nbytes: int, *, whole: bool = False) -> None:
         """Raw ``src`` to raw ``dest`` through host memory, one CHUNK at a time through

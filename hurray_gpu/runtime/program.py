@@ -122,7 +122,7 @@ def _check_scalar(param_name: str, dtype: str, value: Any) -> np.generic:
     return _SCALAR_TYPES[dtype](int(value))
 
 
-def _check_grid(size: Sequence[int]) -> tuple[int, int, int]:
+def _check_grid(size: Sequence[int], local: tuple[int, int, int]) -> tuple[int, int, int]:
     dims = tuple(int(d) for d in size)
     if not 1 <= len(dims) <= 3 or any(d < 0 or d > MAX_GRID_DIM for d in dims):
         raise UnsupportedOpError(f"global size {tuple(size)} must be 1-3 dims in [0, 2**32)",
@@ -130,7 +130,15 @@ def _check_grid(size: Sequence[int]) -> tuple[int, int, int]:
     if math.prod(dims) > MAX_WORK_ITEMS:
         raise UnsupportedOpError(f"global size {dims} exceeds {MAX_WORK_ITEMS} work items",
                                  fix="split the work into several launches.")
-    return (dims + (1, 1))[:3]  # type: ignore[return-value]
+    grid: tuple[int, int, int] = (dims + (1, 1))[:3]  # type: ignore[assignment]
+    # Backends launch whole work-groups: the padded size must still fit a 32-bit index (the
+    # kernels' global id, and HIP's limit on grid x block per axis).
+    for d, loc in zip(grid, local, strict=True):
+        if -(-d // loc) * loc > MAX_GRID_DIM:
+            raise UnsupportedOpError(
+                f"global size {grid} rounds up to whole work-groups of {local} past 2**32 - 1 "
+                "work items on an axis", fix="split the work into several launches.")
+    return grid
 
 
 class Program:
@@ -191,18 +199,19 @@ class Program:
                 self._plans.clear()
             self._plans[key] = plan
         typed, needs, default_grid = plan
-        buffers = [self._check_buffer(name, bound[name], need, write)
-                   for (name, _), need, write in zip(self._buffer_params, needs, self._writes,
-                                                     strict=True)]
+        buffers = [self._check_buffer(name, bound[name], need, write, itemsize)
+                   for (name, itemsize), need, write in zip(self._buffer_params, needs,
+                                                            self._writes, strict=True)]
+        local = self.kernel.local_size
         if global_size is not None:
-            grid = _check_grid(global_size)
+            grid = _check_grid(global_size, local)
         else:
             grid = default_grid if default_grid is not None else _check_grid(
                 self.kernel.grid({p.name: v.item() for p, v in zip(self._scalar_params, typed,
-                                                                   strict=True)}))
+                                                                   strict=True)}), local)
         if math.prod(grid) == 0:
             return 0.0 if wait else None
-        return self._launch(buffers, typed, grid, self.kernel.local_size, wait)
+        return self._launch(buffers, typed, grid, local, wait)
 
     def _plan(self, bound: Mapping[str, Any]
               ) -> tuple[list[np.generic], list[int], tuple[int, int, int] | None]:
@@ -213,7 +222,8 @@ class Program:
         extents = self.kernel.extents(plain)
         needs = [int(extents.get(name, 0)) * itemsize for name, itemsize in self._buffer_params]
         try:
-            grid: tuple[int, int, int] | None = _check_grid(self.kernel.grid(plain))
+            grid: tuple[int, int, int] | None = _check_grid(self.kernel.grid(plain),
+                                                            self.kernel.local_size)
         except UnsupportedOpError:
             grid = None
         return typed, needs, grid
@@ -247,9 +257,10 @@ class Program:
                                      fix=f"pass all of {list(names)}.")
         return bound
 
-    def _check_buffer(self, name: str, value: Any, need: int, write: bool) -> Allocation:
+    def _check_buffer(self, name: str, value: Any, need: int, write: bool,
+                      itemsize: int) -> Allocation:
         """The allocation behind ``value``, checked: same device, ``need`` bytes, not freed,
-        writable when the kernel writes it."""
+        writable when the kernel writes it, a view starting on a whole ``itemsize`` element."""
         allocation = getattr(value, "allocation", None)
         if allocation is None or getattr(value, "device", None) is not self.device:
             raise UnsupportedOpError(
@@ -268,6 +279,13 @@ class Program:
             raise UnsupportedOpError(
                 f"{self.kernel.name}: buffer {name} is read-only memory but the kernel writes it",
                 fix="pass a writable Buffer (copy read-only data into a new one first).")
+        if allocation.offset % itemsize:
+            # A misaligned typed access faults on GPUs (it kills a CUDA context) and Vulkan
+            # windows count in whole elements: refused everywhere, as on x86 it would pass.
+            raise UnsupportedOpError(
+                f"{self.kernel.name}: buffer {name} is a view at byte offset "
+                f"{allocation.offset}, not a multiple of its {itemsize}-byte elements",
+                fix=f"make views at offsets that are multiples of {itemsize}.")
         return allocation
 
     def _launch(self, buffers: list[Allocation], scalars: list[np.generic],

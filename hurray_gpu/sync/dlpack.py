@@ -13,8 +13,10 @@ consumer calls the deleter (or drops the capsule).
 CUDA/ROCm stream values follow the DLPack / array-API convention: None = legacy default,
 -1 = no synchronization, CUDA 1 = legacy default, 2 = per-thread default, > 2 = a stream pointer
 (0 is invalid); ROCm 0 = default stream, > 2 = a pointer (1 and 2 are invalid). The consumer's
-stream is ordered after the producer's current stream with an event; the producer never
-synchronizes the whole device.
+stream is ordered, with an event, after what a handed-off tensor's handoff declares (its event
+or its declared streams) and otherwise after the current stream. Pinned and managed memory
+exported to a consumer that passes no stream (NumPy reads it on the host) waits for that
+order on the host; the producer never synchronizes the whole device.
 """
 
 from __future__ import annotations
@@ -30,8 +32,10 @@ from typing import Any
 import numpy as np
 
 from hurray_gpu.errors import HurrayGPUError
-from hurray_gpu.format.descriptor.buffers import DeviceTag, MemoryClass
+from hurray_gpu.format.descriptor.buffers import DeviceTag, MemoryClass, SyncMode
 from hurray_gpu.io._memory import aligned_copy
+from hurray_gpu.runtime.stream import current_stream
+from hurray_gpu.sync.handoff import order_after
 
 __all__ = [
     "DLDataType", "DLDevice", "DLManagedTensor", "DLManagedTensorVersioned", "DLPackError",
@@ -50,6 +54,8 @@ FLAG_SUBBYTE_PADDED = 1 << 2
 KDL_CPU, KDL_CUDA, KDL_CUDA_HOST, KDL_OPENCL, KDL_VULKAN = 1, 2, 3, 4, 7
 KDL_METAL, KDL_ROCM, KDL_ROCM_HOST, KDL_CUDA_MANAGED = 8, 10, 11, 13
 KDL_ONEAPI, KDL_WEBGPU, KDL_HEXAGON = 14, 15, 16
+# Device memory the host reads in place (NumPy takes these, passing no stream).
+HOST_READABLE = (KDL_CUDA_HOST, KDL_ROCM_HOST, KDL_CUDA_MANAGED)
 
 
 class DLPackError(HurrayGPUError, BufferError):
@@ -478,21 +484,17 @@ def consumer_stream_handle(device_tag: int, stream: Any) -> int | None:
     """
     if stream == -1:
         return None
-    if device_tag == DeviceTag.CUDA:
-        if stream is None:
-            return CUDA_LEGACY_STREAM
-        if stream == 0:
-            raise DLPackError("stream=0 is ambiguous for CUDA and not allowed by DLPack",
-                              fix="pass 1 (legacy default), 2 (per-thread) or a stream pointer.")
-        return int(stream)
     if stream is None:
-        return 0
-    if stream in (1, 2):
-        raise DLPackError(f"stream={stream} is not allowed for ROCm by DLPack",
-                          fix="pass 0 (default stream) or a hipStream_t pointer.")
+        return CUDA_LEGACY_STREAM if device_tag == DeviceTag.CUDA else 0
     if stream < -1:
         raise DLPackError(f"stream={stream} is not a valid stream value",
-                          fix="pass None, -1, 0 or a stream pointer.")
+                          fix="pass None, -1 or a stream pointer.")
+    if device_tag == DeviceTag.CUDA and stream == 0:
+        raise DLPackError("stream=0 is ambiguous for CUDA and not allowed by DLPack",
+                          fix="pass 1 (legacy default), 2 (per-thread) or a stream pointer.")
+    if device_tag != DeviceTag.CUDA and stream in (1, 2):
+        raise DLPackError(f"stream={stream} is not allowed for ROCm by DLPack",
+                          fix="pass 0 (default stream) or a hipStream_t pointer.")
     return int(stream)
 
 
@@ -512,29 +514,40 @@ def device_view(t: Any, stream: Any, version: tuple[int, int] | None,
         raise DLPackError("bool is bit-packed in Hurray but one byte per element in DLPack",
                           fix="call .unpack('uint8') first.")
     code, bits = dtype_code(dtype.name, version or (0, 0))
-    tag = t.descriptor.buffers[0].device_tag
-    handle = consumer_stream_handle(tag, stream)
-    dev = t.device
-    if handle is not None:
-        _order_after_producer(dev, handle)
-    buf = t.buffers[0]
+    handle = consumer_stream_handle(t.descriptor.buffers[0].device_tag, stream)
+    device = dlpack_device(t)
+    buf = _ready(t, handle, stream is None and device[0] in HOST_READABLE)
     data = buf.allocation.raw.ptr if buf.nbytes else 0
-    return {"data": data, "device": dlpack_device(t),
+    return {"data": data, "device": device,
             "shape": tuple(int(d) for d in t.descriptor.shape), "strides": strides,
             "code": code, "bits": bits, "byte_offset": int(t.descriptor.byte_offset),
             "readonly": False, "copied": False, "keep": t}
 
 
-def _order_after_producer(dev: Any, handle: int) -> None:
-    """Make stream ``handle`` wait, on the device, for the producer's current stream."""
-    cupy = dev.cupy
-    with cupy.cuda.Device(dev.index):
-        producer = cupy.cuda.get_current_stream()
-        if int(producer.ptr) == handle:
-            return  # one stream: already in order
-        event = cupy.cuda.Event(disable_timing=True)
-        event.record(producer)
-        cupy.cuda.ExternalStream(handle).wait_event(event)
+def _ready(t: Any, handle: int | None, host: bool) -> Any:
+    """Buffer 0 of a CUDA/ROCm tensor once its consumer may read it: stream ``handle`` (None:
+    the consumer orders itself), or the current stream and then the host when ``host``.
+
+    The consumer is ordered after what the tensor's handoff declares (the automatic accept,
+    ``handoff.on_use``, runs on it: the event, or the declared streams), or after the current
+    stream for a tensor that was not handed off.
+    """
+    if handle is None and not host:
+        return t.buffers[0]
+    dev, state = t.device, t.sync_state
+    producer = current_stream(dev)
+    consumer = producer
+    if not host:
+        known = [producer, *(state.streams if state is not None else ())]
+        consumer = next((s for s in known if s.handle == handle), None) or (
+            dev.stream_class()(dev, ptr=handle))
+    if state is None or state.mode == SyncMode.PRODUCER_SYNCED:
+        order_after(consumer, producer)
+    with consumer:
+        buf = t.buffers[0]
+    if host:
+        consumer.synchronize()  # the producer's stream only, not the whole device
+    return buf
 
 
 def _consumer_version(max_version: Any) -> tuple[int, int] | None:

@@ -30,6 +30,7 @@ from hurray_gpu.parts import host_buffers, is_tensor, make_tensor
 from hurray_gpu.runtime.buffer import Buffer
 from hurray_gpu.runtime.memory import Allocation
 from hurray_gpu.runtime.registry import resolve_device
+from hurray_gpu.runtime.stream import current_stream
 from hurray_gpu.sync.dlpack import (
     FLAG_READ_ONLY,
     FLAG_SUBBYTE_PADDED,
@@ -42,6 +43,7 @@ from hurray_gpu.sync.dlpack import (
     hurray_dtype,
     hurray_place,
 )
+from hurray_gpu.sync.handoff import order_after
 
 __all__ = ["from_cuda_array_interface", "from_dlpack", "pointer_alignment", "wrap_device_memory"]
 
@@ -277,8 +279,8 @@ def open_gpu(tag: int, index: int) -> Any:
 
 
 def consumer_stream_value(dev: Any) -> int:
-    """CuPy's current stream as a DLPack ``stream=`` value (legacy default: 1 / ROCm 0)."""
-    ptr = int(dev.cupy.cuda.get_current_stream().ptr)
+    """The current stream as a DLPack ``stream=`` value (legacy default: 1 / ROCm 0)."""
+    ptr = int(current_stream(dev).handle)
     if ptr == 0:
         return 1 if dev.tag == DeviceTag.CUDA else 0
     return ptr
@@ -359,12 +361,7 @@ def _device_of(ptr: int) -> int:
 
 
 def _wait_on(dev: Any, stream: int) -> None:
-    """Make CuPy's current stream wait for the producer's ``stream`` (CAI v3 rule)."""
-    cupy = dev.cupy
-    with cupy.cuda.Device(dev.index):
-        current = cupy.cuda.get_current_stream()
-        if int(current.ptr) == stream:
-            return
-        event = cupy.cuda.Event(disable_timing=True)
-        event.record(cupy.cuda.ExternalStream(stream))
-        current.wait_event(event)
+    """Make the current stream wait for the producer's ``stream`` (CAI v3 rule)."""
+    current = current_stream(dev)
+    if current.handle != stream:
+        order_after(current, dev.stream_class()(dev, ptr=stream))

@@ -19,7 +19,8 @@ from hurray_gpu.format.descriptor.buffers import DeviceTag, SyncMode
 from hurray_gpu.parts import TensorLike, make_tensor
 from hurray_gpu.runtime.stream import Event, Stream, current_stream
 
-__all__ = ["SyncState", "accept", "handoff", "on_use", "parse_mode", "release", "sync_mode_of"]
+__all__ = ["SyncState", "accept", "handoff", "on_use", "order_after", "parse_mode", "release",
+           "sync_mode_of"]
 
 
 def parse_mode(value: Any) -> SyncMode:
@@ -142,27 +143,33 @@ def handoff(t: TensorLike, mode: Any, stream: Stream | Sequence[Stream] | None =
         for s in writers:
             s.synchronize()
     elif mode == SyncMode.EVENT:
-        state.event = _join(writers)
+        state.event = _join(writers).record()
     else:
         if stream is None:
             raise UnsupportedOpError("consumer_stream mode needs the consumer's stream",
                                      fix="pass stream=<the consumer's Stream>.")
         state.streams = _streams(dev, stream)
-        ready = _join(writers)
+        first = _join(writers)
         for consumer in state.streams:
-            ready.wait(consumer)
-        ready.release()
+            order_after(consumer, first)
     return _retag(t, mode, state)
 
 
-def _join(writers: list[Stream]) -> Event:
-    """One event that completes after every writer stream's queued work."""
-    first = writers[0]
+def order_after(later: Stream, earlier: Stream) -> None:
+    """Make the work queued from now on ``later`` wait, on the device, for the work queued so
+    far on ``earlier`` (nothing to do when they are one stream)."""
+    if later is not earlier:
+        # A timing event: Vulkan records an untimed one without the stream's pending waits.
+        ready = earlier.record()
+        ready.wait(later)
+        ready.release()
+
+
+def _join(writers: list[Stream]) -> Stream:
+    """The first writer, ordered after every other writer stream's queued work."""
     for other in writers[1:]:
-        done = other.record()
-        done.wait(first)
-        done.release()
-    return first.record()
+        order_after(writers[0], other)
+    return writers[0]
 
 
 def accept(t: TensorLike, stream: Stream | Sequence[Stream] | None = None, *,
@@ -206,9 +213,7 @@ def _apply(state: SyncState, mode: SyncMode, streams: list[Stream], insert_wait:
                 fix="use the declared stream, or accept(stream, insert_wait=True) to order "
                     "it after the declared streams.")
         for declared in list(state.streams):
-            ready = declared.record()
-            ready.wait(s)
-            ready.release()
+            order_after(s, declared)
         state.streams.append(s)
 
 
