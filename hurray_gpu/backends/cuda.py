@@ -510,6 +510,8 @@ class CUDADevice(Device):
                     try:
                         self.runtime.deviceEnablePeerAccess(self.index)
                     except self.runtime.CUDARuntimeError as exc:
+                        # CuPy resets the runtime's last error before raising, so an expected
+                        # 704 does not surface later in another library's launch check.
                         if device_status(exc) != ERROR_PEER_ACCESS_ALREADY_ENABLED:
                             check(device_status(exc) or -1, "cudaDeviceEnablePeerAccess")
             self._peers_enabled = True
