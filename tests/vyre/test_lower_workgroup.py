@@ -204,7 +204,7 @@ def test_inferred_grid_covers_every_invocation_with_workgroup_memory(device: obj
                       b.output("o", 1, Scalar.U32, 1)],
                      [b.store("s", 0, 1),
                       b.if_(b.eq(gid, 63), [b.store("o", 0, b.load("s", 0))])],
-                     workgroup_size=(64, 1, 1))
+                     workgroup_size=(1, 1, 1))  # 64 one-invocation workgroups
     inputs = {"a": np.zeros(64, np.uint32).tobytes()}
     want = np.frombuffer(bytes(vyre_reference.run(prog, inputs)["o"]), np.uint32)
     got = np.asarray(run(prog, inputs, device=device)["o"]).view(np.uint32)
