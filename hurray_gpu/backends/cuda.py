@@ -3,7 +3,7 @@
 standard = cudaMalloc, host_pinned = cudaHostAlloc (portable, mapped), unified =
 cudaMallocManaged, peer = cudaMalloc with peer access enabled. Kernels: NVRTC -> cubin.
 Streams and events are CuPy's (``cupy.cuda.Stream`` / ``Event``). Launches and copies go on
-this thread's current hurray_gpu stream of the device (:func:`cupy_stream_of`).
+this thread's current hurray_gpu stream of the device, so they run in one order.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from hurray_gpu.runtime.program import Compiler, Program
 from hurray_gpu.runtime.stream import Event, Stream, current_stream
 
 __all__ = ["DEVICE", "CUDAAllocator", "CUDACompiler", "CUDADevice", "CUDAProgram", "CuEvent",
-           "CuStream", "check", "cupy_stream_of", "external_stream"]
+           "CuStream", "check", "external_stream"]
 
 # cudaError_t / hipError_t values this module acts on (identical in CUDA and HIP).
 SUCCESS = 0
@@ -75,12 +75,6 @@ def load_cupy(kind: str, hip: bool) -> Any:
         raise BackendUnavailableError(f"the installed CuPy is the {built} build, not {kind}",
                                       fix=fix)
     return cupy
-
-
-def cupy_stream_of(dev: Any) -> Any:
-    """The CuPy stream behind this thread's current hurray_gpu stream of ``dev``: launches
-    and copies go there, so they run in one order."""
-    return current_stream(dev).cupy_stream  # type: ignore[attr-defined]
 
 
 def device_status(exc: BaseException) -> int | None:
@@ -147,7 +141,7 @@ class CUDAAllocator(Allocator):
         runtime = dev.runtime
         with dev.context():
             try:
-                stream = cupy_stream_of(dev)
+                stream = current_stream(dev).cupy_stream  # type: ignore[attr-defined]
                 # Unified addressing: the driver works out host/device/managed on its own.
                 runtime.memcpyAsync(dst, src, nbytes, runtime.memcpyDefault, stream.ptr)
                 if host:
@@ -264,7 +258,7 @@ class CUDAProgram(Program):
         cuda = dev.cupy.cuda
         with dev.context():
             try:
-                stream = cupy_stream_of(dev)
+                stream = current_stream(dev).cupy_stream  # type: ignore[attr-defined]
                 start, end = (cuda.Event(), cuda.Event()) if wait else (None, None)
                 if start is not None:
                     start.record(stream)

@@ -133,11 +133,10 @@ def _check_grid(size: Sequence[int], local: tuple[int, int, int]) -> tuple[int, 
     grid: tuple[int, int, int] = (dims + (1, 1))[:3]  # type: ignore[assignment]
     # Backends launch whole work-groups: the padded size must still fit a 32-bit index (the
     # kernels' global id, and HIP's limit on grid x block per axis).
-    for d, loc in zip(grid, local, strict=True):
-        if -(-d // loc) * loc > MAX_GRID_DIM:
-            raise UnsupportedOpError(
-                f"global size {grid} rounds up to whole work-groups of {local} past 2**32 - 1 "
-                "work items on an axis", fix="split the work into several launches.")
+    if any(-(-d // loc) * loc > MAX_GRID_DIM for d, loc in zip(grid, local, strict=True)):
+        raise UnsupportedOpError(
+            f"global size {grid} rounds up to whole work-groups of {local} past 2**32 - 1 "
+            "work items on an axis", fix="split the work into several launches.")
     return grid
 
 

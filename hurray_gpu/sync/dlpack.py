@@ -411,15 +411,9 @@ def element_strides(t: Any) -> tuple[int, ...]:
     if None in desc.shape:
         raise DLPackError("a dynamic dimension cannot be exported",
                           fix="resolve the shape (slice the tensor) first.")
-    shape = [int(d) for d in desc.shape]
     if desc.layout_tag == 0x03:
         return tuple(int(s) for s in desc.layout.strides)
-    order = range(len(shape) - 1, -1, -1) if desc.layout_tag == 0x01 else range(len(shape))
-    strides, step = [0] * len(shape), 1
-    for axis in order:
-        strides[axis] = step
-        step *= max(shape[axis], 1)
-    return tuple(strides)
+    return _dense_strides(tuple(int(d) for d in desc.shape), desc.layout_tag == 0x01)
 
 
 def host_view(t: Any, version: tuple[int, int] | None, copy: bool | None) -> dict[str, Any]:
@@ -437,7 +431,7 @@ def host_view(t: Any, version: tuple[int, int] | None, copy: bool | None) -> dic
             raise DLPackError("bool is bit-packed in Hurray but one byte per element in DLPack",
                               fix="pass copy=None or True to export an unpacked copy.")
         arr = np.ascontiguousarray(t.numpy())
-        return _view(arr.reshape(-1).view(np.uint8), shape, _c_strides(shape), (6, 8), 0,
+        return _view(arr.reshape(-1).view(np.uint8), shape, _dense_strides(shape), (6, 8), 0,
                      False, True, arr)
     code, bits = dtype_code(dtype.name, version or (0, 0))
     if dtype.sub_byte and t.descriptor.layout_tag != 0x01:
@@ -456,12 +450,12 @@ def host_view(t: Any, version: tuple[int, int] | None, copy: bool | None) -> dic
                  copied, (t, buf))
 
 
-def _c_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
-    out, step = [], 1
-    for d in reversed(shape):
-        out.append(step)
-        step *= max(d, 1)
-    return tuple(reversed(out))
+def _dense_strides(shape: tuple[int, ...], row_major: bool = True) -> tuple[int, ...]:
+    strides, step = [0] * len(shape), 1
+    for axis in reversed(range(len(shape))) if row_major else range(len(shape)):
+        strides[axis] = step
+        step *= max(shape[axis], 1)
+    return tuple(strides)
 
 
 def _view(buf: np.ndarray, shape: tuple[int, ...], strides: tuple[int, ...],
@@ -535,8 +529,7 @@ def _ready(t: Any, handle: int | None, host: bool) -> Any:
     if handle is None and not host:
         return t.buffers[0]
     dev, state = t.device, t.sync_state
-    producer = current_stream(dev)
-    consumer = producer
+    producer = consumer = current_stream(dev)
     if not host:
         known = [producer, *(state.streams if state is not None else ())]
         consumer = next((s for s in known if s.handle == handle), None) or (

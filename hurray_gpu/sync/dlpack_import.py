@@ -280,10 +280,7 @@ def open_gpu(tag: int, index: int) -> Any:
 
 def consumer_stream_value(dev: Any) -> int:
     """The current stream as a DLPack ``stream=`` value (legacy default: 1 / ROCm 0)."""
-    ptr = int(current_stream(dev).handle)
-    if ptr == 0:
-        return 1 if dev.tag == DeviceTag.CUDA else 0
-    return ptr
+    return int(current_stream(dev).handle) or (1 if dev.tag == DeviceTag.CUDA else 0)
 
 
 def wrap_device_memory(dev: Any, mclass: int, name: str, shape: tuple[int, ...],
@@ -341,12 +338,10 @@ def from_cuda_array_interface(x: Any) -> Any:
             raise DLPackError("strides are not whole elements", fix="pass aligned strides.")
         strides = tuple(int(s) // itemsize for s in byte_strides)
     dev = open_gpu(DeviceTag.CUDA, _device_of(ptr))
-    stream = cai.get("stream")
-    if stream is not None:
-        _wait_on(dev, int(stream))
-    count = math.prod(shape)
-    lo = sum(min(0, (d - 1) * s) for d, s in zip(shape, strides, strict=True)) if count else 0
-    hi = sum(max(0, (d - 1) * s) for d, s in zip(shape, strides, strict=True)) if count else -1
+    stream, current = cai.get("stream"), current_stream(dev)
+    if stream is not None and current.handle != int(stream):  # CAI v3: the consumer waits
+        order_after(current, dev.stream_class()(dev, ptr=int(stream)))
+    lo, hi = extent(shape, strides)
     span = (hi - lo + 1) * itemsize
     start = int(ptr or 0) + lo * itemsize if span else 0
     return wrap_device_memory(dev, 0, name, shape, strides, start, span, lo, itemsize, x)
@@ -358,10 +353,3 @@ def _device_of(ptr: int) -> int:
     cupy = cuda.cupy
     attrs = cupy.cuda.runtime.pointerGetAttributes(int(ptr))
     return int(attrs.device)
-
-
-def _wait_on(dev: Any, stream: int) -> None:
-    """Make the current stream wait for the producer's ``stream`` (CAI v3 rule)."""
-    current = current_stream(dev)
-    if current.handle != stream:
-        order_after(current, dev.stream_class()(dev, ptr=stream))

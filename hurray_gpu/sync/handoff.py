@@ -137,21 +137,23 @@ def handoff(t: TensorLike, mode: Any, stream: Stream | Sequence[Stream] | None =
     if stream is not None and mode != SyncMode.CONSUMER_STREAM:
         raise UnsupportedOpError(f"{mode.name.lower()} mode takes no consumer stream",
                                  fix="pass stream= only with mode 'consumer_stream'.")
+    if mode == SyncMode.CONSUMER_STREAM and stream is None:
+        raise UnsupportedOpError("consumer_stream mode needs the consumer's stream",
+                                 fix="pass stream=<the consumer's Stream>.")
     writers = _streams(dev, producer)
     state = SyncState(mode, on_release=on_release)
     if mode == SyncMode.PRODUCER_SYNCED:
         for s in writers:
             s.synchronize()
-    elif mode == SyncMode.EVENT:
-        state.event = _join(writers).record()
+        return _retag(t, mode, state)
+    for other in writers[1:]:  # the first writer then completes after every writer
+        order_after(writers[0], other)
+    if mode == SyncMode.EVENT:
+        state.event = writers[0].record()
     else:
-        if stream is None:
-            raise UnsupportedOpError("consumer_stream mode needs the consumer's stream",
-                                     fix="pass stream=<the consumer's Stream>.")
         state.streams = _streams(dev, stream)
-        first = _join(writers)
         for consumer in state.streams:
-            order_after(consumer, first)
+            order_after(consumer, writers[0])
     return _retag(t, mode, state)
 
 
@@ -163,13 +165,6 @@ def order_after(later: Stream, earlier: Stream) -> None:
         ready = earlier.record()
         ready.wait(later)
         ready.release()
-
-
-def _join(writers: list[Stream]) -> Stream:
-    """The first writer, ordered after every other writer stream's queued work."""
-    for other in writers[1:]:
-        order_after(writers[0], other)
-    return writers[0]
 
 
 def accept(t: TensorLike, stream: Stream | Sequence[Stream] | None = None, *,

@@ -1,5 +1,6 @@
-"""Launch checks every backend shares (element-aligned views, grids that fit a 32-bit index) and
-stream-safe pool reuse on the backends whose streams run asynchronously (OpenCL, Vulkan).
+"""Launch checks every backend shares (element-aligned views, grids that fit a 32-bit index),
+stream-safe pool reuse, and handoff order for a consumer on a stream of its own, on the backends
+whose streams run asynchronously (OpenCL, Vulkan).
 
 A held stream (an OpenCL user event, a host-signalled Vulkan timeline semaphore) keeps a kernel
 queued, so a reuse that skipped its wait deterministically shows the old kernel's data.
@@ -15,7 +16,7 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from hurray_gpu import Buffer, UnsupportedOpError
+from hurray_gpu import Buffer, Tensor, UnsupportedOpError
 from hurray_gpu.dialect.kernel import KernelDef, buf, scalar
 from hurray_gpu.runtime.program import MAX_GRID_DIM, _check_grid
 from hurray_gpu.runtime.registry import is_available, resolve_device
@@ -163,3 +164,31 @@ def test_copyin_into_a_reused_buffer_waits_for_its_held_writer(kind: str) -> Non
         opener()
     writer.synchronize()
     assert np.all(got == NEW) and np.all(again.numpy(np.uint32) == NEW)
+
+
+@pytest.mark.parametrize("kind", ["opencl", "vulkan"])
+@pytest.mark.parametrize("mode", ["event", "consumer_stream"])
+def test_consumer_of_a_two_writer_handoff_runs_after_both(kind: str, mode: str) -> None:
+    """Two producer streams, the held one listed second; the consumer is on a third stream
+    (not declared, not current at the handoff) and accepts on first use, as the stream of a
+    DLPack consumer does: its kernel must still wait for the held writer."""
+    dev = _async_device(kind)
+    idle_writer, held_writer, declared, consumer = (Stream(dev) for _ in range(4))
+    t = Tensor.from_numpy(np.zeros(N, np.uint32)).to(dev)
+    out = Buffer(dev, 4 * N).copyin(np.zeros(N, np.uint32))
+    dev.synchronize()
+    opener = _hold(dev, held_writer)
+    try:
+        with held_writer:
+            dev.run("fill_u32", t.buffers[0], VALUE, N)
+        kwargs = {"stream": declared} if mode == "consumer_stream" else {}
+        handed = t.handoff(mode, producer=[idle_writer, held_writer], **kwargs)
+        with consumer:
+            dev.run("copy_bytes", out, handed.buffers[0], 4 * N)
+            done = consumer.record()
+        time.sleep(0.05)
+        assert not done.query(), "the consumer ran before the held writer"
+    finally:
+        opener()
+    consumer.synchronize()
+    assert np.all(out.numpy(np.uint32) == VALUE)
