@@ -55,9 +55,12 @@ def test_views_must_start_on_a_whole_element(kernel_device) -> None:
     dev = kernel_device
     align = max(4, int(dev.offset_alignment))  # OpenCL sub-buffers need their base alignment
     root = Buffer(dev, 2 * align + 64).copyin(np.zeros((2 * align + 64) // 4, np.uint32))
+    # Offsets count from the device allocation: under HURRAY_GPU_DEBUG_BOUNDS a guard comes
+    # first and every buffer is a view of it.
+    base = root.allocation.offset
     for offset in (2, align + 2):
-        with pytest.raises(UnsupportedOpError, match=f"byte offset {offset}, not a multiple "
-                                                     "of its 4-byte elements"):
+        with pytest.raises(UnsupportedOpError, match=f"byte offset {base + offset}, not a "
+                                                     "multiple of its 4-byte elements"):
             dev.run("fill_u32", root.view(offset, 16), VALUE, 4)
     assert not root.numpy(np.uint32).any()  # nothing was written
     dev.run("fill_u32", root.view(align, 16), VALUE, 4)
@@ -79,6 +82,13 @@ def _async_device(kind: str):
     if kind == "vulkan" and not dev.ctx.timeline:
         pytest.skip("this Vulkan driver has no timeline semaphores")
     return dev
+
+
+def _memory(buf: Buffer) -> object:
+    """The device memory object behind ``buf``: the same one when the pool hands it out again,
+    also under HURRAY_GPU_DEBUG_BOUNDS, whose guarded buffers are views of it."""
+    raw = buf.allocation.raw
+    return raw[0] if isinstance(raw, tuple) else raw.buffer  # a cl_mem or a VkBuffer
 
 
 def _hold(dev, stream: Stream) -> Callable[[], None]:
@@ -121,12 +131,12 @@ def test_buffer_freed_under_a_held_kernel_is_reused_after_it(kind: str, holder: 
     try:
         with held:
             dev.run("fill_u32", target, VALUE, N)
-        mem = target.allocation.raw
+        mem = _memory(target)
         target.free()
         later = Stream(dev)
         with later:
             again = Buffer(dev, size)
-            assert again.allocation.raw is mem  # reused from the pool
+            assert _memory(again) == mem  # reused from the pool
             dev.run("fill_u32", again, NEW, N)
             done = later.record()
         time.sleep(0.05)
@@ -145,19 +155,24 @@ def test_copyin_into_a_reused_buffer_waits_for_its_held_writer(kind: str) -> Non
     size = N * 4 + 3 * 4096
     writer, reader = Stream(dev), Stream(dev)
     target = Buffer(dev, size)
-    opener = _hold(dev, writer)
-    timer = threading.Timer(0.2, opener)
+    opener, opening = _hold(dev, writer), threading.Event()  # set just before it opens
+
+    def open_later() -> None:
+        opening.set()
+        opener()
+    timer = threading.Timer(0.2, open_later)
     try:
         with writer:
             dev.run("fill_u32", target, VALUE, N)
-            mem = target.allocation.raw
+            mem = _memory(target)
             target.free()
         with reader:
             again = Buffer(dev, size)
-            assert again.allocation.raw is mem
+            assert _memory(again) == mem
             timer.start()
             again.copyin(np.full(size // 4, NEW, np.uint32))
-            assert timer.finished.is_set(), "the copy-in returned before the held kernel ran"
+            # Not timer.finished: the copy-in may return as the gate opens, before it is set.
+            assert opening.is_set(), "the copy-in returned before the held kernel ran"
             got = again.numpy(np.uint32)
     finally:
         timer.cancel()
