@@ -17,6 +17,8 @@ from typing import Any, Protocol
 import numpy as np
 
 from hurray_gpu.errors import HurrayFormatError, OutOfMemoryError, UnsupportedOpError
+from hurray_gpu.format import codec as _codec
+from hurray_gpu.format.composite import validate_members
 from hurray_gpu.format.descriptor.buffers import (
     DEVICE_ALIGNMENT,
     MIN_DATA_ALIGNMENT,
@@ -28,11 +30,9 @@ from hurray_gpu.format.descriptor.buffers import (
 from hurray_gpu.format.descriptor.model import TensorDescriptor
 from hurray_gpu.format.dtypes import DType, from_numpy_dtype
 from hurray_gpu.format.packing import as_bytes, pack
-from hurray_gpu.io import _codec
-from hurray_gpu.io._memory import aligned_copy, aligned_empty, host_alignment
-from hurray_gpu.io.composite import validate_members
 from hurray_gpu.runtime.buffer import Buffer
 from hurray_gpu.runtime.device import Device
+from hurray_gpu.runtime.hostmem import aligned_copy, aligned_empty, host_alignment
 from hurray_gpu.runtime.memory import MemoryClass
 from hurray_gpu.runtime.registry import resolve_device
 from hurray_gpu.runtime.transfer import Progress, copy_buffer, show_progress

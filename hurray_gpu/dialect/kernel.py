@@ -10,20 +10,21 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 
 from hurray_gpu.errors import UnsupportedOpError
+from hurray_gpu.format.dtypes import by_name
 
 __all__ = ["BUFFER_DTYPES", "FLOAT_TYPES", "KERNELS", "SCALAR_DTYPES", "KernelDef", "Param",
            "get_kernel", "kernel_names", "numpy_dtype", "register"]
 
 # Element types a buffer parameter may have. 16-bit floats are storage-only: bodies load them
 # as f32 and store f32 (pocl and GLSL 450 core have no fp16 arithmetic).
-BUFFER_DTYPES: dict[str, Any] = {
-    "u8": np.uint8, "i8": np.int8, "u16": np.uint16, "i16": np.int16,
-    "u32": np.uint32, "i32": np.int32, "f32": np.float32,
-    "f16": np.float16, "bf16": ml_dtypes.bfloat16,
+# Values are Hurray element type names (bfloat16's NumPy type loads ml_dtypes on first use).
+BUFFER_DTYPES: dict[str, str] = {
+    "u8": "uint8", "i8": "int8", "u16": "uint16", "i16": "int16",
+    "u32": "uint32", "i32": "int32", "f32": "float32",
+    "f16": "float16", "bf16": "bfloat16",
 }
 # Hurray float output types -> kernel buffer types: the dtypes every dequantize, convert and
 # overlay kernel can write.
@@ -44,10 +45,12 @@ _RESERVED = frozenset({
 
 def numpy_dtype(name: str) -> np.dtype[Any]:
     """Return the NumPy dtype of a kernel element type name (``"f16"`` etc.)."""
-    merged = {**BUFFER_DTYPES, **SCALAR_DTYPES}
-    if name not in merged:
-        raise ValueError(f"unknown kernel dtype {name!r}; expected one of {sorted(merged)}")
-    return np.dtype(merged[name])
+    if name in BUFFER_DTYPES:
+        return by_name(BUFFER_DTYPES[name]).numpy  # type: ignore[return-value]
+    if name not in SCALAR_DTYPES:
+        raise ValueError(f"unknown kernel dtype {name!r}; expected one of "
+                         f"{sorted({**BUFFER_DTYPES, **SCALAR_DTYPES})}")
+    return np.dtype(SCALAR_DTYPES[name])
 
 
 @dataclass(frozen=True)
