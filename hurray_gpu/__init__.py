@@ -22,38 +22,27 @@ from hurray_gpu.errors import (
 
 # Everything but the errors is imported on first use (PEP 562): ``import hurray_gpu`` stays
 # cheap for tools that only need a name or two, and no driver or ml_dtypes loads until used.
-_LAZY: dict[str, tuple[str, str]] = {
-    "BufferHandle": ("hurray_gpu.format.descriptor", "BufferHandle"),
-    "SyncMode": ("hurray_gpu.format.descriptor", "SyncMode"),
-    "TensorDescriptor": ("hurray_gpu.format.descriptor", "TensorDescriptor"),
-    "decode_descriptor": ("hurray_gpu.format.descriptor", "decode_descriptor"),
-    "decode_descriptor_prefix": ("hurray_gpu.format.descriptor", "decode_descriptor_prefix"),
-    "DeviceTag": ("hurray_gpu.format.descriptor.buffers", "DeviceTag"),
-    "DType": ("hurray_gpu.format.dtypes", "DType"),
-    "by_name": ("hurray_gpu.format.dtypes", "by_name"),
-    "by_tag": ("hurray_gpu.format.dtypes", "by_tag"),
-    **{name: ("hurray_gpu.io", name) for name in (
-        "FileWriter", "HrryFile", "StreamReader", "StreamWriter", "UInt64", "load",
-        "open_file", "save")},
-    "OutOfPagesError": ("hurray_gpu.kv_cache", "OutOfPagesError"),
-    "PagedKVCache": ("hurray_gpu.kv_cache", "PagedKVCache"),
-    "dequantize": ("hurray_gpu.ops.dequantize", "dequantize"),
-    "unpack": ("hurray_gpu.ops.dequantize", "unpack"),
-    "materialize": ("hurray_gpu.ops.materialize", "materialize"),
-    **{name: ("hurray_gpu.ops.host", name) for name in ("element", "relayout", "sparsify")},
-    "quantize": ("hurray_gpu.ops.quantize", "quantize"),
-    "Buffer": ("hurray_gpu.runtime.buffer", "Buffer"),
-    "Device": ("hurray_gpu.runtime.device", "Device"),
-    "MemoryClass": ("hurray_gpu.runtime.memory", "MemoryClass"),
-    "default_device": ("hurray_gpu.runtime.registry", "default_device"),
-    "describe_devices": ("hurray_gpu.runtime.registry", "describe_devices"),
-    "devices": ("hurray_gpu.runtime.registry", "devices"),
-    "device": ("hurray_gpu.runtime.registry", "resolve_device"),
-    "Event": ("hurray_gpu.sync", "Event"),
-    "Stream": ("hurray_gpu.sync", "Stream"),
-    "from_dlpack": ("hurray_gpu.sync.dlpack_import", "from_dlpack"),
-    "Tensor": ("hurray_gpu.tensor", "Tensor"),
+_LAZY_FROM = {
+    "hurray_gpu.format.descriptor": "BufferHandle SyncMode TensorDescriptor decode_descriptor "
+                                    "decode_descriptor_prefix",
+    "hurray_gpu.format.descriptor.buffers": "DeviceTag",
+    "hurray_gpu.format.dtypes": "DType by_name by_tag",
+    "hurray_gpu.io": "FileWriter HrryFile StreamReader StreamWriter UInt64 load open_file save",
+    "hurray_gpu.kv_cache": "OutOfPagesError PagedKVCache",
+    "hurray_gpu.ops.dequantize": "dequantize unpack",
+    "hurray_gpu.ops.host": "element relayout sparsify",
+    "hurray_gpu.ops.materialize": "materialize",
+    "hurray_gpu.ops.quantize": "quantize",
+    "hurray_gpu.runtime.buffer": "Buffer",
+    "hurray_gpu.runtime.device": "Device",
+    "hurray_gpu.runtime.memory": "MemoryClass",
+    "hurray_gpu.runtime.registry": "default_device describe_devices devices",
+    "hurray_gpu.sync": "Event Stream",
+    "hurray_gpu.sync.dlpack_import": "from_dlpack",
+    "hurray_gpu.tensor": "Tensor",
 }
+_LAZY = {name: (module, name) for module, names in _LAZY_FROM.items() for name in names.split()}
+_LAZY["device"] = ("hurray_gpu.runtime.registry", "resolve_device")
 
 if TYPE_CHECKING:
     from hurray_gpu.format.descriptor import (

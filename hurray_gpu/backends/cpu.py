@@ -153,13 +153,11 @@ def _host_cpu() -> str:
 
 @functools.lru_cache(maxsize=8)
 def _toolchain(cc: str) -> tuple[str, bool, tuple[str, ...]]:
-    """``(version line, OpenMP support, spelled-out native flags)`` of ``cc`` on this host.
-
-    Finding them runs the compiler three times, which costs far more than a cached kernel
-    load; the answer is kept in the cpu kernel cache, keyed by the compiler binary's resolved
-    path, size and mtime and by this host's CPU, so an upgraded compiler, or another machine
-    sharing the cache directory, asks again.
-    """
+    # (version line, OpenMP support, spelled-out native flags) of cc on this host. Finding
+    # them runs the compiler three times, far slower than a cached kernel load, so the answer
+    # is kept in the cpu kernel cache, keyed by the compiler binary's resolved path, size and
+    # mtime and by this host's CPU: an upgraded compiler, or another machine sharing the
+    # cache directory, asks again.
     try:
         real = os.path.realpath(cc)
         st = os.stat(real)

@@ -5,7 +5,9 @@ Bodies use the portable subset documented in :mod:`hurray_gpu.dialect`.
 
 from __future__ import annotations
 
+import importlib
 import re
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,6 +35,7 @@ FLOAT_TYPES: dict[str, str] = {"float32": "f32", "float16": "f16", "bfloat16": "
 # (ctypes array, kernel args, or Vulkan push constants).
 SCALAR_DTYPES: dict[str, Any] = {"u32": np.uint32, "i32": np.int32, "f32": np.float32}
 ACCESS = ("r", "w", "rw")
+BUILTIN_KERNELS = "hurray_gpu.kernels"
 _NAME = re.compile(r"^[a-z][a-z0-9_]{0,30}$")
 # Names the renderers use themselves, or that are keywords in one of the dialects.
 _RESERVED = frozenset({
@@ -186,7 +189,7 @@ def get_kernel(name: str) -> KernelDef:
     Raises:
         UnsupportedOpError: no such kernel.
     """
-    kernel = KERNELS.get(name)
+    kernel = KERNELS.get(name) or _builtins().get(name)
     if kernel is None:
         raise UnsupportedOpError(f"no kernel named {name!r}",
                                  fix=f"use one of {sorted(KERNELS)}.")
@@ -194,5 +197,14 @@ def get_kernel(name: str) -> KernelDef:
 
 
 def kernel_names() -> list[str]:
-    """The registered kernel names, sorted."""
-    return sorted(KERNELS)
+    """The registered kernel names, sorted (the built-in kernels included)."""
+    return sorted(_builtins())
+
+
+def _builtins() -> dict[str, KernelDef]:
+    # The built-in kernels register themselves when their package (a higher layer) is
+    # imported; a lookup by name must find them even if nothing imported it yet. This is the
+    # one by-name load from a higher layer (docs/architecture.md).
+    if BUILTIN_KERNELS not in sys.modules:
+        importlib.import_module(BUILTIN_KERNELS)
+    return KERNELS
