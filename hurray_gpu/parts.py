@@ -11,6 +11,7 @@ device (``Tensor.to``, and readers that load straight onto a device).
 from __future__ import annotations
 
 import dataclasses
+import importlib
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
@@ -109,8 +110,9 @@ def make_tensor(desc: TensorDescriptor, buffers: Sequence[Buffer], *,
         sync: the handoff state a handed-off tensor carries (see :mod:`hurray_gpu.sync`).
     """
     if not _TENSOR:
-        raise UnsupportedOpError("hurray_gpu.tensor was never imported",
-                                 fix="import hurray_gpu (not only a submodule of it).")
+        # The Tensor class (a higher layer) registers itself when imported; a service used
+        # before anything imported it loads it by name (the pattern docs/architecture.md names).
+        importlib.import_module("hurray_gpu.tensor")
     if device is None:
         if buffers:
             device, memory_class = buffers[0].device, buffers[0].memory_class

@@ -134,6 +134,13 @@ def test_import_loads_only_the_errors_and_plain_dtypes_never_load_ml_dtypes() ->
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stdout + done.stderr
+    # A service used before anything imported the Tensor class loads it itself.
+    code = ("from hurray_gpu.ops.quantize import quantized_tensor\n"
+            "t = quantized_tensor([[1, 2]], 'int8', 'per_tensor', scale=0.5)\n"
+            "print(type(t).__name__, t.shape)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert done.stdout.strip() == "Tensor (1, 2)", done.stdout + done.stderr
 
 
 def test_config_reads_env(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
