@@ -33,7 +33,7 @@ import numpy as np
 
 from hurray_gpu.errors import HurrayGPUError
 from hurray_gpu.format.descriptor.buffers import DeviceTag, MemoryClass, SyncMode
-from hurray_gpu.io._memory import aligned_copy
+from hurray_gpu.runtime.hostmem import aligned_copy
 from hurray_gpu.runtime.stream import current_stream
 from hurray_gpu.sync.handoff import order_after
 
