@@ -28,8 +28,9 @@ from hurray_gpu.backends import vulkan_context as vkc
 from hurray_gpu.backends.vulkan_context import VulkanContext, call, check, count_devices
 from hurray_gpu.backends.vulkan_sync import PoolPoints, VkEvent, VkStream
 from hurray_gpu.dialect.glsl import GLSLRenderer
-from hurray_gpu.dialect.kernel import KernelDef
+from hurray_gpu.dialect.kernel import KernelDef, buf, scalar
 from hurray_gpu.errors import BackendUnavailableError, CompileError, UnsupportedOpError
+from hurray_gpu.runtime.buffer import Buffer
 from hurray_gpu.runtime.cache import KernelCacheBackend
 from hurray_gpu.runtime.device import Device
 from hurray_gpu.runtime.memory import Allocation, Allocator, MemoryClass
@@ -54,6 +55,38 @@ VULKAN_GLSL_ABI = 1
 # Never more than 1/16 of the binding range, so the windows themselves stay large.
 WINDOW_SLACK = 4096
 WORD = 4
+# Mesa's llvmpipe (lavapipe) counts the loop passes of a shader invocation in one counter that
+# every loop shares (gallivm's LP_MAX_TGSI_LOOP_ITERATIONS) and ends all loops when it runs out.
+LLVMPIPE_LOOP_PASSES = 65535
+# The probe's loop: a device that runs it to the end has no budget the probe can see.
+PROBE_PASSES = 1 << 22
+
+
+def _lcg(n: int) -> int:
+    """The probe's value after ``n`` steps of x = 1664525 x + 1013904223 from 0 (mod 2**32)."""
+    a, c, m = 1664525, 1013904223, 1 << 32
+    return c * ((pow(a, n, m * (a - 1)) - 1) // (a - 1)) % m
+
+
+def _ref_probe(a: dict[str, Any]) -> None:
+    a["res"][:2] = [int(a["n"]), _lcg(int(a["n"]))]
+
+
+# One work item counting the passes of a loop of n steps; the LCG keeps compilers from
+# replacing the loop by its closed form.
+_PROBE = KernelDef(
+    name="vk_loop_probe", params=(buf("res", "u32", "w"), scalar("n")),
+    body="""
+        u32 x = 0u;
+        u32 k = 0u;
+        for (u32 i = 0u; i < n; i++) {
+            x = x * 1664525u + 1013904223u;
+            k = k + 1u;
+        }
+        STORE(res, 0u, k);
+        STORE(res, 1u, x);
+    """, grid=lambda s: (1,), extents=lambda s: {"res": 2}, reference=_ref_probe,
+    local_size=(1, 1, 1), doc="res = (loop passes made of n, the LCG after them).")
 
 
 # -- GLSL: the shared dialect plus dispatch bases and windowed subscripts ------------------
@@ -699,6 +732,18 @@ class VulkanDevice(Device):
 
     def identity(self) -> str:
         return f"vulkan:{self.ctx.identity()}|glsl-abi-{VULKAN_GLSL_ABI}"
+
+    @functools.cached_property
+    def loop_budget(self) -> int | None:  # type: ignore[override]
+        """The driver's known budget (llvmpipe: 65535 passes per invocation) and what a
+        one-item probe loop of PROBE_PASSES steps measures, whichever is smaller; measured
+        once per device (the probe's pipeline is disk-cached)."""
+        known = LLVMPIPE_LOOP_PASSES if "llvmpipe" in self.name.lower() else None
+        res = Buffer(self, 8)
+        self.run(_PROBE, res, n=PROBE_PASSES, wait=True)
+        passes = int(res.numpy(np.uint32)[0])
+        measured = passes if passes < PROBE_PASSES else None
+        return min((b for b in (known, measured) if b is not None), default=None)
 
     def synchronize(self) -> None:
         self.ctx.wait_idle()

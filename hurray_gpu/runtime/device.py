@@ -87,6 +87,14 @@ class Device:
         return 0
 
     @property
+    def loop_budget(self) -> int | None:
+        """The most loop passes one work item may make, all its loops together (each
+        iteration is a pass, and so is each loop's exit test); None: no limit. Past it a
+        driver may end the loops silently (lavapipe: 65535), so kernels split their work to
+        stay inside it (docs/reliability.md, "Loop budgets")."""
+        return None
+
+    @property
     def offset_alignment(self) -> int:
         """Bytes a view's offset must be a multiple of for kernels to take it (1 = any)."""
         return 1

@@ -23,13 +23,21 @@ from vyre.lower.body import (
     nonuniform_locals,
     zero_fill,
 )
-from vyre.lower.ops import Ctx, TrapError, UnsupportedOpError, sanitize, unsupported
+from vyre.lower.ops import (
+    Ctx,
+    LoopBudgetError,
+    TrapError,
+    UnsupportedOpError,
+    sanitize,
+    unsupported,
+)
 from vyre.reference.memory import is_backend_allocated
 from vyre.reference.prepare import prepare, walk_exprs
 from vyre.reference.scalar import split_grid_sync
 from vyre.wire.fingerprint import fingerprint
 
-__all__ = ["TRAP_PARAM", "BufferSlot", "Lowered", "TrapError", "UnsupportedOpError", "lower"]
+__all__ = ["TRAP_PARAM", "BufferSlot", "LoopBudgetError", "Lowered", "TrapError",
+           "UnsupportedOpError", "lower", "static_passes"]
 
 TRAP_PARAM = "trapflag"
 _SUBGROUP = (ir.SubgroupReduce, ir.SubgroupShuffle, ir.SubgroupBallot)
@@ -60,7 +68,8 @@ class Lowered:
             same buffers; parameters are the buffers in declaration order, then the trap
             flag when ``uses_trap``, then one u32 length scalar per buffer.
         slots: the storage buffers, in declaration order.
-        uses_trap: the body may set the trap flag (i32 division, Trap).
+        uses_trap: the body may set the trap flags (i32 division, Trap; word 1: a loop
+            its device ended early, under a loop budget).
         features: what the body uses (``"fma"``, ``"atomics"``, ``"barrier"``, ``"subgroups"``,
             ``"grid_sync"``, ``"return"``); launchers refuse dialects that cannot give one.
     """
@@ -127,14 +136,38 @@ def _writable(decl: ir.BufferDecl) -> bool:
         is_backend_allocated(decl)
 
 
+def static_passes(nodes: tuple[ir.Node, ...]) -> int | None:
+    """Loop passes (iterations and exit tests) one invocation makes in ``nodes`` when every
+    loop has literal bounds; None when one does not."""
+    total = 0
+    for node in nodes:
+        if isinstance(node, ir.Loop):
+            body = static_passes(node.body)
+            if body is None or not isinstance(node.from_, ir.LitU32) or \
+                    not isinstance(node.to, ir.LitU32):
+                return None
+            total += max(0, node.to.value - node.from_.value) * (body + 1) + 1
+        elif isinstance(node, (ir.If, ir.Block, ir.Region)):
+            arms = (node.then, node.otherwise) if isinstance(node, ir.If) else \
+                (node.nodes if isinstance(node, ir.Block) else node.body,)
+            counts = [static_passes(arm) for arm in arms]
+            if None in counts:
+                return None
+            total += sum(counts)  # type: ignore[arg-type]
+    return total
+
+
 def lower(program: ir.Program, *, callees: Mapping[str, ir.Program] | None = None,
-          validate: bool = True) -> Lowered:
+          validate: bool = True, loop_budget: int | None = None) -> Lowered:
     """Lower ``program`` to a kernel in the portable subset.
 
     Args:
         program: the vyre program.
         callees: op id -> callee program, inlined as the reference does.
         validate: run the reference's validation first (as the reference always does).
+        loop_budget: the target device's ``loop_budget``. Unless every loop has literal
+            bounds that fit it, each loop then tests whether the device ended it early and
+            sets trap flag word 1 (the launcher raises :class:`LoopBudgetError`).
 
     Returns:
         The lowered kernel and its binding table.
@@ -147,7 +180,7 @@ def lower(program: ir.Program, *, callees: Mapping[str, ir.Program] | None = Non
     old_limit = sys.getrecursionlimit()
     try:
         sys.setrecursionlimit(max(old_limit, 20_000))
-        return _lower(program, callees, validate)
+        return _lower(program, callees, validate, loop_budget)
     except RecursionError:
         raise unsupported("expression or statement nesting is too deep to lower",
                           "flatten the expression with Let bindings.") from None
@@ -156,11 +189,15 @@ def lower(program: ir.Program, *, callees: Mapping[str, ir.Program] | None = Non
 
 
 def _lower(program: ir.Program, callees: Mapping[str, ir.Program] | None,
-           validate: bool) -> Lowered:
+           validate: bool, loop_budget: int | None) -> Lowered:
     prepared = prepare(program, check=validate, callees=callees)
     prog = prepared.program
     slots = _slots(prog)
     shared = _shared(prog)
+    subgroups = any(isinstance(e, _SUBGROUP) for e in walk_exprs(prog.entry))
+    # Workgroup zeroing and subgroup emulation loop too: no static count then.
+    static = None if shared or subgroups else static_passes(tuple(prog.entry))
+    checks = loop_budget is not None and (static is None or static > loop_budget)
     # Name lookup tries storage buffers first, as the reference's does.
     table = {d.name: (name, f"{count}u", ELEMENT_KINDS[d.element], True)
              for d in prog.buffers for name, count in [shared.get(d.name, ("", 0))] if name}
@@ -170,7 +207,7 @@ def _lower(program: ir.Program, callees: Mapping[str, ir.Program] | None,
     # memory per segment, as the reference runs them).
     bodies, needs_trap, features = [], False, set()
     arrays = list(shared.values())
-    if any(isinstance(e, _SUBGROUP) for e in walk_exprs(prog.entry)):
+    if subgroups:
         wx, wy, wz = prog.workgroup_size
         arrays.append((SCRATCH, wx * wy * wz))
         if 4 * sum(count for _, count in arrays) > MAX_SHARED_BYTES:
@@ -181,7 +218,7 @@ def _lower(program: ir.Program, callees: Mapping[str, ir.Program] | None,
                  if d.access in (ir.BufferAccess.READ_ONLY, ir.BufferAccess.UNIFORM)}
     for segment in split_grid_sync(prog.entry):
         ctx = Ctx(table, tuple(prog.workgroup_size), nonuniform=nonuniform,  # type: ignore
-                  read_only=read_only)
+                  read_only=read_only, loop_checks=checks)
         if shared:
             zero_fill(ctx, list(shared.values()))
         lower_nodes(ctx, segment)
