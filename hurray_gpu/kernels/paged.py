@@ -305,7 +305,7 @@ def ref_q8_rows(x: np.ndarray, amax: np.ndarray | None = None) -> tuple[np.ndarr
     return q.astype(np.int8), np.exp2(e).astype(np.float32)
 
 
-def _ref_amax(a: dict[str, Any]) -> None:
+def _ref_amax(a: dict[str, Any], fmt: str = "q8") -> None:
     """Oracle of the q8 amax kernels: each lane's largest finite |x| (as bits) of its words."""
     row, lanes, rows = int(a["row"]), int(a["lanes"]), _items(a)
     if not _runs(a, row):
@@ -452,10 +452,9 @@ _QUANT = Piece("quantized kv", """
 def _make(op: str, fmt: str, word: str) -> KernelDef:
     q8 = fmt == "q8"
     store = "i8" if q8 else "u8"
-    lane, slots = _QLANE, (buf("slots", "u32", "r"),)
+    lane, slots = _QLANE, (buf("slots", "u32", "r"),)[:1 if op != "amax" else 0]
     if op == "amax":
-        params, lane, slots = _bufs("part", "u32", "w") + _bufs("src", word, "r"), \
-            _LANE.fill(width="row"), ()
+        params, lane = _bufs("part", "u32", "w") + _bufs("src", word, "r"), _LANE.fill(width="row")
         head, body, ref = Piece("amax head", "u32 from = t * row;"), _Q8_AMAX, _ref_amax
         extents = _extents("part", "src")
         doc = f"partial amax of k/v {word} rows, one per lane (int8 scales of wide rows)"
@@ -476,7 +475,7 @@ def _make(op: str, fmt: str, word: str) -> KernelDef:
     return compose_kernel(_QUANT.fill(lane=lane, head=head, **roles),
                           name=f"kv_{fmt}_{op}_{word}", params=params + slots + _SCALARS,
                           grid=lambda s: (int(s["n"]),), extents=extents,
-                          reference=lambda a: ref(a) if op == "amax" else ref(a, fmt),
+                          reference=lambda a: ref(a, fmt),
                           tags=("kv_cache",), doc=doc + ".")
 
 
