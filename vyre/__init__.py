@@ -24,7 +24,8 @@ from vyre.ir import *  # noqa: F403 - the IR types are the package's public surf
 from vyre.ir import __all__ as _ir_all
 from vyre.kernel import Kernel
 from vyre.kernel import compile as compile  # noqa: PLC0414 - public, kept out of __all__
-from vyre.lower import LoopBudgetError, Lowered, TrapError, UnsupportedOpError, lower
+from vyre.lower import Lowered, TrapError, UnsupportedOpError, lower
+from vyre.lower.ops import LoopBudgetError
 from vyre.validate import Diagnostic, ValidationError, ValidationOptions, validate
 from vyre.wire.decode import from_wire
 from vyre.wire.encode import to_wire
@@ -34,8 +35,7 @@ from vyre.wire.fingerprint import fingerprint
 __all__ = [
     *_ir_all,
     "DEFAULT_REGISTRY", "EncodeError", "Kernel", "LoopBudgetError", "Lowered", "TrapError",
-    "UnsupportedOpError",
-    "lower", "run", "run_bytes", "ExtensionRegistry", "UnknownExtensionError",
+    "UnsupportedOpError", "lower", "run", "run_bytes", "ExtensionRegistry", "UnknownExtensionError",
     "Diagnostic", "ValidationError", "ValidationOptions", "VersionMismatchError",
     "WireFormatError", "WireValidationError", "builder", "fingerprint", "programs", "reference",
     "validate",

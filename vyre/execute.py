@@ -16,8 +16,8 @@ import numpy as np
 
 from hurray_gpu.runtime.buffer import Buffer
 from vyre import ir
-from vyre.lower import TRAP_PARAM, LoopBudgetError, Lowered, TrapError, lower
-from vyre.lower.ops import unsupported
+from vyre.lower import TRAP_PARAM, Lowered, TrapError, lower
+from vyre.lower.ops import LoopBudgetError, unsupported
 from vyre.reference import DEFAULT_MAX_BUFFER_BYTES, _as_program, _check_grid
 from vyre.reference import run as reference_run
 from vyre.reference.memory import Inputs, bind_inputs, element_count, infer_grid, output_bytes
@@ -93,12 +93,11 @@ def _open(device: Any) -> Any:
 
 
 def check_flags(flags: Buffer, device: Any) -> None:
-    """Raise what a lowered kernel flagged in its two trap words, and clear them.
+    """Raise what a lowered kernel flagged, and clear the flags.
 
     Raises:
-        LoopBudgetError: a loop ran past the device's loop budget (word 1).
-        TrapError: the program trapped (word 0).
-    """
+        LoopBudgetError: the device cut a loop short at its loop budget (word 1).
+        TrapError: the program trapped (word 0)."""
     words = flags.numpy(np.uint32)
     if not words.any():
         return
@@ -106,11 +105,9 @@ def check_flags(flags: Buffer, device: Any) -> None:
     if words[1]:
         raise LoopBudgetError(
             f"vyre kernel: a loop ran past {device.spec}'s loop budget ({device.loop_budget} "
-            "loop passes per invocation, all its loops together) and the device ended it "
-            "early; the outputs are void",
-            fix="give each invocation fewer loop iterations (spread the loop over more "
-                "invocations with a larger grid), or run the program on a device without a "
-                "loop budget (cpu, opencl).")
+            "passes per invocation, all loops together) and was cut short; the outputs are "
+            "void", fix="spread the loop over more invocations (a larger grid), or run the "
+            "program on a device without a loop budget (cpu, opencl).")
     raise TrapError("the program trapped on the device (i32 division by zero or "
                     "MIN / -1, or a Trap node); the outputs are void",
                     fix="guard the divisor, or remove the Trap.")

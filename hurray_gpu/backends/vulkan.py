@@ -56,9 +56,8 @@ VULKAN_GLSL_ABI = 1
 WINDOW_SLACK = 4096
 WORD = 4
 # Mesa's llvmpipe (lavapipe) counts the loop passes of a shader invocation in one counter that
-# every loop shares (gallivm's LP_MAX_TGSI_LOOP_ITERATIONS) and ends all loops when it runs out.
-LLVMPIPE_LOOP_PASSES = 65535
-# The probe's loop: a device that runs it to the end has no budget the probe can see.
+# every loop shares (gallivm's LP_MAX_TGSI_LOOP_ITERATIONS) and silently ends all loops when it
+# runs out. A device that runs the probe's loop to its end has no budget the probe can see.
 PROBE_PASSES = 1 << 22
 
 
@@ -79,10 +78,7 @@ _PROBE = KernelDef(
     body="""
         u32 x = 0u;
         u32 k = 0u;
-        for (u32 i = 0u; i < n; i++) {
-            x = x * 1664525u + 1013904223u;
-            k = k + 1u;
-        }
+        for (u32 i = 0u; i < n; i++) { x = x * 1664525u + 1013904223u; k = k + 1u; }
         STORE(res, 0u, k);
         STORE(res, 1u, x);
     """, grid=lambda s: (1,), extents=lambda s: {"res": 2}, reference=_ref_probe,
@@ -735,15 +731,12 @@ class VulkanDevice(Device):
 
     @functools.cached_property
     def loop_budget(self) -> int | None:  # type: ignore[override]
-        """The driver's known budget (llvmpipe: 65535 passes per invocation) and what a
-        one-item probe loop of PROBE_PASSES steps measures, whichever is smaller; measured
-        once per device (the probe's pipeline is disk-cached)."""
-        known = LLVMPIPE_LOOP_PASSES if "llvmpipe" in self.name.lower() else None
+        """The loop passes a one-item probe loop of PROBE_PASSES steps makes (llvmpipe: 65535),
+        None when it runs to its end; measured once per device (its pipeline is disk-cached)."""
         res = Buffer(self, 8)
         self.run(_PROBE, res, n=PROBE_PASSES, wait=True)
         passes = int(res.numpy(np.uint32)[0])
-        measured = passes if passes < PROBE_PASSES else None
-        return min((b for b in (known, measured) if b is not None), default=None)
+        return passes if passes < PROBE_PASSES else None
 
     def synchronize(self) -> None:
         self.ctx.wait_idle()

@@ -23,21 +23,13 @@ from vyre.lower.body import (
     nonuniform_locals,
     zero_fill,
 )
-from vyre.lower.ops import (
-    Ctx,
-    LoopBudgetError,
-    TrapError,
-    UnsupportedOpError,
-    sanitize,
-    unsupported,
-)
+from vyre.lower.ops import Ctx, TrapError, UnsupportedOpError, sanitize, unsupported
 from vyre.reference.memory import is_backend_allocated
 from vyre.reference.prepare import prepare, walk_exprs
 from vyre.reference.scalar import split_grid_sync
 from vyre.wire.fingerprint import fingerprint
 
-__all__ = ["TRAP_PARAM", "BufferSlot", "LoopBudgetError", "Lowered", "TrapError",
-           "UnsupportedOpError", "lower", "static_passes"]
+__all__ = ["TRAP_PARAM", "BufferSlot", "Lowered", "TrapError", "UnsupportedOpError", "lower"]
 
 TRAP_PARAM = "trapflag"
 _SUBGROUP = (ir.SubgroupReduce, ir.SubgroupShuffle, ir.SubgroupBallot)
@@ -68,8 +60,7 @@ class Lowered:
             same buffers; parameters are the buffers in declaration order, then the trap
             flag when ``uses_trap``, then one u32 length scalar per buffer.
         slots: the storage buffers, in declaration order.
-        uses_trap: the body may set the trap flags (i32 division, Trap; word 1: a loop
-            its device ended early, under a loop budget).
+        uses_trap: the body may set the trap flags (i32 division, Trap; a loop cut short).
         features: what the body uses (``"fma"``, ``"atomics"``, ``"barrier"``, ``"subgroups"``,
             ``"grid_sync"``, ``"return"``); launchers refuse dialects that cannot give one.
     """
@@ -136,27 +127,6 @@ def _writable(decl: ir.BufferDecl) -> bool:
         is_backend_allocated(decl)
 
 
-def static_passes(nodes: tuple[ir.Node, ...]) -> int | None:
-    """Loop passes (iterations and exit tests) one invocation makes in ``nodes`` when every
-    loop has literal bounds; None when one does not."""
-    total = 0
-    for node in nodes:
-        if isinstance(node, ir.Loop):
-            body = static_passes(node.body)
-            if body is None or not isinstance(node.from_, ir.LitU32) or \
-                    not isinstance(node.to, ir.LitU32):
-                return None
-            total += max(0, node.to.value - node.from_.value) * (body + 1) + 1
-        elif isinstance(node, (ir.If, ir.Block, ir.Region)):
-            arms = (node.then, node.otherwise) if isinstance(node, ir.If) else \
-                (node.nodes if isinstance(node, ir.Block) else node.body,)
-            counts = [static_passes(arm) for arm in arms]
-            if None in counts:
-                return None
-            total += sum(counts)  # type: ignore[arg-type]
-    return total
-
-
 def lower(program: ir.Program, *, callees: Mapping[str, ir.Program] | None = None,
           validate: bool = True, loop_budget: int | None = None) -> Lowered:
     """Lower ``program`` to a kernel in the portable subset.
@@ -165,9 +135,8 @@ def lower(program: ir.Program, *, callees: Mapping[str, ir.Program] | None = Non
         program: the vyre program.
         callees: op id -> callee program, inlined as the reference does.
         validate: run the reference's validation first (as the reference always does).
-        loop_budget: the target device's ``loop_budget``. Unless every loop has literal
-            bounds that fit it, each loop then tests whether the device ended it early and
-            sets trap flag word 1 (the launcher raises :class:`LoopBudgetError`).
+        loop_budget: the target device's ``loop_budget``; with one, each loop tests whether
+            the device ended it early and sets trap flag word 1 (:class:`LoopBudgetError`).
 
     Returns:
         The lowered kernel and its binding table.
@@ -194,10 +163,6 @@ def _lower(program: ir.Program, callees: Mapping[str, ir.Program] | None,
     prog = prepared.program
     slots = _slots(prog)
     shared = _shared(prog)
-    subgroups = any(isinstance(e, _SUBGROUP) for e in walk_exprs(prog.entry))
-    # Workgroup zeroing and subgroup emulation loop too: no static count then.
-    static = None if shared or subgroups else static_passes(tuple(prog.entry))
-    checks = loop_budget is not None and (static is None or static > loop_budget)
     # Name lookup tries storage buffers first, as the reference's does.
     table = {d.name: (name, f"{count}u", ELEMENT_KINDS[d.element], True)
              for d in prog.buffers for name, count in [shared.get(d.name, ("", 0))] if name}
@@ -207,7 +172,7 @@ def _lower(program: ir.Program, callees: Mapping[str, ir.Program] | None,
     # memory per segment, as the reference runs them).
     bodies, needs_trap, features = [], False, set()
     arrays = list(shared.values())
-    if subgroups:
+    if any(isinstance(e, _SUBGROUP) for e in walk_exprs(prog.entry)):
         wx, wy, wz = prog.workgroup_size
         arrays.append((SCRATCH, wx * wy * wz))
         if 4 * sum(count for _, count in arrays) > MAX_SHARED_BYTES:
@@ -218,7 +183,7 @@ def _lower(program: ir.Program, callees: Mapping[str, ir.Program] | None,
                  if d.access in (ir.BufferAccess.READ_ONLY, ir.BufferAccess.UNIFORM)}
     for segment in split_grid_sync(prog.entry):
         ctx = Ctx(table, tuple(prog.workgroup_size), nonuniform=nonuniform,  # type: ignore
-                  read_only=read_only, loop_checks=checks)
+                  read_only=read_only, loop_checks=loop_budget is not None)
         if shared:
             zero_fill(ctx, list(shared.values()))
         lower_nodes(ctx, segment)

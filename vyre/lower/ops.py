@@ -17,9 +17,8 @@ from vyre.reference.semantics import ReferenceExecutionError
 
 __all__ = [
     "MIN_I32", "Ctx", "Local", "LoopBudgetError", "TrapError", "UnsupportedOpError", "Value",
-    "canon",
-    "canonical_bits", "ctype", "f32_lit", "f32_rounding", "is_nan", "lower_binop", "lower_cast",
-    "lower_unop", "sanitize", "truth", "unsupported",
+    "canon", "canonical_bits", "ctype", "f32_lit", "f32_rounding", "is_nan", "lower_binop",
+    "lower_cast", "lower_unop", "sanitize", "truth", "unsupported",
 ]
 
 
