@@ -23,8 +23,7 @@ from hurray_gpu.kernels.dequant import AFFINE_RESULT
 __all__ = [
     "FLOAT_WORDS", "MAX_LANES", "MAX_WIDTH", "PAD_SLOT", "PAGED_KERNELS", "QUANT_KERNELS",
     "ROLES", "SIGNED_LIMIT", "SKIP_SLOT", "WORDS", "kernel_name", "paged_kernel", "quant_kernel",
-    "ref_q8_rows", "word_for",
-]
+    "ref_q8_rows", "word_for"]
 
 # Slot value the gather kernel turns into a zero row (padding of gather_padded).
 PAD_SLOT = 0xFFFFFFFF
@@ -233,8 +232,7 @@ def _scatter(word: str) -> KernelDef:
             *_bufs("pool", word, "rw"), *_bufs("src", word, "r"), buf("slots", "u32"), *_SCALARS),
         grid=lambda s: (int(s["n"]),), extents=_extents("pool", "src"),
         reference=_ref_scatter, tags=("kv_cache",),
-        doc="k/v pool row slots[t] = k/v src row t (rows of `row` words; n = rows * lanes).",
-    )
+        doc="k/v pool row slots[t] = k/v src row t (rows of `row` words; n = rows * lanes).")
 
 
 def _gather(word: str) -> KernelDef:
@@ -246,8 +244,7 @@ def _gather(word: str) -> KernelDef:
             *_bufs("dst", word, "w"), *_bufs("pool", word, "r"), buf("slots", "u32"), *_SCALARS),
         grid=lambda s: (int(s["n"]),), extents=_extents("pool", "dst"),
         reference=_ref_gather, tags=("kv_cache",),
-        doc="k/v dst row t = k/v pool row slots[t]; zeros past the pool; SKIP_SLOT untouched.",
-    )
+        doc="k/v dst row t = k/v pool row slots[t]; zeros past the pool; SKIP_SLOT untouched.")
 
 
 def _copy_pages(word: str) -> KernelDef:
@@ -262,8 +259,7 @@ def _copy_pages(word: str) -> KernelDef:
         extents=lambda s: {**{r + p: int(s["num_pages"]) * int(s["page_words"])
                               for r in ROLES for p in ("pool", "from")}, "pairs": 2 * _items(s)},
         reference=_ref_copy_pages, tags=("kv_cache",),
-        doc="k/v page pairs[2t+1] = page pairs[2t] (kfrom/vfrom: the same pools, read-only).",
-    )
+        doc="k/v page pairs[2t+1] = page pairs[2t] (kfrom/vfrom: the same pools, read-only).")
 
 
 PAGED_KERNELS = tuple(make(word) for make in (_scatter, _gather, _copy_pages)

@@ -45,8 +45,7 @@ from hurray_gpu.runtime.buffer import Buffer
 
 __all__ = [
     "materialize_sparse", "materialize_sparse_quant", "row_major_view", "validated_indices",
-    "zeroed",
-]
+    "zeroed"]
 
 
 def _entries(b: Buffer, name: str, want: int | None) -> int:

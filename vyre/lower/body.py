@@ -36,8 +36,7 @@ from vyre.validate_types import expr_children, iter_exprs
 
 __all__ = [
     "ELEMENT_KINDS", "PARAM_DTYPES", "SCRATCH", "as_u32_index", "load_value", "lower_expr",
-    "lower_nodes", "nonuniform_locals", "store_text", "uniform_expr", "zero_fill",
-]
+    "lower_nodes", "nonuniform_locals", "store_text", "uniform_expr", "zero_fill"]
 
 # -- expressions ----------------------------------------------------------------------
 
@@ -194,8 +193,7 @@ def lower_expr(ctx: Ctx, expr: ir.Expr) -> Value:
 
 
 _FIXES: dict[type, str] = {
-    ir.Call: "pass callees= so the call is inlined before lowering.",
-}
+    ir.Call: "pass callees= so the call is inlined before lowering."}
 
 
 def as_u32_index(value: Value) -> Value:
@@ -322,8 +320,7 @@ _REFUSED = {
     ir.AsyncLoad: "async copies are not lowered; use Load/Store loops.",
     ir.AsyncStore: "async copies are not lowered; use Load/Store loops.",
     ir.AsyncWait: "async copies are not lowered; use Load/Store loops.",
-    ir.Resume: "the reference errors on Resume.",
-}
+    ir.Resume: "the reference errors on Resume."}
 
 
 def lower_nodes(ctx: Ctx, nodes: tuple[ir.Node, ...]) -> None:

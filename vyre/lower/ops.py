@@ -18,8 +18,7 @@ from vyre.reference.semantics import ReferenceExecutionError
 __all__ = [
     "MIN_I32", "Ctx", "Local", "LoopBudgetError", "TrapError", "UnsupportedOpError", "Value",
     "canon", "canonical_bits", "ctype", "f32_lit", "f32_rounding", "is_nan", "lower_binop",
-    "lower_cast", "lower_unop", "sanitize", "truth", "unsupported",
-]
+    "lower_cast", "lower_unop", "sanitize", "truth", "unsupported"]
 
 
 class TrapError(ReferenceExecutionError):
@@ -290,8 +289,7 @@ def _u32(ctx: Ctx, op: BinOp, a: Value, b: Value) -> Value:
         BinOp.SATURATING_ADD: f"({x} + {y} < {x}) ? 0xffffffffu : {x} + {y}",
         BinOp.SATURATING_SUB: f"({x} > {y}) ? {x} - {y} : 0u",
         BinOp.SATURATING_MUL: f"(UMULHI({x}, {y}) != 0u) ? 0xffffffffu : {x} * {y}",
-        BinOp.MUL_HIGH: f"UMULHI({x}, {y})",
-    }
+        BinOp.MUL_HIGH: f"UMULHI({x}, {y})"}
     if op not in table:
         raise unsupported(f"u32 {op.name}", "use the subgroup expressions instead.")
     return ctx.temp("u32", table[op])
@@ -319,8 +317,7 @@ def _i32(ctx: Ctx, op: BinOp, a: Value, b: Value) -> Value:
         BinOp.BIT_AND: f"{x} & {y}", BinOp.BIT_OR: f"{x} | {y}", BinOp.BIT_XOR: f"{x} ^ {y}",
         BinOp.SHL: f"I32(U32({x}) << (U32({y}) & 31u))",
         BinOp.SHR: f"{x} >> I32(U32({y}) & 31u)",
-        BinOp.MIN: f"IMIN({x}, {y})", BinOp.MAX: f"IMAX({x}, {y})",
-    }
+        BinOp.MIN: f"IMIN({x}, {y})", BinOp.MAX: f"IMAX({x}, {y})"}
     if op == BinOp.ABS_DIFF:
         return ctx.temp("u32", f"({x} > {y}) ? U32({x}) - U32({y}) : U32({y}) - U32({x})")
     if op not in table:
