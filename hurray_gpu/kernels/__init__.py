@@ -31,10 +31,9 @@ __all__ = ["KERNELS", "KernelDef", "get_kernel", "kernel_names", "loop_steps", "
 
 
 def loop_steps(device: Any, loops: int = 1, reserve: int = 0) -> int:
-    """Iterations each of ``loops`` loops run one after another by one work item may take on
-    ``device``, inside its loop budget after ``reserve`` passes of the item's other loops
-    (every iteration is a pass, and so is each loop's exit test); 2**32 - 1 with no budget.
-    Launchers size the work per item with it (docs/reliability.md, "Loop budgets")."""
+    """Iterations each of ``loops`` sequential loops of one work item may take inside
+    ``device``'s loop budget less ``reserve`` passes (docs/reliability.md, "Loop budgets");
+    2**32 - 1 with no budget."""
     budget = getattr(device, "loop_budget", None)
     return 0xFFFFFFFF if budget is None else max(1, (budget - reserve) // loops - 1)
 

@@ -66,9 +66,8 @@ def _runs(a: Mapping[str, Any], width: int) -> bool:
 
 def _extents(data: str, dense: str, scales: bool = False) -> Any:
     """Extents of a kernel moving rows between ``k``/``v`` + ``data`` (``num_slots`` rows) and
-    ``dense`` (one row per slot entry), with per-slot f32 ``scales`` when asked; an int8
-    scatter also reads one partial amax per work item when it has several lanes, and the amax
-    kernels (``data`` = part) write one."""
+    ``dense`` (one row per slot entry), per-slot f32 ``scales`` when asked, and ``part``: one
+    partial amax per item (amax kernels, and int8 scatters with several lanes)."""
     def extents(s: Mapping[str, Any]) -> dict[str, int]:
         out = {"slots": _items(s)}
         parts = int(s["n"]) if data == "part" or scales and int(s["lanes"]) > 1 else 0

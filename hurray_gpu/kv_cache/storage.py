@@ -324,9 +324,8 @@ class KVStorage:
         return (base + np.arange(self.page_size, dtype=np.int64)).reshape(-1)
 
     def _lanes(self, rows: int, words: int, base: int, loops: int = 2) -> int:
-        """Work items per row of ``words`` for a launch over ``rows`` rows: ``base`` (one on
-        CPUs), or as many as keep each item's ``loops`` row loops inside the device's loop
-        budget (lavapipe's: a whole-row loop there would end early and silently).
+        """Work items per row of ``words`` in a launch over ``rows`` rows: ``base``, or as many
+        as keep each item's ``loops`` row loops inside the device's loop budget.
 
         Raises:
             UnsupportedOpError: the launch passes u32 indexing or MAX_LANES items per row.

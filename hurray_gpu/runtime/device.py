@@ -88,10 +88,9 @@ class Device:
 
     @property
     def loop_budget(self) -> int | None:
-        """The most loop passes one work item may make, all its loops together (each
-        iteration is a pass, and so is each loop's exit test); None: no limit. Past it a
-        driver may end the loops silently (lavapipe: 65535), so kernels split their work to
-        stay inside it (docs/reliability.md, "Loop budgets")."""
+        """The most loop passes (iterations and exit tests) one work item may make, all its
+        loops together, before the driver silently ends them (lavapipe: 65535); None: no limit
+        (docs/reliability.md, "Loop budgets")."""
         return None
 
     @property
