@@ -67,9 +67,11 @@ def test_loop_budget_is_what_the_device_runs(kernel_device: Device) -> None:
 
 # -- paged KV cache -------------------------------------------------------------------------
 
-# (name, heads, head_dim, page_size, pages): pages of 128 rows of 1024 elements, and rows of
-# 65536 elements (two heads of 32768). Both used to exceed lavapipe's budget in one work item.
-GEOMETRIES = [("pages", 8, 128, 128, 5), ("rows", 2, 32768, 2, 6)]
+# (name, heads, head_dim, page_size, pages): pages of 64 and 128 rows of 1024 elements (a
+# float16 page of 64 rows is 32768 words: its K and V loops together pass 65535), and rows of
+# 32768 and 65536 elements. Each used to exceed lavapipe's budget in one work item.
+GEOMETRIES = [("pages64", 8, 128, 64, 5), ("pages128", 8, 128, 128, 5),
+              ("rows16k", 2, 16384, 2, 6), ("rows32k", 2, 32768, 2, 6)]
 CACHES = [("float16", None), ("bfloat16", None), ("float32", None), ("float16", "int8"),
           ("bfloat16", "float8_e4m3")]
 
