@@ -322,13 +322,12 @@ _QLANE = Piece("quant lane", """
 """)
 
 # The row's largest finite |x|, compared as bits (so NaN and device max() semantics never
-# matter), over the words ``$w0``, ``$w0 + $dw``, ... of the row.
-def _amax(w0: str, dw: str) -> str:
-    return f"""
-        for (u32 w = {w0}; w < row; w += {dw}) {{
+# matter), over the words $w0, $w0 + $dw, ... of the row.
+_AMAX = Piece("row amax", """
+        for (u32 w = $w0; w < row; w += $dw) {
             u32 a = AS_U32(LOAD($src, from + w)) & 0x7fffffffu;
             if (a < 0x7f800000u) amax = UMAX(amax, a);
-        }}"""
+        }""")
 
 # One item per row (lanes == 1, CPUs) finds the row's amax itself; with more lanes (a row
 # past the device's loop budget) the amax kernel has left one partial amax per lane in $part.
@@ -361,14 +360,14 @@ _Q8_SCATTER = Piece("q8 quantize", """
             STORE($pool, to + w, q);
         }
     }
-""".replace("$amax", _amax("0u", "1u")))
+""")
 _Q8_AMAX = Piece("q8 partial amax", """
     {
         u32 amax = 0u;
         $amax
         STORE($part, i, amax);
     }
-""".replace("$amax", _amax("lane", "lanes")))
+""")
 
 # Dequantization is the Hurray per-block affine formula shared with the dequant kernels
 # (AFFINE_RESULT, with zero point 0): scale[slot] * q, bit-identical to every other path.
@@ -466,7 +465,10 @@ def _make(op: str, fmt: str, word: str) -> KernelDef:
         body, ref = (_Q8_GATHER if q8 else _F8_GATHER), _ref_gather
         extents = _extents("pool", "dst", q8)
         doc = f"dequantize slots to k/v {word} rows (zeros for slots past the pool)"
-    roles = {r: body.fill(**{h: r + h for h in body.holes}) for r in ROLES}
+    # The amax loop: each lane's words in the amax kernel, the whole row in a one-lane scatter.
+    step = {"w0": "lane", "dw": "lanes"} if op == "amax" else {"w0": "0u", "dw": "1u"}
+    roles = {r: body.fill(**{h: _AMAX.fill(src=r + "src", **step) if h == "amax" else r + h
+                             for h in body.holes}) for r in ROLES}
     return compose_kernel(_QUANT.fill(lane=lane, head=head, **roles),
                           name=f"kv_{fmt}_{op}_{word}", params=params + slots + _SCALARS,
                           grid=lambda s: (int(s["n"]),), extents=extents,
