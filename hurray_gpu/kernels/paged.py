@@ -348,7 +348,19 @@ _Q8_SCATTER = Piece("q8 quantize", """
         }
         f32 inv = AS_F32(U32(127 - e) << 23u);
         if (lane == 0u) STORE($scales, slot, AS_F32(U32(127 + e) << 23u));
-        for (u32 w = lane; w < row; w += lanes) {
+        if (lanes == 1u) {
+            for (u32 w = 0u; w < row; w++) {
+                $code
+            }
+        } else {
+            for (u32 w = lane; w < row; w += lanes) {
+                $code
+            }
+        }
+    }
+""")
+# One word: the plain loop of one lane per row stays a unit-stride loop compilers vectorise.
+_Q8_CODE = Piece("q8 word", """
             f32 v = LOAD($src, from + w);
             u32 a = AS_U32(v) & 0x7fffffffu;
             i32 q = 0;
@@ -358,8 +370,6 @@ _Q8_SCATTER = Piece("q8 quantize", """
                 q = IMIN(IMAX(I32(FLOOR(v * inv + 0.5f)), -127), 127);
             }
             STORE($pool, to + w, q);
-        }
-    }
 """)
 _Q8_AMAX = Piece("q8 partial amax", """
     {
@@ -467,8 +477,10 @@ def _make(op: str, fmt: str, word: str) -> KernelDef:
         doc = f"dequantize slots to k/v {word} rows (zeros for slots past the pool)"
     # The amax loop: each lane's words in the amax kernel, the whole row in a one-lane scatter.
     step = {"w0": "lane", "dw": "lanes"} if op == "amax" else {"w0": "0u", "dw": "1u"}
-    roles = {r: body.fill(**{h: _AMAX.fill(src=r + "src", **step) if h == "amax" else r + h
-                             for h in body.holes}) for r in ROLES}
+    subs = {"amax": lambda r: _AMAX.fill(src=r + "src", **step),
+            "code": lambda r: _Q8_CODE.fill(src=r + "src", pool=r + "pool")}
+    roles = {r: body.fill(**{h: subs[h](r) if h in subs else r + h for h in body.holes})
+             for r in ROLES}
     return compose_kernel(_QUANT.fill(lane=lane, head=head, **roles),
                           name=f"kv_{fmt}_{op}_{word}", params=params + slots + _SCALARS,
                           grid=lambda s: (int(s["n"]),), extents=extents,
