@@ -40,16 +40,30 @@ __kernel __attribute__((reqd_work_group_size(64, 1, 1))) void kv_q8_scatter_bf16
         }
         float inv = as_float((uint)(127 - e) << 23u);
         if (lane == 0u) store_kscales(slot, as_float((uint)(127 + e) << 23u));
-        for (uint w = lane; w < row; w += lanes) {
-            float v = load_ksrc(from + w);
-            uint a = as_uint(v) & 0x7fffffffu;
-            int q = 0;
-            if (a == 0x7f800000u) {
-                q = (as_uint(v) >> 31u) != 0u ? -127 : 127;
-            } else if (a >= 0x00800000u && a < 0x7f800000u) {
-                q = min(max((int)(floor(v * inv + 0.5f)), -127), 127);
+        if (lanes == 1u) {
+            for (uint w = 0u; w < row; w++) {
+                float v = load_ksrc(from + w);
+                uint a = as_uint(v) & 0x7fffffffu;
+                int q = 0;
+                if (a == 0x7f800000u) {
+                    q = (as_uint(v) >> 31u) != 0u ? -127 : 127;
+                } else if (a >= 0x00800000u && a < 0x7f800000u) {
+                    q = min(max((int)(floor(v * inv + 0.5f)), -127), 127);
+                }
+                store_kpool(to + w, q);
             }
-            store_kpool(to + w, q);
+        } else {
+            for (uint w = lane; w < row; w += lanes) {
+                float v = load_ksrc(from + w);
+                uint a = as_uint(v) & 0x7fffffffu;
+                int q = 0;
+                if (a == 0x7f800000u) {
+                    q = (as_uint(v) >> 31u) != 0u ? -127 : 127;
+                } else if (a >= 0x00800000u && a < 0x7f800000u) {
+                    q = min(max((int)(floor(v * inv + 0.5f)), -127), 127);
+                }
+                store_kpool(to + w, q);
+            }
         }
     }
     {
@@ -70,16 +84,30 @@ __kernel __attribute__((reqd_work_group_size(64, 1, 1))) void kv_q8_scatter_bf16
         }
         float inv = as_float((uint)(127 - e) << 23u);
         if (lane == 0u) store_vscales(slot, as_float((uint)(127 + e) << 23u));
-        for (uint w = lane; w < row; w += lanes) {
-            float v = load_vsrc(from + w);
-            uint a = as_uint(v) & 0x7fffffffu;
-            int q = 0;
-            if (a == 0x7f800000u) {
-                q = (as_uint(v) >> 31u) != 0u ? -127 : 127;
-            } else if (a >= 0x00800000u && a < 0x7f800000u) {
-                q = min(max((int)(floor(v * inv + 0.5f)), -127), 127);
+        if (lanes == 1u) {
+            for (uint w = 0u; w < row; w++) {
+                float v = load_vsrc(from + w);
+                uint a = as_uint(v) & 0x7fffffffu;
+                int q = 0;
+                if (a == 0x7f800000u) {
+                    q = (as_uint(v) >> 31u) != 0u ? -127 : 127;
+                } else if (a >= 0x00800000u && a < 0x7f800000u) {
+                    q = min(max((int)(floor(v * inv + 0.5f)), -127), 127);
+                }
+                store_vpool(to + w, q);
             }
-            store_vpool(to + w, q);
+        } else {
+            for (uint w = lane; w < row; w += lanes) {
+                float v = load_vsrc(from + w);
+                uint a = as_uint(v) & 0x7fffffffu;
+                int q = 0;
+                if (a == 0x7f800000u) {
+                    q = (as_uint(v) >> 31u) != 0u ? -127 : 127;
+                } else if (a >= 0x00800000u && a < 0x7f800000u) {
+                    q = min(max((int)(floor(v * inv + 0.5f)), -127), 127);
+                }
+                store_vpool(to + w, q);
+            }
         }
     }
 }

@@ -61,16 +61,30 @@ static inline void kv_q8_scatter_f16_item(uint32_t hg_gid0, uint32_t hg_gid1, ui
         }
         float inv = hg_as_f32((uint32_t)(127 - e) << 23u);
         if (lane == 0u) store_kscales(slot, hg_as_f32((uint32_t)(127 + e) << 23u));
-        for (uint32_t w = lane; w < row; w += lanes) {
-            float v = load_ksrc(from + w);
-            uint32_t a = hg_as_u32(v) & 0x7fffffffu;
-            int32_t q = 0;
-            if (a == 0x7f800000u) {
-                q = (hg_as_u32(v) >> 31u) != 0u ? -127 : 127;
-            } else if (a >= 0x00800000u && a < 0x7f800000u) {
-                q = hg_imin(hg_imax((int32_t)(floorf(v * inv + 0.5f)), -127), 127);
+        if (lanes == 1u) {
+            for (uint32_t w = 0u; w < row; w++) {
+                float v = load_ksrc(from + w);
+                uint32_t a = hg_as_u32(v) & 0x7fffffffu;
+                int32_t q = 0;
+                if (a == 0x7f800000u) {
+                    q = (hg_as_u32(v) >> 31u) != 0u ? -127 : 127;
+                } else if (a >= 0x00800000u && a < 0x7f800000u) {
+                    q = hg_imin(hg_imax((int32_t)(floorf(v * inv + 0.5f)), -127), 127);
+                }
+                store_kpool(to + w, q);
             }
-            store_kpool(to + w, q);
+        } else {
+            for (uint32_t w = lane; w < row; w += lanes) {
+                float v = load_ksrc(from + w);
+                uint32_t a = hg_as_u32(v) & 0x7fffffffu;
+                int32_t q = 0;
+                if (a == 0x7f800000u) {
+                    q = (hg_as_u32(v) >> 31u) != 0u ? -127 : 127;
+                } else if (a >= 0x00800000u && a < 0x7f800000u) {
+                    q = hg_imin(hg_imax((int32_t)(floorf(v * inv + 0.5f)), -127), 127);
+                }
+                store_kpool(to + w, q);
+            }
         }
     }
     {
@@ -91,16 +105,30 @@ static inline void kv_q8_scatter_f16_item(uint32_t hg_gid0, uint32_t hg_gid1, ui
         }
         float inv = hg_as_f32((uint32_t)(127 - e) << 23u);
         if (lane == 0u) store_vscales(slot, hg_as_f32((uint32_t)(127 + e) << 23u));
-        for (uint32_t w = lane; w < row; w += lanes) {
-            float v = load_vsrc(from + w);
-            uint32_t a = hg_as_u32(v) & 0x7fffffffu;
-            int32_t q = 0;
-            if (a == 0x7f800000u) {
-                q = (hg_as_u32(v) >> 31u) != 0u ? -127 : 127;
-            } else if (a >= 0x00800000u && a < 0x7f800000u) {
-                q = hg_imin(hg_imax((int32_t)(floorf(v * inv + 0.5f)), -127), 127);
+        if (lanes == 1u) {
+            for (uint32_t w = 0u; w < row; w++) {
+                float v = load_vsrc(from + w);
+                uint32_t a = hg_as_u32(v) & 0x7fffffffu;
+                int32_t q = 0;
+                if (a == 0x7f800000u) {
+                    q = (hg_as_u32(v) >> 31u) != 0u ? -127 : 127;
+                } else if (a >= 0x00800000u && a < 0x7f800000u) {
+                    q = hg_imin(hg_imax((int32_t)(floorf(v * inv + 0.5f)), -127), 127);
+                }
+                store_vpool(to + w, q);
             }
-            store_vpool(to + w, q);
+        } else {
+            for (uint32_t w = lane; w < row; w += lanes) {
+                float v = load_vsrc(from + w);
+                uint32_t a = hg_as_u32(v) & 0x7fffffffu;
+                int32_t q = 0;
+                if (a == 0x7f800000u) {
+                    q = (hg_as_u32(v) >> 31u) != 0u ? -127 : 127;
+                } else if (a >= 0x00800000u && a < 0x7f800000u) {
+                    q = hg_imin(hg_imax((int32_t)(floorf(v * inv + 0.5f)), -127), 127);
+                }
+                store_vpool(to + w, q);
+            }
         }
     }
 }

@@ -36,16 +36,30 @@ extern "C" __global__ void __launch_bounds__(64) kv_q8_scatter_f32(signed char* 
         }
         float inv = __uint_as_float((unsigned int)(127 - e) << 23u);
         if (lane == 0u) store_kscales(slot, __uint_as_float((unsigned int)(127 + e) << 23u));
-        for (unsigned int w = lane; w < row; w += lanes) {
-            float v = load_ksrc(from + w);
-            unsigned int a = __float_as_uint(v) & 0x7fffffffu;
-            int q = 0;
-            if (a == 0x7f800000u) {
-                q = (__float_as_uint(v) >> 31u) != 0u ? -127 : 127;
-            } else if (a >= 0x00800000u && a < 0x7f800000u) {
-                q = min(max((int)(floorf(v * inv + 0.5f)), -127), 127);
+        if (lanes == 1u) {
+            for (unsigned int w = 0u; w < row; w++) {
+                float v = load_ksrc(from + w);
+                unsigned int a = __float_as_uint(v) & 0x7fffffffu;
+                int q = 0;
+                if (a == 0x7f800000u) {
+                    q = (__float_as_uint(v) >> 31u) != 0u ? -127 : 127;
+                } else if (a >= 0x00800000u && a < 0x7f800000u) {
+                    q = min(max((int)(floorf(v * inv + 0.5f)), -127), 127);
+                }
+                store_kpool(to + w, q);
             }
-            store_kpool(to + w, q);
+        } else {
+            for (unsigned int w = lane; w < row; w += lanes) {
+                float v = load_ksrc(from + w);
+                unsigned int a = __float_as_uint(v) & 0x7fffffffu;
+                int q = 0;
+                if (a == 0x7f800000u) {
+                    q = (__float_as_uint(v) >> 31u) != 0u ? -127 : 127;
+                } else if (a >= 0x00800000u && a < 0x7f800000u) {
+                    q = min(max((int)(floorf(v * inv + 0.5f)), -127), 127);
+                }
+                store_kpool(to + w, q);
+            }
         }
     }
     {
@@ -66,16 +80,30 @@ extern "C" __global__ void __launch_bounds__(64) kv_q8_scatter_f32(signed char* 
         }
         float inv = __uint_as_float((unsigned int)(127 - e) << 23u);
         if (lane == 0u) store_vscales(slot, __uint_as_float((unsigned int)(127 + e) << 23u));
-        for (unsigned int w = lane; w < row; w += lanes) {
-            float v = load_vsrc(from + w);
-            unsigned int a = __float_as_uint(v) & 0x7fffffffu;
-            int q = 0;
-            if (a == 0x7f800000u) {
-                q = (__float_as_uint(v) >> 31u) != 0u ? -127 : 127;
-            } else if (a >= 0x00800000u && a < 0x7f800000u) {
-                q = min(max((int)(floorf(v * inv + 0.5f)), -127), 127);
+        if (lanes == 1u) {
+            for (unsigned int w = 0u; w < row; w++) {
+                float v = load_vsrc(from + w);
+                unsigned int a = __float_as_uint(v) & 0x7fffffffu;
+                int q = 0;
+                if (a == 0x7f800000u) {
+                    q = (__float_as_uint(v) >> 31u) != 0u ? -127 : 127;
+                } else if (a >= 0x00800000u && a < 0x7f800000u) {
+                    q = min(max((int)(floorf(v * inv + 0.5f)), -127), 127);
+                }
+                store_vpool(to + w, q);
             }
-            store_vpool(to + w, q);
+        } else {
+            for (unsigned int w = lane; w < row; w += lanes) {
+                float v = load_vsrc(from + w);
+                unsigned int a = __float_as_uint(v) & 0x7fffffffu;
+                int q = 0;
+                if (a == 0x7f800000u) {
+                    q = (__float_as_uint(v) >> 31u) != 0u ? -127 : 127;
+                } else if (a >= 0x00800000u && a < 0x7f800000u) {
+                    q = min(max((int)(floorf(v * inv + 0.5f)), -127), 127);
+                }
+                store_vpool(to + w, q);
+            }
         }
     }
 }

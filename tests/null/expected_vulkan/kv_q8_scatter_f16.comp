@@ -74,16 +74,30 @@ void main() {
         }
         float inv = uintBitsToFloat(uint(127 - e) << 23u);
         if (lane == 0u) store_kscales(slot, uintBitsToFloat(uint(127 + e) << 23u));
-        for (uint w = lane; w < row; w += lanes) {
-            float v = load_ksrc(from + w);
-            uint a = floatBitsToUint(v) & 0x7fffffffu;
-            int q = 0;
-            if (a == 0x7f800000u) {
-                q = (floatBitsToUint(v) >> 31u) != 0u ? -127 : 127;
-            } else if (a >= 0x00800000u && a < 0x7f800000u) {
-                q = min(max(int(floor(v * inv + 0.5f)), -127), 127);
+        if (lanes == 1u) {
+            for (uint w = 0u; w < row; w++) {
+                float v = load_ksrc(from + w);
+                uint a = floatBitsToUint(v) & 0x7fffffffu;
+                int q = 0;
+                if (a == 0x7f800000u) {
+                    q = (floatBitsToUint(v) >> 31u) != 0u ? -127 : 127;
+                } else if (a >= 0x00800000u && a < 0x7f800000u) {
+                    q = min(max(int(floor(v * inv + 0.5f)), -127), 127);
+                }
+                store_kpool(to + w, q);
             }
-            store_kpool(to + w, q);
+        } else {
+            for (uint w = lane; w < row; w += lanes) {
+                float v = load_ksrc(from + w);
+                uint a = floatBitsToUint(v) & 0x7fffffffu;
+                int q = 0;
+                if (a == 0x7f800000u) {
+                    q = (floatBitsToUint(v) >> 31u) != 0u ? -127 : 127;
+                } else if (a >= 0x00800000u && a < 0x7f800000u) {
+                    q = min(max(int(floor(v * inv + 0.5f)), -127), 127);
+                }
+                store_kpool(to + w, q);
+            }
         }
     }
     {
@@ -104,16 +118,30 @@ void main() {
         }
         float inv = uintBitsToFloat(uint(127 - e) << 23u);
         if (lane == 0u) store_vscales(slot, uintBitsToFloat(uint(127 + e) << 23u));
-        for (uint w = lane; w < row; w += lanes) {
-            float v = load_vsrc(from + w);
-            uint a = floatBitsToUint(v) & 0x7fffffffu;
-            int q = 0;
-            if (a == 0x7f800000u) {
-                q = (floatBitsToUint(v) >> 31u) != 0u ? -127 : 127;
-            } else if (a >= 0x00800000u && a < 0x7f800000u) {
-                q = min(max(int(floor(v * inv + 0.5f)), -127), 127);
+        if (lanes == 1u) {
+            for (uint w = 0u; w < row; w++) {
+                float v = load_vsrc(from + w);
+                uint a = floatBitsToUint(v) & 0x7fffffffu;
+                int q = 0;
+                if (a == 0x7f800000u) {
+                    q = (floatBitsToUint(v) >> 31u) != 0u ? -127 : 127;
+                } else if (a >= 0x00800000u && a < 0x7f800000u) {
+                    q = min(max(int(floor(v * inv + 0.5f)), -127), 127);
+                }
+                store_vpool(to + w, q);
             }
-            store_vpool(to + w, q);
+        } else {
+            for (uint w = lane; w < row; w += lanes) {
+                float v = load_vsrc(from + w);
+                uint a = floatBitsToUint(v) & 0x7fffffffu;
+                int q = 0;
+                if (a == 0x7f800000u) {
+                    q = (floatBitsToUint(v) >> 31u) != 0u ? -127 : 127;
+                } else if (a >= 0x00800000u && a < 0x7f800000u) {
+                    q = min(max(int(floor(v * inv + 0.5f)), -127), 127);
+                }
+                store_vpool(to + w, q);
+            }
         }
     }
 }
