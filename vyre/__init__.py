@@ -25,6 +25,7 @@ from vyre.ir import __all__ as _ir_all
 from vyre.kernel import Kernel
 from vyre.kernel import compile as compile  # noqa: PLC0414 - public, kept out of __all__
 from vyre.lower import Lowered, TrapError, UnsupportedOpError, lower
+from vyre.lower.ops import LoopBudgetError
 from vyre.validate import Diagnostic, ValidationError, ValidationOptions, validate
 from vyre.wire.decode import from_wire
 from vyre.wire.encode import to_wire
@@ -33,8 +34,8 @@ from vyre.wire.fingerprint import fingerprint
 # vyre.compile is public but stays out of __all__: a star import must not shadow the builtin.
 __all__ = [
     *_ir_all,
-    "DEFAULT_REGISTRY", "EncodeError", "Kernel", "Lowered", "TrapError", "UnsupportedOpError",
-    "lower", "run", "run_bytes", "ExtensionRegistry", "UnknownExtensionError",
+    "DEFAULT_REGISTRY", "EncodeError", "Kernel", "LoopBudgetError", "Lowered", "TrapError",
+    "UnsupportedOpError", "lower", "run", "run_bytes", "ExtensionRegistry", "UnknownExtensionError",
     "Diagnostic", "ValidationError", "ValidationOptions", "VersionMismatchError",
     "WireFormatError", "WireValidationError", "builder", "fingerprint", "programs", "reference",
     "validate",

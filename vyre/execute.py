@@ -17,13 +17,13 @@ import numpy as np
 from hurray_gpu.runtime.buffer import Buffer
 from vyre import ir
 from vyre.lower import TRAP_PARAM, Lowered, TrapError, lower
-from vyre.lower.ops import unsupported
+from vyre.lower.ops import LoopBudgetError, unsupported
 from vyre.reference import DEFAULT_MAX_BUFFER_BYTES, _as_program, _check_grid
 from vyre.reference import run as reference_run
 from vyre.reference.memory import Inputs, bind_inputs, element_count, infer_grid, output_bytes
 from vyre.wire.fingerprint import fingerprint
 
-__all__ = ["lower_cached", "program_key", "run", "run_bytes"]
+__all__ = ["check_flags", "lower_cached", "program_key", "run", "run_bytes"]
 
 _U32_MAX = 0xFFFFFFFF
 _DTYPES: dict[object, str] = {ir.Scalar.U32: "<u4", ir.Scalar.BOOL: "<u4", ir.Scalar.I32: "<i4",
@@ -60,21 +60,21 @@ def program_key(program: ir.Program,
                            for op, callee in sorted(callees.items()))
 
 
-def lower_cached(program: ir.Program,
-                 callees: Mapping[str, ir.Program] | None = None) -> Lowered:
+def lower_cached(program: ir.Program, callees: Mapping[str, ir.Program] | None = None,
+                 loop_budget: int | None = None) -> Lowered:
     """``vyre.lower(program)``, memoized in memory by the fingerprints of the program and of
-    its callees.
+    its callees, and the device's loop budget.
 
     Raises:
         The errors of :func:`vyre.lower.lower`.
     """
-    key = program_key(program, callees)
+    key = program_key(program, callees) + str(loop_budget).encode()
     with _LOWERED_LOCK:
         hit = _LOWERED.get(key)
         if hit is not None:
             _LOWERED.move_to_end(key)
             return hit
-    lowered = lower(program, callees=callees)
+    lowered = lower(program, callees=callees, loop_budget=loop_budget)
     with _LOWERED_LOCK:
         _LOWERED[key] = lowered
         while len(_LOWERED) > _LOWERED_MAX:
@@ -90,6 +90,27 @@ def _open(device: Any) -> Any:
         raise unsupported(f"device {device!r} compiles no kernels",
                           "pass device='reference' for the interpreter, or a compiling device.")
     return dev
+
+
+def check_flags(flags: Buffer, device: Any) -> None:
+    """Raise what a lowered kernel flagged, and clear the flags.
+
+    Raises:
+        LoopBudgetError: the device cut a loop short at its loop budget (word 1).
+        TrapError: the program trapped (word 0)."""
+    words = flags.numpy(np.uint32)
+    if not words.any():
+        return
+    flags.copyin(bytes(8))
+    if words[1]:
+        raise LoopBudgetError(
+            f"vyre kernel: a loop ran past {device.spec}'s loop budget ({device.loop_budget} "
+            "passes per invocation, all loops together) and was cut short; the outputs are "
+            "void", fix="spread the loop over more invocations (a larger grid), or run the "
+            "program on a device without a loop budget (cpu, opencl).")
+    raise TrapError("the program trapped on the device (i32 division by zero or "
+                    "MIN / -1, or a Trap node); the outputs are void",
+                    fix="guard the divisor, or remove the Trap.")
 
 
 def _check_dialect(lowered: Lowered, dialect: str) -> None:
@@ -135,6 +156,7 @@ def run_bytes(program: ir.Program | bytes, inputs: Inputs = None, *,
         vyre.ValidationError: the program is invalid.
         ReferenceInputError: bad inputs or grid.
         UnsupportedOpError: the program uses a construct this device cannot run exactly.
+        LoopBudgetError: a loop ran past the device's loop budget (``Device.loop_budget``).
         TrapError: the program trapped (i32 division by zero or MIN/-1, or a Trap node).
     """
     prog = _as_program(program)
@@ -143,8 +165,8 @@ def run_bytes(program: ir.Program | bytes, inputs: Inputs = None, *,
 
         return ref_run_bytes(prog, inputs, grid=grid, min_dispatch_elements=min_dispatch_elements,
                              max_buffer_bytes=max_buffer_bytes, callees=callees)
-    lowered = lower_cached(prog, callees)
     dev = _open(device)
+    lowered = lower_cached(prog, callees, dev.loop_budget)
     _check_dialect(lowered, dev.dialect)
     prepared = lowered.program
     bound = bind_inputs(prepared, inputs, max_buffer_bytes)
@@ -166,13 +188,11 @@ def run_bytes(program: ir.Program | bytes, inputs: Inputs = None, *,
             args[slot.param] = buffers[slot.param]
             args[slot.length] = element_count(slot.decl.element, len(data))
         if lowered.uses_trap:
-            buffers[TRAP_PARAM] = args[TRAP_PARAM] = Buffer.from_bytes(dev, bytes(4))
+            buffers[TRAP_PARAM] = args[TRAP_PARAM] = Buffer.from_bytes(dev, bytes(8))
         for kernel in lowered.kernels:  # GridSync segments run one after another
             dev.run(kernel, global_size=size, wait=True, **args)
-        if lowered.uses_trap and bytes(buffers[TRAP_PARAM].copyout()) != bytes(4):
-            raise TrapError("the program trapped on the device (i32 division by zero or "
-                            "MIN / -1, or a Trap node); the outputs are void",
-                            fix="guard the divisor, or remove the Trap.")
+        if lowered.uses_trap:
+            check_flags(buffers[TRAP_PARAM], dev)
         out = {}
         by_name = {s.decl.name: s for s in lowered.slots}
         for decl in bound.outputs:

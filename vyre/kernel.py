@@ -22,8 +22,8 @@ from hurray_gpu.runtime.cache import LRUCache
 from hurray_gpu.runtime.device import Device
 from hurray_gpu.runtime.memory import Allocation, MemoryClass
 from vyre import ir
-from vyre.execute import _check_dialect, _open, lower_cached, program_key
-from vyre.lower import BufferSlot, Lowered, TrapError
+from vyre.execute import _check_dialect, _open, check_flags, lower_cached, program_key
+from vyre.lower import BufferSlot, Lowered
 from vyre.lower.ops import UnsupportedOpError, unsupported
 from vyre.reference import _as_program
 from vyre.reference.memory import is_backend_allocated
@@ -194,7 +194,7 @@ class Kernel:
             lowered.program.workgroup_size)
         # Loading goes through Device.program: its memory LRU, then the disk cache.
         self._programs = tuple(device.program(k) for k in lowered.kernels)
-        self._trap = Buffer.from_bytes(device, bytes(4)) if lowered.uses_trap else None
+        self._trap = Buffer.from_bytes(device, bytes(8)) if lowered.uses_trap else None
         self._sizes: dict[Any, tuple[int, int, int]] = {}
         self._u32 = np.uint32
 
@@ -280,6 +280,7 @@ class Kernel:
         Raises:
             UnsupportedOpError: a buffer on another device, freed, too small or of the wrong
                 kind; a bad grid; a stream of another device.
+            LoopBudgetError: a loop ran past the device's loop budget.
             TrapError: the program trapped (i32 division by zero or MIN / -1, or Trap).
         """
         size = self._global_size(grid)
@@ -290,7 +291,7 @@ class Kernel:
         if stream is None:
             self._launch(allocations, scalars, size)
             if trap is not None:
-                self._check_trap(trap)
+                check_flags(trap, self.device)
             return
         if getattr(stream, "device", None) is not self.device:
             raise unsupported(f"stream {stream!r} is not a stream of {self.device.spec}",
@@ -298,7 +299,7 @@ class Kernel:
         with stream:  # the flag is read on the launch's own queue, after the launch
             self._launch(allocations, scalars, size)
             if trap is not None:
-                self._check_trap(trap)
+                check_flags(trap, self.device)
 
     def _launch(self, allocations: list[Any], scalars: list[Any],
                 size: tuple[int, int, int]) -> None:
@@ -308,14 +309,6 @@ class Kernel:
         # _arguments(); its generic binding would cost more than the launch itself.
         for program in self._programs:  # GridSync segments, in order on one queue
             program.launch_prechecked(allocations, scalars, size)
-
-    def _check_trap(self, trap: Buffer) -> None:
-        flag = bytes(trap.copyout())
-        if flag != bytes(4):
-            trap.copyin(bytes(4))
-            raise TrapError("the program trapped on the device (i32 division by zero or "
-                            "MIN / -1, or a Trap node); the outputs are void",
-                            fix="guard the divisor, or remove the Trap.")
 
     def __repr__(self) -> str:
         return (f"<vyre.Kernel {self.lowered.kernels[0].name} on {self.device.spec} "
@@ -358,7 +351,7 @@ def compile(program: ir.Program | bytes, device: Any = "cpu", *,  # noqa: A001 -
     hit = cache.get(key)
     if hit is not None:
         return hit
-    lowered = lower_cached(prog, callees)
+    lowered = lower_cached(prog, callees, dev.loop_budget)
     _check_dialect(lowered, dev.dialect)
     kernel = Kernel(lowered, dev)
     cache.put(key, kernel)

@@ -28,8 +28,9 @@ from hurray_gpu.backends import vulkan_context as vkc
 from hurray_gpu.backends.vulkan_context import VulkanContext, call, check, count_devices
 from hurray_gpu.backends.vulkan_sync import PoolPoints, VkEvent, VkStream
 from hurray_gpu.dialect.glsl import GLSLRenderer
-from hurray_gpu.dialect.kernel import KernelDef
+from hurray_gpu.dialect.kernel import KernelDef, buf, scalar
 from hurray_gpu.errors import BackendUnavailableError, CompileError, UnsupportedOpError
+from hurray_gpu.runtime.buffer import Buffer
 from hurray_gpu.runtime.cache import KernelCacheBackend
 from hurray_gpu.runtime.device import Device
 from hurray_gpu.runtime.memory import Allocation, Allocator, MemoryClass
@@ -54,6 +55,34 @@ VULKAN_GLSL_ABI = 1
 # Never more than 1/16 of the binding range, so the windows themselves stay large.
 WINDOW_SLACK = 4096
 WORD = 4
+# Mesa's llvmpipe (lavapipe) counts the loop passes of a shader invocation in one counter that
+# every loop shares (gallivm's LP_MAX_TGSI_LOOP_ITERATIONS) and silently ends all loops when it
+# runs out. A device that runs the probe's loop to its end has no budget the probe can see.
+PROBE_PASSES = 1 << 22
+
+
+def _lcg(n: int) -> int:
+    """The probe's value after ``n`` steps of x = 1664525 x + 1013904223 from 0 (mod 2**32)."""
+    a, c, m = 1664525, 1013904223, 1 << 32
+    return c * ((pow(a, n, m * (a - 1)) - 1) // (a - 1)) % m
+
+
+def _ref_probe(a: dict[str, Any]) -> None:
+    a["res"][:2] = [int(a["n"]), _lcg(int(a["n"]))]
+
+
+# One work item counting the passes of a loop of n steps; the LCG keeps compilers from
+# replacing the loop by its closed form.
+_PROBE = KernelDef(
+    name="vk_loop_probe", params=(buf("res", "u32", "w"), scalar("n")),
+    body="""
+        u32 x = 0u;
+        u32 k = 0u;
+        for (u32 i = 0u; i < n; i++) { x = x * 1664525u + 1013904223u; k = k + 1u; }
+        STORE(res, 0u, k);
+        STORE(res, 1u, x);
+    """, grid=lambda s: (1,), extents=lambda s: {"res": 2}, reference=_ref_probe,
+    local_size=(1, 1, 1), doc="res = (loop passes made of n, the LCG after them).")
 
 
 # -- GLSL: the shared dialect plus dispatch bases and windowed subscripts ------------------
@@ -90,14 +119,11 @@ class VulkanGLSLRenderer(GLSLRenderer):
     """
 
     index_expr = tuple(  # type: ignore[assignment]
-        f"(gl_GlobalInvocationID.{axis} + hg_pc.hg_base{d})" for d, axis in enumerate("xyz")
-    )
+        f"(gl_GlobalInvocationID.{axis} + hg_pc.hg_base{d})" for d, axis in enumerate("xyz"))
     load_map: ClassVar[dict[str, str]] = {
-        k: guard_subscripts(v) for k, v in GLSLRenderer.load_map.items()
-    }
+        k: guard_subscripts(v) for k, v in GLSLRenderer.load_map.items()}
     store_map: ClassVar[dict[str, str]] = {
-        k: guard_subscripts(v) for k, v in GLSLRenderer.store_map.items()
-    }
+        k: guard_subscripts(v) for k, v in GLSLRenderer.store_map.items()}
 
     def render_accessors(self, kernel: KernelDef) -> str:
         lines = super().render_accessors(kernel).split("\n")
@@ -121,8 +147,7 @@ class VulkanGLSLRenderer(GLSLRenderer):
         return [
             f"uint hg_ix_{p.name}(uint hg_j) {{ uint hg_k = hg_j + hg_pc.hg_d_{p.name}; "
             f"if (hg_k >= uint({p.name}.length())) {{ atomicOr(hg_fault, 1u); }} return hg_k; }}"
-            for p in kernel.buffers
-        ]
+            for p in kernel.buffers]
 
 
 def check_push_size(kernel: KernelDef, limit: int) -> int:
@@ -136,8 +161,7 @@ def check_push_size(kernel: KernelDef, limit: int) -> int:
         raise UnsupportedOpError(
             f"kernel {kernel.name} needs {size} bytes of Vulkan push constants; the device "
             f"allows {limit}",
-            fix="pass fewer scalars or buffers (each takes one 32-bit word).",
-        )
+            fix="pass fewer scalars or buffers (each takes one 32-bit word).")
     return size
 
 
@@ -211,8 +235,7 @@ def _chunk_items(big: list[Span], total: int, local: int, limits: Limits) -> int
         raise UnsupportedOpError(
             f"a work group of {local} items touches more than maxStorageBufferRange "
             f"({limits.max_range} bytes) of a {largest}-byte buffer",
-            fix="use a smaller local size, or split the buffer before the launch.",
-        )
+            fix="use a smaller local size, or split the buffer before the launch.")
     return items
 
 
@@ -240,8 +263,7 @@ def plan_launch(
         if span.offset % WORD:
             raise UnsupportedOpError(
                 f"a Vulkan kernel buffer view starts at byte {span.offset}, not a multiple of 4",
-                fix="align views passed to Vulkan kernels to 4 bytes, or copy them first.",
-            )
+                fix="align views passed to Vulkan kernels to 4 bytes, or copy them first.")
     whole = [_whole(span, align) for span in spans]
     big = [i for i, (_, size) in enumerate(whole) if size > limits.max_range]
     axis = max((d for d in range(3) if global_size[d] > 1), default=0)
@@ -252,16 +274,14 @@ def plan_launch(
     ranges = [
         [(s, min(s + steps_per_axis[d], global_size[d])) for s in range(0, global_size[d],
                                                                           steps_per_axis[d])]
-        for d in range(3)
-    ]
+        for d in range(3)]
     plan = []
     for pieces in itertools.product(*ranges):
         first, stop = pieces[axis]
         windows = [
             _window(spans[i], first, stop, global_size[axis], align, limits.slack)
             if i in big else whole[i]
-            for i in range(len(spans))
-        ]
+            for i in range(len(spans))]
         deltas = tuple((span.offset - start) // WORD % 2**32
                        for span, (start, _) in zip(spans, windows, strict=True))
         base = tuple(piece[0] for piece in pieces)
@@ -308,8 +328,7 @@ class VulkanPipeline:
         self.layout = self._own("vkDestroyPipelineLayout", self._create_layout())
         stage = ctx._info(
             "PIPELINE_SHADER_STAGE_CREATE_INFO", stage=vk.VK_SHADER_STAGE_COMPUTE_BIT,
-            module=self.module, pName=entry,
-        )
+            module=self.module, pName=entry)
         info = ctx._info("COMPUTE_PIPELINE_CREATE_INFO", stage=stage, layout=self.layout)
         infos = [info]
         self.pipeline = self._own("vkDestroyPipeline", call(
@@ -324,14 +343,11 @@ class VulkanPipeline:
         bindings = [
             vk.VkDescriptorSetLayoutBinding(
                 binding=i, descriptorType=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-                descriptorCount=1, stageFlags=vk.VK_SHADER_STAGE_COMPUTE_BIT,
-            )
-            for i in range(self.n_buffers)
-        ]
+                descriptorCount=1, stageFlags=vk.VK_SHADER_STAGE_COMPUTE_BIT)
+            for i in range(self.n_buffers)]
         info = ctx._info(
             "DESCRIPTOR_SET_LAYOUT_CREATE_INFO", bindingCount=len(bindings),
-            pBindings=bindings or None,
-        )
+            pBindings=bindings or None)
         return call(vk.vkCreateDescriptorSetLayout, ctx.device, info, None)
 
     def _create_layout(self) -> Any:
@@ -342,8 +358,7 @@ class VulkanPipeline:
         info = ctx._info(
             "PIPELINE_LAYOUT_CREATE_INFO", setLayoutCount=1, pSetLayouts=layouts,
             pushConstantRangeCount=1 if self.push_size else 0,
-            pPushConstantRanges=ranges if self.push_size else None,
-        )
+            pPushConstantRanges=ranges if self.push_size else None)
         return call(vk.vkCreatePipelineLayout, ctx.device, info, None)
 
     def run(self, dispatches: list[Dispatch]) -> None:
@@ -367,8 +382,7 @@ class VulkanPipeline:
         sizes = [vk.VkDescriptorPoolSize(
             type=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, descriptorCount=max(1, count * self.n_buffers))]
         info = ctx._info(
-            "DESCRIPTOR_POOL_CREATE_INFO", maxSets=count, poolSizeCount=1, pPoolSizes=sizes
-        )
+            "DESCRIPTOR_POOL_CREATE_INFO", maxSets=count, poolSizeCount=1, pPoolSizes=sizes)
         return call(vk.vkCreateDescriptorPool, ctx.device, info, None)
 
     def _write_sets(self, pool: Any, dispatches: list[Dispatch]) -> list[Any]:
@@ -376,8 +390,7 @@ class VulkanPipeline:
         layouts = [self.set_layout] * len(dispatches)
         info = ctx._info(
             "DESCRIPTOR_SET_ALLOCATE_INFO", descriptorPool=pool,
-            descriptorSetCount=len(dispatches), pSetLayouts=layouts,
-        )
+            descriptorSetCount=len(dispatches), pSetLayouts=layouts)
         sets = list(call(vk.vkAllocateDescriptorSets, ctx.device, info))
         if self.n_buffers == 0:
             return sets
@@ -390,8 +403,7 @@ class VulkanPipeline:
                 writes.append(ctx._info(
                     "WRITE_DESCRIPTOR_SET", dstSet=dset, dstBinding=binding,
                     descriptorCount=1, descriptorType=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-                    pBufferInfo=buffer_info,
-                ))
+                    pBufferInfo=buffer_info))
         vk.vkUpdateDescriptorSets(ctx.device, len(writes), writes, 0, None)
         return sets
 
@@ -400,8 +412,7 @@ class VulkanPipeline:
         vk.vkCmdBindPipeline(cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE, self.pipeline)
         barrier = [self.ctx._info(
             "MEMORY_BARRIER", srcAccessMask=vk.VK_ACCESS_SHADER_WRITE_BIT,
-            dstAccessMask=vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT,
-        )]
+            dstAccessMask=vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT)]
         for i, (dset, dispatch) in enumerate(zip(sets, dispatches, strict=True)):
             if i:  # chunks may overlap at window edges; keep them ordered
                 vk.vkCmdPipelineBarrier(
@@ -497,8 +508,7 @@ class VulkanCompiler(Compiler):
         if self.glslang is None:
             raise BackendUnavailableError(
                 f"{GLSLANG} was not found on PATH; Vulkan kernels need it to build SPIR-V",
-                fix="apt-get install glslang-tools (or put glslangValidator on PATH).",
-            )
+                fix="apt-get install glslang-tools (or put glslangValidator on PATH).")
         return self.glslang
 
     def version(self) -> str:
@@ -569,8 +579,7 @@ class VulkanProgram(Program):
                 tuple((mem.buffer, off, size) for (mem, _, _), (off, size) in
                       zip(roots, step.windows, strict=True)) + fault,
                 np.array(step.base + step.deltas, np.uint32).tobytes() + words, step.groups)
-            for step in steps
-        ]
+            for step in steps]
         if stream is not None:  # queued in stream order; faults surface at synchronize()
             start = time.perf_counter()
             with dev.ctx.lock:
@@ -699,6 +708,15 @@ class VulkanDevice(Device):
 
     def identity(self) -> str:
         return f"vulkan:{self.ctx.identity()}|glsl-abi-{VULKAN_GLSL_ABI}"
+
+    @functools.cached_property
+    def loop_budget(self) -> int | None:  # type: ignore[override]
+        """The loop passes a one-item probe loop of PROBE_PASSES steps makes (llvmpipe: 65535),
+        None when it runs to its end; measured once per device (its pipeline is disk-cached)."""
+        res = Buffer(self, 8)
+        self.run(_PROBE, res, n=PROBE_PASSES, wait=True)
+        passes = int(res.numpy(np.uint32)[0])
+        return passes if passes < PROBE_PASSES else None
 
     def synchronize(self) -> None:
         self.ctx.wait_idle()

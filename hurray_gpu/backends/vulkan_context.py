@@ -70,11 +70,9 @@ def count_devices() -> int:
     """
     vk = load_vulkan()
     app = vk.VkApplicationInfo(
-        sType=vk.VK_STRUCTURE_TYPE_APPLICATION_INFO, apiVersion=vk.VK_MAKE_VERSION(*API_VERSION)
-    )
+        sType=vk.VK_STRUCTURE_TYPE_APPLICATION_INFO, apiVersion=vk.VK_MAKE_VERSION(*API_VERSION))
     info = vk.VkInstanceCreateInfo(
-        sType=vk.VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO, pApplicationInfo=app
-    )
+        sType=vk.VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO, pApplicationInfo=app)
     try:
         instance = vk.vkCreateInstance(info, None)
     except (vk.VkError, vk.VkException):
@@ -102,8 +100,7 @@ def check(status: int, what: str = "Vulkan call") -> None:
     name = _status_name(status)
     raise DeviceError(
         f"{what} failed with {name} ({status}).",
-        fix="check the Vulkan driver (vulkaninfo), update it, or pick another device.",
-    )
+        fix="check the Vulkan driver (vulkaninfo), update it, or pick another device.")
 
 
 def _status_name(status: int) -> str:
@@ -194,8 +191,7 @@ class VulkanContext:
             self._destroy_instance()
             raise BackendUnavailableError(
                 f"Vulkan device index {index} does not exist ({len(devices)} found).",
-                fix="apt-get install mesa-vulkan-drivers for lavapipe, or pick index 0.",
-            )
+                fix="apt-get install mesa-vulkan-drivers for lavapipe, or pick index 0.")
         self.physical = devices[index]
         self.props = vk.vkGetPhysicalDeviceProperties(self.physical)
         self.limits = self.props.limits
@@ -219,11 +215,9 @@ class VulkanContext:
         app = vk.VkApplicationInfo(
             sType=vk.VK_STRUCTURE_TYPE_APPLICATION_INFO, pApplicationName="hurray_gpu",
             applicationVersion=1, pEngineName="hurray_gpu", engineVersion=1,
-            apiVersion=vk.VK_MAKE_VERSION(*API_VERSION),
-        )
+            apiVersion=vk.VK_MAKE_VERSION(*API_VERSION))
         info = vk.VkInstanceCreateInfo(
-            sType=vk.VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO, pApplicationInfo=app
-        )
+            sType=vk.VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO, pApplicationInfo=app)
         try:
             return call(vk.vkCreateInstance, info, None)
         except DeviceError as exc:
@@ -242,8 +236,7 @@ class VulkanContext:
             self._destroy_instance()
             raise BackendUnavailableError(
                 f"Vulkan device {self.props.deviceName} has no compute queue.",
-                fix="pick another Vulkan device.",
-            )
+                fix="pick another Vulkan device.")
         return (dedicated or compute)[0]
 
     def _create_device(self) -> Any:
@@ -251,8 +244,7 @@ class VulkanContext:
         priorities = [1.0]
         queue_info = self._info(
             "DEVICE_QUEUE_CREATE_INFO", queueFamilyIndex=self.queue_family, queueCount=1,
-            pQueuePriorities=priorities,
-        )
+            pQueuePriorities=priorities)
         queue_infos = [queue_info]
         # Kernels index windows of big buffers; robust access keeps a stray index inside the
         # binding (the launch then reports it) instead of touching other memory.
@@ -267,8 +259,7 @@ class VulkanContext:
         info = self._info(
             "DEVICE_CREATE_INFO", queueCreateInfoCount=1, pQueueCreateInfos=queue_infos,
             pEnabledFeatures=features, enabledExtensionCount=len(extensions),
-            ppEnabledExtensionNames=extensions or None, pNext=chain,
-        )
+            ppEnabledExtensionNames=extensions or None, pNext=chain)
         return call(vk.vkCreateDevice, self.physical, info, None)
 
     def _has_timeline(self) -> bool:
@@ -295,8 +286,7 @@ class VulkanContext:
     def _create_command_pool(self) -> Any:
         info = self._info(
             "COMMAND_POOL_CREATE_INFO", queueFamilyIndex=self.queue_family,
-            flags=self.vk.VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
-        )
+            flags=self.vk.VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT)
         return call(self.vk.vkCreateCommandPool, self.device, info, None)
 
     # -- identity ---------------------------------------------------------------------------
@@ -327,8 +317,7 @@ class VulkanContext:
         chain = self._info("EXTERNAL_MEMORY_BUFFER_CREATE_INFO", handleTypes=HANDLE_OPAQUE_FD)
         info = self._info(
             "BUFFER_CREATE_INFO", size=nbytes, usage=BUFFER_USAGE,
-            sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE, pNext=chain if external else None,
-        )
+            sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE, pNext=chain if external else None)
         buffer = call(vk.vkCreateBuffer, self.device, info, None)
         return buffer, vk.vkGetBufferMemoryRequirements(self.device, buffer)
 
@@ -398,8 +387,7 @@ class VulkanContext:
             with self.lock:
                 alloc = self._info(
                     "COMMAND_BUFFER_ALLOCATE_INFO", commandPool=self.command_pool,
-                    level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY, commandBufferCount=1,
-                )
+                    level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY, commandBufferCount=1)
                 cmd = call(vk.vkAllocateCommandBuffers, self.device, alloc)[0]
                 signal = None
                 try:
@@ -449,8 +437,7 @@ class VulkanContext:
         barrier = [self._info(
             "MEMORY_BARRIER", srcAccessMask=vk.VK_ACCESS_MEMORY_WRITE_BIT,
             dstAccessMask=vk.VK_ACCESS_MEMORY_READ_BIT | vk.VK_ACCESS_MEMORY_WRITE_BIT
-            | vk.VK_ACCESS_HOST_READ_BIT,
-        )]
+            | vk.VK_ACCESS_HOST_READ_BIT)]
         vk.vkCmdPipelineBarrier(
             cmd, vk.VK_PIPELINE_STAGE_ALL_COMMANDS_BIT,
             vk.VK_PIPELINE_STAGE_ALL_COMMANDS_BIT | vk.VK_PIPELINE_STAGE_HOST_BIT,
@@ -501,8 +488,7 @@ CLASS_FLAGS: dict[MemoryClass, tuple[int, int, int]] = {
     MemoryClass.HOST_PINNED: (HOST_VISIBLE, HOST_COHERENT | HOST_CACHED, DEVICE_LOCAL),
     MemoryClass.UNIFIED: (DEVICE_LOCAL | HOST_VISIBLE, HOST_COHERENT, 0),
     # Exportable device memory for peers (opaque fd); never mapped: not CPU-accessible.
-    MemoryClass.PEER: (DEVICE_LOCAL, 0, HOST_VISIBLE),
-}
+    MemoryClass.PEER: (DEVICE_LOCAL, 0, HOST_VISIBLE)}
 
 
 def pick_memory_type(
@@ -530,8 +516,7 @@ def offered_classes(ctx: VulkanContext) -> tuple[MemoryClass, ...]:
     return tuple(
         mclass for mclass, (required, _, _) in CLASS_FLAGS.items()
         if pick_memory_type(flags, every, required) is not None
-        and (mclass != MemoryClass.PEER or ctx.exportable)
-    )
+        and (mclass != MemoryClass.PEER or ctx.exportable))
 
 
 @dataclass(eq=False)
@@ -570,8 +555,7 @@ def create_memory(ctx: VulkanContext, nbytes: int, mclass: MemoryClass) -> Vulka
         if index is None:
             raise UnsupportedOpError(
                 f"Vulkan device {ctx.name} has no memory type for {mclass.label} buffers",
-                fix="use standard memory on this device.",
-            )
+                fix="use standard memory on this device.")
         memory = ctx.allocate_memory(req.size, index, export_for=buffer if peer else None)
     except BaseException:
         vk.vkDestroyBuffer(ctx.device, buffer, None)

@@ -26,7 +26,16 @@ from hurray_gpu.kernels.layout_paged import CHECK_PAGED, PAGED_GATHERS
 from hurray_gpu.kernels.layout_sparse import SPARSE_KERNELS
 from hurray_gpu.kernels.paged import PAGED_KERNELS, QUANT_KERNELS
 
-__all__ = ["KERNELS", "KernelDef", "get_kernel", "kernel_names", "register", "run_reference"]
+__all__ = ["KERNELS", "KernelDef", "get_kernel", "kernel_names", "loop_steps", "register",
+           "run_reference"]
+
+
+def loop_steps(device: Any, loops: int = 1, reserve: int = 0) -> int:
+    """Iterations each of ``loops`` sequential loops of one work item may take inside
+    ``device``'s loop budget less ``reserve`` passes (docs/reliability.md, "Loop budgets");
+    2**32 - 1 with no budget."""
+    budget = getattr(device, "loop_budget", None)
+    return 0xFFFFFFFF if budget is None else max(1, (budget - reserve) // loops - 1)
 
 def run_reference(kernel: KernelDef | str, buffers: dict[str, bytes | bytearray],
                   scalars: dict[str, Any]) -> dict[str, bytearray]:

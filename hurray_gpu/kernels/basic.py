@@ -56,8 +56,7 @@ def _convert(name: str, src: str, dst: str, doc: str) -> KernelDef:
             STORE(dst, i, LOAD(src, i));
         """,
         grid=_n, extents=lambda s: {"dst": s["n"], "src": s["n"]},
-        reference=_ref_convert, doc=doc, tags=("convert",),
-    )
+        reference=_ref_convert, doc=doc, tags=("convert",))
 
 
 FILL_U32 = KernelDef(
@@ -69,8 +68,7 @@ FILL_U32 = KernelDef(
         STORE(dst, i, value);
     """,
     grid=_n, extents=lambda s: {"dst": s["n"]}, reference=_ref_fill_u32,
-    doc="dst[i] = value for i < n.",
-)
+    doc="dst[i] = value for i < n.")
 
 COPY_BYTES = KernelDef(
     name="copy_bytes",
@@ -81,8 +79,7 @@ COPY_BYTES = KernelDef(
         STORE(dst, i, LOAD(src, i));
     """,
     grid=_n, extents=lambda s: {"dst": s["n"], "src": s["n"]}, reference=_ref_copy_bytes,
-    doc="dst[i] = src[i] for i < n bytes (exercises sub-word stores).",
-)
+    doc="dst[i] = src[i] for i < n bytes (exercises sub-word stores).")
 
 AXPY_F32 = KernelDef(
     name="axpy_f32",
@@ -93,8 +90,7 @@ AXPY_F32 = KernelDef(
         STORE(y, i, FMA(a, LOAD(x, i), LOAD(y, i)));
     """,
     grid=_n, extents=lambda s: {"y": s["n"], "x": s["n"]}, reference=_ref_axpy_f32,
-    doc="y[i] = fma(a, x[i], y[i]) for i < n (reference within 1 ulp: f64 then f32).",
-)
+    doc="y[i] = fma(a, x[i], y[i]) for i < n (reference within 1 ulp: f64 then f32).")
 
 TRANSPOSE_U32 = KernelDef(
     name="transpose_u32",
@@ -108,8 +104,7 @@ TRANSPOSE_U32 = KernelDef(
     grid=lambda s: (int(s["cols"]), int(s["rows"])),
     extents=lambda s: {"dst": s["rows"] * s["cols"], "src": s["rows"] * s["cols"]},
     reference=_ref_transpose_u32, local_size=(8, 8, 1),
-    doc="dst (cols x rows) = transpose of src (rows x cols), row-major u32.",
-)
+    doc="dst (cols x rows) = transpose of src (rows x cols), row-major u32.")
 
 BASIC_KERNELS = (
     FILL_U32, COPY_BYTES, AXPY_F32, TRANSPOSE_U32,
@@ -118,5 +113,4 @@ BASIC_KERNELS = (
     _convert("bf16_to_f32", "bf16", "f32", "dst[i] = f32(src[i]) (bf16, exact)."),
     _convert("f32_to_bf16", "f32", "bf16", "dst[i] = bf16(src[i]), round to nearest even."),
     _convert("u8_to_f32", "u8", "f32", "dst[i] = f32(src[i]) for u8 src."),
-    _convert("i16_to_i32", "i16", "i32", "dst[i] = i32(src[i]) (sign extension)."),
-)
+    _convert("i16_to_i32", "i16", "i32", "dst[i] = i32(src[i]) (sign extension)."))

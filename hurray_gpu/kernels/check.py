@@ -101,8 +101,7 @@ def _device_build(kind: str) -> Callable[[KernelDef, str], str]:
 
 CHECKERS: dict[str, Callable[[KernelDef, str], str]] = {
     "cuda": _rtc("cuda"), "hip": _rtc("hip"), "glsl": _glslang, "opencl": _device_build("opencl"),
-    "c": _device_build("cpu"),
-}
+    "c": _device_build("cpu")}
 
 
 def check_dialect(dialect: str, archs: Sequence[str] = (),

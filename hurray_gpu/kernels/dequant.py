@@ -28,8 +28,7 @@ __all__ = [
     "ITEM_START", "LUT", "MAGIC_SCALARS", "MODE_MX", "MODE_NF4", "MODE_NONE", "OUT_DTYPES",
     "SCALE_WIDTH", "SCHEMES", "TABLE_RUN", "Scheme", "Variant", "affine_kernel_name",
     "code_extent", "dequant_kernel", "divmagic", "item_grid", "lut_kernel_name",
-    "ref_block_index", "ref_codes", "ref_u32_at", "RESTART", "table_private",
-]
+    "ref_block_index", "ref_codes", "ref_u32_at", "RESTART", "table_private"]
 
 # Output element types of every dequant kernel family, by the Hurray name of the result.
 OUT_DTYPES = FLOAT_TYPES

@@ -404,8 +404,7 @@ _ADD = {
     "f16": "STORE(dst, d, F32_TO_F16_BITS(F16_BITS_TO_F32(LOAD(dst, d)) "
            "+ F16_BITS_TO_F32(LOAD(src, f))));",
     "bf16": "STORE(dst, d, F32_TO_BF16_BITS(BF16_BITS_TO_F32(LOAD(dst, d)) "
-            "+ BF16_BITS_TO_F32(LOAD(src, f))));",
-}
+            "+ BF16_BITS_TO_F32(LOAD(src, f))));"}
 _ADD_WORD = {"f32": "u32", "f16": "u16", "bf16": "u16"}
 _NP = {"f32": "float32", "f16": "float16", "bf16": "bfloat16"}
 

@@ -429,7 +429,10 @@ CHECK_HI = KernelDef(
     doc="Every u64 index is below 2**32 (its hi word is zero).")
 
 # Node q of a compressed level owns crd[pos[q] .. pos[q+1]): pos starts at 0, ends at ncrd,
-# never decreases, and the owned coordinates are strictly increasing and below extent.
+# never decreases, and the owned coordinates are strictly increasing and below extent. Item
+# (q, c) checks the pointers and coordinates c * span .. of node q: span bounds the loop (a
+# device's loop budget), and grid y needs cover only extent + 1 of them, since a longer run
+# cannot be strictly increasing below extent.
 _TREE_BODY = """
     u32 q = GLOBAL_ID(0);
     if (q >= nodes) return;
@@ -440,8 +443,13 @@ _TREE_BODY = """
     if (q == 0u && a != 0u) STORE(err, 0u, 1u);
     if (q + 1u == nodes && b != ncrd) STORE(err, 0u, 1u);
     if (a > b || b > ncrd) { STORE(err, 0u, 1u); return; }
+    u32 sp = UMAX(span, 1u);
+    if (GLOBAL_ID(1) > (b - a) / sp) return;
+    u32 k0 = a + GLOBAL_ID(1) * sp;
+    u32 k1 = k0 + UMIN(b - k0, sp);
     u32 prev = 0u;
-    for (u32 k = a; k < b; k++) {
+    if (k0 > a && crd_off + 2u * k0 - 2u < nix) prev = LOAD(ix, crd_off + 2u * k0 - 2u);
+    for (u32 k = k0; k < k1; k++) {
         u32 c = crd_off + 2u * k;
         u32 v = c < nix ? LOAD(ix, c) : extent;
         if (v >= extent || (k > a && v <= prev)) { STORE(err, 0u, 1u); return; }
@@ -468,8 +476,9 @@ def _ref_tree(a: dict[str, Any]) -> None:
 CHECK_TREE = KernelDef(
     name="layout_check_tree",
     params=(buf("err", "u32", "w"), buf("ix", "u32"), scalar("nodes"), scalar("pos_off"),
-            scalar("crd_off"), scalar("ncrd"), scalar("extent"), scalar("nix")),
-    body=_TREE_BODY, grid=lambda s: (int(s["nodes"]),),
+            scalar("crd_off"), scalar("ncrd"), scalar("extent"), scalar("nix"), scalar("span")),
+    body=_TREE_BODY, grid=lambda s: (int(s["nodes"]), max(1, -(-min(
+        int(s["ncrd"]), int(s["extent"]) + 1) // max(int(s["span"]), 1)))),
     extents=lambda s: {"err": 1, "ix": s["nix"]}, reference=_ref_tree,
     tags=("layout", "check"), doc="CSR/CSC/CSF pos and crd invariants of one level.")
 

@@ -23,8 +23,7 @@ from hurray_gpu.kernels.dequant import AFFINE_RESULT
 __all__ = [
     "FLOAT_WORDS", "MAX_LANES", "MAX_WIDTH", "PAD_SLOT", "PAGED_KERNELS", "QUANT_KERNELS",
     "ROLES", "SIGNED_LIMIT", "SKIP_SLOT", "WORDS", "kernel_name", "paged_kernel", "quant_kernel",
-    "ref_q8_rows", "word_for",
-]
+    "ref_q8_rows", "word_for"]
 
 # Slot value the gather kernel turns into a zero row (padding of gather_padded).
 PAD_SLOT = 0xFFFFFFFF
@@ -67,12 +66,15 @@ def _runs(a: Mapping[str, Any], width: int) -> bool:
 
 def _extents(data: str, dense: str, scales: bool = False) -> Any:
     """Extents of a kernel moving rows between ``k``/``v`` + ``data`` (``num_slots`` rows) and
-    ``dense`` (one row per slot entry), with per-slot f32 ``scales`` when asked."""
+    ``dense`` (one row per slot entry), per-slot f32 ``scales`` when asked, and ``part``: one
+    partial amax per item (amax kernels, and int8 scatters with several lanes)."""
     def extents(s: Mapping[str, Any]) -> dict[str, int]:
         out = {"slots": _items(s)}
+        parts = int(s["n"]) if data == "part" or scales and int(s["lanes"]) > 1 else 0
         for r in ROLES:
             out[r + data] = int(s["num_slots"]) * int(s["row"])
             out[r + dense] = _items(s) * int(s["row"])
+            out[r + "part"] = parts
             if scales:
                 out[r + "scales"] = int(s["num_slots"])
         return out
@@ -97,7 +99,10 @@ def _ref_scatter(a: dict[str, Any], fmt: str = "") -> None:
         src = a[f"{r}src"][: rows * row].reshape(rows, row)
         pool = a[f"{r}pool"][: limit * row].reshape(limit, row)
         if fmt == "q8":
-            q, scale = ref_q8_rows(src.astype(np.float32))
+            lanes = int(a["lanes"])
+            amax = None if lanes == 1 else a[f"{r}part"][: rows * lanes].reshape(
+                rows, lanes).max(axis=1)
+            q, scale = ref_q8_rows(src.astype(np.float32), amax)
             pool[slots[keep]] = q[keep]
             a[f"{r}scales"][:limit][slots[keep]] = scale[keep]
         elif fmt == "f8":
@@ -226,8 +231,7 @@ def _scatter(word: str) -> KernelDef:
             *_bufs("pool", word, "rw"), *_bufs("src", word, "r"), buf("slots", "u32"), *_SCALARS),
         grid=lambda s: (int(s["n"]),), extents=_extents("pool", "src"),
         reference=_ref_scatter, tags=("kv_cache",),
-        doc="k/v pool row slots[t] = k/v src row t (rows of `row` words; n = rows * lanes).",
-    )
+        doc="k/v pool row slots[t] = k/v src row t (rows of `row` words; n = rows * lanes).")
 
 
 def _gather(word: str) -> KernelDef:
@@ -239,8 +243,7 @@ def _gather(word: str) -> KernelDef:
             *_bufs("dst", word, "w"), *_bufs("pool", word, "r"), buf("slots", "u32"), *_SCALARS),
         grid=lambda s: (int(s["n"]),), extents=_extents("pool", "dst"),
         reference=_ref_gather, tags=("kv_cache",),
-        doc="k/v dst row t = k/v pool row slots[t]; zeros past the pool; SKIP_SLOT untouched.",
-    )
+        doc="k/v dst row t = k/v pool row slots[t]; zeros past the pool; SKIP_SLOT untouched.")
 
 
 def _copy_pages(word: str) -> KernelDef:
@@ -255,8 +258,7 @@ def _copy_pages(word: str) -> KernelDef:
         extents=lambda s: {**{r + p: int(s["num_pages"]) * int(s["page_words"])
                               for r in ROLES for p in ("pool", "from")}, "pairs": 2 * _items(s)},
         reference=_ref_copy_pages, tags=("kv_cache",),
-        doc="k/v page pairs[2t+1] = page pairs[2t] (kfrom/vfrom: the same pools, read-only).",
-    )
+        doc="k/v page pairs[2t+1] = page pairs[2t] (kfrom/vfrom: the same pools, read-only).")
 
 
 PAGED_KERNELS = tuple(make(word) for make in (_scatter, _gather, _copy_pages)
@@ -275,16 +277,18 @@ def paged_kernel(op: str, word: str) -> KernelDef:
 FLOAT_WORDS = FLOAT_TYPES
 
 
-def ref_q8_rows(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def ref_q8_rows(x: np.ndarray, amax: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """int8 codes and power-of-two f32 scales of rows ``x`` (float32 [rows, row]).
 
     The scale of a row is 2^e with e the smallest exponent (>= -126) for which every finite
     value / 2^e rounds (half up) into [-127, 127]. Subnormal inputs and NaN quantize to 0,
-    +-inf to +-127.
+    +-inf to +-127. ``amax``: each row's largest finite |x| as bits, when already known.
     """
     bits = x.view(np.uint32) & np.uint32(0x7FFFFFFF)
     finite = bits < 0x7F800000
-    amax = np.where(finite, bits, 0).max(axis=1, initial=0).astype(np.int64)
+    if amax is None:
+        amax = np.where(finite, bits, 0).max(axis=1, initial=0)
+    amax = amax.astype(np.int64)
     e = np.maximum(np.where(amax >= 0x00800000, (amax >> 23) - 133, -126), -126)
     big = amax.astype(np.uint32).view(np.float32) * np.exp2(-e).astype(np.float32)
     e = np.where((amax >= 0x00800000) & (big >= np.float32(127.5)), e + 1, e)
@@ -296,6 +300,18 @@ def ref_q8_rows(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return q.astype(np.int8), np.exp2(e).astype(np.float32)
 
 
+def _ref_amax(a: dict[str, Any], fmt: str = "q8") -> None:
+    """Oracle of the q8 amax kernels: each lane's largest finite |x| (as bits) of its words."""
+    row, lanes, rows = int(a["row"]), int(a["lanes"]), _items(a)
+    if not _runs(a, row):
+        return
+    for r in ROLES:
+        bits = a[f"{r}src"][: rows * row].reshape(rows, row).astype(np.float32).view(np.uint32)
+        bits = np.where(bits & 0x7FFFFFFF < 0x7F800000, bits & 0x7FFFFFFF, 0)
+        bits = np.pad(bits, ((0, 0), (0, -row % lanes)))
+        a[f"{r}part"][: rows * lanes] = bits.reshape(rows, -1, lanes).max(axis=1).reshape(-1)
+
+
 _QLANE = Piece("quant lane", """
     u32 i = GLOBAL_ID(0);
     if (i >= n || lanes == 0u || lanes > 4096u || row == 0u || row > 0xFFFFEFFFu) return;
@@ -305,14 +321,24 @@ _QLANE = Piece("quant lane", """
     u32 slot = LOAD(slots, t);
 """)
 
-# One work item per row: the row's largest finite |x| (compared as bits, so NaN and device
-# max() semantics never matter) picks the power-of-two scale.
+# The row's largest finite |x|, compared as bits (so NaN and device max() semantics never
+# matter), over the words $w0, $w0 + $dw, ... of the row.
+_AMAX = Piece("row amax", """
+        for (u32 w = $w0; w < row; w += $dw) {
+            u32 a = AS_U32(LOAD($src, from + w)) & 0x7fffffffu;
+            if (a < 0x7f800000u) amax = UMAX(amax, a);
+        }""")
+
+# One item per row (lanes == 1, CPUs) finds the row's amax itself; with more lanes (a row
+# past the device's loop budget) the amax kernel has left one partial amax per lane in $part.
+# The amax picks the power-of-two scale; each lane then quantizes its words.
 _Q8_SCATTER = Piece("q8 quantize", """
     {
         u32 amax = 0u;
-        for (u32 w = 0u; w < row; w++) {
-            u32 a = AS_U32(LOAD($src, from + w)) & 0x7fffffffu;
-            if (a < 0x7f800000u) amax = UMAX(amax, a);
+        if (lanes == 1u) {
+            $amax
+        } else {
+            for (u32 j = 0u; j < lanes; j++) amax = UMAX(amax, LOAD($part, t * lanes + j));
         }
         i32 e = -126;
         if (amax >= 0x00800000u) {
@@ -321,8 +347,20 @@ _Q8_SCATTER = Piece("q8 quantize", """
             if (AS_F32(amax) * AS_F32(U32(127 - e) << 23u) >= 127.5f) e = e + 1;
         }
         f32 inv = AS_F32(U32(127 - e) << 23u);
-        STORE($scales, slot, AS_F32(U32(127 + e) << 23u));
-        for (u32 w = 0u; w < row; w++) {
+        if (lane == 0u) STORE($scales, slot, AS_F32(U32(127 + e) << 23u));
+        if (lanes == 1u) {
+            for (u32 w = 0u; w < row; w++) {
+                $code
+            }
+        } else {
+            for (u32 w = lane; w < row; w += lanes) {
+                $code
+            }
+        }
+    }
+""")
+# One word: the plain loop of one lane per row stays a unit-stride loop compilers vectorise.
+_Q8_CODE = Piece("q8 word", """
             f32 v = LOAD($src, from + w);
             u32 a = AS_U32(v) & 0x7fffffffu;
             i32 q = 0;
@@ -332,7 +370,12 @@ _Q8_SCATTER = Piece("q8 quantize", """
                 q = IMIN(IMAX(I32(FLOOR(v * inv + 0.5f)), -127), 127);
             }
             STORE($pool, to + w, q);
-        }
+""")
+_Q8_AMAX = Piece("q8 partial amax", """
+    {
+        u32 amax = 0u;
+        $amax
+        STORE($part, i, amax);
     }
 """)
 
@@ -386,7 +429,6 @@ _F8_GATHER = Piece("f8 dequantize", """
 # Scatter: slots past the pool write nothing.
 _SCATTER_HEAD = Piece("quantize head", """
     if (slot >= num_slots) return;
-    $lane0
     u32 from = t * row;
     u32 to = slot * row;
 """)
@@ -414,34 +456,45 @@ _QUANT = Piece("quantized kv", """
 def _make(op: str, fmt: str, word: str) -> KernelDef:
     q8 = fmt == "q8"
     store = "i8" if q8 else "u8"
-    if op == "scatter":
-        params = _bufs("pool", store, "w") + (_bufs("scales", "f32", "w") if q8 else ()) + \
-            _bufs("src", word, "r") + (buf("slots", "u32", "r"),)
-        # q8 works one item per row, on lane 0.
-        head = _SCATTER_HEAD.fill(lane0="    if (lane != 0u) return;" if q8 else "")
-        body, ref = (_Q8_SCATTER if q8 else _F8_SCATTER), _ref_scatter
+    lane, slots = _QLANE, (buf("slots", "u32", "r"),)[:1 if op != "amax" else 0]
+    if op == "amax":
+        params, lane = _bufs("part", "u32", "w") + _bufs("src", word, "r"), _LANE.fill(width="row")
+        head, body, ref = Piece("amax head", "u32 from = t * row;"), _Q8_AMAX, _ref_amax
+        extents = _extents("part", "src")
+        doc = f"partial amax of k/v {word} rows, one per lane (int8 scales of wide rows)"
+    elif op == "scatter":
+        params = _bufs("pool", store, "w") + (_bufs("scales", "f32", "w") + _bufs(
+            "part", "u32", "r") if q8 else ()) + _bufs("src", word, "r")
+        head, body, ref = _SCATTER_HEAD, (_Q8_SCATTER if q8 else _F8_SCATTER), _ref_scatter
         extents = _extents("pool", "src", q8)
         doc = f"quantize k/v rows of {word} to {'int8 + scale' if q8 else 'float8_e4m3'} slots"
     else:
         params = _bufs("dst", word, "w") + _bufs("pool", store, "r") + \
-            (_bufs("scales", "f32", "r") if q8 else ()) + (buf("slots", "u32", "r"),)
+            (_bufs("scales", "f32", "r") if q8 else ())
         head = _GATHER_HEAD
         body, ref = (_Q8_GATHER if q8 else _F8_GATHER), _ref_gather
         extents = _extents("pool", "dst", q8)
         doc = f"dequantize slots to k/v {word} rows (zeros for slots past the pool)"
-    roles = {r: body.fill(**{h: r + h for h in body.holes}) for r in ROLES}
-    return compose_kernel(_QUANT.fill(lane=_QLANE, head=head, **roles),
-                          name=f"kv_{fmt}_{op}_{word}", params=params + _SCALARS,
+    # The amax loop: each lane's words in the amax kernel, the whole row in a one-lane scatter.
+    step = {"w0": "lane", "dw": "lanes"} if op == "amax" else {"w0": "0u", "dw": "1u"}
+    subs = {"amax": lambda r: _AMAX.fill(src=r + "src", **step),
+            "code": lambda r: _Q8_CODE.fill(src=r + "src", pool=r + "pool")}
+    roles = {r: body.fill(**{h: subs[h](r) if h in subs else r + h for h in body.holes})
+             for r in ROLES}
+    return compose_kernel(_QUANT.fill(lane=lane, head=head, **roles),
+                          name=f"kv_{fmt}_{op}_{word}", params=params + slots + _SCALARS,
                           grid=lambda s: (int(s["n"]),), extents=extents,
                           reference=lambda a: ref(a, fmt),
                           tags=("kv_cache",), doc=doc + ".")
 
 
-QUANT_KERNELS = tuple(_make(op, fmt, word) for fmt in ("q8", "f8") for op in ("scatter", "gather")
+QUANT_KERNELS = tuple(_make(op, fmt, word) for fmt in ("q8", "f8")
+                      for op in ("scatter", "gather", "amax")[:3 if fmt == "q8" else 2]
                       for word in ("f16", "bf16", "f32"))
 _QUANT_BY_NAME = {k.name: k for k in QUANT_KERNELS}
 
 
 def quant_kernel(op: str, fmt: str, word: str) -> KernelDef:
-    """The KernelDef of ``op`` (scatter, gather) for ``fmt`` (q8, f8) and ``word`` (f16...)."""
+    """The KernelDef of ``op`` (scatter, gather; amax for q8) for ``fmt`` (q8, f8) and ``word``
+    (f16...)."""
     return _QUANT_BY_NAME[f"kv_{fmt}_{op}_{word}"]

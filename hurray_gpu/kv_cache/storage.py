@@ -12,7 +12,9 @@ from typing import Any
 import numpy as np
 
 from hurray_gpu.errors import UnsupportedOpError
+from hurray_gpu.kernels import loop_steps
 from hurray_gpu.kernels.paged import (
+    MAX_LANES,
     MAX_WIDTH,
     ROLES,
     SKIP_SLOT,
@@ -80,8 +82,8 @@ class KVStorage:
         self.windows = Windows(device, num_pages, page_size, [stored, 4] if quant == "q8"
                                else [stored])
         # One work item per row on CPUs, pocl and lavapipe included: the row copy becomes a
-        # memcpy (far faster there than spreading it over lanes); on GPUs adjacent items take adjacent
-        # words, so loads coalesce.
+        # memcpy (far faster there than spreading it over lanes); on GPUs adjacent items take
+        # adjacent words, so loads coalesce. _lanes adds items where rows pass a loop budget.
         host = device.kind == "cpu" or bool(getattr(device, "emulated", False))
         self.lanes = 1 if host else min(max(elems, 1), 128)
         self.page_lanes = 1 if host else 256
@@ -159,19 +161,29 @@ class KVStorage:
             slots: from :meth:`upload_slots`.
         """
         self._check_open()
-        self._check_rows(tokens, self.elems)
-        if not tokens:
-            return
         if self.quant is None:
             self._raw_scatter(self.data, layer, ksrc, vsrc, slots, tokens)
             return
+        # int8: one item per row (its scale) unless the loop budget splits rows; then the
+        # amax kernel leaves each lane's partial amax, which every lane of the row reduces.
+        lanes = self._lanes(tokens, self.elems, 1 if self.quant == "q8" else self.lanes, 4)
+        if not tokens:
+            return
         assert self.float_word is not None
+        args = {"n": tokens * lanes, "lanes": lanes, "row": self.elems,
+                "num_slots": self.windows.slots}
+        parts: tuple[Buffer, ...] = ()
+        if self.scales is not None:  # with one lane per row nothing reads them: any buffer
+            parts = (ksrc, vsrc)
+            if lanes > 1:
+                parts = tuple(Buffer(self.device, 4 * tokens * lanes) for _ in ROLES)
+                self._program(quant_kernel("amax", "q8", self.float_word))(
+                    *parts, ksrc, vsrc, **args)
         program = self._program(quant_kernel("scatter", self.quant, self.float_word))
-        lanes = 1 if self.quant == "q8" else self.lanes  # q8: one item per row (its scale)
         for window, local in slots:
             scales = self._views(self.scales, layer, window) if self.scales is not None else ()
-            program(*self._views(self.data, layer, window), *scales, ksrc, vsrc, local,
-                    n=tokens * lanes, lanes=lanes, row=self.elems, num_slots=self.windows.slots)
+            program(*self._views(self.data, layer, window), *scales, *parts, ksrc, vsrc, local,
+                    **args)
 
     def gather(self, layer: int, slots: list[tuple[int, Buffer]], tokens: int,
                out: tuple[Buffer, Buffer] | None = None) -> tuple[Buffer, Buffer]:
@@ -180,9 +192,9 @@ class KVStorage:
         One launch per pool window; rows whose slot is PAD_SLOT (or past the pool) are zeros.
         """
         self._check_open()
-        self._check_rows(tokens, self.elems)
         if self.quant is None:
             return self._raw_gather(self.data, layer, slots, tokens, out)
+        lanes = self._lanes(tokens, self.elems, self.lanes)
         assert self.float_word is not None
         out = out or (Buffer(self.device, tokens * self.row_bytes),
                       Buffer(self.device, tokens * self.row_bytes))
@@ -192,15 +204,13 @@ class KVStorage:
         for window, local in slots:
             scales = self._views(self.scales, layer, window) if self.scales is not None else ()
             program(*out, *self._views(self.data, layer, window), *scales, local,
-                    n=tokens * self.lanes, lanes=self.lanes, row=self.elems,
-                    num_slots=self.windows.slots)
+                    n=tokens * lanes, lanes=lanes, row=self.elems, num_slots=self.windows.slots)
         return out
 
     # -- raw word moves ------------------------------------------------------------------
     def _raw_scatter(self, plane: Plane, layer: int, ksrc: Buffer, vsrc: Buffer,
                      slots: list[tuple[int, Buffer]], tokens: int) -> None:
-        self._check_rows(tokens, plane.row)
-        lanes = min(self.lanes, plane.row)
+        lanes = self._lanes(tokens, plane.row, self.lanes)
         program = self._program(paged_kernel("scatter", plane.word))
         for window, local in slots:
             program(*self._views(plane, layer, window), ksrc, vsrc, local, n=tokens * lanes,
@@ -209,11 +219,10 @@ class KVStorage:
     def _raw_gather(self, plane: Plane, layer: int, slots: list[tuple[int, Buffer]],
                     tokens: int, out: tuple[Buffer, Buffer] | None = None
                     ) -> tuple[Buffer, Buffer]:
-        self._check_rows(tokens, plane.row)
+        lanes = self._lanes(tokens, plane.row, self.lanes)
         out = out or (Buffer(self.device, tokens * plane.slot_bytes),
                       Buffer(self.device, tokens * plane.slot_bytes))
         if tokens:
-            lanes = min(self.lanes, plane.row)
             program = self._program(paged_kernel("gather", plane.word))
             for window, local in slots:
                 program(*out, *self._views(plane, layer, window), local, n=tokens * lanes,
@@ -232,7 +241,7 @@ class KVStorage:
             flat = self.upload_u32([p for pair in local for p in pair])
             for plane in self.planes:
                 words = plane.row * self.page_size
-                lanes = min(self.page_lanes, words)
+                lanes = self._lanes(len(local), words, self.page_lanes)
                 program = self._program(paged_kernel("copy_pages", plane.word))
                 for layer in range(self.num_layers):
                     program(*self._views(plane, layer, dst_window),
@@ -258,7 +267,7 @@ class KVStorage:
         for src_window, dst_window, local in self.windows.split_slot_pairs(src, dst):
             flat = self.upload_u32(local)
             for plane in self.planes:
-                lanes = min(self.page_lanes, plane.row)
+                lanes = self._lanes(local.size // 2, plane.row, self.page_lanes)
                 program = self._program(paged_kernel("copy_pages", plane.word))
                 for layer in range(self.num_layers):
                     program(*self._views(plane, layer, dst_window),
@@ -314,10 +323,21 @@ class KVStorage:
         base = np.asarray(pages, dtype=np.int64)[:, None] * self.page_size
         return (base + np.arange(self.page_size, dtype=np.int64)).reshape(-1)
 
-    def _check_rows(self, tokens: int, row: int) -> None:
-        if tokens * max(self.lanes, 1) > MAX_WORDS or tokens * row > MAX_WORDS:
-            raise UnsupportedOpError(f"{tokens} rows exceed one launch's u32 indexing",
-                                     fix="append or gather fewer tokens at once.")
+    def _lanes(self, rows: int, words: int, base: int, loops: int = 2) -> int:
+        """Work items per row of ``words`` in a launch over ``rows`` rows: ``base``, or as many
+        as keep each item's ``loops`` row loops inside the device's loop budget.
+
+        Raises:
+            UnsupportedOpError: the launch passes u32 indexing or MAX_LANES items per row.
+        """
+        lanes = max(min(base, words), -(-words // loop_steps(self.device, loops)))
+        if lanes > MAX_LANES or rows * lanes > MAX_WORDS or rows * words > MAX_WORDS:
+            raise UnsupportedOpError(
+                f"{rows} rows of {words} words exceed one launch on {self.device} (u32 "
+                f"indexing, and at most {MAX_LANES} work items per row inside its loop "
+                "budget)", fix="append or gather fewer tokens at once, or use fewer heads "
+                "per cache.")
+        return lanes
 
     def buffers(self) -> list[Buffer]:
         """Every pool Buffer of every plane."""

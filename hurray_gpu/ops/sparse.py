@@ -17,6 +17,7 @@ from hurray_gpu.errors import HurrayFormatError, UnsupportedOpError
 from hurray_gpu.format import addressing as ad
 from hurray_gpu.format.descriptor.layouts import COO, CSC, CSR, RowMajor
 from hurray_gpu.format.dtypes import buffer_size, by_name
+from hurray_gpu.kernels import loop_steps
 from hurray_gpu.kernels.dequant_variants import sparse_dequant_kernel
 from hurray_gpu.kernels.layout_sparse import (
     CHECK_COO,
@@ -44,8 +45,7 @@ from hurray_gpu.runtime.buffer import Buffer
 
 __all__ = [
     "materialize_sparse", "materialize_sparse_quant", "row_major_view", "validated_indices",
-    "zeroed",
-]
+    "zeroed"]
 
 
 def _entries(b: Buffer, name: str, want: int | None) -> int:
@@ -147,7 +147,7 @@ def _validate(t: Any, dev: Any, ix: Buffer, offs: list[int], lens: list[int],
             continue
         ncrd, nodes = lens[crd] // 2, lens[pos] // 2 - 1
         dev.run(CHECK_TREE, err=err, ix=ix, nodes=nodes, pos_off=offs[pos],
-                crd_off=offs[crd], ncrd=ncrd, extent=extent, nix=nix)
+                crd_off=offs[crd], ncrd=ncrd, extent=extent, nix=nix, span=loop_steps(dev))
     _raise_if(err, _explain(t))
 
 
@@ -253,7 +253,9 @@ def _csr_rows(t: Any, dev: Any, bufs: list[Buffer], dims: tuple[int, ...]) -> Bu
     err = Buffer(dev, 4)
     err.copyin(np.zeros(1, np.uint32))
     out = Buffer(dev, max(buffer_size(desc.dtype, nrows * ncols), 1))
-    seg = _seg_for(dev, nrows, ncols)
+    # An item's loops: its zeroing and its walk (each entry a copy loop when wpe > 1) over
+    # seg columns, and two binary searches (at most 33 passes each).
+    seg = min(_seg_for(dev, nrows, ncols), loop_steps(dev, 2 * wpe + 2, 80))
     try:
         dev.run(csr_rows_kernel({4: "u32", 2: "u16", 1: "u8"}[word]), dst=out, vals=bufs[0],
                 ci=bufs[1], rp=bufs[2], err=err, nrows=nrows, ncols=ncols, nnz=nnz, wpe=wpe,

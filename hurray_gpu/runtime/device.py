@@ -104,6 +104,13 @@ class Device:
         return 0
 
     @property
+    def loop_budget(self) -> int | None:
+        """The most loop passes (iterations and exit tests) one work item may make, all its
+        loops together, before the driver silently ends them (lavapipe: 65535); None: no limit
+        (docs/reliability.md, "Loop budgets")."""
+        return None
+
+    @property
     def offset_alignment(self) -> int:
         """Bytes a view's offset must be a multiple of for kernels to take it (1 = any)."""
         return 1

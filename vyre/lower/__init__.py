@@ -60,7 +60,7 @@ class Lowered:
             same buffers; parameters are the buffers in declaration order, then the trap
             flag when ``uses_trap``, then one u32 length scalar per buffer.
         slots: the storage buffers, in declaration order.
-        uses_trap: the body may set the trap flag (i32 division, Trap).
+        uses_trap: the body may set the trap flags (i32 division, Trap; a loop cut short).
         features: what the body uses (``"fma"``, ``"atomics"``, ``"barrier"``, ``"subgroups"``,
             ``"grid_sync"``, ``"return"``); launchers refuse dialects that cannot give one.
     """
@@ -128,13 +128,15 @@ def _writable(decl: ir.BufferDecl) -> bool:
 
 
 def lower(program: ir.Program, *, callees: Mapping[str, ir.Program] | None = None,
-          validate: bool = True) -> Lowered:
+          validate: bool = True, loop_budget: int | None = None) -> Lowered:
     """Lower ``program`` to a kernel in the portable subset.
 
     Args:
         program: the vyre program.
         callees: op id -> callee program, inlined as the reference does.
         validate: run the reference's validation first (as the reference always does).
+        loop_budget: the target device's ``loop_budget``; with one, each loop tests whether
+            the device ended it early and sets trap flag word 1 (:class:`LoopBudgetError`).
 
     Returns:
         The lowered kernel and its binding table.
@@ -147,7 +149,7 @@ def lower(program: ir.Program, *, callees: Mapping[str, ir.Program] | None = Non
     old_limit = sys.getrecursionlimit()
     try:
         sys.setrecursionlimit(max(old_limit, 20_000))
-        return _lower(program, callees, validate)
+        return _lower(program, callees, validate, loop_budget)
     except RecursionError:
         raise unsupported("expression or statement nesting is too deep to lower",
                           "flatten the expression with Let bindings.") from None
@@ -156,7 +158,7 @@ def lower(program: ir.Program, *, callees: Mapping[str, ir.Program] | None = Non
 
 
 def _lower(program: ir.Program, callees: Mapping[str, ir.Program] | None,
-           validate: bool) -> Lowered:
+           validate: bool, loop_budget: int | None) -> Lowered:
     prepared = prepare(program, check=validate, callees=callees)
     prog = prepared.program
     slots = _slots(prog)
@@ -181,7 +183,7 @@ def _lower(program: ir.Program, callees: Mapping[str, ir.Program] | None,
                  if d.access in (ir.BufferAccess.READ_ONLY, ir.BufferAccess.UNIFORM)}
     for segment in split_grid_sync(prog.entry):
         ctx = Ctx(table, tuple(prog.workgroup_size), nonuniform=nonuniform,  # type: ignore
-                  read_only=read_only)
+                  read_only=read_only, loop_checks=loop_budget is not None)
         if shared:
             zero_fill(ctx, list(shared.values()))
         lower_nodes(ctx, segment)

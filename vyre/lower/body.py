@@ -36,8 +36,7 @@ from vyre.validate_types import expr_children, iter_exprs
 
 __all__ = [
     "ELEMENT_KINDS", "PARAM_DTYPES", "SCRATCH", "as_u32_index", "load_value", "lower_expr",
-    "lower_nodes", "nonuniform_locals", "store_text", "uniform_expr", "zero_fill",
-]
+    "lower_nodes", "nonuniform_locals", "store_text", "uniform_expr", "zero_fill"]
 
 # -- expressions ----------------------------------------------------------------------
 
@@ -194,8 +193,7 @@ def lower_expr(ctx: Ctx, expr: ir.Expr) -> Value:
 
 
 _FIXES: dict[type, str] = {
-    ir.Call: "pass callees= so the call is inlined before lowering.",
-}
+    ir.Call: "pass callees= so the call is inlined before lowering."}
 
 
 def as_u32_index(value: Value) -> Value:
@@ -276,8 +274,9 @@ def lower_subgroup(ctx: Ctx, expr: ir.Expr, uniform: bool) -> Value:
         _, base, end = _publish(ctx, Value(f"({truth(cond)} ? 1u : 0u)", "u32"))
         mask = ctx.temp("u32", "0u")
         k = ctx.fresh("k")
-        ctx.emit(f"for (u32 {k} = {base.text}; {k} < {end.text}; {k}++) {{ {mask.text} = "
-                 f"{mask.text} | (LOAD({SCRATCH}, {k}) << ({k} - {base.text})); }}")
+        ctx.open_loop(k, base.text, end.text)
+        ctx.emit(f"{mask.text} = {mask.text} | (LOAD({SCRATCH}, {k}) << ({k} - {base.text}));")
+        ctx.close_loop()
         return mask
     value = lower_expr(ctx, expr.value)  # type: ignore[attr-defined]
     if value.kind not in ("u32", "f32"):
@@ -303,13 +302,13 @@ def _reduce(ctx: Ctx, expr: ir.SubgroupReduce, value: Value) -> Value:
                 else f32_lit(_F32_IDENTITY[expr.op]))
     acc = ctx.temp(value.kind, identity)
     k = ctx.fresh("k")
-    ctx.open(f"for (u32 {k} = {base.text}; {k} < {end.text}; {k}++)")
+    ctx.open_loop(k, base.text, end.text)
     word = f"LOAD({SCRATCH}, {k})"
     lane = Value(word if value.kind == "u32" else f"AS_F32({word})", value.kind)
     # The reference folds from the identity in lane order, canonicalizing each f32 step.
     step = lower_binop(ctx, _BINOPS[expr.op], acc, lane)
     ctx.emit(f"{acc.text} = {step.text};")
-    ctx.close()
+    ctx.close_loop()
     return acc
 
 
@@ -321,8 +320,7 @@ _REFUSED = {
     ir.AsyncLoad: "async copies are not lowered; use Load/Store loops.",
     ir.AsyncStore: "async copies are not lowered; use Load/Store loops.",
     ir.AsyncWait: "async copies are not lowered; use Load/Store loops.",
-    ir.Resume: "the reference errors on Resume.",
-}
+    ir.Resume: "the reference errors on Resume."}
 
 
 def lower_nodes(ctx: Ctx, nodes: tuple[ir.Node, ...]) -> None:
@@ -412,12 +410,12 @@ def _loop(ctx: Ctx, node: ir.Loop) -> None:
     start = ctx.temp("u32", lo.text)
     stop = ctx.temp("u32", hi.text)
     var = ctx.fresh(f"l_{sanitize(node.var)}_")
-    ctx.open(f"for (u32 {var} = {start.text}; {var} < {stop.text}; {var}++)")
+    ctx.open_loop(var, start.text, stop.text)
     ctx.scopes[-1][node.var] = Local(var, "u32", False)
     ctx.flow.append(ctx.flow[-1] and node.var not in ctx.nonuniform)
     lower_nodes(ctx, node.body)
     ctx.flow.pop()
-    ctx.close()
+    ctx.close_loop()
 
 
 def zero_fill(ctx: Ctx, arrays: list[tuple[str, int]]) -> None:
@@ -427,8 +425,9 @@ def zero_fill(ctx: Ctx, arrays: list[tuple[str, int]]) -> None:
                           f"(GLOBAL_ID(2) % {wz}u))")
     for name, count in arrays:
         k = ctx.fresh("z")
-        ctx.emit(f"for (u32 {k} = {lli.text}; {k} < {count}u; {k} += {wx * wy * wz}u) "
-                 f"{{ STORE({name}, {k}, 0u); }}")
+        ctx.open_loop(k, lli.text, f"{count}u", f"{wx * wy * wz}u")
+        ctx.emit(f"STORE({name}, {k}, 0u);")
+        ctx.close_loop()
     ctx.emit("BARRIER();")
 
 

@@ -16,15 +16,19 @@ from vyre.ir_types import BinOp, DataType, Scalar, UnOp
 from vyre.reference.semantics import ReferenceExecutionError
 
 __all__ = [
-    "MIN_I32", "Ctx", "Local", "TrapError", "UnsupportedOpError", "Value", "canon",
-    "canonical_bits", "ctype", "f32_lit", "f32_rounding", "is_nan", "lower_binop", "lower_cast",
-    "lower_unop", "sanitize", "truth", "unsupported",
-]
+    "MIN_I32", "Ctx", "Local", "LoopBudgetError", "TrapError", "UnsupportedOpError", "Value",
+    "canon", "canonical_bits", "ctype", "f32_lit", "f32_rounding", "is_nan", "lower_binop",
+    "lower_cast", "lower_unop", "sanitize", "truth", "unsupported"]
 
 
 class TrapError(ReferenceExecutionError):
     """A lowered program hit a construct the reference aborts on (i32 division by zero,
     ``MIN / -1``, a ``Trap`` node); the device set the trap flag and the outputs are void."""
+
+
+class LoopBudgetError(UnsupportedOpError):
+    """A loop of a lowered program ran past its device's loop budget
+    (``Device.loop_budget``): the device ended it early, so the outputs are void."""
 
 
 def unsupported(what: str, fix: str) -> UnsupportedOpError:
@@ -78,7 +82,8 @@ class Ctx:
         scopes: stack of ``{vyre name: Local}``.
         buffers: vyre buffer name -> (param name, length text, element kind, writable).
         workgroup_size: the program's workgroup shape.
-        needs_trap: the body writes the trap flag.
+        needs_trap: the body writes the trap flags (word 0: a trap, word 1: a loop cut).
+        loop_checks: every loop flags it when its device ended it early (a loop budget).
     """
 
     buffers: dict[str, tuple[str, str, str, bool]]
@@ -93,7 +98,9 @@ class Ctx:
     nonuniform: set[str] = field(default_factory=set)
     read_only: set[str] = field(default_factory=set)
     flow: list[bool] = field(default_factory=lambda: [True])
+    loop_checks: bool = False
     _counter: int = 0
+    _loops: list[tuple[str, str]] = field(default_factory=list)
 
     def emit(self, line: str) -> None:
         """Append one body line at the current depth."""
@@ -121,6 +128,25 @@ class Ctx:
         self.scopes.pop()
         self.depth -= 1
         self.emit(trailer)
+
+    def open_loop(self, var: str, start: str, stop: str, step: str = "") -> None:
+        """Open ``for (u32 var = start; var < stop; var++)`` (``var += step``). With
+        ``loop_checks`` the counter outlives the loop, for :meth:`close_loop` to test."""
+        init = f"u32 {var} = {start}"
+        if self.loop_checks:
+            self.emit(init + ";")
+            init = ""
+        self.open(f"for ({init}; {var} < {stop}; {var}{' += ' + step if step else '++'})")
+        self._loops.append((var, stop))
+
+    def close_loop(self) -> None:
+        """Close the innermost loop; with ``loop_checks``, a counter still below its stop
+        means the device ended the loop early (its loop budget): set trap flag word 1."""
+        var, stop = self._loops.pop()
+        self.close()
+        if self.loop_checks:
+            self.needs_trap = True
+            self.emit(f"if ({var} < {stop}) {{ STORE(trapflag, 1u, 1u); }}")
 
     def lookup(self, name: str) -> Local:
         """The visible binding of vyre local ``name``.
@@ -263,8 +289,7 @@ def _u32(ctx: Ctx, op: BinOp, a: Value, b: Value) -> Value:
         BinOp.SATURATING_ADD: f"({x} + {y} < {x}) ? 0xffffffffu : {x} + {y}",
         BinOp.SATURATING_SUB: f"({x} > {y}) ? {x} - {y} : 0u",
         BinOp.SATURATING_MUL: f"(UMULHI({x}, {y}) != 0u) ? 0xffffffffu : {x} * {y}",
-        BinOp.MUL_HIGH: f"UMULHI({x}, {y})",
-    }
+        BinOp.MUL_HIGH: f"UMULHI({x}, {y})"}
     if op not in table:
         raise unsupported(f"u32 {op.name}", "use the subgroup expressions instead.")
     return ctx.temp("u32", table[op])
@@ -292,8 +317,7 @@ def _i32(ctx: Ctx, op: BinOp, a: Value, b: Value) -> Value:
         BinOp.BIT_AND: f"{x} & {y}", BinOp.BIT_OR: f"{x} | {y}", BinOp.BIT_XOR: f"{x} ^ {y}",
         BinOp.SHL: f"I32(U32({x}) << (U32({y}) & 31u))",
         BinOp.SHR: f"{x} >> I32(U32({y}) & 31u)",
-        BinOp.MIN: f"IMIN({x}, {y})", BinOp.MAX: f"IMAX({x}, {y})",
-    }
+        BinOp.MIN: f"IMIN({x}, {y})", BinOp.MAX: f"IMAX({x}, {y})"}
     if op == BinOp.ABS_DIFF:
         return ctx.temp("u32", f"({x} > {y}) ? U32({x}) - U32({y}) : U32({y}) - U32({x})")
     if op not in table:

@@ -8,14 +8,18 @@ layout(std430, set = 0, binding = 0) buffer hg_kpool_block { uint kpool[]; };
 layout(std430, set = 0, binding = 1) buffer hg_vpool_block { uint vpool[]; };
 layout(std430, set = 0, binding = 2) buffer hg_kscales_block { uint kscales[]; };
 layout(std430, set = 0, binding = 3) buffer hg_vscales_block { uint vscales[]; };
-layout(std430, set = 0, binding = 4) readonly buffer hg_ksrc_block { uint ksrc[]; };
-layout(std430, set = 0, binding = 5) readonly buffer hg_vsrc_block { uint vsrc[]; };
-layout(std430, set = 0, binding = 6) readonly buffer hg_slots_block { uint slots[]; };
+layout(std430, set = 0, binding = 4) readonly buffer hg_kpart_block { uint kpart[]; };
+layout(std430, set = 0, binding = 5) readonly buffer hg_vpart_block { uint vpart[]; };
+layout(std430, set = 0, binding = 6) readonly buffer hg_ksrc_block { uint ksrc[]; };
+layout(std430, set = 0, binding = 7) readonly buffer hg_vsrc_block { uint vsrc[]; };
+layout(std430, set = 0, binding = 8) readonly buffer hg_slots_block { uint slots[]; };
 layout(push_constant) uniform hg_push_block { uint n; uint lanes; uint row; uint num_slots; } hg_pc;
 void store_kpool(uint hg_i, int hg_v) { uint hg_s = (hg_i & 3u) * 8u; atomicAnd(kpool[hg_i >> 2u], ~(0xffu << hg_s)); atomicOr(kpool[hg_i >> 2u], (uint(hg_v) & 0xffu) << hg_s); }
 void store_vpool(uint hg_i, int hg_v) { uint hg_s = (hg_i & 3u) * 8u; atomicAnd(vpool[hg_i >> 2u], ~(0xffu << hg_s)); atomicOr(vpool[hg_i >> 2u], (uint(hg_v) & 0xffu) << hg_s); }
 void store_kscales(uint hg_i, float hg_v) { kscales[hg_i] = floatBitsToUint(hg_v); }
 void store_vscales(uint hg_i, float hg_v) { vscales[hg_i] = floatBitsToUint(hg_v); }
+uint load_kpart(uint hg_i) { return kpart[hg_i]; }
+uint load_vpart(uint hg_i) { return vpart[hg_i]; }
 float load_ksrc(uint hg_i) { return hg_bf16_to_f32((ksrc[hg_i >> 1u] >> ((hg_i & 1u) * 16u)) & 0xffffu); }
 float load_vsrc(uint hg_i) { return hg_bf16_to_f32((vsrc[hg_i >> 1u] >> ((hg_i & 1u) * 16u)) & 0xffffu); }
 uint load_slots(uint hg_i) { return slots[hg_i]; }
@@ -34,14 +38,17 @@ void main() {
     uint lane = i - t * lanes;
     uint slot = load_slots(t);
     if (slot >= num_slots) return;
-    if (lane != 0u) return;
     uint from = t * row;
     uint to = slot * row;
     {
         uint amax = 0u;
-        for (uint w = 0u; w < row; w++) {
-            uint a = floatBitsToUint(load_ksrc(from + w)) & 0x7fffffffu;
-            if (a < 0x7f800000u) amax = max(amax, a);
+        if (lanes == 1u) {
+            for (uint w = 0u; w < row; w += 1u) {
+                uint a = floatBitsToUint(load_ksrc(from + w)) & 0x7fffffffu;
+                if (a < 0x7f800000u) amax = max(amax, a);
+            }
+        } else {
+            for (uint j = 0u; j < lanes; j++) amax = max(amax, load_kpart(t * lanes + j));
         }
         int e = -126;
         if (amax >= 0x00800000u) {
@@ -50,24 +57,42 @@ void main() {
             if (uintBitsToFloat(amax) * uintBitsToFloat(uint(127 - e) << 23u) >= 127.5f) e = e + 1;
         }
         float inv = uintBitsToFloat(uint(127 - e) << 23u);
-        store_kscales(slot, uintBitsToFloat(uint(127 + e) << 23u));
-        for (uint w = 0u; w < row; w++) {
-            float v = load_ksrc(from + w);
-            uint a = floatBitsToUint(v) & 0x7fffffffu;
-            int q = 0;
-            if (a == 0x7f800000u) {
-                q = (floatBitsToUint(v) >> 31u) != 0u ? -127 : 127;
-            } else if (a >= 0x00800000u && a < 0x7f800000u) {
-                q = min(max(int(floor(v * inv + 0.5f)), -127), 127);
+        if (lane == 0u) store_kscales(slot, uintBitsToFloat(uint(127 + e) << 23u));
+        if (lanes == 1u) {
+            for (uint w = 0u; w < row; w++) {
+                float v = load_ksrc(from + w);
+                uint a = floatBitsToUint(v) & 0x7fffffffu;
+                int q = 0;
+                if (a == 0x7f800000u) {
+                    q = (floatBitsToUint(v) >> 31u) != 0u ? -127 : 127;
+                } else if (a >= 0x00800000u && a < 0x7f800000u) {
+                    q = min(max(int(floor(v * inv + 0.5f)), -127), 127);
+                }
+                store_kpool(to + w, q);
             }
-            store_kpool(to + w, q);
+        } else {
+            for (uint w = lane; w < row; w += lanes) {
+                float v = load_ksrc(from + w);
+                uint a = floatBitsToUint(v) & 0x7fffffffu;
+                int q = 0;
+                if (a == 0x7f800000u) {
+                    q = (floatBitsToUint(v) >> 31u) != 0u ? -127 : 127;
+                } else if (a >= 0x00800000u && a < 0x7f800000u) {
+                    q = min(max(int(floor(v * inv + 0.5f)), -127), 127);
+                }
+                store_kpool(to + w, q);
+            }
         }
     }
     {
         uint amax = 0u;
-        for (uint w = 0u; w < row; w++) {
-            uint a = floatBitsToUint(load_vsrc(from + w)) & 0x7fffffffu;
-            if (a < 0x7f800000u) amax = max(amax, a);
+        if (lanes == 1u) {
+            for (uint w = 0u; w < row; w += 1u) {
+                uint a = floatBitsToUint(load_vsrc(from + w)) & 0x7fffffffu;
+                if (a < 0x7f800000u) amax = max(amax, a);
+            }
+        } else {
+            for (uint j = 0u; j < lanes; j++) amax = max(amax, load_vpart(t * lanes + j));
         }
         int e = -126;
         if (amax >= 0x00800000u) {
@@ -76,17 +101,31 @@ void main() {
             if (uintBitsToFloat(amax) * uintBitsToFloat(uint(127 - e) << 23u) >= 127.5f) e = e + 1;
         }
         float inv = uintBitsToFloat(uint(127 - e) << 23u);
-        store_vscales(slot, uintBitsToFloat(uint(127 + e) << 23u));
-        for (uint w = 0u; w < row; w++) {
-            float v = load_vsrc(from + w);
-            uint a = floatBitsToUint(v) & 0x7fffffffu;
-            int q = 0;
-            if (a == 0x7f800000u) {
-                q = (floatBitsToUint(v) >> 31u) != 0u ? -127 : 127;
-            } else if (a >= 0x00800000u && a < 0x7f800000u) {
-                q = min(max(int(floor(v * inv + 0.5f)), -127), 127);
+        if (lane == 0u) store_vscales(slot, uintBitsToFloat(uint(127 + e) << 23u));
+        if (lanes == 1u) {
+            for (uint w = 0u; w < row; w++) {
+                float v = load_vsrc(from + w);
+                uint a = floatBitsToUint(v) & 0x7fffffffu;
+                int q = 0;
+                if (a == 0x7f800000u) {
+                    q = (floatBitsToUint(v) >> 31u) != 0u ? -127 : 127;
+                } else if (a >= 0x00800000u && a < 0x7f800000u) {
+                    q = min(max(int(floor(v * inv + 0.5f)), -127), 127);
+                }
+                store_vpool(to + w, q);
             }
-            store_vpool(to + w, q);
+        } else {
+            for (uint w = lane; w < row; w += lanes) {
+                float v = load_vsrc(from + w);
+                uint a = floatBitsToUint(v) & 0x7fffffffu;
+                int q = 0;
+                if (a == 0x7f800000u) {
+                    q = (floatBitsToUint(v) >> 31u) != 0u ? -127 : 127;
+                } else if (a >= 0x00800000u && a < 0x7f800000u) {
+                    q = min(max(int(floor(v * inv + 0.5f)), -127), 127);
+                }
+                store_vpool(to + w, q);
+            }
         }
     }
 }

@@ -27,11 +27,13 @@ static inline float hg_f16_to_f32(uint32_t h) {
 #define store_vpool(hg_i, hg_v) (vpool[(hg_i)] = (int8_t)((hg_v)))
 #define store_kscales(hg_i, hg_v) (kscales[(hg_i)] = (float)((hg_v)))
 #define store_vscales(hg_i, hg_v) (vscales[(hg_i)] = (float)((hg_v)))
+#define load_kpart(hg_i) (kpart[(hg_i)])
+#define load_vpart(hg_i) (vpart[(hg_i)])
 #define load_ksrc(hg_i) (hg_f16_to_f32(ksrc[(hg_i)]))
 #define load_vsrc(hg_i) (hg_f16_to_f32(vsrc[(hg_i)]))
 #define load_slots(hg_i) (slots[(hg_i)])
 
-static inline void kv_q8_scatter_f16_item(uint32_t hg_gid0, uint32_t hg_gid1, uint32_t hg_gid2, int8_t *restrict kpool, int8_t *restrict vpool, float *restrict kscales, float *restrict vscales, const uint16_t *restrict ksrc, const uint16_t *restrict vsrc, const uint32_t *restrict slots, uint32_t n, uint32_t lanes, uint32_t row, uint32_t num_slots) {
+static inline void kv_q8_scatter_f16_item(uint32_t hg_gid0, uint32_t hg_gid1, uint32_t hg_gid2, int8_t *restrict kpool, int8_t *restrict vpool, float *restrict kscales, float *restrict vscales, const uint32_t *restrict kpart, const uint32_t *restrict vpart, const uint16_t *restrict ksrc, const uint16_t *restrict vsrc, const uint32_t *restrict slots, uint32_t n, uint32_t lanes, uint32_t row, uint32_t num_slots) {
     uint32_t i = hg_gid0;
     if (i >= n || lanes == 0u || lanes > 4096u || row == 0u || row > 0xFFFFEFFFu) return;
     uint32_t t = i / lanes;
@@ -39,14 +41,17 @@ static inline void kv_q8_scatter_f16_item(uint32_t hg_gid0, uint32_t hg_gid1, ui
     uint32_t lane = i - t * lanes;
     uint32_t slot = load_slots(t);
     if (slot >= num_slots) return;
-    if (lane != 0u) return;
     uint32_t from = t * row;
     uint32_t to = slot * row;
     {
         uint32_t amax = 0u;
-        for (uint32_t w = 0u; w < row; w++) {
-            uint32_t a = hg_as_u32(load_ksrc(from + w)) & 0x7fffffffu;
-            if (a < 0x7f800000u) amax = hg_umax(amax, a);
+        if (lanes == 1u) {
+            for (uint32_t w = 0u; w < row; w += 1u) {
+                uint32_t a = hg_as_u32(load_ksrc(from + w)) & 0x7fffffffu;
+                if (a < 0x7f800000u) amax = hg_umax(amax, a);
+            }
+        } else {
+            for (uint32_t j = 0u; j < lanes; j++) amax = hg_umax(amax, load_kpart(t * lanes + j));
         }
         int32_t e = -126;
         if (amax >= 0x00800000u) {
@@ -55,24 +60,42 @@ static inline void kv_q8_scatter_f16_item(uint32_t hg_gid0, uint32_t hg_gid1, ui
             if (hg_as_f32(amax) * hg_as_f32((uint32_t)(127 - e) << 23u) >= 127.5f) e = e + 1;
         }
         float inv = hg_as_f32((uint32_t)(127 - e) << 23u);
-        store_kscales(slot, hg_as_f32((uint32_t)(127 + e) << 23u));
-        for (uint32_t w = 0u; w < row; w++) {
-            float v = load_ksrc(from + w);
-            uint32_t a = hg_as_u32(v) & 0x7fffffffu;
-            int32_t q = 0;
-            if (a == 0x7f800000u) {
-                q = (hg_as_u32(v) >> 31u) != 0u ? -127 : 127;
-            } else if (a >= 0x00800000u && a < 0x7f800000u) {
-                q = hg_imin(hg_imax((int32_t)(floorf(v * inv + 0.5f)), -127), 127);
+        if (lane == 0u) store_kscales(slot, hg_as_f32((uint32_t)(127 + e) << 23u));
+        if (lanes == 1u) {
+            for (uint32_t w = 0u; w < row; w++) {
+                float v = load_ksrc(from + w);
+                uint32_t a = hg_as_u32(v) & 0x7fffffffu;
+                int32_t q = 0;
+                if (a == 0x7f800000u) {
+                    q = (hg_as_u32(v) >> 31u) != 0u ? -127 : 127;
+                } else if (a >= 0x00800000u && a < 0x7f800000u) {
+                    q = hg_imin(hg_imax((int32_t)(floorf(v * inv + 0.5f)), -127), 127);
+                }
+                store_kpool(to + w, q);
             }
-            store_kpool(to + w, q);
+        } else {
+            for (uint32_t w = lane; w < row; w += lanes) {
+                float v = load_ksrc(from + w);
+                uint32_t a = hg_as_u32(v) & 0x7fffffffu;
+                int32_t q = 0;
+                if (a == 0x7f800000u) {
+                    q = (hg_as_u32(v) >> 31u) != 0u ? -127 : 127;
+                } else if (a >= 0x00800000u && a < 0x7f800000u) {
+                    q = hg_imin(hg_imax((int32_t)(floorf(v * inv + 0.5f)), -127), 127);
+                }
+                store_kpool(to + w, q);
+            }
         }
     }
     {
         uint32_t amax = 0u;
-        for (uint32_t w = 0u; w < row; w++) {
-            uint32_t a = hg_as_u32(load_vsrc(from + w)) & 0x7fffffffu;
-            if (a < 0x7f800000u) amax = hg_umax(amax, a);
+        if (lanes == 1u) {
+            for (uint32_t w = 0u; w < row; w += 1u) {
+                uint32_t a = hg_as_u32(load_vsrc(from + w)) & 0x7fffffffu;
+                if (a < 0x7f800000u) amax = hg_umax(amax, a);
+            }
+        } else {
+            for (uint32_t j = 0u; j < lanes; j++) amax = hg_umax(amax, load_vpart(t * lanes + j));
         }
         int32_t e = -126;
         if (amax >= 0x00800000u) {
@@ -81,17 +104,31 @@ static inline void kv_q8_scatter_f16_item(uint32_t hg_gid0, uint32_t hg_gid1, ui
             if (hg_as_f32(amax) * hg_as_f32((uint32_t)(127 - e) << 23u) >= 127.5f) e = e + 1;
         }
         float inv = hg_as_f32((uint32_t)(127 - e) << 23u);
-        store_vscales(slot, hg_as_f32((uint32_t)(127 + e) << 23u));
-        for (uint32_t w = 0u; w < row; w++) {
-            float v = load_vsrc(from + w);
-            uint32_t a = hg_as_u32(v) & 0x7fffffffu;
-            int32_t q = 0;
-            if (a == 0x7f800000u) {
-                q = (hg_as_u32(v) >> 31u) != 0u ? -127 : 127;
-            } else if (a >= 0x00800000u && a < 0x7f800000u) {
-                q = hg_imin(hg_imax((int32_t)(floorf(v * inv + 0.5f)), -127), 127);
+        if (lane == 0u) store_vscales(slot, hg_as_f32((uint32_t)(127 + e) << 23u));
+        if (lanes == 1u) {
+            for (uint32_t w = 0u; w < row; w++) {
+                float v = load_vsrc(from + w);
+                uint32_t a = hg_as_u32(v) & 0x7fffffffu;
+                int32_t q = 0;
+                if (a == 0x7f800000u) {
+                    q = (hg_as_u32(v) >> 31u) != 0u ? -127 : 127;
+                } else if (a >= 0x00800000u && a < 0x7f800000u) {
+                    q = hg_imin(hg_imax((int32_t)(floorf(v * inv + 0.5f)), -127), 127);
+                }
+                store_vpool(to + w, q);
             }
-            store_vpool(to + w, q);
+        } else {
+            for (uint32_t w = lane; w < row; w += lanes) {
+                float v = load_vsrc(from + w);
+                uint32_t a = hg_as_u32(v) & 0x7fffffffu;
+                int32_t q = 0;
+                if (a == 0x7f800000u) {
+                    q = (hg_as_u32(v) >> 31u) != 0u ? -127 : 127;
+                } else if (a >= 0x00800000u && a < 0x7f800000u) {
+                    q = hg_imin(hg_imax((int32_t)(floorf(v * inv + 0.5f)), -127), 127);
+                }
+                store_vpool(to + w, q);
+            }
         }
     }
 }
@@ -102,9 +139,11 @@ void kv_q8_scatter_f16(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0, 
     int8_t *restrict vpool = (int8_t *)hg_bufs[1];
     float *restrict kscales = (float *)hg_bufs[2];
     float *restrict vscales = (float *)hg_bufs[3];
-    const uint16_t *restrict ksrc = (const uint16_t *)hg_bufs[4];
-    const uint16_t *restrict vsrc = (const uint16_t *)hg_bufs[5];
-    const uint32_t *restrict slots = (const uint32_t *)hg_bufs[6];
+    const uint32_t *restrict kpart = (const uint32_t *)hg_bufs[4];
+    const uint32_t *restrict vpart = (const uint32_t *)hg_bufs[5];
+    const uint16_t *restrict ksrc = (const uint16_t *)hg_bufs[6];
+    const uint16_t *restrict vsrc = (const uint16_t *)hg_bufs[7];
+    const uint32_t *restrict slots = (const uint32_t *)hg_bufs[8];
     uint32_t n = hg_words[0];
     uint32_t lanes = hg_words[1];
     uint32_t row = hg_words[2];
@@ -126,7 +165,7 @@ void kv_q8_scatter_f16(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0, 
         uint32_t hg_x = (uint32_t)(hg_t % hg_n0), hg_y = (uint32_t)((hg_t / hg_n0) % hg_n1);
         uint32_t hg_z = (uint32_t)(hg_t / (hg_n0 * hg_n1));
         for (; hg_t < hg_end; hg_t++) {
-            kv_q8_scatter_f16_item(hg_x, hg_y, hg_z, kpool, vpool, kscales, vscales, ksrc, vsrc, slots, n, lanes, row, num_slots);
+            kv_q8_scatter_f16_item(hg_x, hg_y, hg_z, kpool, vpool, kscales, vscales, kpart, vpart, ksrc, vsrc, slots, n, lanes, row, num_slots);
             if (++hg_x == (uint32_t)hg_n0) {
                 hg_x = 0;
                 if (++hg_y == (uint32_t)hg_n1) { hg_y = 0; hg_z++; }

@@ -2,7 +2,7 @@
 
 layout(std430, set = 0, binding = 0) buffer hg_err_block { uint err[]; };
 layout(std430, set = 0, binding = 1) readonly buffer hg_ix_block { uint ix[]; };
-layout(push_constant) uniform hg_push_block { uint nodes; uint pos_off; uint crd_off; uint ncrd; uint extent; uint nix; } hg_pc;
+layout(push_constant) uniform hg_push_block { uint nodes; uint pos_off; uint crd_off; uint ncrd; uint extent; uint nix; uint span; } hg_pc;
 void store_err(uint hg_i, uint hg_v) { err[hg_i] = hg_v; }
 uint load_ix(uint hg_i) { return ix[hg_i]; }
 
@@ -15,6 +15,7 @@ void main() {
     uint ncrd = hg_pc.ncrd;
     uint extent = hg_pc.extent;
     uint nix = hg_pc.nix;
+    uint span = hg_pc.span;
     uint q = gl_GlobalInvocationID.x;
     if (q >= nodes) return;
     uint pa = pos_off + 2u * q;
@@ -24,8 +25,13 @@ void main() {
     if (q == 0u && a != 0u) store_err(0u, 1u);
     if (q + 1u == nodes && b != ncrd) store_err(0u, 1u);
     if (a > b || b > ncrd) { store_err(0u, 1u); return; }
+    uint sp = max(span, 1u);
+    if (gl_GlobalInvocationID.y > (b - a) / sp) return;
+    uint k0 = a + gl_GlobalInvocationID.y * sp;
+    uint k1 = k0 + min(b - k0, sp);
     uint prev = 0u;
-    for (uint k = a; k < b; k++) {
+    if (k0 > a && crd_off + 2u * k0 - 2u < nix) prev = load_ix(crd_off + 2u * k0 - 2u);
+    for (uint k = k0; k < k1; k++) {
         uint c = crd_off + 2u * k;
         uint v = c < nix ? load_ix(c) : extent;
         if (v >= extent || (k > a && v <= prev)) { store_err(0u, 1u); return; }

@@ -1,0 +1,84 @@
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+static inline float hg_as_f32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+static inline uint32_t hg_as_u32(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+static inline uint32_t hg_umin(uint32_t a, uint32_t b) { return a < b ? a : b; }
+static inline uint32_t hg_umax(uint32_t a, uint32_t b) { return a > b ? a : b; }
+static inline int32_t hg_imin(int32_t a, int32_t b) { return a < b ? a : b; }
+static inline int32_t hg_imax(int32_t a, int32_t b) { return a > b ? a : b; }
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+#define HG_CHUNK 4096
+
+static inline float hg_bf16_to_f32(uint32_t h) {
+    return hg_as_f32((h & 0xffffu) << 16u);
+}
+
+#define store_kpart(hg_i, hg_v) (kpart[(hg_i)] = (uint32_t)((hg_v)))
+#define store_vpart(hg_i, hg_v) (vpart[(hg_i)] = (uint32_t)((hg_v)))
+#define load_ksrc(hg_i) (hg_bf16_to_f32(ksrc[(hg_i)]))
+#define load_vsrc(hg_i) (hg_bf16_to_f32(vsrc[(hg_i)]))
+
+static inline void kv_q8_amax_bf16_item(uint32_t hg_gid0, uint32_t hg_gid1, uint32_t hg_gid2, uint32_t *restrict kpart, uint32_t *restrict vpart, const uint16_t *restrict ksrc, const uint16_t *restrict vsrc, uint32_t n, uint32_t lanes, uint32_t row, uint32_t num_slots) {
+    uint32_t i = hg_gid0;
+    if (i >= n || lanes == 0u || lanes > 4096u || row > 0xFFFFEFFFu) return;
+    uint32_t t = i / lanes;
+    if (t >= n / lanes) return;
+    uint32_t lane = i - t * lanes;
+    uint32_t from = t * row;
+    {
+        uint32_t amax = 0u;
+        for (uint32_t w = lane; w < row; w += lanes) {
+            uint32_t a = hg_as_u32(load_ksrc(from + w)) & 0x7fffffffu;
+            if (a < 0x7f800000u) amax = hg_umax(amax, a);
+        }
+        store_kpart(i, amax);
+    }
+    {
+        uint32_t amax = 0u;
+        for (uint32_t w = lane; w < row; w += lanes) {
+            uint32_t a = hg_as_u32(load_vsrc(from + w)) & 0x7fffffffu;
+            if (a < 0x7f800000u) amax = hg_umax(amax, a);
+        }
+        store_vpart(i, amax);
+    }
+}
+
+void kv_q8_amax_bf16(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0, int64_t hg_n1,
+            int64_t hg_n2) {
+    uint32_t *restrict kpart = (uint32_t *)hg_bufs[0];
+    uint32_t *restrict vpart = (uint32_t *)hg_bufs[1];
+    const uint16_t *restrict ksrc = (const uint16_t *)hg_bufs[2];
+    const uint16_t *restrict vsrc = (const uint16_t *)hg_bufs[3];
+    uint32_t n = hg_words[0];
+    uint32_t lanes = hg_words[1];
+    uint32_t row = hg_words[2];
+    uint32_t num_slots = hg_words[3];
+    int64_t hg_total = hg_n0 * hg_n1 * hg_n2;
+    int64_t hg_size = HG_CHUNK;
+    int64_t hg_chunks = (hg_total + hg_size - 1) / hg_size;
+#ifdef _OPENMP
+    int64_t hg_want = 8 * (int64_t)omp_get_max_threads();
+    if (hg_chunks > 1 && hg_chunks < hg_want) {
+        hg_size = (hg_total + hg_want - 1) / hg_want;
+        hg_chunks = (hg_total + hg_size - 1) / hg_size;
+    }
+#endif
+    #pragma omp parallel for schedule(dynamic, 1) if(hg_chunks > 1)
+    for (int64_t hg_c = 0; hg_c < hg_chunks; hg_c++) {
+        int64_t hg_t = hg_c * hg_size;
+        int64_t hg_end = hg_t + hg_size < hg_total ? hg_t + hg_size : hg_total;
+        uint32_t hg_x = (uint32_t)(hg_t % hg_n0), hg_y = (uint32_t)((hg_t / hg_n0) % hg_n1);
+        uint32_t hg_z = (uint32_t)(hg_t / (hg_n0 * hg_n1));
+        for (; hg_t < hg_end; hg_t++) {
+            kv_q8_amax_bf16_item(hg_x, hg_y, hg_z, kpart, vpart, ksrc, vsrc, n, lanes, row, num_slots);
+            if (++hg_x == (uint32_t)hg_n0) {
+                hg_x = 0;
+                if (++hg_y == (uint32_t)hg_n1) { hg_y = 0; hg_z++; }
+            }
+        }
+    }
+}
