@@ -20,6 +20,7 @@ _SPEC.loader.exec_module(conftest)
 
 def test_gate_reports_missing_backends(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CI", "true")
+    monkeypatch.delenv("HURRAY_GPU_TEST_REQUIRE", raising=False)
     monkeypatch.setattr(conftest, "_available", lambda: [SimpleNamespace(kind="cpu")])
     assert conftest.missing_in_ci() == ["opencl", "vulkan"]
 
@@ -32,7 +33,19 @@ def test_gate_is_silent_outside_ci(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_gate_passes_when_all_present(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CI", "true")
+    monkeypatch.delenv("HURRAY_GPU_TEST_REQUIRE", raising=False)
     kinds = [SimpleNamespace(kind=k) for k in ("cpu", "reference", "opencl", "vulkan")]
+    monkeypatch.setattr(conftest, "_available", lambda: kinds)
+    assert conftest.missing_in_ci() == []
+
+
+def test_gpu_machine_requires_cpu_and_the_named_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    # ci/gpu_check.sh on a GPU machine (no pocl, no lavapipe) names the GPU backend instead.
+    monkeypatch.setenv("CI", "true")
+    monkeypatch.setenv("HURRAY_GPU_TEST_REQUIRE", " CUDA ")
+    monkeypatch.setattr(conftest, "_available", lambda: [SimpleNamespace(kind="cpu")])
+    assert conftest.missing_in_ci() == ["cuda"]
+    kinds = [SimpleNamespace(kind=k) for k in ("cpu", "reference", "cuda")]
     monkeypatch.setattr(conftest, "_available", lambda: kinds)
     assert conftest.missing_in_ci() == []
 
