@@ -11,18 +11,19 @@ does not include the host's launch and wait.
 
 from __future__ import annotations
 
+import argparse
 import statistics
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from hurray_gpu.runtime.buffer import Buffer
 from hurray_gpu.runtime.stream import Event
 
-__all__ = ["Stats", "Timed", "copy_roof", "interleaved", "median_s", "on_device", "on_host"]
+__all__ = ["Stats", "Timed", "copy_roof", "interleaved", "median_s", "on_device", "on_host",
+           "parse_args"]
 
 # A timed call: runs the work once and returns the seconds it took.
 Timed = Callable[[], float]
@@ -109,7 +110,18 @@ def copy_roof(dev: Any, moved: int) -> tuple[Callable[[], Any], int]:
     """
     nbytes = max(4, moved // 8 * 4)
     src, dst = Buffer(dev, nbytes), Buffer(dev, nbytes)
-    # Written once: never-touched host pages all map the kernel's one zero page, which a copy
-    # then reads from cache.
-    src.copyin(np.ones(nbytes, np.uint8))
+    # Written once, on the device (no host array of that size): never-touched host pages all
+    # map the kernel's one zero page, which a copy then reads from cache.
+    dev.run("fill_u32", src, value=1, n=nbytes // 4)
     return lambda: dst.copy_from(src, progress=False), 2 * nbytes
+
+
+def parse_args(parser: argparse.ArgumentParser, quick: dict[str, Any],
+               argv: list[str] | None = None) -> argparse.Namespace:
+    """``parser``'s arguments plus ``--quick``, whose ``quick`` values replace the defaults
+    (flags given explicitly still win): sizes that finish in seconds on a CPU."""
+    parser.add_argument("--quick", action="store_true",
+                        help="small sizes: " + ", ".join(f"{k}={v}" for k, v in quick.items()))
+    if "--quick" in (sys.argv[1:] if argv is None else argv):
+        parser.set_defaults(**quick)
+    return parser.parse_args(argv)

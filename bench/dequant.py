@@ -12,7 +12,7 @@ every round; min/median/max of the runs; G elem/s and GB/s of bytes read + writt
 Clocks: ``device`` (default) times our kernel and the copy on the device (CUDA events, OpenCL
 profiling, Vulkan timestamps; the host clock on the cpu); ``wall`` and ``cpu`` time every call
 plus a synchronize on the host (``cpu``: CPU time of every thread, fairer on a loaded host).
-Usage: python bench/dequant.py [--elements 67108864] [--runs 5] [--devices cpu,opencl,vulkan]
+Usage: python bench/dequant.py [--quick] [--elements 67108864] [--runs 5] [--devices cpu,opencl,vulkan]
        [--no-peers] [--threads 1 --clock cpu]
 """
 
@@ -40,7 +40,7 @@ from hurray_gpu.runtime.buffer import Buffer
 from hurray_gpu.runtime.registry import resolve_device as device
 from hurray_gpu.tensor import Tensor
 
-from _timing import Timed, copy_roof, interleaved, on_device, on_host
+from _timing import Timed, copy_roof, interleaved, on_device, on_host, parse_args
 
 BLOCK = 32
 ROW = 1024  # elements per row of the benchmark tensors (--elements is rounded down to rows)
@@ -205,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-peers", action="store_true", help="leave out the host peers")
     parser.add_argument("--threads", type=int, default=0, help="OpenMP/torch threads (0: all)")
     parser.add_argument("--clock", choices=sorted(CLOCK), default="device")
-    args = parser.parse_args(argv)
+    args = parse_args(parser, {"elements": 1 << 16, "runs": 3}, argv)
     if args.threads:
         # Read by libgomp when the first kernel library loads, so set before any launch.
         os.environ["OMP_NUM_THREADS"] = str(args.threads)

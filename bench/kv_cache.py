@@ -12,7 +12,7 @@ index_select; its CPU pools are NumPy-backed (huge pages, as ours). When a host 
 measured, NumPy fancy indexing and a one-thread np.copyto are reported too. Device work is
 timed on the device's clock (events; the host clock on the cpu). Warm, interleaved,
 min/median/max of runs.
-Usage: python bench/kv_cache.py [--runs 5] [--seqs 256] [--max-len 256] [--layers 8]
+Usage: python bench/kv_cache.py [--quick] [--runs 5] [--seqs 256] [--max-len 256] [--layers 8]
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from hurray_gpu.kv_cache import PagedKVCache  # noqa: E402
 from hurray_gpu.runtime.buffer import Buffer  # noqa: E402
 from hurray_gpu.runtime.registry import devices  # noqa: E402
 
-from _timing import Stats, Timed, copy_roof, interleaved, median_s, on_device, on_host
+from _timing import Stats, Timed, copy_roof, interleaved, median_s, on_device, on_host, parse_args
 
 OUT = Path(__file__).resolve().parent / "out" / "kv_cache.json"
 PAGE = 16
@@ -378,7 +378,7 @@ def _args() -> argparse.Namespace:
     parser.add_argument("--kv-dtype", default=None, choices=["int8", "float8_e4m3"],
                         help="also measure a quantized cache on each device")
     parser.add_argument("--json", type=Path, default=OUT)
-    return parser.parse_args()
+    return parse_args(parser, {"seqs": 8, "max_len": 32, "layers": 1, "runs": 3})
 
 
 def _print(args: argparse.Namespace, shape: Shape, peers: dict[str, float],

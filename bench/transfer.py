@@ -3,7 +3,7 @@
 Also the device's own copy between two buffers of each class (D2D, bytes read + written, on
 the device's clock), the roof the dequantization and KV-cache benchmarks compare against.
 Warm buffers, median of several runs. Prints a table and writes JSON.
-Usage: python bench/transfer.py [--size-mib 64] [--runs 7] [--json bench/out/transfer.json]
+Usage: python bench/transfer.py [--quick] [--size-mib 64] [--runs 7] [--json bench/out/transfer.json]
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from hurray_gpu.runtime.registry import devices
 from hurray_gpu.runtime.registry import resolve_device as device
 from hurray_gpu.tensor import Tensor
 
-from _timing import interleaved, median_s, on_device
+from _timing import interleaved, median_s, on_device, parse_args
 
 
 def numpy_copy_gbps(nbytes: int, runs: int) -> float:
@@ -100,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--device", action="append", default=[], help="spec; default: all")
     parser.add_argument("--json", default="bench/out/transfer.json")
-    args = parser.parse_args(argv)
+    args = parse_args(parser, {"size_mib": 4, "runs": 3}, argv)
     nbytes = max(1, args.size_mib) * 1024 * 1024
     targets = [device(s) for s in args.device] or [d for d in devices() if d.kind != "reference"]
     numpy_gbps = numpy_copy_gbps(nbytes, args.runs)

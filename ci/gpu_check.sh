@@ -22,9 +22,9 @@
 #   probe     30 | 30  the wheels import from $SITE, hurray_gpu from this tree; opens cuda:0
 #   nvrtc     45 | 30  every kernel's CUDA rendering compiled for sm_90 (through CuPy's NVRTC)
 #   gpu-tests 100 | 40 tests/gpu once (backend, memory classes, sync and DLPack handoffs)
-#   backend   150 | 60 the backend tier's cuda:0 tests (-k "cuda:0"), 4 xdist workers
+#   backend   150 | 60 the backend and vyre tiers' cuda:0 tests (-k "cuda:0"), 8 xdist workers
 #   transfer  30 | 20  H2D/D2H/D2D per memory class, 256 MiB
-#   dequant   50 | 30  10 dequantizations of 2^28 elements against the device's own copy
+#   dequant   50 | 30  10 dequantizations of 2^27 elements against the device's own copy
 #   kv        55 | 30  paged KV cache: 256 sequences of 1..4096 tokens, 16 layers
 # A step fails on any non-zero exit, pytest's 5 ("no tests collected") and timeout's 124
 # included; the check exits 1 when any step failed. The bench goals (dequantization >= 0.90 of
@@ -35,8 +35,8 @@
 # The selected tests need no peer the image lacks: gguf comes in .whl/; bitsandbytes (too
 # large to carry) is deselected; tests of pocl/lavapipe/JAX-on-CPU are not cuda:0 tests.
 #
-# GPU_CHECK_DRY=1 replaces every GPU step by its CPU equivalent (cpu:0, tiny sizes, tests that
-# run without a GPU) so the plumbing - wheel install, PYTHONPATH, exit codes, $OUT files, the
+# GPU_CHECK_DRY=1 replaces every GPU step by its CPU equivalent (cpu:0, the benches' --quick
+# sizes, tests that run without a GPU) so the plumbing - wheel install, PYTHONPATH, exit codes, $OUT files, the
 # summary, the time budget - runs here (tests/cli/test_gpu_check.py runs it in CI).
 # Settings: OUT (results; default bench/out/gpu_check), GPU_CHECK_WHEELS (default .whl),
 # GPU_CHECK_SITE (default /tmp/site, a fresh temporary folder in the dry run),
@@ -61,7 +61,7 @@ trap 'rm -rf "$SCRATCH"' EXIT
 if [ "$DRY" = 1 ]; then
   SITE="${GPU_CHECK_SITE:-$SCRATCH/site}" DEVICE=cpu:0 REQUIRE=cpu XDIST=0
 else
-  SITE="${GPU_CHECK_SITE:-/tmp/site}" DEVICE=cuda:0 REQUIRE=cuda XDIST=4
+  SITE="${GPU_CHECK_SITE:-/tmp/site}" DEVICE=cuda:0 REQUIRE=cuda XDIST=8
 fi
 read -r -a EXTRA <<< "${GPU_CHECK_PYTEST_ARGS:-}"
 BUDGET_S="${GPU_CHECK_BUDGET_S:-480}"
@@ -192,18 +192,18 @@ if [ "$DRY" = 1 ]; then
   step backend 150 60 "$PYTHON" -m pytest -q -p no:cacheprovider -n "$XDIST" \
     tests/backend/test_dequant_peers.py -k "$DEVICE and not bitsandbytes" \
     --junitxml="$OUT_DIR/junit_backend.xml" "${EXTRA[@]}"
-  TRANSFER=(--size-mib 4 --runs 3) DEQUANT=(--elements 65536 --runs 3)
-  KV=(--seqs 8 --max-len 32 --layers 1 --runs 3)
+  TRANSFER=(--quick) DEQUANT=(--quick) KV=(--quick)
 else
   step nvrtc 45 30 "$PYTHON" -m hurray_gpu.kernels check --dialect cuda --arch sm_90
   step gpu-tests 100 40 "$PYTHON" -m pytest -q -p no:cacheprovider -m "gpu or cuda" tests/gpu \
     --junitxml="$OUT_DIR/junit_gpu.xml" "${EXTRA[@]}"
   # The bitsandbytes peer is not carried (its wheel alone is over the transfer limit).
-  step backend 150 60 "$PYTHON" -m pytest -q -p no:cacheprovider -n "$XDIST" tests/backend \
+  step backend 150 60 "$PYTHON" -m pytest -q -p no:cacheprovider -n "$XDIST" tests/backend tests/vyre \
     -k "$DEVICE and not bitsandbytes" --junitxml="$OUT_DIR/junit_backend.xml" "${EXTRA[@]}"
-  # 2^28 elements: 1 GiB of float32 out, well past the 60 MB L2; 16 layers of 1 GiB K and V
-  # pools, for ours and the torch peer on the GPU alike (about 80 GiB in all).
-  TRANSFER=(--size-mib 256 --runs 5) DEQUANT=(--elements 268435456 --runs 5)
+  # 2^27 elements: 512 MiB of float32 out, far past the 60 MB L2, with codes drawn on the host
+  # in about a second per case; 16 layers of 1 GiB K and V pools, for ours and the torch peer
+  # on the GPU alike (about 70 GiB in all).
+  TRANSFER=(--size-mib 256 --runs 5) DEQUANT=(--elements 134217728 --runs 5)
   KV=(--seqs 256 --max-len 4096 --layers 16 --runs 5)
 fi
 step transfer 30 20 "$PYTHON" bench/transfer.py --device "$DEVICE" "${TRANSFER[@]}" \

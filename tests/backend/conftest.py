@@ -40,6 +40,11 @@ def missing_in_ci() -> list[str]:
 @pytest.fixture(scope="session", autouse=True)
 def _required_backends_in_ci() -> None:
     missing = missing_in_ci()
+    if missing and os.environ.get("HURRAY_GPU_TEST_REQUIRE"):
+        pytest.fail(
+            f"CI=true and HURRAY_GPU_TEST_REQUIRE names backends {missing} that are not "
+            "available. Fix: run on a machine with that GPU and its CuPy build (ci/gpu_check.sh "
+            "on a lent GPU machine), or unset HURRAY_GPU_TEST_REQUIRE.", pytrace=False)
     if missing:
         pytest.fail(
             f"CI=true but backends {missing} are not available. Fix: install "
