@@ -1,24 +1,25 @@
 #!/usr/bin/env bash
-# The one device check for a lent NVIDIA GPU machine (the device tool's nvidia-h200 image:
-# Python 3.12, CuPy 14.2 for CUDA 13, torch 2.11, JAX with CUDA; no package registry), run as
-# the machine receives the project: what hurray_gpu needs beyond the image travels in .whl/.
+# The one check on an NVIDIA GPU (docs/gpu.md), for a briefly lent machine that reaches no
+# package registry (an H200 image: Python 3.12, CuPy 14.2 for CUDA 13, torch 2.11, JAX with
+# CUDA), run as the machine receives the project: what hurray_gpu needs beyond the image
+# travels in .whl/.
 #
-# How a session that has a GPU runs it, once:
-#   1. Here (network needed), in the root of the checkout the device tool sends:
+# How to run it, once:
+#   1. On a machine with network, in the repository root that will be sent:
 #        bash ci/gpu_wheels.sh                 # (re)creates .whl/ (blake3, gguf); git ignores it
 #        GPU_CHECK_DRY=1 bash ci/gpu_check.sh  # the same plumbing on cpu:0, about a minute
-#   2. The device tool's `run` with
-#        command:   bash ci/gpu_check.sh
-#        carry:     [".whl"]
-#        timeout_s: 540   (the steps' limits below add up to 480 s; the rest is slack)
-#      then give_back. $OUT comes back with summary.md (read it first), summary.json,
-#      log.txt (everything printed), junit_gpu.xml, junit_backend.xml, transfer.json,
-#      dequant.json and kv_cache.json: 8 files, as the tool allows.
+#   2. On the GPU machine, with the tree and .whl/ (ignored by git: name it among the paths
+#      carried along), one command given
+#        timeout_s: 540   (the steps' limits below add up to 475 s, under the 480 s budget)
+#      to run `bash ci/gpu_check.sh`. $OUT then holds summary.md (read it first),
+#      summary.json, log.txt (everything printed), junit_gpu.xml, junit_backend.xml,
+#      transfer.json, dequant.json and kv_cache.json: 8 files, as many as a lent machine
+#      returns.
 #   3. Rerun only some steps: GPU_CHECK_ONLY=backend,kv bash ci/gpu_check.sh (wheels and
 #      probe always run: later steps need them).
 #
 # Steps (limit in seconds on the GPU | in the dry run):
-#   wheels    20 | 30  pip install --no-index --no-deps --target $SITE .whl/*.whl (SITE=/tmp/site)
+#   wheels    15 | 30  pip install --no-index --no-deps --target $SITE .whl/*.whl (SITE=/tmp/site)
 #   probe     30 | 30  the wheels import from $SITE, hurray_gpu from this tree; opens cuda:0
 #   nvrtc     45 | 30  every kernel's CUDA rendering compiled for sm_90 (through CuPy's NVRTC)
 #   gpu-tests 100 | 40 tests/gpu once (backend, memory classes, sync and DLPack handoffs)
@@ -113,8 +114,8 @@ install_wheels() {
   shopt -s nullglob
   local found=("$WHEELS"/*.whl)
   if [ ${#found[@]} -eq 0 ]; then
-    echo "gpu_check: no wheels in $WHEELS. Fix: run 'bash ci/gpu_wheels.sh' here, and name" \
-      "\".whl\" in the device call's carry." >&2
+    echo "gpu_check: no wheels in $WHEELS. Fix: run 'bash ci/gpu_wheels.sh' on a machine" \
+      "with network and send .whl/ along with the tree (see docs/gpu.md)." >&2
     return 1
   fi
   if [ "$DRY" = 1 ]; then
@@ -182,7 +183,7 @@ PY
 
 export -f install_wheels probe
 export PYTHON WHEELS SITE DRY
-step wheels 20 30 bash -c install_wheels
+step wheels 15 30 bash -c install_wheels
 step probe 30 30 bash -c probe
 if [ "$DRY" = 1 ]; then
   step nvrtc 45 30 "$PYTHON" -m hurray_gpu.kernels check --dialect cuda --arch sm_90 \

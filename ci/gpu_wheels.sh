@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # (Re)creates .whl/, the wheelhouse ci/gpu_check.sh installs on a lent GPU machine, which
-# reaches no package registry. Run it here (network needed), in the repository root's checkout
-# that the device tool sends, before the device call; the call then names ".whl" in carry.
+# reaches no package registry (docs/gpu.md). Run it on a machine with network, in the
+# repository root that will be sent; carry .whl/ along with the tree (git ignores it).
 #
-# What goes in: every package the GPU steps import that the machine's image lacks (its package
-# list is the device tool's KINDS.md; the image runs Python 3.12 on x86-64):
+# What goes in: every package the GPU steps import that the machine's image lacks (the image
+# runs Python 3.12 on x86-64):
 #   blake3  a core dependency of hurray_gpu (pyproject.toml) that the image does not have;
 #   gguf    the peer of the Q4_0/Q8_0 known-answer tests the backend step runs on cuda:0
 #           (pure Python; its own needs - numpy, pyyaml, tqdm, requests - are in the image).

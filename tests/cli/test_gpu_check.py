@@ -58,7 +58,8 @@ def _dry_run(tmp_path: Path, **env: str) -> tuple[int, dict[str, Any], Path]:
     base = {k: v for k, v in os.environ.items()
             if not k.startswith(("PYTEST_", "HYPOTHESIS", "GPU_CHECK", "HURRAY_GPU_"))}
     base.update(GPU_CHECK_DRY="1", OUT=str(out), GPU_CHECK_WHEELS=str(tmp_path / "wheels"),
-                GPU_CHECK_SITE=str(tmp_path / "site"), PYTHON=sys.executable, **env)
+                GPU_CHECK_SITE=str(tmp_path / "site"), PYTHON=sys.executable)
+    base.update(env)
     done = subprocess.run(["bash", str(SCRIPT)], env=base, cwd=tmp_path, capture_output=True,
                           text=True, timeout=600)
     summary = json.loads((out / "summary.json").read_text())
@@ -113,6 +114,19 @@ def test_a_step_that_collects_no_test_fails_the_check(tmp_path: Path) -> None:
     assert (out / "summary.md").read_text().startswith("# GPU check, dry run (cpu): FAIL")
 
 
+def test_a_missing_wheelhouse_fails_with_its_fix(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    status, summary, out = _dry_run(tmp_path, GPU_CHECK_ONLY="none",
+                                    GPU_CHECK_WHEELS=str(tmp_path / "empty"))
+    assert status == 1 and summary["passed"] is False
+    verdicts = _verdicts(summary)
+    assert verdicts.pop("wheels") == "FAIL (exit 1)"
+    assert verdicts.pop("probe").startswith("FAIL")  # no package in the site folder
+    assert set(verdicts.values()) == {"not run (GPU_CHECK_ONLY)"}
+    assert "Fix: run 'bash ci/gpu_wheels.sh' on a machine with network" in \
+        (out / "log.txt").read_text()
+
+
 def test_a_step_past_the_budget_fails(tmp_path: Path) -> None:
     # One second for everything: the wheel install and the probe use it up, and the step
     # after them gets no time (or is stopped when what is left runs out).
@@ -128,7 +142,7 @@ def test_step_limits_fit_the_budget_and_match_the_header() -> None:
     limits = {name: (int(gpu), int(dry)) for name, gpu, dry in calls}
     assert all(limits[name] == (int(gpu), int(dry)) for name, gpu, dry in calls)
     assert list(limits) == STEPS  # one limit per step (both modes run the same steps)
-    assert sum(g for g, _ in limits.values()) <= 480 >= sum(d for _, d in limits.values())
+    assert sum(g for g, _ in limits.values()) < 480 > sum(d for _, d in limits.values())
     header = dict(re.findall(r"^#   ([\w-]+)\s+(\d+ \| \d+)\s", text, re.M))
     assert header == {name: f"{g} | {d}" for name, (g, d) in limits.items()}
     timeout_s = int(re.search(r"timeout_s: (\d+)", text).group(1))  # type: ignore[union-attr]
