@@ -40,7 +40,7 @@ from hurray_gpu.runtime.buffer import Buffer
 from hurray_gpu.runtime.registry import resolve_device as device
 from hurray_gpu.tensor import Tensor
 
-from _timing import Timed, copy_roof, interleaved, on_device, on_host, parse_args
+from _timing import Timed, copy_roof, interleaved, on_host, parse_args
 
 BLOCK = 32
 ROW = 1024  # elements per row of the benchmark tensors (--elements is rounded down to rows)
@@ -154,8 +154,8 @@ def run_case(label: str, out_dtype: str, make: Callable[[np.random.Generator], T
             print(f"  peer for {label!r} skipped: {exc}", file=sys.stderr)
     for dev in devs:
         calls[dev.spec], moved[dev.spec] = ours_runner(t, out_dtype, dev, clock)
-        copy, moved[f"{dev.spec} copy"] = copy_roof(dev, moved[dev.spec])
-        calls[f"{dev.spec} copy"] = on_device(dev, copy) if clock == "device" else \
+        copy, timed, moved[f"{dev.spec} copy"] = copy_roof(dev, moved[dev.spec])
+        calls[f"{dev.spec} copy"] = timed if clock == "device" else \
             on_host(copy, dev.synchronize, CLOCK[clock])
     took = interleaved(calls, runs)
     del calls  # frees every device buffer of this case before the next one

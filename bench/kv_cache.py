@@ -114,9 +114,9 @@ def bench_device(spec: Any, shape: Shape, runs: int, kv_dtype: str | None = None
     # Preallocated outputs, as the peer's index_select(out=...): no allocation is timed.
     outs = tuple(Buffer(dev, total * shape.row_bytes) for _ in range(2))
     moved = 2 * 2 * total * shape.row_bytes  # K and V, read + write
-    copy, copied = copy_roof(dev, moved)
+    _, roof_timed, copied = copy_roof(dev, moved)
     calls = {"gather": on_device(dev, lambda: cache.gather(seqs, 0, out=outs)),
-             "roof": on_device(dev, copy)}
+             "roof": roof_timed}
     if peer is not None:
         calls["torch gather"] = peer.timed(peer.gather)
     took |= interleaved(calls, runs)
@@ -124,7 +124,7 @@ def bench_device(spec: Any, shape: Shape, runs: int, kv_dtype: str | None = None
     cache.close()
     for out in outs:
         out.free()
-    took |= _prefill(spec, shape, counts, runs, kv_dtype, on_device(dev, copy))
+    took |= _prefill(spec, shape, counts, runs, kv_dtype, roof_timed)
     row: dict[str, Any] = {"device": str(spec) + (f" {kv_dtype}" if kv_dtype else ""),
                            "tokens": total}
     for key, name, amount in (("decode_tokens_per_s", "decode", shape.batch * shape.layers),
