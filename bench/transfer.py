@@ -1,7 +1,8 @@
 """Host<->device transfer bandwidth per device and memory class, against numpy copy bandwidth.
 
-Also the device's own copy between two buffers of each class (D2D, bytes read + written, on
-the device's clock), the roof the dequantization and KV-cache benchmarks compare against.
+Also the device's own copy between two buffers of each class (D2D: ``Buffer.copy_from``, bytes
+read + written, on the device's clock up to the host's wait for it; the dequantization and
+KV-cache benchmarks time their roof without that wait).
 Warm buffers, median of several runs. Prints a table and writes JSON.
 Usage: python bench/transfer.py [--quick] [--size-mib 64] [--runs 7] [--json bench/out/transfer.json]
 """
