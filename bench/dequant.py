@@ -12,8 +12,8 @@ every round; min/median/max of the runs; G elem/s and GB/s of bytes read + writt
 Clocks: ``device`` (default) times our kernel and the copy on the device (CUDA events, OpenCL
 profiling, Vulkan timestamps; the host clock on the cpu); ``wall`` and ``cpu`` time every call
 plus a synchronize on the host (``cpu``: CPU time of every thread, fairer on a loaded host).
-Usage: python bench/dequant.py [--quick] [--elements 67108864] [--runs 5] [--devices cpu,opencl,vulkan]
-       [--no-peers] [--threads 1 --clock cpu]
+Usage: python bench/dequant.py [--quick] [--elements 67108864] [--runs 5]
+       [--devices cpu,opencl,vulkan] [--no-peers] [--threads 1 --clock cpu]
 """
 
 from __future__ import annotations

@@ -4,7 +4,8 @@ Also the device's own copy between two buffers of each class (D2D: ``Buffer.copy
 read + written, on the device's clock up to the host's wait for it; the dequantization and
 KV-cache benchmarks time their roof without that wait).
 Warm buffers, median of several runs. Prints a table and writes JSON.
-Usage: python bench/transfer.py [--quick] [--size-mib 64] [--runs 7] [--json bench/out/transfer.json]
+Usage: python bench/transfer.py [--quick] [--size-mib 64] [--runs 7]
+       [--json bench/out/transfer.json]
 """
 
 from __future__ import annotations

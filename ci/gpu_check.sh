@@ -37,8 +37,9 @@
 # large to carry) is deselected; tests of pocl/lavapipe/JAX-on-CPU are not cuda:0 tests.
 #
 # GPU_CHECK_DRY=1 replaces every GPU step by its CPU equivalent (cpu:0, the benches' --quick
-# sizes, tests that run without a GPU) so the plumbing - wheel install, PYTHONPATH, exit codes, $OUT files, the
-# summary, the time budget - runs here (tests/cli/test_gpu_check.py runs it in CI).
+# sizes, tests that run without a GPU) so the plumbing - wheel install, PYTHONPATH, exit
+# codes, $OUT files, the summary, the time budget - runs here (tests/cli/test_gpu_check.py
+# runs it in CI).
 # Settings: OUT (results; default bench/out/gpu_check), GPU_CHECK_WHEELS (default .whl),
 # GPU_CHECK_SITE (default /tmp/site, a fresh temporary folder in the dry run),
 # GPU_CHECK_PYTEST_ARGS (appended to both pytest steps), GPU_CHECK_ONLY, GPU_CHECK_BUDGET_S
@@ -97,7 +98,9 @@ step() {
   fi
   local t0 rc verdict
   t0=$(now_ms)
-  timeout -k 5 "$limit" "$@"
+  # SIGINT first: a single-process pytest then prints where it stopped and writes its report
+  # of the tests run so far; SIGKILL 5 s later if it does not end.
+  timeout -s INT -k 5 "$limit" "$@"
   rc=$?
   case "$rc" in
     0) verdict=pass ;;
@@ -138,8 +141,8 @@ PY
 )
     [ ${#found[@]} -gt 0 ] || return 1
   fi
-  "$PYTHON" -m pip install -q --disable-pip-version-check --root-user-action=ignore --no-index --no-deps --no-compile \
-    --no-cache-dir --upgrade --target "$SITE" "${found[@]}"
+  "$PYTHON" -m pip install -q --disable-pip-version-check --root-user-action=ignore --no-index \
+    --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE" "${found[@]}"
 }
 
 probe() {
@@ -199,8 +202,8 @@ else
   step gpu-tests 100 40 "$PYTHON" -m pytest -q -p no:cacheprovider -m "gpu or cuda" tests/gpu \
     --junitxml="$OUT_DIR/junit_gpu.xml" "${EXTRA[@]}"
   # The bitsandbytes peer is not carried (its wheel alone is over the transfer limit).
-  step backend 150 60 "$PYTHON" -m pytest -q -p no:cacheprovider -n "$XDIST" tests/backend tests/vyre \
-    -k "$DEVICE and not bitsandbytes" --junitxml="$OUT_DIR/junit_backend.xml" "${EXTRA[@]}"
+  step backend 150 60 "$PYTHON" -m pytest -q -p no:cacheprovider -n "$XDIST" tests/backend \
+    tests/vyre -k "$DEVICE and not bitsandbytes" --junitxml="$OUT_DIR/junit_backend.xml" "${EXTRA[@]}"
   # 2^27 elements: 512 MiB of float32 out, far past the 60 MB L2, with codes drawn on the host
   # in about a second per case; 16 layers of 1 GiB K and V pools, for ours and the torch peer
   # on the GPU alike (about 70 GiB in all).

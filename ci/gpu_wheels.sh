@@ -37,9 +37,10 @@ fi
 # The set installs as the GPU image's pip will install it (Python 3.12, x86-64 manylinux).
 check="$(mktemp -d)"
 trap 'rm -rf "$check"' EXIT
-"$PYTHON" -m pip install -q --disable-pip-version-check --root-user-action=ignore --no-index --no-deps --only-binary=:all: \
-  --python-version 3.12 --implementation cp --abi cp312 --platform manylinux_2_28_x86_64 \
-  --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 --target "$check" .whl/*.whl
+"$PYTHON" -m pip install -q --disable-pip-version-check --root-user-action=ignore --no-index \
+  --no-deps --only-binary=:all: --python-version 3.12 --implementation cp --abi cp312 \
+  --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
+  --platform manylinux2014_x86_64 --target "$check" .whl/*.whl
 for pkg in "${WHEELS[@]}"; do
   if [ ! -d "$check/${pkg%%==*}" ]; then
     echo "ci/gpu_wheels.sh: ${pkg%%==*} did not install for Python 3.12 from .whl." >&2
