@@ -219,7 +219,7 @@ def _brute_overlap(lows, highs) -> bool:
 
 
 def test_overlap_checks_match_brute_force() -> None:
-    from hurray_gpu.io import composite
+    from hurray_gpu.format import composite
 
     rng = np.random.default_rng(7)
     for _ in range(400):
