@@ -1,21 +1,36 @@
-"""The one timing rule every benchmark suite uses: a warm-up call, then the median wall time."""
+"""The timing rules every benchmark suite shares, and the device's own copy as the roof.
+
+Every measurement is warm (a first, untimed call absorbs compiles, first-touch page faults and
+lazy driver allocation). Calls that are compared take turns in every round (``interleaved``):
+on a shared machine the load changes from second to second, and alternating exposes all of
+them to the same conditions, so their ratio stays meaningful. Work on a device is timed on
+that device's clock where it has one (``on_device``: CUDA events, OpenCL profiling, Vulkan
+timestamp queries; on the cpu, the host clock after its work ended), so a GPU kernel's time
+does not include the host's launch and wait.
+"""
 
 from __future__ import annotations
 
+import argparse
 import statistics
+import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["median_s"]
+from hurray_gpu.runtime.buffer import Buffer
+from hurray_gpu.runtime.stream import Event
+
+__all__ = ["Stats", "Timed", "copy_roof", "interleaved", "median_s", "on_device", "on_host",
+           "parse_args"]
+
+# A timed call: runs the work once and returns the seconds it took.
+Timed = Callable[[], float]
 
 
 def median_s(fn: Callable[[], Any], runs: int) -> float:
-    """Median wall seconds of ``fn`` over ``runs`` calls, after one warm-up call.
-
-    The warm-up absorbs compiles, first-touch page faults and lazy driver allocation, so the
-    samples measure the steady state.
-    """
+    """Median wall seconds of ``fn`` over ``runs`` calls, after one warm-up call."""
     fn()
     samples = []
     for _ in range(runs):
@@ -23,3 +38,112 @@ def median_s(fn: Callable[[], Any], runs: int) -> float:
         fn()
         samples.append(time.perf_counter() - start)
     return statistics.median(samples)
+
+
+@dataclass(frozen=True)
+class Stats:
+    """Seconds of the timed runs of one call: the fastest, the median and the slowest."""
+
+    min: float
+    median: float
+    max: float
+
+    @classmethod
+    def of(cls, samples: list[float]) -> Stats:
+        """The statistics of ``samples`` (at least one)."""
+        return cls(min(samples), statistics.median(samples), max(samples))
+
+    def rates(self, amount: float) -> dict[str, float]:
+        """``amount`` per second at the max, median and min time (``amount / 1e9``: G/s)."""
+        return {"min": amount / self.max, "median": amount / self.median,
+                "max": amount / self.min}
+
+
+def interleaved(calls: dict[str, Timed], runs: int) -> dict[str, Stats]:
+    """Each timed call's seconds over ``runs`` rounds in which the calls take turns, after one
+    untimed warm-up round."""
+    samples: dict[str, list[float]] = {name: [] for name in calls}
+    for round_ in range(runs + 1):
+        for name, call in calls.items():
+            took = call()
+            if round_:
+                samples[name].append(took)
+    return {name: Stats.of(got) for name, got in samples.items()}
+
+
+def on_host(fn: Callable[[], Any], sync: Callable[[], Any] | None = None,
+            clock: Callable[[], float] = time.perf_counter) -> Timed:
+    """``fn`` (then ``sync``, which waits for its device work) timed on a host ``clock``."""
+
+    def timed() -> float:
+        start = clock()
+        fn()
+        if sync is not None:
+            sync()
+        return clock() - start
+
+    return timed
+
+
+def on_device(dev: Any, fn: Callable[[], Any]) -> Timed:
+    """``fn`` timed between two timing events recorded on ``dev``'s current stream, where
+    ``fn`` queues its work (every hurray_gpu launch and device copy does)."""
+    start, end = Event(dev), Event(dev)
+
+    def timed() -> float:
+        start.record()
+        fn()
+        end.record()
+        return start.elapsed_ms(end) / 1e3
+
+    return timed
+
+
+def copy_roof(dev: Any, moved: int) -> tuple[Callable[[], Any], Timed, int]:
+    """The bandwidth roof of work that moves ``moved`` bytes (read + written) on ``dev``: a
+    device-side copy of half as many bytes between two Buffers of ``dev`` (the allocator's own
+    copy: cudaMemcpyAsync, clEnqueueCopyBuffer, vkCmdCopyBuffer, memmove).
+
+    Returns:
+        (the copy, the copy timed on the device's clock, the bytes it reads and writes).
+    """
+    nbytes = max(4, moved // 8 * 4)
+    src, dst = Buffer(dev, nbytes), Buffer(dev, nbytes)
+    # Written once, on the device (no host array of that size): never-touched host pages all
+    # map the kernel's one zero page, which a copy then reads from cache.
+    dev.run("fill_u32", src, value=1, n=nbytes // 4)
+
+    def copy() -> None:
+        dst.copy_from(src, progress=False)
+
+    if dev.kind not in ("cuda", "rocm"):
+        return copy, on_device(dev, copy), 2 * nbytes
+    # copy_from also waits on the host before it returns: an end event recorded after that
+    # wait would add the host's wake-up to the copy (a lower roof, flattering every fraction).
+    # So the same driver copy is queued alone between two events, as launch(wait=True) times
+    # a kernel.
+    cuda = dev.cupy.cuda
+    start, end = cuda.Event(), cuda.Event()
+
+    def timed() -> float:
+        with dev.context():
+            stream = cuda.get_current_stream()
+            start.record(stream)
+            cuda.runtime.memcpyAsync(dst.allocation.raw.ptr, src.allocation.raw.ptr, nbytes,
+                                     cuda.runtime.memcpyDefault, stream.ptr)
+            end.record(stream)
+            end.synchronize()
+        return float(cuda.get_elapsed_time(start, end)) / 1e3
+
+    return copy, timed, 2 * nbytes
+
+
+def parse_args(parser: argparse.ArgumentParser, quick: dict[str, Any],
+               argv: list[str] | None = None) -> argparse.Namespace:
+    """``parser``'s arguments plus ``--quick``, whose ``quick`` values replace the defaults
+    (flags given explicitly still win): sizes that finish in seconds on a CPU."""
+    parser.add_argument("--quick", action="store_true",
+                        help="small sizes: " + ", ".join(f"{k}={v}" for k, v in quick.items()))
+    if "--quick" in (sys.argv[1:] if argv is None else argv):
+        parser.set_defaults(**quick)
+    return parser.parse_args(argv)

@@ -1,12 +1,19 @@
-"""Dequantization throughput per device against peers and the memory-copy roof, in one run.
+"""Dequantization throughput per device against peers and the device's own copy, in one run.
 
-Peers (optional benchmark dependencies, skipped with a note when missing): bitsandbytes
-``dequantize_4bit`` (NF4), ``gguf.quants.dequantize`` (Q4_0/Q8_0), ml_dtypes ``astype``
-(fp8/fp6/fp4). Warm buffers; ours, the peer and the copy roof run in alternation within each
-case (a shared machine's load hits all three alike), median of the runs; G elem/s and GB/s of
-bytes read + written; "roof" is against the copy measured in the same case.
-Usage: python bench/dequant.py [--elements 67108864] [--runs 5] [--devices cpu,opencl,vulkan]
-       [--threads 1 --clock cpu]  (per-core CPU time: fairer than wall time on a loaded host)
+Inputs are random codes and scales generated directly (every bit pattern is a valid code of
+these storage types), not quantized floats, so even a GPU-sized run sets up in seconds. The
+roof of each device is its own device-side copy (``Buffer.copy_from`` on that device) of as many
+bytes as the dequantization reads and writes, timed in the same rounds as our kernel; the GPU
+goal is a ``roof_fraction`` of at least 0.9. Peers run on the host (optional benchmark
+dependencies, skipped with a note when missing; ``--no-peers`` leaves them out, as the GPU
+check does): bitsandbytes ``dequantize_4bit`` (NF4), ``gguf.quants.dequantize`` (Q4_0/Q8_0),
+ml_dtypes ``astype`` (fp8/fp6/fp4). Warm buffers; ours, the roof and the peer take turns in
+every round; min/median/max of the runs; G elem/s and GB/s of bytes read + written.
+Clocks: ``device`` (default) times our kernel and the copy on the device (CUDA events, OpenCL
+profiling, Vulkan timestamps; the host clock on the cpu); ``wall`` and ``cpu`` time every call
+plus a synchronize on the host (``cpu``: CPU time of every thread, fairer on a loaded host).
+Usage: python bench/dequant.py [--quick] [--elements 67108864] [--runs 5]
+       [--devices cpu,opencl,vulkan] [--no-peers] [--threads 1 --clock cpu]
 """
 
 from __future__ import annotations
@@ -23,51 +30,47 @@ from typing import Any
 
 import numpy as np
 
+from hurray_gpu.format.descriptor import BufferHandle, RowMajor, TensorDescriptor
+from hurray_gpu.format.descriptor.quant import MXFP, NF4, PerBlockAffine
 from hurray_gpu.format.dtypes import buffer_size, by_name
 from hurray_gpu.ops.plan import bind_inputs, elements_per_item, launch, plan_dequantize
-from hurray_gpu.ops.quantize import quantized_tensor, random_values
+from hurray_gpu.ops.quantize import SCALE_TYPE_TAGS, random_values
+from hurray_gpu.parts import assemble
 from hurray_gpu.runtime.buffer import Buffer
 from hurray_gpu.runtime.registry import resolve_device as device
 from hurray_gpu.tensor import Tensor
 
+from _timing import Timed, copy_roof, interleaved, on_host, parse_args
+
 BLOCK = 32
-# time.perf_counter (wall) or time.process_time (CPU time of every thread of this process).
-CLOCK: dict[str, Callable[[], float]] = {"wall": time.perf_counter, "cpu": time.process_time}
-_clock = CLOCK["wall"]
+ROW = 1024  # elements per row of the benchmark tensors (--elements is rounded down to rows)
+# Host clocks for --clock wall / cpu (and for the host peers under every clock).
+CLOCK: dict[str, Callable[[], float]] = {"device": time.perf_counter,
+                                         "wall": time.perf_counter, "cpu": time.process_time}
 
 
-def interleaved(calls: dict[str, Callable[[], Any]], runs: int) -> dict[str, float]:
-    """Median seconds of each call, the calls taking turns (one warm-up round first)."""
-    samples: dict[str, list[float]] = {name: [] for name in calls}
-    for round_ in range(runs + 1):
-        for name, call in calls.items():
-            start = _clock()
-            call()
-            if round_:
-                samples[name].append(_clock() - start)
-    return {name: statistics.median(times) for name, times in samples.items()}
-
-
-def copy_call(nbytes: int) -> Callable[[], Any]:
-    """np.copyto of ``nbytes`` (the CPU roof: 2 * nbytes per call, read + written)."""
-    src = np.random.default_rng(0).integers(0, 256, nbytes, dtype=np.uint8)
-    dst = np.empty_like(src)
-    return lambda: np.copyto(dst, src)
+def random_tensor(rng: np.random.Generator, storage: str, n: int, quant: Any = None,
+                  scales: np.ndarray | None = None) -> Tensor:
+    """A [n / ROW, ROW] host tensor of random packed codes (and ``scales`` for ``quant``)."""
+    data = rng.integers(0, 256, buffer_size(by_name(storage), n), dtype=np.uint8)
+    buffers = [data] + ([np.ascontiguousarray(scales).view(np.uint8)] if quant else [])
+    desc = TensorDescriptor(by_name(storage), (n // ROW, ROW), RowMajor(),
+                            tuple(BufferHandle(b.nbytes, 64) for b in buffers),
+                            quantization=quant)
+    tensor: Tensor = assemble(desc, buffers)
+    return tensor
 
 
 def _blocked(rng: np.random.Generator, storage: str, scheme: str, n: int) -> Tensor:
-    values = random_values(rng, storage, (n // 1024, 1024))
-    count = n // BLOCK
     if scheme == "nf4":
-        scales = rng.random(n // 64).astype(np.float32) + 0.5
-        return quantized_tensor(values, storage, "nf4", axis=1, block_size=64, scales=scales)
-    if scheme == "mxfp":
-        scales = rng.integers(100, 150, count).astype(np.uint8)
-        return quantized_tensor(values, storage, "mxfp", axis=1, block_size=BLOCK,
-                                scales=scales)
-    scales = (rng.random(count) + 0.5).astype(np.float16)
-    return quantized_tensor(values, storage, "per_block", axis=1, block_size=BLOCK,
-                            scales=scales, scale_type="float16")
+        scales = rng.random(n // 64, dtype=np.float32) + 0.5
+        return random_tensor(rng, storage, n, NF4(1, 64, 1), scales)
+    if scheme == "mxfp":  # e8m0 codes of moderate exponents (255 would be NaN, rejected)
+        return random_tensor(rng, storage, n, MXFP(1, BLOCK, 1),
+                             rng.integers(100, 150, n // BLOCK, dtype=np.uint8))
+    scales = (rng.random(n // BLOCK) + 0.5).astype(np.float16)
+    return random_tensor(rng, storage, n, PerBlockAffine(1, BLOCK, 1, None,
+                                                         SCALE_TYPE_TAGS["float16"]), scales)
 
 
 def cases(n: int) -> list[tuple[str, str, Callable[[np.random.Generator], Tensor]]]:
@@ -85,12 +88,12 @@ def cases(n: int) -> list[tuple[str, str, Callable[[np.random.Generator], Tensor
     for storage in ("float8_e4m3", "float8_e5m2", "float6_e2m3", "float6_e3m2",
                     "float4_e2m1"):
         out.append((f"{storage} -> float32", "float32",
-                    lambda r, s=storage: Tensor.from_numpy(random_values(r, s, (n,)))))
+                    lambda r, s=storage: random_tensor(r, s, n)))
     return out
 
 
-def ours_runner(t: Tensor, out_dtype: str, dev: Any) -> tuple[Callable[[], Any], int]:
-    """(one synchronous kernel run on ``dev`` with warm, preallocated buffers, bytes moved)."""
+def ours_runner(t: Tensor, out_dtype: str, dev: Any, clock: str) -> tuple[Timed, int]:
+    """(one timed kernel run on ``dev`` with warm, preallocated buffers, bytes moved)."""
     dt = t.to(dev)
     # The elements per work item dequantize() itself uses on this device.
     plan = plan_dequantize(dt.descriptor, out_dtype, ept=elements_per_item(dev))
@@ -99,13 +102,12 @@ def ours_runner(t: Tensor, out_dtype: str, dev: Any) -> tuple[Callable[[], Any],
     inputs = bind_inputs(plan, dev, bufs)
     out = Buffer(dev, buffer_size(by_name(out_dtype), plan.count))
     err = Buffer(dev, 4)
-
-    def run() -> None:
-        launch(plan, dev, inputs, out, err)
-        dev.synchronize()
-
     read = sum(int(h.byte_size) for h in t.descriptor.buffers)
-    return run, read + out.nbytes
+    if clock == "device":  # the kernel alone, on the device's clock
+        return lambda: float(launch(plan, dev, inputs, out, err, wait=True) or 0.0), \
+            read + out.nbytes
+    return on_host(lambda: launch(plan, dev, inputs, out, err), dev.synchronize,
+                   CLOCK[clock]), read + out.nbytes
 
 
 def peer_runner(label: str, t: Tensor, rng: np.random.Generator) -> tuple[str, Callable[[], Any]]:
@@ -125,64 +127,71 @@ def peer_runner(label: str, t: Tensor, rng: np.random.Generator) -> tuple[str, C
 
         kind = GGMLQuantizationType.Q4_0 if label.startswith("Q4_0") else \
             GGMLQuantizationType.Q8_0
-        raw = quantize(rng.standard_normal((n // 1024, 1024)).astype(np.float32), kind)
+        raw = quantize(rng.standard_normal((n // ROW, ROW)).astype(np.float32), kind)
         return "gguf.quants.dequantize", lambda: dequantize(raw, kind)
     if label.startswith("MXFP4"):
         raise ImportError("no installed peer dequantizes MXFP4 on the CPU")
     import ml_dtypes  # noqa: F401  (the peer is ml_dtypes' astype)
 
-    values = random_values(rng, label.split(" ")[0], (n,))
+    values = random_values(rng, label.split(" ")[0], (n,))  # one element per byte, as it takes
     return "ml_dtypes astype", lambda: values.astype(np.float32)
 
 
 def run_case(label: str, out_dtype: str, make: Callable[[np.random.Generator], Tensor],
-             devs: list[Any], runs: int, copy: Callable[[], Any],
-             copy_bytes: int) -> list[dict[str, Any]]:
-    """One operation: ours on each device, its peer and the copy roof, interleaved, as rows."""
+             devs: list[Any], runs: int, clock: str, peers: bool) -> list[dict[str, Any]]:
+    """One operation: ours and the copy roof on each device, and the peer, interleaved."""
     rng = np.random.default_rng(7)
     t = make(rng)
     n = int(np.prod(t.shape))
-    calls: dict[str, Callable[[], Any]] = {"copy": copy}
+    calls: dict[str, Timed] = {}
     moved: dict[str, int] = {}
     peer = None
-    try:
-        peer, calls["peer"] = peer_runner(label, t, rng)
-    except ImportError as exc:
-        print(f"  peer for {label!r} skipped: {exc}", file=sys.stderr)
+    if peers:
+        try:
+            peer, peer_call = peer_runner(label, t, rng)
+            calls["peer"] = on_host(peer_call, clock=CLOCK[clock])
+        except ImportError as exc:
+            print(f"  peer for {label!r} skipped: {exc}", file=sys.stderr)
     for dev in devs:
-        calls[dev.spec], moved[dev.spec] = ours_runner(t, out_dtype, dev)
+        calls[dev.spec], moved[dev.spec] = ours_runner(t, out_dtype, dev, clock)
+        copy, timed, moved[f"{dev.spec} copy"] = copy_roof(dev, moved[dev.spec])
+        calls[f"{dev.spec} copy"] = timed if clock == "device" else \
+            on_host(copy, dev.synchronize, CLOCK[clock])
     took = interleaved(calls, runs)
-    roof = copy_bytes / took["copy"] / 1e9
+    del calls  # frees every device buffer of this case before the next one
     rows = []
     peer_rate = None
     if peer is not None:
-        peer_rate = n / took["peer"] / 1e9
+        peer_rate = n / took["peer"].median / 1e9
         rows.append({"op": label, "impl": peer, "device": "cpu", "elements": n,
                      "gelem_s": peer_rate})
     for dev in devs:
-        seconds = took[dev.spec]
-        gbps = moved[dev.spec] / seconds / 1e9
+        ours, roof = took[dev.spec], took[f"{dev.spec} copy"]
+        gbps = ours.rates(moved[dev.spec] / 1e9)
+        roof_gbps = roof.rates(moved[f"{dev.spec} copy"] / 1e9)
         rows.append({"op": label, "impl": "hurray_gpu", "device": dev.spec, "elements": n,
-                     "gelem_s": n / seconds / 1e9, "gbps": gbps, "roof_gbps": roof,
-                     "roof_fraction": gbps / roof,
-                     "vs_peer": None if peer_rate is None else n / seconds / 1e9 / peer_rate})
+                     "gelem_s": n / ours.median / 1e9, "gbps": gbps["median"],
+                     "gbps_range": [gbps["min"], gbps["max"]],
+                     "roof_gbps": roof_gbps["median"],
+                     "roof_gbps_range": [roof_gbps["min"], roof_gbps["max"]],
+                     "roof_fraction": gbps["median"] / roof_gbps["median"],
+                     "vs_peer": None if peer_rate is None else n / ours.median / 1e9 / peer_rate})
         dev.allocator.free_cache()
     return rows
 
 
 def table(rows: list[dict[str, Any]]) -> str:
     """The printed table (one line per implementation and device)."""
-    roofs = [r["roof_gbps"] for r in rows if "roof_gbps" in r]
-    roof = f"{statistics.median(roofs):.2f} GB/s median" if roofs else "not measured"
-    lines = [f"memory-copy roof (np.copyto, read + write, measured in each case): {roof}",
-             f"{'operation':40s} {'impl':30s} {'device':9s} {'Gelem/s':>8s} {'GB/s':>7s} "
-             f"{'roof':>6s} {'vs peer':>8s}"]
+    lines = ["roof: each device's own copy of the same bytes (read + write), same rounds",
+             f"{'operation':38s} {'impl':28s} {'device':9s} {'Gelem/s':>8s} {'GB/s':>8s} "
+             f"{'roof GB/s':>9s} {'roof':>6s} {'vs peer':>8s}"]
     for r in rows:
-        gbps = f"{r['gbps']:7.2f}" if "gbps" in r else " " * 7
+        gbps = f"{r['gbps']:8.2f}" if "gbps" in r else " " * 8
+        roof = f"{r['roof_gbps']:9.2f}" if "roof_gbps" in r else " " * 9
         roof_f = f"{r['roof_fraction']:6.1%}" if "roof_fraction" in r else " " * 6
         ratio = f"{r['vs_peer']:7.2f}x" if r.get("vs_peer") else " " * 8
-        lines.append(f"{r['op']:40s} {r['impl']:30s} {r['device']:9s} {r['gelem_s']:8.3f} "
-                     f"{gbps} {roof_f} {ratio}")
+        lines.append(f"{r['op']:38s} {r['impl']:28s} {r['device']:9s} {r['gelem_s']:8.3f} "
+                     f"{gbps} {roof} {roof_f} {ratio}")
     return "\n".join(lines)
 
 
@@ -193,11 +202,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--devices", default="cpu", help="comma-separated device specs")
     parser.add_argument("--only", default="", help="run operations whose label contains this")
     parser.add_argument("--json", default="bench/out/dequant.json")
+    parser.add_argument("--no-peers", action="store_true", help="leave out the host peers")
     parser.add_argument("--threads", type=int, default=0, help="OpenMP/torch threads (0: all)")
-    parser.add_argument("--clock", choices=sorted(CLOCK), default="wall")
-    args = parser.parse_args(argv)
-    global _clock
-    _clock = CLOCK[args.clock]
+    parser.add_argument("--clock", choices=sorted(CLOCK), default="device")
+    args = parse_args(parser, {"elements": 1 << 16, "runs": 3}, argv)
     if args.threads:
         # Read by libgomp when the first kernel library loads, so set before any launch.
         os.environ["OMP_NUM_THREADS"] = str(args.threads)
@@ -207,14 +215,18 @@ def main(argv: list[str] | None = None) -> int:
             torch.set_num_threads(args.threads)
         except ImportError:
             pass
-    n = args.elements // 1024 * 1024
+    n = max(ROW, args.elements // ROW * ROW)
     devs = [device(spec) for spec in args.devices.split(",") if spec]
-    copy = copy_call(n * 4)
     rows: list[dict[str, Any]] = []
     for label, out_dtype, make in cases(n):
         if args.only in label:
-            rows += run_case(label, out_dtype, make, devs, args.runs, copy, 2 * n * 4)
+            rows += run_case(label, out_dtype, make, devs, max(1, args.runs), args.clock,
+                             not args.no_peers)
     print(table(rows))
+    fractions = [r["roof_fraction"] for r in rows if "roof_fraction" in r]
+    if fractions:
+        print(f"roof fraction: min {min(fractions):.1%}, median "
+              f"{statistics.median(fractions):.1%}, max {max(fractions):.1%}")
     path = Path(args.json)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"elements": n, "runs": args.runs,

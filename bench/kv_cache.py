@@ -2,13 +2,17 @@
 
 Simulated decode (the issue's loop): sequences of random lengths; each step forks 10% of them,
 appends one token per sequence (forks included) to every layer, then frees the forks. K and V
-rows are already on the device, as a model produces them. The peer, in the same run, is the
-same cache written by hand with torch on the CPU: a Python block manager (free list, reference
-counts, copy-on-write of the rows in use) plus index_copy_ / index_select over NumPy-backed
-pools (huge pages, as ours), timed interleaved with each device, as is the gather's roof:
-torch copy_ of the same bytes, contiguous, on all threads. NumPy fancy indexing and a
-one-thread np.copyto are reported too. Warm, median of runs.
-Usage: python bench/kv_cache.py [--runs 5] [--seqs 256] [--max-len 256] [--layers 8]
+rows are already on the device, as a model produces them. The roof of gather and prefill (the
+bulk append) is the device's own copy (``Buffer.copy_from`` on that device) of the same bytes,
+timed in the same rounds; the GPU goal is at least 0.85 of it (``gather_vs_roof``,
+``prefill_vs_roof``). The peer, in the same run, is the same cache written by hand with torch
+on the device's torch counterpart (the GPU for cuda, the CPU otherwise): a Python block manager
+(free list, reference counts, copy-on-write of the rows in use) plus index_copy_ /
+index_select; its CPU pools are NumPy-backed (huge pages, as ours). When a host device is
+measured, NumPy fancy indexing and a one-thread np.copyto are reported too. Device work is
+timed on the device's clock (events; the host clock on the cpu). Warm, interleaved,
+min/median/max of runs.
+Usage: python bench/kv_cache.py [--quick] [--runs 5] [--seqs 256] [--max-len 256] [--layers 8]
 """
 
 from __future__ import annotations
@@ -22,8 +26,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import argparse  # noqa: E402
 import json  # noqa: E402
-import statistics  # noqa: E402
-import time  # noqa: E402
+import sys  # noqa: E402
 from collections.abc import Callable  # noqa: E402
 from itertools import chain  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -36,29 +39,13 @@ from hurray_gpu.kv_cache import PagedKVCache  # noqa: E402
 from hurray_gpu.runtime.buffer import Buffer  # noqa: E402
 from hurray_gpu.runtime.registry import devices  # noqa: E402
 
-from _timing import median_s
+from _timing import Stats, Timed, copy_roof, interleaved, median_s, on_device, on_host, parse_args
 
 OUT = Path(__file__).resolve().parent / "out" / "kv_cache.json"
 PAGE = 16
-
-
-
-
-def _interleaved(fns: list[Callable[[], Any]], runs: int) -> list[float]:
-    """Median seconds of each of ``fns``, timed in turn in every round.
-
-    On a shared machine the load changes from second to second; alternating ours and the
-    peer's samples exposes both to the same conditions, so their ratio stays meaningful.
-    """
-    for fn in fns:
-        fn()  # warm-up: compiles, first touch
-    samples: list[list[float]] = [[] for _ in fns]
-    for _ in range(runs):
-        for fn, got in zip(fns, samples, strict=True):
-            start = time.perf_counter()
-            fn()
-            got.append(time.perf_counter() - start)
-    return [statistics.median(got) for got in samples]
+# Distinct random rows generated per call of Shape.rows; longer inputs repeat them (values do
+# not change what a row copy costs, and a GPU-sized input would take seconds to draw).
+BASE_ROWS = 4096
 
 
 class Shape:
@@ -74,29 +61,42 @@ class Shape:
         self.pages = int(sum(-(-(int(n) + steps) // PAGE) for n in lens)) + 2 * self.batch
 
     def rows(self, n: int, seed: int) -> np.ndarray:
+        """``n`` float16 rows: BASE_ROWS random ones, repeated."""
         rng = np.random.default_rng(seed)
-        return rng.standard_normal((n, self.heads, self.head_dim)).astype(np.float16)
+        base = rng.standard_normal((min(n, BASE_ROWS), self.heads, self.head_dim))
+        return np.resize(base.astype(np.float16), (n, self.heads, self.head_dim))
 
 
 def _fill(cache: Any, seqs: list[int], shape: Shape) -> None:
-    rows = shape.rows(int(shape.lens.sum()), 0)
+    # Uploaded once: every layer appends the same device rows (no host copy per layer).
+    rows = Buffer.from_bytes(cache.device, shape.rows(int(shape.lens.sum()), 0).view(np.uint8)
+                             .reshape(-1))
     for layer in range(shape.layers):
         cache.append(seqs, layer, rows, rows, counts=[int(n) for n in shape.lens])
+    rows.free()
+
+
+def _rates(stats: Stats, amount: float) -> tuple[float, list[float]]:
+    """(median rate, [min, max] rate) of ``amount`` per second."""
+    rates = stats.rates(amount)
+    return rates["median"], [rates["min"], rates["max"]]
 
 
 def bench_device(spec: Any, shape: Shape, runs: int, kv_dtype: str | None = None,
                  peer: TorchPeer | None = None) -> dict[str, Any]:
-    """Decode tokens/s, gather and prefill GB/s (K and V, read + write) on one device.
+    """Decode tokens/s, gather and prefill GB/s (K and V, read + write) on one device, and
+    the device's copy of the same bytes (the roof of gather and prefill).
 
     With ``peer``, its decode step and gather are timed interleaved with ours.
     """
     cache = PagedKVCache(spec, shape.layers, shape.heads, shape.head_dim, shape.pages, PAGE,
                          "float16", kv_dtype)
+    dev = cache.device
     seqs = [cache.add_sequence() for _ in shape.lens]
     _fill(cache, seqs, shape)
     rng = np.random.default_rng(0)
-    k = Buffer.from_bytes(cache.device, shape.rows(shape.batch, 1).view(np.uint8).reshape(-1))
-    v = Buffer.from_bytes(cache.device, shape.rows(shape.batch, 2).view(np.uint8).reshape(-1))
+    k = Buffer.from_bytes(dev, shape.rows(shape.batch, 1).view(np.uint8).reshape(-1))
+    v = Buffer.from_bytes(dev, shape.rows(shape.batch, 2).view(np.uint8).reshape(-1))
 
     def step() -> None:
         forks = [cache.fork(int(s)) for s in rng.choice(seqs, len(seqs) // 10, replace=False)]
@@ -105,42 +105,52 @@ def bench_device(spec: Any, shape: Shape, runs: int, kv_dtype: str | None = None
             cache.append_decode(batch, layer, k, v)
         for f in forks:
             cache.free(f)
-        cache.device.synchronize()
 
-    steps = [step] + ([peer.step] if peer else [])
-    t_decode, *t_peer_decode = _interleaved(steps, runs)
+    calls = {"decode": on_device(dev, step)}
+    if peer is not None:
+        calls["torch decode"] = peer.timed(peer.step)
+    took = interleaved(calls, runs)
     total = int(sum(cache.seq_len(s, 0) for s in seqs))
     # Preallocated outputs, as the peer's index_select(out=...): no allocation is timed.
-    outs = tuple(Buffer(cache.device, total * shape.row_bytes) for _ in range(2))
-
-    def gather() -> None:
-        cache.gather(seqs, 0, out=outs)
-        cache.device.synchronize()
-
-    # The roof, in the same rounds: torch copy_ of the same bytes, contiguous, on all threads.
-    t_gather, *t_peer_gather = _interleaved(
-        [gather] + ([peer.gather, peer.copy_roof] if peer else []), runs)
+    outs = tuple(Buffer(dev, total * shape.row_bytes) for _ in range(2))
+    moved = 2 * 2 * total * shape.row_bytes  # K and V, read + write
+    _, roof_timed, copied = copy_roof(dev, moved)
+    calls = {"gather": on_device(dev, lambda: cache.gather(seqs, 0, out=outs)),
+             "roof": roof_timed}
+    if peer is not None:
+        calls["torch gather"] = peer.timed(peer.gather)
+    took |= interleaved(calls, runs)
     counts = [cache.seq_len(s, 0) for s in seqs]
     cache.close()
-    t_prefill = _prefill(spec, shape, counts, runs, kv_dtype)
-    moved = 2 * 2 * total * shape.row_bytes  # K and V, read + write
-    row = {"device": str(spec) + (f" {kv_dtype}" if kv_dtype else ""), "tokens": total,
-           "decode_tokens_per_s": shape.batch * shape.layers / t_decode,
-           "gather_gb_per_s": moved / t_gather / 1e9,
-           "prefill_gb_per_s": moved / t_prefill / 1e9}
+    for out in outs:
+        out.free()
+    took |= _prefill(spec, shape, counts, runs, kv_dtype, roof_timed)
+    row: dict[str, Any] = {"device": str(spec) + (f" {kv_dtype}" if kv_dtype else ""),
+                           "tokens": total}
+    for key, name, amount in (("decode_tokens_per_s", "decode", shape.batch * shape.layers),
+                              ("gather_gb_per_s", "gather", moved / 1e9),
+                              ("prefill_gb_per_s", "prefill", moved / 1e9),
+                              ("roof_copy_gb_per_s", "roof", copied / 1e9)):
+        row[key], row[f"{key}_range"] = _rates(took[name], amount)
+    roof = copied / took["roof"].median  # bytes per second, in the gather's rounds
+    row["gather_vs_roof"] = moved / took["gather"].median / roof
+    row["prefill_vs_roof"] = moved / took["prefill"].median / (copied / took["prefill roof"].median)
     if peer is not None:
-        row["torch_decode_tokens_per_s"] = shape.batch * shape.layers / t_peer_decode[0]
-        row["torch_gather_gb_per_s"] = peer.gather_bytes() / t_peer_gather[0] / 1e9
-        row["roof_copy_gb_per_s"] = peer.gather_bytes() / t_peer_gather[1] / 1e9
+        row["torch_device"] = str(peer.device)
+        row["torch_decode_tokens_per_s"] = shape.batch * shape.layers / \
+            took["torch decode"].median
+        row["torch_gather_gb_per_s"] = peer.gather_bytes() / took["torch gather"].median / 1e9
         row["decode_vs_torch"] = row["decode_tokens_per_s"] / row["torch_decode_tokens_per_s"]
         row["gather_vs_torch"] = row["gather_gb_per_s"] / row["torch_gather_gb_per_s"]
-        row["gather_vs_roof"] = row["gather_gb_per_s"] / row["roof_copy_gb_per_s"]
-        row["torch_gather_vs_roof"] = row["torch_gather_gb_per_s"] / row["roof_copy_gb_per_s"]
+        row["torch_gather_vs_roof"] = peer.gather_bytes() / took["torch gather"].median / roof
+    dev.allocator.free_cache()
     return row
 
 
-def _prefill(spec: Any, shape: Shape, counts: list[int], runs: int,
-             kv_dtype: str | None) -> float:
+def _prefill(spec: Any, shape: Shape, counts: list[int], runs: int, kv_dtype: str | None,
+             roof: Timed) -> dict[str, Stats]:
+    """The bulk append of every sequence's rows into an empty one-layer cache, and the roof,
+    interleaved."""
     total = sum(counts)
     cache = PagedKVCache(spec, 1, shape.heads, shape.head_dim, -(-total // PAGE) + len(counts),
                          PAGE, "float16", kv_dtype)
@@ -152,35 +162,39 @@ def _prefill(spec: Any, shape: Shape, counts: list[int], runs: int,
             cache.free(s)
         seqs[:] = [cache.add_sequence() for _ in counts]
         cache.append(seqs, 0, rows, rows, counts=counts)
-        cache.device.synchronize()
 
     try:
-        return median_s(once, runs)
+        return interleaved({"prefill": on_device(cache.device, once), "prefill roof": roof},
+                           runs)
     finally:
         cache.close()
+        rows.free()
 
 
-def _host_tensor(torch: Any, shape: tuple[int, int]) -> Any:
-    """A zeroed float16 CPU tensor over NumPy memory (huge pages, as our cpu Buffers)."""
-    return torch.from_numpy(np.zeros(shape, np.float16))
+def _zeros(torch: Any, shape: tuple[int, int], where: Any) -> Any:
+    """A zeroed float16 tensor on ``where``; on the CPU over NumPy memory (huge pages, as our
+    cpu Buffers)."""
+    if where.type == "cpu":
+        return torch.from_numpy(np.zeros(shape, np.float16))
+    return torch.zeros(shape, dtype=torch.float16, device=where)
 
 
 class TorchPaged:
-    """The peer: a paged KV cache as users write it with torch on the CPU.
+    """The peer: a paged KV cache as users write it with torch (on the CPU or a GPU).
 
     A Python block manager (free list, reference counts, block tables, copy-on-write of a
     shared last page) computes the slot of each new token once per step; every layer then
     does index_copy_ into its K and V pools. Gather is index_select with an out= tensor.
     """
 
-    def __init__(self, torch: Any, shape: Shape) -> None:
-        self.torch, self.ps = torch, PAGE
+    def __init__(self, torch: Any, shape: Shape, where: Any) -> None:
+        self.torch, self.ps, self.where = torch, PAGE, where
         slots, width = shape.pages * PAGE, shape.heads * shape.head_dim
-        # NumPy-backed, like our cpu pools: NumPy asks for transparent huge pages on large
-        # arrays and torch's allocator does not; with 4 KiB pages each scattered row costs a
-        # TLB miss, which slows scattered row copies in C and the torch decode step alike: a
-        # difference of allocators, not of caches.
-        self.pools = [[_host_tensor(torch, (slots, width)) for _ in range(2)]
+        # On the CPU NumPy-backed, like our cpu pools: NumPy asks for transparent huge pages on
+        # large arrays and torch's allocator does not; with 4 KiB pages each scattered row
+        # costs a TLB miss, which slows scattered row copies in C and the torch decode step
+        # alike: a difference of allocators, not of caches.
+        self.pools = [[_zeros(torch, (slots, width), where) for _ in range(2)]
                       for _ in range(shape.layers)]
         self.free_pages = list(range(shape.pages - 1, -1, -1))
         self.refs = [0] * shape.pages
@@ -232,17 +246,18 @@ class TorchPaged:
             self.lens[seq] = start + n
         if cow:
             self._copy_rows(cow)
-        return self.torch.tensor(out, dtype=self.torch.int64)
+        return self.torch.tensor(out, dtype=self.torch.int64, device=self.where)
 
     def _copy_rows(self, cows: list[tuple[int, int, int]]) -> None:
         """Copy-on-write: the first ``rows`` slots of page src into page dst, every pool."""
         src = self.torch.tensor([s * self.ps + i for s, _, n in cows for i in range(n)],
-                                dtype=self.torch.int64)
+                                dtype=self.torch.int64, device=self.where)
         dst = self.torch.tensor([d * self.ps + i for _, d, n in cows for i in range(n)],
-                                dtype=self.torch.int64)
+                                dtype=self.torch.int64, device=self.where)
         if not src.numel():
             return
-        tmp = self.torch.empty(src.numel(), self.pools[0][0].shape[1], dtype=self.torch.float16)
+        tmp = self.torch.empty(src.numel(), self.pools[0][0].shape[1], dtype=self.torch.float16,
+                               device=self.where)
         for pools in self.pools:
             for pool in pools:
                 pool.index_copy_(0, dst, self.torch.index_select(pool, 0, src, out=tmp))
@@ -257,26 +272,48 @@ class TorchPaged:
         pos = np.arange(int(lens.sum()), dtype=np.int64) - np.repeat(np.cumsum(lens) - lens,
                                                                      lens)
         page = flat[np.repeat(np.cumsum(sizes) - sizes, lens) + pos // ps]
-        return self.torch.from_numpy(page * ps + pos % ps)
+        return self.torch.from_numpy(page * ps + pos % ps).to(self.where)
 
 
 class TorchPeer:
-    """The hand-written torch cache, filled like ours: ``step()`` and ``gather()`` to time."""
+    """The hand-written torch cache on torch device ``device``, filled like ours: ``step()``
+    and ``gather()`` to time (with :meth:`timed`)."""
 
-    def __init__(self, torch: Any, shape: Shape) -> None:
-        self.torch, self.shape = torch, shape
-        self.cache = peer = TorchPaged(torch, shape)
+    def __init__(self, torch: Any, shape: Shape, device: Any) -> None:
+        self.torch, self.shape, self.device = torch, shape, device
+        self.cache = peer = TorchPaged(torch, shape, device)
         self.seqs = [peer.add() for _ in shape.lens]
         width = shape.heads * shape.head_dim
-        rows = torch.from_numpy(shape.rows(int(shape.lens.sum()), 0).reshape(-1, width))
-        where = peer.slots(self.seqs, [int(n) for n in shape.lens])
+
+        def rows(n: int, seed: int) -> Any:
+            return torch.from_numpy(shape.rows(n, seed).reshape(n, width)).to(device)
+
+        slots = peer.slots(self.seqs, [int(n) for n in shape.lens])
+        filled = rows(int(shape.lens.sum()), 0)
         for pools in peer.pools:
             for pool in pools:
-                pool.index_copy_(0, where, rows)
+                pool.index_copy_(0, slots, filled)
+        del filled
         self.rng = np.random.default_rng(0)
-        self.k = torch.from_numpy(shape.rows(shape.batch, 1).reshape(shape.batch, width))
-        self.v = torch.from_numpy(shape.rows(shape.batch, 2).reshape(shape.batch, width))
+        self.k, self.v = rows(shape.batch, 1), rows(shape.batch, 2)
         self.outs: list[Any] = []
+
+    def timed(self, fn: Callable[[], Any]) -> Timed:
+        """``fn`` timed on torch's clock for its device: CUDA events on its current stream on
+        a GPU, the host clock on the CPU."""
+        if self.device.type != "cuda":
+            return on_host(fn)
+        cuda = self.torch.cuda
+        start, end = cuda.Event(enable_timing=True), cuda.Event(enable_timing=True)
+
+        def timed() -> float:
+            start.record()
+            fn()
+            end.record()
+            end.synchronize()
+            return float(start.elapsed_time(end)) / 1e3
+
+        return timed
 
     def step(self) -> None:
         """One decode step: 10% forks, one token per sequence into every layer, free forks."""
@@ -295,20 +332,11 @@ class TorchPeer:
         """Bytes a gather of layer 0 moves (K and V, read + write)."""
         return 2 * 2 * sum(self.cache.lens[s] for s in self.seqs) * self.shape.row_bytes
 
-    def copy_roof(self) -> None:
-        """The bandwidth roof of a gather: layer 0's first rows copied contiguously (copy_,
-        which torch runs on all its threads), the same bytes as :meth:`gather` moves."""
-        rows = sum(self.cache.lens[s] for s in self.seqs)
-        if not self.outs or self.outs[0].shape[0] != rows:
-            self.gather()  # sizes the outputs
-        for pool, out in zip(self.cache.pools[0], self.outs, strict=True):
-            out.copy_(pool[:rows])
-
     def gather(self) -> None:
         """index_select of layer 0's K and V into preallocated outputs (its best case)."""
         index = self.cache.gather_slots(self.seqs)
         if not self.outs or self.outs[0].shape[0] != index.shape[0]:
-            self.outs = [_host_tensor(self.torch, (index.shape[0], self.k.shape[1]))
+            self.outs = [_zeros(self.torch, (index.shape[0], self.k.shape[1]), self.device)
                          for _ in range(2)]
         kp, vp = self.cache.pools[0]
         self.torch.index_select(kp, 0, index, out=self.outs[0])
@@ -316,7 +344,7 @@ class TorchPeer:
 
 
 def bench_host(shape: Shape, runs: int) -> dict[str, float]:
-    """NumPy fancy-indexing gather and the np.copyto roof over the same bytes."""
+    """NumPy fancy-indexing gather and a one-thread np.copyto of the same bytes."""
     total = int(shape.lens.sum())
     width = shape.row_bytes // 2
     rng = np.random.default_rng(1)
@@ -333,7 +361,7 @@ def bench_host(shape: Shape, runs: int) -> dict[str, float]:
         for d, p in zip(dense, pools, strict=True):
             np.take(p, slots, axis=0, out=d)
 
-    return {"roof_copy_gb_per_s": moved / median_s(roof, runs) / 1e9,
+    return {"numpy_copy_gb_per_s": moved / median_s(roof, runs) / 1e9,
             "numpy_gather_gb_per_s": moved / median_s(take, runs) / 1e9}
 
 
@@ -350,7 +378,7 @@ def _args() -> argparse.Namespace:
     parser.add_argument("--kv-dtype", default=None, choices=["int8", "float8_e4m3"],
                         help="also measure a quantized cache on each device")
     parser.add_argument("--json", type=Path, default=OUT)
-    return parser.parse_args()
+    return parse_args(parser, {"seqs": 8, "max_len": 32, "layers": 1, "runs": 3})
 
 
 def _print(args: argparse.Namespace, shape: Shape, peers: dict[str, float],
@@ -358,21 +386,39 @@ def _print(args: argparse.Namespace, shape: Shape, peers: dict[str, float],
     print(f"{args.seqs} seqs, lengths 1..{args.max_len} ({int(shape.lens.sum())} tokens), "
           f"{args.layers} layers, {args.heads} heads x {args.head_dim} fp16, page {PAGE}; "
           f"decode batch {shape.batch} (10% forks); median of {args.runs}")
-    print("peers: " + ", ".join(f"{k} {v:.3g}" for k, v in peers.items()))
+    if peers:
+        print("host peers: " + ", ".join(f"{k} {v:.3g}" for k, v in peers.items()))
     print(f"{'device':20s} {'decode tok/s':>13s} {'torch tok/s':>12s} {'ratio':>6s} "
           f"{'gather GB/s':>12s} {'torch GB/s':>11s} {'ratio':>6s} {'roof GB/s':>10s} "
-          f"{'vs roof':>8s} "
-          f"{'prefill GB/s':>13s}")
+          f"{'vs roof':>8s} {'prefill GB/s':>13s} {'vs roof':>8s}")
     nan = float("nan")
     for r in rows:
         print(f"{r['device']:20s} {r['decode_tokens_per_s']:13.0f} "
               f"{r.get('torch_decode_tokens_per_s', nan):12.0f} "
               f"{r.get('decode_vs_torch', nan):6.2f} {r['gather_gb_per_s']:12.2f} "
               f"{r.get('torch_gather_gb_per_s', nan):11.2f} {r.get('gather_vs_torch', nan):6.2f} "
-              f"{r.get('roof_copy_gb_per_s', nan):10.2f} "
-              f"{r['gather_vs_roof']:8.2f} {r['prefill_gb_per_s']:13.2f}")
+              f"{r['roof_copy_gb_per_s']:10.2f} {r['gather_vs_roof']:8.2f} "
+              f"{r['prefill_gb_per_s']:13.2f} {r['prefill_vs_roof']:8.2f}")
     for skip in skipped:
         print(f"{skip['device']:20s} skipped: {skip['why'][:110]}")
+
+
+def _peer(torch: Any, dev: Any, shape: Shape, made: dict[str, TorchPeer | None]) -> Any:
+    """The torch peer for ``dev`` (one per torch device, made on first use): on the GPU for a
+    cuda/rocm device (torch calls both cuda), on the CPU otherwise; None without torch, or
+    when this torch cannot reach the GPU (said once)."""
+    if torch is None:
+        return None
+    where = torch.device("cuda", dev.index) if dev.kind in ("cuda", "rocm") else \
+        torch.device("cpu")
+    if str(where) not in made:
+        if where.type == "cuda" and not torch.cuda.is_available():
+            print(f"torch peer for {dev.spec} skipped: this torch has no GPU support",
+                  file=sys.stderr)
+            made[str(where)] = None
+        else:
+            made[str(where)] = TorchPeer(torch, shape, where)
+    return made[str(where)]
 
 
 def main() -> None:
@@ -380,29 +426,30 @@ def main() -> None:
     lens = np.random.default_rng(0).integers(1, args.max_len + 1, args.seqs)
     wanted = {s for s in args.devices.split(",") if s}
     kinds = [None] + ([args.kv_dtype] if args.kv_dtype else [])
-    runs = [(dev.spec, kv) for dev in devices() for kv in kinds
+    runs = [(dev, kv) for dev in devices() for kv in kinds
             if dev.kind != "reference"
             and (not wanted or dev.spec in wanted or dev.kind in wanted)]
     if wanted and not runs:
         raise SystemExit(f"no local device matches --devices {args.devices!r}; "
                          f"have {[d.spec for d in devices()]}")
-    # Pool room for the decode steps of each run; the torch peer steps alongside every one.
+    # Pool room for the decode steps of each run; a torch peer steps alongside every one.
     shape = Shape(lens, args.layers, args.heads, args.head_dim,
                   steps=(len(runs) + 1) * (args.runs + 1))
-    peers = bench_host(shape, args.runs)
+    # NumPy's gather and copy only say something next to a device on the host.
+    on_host_too = any(d.kind == "cpu" or getattr(d, "emulated", False) for d, _ in runs)
+    peers = bench_host(shape, args.runs) if on_host_too else {}
     try:
         import torch
     except ImportError:
         torch = None
-    peer = TorchPeer(torch, shape) if torch is not None else None
+    made: dict[str, TorchPeer | None] = {}
     rows, skipped = [], []
-    for spec, kv in runs:
+    for dev, kv in runs:
         try:
-            rows.append(bench_device(spec, shape, args.runs, kv, peer))
+            rows.append(bench_device(dev.spec, shape, args.runs, kv,
+                                     _peer(torch, dev, shape, made)))
         except UnsupportedOpError as exc:  # e.g. a page beyond a binding range
-            skipped.append({"device": spec, "kv_dtype": kv, "why": str(exc)})
-    for r in rows:
-        r.setdefault("gather_vs_roof", r["gather_gb_per_s"] / peers["roof_copy_gb_per_s"])
+            skipped.append({"device": dev.spec, "kv_dtype": kv, "why": str(exc)})
     _print(args, shape, peers, rows, skipped)
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps({"config": vars(args) | {"json": str(args.json)},

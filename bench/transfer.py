@@ -1,7 +1,11 @@
 """Host<->device transfer bandwidth per device and memory class, against numpy copy bandwidth.
 
+Also the device's own copy between two buffers of each class (D2D: ``Buffer.copy_from``, bytes
+read + written, on the device's clock up to the host's wait for it; the dequantization and
+KV-cache benchmarks time their roof without that wait).
 Warm buffers, median of several runs. Prints a table and writes JSON.
-Usage: python bench/transfer.py [--size-mib 64] [--runs 7] [--json bench/out/transfer.json]
+Usage: python bench/transfer.py [--quick] [--size-mib 64] [--runs 7]
+       [--json bench/out/transfer.json]
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from hurray_gpu.runtime.registry import devices
 from hurray_gpu.runtime.registry import resolve_device as device
 from hurray_gpu.tensor import Tensor
 
-from _timing import median_s
+from _timing import interleaved, median_s, on_device, parse_args
 
 
 def numpy_copy_gbps(nbytes: int, runs: int) -> float:
@@ -34,19 +38,24 @@ def measure(dev: Any, memory_class: Any, nbytes: int, runs: int) -> dict[str, An
     """Median H2D and D2H bandwidth of one device and memory class."""
     host = np.random.default_rng(1).integers(0, 256, nbytes, dtype=np.uint8)
     back = np.empty_like(host)
-    buf = Buffer(dev, nbytes, memory_class)
+    buf, dst = Buffer(dev, nbytes, memory_class), Buffer(dev, nbytes, memory_class)
     try:
         h2d = median_s(lambda: buf.copyin(host), runs)
         d2h = median_s(lambda: buf.copyout(back), runs)
         exact = bool(np.array_equal(host, back))
+        d2d = interleaved({"d2d": on_device(dev, lambda: dst.copy_from(buf, progress=False))},
+                          runs)["d2d"].median
+        exact = exact and bool(np.array_equal(dst.numpy(), host))
     finally:
         buf.free()
+        dst.free()
         dev.allocator.free_cache()
     to_s, back_s, to_exact = measure_tensor_to(dev, memory_class, host, runs)
     dev.allocator.free_cache()
     return {"device": dev.spec, "name": dev.name, "memory_class": memory_class.label,
             "bytes": nbytes, "h2d_gbps": nbytes / h2d / 1e9, "d2h_gbps": nbytes / d2h / 1e9,
-            "h2d_s": h2d, "d2h_s": d2h, "bit_exact": exact and to_exact,
+            "h2d_s": h2d, "d2h_s": d2h, "d2d_gbps": 2 * nbytes / d2d / 1e9,
+            "bit_exact": exact and to_exact,
             "tensor_to_gbps": nbytes / to_s / 1e9 if to_s else None,
             "tensor_to_cpu_gbps": nbytes / back_s / 1e9 if back_s else None}
 
@@ -74,13 +83,15 @@ def measure_tensor_to(dev: Any, memory_class: Any, host: np.ndarray,
 def _table(rows: list[dict[str, Any]], numpy_gbps: float) -> str:
     lines = [f"numpy copy (np.copyto): {numpy_gbps:8.2f} GB/s",
              f"{'device':12s} {'class':12s} {'H2D GB/s':>9s} {'D2H GB/s':>9s} "
-             f"{'H2D/numpy':>9s} {'D2H/numpy':>9s} {'T.to GB/s':>9s} {'.to(cpu)':>9s} exact"]
+             f"{'H2D/numpy':>9s} {'D2H/numpy':>9s} {'T.to GB/s':>9s} {'.to(cpu)':>9s} "
+             f"{'D2D GB/s':>9s} exact"]
     for r in rows:
         to, back = (f"{v:9.2f}" if v else f"{'-':>9s}" for v in (r["tensor_to_gbps"],
                                                                  r["tensor_to_cpu_gbps"]))
         lines.append(f"{r['device']:12s} {r['memory_class']:12s} {r['h2d_gbps']:9.2f} "
                      f"{r['d2h_gbps']:9.2f} {r['h2d_gbps'] / numpy_gbps:9.2f} "
-                     f"{r['d2h_gbps'] / numpy_gbps:9.2f} {to} {back} {r['bit_exact']}")
+                     f"{r['d2h_gbps'] / numpy_gbps:9.2f} {to} {back} {r['d2d_gbps']:9.2f} "
+                     f"{r['bit_exact']}")
     return "\n".join(lines)
 
 
@@ -91,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--device", action="append", default=[], help="spec; default: all")
     parser.add_argument("--json", default="bench/out/transfer.json")
-    args = parser.parse_args(argv)
+    args = parse_args(parser, {"size_mib": 4, "runs": 3}, argv)
     nbytes = max(1, args.size_mib) * 1024 * 1024
     targets = [device(s) for s in args.device] or [d for d in devices() if d.kind != "reference"]
     numpy_gbps = numpy_copy_gbps(nbytes, args.runs)

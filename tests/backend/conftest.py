@@ -21,17 +21,30 @@ def _available() -> list:
     return devices()
 
 
+def required_in_ci() -> tuple[str, ...]:
+    """REQUIRED_IN_CI; or, where ``HURRAY_GPU_TEST_REQUIRE`` names backends (ci/gpu_check.sh on
+    a GPU machine, which has no pocl or lavapipe), cpu and the backends named there."""
+    named = os.environ.get("HURRAY_GPU_TEST_REQUIRE", "").lower().split(",")
+    named = [k.strip() for k in named if k.strip()]
+    return ("cpu", *named) if named else REQUIRED_IN_CI
+
+
 def missing_in_ci() -> list[str]:
     """Required backends that are absent when ``CI`` is true (empty otherwise)."""
     if not in_ci():
         return []
     kinds = {d.kind for d in _available()}
-    return [k for k in REQUIRED_IN_CI if k not in kinds]
+    return [k for k in dict.fromkeys(required_in_ci()) if k not in kinds]
 
 
 @pytest.fixture(scope="session", autouse=True)
 def _required_backends_in_ci() -> None:
     missing = missing_in_ci()
+    if missing and os.environ.get("HURRAY_GPU_TEST_REQUIRE"):
+        pytest.fail(
+            f"CI=true and HURRAY_GPU_TEST_REQUIRE names backends {missing} that are not "
+            "available. Fix: run on a machine with that GPU and its CuPy build (ci/gpu_check.sh "
+            "on a lent GPU machine), or unset HURRAY_GPU_TEST_REQUIRE.", pytrace=False)
     if missing:
         pytest.fail(
             f"CI=true but backends {missing} are not available. Fix: install "
