@@ -48,6 +48,7 @@ def sample_tensors() -> dict[str, object]:
     out.update({"per_channel": s.quantized_per_channel(), "coo_sorted": s.coo(),
                 "strided_view": s.strided(), "partition": s.partition(),
                 "overlay": s.overlay(), "nested_group": s.nested_group()})
+    out.update(s.hostile_samples())  # structures that once escaped a bound
     return out
 
 
@@ -115,6 +116,8 @@ def hrry_seeds() -> tuple[bytes, ...]:
         _hrry({"q": s["per_channel"], "i4": s["np_int4"]}, sorted_index=True),
         _hrry({"ov": s["overlay"], "nest": s["nested_group"]}, {"k": 1}),
         _hrry({"csr": s["csr"], "bp": s["block_paged"]}),
+        _hrry({n: s[n] for n in ("broadcast_partition", "staircase", "group_in_partition",
+                                 "deep_groups", "broadcast")}),
         _hrry({}, {"only": "metadata"}),
         _hrry({}),
     ]

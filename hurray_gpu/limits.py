@@ -71,8 +71,9 @@ LIMITS: tuple[Limit, ...] = (
     _l(f"{_IO}.file_format", "MAX_ALIGNMENT", "reader",
        "largest data_buffer_alignment of a .hrry file (smallest: MIN_ALIGNMENT)"),
     _l(f"{_IO}.kv", "MAX_KEY_BYTES", "reader", "length of one metadata key (u16 on the wire)"),
-    _l(f"{_IO}.composite", "_PAINT_LIMIT", "memory",
-       "partition cover is painted on a grid up to this many elements, else checked by boxes"),
+    _l(f"{_IO}.composite", "MAX_COVER_CORNERS", "reader",
+       "average box corners per member the partition cover check enumerates (time and memory "
+       "grow with the members, never with the head); more is HurrayFormatError"),
     # -- paged KV cache -----------------------------------------------------------------------
     _l(f"{_KV}.options", "MAX_LAYERS", "kv_cache", "layers of a PagedKVCache"),
     _l(f"{_KV}.options", "MAX_HEADS", "kv_cache", "KV heads per token"),
