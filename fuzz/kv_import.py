@@ -101,7 +101,7 @@ def _input_lens(t: Any, lens: dict[str, Any], name: str, pages: np.ndarray,
     given = lens.get(name)
     if given is None:
         given = getattr(t, "seq_lens", None)
-    if given is None:  # full pages (facts §12.20)
+    if given is None:  # full pages (docs/format.md, Token counts per sequence)
         return np.diff(pages.astype(np.int64)) * page_size
     return np.asarray(given, np.int64)
 

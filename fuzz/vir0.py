@@ -4,7 +4,7 @@ Control byte: bit 0 preserve_unknown; bit 1 keep the header digest as mutated (b
 the harness rewrites it, so mutations reach the body decoder); bit 2 pass a memoryview.
 Property: vyre.WireFormatError only; bounded time and memory; a decoded program re-encodes
 (at its own wire version) to bytes that decode again and re-encode identically. Byte
-identity with the input holds only for canonical blobs (vyre-wire.md §9.4): the decoder
+identity with the input holds only for canonical blobs (vyre 0.7.2 wire format): the decoder
 tolerates overlong LEBs, non-canonical f32 bits and lenient bools, which re-encode
 canonically; the seeds (all canonical) are checked for exact identity in the tests.
 """
@@ -63,7 +63,7 @@ def one_input(data: bytes, *, measure_memory: bool = False, stats: Stats | None 
 
 def check_round_trip(program: ir.Program) -> bytes:
     """Re-encode at the program's wire version: that decodes to the same program (f32
-    literals canonicalised, vyre-wire.md §9.1) and re-encodes to identical bytes.
+    literals canonicalised, the vyre 0.7.2 wire format) and re-encodes to identical bytes.
 
     Returns:
         The re-encoded bytes.

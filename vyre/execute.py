@@ -148,8 +148,11 @@ def run_bytes(program: ir.Program | bytes, inputs: Inputs = None, *,
     _check_dialect(lowered, dev.dialect)
     prepared = lowered.program
     bound = bind_inputs(prepared, inputs, max_buffer_bytes)
+    # The reference's rule: workgroup memory or atomics make every invocation of the grid
+    # observable, so the grid is never trimmed to the output's size.
+    full = bool(bound.workgroup_decls) or "atomics" in lowered.features
     counts = (_check_grid(grid) if grid is not None
-              else infer_grid(prepared, bound, force_full="atomics" in lowered.features,
+              else infer_grid(prepared, bound, force_full=full,
                               min_dispatch_elements=min_dispatch_elements))
     size = _global_size(prepared, counts)
     buffers: dict[str, Buffer] = {}

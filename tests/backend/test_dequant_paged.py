@@ -1,5 +1,5 @@
 """dequantize() of block-paged quantized tensors on every device, bit-exact against NumPy:
-``block_paged_to_dense`` of the pool and of the per-page-slot parameters, then the §4 formula.
+``block_paged_to_dense`` of the pool and of the per-page-slot parameters, then the dequantization formula (Hurray spec, Quantization).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """dequantize() of sub-byte block-paged pools (int4/uint4/int2/uint2, bool, float4/float6),
-bit-exact against ``block_paged_to_dense`` of the codes and the §4 formula, on every device.
+bit-exact against ``block_paged_to_dense`` of the codes and the dequantization formula (Hurray spec, Quantization), on every device.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ NP_OUT = {"float32": np.float32, "float16": np.float16, "bfloat16": ml_dtypes.bf
 
 
 def _pack(codes: np.ndarray, bits: int) -> np.ndarray:
-    """The little-endian bit stream of ``codes`` (hurray-facts §1.3)."""
+    """The little-endian bit stream of ``codes`` (docs/format.md, Element types and sizes)."""
     lanes = ((codes.astype(np.uint32)[:, None] >> np.arange(bits)) & 1).astype(np.uint8)
     return np.packbits(lanes.reshape(-1), bitorder="little")
 

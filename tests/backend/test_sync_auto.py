@@ -1,4 +1,4 @@
-"""Automatic accept on first use (ADR-018): a handed-off tensor used by any hurray_gpu op
+"""Automatic accept on first use (docs/format.md, Handoff): a handed-off tensor used by any hurray_gpu op
 without ``accept()`` gets the consumer rule applied on the op's (current) stream.
 
 The producer queue is held behind a gate, so an op that skipped the rule reads the old data.

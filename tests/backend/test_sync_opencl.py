@@ -1,4 +1,4 @@
-"""OpenCL streams and events, and ADR-018 handoff ordering between two command queues.
+"""OpenCL streams and events, and handoff ordering (docs/format.md, Handoff) between two command queues.
 
 The producer queue is held behind a user event (a gate), so a consumer that skips the wait
 deterministically reads the old data: the race is made visible, not left to timing.

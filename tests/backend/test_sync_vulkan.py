@@ -1,4 +1,4 @@
-"""Vulkan streams (timeline semaphores, per-stream submission order) and ADR-018 handoff.
+"""Vulkan streams (timeline semaphores, per-stream submission order) and handoff (docs/format.md, Handoff).
 
 The producer stream is held behind a host-signalled timeline semaphore (a gate), so a consumer
 that skips the wait deterministically reads the old data: the race is visible, not timing.

@@ -1,4 +1,4 @@
-"""CUDA/ROCm streams, events and ADR-018 handoff to CuPy and torch (run by ci/gpu_check.sh).
+"""CUDA/ROCm streams, events and handoff (docs/format.md, Handoff) to CuPy and torch (run by ci/gpu_check.sh).
 
 The producer stream is held by a gate (tests/gpu/gate.py: a spin kernel reading a pinned host
 flag), so a consumer that skipped the wait reads the old data deterministically.

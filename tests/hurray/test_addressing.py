@@ -161,7 +161,7 @@ def test_morton_spec_example_and_unequal_bits() -> None:
     assert element_offsets(Morton((2, 2)), (4, 4), [2, 3]) == 14
     assert morton_code([[2, 3], [0, 0], [3, 3]], (2, 2)).tolist() == [14, 0, 15]
     assert storage_elements(Morton((2, 2)), (4, 4)) == 16
-    # facts §11 #6: bits [1, 3] put dimension 1 bits at positions 1, 3, 5 -> max code 43.
+    # Morton codes with explicit bit positions (Hurray spec, Layouts: Morton): bits [1, 3] put dimension 1 bits at positions 1, 3, 5 -> max code 43.
     assert storage_elements(Morton((1, 3)), (2, 8)) == 44
     assert element_offsets(Morton((1, 3)), (2, 8), [1, 7]) == 43
 

@@ -67,7 +67,7 @@ def test_spec_worked_example_61_bytes() -> None:
     assert len(WORKED_EXAMPLE) == 61
     d = decode_descriptor(WORKED_EXAMPLE)
     assert (d.dtype.name, d.shape, d.layout, d.byte_offset) == ("float32", (3, 4), RowMajor(), 0)
-    assert d.buffers == (H(192),)  # over-sized data buffer is legal (facts §12.18, §12.23)
+    assert d.buffers == (H(192),)  # over-sized data buffer is legal (docs/format.md, Buffer sizes)
     assert d.required_buffer_sizes() == (48,)
     assert d.encode() == WORKED_EXAMPLE
     built = TensorDescriptor(by_name("float32"), (3, 4), RowMajor(), (H(192),))

@@ -1,4 +1,4 @@
-"""Tests of the Hurray element-type table, tag lookups, buffer sizes and value maps (facts §1)."""
+"""Tests of the Hurray element-type table, tag lookups, buffer sizes and value maps (Hurray spec, Element Types)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from hurray_gpu.format.dtypes import (
     value_table,
 )
 
-# facts §1.2, verbatim: tag, name, tier, bits, sub-byte, align, signed
+# The Hurray spec's element type table: tag, name, tier, bits, sub-byte, align, signed
 TABLE = [
     (0x01, "float16", 1, 16, False, 2, True),
     (0x02, "bfloat16", 1, 16, False, 2, True),
@@ -175,7 +175,7 @@ def test_by_name_rejects(bad: object) -> None:
     assert info.value.field == "dtype" and "Fix:" in str(info.value)
 
 
-# facts §1.4 for n = 0..5
+# buffer sizes for n = 0..5 (docs/format.md, Element types and sizes)
 SIZES = {
     1: [0, 1, 1, 1, 1, 1],
     2: [0, 1, 1, 1, 1, 2],
@@ -265,7 +265,7 @@ def test_dtype_is_frozen_and_picklable() -> None:
     assert isinstance(d, DType) and hash(d) == hash(by_tag(0x48))
 
 
-# facts §1.5, verbatim
+# the value maps of the small float types (Hurray spec, Element Types)
 FLOAT4 = [0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0]
 FLOAT6_E2M3 = [0, .125, .25, .375, .5, .625, .75, .875, 1, 1.125, 1.25, 1.375, 1.5, 1.625, 1.75,
                1.875, 2, 2.25, 2.5, 2.75, 3, 3.25, 3.5, 3.75, 4, 4.5, 5, 5.5, 6, 6.5, 7, 7.5]

@@ -46,7 +46,7 @@ def test_golden_vector(entry: dict) -> None:
     assert (d.quantization is not None) == exp["has_quantization"]
     assert (d.shard is not None) == exp["has_shard"]
     assert d.descriptor_length == len(data)
-    # §9: every public vector is CPU, ProducerSynced, STANDARD, alignment 64.
+    # Every public vector is CPU, ProducerSynced, STANDARD, alignment 64.
     assert all(b == BufferHandle(b.byte_size, 64, 0, 0, 0) for b in d.buffers)
     assert d.encode() == data
     again, used = decode_descriptor_prefix(data + b"\xAA" * 7, 0)

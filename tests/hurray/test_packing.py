@@ -1,4 +1,4 @@
-"""Tests of Hurray sub-byte packing and whole-byte buffer views (facts §1.3, §1.4)."""
+"""Tests of Hurray sub-byte packing and whole-byte buffer views (docs/format.md, Element types and sizes)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ SUB_BYTE = ["bool", "int4", "uint4", "float4_e2m1", "int2", "uint2", "float6_e2m
 
 
 def _reference_pack(codes: list[int], bits: int, size: int) -> bytes:
-    # facts §1.3's one rule: element i occupies bits [i*B, i*B+B) of the LE bit stream
+    # The packing rule (docs/format.md, Element types and sizes): element i occupies bits [i*B, i*B+B) of the LE bit stream
     stream = sum(code << (i * bits) for i, code in enumerate(codes))
     return stream.to_bytes(size, "little")
 

@@ -1,4 +1,4 @@
-"""Tests of raw Hurray streams (facts §6.2): round trips, truncation, limits, composites."""
+"""Tests of raw Hurray streams (docs/format.md, Raw streams): round trips, truncation, limits, composites."""
 
 from __future__ import annotations
 

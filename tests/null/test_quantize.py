@@ -1,5 +1,5 @@
 """``quantize``: round trips through ``dequantize`` (reference and cpu), the exact parameter
-layouts of hurray-facts §4 / §12.10-§12.11, GPTQ zero-point import, and typed rejections.
+layouts of docs/format.md, Quantization parameters, GPTQ zero-point import, and typed rejections.
 """
 
 from __future__ import annotations

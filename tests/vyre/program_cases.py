@@ -1,4 +1,4 @@
-"""Known answers for the real programs of vyre.programs (semantics §6), each with its source:
+"""Known answers for the real programs of vyre.programs (their known answers from vyre 0.7.2), each with its source:
 the spec's published vector, or an independent Python computation (zlib, blake3, numpy)."""
 
 from __future__ import annotations

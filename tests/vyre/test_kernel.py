@@ -102,7 +102,7 @@ def test_explicit_stream_and_zero_grid(spec: str) -> None:
     acc = Buffer.from_bytes(spec, bytes(32))
     stream = Stream(spec)
     kernel([a, acc], (1, 1, 1), stream=stream)
-    kernel([a, acc], (0, 1, 1), stream=stream)  # an explicit 0 counts as 1 (semantics §1.4)
+    kernel([a, acc], (0, 1, 1), stream=stream)  # an explicit 0 counts as 1 (docs/vyre-semantics.md, Grid inference)
     stream.synchronize()
     assert _words(acc) == [4] * 8
     ref = vyre.run(_counter(), {"a": np.ones(8, np.uint32).tobytes(), "acc": bytes(32)},

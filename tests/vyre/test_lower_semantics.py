@@ -19,7 +19,7 @@ from vyre.validate import ValidationError
 
 DEVICES = kernel_devices()
 ON_DEVICES = pytest.mark.parametrize("device", DEVICES, ids=[d.spec for d in DEVICES])
-SERIAL = [  # semantics doc 6.9: op, values, initial state, final state, trace
+SERIAL = [  # serial atomics (docs/vyre-semantics.md, Atomics): op, values, initial state, final state, trace
     (AtomicOp.ADD, [1, 5, 0xFFFFFFFF, 3], 7, 15, [7, 8, 13, 12]),
     (AtomicOp.AND, [0xFF, 0xF0, 0x0F, 0x33], 0xFFFFFFFF, 0, [0xFFFFFFFF, 0xFF, 0xF0, 0]),
     (AtomicOp.OR, [1, 2, 4, 8], 0, 0xF, [0, 1, 3, 7]),

@@ -1,11 +1,13 @@
-"""Workgroup memory, barriers and id geometry in lowered programs (semantics doc 3.3, 3.4,
-6.3, 6.12): byte-identical to the reference on every device that has work-groups."""
+"""Workgroup memory, barriers and id geometry in lowered programs (docs/vyre-semantics.md,
+Workgroup memory, Barriers and GridSync): byte-identical to the reference on every device that
+has work-groups."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+import vyre.reference as vyre_reference
 from hurray_gpu.errors import UnsupportedOpError
 from tests.vyre.lower_programs import assert_parity, kernel_devices
 from vyre import builder as b
@@ -191,3 +193,19 @@ def test_lower_subgroup_in_divergent_flow_refused() -> None:
                      workgroup_size=(8, 1, 1))
     with pytest.raises(UnsupportedOpError, match="uniform"):
         lower(prog)
+
+
+@ON_GROUPS
+def test_inferred_grid_covers_every_invocation_with_workgroup_memory(device: object) -> None:
+    """With workgroup memory (and no atomics) the inferred grid is the full grid, as the
+    reference infers it: trimming it to the output's size would skip invocation 63 here."""
+    gid = b.invocation_id(0)
+    prog = b.program([b.read("a", 0, Scalar.U32), b.workgroup("s", 1, Scalar.U32),
+                      b.output("o", 1, Scalar.U32, 1)],
+                     [b.store("s", 0, 1),
+                      b.if_(b.eq(gid, 63), [b.store("o", 0, b.load("s", 0))])],
+                     workgroup_size=(1, 1, 1))  # 64 one-invocation workgroups
+    inputs = {"a": np.zeros(64, np.uint32).tobytes()}
+    want = np.frombuffer(bytes(vyre_reference.run(prog, inputs)["o"]), np.uint32)
+    got = np.asarray(run(prog, inputs, device=device)["o"]).view(np.uint32)
+    assert want.tolist() == [1] and got.tolist() == [1]

@@ -1,4 +1,4 @@
-"""Real vyre library programs (semantics doc section 6) with their published known answers."""
+"""Real vyre library programs (vyre.programs) with their published known answers."""
 
 from __future__ import annotations
 

@@ -43,7 +43,7 @@ def test_exchange_and_compare_exchange_under_contention() -> None:
     assert out["trace"].tolist() == [2, 2, 9, 9] and out["ctr"].tolist() == [9]
 
 
-SERIAL = [  # the serial-atomics table of semantics doc section 6.9
+SERIAL = [  # serial atomics (docs/vyre-semantics.md, Atomics)
     (AtomicOp.ADD, [1, 5, 0xFFFFFFFF, 3], 7, 15, [7, 8, 13, 12]),
     (AtomicOp.AND, [0xFF, 0xF0, 0x0F, 0x33], 0xFFFFFFFF, 0, [0xFFFFFFFF, 0xFF, 0xF0, 0]),
     (AtomicOp.OR, [1, 2, 4, 8], 0, 0xF, [0, 1, 3, 7]),

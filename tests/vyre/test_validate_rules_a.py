@@ -1,4 +1,4 @@
-"""One failing and one passing program per validator rule, V008-V068 (vyre-wire.md §11)."""
+"""One failing and one passing program per validator rule, V008-V068 (vyre 0.7.2's validator)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Programs the reference encoder refuses raise EncodeError with vyre's text (§8)."""
+"""Programs the reference encoder refuses raise EncodeError with vyre 0.7.2's text."""
 
 from __future__ import annotations
 

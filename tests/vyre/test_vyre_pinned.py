@@ -1,4 +1,4 @@
-"""Rust-pinned and derived vectors of vyre-wire.md §10, built with the builder API."""
+"""Rust-pinned and derived vectors of the vyre 0.7.2 wire format, built with the builder API."""
 
 from __future__ import annotations
 

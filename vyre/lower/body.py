@@ -42,7 +42,8 @@ __all__ = [
 # -- expressions ----------------------------------------------------------------------
 
 # Storage element -> the kind a Load yields (Bool buffers load the raw u32 word). 8- and
-# 16-bit elements load as raw bytes (semantics doc gotcha 7): kind "bytes", held zero-extended.
+# 16-bit elements load as raw bytes (docs/vyre-semantics.md, Raw-byte loads): kind "bytes",
+# held zero-extended.
 # Keyed by object: lookups pass the wider DataType / op unions and treat a miss as "unsupported".
 ELEMENT_KINDS: dict[object, str] = {
     Scalar.U32: "u32", Scalar.BOOL: "u32", Scalar.I32: "i32", Scalar.F32: "f32",

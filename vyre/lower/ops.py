@@ -1,6 +1,6 @@
 """The lowering's state and operators: emitted lines and scopes, the errors of the lowering
 path, exact f32 in the portable subset, and BinOp/UnOp/Cast with the reference's semantics
-(semantics doc sections 2.3-2.5).
+(docs/vyre-semantics.md, BinOps, UnOps and Casts).
 
 Every f32 value the lowering produces is canonical (NaN -> 0x7FC00000, subnormal -> signed
 zero), so operands never need re-canonicalizing; results are canonicalized on their bits.
@@ -201,7 +201,7 @@ def f32_rounding(ctx: Ctx, mode: str, x: Value) -> Value:
                       f": {trunc.text}")
 
 
-# -- BinOp (semantics doc section 2.3) --------------------------------------------------------
+# -- BinOp (docs/vyre-semantics.md, BinOps) --------------------------------------------------
 
 
 _CMP = {BinOp.EQ: "==", BinOp.NE: "!=", BinOp.LT: "<", BinOp.GT: ">", BinOp.LE: "<=",
@@ -335,7 +335,7 @@ def _bool(ctx: Ctx, op: BinOp, a: Value, b: Value) -> Value:
     raise unsupported(f"bool {op.name} (the reference errors)", "cast to u32 first.")
 
 
-# -- UnOp and Cast (semantics doc sections 2.4, 2.5) ------------------------------------------
+# -- UnOp and Cast (docs/vyre-semantics.md, UnOps and Casts) ---------------------------------
 
 
 _TRANSCENDENTAL = frozenset({UnOp.SIN, UnOp.COS, UnOp.TAN, UnOp.ASIN, UnOp.ACOS, UnOp.ATAN,

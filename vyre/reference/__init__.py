@@ -87,8 +87,8 @@ def run_bytes(
         inputs: one blob (bytes or ndarray) per input buffer: a dict by buffer name, or a
             list in ``Program.buffers`` order (logical mode: inputs only; legacy mode: every
             non-workgroup buffer, output blobs ignored).
-        grid: workgroup counts (x, y, z), as ``reference_eval_with_grid``; None infers the
-            grid from buffer sizes exactly as the reference does (section 1.4).
+        grid: workgroup counts (x, y, z); None infers them from buffer sizes as the
+            reference does (docs/vyre-semantics.md, Grid inference).
         min_dispatch_elements: lane-count floor for grid inference.
         max_steps: bound on lane steps (runaway or hostile programs raise).
         max_buffer_bytes: bound on all buffer memory together.
@@ -98,8 +98,8 @@ def run_bytes(
         fast: allow the vectorized fast path for programs where it provably gives the same
             bytes (no atomics, barriers, subgroups, workgroup memory, load-after-store
             buffers or cross-lane store conflicts); anything else runs the scalar stepper.
-        callees: op id -> callee program; ``Call`` expressions of these ops are inlined
-            as the reference's ``inline_composite_calls`` does (section 1.7).
+        callees: op id -> callee program; ``Call``s of these ops are inlined first
+            (docs/vyre-semantics.md, Before execution).
 
     Returns:
         ``{buffer name: bytes}`` for each returned buffer (backend-allocated outputs and

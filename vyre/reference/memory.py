@@ -1,5 +1,5 @@
 """Buffers, the out-of-bounds rules, the input/output ABI and grid inference of the reference
-(semantics doc sections 1.3, 1.4 and 3.1).
+(docs/vyre-semantics.md, Memory and Grid inference).
 
 Loads past the end read the element type's zero; stores past the end are dropped. Every size
 is checked against the caller's memory bound before anything is allocated.
@@ -142,7 +142,8 @@ def _decode(element: DataType, raw: bytes) -> Value:
         return (F32, canonical(float(np.frombuffer(raw, dtype="<f2")[0])))
     if element == Scalar.BF16:
         return (F32, canonical(f32_from_bits(int.from_bytes(raw, "little") << 16)))
-    # U8/I8/U16/I16 and every other fixed-width type load as raw bytes (gotcha 7).
+    # U8/I8/U16/I16 and every other fixed-width type load as raw bytes
+    # (docs/vyre-semantics.md, Raw-byte loads).
     return (BYTES, raw)
 
 
@@ -387,7 +388,7 @@ def _bind_one(decl: ir.BufferDecl, blob: bytes | None, bound: Bound) -> None:
 
 def infer_grid(program: ir.Program, bound: Bound, *, force_full: bool,
                min_dispatch_elements: int = 0) -> tuple[int, int, int]:
-    """The reference's grid inference (``run_hashmap_reference``, semantics doc section 1.4).
+    """The reference's grid inference (docs/vyre-semantics.md, Grid inference).
 
     Args:
         program: the program.

@@ -1,4 +1,4 @@
-"""What the reference does before executing (semantics doc sections 1.7 and 1.8).
+"""What the reference does before executing (docs/vyre-semantics.md, Before execution).
 
 Re-wrap a non-Region entry, lower WORLD collectives, inline composite calls, validate, and scan
 the program's needs. A ``Call`` whose op id has a callee program is replaced by that program's

@@ -1,15 +1,14 @@
 """The scalar interpreter: lanes step round-robin, one statement per lane per round.
 
-The dispatch runs GridSync segments in order and workgroups in z/y/x order; barriers release
-when every live lane waits, and Ifs holding a barrier must be uniform. STEP advances one lane
-by exactly one statement (semantics doc section 1.9): it executes one statement, finishes one
-scoped frame or advances one Loop frame; the unscoped root frame finishing does not count.
-Expressions evaluate depth-first, left to right, as ``eval_expr`` does: Select evaluates all
-three operands, Atomic evaluates index, expected, then value. Subgroup operations simulate
-vyre's 32-lane slices (semantics doc section 4): every lane of the slice
-``[32*(lli//32), min(n, that+32))`` takes part whatever its control flow; operands are
-evaluated with each lane's locals as they were at the start of the round, against a throwaway
-copy of memory.
+GridSync segments run in order, workgroups in z/y/x order; barriers release when every live
+lane waits, and Ifs holding a barrier must be uniform. STEP (docs/vyre-semantics.md, Lane
+stepping) executes one statement, finishes one scoped frame or advances one Loop frame; the
+unscoped root frame finishing does not count. Expressions evaluate depth-first, left to right,
+as ``eval_expr`` does: Select evaluates all three operands, Atomic evaluates index, expected,
+then value. Subgroup operations simulate vyre's 32-lane slices (docs/vyre-semantics.md,
+Subgroups): every lane of ``[32*(lli//32), min(n, that+32))`` takes part whatever its control
+flow; operands are evaluated with each lane's locals as they were at the start of the round,
+against a throwaway copy of memory.
 """
 
 from __future__ import annotations

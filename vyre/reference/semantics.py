@@ -1,9 +1,9 @@
-"""The reference's values and scalar semantics (semantics doc sections 2.3-2.5 and 3.2).
+"""Values and scalar semantics: docs/vyre-semantics.md, BinOps, UnOps, Casts and Atomics.
 
-A value is ``(tag, payload)``: u32/i32/u64 payloads are Python ints, bool a Python bool,
-f32 a Python float holding an exact (canonical) f32 value, bytes a ``bytes`` object. BinOp
-operands must carry the same dynamic type (there is no implicit promotion). Every error the
-interpreter raises is one of the classes here; every message ends with a ``Fix:`` hint.
+A value is ``(tag, payload)``: u32/i32/u64 payloads are Python ints, bool a Python bool, f32 a
+Python float holding an exact canonical f32, bytes a ``bytes`` object. BinOp operands must
+share a dynamic type (no implicit promotion). Every error the interpreter raises is one of the
+classes here; every message ends with a ``Fix:`` hint.
 """
 
 from __future__ import annotations
@@ -233,7 +233,7 @@ def fit_width(data: bytes, width: int) -> bytes:
     return data + bytes(width - len(data))
 
 
-# -- BinOp (semantics doc section 2.3) --------------------------------------------------------
+# -- BinOp (docs/vyre-semantics.md, BinOps) --------------------------------------------------
 
 
 _I32_MIN, _I32_MAX = -(1 << 31), (1 << 31) - 1
@@ -417,7 +417,7 @@ def _binop_unsupported(op: object, tag: int) -> ReferenceExecutionError:
     return ReferenceExecutionError(
         f"binary op {name} is not defined for {('u32', 'i32', 'f32', 'bool', 'u64')[tag]} "
         "operands in the reference interpreter.",
-        fix="use an op defined for this operand type (semantics doc section 2.3) or Cast first.",
+        fix="use an op defined for these operands or Cast first (docs/vyre-semantics.md, BinOps).",
     )
 
 
@@ -459,7 +459,7 @@ def eval_binop(op: BinOp, left: Value, right: Value) -> Value:
     )
 
 
-# -- UnOp (semantics doc section 2.4) ---------------------------------------------------------
+# -- UnOp (docs/vyre-semantics.md, UnOps) ----------------------------------------------------
 
 
 def _reverse(x: int, bits: int) -> int:
@@ -529,9 +529,9 @@ def _f32_recip(x: float) -> float:
 
 def _libm(fn: Callable[[float], float], overflow: Callable[[float], float] = lambda x: math.inf,
           at_zero: float | None = None) -> Callable[[float], float]:
-    """``f32(f(f64(x)))``: how the semantics doc reproduces Rust libm (verified on softmax).
+    """``f32(f(f64(x)))`` with the host libm (docs/vyre-semantics.md, Transcendentals).
 
-    The reference's own parity budget for these ops is 128 ULP against correct rounding.
+    The stand-in for Rust's libm f32 routines; vyre's softmax known answer is bit-exact with it.
     """
     def apply(x: float) -> float:
         if at_zero is not None and x == 0.0:
@@ -591,7 +591,7 @@ def _f32_unop(op: UnOp, x: float) -> Value:
 def _unop_unsupported(op: object, value: Value) -> ReferenceExecutionError:
     return ReferenceExecutionError(
         f"unary op {getattr(op, 'name', op)} is not defined for operand {describe(value)}.",
-        fix="use a unary op defined for this type (semantics doc section 2.4) or Cast first.",
+        fix="use a unary op defined for this type or Cast first (docs/vyre-semantics.md, UnOps).",
     )
 
 
@@ -618,7 +618,7 @@ def eval_unop(op: UnOp, operand: Value) -> Value:
     raise _unop_unsupported(op, operand)
 
 
-# -- casts (semantics doc section 2.5) --------------------------------------------------------
+# -- casts (docs/vyre-semantics.md, Casts) ---------------------------------------------------
 
 
 _NARROW = {Scalar.U8: (8, False), Scalar.U16: (16, False), Scalar.I8: (8, True),
@@ -628,7 +628,8 @@ _NARROW = {Scalar.U8: (8, False), Scalar.U16: (16, False), Scalar.I8: (8, True),
 def _invalid(target: DataType, value: Value) -> ReferenceExecutionError:
     return ReferenceExecutionError(
         f"cast to {getattr(target, 'name', target)} cannot represent {describe(value)}.",
-        fix="cast from an in-range scalar value (see the semantics doc's cast table).",
+        fix="range-check the value or cast to a type that can hold it "
+            "(docs/vyre-semantics.md, Casts).",
     )
 
 
@@ -768,11 +769,11 @@ def cast_value(target: DataType, value: Value) -> Value:
         return (BYTES, to_bytes(value))
     raise ReferenceExecutionError(
         f"cast to {target!r} is not supported by the reference interpreter.",
-        fix="cast only to the scalar types of the semantics doc's cast table.",
+        fix="cast to a type the reference converts to (docs/vyre-semantics.md, Casts).",
     )
 
 
-# -- atomics (semantics doc section 3.2) ------------------------------------------------------
+# -- atomics (docs/vyre-semantics.md, Atomics) -----------------------------------------------
 
 
 def apply_atomic(op: AtomicOp, old: int, expected: int | None, value: int) -> int:
