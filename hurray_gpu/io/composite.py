@@ -131,7 +131,7 @@ def _check_exact_cover(head_shape: tuple[int, ...], members: Sequence[Any]) -> N
     lo = np.zeros((len(members), len(ends)), dtype=np.uint64)
     hi = np.ones_like(lo)
     for i, member in enumerate(members):
-        lo[i, 1:] = _codec.shard(member)[1]
+        lo[i, 1:] = member.shard.shard_offset  # _check_member: every member has a shard
         hi[i, 1:] = _codec.shape(member)
     hi += lo  # shard bounds keep lo + shape <= the head's shape < 2**64
     index = np.flatnonzero(np.all(lo < hi, axis=1))  # empty members cover nothing

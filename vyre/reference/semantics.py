@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import struct
+import time
 from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
@@ -52,6 +53,19 @@ class StepLimitExceeded(ReferenceLimitError):
     """The dispatch needed more than ``max_steps`` lane steps (a runaway or hostile program)."""
 
     default_fix = "raise max_steps if the program is expected to run this long."
+
+
+def check_deadline(deadline: float) -> None:
+    """Raise once ``time.monotonic()`` is past ``deadline`` (the ``max_seconds`` bound).
+
+    Raises:
+        StepLimitExceeded: the run took longer than its ``max_seconds``.
+    """
+    if time.monotonic() > deadline:
+        raise StepLimitExceeded("the dispatch ran longer than its max_seconds (an endless loop, "
+                                "or a very large grid).",
+                                fix="raise max_seconds if the program is expected to run "
+                                    "this long.")
 
 
 # -- values -----------------------------------------------------------------------------------
