@@ -679,9 +679,9 @@ class Program:
 
 # Statements and expressions nested deeper than this are refused when a Program is built:
 # ==, hash, repr and every pass over the tree recurse once per level, and Python's stack
-# allows about a thousand frames (the validator allows expressions as deep as this; the wire
+# allows about a thousand frames (the validator refuses expressions over 128 deep; the wire
 # format, MAX_DECODE_DEPTH, less).
-MAX_PROGRAM_DEPTH = 128
+MAX_PROGRAM_DEPTH = 160
 
 
 class NestingError(HurrayGPUError, ValueError):
@@ -695,7 +695,8 @@ def check_depth(entry: tuple[Node, ...], limit: int = MAX_PROGRAM_DEPTH) -> int:
     Raises:
         NestingError: the depth is over ``limit``.
     """
-    deepest, stack = 0, [(x, 1) for x in entry]
+    stack: list[tuple[object, int]] = [(x, 1) for x in entry]
+    deepest = 0
     while stack:
         obj, depth = stack.pop()
         if depth > limit:

@@ -68,7 +68,7 @@ def _nest(depth: int) -> ir.Program:
 def test_programs_nested_past_the_limit_are_refused_when_built() -> None:
     # Was: untyped RecursionError from ==, hash, repr, fingerprint and vyre.run(device=...).
     for make in (_chain, _nest):
-        with pytest.raises(ir.NestingError, match="more than 128 levels.*Fix:"):
+        with pytest.raises(ir.NestingError, match="more than 160 levels.*Fix:"):
             make(2000)
     deepest = _chain(ir.MAX_PROGRAM_DEPTH - 3)  # Region, Store, then the chain
     assert ir.check_depth(deepest.entry) == ir.MAX_PROGRAM_DEPTH
