@@ -14,7 +14,7 @@ from typing import Any
 
 from hurray_gpu.errors import HurrayFormatError
 from hurray_gpu.io import StreamReader, StreamWriter
-from hurray_gpu.io._memory import CHUNK
+from hurray_gpu.runtime.hostmem import CHUNK
 
 from . import seeds
 from ._engine import Bounds, FuzzFailure, Harness, Stats, guarded

@@ -6,6 +6,9 @@ module is imported only when its device is first opened.
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from hurray_gpu.errors import (
     BackendUnavailableError,
     BoundsViolation,
@@ -16,36 +19,79 @@ from hurray_gpu.errors import (
     OutOfMemoryError,
     UnsupportedOpError,
 )
-from hurray_gpu.format.descriptor import (
-    BufferHandle,
-    SyncMode,
-    TensorDescriptor,
-    decode_descriptor,
-    decode_descriptor_prefix,
-)
-from hurray_gpu.format.descriptor.buffers import DeviceTag
-from hurray_gpu.format.dtypes import DType, by_name, by_tag
-from hurray_gpu.io import (
-    FileWriter,
-    HrryFile,
-    StreamReader,
-    StreamWriter,
-    UInt64,
-    load,
-    open_file,
-    save,
-)
-from hurray_gpu.kv_cache import OutOfPagesError, PagedKVCache
-from hurray_gpu.ops import dequantize, element, materialize, relayout, sparsify, unpack
-from hurray_gpu.ops.quantize import quantize
-from hurray_gpu.runtime.buffer import Buffer
-from hurray_gpu.runtime.device import Device
-from hurray_gpu.runtime.memory import MemoryClass
-from hurray_gpu.runtime.registry import default_device, describe_devices, devices
-from hurray_gpu.runtime.registry import resolve_device as device
-from hurray_gpu.sync import Event, Stream
-from hurray_gpu.sync.dlpack_import import from_dlpack
-from hurray_gpu.tensor import Tensor
+
+# Everything but the errors is imported on first use (PEP 562): ``import hurray_gpu`` stays
+# cheap for tools that only need a name or two, and no driver or ml_dtypes loads until used.
+_LAZY_FROM = {
+    "hurray_gpu.format.descriptor": "BufferHandle SyncMode TensorDescriptor decode_descriptor "
+                                    "decode_descriptor_prefix",
+    "hurray_gpu.format.descriptor.buffers": "DeviceTag",
+    "hurray_gpu.format.dtypes": "DType by_name by_tag",
+    "hurray_gpu.io": "FileWriter HrryFile StreamReader StreamWriter UInt64 load open_file save",
+    "hurray_gpu.kv_cache": "OutOfPagesError PagedKVCache",
+    "hurray_gpu.ops.dequantize": "dequantize unpack",
+    "hurray_gpu.ops.host": "element relayout sparsify",
+    "hurray_gpu.ops.materialize": "materialize",
+    "hurray_gpu.ops.quantize": "quantize",
+    "hurray_gpu.runtime.buffer": "Buffer",
+    "hurray_gpu.runtime.device": "Device",
+    "hurray_gpu.runtime.memory": "MemoryClass",
+    "hurray_gpu.runtime.registry": "default_device describe_devices devices",
+    "hurray_gpu.sync": "Event Stream",
+    "hurray_gpu.sync.dlpack_import": "from_dlpack",
+    "hurray_gpu.tensor": "Tensor",
+}
+_LAZY = {name: (module, name) for module, names in _LAZY_FROM.items() for name in names.split()}
+_LAZY["device"] = ("hurray_gpu.runtime.registry", "resolve_device")
+
+if TYPE_CHECKING:
+    from hurray_gpu.format.descriptor import (
+        BufferHandle,
+        SyncMode,
+        TensorDescriptor,
+        decode_descriptor,
+        decode_descriptor_prefix,
+    )
+    from hurray_gpu.format.descriptor.buffers import DeviceTag
+    from hurray_gpu.format.dtypes import DType, by_name, by_tag
+    from hurray_gpu.io import (
+        FileWriter,
+        HrryFile,
+        StreamReader,
+        StreamWriter,
+        UInt64,
+        load,
+        open_file,
+        save,
+    )
+    from hurray_gpu.kv_cache import OutOfPagesError, PagedKVCache
+    from hurray_gpu.ops.dequantize import dequantize, unpack
+    from hurray_gpu.ops.host import element, relayout, sparsify
+    from hurray_gpu.ops.materialize import materialize
+    from hurray_gpu.ops.quantize import quantize
+    from hurray_gpu.runtime.buffer import Buffer
+    from hurray_gpu.runtime.device import Device
+    from hurray_gpu.runtime.memory import MemoryClass
+    from hurray_gpu.runtime.registry import default_device, describe_devices, devices
+    from hurray_gpu.runtime.registry import resolve_device as device
+    from hurray_gpu.sync import Event, Stream
+    from hurray_gpu.sync.dlpack_import import from_dlpack
+    from hurray_gpu.tensor import Tensor
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name's module on first access (PEP 562)."""
+    found = _LAZY.get(name)
+    if found is None:
+        raise AttributeError(f"module 'hurray_gpu' has no attribute {name!r}")
+    value = getattr(importlib.import_module(found[0]), found[1])
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __version__ = "0.1.0"
 
@@ -63,6 +109,8 @@ def from_numpy(array: object, *, order: str = "C") -> Tensor:
     Raises:
         UnsupportedOpError: the dtype has no Hurray element type.
     """
+    from hurray_gpu.tensor import Tensor
+
     return Tensor.from_numpy(array, order=order)
 
 

@@ -64,14 +64,14 @@ LIMITS: tuple[Limit, ...] = (
        "composite nesting depth (spec MUST >= 8; max_composite_depth)"),
     _l(f"{_IO}.stream", "_PIECE", "memory",
        "read-ahead from a source of unknown length before a declared size is proven"),
-    _l(f"{_IO}._memory", "CHUNK", "memory",
+    _l("hurray_gpu.runtime.hostmem", "CHUNK", "memory",
        "large buffers are read chunk by chunk, so a short stream fails after one chunk"),
-    _l(f"{_IO}._memory", "MAX_HOST_ALIGNMENT", "memory",
+    _l("hurray_gpu.runtime.hostmem", "MAX_HOST_ALIGNMENT", "memory",
        "largest alignment a host copy is padded to (padding <= 1/16 of the buffer)"),
     _l(f"{_IO}.file_format", "MAX_ALIGNMENT", "reader",
        "largest data_buffer_alignment of a .hrry file (smallest: MIN_ALIGNMENT)"),
     _l(f"{_IO}.kv", "MAX_KEY_BYTES", "reader", "length of one metadata key (u16 on the wire)"),
-    _l(f"{_IO}.composite", "MAX_COVER_CORNERS", "reader",
+    _l("hurray_gpu.format.composite", "MAX_COVER_CORNERS", "reader",
        "average box corners per member the partition cover check enumerates (time and memory "
        "grow with the members, never with the head); more is HurrayFormatError"),
     # -- paged KV cache -----------------------------------------------------------------------

@@ -11,12 +11,15 @@ device (``Tensor.to``, and readers that load straight onto a device).
 from __future__ import annotations
 
 import dataclasses
+import importlib
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 import numpy as np
 
 from hurray_gpu.errors import HurrayFormatError, OutOfMemoryError, UnsupportedOpError
+from hurray_gpu.format import codec as _codec
+from hurray_gpu.format.composite import validate_members
 from hurray_gpu.format.descriptor.buffers import (
     DEVICE_ALIGNMENT,
     MIN_DATA_ALIGNMENT,
@@ -28,11 +31,9 @@ from hurray_gpu.format.descriptor.buffers import (
 from hurray_gpu.format.descriptor.model import TensorDescriptor
 from hurray_gpu.format.dtypes import DType, from_numpy_dtype
 from hurray_gpu.format.packing import as_bytes, pack
-from hurray_gpu.io import _codec
-from hurray_gpu.io._memory import aligned_copy, aligned_empty, host_alignment
-from hurray_gpu.io.composite import validate_members
 from hurray_gpu.runtime.buffer import Buffer
 from hurray_gpu.runtime.device import Device
+from hurray_gpu.runtime.hostmem import aligned_copy, aligned_empty, host_alignment
 from hurray_gpu.runtime.memory import MemoryClass
 from hurray_gpu.runtime.registry import resolve_device
 from hurray_gpu.runtime.transfer import Progress, copy_buffer, show_progress
@@ -109,8 +110,9 @@ def make_tensor(desc: TensorDescriptor, buffers: Sequence[Buffer], *,
         sync: the handoff state a handed-off tensor carries (see :mod:`hurray_gpu.sync`).
     """
     if not _TENSOR:
-        raise UnsupportedOpError("hurray_gpu.tensor was never imported",
-                                 fix="import hurray_gpu (not only a submodule of it).")
+        # The Tensor class (a higher layer) registers itself when imported; a service used
+        # before anything imported it loads it by name (the pattern docs/architecture.md names).
+        importlib.import_module("hurray_gpu.tensor")
     if device is None:
         if buffers:
             device, memory_class = buffers[0].device, buffers[0].memory_class

@@ -8,6 +8,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import functools
+import json
 import os
 import platform
 import subprocess
@@ -16,10 +17,12 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+import blake3
 import numpy as np
 
 from hurray_gpu import config
 from hurray_gpu.errors import BackendUnavailableError, CompileError, DeviceError, UnsupportedOpError
+from hurray_gpu.runtime.cache import default_cache
 from hurray_gpu.runtime.device import Device
 from hurray_gpu.runtime.memory import Allocation, Allocator, MemoryClass
 from hurray_gpu.runtime.program import Compiler, Program
@@ -137,6 +140,45 @@ def _native_flags(cc: str) -> tuple[str, ...]:
     return ()
 
 
+def _host_cpu() -> str:
+    """What the host's instruction set depends on: the first processor's identity lines."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as handle:
+            first = handle.read(1 << 16).split("\n\n")[0]
+    except OSError:
+        return platform.processor()
+    keep = ("vendor_id", "cpu family", "model", "flags", "isa", "cpu part", "Features")
+    return "\n".join(line for line in first.splitlines() if line.startswith(keep))
+
+
+@functools.lru_cache(maxsize=8)
+def _toolchain(cc: str) -> tuple[str, bool, tuple[str, ...]]:
+    # (version line, OpenMP support, spelled-out native flags) of cc on this host. Finding
+    # them runs the compiler three times, far slower than a cached kernel load, so the answer
+    # is kept in the cpu kernel cache, keyed by the compiler binary's resolved path, size and
+    # mtime and by this host's CPU: an upgraded compiler, or another machine sharing the
+    # cache directory, asks again.
+    try:
+        real = os.path.realpath(cc)
+        st = os.stat(real)
+        key: str | None = blake3.blake3(json.dumps(
+            ["toolchain", 1, real, st.st_size, st.st_mtime_ns, _host_cpu()]).encode()).hexdigest()
+    except OSError:
+        key = None
+    cache = default_cache("cpu")
+    raw = cache.load(key) if key else None
+    if raw is not None:
+        try:
+            version, omp, flags = json.loads(raw)
+            return str(version), bool(omp), tuple(str(f) for f in flags)
+        except (ValueError, TypeError):
+            pass  # an unreadable record is a miss
+    found = (_cc_version(cc), _has_openmp(cc), _native_flags(cc))
+    if key:
+        cache.save(key, json.dumps(found).encode(), f"toolchain identity of {real}")
+    return found
+
+
 # Kernels that are faster with the host's instruction set opt in with this tag (the table
 # dequant kernels: AVX-512 vectorises their per-block table builds). Not every kernel: gcc
 # vectorises the affine 8-bit loop worse with AVX-512 than with the portable flags.
@@ -160,7 +202,7 @@ class CPUCompiler(Compiler):
         return self.cc
 
     def version(self) -> str:
-        return _cc_version(self._require_cc())
+        return _toolchain(self._require_cc())[0]
 
     def options(self, host_isa: bool = False) -> tuple[str, ...]:
         """Flags for a kernel: OpenMP only when the compiler supports it.
@@ -172,11 +214,11 @@ class CPUCompiler(Compiler):
         # -O3 vectorises the loops with a counter-only index (e.g. 8-bit dequantization), which
         # -O2 leaves scalar. -ffp-contract=off is -std=c11's default, said out loud: no fused
         # multiply-adds beyond FMA(), so kernels round every operation as their references.
-        cc = self._require_cc()
+        _, openmp, native = _toolchain(self._require_cc())
         flags: tuple[str, ...] = ("-O3", "-std=c11", "-fno-math-errno", "-ffp-contract=off")
         if host_isa:
-            flags += _native_flags(cc)
-        return flags + (("-fopenmp",) if _has_openmp(cc) else ())
+            flags += native
+        return flags + (("-fopenmp",) if openmp else ())
 
     def compile(self, source: str, options: Sequence[str] = ()) -> bytes:
         cc = self._require_cc()

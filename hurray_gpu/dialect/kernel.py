@@ -5,25 +5,28 @@ Bodies use the portable subset documented in :mod:`hurray_gpu.dialect`.
 
 from __future__ import annotations
 
+import importlib
 import re
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 
 from hurray_gpu.errors import UnsupportedOpError
+from hurray_gpu.format.dtypes import by_name
 
 __all__ = ["BUFFER_DTYPES", "FLOAT_TYPES", "KERNELS", "SCALAR_DTYPES", "KernelDef", "Param",
            "get_kernel", "kernel_names", "numpy_dtype", "register"]
 
 # Element types a buffer parameter may have. 16-bit floats are storage-only: bodies load them
 # as f32 and store f32 (pocl and GLSL 450 core have no fp16 arithmetic).
-BUFFER_DTYPES: dict[str, Any] = {
-    "u8": np.uint8, "i8": np.int8, "u16": np.uint16, "i16": np.int16,
-    "u32": np.uint32, "i32": np.int32, "f32": np.float32,
-    "f16": np.float16, "bf16": ml_dtypes.bfloat16,
+# Values are Hurray element type names (bfloat16's NumPy type loads ml_dtypes on first use).
+BUFFER_DTYPES: dict[str, str] = {
+    "u8": "uint8", "i8": "int8", "u16": "uint16", "i16": "int16",
+    "u32": "uint32", "i32": "int32", "f32": "float32",
+    "f16": "float16", "bf16": "bfloat16",
 }
 # Hurray float output types -> kernel buffer types: the dtypes every dequantize, convert and
 # overlay kernel can write.
@@ -32,6 +35,7 @@ FLOAT_TYPES: dict[str, str] = {"float32": "f32", "float16": "f16", "bfloat16": "
 # (ctypes array, kernel args, or Vulkan push constants).
 SCALAR_DTYPES: dict[str, Any] = {"u32": np.uint32, "i32": np.int32, "f32": np.float32}
 ACCESS = ("r", "w", "rw")
+BUILTIN_KERNELS = "hurray_gpu.kernels"
 _NAME = re.compile(r"^[a-z][a-z0-9_]{0,30}$")
 # Names the renderers use themselves, or that are keywords in one of the dialects.
 _RESERVED = frozenset({
@@ -44,10 +48,12 @@ _RESERVED = frozenset({
 
 def numpy_dtype(name: str) -> np.dtype[Any]:
     """Return the NumPy dtype of a kernel element type name (``"f16"`` etc.)."""
-    merged = {**BUFFER_DTYPES, **SCALAR_DTYPES}
-    if name not in merged:
-        raise ValueError(f"unknown kernel dtype {name!r}; expected one of {sorted(merged)}")
-    return np.dtype(merged[name])
+    if name in BUFFER_DTYPES:
+        return by_name(BUFFER_DTYPES[name]).numpy  # type: ignore[return-value]
+    if name not in SCALAR_DTYPES:
+        raise ValueError(f"unknown kernel dtype {name!r}; expected one of "
+                         f"{sorted({**BUFFER_DTYPES, **SCALAR_DTYPES})}")
+    return np.dtype(SCALAR_DTYPES[name])
 
 
 @dataclass(frozen=True)
@@ -183,7 +189,7 @@ def get_kernel(name: str) -> KernelDef:
     Raises:
         UnsupportedOpError: no such kernel.
     """
-    kernel = KERNELS.get(name)
+    kernel = KERNELS.get(name) or _builtins().get(name)
     if kernel is None:
         raise UnsupportedOpError(f"no kernel named {name!r}",
                                  fix=f"use one of {sorted(KERNELS)}.")
@@ -191,5 +197,14 @@ def get_kernel(name: str) -> KernelDef:
 
 
 def kernel_names() -> list[str]:
-    """The registered kernel names, sorted."""
-    return sorted(KERNELS)
+    """The registered kernel names, sorted (the built-in kernels included)."""
+    return sorted(_builtins())
+
+
+def _builtins() -> dict[str, KernelDef]:
+    # The built-in kernels register themselves when their package (a higher layer) is
+    # imported; a lookup by name must find them even if nothing imported it yet. This is the
+    # one by-name load from a higher layer (docs/architecture.md).
+    if BUILTIN_KERNELS not in sys.modules:
+        importlib.import_module(BUILTIN_KERNELS)
+    return KERNELS

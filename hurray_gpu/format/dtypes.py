@@ -6,12 +6,11 @@ Everything here is pure data plus small pure functions; packing lives in ``packi
 
 from __future__ import annotations
 
+import functools
 import operator
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import Any
 
-import ml_dtypes
 import numpy as np
 
 from hurray_gpu.errors import HurrayFormatError, UnsupportedOpError
@@ -78,8 +77,8 @@ class DType:
         sub_byte: True for the packed types (bool, 2-, 4- and 6-bit).
         align: minimum alignment of one element, in bytes.
         signed: ``ElementType::is_signed`` (float8_e8m0 is unsigned).
-        numpy: NumPy / ml_dtypes dtype of one *unpacked* element, or None (float128, private,
-            unknown).
+        np_name: the NumPy dtype name of one *unpacked* element (``"ml_dtypes.int4"`` for an
+            ml_dtypes type), or None (float128, private, unknown); see :attr:`numpy`.
         kind: ``"float"``, ``"int"``, ``"uint"``, ``"bool"``, ``"complex"``, ``"private"`` or
             ``"unknown"``.
         private: True for private extension tags 0xF0-0xFE (need the Extension Type section).
@@ -95,7 +94,7 @@ class DType:
     sub_byte: bool
     align: int
     signed: bool
-    numpy: np.dtype | None
+    np_name: str | None
     kind: str = "float"
     private: bool = False
     unknown: bool = False
@@ -104,6 +103,12 @@ class DType:
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def numpy(self) -> np.dtype | None:
+        """NumPy / ml_dtypes dtype of one *unpacked* element, or None (float128, private,
+        unknown)."""
+        return _numpy_dtype(self.np_name)
 
     @property
     def interpretable(self) -> bool:
@@ -140,43 +145,55 @@ class DType:
         return (1, self.bits // 8)
 
 
-def _t(name: str, tag: int, bits: int, align: int, signed: bool, kind: str, np_type: Any,
-       dlpack: tuple[int, int] | None = None,
+@functools.cache
+def _numpy_dtype(name: str | None) -> np.dtype | None:
+    if name is None:
+        return None
+    if name.startswith("ml_dtypes."):
+        # Imported on first use: ml_dtypes' extension takes longer to load than the rest of
+        # the package, and plain-NumPy users never need it.
+        import ml_dtypes
+
+        return np.dtype(getattr(ml_dtypes, name.removeprefix("ml_dtypes.")))
+    return np.dtype(name)
+
+
+def _t(name: str, tag: int, bits: int, align: int, signed: bool, kind: str,
+       np_name: str | None, dlpack: tuple[int, int] | None = None,
        dlpack_ext: tuple[int, int] | None = None) -> DType:
     tier = 1 if tag < 0x40 else 2
-    numpy = None if np_type is None else np.dtype(np_type)
-    return DType(name, tag, tier, bits, bits < 8, align, signed, numpy, kind,
+    return DType(name, tag, tier, bits, bits < 8, align, signed, np_name, kind,
                  dlpack=dlpack, dlpack_ext=dlpack_ext or dlpack)
 
 
 _TABLE = (
-    _t("float16", 0x01, 16, 2, True, "float", np.float16, (2, 16)),
-    _t("bfloat16", 0x02, 16, 2, True, "float", ml_dtypes.bfloat16, (4, 16)),
-    _t("float32", 0x03, 32, 4, True, "float", np.float32, (2, 32)),
-    _t("float64", 0x04, 64, 8, True, "float", np.float64, (2, 64)),
-    _t("int8", 0x10, 8, 1, True, "int", np.int8, (0, 8)),
-    _t("uint8", 0x11, 8, 1, False, "uint", np.uint8, (1, 8)),
-    _t("int16", 0x12, 16, 2, True, "int", np.int16, (0, 16)),
-    _t("uint16", 0x13, 16, 2, False, "uint", np.uint16, (1, 16)),
-    _t("int32", 0x14, 32, 4, True, "int", np.int32, (0, 32)),
-    _t("uint32", 0x15, 32, 4, False, "uint", np.uint32, (1, 32)),
-    _t("int64", 0x16, 64, 8, True, "int", np.int64, (0, 64)),
-    _t("uint64", 0x17, 64, 8, False, "uint", np.uint64, (1, 64)),
-    _t("bool", 0x20, 1, 1, False, "bool", np.bool_, None, (6, 8)),
-    _t("float8_e4m3", 0x40, 8, 1, True, "float", ml_dtypes.float8_e4m3fn, None, (10, 8)),
-    _t("float8_e5m2", 0x41, 8, 1, True, "float", ml_dtypes.float8_e5m2, None, (12, 8)),
-    _t("float8_e8m0", 0x42, 8, 1, False, "float", ml_dtypes.float8_e8m0fnu, None, (14, 8)),
-    _t("float4_e2m1", 0x43, 4, 1, True, "float", ml_dtypes.float4_e2m1fn, None, (17, 4)),
-    _t("float6_e2m3", 0x44, 6, 1, True, "float", ml_dtypes.float6_e2m3fn, None, (15, 6)),
-    _t("float6_e3m2", 0x45, 6, 1, True, "float", ml_dtypes.float6_e3m2fn, None, (16, 6)),
+    _t("float16", 0x01, 16, 2, True, "float", "float16", (2, 16)),
+    _t("bfloat16", 0x02, 16, 2, True, "float", "ml_dtypes.bfloat16", (4, 16)),
+    _t("float32", 0x03, 32, 4, True, "float", "float32", (2, 32)),
+    _t("float64", 0x04, 64, 8, True, "float", "float64", (2, 64)),
+    _t("int8", 0x10, 8, 1, True, "int", "int8", (0, 8)),
+    _t("uint8", 0x11, 8, 1, False, "uint", "uint8", (1, 8)),
+    _t("int16", 0x12, 16, 2, True, "int", "int16", (0, 16)),
+    _t("uint16", 0x13, 16, 2, False, "uint", "uint16", (1, 16)),
+    _t("int32", 0x14, 32, 4, True, "int", "int32", (0, 32)),
+    _t("uint32", 0x15, 32, 4, False, "uint", "uint32", (1, 32)),
+    _t("int64", 0x16, 64, 8, True, "int", "int64", (0, 64)),
+    _t("uint64", 0x17, 64, 8, False, "uint", "uint64", (1, 64)),
+    _t("bool", 0x20, 1, 1, False, "bool", "bool", None, (6, 8)),
+    _t("float8_e4m3", 0x40, 8, 1, True, "float", "ml_dtypes.float8_e4m3fn", None, (10, 8)),
+    _t("float8_e5m2", 0x41, 8, 1, True, "float", "ml_dtypes.float8_e5m2", None, (12, 8)),
+    _t("float8_e8m0", 0x42, 8, 1, False, "float", "ml_dtypes.float8_e8m0fnu", None, (14, 8)),
+    _t("float4_e2m1", 0x43, 4, 1, True, "float", "ml_dtypes.float4_e2m1fn", None, (17, 4)),
+    _t("float6_e2m3", 0x44, 6, 1, True, "float", "ml_dtypes.float6_e2m3fn", None, (15, 6)),
+    _t("float6_e3m2", 0x45, 6, 1, True, "float", "ml_dtypes.float6_e3m2fn", None, (16, 6)),
     # np.longdouble is x87 80-bit extended on x86, not binary128: no exact NumPy dtype exists.
     _t("float128", 0x46, 128, 16, True, "float", None),
-    _t("int4", 0x48, 4, 1, True, "int", ml_dtypes.int4),
-    _t("uint4", 0x49, 4, 1, False, "uint", ml_dtypes.uint4),
-    _t("int2", 0x4A, 2, 1, True, "int", ml_dtypes.int2),
-    _t("uint2", 0x4B, 2, 1, False, "uint", ml_dtypes.uint2),
-    _t("complex64", 0x50, 64, 4, True, "complex", np.complex64, (5, 64)),
-    _t("complex128", 0x51, 128, 8, True, "complex", np.complex128, (5, 128)),
+    _t("int4", 0x48, 4, 1, True, "int", "ml_dtypes.int4"),
+    _t("uint4", 0x49, 4, 1, False, "uint", "ml_dtypes.uint4"),
+    _t("int2", 0x4A, 2, 1, True, "int", "ml_dtypes.int2"),
+    _t("uint2", 0x4B, 2, 1, False, "uint", "ml_dtypes.uint2"),
+    _t("complex64", 0x50, 64, 4, True, "complex", "complex64", (5, 64)),
+    _t("complex128", 0x51, 128, 8, True, "complex", "complex128", (5, 128)),
 )
 
 DTYPES: dict[int, DType] = {d.tag: d for d in _TABLE}
@@ -286,10 +303,13 @@ def from_numpy_dtype(dt: object) -> DType:
     if npdt.kind in "biufc" and npdt.byteorder not in "=|":
         npdt = npdt.newbyteorder("=")
     for d in _TABLE:
-        if d.numpy is not None and _same_dtype(d.numpy, npdt):
+        # ml_dtypes types are user-defined NumPy types (isbuiltin 2): compare them only then,
+        # so plain NumPy dtypes never load ml_dtypes.
+        if d.np_name is not None and (npdt.isbuiltin == 2) == d.np_name.startswith(
+                "ml_dtypes.") and _same_dtype(d.numpy, npdt):  # type: ignore[arg-type]
             return d
     hint = ""
-    if npdt == np.dtype(ml_dtypes.float8_e4m3):
+    if npdt.isbuiltin == 2 and npdt == _numpy_dtype("ml_dtypes.float8_e4m3"):
         hint = " (this is the IEEE-like E4M3 with Inf; Hurray float8_e4m3 is float8_e4m3fn)"
     elif npdt.kind == "f" and npdt.itemsize > 8:
         hint = " (np.longdouble is not IEEE binary128; Hurray float128 has no NumPy dtype)"

@@ -21,9 +21,8 @@ from typing import Any
 import numpy as np
 
 from hurray_gpu.errors import HurrayFormatError
-from hurray_gpu.io import _codec
-from hurray_gpu.io._memory import aligned_empty, host_alignment
-from hurray_gpu.io.composite import validate_members
+from hurray_gpu.format import codec as _codec
+from hurray_gpu.format.composite import validate_members
 from hurray_gpu.io.crc32c import crc32c
 from hurray_gpu.io.file_format import (
     FLAG_HAS_INDEX_CRC32C,
@@ -41,6 +40,7 @@ from hurray_gpu.io.framing import DEFAULT_MAX_COMPOSITE_DEPTH
 from hurray_gpu.io.kv import decode_kv
 from hurray_gpu.parts import Placement, TensorLike, make_tensor, place_tensor, placement
 from hurray_gpu.runtime.buffer import Buffer
+from hurray_gpu.runtime.hostmem import aligned_empty, host_alignment
 
 _FIX = "the file is damaged or not a .hrry file; re-create it with a conforming writer."
 

@@ -143,7 +143,7 @@ def inspect_stream(path: str) -> dict[str, Any]:
 
 def inspect_descriptor(path: str) -> dict[str, Any]:
     """Decode a file holding exactly one descriptor (no buffer data)."""
-    from hurray_gpu.io import _codec
+    from hurray_gpu.format import codec as _codec
 
     with open(path, "rb") as fh:
         raw = fh.read(DEFAULT_MAX_DESCRIPTOR_SIZE + 1)

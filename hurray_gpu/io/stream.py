@@ -17,9 +17,8 @@ from typing import IO, Any
 import numpy as np
 
 from hurray_gpu.errors import HurrayFormatError
-from hurray_gpu.io import _codec
-from hurray_gpu.io._memory import CHUNK, aligned_empty, host_alignment
-from hurray_gpu.io.composite import validate_members
+from hurray_gpu.format import codec as _codec
+from hurray_gpu.format.composite import validate_members
 from hurray_gpu.io.file_writer import check_depth
 from hurray_gpu.io.framing import (
     DEFAULT_MAX_COMPOSITE_DEPTH,
@@ -37,6 +36,7 @@ from hurray_gpu.parts import (
     resolve_place,
 )
 from hurray_gpu.runtime.buffer import Buffer
+from hurray_gpu.runtime.hostmem import CHUNK, aligned_empty, host_alignment
 from hurray_gpu.runtime.transfer import Progress, host_chunks, show_progress
 
 _FIX_TRUNC = "the stream was cut short; re-send or re-write it completely."

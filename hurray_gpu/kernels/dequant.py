@@ -16,12 +16,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 
 from hurray_gpu.dialect.compose import Piece, compose_kernel
 from hurray_gpu.dialect.kernel import FLOAT_TYPES, KernelDef, Param, buf, scalar
 from hurray_gpu.errors import UnsupportedOpError
+from hurray_gpu.format.dtypes import by_name
 
 __all__ = [
     "AFFINE", "AFFINE_RESULT", "DENSE", "DEQUANT_KERNELS", "DST_TYPES", "ERR_INVALID", "ERR_RANGE",
@@ -426,13 +426,13 @@ def ref_block_index(n: int, inner: int, ssize: int, omul: int, kshift: int) -> n
     return (o * inner + r) * omul + (a >> kshift)
 
 
-_NP_OUT = {"f32": np.float32, "f16": np.float16, "bf16": ml_dtypes.bfloat16}
+_NP_OUT = {"f32": "float32", "f16": "float16", "bf16": "bfloat16"}
 
 
 def _ref_store(dst: np.ndarray, values: np.ndarray, kind: str) -> None:
     """Round f32 ``values`` to the output ``kind`` (nearest even) and write their bits."""
     with np.errstate(over="ignore", invalid="ignore"):
-        out = values.astype(np.float32).astype(_NP_OUT[kind])
+        out = values.astype(np.float32).astype(by_name(_NP_OUT[kind]).numpy)
     dst[: values.size] = out.view(dst.dtype)
 
 

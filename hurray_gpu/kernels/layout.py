@@ -13,11 +13,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 
 from hurray_gpu.dialect.compose import Piece, compose_kernel
 from hurray_gpu.dialect.kernel import KernelDef, Param, buf, scalar
+from hurray_gpu.format.dtypes import by_name
 
 __all__ = ["AXIS_TABLE", "HILBERT_ADDR", "LAYOUT_KERNELS", "REC_WORDS", "SoFn",
            "add_kernel", "gather_kernel", "put_kernel", "ref_axis_entries", "ref_hil_so",
@@ -407,7 +407,7 @@ _ADD = {
             "+ BF16_BITS_TO_F32(LOAD(src, f))));",
 }
 _ADD_WORD = {"f32": "u32", "f16": "u16", "bf16": "u16"}
-_NP = {"f32": np.float32, "f16": np.float16, "bf16": ml_dtypes.bfloat16}
+_NP = {"f32": "float32", "f16": "float16", "bf16": "bfloat16"}
 
 
 def _dest(a: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
@@ -428,7 +428,7 @@ def _ref_put(a: dict[str, Any]) -> None:
 
 def _ref_add(a: dict[str, Any], kind: str) -> None:
     f, d = _dest(a)
-    dt = _NP[kind]
+    dt = by_name(_NP[kind]).numpy
     with np.errstate(over="ignore", invalid="ignore"):
         total = a["dst"][d].view(dt).astype(np.float32) + a["src"][f].view(dt).astype(np.float32)
         a["dst"][d] = total.astype(dt).view(a["dst"].dtype)

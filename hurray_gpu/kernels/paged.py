@@ -13,11 +13,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 
 from hurray_gpu.dialect.compose import Piece, compose_kernel
 from hurray_gpu.dialect.kernel import FLOAT_TYPES, KernelDef, Param, buf, scalar
+from hurray_gpu.format.dtypes import by_name
 from hurray_gpu.kernels.dequant import AFFINE_RESULT
 
 __all__ = [
@@ -103,7 +103,7 @@ def _ref_scatter(a: dict[str, Any], fmt: str = "") -> None:
         elif fmt == "f8":
             with np.errstate(invalid="ignore"):
                 codes = np.clip(src[keep].astype(np.float32), -448, 448)
-                pool[slots[keep]] = codes.astype(ml_dtypes.float8_e4m3fn).view(np.uint8)
+                pool[slots[keep]] = codes.astype(by_name("float8_e4m3").numpy).view(np.uint8)
         else:
             pool[slots[keep]] = src[keep]
 
@@ -122,7 +122,7 @@ def _ref_gather(a: dict[str, Any], fmt: str = "") -> None:
             scales = a[f"{r}scales"][:limit][slots[keep]][:, None]
             rows_read = scales * rows_read.astype(np.float32)
         elif fmt == "f8":
-            rows_read = rows_read.view(ml_dtypes.float8_e4m3fn).astype(np.float32)
+            rows_read = rows_read.view(by_name("float8_e4m3").numpy).astype(np.float32)
         dst[keep] = rows_read.astype(dst.dtype)
         dst[~keep & (slots != SKIP_SLOT)] = 0
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 
 from hurray_gpu.errors import HurrayFormatError, UnsupportedOpError
@@ -124,9 +123,7 @@ def _random_scales(rng: np.random.Generator, count: int, scale_type: str) -> np.
     mags = np.exp2(rng.uniform(-20.0, 6.0, count)) * rng.choice([-1.0, 1.0], count)
     scales = mags.astype(scale_type if scale_type != "bfloat16" else np.float32)
     if scale_type == "bfloat16":
-        import ml_dtypes
-
-        scales = scales.astype(ml_dtypes.bfloat16)
+        scales = scales.astype(by_name("bfloat16").numpy)
     scales[scales == 0] = 1
     return scales
 
@@ -176,8 +173,6 @@ STORAGE_TYPES: dict[str, tuple[str, ...]] = {
 }
 DEFAULT_STORAGE = {"per_tensor": "int8", "per_channel": "int8", "per_block": "int8",
                    "nf4": "uint4", "mxfp": "float8_e4m3"}
-_SCALE_NP = {"float32": np.dtype(np.float32), "float16": np.dtype(np.float16),
-             "bfloat16": np.dtype(ml_dtypes.bfloat16)}
 
 
 def _bad(message: str, field: str, fix: str) -> HurrayFormatError:
@@ -295,7 +290,9 @@ class _Groups:
 
 def _round_scales(scales: np.ndarray, scale_dtype: str) -> np.ndarray:
     """Scales stored in ``scale_dtype``: finite and non-zero after rounding."""
-    target = _SCALE_NP[scale_dtype]
+    import ml_dtypes  # its finfo knows bfloat16; loaded only when quantizing
+
+    target = by_name(scale_dtype).numpy
     out = scales.astype(np.float32).astype(target)
     tiny = np.array(ml_dtypes.finfo(target).smallest_subnormal, target)
     out[out.astype(np.float64) == 0] = tiny

@@ -15,7 +15,7 @@ import math
 import threading
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -66,6 +66,9 @@ class Guard:
     root: Allocation
     user: Allocation
     last_kernel: str = ""
+    # Held while the canaries are read or the memory released: a deferred check drained by
+    # one thread must not read a root another thread is freeing.
+    lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
     def total(self) -> int:
@@ -184,12 +187,13 @@ class CanaryAllocator(Allocator):
         if guard.user is not allocation:
             return  # a view of a guarded buffer: nothing to free
         allocation.freed = True
-        try:
-            # Work still queued on it (a stream held behind an event) may yet write it: the
-            # check is skipped then, and the memory's next owner gets fresh canaries.
-            found = self.find(guard) if _settle(_record(self.device)) else None
-        finally:
-            self.inner.free(root)
+        with guard.lock:
+            try:
+                # Work still queued on it (a stream held behind an event) may yet write it: the
+                # check is skipped then, and the memory's next owner gets fresh canaries.
+                found = self.find(guard) if _settle(_record(self.device)) else None
+            finally:
+                self.inner.free(root)
         if found is not None:
             last = guard.last_kernel or "none"
             raise BoundsViolation(
@@ -267,14 +271,18 @@ class CanaryAllocator(Allocator):
         first: BoundsViolation | None = None
         for name, allocation in named:
             guard = self.guard_of(allocation)
-            if guard is None or guard.root.freed or id(guard) in seen:
+            if guard is None or id(guard) in seen:
                 continue
             seen.add(id(guard))
-            guard.last_kernel = kernel
-            found = self.find(guard)
-            if found is not None:
-                self._arm(guard)
-                first = first or BoundsViolation(kernel, name, found[0], found[1], guard.nbytes)
+            with guard.lock:
+                if guard.root.freed:  # freed since (by another thread): its free checked it
+                    continue
+                guard.last_kernel = kernel
+                found = self.find(guard)
+                if found is not None:
+                    self._arm(guard)
+                    first = first or BoundsViolation(kernel, name, found[0], found[1],
+                                                     guard.nbytes)
         if first is not None:
             raise first
 

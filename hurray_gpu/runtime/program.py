@@ -83,6 +83,13 @@ class Compiler:
         """The blake3 key of ``source`` compiled with ``options`` for this target."""
         return make_cache_key(self.domain, source, options, self.version(), self.identity)
 
+    def load(self, key: str) -> bytes | None:
+        """The binary the disk cache holds under ``key`` (a hit is counted), or None."""
+        binary = self.cache.load(key)
+        if binary is not None:
+            _count("disk_hits")
+        return binary
+
     def compile_cached(self, source: str, options: Sequence[str] = ()) -> bytes:
         """Return the binary from the disk cache, compiling (and storing) it on a miss.
 
@@ -90,9 +97,8 @@ class Compiler:
             CompileError: the compiler rejected the source.
         """
         key = self.cache_key(source, options)
-        binary = self.cache.load(key)
+        binary = self.load(key)
         if binary is not None:
-            _count("disk_hits")
             return binary
         _count("disk_misses")
         binary = self.compile(source, options)

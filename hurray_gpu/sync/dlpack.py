@@ -31,7 +31,7 @@ import numpy as np
 
 from hurray_gpu.errors import HurrayGPUError
 from hurray_gpu.format.descriptor.buffers import DeviceTag, MemoryClass
-from hurray_gpu.io._memory import aligned_copy
+from hurray_gpu.runtime.hostmem import aligned_copy
 
 __all__ = [
     "DLDataType", "DLDevice", "DLManagedTensor", "DLManagedTensorVersioned", "DLPackError",

@@ -24,10 +24,10 @@ from hurray_gpu.format.descriptor.buffers import (
 from hurray_gpu.format.descriptor.layouts import Strided
 from hurray_gpu.format.descriptor.model import TensorDescriptor
 from hurray_gpu.format.dtypes import from_numpy_dtype
-from hurray_gpu.io._memory import aligned_copy
 from hurray_gpu.parts import from_numpy as parts_from_numpy
 from hurray_gpu.parts import host_buffers, is_tensor, make_tensor
 from hurray_gpu.runtime.buffer import Buffer
+from hurray_gpu.runtime.hostmem import aligned_copy
 from hurray_gpu.runtime.memory import Allocation
 from hurray_gpu.runtime.registry import resolve_device
 from hurray_gpu.sync.dlpack import (

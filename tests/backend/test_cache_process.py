@@ -16,12 +16,15 @@ import numpy as np
 from hurray_gpu.runtime.buffer import Buffer
 from hurray_gpu.runtime.registry import resolve_device as device
 from hurray_gpu.runtime.program import compile_stats
+import hurray_gpu.runtime.device as d
+real, renders = d.render, []
+d.render = lambda kernel, dialect: renders.append(kernel.name) or real(kernel, dialect)
 dev = device(sys.argv[1])
 out = Buffer(dev, 4 * 77)
 dev.run("fill_u32", out, 9, 77)
 dev.run("f32_to_f16", Buffer(dev, 2 * 77), Buffer.from_bytes(dev, np.ones(77, np.float32)), 77)
 ok = bool((out.numpy(np.uint32) == 9).all())
-print(json.dumps({**compile_stats(), "ok": ok}))
+print(json.dumps({**compile_stats(), "ok": ok, "renders": len(renders)}))
 """
 
 
@@ -39,6 +42,8 @@ def test_second_process_compiles_nothing(kernel_device: Device, tmp_path: Path) 
     assert first["ok"] and first["compiles"] == 2 and first["disk_hits"] == 0
     second = _run(kernel_device.spec, tmp_path)
     assert second["ok"] and second["compiles"] == 0 and second["disk_hits"] == 2
+    if type(kernel_device).render is Device.render:  # keyed by the rendering's inputs
+        assert (first["renders"], second["renders"]) == (2, 0)
     assert any(tmp_path.rglob("*.bin"))
 
 

@@ -6,6 +6,8 @@ process-wide devices stay as the environment made them).
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -209,6 +211,39 @@ def test_free_detects_a_write_that_bypassed_every_kernel_check(guarded: Device) 
     again = Buffer(guarded, 64)  # the pooled root comes back re-armed
     assert again.allocation.root.raw is root.raw and _intact(again)
     again.free()
+
+
+def test_a_deferred_check_does_not_race_a_free_in_another_thread(
+        guarded: Device, monkeypatch: pytest.MonkeyPatch) -> None:
+    # One thread drains a deferred check of a buffer while another frees it: the check must
+    # finish before the memory goes back (it used to read the freed root: "buffer was freed").
+    alloc = guarded.allocator
+    assert isinstance(alloc, CanaryAllocator)
+    buffer, _ = _filled(guarded, 16)
+    guard = alloc.guard_of(buffer.allocation)
+    real, inside, freeing = alloc.find, threading.Event(), threading.Event()
+
+    def paused(g: Any) -> Any:
+        if not inside.is_set():  # the checking thread: let the other one free meanwhile
+            inside.set()
+            freeing.wait(5)
+            time.sleep(0.2)
+        return real(g)
+
+    def free() -> None:
+        inside.wait(5)
+        freeing.set()
+        buffer.free()
+
+    monkeypatch.setattr(alloc, "find", paused)
+    other = threading.Thread(target=free)
+    other.start()
+    try:
+        alloc.check("canary_poke_u32", [("dst", buffer.allocation)])  # must not raise
+    finally:
+        other.join(10)
+    assert not other.is_alive() and buffer.allocation.freed
+    assert guard is not None and guard.root.freed and alloc.guard_of(buffer.allocation) is None
 
 
 def test_pinned_buffers_stay_page_aligned(guarded: Device) -> None:

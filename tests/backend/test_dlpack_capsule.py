@@ -104,7 +104,7 @@ def test_consumed_capsule_is_left_to_its_consumer(max_version) -> None:
 
 
 def test_header_layout_and_flags() -> None:
-    from hurray_gpu.io._memory import aligned_empty
+    from hurray_gpu.runtime.hostmem import aligned_empty
 
     base = hg.from_numpy(np.arange(8, dtype=np.float32))
     mem = aligned_empty(32, 64)

@@ -12,7 +12,7 @@ from hurray_gpu import Tensor
 from hurray_gpu.format.descriptor.buffers import BufferHandle, DeviceTag, MemoryClass
 from hurray_gpu.format.descriptor.layouts import RowMajor
 from hurray_gpu.format.descriptor.model import TensorDescriptor
-from hurray_gpu.io._memory import aligned_empty
+from hurray_gpu.runtime.hostmem import aligned_empty
 from hurray_gpu.sync.dlpack import (
     DLPackError,
     consumer_stream_handle,

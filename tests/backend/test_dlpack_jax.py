@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import hurray_gpu as hg
-from hurray_gpu.io._memory import aligned_empty
+from hurray_gpu.runtime.hostmem import aligned_empty
 from hurray_gpu.sync.dlpack import dlpack_view, live_exports
 from tests._support import require_peer
 

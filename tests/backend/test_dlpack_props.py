@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import hurray_gpu as hg
-from hurray_gpu.io._memory import aligned_empty
+from hurray_gpu.runtime.hostmem import aligned_empty
 from tests._support import require_peer
 
 DTYPES = [np.int8, np.uint16, np.int32, np.float32, np.float64, np.complex64]

@@ -23,9 +23,9 @@ from fuzz import stream as fuzz_stream
 from hurray_gpu.cli import main
 from hurray_gpu.errors import HurrayFormatError, UnsupportedOpError
 from hurray_gpu.format import descriptor as d
+from hurray_gpu.format.composite import validate_members
 from hurray_gpu.format.dtypes import by_name
 from hurray_gpu.io import StreamReader, StreamWriter, load, save
-from hurray_gpu.io.composite import validate_members
 
 from _io_samples import _u8_broadcast, broadcast_partition, group_in_partition, nested_groups
 

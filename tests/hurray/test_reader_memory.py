@@ -16,9 +16,9 @@ import pytest
 
 from hurray_gpu.errors import HurrayFormatError
 from hurray_gpu.io import StreamReader, StreamWriter, load, open_file, save
-from hurray_gpu.io._memory import aligned_empty, host_alignment
 from hurray_gpu.io.crc32c import crc32c
 from hurray_gpu.io.file_format import IndexEntry, encode_index
+from hurray_gpu.runtime.hostmem import aligned_empty, host_alignment
 from hurray_gpu.tensor import Tensor
 
 from _io_samples import nested_group, partition

@@ -29,10 +29,10 @@ from hurray_gpu.format import descriptor as d
 from hurray_gpu.format.addressing import block_paged_to_dense, coo_to_dense
 from hurray_gpu.format.dtypes import by_name
 from hurray_gpu.io import StreamReader, load, open_file, save
-from hurray_gpu.io._memory import CHUNK
 from hurray_gpu.io.crc32c import crc32c
 from hurray_gpu.kv_cache import PagedKVCache
 from hurray_gpu.kv_cache.interchange import load_tensors
+from hurray_gpu.runtime.hostmem import CHUNK
 from hurray_gpu.tensor import Tensor
 from tests._support import trusted_tensor
 from vyre import WireFormatError, from_wire, reference

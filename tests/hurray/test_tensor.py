@@ -214,7 +214,7 @@ def test_golden_files_exist() -> None:
 def test_exact_cover_matches_brute_force() -> None:
     """The corner-weight cover check agrees with counting every element's covering boxes,
     and the element it names is covered 0 times (gap) or 2+ times (overlap)."""
-    from hurray_gpu.io import composite
+    from hurray_gpu.format import composite
 
     rng = np.random.default_rng(7)
     verdicts = {"ok": 0, "gap": 0, "overlap": 0}

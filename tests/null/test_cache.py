@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import warnings
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -123,3 +124,45 @@ def test_default_cache_honours_env(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     monkeypatch.setenv("HURRAY_GPU_NO_CACHE", "1")
     assert isinstance(default_cache("opencl"), NullKernelCache)
     assert os.environ["HURRAY_GPU_NO_CACHE"] == "1"
+
+
+def _toolchain_fresh() -> Any:
+    from hurray_gpu.backends import cpu
+
+    for fn in (cpu._toolchain, cpu._cc_version, cpu._has_openmp, cpu._native_flags):
+        fn.cache_clear()
+    return cpu
+
+
+def test_toolchain_identity_is_cached_on_disk_keyed_by_the_binary(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Finding the compiler's version, OpenMP support and native flags runs it three times;
+    # a warm process start must not. A changed binary (here: its mtime) asks again.
+    import shutil
+    import subprocess
+
+    from hurray_gpu import config
+
+    real = config.c_compiler()
+    if real is None:
+        pytest.fail("no C compiler: install gcc (ci/install.sh does)")
+    cc = tmp_path / "bin" / "cc"
+    cc.parent.mkdir()
+    shutil.copy2(os.path.realpath(real), cc)
+    monkeypatch.setenv("HURRAY_GPU_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("HURRAY_GPU_NO_CACHE", raising=False)
+    cpu = _toolchain_fresh()
+    first = cpu._toolchain(str(cc))
+    assert first[0] and isinstance(first[1], bool) and first == cpu._toolchain(str(cc))
+    assert list((tmp_path / "cache" / "cpu").rglob("*.bin"))
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError(f"compiler run: {args[0]}")
+
+    monkeypatch.setattr(subprocess, "run", refuse)
+    assert _toolchain_fresh()._toolchain(str(cc)) == first  # from disk, no subprocess
+    st = os.stat(cc)
+    os.utime(cc, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
+    with pytest.raises(AssertionError, match="compiler run"):
+        _toolchain_fresh()._toolchain(str(cc))
+    _toolchain_fresh()

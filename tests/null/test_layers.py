@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import re
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -110,16 +111,28 @@ def resolve(name: str, known: dict[str, Path]) -> str | None:
 
 
 def graph(runtime_only: bool = False) -> dict[str, dict[str, int]]:
-    """module -> {imported module: first line}, self-imports dropped."""
+    """module -> {imported module: first line}, self-imports dropped.
+
+    With ``runtime_only`` (the graph cycles are looked for in), importing ``p.q.m`` also runs
+    the ``__init__`` of every enclosing package the importer is not itself inside, as Python
+    does: ``p.parts`` importing ``p.io._codec`` runs ``p.io``'s ``__init__`` first.
+    """
     known = module_files()
     edges: dict[str, dict[str, int]] = {}
     for module, path in known.items():
         out: dict[str, int] = {}
         for target, line in imports_of(module, path, known, runtime_only):
-            if target != module:
-                out.setdefault(target, line)
+            implicit = _enclosing(target, known) if runtime_only else []
+            for name in [target, *implicit]:
+                if name != module and not module.startswith(name + "."):
+                    out.setdefault(name, line)
         edges[module] = out
     return edges
+
+
+def _enclosing(module: str, known: dict[str, Path]) -> list[str]:
+    parts = module.split(".")
+    return [p for p in (".".join(parts[:i]) for i in range(1, len(parts))) if p in known]
 
 
 def cycles(edges: dict[str, dict[str, int]]) -> list[list[str]]:
@@ -220,6 +233,19 @@ def test_function_level_imports_are_seen(tmp_path: Path) -> None:
     known["p.b"].write_text("def f():\n    from p.a import y\n")
     edges = {m: dict(imports_of(m, p, known)) for m, p in known.items()}
     assert cycles(edges) == [["p.a", "p.b"]]
+
+
+def test_importing_a_submodule_runs_its_package_init(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """``p.a`` importing ``p.q.c`` runs ``p.q``'s __init__, which imports ``p.a``: a cycle."""
+    files = {"p": "__init__.py", "p.a": "a.py", "p.q": "q/__init__.py", "p.q.c": "q/c.py"}
+    known = {m: tmp_path / f for m, f in files.items()}
+    (tmp_path / "q").mkdir()
+    for m, text in {"p": "", "p.a": "from p.q import c\n", "p.q": "from p.a import x\n",
+                    "p.q.c": ""}.items():
+        known[m].write_text(text)
+    monkeypatch.setattr(sys.modules[__name__], "module_files", lambda: known)
+    assert cycles(graph(runtime_only=True)) == [["p.a", "p.q"]]
 
 
 def test_type_only_imports_count_for_layers_not_cycles(tmp_path: Path) -> None:

@@ -117,6 +117,32 @@ def test_importing_hurray_gpu_imports_no_driver() -> None:
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+def test_import_loads_only_the_errors_and_plain_dtypes_never_load_ml_dtypes() -> None:
+    # ``import hurray_gpu`` is cheap (PEP 562 names); a float32 round trip through a kernel
+    # never needs ml_dtypes, whose extension takes longer to load than the whole package.
+    code = ("import sys, hurray_gpu as hg\n"
+            "first = sorted(m for m in sys.modules if m.startswith('hurray_gpu'))\n"
+            "assert first == ['hurray_gpu', 'hurray_gpu.errors'], first\n"
+            "assert 'numpy' not in sys.modules and hg.Tensor is hg.tensor.Tensor\n"
+            "import numpy as np\n"
+            "x = hg.from_numpy(np.arange(64, dtype=np.float32))\n"
+            "y = hg.materialize(hg.relayout(x, hg.format.descriptor.ColMajor()))\n"
+            "assert np.array_equal(y.numpy(), np.arange(64, dtype=np.float32))\n"
+            "assert 'ml_dtypes' not in sys.modules, 'ml_dtypes loaded'\n"
+            "assert hg.by_name('bfloat16').numpy.name == 'bfloat16' and 'ml_dtypes' in sys.modules\n"
+            "print('ok')")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stdout + done.stderr
+    # A service used before anything imported the Tensor class loads it itself.
+    code = ("from hurray_gpu.ops.quantize import quantized_tensor\n"
+            "t = quantized_tensor([[1, 2]], 'int8', 'per_tensor', scale=0.5)\n"
+            "print(type(t).__name__, t.shape)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert done.stdout.strip() == "Tensor (1, 2)", done.stdout + done.stderr
+
+
 def test_config_reads_env(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
     monkeypatch.setenv("HURRAY_GPU_CACHE_DIR", str(tmp_path))
     monkeypatch.setenv("HURRAY_GPU_CACHE_FATAL", "1")

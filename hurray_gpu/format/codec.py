@@ -1,4 +1,4 @@
-"""The one place where the io layer and Tensor meet the descriptor codec.
+"""Where the io layer and Tensor meet the descriptor codec.
 
 Keeps the container code independent of the descriptor package's internal layout, and turns
 descriptor-relative error offsets into offsets within the enclosing stream or file.

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from hurray_gpu.errors import HurrayFormatError
-from hurray_gpu.io import _codec
+from hurray_gpu.format import codec as _codec
 
 PARTITION, OVERLAY, GROUP = 1, 2, 3
 ROLE_CORRECTION, ROLE_BASE = 0, 1
