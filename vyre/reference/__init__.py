@@ -34,7 +34,7 @@ from vyre.reference.vector import VectorRun, eligible
 
 DEFAULT_MAX_STEPS = 20_000_000
 # Steps bound the work; the clock bounds the time a step takes on a slow or shared machine.
-DEFAULT_MAX_SECONDS = 10.0
+DEFAULT_MAX_SECONDS = 10
 DEFAULT_MAX_BUFFER_BYTES = 256 * 1024 * 1024
 _U32_MAX = 0xFFFFFFFF
 _DTYPES: dict[Any, str] = {
