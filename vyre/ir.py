@@ -689,12 +689,8 @@ class NestingError(HurrayGPUError, ValueError):
 
 
 def check_depth(entry: tuple[Node, ...], limit: int = MAX_PROGRAM_DEPTH) -> int:
-    """The nesting depth of ``entry`` (statements and expressions, each level counts),
-    measured without recursion.
-
-    Raises:
-        NestingError: the depth is over ``limit``.
-    """
+    """The nesting depth of ``entry`` (each statement and expression level counts), measured
+    without recursion; over ``limit`` raises NestingError."""
     stack: list[tuple[object, int]] = [(x, 1) for x in entry]
     deepest = 0
     while stack:

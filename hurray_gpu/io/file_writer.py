@@ -198,12 +198,8 @@ def save(path: str | os.PathLike[str], tensors: Mapping[str, TensorLike | np.nda
 
 
 def check_depth(tensor: TensorLike, limit: int = DEFAULT_MAX_COMPOSITE_DEPTH) -> None:
-    """Refuse composites nested deeper than readers accept (writers never emit what
-    StreamReader and open_file refuse).
-
-    Raises:
-        HurrayFormatError: a head nested more than ``limit`` levels deep.
-    """
+    """Raise HurrayFormatError for composites nested more than ``limit`` levels deep:
+    writers never emit what StreamReader and open_file refuse."""
     level = [tensor]
     for _ in range(limit):  # heads in generation g are nested g + 1 levels deep
         level = [m for t in level for m in t.members]
@@ -214,15 +210,9 @@ def check_depth(tensor: TensorLike, limit: int = DEFAULT_MAX_COMPOSITE_DEPTH) ->
 
 @contextlib.contextmanager
 def atomic_output(path: str | os.PathLike[str]) -> Iterator[IO[bytes]]:
-    """A binary handle on a temporary file that replaces ``path`` when the block succeeds.
-
-    The file is flushed to disk before the rename and the directory after it, so neither a
-    crash nor a power loss leaves a truncated or empty ``path``; on an error ``path`` is
-    untouched and the temporary file removed.
-
-    Raises:
-        OSError: the file cannot be written.
-    """
+    """A binary handle on a temporary file that replaces ``path`` when the block succeeds
+    (OSError when it cannot be written). The file is fsynced before the rename and the folder
+    after it, so no crash leaves a partial ``path``; on an error ``path`` is left as it was."""
     target = os.fspath(path)
     folder = os.path.dirname(os.path.abspath(target))
     fd, tmp = tempfile.mkstemp(prefix=".hrry-", suffix=".tmp", dir=folder)

@@ -53,20 +53,9 @@ MIN_OUTPUT_LIMIT = 1 << 28
 
 
 def check_output(t: Any, dtype: str | None, max_output_bytes: int | None) -> int:
-    """Refuse a result over the output limit, before anything is allocated.
-
-    Args:
-        t: the tensor to materialize or dequantize (a group head: skipped, members are checked
-            one by one).
-        dtype: the result's element type (None: ``t``'s own).
-        max_output_bytes: the caller's limit, or None for the default (see MAX_EXPANSION).
-
-    Returns:
-        The limit in force (members of a composite are checked against it).
-
-    Raises:
-        UnsupportedOpError: the result would be larger than the limit.
-    """
+    """Return the output limit in force (``max_output_bytes``, None: the MAX_EXPANSION
+    default); raise UnsupportedOpError if ``t`` as ``dtype`` (None: its own) is larger. A group
+    head is not checked: its members are, one by one."""
     stored, stack = 0, [t]
     while stack:
         x = stack.pop()

@@ -95,3 +95,27 @@ def test_to_wire_refuses_exactly_what_from_wire_refuses(make) -> None:
         outcomes.append(True)
     # Every depth up to the decoder's bound round-trips; every one past it is refused.
     assert outcomes == sorted(outcomes, reverse=True) and True in outcomes and False in outcomes
+
+
+def _vulkan_specs() -> list[str]:
+    from tests.vyre.lower_programs import kernel_devices
+
+    return [d.spec for d in kernel_devices() if d.spec.startswith("vulkan")]
+
+
+@pytest.mark.parametrize("spec", _vulkan_specs())
+def test_vulkan_work_groups_are_checked_against_device_limits(spec: str) -> None:
+    # Was: vulkan:0 (lavapipe) launched 32,768-invocation work groups past its limit of 1024.
+    import hurray_gpu as hg
+
+    sizes, invocations = hg.device(spec).local_limits
+    assert invocations >= 128 and all(n >= 1 for n in sizes)
+    side = next(n for n in (2, 4, 8, 16, 32, 64) if n ** 3 > invocations)
+    wg = (side, side, side)  # every axis within its limit, the product over the total
+    prog = b.program([b.output("o", 0, b.U32, 4)], [b.store("o", 0, 1)], workgroup_size=wg)
+    with pytest.raises(vyre.UnsupportedOpError, match=f"over .* limits .{invocations} "
+                       "invocations.*Fix: use a work group of at most"):
+        vyre.run(prog, device=spec, grid=(1, 1, 1))
+    ok = b.program([b.output("o", 0, b.U32, 4)], [b.store("o", b.local_id(0), 5)],
+                   workgroup_size=(4, 1, 1))
+    assert vyre.run(ok, device=spec, grid=(1, 1, 1))["o"].tolist() == [5, 5, 5, 5]

@@ -56,11 +56,7 @@ class StepLimitExceeded(ReferenceLimitError):
 
 
 def check_deadline(deadline: float) -> None:
-    """Raise once ``time.monotonic()`` is past ``deadline`` (the ``max_seconds`` bound).
-
-    Raises:
-        StepLimitExceeded: the run took longer than its ``max_seconds``.
-    """
+    """Raise StepLimitExceeded once ``time.monotonic()`` is past ``deadline`` (max_seconds)."""
     if time.monotonic() > deadline:
         raise StepLimitExceeded("the dispatch ran longer than its max_seconds (an endless loop, "
                                 "or a very large grid).",
@@ -158,11 +154,6 @@ def fraction_to_f32(q: Fraction) -> float:
     if n.bit_length() + quantum_exp > _F32_MAX_EXP:
         return sign * math.inf
     return sign * math.ldexp(float(n), quantum_exp)
-
-
-def make_f32(x: float) -> Value:
-    """An f32 value: round ``x`` to f32 then canonicalize."""
-    return (F32, canonical(round_f32(x)))
 
 
 def truthy(value: Value) -> bool:
