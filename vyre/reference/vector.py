@@ -18,17 +18,10 @@ import numpy as np
 
 from vyre import ir
 from vyre.ir import BinOp, Scalar, UnOp
+from vyre.reference import semantics as sem
 from vyre.reference.memory import Buffer
 from vyre.reference.prepare import walk_exprs, walk_nodes
-from vyre.reference.semantics import (
-    BOOL,
-    F32,
-    I32,
-    U32,
-    StepLimitExceeded,
-    canonical,
-    check_deadline,
-)
+from vyre.reference.semantics import BOOL, F32, I32, U32, StepLimitExceeded, canonical
 
 # -- array op semantics -------------------------------------------------------------------
 
@@ -329,7 +322,7 @@ class VectorRun:
         self.charged += amount
         if self.charged > self.max_steps:
             raise StepLimitExceeded(f"the dispatch exceeded max_steps={self.max_steps}.")
-        check_deadline(self.deadline)  # charged once per statement and chunk: cheap enough
+        sem.check_deadline(self.deadline)  # charged once per statement and chunk: cheap enough
 
     def _chunk(self, wg_linear: np.ndarray, grid: tuple[int, int, int]) -> None:
         wx, wy, wz = self.program.workgroup_size
