@@ -48,6 +48,7 @@ def sample_tensors() -> dict[str, object]:
     out.update({"per_channel": s.quantized_per_channel(), "coo_sorted": s.coo(),
                 "strided_view": s.strided(), "partition": s.partition(),
                 "overlay": s.overlay(), "nested_group": s.nested_group()})
+    out.update(s.hostile_samples())  # structures that once escaped a bound
     return out
 
 
@@ -115,6 +116,8 @@ def hrry_seeds() -> tuple[bytes, ...]:
         _hrry({"q": s["per_channel"], "i4": s["np_int4"]}, sorted_index=True),
         _hrry({"ov": s["overlay"], "nest": s["nested_group"]}, {"k": 1}),
         _hrry({"csr": s["csr"], "bp": s["block_paged"]}),
+        _hrry({n: s[n] for n in ("broadcast_partition", "staircase", "group_in_partition",
+                                 "deep_groups", "broadcast")}),
         _hrry({}, {"only": "metadata"}),
         _hrry({}),
     ]
@@ -139,7 +142,28 @@ def vir0_seeds() -> tuple[bytes, ...]:
         except UnknownExtensionError:
             ctl = 1
         out.append(bytes([ctl]) + blob)
-    return tuple(out)
+    return tuple(out) + tuple(bytes([0]) + blob for blob in _hostile_vir0())
+
+
+def _hostile_vir0() -> list[bytes]:
+    """Structures that once escaped a bound: an endless loop over a long expression (minutes
+    to reach the reference's step bound), and statements and expressions nested to the
+    decoder's depth bound (a mutation away from past it)."""
+    from vyre import builder as b
+    from vyre import ir, to_wire
+
+    e: ir.Expr = b.load("o", 0)
+    for i in range(25):
+        e = b.add(b.mul(e, 3), i)
+    body: list[ir.Node] = [b.return_()]
+    for _ in range(62):  # Region + 62 Blocks + Return: 64 levels
+        body = [b.block(*body)]
+    chain: ir.Expr = b.lit_u32(0)
+    for _ in range(61):  # Region + Let + 61 negations + the literal: 64 levels
+        chain = b.unop(ir.UnOp.NEGATE, chain)
+    return [to_wire(b.program([b.read_write("o", 0, b.U32, 1)],
+                              [ir.forever((b.store("o", 0, e),))])),
+            to_wire(b.program([], body)), to_wire(b.program([], [b.let("x", chain)]))]
 
 
 def write_seeds(harness: str, folder: str | os.PathLike[str]) -> int:

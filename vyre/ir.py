@@ -11,6 +11,7 @@ import struct
 from dataclasses import dataclass, field, replace
 from typing import ClassVar
 
+from hurray_gpu.errors import HurrayGPUError
 from vyre.ir_types import (
     QUANTIZED_STORAGE,
     AffineRange,
@@ -630,6 +631,8 @@ class Program:
             value = getattr(self, name)
             if not isinstance(value, tuple):
                 object.__setattr__(self, name, tuple(value))
+        check_depth(self.entry)
+
 
     @classmethod
     def wrapped(
@@ -673,8 +676,40 @@ class Program:
         return replace(self, **changes)  # type: ignore[arg-type]
 
 
+
+# Statements and expressions nested deeper than this are refused when a Program is built:
+# ==, hash, repr and every pass over the tree recurse once per level, and Python's stack
+# allows about a thousand frames (the validator refuses expressions over 128 deep; the wire
+# format, MAX_DECODE_DEPTH, less).
+MAX_PROGRAM_DEPTH = 160
+
+
+class NestingError(HurrayGPUError, ValueError):
+    """A program's statements and expressions are nested deeper than MAX_PROGRAM_DEPTH."""
+
+
+def check_depth(entry: tuple[Node, ...], limit: int = MAX_PROGRAM_DEPTH) -> int:
+    """The nesting depth of ``entry`` (each statement and expression level counts), measured
+    without recursion; over ``limit`` raises NestingError."""
+    stack: list[tuple[object, int]] = [(x, 1) for x in entry]
+    deepest = 0
+    while stack:
+        obj, depth = stack.pop()
+        if depth > limit:
+            raise NestingError(f"the program nests statements and expressions more than {limit} "
+                               "levels deep", fix="flatten it: bind inner expressions with Let, "
+                               "and move nested blocks into sequential statements.")
+        deepest = max(deepest, depth)
+        for name in getattr(obj, "__dataclass_fields__", ()):
+            value = getattr(obj, name)
+            for child in value if isinstance(value, tuple) else (value,):
+                if isinstance(child, (Node, Expr)):
+                    stack.append((child, depth + 1))
+    return deepest
+
+
 __all__ = [
-    "EXPR_CLASSES", "NODE_CLASSES", "QUANTIZED_STORAGE", "ROOT_REGION_GENERATOR",
+    "EXPR_CLASSES", "MAX_PROGRAM_DEPTH", "NODE_CLASSES", "NestingError", "check_depth", "QUANTIZED_STORAGE", "ROOT_REGION_GENERATOR",
     "AffineRange", "AllGather", "AllReduce", "Array", "Assign", "AsyncLoad", "AsyncStore",
     "AsyncWait", "AtLeast", "AtMost", "Atomic", "AtomicOp", "Barrier", "BinOp", "Binary",
     "Block", "Broadcast", "BufLen", "BufferAccess", "BufferDecl", "BufferRef", "CacheLocality",

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import math
 import os
 import shutil
 import subprocess
@@ -567,6 +568,12 @@ class VulkanProgram(Program):
                 global_size: tuple[int, int, int], local_size: tuple[int, int, int],
                 wait: bool) -> float | None:
         dev: VulkanDevice = self.device  # type: ignore[assignment]
+        sizes, invocations = dev.local_limits
+        if math.prod(local_size) > invocations or any(map(int.__gt__, local_size, sizes)):
+            raise UnsupportedOpError(
+                f"work-group size {local_size} is over {dev.name}'s limits ({invocations} "
+                f"invocations, {sizes} per axis); the driver would launch it anyway",
+                fix=f"use a work group of at most {invocations} invocations on this device.")
         roots = [dev.binding_of(a) for a in buffers]
         spans = [Span(mem.size, offset, nbytes) for (mem, offset, _), nbytes
                  in zip(roots, self._needed(buffers, scalars), strict=True)]
@@ -654,6 +661,8 @@ class VulkanDevice(Device):
         self.plan_limits = Limits(int(lim.maxStorageBufferRange),
                                   int(lim.minStorageBufferOffsetAlignment),
                                   tuple(int(g) for g in lim.maxComputeWorkGroupCount))  # type: ignore[arg-type]
+        self.local_limits = (tuple(int(n) for n in lim.maxComputeWorkGroupSize),
+                             int(lim.maxComputeWorkGroupInvocations))
         # A one-word flag the shaders set when an index leaves its binding's window.
         self.fault = vkc.create_memory(ctx, 4, MemoryClass.HOST_PINNED)
         # Bound in place of zero-byte buffers: Vulkan has no null storage-buffer descriptor.

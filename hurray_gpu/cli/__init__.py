@@ -9,8 +9,10 @@ from __future__ import annotations
 import argparse
 import errno
 import importlib
+import re
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from hurray_gpu.cli.common import one_line
 from hurray_gpu.errors import HurrayGPUError
@@ -22,9 +24,21 @@ __all__ = ["build_parser", "main"]
 COMMANDS = ("devices", "inspect", "materialize", "demo", "bench", "vyre_cmd")
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line usage errors; values such as ``-1,1,1`` are values, not options
+    (so ``--grid -1,1,1`` reaches the option's own check). Subparsers inherit the class."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self._negative_number_matcher = re.compile(r"^-\d[\d,.]*$")
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"error: {message}. Fix: see `{self.prog} --help`.\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The top-level parser with every subcommand registered."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="hurray-gpu",
         description="hurray_gpu: Hurray tensors on every local device (demo, inspect, bench).")
     parser.add_argument("--debug", action="store_true",

@@ -14,6 +14,7 @@ from hurray_gpu.cli.common import dump_json
 from hurray_gpu.dialect.kernel import FLOAT_TYPES
 from hurray_gpu.errors import HurrayGPUError, UnsupportedOpError
 from hurray_gpu.io import open_file, save
+from hurray_gpu.io.file_writer import atomic_output
 from hurray_gpu.ops import materialize
 from hurray_gpu.runtime.registry import resolve_device
 
@@ -32,7 +33,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("name", help="the tensor's name in the file")
     p.add_argument("--device", default=None, help="device spec (default: the best local one)")
     p.add_argument("--dtype", default="float32", help=f"one of {', '.join(OUT_DTYPES)}")
-    p.add_argument("--out", required=True, help="output path ending in .npy or .hrry")
+    p.add_argument("--out", required=True, help="output path ending in .npy or .hrry "
+                   "(written atomically: a failed write leaves an existing file as it was)")
+    p.add_argument("--force", action="store_true", help="replace --out when it exists")
     p.add_argument("--json", action="store_true", help="print what was done as JSON")
     p.set_defaults(run=run)
 
@@ -43,10 +46,13 @@ def _check_dtype(dtype: str) -> None:
                                  fix=f"use one of {', '.join(OUT_DTYPES)}.")
 
 
-def _check_out(out: str) -> None:
+def _check_out(out: str, force: bool = True) -> None:
     if Path(out).suffix not in OUT_SUFFIXES:
         raise UnsupportedOpError(f"cannot write {out!r}: unknown output format",
                                  fix="end --out with .npy or .hrry.")
+    if not force and Path(out).exists():
+        raise HurrayGPUError(f"{out} exists", fix="pass --force to replace it, or choose "
+                             "another --out.")
 
 
 def _read(path: str, name: str) -> tuple[Any, Any]:
@@ -57,7 +63,13 @@ def _read(path: str, name: str) -> tuple[Any, Any]:
             raise HurrayGPUError(f"no tensor named {name!r} in {path} (it has: {listed})",
                                  fix=f"run `hurray-gpu inspect {path}` to list the names.")
         seq_lens = f.metadata.get(f"{name}.seq_lens")
-        return f.read(name), (list(seq_lens) if isinstance(seq_lens, list) else None)
+        t = f.read(name)
+    if t.is_composite and t.layout.composition_rule == 3:
+        raise UnsupportedOpError(
+            f"{name!r} is a group composite: its {len(t.members)} members are independent "
+            "tensors with no single dense result", fix=f"materialize the members one by one "
+            f"({name}/0 ... {name}/{len(t.members) - 1}).")
+    return t, (list(seq_lens) if isinstance(seq_lens, list) else None)
 
 
 def _convert(t: Any, dtype: str, seq_lens: Any) -> Any:
@@ -101,31 +113,34 @@ def materialize_tensor(path: str, name: str, device: Any, dtype: str) -> tuple[A
     return host, steps
 
 
-def write_result(host: Any, name: str, out: str) -> str:
-    """Write a host tensor to ``out`` (.npy or .hrry); returns a note about the encoding.
+def write_result(host: Any, name: str, out: str, force: bool = True) -> str:
+    """Write a host tensor to ``out`` (.npy or .hrry) atomically; returns a note about the
+    encoding.
 
     Raises:
         UnsupportedOpError: ``out`` has another suffix.
+        HurrayGPUError: ``out`` exists and ``force`` is False.
         OSError: the file cannot be written.
     """
-    _check_out(out)
+    _check_out(out, force)
     if Path(out).suffix == ".hrry":
         save(out, {name: host})
         return f"{host.dtype.name} tensor {name!r} in a .hrry file"
     arr = host.numpy()
-    if host.dtype.name == "bfloat16":
-        np.save(out, arr.view(np.uint16))
+    bf16 = host.dtype.name == "bfloat16"
+    with atomic_output(out) as handle:
+        np.save(handle, arr.view(np.uint16) if bf16 else arr)
+    if bf16:
         return "bfloat16 stored as uint16 bit patterns (view with ml_dtypes.bfloat16)"
-    np.save(out, arr)
     return f"{arr.dtype} array"
 
 
 def run(args: argparse.Namespace) -> int:
     """Materialize and write; prints shape, device and timings."""
     _check_dtype(args.dtype)
-    _check_out(args.out)
+    _check_out(args.out, args.force)  # before the work, and again before the write
     host, steps = materialize_tensor(args.path, args.name, args.device, args.dtype)
-    note = write_result(host, args.name, args.out)
+    note = write_result(host, args.name, args.out, args.force)
     info = {"name": args.name, "shape": list(host.shape), "dtype": host.dtype.name,
             "out": args.out, "encoding": note, **steps}
     if args.json:

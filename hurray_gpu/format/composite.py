@@ -108,75 +108,61 @@ def _check_overlay_role(head_shape: tuple[int, ...], i: int, member: Any, role: 
                     "is the base, the others must be corrections (0x00)", "member_role", offset)
 
 
+# The cover check enumerates 2^k corners per member (k: the axes along which the member stops
+# short of the head's end), so its time and memory grow with the members, never with the head;
+# a partition needing more than this many corners per member on average is refused.
+MAX_COVER_CORNERS = 64
+
+
 def _check_exact_cover(head_shape: tuple[int, ...], members: Sequence[Any]) -> None:
-    lows, highs, volume = [], [], 0
-    for member in members:
-        _, offset = _codec.shard(member) or ((), ())
-        lo = tuple(offset)
-        hi = tuple(a + b for a, b in zip(lo, _codec.shape(member), strict=True))
-        lows.append(lo)
-        highs.append(hi)
-        volume += int(np.prod([h - lo_ for lo_, h in zip(lo, hi, strict=True)], dtype=object))
-    total = int(np.prod(list(head_shape), dtype=object))
-    # Boxes lie inside the head (shard bounds), so more volume than the head means an overlap.
-    # With equal volume, "no overlap" is the same as "exact cover".
-    if volume > total:
-        _find_overlap(lows, highs)
-    if volume != total:
-        raise _fail(f"partition members cover {volume} elements but the head has {total}: "
-                    "there is a gap", "shard_offset", None)
-    _find_overlap(lows, highs, total if total <= _PAINT_LIMIT else None, head_shape)
+    """Exact cover and no overlap, without touching the head's elements.
 
-
-# Heads up to this many elements are checked by painting a coverage grid: O(elements + members).
-_PAINT_LIMIT = 1 << 22
-
-
-def _overlap_error(i: int, j: int) -> HurrayFormatError:
-    i, j = min(i, j), max(i, j)
-    return _fail(f"partition members {i} and {j} overlap", "shard_offset", None)
-
-
-def _find_overlap(lows: list[tuple[int, ...]], highs: list[tuple[int, ...]],
-                  total: int | None = None, head_shape: tuple[int, ...] = ()) -> None:
-    """Raise on the first pair of overlapping non-empty boxes."""
-    n = len(lows)
-    if n < 2:
+    On the head, a box [lo, hi) is the signed sum of the orthant indicators {x >= c} of its
+    corners c (coordinate lo_k or hi_k on each axis, sign -1 per hi_k; hi_k = the head's end
+    drops out, as its orthant misses the head). Orthant indicators are linearly independent,
+    so the members cover each element exactly once iff their corner weights sum to the head's:
+    +1 at the origin, 0 elsewhere. At the lexicographically first corner where they do not, the
+    coverage count is not 1: that element names the gap or the overlap.
+    """
+    # A leading axis of extent 1 keeps rank 0 out of the special cases below.
+    ends = np.array((1, *head_shape), dtype=np.uint64)
+    if not ends.all():
+        return  # an empty head: boxes inside it are empty too
+    lo = np.zeros((len(members), len(ends)), dtype=np.uint64)
+    hi = np.ones_like(lo)
+    for i, member in enumerate(members):
+        lo[i, 1:] = member.shard.shard_offset  # _check_member: every member has a shard
+        hi[i, 1:] = _codec.shape(member)
+    hi += lo  # shard bounds keep lo + shape <= the head's shape < 2**64
+    index = np.flatnonzero(np.all(lo < hi, axis=1))  # empty members cover nothing
+    lo, hi = lo[index], hi[index]
+    inner = hi < ends
+    corners = float(np.exp2(inner.sum(axis=1)).sum())
+    if corners > MAX_COVER_CORNERS * len(members) + 4096:
+        raise HurrayFormatError(
+            f"partition of {len(members)} members has {corners:.0f} box corners to check, more "
+            f"than {MAX_COVER_CORNERS} per member", field="shard_offset", offset=None,
+            fix="split the tensor into nested partitions that each cut fewer axes.")
+    points, sign, owner = lo, np.ones(len(lo), dtype=np.int64), np.arange(len(lo))
+    for axis in np.flatnonzero(inner.any(axis=0)):
+        pick = np.flatnonzero(inner[owner, axis])
+        extra = points[pick]
+        extra[:, axis] = hi[owner[pick], axis]
+        points, sign = np.concatenate([points, extra]), np.concatenate([sign, -sign[pick]])
+        owner = np.concatenate([owner, owner[pick]])
+    points = np.concatenate([points, np.zeros((1, len(ends)), dtype=np.uint64)])
+    sign = np.concatenate([sign, [-1]])  # the head's own corner, subtracted
+    order = np.lexsort(points.T[::-1])
+    points, sign = points[order], sign[order]
+    first = np.flatnonzero(np.concatenate([[True], np.any(points[1:] != points[:-1], axis=1)]))
+    wrong = np.flatnonzero(np.add.reduceat(sign, first))
+    if not wrong.size:
         return
-    if not lows[0]:  # rank 0: every box is the single element
-        raise _overlap_error(0, 1)
-    if total is not None:
-        grid = np.full(tuple(head_shape), -1, dtype=np.int32 if n < 2**31 else np.int64)
-        for i, (lo, hi) in enumerate(zip(lows, highs, strict=True)):
-            box = tuple(slice(a, b) for a, b in zip(lo, hi, strict=True))
-            taken = grid[box]
-            if taken.size and (taken >= 0).any():
-                raise _overlap_error(int(taken[taken >= 0].flat[0]), i)
-            grid[box] = i
-        return
-    _sweep(lows, highs)
-
-
-def _sweep(lows: list[tuple[int, ...]], highs: list[tuple[int, ...]]) -> None:
-    """Sort along the dimension with the most distinct starts and compare only boxes whose
-    extents along it intersect (sweep and prune)."""
-    # Descriptors guarantee shard_offset + shape <= parent_shape < 2**64, so uint64 is exact.
-    lo = np.array(lows, dtype=np.uint64)
-    hi = np.array(highs, dtype=np.uint64)
-    keep = np.all(lo < hi, axis=1)  # empty boxes overlap nothing
-    index = np.nonzero(keep)[0]
-    lo, hi = lo[keep], hi[keep]
-    if len(index) < 2:
-        return
-    axis = int(np.argmax([len(np.unique(lo[:, k])) for k in range(lo.shape[1])]))
-    order = np.argsort(lo[:, axis], kind="stable")
-    lo, hi, index = lo[order], hi[order], index[order]
-    active = np.empty(0, dtype=np.int64)
-    for i in range(len(index)):
-        # Boxes sorted before i start at or before it; only those still open along axis meet it.
-        active = active[hi[active, axis] > lo[i, axis]]
-        if active.size:
-            hit = np.all((lo[active] < hi[i]) & (lo[i] < hi[active]), axis=1)
-            if hit.any():
-                raise _overlap_error(int(index[active[int(np.argmax(hit))]]), int(index[i]))
-        active = np.append(active, i)
+    at = points[first[wrong[0]]]
+    where = [int(v) for v in at[1:]]
+    covering = index[np.all((lo <= at) & (at < hi), axis=1)]
+    if len(covering) > 1:
+        raise _fail(f"partition members {covering[0]} and {covering[1]} overlap at element "
+                    f"{where}", "shard_offset", None)
+    raise _fail(f"no partition member covers element {where}: there is a gap", "shard_offset",
+                None)

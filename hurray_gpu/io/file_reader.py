@@ -2,6 +2,12 @@
 
 Opening parses only the header, trailer, KV section and index (with its CRC-32C). A tensor's
 descriptor and buffers are touched only when that tensor is read.
+
+Another process may rewrite or truncate the file in place while it is open (hurray_gpu.save
+replaces files atomically, other writers may not). Touching a mapped page past the new end of
+the file kills the process with SIGBUS, so everything but zero-copy views is read with
+``pread`` (a short read is an error, never a signal), and every access first checks that the
+file's size, inode and modification time are those seen at open (docs/reliability.md).
 """
 
 from __future__ import annotations
@@ -54,26 +60,29 @@ class HrryFile:
         self.permissive = permissive
         self.max_composite_depth = max_composite_depth
         self._mm: mmap.mmap | None = None
-        with open(self.path, "rb") as handle:
-            size = os.fstat(handle.fileno()).st_size
+        self._handle = open(self.path, "rb")  # noqa: SIM115 - closed by close()
+        self._fd = self._handle.fileno()
+        try:
+            info = os.fstat(self._fd)
+            self._identity = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+            self.size = size = info.st_size
             if size < MIN_FILE_SIZE:
                 raise HurrayFormatError(
                     f"file is {size} bytes; the smallest .hrry file is {MIN_FILE_SIZE}",
                     field="file_size", offset=0, fix=_FIX)
-            self._mm = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
-        self.size = size
-        try:
+            self._mm = mmap.mmap(self._fd, 0, access=mmap.ACCESS_READ)
             self._parse()
         except BaseException:
             self.close()
             raise
 
     def _parse(self) -> None:
-        mm, size = self._map(), self.size
-        self.header = FileHeader.decode(mm[:HEADER_SIZE], size)
-        self.trailer = Trailer.decode(mm[size - TRAILER_SIZE :], size, self.header)
+        size = self.size
+        self.header = FileHeader.decode(self._read(0, HEADER_SIZE), size)
+        self.trailer = Trailer.decode(self._read(size - TRAILER_SIZE, TRAILER_SIZE), size,
+                                      self.header)
         t = self.trailer
-        index = mm[t.index_offset : t.index_offset + t.index_length]
+        index = self._read(t.index_offset, t.index_length)
         if self.header.file_flags & FLAG_HAS_INDEX_CRC32C:
             actual = crc32c(index)
             if actual != t.index_crc32c:
@@ -86,7 +95,7 @@ class HrryFile:
         self._region_end = region_end
         self._by_name = {e.name: e for e in self.entries}
         self.metadata: dict[str, Any] = (
-            decode_kv(mm[t.kv_offset : t.kv_offset + t.kv_length], t.kv_offset)
+            decode_kv(self._read(t.kv_offset, t.kv_length), t.kv_offset)
             if t.has_kv else {})
         self._order: list[IndexEntry] | None = None
 
@@ -104,11 +113,33 @@ class HrryFile:
             with contextlib.suppress(BufferError):
                 self._mm.close()
             self._mm = None
+        self._handle.close()
 
     def _map(self) -> mmap.mmap:
         if self._mm is None:
             raise HurrayFormatError("the file is closed", fix="read inside the `with` block.")
+        info = os.fstat(self._fd)
+        if (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns) != self._identity:
+            raise HurrayFormatError(
+                f"{self.path} changed on disk while open (now {info.st_size} bytes, was "
+                f"{self.size})", field="file_size", offset=None,
+                fix="reopen the file, and replace .hrry files atomically (hurray_gpu.save) "
+                    "instead of rewriting them in place.")
         return self._mm
+
+    def _read(self, start: int, n: int, out: Any = None) -> Any:
+        """``n`` bytes at ``start`` (into ``out`` when given) by pread, after _map's check."""
+        self._map()
+        view = memoryview(bytearray(n) if out is None else out).cast("B")
+        got = 0
+        while got < n:
+            step = os.preadv(self._fd, [view[got:]], start + got)
+            if not step:
+                self._map()  # names the change when the file shrank since the check
+                raise HurrayFormatError(f"{self.path} ends at byte {start + got} inside a read "
+                                        f"of {n} bytes at {start}", offset=start + got, fix=_FIX)
+            got += step
+        return bytes(view) if out is None else out
 
     # -- queries -----------------------------------------------------------------------------
     @property
@@ -205,9 +236,8 @@ class HrryFile:
         return self._order
 
     def _descriptor(self, entry: IndexEntry) -> tuple[Any, bytes]:
-        mm = self._map()
         start = entry.descriptor_offset
-        raw = mm[start : start + entry.descriptor_length]
+        raw = self._read(start, entry.descriptor_length)
         (own,) = struct.unpack_from("<I", raw, 6)
         if own != entry.descriptor_length:
             raise HurrayFormatError(
@@ -270,7 +300,7 @@ class HrryFile:
 
     def _buffers(self, entry: IndexEntry, desc: Any, copy: bool) -> list[Buffer]:
         """cpu Buffers over the tensor's bytes: read-only views of the mapping, or copies."""
-        mm, align = self._map(), self.header.alignment
+        align = self.header.alignment
         handles = _codec.handles(desc)
         if _codec.is_unknown_layout(desc):
             raise HurrayFormatError(
@@ -301,11 +331,10 @@ class HrryFile:
                 offset=entry.data_offset, fix=_FIX)
         out = []
         for (start, n), handle in zip(spans, handles, strict=True):
-            view = np.frombuffer(mm, dtype=np.uint8, count=n, offset=start)
-            if copy:
-                fresh = aligned_empty(n, host_alignment(handle.alignment, n))
-                fresh[...] = view
-                view = fresh
+            if copy:  # pread: a file truncated meanwhile is an error, not SIGBUS
+                view = self._read(start, n, aligned_empty(n, host_alignment(handle.alignment, n)))
+            else:
+                view = np.frombuffer(self._map(), dtype=np.uint8, count=n, offset=start)
             out.append(Buffer.wrap(view, "cpu"))
         return out
 

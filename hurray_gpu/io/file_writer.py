@@ -7,9 +7,10 @@ Then the KV section (8-aligned), the index, and the 40-byte trailer right after 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import IO, Any
 
 import numpy as np
@@ -29,6 +30,7 @@ from hurray_gpu.io.file_format import (
     align_up,
     encode_index,
 )
+from hurray_gpu.io.framing import DEFAULT_MAX_COMPOSITE_DEPTH
 from hurray_gpu.io.kv import encode_kv
 from hurray_gpu.parts import TensorLike, as_tensor
 from hurray_gpu.runtime.transfer import host_chunks
@@ -106,11 +108,13 @@ class FileWriter:
             tensor: a Tensor, or a NumPy / ml_dtypes array (converted with from_numpy).
 
         Raises:
-            HurrayFormatError: a bad or duplicate name, or a closed writer.
+            HurrayFormatError: a bad or duplicate name, a closed writer, or a composite nested
+                deeper than readers accept.
         """
         if self._closed:
             raise HurrayFormatError("write() after close()", fix="open a new FileWriter.")
         t: TensorLike = as_tensor(tensor)
+        check_depth(t)
         self._check_name(name)
         self._names.add(name)
         self._write_one(name, t)
@@ -184,23 +188,51 @@ def save(path: str | os.PathLike[str], tensors: Mapping[str, TensorLike | np.nda
         HurrayFormatError: bad names, values or alignment.
         UnsupportedOpError: an array dtype with no Hurray element type.
     """
+    with atomic_output(path) as handle:
+        writer = FileWriter(handle, alignment=alignment, sorted_index=sorted_index)
+        if metadata:
+            writer.set_metadata(metadata)
+        for name, tensor in tensors.items():
+            writer.write(name, tensor)
+        writer.close()
+
+
+def check_depth(tensor: TensorLike, limit: int = DEFAULT_MAX_COMPOSITE_DEPTH) -> None:
+    """Raise HurrayFormatError for composites nested more than ``limit`` levels deep:
+    writers never emit what StreamReader and open_file refuse."""
+    level = [tensor]
+    for _ in range(limit):  # heads in generation g are nested g + 1 levels deep
+        level = [m for t in level for m in t.members]
+    if any(t.is_composite for t in level):
+        raise HurrayFormatError(f"composite nested more than {limit} levels deep; readers "
+                                "refuse it", field="layout_tag", fix="flatten the composite.")
+
+
+@contextlib.contextmanager
+def atomic_output(path: str | os.PathLike[str]) -> Iterator[IO[bytes]]:
+    """A binary handle on a temporary file that replaces ``path`` when the block succeeds
+    (OSError when it cannot be written). The file is fsynced before the rename and the folder
+    after it, so no crash leaves a partial ``path``; on an error ``path`` is left as it was."""
     target = os.fspath(path)
     folder = os.path.dirname(os.path.abspath(target))
     fd, tmp = tempfile.mkstemp(prefix=".hrry-", suffix=".tmp", dir=folder)
     try:
         os.chmod(tmp, 0o644)  # mkstemp creates 0600; give the file ordinary permissions
         with os.fdopen(fd, "wb") as handle:
-            writer = FileWriter(handle, alignment=alignment, sorted_index=sorted_index)
-            if metadata:
-                writer.set_metadata(metadata)
-            for name, tensor in tensors.items():
-                writer.write(name, tensor)
-            writer.close()
+            yield handle
+            handle.flush()
+            os.fsync(handle.fileno())
         os.replace(tmp, target)
     except BaseException:
-        if os.path.exists(tmp):
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+    with contextlib.suppress(OSError):  # directories cannot be opened everywhere (Windows)
+        dir_fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
 
 
-__all__ = ["FileWriter", "HEADER_SIZE", "save"]
+__all__ = ["FileWriter", "HEADER_SIZE", "atomic_output", "check_depth", "save"]

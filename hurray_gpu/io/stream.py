@@ -19,6 +19,7 @@ import numpy as np
 from hurray_gpu.errors import HurrayFormatError
 from hurray_gpu.format import codec as _codec
 from hurray_gpu.format.composite import validate_members
+from hurray_gpu.io.file_writer import check_depth
 from hurray_gpu.io.framing import (
     DEFAULT_MAX_COMPOSITE_DEPTH,
     DEFAULT_MAX_DESCRIPTOR_SIZE,
@@ -375,9 +376,11 @@ class StreamWriter:
             The number of bytes written.
 
         Raises:
-            HurrayFormatError: cross_machine is set and a buffer is not producer-synced.
+            HurrayFormatError: cross_machine is set and a buffer is not producer-synced, or a
+                composite is nested deeper than readers accept.
         """
         t: TensorLike = as_tensor(tensor)
+        check_depth(t)
         if self.cross_machine:
             _codec.require_producer_synced(t.descriptor, None)
         before = self.bytes_written

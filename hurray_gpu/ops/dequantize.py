@@ -43,7 +43,34 @@ from hurray_gpu.ops.plan import _out as _out_dtype
 from hurray_gpu.parts import make_tensor
 from hurray_gpu.runtime.buffer import Buffer
 
-__all__ = ["convert", "dequantize", "dequantize_paged", "token_slots", "unpack"]
+__all__ = ["check_output", "convert", "dequantize", "dequantize_paged", "token_slots", "unpack"]
+
+# A result may be MAX_EXPANSION times the bytes the tensor stores (members included) or
+# MIN_OUTPUT_LIMIT, whichever is larger: a stride-0 broadcast, an aliased block table or a
+# sparse tensor would otherwise let a few stored bytes allocate gigabytes.
+MAX_EXPANSION = 64
+MIN_OUTPUT_LIMIT = 1 << 28
+
+
+def check_output(t: Any, dtype: str | None, max_output_bytes: int | None) -> int:
+    """Return the output limit in force (``max_output_bytes``, None: the MAX_EXPANSION
+    default); raise UnsupportedOpError if ``t`` as ``dtype`` (None: its own) is larger. A group
+    head is not checked: its members are, one by one."""
+    stored, stack = 0, [t]
+    while stack:
+        x = stack.pop()
+        stored += sum(b.nbytes for b in x.buffers)
+        stack.extend(x.members)
+    limit = (max(MIN_OUTPUT_LIMIT, MAX_EXPANSION * stored) if max_output_bytes is None
+             else max_output_bytes)
+    bits = max(by_name(dtype).bits if dtype else 0, t.dtype.bits or 0)
+    nbytes = math.prod(t.shape) * bits // 8
+    if nbytes > limit and not (t.is_composite and t.layout.composition_rule == 3):
+        raise UnsupportedOpError(
+            f"the {dtype or t.dtype.name} result of shape {list(t.shape)} would take {nbytes:,} bytes, over the "
+            f"output limit of {limit:,} for a tensor that stores {stored:,} bytes",
+            fix="pass max_output_bytes= a larger limit if this result is wanted.")
+    return limit
 
 
 def _result(plan: DequantPlan, dev: Any, out: Buffer) -> Any:
@@ -70,7 +97,7 @@ def _run(t: Any, planner: Any, dtype: str | None, device: Any) -> Any:
 
 
 def dequantize(t: Any, dtype: str = "float32", device: Any = None, *,
-               seq_lens: Any = None) -> Any:
+               seq_lens: Any = None, max_output_bytes: int | None = None) -> Any:
     """Dequantize ``t`` on its device (each scheme's Dequantization Formula in the Hurray spec,
     bit-exact on every backend).
 
@@ -85,6 +112,8 @@ def dequantize(t: Any, dtype: str = "float32", device: Any = None, *,
         device: move ``t`` there first (any spec :func:`hurray_gpu.device` accepts).
         seq_lens: block-paged tensors only: tokens per sequence (default ``t.seq_lens``,
             else full pages, docs/format.md, Token counts per sequence).
+        max_output_bytes: the largest result allowed (default: 64x the bytes ``t`` stores,
+            at least 256 MiB; docs/reliability.md).
 
     Returns:
         A dense row-major Tensor of ``dtype`` and ``t.shape`` on the same device (block-paged
@@ -95,11 +124,12 @@ def dequantize(t: Any, dtype: str = "float32", device: Any = None, *,
         HurrayFormatError: a malformed descriptor or buffer size (before any launch), or an
             invalid parameter found by the kernel (zero/non-finite scale, zero point out of
             range, e8m0 scale 0x00/0xFF).
-        UnsupportedOpError: a non-row-major layout, an unsupported dtype or a tensor too big
-            for 32-bit indexing.
+        UnsupportedOpError: a non-row-major layout, an unsupported dtype, a tensor too big
+            for 32-bit indexing, or a result over ``max_output_bytes``.
     """
+    _out_dtype(dtype)
+    check_output(t, dtype, max_output_bytes)
     if t.descriptor.layout_tag == 0x0A:
-        _out_dtype(dtype)
         validate_descriptor(t.descriptor, permissive=False)
         # t.to() makes a plain Tensor: take an exported tensor's seq_lens first.
         lens = seq_lens if seq_lens is not None else getattr(t, "seq_lens", None)

@@ -20,7 +20,7 @@ from hurray_gpu.format.dtypes import buffer_size, by_name
 from hurray_gpu.kernels.dequant_variants import fused_kernel
 from hurray_gpu.kernels.layout import AXIS_TABLE, add_kernel, put_kernel
 from hurray_gpu.kernels.layout_paged import paged_gather
-from hurray_gpu.ops.dequantize import convert, dequantize_paged
+from hurray_gpu.ops.dequantize import check_output, convert, dequantize_paged
 from hurray_gpu.ops.host import element, relayout, sparsify
 from hurray_gpu.ops.layout_plan import (
     DENSE_TAGS,
@@ -180,17 +180,21 @@ def _own_buffer(t: Any, dev: Any) -> Buffer:
     return device_buffers(t, dev)[0]
 
 
-def _member_dense(m: Any, head_dtype: Any) -> Any:
-    if m.descriptor.quantization is not None or m.dtype != head_dtype:
-        return materialize(m, head_dtype.name)
-    return materialize(m)
+def _member_dense(m: Any, head_dtype: Any, limit: int) -> Any:
+    if m.is_composite and m.layout.composition_rule == 3:
+        raise UnsupportedOpError(
+            "a partition or overlay member is a group composite, which has no dense value (its "
+            "members are independent tensors)", fix="materialize the group's members one by "
+            "one, or re-emit the composite with dense members.")
+    convert_to = m.descriptor.quantization is not None or m.dtype != head_dtype
+    return materialize(m, head_dtype.name if convert_to else None, max_output_bytes=limit)
 
 
 def _apply(dev: Any, out: Buffer, head: tuple[int, ...], head_dtype: Any, member: Any,
-           add: bool) -> None:
+           add: bool, limit: int) -> None:
     """Write (or add) ``member`` (materialized here) into its shard's box of ``out``."""
     shard = member.descriptor.shard
-    m = _member_dense(member, head_dtype)
+    m = _member_dense(member, head_dtype, limit)
     box = tuple(int(d) for d in m.shape)
     offset = tuple(shard.shard_offset) if shard is not None else (0,) * len(head)
     if math.prod(box) == 0:
@@ -220,7 +224,7 @@ def _check_head(t: Any, add: bool) -> tuple[tuple[int, ...], Any]:
     return dims_of(t.descriptor), head_dtype
 
 
-def materialize_composite(t: Any, dtype: str | None) -> Any:
+def materialize_composite(t: Any, dtype: str | None, limit: int) -> Any:
     """Materialize a composite head (see :func:`~hurray_gpu.ops.materialize.materialize`).
 
     Returns:
@@ -228,11 +232,12 @@ def materialize_composite(t: Any, dtype: str | None) -> Any:
         Tensor of the head's shape, in the head's dtype (then converted to ``dtype``).
 
     Raises:
-        UnsupportedOpError: private composition rules, or head types not assembled here.
+        UnsupportedOpError: private composition rules, head types not assembled here, or a
+            group member of a partition or overlay.
     """
     lay = t.layout
     if lay.composition_rule == 3:
-        return tuple(materialize(m, dtype) for m in t.members)
+        return tuple(materialize(m, dtype, max_output_bytes=limit) for m in t.members)
     if lay.composition_rule not in (1, 2):
         raise UnsupportedOpError(f"composition rule {lay.composition_rule} is private",
                                  fix="private composites need an out-of-band agreement.")
@@ -242,14 +247,14 @@ def materialize_composite(t: Any, dtype: str | None) -> Any:
     members = list(t.members)
     if lay.composition_rule == 2:
         # The base spans the whole head: the output starts as a copy of it (on the device).
-        base = _own_buffer(_member_dense(members[0], head_dtype), dev)
+        base = _own_buffer(_member_dense(members[0], head_dtype, limit), dev)
         out = Buffer(dev, base.nbytes).copy_from(base)
         members = members[1:]
     else:
         # Partition members cover the head exactly, so every byte is written below.
         out = Buffer(dev, max(buffer_size(head_dtype, math.prod(head)), 1))
     for m in members:
-        _apply(dev, out, head, head_dtype, m, add)
+        _apply(dev, out, head, head_dtype, m, add, limit)
     result = dense_result(dev, head_dtype, head, out)
     if dtype is None or dtype == head_dtype.name:
         return result
@@ -300,8 +305,8 @@ def _dense(t: Any, dtype: str | None) -> Any:
     return convert(result, dtype)
 
 
-def materialize(t: Any, dtype: str | None = None, *,
-                seq_lens: Sequence[int] | None = None) -> Any:
+def materialize(t: Any, dtype: str | None = None, *, seq_lens: Sequence[int] | None = None,
+                max_output_bytes: int | None = None) -> Any:
     """Return ``t`` as a dense row-major tensor on the same device.
 
     Args:
@@ -312,6 +317,8 @@ def materialize(t: Any, dtype: str | None = None, *,
             (sub-byte and 8-bit floats unpack to ``float32/float16/bfloat16``).
         seq_lens: block-paged only: the token count of each sequence (may be omitted
             when every sequence's pages are full).
+        max_output_bytes: the largest result allowed (default: 64x the bytes ``t`` stores, at
+            least 256 MiB; docs/reliability.md), checked before anything is allocated.
 
     Returns:
         A row-major Tensor (a composite group returns a tuple of its materialized members).
@@ -319,15 +326,18 @@ def materialize(t: Any, dtype: str | None = None, *,
     Raises:
         HurrayFormatError: a descriptor or index buffer that breaks the spec (checked
             before any kernel dereferences it), naming the first bad position.
-        UnsupportedOpError: a layout or type conversion this build cannot do.
+        UnsupportedOpError: a layout or type conversion this build cannot do, or a result
+            over ``max_output_bytes``.
     """
     if dtype is not None and dtype not in _FLOAT_OUT:
         by_name(dtype)  # an unknown name raises HurrayFormatError
+    quantized = t.descriptor.quantization is not None
+    limit = check_output(t, dtype or ("float32" if quantized else None), max_output_bytes)
     tag = t.descriptor.layout_tag
     if tag in DENSE_TAGS:
         return _dense(t, dtype)
     if tag == 0x0B:
-        return materialize_composite(t, dtype)
+        return materialize_composite(t, dtype, limit)
     if tag in _SPARSE_TAGS:
 
         return materialize_sparse(t, dtype)

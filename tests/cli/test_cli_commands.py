@@ -30,18 +30,26 @@ def test_help_works_for_every_command(argv: list[str], capsys: pytest.CaptureFix
     assert out.startswith("usage: hurray-gpu")
 
 
-def test_usage_errors_exit_2(capsys: pytest.CaptureFixture) -> None:
-    assert main([]) == 2
-    assert main(["frobnicate"]) == 2
-    assert main(["materialize", "x.hrry"]) == 2  # NAME and --out missing
-    assert "usage:" in capsys.readouterr().err
-
-
 def _one_line_error(capsys: pytest.CaptureFixture) -> str:
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: ") and "Fix:" in err and "\n" not in err
-    assert "Traceback" not in err
+    assert "Traceback" not in err and "usage:" not in err
     return err
+
+
+def test_usage_errors_exit_2_with_one_line(capsys: pytest.CaptureFixture) -> None:
+    assert main([]) == 2
+    assert "COMMAND" in _one_line_error(capsys)
+    assert main(["frobnicate"]) == 2
+    assert "frobnicate" in _one_line_error(capsys)
+    assert main(["materialize", "x.hrry"]) == 2  # NAME and --out missing
+    assert "hurray-gpu materialize --help" in _one_line_error(capsys)
+
+
+def test_negative_grid_is_one_error_line(capsys: pytest.CaptureFixture) -> None:
+    # Was: argparse took -1,1,1 for an option and printed its usage block (exit 2).
+    assert main(["vyre", "run", str(VYRE / "k02_add_mul.vir"), "--grid", "-1,1,1"]) == 1
+    assert "bad --grid '-1,1,1'" in _one_line_error(capsys)
 
 
 def test_bad_inputs_give_one_line_with_fix(tmp_path: Path, capsys: pytest.CaptureFixture

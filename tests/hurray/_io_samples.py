@@ -171,3 +171,59 @@ def layout_samples() -> dict[str, Tensor]:
                 8, 4096, d.DeviceTag.CUDA, d.SyncMode.CONSUMER_STREAM,
                 d.MemoryClass.UNIFIED),)), [bytes(8)]),
     }
+
+
+# -- structures that once escaped the reader's bounds (docs/reliability.md) ------------------
+def _u8_broadcast(shape: tuple[int, ...], parent: tuple[int, ...] | None = None,
+                  offset: tuple[int, ...] = (), value: int = 7) -> Tensor:
+    """A uint8 tensor of ``shape`` over one byte (every stride 0), optionally a shard."""
+    shard = None if parent is None else d.Shard(parent, offset or (0,) * len(parent))
+    desc = d.TensorDescriptor(by_name("uint8"), shape, d.Strided((0,) * len(shape)),
+                              (d.BufferHandle(1),), shard=shard)
+    return Tensor.from_parts(desc, [bytes([value])])
+
+
+def broadcast_partition(side: int = 2048) -> Tensor:
+    """A [side, side] uint8 partition of two stride-0 halves: ~270 bytes that once made the
+    reader paint a side*side coverage grid."""
+    half = side // 2
+    parts = [_u8_broadcast((half, side), (side, side), (half * i, 0), 3 + i) for i in range(2)]
+    return Tensor.from_parts(d.TensorDescriptor(by_name("uint8"), (side, side),
+                                                d.Composite(1, 0, 2), ()), [], parts)
+
+
+def staircase_partition(r: int) -> Tensor:
+    """A [r, r] uint8 partition of 2r one-byte members: column j split at row j. Sorting the
+    boxes along either axis leaves ~r of them open at once (a quadratic sweep)."""
+    shape = (r, r)
+    cols = [_u8_broadcast((j, 1), shape, (0, j), j & 0xFF) for j in range(r)]
+    cols += [_u8_broadcast((r - j, 1), shape, (j, j), ~j & 0xFF) for j in range(r)]
+    return Tensor.from_parts(d.TensorDescriptor(by_name("uint8"), shape,
+                                                d.Composite(1, 0, 2 * r), ()), [], cols)
+
+
+def group_in_partition() -> Tensor:
+    """A float32 [2, 4] partition whose left member is a group composite (valid on the wire;
+    a group has no dense value, so it cannot be materialized)."""
+    group = Tensor.from_parts(
+        d.TensorDescriptor(by_name("float32"), (2, 2), d.Composite(3, 0, 1), (),
+                           shard=d.Shard((2, 4), (0, 0))),
+        [], [Tensor.from_numpy(np.ones((2, 2), dtype=np.float32))])
+    right = member(np.full((2, 2), 2.0), (2, 4), (0, 2))
+    return Tensor.from_parts(head(1, 2), [], [group, right])
+
+
+def nested_groups(depth: int) -> Tensor:
+    """``depth`` group heads, each holding the next; the innermost holds one int8 tensor."""
+    t = Tensor.from_numpy(np.array([1, 2], dtype=np.int8))
+    for _ in range(depth):
+        t = Tensor.from_parts(d.TensorDescriptor(by_name("int8"), (2,), d.Composite(3, 0, 1),
+                                                 ()), [], [t])
+    return t
+
+
+def hostile_samples() -> dict[str, Tensor]:
+    """Valid tensors whose structure once escaped a bound (fuzz seeds and regression tests)."""
+    return {"broadcast_partition": broadcast_partition(), "staircase": staircase_partition(24),
+            "group_in_partition": group_in_partition(), "deep_groups": nested_groups(8),
+            "broadcast": _u8_broadcast((1 << 16, 1 << 14))}

@@ -74,15 +74,14 @@ def test_huge_buffers_are_refused_before_allocation() -> None:
 
 def test_deep_expressions_run_or_fail_typed() -> None:
     e: ir.Expr = b.lit_u32(0)
-    for _ in range(2000):
+    for _ in range(120):
         e = b.add(e, 1)
     prog = b.program([b.output("o", 0, b.U32, 1)], [b.store("o", 0, e)])
-    assert reference.run(prog, grid=(1, 1, 1), validate=False)["o"].tolist() == [2000]
-    for _ in range(25_000):
+    assert reference.run(prog, grid=(1, 1, 1), validate=False)["o"].tolist() == [120]
+    for _ in range(2000):  # was: RecursionError from ==, hash, repr and the device path
         e = b.add(e, 1)
-    prog = b.program([b.output("o", 0, b.U32, 1)], [b.store("o", 0, e)])
-    with pytest.raises(reference.ReferenceLimitError, match="nesting"):
-        reference.run(prog, grid=(1, 1, 1), validate=False)
+    with pytest.raises(ir.NestingError, match="more than 160 levels.*Fix: flatten"):
+        b.program([b.output("o", 0, b.U32, 1)], [b.store("o", 0, e)])
 
 
 def test_bad_options_are_input_errors() -> None:

@@ -23,6 +23,7 @@ from vyre.ir import (
     Load,
     Loop,
     MemoryOrdering,
+    NestingError,
     OpaqueExpr,
     OpaqueNode,
     Program,
@@ -99,19 +100,27 @@ def test_register_op_rejects_non_string_spelling() -> None:
 
 def test_deep_expression_is_bounded_not_recursive() -> None:
     expr: object = u(1)
-    for _ in range(20_000):
+    for _ in range(140):
         expr = Unary(UnOp.NEGATE, expr)  # type: ignore[arg-type]
     found = validate(prog(Let("deep", expr)))  # type: ignore[arg-type]
     assert [(d.code, d.expr_path.count(".operand")) for d in found] == [("V033", 129)]
+    for _ in range(20_000):  # deeper trees are refused when the Program is built
+        expr = Unary(UnOp.NEGATE, expr)  # type: ignore[arg-type]
+    with pytest.raises(NestingError):
+        prog(Let("deep", expr))  # type: ignore[arg-type]
 
 
 def test_deep_statement_nesting_is_bounded_not_recursive() -> None:
     node: object = Loop("i", u(0), u(2), (Barrier(), If(Var("i"), (Return(),))))
-    for _ in range(5_000):
+    for _ in range(140):
         node = Block((node,))  # type: ignore[arg-type]
     node = Loop("j", u(0), u(2), (Barrier(), node))  # type: ignore[arg-type]
     found = validate(prog(node))
     assert [d.code for d in found] == ["V018", "V055"]
+    for _ in range(5_000):  # deeper trees are refused when the Program is built
+        node = Block((node,))  # type: ignore[arg-type]
+    with pytest.raises(NestingError):
+        prog(node)
 
 
 def test_wide_program_validates_clean() -> None:

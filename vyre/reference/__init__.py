@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,8 @@ from vyre.reference.semantics import (
 from vyre.reference.vector import VectorRun, eligible
 
 DEFAULT_MAX_STEPS = 20_000_000
+# Steps bound the work; the clock bounds the time a step takes on a slow or shared machine.
+DEFAULT_MAX_SECONDS = 10
 DEFAULT_MAX_BUFFER_BYTES = 256 * 1024 * 1024
 _U32_MAX = 0xFFFFFFFF
 _DTYPES: dict[Any, str] = {
@@ -74,6 +77,7 @@ def run_bytes(
     grid: tuple[int, int, int] | None = None,
     min_dispatch_elements: int = 0,
     max_steps: int = DEFAULT_MAX_STEPS,
+    max_seconds: float = DEFAULT_MAX_SECONDS,
     max_buffer_bytes: int = DEFAULT_MAX_BUFFER_BYTES,
     lane_order: str = "forward",
     validate: bool = True,
@@ -90,7 +94,9 @@ def run_bytes(
         grid: workgroup counts (x, y, z); None infers them from buffer sizes as the
             reference does (docs/vyre-semantics.md, Grid inference).
         min_dispatch_elements: lane-count floor for grid inference.
-        max_steps: bound on lane steps (runaway or hostile programs raise).
+        max_steps: bound on lane steps and evaluated expression nodes (runaway or hostile
+            programs raise).
+        max_seconds: bound on the run's wall-clock time (the same error).
         max_buffer_bytes: bound on all buffer memory together.
         lane_order: ``"forward"`` (the reference) or ``"reversed"`` (exposes races, like
             ``reference_eval_lane_reversed``).
@@ -109,12 +115,15 @@ def run_bytes(
         vyre.ValidationError: the program is invalid.
         ReferenceInputError: bad inputs, grid or options.
         ReferenceExecutionError: a runtime error the reference defines.
-        ReferenceLimitError: a memory, step or nesting bound was hit.
+        ReferenceLimitError: a memory, step, time or nesting bound was hit.
     """
     if lane_order not in ("forward", "reversed"):
         raise ReferenceInputError(
             f"lane_order must be 'forward' or 'reversed', not {lane_order!r}.",
             fix="pass lane_order='forward' (the reference's order) or 'reversed'.")
+    if not isinstance(max_seconds, (int, float)) or not max_seconds > 0:
+        raise ReferenceInputError(f"max_seconds must be a positive number, got {max_seconds!r}.",
+                                  fix="pass max_seconds > 0 (math.inf: no time bound).")
     for name, bound in (("max_steps", max_steps), ("max_buffer_bytes", max_buffer_bytes),
                         ("min_dispatch_elements", min_dispatch_elements)):
         if not isinstance(bound, int) or isinstance(bound, bool) or bound < 0:
@@ -125,8 +134,8 @@ def run_bytes(
     try:
         sys.setrecursionlimit(max(old_limit, 20_000))
         with np.errstate(all="ignore"):
-            return _execute(program, inputs, grid, min_dispatch_elements, max_steps,
-                            max_buffer_bytes, lane_order == "reversed", validate, fast,
+            return _execute(program, inputs, grid, min_dispatch_elements,
+                            (max_steps, time.monotonic() + max_seconds), max_buffer_bytes, lane_order == "reversed", validate, fast,
                             callees)
     except RecursionError:
         raise ReferenceLimitError(
@@ -138,7 +147,7 @@ def run_bytes(
 
 
 def _execute(program: ir.Program, inputs: Inputs, grid: tuple[int, int, int] | None,
-             min_dispatch_elements: int, max_steps: int, max_buffer_bytes: int,
+             min_dispatch_elements: int, budget: tuple[int, float], max_buffer_bytes: int,
              reverse_lanes: bool, validate: bool, fast: bool,
              callees: Mapping[str, ir.Program] | None) -> dict[str, bytes]:
     prepared = prepare(program, check=validate, callees=callees)
@@ -154,10 +163,10 @@ def _execute(program: ir.Program, inputs: Inputs, grid: tuple[int, int, int] | N
                               min_dispatch_elements=min_dispatch_elements))
     if fast and validate and eligible(prog):
         copies = {name: buf.copy() for name, buf in bound.storage.items()}
-        if VectorRun(prog, copies, max_steps).run(counts):
+        if VectorRun(prog, copies, *budget).run(counts):
             return {d.name: output_bytes(d, copies[d.name]) for d in bound.outputs}
     dispatch = Dispatch(prog, Memory(bound.storage, {}), bound.workgroup_decls,
-                        max_steps=max_steps, reverse_lanes=reverse_lanes,
+                        max_steps=budget[0], deadline=budget[1], reverse_lanes=reverse_lanes,
                         uses_subgroups=prepared.uses_subgroups)
     dispatch.run(split_grid_sync(prog.entry), counts)
     return {d.name: output_bytes(d, bound.storage[d.name]) for d in bound.outputs}
@@ -170,7 +179,8 @@ def run(program: ir.Program | bytes, inputs: Inputs = None, **options: object
     Args:
         program: a :class:`vyre.Program`, or VIR0 wire bytes.
         inputs: as :func:`run_bytes`.
-        **options: ``grid``, ``min_dispatch_elements``, ``max_steps``, ``max_buffer_bytes``,
+        **options: ``grid``, ``min_dispatch_elements``, ``max_steps``, ``max_seconds``,
+            ``max_buffer_bytes``,
             ``lane_order``, ``validate``, ``fast``, ``callees`` (see :func:`run_bytes`).
 
     Returns:

@@ -34,6 +34,7 @@ from vyre.reference.semantics import (
     as_index,
     canonical,
     cast_value,
+    check_deadline,
     describe,
     eval_binop,
     eval_unop,
@@ -165,6 +166,7 @@ class Evaluator:
         Raises:
             ReferenceExecutionError: any runtime error the reference defines.
         """
+        self.charge(1)  # expressions are work too: a step over a huge expression is not cheap
         handler = _HANDLERS.get(type(expr))
         if handler is None:
             raise ReferenceExecutionError(
@@ -619,12 +621,15 @@ class Dispatch:
     """Runs one program over a grid.
 
     Attributes:
-        steps: lane steps (plus lane creations and subgroup lane evaluations) so far.
+        steps: lane steps and evaluated expression nodes (plus lane creations and subgroup
+            lane evaluations) so far.
         max_steps: the budget; exceeding it raises :class:`StepLimitExceeded`.
+        deadline: the ``time.monotonic()`` past which the run raises the same error.
     """
 
     def __init__(self, program: ir.Program, memory: Memory, workgroup_decls: list[ir.BufferDecl],
-                 *, max_steps: int, reverse_lanes: bool, uses_subgroups: bool) -> None:
+                 *, max_steps: int, reverse_lanes: bool, uses_subgroups: bool,
+                 deadline: float = math.inf) -> None:
         self.program = program
         self.memory = memory
         self.workgroup_decls = workgroup_decls
@@ -632,6 +637,8 @@ class Dispatch:
         self.reverse_lanes = reverse_lanes
         self.uses_subgroups = uses_subgroups
         self.steps = 0
+        self.deadline = deadline
+        self._clock_at = 0  # the step count at which the clock is read next
         self.stepper = Stepper()
 
     def charge(self, amount: int) -> None:
@@ -646,6 +653,9 @@ class Dispatch:
                 f"the dispatch exceeded max_steps={self.max_steps} lane steps "
                 "(an endless loop, or a very large grid).",
             )
+        if self.steps >= self._clock_at:  # reading the clock every step would cost too much
+            self._clock_at = self.steps + 4096
+            check_deadline(self.deadline)
 
     def run(self, segments: list[tuple[ir.Node, ...]], grid: tuple[int, int, int]) -> None:
         """Run every segment over the whole grid, in order.

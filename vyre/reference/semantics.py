@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import struct
+import time
 from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
@@ -52,6 +53,15 @@ class StepLimitExceeded(ReferenceLimitError):
     """The dispatch needed more than ``max_steps`` lane steps (a runaway or hostile program)."""
 
     default_fix = "raise max_steps if the program is expected to run this long."
+
+
+def check_deadline(deadline: float) -> None:
+    """Raise StepLimitExceeded once ``time.monotonic()`` is past ``deadline`` (max_seconds)."""
+    if time.monotonic() > deadline:
+        raise StepLimitExceeded("the dispatch ran longer than its max_seconds (an endless loop, "
+                                "or a very large grid).",
+                                fix="raise max_seconds if the program is expected to run "
+                                    "this long.")
 
 
 # -- values -----------------------------------------------------------------------------------
@@ -144,11 +154,6 @@ def fraction_to_f32(q: Fraction) -> float:
     if n.bit_length() + quantum_exp > _F32_MAX_EXP:
         return sign * math.inf
     return sign * math.ldexp(float(n), quantum_exp)
-
-
-def make_f32(x: float) -> Value:
-    """An f32 value: round ``x`` to f32 then canonicalize."""
-    return (F32, canonical(round_f32(x)))
 
 
 def truthy(value: Value) -> bool:

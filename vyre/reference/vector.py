@@ -10,6 +10,7 @@ an exact array form raises :class:`Unvectorizable`.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -17,6 +18,7 @@ import numpy as np
 
 from vyre import ir
 from vyre.ir import BinOp, Scalar, UnOp
+from vyre.reference import semantics as sem
 from vyre.reference.memory import Buffer
 from vyre.reference.prepare import walk_exprs, walk_nodes
 from vyre.reference.semantics import BOOL, F32, I32, U32, StepLimitExceeded, canonical
@@ -280,10 +282,12 @@ class VectorRun:
         charged: lane-statements executed (never more than the scalar step count).
     """
 
-    def __init__(self, program: ir.Program, storage: dict[str, Buffer], max_steps: int) -> None:
+    def __init__(self, program: ir.Program, storage: dict[str, Buffer], max_steps: int,
+                 deadline: float = math.inf) -> None:
         self.program = program
         self.storage = storage
         self.max_steps = max_steps
+        self.deadline = deadline
         self.charged = 0
         self.owner: dict[str, np.ndarray] = {}
         self.ids: dict[type, np.ndarray] = {}
@@ -318,6 +322,7 @@ class VectorRun:
         self.charged += amount
         if self.charged > self.max_steps:
             raise StepLimitExceeded(f"the dispatch exceeded max_steps={self.max_steps}.")
+        sem.check_deadline(self.deadline)  # charged once per statement and chunk: cheap enough
 
     def _chunk(self, wg_linear: np.ndarray, grid: tuple[int, int, int]) -> None:
         wx, wy, wz = self.program.workgroup_size

@@ -14,12 +14,13 @@ from typing import Any
 import blake3
 
 from vyre import ir
-from vyre.errors import EncodeError
+from vyre.errors import EncodeError, WireValidationError
 from vyre.extensions import DEFAULT_REGISTRY, ExtensionRegistry, encode_extension
 from vyre.ir import canonical_f32_bits
 from vyre.wire import (
     FLAG_OPAQUE_ENDIAN_FIXED,
     MAGIC,
+    MAX_DECODE_DEPTH,
     MAX_MESH_AXES,
     MAX_OPAQUE_PAYLOAD_LEN,
     MAX_SHAPE_PREDICATE_DEPTH,
@@ -77,7 +78,17 @@ def to_wire(
             "Fix: a DataType or shape predicate is nested too deeply to encode; flatten it."
         ) from None
     header = MAGIC + struct.pack("<HH", version, FLAG_OPAQUE_ENDIAN_FIXED)
-    return header + blake3.blake3(body).digest() + body
+    blob = header + blake3.blake3(body).digest() + body
+    if ir.check_depth(program.entry) >= MAX_DECODE_DEPTH // 2:
+        # Deep enough that the decoder's depth bound may refuse it: never emit what from_wire
+        # refuses. Decoding measures that bound exactly (data types count too).
+        from vyre.wire.decode import from_wire
+
+        try:
+            from_wire(blob, preserve_unknown=True, registry=registry)
+        except WireValidationError as exc:
+            raise EncodeError(exc.detail) from None
+    return blob
 
 
 def encode_body(program: ir.Program, version: int, registry: ExtensionRegistry) -> bytes:
