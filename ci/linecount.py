@@ -12,8 +12,12 @@ import sys
 from pathlib import Path
 
 PER_FILE_CAP = 800
-# The total when the cap was raised from 450: merging what the old cap had split must not grow it.
-TOTAL_BUDGET = 32_030
+# A ratchet, raised only in a commit that says what the lines buy:
+# - 32,030: the total when the cap was raised from 450 (the runtime restructure may not grow it);
+# - 32,400: loop budgets (lavapipe-safe KV/sparse kernels, vyre loop checks), stream-safe pool
+#   reuse and launch checks, and the hostile-input bounds (output limits, guarded file reads,
+#   atomic writes, vyre nesting and time bounds).
+TOTAL_BUDGET = 32_400
 PACKAGES = ("hurray_gpu", "vyre")
 
 
