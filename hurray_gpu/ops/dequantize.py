@@ -14,7 +14,7 @@ import numpy as np
 
 from hurray_gpu.dialect.kernel import FLOAT_TYPES
 from hurray_gpu.errors import HurrayFormatError, UnsupportedOpError
-from hurray_gpu.format.descriptor import RowMajor, TensorDescriptor
+from hurray_gpu.format.descriptor import RowMajor
 from hurray_gpu.format.descriptor.quant import (
     SCALE_TYPE_SIZES,
     PerBlockAffine,
@@ -40,7 +40,6 @@ from hurray_gpu.ops.plan import (
     plan_unpack,
 )
 from hurray_gpu.ops.plan import _out as _out_dtype
-from hurray_gpu.parts import make_tensor
 from hurray_gpu.runtime.buffer import Buffer
 
 __all__ = ["check_output", "convert", "dequantize", "dequantize_paged", "token_slots", "unpack"]
@@ -74,14 +73,12 @@ def check_output(t: Any, dtype: str | None, max_output_bytes: int | None) -> int
 
 
 def _result(plan: DequantPlan, dev: Any, out: Buffer) -> Any:
-    desc = TensorDescriptor.dense(plan.out_dtype, plan.shape, device_tag=dev.tag)
-    return make_tensor(desc, [out])
+    return dense_result(dev, by_name(plan.out_dtype), plan.shape, out)
 
 
 def _run(t: Any, planner: Any, dtype: str | None, device: Any) -> Any:
-    # Plan first: a hostile descriptor fails before any transfer or allocation.
-    planner(t.descriptor, dtype)
     if device is not None:
+        planner(t.descriptor, dtype)  # a hostile descriptor fails before any transfer
         t = t.to(device)
     dev = t.device
     plan = planner(t.descriptor, dtype, ept=elements_per_item(dev))
@@ -271,6 +268,7 @@ def _plan(t: Any, dtype: str, dev: Any) -> tuple[Any, list[int]]:
 
     row, order = _pool_view(t)
     qplan = plan_dequantize(row, dtype, ept=elements_per_item(dev))
+    qplan = dataclasses.replace(qplan, scalars=dict(qplan.scalars))  # plans are shared
     q = t.descriptor.quantization
     if isinstance(q, (PerChannelAffine, PerBlockAffine)):
         stype = q.scale_type_tag

@@ -406,14 +406,15 @@ def dense_result(dev: Any, dtype: Any, shape: tuple[int, ...], out: Buffer) -> A
     size = buffer_size(dtype, int(np.prod(shape, dtype=np.int64)) if shape else 1)
     if out.nbytes != size:
         out = out.view(0, size)
-    desc = _dense_desc(dtype, tuple(shape), dev.tag)
-    return make_tensor(desc, [out])
+    desc, raw = _dense_desc(dtype, tuple(shape), dev.tag)
+    return make_tensor(desc, [out], raw=raw)
 
 
 @functools.lru_cache(maxsize=256)
-def _dense_desc(dtype: Any, shape: tuple[int, ...], tag: int) -> TensorDescriptor:
-    """Row-major descriptors are immutable values: built (and encoded) once per shape."""
-    return TensorDescriptor.dense(dtype, shape, device_tag=tag)
+def _dense_desc(dtype: Any, shape: tuple[int, ...], tag: int) -> tuple[TensorDescriptor, bytes]:
+    """Row-major descriptors are immutable values: built and encoded once per shape."""
+    desc = TensorDescriptor.dense(dtype, shape, device_tag=tag)
+    return desc, desc.encode()
 
 
 def alloc_out(dev: Any, plan: DensePlan, dtype: Any) -> Buffer:

@@ -7,9 +7,11 @@ names the bad entry.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import threading
 import weakref
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -347,6 +349,32 @@ def _lut(desc: Any, q: Any, shape: tuple[int, ...], out: str) -> DequantPlan:
     return DequantPlan(lut_kernel_name(out), out, shape, n, s, inputs, lut)
 
 
+def _by_descriptor(planner: Callable[..., DequantPlan]) -> Callable[..., DequantPlan]:
+    """Keep each plan by its descriptor object, which is immutable: a tensor dequantized again
+    (or planned before and after a move that kept its descriptor) is planned once."""
+    done: OrderedDict[tuple[int, Any, Any], tuple[Any, DequantPlan]] = OrderedDict()
+    lock = threading.Lock()
+
+    @functools.wraps(planner)
+    def planned(desc: Any, dtype: Any = _DEFAULT, *, ept: int | None = None) -> DequantPlan:
+        key = (id(desc), dtype, ept)
+        hit = done.get(key)
+        if hit is not None and hit[0] is desc:
+            return hit[1]
+        plan = planner(desc, ept=ept) if dtype is _DEFAULT else planner(desc, dtype, ept=ept)
+        with lock:
+            done[key] = (desc, plan)  # the descriptor is kept, so its id is not reused
+            while len(done) > PLAN_CACHE:
+                done.popitem(last=False)
+        return plan
+    return planned
+
+
+_DEFAULT: Any = object()
+PLAN_CACHE = 256
+
+
+@_by_descriptor
 def plan_dequantize(desc: Any, dtype: str = "float32", *, ept: int | None = None) -> DequantPlan:
     """Plan the dequantization (or float unpacking) of a tensor described by ``desc``.
 
@@ -382,6 +410,7 @@ def plan_dequantize(desc: Any, dtype: str = "float32", *, ept: int | None = None
     return plan
 
 
+@_by_descriptor
 def plan_unpack(desc: Any, dtype: str | None = None, *, ept: int | None = None) -> DequantPlan:
     """Plan unpacking an unquantized sub-byte or small-float tensor.
 
@@ -465,15 +494,37 @@ def launch(plan: DequantPlan, dev: Any, inputs: dict[str, Buffer], out: Buffer,
     kernel = get_kernel(plan.kernel)
     args: dict[str, Any] = {**inputs, **plan.scalars, "dst": out}
     flagged = any(p.name == "err" for p in kernel.buffers)
-    if flagged:
+    host = None
+    if flagged and err is None and dev.allocator.host_memory:
+        # Host kernels finish before run() returns: this thread's own flag is cleared and
+        # read in place, with no allocation or copy when there is nothing to report.
+        err, host = _host_flag(dev)
+        host[0] = 0
+    elif flagged:
         err = err if err is not None else Buffer(dev, 4)
         err.copyin(np.zeros(1, np.uint32))
+    if flagged:
         args["err"] = err
     took = dev.run(kernel, wait=wait, **args)
+    if host is not None and host[0] == 0:
+        return took
     if flagged:
         assert err is not None
         check_flag(err, plan.kernel, lambda: explain_invalid(plan, inputs))
     return took
+
+
+_FLAGS = threading.local()
+
+
+def _host_flag(dev: Any) -> tuple[Buffer, np.ndarray]:
+    """This thread's 4-byte error flag on host device ``dev``, and its u32 view."""
+    flags = _FLAGS.__dict__.setdefault("by_device", weakref.WeakKeyDictionary())
+    found = flags.get(dev)
+    if found is None or found[0].allocation.freed:
+        buf = Buffer(dev, 4)
+        found = flags[dev] = (buf, buf.array.view(np.uint32))
+    return found  # type: ignore[no-any-return]
 
 
 def moved_params(q: Any, first: int) -> tuple[Any, list[int]]:
