@@ -5,6 +5,7 @@ Bodies use the portable subset documented in :mod:`hurray_gpu.dialect`.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import re
 import sys
@@ -154,19 +155,19 @@ class KernelDef:
         if len(self.local_size) != 3 or any(d < 1 for d in self.local_size):
             raise ValueError(f"kernel {self.name}: bad local_size {self.local_size}")
 
-    @property
+    @functools.cached_property
     def buffers(self) -> tuple[Param, ...]:
         """The buffer parameters, in order (their binding order on every backend)."""
         return tuple(p for p in self.params if p.kind == "buffer")
 
-    @property
+    @functools.cached_property
     def scalars(self) -> tuple[Param, ...]:
         """The scalar parameters, in order (their push-constant/word order)."""
         return tuple(p for p in self.params if p.kind == "scalar")
 
 
-# Every kernel by name: the built-in ones register when hurray_gpu.kernels is imported (which
-# importing hurray_gpu does), so ``device.run("fill_u32", ...)`` finds them.
+# Every kernel by name: the built-in ones register when hurray_gpu.kernels is imported (a
+# lookup by name imports it first), so ``device.run("fill_u32", ...)`` finds them.
 KERNELS: dict[str, KernelDef] = {}
 
 

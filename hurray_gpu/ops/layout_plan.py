@@ -403,7 +403,7 @@ def run_dense(dev: Any, plan: DensePlan, src: Buffer, out: Buffer, *,
 
 def dense_result(dev: Any, dtype: Any, shape: tuple[int, ...], out: Buffer) -> Any:
     """A row-major Tensor over ``out`` (trimmed to the dtype's exact size) on ``dev``."""
-    size = buffer_size(dtype, int(np.prod(shape, dtype=np.int64)) if shape else 1)
+    size = buffer_size(dtype, math.prod(shape))
     if out.nbytes != size:
         out = out.view(0, size)
     desc, raw = _dense_desc(dtype, tuple(shape), dev.tag)

@@ -82,6 +82,8 @@ class Device:
         # launch itself. KernelDef is frozen, so it keys by value (its grid
         # and extent functions by identity, which keeps two same-body kernels apart).
         self._by_def: LRUCache[KernelDef, Program] = LRUCache(PROGRAM_CACHE_CAPACITY)
+        # In front of it, by identity: hashing a KernelDef walks all its fields.
+        self._by_id: LRUCache[int, tuple[KernelDef, Program]] = LRUCache(PROGRAM_CACHE_CAPACITY)
         self._program_lock = threading.Lock()
 
     @classmethod
@@ -148,6 +150,7 @@ class Device:
         self.allocator.free_cache()
         self._programs.clear()
         self._by_def.clear()
+        self._by_id.clear()
 
     def compile_options(self, kernel: KernelDef) -> tuple[str, ...]:
         """Compiler options for ``kernel`` on this device (part of the cache key)."""
@@ -168,8 +171,12 @@ class Device:
             CompileError: the compiler rejected the rendered source.
         """
         kdef = get_kernel(kernel) if isinstance(kernel, str) else kernel
+        same = self._by_id.get(id(kdef))
+        if same is not None and same[0] is kdef:
+            return same[1]
         fast = self._by_def.get(kdef)
         if fast is not None:
+            self._by_id.put(id(kdef), (kdef, fast))  # kdef kept: its id is not reused
             return fast
         if self.compiler is None:
             raise BackendUnavailableError(f"{self} cannot run kernels",
