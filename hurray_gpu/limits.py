@@ -155,6 +155,9 @@ LIMITS: tuple[Limit, ...] = (
     _l("vyre.programs.text", "MAX_DFA_STATES", "memory",
        "states of a compiled pattern DFA (256 u32 per state)"),
     _l("vyre.kernel", "KERNEL_CACHE_CAPACITY", "cache", "compiled vyre kernels kept per device"),
+    _l("vyre.lower.ops", "DEFAULT_MAX_LOOP_PASSES", "kernel",
+       "loop passes per invocation of a device run without a driver loop budget "
+       "(max_loop_passes=); past it LoopBudgetError"),
 )
 
 

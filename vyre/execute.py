@@ -16,14 +16,15 @@ import numpy as np
 
 from hurray_gpu.runtime.buffer import Buffer
 from vyre import ir
-from vyre.lower import TRAP_PARAM, Lowered, TrapError, lower
-from vyre.lower.ops import LoopBudgetError, unsupported
+from vyre.lower import PASS_PARAM, TRAP_PARAM, Lowered, TrapError, lower
+from vyre.lower.ops import DEFAULT_MAX_LOOP_PASSES, LoopBudgetError, loop_passes, unsupported
 from vyre.reference import DEFAULT_MAX_BUFFER_BYTES, _as_program, _check_grid
 from vyre.reference import run as reference_run
 from vyre.reference.memory import Inputs, bind_inputs, element_count, infer_grid, output_bytes
 from vyre.wire.fingerprint import fingerprint
 
-__all__ = ["check_flags", "lower_cached", "program_key", "run", "run_bytes"]
+__all__ = ["DEFAULT_MAX_LOOP_PASSES", "check_flags", "lower_cached", "program_key", "run",
+           "run_bytes"]
 
 _U32_MAX = 0xFFFFFFFF
 _DTYPES: dict[object, str] = {ir.Scalar.U32: "<u4", ir.Scalar.BOOL: "<u4", ir.Scalar.I32: "<i4",
@@ -92,16 +93,26 @@ def _open(device: Any) -> Any:
     return dev
 
 
-def check_flags(flags: Buffer, device: Any) -> None:
+def check_flags(flags: Buffer, device: Any, max_loop_passes: int = DEFAULT_MAX_LOOP_PASSES
+                ) -> None:
     """Raise what a lowered kernel flagged, and clear the flags.
 
     Raises:
-        LoopBudgetError: the device cut a loop short at its loop budget (word 1).
+        LoopBudgetError: a loop was cut short (word 1): at the device's loop budget, or at
+            ``max_loop_passes`` passes of one invocation where the device has none.
         TrapError: the program trapped (word 0)."""
     words = flags.numpy(np.uint32)
     if not words.any():
         return
     flags.copyin(bytes(8))
+    if words[1] and device.loop_budget is None:
+        raise LoopBudgetError(
+            f"vyre kernel: an invocation's loops ran past max_loop_passes={max_loop_passes} "
+            "passes (the kernel's bound on the loop passes of one invocation) and were cut "
+            "short; the outputs are void",
+            fix="pass a larger max_loop_passes (vyre.run, vyre.run_bytes or the Kernel call) "
+            "if the program is meant to loop that long, or spread the loop over more "
+            "invocations (a larger grid).")
     if words[1]:
         raise LoopBudgetError(
             f"vyre kernel: a loop ran past {device.spec}'s loop budget ({device.loop_budget} "
@@ -135,7 +146,8 @@ def run_bytes(program: ir.Program | bytes, inputs: Inputs = None, *,
               grid: tuple[int, int, int] | None = None, device: Any = "reference",
               min_dispatch_elements: int = 0,
               max_buffer_bytes: int = DEFAULT_MAX_BUFFER_BYTES,
-              callees: Mapping[str, ir.Program] | None = None) -> dict[str, bytes]:
+              callees: Mapping[str, ir.Program] | None = None,
+              max_loop_passes: int = DEFAULT_MAX_LOOP_PASSES) -> dict[str, bytes]:
     """Run ``program`` on ``device``; return each output buffer's raw little-endian bytes.
 
     Args:
@@ -148,6 +160,10 @@ def run_bytes(program: ir.Program | bytes, inputs: Inputs = None, *,
         max_buffer_bytes: bound on all buffers together.
         callees: op id -> callee program; ``Call`` expressions are inlined as the reference
             inlines them.
+        max_loop_passes: loop passes one invocation may run (its workgroup-uniform loops,
+            and its other loops, each this many in all) on a device without a loop budget
+            (cpu, opencl, cuda, rocm); past it the run raises LoopBudgetError. Lavapipe's
+            own budget is smaller and applies instead.
 
     Returns:
         ``{buffer name: bytes}`` for the reference's returned buffers, in declaration order.
@@ -156,10 +172,12 @@ def run_bytes(program: ir.Program | bytes, inputs: Inputs = None, *,
         vyre.ValidationError: the program is invalid.
         ReferenceInputError: bad inputs or grid.
         UnsupportedOpError: the program uses a construct this device cannot run exactly.
-        LoopBudgetError: a loop ran past the device's loop budget (``Device.loop_budget``).
+        LoopBudgetError: a loop ran past the device's loop budget (``Device.loop_budget``)
+            or past ``max_loop_passes``.
         TrapError: the program trapped (i32 division by zero or MIN/-1, or a Trap node).
     """
     prog = _as_program(program)
+    passes = loop_passes(max_loop_passes)
     if device == "reference":
         from vyre.reference import run_bytes as ref_run_bytes
 
@@ -189,10 +207,12 @@ def run_bytes(program: ir.Program | bytes, inputs: Inputs = None, *,
             args[slot.length] = element_count(slot.decl.element, len(data))
         if lowered.uses_trap:
             buffers[TRAP_PARAM] = args[TRAP_PARAM] = Buffer.from_bytes(dev, bytes(8))
+        if "loop_passes" in lowered.features:
+            args[PASS_PARAM] = passes
         for kernel in lowered.kernels:  # GridSync segments run one after another
             dev.run(kernel, global_size=size, wait=True, **args)
         if lowered.uses_trap:
-            check_flags(buffers[TRAP_PARAM], dev)
+            check_flags(buffers[TRAP_PARAM], dev, max_loop_passes)
         out = {}
         by_name = {s.decl.name: s for s in lowered.slots}
         for decl in bound.outputs:
@@ -217,7 +237,8 @@ def run(program: ir.Program | bytes, inputs: Inputs = None, *,
         inputs: one blob per input buffer, by name or in declaration order.
         grid: workgroup counts (x, y, z); None infers them as the reference does.
         device: ``"reference"`` or a hurray_gpu device spec/object.
-        **options: ``min_dispatch_elements``, ``max_buffer_bytes``, ``callees``.
+        **options: ``min_dispatch_elements``, ``max_buffer_bytes``, ``callees``,
+            ``max_loop_passes`` (device runs).
 
     Returns:
         ``{buffer name: array}``; u32/bool -> uint32, i32 -> int32, f32 -> float32 (raw bits).
@@ -227,6 +248,7 @@ def run(program: ir.Program | bytes, inputs: Inputs = None, *,
     """
     prog = _as_program(program)
     if device == "reference":
+        options.pop("max_loop_passes", None)  # bounds device runs; the reference has max_steps
         return reference_run(prog, inputs, grid=grid, **options)
     out = run_bytes(prog, inputs, grid=grid, device=device, **options)
     result = {}

@@ -24,7 +24,7 @@ from hurray_gpu.runtime.memory import Allocation, MemoryClass
 from vyre import ir
 from vyre.execute import _check_dialect, _open, check_flags, lower_cached, program_key
 from vyre.lower import BufferSlot, Lowered
-from vyre.lower.ops import UnsupportedOpError, unsupported
+from vyre.lower.ops import DEFAULT_MAX_LOOP_PASSES, UnsupportedOpError, loop_passes, unsupported
 from vyre.reference import _as_program
 from vyre.reference.memory import is_backend_allocated
 
@@ -197,6 +197,7 @@ class Kernel:
         self._trap = Buffer.from_bytes(device, bytes(8)) if lowered.uses_trap else None
         self._sizes: dict[Any, tuple[int, int, int]] = {}
         self._u32 = np.uint32
+        self._passes = "loop_passes" in lowered.features
 
     def nbytes(self, name: str, count: int = 0) -> int:
         """Bytes to allocate for buffer ``name`` holding ``count`` elements (at least the
@@ -264,7 +265,8 @@ class Kernel:
         return allocations, scalars
 
     def __call__(self, buffers: Mapping[str, Any] | Sequence[Any],
-                 grid: tuple[int, int, int], stream: Any = None) -> None:
+                 grid: tuple[int, int, int], stream: Any = None,
+                 max_loop_passes: int = DEFAULT_MAX_LOOP_PASSES) -> None:
         """Launch ``grid`` workgroups (x, y, z) over ``buffers``, asynchronously where the
         device queues work (opencl, cuda); synchronize the stream to read the results.
 
@@ -276,22 +278,26 @@ class Kernel:
                 buffer's whole length (BufLen), as the reference does.
             grid: workgroup counts (x, y, z).
             stream: a hurray_gpu Stream of this device; None: the current stream.
+            max_loop_passes: loop passes one invocation may run on a device without a loop
+                budget (as :func:`vyre.run_bytes`).
 
         Raises:
             UnsupportedOpError: a buffer on another device, freed, too small or of the wrong
                 kind; a bad grid; a stream of another device.
-            LoopBudgetError: a loop ran past the device's loop budget.
+            LoopBudgetError: a loop ran past the device's loop budget or ``max_loop_passes``.
             TrapError: the program trapped (i32 division by zero or MIN / -1, or Trap).
         """
         size = self._global_size(grid)
         allocations, scalars = self._arguments(buffers)
+        if self._passes:
+            scalars.append(self._u32(loop_passes(max_loop_passes)))
         trap = self._trap
         if trap is not None:
             allocations.append(trap.allocation)
         if stream is None:
             self._launch(allocations, scalars, size)
             if trap is not None:
-                check_flags(trap, self.device)
+                check_flags(trap, self.device, max_loop_passes)
             return
         if getattr(stream, "device", None) is not self.device:
             raise unsupported(f"stream {stream!r} is not a stream of {self.device.spec}",
@@ -299,7 +305,7 @@ class Kernel:
         with stream:  # the flag is read on the launch's own queue, after the launch
             self._launch(allocations, scalars, size)
             if trap is not None:
-                check_flags(trap, self.device)
+                check_flags(trap, self.device, max_loop_passes)
 
     def _launch(self, allocations: list[Any], scalars: list[Any],
                 size: tuple[int, int, int]) -> None:

@@ -238,12 +238,13 @@ def test_vyre_loops_are_exact_or_refused(kernel_device: Device, stops: tuple[Any
 
 @pytest.mark.parametrize("steps", [1000, 1 << 16])
 def test_vyre_static_loops(kernel_device: Device, steps: int) -> None:
-    """Literal bounds: loops are checked only where the device has a budget, and refused past
-    it."""
+    """Literal bounds: loops are always checked (against the driver's budget where the device
+    has one, else against the kernel's own pass bound), and refused past the budget."""
     program = _program(steps)
     budget = kernel_device.loop_budget
     checked = lower(program, loop_budget=budget).kernels[0].body
-    assert ("STORE(trapflag, 1u, 1u)" in checked) == (budget is not None)
+    assert "STORE(trapflag, 1u, 1u)" in checked
+    assert ("passmax" in checked) == (budget is None)
     if budget is not None and steps >= budget:
         with pytest.raises(LoopBudgetError):
             vyre.run(program, [np.zeros(1, np.uint32).tobytes()], grid=(1, 1, 1),

@@ -29,9 +29,12 @@ from vyre.reference.prepare import prepare, walk_exprs
 from vyre.reference.scalar import split_grid_sync
 from vyre.wire.fingerprint import fingerprint
 
-__all__ = ["TRAP_PARAM", "BufferSlot", "Lowered", "TrapError", "UnsupportedOpError", "lower"]
+__all__ = ["PASS_PARAM", "TRAP_PARAM", "BufferSlot", "Lowered", "TrapError",
+           "UnsupportedOpError", "lower"]
 
 TRAP_PARAM = "trapflag"
+# The u32 scalar bounding the loop passes of one invocation (``"loop_passes"`` feature).
+PASS_PARAM = "passmax"
 _SUBGROUP = (ir.SubgroupReduce, ir.SubgroupShuffle, ir.SubgroupBallot)
 
 
@@ -58,11 +61,13 @@ class Lowered:
         program: the prepared program (re-wrapped, collectives lowered, calls inlined).
         kernels: the neutral kernels, one per GridSync segment, launched in order on the
             same buffers; parameters are the buffers in declaration order, then the trap
-            flag when ``uses_trap``, then one u32 length scalar per buffer.
+            flag when ``uses_trap``, then one u32 length scalar per buffer, then
+            :data:`PASS_PARAM` with the ``"loop_passes"`` feature.
         slots: the storage buffers, in declaration order.
         uses_trap: the body may set the trap flags (i32 division, Trap; a loop cut short).
         features: what the body uses (``"fma"``, ``"atomics"``, ``"barrier"``, ``"subgroups"``,
-            ``"grid_sync"``, ``"return"``); launchers refuse dialects that cannot give one.
+            ``"grid_sync"``, ``"return"``, ``"loop_passes"``); launchers refuse dialects
+            that cannot give one.
     """
 
     program: ir.Program
@@ -135,8 +140,10 @@ def lower(program: ir.Program, *, callees: Mapping[str, ir.Program] | None = Non
         program: the vyre program.
         callees: op id -> callee program, inlined as the reference does.
         validate: run the reference's validation first (as the reference always does).
-        loop_budget: the target device's ``loop_budget``; with one, each loop tests whether
-            the device ended it early and sets trap flag word 1 (:class:`LoopBudgetError`).
+        loop_budget: the target device's ``loop_budget``. Every loop tests whether it was
+            ended early and sets trap flag word 1 (:class:`LoopBudgetError`): by the device
+            at that budget, or, without one (None), by the kernel's own bound: one
+            invocation's loop passes stop at the ``passmax`` scalar.
 
     Returns:
         The lowered kernel and its binding table.
@@ -183,17 +190,18 @@ def _lower(program: ir.Program, callees: Mapping[str, ir.Program] | None,
                  if d.access in (ir.BufferAccess.READ_ONLY, ir.BufferAccess.UNIFORM)}
     for segment in split_grid_sync(prog.entry):
         ctx = Ctx(table, tuple(prog.workgroup_size), nonuniform=nonuniform,  # type: ignore
-                  read_only=read_only, loop_checks=loop_budget is not None)
+                  read_only=read_only, pass_budget=loop_budget is None)
         if shared:
             zero_fill(ctx, list(shared.values()))
         lower_nodes(ctx, segment)
+        ctx.lines[:0] = [f"u32 {name} = 0u;" for name in sorted(ctx.counters)]
         if {"barrier", "return"} <= ctx.features:
             raise unsupported("Return in a program with barriers: a returned lane never "
                               "reaches the barrier on a device (the reference releases "
                               "without it)", "guard the work with If instead of returning.")
         bodies.append("\n".join(ctx.lines) if ctx.lines else "return;")
         needs_trap = needs_trap or ctx.needs_trap
-        features |= ctx.features
+        features |= ctx.features | ({"loop_passes"} if ctx.counters else set())
     if len(bodies) > 1:
         features.add("grid_sync")
     params: list[Param] = [buf(s.param, PARAM_DTYPES.get(ELEMENT_KINDS[s.decl.element], "u32"),
@@ -201,6 +209,8 @@ def _lower(program: ir.Program, callees: Mapping[str, ir.Program] | None,
     if needs_trap:
         params.append(buf(TRAP_PARAM, "u32", "rw"))
     params += [scalar(s.length, "u32") for s in slots]
+    if "loop_passes" in features:
+        params.append(scalar(PASS_PARAM, "u32"))
     stem = "vyre_" + fingerprint(prog).hex()[:16]
     kernels = tuple(
         KernelDef(name=stem if k == 0 else f"{stem}_s{k}", params=tuple(params), body=body,

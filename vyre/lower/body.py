@@ -410,7 +410,8 @@ def _loop(ctx: Ctx, node: ir.Loop) -> None:
     start = ctx.temp("u32", lo.text)
     stop = ctx.temp("u32", hi.text)
     var = ctx.fresh(f"l_{sanitize(node.var)}_")
-    ctx.open_loop(var, start.text, stop.text)
+    uniform = ctx.flow[-1] and node.var not in ctx.nonuniform
+    ctx.open_loop(var, start.text, stop.text, counter="upasses" if uniform else "passes")
     ctx.scopes[-1][node.var] = Local(var, "u32", False)
     ctx.flow.append(ctx.flow[-1] and node.var not in ctx.nonuniform)
     lower_nodes(ctx, node.body)

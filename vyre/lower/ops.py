@@ -8,17 +8,27 @@ zero), so operands never need re-canonicalizing; results are canonicalized on th
 
 from __future__ import annotations
 
+import operator
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from hurray_gpu.errors import UnsupportedOpError
 from vyre.ir_types import BinOp, DataType, Scalar, UnOp
 from vyre.reference.semantics import ReferenceExecutionError
 
 __all__ = [
-    "MIN_I32", "Ctx", "Local", "LoopBudgetError", "TrapError", "UnsupportedOpError", "Value",
-    "canon", "canonical_bits", "ctype", "f32_lit", "f32_rounding", "is_nan", "lower_binop",
-    "lower_cast", "lower_unop", "sanitize", "truth", "unsupported"]
+    "DEFAULT_MAX_LOOP_PASSES", "MIN_I32", "Ctx", "Local", "LoopBudgetError", "TrapError",
+    "UnsupportedOpError", "Value", "canon", "canonical_bits", "ctype", "f32_lit", "f32_rounding",
+    "is_nan", "loop_passes", "lower_binop", "lower_cast", "lower_unop", "sanitize", "truth",
+    "unsupported"]
+
+
+# Loop passes one invocation may run (vyre.run's max_loop_passes), on devices without a driver
+# loop budget: a runaway loop ends (LoopBudgetError) after this many passes per invocation
+# instead of never, so the launch returns and Ctrl-C is handled. Far above what the bundled
+# programs and benchmarks need per invocation; callers pass max_loop_passes to raise it.
+DEFAULT_MAX_LOOP_PASSES = 1 << 24
 
 
 class TrapError(ReferenceExecutionError):
@@ -27,8 +37,18 @@ class TrapError(ReferenceExecutionError):
 
 
 class LoopBudgetError(UnsupportedOpError):
-    """A loop of a lowered program ran past its device's loop budget
-    (``Device.loop_budget``): the device ended it early, so the outputs are void."""
+    """A loop of a lowered program was ended early, so the outputs are void: by its device's
+    loop budget (``Device.loop_budget``), or, on devices without one, by the kernel's own
+    bound of ``max_loop_passes`` loop passes per invocation (a runaway loop)."""
+
+
+def loop_passes(value: Any) -> int:
+    """``max_loop_passes`` checked: an integer in [1, 2**32), else UnsupportedOpError."""
+    passes = operator.index(value) if hasattr(value, "__index__") else 0
+    if isinstance(value, bool) or not 1 <= passes <= 0xFFFFFFFF:
+        raise unsupported(f"max_loop_passes={value!r} is not an integer in [1, 2**32)",
+                          f"pass a pass count such as {DEFAULT_MAX_LOOP_PASSES}.")
+    return passes
 
 
 def unsupported(what: str, fix: str) -> UnsupportedOpError:
@@ -83,7 +103,10 @@ class Ctx:
         buffers: vyre buffer name -> (param name, length text, element kind, writable).
         workgroup_size: the program's workgroup shape.
         needs_trap: the body writes the trap flags (word 0: a trap, word 1: a loop cut).
-        loop_checks: every loop flags it when its device ended it early (a loop budget).
+        pass_budget: vyre loops charge their passes to a counter bounded by the ``passmax``
+            scalar (workgroup-uniform loops on ``upasses``, the others on ``passes``, so a
+            barrier inside a uniform loop is met by every lane of the workgroup).
+        counters: the pass counters the body uses (declared at its top).
     """
 
     buffers: dict[str, tuple[str, str, str, bool]]
@@ -98,7 +121,8 @@ class Ctx:
     nonuniform: set[str] = field(default_factory=set)
     read_only: set[str] = field(default_factory=set)
     flow: list[bool] = field(default_factory=lambda: [True])
-    loop_checks: bool = False
+    pass_budget: bool = False
+    counters: set[str] = field(default_factory=set)
     _counter: int = 0
     _loops: list[tuple[str, str]] = field(default_factory=list)
 
@@ -129,24 +153,30 @@ class Ctx:
         self.depth -= 1
         self.emit(trailer)
 
-    def open_loop(self, var: str, start: str, stop: str, step: str = "") -> None:
-        """Open ``for (u32 var = start; var < stop; var++)`` (``var += step``). With
-        ``loop_checks`` the counter outlives the loop, for :meth:`close_loop` to test."""
-        init = f"u32 {var} = {start}"
-        if self.loop_checks:
-            self.emit(init + ";")
-            init = ""
-        self.open(f"for ({init}; {var} < {stop}; {var}{' += ' + step if step else '++'})")
+    def open_loop(self, var: str, start: str, stop: str, step: str = "",
+                  counter: str = "") -> None:
+        """Open ``for (u32 var = start; var < stop; var++)`` (``var += step``); the counter
+        outlives the loop, for :meth:`close_loop` to test. With ``pass_budget`` and a pass
+        ``counter`` (vyre Loops; the lowering's own loops are bounded by the workgroup), the
+        loop's passes are charged to the counter at entry, and the loop ends where the
+        counter would pass ``passmax``: nothing is added per pass, and it never wraps."""
+        self.emit(f"u32 {var} = {start};")
+        end = stop
+        if self.pass_budget and counter:
+            self.counters.add(counter)
+            left, span = f"(passmax - {counter})", f"({stop} - {start})"
+            end = self.temp("u32", f"{stop} > {start} ? {start} + ({span} < {left} ? {span} "
+                                   f": {left}) : {start}").text
+            self.emit(f"{counter} = {counter} + ({end} - {start});")
+        self.open(f"for (; {var} < {end}; {var}{' += ' + step if step else '++'})")
         self._loops.append((var, stop))
-
     def close_loop(self) -> None:
-        """Close the innermost loop; with ``loop_checks``, a counter still below its stop
-        means the device ended the loop early (its loop budget): set trap flag word 1."""
+        """Close the innermost loop; a counter still below its stop means the loop was ended
+        early (the device's loop budget, or ``passmax``): set trap flag word 1."""
         var, stop = self._loops.pop()
         self.close()
-        if self.loop_checks:
-            self.needs_trap = True
-            self.emit(f"if ({var} < {stop}) {{ STORE(trapflag, 1u, 1u); }}")
+        self.needs_trap = True
+        self.emit(f"if ({var} < {stop}) {{ STORE(trapflag, 1u, 1u); }}")
 
     def lookup(self, name: str) -> Local:
         """The visible binding of vyre local ``name``.

@@ -16,8 +16,11 @@ static inline int32_t hg_imax(int32_t a, int32_t b) { return a > b ? a : b; }
 #define load_b0_a(hg_i) (b0_a[(hg_i)])
 #define load_b1_out(hg_i) (b1_out[(hg_i)])
 #define store_b1_out(hg_i, hg_v) (b1_out[(hg_i)] = (uint32_t)((hg_v)))
+#define load_trapflag(hg_i) (trapflag[(hg_i)])
+#define store_trapflag(hg_i, hg_v) (trapflag[(hg_i)] = (uint32_t)((hg_v)))
 
-static inline void vyre_73b6b3531e74b549_item(uint32_t hg_gid0, uint32_t hg_gid1, uint32_t hg_gid2, const uint32_t *restrict b0_a, uint32_t *restrict b1_out, uint32_t n0, uint32_t n1) {
+static inline void vyre_73b6b3531e74b549_item(uint32_t hg_gid0, uint32_t hg_gid1, uint32_t hg_gid2, const uint32_t *restrict b0_a, uint32_t *restrict b1_out, uint32_t *restrict trapflag, uint32_t n0, uint32_t n1, uint32_t passmax) {
+    uint32_t passes = 0u;
     {
         uint32_t l_i_1 = hg_gid0;
         _Bool t2 = l_i_1 < n1;
@@ -26,10 +29,14 @@ static inline void vyre_73b6b3531e74b549_item(uint32_t hg_gid0, uint32_t hg_gid1
             uint32_t t4 = (l_i_1 < n0) ? load_b0_a(l_i_1) : 0u;
             uint32_t t5 = 0x0u;
             uint32_t t6 = t4;
-            for (uint32_t l_j_7 = t5; l_j_7 < t6; l_j_7++) {
-                uint32_t t8 = l_acc_3 + l_j_7;
-                l_acc_3 = t8;
+            uint32_t l_j_7 = t5;
+            uint32_t t8 = t6 > t5 ? t5 + ((t6 - t5) < (passmax - passes) ? (t6 - t5) : (passmax - passes)) : t5;
+            passes = passes + (t8 - t5);
+            for (; l_j_7 < t8; l_j_7++) {
+                uint32_t t9 = l_acc_3 + l_j_7;
+                l_acc_3 = t9;
             }
+            if (l_j_7 < t6) { store_trapflag(1u, 1u); }
             if (l_i_1 < n1) { store_b1_out(l_i_1, l_acc_3); }
         }
     }
@@ -39,8 +46,10 @@ void vyre_73b6b3531e74b549(void **hg_bufs, const uint32_t *hg_words, int64_t hg_
             int64_t hg_n2) {
     const uint32_t *restrict b0_a = (const uint32_t *)hg_bufs[0];
     uint32_t *restrict b1_out = (uint32_t *)hg_bufs[1];
+    uint32_t *restrict trapflag = (uint32_t *)hg_bufs[2];
     uint32_t n0 = hg_words[0];
     uint32_t n1 = hg_words[1];
+    uint32_t passmax = hg_words[2];
     int64_t hg_total = hg_n0 * hg_n1 * hg_n2;
     int64_t hg_size = HG_CHUNK;
     int64_t hg_chunks = (hg_total + hg_size - 1) / hg_size;
@@ -58,7 +67,7 @@ void vyre_73b6b3531e74b549(void **hg_bufs, const uint32_t *hg_words, int64_t hg_
         uint32_t hg_x = (uint32_t)(hg_t % hg_n0), hg_y = (uint32_t)((hg_t / hg_n0) % hg_n1);
         uint32_t hg_z = (uint32_t)(hg_t / (hg_n0 * hg_n1));
         for (; hg_t < hg_end; hg_t++) {
-            vyre_73b6b3531e74b549_item(hg_x, hg_y, hg_z, b0_a, b1_out, n0, n1);
+            vyre_73b6b3531e74b549_item(hg_x, hg_y, hg_z, b0_a, b1_out, trapflag, n0, n1, passmax);
             if (++hg_x == (uint32_t)hg_n0) {
                 hg_x = 0;
                 if (++hg_y == (uint32_t)hg_n1) { hg_y = 0; hg_z++; }

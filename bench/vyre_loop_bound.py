@@ -1,0 +1,111 @@
+"""The cost of the kernel's loop pass bound (max_loop_passes, docs/reliability.md): the same
+loop-heavy programs lowered with the bound and without it,
+launched interleaved in one process, warm; min/median/max of --rounds rounds per device.
+
+Usage: python bench/vyre_loop_bound.py [--rounds 5] [--n 256]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import importlib  # noqa: E402
+
+from hurray_gpu.runtime.buffer import Buffer  # noqa: E402
+from hurray_gpu.runtime.registry import devices  # noqa: E402
+from vyre import builder as b  # noqa: E402
+from vyre.execute import DEFAULT_MAX_LOOP_PASSES  # noqa: E402
+from vyre.programs import matmul_program  # noqa: E402
+
+vl = importlib.import_module("vyre.lower")  # the module (vyre.lower is also a function)
+
+
+def _sum_program() -> Any:
+    """Per invocation: the sum of i ^ (i >> 3) over a loop of n[0] passes."""
+    i = b.var("i")
+    return b.program([b.read("n", 0, b.U32), b.output("out", 1, b.U32, 64)], [
+        b.let("acc", 0),
+        b.loop("i", 0, b.load("n", 0), [
+            b.assign("acc", b.wrapping_add(b.var("acc"), b.bit_xor(i, b.shr(i, 3))))]),
+        b.store("out", b.invocation_id(0), b.var("acc"))], workgroup_size=(64, 1, 1))
+
+
+def _lower(program: Any, bounded: bool) -> Any:
+    """The lowering with the pass bound, or without it (as on a device with a driver budget:
+    the after-loop checks stay; they run once per loop)."""
+    real = vl.Ctx
+    if not bounded:
+        vl.Ctx = lambda *a, **k: real(*a, **{**k, "pass_budget": False})
+    try:
+        lowered = vl.lower(program)
+    finally:
+        vl.Ctx = real
+    return lowered, dataclasses.replace(lowered.kernel, name=lowered.kernel.name + ("_b" if bounded else "_u"))
+
+
+def _launcher(dev: Any, program: Any, bounded: bool, data: dict[str, bytes], grid: Any) -> Any:
+    lowered, kernel = _lower(program, bounded)
+    assert ("passmax" in kernel.body) == bounded
+    args: dict[str, Any] = {}
+    for slot in lowered.slots:
+        args[slot.param] = Buffer.from_bytes(dev, data[slot.decl.name])
+        args[slot.length] = len(data[slot.decl.name]) // 4
+    if lowered.uses_trap:
+        args[vl.TRAP_PARAM] = Buffer.from_bytes(dev, bytes(8))
+    if bounded:
+        args[vl.PASS_PARAM] = DEFAULT_MAX_LOOP_PASSES
+    size = tuple(g * w for g, w in zip(grid, program.workgroup_size, strict=True))
+    out = args[lowered.slots[-1].param]
+
+    def launch() -> bytes:
+        dev.run(kernel, global_size=size, wait=True, **args)
+        return bytes(out.copyout())
+    return launch
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--n", type=int, default=256, help="matmul size")
+    opts = parser.parse_args()
+    rng = np.random.default_rng(5)
+    n = opts.n
+    mat = {"a": rng.integers(0, 1 << 16, n * n, np.uint32).tobytes(),
+           "b": rng.integers(0, 1 << 16, n * n, np.uint32).tobytes(),
+           "out": bytes(4 * n * n)}
+    cases = [("matmul", matmul_program(n), mat, (-(-n // 16), -(-n // 16), 1)),
+             ("loop_sum", _sum_program(), {"n": np.uint32(1 << 22).tobytes(),
+                                           "out": bytes(4 * 64)}, (1, 1, 1))]
+    for dev in devices():
+        if dev.kind not in ("cpu", "opencl"):
+            continue
+        for name, program, data, grid in cases:
+            runs = {bounded: _launcher(dev, program, bounded, data, grid)
+                    for bounded in (False, True)}
+            assert runs[False]() == runs[True]()  # warm, and the same result
+            times: dict[bool, list[float]] = {False: [], True: []}
+            for _ in range(opts.rounds):
+                for bounded, launch in runs.items():
+                    start = time.perf_counter()
+                    launch()
+                    times[bounded].append(time.perf_counter() - start)
+            ratios = [f(times[True]) / f(times[False])
+                      for f in (min, statistics.median, max)]
+            print(f"{dev.spec:10} {name:9} unbounded ms min/med/max "
+                  f"{'/'.join(f'{1e3 * f(times[False]):.1f}' for f in (min, statistics.median, max))}"
+                  f"  bounded {'/'.join(f'{1e3 * f(times[True]):.1f}' for f in (min, statistics.median, max))}"
+                  f"  ratio min/med/max {'/'.join(f'{r:.3f}' for r in ratios)}")
+
+
+if __name__ == "__main__":
+    main()
