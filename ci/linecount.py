@@ -16,8 +16,10 @@ PER_FILE_CAP = 800
 # - 32,030: the total when the cap was raised from 450 (the runtime restructure may not grow it);
 # - 32,400: loop budgets (lavapipe-safe KV/sparse kernels, vyre loop checks), stream-safe pool
 #   reuse and launch checks, and the hostile-input bounds (output limits, guarded file reads,
-#   atomic writes, vyre nesting and time bounds).
-TOTAL_BUDGET = 32_400
+#   atomic writes, vyre nesting and time bounds);
+# - 32,450: vyre's per-invocation loop-pass bound on every device, and the small-call caches
+#   (validated descriptors, plans, result descriptors, kernel lookups by identity).
+TOTAL_BUDGET = 32_450
 PACKAGES = ("hurray_gpu", "vyre")
 
 
