@@ -245,7 +245,7 @@ class CUDAProgram(Program):
                 raise CompileError(f"the {dev.kind} binary of {kernel.name} did not load", "",
                                    (), str(exc), fix="clear HURRAY_GPU_CACHE_DIR and retry.") from exc
 
-    def _launch(self, buffers: list[Allocation], scalars: list[np.generic],
+    def _launch(self, buffers: list[Allocation], scalars: Sequence[np.generic],
                 global_size: tuple[int, int, int], local_size: tuple[int, int, int],
                 wait: bool) -> float | None:
         dev: CUDADevice = self.device  # type: ignore[assignment]

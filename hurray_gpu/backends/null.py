@@ -72,7 +72,7 @@ class NullCompiler(Compiler):
 class NullProgram(Program):
     """Records ``(kernel name, global size)`` and does nothing."""
 
-    def _launch(self, buffers: list[Allocation], scalars: list[np.generic],
+    def _launch(self, buffers: list[Allocation], scalars: Sequence[np.generic],
                 global_size: tuple[int, int, int], local_size: tuple[int, int, int],
                 wait: bool) -> float | None:
         device: NullDevice = self.device  # type: ignore[assignment]

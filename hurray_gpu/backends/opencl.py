@@ -263,7 +263,7 @@ class CLProgram(Program):
         with _cl_call("clCreateSubBuffer"):
             return mem.get_sub_region(offset, alloc.nbytes)
 
-    def _launch(self, buffers: list[Allocation], scalars: list[np.generic],
+    def _launch(self, buffers: list[Allocation], scalars: Sequence[np.generic],
                 global_size: tuple[int, int, int], local_size: tuple[int, int, int],
                 wait: bool) -> float | None:
         dev: CLDevice = self.device  # type: ignore[assignment]

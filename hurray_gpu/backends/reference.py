@@ -48,7 +48,7 @@ class RefCompiler(Compiler):
 class RefProgram(Program):
     """Runs the kernel's NumPy reference on typed views of the device buffers."""
 
-    def _launch(self, buffers: list[Allocation], scalars: list[np.generic],
+    def _launch(self, buffers: list[Allocation], scalars: Sequence[np.generic],
                 global_size: tuple[int, int, int], local_size: tuple[int, int, int],
                 wait: bool) -> float | None:
         args: dict[str, Any] = {p.name: s.item() for p, s in zip(self.kernel.scalars, scalars,

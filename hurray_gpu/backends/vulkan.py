@@ -564,7 +564,7 @@ class VulkanProgram(Program):
         with dev.ctx.lock:
             self._pipeline = VulkanPipeline(dev.ctx, binary, bindings, self._push_size)
 
-    def _launch(self, buffers: list[Allocation], scalars: list[np.generic],
+    def _launch(self, buffers: list[Allocation], scalars: Sequence[np.generic],
                 global_size: tuple[int, int, int], local_size: tuple[int, int, int],
                 wait: bool) -> float | None:
         dev: VulkanDevice = self.device  # type: ignore[assignment]
@@ -606,7 +606,7 @@ class VulkanProgram(Program):
                                                      for s in spans))
         return elapsed if wait else None
 
-    def _needed(self, buffers: list[Allocation], scalars: list[np.generic]) -> list[int]:
+    def _needed(self, buffers: list[Allocation], scalars: Sequence[np.generic]) -> list[int]:
         """Bytes of each buffer the launch touches: its extent, capped by the buffer.
 
         Windows of big buffers are proportional to these, so a small launch over a huge

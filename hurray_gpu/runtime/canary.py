@@ -14,7 +14,7 @@ import functools
 import math
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -327,7 +327,7 @@ class _GuardedLaunch(Program):
     more precise report, so BoundsViolation replaces the error (chained to it).
     """
 
-    def _launch(self, buffers: list[Allocation], scalars: list[np.generic],
+    def _launch(self, buffers: list[Allocation], scalars: Sequence[np.generic],
                 global_size: tuple[int, int, int], local_size: tuple[int, int, int],
                 wait: bool) -> float | None:
         canary: CanaryAllocator = self.device.allocator  # type: ignore[assignment]

@@ -169,7 +169,7 @@ class Program:
         # Scalar values (with their types) -> typed scalars, bytes each buffer needs, grid:
         # callers launch the same kernel with the same scalars over and over (a decode step
         # per layer), and the extents and grid are pure functions of the scalars.
-        self._plans: dict[tuple[Any, ...], tuple[list[np.generic], list[int],
+        self._plans: dict[tuple[Any, ...], tuple[tuple[np.generic, ...], list[int],
                                                   tuple[int, int, int] | None]] = {}
 
     def __call__(self, *args: Any, global_size: Sequence[int] | None = None,
@@ -219,10 +219,10 @@ class Program:
         return self._launch(buffers, typed, grid, local, wait)
 
     def _plan(self, bound: Mapping[str, Any]
-              ) -> tuple[list[np.generic], list[int], tuple[int, int, int] | None]:
+              ) -> tuple[tuple[np.generic, ...], list[int], tuple[int, int, int] | None]:
         """Typed scalars, the bytes each buffer needs and the default grid (None when it is
         invalid: it raises only if a launch relies on it), for ``bound``."""
-        typed = [_check_scalar(p.name, p.dtype, bound[p.name]) for p in self._scalar_params]
+        typed = tuple(_check_scalar(p.name, p.dtype, bound[p.name]) for p in self._scalar_params)
         plain = {p.name: v.item() for p, v in zip(self._scalar_params, typed, strict=True)}
         extents = self.kernel.extents(plain)
         needs = [int(extents.get(name, 0)) * itemsize for name, itemsize in self._buffer_params]
@@ -233,7 +233,7 @@ class Program:
             grid = None
         return typed, needs, grid
 
-    def launch_prechecked(self, buffers: list[Allocation], scalars: list[np.generic],
+    def launch_prechecked(self, buffers: list[Allocation], scalars: Sequence[np.generic],
                           global_size: tuple[int, int, int]) -> None:
         """Launch with arguments the caller has already validated, skipping the generic binding.
 
@@ -293,7 +293,7 @@ class Program:
                 fix=f"make views at offsets that are multiples of {itemsize}.")
         return allocation
 
-    def _launch(self, buffers: list[Allocation], scalars: list[np.generic],
+    def _launch(self, buffers: list[Allocation], scalars: Sequence[np.generic],
                 global_size: tuple[int, int, int], local_size: tuple[int, int, int],
                 wait: bool) -> float | None:
         """Backend hook: run the kernel over ``global_size`` work items (not groups)."""
