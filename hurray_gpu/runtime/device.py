@@ -199,6 +199,10 @@ class Device:
                         self.compiler.cache.save(key, binary, text)
                 cached = self._program_cls(self, kdef, binary)
                 self._programs.put(key, cached)
+            elif cached.kernel != kdef:
+                # The same code under another definition (its grid or extents differ): the
+                # binary is shared, the launch checks must be this definition's.
+                cached = self._program_cls(self, kdef, cached.binary)
             self._by_def.put(kdef, cached)
         return cached
 

@@ -98,3 +98,32 @@ def test_materialize_result_descriptors_are_encoded_once(kernel_device: Device) 
     assert a.descriptor is b.descriptor and a.descriptor_bytes is b.descriptor_bytes
     np.testing.assert_array_equal(b.to("cpu").numpy(), np.arange(4096, dtype=np.float32)
                                   .reshape(64, 64))
+
+
+def _fill(extent: Any) -> Any:
+    from hurray_gpu.dialect.kernel import KernelDef, buf, scalar
+
+    return KernelDef(
+        name="small_calls_fill", params=(buf("dst", "u32", "w"), scalar("n")),
+        body="""
+            u32 i = GLOBAL_ID(0);
+            if (i < n) STORE(dst, i, 5u);
+        """,
+        grid=lambda s: (s["n"],), extents=extent, reference=lambda a: None,
+        doc="dst[:n] = 5 (two definitions that differ only in their extents).")
+
+
+def test_one_code_under_two_definitions_keeps_each_definitions_checks(
+        kernel_device: Device) -> None:
+    from hurray_gpu.errors import UnsupportedOpError
+    from hurray_gpu.runtime.buffer import Buffer
+
+    loose = _fill(lambda s: {"dst": s["n"]})
+    strict = _fill(lambda s: {"dst": 2 * s["n"]})  # claims twice the bytes: 8 elements < 16
+    out = Buffer(kernel_device, 4 * 8)
+    kernel_device.run(loose, out, n=8, wait=True)
+    np.testing.assert_array_equal(out.numpy(np.uint32), np.full(8, 5, np.uint32))
+    with pytest.raises(UnsupportedOpError):
+        kernel_device.run(strict, out, n=8)
+    assert kernel_device.program(strict).kernel is strict
+    assert kernel_device.program(strict).binary == kernel_device.program(loose).binary
