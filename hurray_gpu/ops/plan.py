@@ -11,7 +11,6 @@ import functools
 import math
 import threading
 import weakref
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,6 +43,7 @@ from hurray_gpu.kernels.dequant import (
     ref_u32_at,
 )
 from hurray_gpu.runtime.buffer import Buffer
+from hurray_gpu.runtime.cache import LRUCache
 
 __all__ = [
     "DequantPlan", "ELEMENTS_PER_ITEM", "NF4_BITS", "bad_affine_params", "bind_inputs",
@@ -352,8 +352,7 @@ def _lut(desc: Any, q: Any, shape: tuple[int, ...], out: str) -> DequantPlan:
 def _by_descriptor(planner: Callable[..., DequantPlan]) -> Callable[..., DequantPlan]:
     """Keep each plan by its descriptor object, which is immutable: a tensor dequantized again
     (or planned before and after a move that kept its descriptor) is planned once."""
-    done: OrderedDict[tuple[int, Any, Any], tuple[Any, DequantPlan]] = OrderedDict()
-    lock = threading.Lock()
+    done: LRUCache[tuple[int, Any, Any], tuple[Any, DequantPlan]] = LRUCache(PLAN_CACHE)
 
     @functools.wraps(planner)
     def planned(desc: Any, dtype: Any = _DEFAULT, *, ept: int | None = None) -> DequantPlan:
@@ -362,10 +361,7 @@ def _by_descriptor(planner: Callable[..., DequantPlan]) -> Callable[..., Dequant
         if hit is not None and hit[0] is desc:
             return hit[1]
         plan = planner(desc, ept=ept) if dtype is _DEFAULT else planner(desc, dtype, ept=ept)
-        with lock:
-            done[key] = (desc, plan)  # the descriptor is kept, so its id is not reused
-            while len(done) > PLAN_CACHE:
-                done.popitem(last=False)
+        done.put(key, (desc, plan))  # the descriptor is kept, so its id is not reused
         return plan
     return planned
 
