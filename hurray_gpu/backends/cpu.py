@@ -8,6 +8,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import functools
+import glob
 import json
 import os
 import platform
@@ -15,6 +16,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import blake3
@@ -119,6 +121,21 @@ def _has_openmp(cc: str) -> bool:
     return done.returncode == 0
 
 
+@functools.cache
+def _last_level_cache() -> int:
+    """Bytes of this host's largest CPU cache (sysfs), 32 MiB when it cannot be read: host
+    kernels write outputs larger than that past the cache (see LUT8_STORE)."""
+    sizes = []
+    for path in glob.glob("/sys/devices/system/cpu/cpu0/cache/index*/size"):
+        try:
+            text = Path(path).read_text().strip()
+            sizes.append(int(text[:-1]) << (10 if text[-1] == "K" else 20) if text[-1] in "KM"
+                         else int(text))
+        except (OSError, ValueError, IndexError):
+            continue
+    return max(sizes, default=32 << 20)
+
+
 @functools.lru_cache(maxsize=8)
 def _native_flags(cc: str) -> tuple[str, ...]:
     """The instruction-set flags ``-march=native`` stands for with ``cc``, spelled out.
@@ -217,7 +234,7 @@ class CPUCompiler(Compiler):
         _, openmp, native = _toolchain(self._require_cc())
         flags: tuple[str, ...] = ("-O3", "-std=c11", "-fno-math-errno", "-ffp-contract=off")
         if host_isa:
-            flags += native
+            flags += (*native, f"-DHG_STREAM_BYTES={_last_level_cache()}u")
         return flags + (("-fopenmp",) if openmp else ())
 
     def compile(self, source: str, options: Sequence[str] = ()) -> bytes:

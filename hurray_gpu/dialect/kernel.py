@@ -101,6 +101,9 @@ def scalar(name: str, dtype: str = "u32") -> Param:
 GridFn = Callable[[Mapping[str, Any]], tuple[int, ...]]
 ExtentFn = Callable[[Mapping[str, Any]], Mapping[str, int]]
 ReferenceFn = Callable[[dict[str, Any]], None]
+# A KernelDef tag: each work item walks a long run of elements (the dequant kernels' ``ept``,
+# about a thousand on CPUs), so host C hands a thread fewer items at a time (see cstyle.py).
+LONG_ITEMS = "long_items"
 
 
 @dataclass(frozen=True)

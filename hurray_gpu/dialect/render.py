@@ -13,7 +13,7 @@ from hurray_gpu.dialect.helpers import HELPERS, helpers_for
 from hurray_gpu.dialect.kernel import KernelDef, Param
 from hurray_gpu.errors import UnsupportedOpError
 
-__all__ = ["RENDER_VERSION", "CStyleRenderer", "lint_body", "value_type"]
+__all__ = ["LUT8_CALL", "RENDER_VERSION", "CStyleRenderer", "expand_lut8", "lint_body", "value_type"]
 
 # Bump whenever rendered semantics change: it is hashed into every kernel cache key.
 RENDER_VERSION = 3
@@ -47,6 +47,15 @@ _ACCESS = re.compile(r"\b(LOAD|STORE|ATOMIC_[A-Z]+)\(\s*([A-Za-z_]\w*)\s*,\s*")
 ATOMICS = ("ATOMIC_ADD", "ATOMIC_OR", "ATOMIC_AND", "ATOMIC_XOR", "ATOMIC_MIN", "ATOMIC_MAX",
            "ATOMIC_XCHG", "ATOMIC_CAS")
 _GID = re.compile(r"\bGLOBAL_ID\(\s*([0-9]+)\s*\)")
+# LUT8_STORE(dst, k, tab, w, total);  a statement: for e = 0..7, STORE(dst, k + e, LOAD(tab,
+# nibble e of the u32 w)), nibble 0 the lowest; ``tab`` is a 16-entry private array. ``total``
+# (the output's element count) is a hint: an output too large to stay in cache may bypass it.
+# Every dialect renders the eight statements except where a renderer has a shuffle (host C: two
+# 8-lane permutes and a blend, non-temporal stores past the last-level cache), which is where a
+# scalar lookup per element is the cost. ``k`` is a sum of products of names and literals,
+# ``w`` and ``total`` are names, so the expansion is plain text.
+LUT8_CALL = re.compile(r"\bLUT8_STORE\(\s*(\w+)\s*,\s*([\w +*]+?)\s*,\s*(\w+)\s*,\s*(\w+)\s*,"
+                       r"\s*(\w+)\s*\)\s*;")
 _TYPES = re.compile(r"\b(u32|i32|f32|bool)\b")
 
 VALUE_TYPES = {"u8": "u32", "u16": "u32", "u32": "u32", "i8": "i32", "i16": "i32",
@@ -72,7 +81,8 @@ def lint_body(kernel: KernelDef) -> None:
         raise UnsupportedOpError(f"kernel {kernel.name}: {bad + words} are not in the portable "
                                  "subset", fix="use LOAD/STORE and the u32/i32/f32 types.")
     # BARRIER(): a work-group barrier for buffers and shared arrays (uniform control flow).
-    known = set(INTRINSICS) | set(ATOMICS) | {"LOAD", "STORE", "GLOBAL_ID", "BARRIER"}
+    known = set(INTRINSICS) | set(ATOMICS) | {"LOAD", "STORE", "GLOBAL_ID", "BARRIER",
+                                              "LUT8_STORE"}
     unknown = sorted({n for n in _CALL.findall(text) if n not in known})
     if unknown:
         raise UnsupportedOpError(f"kernel {kernel.name}: unknown intrinsics {unknown}",
@@ -85,6 +95,14 @@ def lint_body(kernel: KernelDef) -> None:
     buffers.update({name: Param(name, "u32", "buffer", "rw") for name, _ in kernel.shared})
     private = {name: Param(name, dtype, "buffer", "rw") for name, dtype, _ in kernel.private}
     buffers.update(private)
+    sizes = {name: count for name, _, count in kernel.private}
+    if text.count("LUT8_STORE(") != len(LUT8_CALL.findall(text)) or any(
+            sizes.get(tab) != 16 for _, _, tab, _, _ in LUT8_CALL.findall(text)):
+        raise UnsupportedOpError(f"kernel {kernel.name}: a LUT8_STORE is not "
+                                 "LUT8_STORE(buffer, index, tab, word, hint); with tab a 16-entry "
+                                 "private array", fix="pass a buffer name, an index sum, a "
+                                 "16-entry private array and a u32 name.")
+    text = expand_lut8(text)
     for op, name in _ACCESS.findall(text):
         param = buffers.get(name)
         if param is None or (op, param.access) in (("LOAD", "w"), ("STORE", "r")) or (
@@ -95,6 +113,19 @@ def lint_body(kernel: KernelDef) -> None:
             raise UnsupportedOpError(f"kernel {kernel.name}: {op} of {name!r}, {what}",
                                      fix="declare it as LOAD (r, rw), STORE (w, rw) or ATOMIC_* "
                                      "(an rw u32 buffer, not a private array) needs.")
+
+
+def expand_lut8(text: str) -> str:
+    """``text`` with every LUT8_STORE statement written out as its eight STOREs."""
+    def eight(m: re.Match[str]) -> str:
+        dst, k, tab, w, _ = m.groups()
+        line = m.string[m.string.rfind("\n", 0, m.start()) + 1:m.start()]
+        return ("\n" + " " * (len(line) - len(line.lstrip()))).join(
+            f"STORE({dst}, {k}{f' + {e}u' if e else ''}, LOAD({tab}, "
+            f"{f'{w} & 15u' if e == 0 else f'{w} >> 28u' if e == 7 else f'({w} >> {4 * e}u) & 15u'}));"
+            for e in range(8))
+
+    return LUT8_CALL.sub(eight, text)
 
 
 def atomics_used(kernel: KernelDef) -> list[tuple[str, str]]:
@@ -192,7 +223,7 @@ class CStyleRenderer:
 
     def body(self, kernel: KernelDef, indent: str = "    ") -> str:
         """The translated body, re-indented."""
-        text = textwrap.dedent(self.translate(kernel.body)).strip()
+        text = textwrap.dedent(self.translate(self.lut8(kernel))).strip()
         decls: list[str] = []
         if kernel.shared and self.shared_decl:
             decls += [self.translate(self.shared_decl.format(name=n, count=c))
@@ -205,6 +236,11 @@ class CStyleRenderer:
         return textwrap.indent(text, indent)
 
     # -- hooks --------------------------------------------------------------------------
+    def lut8(self, kernel: KernelDef) -> str:
+        """The body with its ``LUT8_STORE`` statements in this dialect's subset text (here:
+        the eight STOREs; host C has a shuffle)."""
+        return expand_lut8(kernel.body)
+
     def render_accessors(self, kernel: KernelDef) -> str:
         """Per-buffer ``load_<b>``/``store_<b>``; C dialects use macros over the params."""
         lines = []

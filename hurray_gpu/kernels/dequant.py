@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from hurray_gpu.dialect.compose import Piece, compose_kernel
-from hurray_gpu.dialect.kernel import FLOAT_TYPES, KernelDef, Param, buf, scalar
+from hurray_gpu.dialect.kernel import FLOAT_TYPES, LONG_ITEMS, KernelDef, Param, buf, scalar
 from hurray_gpu.errors import UnsupportedOpError
 from hurray_gpu.format.dtypes import by_name
 
@@ -287,10 +287,14 @@ class Variant:
     code_at: str = ""  # "": codes at i, hoisted 4-/8-bit loops; else where the general loop
     pre: Piece | str = ""  # reads them, after this per-element piece
     drops: tuple[str, ...] = ()  # dense scalars the index mapping does not use
+    # ``store`` of the lookups of the eight nibbles of ``w`` into elements k..k+7, as one
+    # LUT8_STORE statement (its last argument the output's size), when ``store`` is a plain one
+    lut8: str = ""
 
 
 _DST_STORE = Piece("store", "STORE(dst, $k, $v);")
-DENSE = Variant(ITEM_START, _DST_STORE)
+DENSE = Variant(ITEM_START, _DST_STORE, lut8="LUT8_STORE(dst, k, tab, w, n);")
+
 
 
 def _formula(element: Element, store: Piece, kind: str) -> Piece:
@@ -304,6 +308,15 @@ def _general(element: Element, variant: Variant, kind: str) -> Piece:
     code = CODE_LOAD.fill(at=variant.code_at or "i")
     return _GENERAL.fill(pre=variant.pre, code=code, check=element.check,
                          formula=_formula(element, variant.store, kind))
+
+
+def _quad(variant: Variant, lookup: Callable[[str, str], Piece]) -> Piece | str:
+    """The eight lookups of the nibbles of ``w`` into elements ``k .. k + 7``: the variant's
+    LUT8_STORE form of its store where it has one (renderers may make it a shuffle)."""
+    if variant.lut8:
+        return variant.lut8
+    return Piece("quad", "\n".join(f"$e{e}" for e in range(8))).fill(
+        **{f"e{e}": lookup(f"k + {e}u" if e else "k", _nibble(e)) for e in range(8)})
 
 
 def _hoisted(element: Element, variant: Variant, kind: str) -> Piece:
@@ -332,8 +345,7 @@ def _hoisted(element: Element, variant: Variant, kind: str) -> Piece:
     nibbles = _TABLE.fill(
         run=f"{TABLE_RUN}u", build=one("c", "c", tab),
         odd=lookup("i", odd), last=lookup("i", last), pairs=pairs,
-        quad=Piece("quad", "\n".join(f"$e{e}" for e in range(8))).fill(
-            **{f"e{e}": lookup(f"k + {e}u" if e else "k", _nibble(e)) for e in range(8)}),
+        quad=_quad(variant, lookup),
         lo=lookup("k", "pair & 15u"), hi=lookup("k + 1u", "pair >> 4u"))
     fast = f" && {element.fast}" if element.fast else ""
     return _HOISTED.fill(if4=f"bits == 4u{fast}", if8=f"bits == 8u && doff == 0u{fast}",
@@ -552,7 +564,7 @@ AFFINE = Scheme(
     "affine", (buf("data", "u8"), buf("scales", "u8"), buf("zps", "u8"), buf("err", "u32", "w")),
     tuple(scalar(name, _SCALAR_TYPES.get(name, "u32")) for name in _AFFINE_SCALARS),
     _AFFINE_PRELUDE, _AFFINE_LOOKUP, Piece("affine loops", "$e0"), (_AFFINE_ELEMENT,),
-    reference_affine, _affine_extents, ("dequant",),
+    reference_affine, _affine_extents, ("dequant", "host_isa", LONG_ITEMS),
     "Affine dequantization (per-tensor/channel/block) of any storage type to")
 
 # -- table-driven: NF4, MXFP, and unpacking of sub-byte and small-float tensors -----------------
@@ -643,8 +655,8 @@ LUT = Scheme(
             $e1
         }
 """), (_NF4_ELEMENT, _LUT_ELEMENT), reference_lut, _lut_extents,
-    # host_isa: AVX-512 vectorises the 16-entry table builds (cpu backend flag).
-    ("dequant", "host_isa"), "Table-driven NF4 / MXFP dequantization or small-type unpacking to")
+    # host_isa: the host's vector units build the 16-entry tables and run LUT8_STORE.
+    ("dequant", "host_isa", LONG_ITEMS), "Table-driven NF4 / MXFP dequantization or small-type unpacking to")
 SCHEMES = (AFFINE, LUT)
 
 

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from hurray_gpu.dialect.compose import Piece
-from hurray_gpu.dialect.kernel import KernelDef, Param, buf, scalar
+from hurray_gpu.dialect.kernel import LONG_ITEMS, KernelDef, Param, buf, scalar
 from hurray_gpu.kernels.dequant import (
     DENSE,
     MAGIC_SCALARS,
@@ -127,7 +127,7 @@ def _fused(scheme: Scheme, out: str, addr: str) -> KernelDef:
     inputs = tuple(buf(p.name, p.dtype, "rw") if p.name == "err" else p for p in scheme.inputs)
     return dequant_kernel(
         scheme, kind, variant, suffix=f"_{addr}", inputs=inputs, extra=extra, grid=item_grid,
-        extents=extents, reference=reference, local_size=(64, 1, 1), tags=("layout", "dequant"),
+        extents=extents, reference=reference, local_size=(64, 1, 1), tags=("layout", "dequant", LONG_ITEMS),
         doc=f"{scheme.doc} {out} — reading storage through {addr} addressing.")
 
 
@@ -245,7 +245,7 @@ _PAGED_HEAD = Piece("paged items", """
 """)
 _PAGED_STORE = Piece("paged store", "STORE(dst, $k + shift, $v);")
 _PAGED = Variant(RESTART.fill(head=_PAGED_HEAD.fill(hdr=f"{PAGED_IX_HEADER}u")), _PAGED_STORE,
-                 drops=MAGIC_SCALARS)
+                 drops=MAGIC_SCALARS, lut8="LUT8_STORE(dst, k + shift, tab, w, n);")
 # 1.0 in each affine scale type (f16, bf16, f32), little-endian.
 _ONE = {1: b"\x00\x3c", 2: b"\x80\x3f", 3: b"\x00\x00\x80\x3f"}
 
@@ -300,7 +300,7 @@ def _paged(scheme: Scheme, out: str) -> KernelDef:
         extra=(scalar("row"), scalar("ntok"), scalar("nix")),
         grid=lambda s: (-(-int(s["row"]) // max(int(s["ept"]), 1)), int(s["ntok"])),
         extents=extents, reference=reference, local_size=(64, 1, 1),
-        tags=("layout", "dequant", "paged"),
+        tags=("layout", "dequant", "paged", LONG_ITEMS),
         doc=f"{scheme.doc} {out} — read from a block-paged pool through its block table.")
 
 

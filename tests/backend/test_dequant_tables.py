@@ -112,3 +112,70 @@ def test_private_arrays_are_checked() -> None:
             kernel("", bad)
     assert table_private("bf16") == (("tab", "u32", 16),)
     assert table_private("f32") == (("tab", "f32", 16),)
+
+
+def _lut8_kernel(dst: str, tab: str) -> KernelDef:
+    """Eight nibble lookups per work item into ``dst`` (f32 or u16) through LUT8_STORE."""
+    from hurray_gpu.dialect.kernel import buf, scalar
+
+    value = "F32(c) * 0.75f - 5.0f" if tab == "f32" else "c * 4099u + 7u"
+    return KernelDef(
+        name=f"lut8_probe_{dst}", params=(buf("dst", dst, "w"), buf("words", "u32"),
+                                         scalar("n")),
+        body=f"""
+            u32 g = GLOBAL_ID(0);
+            if (g * 8u >= n) return;
+            for (u32 c = 0u; c < 16u; c++) STORE(tab, c, {value});
+            u32 w = LOAD(words, g);
+            LUT8_STORE(dst, g * 8u, tab, w, n);
+        """, grid=lambda s: (int(s["n"]) // 8,),
+        extents=lambda s: {"dst": int(s["n"]), "words": int(s["n"]) // 8},
+        reference=lambda a: None, private=(("tab", tab, 16),))
+
+
+@pytest.mark.parametrize("dst,tab", [("f32", "f32"), ("u16", "u32")])
+def test_lut8_store_is_eight_lookups(kernel_device: Device, dst: str, tab: str) -> None:
+    # The host renders LUT8_STORE as a shuffle, the others as eight stores: both must be
+    # table[nibble e of the word] into element 8g + e, nibble 0 the lowest.
+    words = _rng("lut8", dst).integers(0, 1 << 32, 512, dtype=np.uint64).astype(np.uint32)
+    nibbles = (words[:, None] >> (4 * np.arange(8, dtype=np.uint32))) & 15
+    codes = np.arange(16)
+    table = (codes.astype(np.float32) * np.float32(0.75) - np.float32(5.0)) if tab == "f32" \
+        else (codes * 4099 + 7).astype(np.uint16)
+    want = table[nibbles.reshape(-1)]
+    out = Buffer(kernel_device, want.nbytes)
+    kernel_device.run(_lut8_kernel(dst, tab), out, Buffer.from_bytes(kernel_device, words),
+                      n=want.size)
+    assert np.array_equal(out.numpy(want.dtype), want)
+
+
+def test_lut8_store_must_name_a_16_entry_table() -> None:
+    def lint(call: str, private: tuple = (("tab", "f32", 16),)) -> None:
+        from hurray_gpu.dialect.kernel import buf
+
+        lint_body(KernelDef(name="k", params=(buf("dst", "f32", "w"),), body=call,
+                            grid=lambda s: (1,), extents=lambda s: {},
+                            reference=lambda a: None, private=private))
+
+    lint("u32 w = 0u; u32 n = 8u; LUT8_STORE(dst, 0u, tab, w, n);")
+    for bad, private in (("LUT8_STORE(dst, 0u, tab, w, n);", (("tab", "f32", 8),)),
+                         ("LUT8_STORE(dst, (0u), tab, w, n);", (("tab", "f32", 16),)),
+                         ("LUT8_STORE(dst, 0u, tab, w);", (("tab", "f32", 16),))):
+        with pytest.raises(Exception, match="LUT8_STORE"):
+            lint("u32 w = 0u; u32 n = 8u; " + bad, private)
+    with pytest.raises(Exception, match="STORE of 'src'"):
+        lint("u32 w = 0u; u32 n = 8u; LUT8_STORE(src, 0u, tab, w, n);")
+
+
+@pytest.mark.parametrize("out", ["float32", "bfloat16"])
+def test_outputs_past_the_last_level_cache(out: str) -> None:
+    # Outputs larger than the host's last-level cache bypass it (non-temporal stores where a
+    # lookup's destination is aligned, plain ones where a row starts mid-vector).
+    from hurray_gpu.backends.cpu import _last_level_cache
+
+    cols = 4097  # odd rows: half the rows start mid-byte and off the vector alignment
+    rows = _last_level_cache() // 2 // cols + 8
+    t = random_quantized(_rng("big", out), "nf4", "uint4", (rows, cols), axis=1, block_size=64)
+    want = _bits(dequantize(t, out, device="reference"))
+    assert want.nbytes > _last_level_cache()
+    assert np.array_equal(_bits(dequantize(t, out, device="cpu")), want)

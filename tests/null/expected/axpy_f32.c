@@ -11,7 +11,6 @@ static inline int32_t hg_imax(int32_t a, int32_t b) { return a > b ? a : b; }
 #ifdef _OPENMP
 #include <omp.h>
 #endif
-#define HG_CHUNK 4096
 
 #define load_y(hg_i) (y[(hg_i)])
 #define store_y(hg_i, hg_v) (y[(hg_i)] = (float)((hg_v)))
@@ -30,7 +29,7 @@ void axpy_f32(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0, int64_t h
     float a = hg_as_f32(hg_words[0]);
     uint32_t n = hg_words[1];
     int64_t hg_total = hg_n0 * hg_n1 * hg_n2;
-    int64_t hg_size = HG_CHUNK;
+    int64_t hg_size = 4096;
     int64_t hg_chunks = (hg_total + hg_size - 1) / hg_size;
 #ifdef _OPENMP
     int64_t hg_want = 8 * (int64_t)omp_get_max_threads();

@@ -125,13 +125,13 @@ __kernel __attribute__((reqd_work_group_size(64, 1, 1))) void dequant_lut_f16_pa
                                 | (load_data(b + 3u) << 24u);
                         uint k = i + 8u * j;
                         store_dst(k + shift, load_tab(w & 15u));
-                        store_dst((k + 1u) + shift, load_tab((w >> 4u) & 15u));
-                        store_dst((k + 2u) + shift, load_tab((w >> 8u) & 15u));
-                        store_dst((k + 3u) + shift, load_tab((w >> 12u) & 15u));
-                        store_dst((k + 4u) + shift, load_tab((w >> 16u) & 15u));
-                        store_dst((k + 5u) + shift, load_tab((w >> 20u) & 15u));
-                        store_dst((k + 6u) + shift, load_tab((w >> 24u) & 15u));
-                        store_dst((k + 7u) + shift, load_tab(w >> 28u));
+                        store_dst(k + shift + 1u, load_tab((w >> 4u) & 15u));
+                        store_dst(k + shift + 2u, load_tab((w >> 8u) & 15u));
+                        store_dst(k + shift + 3u, load_tab((w >> 12u) & 15u));
+                        store_dst(k + shift + 4u, load_tab((w >> 16u) & 15u));
+                        store_dst(k + shift + 5u, load_tab((w >> 20u) & 15u));
+                        store_dst(k + shift + 6u, load_tab((w >> 24u) & 15u));
+                        store_dst(k + shift + 7u, load_tab(w >> 28u));
                     }
                     i = i + 8u * nquad;
                     uint npair = (end - i) >> 1u;
@@ -245,13 +245,13 @@ __kernel __attribute__((reqd_work_group_size(64, 1, 1))) void dequant_lut_f16_pa
                                 | (load_data(b + 3u) << 24u);
                         uint k = i + 8u * j;
                         store_dst(k + shift, load_tab(w & 15u));
-                        store_dst((k + 1u) + shift, load_tab((w >> 4u) & 15u));
-                        store_dst((k + 2u) + shift, load_tab((w >> 8u) & 15u));
-                        store_dst((k + 3u) + shift, load_tab((w >> 12u) & 15u));
-                        store_dst((k + 4u) + shift, load_tab((w >> 16u) & 15u));
-                        store_dst((k + 5u) + shift, load_tab((w >> 20u) & 15u));
-                        store_dst((k + 6u) + shift, load_tab((w >> 24u) & 15u));
-                        store_dst((k + 7u) + shift, load_tab(w >> 28u));
+                        store_dst(k + shift + 1u, load_tab((w >> 4u) & 15u));
+                        store_dst(k + shift + 2u, load_tab((w >> 8u) & 15u));
+                        store_dst(k + shift + 3u, load_tab((w >> 12u) & 15u));
+                        store_dst(k + shift + 4u, load_tab((w >> 16u) & 15u));
+                        store_dst(k + shift + 5u, load_tab((w >> 20u) & 15u));
+                        store_dst(k + shift + 6u, load_tab((w >> 24u) & 15u));
+                        store_dst(k + shift + 7u, load_tab(w >> 28u));
                     }
                     i = i + 8u * nquad;
                     uint npair = (end - i) >> 1u;

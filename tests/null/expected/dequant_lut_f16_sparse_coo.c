@@ -11,7 +11,6 @@ static inline int32_t hg_imax(int32_t a, int32_t b) { return a > b ? a : b; }
 #ifdef _OPENMP
 #include <omp.h>
 #endif
-#define HG_CHUNK 4096
 
 static inline uint32_t hg_f32_to_f16(float v) {
     uint32_t b = hg_as_u32(v);
@@ -197,7 +196,7 @@ void dequant_lut_f16_sparse_coo(void **hg_bufs, const uint32_t *hg_words, int64_
     uint32_t nix = hg_words[11];
     uint32_t rank = hg_words[12];
     int64_t hg_total = hg_n0 * hg_n1 * hg_n2;
-    int64_t hg_size = HG_CHUNK;
+    int64_t hg_size = 4096;
     int64_t hg_chunks = (hg_total + hg_size - 1) / hg_size;
 #ifdef _OPENMP
     int64_t hg_want = 8 * (int64_t)omp_get_max_threads();

@@ -11,7 +11,44 @@ static inline int32_t hg_imax(int32_t a, int32_t b) { return a > b ? a : b; }
 #ifdef _OPENMP
 #include <omp.h>
 #endif
-#define HG_CHUNK 4096
+
+#ifndef HG_STREAM_BYTES
+#define HG_STREAM_BYTES (32u << 20)
+#endif
+#define hg_big(total, size) ((uint64_t)(total) * (size) > (uint64_t)HG_STREAM_BYTES)
+#if defined(__AVX2__)
+#include <immintrin.h>
+static inline __m256i hg_lut8_pick(const void *tab, uint32_t w) {
+    __m256i ix = _mm256_srlv_epi32(_mm256_set1_epi32((int)w),
+                                   _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28));
+    __m256 lo = _mm256_permutevar8x32_ps(_mm256_loadu_ps((const float *)tab), ix);
+    __m256 hi = _mm256_permutevar8x32_ps(_mm256_loadu_ps((const float *)tab + 8), ix);
+    return _mm256_castps_si256(_mm256_blendv_ps(lo, hi,
+                                                _mm256_castsi256_ps(_mm256_slli_epi32(ix, 28))));
+}
+static inline void hg_lut8_f32(float *restrict d, const float *tab, uint32_t w, int big) {
+    __m256i v = hg_lut8_pick(tab, w);
+    if (big && ((uintptr_t)d & 31u) == 0u) _mm256_stream_si256((__m256i *)(void *)d, v);
+    else _mm256_storeu_si256((__m256i *)(void *)d, v);
+}
+static inline void hg_lut8_u16(uint16_t *restrict d, const uint32_t *tab, uint32_t w, int big) {
+    __m256i v = hg_lut8_pick(tab, w);
+    __m128i p = _mm_packus_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    if (big && ((uintptr_t)d & 15u) == 0u) _mm_stream_si128((__m128i *)(void *)d, p);
+    else _mm_storeu_si128((__m128i *)(void *)d, p);
+}
+static inline void hg_lut8_fence(void) { _mm_sfence(); }
+#else
+static inline void hg_lut8_f32(float *restrict d, const float *tab, uint32_t w, int big) {
+    (void)big;
+    for (int e = 0; e < 8; e++) d[e] = tab[(w >> (4 * e)) & 15u];
+}
+static inline void hg_lut8_u16(uint16_t *restrict d, const uint32_t *tab, uint32_t w, int big) {
+    (void)big;
+    for (int e = 0; e < 8; e++) d[e] = (uint16_t)tab[(w >> (4 * e)) & 15u];
+}
+static inline void hg_lut8_fence(void) {}
+#endif
 
 #define store_dst(hg_i, hg_v) (dst[(hg_i)] = (float)((hg_v)))
 #define load_data(hg_i) ((uint32_t)(data[(hg_i)]))
@@ -121,14 +158,7 @@ static inline void dequant_lut_f32_paged_item(uint32_t hg_gid0, uint32_t hg_gid1
                         uint32_t w = load_data(b) | (load_data(b + 1u) << 8u) | (load_data(b + 2u) << 16u)
                                 | (load_data(b + 3u) << 24u);
                         uint32_t k = i + 8u * j;
-                        store_dst(k + shift, load_tab(w & 15u));
-                        store_dst((k + 1u) + shift, load_tab((w >> 4u) & 15u));
-                        store_dst((k + 2u) + shift, load_tab((w >> 8u) & 15u));
-                        store_dst((k + 3u) + shift, load_tab((w >> 12u) & 15u));
-                        store_dst((k + 4u) + shift, load_tab((w >> 16u) & 15u));
-                        store_dst((k + 5u) + shift, load_tab((w >> 20u) & 15u));
-                        store_dst((k + 6u) + shift, load_tab((w >> 24u) & 15u));
-                        store_dst((k + 7u) + shift, load_tab(w >> 28u));
+                        hg_lut8_f32(dst + (k + shift), tab, w, hg_big(n, 4u));
                     }
                     i = i + 8u * nquad;
                     uint32_t npair = (end - i) >> 1u;
@@ -241,14 +271,7 @@ static inline void dequant_lut_f32_paged_item(uint32_t hg_gid0, uint32_t hg_gid1
                         uint32_t w = load_data(b) | (load_data(b + 1u) << 8u) | (load_data(b + 2u) << 16u)
                                 | (load_data(b + 3u) << 24u);
                         uint32_t k = i + 8u * j;
-                        store_dst(k + shift, load_tab(w & 15u));
-                        store_dst((k + 1u) + shift, load_tab((w >> 4u) & 15u));
-                        store_dst((k + 2u) + shift, load_tab((w >> 8u) & 15u));
-                        store_dst((k + 3u) + shift, load_tab((w >> 12u) & 15u));
-                        store_dst((k + 4u) + shift, load_tab((w >> 16u) & 15u));
-                        store_dst((k + 5u) + shift, load_tab((w >> 20u) & 15u));
-                        store_dst((k + 6u) + shift, load_tab((w >> 24u) & 15u));
-                        store_dst((k + 7u) + shift, load_tab(w >> 28u));
+                        hg_lut8_f32(dst + (k + shift), tab, w, hg_big(n, 4u));
                     }
                     i = i + 8u * nquad;
                     uint32_t npair = (end - i) >> 1u;
@@ -371,7 +394,7 @@ void dequant_lut_f32_paged(void **hg_bufs, const uint32_t *hg_words, int64_t hg_
     uint32_t ntok = hg_words[12];
     uint32_t nix = hg_words[13];
     int64_t hg_total = hg_n0 * hg_n1 * hg_n2;
-    int64_t hg_size = HG_CHUNK;
+    int64_t hg_size = 32;
     int64_t hg_chunks = (hg_total + hg_size - 1) / hg_size;
 #ifdef _OPENMP
     int64_t hg_want = 8 * (int64_t)omp_get_max_threads();
@@ -393,5 +416,6 @@ void dequant_lut_f32_paged(void **hg_bufs, const uint32_t *hg_words, int64_t hg_
                 if (++hg_y == (uint32_t)hg_n1) { hg_y = 0; hg_z++; }
             }
         }
+        hg_lut8_fence();
     }
 }

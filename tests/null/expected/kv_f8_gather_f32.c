@@ -11,7 +11,6 @@ static inline int32_t hg_imax(int32_t a, int32_t b) { return a > b ? a : b; }
 #ifdef _OPENMP
 #include <omp.h>
 #endif
-#define HG_CHUNK 4096
 
 #define store_kdst(hg_i, hg_v) (kdst[(hg_i)] = (float)((hg_v)))
 #define store_vdst(hg_i, hg_v) (vdst[(hg_i)] = (float)((hg_v)))
@@ -70,7 +69,7 @@ void kv_f8_gather_f32(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0, i
     uint32_t row = hg_words[2];
     uint32_t num_slots = hg_words[3];
     int64_t hg_total = hg_n0 * hg_n1 * hg_n2;
-    int64_t hg_size = HG_CHUNK;
+    int64_t hg_size = 4096;
     int64_t hg_chunks = (hg_total + hg_size - 1) / hg_size;
 #ifdef _OPENMP
     int64_t hg_want = 8 * (int64_t)omp_get_max_threads();

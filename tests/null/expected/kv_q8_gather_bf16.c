@@ -11,7 +11,6 @@ static inline int32_t hg_imax(int32_t a, int32_t b) { return a > b ? a : b; }
 #ifdef _OPENMP
 #include <omp.h>
 #endif
-#define HG_CHUNK 4096
 
 static inline uint32_t hg_f32_to_bf16(float v) {
     uint32_t b = hg_as_u32(v);
@@ -77,7 +76,7 @@ void kv_q8_gather_bf16(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0, 
     uint32_t row = hg_words[2];
     uint32_t num_slots = hg_words[3];
     int64_t hg_total = hg_n0 * hg_n1 * hg_n2;
-    int64_t hg_size = HG_CHUNK;
+    int64_t hg_size = 4096;
     int64_t hg_chunks = (hg_total + hg_size - 1) / hg_size;
 #ifdef _OPENMP
     int64_t hg_want = 8 * (int64_t)omp_get_max_threads();

@@ -11,7 +11,6 @@ static inline int32_t hg_imax(int32_t a, int32_t b) { return a > b ? a : b; }
 #ifdef _OPENMP
 #include <omp.h>
 #endif
-#define HG_CHUNK 4096
 
 #define store_dst(hg_i, hg_v) (dst[(hg_i)] = (uint8_t)((hg_v)))
 #define load_src(hg_i) ((uint32_t)(src[(hg_i)]))
@@ -63,7 +62,7 @@ void layout_sep_packed(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0, 
     uint32_t doff = hg_words[8];
     uint32_t nsrc = hg_words[9];
     int64_t hg_total = hg_n0 * hg_n1 * hg_n2;
-    int64_t hg_size = HG_CHUNK;
+    int64_t hg_size = 4096;
     int64_t hg_chunks = (hg_total + hg_size - 1) / hg_size;
 #ifdef _OPENMP
     int64_t hg_want = 8 * (int64_t)omp_get_max_threads();

@@ -11,7 +11,6 @@ static inline int32_t hg_imax(int32_t a, int32_t b) { return a > b ? a : b; }
 #ifdef _OPENMP
 #include <omp.h>
 #endif
-#define HG_CHUNK 4096
 
 #define load_b0_x(hg_i) (b0_x[(hg_i)])
 #define load_b1_y(hg_i) (b1_y[(hg_i)])
@@ -38,7 +37,7 @@ void vyre_3a49e86767270a58(void **hg_bufs, const uint32_t *hg_words, int64_t hg_
     uint32_t n0 = hg_words[0];
     uint32_t n1 = hg_words[1];
     int64_t hg_total = hg_n0 * hg_n1 * hg_n2;
-    int64_t hg_size = HG_CHUNK;
+    int64_t hg_size = 4096;
     int64_t hg_chunks = (hg_total + hg_size - 1) / hg_size;
 #ifdef _OPENMP
     int64_t hg_want = 8 * (int64_t)omp_get_max_threads();

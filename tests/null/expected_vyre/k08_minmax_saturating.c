@@ -11,7 +11,6 @@ static inline int32_t hg_imax(int32_t a, int32_t b) { return a > b ? a : b; }
 #ifdef _OPENMP
 #include <omp.h>
 #endif
-#define HG_CHUNK 4096
 
 static inline uint32_t hg_umulhi(uint32_t a, uint32_t b) {
     return (uint32_t)(((uint64_t)a * b) >> 32);
@@ -64,7 +63,7 @@ void vyre_ed6cb5d0d1bc3b12(void **hg_bufs, const uint32_t *hg_words, int64_t hg_
     uint32_t n1 = hg_words[1];
     uint32_t n2 = hg_words[2];
     int64_t hg_total = hg_n0 * hg_n1 * hg_n2;
-    int64_t hg_size = HG_CHUNK;
+    int64_t hg_size = 4096;
     int64_t hg_chunks = (hg_total + hg_size - 1) / hg_size;
 #ifdef _OPENMP
     int64_t hg_want = 8 * (int64_t)omp_get_max_threads();
