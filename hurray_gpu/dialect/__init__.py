@@ -16,6 +16,10 @@ The subset (checked by :func:`lint_body`):
   ``UMULHI(a, b)`` (high 32 bits of the u32 product); ``F16_BITS_TO_F32``/``BF16_BITS_TO_F32``
   (widen raw 16-bit patterns) and ``F32_TO_F16_BITS``/``F32_TO_BF16_BITS`` (round to nearest
   even, NaN payloads as NumPy/ml_dtypes), the same portable helpers on every dialect;
+- ``LUT8_STORE(buf, k, tab, w, total);`` stores ``LOAD(tab, nibble e of w)`` to elements
+  ``k + e`` (e = 0..7) of ``buf``, with ``tab`` a 16-entry private array and ``total`` the
+  output's size (a hint); host C renders it as a vector shuffle, the other dialects as the
+  eight STOREs;
 - ``KernelDef.private`` arrays (per work item, u32/i32/f32, small) and ``shared`` arrays are
   reached with ``LOAD``/``STORE`` like buffers;
 - ``if``/``else``, ``for``, ``while``, ``break``, ``continue``, ``return;``, declarations,
