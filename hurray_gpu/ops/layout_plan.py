@@ -54,7 +54,8 @@ class DensePlan:
         scalars: the gather kernel's scalars.
         span: every computed offset ``so`` lies in ``[0, span)``.
         doff: the byte where ``so = 0`` lies in buffer 0.
-        xcontig: sep only: neighbours along the last axis are mostly neighbours in storage.
+        xcontig: sep only: neighbours along the last axis are mostly neighbours in storage
+            (1), and every one of them is (2: a row is one storage run).
     """
 
     addr: str
@@ -66,7 +67,7 @@ class DensePlan:
     scalars: dict[str, int] = field(default_factory=dict)
     span: int = 0
     doff: int = 0
-    xcontig: bool = False
+    xcontig: int = 0
 
 
 def dims_of(desc: Any) -> tuple[int, ...]:
@@ -148,12 +149,14 @@ def _regions(dims: tuple[int, ...], base: int) -> list[tuple[int, int, int, int]
             (0, max(rank - 2, 0), nz, base & _MASK)]
 
 
-def _x_contiguous(records: np.ndarray, region: tuple[int, int, int, int]) -> bool:
-    """Whether at least 3/4 of the first 4096 x-table steps are +1 (rows are storage runs,
-    or tiles at least 4 elements wide)."""
+def _x_contiguous(records: np.ndarray, region: tuple[int, int, int, int]) -> int:
+    """2 when the first 4096 x-table steps are all +1 (rows are storage runs), 1 when at least
+    3/4 of them are (tiles at least 4 elements wide), else 0."""
     d0, nd, entries, _ = region
     head = ref_axis_entries(records, min(entries, 4096), d0, nd, 0).astype(np.int64)
-    return head.size > 1 and 4 * int((np.diff(head) == 1).sum()) >= 3 * (head.size - 1)
+    ones = int((np.diff(head) == 1).sum())
+    return 0 if head.size <= 1 or 4 * ones < 3 * (head.size - 1) else \
+        2 if ones == head.size - 1 else 1
 
 
 def _word(item: int, byte_offset: int) -> int:
@@ -357,18 +360,20 @@ def blocks(dev: Any, plan: DensePlan) -> tuple[int, int]:
 
     GPUs (and pocl/lavapipe, which vectorise across work items) take one element per item
     (and run the per-element kernel instead). Host C runs items in sequence, each a block
-    whose inner loop is a plain table-indexed copy: one long row run when rows are mostly
-    storage runs (row-major, strided, tiled: few streams for the prefetcher), else 16 rows of
-    64 to 256 elements, so a column-major or Morton source is read in whole 64-byte lines.
-    Blocks are as large as still leaves every core a chunk of items. Measured on 4096 x 4096
-    float32: tiled 0.54 -> 0.65 of copy going from 64 x 16 blocks to row runs; Morton
-    0.50 -> 0.62 and column-major 0.15 -> 0.28 going to 256 x 16.
+    whose inner loop is a plain table-indexed copy: one long row run when every row is one
+    storage run (row-major, strided: few streams for the prefetcher); a band of whole tiles,
+    128 x 32, when rows are runs of tiles (as row runs, each output row read a few lines
+    every tile of the source, a new page every few dozen elements); else 16 rows of 64 to 256
+    elements, so a column-major or Morton source is read in whole 64-byte lines. Blocks are as
+    large as still leaves every core a chunk of items.
     """
     if getattr(dev, "dialect", "") != "c":
         return 1, 1
     nx, ny = int(plan.scalars["nx"]), int(plan.scalars["ny"])
-    if plan.xcontig:
+    if plan.xcontig == 2:
         return min(nx, max(64, plan.count // (_HOST_CHUNK * _HOST_THREADS))), 1
+    if plan.xcontig:
+        return min(128, nx), min(32, ny)
     by = min(16, ny)
     per_item = plan.count // (_HOST_CHUNK * _HOST_THREADS * by)
     return min(256, nx, max(64, per_item)), by

@@ -96,3 +96,23 @@ def test_word_gather_reference_is_the_spec_gather() -> None:
         args[name] = ref_axis_entries(plan.records, n, d0, nd, base)
     gather_kernel("sep", "u8").reference(args)
     assert np.array_equal(args["dst"], src[dense_offsets(desc).reshape(-1)])
+
+
+def test_host_blocks_follow_the_storage_runs() -> None:
+    # Rows that are one storage run are copied as row runs; rows of tiles in bands of whole
+    # tiles (as rows, each output row reads a few lines of every tile); the rest in 16-row
+    # blocks.
+    from hurray_gpu.backends.cpu import DEVICE as CPU
+    from hurray_gpu.format.descriptor.layouts import ColMajor, RowMajor
+    from hurray_gpu.ops.layout_plan import blocks
+
+    def plan(layout: object, side: int = 256) -> object:
+        dtype = by_name("float32")
+        desc = TensorDescriptor(dtype, (side, side), layout, (BufferHandle(4 * side * side, 64),))
+        return plan_dense(desc, 4 * side * side)
+
+    assert [plan(lay).xcontig for lay in (RowMajor(), Tiled((32, 32)), ColMajor(),
+                                          Morton((8, 8)))] == [2, 1, 0, 0]
+    assert blocks(CPU, plan(Tiled((32, 32)))) == (128, 32)
+    assert blocks(CPU, plan(RowMajor()))[1] == 1
+    assert blocks(CPU, plan(ColMajor()))[1] == 16
