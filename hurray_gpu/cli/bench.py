@@ -310,9 +310,14 @@ def run(args: argparse.Namespace) -> int:
         from hurray_gpu.cli.bench_readme import update_readme
 
         problems = update_readme(Path(args.readme), find_bench_dir().parent)
+        print(f"wrote README.md and docs/bench/ from {args.readme}")
         for line in problems:
             print(f"not shown: {line}", file=sys.stderr)
-        print(f"wrote README.md and docs/bench/ from {args.readme}")
+        if problems:
+            print(f"error: {len(problems)} part(s) of the run are missing from README.md. Fix: "
+                  "rerun `hurray-gpu bench --out DIR` with this checkout (a suite missing from "
+                  "DIR is missing from the README), then `hurray-gpu bench --readme DIR`.",
+                  file=sys.stderr)
         return 1 if problems else 0
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
