@@ -23,7 +23,7 @@ from hurray_gpu.runtime.buffer import Buffer
 from hurray_gpu.runtime.stream import Event
 
 __all__ = ["Stats", "Timed", "copy_roof", "interleaved", "median_s", "on_device", "on_host",
-           "parse_args"]
+           "parse_args", "ratio", "rounds", "spread", "stats_s"]
 
 # A timed call: runs the work once and returns the seconds it took.
 Timed = Callable[[], float]
@@ -31,13 +31,24 @@ Timed = Callable[[], float]
 
 def median_s(fn: Callable[[], Any], runs: int) -> float:
     """Median wall seconds of ``fn`` over ``runs`` calls, after one warm-up call."""
-    fn()
-    samples = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
+    return stats_s(fn, runs).median
+
+
+def stats_s(fn: Callable[[], Any], runs: int) -> Stats:
+    """Wall seconds of ``fn`` over ``runs`` calls, after one warm-up call."""
+    return Stats.of(rounds({"fn": on_host(fn)}, runs)["fn"])
+
+
+def spread(values: list[float]) -> tuple[float, list[float]]:
+    """(median, [min, max]) of ``values``: how every JSON report states a measured quantity."""
+    return statistics.median(values), [min(values), max(values)]
+
+
+def ratio(num: list[float], den: list[float], scale: float = 1.0) -> tuple[float, list[float]]:
+    """``scale * num[i] / den[i]`` per round, as :func:`spread`: the ratio of two calls timed in
+    the same rounds (pass the peer's seconds as ``num`` and ours as ``den`` for our speed over
+    the peer's)."""
+    return spread([scale * a / b for a, b in zip(num, den, strict=True)])
 
 
 @dataclass(frozen=True)
@@ -69,13 +80,19 @@ class Stats:
 def interleaved(calls: dict[str, Timed], runs: int) -> dict[str, Stats]:
     """Each timed call's seconds over ``runs`` rounds in which the calls take turns, after one
     untimed warm-up round."""
+    return {name: Stats.of(got) for name, got in rounds(calls, runs).items()}
+
+
+def rounds(calls: dict[str, Timed], runs: int) -> dict[str, list[float]]:
+    """Each timed call's seconds in each of ``runs`` rounds in which the calls take turns (after
+    one untimed warm-up round): sample ``i`` of every call comes from the same round."""
     samples: dict[str, list[float]] = {name: [] for name in calls}
     for round_ in range(runs + 1):
         for name, call in calls.items():
             took = call()
             if round_:
                 samples[name].append(took)
-    return {name: Stats.of(got) for name, got in samples.items()}
+    return samples
 
 
 def on_host(fn: Callable[[], Any], sync: Callable[[], Any] | None = None,

@@ -1,6 +1,6 @@
 """Codec throughput: Hurray descriptors, a 1 MB .hrry index, and VIR0 decode/encode.
 
-Warm, median of several runs. Prints a table and writes JSON.
+Warm; median and [min, max] (``*_range``) of several runs. Prints a table and writes JSON.
 Usage: python bench/codec.py [--runs 7] [--json bench/out/codec.json]
 """
 
@@ -21,7 +21,7 @@ from hurray_gpu import Tensor, decode_descriptor, open_file, save
 from hurray_gpu.format import descriptor as d
 from hurray_gpu.format.dtypes import by_name
 
-from _timing import median_s
+from _timing import Stats, stats_s
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "tests" / "golden"
@@ -48,9 +48,15 @@ def bench_descriptors(runs: int) -> dict[str, Any]:
     """Decode 10,000 descriptors (a mix cycling through the sample set)."""
     blobs = _mixed_descriptors()
     batch = [blobs[i % len(blobs)] for i in range(10_000)]
-    seconds = median_s(lambda: [decode_descriptor(b) for b in batch], runs)
-    return {"op": "decode 10,000 descriptors", "seconds": seconds,
-            "per_second": len(batch) / seconds}
+    took = stats_s(lambda: [decode_descriptor(b) for b in batch], runs)
+    return _row("decode 10,000 descriptors", took, len(batch), "per_second")
+
+
+def _row(op: str, took: Stats, amount: float, unit: str) -> dict[str, Any]:
+    """Median seconds and ``amount`` per second (``unit``), each with its [min, max]."""
+    rates = took.rates(amount)
+    return {"op": op, "seconds": took.median, "seconds_range": [took.min, took.max],
+            unit: rates["median"], f"{unit}_range": [rates["min"], rates["max"]]}
 
 
 def bench_index(runs: int, tmp: Path) -> dict[str, Any]:
@@ -72,9 +78,8 @@ def bench_index(runs: int, tmp: Path) -> dict[str, Any]:
         with open_file(path) as f:
             assert len(f) == n
 
-    seconds = median_s(open_all, runs)
-    return {"op": f"open .hrry with a {index_length / 1e6:.2f} MB index ({n} entries)",
-            "seconds": seconds, "mb_per_s": index_length / seconds / 1e6}
+    return _row(f"open .hrry with a {index_length / 1e6:.2f} MB index ({n} entries)",
+                stats_s(open_all, runs), index_length / 1e6, "mb_per_s")
 
 
 def bench_vyre(runs: int) -> list[dict[str, Any]]:
@@ -86,9 +91,10 @@ def bench_vyre(runs: int) -> list[dict[str, Any]]:
     rows = []
     for name, fn in (("decode", lambda: vyre.from_wire(blob)),
                      ("encode", lambda: vyre.to_wire(program))):
-        seconds = median_s(lambda fn=fn: [fn() for _ in range(reps)], runs) / reps
-        rows.append({"op": f"vyre {name} {path.name} ({len(blob)} B)", "seconds": seconds,
-                     "mb_per_s": len(blob) / seconds / 1e6})
+        took = stats_s(lambda fn=fn: [fn() for _ in range(reps)], runs)
+        per_call = Stats(took.min / reps, took.median / reps, took.max / reps)
+        rows.append(_row(f"vyre {name} {path.name} ({len(blob)} B)", per_call, len(blob) / 1e6,
+                         "mb_per_s"))
     return rows
 
 

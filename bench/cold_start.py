@@ -107,15 +107,21 @@ def main(argv: list[str] | None = None) -> int:
         key = "import_ms" if spec == "-" else "first_call_ms"
         row: dict[str, Any] = {"what": what, "device": spec, **_stats([g[key] for g in got])}
         if spec != "-":
-            steady = statistics.median(g["second_call_ms"] for g in got)
+            steady = [g["second_call_ms"] for g in got]
             row["open_ms_median"] = statistics.median(g["open_ms"] for g in got)
-            row["steady_call_ms_median"] = steady
+            row["steady_call_ms_median"] = statistics.median(steady)
+            row["steady_call_ms_range"] = [min(steady), max(steady)]
+            # The first call's time over the second's, process by process.
+            over = [g["first_call_ms"] / g["second_call_ms"] for g in got]
+            row["over_steady_ratio"] = statistics.median(over)
+            row["over_steady_ratio_range"] = [min(over), max(over)]
         goal = (IMPORT_GOAL_MS if spec == "-" else
                 WARM_FIRST_CALL_GOAL_MS if what.endswith("warm cache") and spec == "cpu:0"
                 else None)
         if goal:
             row["goal_ms"] = goal
             row["median_over_goal_ratio"] = row["median_ms"] / goal
+            row["over_goal_ratio_range"] = [row["min_ms"] / goal, row["max_ms"] / goal]
         rows.append(row)
     report = {"runs": runs, "results": rows,
               "unavailable": [{"device": s, "error": e} for s, e in errors.items()]}

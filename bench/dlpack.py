@@ -1,7 +1,9 @@
 """DLPack round-trip overhead: ``torch.from_dlpack(hurray_tensor)`` vs torch's own round trip.
 
 Both loops run interleaved in the same process (median of several warm runs each), so the
-machine's load hits both alike; the per-tensor overhead is ours minus torch's.
+machine's load hits both alike; the per-tensor overhead is ours minus torch's. ``rows`` holds
+each of our paths against its peer: median and [min, max] over the runs, and the speed ratio
+(the peer's time over ours) run by run.
 
 ``--against TREE`` compares two checkouts instead: rounds alternate a fresh process on this
 tree and on TREE (each importing hurray_gpu from its own root, same script), and the
@@ -22,6 +24,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -33,8 +36,13 @@ def _per_call_us(fn: Callable[[], object], loops: int) -> float:
     return (time.perf_counter() - start) / loops * 1e6
 
 
-def measure(runs: int, loops: int) -> dict[str, float]:
-    """Median microseconds per round trip for each path, and ours minus torch's."""
+# Each of our paths and the peer path it is compared with.
+PEERS = {"hurray -> torch": "torch -> torch", "hurray -> numpy": "numpy -> numpy"}
+
+
+def measure(runs: int, loops: int) -> dict[str, Any]:
+    """Median microseconds per round trip for each path, and ours minus torch's; ``rows``: ours
+    against the peer as median and [min, max] over the runs, the speed ratio per run."""
     import torch
 
     import hurray_gpu as hg
@@ -55,9 +63,17 @@ def measure(runs: int, loops: int) -> dict[str, float]:
     for _ in range(runs):
         for name, fn in paths.items():
             samples[name].append(_per_call_us(fn, loops))
-    out = {name: statistics.median(vals) for name, vals in samples.items()}
+    out: dict[str, Any] = {name: statistics.median(vals) for name, vals in samples.items()}
     out["overhead vs torch"] = out["hurray -> torch"] - out["torch -> torch"]
     out["overhead vs numpy"] = out["hurray -> numpy"] - out["numpy -> numpy"]
+    out["rows"] = []
+    for path, peer in PEERS.items():
+        ours, theirs = samples[path], samples[peer]
+        speed = [t / o for o, t in zip(ours, theirs, strict=True)]  # above 1: ours is faster
+        out["rows"].append({
+            "path": path, "peer": peer, "us": out[path], "us_range": [min(ours), max(ours)],
+            "peer_us": out[peer], "peer_us_range": [min(theirs), max(theirs)],
+            "vs_peer": statistics.median(speed), "vs_peer_range": [min(speed), max(speed)]})
     return out
 
 
@@ -73,7 +89,8 @@ def compare(other: str, rounds: int, runs: int, loops: int) -> dict[str, dict[st
                                    str(loops), "--json", "/dev/stdout", "--quiet"], env=env,
                                   capture_output=True, text=True, check=True, timeout=600)
             for name, value in json.loads(done.stdout).items():
-                samples[tree].setdefault(name, []).append(value)
+                if isinstance(value, float):  # the medians (not the rows)
+                    samples[tree].setdefault(name, []).append(value)
     return {f"{tree} {name}": {"min": min(v), "median": statistics.median(v), "max": max(v)}
             for tree, paths in samples.items() for name, v in paths.items()}
 
@@ -104,11 +121,12 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     results = measure(args.runs, args.loops)
     for name, value in results.items():
-        if not args.quiet:
+        if not args.quiet and name != "rows":
             print(f"{name:>20}: {value:7.2f} us")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as handle:
-            json.dump({k: round(v, 3) for k, v in results.items()}, handle, indent=2)
+            json.dump({k: v if k == "rows" else round(v, 3) for k, v in results.items()},
+                      handle, indent=2)
     return 0
 
 

@@ -11,7 +11,7 @@ on the device's torch counterpart (the GPU for cuda, the CPU otherwise): a Pytho
 index_select; its CPU pools are NumPy-backed (huge pages, as ours). When a host device is
 measured, NumPy fancy indexing and a one-thread np.copyto are reported too. Device work is
 timed on the device's clock (events; the host clock on the cpu). Warm, interleaved,
-min/median/max of runs.
+min/median/max of runs; every ratio also as [min, max] over the rounds (``*_range``).
 Usage: python bench/kv_cache.py [--quick] [--runs 5] [--seqs 256] [--max-len 256] [--layers 8]
 """
 
@@ -39,7 +39,7 @@ from hurray_gpu.kv_cache import PagedKVCache  # noqa: E402
 from hurray_gpu.runtime.buffer import Buffer  # noqa: E402
 from hurray_gpu.runtime.registry import devices  # noqa: E402
 
-from _timing import Stats, Timed, copy_roof, interleaved, median_s, on_device, on_host, parse_args
+from _timing import Stats, Timed, copy_roof, median_s, on_device, on_host, parse_args, ratio, rounds  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "out" / "kv_cache.json"
 PAGE = 16
@@ -109,7 +109,7 @@ def bench_device(spec: Any, shape: Shape, runs: int, kv_dtype: str | None = None
     calls = {"decode": on_device(dev, step)}
     if peer is not None:
         calls["torch decode"] = peer.timed(peer.step)
-    took = interleaved(calls, runs)
+    samples = rounds(calls, runs)
     total = int(sum(cache.seq_len(s, 0) for s in seqs))
     # Preallocated outputs, as the peer's index_select(out=...): no allocation is timed.
     outs = tuple(Buffer(dev, total * shape.row_bytes) for _ in range(2))
@@ -119,12 +119,13 @@ def bench_device(spec: Any, shape: Shape, runs: int, kv_dtype: str | None = None
              "roof": roof_timed}
     if peer is not None:
         calls["torch gather"] = peer.timed(peer.gather)
-    took |= interleaved(calls, runs)
+    samples |= rounds(calls, runs)
     counts = [cache.seq_len(s, 0) for s in seqs]
     cache.close()
     for out in outs:
         out.free()
-    took |= _prefill(spec, shape, counts, runs, kv_dtype, roof_timed)
+    samples |= _prefill(spec, shape, counts, runs, kv_dtype, roof_timed)
+    took = {name: Stats.of(got) for name, got in samples.items()}
     row: dict[str, Any] = {"device": str(spec) + (f" {kv_dtype}" if kv_dtype else ""),
                            "tokens": total}
     for key, name, amount in (("decode_tokens_per_s", "decode", shape.batch * shape.layers),
@@ -135,6 +136,9 @@ def bench_device(spec: Any, shape: Shape, runs: int, kv_dtype: str | None = None
     roof = copied / took["roof"].median  # bytes per second, in the gather's rounds
     row["gather_vs_roof"] = moved / took["gather"].median / roof
     row["prefill_vs_roof"] = moved / took["prefill"].median / (copied / took["prefill roof"].median)
+    # Every ratio also round by round (the calls compared took turns): [min, max].
+    ranges = [("gather_vs_roof", "roof", "gather", moved / copied),
+              ("prefill_vs_roof", "prefill roof", "prefill", moved / copied)]
     if peer is not None:
         row["torch_device"] = str(peer.device)
         row["torch_decode_tokens_per_s"] = shape.batch * shape.layers / \
@@ -143,12 +147,20 @@ def bench_device(spec: Any, shape: Shape, runs: int, kv_dtype: str | None = None
         row["decode_vs_torch"] = row["decode_tokens_per_s"] / row["torch_decode_tokens_per_s"]
         row["gather_vs_torch"] = row["gather_gb_per_s"] / row["torch_gather_gb_per_s"]
         row["torch_gather_vs_roof"] = peer.gather_bytes() / took["torch gather"].median / roof
+        row["torch_decode_tokens_per_s_range"] = _rates(took["torch decode"],
+                                                        shape.batch * shape.layers)[1]
+        row["torch_gather_gb_per_s_range"] = _rates(took["torch gather"],
+                                                    peer.gather_bytes() / 1e9)[1]
+        ranges += [("decode_vs_torch", "torch decode", "decode", 1.0),
+                   ("gather_vs_torch", "torch gather", "gather", moved / peer.gather_bytes())]
+    for key, num, den, scale in ranges:
+        row[f"{key}_range"] = ratio(samples[num], samples[den], scale)[1]
     dev.allocator.free_cache()
     return row
 
 
 def _prefill(spec: Any, shape: Shape, counts: list[int], runs: int, kv_dtype: str | None,
-             roof: Timed) -> dict[str, Stats]:
+             roof: Timed) -> dict[str, list[float]]:
     """The bulk append of every sequence's rows into an empty one-layer cache, and the roof,
     interleaved."""
     total = sum(counts)
@@ -164,8 +176,7 @@ def _prefill(spec: Any, shape: Shape, counts: list[int], runs: int, kv_dtype: st
         cache.append(seqs, 0, rows, rows, counts=counts)
 
     try:
-        return interleaved({"prefill": on_device(cache.device, once), "prefill roof": roof},
-                           runs)
+        return rounds({"prefill": on_device(cache.device, once), "prefill roof": roof}, runs)
     finally:
         cache.close()
         rows.free()

@@ -1,6 +1,8 @@
 """Layout-conversion throughput per device and size, against the device's memory-copy roof and a
 NumPy gather (precomputed offset map) in the same run; CSR -> dense against scipy's
-``toarray()`` at several densities. GB/s counts bytes read + written; median of warm runs.
+``toarray()`` at several densities. GB/s counts bytes read + written. Warm; the calls compared
+take turns in every round; each figure is the median and [min, max] (``*_range``) over the
+rounds, each ratio is taken round by round.
 Writes bench/out/layout.json. On a shared CPU host set OMP_WAIT_POLICY=passive.
 Usage: python bench/layout.py [--sides 512,4096 | --side N] [--runs 5] [--devices cpu] [--csr-only]
 """
@@ -30,11 +32,10 @@ from hurray_gpu.format.descriptor.layouts import (
 from hurray_gpu.ops.host import relayout, sparsify
 from hurray_gpu.ops.layout_plan import alloc_out, device_buffers, plan_dense, run_dense
 from hurray_gpu.ops.materialize import materialize
-from hurray_gpu.runtime.buffer import Buffer
 from hurray_gpu.runtime.registry import resolve_device as device
 from hurray_gpu.tensor import Tensor
 
-from _timing import median_s
+from _timing import copy_roof, on_host, ratio, rounds, spread
 
 
 def _layouts(side: int) -> dict[str, Any]:
@@ -45,40 +46,37 @@ def _layouts(side: int) -> dict[str, Any]:
             "morton": Morton((bits, bits)), "hilbert": Hilbert(bits, 2)}
 
 
-def _copy_roof(dev: Any, nbytes: int, runs: int) -> float:
-    src, dst = Buffer(dev, nbytes), Buffer(dev, nbytes)
-    src.copyin(np.zeros(nbytes, np.uint8))
-
-    def copy() -> None:
-        dst.copy_from(src)
-        dev.synchronize()
-    return 2 * nbytes / median_s(copy, runs) / 1e9
-
-
-def _dense_row(dev: Any, t: Tensor, runs: int, nbytes: int) -> dict[str, float]:
+def _dense_row(dev: Any, t: Tensor, runs: int, nbytes: int) -> dict[str, Any]:
+    """Our kernel, materialize() and a NumPy gather against the device's copy of the same
+    bytes, taking turns in every round; GB/s as median and [min, max] over the rounds."""
     moved = t.to(dev)
     src = device_buffers(moved, dev)[0]
     plan = plan_dense(moved.descriptor, src.nbytes)
     out = alloc_out(dev, plan, moved.dtype)
-
-    def kernel() -> None:
-        run_dense(dev, plan, src, out)
-        dev.synchronize()
-
-    def end_to_end() -> None:
-        materialize(moved)
-        dev.synchronize()
     offs = dense_offsets(t.descriptor).reshape(-1) + t.descriptor.byte_offset // 4
     host = np.asarray(t.buffers[0]).view(np.uint32)
     res = np.empty(offs.size, np.uint32)
-    numpy_s = median_s(lambda: np.take(host, offs, out=res), runs)
-    return {"gbps": 2 * nbytes / median_s(kernel, runs) / 1e9,
-            "gbps_end_to_end": 2 * nbytes / median_s(end_to_end, runs) / 1e9,
-            "numpy_gather_gbps": 2 * nbytes / numpy_s / 1e9}
+    copy, _, copied = copy_roof(dev, 2 * nbytes)
+    sync = dev.synchronize
+    took = rounds({"gbps": on_host(lambda: run_dense(dev, plan, src, out), sync),
+                   "gbps_end_to_end": on_host(lambda: materialize(moved), sync),
+                   "numpy_gather_gbps": on_host(lambda: np.take(host, offs, out=res)),
+                   "copy_gbps": on_host(copy, sync)}, runs)
+    row: dict[str, Any] = {}
+    for name, seconds in took.items():
+        amount = copied if name == "copy_gbps" else 2 * nbytes
+        row[name], row[f"{name}_range"] = spread([amount / s / 1e9 for s in seconds])
+    # Our bandwidth over the copy's, round by round.
+    scale = 2 * nbytes / copied
+    row["fraction_of_copy"], row["fraction_of_copy_range"] = ratio(
+        took["copy_gbps"], took["gbps"], scale)
+    row["fraction_of_copy_end_to_end"] = ratio(took["copy_gbps"], took["gbps_end_to_end"],
+                                               scale)[0]
+    return row
 
 
-def _interleaved(fns: dict[str, Any], runs: int) -> dict[str, float]:
-    """Median wall seconds of each function, sampled in turns so that load drift on a shared
+def _interleaved(fns: dict[str, Any], runs: int) -> dict[str, list[float]]:
+    """Wall seconds of each function per round, sampled in turns so that load drift on a shared
     host hits every candidate alike (one warm-up call each first). The order rotates every
     round: a candidate that runs right after another finds the caches holding its data."""
     for fn in fns.values():
@@ -90,7 +88,7 @@ def _interleaved(fns: dict[str, Any], runs: int) -> dict[str, float]:
             start = time.perf_counter()
             fns[name]()
             samples[name].append(time.perf_counter() - start)
-    return {name: statistics.median(values) for name, values in samples.items()}
+    return samples
 
 
 def _fresh(dev: Any, fn: Any) -> Any:
@@ -141,13 +139,16 @@ def _csr_rows(dev: Any, side: int, runs: int, densities: list[float]) -> list[di
             warm["scipy_warm_seconds"] = scipy_warm
             fresh["scipy_fresh_seconds"] = matrix.toarray
         # Fresh runs empty the pool, so each pair is timed on its own (warm first).
+        took = {**_interleaved(warm, runs), **_interleaved(fresh, runs)}
         row: dict[str, Any] = {"side": side, "density": density,
                                "nnz": int(t.descriptor.layout.nnz),
-                               "loadavg_1min": os.getloadavg()[0],
-                               **_interleaved(warm, runs), **_interleaved(fresh, runs)}
-        if sps is not None:
-            row["speedup_vs_scipy_fresh"] = row["scipy_fresh_seconds"] / row["fresh_seconds"]
-            row["speedup_vs_scipy_warm"] = row["scipy_warm_seconds"] / row["seconds"]
+                               "loadavg_1min": os.getloadavg()[0]}
+        for name, seconds in took.items():
+            row[name], row[f"{name}_range"] = spread(seconds)
+        if sps is not None:  # scipy's time over ours, round by round
+            for kind, ours in (("fresh", "fresh_seconds"), ("warm", "seconds")):
+                row[f"speedup_vs_scipy_{kind}"], row[f"speedup_vs_scipy_{kind}_range"] = ratio(
+                    took[f"scipy_{kind}_seconds"], took[ours])
             row["speedup_vs_scipy"] = min(row["speedup_vs_scipy_fresh"],
                                           row["speedup_vs_scipy_warm"])
         rows.append(row)
@@ -163,14 +164,12 @@ def _device_report(dev: Any, side: int, runs: int, densities: list[float],
     base = Tensor.from_numpy(np.random.default_rng(0).standard_normal((side, side))
                              .astype(np.float32))
     tensors = {name: relayout(base, lay) for name, lay in _layouts(side).items()}
-    roof = _copy_roof(dev, nbytes, runs)
     rows = {name: _dense_row(dev, t, runs, nbytes) for name, t in tensors.items()}
     ident = rows["row_major_identity"]["gbps"]
     for row in rows.values():
-        row["fraction_of_copy"] = row["gbps"] / roof
-        row["fraction_of_copy_end_to_end"] = row["gbps_end_to_end"] / roof
         # Against the same gather kernel on a row-major source: the addressing's own cost.
         row["fraction_of_identity_gather"] = row["gbps"] / ident
+    roof = statistics.median(row["copy_gbps"] for row in rows.values())
     return {"copy_roof_gbps": roof, "layouts": rows, "csr_to_dense": csr}
 
 

@@ -3,7 +3,9 @@
 Also the device's own copy between two buffers of each class (D2D: ``Buffer.copy_from``, bytes
 read + written, on the device's clock up to the host's wait for it; the dequantization and
 KV-cache benchmarks time their roof without that wait).
-Warm buffers, median of several runs. Prints a table and writes JSON.
+Warm buffers; H2D, D2H and NumPy's copy of the same bytes take turns in every round; median
+and [min, max] over the rounds (``*_range``), our bandwidth over NumPy's per round
+(``*_vs_copy``). Prints a table and writes JSON.
 Usage: python bench/transfer.py [--quick] [--size-mib 64] [--runs 7]
        [--json bench/out/transfer.json]
 """
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import sys
 from pathlib import Path
 from typing import Any
@@ -24,7 +27,7 @@ from hurray_gpu.runtime.registry import devices
 from hurray_gpu.runtime.registry import resolve_device as device
 from hurray_gpu.tensor import Tensor
 
-from _timing import interleaved, median_s, on_device, parse_args
+from _timing import interleaved, median_s, on_device, on_host, parse_args, ratio, rounds, spread
 
 
 def numpy_copy_gbps(nbytes: int, runs: int) -> float:
@@ -38,10 +41,14 @@ def measure(dev: Any, memory_class: Any, nbytes: int, runs: int) -> dict[str, An
     """Median H2D and D2H bandwidth of one device and memory class."""
     host = np.random.default_rng(1).integers(0, 256, nbytes, dtype=np.uint8)
     back = np.empty_like(host)
+    copy = np.empty_like(host)
     buf, dst = Buffer(dev, nbytes, memory_class), Buffer(dev, nbytes, memory_class)
     try:
-        h2d = median_s(lambda: buf.copyin(host), runs)
-        d2h = median_s(lambda: buf.copyout(back), runs)
+        # NumPy's copy of the same bytes takes turns with ours: the per-round limit.
+        took = rounds({"h2d": on_host(lambda: buf.copyin(host)),
+                       "d2h": on_host(lambda: buf.copyout(back)),
+                       "copy": on_host(lambda: np.copyto(copy, host))}, runs)
+        h2d, d2h = (statistics.median(took[k]) for k in ("h2d", "d2h"))
         exact = bool(np.array_equal(host, back))
         d2d = interleaved({"d2d": on_device(dev, lambda: dst.copy_from(buf, progress=False))},
                           runs)["d2d"].median
@@ -52,12 +59,19 @@ def measure(dev: Any, memory_class: Any, nbytes: int, runs: int) -> dict[str, An
         dev.allocator.free_cache()
     to_s, back_s, to_exact = measure_tensor_to(dev, memory_class, host, runs)
     dev.allocator.free_cache()
-    return {"device": dev.spec, "name": dev.name, "memory_class": memory_class.label,
-            "bytes": nbytes, "h2d_gbps": nbytes / h2d / 1e9, "d2h_gbps": nbytes / d2h / 1e9,
-            "h2d_s": h2d, "d2h_s": d2h, "d2d_gbps": 2 * nbytes / d2d / 1e9,
-            "bit_exact": exact and to_exact,
-            "tensor_to_gbps": nbytes / to_s / 1e9 if to_s else None,
-            "tensor_to_cpu_gbps": nbytes / back_s / 1e9 if back_s else None}
+    row = {"device": dev.spec, "name": dev.name, "memory_class": memory_class.label,
+           "bytes": nbytes, "h2d_gbps": nbytes / h2d / 1e9, "d2h_gbps": nbytes / d2h / 1e9,
+           "h2d_s": h2d, "d2h_s": d2h, "d2d_gbps": 2 * nbytes / d2d / 1e9,
+           "bit_exact": exact and to_exact,
+           "tensor_to_gbps": nbytes / to_s / 1e9 if to_s else None,
+           "tensor_to_cpu_gbps": nbytes / back_s / 1e9 if back_s else None}
+    for key in ("h2d", "d2h", "copy"):  # GB/s: (median, [min, max]) over the rounds
+        gbps = [nbytes / s / 1e9 for s in took[key]]
+        name = "numpy_copy_gbps" if key == "copy" else f"{key}_gbps"
+        row[name], row[f"{name}_range"] = spread(gbps)
+        if key != "copy":  # our bandwidth over NumPy's, round by round
+            row[f"{key}_vs_copy"], row[f"{key}_vs_copy_range"] = ratio(took["copy"], took[key])
+    return row
 
 
 def measure_tensor_to(dev: Any, memory_class: Any, host: np.ndarray,

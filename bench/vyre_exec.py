@@ -2,7 +2,8 @@
 
 1. u32 matmul (n x n, one invocation per output; also the shared-memory tiled variant where the
    device has workgroup barriers). Device time: Kernel launches on device buffers plus the
-   device sync, best of --runs. The reference is far too slow for the whole grid: it runs a
+   device sync: ``seconds`` is the best of --runs (at least 3), ``seconds_median`` and
+   ``seconds_range`` their median and [min, max], likewise every speedup. The reference is far too slow for the whole grid: it runs a
    few workgroups of the *same* program (--ref-workgroups) and is scaled linearly by the
    workgroup count (every workgroup does identical work); --ref-n instead runs the whole
    program at that size and scales by (n/ref_n)^3. Outputs are checked against NumPy, and the
@@ -10,7 +11,8 @@
 2. BLAKE3 over --blake3-mib MiB (chunk program + parent levels), checked against the blake3
    package; the reference hashes a 64 KiB message and is scaled linearly (16 KiB in --quick).
 3. Warm Kernel(...) overhead: time in Kernel.__call__ minus time inside the backend's enqueue
-   (measured by wrapping it), median over many calls, per device.
+   (measured by wrapping it), median and [min, max] over many calls, per device, against
+   the goal (``goal_us``).
 Usage: python bench/vyre_exec.py [--quick] [--n 512] [--blake3-mib 16] [--json out.json]
 """
 
@@ -41,13 +43,33 @@ from vyre.programs import elementwise_program, matmul_program, matmul_tiled_prog
 TILE = 16
 
 
-def _best(fn: Callable[[], Any], runs: int) -> float:
+# The goal for the Python time of a warm Kernel(...) call outside the backend's enqueue.
+OVERHEAD_GOAL_US = 10.0
+
+
+def _runs(fn: Callable[[], Any], runs: int) -> list[float]:
     samples = []
     for _ in range(runs):
         start = time.perf_counter()
         fn()
         samples.append(time.perf_counter() - start)
-    return min(samples)
+    return samples
+
+
+def _timing(samples: list[float], reference_s: float, amount: float | None = None,
+            unit: str = "") -> dict[str, Any]:
+    """Best seconds and speedup (the original fields), plus the median and [min, max] of the
+    seconds, of the speedup over the reference and of ``amount`` per second (``unit``)."""
+    seconds, spread = statistics.median(samples), [min(samples), max(samples)]
+    row: dict[str, Any] = {"seconds": spread[0], "speedup_vs_reference": reference_s / spread[0],
+                           "seconds_median": seconds, "seconds_range": spread,
+                           "speedup_vs_reference_median": reference_s / seconds,
+                           "speedup_vs_reference_range": [reference_s / spread[1],
+                                                          reference_s / spread[0]]}
+    if amount is not None:
+        row |= {unit: amount / spread[0], f"{unit}_median": amount / seconds,
+                f"{unit}_range": [amount / spread[1], amount / spread[0]]}
+    return row
 
 
 def _devices() -> list[Any]:
@@ -55,7 +77,7 @@ def _devices() -> list[Any]:
 
 
 def _launch_matmul(dev: Any, prog: vyre.Program, a: np.ndarray, bm: np.ndarray, grid: tuple,
-                   runs: int) -> tuple[float, np.ndarray]:
+                   runs: int) -> tuple[list[float], np.ndarray]:
     kernel = vyre.compile(prog, dev)
     bufs = [Buffer.from_bytes(dev, a.tobytes()), Buffer.from_bytes(dev, bm.tobytes()),
             Buffer(dev, a.nbytes)]
@@ -65,7 +87,7 @@ def _launch_matmul(dev: Any, prog: vyre.Program, a: np.ndarray, bm: np.ndarray, 
         dev.synchronize()
 
     once()  # warm
-    seconds = _best(once, runs)
+    seconds = _runs(once, runs)
     out = np.frombuffer(bytes(bufs[2].copyout()), np.uint32).copy()
     for buf in bufs:
         buf.free()
@@ -117,15 +139,14 @@ def bench_matmul(n: int, ref_n: int | None, ref_wg: int, runs: int) -> dict[str,
             except vyre.UnsupportedOpError:
                 continue  # host C has no workgroup barriers
             assert np.array_equal(out, want), f"{dev.spec} {label}: wrong product"
-            result["devices"][f"{dev.spec} {label}"] = {
-                "seconds": seconds, "speedup_vs_reference": ref["reference_s"] / seconds}
+            result["devices"][f"{dev.spec} {label}"] = _timing(seconds, ref["reference_s"])
     return result
 
 
-def _device_blake3(dev: Any, data: bytes, runs: int) -> float:
+def _device_blake3(dev: Any, data: bytes, runs: int) -> list[float]:
     b3.blake3_hash(data[:5000], dev)  # compile both programs
     assert b3.blake3_hash(data, dev) == blake3.blake3(data).digest(), dev.spec
-    return _best(lambda: b3.blake3_hash(data, dev), runs)
+    return _runs(lambda: b3.blake3_hash(data, dev), runs)
 
 
 def bench_blake3(mib: float, ref_kib: int, runs: int) -> dict[str, Any]:
@@ -140,9 +161,8 @@ def bench_blake3(mib: float, ref_kib: int, runs: int) -> dict[str, Any]:
     result: dict[str, Any] = {"mib": mib, "reference_s": ref_s, "reference_measured_s": measured,
                               "reference_kib": ref_kib, "devices": {}}
     for dev in _devices():
-        seconds = _device_blake3(dev, data, runs)
-        result["devices"][dev.spec] = {"seconds": seconds, "mib_per_s": mib / seconds,
-                                       "speedup_vs_reference": ref_s / seconds}
+        result["devices"][dev.spec] = _timing(_device_blake3(dev, data, runs), ref_s, mib,
+                                              "mib_per_s")
     return result
 
 
@@ -161,7 +181,7 @@ def _time_enqueues(program: Any, inside: list[float]) -> None:
     program._launch = timed
 
 
-def bench_overhead(calls: int) -> dict[str, dict[str, float]]:
+def bench_overhead(calls: int) -> dict[str, dict[str, Any]]:
     """Warm Kernel(...) time per call, and that time minus the backend enqueue."""
     out = {}
     prog = elementwise_program("clamp_u32", 64)
@@ -188,7 +208,10 @@ def bench_overhead(calls: int) -> dict[str, dict[str, float]]:
             for buf in bufs:
                 buf.free()
         out[dev.spec] = {"call_us": statistics.median(totals) * 1e6,
-                         "overhead_us": statistics.median(overheads) * 1e6}
+                         "call_us_range": [min(totals) * 1e6, max(totals) * 1e6],
+                         "overhead_us": statistics.median(overheads) * 1e6,
+                         "overhead_us_range": [min(overheads) * 1e6, max(overheads) * 1e6],
+                         "goal_us": OVERHEAD_GOAL_US}
     return out
 
 
@@ -211,7 +234,7 @@ def _report(result: dict[str, Any]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="n=128, 1 MiB, 2 runs")
+    parser.add_argument("--quick", action="store_true", help="n=128, 1 MiB, 3 runs")
     parser.add_argument("--n", type=int, default=None)
     parser.add_argument("--ref-n", type=int, default=None)
     parser.add_argument("--ref-workgroups", type=int, default=4)
@@ -221,7 +244,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     n = args.n or (128 if args.quick else 512)
     mib = args.blake3_mib or (1.0 if args.quick else 16.0)
-    runs = args.runs or (2 if args.quick else 3)
+    runs = max(3, args.runs or 3)  # min/median/max need three
     result: dict[str, Any] = {
         "matmul": bench_matmul(n, args.ref_n, args.ref_workgroups, runs),
         "blake3": bench_blake3(mib, 16 if args.quick else 64, runs),

@@ -2,13 +2,14 @@
 loop-heavy programs lowered with the bound and without it,
 launched interleaved in one process, warm; min/median/max of --rounds rounds per device.
 
-Usage: python bench/vyre_loop_bound.py [--rounds 5] [--n 256]
+Usage: python bench/vyre_loop_bound.py [--quick] [--rounds 5] [--n 256] [--json out.json]
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import statistics
 import sys
 import time
@@ -73,19 +74,23 @@ def _launcher(dev: Any, program: Any, bounded: bool, data: dict[str, bytes], gri
     return launch
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=5, help="rounds (at least 3)")
     parser.add_argument("--n", type=int, default=256, help="matmul size")
-    opts = parser.parse_args()
+    parser.add_argument("--quick", action="store_true", help="n=64 and 3 rounds")
+    parser.add_argument("--json", type=Path, default=None, help="write the rows here")
+    opts = parser.parse_args(argv)
     rng = np.random.default_rng(5)
-    n = opts.n
+    n = 64 if opts.quick else opts.n
+    rounds = 3 if opts.quick else max(3, opts.rounds)
     mat = {"a": rng.integers(0, 1 << 16, n * n, np.uint32).tobytes(),
            "b": rng.integers(0, 1 << 16, n * n, np.uint32).tobytes(),
            "out": bytes(4 * n * n)}
-    cases = [("matmul", matmul_program(n), mat, (-(-n // 16), -(-n // 16), 1)),
-             ("loop_sum", _sum_program(), {"n": np.uint32(1 << 22).tobytes(),
-                                           "out": bytes(4 * 64)}, (1, 1, 1))]
+    cases = [(f"matmul {n}x{n}", matmul_program(n), mat, (-(-n // 16), -(-n // 16), 1)),
+             ("loop_sum", _sum_program(), {"n": np.uint32(1 << (18 if opts.quick else 22))
+                                           .tobytes(), "out": bytes(4 * 64)}, (1, 1, 1))]
+    rows = []
     for dev in devices():
         if dev.kind not in ("cpu", "opencl"):
             continue
@@ -94,17 +99,30 @@ def main() -> None:
                     for bounded in (False, True)}
             assert runs[False]() == runs[True]()  # warm, and the same result
             times: dict[bool, list[float]] = {False: [], True: []}
-            for _ in range(opts.rounds):
+            for _ in range(rounds):
                 for bounded, launch in runs.items():
                     start = time.perf_counter()
                     launch()
                     times[bounded].append(time.perf_counter() - start)
-            ratios = [f(times[True]) / f(times[False])
-                      for f in (min, statistics.median, max)]
-            print(f"{dev.spec:10} {name:9} unbounded ms min/med/max "
-                  f"{'/'.join(f'{1e3 * f(times[False]):.1f}' for f in (min, statistics.median, max))}"
-                  f"  bounded {'/'.join(f'{1e3 * f(times[True]):.1f}' for f in (min, statistics.median, max))}"
-                  f"  ratio min/med/max {'/'.join(f'{r:.3f}' for r in ratios)}")
+            # Bounded time over unbounded, round by round (the two took turns).
+            ratios = [b / u for b, u in zip(times[True], times[False], strict=True)]
+            row: dict[str, Any] = {"device": dev.spec, "program": name}
+            for key, got in (("unbounded_ms", times[False]), ("bounded_ms", times[True]),
+                             ("bounded_over_unbounded", ratios)):
+                got = [v * 1e3 for v in got] if key.endswith("_ms") else got
+                row[key], row[f"{key}_range"] = statistics.median(got), [min(got), max(got)]
+            rows.append(row)
+            print(f"{dev.spec:10} {name:14} ms min/med/max unbounded "
+                  f"{_three(row, 'unbounded_ms', '.1f')}  bounded {_three(row, 'bounded_ms', '.1f')}"
+                  f"  ratio {_three(row, 'bounded_over_unbounded', '.3f')}")
+    if opts.json:
+        opts.json.parent.mkdir(parents=True, exist_ok=True)
+        opts.json.write_text(json.dumps({"rounds": rounds, "rows": rows}, indent=2))
+
+
+def _three(row: dict[str, Any], key: str, fmt: str) -> str:
+    low, high = row[f"{key}_range"]
+    return "/".join(format(v, fmt) for v in (low, row[key], high))
 
 
 if __name__ == "__main__":

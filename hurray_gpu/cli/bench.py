@@ -1,6 +1,8 @@
 """``hurray-gpu bench [--quick] [--out DIR]``: run every bench/ suite, collect their JSON, write
 report.md (one table per suite: ours vs. peer or limit, with ratios where the suite measured
-one) and one PNG plot per suite (matplotlib, headless), and print the summary."""
+one), run.json (the detected machine, date, commit and devices) and one PNG plot per suite
+(matplotlib, headless), and print the summary. ``hurray-gpu bench --readme DIR`` runs nothing:
+it regenerates the README's Performance tables from DIR's JSON (see bench_readme)."""
 
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ from hurray_gpu.errors import HurrayGPUError
 
 __all__ = [
     "QUICK_ARGS", "add_parser", "find_bench_dir", "load_results", "machine_line", "run_suites",
-    "suite_table", "write_report",
+    "suite_table", "write_report", "write_run_record",
 ]
 
 
@@ -190,12 +192,13 @@ def write_report(out: Path, records: list[dict[str, Any]], *, quick: bool) -> st
 
 # Suite arguments for --quick (small sizes, few runs) and for the full run; a suite not listed
 # gets ``--quick`` when its source mentions that flag, and no extra arguments otherwise.
+# Three runs at least: every figure is a min/median/max.
 QUICK_ARGS = {
     "transfer": ["--size-mib", "4", "--runs", "3"],
-    "codec": ["--runs", "2"],
-    "dequant": ["--elements", str(1 << 20), "--runs", "2"],
-    "kv_cache": ["--runs", "2", "--seqs", "16", "--max-len", "64", "--layers", "1"],
-    "layout": ["--side", "256", "--runs", "2"],
+    "codec": ["--runs", "3"],
+    "dequant": ["--elements", str(1 << 20), "--runs", "3"],
+    "kv_cache": ["--runs", "3", "--seqs", "16", "--max-len", "64", "--layers", "1"],
+    "layout": ["--side", "256", "--runs", "3"],
     "vyre_exec": ["--quick"],
 }
 FULL_ARGS: dict[str, list[str]] = {}
@@ -211,6 +214,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--out", default="bench/out/report", help="output directory")
     p.add_argument("--suite", action="append", default=[],
                    help="run only these suites (repeatable; default: all)")
+    p.add_argument("--readme", metavar="DIR", default=None,
+                   help="run nothing: copy DIR's JSON (a bench --out DIR) into docs/bench/ and "
+                        "regenerate README.md's Performance tables from it")
     p.set_defaults(run=run)
 
 
@@ -262,19 +268,64 @@ def run_suites(bench: Path, out: Path, quick: bool, only: list[str]) -> list[dic
         except subprocess.TimeoutExpired:
             code, text = -1, f"timed out after {SUITE_TIMEOUT_S} s"
         records.append({"suite": script.stem, "returncode": code, "text": text,
-                        "seconds": time.perf_counter() - start, "json": json_path})
+                        "seconds": time.perf_counter() - start, "json": json_path,
+                        "args": argv[2:-2]})
         print(f"  {script.stem}: exit {code} in {records[-1]['seconds']:.1f} s", file=sys.stderr)
     return records
 
 
+def _commit(root: Path) -> str:
+    """The checkout's commit, marked when files differ from it (the numbers are of that code)."""
+    def git(*argv: str) -> str:
+        return subprocess.run(["git", "-C", str(root), *argv], capture_output=True, text=True,
+                              check=True, timeout=60).stdout.strip()
+    try:
+        head = git("rev-parse", "--short=10", "HEAD")
+        return head + (" with local changes" if git("status", "--porcelain",
+                                                    "--untracked-files=no") else "")
+    except (OSError, subprocess.SubprocessError):
+        return "unknown (not a git checkout)"
+
+
+def write_run_record(out: Path, records: list[dict[str, Any]], quick: bool) -> None:
+    """``out/run.json``: the detected machine, date, commit, command, devices and each suite's
+    exit code and arguments (what the README's tables say about the run)."""
+    from hurray_gpu.runtime.registry import devices
+
+    argv = ["hurray-gpu", "bench"] + (["--quick"] if quick else [])
+    (out / "run.json").write_text(json.dumps({
+        "machine": machine_line(), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "commit": _commit(find_bench_dir().parent), "command": " ".join(argv),
+        "mode": "quick" if quick else "full",
+        "devices": [{"spec": d.spec, "name": d.name, "emulated": bool(d.emulated)}
+                    for d in devices() if d.kind != "reference"],
+        "suites": {r["suite"]: {"returncode": r["returncode"], "args": r["args"]}
+                   for r in records}}, indent=1))
+
+
 def run(args: argparse.Namespace) -> int:
-    """Run the suites, write the report; 0 when every suite succeeded."""
+    """Run the suites, write the report; 0 when every suite succeeded. With ``--readme``, only
+    regenerate the README's tables (0 when every suite was shown)."""
+    if args.readme is not None:
+        from hurray_gpu.cli.bench_readme import update_readme
+
+        problems = update_readme(Path(args.readme), find_bench_dir().parent)
+        print(f"wrote README.md and docs/bench/ from {args.readme}")
+        for line in problems:
+            print(f"not shown: {line}", file=sys.stderr)
+        if problems:
+            print(f"error: {len(problems)} part(s) of the run are missing from README.md. Fix: "
+                  "rerun `hurray-gpu bench --out DIR` with this checkout (a suite missing from "
+                  "DIR is missing from the README), then `hurray-gpu bench --readme DIR`.",
+                  file=sys.stderr)
+        return 1 if problems else 0
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     records = run_suites(find_bench_dir(), out, args.quick, args.suite)
     if not records:
         raise HurrayGPUError("no benchmark suite ran",
                              fix="check the --suite names against bench/*.py.")
+    write_run_record(out, records, args.quick)
     summary = write_report(out, load_results(records), quick=args.quick)
     print(summary)
     print(f"\nwrote {out / 'report.md'} and {len(list(out.glob('*.png')))} plots")

@@ -95,3 +95,6 @@ def test_bench_quick_writes_report_and_plots(tmp_path: Path,
     assert "## transfer" in report and "## codec" in report and "H2D / limit" in report
     assert (out / "transfer.png").stat().st_size > 1000
     assert (out / "codec.png").stat().st_size > 1000
+    run = json.loads((out / "run.json").read_text())
+    assert set(run["suites"]) == {"transfer", "codec"} and run["mode"] == "quick"
+    assert run["suites"]["codec"] == {"returncode": 0, "args": ["--runs", "3"]}
