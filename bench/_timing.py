@@ -65,12 +65,6 @@ class Stats:
         """The statistics of ``samples`` (at least one)."""
         return cls(min(samples), statistics.median(samples), max(samples), tuple(samples))
 
-    def speedup_over(self, other: Stats) -> list[float]:
-        """min/median/max over the rounds of ``other``'s time / this one's, each ratio taken
-        within one round (both saw the same machine load)."""
-        ratios = [o / s for s, o in zip(self.samples, other.samples, strict=True)]
-        return [min(ratios), statistics.median(ratios), max(ratios)]
-
     def rates(self, amount: float) -> dict[str, float]:
         """``amount`` per second at the max, median and min time (``amount / 1e9``: G/s)."""
         return {"min": amount / self.max, "median": amount / self.median,

@@ -54,7 +54,7 @@ from hurray_gpu.runtime.buffer import Buffer
 from hurray_gpu.runtime.registry import resolve_device as device
 from hurray_gpu.tensor import Tensor
 
-from _timing import Timed, copy_roof, interleaved, on_host, parse_args
+from _timing import Timed, copy_roof, interleaved, on_host, parse_args, ratio
 
 BLOCK = 32
 ROW = 1024  # elements per row of the benchmark tensors (--elements is rounded down to rows)
@@ -240,31 +240,23 @@ def run_case(label: str, out_dtype: str, make: Callable[[np.random.Generator], T
                "gbps_range": [gbps["min"], gbps["max"]], "roof_gbps": roof_gbps["median"],
                "roof_gbps_range": [roof_gbps["min"], roof_gbps["max"]],
                "roof_fraction": gbps["median"] / roof_gbps["median"],
-               "roof_fraction_range": [moved[dev.spec] / moved[f"{dev.spec} copy"] * x
-                                       for x in _range(ours.speedup_over(roof))]}
+               "roof_fraction_range": ratio(list(roof.samples), list(ours.samples),
+                                            moved[dev.spec] / moved[f"{dev.spec} copy"])[1]}
         if peer is not None:
             row["peer"] = peer.name
-            row["vs_peer"], row["vs_peer_range"] = _split(
-                took[f"{dev.spec} api"].speedup_over(took["peer"]))
+            row["vs_peer"], row["vs_peer_range"] = ratio(
+                list(took["peer"].samples), list(took[f"{dev.spec} api"].samples))
             if peer.kernel is not None and peer.bits is not None:
                 if not np.array_equal(outs[dev.spec].numpy(), peer.bits()):
                     raise SystemExit(f"{label}: our output on {dev.spec} differs from "
                                      f"{peer.name}'s on the same codes")
-                row["kernel_vs_peer"], row["kernel_vs_peer_range"] = _split(
-                    ours.speedup_over(took["peer kernel"]))
+                row["kernel_vs_peer"], row["kernel_vs_peer_range"] = ratio(
+                    list(took["peer kernel"].samples), list(ours.samples))
         rows.append(row)
     del calls, outs  # frees every device buffer of this case before the next one
     for dev in devs:
         dev.allocator.free_cache()
     return rows
-
-
-def _split(ratios: list[float]) -> tuple[float, list[float]]:
-    return ratios[1], [ratios[0], ratios[2]]
-
-
-def _range(ratios: list[float]) -> list[float]:
-    return [ratios[0], ratios[2]]
 
 
 def table(rows: list[dict[str, Any]]) -> str:
