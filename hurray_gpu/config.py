@@ -10,6 +10,8 @@ import os
 import shutil
 from pathlib import Path
 
+from hurray_gpu.errors import UnsupportedOpError
+
 __all__ = [
     "c_compiler",
     "cache_dir",
@@ -19,6 +21,7 @@ __all__ = [
     "device_override",
     "no_cache",
     "omp_wait_policy",
+    "pool_idle",
     "progress",
 ]
 
@@ -67,6 +70,27 @@ def debug_bounds() -> bool:
     Each allocator reads it once, when its device is created (see :mod:`hurray_gpu.runtime.canary`).
     """
     return _flag("HURRAY_GPU_DEBUG_BOUNDS")
+
+
+def pool_idle(default_bytes: int, default_seconds: float) -> tuple[int, float]:
+    """``HURRAY_GPU_POOL_IDLE_BYTES`` and ``HURRAY_GPU_POOL_IDLE_SECONDS``: the pooled bytes a
+    device keeps however long idle, and how long more may sit unused before it is freed.
+
+    Raises:
+        UnsupportedOpError: a value that is not a number >= 0.
+    """
+    found = []
+    for name, default in (("HURRAY_GPU_POOL_IDLE_BYTES", default_bytes),
+                          ("HURRAY_GPU_POOL_IDLE_SECONDS", default_seconds)):
+        value = os.environ.get(name, "").strip()
+        try:
+            found.append(float(value) if value else default)
+        except ValueError:
+            found.append(-1.0)
+        if not 0 <= found[-1] < float("inf"):
+            raise UnsupportedOpError(f"{name}={value!r} is not a number >= 0",
+                                     fix=f"set {name} to a number >= 0, or unset it for {default}.")
+    return int(found[0]), found[1]
 
 
 def c_compiler() -> str | None:

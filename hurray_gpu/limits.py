@@ -112,6 +112,8 @@ LIMITS: tuple[Limit, ...] = (
     _l("hurray_gpu.runtime.cache", "MAX_SOURCE_BYTES", "cache", "kernel source stored in a cache entry"),
     _l("hurray_gpu.runtime.memory", "DEFAULT_POOL_LIMIT", "memory",
        "freed device buffers kept for reuse per allocator; beyond it they are really freed"),
+    _l("hurray_gpu.runtime.memory", "DEFAULT_POOL_IDLE_BYTES", "memory", "pooled bytes kept "
+       "however long idle; more is freed once unused for DEFAULT_POOL_IDLE_SECONDS"),
     _l("hurray_gpu.runtime.device", "PROGRAM_CACHE_CAPACITY", "cache", "loaded programs per device"),
     _l("hurray_gpu.runtime.memory", "CHUNK", "memory",
        "host staging per copy step (a staged copy never doubles host memory)"),

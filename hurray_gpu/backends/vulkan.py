@@ -451,6 +451,9 @@ class VulkanAllocator(Allocator):
             self._points.wait(raw)
         return raw
 
+    def _busy(self, raw: Any, fences: list[Any]) -> bool:
+        return self._points.busy(raw)
+
     @functools.cached_property
     def _points(self) -> PoolPoints:
         return PoolPoints(self._ctx)

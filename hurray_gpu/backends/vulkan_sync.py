@@ -392,6 +392,10 @@ class PoolPoints:
         for sem, value in points:
             stream.add_wait(sem, value)
 
+    def busy(self, raw: Any) -> bool:
+        """True while a stream has not reached a point remembered for ``raw``."""
+        return any(counter(self.ctx, sem) < value for sem, value in self._pending.get(id(raw), ()))
+
     def forget(self, raw: Any) -> None:
         """Before a real free: wait for the remembered points on the host."""
         points = self._pending.pop(id(raw), None)

@@ -1,6 +1,7 @@
 """``hurray-gpu devices``: every backend, whether it works here and why not, its devices, their
-memory classes, and the kernel compilers this machine offers (NVRTC, hipRTC, OpenCL, glslang,
-host cc). A toolchain probe never raises: a missing one is information, not a failure."""
+memory classes and buffer pools, and the kernel compilers this machine offers (NVRTC, hipRTC,
+OpenCL, glslang, host cc). A toolchain probe never raises: a missing one is information, not a
+failure."""
 
 from __future__ import annotations
 
@@ -130,6 +131,9 @@ def _device_info(dev: Any) -> dict[str, Any]:
     info: dict[str, Any] = {"spec": dev.spec, "name": dev.name,
                             "memory_classes": [m.label for m in dev.memory_classes],
                             "emulated": bool(dev.emulated)}
+    pool = dev.allocator
+    info["pool"] = {"limit_bytes": pool.pool_limit, "idle_budget_bytes": pool.pool_idle_budget,
+                    "idle_seconds": pool.pool_idle_seconds, "pooled_bytes": pool.pooled_bytes}
     try:
         free, total = dev.memory_info()
         info["memory_total_bytes"], info["memory_free_bytes"] = int(total), int(free)
@@ -193,6 +197,13 @@ def render(inv: dict[str, Any]) -> str:
             rows.append([b["backend"], b["tag"], "no", "-", b.get("reason", "")])
     out = ["Backends", format_table(["device", "tag", "usable", "memory classes", "details"],
                                     rows)]
+    pools = [[d["spec"], *(_mib(p[k]) for k in ("limit_bytes", "idle_budget_bytes")),
+              f"{p['idle_seconds']:g}", _mib(p["pooled_bytes"])]
+             for b in inv["backends"] for d in b["devices"] for p in [d["pool"]]]
+    out += ["", "Buffer pools (how to size them: docs/reliability.md)",
+            format_table(["device", "limit", "idle budget", "idle seconds", "pooled now"], pools),
+            "Pooled bytes over the idle budget left unused for the idle seconds are freed;",
+            "set both with HURRAY_GPU_POOL_IDLE_BYTES and HURRAY_GPU_POOL_IDLE_SECONDS."]
     out += ["", f"reference: {inv['reference']}"]
     default = inv["default"]
     out.append(f"default: {default['spec'] or 'none (' + default['reason'] + ')'}")
@@ -201,6 +212,10 @@ def render(inv: dict[str, Any]) -> str:
     out += ["", "Kernel toolchains",
             format_table(["toolchain", "available", "used by", "version / why not"], tc_rows)]
     return "\n".join(out)
+
+
+def _mib(nbytes: int) -> str:
+    return f"{nbytes >> 20:,} MiB" if nbytes % (1 << 20) == 0 else f"{nbytes:,} B"
 
 
 def run(args: argparse.Namespace) -> int:

@@ -112,14 +112,13 @@ class CanaryAllocator(Allocator):
     peak_bytes = property(lambda self: self.inner.peak_bytes)  # type: ignore[assignment]
     alloc_count = property(lambda self: self.inner.alloc_count)  # type: ignore[assignment]
 
-    @property  # type: ignore[override]
-    def pool_limit(self) -> int:
-        """The wrapped allocator's pool limit."""
-        return self.inner.pool_limit
-
-    @pool_limit.setter
-    def pool_limit(self, value: int) -> None:
-        self.inner.pool_limit = value
+    # The pool settings are the wrapped allocator's, read and set through.
+    pool_limit = property(lambda self: self.inner.pool_limit,  # type: ignore[assignment]
+                          lambda self, v: setattr(self.inner, "pool_limit", v))
+    pool_idle_budget = property(lambda self: self.inner.pool_idle_budget,  # type: ignore[assignment]
+                                lambda self, v: setattr(self.inner, "pool_idle_budget", v))
+    pool_idle_seconds = property(lambda self: self.inner.pool_idle_seconds,  # type: ignore[assignment]
+                                 lambda self, v: setattr(self.inner, "pool_idle_seconds", v))
 
     @property
     def stream(self) -> Stream:

@@ -7,14 +7,17 @@ Backends fill the underscore hooks only; nothing outside an Allocator calls them
 from __future__ import annotations
 
 import gc
+import os
 import threading
-from collections import OrderedDict
+import time
+import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
+from hurray_gpu import config
 from hurray_gpu.errors import OutOfMemoryError, UnsupportedOpError
 from hurray_gpu.format.descriptor.buffers import MemoryClass
 from hurray_gpu.runtime.stream import Event, current_stream
@@ -22,10 +25,15 @@ from hurray_gpu.runtime.stream import Event, current_stream
 if TYPE_CHECKING:
     from hurray_gpu.runtime.device import Device
 
-__all__ = ["CHUNK", "DEFAULT_POOL_LIMIT", "Allocation", "Allocator", "MemoryClass"]
+__all__ = ["CHUNK", "DEFAULT_POOL_IDLE_BYTES", "DEFAULT_POOL_IDLE_SECONDS", "DEFAULT_POOL_LIMIT",
+           "Allocation", "Allocator", "MemoryClass"]
 
 # Freed buffers kept for reuse, per allocator. Beyond this the oldest are really freed.
 DEFAULT_POOL_LIMIT = 512 * 1024 * 1024
+# Pooled bytes over the idle budget left unused for the idle seconds are really freed by a
+# background thread (docs/reliability.md says how to size both; env HURRAY_GPU_POOL_IDLE_*).
+DEFAULT_POOL_IDLE_BYTES = 64 << 20
+DEFAULT_POOL_IDLE_SECONDS = 2
 # Host staging and per-step copy size: large enough to amortise a driver call, small enough
 # that a staged copy of a multi-GiB buffer never doubles host memory.
 CHUNK = 64 << 20
@@ -91,6 +99,10 @@ class Allocator:
     Args:
         device: the owning device.
         pool_limit: the most bytes of freed buffers kept for reuse.
+
+    Attributes:
+        pool_idle_budget, pool_idle_seconds: pooled bytes over the budget left unused for the
+            seconds are really freed, oldest first, by a background thread with no user call.
     """
 
     # Exception types a backend's ``_alloc`` raises when the device is out of memory.
@@ -108,9 +120,11 @@ class Allocator:
     def __init__(self, device: Device, pool_limit: int = DEFAULT_POOL_LIMIT) -> None:
         self.device = device
         self.pool_limit = pool_limit
-        # (nbytes, class) -> [(raw, events of the streams that may still use it)]
-        self._pool: OrderedDict[tuple[int, MemoryClass], list[tuple[Any, list[Event]]]] = (
-            OrderedDict())
+        self.pool_idle_budget, self.pool_idle_seconds = config.pool_idle(
+            DEFAULT_POOL_IDLE_BYTES, DEFAULT_POOL_IDLE_SECONDS)
+        # (nbytes, class) -> [(raw, events of the streams that may still use it, time pooled)],
+        # oldest first: reuse takes the newest, so the oldest are the idle ones.
+        self._pool: dict[tuple[int, MemoryClass], list[tuple[Any, list[Event], float]]] = {}
         self._lock = threading.Lock()
         self.pooled_bytes = 0
         self.allocated_bytes = 0
@@ -246,7 +260,7 @@ class Allocator:
     def free_cache(self) -> None:
         """Really free every pooled buffer."""
         with self._lock:
-            entries = [(raw, *k) for k, raws in self._pool.items() for raw, _ in raws]
+            entries = [(raw, *k) for k, raws in self._pool.items() for raw, *_ in raws]
             self._pool.clear()
             self.pooled_bytes = 0
         for entry in entries:
@@ -315,7 +329,7 @@ class Allocator:
             if not raws:
                 return None
             self.pooled_bytes -= nbytes
-            raw, fences = raws.pop()
+            raw, fences, _ = raws.pop()
             if not raws:
                 del self._pool[(nbytes, mclass)]
         if fences:  # the new user's work (kernels, copies) goes on its current stream
@@ -332,19 +346,49 @@ class Allocator:
             if nbytes > self.pool_limit:
                 evicted.append((raw, nbytes, mclass))
             else:
-                self._pool.setdefault((nbytes, mclass), []).append((raw, fences))
-                self._pool.move_to_end((nbytes, mclass))
+                self._pool.setdefault((nbytes, mclass), []).append(
+                    (raw, fences, time.monotonic()))
                 self.pooled_bytes += nbytes
-            while self.pooled_bytes > self.pool_limit and self._pool:
-                (size, cls_), raws = next(iter(self._pool.items()))
-                evicted.append((raws.pop()[0], size, cls_))
-                self.pooled_bytes -= size
-                if not raws:
-                    del self._pool[(size, cls_)]
+            evicted += self._pop_oldest(self.pool_limit)[0]
+            idle = self.pooled_bytes > self.pool_idle_budget
         # A real free needs no wait: cudaFree/hipFree wait for the device, and OpenCL defers
         # releasing a cl_mem until the commands queued on it finish.
         for item in evicted:
             self._free(*item)
+        if idle:
+            _TRIMMER.watch(self)
+
+    def _trim_idle(self) -> float | None:
+        """Really free the idle buffers over the idle budget; the seconds until the next check
+        is due, or None once within budget."""
+        with self._lock:
+            evicted, wait = self._pop_oldest(self.pool_idle_budget,
+                                             time.monotonic() - self.pool_idle_seconds)
+        for item in evicted:
+            self._free(*item)
+        return wait
+
+    def _pop_oldest(self, budget: int, idle_before: float | None = None) -> tuple[
+            list[tuple[Any, int, MemoryClass]], float | None]:
+        """Under the lock: take pooled buffers out, least recently pooled first, until at most
+        ``budget`` bytes stay; with ``idle_before`` only those pooled before it that no stream
+        may still use, stopping at the first that is not (and returning seconds to wait)."""
+        evicted, wait = [], None
+        while self.pooled_bytes > budget:
+            pooled_at, key = min((raws[0][2], key) for key, raws in self._pool.items())
+            raws = self._pool[key]
+            if idle_before is not None and (pooled_at > idle_before or self._busy(*raws[0][:2])):
+                wait = max(pooled_at - idle_before, 0.01)  # due later; or polled till its fence
+                break
+            evicted.append((raws.pop(0)[0], *key))
+            self.pooled_bytes -= key[0]
+            if not raws:
+                del self._pool[key]
+        return evicted, wait
+
+    def _busy(self, raw: Any, fences: list[Event]) -> bool:
+        """True while a stream may still use the pooled ``raw`` (its fences are pending)."""
+        return not all(event.query() for event in fences)
 
     def _fences(self) -> list[Event]:
         """An event after the queued work of each stream that may still use a buffer being
@@ -390,3 +434,69 @@ class Allocator:
 
     def _copy(self, dest: Any, src: Any, nbytes: int) -> None:
         self._staged_copy(dest, src, nbytes)
+
+
+class _IdleTrimmer:
+    """The one thread per process that frees idle pooled memory over budget (Allocator.
+    _trim_idle). It runs only while some pool is over its idle budget, holds allocators by weak
+    reference (it keeps no device alive) and is a daemon (it never delays interpreter exit)."""
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget every pool and thread (a forked child has no thread, maybe a held lock)."""
+        self._cond = threading.Condition()
+        self._watched: weakref.WeakSet[Allocator] = weakref.WeakSet()
+        self._thread: threading.Thread | None = None
+        self._pokes = 0  # allocators newly watched: a round in flight has not seen them
+
+    def watch(self, allocator: Allocator) -> None:
+        """Trim ``allocator`` (over its idle budget) until it is within it again."""
+        with self._cond:
+            if allocator in self._watched:
+                return
+            self._watched.add(allocator)
+            self._pokes += 1
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="hurray-gpu-pool-trim",
+                                                daemon=True)
+                self._thread.start()
+            self._cond.notify()
+
+    def _run(self) -> None:
+        try:
+            while True:
+                with self._cond:
+                    pokes = self._pokes
+                wait = self._round()
+                with self._cond:
+                    if pokes != self._pokes:  # a new pool over budget: trim it now
+                        continue
+                    if wait is None:
+                        self._thread = None
+                        return
+                    self._cond.wait(min(wait, threading.TIMEOUT_MAX))
+        except BaseException:
+            with self._cond:  # a free raised (printed): the next pool over budget starts afresh
+                self._thread = None
+                self._watched.clear()
+            raise
+
+    def _round(self) -> float | None:
+        # Strong references live only in this frame, never while the thread sleeps.
+        with self._cond:
+            watched = list(self._watched)
+        waits = [allocator._trim_idle() for allocator in watched]
+        due = []
+        with self._cond:
+            for allocator, wait in zip(watched, waits, strict=True):
+                if allocator.pooled_bytes > allocator.pool_idle_budget:
+                    due.append(0.0 if wait is None else wait)  # put back over budget meanwhile
+                else:
+                    self._watched.discard(allocator)
+        return min(due, default=None)
+
+
+_TRIMMER = _IdleTrimmer()
+os.register_at_fork(after_in_child=_TRIMMER.reset)

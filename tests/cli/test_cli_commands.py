@@ -13,6 +13,7 @@ import pytest
 from hurray_gpu import devices
 from hurray_gpu.cli import main
 from hurray_gpu.errors import HurrayGPUError
+from hurray_gpu.runtime.registry import resolve_device
 from tests._support import skip_or_fail
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -98,6 +99,12 @@ def test_devices_text_and_json(capsys: pytest.CaptureFixture) -> None:
             assert d["memory_classes"][0] == "standard"
     cpu = inv["backends"][0]
     assert cpu["available"] and cpu["devices"][0]["spec"] == "cpu:0"
+    pool, alloc = cpu["devices"][0]["pool"], resolve_device("cpu:0").allocator
+    assert pool == {"limit_bytes": alloc.pool_limit, "idle_budget_bytes": alloc.pool_idle_budget,
+                    "idle_seconds": alloc.pool_idle_seconds, "pooled_bytes": alloc.pooled_bytes}
+    pools = "Buffer pools" + text.split("\nBuffer pools")[1].split("\n\n")[0]
+    assert "\ncpu:0 " in pools and "HURRAY_GPU_POOL_IDLE_SECONDS" in pools
+    assert max(len(line) for line in pools.splitlines()) <= 100
     names = [t["name"] for t in inv["toolchains"]]
     assert names == ["NVRTC", "hipRTC", "OpenCL", "glslang", "host C compiler"]
     cc = inv["toolchains"][-1]

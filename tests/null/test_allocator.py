@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import pickle
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -141,3 +146,77 @@ def test_non_contiguous_source_rejected() -> None:
         buf.copyin(np.arange(4, dtype=np.uint32)[::2])
     with pytest.raises(UnsupportedOpError, match="not a buffer"):
         dev.allocator.copyin(buf.allocation, 12345)
+
+
+# -- idle trimming (docs/reliability.md, Buffer pool: idle memory) -----------------------------
+
+ROOT = Path(__file__).resolve().parents[2]
+# A fresh interpreter: no other test's pool can have started the trim thread there.
+TRIM_THREAD_LIFECYCLE = """
+import gc, threading, time, weakref
+from hurray_gpu.backends.null import NullDevice
+
+def running():
+    return any(t.name == "hurray-gpu-pool-trim" for t in threading.enumerate())
+
+def poll(predicate):
+    end = time.monotonic() + 20
+    while not predicate():
+        assert time.monotonic() < end, "timed out"
+        time.sleep(0.005)
+
+dev = NullDevice()
+pool = dev.allocator
+pool.pool_idle_budget, pool.pool_idle_seconds = 1000, 0.5
+a, b = pool.alloc(600), pool.alloc(400)
+pool.free(a)
+pool.free(b)
+assert pool.pooled_bytes == 1000 and not running(), "a thread while within budget"
+c = pool.alloc(1000)  # the 600 and 400 stay pooled
+pool.free(c)
+assert running(), "no thread while over budget"
+poll(lambda: not running())  # trimmed, then the thread ends
+assert pool.pooled_bytes == 1000, pool.pooled_bytes  # the newest, c, is kept
+assert sorted(r for r in pool.records if r[0] == "free") == [("free", 400), ("free", 600)]
+
+# Over budget but not yet idle: the sleeping thread holds no reference to the pool or device.
+pool.pool_idle_seconds = 0.3
+pool.free(pool.alloc(8))
+assert running()
+ref = weakref.ref(pool)
+del dev, pool, a, b, c
+gc.collect()
+assert ref() is None, "the trim thread keeps a device alive"
+poll(lambda: not running())
+
+# A pool over budget for a minute must not delay exit (a daemon thread).
+dev = NullDevice()
+dev.allocator.pool_idle_budget, dev.allocator.pool_idle_seconds = 0, 60
+dev.allocator.free(dev.allocator.alloc(8))
+assert running()
+print("ok")
+"""
+
+
+def test_trim_thread_runs_only_while_a_pool_is_over_its_idle_budget() -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(TRIM_THREAD_LIFECYCLE)],
+                          capture_output=True, text=True, env=env, cwd=ROOT, timeout=30,
+                          check=False)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
+
+
+def test_idle_settings_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("HURRAY_GPU_POOL_IDLE_BYTES", raising=False)
+    monkeypatch.delenv("HURRAY_GPU_POOL_IDLE_SECONDS", raising=False)
+    assert (_device().allocator.pool_idle_budget, _device().allocator.pool_idle_seconds) == (
+        64 << 20, 2)
+    monkeypatch.setenv("HURRAY_GPU_POOL_IDLE_BYTES", "4096")
+    monkeypatch.setenv("HURRAY_GPU_POOL_IDLE_SECONDS", "0.25")
+    pool = _device().allocator
+    assert (pool.pool_idle_budget, pool.pool_idle_seconds) == (4096, 0.25)
+    for bad in ("-1", "lots", "nan", "inf"):
+        monkeypatch.setenv("HURRAY_GPU_POOL_IDLE_SECONDS", bad)
+        with pytest.raises(UnsupportedOpError, match="HURRAY_GPU_POOL_IDLE_SECONDS") as info:
+            _device()
+        assert "Fix: set HURRAY_GPU_POOL_IDLE_SECONDS to a number >= 0" in str(info.value)
