@@ -108,6 +108,10 @@ def cases(n: int) -> list[tuple[str, str, Callable[[np.random.Generator], Tensor
          lambda r: _blocked(r, "int8", "per_block", n)),
         ("MXFP4 (e2m1, e8m0/32) -> bfloat16", "bfloat16",
          lambda r: _blocked(r, "float4_e2m1", "mxfp", n)),
+        ("MXFP6 (e2m3, e8m0/32) -> bfloat16", "bfloat16",
+         lambda r: _blocked(r, "float6_e2m3", "mxfp", n)),
+        ("MXFP8 (e4m3, e8m0/32) -> bfloat16", "bfloat16",
+         lambda r: _blocked(r, "float8_e4m3", "mxfp", n)),
     ]
     for storage in ("float8_e4m3", "float8_e5m2", "float6_e2m3", "float6_e3m2",
                     "float4_e2m1"):
@@ -191,8 +195,8 @@ def peer_runner(label: str, t: Tensor, rng: np.random.Generator) -> Peer:
             GGMLQuantizationType.Q8_0
         raw = quantize(rng.standard_normal((n // ROW, ROW)).astype(np.float32), kind)
         return Peer("gguf.quants.dequantize", lambda: gguf_dequantize(raw, kind))
-    if label.startswith("MXFP4"):
-        raise ImportError("no installed peer dequantizes MXFP4 on the CPU")
+    if label.startswith("MXFP"):
+        raise ImportError("no installed peer dequantizes MX formats on the CPU")
     import ml_dtypes  # noqa: F401  (the peer is ml_dtypes' astype)
 
     values = random_values(rng, label.split(" ")[0], (n,))  # one element per byte, as it takes
