@@ -231,8 +231,11 @@ class CPUCompiler(Compiler):
         # -O3 vectorises the loops with a counter-only index (e.g. 8-bit dequantization), which
         # -O2 leaves scalar. -ffp-contract=off is -std=c11's default, said out loud: no fused
         # multiply-adds beyond FMA(), so kernels round every operation as their references.
+        # -fno-trapping-math lets a conditional multiply become a select (no kernel unmasks FP
+        # traps, so results are unchanged), which keeps table lookups like MX scaling vectorised.
         _, openmp, native = _toolchain(self._require_cc())
-        flags: tuple[str, ...] = ("-O3", "-std=c11", "-fno-math-errno", "-ffp-contract=off")
+        flags: tuple[str, ...] = ("-O3", "-std=c11", "-fno-math-errno", "-ffp-contract=off",
+                                  "-fno-trapping-math")
         if host_isa:
             flags += (*native, f"-DHG_STREAM_BYTES={_last_level_cache()}u")
         return flags + (("-fopenmp",) if openmp else ())

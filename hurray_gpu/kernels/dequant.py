@@ -245,10 +245,38 @@ _HOISTED = Piece("hoisted loops", """
             $byte
         }
     }
+    else if ($if6) {
+        $sixes
+    }
     else {
         $general
     }
 """)
+# 6-bit codes four at a time from three bytes (a group starts byte-aligned at every fourth
+# element), single elements up to the first group and after the last; a single element reads
+# its second byte only when its bits reach into it.
+_SIXES = Piece("six-bit loop", """
+    for (; i < end && (i & 3u) != 0u; i++) {
+        $one
+    }
+    u32 ngroup = (end - i) >> 2u;
+    u32 gat = doff + (i >> 2u) * 3u;
+    for (u32 j = 0u; j < ngroup; j++) {
+        u32 b = gat + 3u * j;
+        u32 w = LOAD(data, b) | (LOAD(data, b + 1u) << 8u) | (LOAD(data, b + 2u) << 16u);
+        u32 gk = i + 4u * j;
+        $g0
+        $g1
+        $g2
+        $g3
+    }
+    i = i + 4u * ngroup;
+    for (; i < end; i++) {
+        $one
+    }
+""")
+_SIX_CODE = ("((LOAD(data, doff + ((i * 6u) >> 3u)) | (((i * 6u) & 7u) > 2u ? "
+             "LOAD(data, doff + ((i * 6u) >> 3u) + 1u) << 8u : 0u)) >> ((i * 6u) & 7u)) & 63u")
 
 
 @dataclass(frozen=True)
@@ -348,8 +376,12 @@ def _hoisted(element: Element, variant: Variant, kind: str) -> Piece:
         quad=_quad(variant, lookup),
         lo=lookup("k", "pair & 15u"), hi=lookup("k + 1u", "pair >> 4u"))
     fast = f" && {element.fast}" if element.fast else ""
+    sixes = _SIXES.fill(one=one(_SIX_CODE, "i"), **{
+        f"g{e}": one(f"(w >> {6 * e}u) & 63u" if e else "w & 63u", f"gk + {e}u" if e else "gk")
+        for e in range(4)})
     return _HOISTED.fill(if4=f"bits == 4u{fast}", if8=f"bits == 8u && doff == 0u{fast}",
-                         nibbles=nibbles, byte=one("LOAD(data, i)", "i"),
+                         if6=f"bits == 6u{fast}", nibbles=nibbles,
+                         byte=one("LOAD(data, i)", "i"), sixes=sixes,
                          general=_general(element, variant, kind))
 
 

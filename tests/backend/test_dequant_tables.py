@@ -78,13 +78,17 @@ def test_unpack_float4_table(kernel_device: Device) -> None:
 
 @pytest.mark.parametrize("ept", [TABLE_RUN, TABLE_RUN + 1, 97, 1024])
 def test_items_split_runs(kernel_device: Device, ept: int) -> None:
-    """Work items that start mid-block at odd elements, so runs straddle the threshold."""
+    """Work items that start mid-block at odd elements, so runs straddle the threshold (and
+    6-bit runs start off their groups)."""
     from hurray_gpu.ops.plan import bind_inputs, launch, plan_dequantize
 
     cases = [random_quantized(_rng("sp", 1), "nf4", "uint4", (3, 200), axis=1, block_size=64),
              random_quantized(_rng("sp", 2), "per_block", "int4", (4, 99), axis=1,
                               block_size=32, scale_type="float16"),
              random_quantized(_rng("sp", 3), "mxfp", "float4_e2m1", (2, 256), axis=1,
+                              block_size=32),
+             # 6-bit groups: items starting at every residue mod 4 take the single elements
+             random_quantized(_rng("sp", 4), "mxfp", "float6_e3m2", (2, 256), axis=1,
                               block_size=32)]
     for t in cases:
         for out, width in (("float32", 4), ("bfloat16", 2)):
@@ -179,3 +183,18 @@ def test_outputs_past_the_last_level_cache(out: str) -> None:
     want = _bits(dequantize(t, out, device="reference"))
     assert want.nbytes > _last_level_cache()
     assert np.array_equal(_bits(dequantize(t, out, device="cpu")), want)
+
+
+@pytest.mark.parametrize("storage", ["float6_e2m3", "float6_e3m2"])
+def test_six_bit_groups(kernel_device: Device, storage: str) -> None:
+    # 6-bit codes go four at a time from three bytes: rows of 197 start and end off the
+    # groups, so single elements before and after them (reading a second byte only when an
+    # element straddles it) are checked too, unscaled and MX-scaled.
+    values = random_values(_rng("fp6u", storage), storage, (5, 197))
+    t = Tensor.from_numpy(values)
+    for out in OUTS:
+        want = _bits(unpack(t, out, device="reference"))
+        assert np.array_equal(_bits(unpack(t, out, device=kernel_device)), want)
+    mx = random_quantized(_rng("mx6", storage), "mxfp", storage, (3, 224), axis=1,
+                          block_size=32)
+    _check(mx, kernel_device)

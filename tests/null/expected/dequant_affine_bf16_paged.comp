@@ -249,6 +249,62 @@ void main() {
                 }
             }
         }
+        else if (bits == 6u) {
+            for (; i < end && (i & 3u) != 0u; i++) {
+                {
+                    uint code = ((load_data(doff + ((i * 6u) >> 3u)) | (((i * 6u) & 7u) > 2u ? load_data(doff + ((i * 6u) >> 3u) + 1u) << 8u : 0u)) >> ((i * 6u) & 7u)) & 63u;
+                    uint k = i;
+                    // Branch-free sign extension: random signs would mispredict a branch.
+                    int q = int(code << sx) >> sx;
+                    store_dst(k + shift, hg_f32_to_bf16(s * float(int(uint(q) - uint(z)))));
+                }
+            }
+            uint ngroup = (end - i) >> 2u;
+            uint gat = doff + (i >> 2u) * 3u;
+            for (uint j = 0u; j < ngroup; j++) {
+                uint b = gat + 3u * j;
+                uint w = load_data(b) | (load_data(b + 1u) << 8u) | (load_data(b + 2u) << 16u);
+                uint gk = i + 4u * j;
+                {
+                    uint code = w & 63u;
+                    uint k = gk;
+                    // Branch-free sign extension: random signs would mispredict a branch.
+                    int q = int(code << sx) >> sx;
+                    store_dst(k + shift, hg_f32_to_bf16(s * float(int(uint(q) - uint(z)))));
+                }
+                {
+                    uint code = (w >> 6u) & 63u;
+                    uint k = gk + 1u;
+                    // Branch-free sign extension: random signs would mispredict a branch.
+                    int q = int(code << sx) >> sx;
+                    store_dst(k + shift, hg_f32_to_bf16(s * float(int(uint(q) - uint(z)))));
+                }
+                {
+                    uint code = (w >> 12u) & 63u;
+                    uint k = gk + 2u;
+                    // Branch-free sign extension: random signs would mispredict a branch.
+                    int q = int(code << sx) >> sx;
+                    store_dst(k + shift, hg_f32_to_bf16(s * float(int(uint(q) - uint(z)))));
+                }
+                {
+                    uint code = (w >> 18u) & 63u;
+                    uint k = gk + 3u;
+                    // Branch-free sign extension: random signs would mispredict a branch.
+                    int q = int(code << sx) >> sx;
+                    store_dst(k + shift, hg_f32_to_bf16(s * float(int(uint(q) - uint(z)))));
+                }
+            }
+            i = i + 4u * ngroup;
+            for (; i < end; i++) {
+                {
+                    uint code = ((load_data(doff + ((i * 6u) >> 3u)) | (((i * 6u) & 7u) > 2u ? load_data(doff + ((i * 6u) >> 3u) + 1u) << 8u : 0u)) >> ((i * 6u) & 7u)) & 63u;
+                    uint k = i;
+                    // Branch-free sign extension: random signs would mispredict a branch.
+                    int q = int(code << sx) >> sx;
+                    store_dst(k + shift, hg_f32_to_bf16(s * float(int(uint(q) - uint(z)))));
+                }
+            }
+        }
         else {
             for (; i < end; i++) {
                 uint code = 0u;

@@ -228,6 +228,62 @@ extern "C" __global__ void __launch_bounds__(64) dequant_affine_f16_paged(unsign
                 }
             }
         }
+        else if (bits == 6u) {
+            for (; i < end && (i & 3u) != 0u; i++) {
+                {
+                    unsigned int code = ((load_data(doff + ((i * 6u) >> 3u)) | (((i * 6u) & 7u) > 2u ? load_data(doff + ((i * 6u) >> 3u) + 1u) << 8u : 0u)) >> ((i * 6u) & 7u)) & 63u;
+                    unsigned int k = i;
+                    // Branch-free sign extension: random signs would mispredict a branch.
+                    int q = (int)(code << sx) >> sx;
+                    store_dst(k + shift, hg_f32_to_f16(s * (float)((int)((unsigned int)(q) - (unsigned int)(z)))));
+                }
+            }
+            unsigned int ngroup = (end - i) >> 2u;
+            unsigned int gat = doff + (i >> 2u) * 3u;
+            for (unsigned int j = 0u; j < ngroup; j++) {
+                unsigned int b = gat + 3u * j;
+                unsigned int w = load_data(b) | (load_data(b + 1u) << 8u) | (load_data(b + 2u) << 16u);
+                unsigned int gk = i + 4u * j;
+                {
+                    unsigned int code = w & 63u;
+                    unsigned int k = gk;
+                    // Branch-free sign extension: random signs would mispredict a branch.
+                    int q = (int)(code << sx) >> sx;
+                    store_dst(k + shift, hg_f32_to_f16(s * (float)((int)((unsigned int)(q) - (unsigned int)(z)))));
+                }
+                {
+                    unsigned int code = (w >> 6u) & 63u;
+                    unsigned int k = gk + 1u;
+                    // Branch-free sign extension: random signs would mispredict a branch.
+                    int q = (int)(code << sx) >> sx;
+                    store_dst(k + shift, hg_f32_to_f16(s * (float)((int)((unsigned int)(q) - (unsigned int)(z)))));
+                }
+                {
+                    unsigned int code = (w >> 12u) & 63u;
+                    unsigned int k = gk + 2u;
+                    // Branch-free sign extension: random signs would mispredict a branch.
+                    int q = (int)(code << sx) >> sx;
+                    store_dst(k + shift, hg_f32_to_f16(s * (float)((int)((unsigned int)(q) - (unsigned int)(z)))));
+                }
+                {
+                    unsigned int code = (w >> 18u) & 63u;
+                    unsigned int k = gk + 3u;
+                    // Branch-free sign extension: random signs would mispredict a branch.
+                    int q = (int)(code << sx) >> sx;
+                    store_dst(k + shift, hg_f32_to_f16(s * (float)((int)((unsigned int)(q) - (unsigned int)(z)))));
+                }
+            }
+            i = i + 4u * ngroup;
+            for (; i < end; i++) {
+                {
+                    unsigned int code = ((load_data(doff + ((i * 6u) >> 3u)) | (((i * 6u) & 7u) > 2u ? load_data(doff + ((i * 6u) >> 3u) + 1u) << 8u : 0u)) >> ((i * 6u) & 7u)) & 63u;
+                    unsigned int k = i;
+                    // Branch-free sign extension: random signs would mispredict a branch.
+                    int q = (int)(code << sx) >> sx;
+                    store_dst(k + shift, hg_f32_to_f16(s * (float)((int)((unsigned int)(q) - (unsigned int)(z)))));
+                }
+            }
+        }
         else {
             for (; i < end; i++) {
                 unsigned int code = 0u;

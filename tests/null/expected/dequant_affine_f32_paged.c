@@ -255,6 +255,62 @@ static inline void dequant_affine_f32_paged_item(uint32_t hg_gid0, uint32_t hg_g
                 }
             }
         }
+        else if (bits == 6u) {
+            for (; i < end && (i & 3u) != 0u; i++) {
+                {
+                    uint32_t code = ((load_data(doff + ((i * 6u) >> 3u)) | (((i * 6u) & 7u) > 2u ? load_data(doff + ((i * 6u) >> 3u) + 1u) << 8u : 0u)) >> ((i * 6u) & 7u)) & 63u;
+                    uint32_t k = i;
+                    // Branch-free sign extension: random signs would mispredict a branch.
+                    int32_t q = (int32_t)(code << sx) >> sx;
+                    store_dst(k + shift, s * (float)((int32_t)((uint32_t)(q) - (uint32_t)(z))));
+                }
+            }
+            uint32_t ngroup = (end - i) >> 2u;
+            uint32_t gat = doff + (i >> 2u) * 3u;
+            for (uint32_t j = 0u; j < ngroup; j++) {
+                uint32_t b = gat + 3u * j;
+                uint32_t w = load_data(b) | (load_data(b + 1u) << 8u) | (load_data(b + 2u) << 16u);
+                uint32_t gk = i + 4u * j;
+                {
+                    uint32_t code = w & 63u;
+                    uint32_t k = gk;
+                    // Branch-free sign extension: random signs would mispredict a branch.
+                    int32_t q = (int32_t)(code << sx) >> sx;
+                    store_dst(k + shift, s * (float)((int32_t)((uint32_t)(q) - (uint32_t)(z))));
+                }
+                {
+                    uint32_t code = (w >> 6u) & 63u;
+                    uint32_t k = gk + 1u;
+                    // Branch-free sign extension: random signs would mispredict a branch.
+                    int32_t q = (int32_t)(code << sx) >> sx;
+                    store_dst(k + shift, s * (float)((int32_t)((uint32_t)(q) - (uint32_t)(z))));
+                }
+                {
+                    uint32_t code = (w >> 12u) & 63u;
+                    uint32_t k = gk + 2u;
+                    // Branch-free sign extension: random signs would mispredict a branch.
+                    int32_t q = (int32_t)(code << sx) >> sx;
+                    store_dst(k + shift, s * (float)((int32_t)((uint32_t)(q) - (uint32_t)(z))));
+                }
+                {
+                    uint32_t code = (w >> 18u) & 63u;
+                    uint32_t k = gk + 3u;
+                    // Branch-free sign extension: random signs would mispredict a branch.
+                    int32_t q = (int32_t)(code << sx) >> sx;
+                    store_dst(k + shift, s * (float)((int32_t)((uint32_t)(q) - (uint32_t)(z))));
+                }
+            }
+            i = i + 4u * ngroup;
+            for (; i < end; i++) {
+                {
+                    uint32_t code = ((load_data(doff + ((i * 6u) >> 3u)) | (((i * 6u) & 7u) > 2u ? load_data(doff + ((i * 6u) >> 3u) + 1u) << 8u : 0u)) >> ((i * 6u) & 7u)) & 63u;
+                    uint32_t k = i;
+                    // Branch-free sign extension: random signs would mispredict a branch.
+                    int32_t q = (int32_t)(code << sx) >> sx;
+                    store_dst(k + shift, s * (float)((int32_t)((uint32_t)(q) - (uint32_t)(z))));
+                }
+            }
+        }
         else {
             for (; i < end; i++) {
                 uint32_t code = 0u;

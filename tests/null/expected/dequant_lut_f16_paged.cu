@@ -193,6 +193,56 @@ extern "C" __global__ void __launch_bounds__(64) dequant_lut_f16_paged(unsigned 
                     }
                 }
             }
+            else if (bits == 6u) {
+                for (; i < end && (i & 3u) != 0u; i++) {
+                    {
+                        unsigned int code = ((load_data(doff + ((i * 6u) >> 3u)) | (((i * 6u) & 7u) > 2u ? load_data(doff + ((i * 6u) >> 3u) + 1u) << 8u : 0u)) >> ((i * 6u) & 7u)) & 63u;
+                        unsigned int k = i;
+                        float v = s * load_lut(code);
+                        store_dst(k + shift, hg_f32_to_f16(v));
+                    }
+                }
+                unsigned int ngroup = (end - i) >> 2u;
+                unsigned int gat = doff + (i >> 2u) * 3u;
+                for (unsigned int j = 0u; j < ngroup; j++) {
+                    unsigned int b = gat + 3u * j;
+                    unsigned int w = load_data(b) | (load_data(b + 1u) << 8u) | (load_data(b + 2u) << 16u);
+                    unsigned int gk = i + 4u * j;
+                    {
+                        unsigned int code = w & 63u;
+                        unsigned int k = gk;
+                        float v = s * load_lut(code);
+                        store_dst(k + shift, hg_f32_to_f16(v));
+                    }
+                    {
+                        unsigned int code = (w >> 6u) & 63u;
+                        unsigned int k = gk + 1u;
+                        float v = s * load_lut(code);
+                        store_dst(k + shift, hg_f32_to_f16(v));
+                    }
+                    {
+                        unsigned int code = (w >> 12u) & 63u;
+                        unsigned int k = gk + 2u;
+                        float v = s * load_lut(code);
+                        store_dst(k + shift, hg_f32_to_f16(v));
+                    }
+                    {
+                        unsigned int code = (w >> 18u) & 63u;
+                        unsigned int k = gk + 3u;
+                        float v = s * load_lut(code);
+                        store_dst(k + shift, hg_f32_to_f16(v));
+                    }
+                }
+                i = i + 4u * ngroup;
+                for (; i < end; i++) {
+                    {
+                        unsigned int code = ((load_data(doff + ((i * 6u) >> 3u)) | (((i * 6u) & 7u) > 2u ? load_data(doff + ((i * 6u) >> 3u) + 1u) << 8u : 0u)) >> ((i * 6u) & 7u)) & 63u;
+                        unsigned int k = i;
+                        float v = s * load_lut(code);
+                        store_dst(k + shift, hg_f32_to_f16(v));
+                    }
+                }
+            }
             else {
                 for (; i < end; i++) {
                     unsigned int code = 0u;
@@ -311,6 +361,62 @@ extern "C" __global__ void __launch_bounds__(64) dequant_lut_f16_paged(unsigned 
                 for (; i < end; i++) {
                     {
                         unsigned int code = load_data(i);
+                        unsigned int k = i;
+                        float v = load_lut(code);
+                        if (mode != 0u && (__float_as_uint(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
+                        store_dst(k + shift, hg_f32_to_f16(v));
+                    }
+                }
+            }
+            else if (bits == 6u && chk == 0u) {
+                for (; i < end && (i & 3u) != 0u; i++) {
+                    {
+                        unsigned int code = ((load_data(doff + ((i * 6u) >> 3u)) | (((i * 6u) & 7u) > 2u ? load_data(doff + ((i * 6u) >> 3u) + 1u) << 8u : 0u)) >> ((i * 6u) & 7u)) & 63u;
+                        unsigned int k = i;
+                        float v = load_lut(code);
+                        if (mode != 0u && (__float_as_uint(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
+                        store_dst(k + shift, hg_f32_to_f16(v));
+                    }
+                }
+                unsigned int ngroup = (end - i) >> 2u;
+                unsigned int gat = doff + (i >> 2u) * 3u;
+                for (unsigned int j = 0u; j < ngroup; j++) {
+                    unsigned int b = gat + 3u * j;
+                    unsigned int w = load_data(b) | (load_data(b + 1u) << 8u) | (load_data(b + 2u) << 16u);
+                    unsigned int gk = i + 4u * j;
+                    {
+                        unsigned int code = w & 63u;
+                        unsigned int k = gk;
+                        float v = load_lut(code);
+                        if (mode != 0u && (__float_as_uint(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
+                        store_dst(k + shift, hg_f32_to_f16(v));
+                    }
+                    {
+                        unsigned int code = (w >> 6u) & 63u;
+                        unsigned int k = gk + 1u;
+                        float v = load_lut(code);
+                        if (mode != 0u && (__float_as_uint(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
+                        store_dst(k + shift, hg_f32_to_f16(v));
+                    }
+                    {
+                        unsigned int code = (w >> 12u) & 63u;
+                        unsigned int k = gk + 2u;
+                        float v = load_lut(code);
+                        if (mode != 0u && (__float_as_uint(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
+                        store_dst(k + shift, hg_f32_to_f16(v));
+                    }
+                    {
+                        unsigned int code = (w >> 18u) & 63u;
+                        unsigned int k = gk + 3u;
+                        float v = load_lut(code);
+                        if (mode != 0u && (__float_as_uint(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
+                        store_dst(k + shift, hg_f32_to_f16(v));
+                    }
+                }
+                i = i + 4u * ngroup;
+                for (; i < end; i++) {
+                    {
+                        unsigned int code = ((load_data(doff + ((i * 6u) >> 3u)) | (((i * 6u) & 7u) > 2u ? load_data(doff + ((i * 6u) >> 3u) + 1u) << 8u : 0u)) >> ((i * 6u) & 7u)) & 63u;
                         unsigned int k = i;
                         float v = load_lut(code);
                         if (mode != 0u && (__float_as_uint(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;

@@ -197,6 +197,56 @@ static inline void dequant_lut_f32_item(uint32_t hg_gid0, uint32_t hg_gid1, uint
                     }
                 }
             }
+            else if (bits == 6u) {
+                for (; i < end && (i & 3u) != 0u; i++) {
+                    {
+                        uint32_t code = ((load_data(doff + ((i * 6u) >> 3u)) | (((i * 6u) & 7u) > 2u ? load_data(doff + ((i * 6u) >> 3u) + 1u) << 8u : 0u)) >> ((i * 6u) & 7u)) & 63u;
+                        uint32_t k = i;
+                        float v = s * load_lut(code);
+                        store_dst(k, v);
+                    }
+                }
+                uint32_t ngroup = (end - i) >> 2u;
+                uint32_t gat = doff + (i >> 2u) * 3u;
+                for (uint32_t j = 0u; j < ngroup; j++) {
+                    uint32_t b = gat + 3u * j;
+                    uint32_t w = load_data(b) | (load_data(b + 1u) << 8u) | (load_data(b + 2u) << 16u);
+                    uint32_t gk = i + 4u * j;
+                    {
+                        uint32_t code = w & 63u;
+                        uint32_t k = gk;
+                        float v = s * load_lut(code);
+                        store_dst(k, v);
+                    }
+                    {
+                        uint32_t code = (w >> 6u) & 63u;
+                        uint32_t k = gk + 1u;
+                        float v = s * load_lut(code);
+                        store_dst(k, v);
+                    }
+                    {
+                        uint32_t code = (w >> 12u) & 63u;
+                        uint32_t k = gk + 2u;
+                        float v = s * load_lut(code);
+                        store_dst(k, v);
+                    }
+                    {
+                        uint32_t code = (w >> 18u) & 63u;
+                        uint32_t k = gk + 3u;
+                        float v = s * load_lut(code);
+                        store_dst(k, v);
+                    }
+                }
+                i = i + 4u * ngroup;
+                for (; i < end; i++) {
+                    {
+                        uint32_t code = ((load_data(doff + ((i * 6u) >> 3u)) | (((i * 6u) & 7u) > 2u ? load_data(doff + ((i * 6u) >> 3u) + 1u) << 8u : 0u)) >> ((i * 6u) & 7u)) & 63u;
+                        uint32_t k = i;
+                        float v = s * load_lut(code);
+                        store_dst(k, v);
+                    }
+                }
+            }
             else {
                 for (; i < end; i++) {
                     uint32_t code = 0u;
@@ -308,6 +358,62 @@ static inline void dequant_lut_f32_item(uint32_t hg_gid0, uint32_t hg_gid1, uint
                 for (; i < end; i++) {
                     {
                         uint32_t code = load_data(i);
+                        uint32_t k = i;
+                        float v = load_lut(code);
+                        if (mode != 0u && (hg_as_u32(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
+                        store_dst(k, v);
+                    }
+                }
+            }
+            else if (bits == 6u && chk == 0u) {
+                for (; i < end && (i & 3u) != 0u; i++) {
+                    {
+                        uint32_t code = ((load_data(doff + ((i * 6u) >> 3u)) | (((i * 6u) & 7u) > 2u ? load_data(doff + ((i * 6u) >> 3u) + 1u) << 8u : 0u)) >> ((i * 6u) & 7u)) & 63u;
+                        uint32_t k = i;
+                        float v = load_lut(code);
+                        if (mode != 0u && (hg_as_u32(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
+                        store_dst(k, v);
+                    }
+                }
+                uint32_t ngroup = (end - i) >> 2u;
+                uint32_t gat = doff + (i >> 2u) * 3u;
+                for (uint32_t j = 0u; j < ngroup; j++) {
+                    uint32_t b = gat + 3u * j;
+                    uint32_t w = load_data(b) | (load_data(b + 1u) << 8u) | (load_data(b + 2u) << 16u);
+                    uint32_t gk = i + 4u * j;
+                    {
+                        uint32_t code = w & 63u;
+                        uint32_t k = gk;
+                        float v = load_lut(code);
+                        if (mode != 0u && (hg_as_u32(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
+                        store_dst(k, v);
+                    }
+                    {
+                        uint32_t code = (w >> 6u) & 63u;
+                        uint32_t k = gk + 1u;
+                        float v = load_lut(code);
+                        if (mode != 0u && (hg_as_u32(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
+                        store_dst(k, v);
+                    }
+                    {
+                        uint32_t code = (w >> 12u) & 63u;
+                        uint32_t k = gk + 2u;
+                        float v = load_lut(code);
+                        if (mode != 0u && (hg_as_u32(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
+                        store_dst(k, v);
+                    }
+                    {
+                        uint32_t code = (w >> 18u) & 63u;
+                        uint32_t k = gk + 3u;
+                        float v = load_lut(code);
+                        if (mode != 0u && (hg_as_u32(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
+                        store_dst(k, v);
+                    }
+                }
+                i = i + 4u * ngroup;
+                for (; i < end; i++) {
+                    {
+                        uint32_t code = ((load_data(doff + ((i * 6u) >> 3u)) | (((i * 6u) & 7u) > 2u ? load_data(doff + ((i * 6u) >> 3u) + 1u) << 8u : 0u)) >> ((i * 6u) & 7u)) & 63u;
                         uint32_t k = i;
                         float v = load_lut(code);
                         if (mode != 0u && (hg_as_u32(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;

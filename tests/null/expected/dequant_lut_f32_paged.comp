@@ -200,6 +200,56 @@ void main() {
                     }
                 }
             }
+            else if (bits == 6u) {
+                for (; i < end && (i & 3u) != 0u; i++) {
+                    {
+                        uint code = ((load_data(doff + ((i * 6u) >> 3u)) | (((i * 6u) & 7u) > 2u ? load_data(doff + ((i * 6u) >> 3u) + 1u) << 8u : 0u)) >> ((i * 6u) & 7u)) & 63u;
+                        uint k = i;
+                        float v = s * load_lut(code);
+                        store_dst(k + shift, v);
+                    }
+                }
+                uint ngroup = (end - i) >> 2u;
+                uint gat = doff + (i >> 2u) * 3u;
+                for (uint j = 0u; j < ngroup; j++) {
+                    uint b = gat + 3u * j;
+                    uint w = load_data(b) | (load_data(b + 1u) << 8u) | (load_data(b + 2u) << 16u);
+                    uint gk = i + 4u * j;
+                    {
+                        uint code = w & 63u;
+                        uint k = gk;
+                        float v = s * load_lut(code);
+                        store_dst(k + shift, v);
+                    }
+                    {
+                        uint code = (w >> 6u) & 63u;
+                        uint k = gk + 1u;
+                        float v = s * load_lut(code);
+                        store_dst(k + shift, v);
+                    }
+                    {
+                        uint code = (w >> 12u) & 63u;
+                        uint k = gk + 2u;
+                        float v = s * load_lut(code);
+                        store_dst(k + shift, v);
+                    }
+                    {
+                        uint code = (w >> 18u) & 63u;
+                        uint k = gk + 3u;
+                        float v = s * load_lut(code);
+                        store_dst(k + shift, v);
+                    }
+                }
+                i = i + 4u * ngroup;
+                for (; i < end; i++) {
+                    {
+                        uint code = ((load_data(doff + ((i * 6u) >> 3u)) | (((i * 6u) & 7u) > 2u ? load_data(doff + ((i * 6u) >> 3u) + 1u) << 8u : 0u)) >> ((i * 6u) & 7u)) & 63u;
+                        uint k = i;
+                        float v = s * load_lut(code);
+                        store_dst(k + shift, v);
+                    }
+                }
+            }
             else {
                 for (; i < end; i++) {
                     uint code = 0u;
@@ -318,6 +368,62 @@ void main() {
                 for (; i < end; i++) {
                     {
                         uint code = load_data(i);
+                        uint k = i;
+                        float v = load_lut(code);
+                        if (mode != 0u && (floatBitsToUint(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
+                        store_dst(k + shift, v);
+                    }
+                }
+            }
+            else if (bits == 6u && chk == 0u) {
+                for (; i < end && (i & 3u) != 0u; i++) {
+                    {
+                        uint code = ((load_data(doff + ((i * 6u) >> 3u)) | (((i * 6u) & 7u) > 2u ? load_data(doff + ((i * 6u) >> 3u) + 1u) << 8u : 0u)) >> ((i * 6u) & 7u)) & 63u;
+                        uint k = i;
+                        float v = load_lut(code);
+                        if (mode != 0u && (floatBitsToUint(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
+                        store_dst(k + shift, v);
+                    }
+                }
+                uint ngroup = (end - i) >> 2u;
+                uint gat = doff + (i >> 2u) * 3u;
+                for (uint j = 0u; j < ngroup; j++) {
+                    uint b = gat + 3u * j;
+                    uint w = load_data(b) | (load_data(b + 1u) << 8u) | (load_data(b + 2u) << 16u);
+                    uint gk = i + 4u * j;
+                    {
+                        uint code = w & 63u;
+                        uint k = gk;
+                        float v = load_lut(code);
+                        if (mode != 0u && (floatBitsToUint(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
+                        store_dst(k + shift, v);
+                    }
+                    {
+                        uint code = (w >> 6u) & 63u;
+                        uint k = gk + 1u;
+                        float v = load_lut(code);
+                        if (mode != 0u && (floatBitsToUint(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
+                        store_dst(k + shift, v);
+                    }
+                    {
+                        uint code = (w >> 12u) & 63u;
+                        uint k = gk + 2u;
+                        float v = load_lut(code);
+                        if (mode != 0u && (floatBitsToUint(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
+                        store_dst(k + shift, v);
+                    }
+                    {
+                        uint code = (w >> 18u) & 63u;
+                        uint k = gk + 3u;
+                        float v = load_lut(code);
+                        if (mode != 0u && (floatBitsToUint(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
+                        store_dst(k + shift, v);
+                    }
+                }
+                i = i + 4u * ngroup;
+                for (; i < end; i++) {
+                    {
+                        uint code = ((load_data(doff + ((i * 6u) >> 3u)) | (((i * 6u) & 7u) > 2u ? load_data(doff + ((i * 6u) >> 3u) + 1u) << 8u : 0u)) >> ((i * 6u) & 7u)) & 63u;
                         uint k = i;
                         float v = load_lut(code);
                         if (mode != 0u && (floatBitsToUint(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
