@@ -24,7 +24,8 @@ def _states(alloc: PageAllocator, seq_ids: list[int]) -> list[SeqState]:
     seqs = alloc.seqs
     if set(map(type, seq_ids)) <= {int}:
         states = [seqs.get(s) for s in seq_ids]
-        if None not in states and all(st.swapped is None for st in states):  # type: ignore
+        # "is None", never "None in states": that compares each dataclass with None.
+        if all(st is not None and st.swapped is None for st in states):
             return states  # type: ignore[return-value]
     return [alloc.seq(s) for s in seq_ids]  # raises for the first bad one
 

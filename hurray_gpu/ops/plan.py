@@ -519,7 +519,7 @@ def _cleared_flag(dev: Any, err: Buffer | None = None) -> tuple[Buffer, np.ndarr
     with its u32 view (host kernels finish before the launch returns, so it is read in place,
     with no allocation or copy when there is nothing to report), else a new Buffer."""
     if err is None and dev.allocator.host_memory:
-        flags = _FLAGS.__dict__.setdefault("by_device", weakref.WeakKeyDictionary())
+        flags = _FLAGS.__dict__  # this thread's, by device (the flag Buffer holds it anyway)
         found = flags.get(dev)
         if found is None or found[0].allocation.freed:
             buf = Buffer(dev, 4)

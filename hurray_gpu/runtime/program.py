@@ -6,6 +6,7 @@ Backends subclass them (``_launch`` and ``compile`` are their hooks).
 from __future__ import annotations
 
 import math
+import operator
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -213,6 +214,9 @@ class Program:
         self._buffer_names = tuple(p.name for p in kernel.buffers)
         self._writes = tuple(p.access != "r" for p in kernel.buffers)
         self._scalar_names = tuple(p.name for p in kernel.scalars)
+        self._scalar_set = frozenset(self._scalar_names)
+        self._scalar_values = operator.itemgetter(*self._scalar_names) \
+            if len(self._scalar_names) > 1 else lambda d: tuple(d[n] for n in self._scalar_names)
         # Scalar values (with their types) -> Launch: callers launch the same kernel with the
         # same scalars over and over, and the extents and grid are pure functions of them.
         self._launches: dict[tuple[Any, ...], Launch] = {}
@@ -236,6 +240,8 @@ class Program:
                 buffer argument (checked once the launch has run; see
                 :mod:`hurray_gpu.runtime.canary`).
         """
+        if len(args) == len(self._buffer_names) and kwargs.keys() == self._scalar_set:
+            return self.bind(kwargs)(args, wait, global_size)  # the usual form, bound directly
         bound = self._bind(args, kwargs)
         launch = self.bind({name: bound[name] for name in self._scalar_names})
         return launch([bound[name] for name in self._buffer_names], wait, global_size)
@@ -248,7 +254,7 @@ class Program:
             UnsupportedOpError: a scalar is missing, not a number or outside its type.
         """
         try:
-            values = tuple(scalars[name] for name in self._scalar_names)
+            values = self._scalar_values(scalars)
         except KeyError as exc:
             raise UnsupportedOpError(f"{self.kernel.name}: missing scalar {exc}",
                                      fix=f"pass all of {list(self._scalar_names)}.") from None
