@@ -315,17 +315,18 @@ class CPUProgram(Program):
                 if len(self._packed) >= 64:
                     self._packed.clear()
                 self._packed[id(scalars)] = packed  # the tuple is kept: its id is not reused
-        if not wait:
-            self._fn(ptrs, packed[1], *global_size)
-            return None
         start = time.perf_counter()
         self._fn(ptrs, packed[1], *global_size)
-        return time.perf_counter() - start
+        return time.perf_counter() - start if wait else None
 
 
 # Host addresses of root arrays by id: a pooled buffer comes back as a new Allocation over the
 # same array, and asking NumPy for an address costs more than the rest of a small launch.
 _ADDRESSES: dict[int, tuple[weakref.ref[np.ndarray], int]] = {}
+
+
+def _forget(key: int, _dead: object) -> None:
+    _ADDRESSES.pop(key, None)
 
 
 def _address(allocation: Allocation) -> int | None:
@@ -343,10 +344,9 @@ def _address(allocation: Allocation) -> int | None:
                 cached = ctypes.addressof(ctypes.c_uint8.from_buffer(raw))
             except TypeError:  # read-only memory
                 cached = raw.ctypes.data
-            if allocation.base is None and not allocation.external:  # pooled: kept by id,
+            if allocation.base is None and not allocation.external:  # pooled memory
                 key = id(raw)  # the entry leaves with its array
-                _ADDRESSES[key] = (weakref.ref(raw, lambda _, k=key: _ADDRESSES.pop(k, None)),
-                                   cached)
+                _ADDRESSES[key] = (weakref.ref(raw, functools.partial(_forget, key)), cached)
         allocation.__dict__["_cpu_address"] = cached
     return cached
 

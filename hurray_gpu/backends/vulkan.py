@@ -439,12 +439,11 @@ class VulkanPipeline:
 class VulkanAllocator(Allocator):
     """One VkBuffer + VkDeviceMemory per allocation; raw handles are VulkanMemory records."""
 
-    def _put_pooled(self, raw: Any, nbytes: int, memory_class: MemoryClass, live: bool = False
-                    ) -> None:
+    def _put_pooled(self, raw: Any, nbytes: int, memory_class: MemoryClass) -> None:
         # Streams may still use the buffer; its next user's stream waits for them.
         if self._ctx.streams:
             self._points.fence(raw)
-        super()._put_pooled(raw, nbytes, memory_class, live)
+        super()._put_pooled(raw, nbytes, memory_class)
 
     def _take_pooled(self, nbytes: int, memory_class: MemoryClass) -> Any:
         raw = super()._take_pooled(nbytes, memory_class)

@@ -92,7 +92,6 @@ class KVStorage:
         self.page_lanes = 1 if host else 256
         self.pinned = MemoryClass.HOST_PINNED in device.memory_classes and not host
         self._programs: dict[Any, Any] = {}
-        self._steps: dict[int, int] = {}
         count = 2 * num_layers
         self.data = Plane([Buffer(device, self.num_slots * stored) for _ in range(count)],
                           data_word, stored // size)
@@ -346,10 +345,7 @@ class KVStorage:
         Raises:
             UnsupportedOpError: the launch passes u32 indexing or MAX_LANES items per row.
         """
-        steps = self._steps.get(loops)
-        if steps is None:  # the device's budget is fixed: asked once per loop count
-            steps = self._steps[loops] = loop_steps(self.device, loops)
-        lanes = max(min(base, words), -(-words // steps))
+        lanes = max(min(base, words), -(-words // loop_steps(self.device, loops)))
         if lanes > MAX_LANES or rows * lanes > MAX_WORDS or rows * words > MAX_WORDS:
             raise UnsupportedOpError(
                 f"{rows} rows of {words} words exceed one launch on {self.device} (u32 "

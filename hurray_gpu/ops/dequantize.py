@@ -36,11 +36,10 @@ from hurray_gpu.ops.plan import (
     elements_per_item,
     explain_invalid,
     feeds,
-    find_prepared,
-    launch,
     plan_dequantize,
     plan_unpack,
     prepare,
+    repeat,
 )
 from hurray_gpu.runtime.buffer import Buffer
 
@@ -79,21 +78,12 @@ def _run(t: Any, planner: Any, dtype: str | None, device: Any,
     if device is not None:
         planner(t.descriptor, dtype)  # a hostile descriptor fails before any transfer
         t = t.to(device)
-    dev = t.device
+    dev, bufs = t.device, t.buffers
     plan = planner(t.descriptor, dtype, ept=elements_per_item(dev))
-    bufs = t.buffers
     check_buffer_sizes(t.descriptor, bufs)
-    out_dtype = by_name(plan.out_dtype)
-    out = Buffer(dev, buffer_size(out_dtype, plan.count))
-    try:
-        launch(plan, dev, bind_inputs(plan, dev, bufs), out)
-    except BaseException:
-        out.free()
-        raise
-    if key is not None and plan.count:  # a repeat runs prepared (see dequantize)
-        prepare(key, t.descriptor, bufs, dev, plan.kernel, plan.scalars, feeds(plan, dev),
-                out_dtype, plan.shape, plan)
-    return dense_result(dev, out_dtype, plan.shape, out)
+    # Kept under ``key`` (see dequantize), a repeat runs it again without planning.
+    return prepare(key, t.descriptor, bufs, dev, plan.kernel, plan.scalars, feeds(plan, dev),
+                   by_name(plan.out_dtype), plan.shape, plan)(bufs)
 
 
 def dequantize(t: Any, dtype: str = "float32", device: Any = None, *,
@@ -130,11 +120,8 @@ def dequantize(t: Any, dtype: str = "float32", device: Any = None, *,
     # A repeat call on the same descriptor object, device and buffer sizes runs prepared:
     # everything below depends on nothing else, and passed when the call was prepared.
     key = (plan_dequantize, id(t.descriptor), dtype, t.device, max_output_bytes)
-    if device is None and seq_lens is None:
-        bufs = t.buffers
-        call = find_prepared(key, t.descriptor, bufs)
-        if call is not None:
-            return call(bufs)
+    if device is None and seq_lens is None and (done := repeat(key, t)) is not None:
+        return done
     _out_dtype(dtype)
     check_output(t, dtype, max_output_bytes)
     if t.descriptor.layout_tag == 0x0A:
@@ -166,9 +153,8 @@ def unpack(t: Any, dtype: str | None = None, device: Any = None) -> Any:
     """
     key = (plan_unpack, id(t.descriptor), dtype, t.device)
     if device is None:
-        bufs = t.buffers
-        call = find_prepared(key, t.descriptor, bufs)
-        return call(bufs) if call is not None else _run(t, plan_unpack, dtype, None, key)
+        done = repeat(key, t)
+        return done if done is not None else _run(t, plan_unpack, dtype, None, key)
     return _run(t, plan_unpack, dtype, device)
 
 

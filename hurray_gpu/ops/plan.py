@@ -51,9 +51,8 @@ from hurray_gpu.runtime.program import Launch
 __all__ = [
     "DequantPlan", "ELEMENTS_PER_ITEM", "NF4_BITS", "Prepared", "bad_affine_params",
     "bind_inputs", "check_buffer_sizes", "check_flag", "clear_prepared", "dense_descriptor",
-    "device_table", "elements_per_item",
-    "explain_invalid", "find_prepared", "launch", "moved_params", "nf4_table", "plan_dequantize",
-    "feeds", "plan_unpack", "prepare", "table_values",
+    "device_table", "elements_per_item", "explain_invalid", "feeds", "launch", "moved_params",
+    "nf4_table", "plan_dequantize", "plan_unpack", "prepare", "repeat", "table_values",
 ]
 
 
@@ -595,34 +594,37 @@ def dense_descriptor(dtype: Any, shape: tuple[int, ...], tag: int
     return desc, desc.encode()
 
 
-def find_prepared(key: tuple[Any, ...], desc: Any, bufs: Sequence[Buffer]) -> Prepared | None:
-    """The call prepared under ``key`` for ``desc`` (this very object: descriptors are
-    immutable) and buffers of exactly the sizes of ``bufs``; None when there is none."""
-    hit = _PREPARED.get(key)
-    if hit is not None and hit.desc is desc and [b.allocation.nbytes for b in bufs] == hit.sizes:
-        return hit
+def repeat(key: tuple[Any, ...], t: Any) -> Any:
+    """The result of the call prepared under ``key`` run over ``t``'s buffers, when it was
+    prepared for ``t``'s descriptor (this very object: descriptors are immutable) and
+    buffers of exactly these sizes; None when there is none."""
+    hit, bufs = _PREPARED.get(key), t.buffers
+    if hit is not None and hit.desc is t.descriptor and \
+            [b.allocation.nbytes for b in bufs] == hit.sizes:
+        return hit(bufs)
     return None
 
 
-def prepare(key: tuple[Any, ...], desc: Any, bufs: Sequence[Buffer], dev: Any, kernel: Any,
-            scalars: dict[str, Any], feeds: tuple[Any, ...], out_dtype: Any,
-            shape: tuple[int, ...], plan: DequantPlan | None = None) -> None:
-    """Keep a call of ``kernel`` over ``bufs`` prepared under ``key``, once a first call has
-    made every check for ``desc`` and these buffer sizes and launched it: ``key`` must hold
-    ``id(desc)``, the device and every other argument the call depends on (see
-    :func:`find_prepared`).
+def prepare(key: tuple[Any, ...] | None, desc: Any, bufs: Sequence[Buffer], dev: Any,
+            kernel: Any, scalars: dict[str, Any], feeds: tuple[Any, ...], out_dtype: Any,
+            shape: tuple[int, ...], plan: DequantPlan | None = None) -> Prepared:
+    """A call of ``kernel`` over ``bufs``, whose every check the caller has made for ``desc``
+    and these buffer sizes; kept under ``key`` unless None, which must hold ``id(desc)``, the
+    device and every other argument the call depends on (see :func:`repeat`).
 
     Args:
         feeds: what feeds each buffer parameter (see :func:`feeds`).
         out_dtype, shape: the row-major result; ``dst`` is exactly its size.
         plan: a dequant plan, to explain a flagged invalid parameter.
     """
-    if len(_PREPARED) >= PREPARED_CALLS:
-        _PREPARED.clear()
-    _PREPARED[key] = Prepared(desc, [b.allocation.nbytes for b in bufs],
-                              dev.program(kernel).bind(scalars), feeds,
-                              buffer_size(out_dtype, math.prod(shape)),
-                              dense_descriptor(out_dtype, shape, dev.tag), plan)
+    made = Prepared(desc, [b.allocation.nbytes for b in bufs], dev.program(kernel).bind(scalars),
+                    feeds, buffer_size(out_dtype, math.prod(shape)),
+                    dense_descriptor(out_dtype, shape, dev.tag), plan)
+    if key is not None:
+        if len(_PREPARED) >= PREPARED_CALLS:
+            _PREPARED.clear()
+        _PREPARED[key] = made
+    return made
 
 
 def moved_params(q: Any, first: int) -> tuple[Any, list[int]]:

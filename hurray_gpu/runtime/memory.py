@@ -128,18 +128,14 @@ class Allocator:
         mclass = self.check_request(nbytes, memory_class)
         if nbytes == 0:
             return Allocation(None, 0, mclass)
-        raw = self._take_pooled(nbytes, mclass)  # counts the allocation when it takes one
+        raw = self._take_pooled(nbytes, mclass)
         if raw is None:
             raw = self._alloc_with_retry(nbytes, mclass)
-            with self._lock:
-                self._count(nbytes)
+        with self._lock:
+            self.allocated_bytes += nbytes
+            self.peak_bytes = max(self.peak_bytes, self.allocated_bytes)
+            self.alloc_count += 1
         return Allocation(raw, nbytes, mclass)
-
-    def _count(self, nbytes: int) -> None:
-        """Account a new live allocation (call with the lock held)."""
-        self.allocated_bytes += nbytes
-        self.peak_bytes = max(self.peak_bytes, self.allocated_bytes)
-        self.alloc_count += 1
 
     def free(self, allocation: Allocation) -> None:
         """Return a root allocation to the pool (views, external memory and double frees are
@@ -148,8 +144,9 @@ class Allocator:
             return
         allocation.freed = True
         if allocation.nbytes and not allocation.external:
-            self._put_pooled(allocation.raw, allocation.nbytes, allocation.memory_class,
-                             live=True)
+            with self._lock:
+                self.allocated_bytes -= allocation.nbytes
+            self._put_pooled(allocation.raw, allocation.nbytes, allocation.memory_class)
 
     def copyin(self, dest: Allocation, src: Any) -> None:
         """Copy all of ``src`` (bytes-like, exactly ``dest.nbytes`` long) into ``dest``."""
@@ -318,7 +315,6 @@ class Allocator:
             if not raws:
                 return None
             self.pooled_bytes -= nbytes
-            self._count(nbytes)
             raw, fences = raws.pop()
             if not raws:
                 del self._pool[(nbytes, mclass)]
@@ -329,15 +325,10 @@ class Allocator:
                 event.release()
         return raw
 
-    def _put_pooled(self, raw: Any, nbytes: int, mclass: MemoryClass, live: bool = False
-                    ) -> None:
-        """Pool ``raw`` (no longer counted as allocated when ``live``), evicting the oldest
-        pooled buffers beyond the pool limit."""
+    def _put_pooled(self, raw: Any, nbytes: int, mclass: MemoryClass) -> None:
         fences = self._fences() if self.pool_fences else []
         evicted: list[tuple[Any, int, MemoryClass]] = []
         with self._lock:
-            if live:
-                self.allocated_bytes -= nbytes
             if nbytes > self.pool_limit:
                 evicted.append((raw, nbytes, mclass))
             else:

@@ -174,10 +174,10 @@ def test_repeats_run_prepared_and_stay_bit_exact(kernel_device: Device,
     firsts = [_bits(op(t, *args)) for op, t, args in on]  # each prepares its repeats
 
     def unplanned(*_a: Any, **_k: Any) -> Any:
-        raise AssertionError("a repeat was planned and launched again")
+        raise AssertionError("a repeat was checked and planned again")
 
-    monkeypatch.setattr(dq_mod, "launch", unplanned)
-    monkeypatch.setattr(mat_mod, "run_dense", unplanned)
+    monkeypatch.setattr(dq_mod, "check_buffer_sizes", unplanned)
+    monkeypatch.setattr(mat_mod, "plan_dense", unplanned)
     for _ in range(3):
         got = [_bits(op(t, *args)) for op, t, args in on]
         for g, f, w in zip(got, firsts, want, strict=True):
