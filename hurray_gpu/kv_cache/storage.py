@@ -88,6 +88,10 @@ class KVStorage:
         # adjacent words, so loads coalesce. _lanes adds items where rows pass a loop budget.
         host = device.kind == "cpu" or bool(getattr(device, "emulated", False))
         self.host = device.allocator.host_memory
+        self._stage: tuple[Buffer, np.ndarray] | None = None
+        if self.host:  # see copy_rows
+            stage = Buffer(device, 8 * SMALL_COPY)
+            self._stage = (stage, stage.array.view(np.uint32))
         self.lanes = 1 if host else min(max(elems, 1), 128)
         self.page_lanes = 1 if host else 256
         self.pinned = MemoryClass.HOST_PINNED in device.memory_classes and not host
@@ -150,6 +154,8 @@ class KVStorage:
         A pool that fits one binding (every device but a small-range Vulkan one) is one
         window: the slots are uploaded as they are.
         """
+        if self.windows.count == 1:
+            return [(0, self.upload_u32(slots))]
         return [(w, self.upload_u32(local)) for w, local in self.windows.split_slots(slots)]
 
     def _views(self, plane: Plane, layer: int, window: int) -> tuple[Buffer, Buffer]:
@@ -281,7 +287,13 @@ class KVStorage:
             src, dst = (np.repeat(ends[:, i], counts) + offset for i in (0, 1))
             parts = list(self.windows.split_slot_pairs(src, dst))
         for src_window, dst_window, local in parts:
-            flat, count = self.upload_u32(local), len(local) // 2
+            count = len(local) // 2
+            if self._stage is not None and isinstance(local, list):
+                # Host kernels finish before their launch returns and the cache's lock orders
+                # appends: one staging array takes every small copy's pairs (no upload).
+                flat, self._stage[1][:2 * count] = self._stage[0], local
+            else:
+                flat = self.upload_u32(local)
             for plane in self.planes:
                 lanes = self._lanes(count, plane.row, self.page_lanes)
                 program = self._program(paged_kernel("copy_pages", plane.word))
@@ -363,3 +375,4 @@ class KVStorage:
         for pool in self.buffers():
             pool.free()
         self.planes = []
+        self._stage = None  # its memory returns to the pool with its last reference
