@@ -214,12 +214,14 @@ class Program:
         self._buffer_names = tuple(p.name for p in kernel.buffers)
         self._writes = tuple(p.access != "r" for p in kernel.buffers)
         self._scalar_names = tuple(p.name for p in kernel.scalars)
-        self._scalar_set = frozenset(self._scalar_names)
-        self._scalar_values = operator.itemgetter(*self._scalar_names) \
-            if len(self._scalar_names) > 1 else lambda d: tuple(d[n] for n in self._scalar_names)
-        # Scalar values (with their types) -> Launch: callers launch the same kernel with the
-        # same scalars over and over, and the extents and grid are pure functions of them.
-        self._launches: dict[tuple[Any, ...], Launch] = {}
+        self._scalar_set = frozenset(names := self._scalar_names)
+        self._scalar_values = operator.itemgetter(*names) if len(names) > 1 else \
+            lambda d: tuple(d[n] for n in names)
+        # Scalar values (with their types) -> typed scalars, bytes each buffer needs, grid:
+        # callers launch the same kernel with the same scalars over and over, and the extents
+        # and grid are pure functions of them. (Not the Launch itself: it refers back here, and
+        # a cycle would leave a Program with a finaliser to the cyclic collector.)
+        self._launches: dict[tuple[Any, ...], tuple[Any, ...]] = {}
 
     def __call__(self, *args: Any, global_size: Sequence[int] | None = None,
                  wait: bool = False, **kwargs: Any) -> float | None:
@@ -260,19 +262,19 @@ class Program:
                                      fix=f"pass all of {list(self._scalar_names)}.") from None
         key = (values, tuple(map(type, values)))  # True == 1, but a bool is refused
         try:
-            launch = self._launches.get(key)
+            plan = self._launches.get(key)
         except TypeError:  # an unhashable "scalar": _plan raises the typed error
-            launch = None
-        if launch is None:
-            launch = self._plan(scalars)
+            plan = None
+        if plan is None:
+            plan = self._plan(scalars)
             if len(self._launches) >= 64:
                 self._launches.clear()
-            self._launches[key] = launch
-        return launch
+            self._launches[key] = plan
+        return Launch(self, *plan)
 
-    def _plan(self, bound: Mapping[str, Any]) -> Launch:
-        """The Launch of ``bound``'s scalars: typed scalars, the bytes each buffer needs and
-        the default grid (None when it is invalid: it raises only if a launch relies on it)."""
+    def _plan(self, bound: Mapping[str, Any]) -> tuple[Any, ...]:
+        """Typed scalars, the bytes each buffer needs and the default grid (None when it is
+        invalid: it raises only if a launch relies on it), for ``bound``'s scalars."""
         typed = tuple(_check_scalar(p.name, p.dtype, bound[p.name]) for p in self._scalar_params)
         plain = {p.name: v.item() for p, v in zip(self._scalar_params, typed, strict=True)}
         extents = self.kernel.extents(plain)
@@ -282,7 +284,7 @@ class Program:
                                                             self.kernel.local_size)
         except UnsupportedOpError:
             grid = None
-        return Launch(self, typed, needs, grid)
+        return typed, needs, grid
 
     def launch_prechecked(self, buffers: list[Allocation], scalars: Sequence[np.generic],
                           global_size: tuple[int, int, int]) -> None:
