@@ -15,6 +15,7 @@ import platform
 import subprocess
 import tempfile
 import time
+import weakref
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -299,30 +300,56 @@ class CPUProgram(Program):
         self._fn.restype = None
         self._ptrs = ctypes.c_void_p * max(1, len(kernel.buffers))
         self._words = ctypes.c_uint32 * max(1, len(kernel.scalars))
-        self._packed: tuple[Sequence[np.generic], bytes] | None = None
+        # id of a launch's typed-scalar tuple -> (the tuple, its packed words): a Launch keeps
+        # its tuple, so a repeated launch passes the same words (the entry reads them const).
+        self._packed: dict[int, tuple[Sequence[np.generic], Any]] = {}
 
     def _launch(self, buffers: list[Allocation], scalars: Sequence[np.generic],
                 global_size: tuple[int, int, int], local_size: tuple[int, int, int],
                 wait: bool) -> float | None:
         # Small launches (a KV decode step) are dominated by this marshalling: addresses are
         # cached per allocation (its memory never moves) and every scalar is one 32-bit word.
-        ptrs = self._ptrs(*[_address(b) for b in buffers])
-        packed = self._packed
-        if packed is None or packed[0] is not scalars:  # a launch plan's tuple is reused
-            packed = (scalars, b"".join([s.tobytes() for s in scalars]) or bytes(4))
+        ptrs = self._ptrs(*[b.__dict__.get("_cpu_address") or _address(b) for b in buffers])
+        packed = self._packed.get(id(scalars))
+        if packed is None or packed[0] is not scalars:
+            packed = (scalars, self._words.from_buffer_copy(
+                b"".join([s.tobytes() for s in scalars]) or bytes(4)))
             if type(scalars) is tuple:  # immutable: safe to recognise by identity
-                self._packed = packed
-        words = self._words.from_buffer_copy(packed[1])
+                if len(self._packed) >= 64:
+                    self._packed.clear()
+                self._packed[id(scalars)] = packed  # the tuple is kept: its id is not reused
         start = time.perf_counter()
-        self._fn(ptrs, words, *global_size)
+        self._fn(ptrs, packed[1], *global_size)
         return time.perf_counter() - start if wait else None
+
+
+# Host addresses of root arrays by id: a pooled buffer comes back as a new Allocation over the
+# same array, and asking NumPy for an address costs more than the rest of a small launch.
+_ADDRESSES: dict[int, tuple[weakref.ref[np.ndarray], int]] = {}
+
+
+def _forget(key: int, _dead: object) -> None:
+    _ADDRESSES.pop(key, None)
 
 
 def _address(allocation: Allocation) -> int | None:
     """The host address of ``allocation``'s bytes (None when empty), computed once."""
     cached = allocation.__dict__.get("_cpu_address", False)
     if cached is False:
-        cached = allocation.raw.ctypes.data if allocation.nbytes else None
+        raw = allocation.raw
+        hit = _ADDRESSES.get(id(raw))
+        if not allocation.nbytes:
+            cached = None
+        elif hit is not None and hit[0]() is raw:
+            cached = hit[1]
+        else:
+            try:  # a third of the cost of raw.ctypes.data
+                cached = ctypes.addressof(ctypes.c_uint8.from_buffer(raw))
+            except TypeError:  # read-only memory
+                cached = raw.ctypes.data
+            if allocation.base is None and not allocation.external:  # pooled memory
+                key = id(raw)  # the entry leaves with its array
+                _ADDRESSES[key] = (weakref.ref(raw, functools.partial(_forget, key)), cached)
         allocation.__dict__["_cpu_address"] = cached
     return cached
 
@@ -356,9 +383,10 @@ class CPUDevice(Device):
     def identity(self) -> str:
         return self.identity_for(self.name)
 
-    @property
+    @functools.cached_property
     def max_alloc(self) -> int:
-        """Physical memory: one buffer larger than RAM is refused before numpy tries."""
+        """Physical memory: one buffer larger than RAM is refused before numpy tries (read
+        once: every allocation asks)."""
         return self.memory_info()[1]
 
     def memory_info(self) -> tuple[int, int]:

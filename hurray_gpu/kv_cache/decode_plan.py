@@ -24,7 +24,8 @@ def _states(alloc: PageAllocator, seq_ids: list[int]) -> list[SeqState]:
     seqs = alloc.seqs
     if set(map(type, seq_ids)) <= {int}:
         states = [seqs.get(s) for s in seq_ids]
-        if None not in states and all(st.swapped is None for st in states):  # type: ignore
+        # "is None", never "None in states": that compares each dataclass with None.
+        if all(st is not None and st.swapped is None for st in states):
             return states  # type: ignore[return-value]
     return [alloc.seq(s) for s in seq_ids]  # raises for the first bad one
 
@@ -45,6 +46,7 @@ def plan_decode(alloc: PageAllocator, seq_ids: list[int], layer: int) -> AppendP
     refs: dict[int, int] = {}
     need, uniform = 0, True
     slots: list[int] = []
+    add = slots.append
     special: list[tuple[int, int, int, bool]] = []  # (index, position, page index, shared)
     for i, state in enumerate(states):
         lens, pages = state.lens, state.pages
@@ -53,9 +55,9 @@ def plan_decode(alloc: PageAllocator, seq_ids: list[int], layer: int) -> AppendP
             raise UnsupportedOpError(f"sequence {seq_ids[i]} would exceed {MAX_SEQ_TOKENS} "
                                      "tokens", fix="free or fork the sequence before it grows "
                                                    "this long.")
-        if uniform and lens.count(start) != layers:
+        if uniform and layers > 1 and lens.count(start) != layers:
             uniform = False
-        j = start // ps
+        j, at = divmod(start, ps)
         if j < len(pages):
             page = pages[j]
             # Planned copies only lower a count: a page with one user is not shared.
@@ -63,11 +65,11 @@ def plan_decode(alloc: PageAllocator, seq_ids: list[int], layer: int) -> AppendP
                 refs[page] = refs.get(page, 0) - 1
                 need += 1
                 special.append((i, start, j, True))
-            slots.append(page * ps + start % ps)  # replaced below when shared
+            add(page * ps + at)  # replaced below when shared
         else:
             need += j + 1 - len(pages)
             special.append((i, start, j, False))
-            slots.append(0)
+            add(0)
     fresh, take, evict = alloc._peek(need)
     plan = AppendPlan(np.zeros(0, np.int64), [], {}, {}, take, evict,
                       dict.fromkeys(seq_ids, 1), layer)

@@ -32,6 +32,8 @@ __all__ = ["KVStorage", "Plane"]
 
 # Largest index any kernel computes: word offsets and slots are u32 in the kernels.
 MAX_WORDS = 2**32 - 1
+# Copy-on-write of at most this many rows lists its slot pairs in plain Python.
+SMALL_COPY = 1024
 
 
 @dataclass
@@ -85,6 +87,11 @@ class KVStorage:
         # memcpy (far faster there than spreading it over lanes); on GPUs adjacent items take
         # adjacent words, so loads coalesce. _lanes adds items where rows pass a loop budget.
         host = device.kind == "cpu" or bool(getattr(device, "emulated", False))
+        self.host = device.allocator.host_memory
+        self._stage: tuple[Buffer, np.ndarray] | None = None
+        if self.host:  # see copy_rows
+            stage = Buffer(device, 8 * SMALL_COPY)
+            self._stage = (stage, stage.array.view(np.uint32))
         self.lanes = 1 if host else min(max(elems, 1), 128)
         self.page_lanes = 1 if host else 256
         self.pinned = MemoryClass.HOST_PINNED in device.memory_classes and not host
@@ -133,9 +140,13 @@ class KVStorage:
         return None if self.scales is None else self.scales.buffers[2 * layer + role]
 
     def upload_u32(self, values: Sequence[int] | np.ndarray) -> Buffer:
-        """A device Buffer holding ``values`` as u32 (at least one word, never empty)."""
+        """A device Buffer holding ``values`` as u32 (at least one word, never empty); on a
+        host-memory device the new array itself, without a copy."""
         arr = np.asarray(values, dtype=np.uint32)
-        return Buffer.from_bytes(self.device, arr if arr.size else np.zeros(1, np.uint32))
+        arr = arr if arr.size else np.zeros(1, np.uint32)
+        if self.host:
+            return Buffer.wrap(arr, self.device)
+        return Buffer.from_bytes(self.device, arr)
 
     def upload_slots(self, slots: np.ndarray) -> list[tuple[int, Buffer]]:
         """Token slots on the device: ``(window, Buffer)`` per pool window they touch.
@@ -143,10 +154,14 @@ class KVStorage:
         A pool that fits one binding (every device but a small-range Vulkan one) is one
         window: the slots are uploaded as they are.
         """
+        if self.windows.count == 1:
+            return [(0, self.upload_u32(slots))]
         return [(w, self.upload_u32(local)) for w, local in self.windows.split_slots(slots)]
 
     def _views(self, plane: Plane, layer: int, window: int) -> tuple[Buffer, Buffer]:
         k, v = plane.buffers[2 * layer], plane.buffers[2 * layer + 1]
+        if self.windows.count == 1:
+            return k, v
         return (self.windows.view(k, window, plane.slot_bytes),
                 self.windows.view(v, window, plane.slot_bytes))
 
@@ -255,25 +270,37 @@ class KVStorage:
         per work item. The caller guarantees page ids < num_pages and no dst is also a src.
         """
         self._check_open()
-        if not pairs:
+        total, ps = sum(rows), self.page_size
+        if not pairs or not total:
             return
-        counts = np.asarray(rows, dtype=np.int64)
-        if not counts.sum():
-            return
-        ends = np.asarray(pairs, dtype=np.int64).reshape(-1, 2) * self.page_size
-        offset = np.arange(int(counts.sum()), dtype=np.int64) - np.repeat(
-            np.cumsum(counts) - counts, counts)
-        src, dst = (np.repeat(ends[:, i], counts) + offset for i in (0, 1))
-        for src_window, dst_window, local in self.windows.split_slot_pairs(src, dst):
-            flat = self.upload_u32(local)
+        if self.windows.count == 1 and total <= SMALL_COPY:
+            # A decode step's copy-on-write: a few rows, whose slot pairs plain Python lists
+            # faster than NumPy's per-call cost.
+            parts: list[tuple[int, int, Any]] = [(0, 0, [
+                v for (src, dst), n in zip(pairs, rows, strict=True) for i in range(n)
+                for v in (src * ps + i, dst * ps + i)])]
+        else:
+            counts = np.asarray(rows, dtype=np.int64)
+            ends = np.asarray(pairs, dtype=np.int64).reshape(-1, 2) * ps
+            offset = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(counts) - counts,
+                                                                  counts)
+            src, dst = (np.repeat(ends[:, i], counts) + offset for i in (0, 1))
+            parts = list(self.windows.split_slot_pairs(src, dst))
+        for src_window, dst_window, local in parts:
+            count = len(local) // 2
+            if self._stage is not None and isinstance(local, list):
+                # Host kernels finish before their launch returns and the cache's lock orders
+                # appends: one staging array takes every small copy's pairs (no upload).
+                flat, self._stage[1][:2 * count] = self._stage[0], local
+            else:
+                flat = self.upload_u32(local)
             for plane in self.planes:
-                lanes = self._lanes(local.size // 2, plane.row, self.page_lanes)
+                lanes = self._lanes(count, plane.row, self.page_lanes)
                 program = self._program(paged_kernel("copy_pages", plane.word))
                 for layer in range(self.num_layers):
                     program(*self._views(plane, layer, dst_window),
-                            *self._views(plane, layer, src_window), flat,
-                            n=local.size // 2 * lanes, lanes=lanes, page_words=plane.row,
-                            num_pages=self.windows.slots)
+                            *self._views(plane, layer, src_window), flat, n=count * lanes,
+                            lanes=lanes, page_words=plane.row, num_pages=self.windows.slots)
 
     def read_pages(self, pages: Sequence[int]) -> list[Any]:
         """Copy ``pages`` of every plane, layer and role off the device (swap out).
@@ -348,3 +375,4 @@ class KVStorage:
         for pool in self.buffers():
             pool.free()
         self.planes = []
+        self._stage = None  # its memory returns to the pool with its last reference

@@ -51,7 +51,7 @@ class Windows:
         limit = binding_limit(device)
         page_bytes = max(slot_bytes) * page_size
         if not limit or num_pages * page_bytes <= limit:
-            self.pages = num_pages
+            self.pages, self.count = num_pages, 1
             return
         room = (limit - ALIGN_MARGIN) // page_bytes
         # Views must start on words (Vulkan), or on the base alignment where a backend has
@@ -65,11 +65,7 @@ class Windows:
                 fix=f"use a page_size making pages multiples of {align} bytes and under "
                     f"{limit} bytes, or fewer heads per cache, or another backend.")
         self.pages = room
-
-    @property
-    def count(self) -> int:
-        """Number of windows (1 when a pool fits one binding)."""
-        return -(-self.num_pages // self.pages)
+        self.count = -(-num_pages // room)  # windows (1 when a pool fits one binding)
 
     @property
     def slots(self) -> int:

@@ -27,19 +27,20 @@ from hurray_gpu.kernels.dequant_variants import paged_dequant_kernel
 from hurray_gpu.kernels.layout_paged import PAGED_IX_HEADER
 from hurray_gpu.kernels.layout_sparse import COPY_WORDS
 from hurray_gpu.ops.layout_plan import U32_LIMIT, dense_result, device_buffers, paged_walk
+from hurray_gpu.ops.plan import _out as _out_dtype
 from hurray_gpu.ops.plan import (
-    DequantPlan,
     bad_affine_params,
     bind_inputs,
     check_buffer_sizes,
     check_flag,
     elements_per_item,
     explain_invalid,
-    launch,
+    feeds,
     plan_dequantize,
     plan_unpack,
+    prepare,
+    repeat,
 )
-from hurray_gpu.ops.plan import _out as _out_dtype
 from hurray_gpu.runtime.buffer import Buffer
 
 __all__ = ["check_output", "convert", "dequantize", "dequantize_paged", "token_slots", "unpack"]
@@ -72,25 +73,17 @@ def check_output(t: Any, dtype: str | None, max_output_bytes: int | None) -> int
     return limit
 
 
-def _result(plan: DequantPlan, dev: Any, out: Buffer) -> Any:
-    return dense_result(dev, by_name(plan.out_dtype), plan.shape, out)
-
-
-def _run(t: Any, planner: Any, dtype: str | None, device: Any) -> Any:
+def _run(t: Any, planner: Any, dtype: str | None, device: Any,
+         key: tuple[Any, ...] | None = None) -> Any:
     if device is not None:
         planner(t.descriptor, dtype)  # a hostile descriptor fails before any transfer
         t = t.to(device)
-    dev = t.device
+    dev, bufs = t.device, t.buffers
     plan = planner(t.descriptor, dtype, ept=elements_per_item(dev))
-    bufs = list(t.buffers)
     check_buffer_sizes(t.descriptor, bufs)
-    out = Buffer(dev, buffer_size(by_name(plan.out_dtype), plan.count))
-    try:
-        launch(plan, dev, bind_inputs(plan, dev, bufs), out)
-    except BaseException:
-        out.free()
-        raise
-    return _result(plan, dev, out)
+    # Kept under ``key`` (see dequantize), a repeat runs it again without planning.
+    return prepare(key, t.descriptor, bufs, dev, plan.kernel, plan.scalars, feeds(plan, dev),
+                   by_name(plan.out_dtype), plan.shape, plan)(bufs)
 
 
 def dequantize(t: Any, dtype: str = "float32", device: Any = None, *,
@@ -124,6 +117,11 @@ def dequantize(t: Any, dtype: str = "float32", device: Any = None, *,
         UnsupportedOpError: a non-row-major layout, an unsupported dtype, a tensor too big
             for 32-bit indexing, or a result over ``max_output_bytes``.
     """
+    # A repeat call on the same descriptor object, device and buffer sizes runs prepared:
+    # everything below depends on nothing else, and passed when the call was prepared.
+    key = (plan_dequantize, id(t.descriptor), dtype, t.device, max_output_bytes)
+    if device is None and seq_lens is None and (done := repeat(key, t)) is not None:
+        return done
     _out_dtype(dtype)
     check_output(t, dtype, max_output_bytes)
     if t.descriptor.layout_tag == 0x0A:
@@ -134,7 +132,7 @@ def dequantize(t: Any, dtype: str = "float32", device: Any = None, *,
     if seq_lens is not None:
         raise UnsupportedOpError("seq_lens applies to block-paged tensors only",
                                  fix="drop seq_lens.")
-    return _run(t, plan_dequantize, dtype, device)
+    return _run(t, plan_dequantize, dtype, device, key if device is None else None)
 
 
 def unpack(t: Any, dtype: str | None = None, device: Any = None) -> Any:
@@ -153,6 +151,10 @@ def unpack(t: Any, dtype: str | None = None, device: Any = None) -> Any:
         HurrayFormatError: a malformed descriptor, or float8_e8m0 data with code 0x00/0xFF.
         UnsupportedOpError: a quantized tensor or an impossible target type.
     """
+    key = (plan_unpack, id(t.descriptor), dtype, t.device)
+    if device is None:
+        done = repeat(key, t)
+        return done if done is not None else _run(t, plan_unpack, dtype, None, key)
     return _run(t, plan_unpack, dtype, device)
 
 

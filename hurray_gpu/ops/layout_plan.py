@@ -6,7 +6,6 @@ dense gather itself, and wrapping results as row-major Tensors; plus the host-si
 
 from __future__ import annotations
 
-import functools
 import math
 import os
 import threading
@@ -19,19 +18,19 @@ import numpy as np
 
 from hurray_gpu.errors import HurrayFormatError, UnsupportedOpError
 from hurray_gpu.format.addressing import byte_positions, offset_range
-from hurray_gpu.format.descriptor import TensorDescriptor
 from hurray_gpu.format.descriptor.layouts import ColMajor, Hilbert, Morton, Strided, Tiled
 from hurray_gpu.format.dtypes import DType, buffer_size
 from hurray_gpu.kernels.layout import AXIS_TABLE, REC_WORDS, gather_kernel, ref_axis_entries
 from hurray_gpu.kernels.layout_paged import CHECK_PAGED
+from hurray_gpu.ops.plan import clear_prepared, dense_descriptor
 from hurray_gpu.parts import make_tensor
 from hurray_gpu.runtime.buffer import Buffer
 from hurray_gpu.runtime.cache import LRUCache
 
 __all__ = [
     "DensePlan", "PagedWalk", "U32_LIMIT", "alloc_out", "axis_tables", "blocks", "cached_tables",
-    "clear_table_cache", "codes_at", "dense_result", "device_buffers", "dims_of", "pack_codes",
-    "paged_walk", "plan_dense", "run_dense",
+    "clear_table_cache", "codes_at", "dense_launch", "dense_result",
+    "device_buffers", "dims_of", "pack_codes", "paged_walk", "plan_dense", "run_dense",
 ]
 
 
@@ -299,9 +298,11 @@ def _table_cache(dev: Any) -> LRUCache[Any, list[Buffer]]:
 
 
 def clear_table_cache() -> None:
-    """Drop every cached axis table (tests use it to see the table kernel launch)."""
+    """Drop every cached axis table, and the prepared calls that hold some (tests use it to
+    see the table kernel launch)."""
     with _TABLE_LOCK:
         _TABLE_CACHES.clear()
+    clear_prepared()
 
 
 def cached_tables(dev: Any, key: Any, words: int, build: Any) -> list[Buffer]:
@@ -379,6 +380,22 @@ def blocks(dev: Any, plan: DensePlan) -> tuple[int, int]:
     return min(256, nx, max(64, per_item)), by
 
 
+def dense_launch(dev: Any, plan: DensePlan, *, wait: bool = False
+                 ) -> tuple[Any, dict[str, Any], float]:
+    """The gather kernel of ``plan`` on ``dev``, its arguments but ``dst`` and ``src`` (the
+    axis tables built, or taken from the cache when small) and the seconds the tables took
+    when ``wait``."""
+    args: dict[str, Any] = dict(plan.scalars)
+    took = 0.0
+    addr = plan.addr
+    if addr == "sep":
+        tables, took = axis_tables(dev, plan.records, plan.regions, wait=wait)
+        args.update(tx=tables[0], ty=tables[1], tz=tables[2])
+        if plan.mover != "packed" and getattr(dev, "dialect", "") == "c":
+            addr, (args["bx"], args["by"]) = "sepblk", blocks(dev, plan)
+    return gather_kernel(addr, plan.mover), args, took
+
+
 def run_dense(dev: Any, plan: DensePlan, src: Buffer, out: Buffer, *,
               wait: bool = False) -> float:
     """Gather ``src`` (a dense layout) into row-major ``out`` as ``plan`` says.
@@ -395,15 +412,8 @@ def run_dense(dev: Any, plan: DensePlan, src: Buffer, out: Buffer, *,
     """
     if plan.count == 0:
         return 0.0
-    args: dict[str, Any] = {"dst": out, "src": src, **plan.scalars}
-    took = 0.0
-    addr = plan.addr
-    if addr == "sep":
-        tables, took = axis_tables(dev, plan.records, plan.regions, wait=wait)
-        args.update(tx=tables[0], ty=tables[1], tz=tables[2])
-        if plan.mover != "packed" and getattr(dev, "dialect", "") == "c":
-            addr, (args["bx"], args["by"]) = "sepblk", blocks(dev, plan)
-    return took + (dev.run(gather_kernel(addr, plan.mover), wait=wait, **args) or 0.0)
+    kernel, args, took = dense_launch(dev, plan, wait=wait)
+    return took + (dev.run(kernel, dst=out, src=src, wait=wait, **args) or 0.0)
 
 
 def dense_result(dev: Any, dtype: Any, shape: tuple[int, ...], out: Buffer) -> Any:
@@ -411,15 +421,8 @@ def dense_result(dev: Any, dtype: Any, shape: tuple[int, ...], out: Buffer) -> A
     size = buffer_size(dtype, math.prod(shape))
     if out.nbytes != size:
         out = out.view(0, size)
-    desc, raw = _dense_desc(dtype, tuple(shape), dev.tag)
+    desc, raw = dense_descriptor(dtype, tuple(shape), dev.tag)
     return make_tensor(desc, [out], raw=raw)
-
-
-@functools.lru_cache(maxsize=256)
-def _dense_desc(dtype: Any, shape: tuple[int, ...], tag: int) -> tuple[TensorDescriptor, bytes]:
-    """Row-major descriptors are immutable values: built and encoded once per shape."""
-    desc = TensorDescriptor.dense(dtype, shape, device_tag=tag)
-    return desc, desc.encode()
 
 
 def alloc_out(dev: Any, plan: DensePlan, dtype: Any) -> Buffer:

@@ -29,6 +29,7 @@ from hurray_gpu.ops.layout_plan import (
     _regions,
     alloc_out,
     cached_tables,
+    dense_launch,
     dense_result,
     device_buffers,
     dims_of,
@@ -36,7 +37,14 @@ from hurray_gpu.ops.layout_plan import (
     plan_dense,
     run_dense,
 )
-from hurray_gpu.ops.plan import bind_inputs, check_flag, explain_invalid, plan_dequantize
+from hurray_gpu.ops.plan import (
+    bind_inputs,
+    check_flag,
+    explain_invalid,
+    plan_dequantize,
+    prepare,
+    repeat,
+)
 from hurray_gpu.ops.sparse import materialize_sparse
 from hurray_gpu.runtime.buffer import Buffer
 
@@ -265,11 +273,13 @@ _FLOAT_OUT = ("float32", "float16", "bfloat16")
 _SPARSE_TAGS = (0x06, 0x07, 0x08, 0x09)
 
 
-def materialize_layout(t: Any) -> Any:
+def materialize_layout(t: Any, *, key: tuple[Any, ...] | None = None) -> Any:
     """Gather a dense-layout tensor into row-major storage of the same type (no dequant).
 
     Args:
         t: a Tensor with a row/col-major, strided, tiled, Morton or Hilbert layout.
+        key: keep the call prepared under this key for its repeats (see
+            :func:`~hurray_gpu.ops.plan.prepare`).
 
     Returns:
         A row-major Tensor of ``t.dtype`` on ``t``'s device; quantization parameters are not
@@ -280,7 +290,7 @@ def materialize_layout(t: Any) -> Any:
             outside buffer 0 (checked before launch).
         UnsupportedOpError: a non-dense layout, or sizes beyond 32-bit indexing.
     """
-    dev = t.device
+    dev, bufs = t.device, t.buffers
     src = device_buffers(t, dev)[0]
     plan = plan_dense(t.descriptor, src.nbytes)
     out = alloc_out(dev, plan, t.dtype)
@@ -289,20 +299,24 @@ def materialize_layout(t: Any) -> Any:
     except BaseException:
         out.free()
         raise
+    if key is not None and plan.count and plan.mover != "packed":  # out is the exact result
+        kernel, args, _ = dense_launch(dev, plan)  # the tables just built, from the cache
+        feeds = tuple("dst" if p.name == "dst" else 0 if p.name == "src" else args.pop(p.name)
+                      for p in kernel.buffers)
+        prepare(key, t.descriptor, bufs, dev, kernel, args, feeds, t.dtype, plan.shape)
     return dense_result(dev, t.dtype, plan.shape, out)
 
 
-def _dense(t: Any, dtype: str | None) -> Any:
+def _dense(t: Any, dtype: str | None, key: tuple[Any, ...]) -> Any:
     desc = t.descriptor
     quantized = desc.quantization is not None
     if quantized or (dtype in _FLOAT_OUT and desc.dtype.bits <= 8
                      and by_name(dtype) != desc.dtype):
         # One pass: the dequant/unpack formula reads each code at its layout offset.
         return materialize_dequant(t, dtype or "float32")
-    result = materialize_layout(t)
     if dtype is None or by_name(dtype) == desc.dtype:
-        return result
-    return convert(result, dtype)
+        return materialize_layout(t, key=key)
+    return convert(materialize_layout(t), dtype)
 
 
 def materialize(t: Any, dtype: str | None = None, *, seq_lens: Sequence[int] | None = None,
@@ -329,13 +343,18 @@ def materialize(t: Any, dtype: str | None = None, *, seq_lens: Sequence[int] | N
         UnsupportedOpError: a layout or type conversion this build cannot do, or a result
             over ``max_output_bytes``.
     """
+    # A repeat call on the same descriptor object, device and buffer sizes runs prepared:
+    # everything below depends on nothing else, and passed when the call was prepared.
+    key = (materialize, id(t.descriptor), dtype, t.device, max_output_bytes)
+    if seq_lens is None and (done := repeat(key, t)) is not None:
+        return done
     if dtype is not None and dtype not in _FLOAT_OUT:
         by_name(dtype)  # an unknown name raises HurrayFormatError
     quantized = t.descriptor.quantization is not None
     limit = check_output(t, dtype or ("float32" if quantized else None), max_output_bytes)
     tag = t.descriptor.layout_tag
     if tag in DENSE_TAGS:
-        return _dense(t, dtype)
+        return _dense(t, dtype, key)
     if tag == 0x0B:
         return materialize_composite(t, dtype, limit)
     if tag in _SPARSE_TAGS:

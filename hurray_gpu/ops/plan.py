@@ -11,13 +11,14 @@ import functools
 import math
 import threading
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from hurray_gpu.errors import DeviceError, HurrayFormatError, UnsupportedOpError
+from hurray_gpu.format.descriptor import TensorDescriptor
 from hurray_gpu.format.descriptor.layouts import RowMajor
 from hurray_gpu.format.descriptor.quant import (
     MXFP,
@@ -28,7 +29,7 @@ from hurray_gpu.format.descriptor.quant import (
     PerTensorAffine,
 )
 from hurray_gpu.format.descriptor.validate import validate_descriptor
-from hurray_gpu.format.dtypes import by_name, value_table
+from hurray_gpu.format.dtypes import buffer_size, by_name, value_table
 from hurray_gpu.kernels import get_kernel
 from hurray_gpu.kernels.dequant import (
     ERR_INVALID,
@@ -42,13 +43,16 @@ from hurray_gpu.kernels.dequant import (
     lut_kernel_name,
     ref_u32_at,
 )
+from hurray_gpu.parts import make_tensor
 from hurray_gpu.runtime.buffer import Buffer
 from hurray_gpu.runtime.cache import LRUCache
+from hurray_gpu.runtime.program import Launch
 
 __all__ = [
-    "DequantPlan", "ELEMENTS_PER_ITEM", "NF4_BITS", "bad_affine_params", "bind_inputs",
-    "check_buffer_sizes", "check_flag", "device_table", "elements_per_item", "explain_invalid",
-    "launch", "moved_params", "nf4_table", "plan_dequantize", "plan_unpack", "table_values",
+    "DequantPlan", "ELEMENTS_PER_ITEM", "NF4_BITS", "Prepared", "bad_affine_params",
+    "bind_inputs", "check_buffer_sizes", "check_flag", "clear_prepared", "dense_descriptor",
+    "device_table", "elements_per_item", "explain_invalid", "feeds", "launch", "moved_params",
+    "nf4_table", "plan_dequantize", "plan_unpack", "prepare", "repeat", "table_values",
 ]
 
 
@@ -441,7 +445,7 @@ def plan_unpack(desc: Any, dtype: str | None = None, *, ept: int | None = None) 
     return DequantPlan("unpack_int_u8", dtype, shape, n, s, {"data": 0})
 
 
-def check_buffer_sizes(desc: Any, bufs: list[Buffer]) -> None:
+def check_buffer_sizes(desc: Any, bufs: Sequence[Buffer]) -> None:
     """Every buffer must hold what its handle declares: kernels never read past a Buffer."""
     if len(bufs) != len(desc.buffers):
         raise HurrayFormatError(f"{len(bufs)} buffers for {len(desc.buffers)} handles",
@@ -453,18 +457,24 @@ def check_buffer_sizes(desc: Any, bufs: list[Buffer]) -> None:
                 field=f"buffers[{i}].byte_size", fix="pass exactly byte_size bytes per buffer.")
 
 
-def bind_inputs(plan: DequantPlan, dev: Any, bufs: list[Buffer]) -> dict[str, Buffer]:
+def feeds(plan: DequantPlan, dev: Any) -> tuple[Any, ...]:
+    """What feeds each buffer parameter of ``plan``'s kernel, in signature order: a tensor
+    buffer index, ``"dst"`` (the result), ``"err"`` (the flag) or a device table. Parameters
+    a plan does not use are fed the data buffer (never read)."""
+    return tuple(p.name if p.name in ("dst", "err") else plan.inputs[p.name]
+                 if p.name in plan.inputs else device_table(dev, plan.lut)
+                 if p.name == "lut" and plan.lut else plan.inputs["data"]
+                 for p in get_kernel(plan.kernel).buffers)
+
+
+def bind_inputs(plan: DequantPlan, dev: Any, bufs: Sequence[Buffer]) -> dict[str, Buffer]:
     """Map each kernel buffer parameter except ``dst`` and ``err`` to a Buffer.
 
     Parameters a plan does not use are bound to the data buffer (never read).
     """
-    bound = {name: bufs[index] for name, index in plan.inputs.items()}
-    kernel = get_kernel(plan.kernel)
-    for param in kernel.buffers:
-        if param.name not in bound and param.name not in ("dst", "err"):
-            bound[param.name] = device_table(dev, plan.lut) if param.name == "lut" and plan.lut \
-                else bound["data"]
-    return bound
+    return {p.name: bufs[s] if isinstance(s, int) else s
+            for p, s in zip(get_kernel(plan.kernel).buffers, feeds(plan, dev), strict=True)
+            if p.name not in ("dst", "err")}
 
 
 def launch(plan: DequantPlan, dev: Any, inputs: dict[str, Buffer], out: Buffer,
@@ -476,7 +486,7 @@ def launch(plan: DequantPlan, dev: Any, inputs: dict[str, Buffer], out: Buffer,
         dev: the device holding every Buffer.
         inputs: from :func:`bind_inputs`.
         out: the result Buffer (``count`` elements of ``out_dtype``).
-        err: a 4-byte Buffer for the kernel's flag (allocated when None).
+        err: a 4-byte Buffer for the kernel's flag (default: a flag of this thread's).
         wait: return the kernel's elapsed seconds.
 
     Returns:
@@ -489,38 +499,132 @@ def launch(plan: DequantPlan, dev: Any, inputs: dict[str, Buffer], out: Buffer,
         return 0.0 if wait else None
     kernel = get_kernel(plan.kernel)
     args: dict[str, Any] = {**inputs, **plan.scalars, "dst": out}
-    flagged = any(p.name == "err" for p in kernel.buffers)
-    host = None
-    if flagged and err is None and dev.allocator.host_memory:
-        # Host kernels finish before run() returns: this thread's own flag is cleared and
-        # read in place, with no allocation or copy when there is nothing to report.
-        err, host = _host_flag(dev)
-        host[0] = 0
-    elif flagged:
-        err = err if err is not None else Buffer(dev, 4)
-        err.copyin(np.zeros(1, np.uint32))
-    if flagged:
-        args["err"] = err
+    flag = host = None
+    if any(p.name == "err" for p in kernel.buffers):
+        flag, host = _cleared_flag(dev, err)
+        args["err"] = flag
     took = dev.run(kernel, wait=wait, **args)
-    if host is not None and host[0] == 0:
-        return took
-    if flagged:
-        assert err is not None
-        check_flag(err, plan.kernel, lambda: explain_invalid(plan, inputs))
+    if flag is not None and (host is None or host[0]):
+        check_flag(flag, plan.kernel, lambda: explain_invalid(plan, inputs))
     return took
 
 
 _FLAGS = threading.local()
+_ZERO = np.zeros(1, np.uint32)
 
 
-def _host_flag(dev: Any) -> tuple[Buffer, np.ndarray]:
-    """This thread's 4-byte error flag on host device ``dev``, and its u32 view."""
-    flags = _FLAGS.__dict__.setdefault("by_device", weakref.WeakKeyDictionary())
-    found = flags.get(dev)
-    if found is None or found[0].allocation.freed:
-        buf = Buffer(dev, 4)
-        found = flags[dev] = (buf, buf.array.view(np.uint32))
-    return found  # type: ignore[no-any-return]
+def _cleared_flag(dev: Any, err: Buffer | None = None) -> tuple[Buffer, np.ndarray | None]:
+    """A kernel's error flag, cleared: ``err``, else on a host device this thread's own flag
+    with its u32 view (host kernels finish before the launch returns, so it is read in place,
+    with no allocation or copy when there is nothing to report), else a new Buffer."""
+    if err is None and dev.allocator.host_memory:
+        flags = _FLAGS.__dict__  # this thread's, by device (the flag Buffer holds it anyway)
+        found = flags.get(dev)
+        if found is None or found[0].allocation.freed:
+            buf = Buffer(dev, 4)
+            found = flags[dev] = (buf, buf.array.view(np.uint32))
+        found[1][0] = 0
+        return found  # type: ignore[no-any-return]
+    err = err if err is not None else Buffer(dev, 4)
+    return err.copyin(_ZERO), None
+
+
+class Prepared:
+    """A repeat of a kernel call over a tensor's buffers, planned for one descriptor object, a
+    device and the buffers' sizes (:func:`prepare`): the launch with its scalars checked
+    (:meth:`~hurray_gpu.runtime.program.Program.bind`), what feeds each buffer parameter, and
+    the result's descriptor, encoded. Calling it with the tensor's buffers allocates the
+    result, launches once (the launch checks every buffer it is given) and wraps the result:
+    nothing is validated or planned again.
+    """
+
+    __slots__ = ("desc", "sizes", "launch", "feeds", "flagged", "out_bytes", "result", "raw",
+                 "plan")
+
+    def __init__(self, desc: Any, sizes: list[int], launch: Launch, feeds: tuple[Any, ...],
+                 out_bytes: int, result: tuple[Any, bytes], plan: DequantPlan | None) -> None:
+        self.desc, self.sizes, self.launch, self.feeds = desc, sizes, launch, feeds
+        self.flagged = "err" in feeds
+        self.out_bytes, (self.result, self.raw), self.plan = out_bytes, result, plan
+
+    def __call__(self, bufs: Sequence[Buffer]) -> Any:
+        """The result Tensor of this call over ``bufs`` (the tensor's buffers, as planned).
+
+        Raises:
+            HurrayFormatError: an invalid parameter flagged by the kernel.
+            UnsupportedOpError: a buffer the launch cannot take (freed, another device).
+        """
+        launch = self.launch
+        dev = launch.program.device
+        out = Buffer(dev, self.out_bytes)
+        err, host = _cleared_flag(dev) if self.flagged else (None, None)
+        args = [bufs[s] if s.__class__ is int else out if s == "dst" else err if s == "err"
+                else s for s in self.feeds]
+        try:
+            launch(args)
+            if err is not None and (host is None or host[0]):
+                plan = self.plan
+                kernel = launch.program.kernel
+                check_flag(err, kernel.name, lambda: explain_invalid(plan, {
+                    p.name: a for p, a in zip(kernel.buffers, args, strict=True)}))
+        except BaseException:
+            out.free()
+            raise
+        return make_tensor(self.result, (out,), raw=self.raw, device=dev,
+                           memory_class=out.memory_class)
+
+
+# Prepared calls by (operation, id of the descriptor, output type, device, output limit); each
+# keeps its descriptor, so the id is not reused while the entry lives.
+_PREPARED: dict[tuple[Any, ...], Prepared] = {}
+PREPARED_CALLS = 256
+
+
+def clear_prepared() -> None:
+    """Drop every prepared call (and the device tables they hold)."""
+    _PREPARED.clear()
+
+
+@functools.lru_cache(maxsize=256)
+def dense_descriptor(dtype: Any, shape: tuple[int, ...], tag: int
+                     ) -> tuple[TensorDescriptor, bytes]:
+    """The row-major descriptor of ``dtype`` and ``shape`` on device tag ``tag``, and its
+    encoding: immutable values, built and encoded once per shape."""
+    desc = TensorDescriptor.dense(dtype, shape, device_tag=tag)
+    return desc, desc.encode()
+
+
+def repeat(key: tuple[Any, ...], t: Any) -> Any:
+    """The result of the call prepared under ``key`` run over ``t``'s buffers, when it was
+    prepared for ``t``'s descriptor (this very object: descriptors are immutable) and
+    buffers of exactly these sizes; None when there is none."""
+    hit, bufs = _PREPARED.get(key), t.buffers
+    if hit is not None and hit.desc is t.descriptor and \
+            [b.allocation.nbytes for b in bufs] == hit.sizes:
+        return hit(bufs)
+    return None
+
+
+def prepare(key: tuple[Any, ...] | None, desc: Any, bufs: Sequence[Buffer], dev: Any,
+            kernel: Any, scalars: dict[str, Any], feeds: tuple[Any, ...], out_dtype: Any,
+            shape: tuple[int, ...], plan: DequantPlan | None = None) -> Prepared:
+    """A call of ``kernel`` over ``bufs``, whose every check the caller has made for ``desc``
+    and these buffer sizes; kept under ``key`` unless None, which must hold ``id(desc)``, the
+    device and every other argument the call depends on (see :func:`repeat`).
+
+    Args:
+        feeds: what feeds each buffer parameter (see :func:`feeds`).
+        out_dtype, shape: the row-major result; ``dst`` is exactly its size.
+        plan: a dequant plan, to explain a flagged invalid parameter.
+    """
+    made = Prepared(desc, [b.allocation.nbytes for b in bufs], dev.program(kernel).bind(scalars),
+                    feeds, buffer_size(out_dtype, math.prod(shape)),
+                    dense_descriptor(out_dtype, shape, dev.tag), plan)
+    if key is not None:
+        if len(_PREPARED) >= PREPARED_CALLS:
+            _PREPARED.clear()
+        _PREPARED[key] = made
+    return made
 
 
 def moved_params(q: Any, first: int) -> tuple[Any, list[int]]:

@@ -257,11 +257,13 @@ class Buffer:
 
     def __del__(self) -> None:
         # Interpreter shutdown may already have torn down the allocator's modules.
-        with contextlib.suppress(Exception):
-            try:
-                self.free()
-            except BoundsViolation as exc:  # a finaliser cannot raise: do not lose the report
+        try:
+            self.free()
+        except BoundsViolation as exc:  # a finaliser cannot raise: do not lose the report
+            with contextlib.suppress(Exception):
                 warnings.warn(str(exc), RuntimeWarning, stacklevel=1)
+        except Exception:  # nothing can be reported from a finaliser
+            pass
 
     def __repr__(self) -> str:
         return (f"<Buffer {self.nbytes} bytes {self.memory_class.label} on {self.device.spec}"

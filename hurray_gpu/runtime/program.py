@@ -6,6 +6,7 @@ Backends subclass them (``_launch`` and ``compile`` are their hooks).
 from __future__ import annotations
 
 import math
+import operator
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
     from hurray_gpu.runtime.device import Device
     from hurray_gpu.runtime.memory import Allocation
 
-__all__ = ["Compiler", "Program", "compile_stats"]
+__all__ = ["Compiler", "Launch", "Program", "compile_stats"]
 
 # One work-grid dimension: OpenCL/CUDA/Vulkan sizes are at most 32-bit per axis here.
 MAX_GRID_DIM = 2**32 - 1
@@ -146,6 +147,52 @@ def _check_grid(size: Sequence[int], local: tuple[int, int, int]) -> tuple[int, 
     return grid
 
 
+class Launch:
+    """A Program with one set of scalars checked: the typed scalars, the bytes each buffer
+    argument needs and the default grid, computed once (:meth:`Program.bind`). Calling it
+    checks only the buffers (same device, large enough, live, writable where written,
+    aligned), then launches: callers that launch the same scalars over and over (a decode
+    step per layer, a small dequantization) pay for no more than that.
+    """
+
+    __slots__ = ("program", "typed", "needs", "grid")
+
+    def __init__(self, program: Program, typed: tuple[np.generic, ...], needs: list[int],
+                 grid: tuple[int, int, int] | None) -> None:
+        self.program, self.typed, self.needs, self.grid = program, typed, needs, grid
+
+    def __call__(self, buffers: Sequence[Any], wait: bool = False,
+                 global_size: Sequence[int] | None = None) -> float | None:
+        """Launch over ``buffers`` (one per buffer parameter, in signature order).
+
+        Raises:
+            UnsupportedOpError: a buffer is not usable (see :meth:`Program.__call__`), or the
+                grid is invalid.
+        """
+        prog = self.program
+        dev, allocations = prog.device, []
+        for value, need, write, (name, itemsize) in zip(buffers, self.needs, prog._writes,
+                                                        prog._buffer_params, strict=True):
+            try:  # one test of the common case; the full check names what is wrong
+                a = value.allocation
+                ok = (value.device is dev and a.nbytes >= need and not a.freed
+                      and (a.base is None or not a.base.freed) and not (write and a.readonly)
+                      and not a.offset % itemsize)
+            except AttributeError:
+                ok = False
+            if not ok:
+                a = prog._check_buffer(name, value, need, write, itemsize)
+            allocations.append(a)
+        local = prog.kernel.local_size
+        grid = self.grid if global_size is None else _check_grid(global_size, local)
+        if grid is None:  # the kernel's own grid is invalid for these scalars: raise why
+            grid = _check_grid(prog.kernel.grid({p.name: v.item() for p, v in zip(
+                prog._scalar_params, self.typed, strict=True)}), local)
+        if not grid[0] * grid[1] * grid[2]:
+            return 0.0 if wait else None
+        return prog._launch(allocations, self.typed, grid, local, wait)
+
+
 class Program:
     """A loaded kernel. Calling it checks every argument, then launches.
 
@@ -164,13 +211,17 @@ class Program:
         self._names = tuple(p.name for p in kernel.params)
         self._scalar_params = kernel.scalars
         self._buffer_params = tuple((p.name, p.itemsize) for p in kernel.buffers)
+        self._buffer_names = tuple(p.name for p in kernel.buffers)
         self._writes = tuple(p.access != "r" for p in kernel.buffers)
         self._scalar_names = tuple(p.name for p in kernel.scalars)
+        self._scalar_set = frozenset(names := self._scalar_names)
+        self._scalar_values = operator.itemgetter(*names) if len(names) > 1 else \
+            lambda d: tuple(d[n] for n in names)
         # Scalar values (with their types) -> typed scalars, bytes each buffer needs, grid:
-        # callers launch the same kernel with the same scalars over and over (a decode step
-        # per layer), and the extents and grid are pure functions of the scalars.
-        self._plans: dict[tuple[Any, ...], tuple[tuple[np.generic, ...], list[int],
-                                                  tuple[int, int, int] | None]] = {}
+        # callers launch the same kernel with the same scalars over and over, and the extents
+        # and grid are pure functions of them. (Not the Launch itself: it refers back here, and
+        # a cycle would leave a Program with a finaliser to the cyclic collector.)
+        self._launches: dict[tuple[Any, ...], tuple[Any, ...]] = {}
 
     def __call__(self, *args: Any, global_size: Sequence[int] | None = None,
                  wait: bool = False, **kwargs: Any) -> float | None:
@@ -191,37 +242,39 @@ class Program:
                 buffer argument (checked once the launch has run; see
                 :mod:`hurray_gpu.runtime.canary`).
         """
+        if len(args) == len(self._buffer_names) and kwargs.keys() == self._scalar_set:
+            return self.bind(kwargs)(args, wait, global_size)  # the usual form, bound directly
         bound = self._bind(args, kwargs)
-        values = tuple(bound[name] for name in self._scalar_names)
+        launch = self.bind({name: bound[name] for name in self._scalar_names})
+        return launch([bound[name] for name in self._buffer_names], wait, global_size)
+
+    def bind(self, scalars: Mapping[str, Any]) -> Launch:
+        """The launch of this kernel with ``scalars`` (every scalar parameter by name), checked
+        once and kept per scalar set.
+
+        Raises:
+            UnsupportedOpError: a scalar is missing, not a number or outside its type.
+        """
+        try:
+            values = self._scalar_values(scalars)
+        except KeyError as exc:
+            raise UnsupportedOpError(f"{self.kernel.name}: missing scalar {exc}",
+                                     fix=f"pass all of {list(self._scalar_names)}.") from None
         key = (values, tuple(map(type, values)))  # True == 1, but a bool is refused
         try:
-            plan = self._plans.get(key)
+            plan = self._launches.get(key)
         except TypeError:  # an unhashable "scalar": _plan raises the typed error
-            plan = self._plan(bound)
+            plan = None
         if plan is None:
-            plan = self._plan(bound)
-            if len(self._plans) >= 64:
-                self._plans.clear()
-            self._plans[key] = plan
-        typed, needs, default_grid = plan
-        buffers = [self._check_buffer(name, bound[name], need, write, itemsize)
-                   for (name, itemsize), need, write in zip(self._buffer_params, needs,
-                                                            self._writes, strict=True)]
-        local = self.kernel.local_size
-        if global_size is not None:
-            grid = _check_grid(global_size, local)
-        else:
-            grid = default_grid if default_grid is not None else _check_grid(
-                self.kernel.grid({p.name: v.item() for p, v in zip(self._scalar_params, typed,
-                                                                   strict=True)}), local)
-        if math.prod(grid) == 0:
-            return 0.0 if wait else None
-        return self._launch(buffers, typed, grid, local, wait)
+            plan = self._plan(scalars)
+            if len(self._launches) >= 64:
+                self._launches.clear()
+            self._launches[key] = plan
+        return Launch(self, *plan)
 
-    def _plan(self, bound: Mapping[str, Any]
-              ) -> tuple[tuple[np.generic, ...], list[int], tuple[int, int, int] | None]:
+    def _plan(self, bound: Mapping[str, Any]) -> tuple[Any, ...]:
         """Typed scalars, the bytes each buffer needs and the default grid (None when it is
-        invalid: it raises only if a launch relies on it), for ``bound``."""
+        invalid: it raises only if a launch relies on it), for ``bound``'s scalars."""
         typed = tuple(_check_scalar(p.name, p.dtype, bound[p.name]) for p in self._scalar_params)
         plain = {p.name: v.item() for p, v in zip(self._scalar_params, typed, strict=True)}
         extents = self.kernel.extents(plain)

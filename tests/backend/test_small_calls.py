@@ -1,9 +1,13 @@
 """The fixed cost of a small call: a descriptor is validated and planned once, a result's
-descriptor is built and encoded once per shape, and a host device allocates only the result
-(no error-flag buffer, no copy of host inputs)."""
+descriptor is built and encoded once per shape, a host device allocates only the result (no
+error-flag buffer, no copy of host inputs), and a repeat runs prepared: planned for one
+descriptor object, output type, device and set of buffer sizes, never reused for another,
+with every buffer still checked and results bit-exact with the reference device."""
 
 from __future__ import annotations
 
+import dataclasses
+import importlib
 from typing import Any
 
 import numpy as np
@@ -127,3 +131,147 @@ def test_one_code_under_two_definitions_keeps_each_definitions_checks(
         kernel_device.run(strict, out, n=8)
     assert kernel_device.program(strict).kernel is strict
     assert kernel_device.program(strict).binary == kernel_device.program(loose).binary
+
+
+# -- prepared repeats: keyed by descriptor object, dtype, device and buffer sizes ----------
+
+def _nf4(rows: int, cols: int, seed: str) -> Any:
+    from hurray_gpu.format.descriptor import BufferHandle, RowMajor, TensorDescriptor
+    from hurray_gpu.format.descriptor.quant import NF4
+    from hurray_gpu.format.dtypes import by_name
+
+    rng = stable_rng(seed)
+    bufs = [rng.integers(0, 256, rows * cols // 2, dtype=np.uint8),
+            (rng.random(rows * cols // 32, dtype=np.float32) + 0.5).view(np.uint8)]
+    desc = TensorDescriptor(by_name("uint4"), (rows, cols), RowMajor(),
+                            tuple(BufferHandle(b.nbytes, 64) for b in bufs),
+                            quantization=NF4(1, 32, 1))
+    return hg.Tensor.from_parts(desc, bufs)
+
+
+def _tiled(side: int) -> Any:
+    return hg.relayout(hg.from_numpy(stable_rng("small-calls-tiled").standard_normal(
+        (side, side)).astype(np.float32)), Tiled((32, 32)))
+
+
+def _bits(t: Any) -> np.ndarray:
+    return np.asarray(t.to("cpu").buffers[0]).copy()
+
+
+def test_repeats_run_prepared_and_stay_bit_exact(kernel_device: Device,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    # The modules (hurray_gpu.ops re-exports functions of the same names).
+    dq_mod = importlib.import_module("hurray_gpu.ops.dequantize")
+    mat_mod = importlib.import_module("hurray_gpu.ops.materialize")
+    cases = [(hg.dequantize, _nf4(8, 64, "small-calls-nf4"), ("float32",)),
+             (hg.dequantize, _nf4(8, 64, "small-calls-nf4"), ("bfloat16",)),
+             (hg.dequantize, _int4(np.linspace(0.25, 4, 32, dtype=np.float32)), ("float32",)),
+             (hg.unpack, hg.from_numpy(np.arange(-8, 8, dtype=np.int8).repeat(8)).to(
+                 kernel_device).to("cpu"), ()),
+             (hg.materialize, _tiled(64), ())]
+    want = [_bits(op(t.to("reference"), *args)) for op, t, args in cases]
+    on = [(op, t.to(kernel_device), args) for op, t, args in cases]
+    firsts = [_bits(op(t, *args)) for op, t, args in on]  # each prepares its repeats
+
+    def unplanned(*_a: Any, **_k: Any) -> Any:
+        raise AssertionError("a repeat was checked and planned again")
+
+    monkeypatch.setattr(dq_mod, "check_buffer_sizes", unplanned)
+    monkeypatch.setattr(mat_mod, "plan_dense", unplanned)
+    for _ in range(3):
+        got = [_bits(op(t, *args)) for op, t, args in on]
+        for g, f, w in zip(got, firsts, want, strict=True):
+            np.testing.assert_array_equal(g, w)
+            np.testing.assert_array_equal(f, w)
+
+
+def test_an_other_descriptor_with_the_same_buffer_sizes_is_planned_anew() -> None:
+    a = _nf4(8, 64, "small-calls-nf4")
+    b = hg.Tensor.from_parts(dataclasses.replace(a.descriptor, shape=(16, 32)),
+                             [np.asarray(x) for x in a.buffers])
+    assert [x.nbytes for x in a.buffers] == [x.nbytes for x in b.buffers]
+    for _ in range(2):
+        ra, rb = hg.dequantize(a), hg.dequantize(b)
+        assert ra.shape == (8, 64) and rb.shape == (16, 32)
+        np.testing.assert_array_equal(rb.numpy().reshape(-1), ra.numpy().reshape(-1))
+    # An equal descriptor that is another object is planned (and validated) for itself.
+    c = hg.Tensor.from_parts(dataclasses.replace(a.descriptor),
+                             [np.asarray(x) for x in a.buffers])
+    assert c.descriptor == a.descriptor and c.descriptor is not a.descriptor
+    np.testing.assert_array_equal(hg.dequantize(c).numpy(), hg.dequantize(a).numpy())
+
+
+def test_the_output_type_keys_a_prepared_call() -> None:
+    t = _nf4(8, 64, "small-calls-nf4")
+    for _ in range(2):
+        f32, bf16 = hg.dequantize(t, "float32"), hg.dequantize(t, "bfloat16")
+        assert f32.dtype.name == "float32" and bf16.dtype.name == "bfloat16"
+        bits = f32.numpy().reshape(-1).view(np.uint32)  # finite: round to nearest even
+        np.testing.assert_array_equal(np.asarray(bf16.buffers[0]).view(np.uint16),
+                                      (bits + 0x7FFF + ((bits >> 16) & 1) >> 16).astype(np.uint16))
+    tiled = _tiled(64)
+    for _ in range(2):
+        assert hg.materialize(tiled).dtype.name == "float32"
+        assert hg.materialize(tiled, "float16").dtype.name == "float16"
+
+
+def test_the_device_keys_a_prepared_call() -> None:
+    from hurray_gpu.runtime.buffer import Buffer
+
+    on_cpu = _nf4(8, 64, "small-calls-nf4")
+    ref = hg.device("reference")
+    assert ref.tag == on_cpu.device.tag  # one descriptor object can name buffers on both
+    on_ref = hg.Tensor.from_parts(on_cpu.descriptor, [
+        Buffer.from_bytes(ref, np.asarray(b)) for b in on_cpu.buffers])
+    assert on_ref.descriptor is on_cpu.descriptor
+    for _ in range(2):
+        a, b = hg.dequantize(on_cpu), hg.dequantize(on_ref)
+        assert a.device.kind == "cpu" and b.device is ref
+        np.testing.assert_array_equal(_bits(a), _bits(b))
+
+
+def test_other_buffer_sizes_under_one_descriptor_are_checked_again() -> None:
+    from tests._support import trusted_tensor
+
+    t = _int4(np.full(32, 0.5, np.float32))
+    hg.dequantize(t)
+    hg.dequantize(t)  # prepared for these sizes
+    data, scales = (np.asarray(b) for b in t.buffers)
+    short = trusted_tensor(t.descriptor, [data[:-1].copy(), scales])
+    with pytest.raises(HurrayFormatError, match=r"buffers\[0\] holds"):
+        hg.dequantize(short)
+    tiled = _tiled(64)
+    hg.materialize(tiled)
+    hg.materialize(tiled)
+    cut = trusted_tensor(tiled.descriptor, [np.asarray(tiled.buffers[0])[:-4].copy()])
+    with pytest.raises(HurrayFormatError, match=r"buffers\[0\] holds"):
+        hg.materialize(cut)
+
+
+def test_a_freed_buffer_is_refused_on_a_prepared_call() -> None:
+    from hurray_gpu.errors import UnsupportedOpError
+
+    t = _nf4(8, 64, "small-calls-nf4")
+    t2 = hg.Tensor.from_parts(t.descriptor, [hg.Buffer.from_bytes("cpu", np.asarray(b))
+                                             for b in t.buffers])
+    hg.dequantize(t2)
+    hg.dequantize(t2)
+    t2.buffers[1].free()
+    with pytest.raises(UnsupportedOpError, match="freed"):
+        hg.dequantize(t2)
+
+
+def test_a_flagged_parameter_raises_on_every_prepared_repeat() -> None:
+    scales = np.full(32, 0.5, np.float32)
+    made = _int4(scales)
+    good = hg.Tensor.from_parts(made.descriptor, [hg.Buffer.from_bytes("cpu", np.asarray(b))
+                                                  for b in made.buffers])  # writable memory
+    hg.dequantize(good)
+    hg.dequantize(good)
+    scales_buf = good.buffers[1].array.view(np.float32)
+    scales_buf[5] = np.inf  # the same buffers, a bad scale written in place
+    for _ in range(2):
+        with pytest.raises(HurrayFormatError, match="scale"):
+            hg.dequantize(good)
+    scales_buf[5] = 0.5
+    np.testing.assert_array_equal(hg.dequantize(good).numpy(), _want(scales))

@@ -50,6 +50,8 @@ class MemoryClass(IntEnum):
         Raises:
             UnsupportedOpError: for an unknown or private class.
         """
+        if value.__class__ is cls:  # the common case, first
+            return value  # type: ignore[return-value]
         if isinstance(value, str):
             key = value.strip().upper()
             if key in cls.__members__:
