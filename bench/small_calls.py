@@ -45,7 +45,7 @@ from hurray_gpu.format.descriptor.quant import NF4, PerBlockAffine  # noqa: E402
 from hurray_gpu.format.dtypes import by_name  # noqa: E402
 from hurray_gpu.parts import assemble  # noqa: E402
 
-from _timing import Stats, Timed, interleaved, parse_args  # noqa: E402
+from _timing import Timed, interleaved, parse_args, ratio  # noqa: E402
 
 BLOCK = 64  # elements per scale, both sides
 TILE = 32
@@ -127,11 +127,6 @@ def materialize_case(n: int, dev: Any) -> tuple[Callable[[], Any], Callable[[], 
     return lambda: hg.materialize(t), peer, "NumPy reshape/transpose copy"
 
 
-def _ratio(ours: Stats, peer: Stats) -> tuple[float, list[float]]:
-    lo, mid, hi = ours.speedup_over(peer)
-    return mid, [lo, hi]
-
-
 def run(n: int, dev: Any, runs: int, calls: int) -> list[dict[str, Any]]:
     """Every row at ``n`` elements on ``dev``: ours and the peers, interleaved."""
     rng = np.random.default_rng(19)
@@ -148,15 +143,16 @@ def run(n: int, dev: Any, runs: int, calls: int) -> list[dict[str, Any]]:
     took = interleaved(timed, runs)
     rows = []
     for op, (_, peer, peer_name) in cases.items():
-        ours = took[op]
+        mine = took[op]
         row: dict[str, Any] = {"op": op, "device": dev.spec, "elements": n,
-                               "us_per_call": ours.median * 1e6,
-                               "us_per_call_range": [ours.min * 1e6, ours.max * 1e6]}
+                               "us_per_call": mine.median * 1e6,
+                               "us_per_call_range": [mine.min * 1e6, mine.max * 1e6]}
         if peer is not None:
             theirs = took[op + " peer"]
             row |= {"peer": peer_name, "peer_us_per_call": theirs.median * 1e6,
                     "peer_us_per_call_range": [theirs.min * 1e6, theirs.max * 1e6]}
-            row["vs_peer"], row["vs_peer_range"] = _ratio(ours, theirs)
+            row["vs_peer"], row["vs_peer_range"] = ratio(list(theirs.samples),
+                                                         list(mine.samples))
         rows.append(row)
     return rows
 

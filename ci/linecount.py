@@ -19,10 +19,10 @@ PER_FILE_CAP = 800
 #   atomic writes, vyre nesting and time bounds);
 # - 32,450: vyre's per-invocation loop-pass bound on every device, and the small-call caches
 #   (validated descriptors, plans, result descriptors, kernel lookups by identity);
-# - 33,200: host SIMD lookups (LUT8_STORE, non-temporal stores past the last-level cache),
+# - 33,300: host SIMD lookups (LUT8_STORE, non-temporal stores past the last-level cache),
 #   the buffer pool's idle trimming, the README's bench tables rendered from bench JSON, and
 #   the small-call prepared launches.
-TOTAL_BUDGET = 33_200
+TOTAL_BUDGET = 33_300
 PACKAGES = ("hurray_gpu", "vyre")
 
 

@@ -249,10 +249,21 @@ def _cold_start(d: _Fields) -> tuple[str, list[Row]]:
     return f"every sample a fresh process, {d['runs']} rounds", out
 
 
+def _small_calls(d: _Fields) -> tuple[str, list[Row]]:
+    out: list[Row] = []
+    for r in d.rows("rows"):
+        peer = (f"`{r['peer']}` {r.span('peer_us_per_call', 'us')}"
+                if r.get("peer") else "no peer measured")
+        out.append((r["device"], f"{r['op']}, {r['elements']:,} elements, {r['device']}",
+                    r.span("us_per_call", "us"), peer,
+                    r.ratio("vs_peer", "x peer") if r.get("peer") else ""))
+    return "time per call, warm, the calls of a round in turn", out
+
+
 # (suite, title, row builder), in the README's order.
 SUITES: tuple[tuple[str, str, Callable[[_Fields], tuple[str, list[Row]]]], ...] = (
     ("dequant", "Dequantization", _dequant), ("layout", "Layout conversion", _layout),
-    ("kv_cache", "Paged KV cache", _kv_cache), ("transfer", "Host <-> device copies", _transfer),
+    ("small_calls", "Small calls", _small_calls), ("kv_cache", "Paged KV cache", _kv_cache), ("transfer", "Host <-> device copies", _transfer),
     ("vyre_exec", "vyre programs", _vyre_exec),
     ("vyre_loop_bound", "vyre loop pass bound", _loop_bound),
     ("dlpack", "DLPack hand-off", _dlpack), ("codec", "Codecs", _codec),

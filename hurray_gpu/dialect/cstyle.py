@@ -118,8 +118,9 @@ static inline int32_t hg_imax(int32_t a, int32_t b) { return a > b ? a : b; }
 # The host entry: the same ABI for every kernel, so ctypes needs one prototype. Each thread
 # walks whole chunks of work items, advancing the ids with carries: a 64-bit division per
 # item would cost more than most kernel bodies.
-# Chunks hold 4096 work items, 32 for kernels tagged LONG_ITEMS (about 32k elements either
-# way): counted in items alone, a 4 Mi-element dequantization was one chunk and one thread.
+# Chunks hold 4096 work items, 128 for kernels tagged LONG_ITEMS (about 128k elements): counted
+# in items alone, a 4 Mi-element dequantization was one chunk and one thread; at 32 a 64k one
+# went parallel and paid more to wake the team than it saved.
 # A launch of one chunk runs on the calling thread: waking the OpenMP team costs more than
 # a small kernel (measured: small KV decode steps +25%, small gathers +70%). Larger launches
 # are cut into at least 8 chunks per thread, handed out as threads free up: with one chunk
@@ -289,7 +290,7 @@ class HostCRenderer(CStyleRenderer):
         args = ", ".join(p.name for p in kernel.params)
         # Non-temporal stores are weakly ordered: drained before the chunk counts as done.
         fence = "\n        hg_lut8_fence();" if "LUT8_STORE(" in kernel.body else ""
-        chunk = 32 if LONG_ITEMS in kernel.tags else 4096
+        chunk = 128 if LONG_ITEMS in kernel.tags else 4096
         entry = _HOST_ENTRY.format(name=kernel.name, unpack="\n".join(unpack), args=args,
                                    fence=fence, chunk=chunk)
         return f"{item}\n\n{entry}"

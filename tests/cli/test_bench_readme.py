@@ -96,6 +96,12 @@ def fixture() -> dict[str, Any]:
             "64": {"cpu:0": {"layouts": {"morton": LAYOUT}, "csr_to_dense": []}},
             "256": {"cpu:0": {"copy_roof_gbps": 10.0, "layouts": {"tiled_32x32": LAYOUT},
                               "csr_to_dense": [CSR]}}}},
+        "small_calls": {"runs": 5, "calls": 2000, "rows": [
+            {"op": "NF4 -> float32 (hg.dequantize)", "device": "cpu:0", "elements": 4096,
+             "us_per_call": 25.0, "us_per_call_range": [22.0, 30.0],
+             "peer": "bitsandbytes dequantize_4bit", "peer_us_per_call": 60.0,
+             "peer_us_per_call_range": [55.0, 70.0], "vs_peer": 2.4,
+             "vs_peer_range": [2.0, 2.8]}]},
         "kv_cache": {"config": {"seqs": 16, "max_len": 64, "layers": 1, "heads": 8,
                                 "head_dim": 128, "runs": 3},
                      "devices": [KV, {k: v for k, v in KV.items()
@@ -158,6 +164,8 @@ ROWS = [
     "| CSR -> dense, 5% dense, cpu:0 | fresh 3.00 (2.80-3.20) ms; reused 2.00 (1.90-2.10) ms | "
     "scipy `toarray()` 4.50 (4.40-4.70) ms; `toarray(out=)` 4.00 (3.90-4.10) ms | "
     "fresh 1.40 / 1.50 / 1.60 x scipy; reused 1.90 / 2.00 / 2.10 x scipy |",
+    "| NF4 -> float32 (hg.dequantize), 4,096 elements, cpu:0 | 25.0 (22.0-30.0) us | "
+    "`bitsandbytes dequantize_4bit` 60.0 (55.0-70.0) us | 2.00 / 2.40 / 2.80 x peer |",
     "| decode step, cpu:0 | 27,500 (25,000-30,000) tokens/s | torch (cpu) 50,000 "
     "(48,000-52,000) tokens/s | 0.500 / 0.550 / 0.600 x torch |",
     "| gather, cpu:0 | 5.00 (4.50-5.50) GB/s | torch `index_select` 9.00 (8.50-9.50) GB/s; "

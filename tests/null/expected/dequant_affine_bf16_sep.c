@@ -180,7 +180,7 @@ void dequant_affine_bf16_sep(void **hg_bufs, const uint32_t *hg_words, int64_t h
     uint32_t ntt = hg_words[22];
     uint32_t nspan = hg_words[23];
     int64_t hg_total = hg_n0 * hg_n1 * hg_n2;
-    int64_t hg_size = 32;
+    int64_t hg_size = 128;
     int64_t hg_chunks = (hg_total + hg_size - 1) / hg_size;
 #ifdef _OPENMP
     int64_t hg_want = 8 * (int64_t)omp_get_max_threads();

@@ -390,7 +390,7 @@ void dequant_affine_f16_paged(void **hg_bufs, const uint32_t *hg_words, int64_t 
     uint32_t ntok = hg_words[19];
     uint32_t nix = hg_words[20];
     int64_t hg_total = hg_n0 * hg_n1 * hg_n2;
-    int64_t hg_size = 32;
+    int64_t hg_size = 128;
     int64_t hg_chunks = (hg_total + hg_size - 1) / hg_size;
 #ifdef _OPENMP
     int64_t hg_want = 8 * (int64_t)omp_get_max_threads();
