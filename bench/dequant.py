@@ -38,6 +38,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -144,15 +145,16 @@ def api_runner(t: Tensor, out_dtype: str, dev: Any, clock: str) -> Timed:
     return on_host(lambda: dequantize(dt, out_dtype, device=dev), dev.synchronize, CLOCK[clock])
 
 
+@dataclass
 class Peer:
     """A peer of one case: its public call, and for NF4 its native kernel into a reused output
     (``kernel``), the tensor of the same codes for us (``tensor``) and its output's bits."""
 
-    def __init__(self, name: str, public: Callable[[], Any],
-                 kernel: Callable[[], Any] | None = None, tensor: Tensor | None = None,
-                 bits: Callable[[], np.ndarray] | None = None) -> None:
-        self.name, self.public, self.kernel, self.tensor, self.bits = (name, public, kernel,
-                                                                       tensor, bits)
+    name: str
+    public: Callable[[], Any]
+    kernel: Callable[[], Any] | None = None
+    tensor: Tensor | None = None
+    bits: Callable[[], np.ndarray] | None = None
 
 
 def _bnb_nf4(label: str, n: int, rng: np.random.Generator) -> Peer:
