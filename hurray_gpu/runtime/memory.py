@@ -349,7 +349,8 @@ class Allocator:
                 self._pool.setdefault((nbytes, mclass), []).append(
                     (raw, fences, time.monotonic()))
                 self.pooled_bytes += nbytes
-            evicted += self._pop_oldest(self.pool_limit)[0]
+            if self.pooled_bytes > self.pool_limit:
+                evicted += self._pop_oldest(self.pool_limit)[0]
             idle = self.pooled_bytes > self.pool_idle_budget
         # A real free needs no wait: cudaFree/hipFree wait for the device, and OpenCL defers
         # releasing a cl_mem until the commands queued on it finish.

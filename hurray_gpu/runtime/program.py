@@ -171,8 +171,11 @@ class Launch:
         """
         prog = self.program
         dev, allocations = prog.device, []
-        for value, need, write, (name, itemsize) in zip(buffers, self.needs, prog._writes,
-                                                        prog._buffer_params, strict=True):
+        if len(buffers) != len(self.needs):
+            raise UnsupportedOpError(f"{prog.kernel.name}: {len(buffers)} buffers for "
+                                     f"{len(self.needs)} buffer parameters",
+                                     fix=f"pass one Buffer per {list(prog._buffer_names)}.")
+        for value, need, (name, itemsize, write) in zip(buffers, self.needs, prog._checks):
             try:  # one test of the common case; the full check names what is wrong
                 a = value.allocation
                 ok = (value.device is dev and a.nbytes >= need and not a.freed
@@ -180,9 +183,8 @@ class Launch:
                       and not a.offset % itemsize)
             except AttributeError:
                 ok = False
-            if not ok:
-                a = prog._check_buffer(name, value, need, write, itemsize)
-            allocations.append(a)
+            allocations.append(a if ok else prog._check_buffer(name, value, need, write,
+                                                               itemsize))
         local = prog.kernel.local_size
         grid = self.grid if global_size is None else _check_grid(global_size, local)
         if grid is None:  # the kernel's own grid is invalid for these scalars: raise why
@@ -212,7 +214,7 @@ class Program:
         self._scalar_params = kernel.scalars
         self._buffer_params = tuple((p.name, p.itemsize) for p in kernel.buffers)
         self._buffer_names = tuple(p.name for p in kernel.buffers)
-        self._writes = tuple(p.access != "r" for p in kernel.buffers)
+        self._checks = tuple((p.name, p.itemsize, p.access != "r") for p in kernel.buffers)
         self._scalar_names = tuple(p.name for p in kernel.scalars)
         self._scalar_set = frozenset(names := self._scalar_names)
         self._scalar_values = operator.itemgetter(*names) if len(names) > 1 else \
