@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gc
 import os
+import sys
 import threading
 import time
 import weakref
@@ -454,6 +455,10 @@ class _IdleTrimmer:
 
     def watch(self, allocator: Allocator) -> None:
         """Trim ``allocator`` (over its idle budget) until it is within it again."""
+        if sys.is_finalizing():
+            # Buffers freed while the interpreter tears down: a thread started now never
+            # runs, and Thread.start would wait for it forever (the process exits anyway).
+            return
         with self._cond:
             if allocator in self._watched:
                 return

@@ -121,3 +121,20 @@ def test_idle_trim_waits_for_a_stream_that_may_still_use_the_buffer(kind: str) -
             opener()
         held.synchronize()
         assert _poll(lambda: pool.pooled_bytes == 0)  # its fence done: freed with no call
+
+
+def test_buffers_freed_at_interpreter_exit_over_the_idle_budget_do_not_hang_the_exit() -> None:
+    """Buffers still referenced by module globals are freed while the interpreter tears down;
+    over the idle budget they must not start the trimming thread then (it never runs, and
+    Thread.start would wait for it forever)."""
+    import subprocess
+    import sys
+
+    code = ("from hurray_gpu import Buffer\n"
+            "keep = [Buffer('cpu', 1 << 20) for _ in range(4)]\n"
+            "print('done')\n")
+    env = {**os.environ, "HURRAY_GPU_POOL_IDLE_BYTES": "0"}
+    run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "done"
