@@ -17,7 +17,7 @@ import numpy as np
 import vyre.reference
 from hurray_gpu.cli.common import dump_json
 from hurray_gpu.errors import HurrayGPUError, UnsupportedOpError
-from vyre.execute import run_bytes
+from vyre.execute import DEFAULT_MAX_LOOP_PASSES, run_bytes
 from vyre.inspect import inspect_blob
 
 __all__ = ["add_parser", "parse_inputs", "run_program"]
@@ -49,6 +49,9 @@ def add_parser(sub: Any) -> None:
     r.add_argument("--device", default="reference",
                    help="'reference' (the interpreter, default) or a device spec such as cpu, "
                         "opencl:0, vulkan:0, cuda:0: run the lowered kernels there")
+    r.add_argument("--max-loop-passes", type=int, default=None, metavar="N",
+                   help="device runs: loop passes one invocation may run before the run stops "
+                        f"with a loop-budget error (default {DEFAULT_MAX_LOOP_PASSES})")
     r.set_defaults(run=_run_program_cmd)
 
 
@@ -102,7 +105,8 @@ def _engine(device: str) -> str:
 
 
 def run_program(path: str, inputs: dict[str, bytes], grid: Any = None,
-                device: str = "reference") -> dict[str, bytes]:
+                device: str = "reference", max_loop_passes: int | None = None
+                ) -> dict[str, bytes]:
     """Run a VIR0 program; returns output bytes by buffer name.
 
     Args:
@@ -110,6 +114,7 @@ def run_program(path: str, inputs: dict[str, bytes], grid: Any = None,
         inputs: input bytes by buffer name.
         grid: workgroups (X, Y, Z), or None to infer them like the reference.
         device: ``"reference"`` for the interpreter, else a device spec for the lowered kernels.
+        max_loop_passes: device runs: loop passes one invocation may run (default: vyre.run's).
 
     Raises:
         WireFormatError / ValidationError: the blob is malformed or invalid.
@@ -119,12 +124,17 @@ def run_program(path: str, inputs: dict[str, bytes], grid: Any = None,
     """
     blob = Path(path).read_bytes()
     if device == "reference":
+        if max_loop_passes is not None:
+            raise HurrayGPUError("--max-loop-passes bounds device runs; the reference interpreter "
+                                 "has no loop-pass bound", fix="add --device cpu (or another "
+                                 "device), or drop --max-loop-passes.")
         return vyre.reference.run_bytes(blob, inputs, grid=grid)
+    passes = DEFAULT_MAX_LOOP_PASSES if max_loop_passes is None else max_loop_passes
+    return run_bytes(blob, inputs, grid=grid, device=device, max_loop_passes=passes)
 
-    return run_bytes(blob, inputs, grid=grid, device=device)
 
-
-def _kat(path: str, kat_path: str, device: str) -> tuple[dict[str, bytes], dict[str, bool]]:
+def _kat(path: str, kat_path: str, device: str, passes: int | None
+         ) -> tuple[dict[str, bytes], dict[str, bool]]:
     try:
         kat = json.loads(Path(kat_path).read_text())
         expected = {o["buffer"]: bytes.fromhex(o["hex"]) for o in kat["outputs"]}
@@ -133,7 +143,7 @@ def _kat(path: str, kat_path: str, device: str) -> tuple[dict[str, bytes], dict[
     except (ValueError, KeyError, TypeError) as exc:
         raise HurrayGPUError(f"malformed known-answer vector {kat_path}: {exc}",
                              fix="pass a NAME.kat.json from tests/golden/vyre.") from None
-    out = run_program(path, inputs, grid, device)
+    out = run_program(path, inputs, grid, device, passes)
     return out, {k: out.get(k) == v for k, v in expected.items()}
 
 
@@ -151,10 +161,10 @@ def _render(outputs: dict[str, bytes], checks: dict[str, bool], engine: str) -> 
 
 def _run_program_cmd(args: argparse.Namespace) -> int:
     if args.kat:
-        outputs, checks = _kat(args.path, args.kat, args.device)
+        outputs, checks = _kat(args.path, args.kat, args.device, args.max_loop_passes)
     else:
         outputs = run_program(args.path, parse_inputs(args.inputs), _parse_grid(args.grid),
-                              args.device)
+                              args.device, args.max_loop_passes)
         checks = {}
     engine = _engine(args.device)
     if args.json:

@@ -153,3 +153,29 @@ def test_vyre_run_on_a_device_matches_the_kat(spec: str, capsys: pytest.CaptureF
                  "--device", spec]) == 0
     out = capsys.readouterr().out
     assert f"ran on: lowered kernels on {spec}" in out and "kat hist: match" in out
+
+
+def test_vyre_run_max_loop_passes_bounds_a_device_run(tmp_path: Path,
+                                                       capsys: pytest.CaptureFixture) -> None:
+    """``--max-loop-passes N`` reaches the device run: a 1000-pass loop stops with the typed
+    loop-budget error under N=100 and runs to the reference's answer under N=5000."""
+    import numpy as np
+
+    import vyre
+    from tests.vyre.test_device_time_bound import _counted, _inputs
+
+    prog = tmp_path / "counted.vir"
+    prog.write_bytes(vyre.to_wire(_counted()))
+    n = (tmp_path / "n.bin")
+    n.write_bytes(_inputs(1000, 0)["n"])
+    run = ["vyre", "run", str(prog), "--device", "cpu", "--json", "--inputs", f"n={n}",
+           f"out=hex:{'00' * 16}", "--grid", "1,1,1", "--max-loop-passes"]
+    assert main([*run, "100"]) == 1
+    assert "max_loop_passes=100" in _one_line_error(capsys)
+    assert main([*run, "5000"]) == 0
+    want = vyre.reference.run(_counted(), {"n": n.read_bytes(), "out": bytes(16)},
+                              grid=(1, 1, 1))["out"]
+    got = json.loads(capsys.readouterr().out)["outputs"]["out"]
+    assert bytes.fromhex(got) == bytes(want) and np.frombuffer(want, "<u4").any()
+    assert main(["vyre", "run", str(prog), "--max-loop-passes", "10"]) == 1
+    assert "Fix: add --device cpu" in _one_line_error(capsys)
