@@ -1,7 +1,9 @@
 """Paged KV cache throughput: decode append (tokens/s), gather and prefill (GB/s) per backend.
 
 Simulated decode (the issue's loop): sequences of random lengths; each step forks 10% of them,
-appends one token per sequence (forks included) to every layer, then frees the forks. K and V
+appends one token per sequence (forks included) to every layer, then frees the forks. A timed
+sample is as many steps as make about 2000 appends (one step of a small batch is too short to
+time on a shared host). K and V
 rows are already on the device, as a model produces them. The roof of gather and prefill (the
 bulk append) is the device's own copy (``Buffer.copy_from`` on that device) of the same bytes,
 timed in the same rounds; the GPU goal is at least 0.85 of it (``gather_vs_roof``,
@@ -52,10 +54,14 @@ class Shape:
     """The benchmark geometry: lengths per sequence, layers, heads, head_dim (fp16)."""
 
     def __init__(self, lens: np.ndarray, layers: int, heads: int, head_dim: int,
-                 steps: int) -> None:
+                 samples: int) -> None:
         self.lens, self.layers, self.heads, self.head_dim = lens, layers, heads, head_dim
         self.row_bytes = heads * head_dim * 2
         self.batch = len(lens) + len(lens) // 10  # sequences plus forks each step
+        # Decode steps per timed sample: a small step is a few hundred microseconds, which
+        # one reading of the clock on a shared host cannot time; a sample is >= ~2000 appends.
+        self.per_sample = max(1, -(-2000 // (self.batch * layers)))
+        steps = samples * self.per_sample
         # Room for every decode step (one page per sequence at most every PAGE steps, and a
         # copy-on-write page per fork) without growing the pool.
         self.pages = int(sum(-(-(int(n) + steps) // PAGE) for n in lens)) + 2 * self.batch
@@ -99,16 +105,18 @@ def bench_device(spec: Any, shape: Shape, runs: int, kv_dtype: str | None = None
     v = Buffer.from_bytes(dev, shape.rows(shape.batch, 2).view(np.uint8).reshape(-1))
 
     def step() -> None:
-        forks = [cache.fork(int(s)) for s in rng.choice(seqs, len(seqs) // 10, replace=False)]
-        batch = seqs + forks
-        for layer in range(shape.layers):
-            cache.append_decode(batch, layer, k, v)
-        for f in forks:
-            cache.free(f)
+        for _ in range(shape.per_sample):
+            forks = [cache.fork(int(s)) for s in rng.choice(seqs, len(seqs) // 10,
+                                                            replace=False)]
+            batch = seqs + forks
+            for layer in range(shape.layers):
+                cache.append_decode(batch, layer, k, v)
+            for f in forks:
+                cache.free(f)
 
     calls = {"decode": on_device(dev, step)}
     if peer is not None:
-        calls["torch decode"] = peer.timed(peer.step)
+        calls["torch decode"] = peer.timed(peer.steps)
     samples = rounds(calls, runs)
     total = int(sum(cache.seq_len(s, 0) for s in seqs))
     # Preallocated outputs, as the peer's index_select(out=...): no allocation is timed.
@@ -127,8 +135,9 @@ def bench_device(spec: Any, shape: Shape, runs: int, kv_dtype: str | None = None
     samples |= _prefill(spec, shape, counts, runs, kv_dtype, roof_timed)
     took = {name: Stats.of(got) for name, got in samples.items()}
     row: dict[str, Any] = {"device": str(spec) + (f" {kv_dtype}" if kv_dtype else ""),
-                           "tokens": total}
-    for key, name, amount in (("decode_tokens_per_s", "decode", shape.batch * shape.layers),
+                           "tokens": total, "steps_per_sample": shape.per_sample}
+    appended = shape.batch * shape.layers * shape.per_sample
+    for key, name, amount in (("decode_tokens_per_s", "decode", appended),
                               ("gather_gb_per_s", "gather", moved / 1e9),
                               ("prefill_gb_per_s", "prefill", moved / 1e9),
                               ("roof_copy_gb_per_s", "roof", copied / 1e9)):
@@ -141,14 +150,12 @@ def bench_device(spec: Any, shape: Shape, runs: int, kv_dtype: str | None = None
               ("prefill_vs_roof", "prefill roof", "prefill", moved / copied)]
     if peer is not None:
         row["torch_device"] = str(peer.device)
-        row["torch_decode_tokens_per_s"] = shape.batch * shape.layers / \
-            took["torch decode"].median
+        row["torch_decode_tokens_per_s"] = appended / took["torch decode"].median
         row["torch_gather_gb_per_s"] = peer.gather_bytes() / took["torch gather"].median / 1e9
         row["decode_vs_torch"] = row["decode_tokens_per_s"] / row["torch_decode_tokens_per_s"]
         row["gather_vs_torch"] = row["gather_gb_per_s"] / row["torch_gather_gb_per_s"]
         row["torch_gather_vs_roof"] = peer.gather_bytes() / took["torch gather"].median / roof
-        row["torch_decode_tokens_per_s_range"] = _rates(took["torch decode"],
-                                                        shape.batch * shape.layers)[1]
+        row["torch_decode_tokens_per_s_range"] = _rates(took["torch decode"], appended)[1]
         row["torch_gather_gb_per_s_range"] = _rates(took["torch gather"],
                                                     peer.gather_bytes() / 1e9)[1]
         ranges += [("decode_vs_torch", "torch decode", "decode", 1.0),
@@ -326,18 +333,20 @@ class TorchPeer:
 
         return timed
 
-    def step(self) -> None:
-        """One decode step: 10% forks, one token per sequence into every layer, free forks."""
+    def steps(self) -> None:
+        """One sample's decode steps, each: 10% forks, one token per sequence into every
+        layer, free forks."""
         peer = self.cache
-        forks = [peer.fork(int(s)) for s in self.rng.choice(self.seqs, len(self.seqs) // 10,
-                                                            replace=False)]
-        batch = self.seqs + forks
-        slots = peer.slots(batch, [1] * len(batch))
-        for kp, vp in peer.pools:
-            kp.index_copy_(0, slots, self.k)
-            vp.index_copy_(0, slots, self.v)
-        for f in forks:
-            peer.free(f)
+        for _ in range(self.shape.per_sample):
+            forks = [peer.fork(int(s)) for s in self.rng.choice(self.seqs, len(self.seqs) // 10,
+                                                                replace=False)]
+            batch = self.seqs + forks
+            slots = peer.slots(batch, [1] * len(batch))
+            for kp, vp in peer.pools:
+                kp.index_copy_(0, slots, self.k)
+                vp.index_copy_(0, slots, self.v)
+            for f in forks:
+                peer.free(f)
 
     def gather_bytes(self) -> int:
         """Bytes a gather of layer 0 moves (K and V, read + write)."""
@@ -396,7 +405,8 @@ def _print(args: argparse.Namespace, shape: Shape, peers: dict[str, float],
            rows: list[dict[str, Any]], skipped: list[dict[str, Any]]) -> None:
     print(f"{args.seqs} seqs, lengths 1..{args.max_len} ({int(shape.lens.sum())} tokens), "
           f"{args.layers} layers, {args.heads} heads x {args.head_dim} fp16, page {PAGE}; "
-          f"decode batch {shape.batch} (10% forks); median of {args.runs}")
+          f"decode batch {shape.batch} (10% forks), {shape.per_sample} steps per sample; "
+          f"median of {args.runs}")
     if peers:
         print("host peers: " + ", ".join(f"{k} {v:.3g}" for k, v in peers.items()))
     print(f"{'device':20s} {'decode tok/s':>13s} {'torch tok/s':>12s} {'ratio':>6s} "
@@ -445,7 +455,7 @@ def main() -> None:
                          f"have {[d.spec for d in devices()]}")
     # Pool room for the decode steps of each run; a torch peer steps alongside every one.
     shape = Shape(lens, args.layers, args.heads, args.head_dim,
-                  steps=(len(runs) + 1) * (args.runs + 1))
+                  samples=(len(runs) + 1) * (args.runs + 1))
     # NumPy's gather and copy only say something next to a device on the host.
     on_host_too = any(d.kind == "cpu" or getattr(d, "emulated", False) for d, _ in runs)
     peers = bench_host(shape, args.runs) if on_host_too else {}

@@ -164,9 +164,12 @@ def _kv_cache(d: _Fields) -> tuple[str, list[Row]]:
                 (dev, f"prefill (bulk append), {dev}", r.span("prefill_gb_per_s", "GB/s"),
                  "the same copy, in the prefill's rounds", r.ratio("prefill_vs_roof", "of copy"))]
     tokens = {r["tokens"] for r in d.rows("devices")}
+    steps = {r.get("steps_per_sample") or 1 for r in d.rows("devices")}
     caption = (f"{c['seqs']} sequences of 1..{c['max_len']} tokens ("
-               + ", ".join(f"{t:,}" for t in sorted(tokens)) + f" in all), layers: {c['layers']}, "
-               f"{c['heads']} x {c['head_dim']} fp16, 10% forks per decode step, {c['runs']} runs")
+               + ", ".join(f"{t:,}" for t in sorted(tokens)) + f" in all after decoding), "
+               f"layers: {c['layers']}, {c['heads']} x {c['head_dim']} fp16, 10% forks per "
+               f"decode step, {'/'.join(map(str, sorted(steps)))} decode steps per sample, "
+               f"{c['runs']} runs")
     return caption, out + [(s["device"], f"{s['device']}: skipped", s["why"], "", "")
                            for s in d.rows("skipped")]
 

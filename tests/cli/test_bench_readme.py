@@ -207,7 +207,8 @@ def test_a_row_per_suite_kind_from_the_json_fields(tmp_path: Path) -> None:
     assert "morton" not in block  # only the largest layout side is shown
     assert ("**Dequantization** (`bench/dequant.py`: 2,048 elements, 5 runs, device clock, "
             "2 threads;") in block
-    assert "16 sequences of 1..64 tokens (573 in all), layers: 1, 8 x 128 fp16" in block
+    assert ("16 sequences of 1..64 tokens (573 in all after decoding), layers: 1, 8 x 128 "
+            "fp16, 10% forks per decode step, 1 decode steps per sample") in block
     assert ("Run of 2030-01-02 03:04 UTC, commit `0123456789`, `hurray-gpu bench`. Machine "
             "(detected): Test CPU, 4 cores, Linux 6.1, Python 3.11.0. **No GPU was measured** "
             "(no cuda or rocm device); emulated on the same CPU: opencl:0 = pocl cpu.") in block
