@@ -249,7 +249,7 @@ _SCALED = Piece("scaled loop", """
             u32 k = i + 8u * j;
             $s6
         }
-    } else {
+    } else if (bits == 8u) {
         for (u32 j = 0u; j < ngrp; j++) {
             u32 b = gat + 8u * j;
             u32 k = i + 8u * j;
@@ -629,8 +629,10 @@ _LUT_ELEMENT = Element(Piece("lut element", """
             if (mode != 0u && (AS_U32(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
             $store
 """), "v", "chk == 0u", "if (chk != 0u && (code == 0u || code == 255u)) STORE(err, 0u, 1u);",
-    # T = lut (mode 0: s is 1.0, exact for every table value, none of which is subnormal).
-    scaled="chk == 0u", table="lut")
+    # T = lut (mode 0: s is 1.0, exact for every table value, none of which is subnormal;
+    # 8-bit unpacking keeps its byte loop, which compilers vectorise).
+    scaled="chk == 0u && (bits == 4u || bits == 6u || (bits == 8u && mode != 0u))",
+    table="lut")
 
 
 def lut_kernel_name(out: str) -> str:

@@ -68,6 +68,10 @@ def _table(bits: int) -> np.ndarray:
 @pytest.mark.parametrize("conv", ["F32", "BF16", "F16"])
 def test_scale8_is_eight_scaled_lookups(kernel_device: Device, conv: str, bits: int) -> None:
     tab = _table(bits)
+    if kernel_device.kind != "cpu":
+        # OpenCL compilers may quiet a signalling NaN they pass through (host C keeps it; the
+        # library's tables hold quiet NaNs only).
+        tab = np.where(np.isnan(tab), (tab.view(np.uint32) | 0x400000).view(np.float32), tab)
     n = 8 * 96
     data = _rng("scale8 data", bits).integers(0, 256, n * bits // 8, dtype=np.uint8)
     stream = np.unpackbits(data, bitorder="little").reshape(n, bits)

@@ -149,7 +149,7 @@ extern "C" __global__ void __launch_bounds__(64) dequant_affine_bf16(unsigned sh
                     unsigned int b = gat + 6u * j;
                     unsigned int k = i + 8u * j;
                 }
-            } else {
+            } else if (bits == 8u) {
                 for (unsigned int j = 0u; j < ngrp; j++) {
                     unsigned int b = gat + 8u * j;
                     unsigned int k = i + 8u * j;

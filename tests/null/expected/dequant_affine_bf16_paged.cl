@@ -176,7 +176,7 @@ __kernel __attribute__((reqd_work_group_size(64, 1, 1))) void dequant_affine_bf1
                     uint b = gat + 6u * j;
                     uint k = i + 8u * j;
                 }
-            } else {
+            } else if (bits == 8u) {
                 for (uint j = 0u; j < ngrp; j++) {
                     uint b = gat + 8u * j;
                     uint k = i + 8u * j;

@@ -181,7 +181,7 @@ void main() {
                     uint b = gat + 6u * j;
                     uint k = i + 8u * j;
                 }
-            } else {
+            } else if (bits == 8u) {
                 for (uint j = 0u; j < ngrp; j++) {
                     uint b = gat + 8u * j;
                     uint k = i + 8u * j;

@@ -257,7 +257,7 @@ static inline void dequant_affine_f32_paged_item(uint32_t hg_gid0, uint32_t hg_g
                     uint32_t b = gat + 6u * j;
                     uint32_t k = i + 8u * j;
                 }
-            } else {
+            } else if (bits == 8u) {
                 for (uint32_t j = 0u; j < ngrp; j++) {
                     uint32_t b = gat + 8u * j;
                     uint32_t k = i + 8u * j;

@@ -236,7 +236,7 @@ static inline void dequant_lut_f16_paged_item(uint32_t hg_gid0, uint32_t hg_gid1
     #endif
 
                     }
-                } else {
+                } else if (bits == 8u) {
                     for (uint32_t j = 0u; j < ngrp; j++) {
                         uint32_t b = gat + 8u * j;
                         uint32_t k = i + 8u * j;
@@ -399,7 +399,7 @@ static inline void dequant_lut_f16_paged_item(uint32_t hg_gid0, uint32_t hg_gid1
                 }
             }
         } else {
-            if (end - i >= 32u && (chk == 0u)) {
+            if (end - i >= 32u && (chk == 0u && (bits == 4u || bits == 6u || (bits == 8u && mode != 0u)))) {
                 uint32_t stop = end;
                 end = hg_umin(stop, (i + 7u) & 0xfffffff8u);
                 for (; i < end; i++) {
@@ -456,7 +456,7 @@ static inline void dequant_lut_f16_paged_item(uint32_t hg_gid0, uint32_t hg_gid1
     #endif
 
                     }
-                } else {
+                } else if (bits == 8u) {
                     for (uint32_t j = 0u; j < ngrp; j++) {
                         uint32_t b = gat + 8u * j;
                         uint32_t k = i + 8u * j;
