@@ -243,12 +243,6 @@ _SCALED = Piece("scaled loop", """
             u32 k = i + 8u * j;
             $s4
         }
-    } else if (bits == 6u) {
-        for (u32 j = 0u; j < ngrp; j++) {
-            u32 b = gat + 6u * j;
-            u32 k = i + 8u * j;
-            $s6
-        }
     } else if (bits == 8u) {
         for (u32 j = 0u; j < ngrp; j++) {
             u32 b = gat + 8u * j;
@@ -366,7 +360,7 @@ def _hoisted(element: Element, variant: Variant, kind: str) -> Piece:
                                                  Element(element.formula, element.unscaled)))
     scaled = _SCALED.fill(build=build, head=general, tail=general, **{
         f"s{b}": f"SCALE8_{kind.upper()}(dst, {variant.dst_k}, {element.table or 'tf'}, data, "
-                 f"b, {b}, s, n);" if element.table or b == 4 else "" for b in (4, 6, 8)}) \
+                 f"b, {b}, s, n);" if element.table or b == 4 else "" for b in (4, 8)}) \
         if variant.dst_k else ""
     return _HOISTED.fill(run=f"{TABLE_RUN}u", ifs=element.scaled if scaled else "0u != 0u",
                          scaled=scaled, if4=f"bits == 4u{fast}",
@@ -629,10 +623,10 @@ _LUT_ELEMENT = Element(Piece("lut element", """
             if (mode != 0u && (AS_U32(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
             $store
 """), "v", "chk == 0u", "if (chk != 0u && (code == 0u || code == 255u)) STORE(err, 0u, 1u);",
-    # T = lut (mode 0: s is 1.0, exact for every table value, none of which is subnormal;
-    # 8-bit unpacking keeps its byte loop, which compilers vectorise).
-    scaled="chk == 0u && (bits == 4u || bits == 6u || (bits == 8u && mode != 0u))",
-    table="lut")
+    # T = lut (mode 0: s is 1.0, exact for every table value, none of which is subnormal);
+    # 8-bit unpacking keeps its byte loop, which compilers vectorise, and 6-bit codes their
+    # groups of four (eight scalar lookups per SCALE8 measured slower there).
+    scaled="chk == 0u && (bits == 4u || (bits == 8u && mode != 0u))", table="lut")
 
 
 def lut_kernel_name(out: str) -> str:

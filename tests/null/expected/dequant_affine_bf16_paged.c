@@ -259,11 +259,6 @@ static inline void dequant_affine_bf16_paged_item(uint32_t hg_gid0, uint32_t hg_
     #endif
 
                 }
-            } else if (bits == 6u) {
-                for (uint32_t j = 0u; j < ngrp; j++) {
-                    uint32_t b = gat + 6u * j;
-                    uint32_t k = i + 8u * j;
-                }
             } else if (bits == 8u) {
                 for (uint32_t j = 0u; j < ngrp; j++) {
                     uint32_t b = gat + 8u * j;

@@ -98,12 +98,6 @@ extern "C" __global__ void __launch_bounds__(64) dequant_lut_bf16(unsigned short
                         unsigned int k = i + 8u * j;
                         { float t0 = load_lut(load_data(b) & 15u); store_dst(k, hg_f32_to_bf16((__float_as_uint(t0) & 0x7fffffffu) > 0x7f800000u ? t0 : s * t0)); float t1 = load_lut((load_data(b) >> 4u) & 15u); store_dst(k + 1u, hg_f32_to_bf16((__float_as_uint(t1) & 0x7fffffffu) > 0x7f800000u ? t1 : s * t1)); float t2 = load_lut(load_data(b + 1u) & 15u); store_dst(k + 2u, hg_f32_to_bf16((__float_as_uint(t2) & 0x7fffffffu) > 0x7f800000u ? t2 : s * t2)); float t3 = load_lut((load_data(b + 1u) >> 4u) & 15u); store_dst(k + 3u, hg_f32_to_bf16((__float_as_uint(t3) & 0x7fffffffu) > 0x7f800000u ? t3 : s * t3)); float t4 = load_lut(load_data(b + 2u) & 15u); store_dst(k + 4u, hg_f32_to_bf16((__float_as_uint(t4) & 0x7fffffffu) > 0x7f800000u ? t4 : s * t4)); float t5 = load_lut((load_data(b + 2u) >> 4u) & 15u); store_dst(k + 5u, hg_f32_to_bf16((__float_as_uint(t5) & 0x7fffffffu) > 0x7f800000u ? t5 : s * t5)); float t6 = load_lut(load_data(b + 3u) & 15u); store_dst(k + 6u, hg_f32_to_bf16((__float_as_uint(t6) & 0x7fffffffu) > 0x7f800000u ? t6 : s * t6)); float t7 = load_lut((load_data(b + 3u) >> 4u) & 15u); store_dst(k + 7u, hg_f32_to_bf16((__float_as_uint(t7) & 0x7fffffffu) > 0x7f800000u ? t7 : s * t7)); }
                     }
-                } else if (bits == 6u) {
-                    for (unsigned int j = 0u; j < ngrp; j++) {
-                        unsigned int b = gat + 6u * j;
-                        unsigned int k = i + 8u * j;
-                        { float t0 = load_lut(load_data(b) & 63u); store_dst(k, hg_f32_to_bf16((__float_as_uint(t0) & 0x7fffffffu) > 0x7f800000u ? t0 : s * t0)); float t1 = load_lut(((load_data(b) | (load_data(b + 1u) << 8u)) >> 6u) & 63u); store_dst(k + 1u, hg_f32_to_bf16((__float_as_uint(t1) & 0x7fffffffu) > 0x7f800000u ? t1 : s * t1)); float t2 = load_lut(((load_data(b + 1u) | (load_data(b + 2u) << 8u)) >> 4u) & 63u); store_dst(k + 2u, hg_f32_to_bf16((__float_as_uint(t2) & 0x7fffffffu) > 0x7f800000u ? t2 : s * t2)); float t3 = load_lut((load_data(b + 2u) >> 2u) & 63u); store_dst(k + 3u, hg_f32_to_bf16((__float_as_uint(t3) & 0x7fffffffu) > 0x7f800000u ? t3 : s * t3)); float t4 = load_lut(load_data(b + 3u) & 63u); store_dst(k + 4u, hg_f32_to_bf16((__float_as_uint(t4) & 0x7fffffffu) > 0x7f800000u ? t4 : s * t4)); float t5 = load_lut(((load_data(b + 3u) | (load_data(b + 4u) << 8u)) >> 6u) & 63u); store_dst(k + 5u, hg_f32_to_bf16((__float_as_uint(t5) & 0x7fffffffu) > 0x7f800000u ? t5 : s * t5)); float t6 = load_lut(((load_data(b + 4u) | (load_data(b + 5u) << 8u)) >> 4u) & 63u); store_dst(k + 6u, hg_f32_to_bf16((__float_as_uint(t6) & 0x7fffffffu) > 0x7f800000u ? t6 : s * t6)); float t7 = load_lut((load_data(b + 5u) >> 2u) & 63u); store_dst(k + 7u, hg_f32_to_bf16((__float_as_uint(t7) & 0x7fffffffu) > 0x7f800000u ? t7 : s * t7)); }
-                    }
                 } else if (bits == 8u) {
                     for (unsigned int j = 0u; j < ngrp; j++) {
                         unsigned int b = gat + 8u * j;
@@ -261,7 +255,7 @@ extern "C" __global__ void __launch_bounds__(64) dequant_lut_bf16(unsigned short
                 }
             }
         } else {
-            if (end - i >= 32u && (chk == 0u && (bits == 4u || bits == 6u || (bits == 8u && mode != 0u)))) {
+            if (end - i >= 32u && (chk == 0u && (bits == 4u || (bits == 8u && mode != 0u)))) {
                 unsigned int stop = end;
                 end = min(stop, (i + 7u) & 0xfffffff8u);
                 for (; i < end; i++) {
@@ -299,12 +293,6 @@ extern "C" __global__ void __launch_bounds__(64) dequant_lut_bf16(unsigned short
                         unsigned int b = gat + 4u * j;
                         unsigned int k = i + 8u * j;
                         { float t0 = load_lut(load_data(b) & 15u); store_dst(k, hg_f32_to_bf16((__float_as_uint(t0) & 0x7fffffffu) > 0x7f800000u ? t0 : s * t0)); float t1 = load_lut((load_data(b) >> 4u) & 15u); store_dst(k + 1u, hg_f32_to_bf16((__float_as_uint(t1) & 0x7fffffffu) > 0x7f800000u ? t1 : s * t1)); float t2 = load_lut(load_data(b + 1u) & 15u); store_dst(k + 2u, hg_f32_to_bf16((__float_as_uint(t2) & 0x7fffffffu) > 0x7f800000u ? t2 : s * t2)); float t3 = load_lut((load_data(b + 1u) >> 4u) & 15u); store_dst(k + 3u, hg_f32_to_bf16((__float_as_uint(t3) & 0x7fffffffu) > 0x7f800000u ? t3 : s * t3)); float t4 = load_lut(load_data(b + 2u) & 15u); store_dst(k + 4u, hg_f32_to_bf16((__float_as_uint(t4) & 0x7fffffffu) > 0x7f800000u ? t4 : s * t4)); float t5 = load_lut((load_data(b + 2u) >> 4u) & 15u); store_dst(k + 5u, hg_f32_to_bf16((__float_as_uint(t5) & 0x7fffffffu) > 0x7f800000u ? t5 : s * t5)); float t6 = load_lut(load_data(b + 3u) & 15u); store_dst(k + 6u, hg_f32_to_bf16((__float_as_uint(t6) & 0x7fffffffu) > 0x7f800000u ? t6 : s * t6)); float t7 = load_lut((load_data(b + 3u) >> 4u) & 15u); store_dst(k + 7u, hg_f32_to_bf16((__float_as_uint(t7) & 0x7fffffffu) > 0x7f800000u ? t7 : s * t7)); }
-                    }
-                } else if (bits == 6u) {
-                    for (unsigned int j = 0u; j < ngrp; j++) {
-                        unsigned int b = gat + 6u * j;
-                        unsigned int k = i + 8u * j;
-                        { float t0 = load_lut(load_data(b) & 63u); store_dst(k, hg_f32_to_bf16((__float_as_uint(t0) & 0x7fffffffu) > 0x7f800000u ? t0 : s * t0)); float t1 = load_lut(((load_data(b) | (load_data(b + 1u) << 8u)) >> 6u) & 63u); store_dst(k + 1u, hg_f32_to_bf16((__float_as_uint(t1) & 0x7fffffffu) > 0x7f800000u ? t1 : s * t1)); float t2 = load_lut(((load_data(b + 1u) | (load_data(b + 2u) << 8u)) >> 4u) & 63u); store_dst(k + 2u, hg_f32_to_bf16((__float_as_uint(t2) & 0x7fffffffu) > 0x7f800000u ? t2 : s * t2)); float t3 = load_lut((load_data(b + 2u) >> 2u) & 63u); store_dst(k + 3u, hg_f32_to_bf16((__float_as_uint(t3) & 0x7fffffffu) > 0x7f800000u ? t3 : s * t3)); float t4 = load_lut(load_data(b + 3u) & 63u); store_dst(k + 4u, hg_f32_to_bf16((__float_as_uint(t4) & 0x7fffffffu) > 0x7f800000u ? t4 : s * t4)); float t5 = load_lut(((load_data(b + 3u) | (load_data(b + 4u) << 8u)) >> 6u) & 63u); store_dst(k + 5u, hg_f32_to_bf16((__float_as_uint(t5) & 0x7fffffffu) > 0x7f800000u ? t5 : s * t5)); float t6 = load_lut(((load_data(b + 4u) | (load_data(b + 5u) << 8u)) >> 4u) & 63u); store_dst(k + 6u, hg_f32_to_bf16((__float_as_uint(t6) & 0x7fffffffu) > 0x7f800000u ? t6 : s * t6)); float t7 = load_lut((load_data(b + 5u) >> 2u) & 63u); store_dst(k + 7u, hg_f32_to_bf16((__float_as_uint(t7) & 0x7fffffffu) > 0x7f800000u ? t7 : s * t7)); }
                     }
                 } else if (bits == 8u) {
                     for (unsigned int j = 0u; j < ngrp; j++) {
