@@ -265,7 +265,7 @@ class Element:
     value: str  # the expression ``$store`` writes
     fast: str = ""  # a condition under which ``check`` finds nothing: the hoisted loops
     check: str = ""  # (which skip it) run only then; a per-code test of the general loop
-    # A condition (on 4-, 6- or 8-bit codes) under which ``value`` is ``s * T(code)`` (a NaN T
+    # A condition (on 4- or 8-bit codes) under which ``value`` is ``s * T(code)`` (a NaN T
     # kept): T is ``table``'s buffer (2^bits entries), or when that is "" ``unscaled`` (``value``
     # without the factor s) of the 16 4-bit codes, built into ``tf`` when ``rebuild`` holds
     # (the prelude declares ``built``, set to 1 by a build).
@@ -301,8 +301,8 @@ class Variant:
     code_at: str = ""  # "": codes at i, hoisted 4-/8-bit loops; else where the general loop
     pre: Piece | str = ""  # reads them, after this per-element piece
     drops: tuple[str, ...] = ()  # dense scalars the index mapping does not use
-    # where ``store`` writes element k when it is a plain ``STORE(dst, ...)``: eight lookups
-    # then go through one LUT8_STORE / SCALE8_STORE statement
+    # where ``store`` writes element k when it is a plain ``STORE(dst, ...)``: eight elements
+    # then go through one SCALE8 statement
     dst_k: str = ""
 
 
@@ -679,7 +679,7 @@ LUT = Scheme(
             $e1
         }
 """), (_NF4_ELEMENT, _LUT_ELEMENT), reference_lut, _lut_extents,
-    # host_isa: the host's vector units build the 16-entry tables and run LUT8_STORE.
+    # host_isa: the host's vector units run SCALE8.
     ("dequant", "host_isa", LONG_ITEMS), "Table-driven NF4 / MXFP dequantization or small-type unpacking to")
 SCHEMES = (AFFINE, LUT)
 
