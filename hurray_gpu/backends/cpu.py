@@ -125,7 +125,7 @@ def _has_openmp(cc: str) -> bool:
 @functools.cache
 def _last_level_cache() -> int:
     """Bytes of this host's largest CPU cache (sysfs), 32 MiB when it cannot be read: host
-    kernels write outputs larger than that past the cache (see LUT8_STORE)."""
+    kernels write outputs larger than that past the cache (see SCALE8)."""
     sizes = []
     for path in glob.glob("/sys/devices/system/cpu/cpu0/cache/index*/size"):
         try:

@@ -1,7 +1,7 @@
 """The C-family dialects (CUDA C, HIP C, OpenCL C 1.2, host C + OpenMP), as data.
 
 Each differs from :class:`CStyleRenderer` only in class attributes, plus host C's entry and
-LUT8_STORE hooks.
+SCALE8 hooks.
 """
 
 from __future__ import annotations
@@ -10,7 +10,13 @@ import re
 from typing import ClassVar
 
 from hurray_gpu.dialect.kernel import LONG_ITEMS, KernelDef
-from hurray_gpu.dialect.render import LIBM_INTRINSICS, LUT8_CALL, CStyleRenderer, expand_lut8
+from hurray_gpu.dialect.render import (
+    LIBM_INTRINSICS,
+    SCALE8_CALL,
+    SCALE8_CONV,
+    CStyleRenderer,
+    expand_scale8,
+)
 from hurray_gpu.errors import UnsupportedOpError
 
 __all__ = ["CUDARenderer", "HIPRenderer", "HostCRenderer", "OpenCLRenderer"]
@@ -157,55 +163,87 @@ void {name}(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0, int64_t hg_
 }}"""
 
 
-# LUT8_STORE on the host: the 16-entry table as two 8-lane halves, the eight nibbles of the
-# word shifted into eight lanes, a permute of each half by the nibble's low three bits and a
-# blend by its fourth (AVX2; -march=native names it where the CPU has it). Elsewhere the same
-# lookups one element at a time. u16 outputs come from a u32 table of 16-bit patterns, packed
-# (every entry fits in 16 bits, so unsigned saturation is exact). An output larger than
-# HG_STREAM_BYTES (the cpu backend passes the last-level cache size) is written with
-# non-temporal stores where aligned: no read of each line before it is overwritten (measured:
-# NF4 -> f32 at 64 Mi elements 1.35x -> 1.5x bitsandbytes' kernel; an output that fits the
-# cache is faster with plain stores); the entry fences them before its items count as done.
-_LUT8_HELPERS = """\
+# SCALE8_<T> on the host (AVX2; -march=native names it where the CPU has it): the eight codes
+# as lanes (a shift of a broadcast word), their T values by two 8-lane permutes of a 16-entry
+# table and a blend by each code's fourth bit (4-bit) or eight scalar loads (6-, 8-bit: AVX2
+# gathers are slower than the loads on AMD cores), one multiply by s with NaN lanes kept, then
+# the output conversion in vector integer arithmetic with the portable helpers' rounding and
+# NaN rules (f16: F16C rounds finite values to nearest even like hg_f32_to_f16; NaN lanes take
+# that helper's payload rule). An output larger than HG_STREAM_BYTES (the cpu backend passes
+# the last-level cache size) is written with non-temporal stores where aligned: no read of each
+# line before it is overwritten (an output that fits the cache is faster with plain stores);
+# the entry fences them before its items count as done.
+_SCALE8_HELPERS = """\
 #ifndef HG_STREAM_BYTES
 #define HG_STREAM_BYTES (32u << 20)
 #endif
 #define hg_big(total, size) ((uint64_t)(total) * (size) > (uint64_t)HG_STREAM_BYTES)
 #if defined(__AVX2__)
 #include <immintrin.h>
-static inline __m256i hg_lut8_pick(const void *tab, uint32_t w) {
+static inline __m256 hg_s8_t4(const float *tab, const uint8_t *p) {
+    uint32_t w;
+    memcpy(&w, p, 4);
     __m256i ix = _mm256_srlv_epi32(_mm256_set1_epi32((int)w),
                                    _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28));
-    __m256 lo = _mm256_permutevar8x32_ps(_mm256_loadu_ps((const float *)tab), ix);
-    __m256 hi = _mm256_permutevar8x32_ps(_mm256_loadu_ps((const float *)tab + 8), ix);
-    return _mm256_castps_si256(_mm256_blendv_ps(lo, hi,
-                                                _mm256_castsi256_ps(_mm256_slli_epi32(ix, 28))));
+    __m256 lo = _mm256_permutevar8x32_ps(_mm256_loadu_ps(tab), ix);
+    __m256 hi = _mm256_permutevar8x32_ps(_mm256_loadu_ps(tab + 8), ix);
+    return _mm256_blendv_ps(lo, hi, _mm256_castsi256_ps(_mm256_slli_epi32(ix, 28)));
 }
-static inline void hg_lut8_f32(float *restrict d, const float *tab, uint32_t w, int big) {
-    __m256i v = hg_lut8_pick(tab, w);
+static inline void hg_s8_fence(void) { _mm_sfence(); }
+static inline __m256 hg_s8_pick(const float *tab, const uint8_t *p, int bits) {
+    uint64_t c = 0, m = (1u << bits) - 1u;  // eight codes of B bits fill B bytes
+    memcpy(&c, p, (size_t)bits);
+    return _mm256_setr_ps(tab[c & m], tab[(c >> bits) & m], tab[(c >> 2 * bits) & m],
+                          tab[(c >> 3 * bits) & m], tab[(c >> 4 * bits) & m],
+                          tab[(c >> 5 * bits) & m], tab[(c >> 6 * bits) & m],
+                          tab[(c >> 7 * bits) & m]);
+}
+#define hg_s8_t6(tab, p) hg_s8_pick(tab, p, 6)
+#define hg_s8_t8(tab, p) hg_s8_pick(tab, p, 8)
+static inline __m256i hg_s8_scale(__m256 t, float s) {
+    __m256 v = _mm256_mul_ps(t, _mm256_set1_ps(s));
+    return _mm256_castps_si256(_mm256_blendv_ps(v, t, _mm256_cmp_ps(t, t, _CMP_UNORD_Q)));
+}
+static inline void hg_s8_f32(float *restrict d, __m256i v, int big) {
     if (big && ((uintptr_t)d & 31u) == 0u) _mm256_stream_si256((__m256i *)(void *)d, v);
     else _mm256_storeu_si256((__m256i *)(void *)d, v);
 }
-static inline void hg_lut8_u16(uint16_t *restrict d, const uint32_t *tab, uint32_t w, int big) {
-    __m256i v = hg_lut8_pick(tab, w);
-    __m128i p = _mm_packus_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+static inline void hg_s8_u16(uint16_t *restrict d, __m256i h, int big) {
+    __m128i p = _mm_packus_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
     if (big && ((uintptr_t)d & 15u) == 0u) _mm_stream_si128((__m128i *)(void *)d, p);
     else _mm_storeu_si128((__m128i *)(void *)d, p);
 }
-static inline void hg_lut8_fence(void) { _mm_sfence(); }
+static inline __m256i hg_s8_nan(__m256i b) {
+    return _mm256_cmpgt_epi32(_mm256_and_si256(b, _mm256_set1_epi32(0x7fffffff)),
+                              _mm256_set1_epi32(0x7f800000));
+}
+static inline __m256i hg_s8_sign(__m256i b) {
+    return _mm256_and_si256(_mm256_srli_epi32(b, 16), _mm256_set1_epi32(0x8000));
+}
+static inline void hg_s8_bf16(uint16_t *restrict d, __m256i b, int big) {
+    __m256i odd = _mm256_and_si256(_mm256_srli_epi32(b, 16), _mm256_set1_epi32(1));
+    __m256i r = _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(b, _mm256_set1_epi32(0x7fff)),
+                                                   odd), 16);
+    __m256i q = _mm256_or_si256(hg_s8_sign(b), _mm256_set1_epi32(0x7fc0));
+    hg_s8_u16(d, _mm256_blendv_epi8(r, q, hg_s8_nan(b)), big);
+}
+#if defined(__F16C__)
+static inline void hg_s8_f16(uint16_t *restrict d, __m256i b, int big) {
+    __m256i h = _mm256_cvtepu16_epi32(_mm256_cvtps_ph(_mm256_castsi256_ps(b),
+                                                      _MM_FROUND_TO_NEAREST_INT));
+    __m256i m = _mm256_and_si256(_mm256_srli_epi32(b, 13), _mm256_set1_epi32(0x3ff));
+    m = _mm256_or_si256(m, _mm256_and_si256(_mm256_cmpeq_epi32(m, _mm256_setzero_si256()),
+                                            _mm256_set1_epi32(1)));
+    __m256i q = _mm256_or_si256(_mm256_or_si256(hg_s8_sign(b), _mm256_set1_epi32(0x7c00)), m);
+    hg_s8_u16(d, _mm256_blendv_epi8(h, q, hg_s8_nan(b)), big);
+}
+#endif
 #else
-static inline void hg_lut8_f32(float *restrict d, const float *tab, uint32_t w, int big) {
-    (void)big;
-    for (int e = 0; e < 8; e++) d[e] = tab[(w >> (4 * e)) & 15u];
-}
-static inline void hg_lut8_u16(uint16_t *restrict d, const uint32_t *tab, uint32_t w, int big) {
-    (void)big;
-    for (int e = 0; e < 8; e++) d[e] = (uint16_t)tab[(w >> (4 * e)) & 15u];
-}
-static inline void hg_lut8_fence(void) {}
+static inline void hg_s8_fence(void) {}
 #endif"""
-# The (buffer type, table type) pairs the helpers above take.
-_LUT8_TYPES = {("f32", "f32"): "hg_lut8_f32", ("u16", "u32"): "hg_lut8_u16"}
+# The SCALE8_<T> helper per (dst type, T).
+_SCALE8_STORES = {("f32", "F32"): "hg_s8_f32", ("u16", "BF16"): "hg_s8_bf16",
+                  ("u16", "F16"): "hg_s8_f16"}
 
 
 class HostCRenderer(CStyleRenderer):
@@ -244,7 +282,7 @@ class HostCRenderer(CStyleRenderer):
         "ATOMIC_CAS": "static inline uint32_t hg_atomic_cas(uint32_t *p, uint32_t e, uint32_t v) {\n"
                       "    __atomic_compare_exchange_n(p, &e, v, 0, __ATOMIC_SEQ_CST,\n"
                       "                                __ATOMIC_SEQ_CST);\n    return e;\n}",
-        "LUT8_STORE": _LUT8_HELPERS}
+        **{f"SCALE8_{t}": _SCALE8_HELPERS for t in SCALE8_CONV}}
     atomic_map: ClassVar[dict[str, str]] = {
         **{op: f"__atomic_{fn}(&{{b}}[{{i}}], {{v}}, __ATOMIC_SEQ_CST)" for op, fn in (
             ("ATOMIC_ADD", "fetch_add"), ("ATOMIC_OR", "fetch_or"), ("ATOMIC_AND", "fetch_and"),
@@ -252,18 +290,24 @@ class HostCRenderer(CStyleRenderer):
         "ATOMIC_MIN": "hg_atomic_umin(&{b}[{i}], {v})", "ATOMIC_MAX": "hg_atomic_umax(&{b}[{i}], {v})",
         "ATOMIC_CAS": "hg_atomic_cas(&{b}[{i}], {e}, {v})"}
 
-    def lut8(self, kernel: KernelDef) -> str:
+    def scale8(self, kernel: KernelDef) -> str:
         types = {p.name: p.dtype for p in kernel.buffers}
         tabs = {name: dtype for name, dtype, _ in kernel.private}
 
-        def call(m: re.Match[str]) -> str:
-            dst, k, tab, w, big = m.groups()
-            helper = _LUT8_TYPES.get((types.get(dst, ""), tabs.get(tab, "")))
-            size = "4u" if types.get(dst) == "f32" else "2u"
-            return f"{helper}({dst} + ({k}), {tab}, {w}, hg_big({big}, {size}));" if helper \
-                else expand_lut8(m[0])
+        def scaled(m: re.Match[str]) -> str:
+            conv, dst, k, tab, data, at, bits, s, big = m.groups()
+            store = _SCALE8_STORES.get((types.get(dst, ""), conv))
+            # f16 needs F16C besides AVX2; a table must be f32, the codes bytes.
+            isa = "defined(__AVX2__)" + (" && defined(__F16C__)" if conv == "F16" else "")
+            if store is None or "f32" not in (types.get(tab), tabs.get(tab)) or \
+                    types.get(data) != "u8":
+                return expand_scale8(m[0])
+            size = "4u" if conv == "F32" else "2u"
+            return (f"\n#if {isa}\n{store}({dst} + ({k}), hg_s8_scale(hg_s8_t{bits}({tab}, "
+                    f"{data} + ({at})), {s}), hg_big({big}, {size}));\n#else\n"
+                    f"{expand_scale8(m[0])}\n#endif\n")
 
-        return LUT8_CALL.sub(call, kernel.body)
+        return SCALE8_CALL.sub(scaled, kernel.body)
 
     def render_entry(self, kernel: KernelDef) -> str:
         if kernel.shared or "BARRIER(" in kernel.body:
@@ -289,7 +333,7 @@ class HostCRenderer(CStyleRenderer):
             unpack.append(f"    {self.render_param(param)} = {value};")
         args = ", ".join(p.name for p in kernel.params)
         # Non-temporal stores are weakly ordered: drained before the chunk counts as done.
-        fence = "\n        hg_lut8_fence();" if "LUT8_STORE(" in kernel.body else ""
+        fence = "\n        hg_s8_fence();" if SCALE8_CALL.search(kernel.body) else ""
         chunk = 128 if LONG_ITEMS in kernel.tags else 4096
         entry = _HOST_ENTRY.format(name=kernel.name, unpack="\n".join(unpack), args=args,
                                    fence=fence, chunk=chunk)

@@ -13,10 +13,10 @@ from hurray_gpu.dialect.helpers import HELPERS, helpers_for
 from hurray_gpu.dialect.kernel import KernelDef, Param
 from hurray_gpu.errors import UnsupportedOpError
 
-__all__ = ["LUT8_CALL", "RENDER_VERSION", "CStyleRenderer", "expand_lut8", "lint_body", "value_type"]
+__all__ = ["RENDER_VERSION", "SCALE8_CALL", "SCALE8_CONV", "CStyleRenderer", "expand_scale8", "lint_body", "value_type"]
 
 # Bump whenever rendered semantics change: it is hashed into every kernel cache key.
-RENDER_VERSION = 3
+RENDER_VERSION = 4
 
 # f32 -> f32 through the host's double-precision libm, ``(float)f((double)x)``: host C only
 # (vyre's transcendentals, bit-exact with its reference interpreter, which calls the same libm).
@@ -47,15 +47,19 @@ _ACCESS = re.compile(r"\b(LOAD|STORE|ATOMIC_[A-Z]+)\(\s*([A-Za-z_]\w*)\s*,\s*")
 ATOMICS = ("ATOMIC_ADD", "ATOMIC_OR", "ATOMIC_AND", "ATOMIC_XOR", "ATOMIC_MIN", "ATOMIC_MAX",
            "ATOMIC_XCHG", "ATOMIC_CAS")
 _GID = re.compile(r"\bGLOBAL_ID\(\s*([0-9]+)\s*\)")
-# LUT8_STORE(dst, k, tab, w, total);  a statement: for e = 0..7, STORE(dst, k + e, LOAD(tab,
-# nibble e of the u32 w)), nibble 0 the lowest; ``tab`` is a 16-entry private array. ``total``
-# (the output's element count) is a hint: an output too large to stay in cache may bypass it.
-# Every dialect renders the eight statements except where a renderer has a shuffle (host C: two
-# 8-lane permutes and a blend, non-temporal stores past the last-level cache), which is where a
-# scalar lookup per element is the cost. ``k`` is a sum of products of names and literals,
-# ``w`` and ``total`` are names, so the expansion is plain text.
-LUT8_CALL = re.compile(r"\bLUT8_STORE\(\s*(\w+)\s*,\s*([\w +*]+?)\s*,\s*(\w+)\s*,\s*(\w+)\s*,"
-                       r"\s*(\w+)\s*\)\s*;")
+# SCALE8_<T>(dst, k, tab, data, at, B, s, total);  a statement: for e = 0..7, code e is bits
+# [e*B, e*B + B) of the little-endian bytes of u8 buffer ``data`` from byte ``at`` (B is 4, 6
+# or 8), t = LOAD(tab, code) (an f32 buffer or private array of 2^B entries) and
+# STORE(dst, k + e, CONV(t is NaN ? t : s * t)), CONV by <T>: F32 (none), BF16 or F16 (to the
+# bits, as F32_TO_BF16_BITS / F32_TO_F16_BITS): "lookup, then scale" for values s * T(code)
+# (NaN entries keep their bits, as MX scaling does). ``total`` (the output's element count) is
+# a hint: an output too large to stay in cache may bypass it. Host C renders the eight as
+# vector lookups, one multiply and a vector conversion (where a scalar lookup per element is
+# the cost), the other dialects as the eight STOREs; ``k`` is a sum of products of names and
+# literals, the others names, so the expansion is plain text.
+SCALE8_CALL = re.compile(r"\bSCALE8_(F32|BF16|F16)\(\s*(\w+)\s*,\s*([\w +*]+?)\s*,\s*(\w+)\s*,"
+                         r"\s*(\w+)\s*,\s*(\w+)\s*,\s*([468])\s*,\s*(\w+)\s*,\s*(\w+)\s*\)\s*;")
+SCALE8_CONV = {"F32": "F32", "BF16": "F32_TO_BF16_BITS", "F16": "F32_TO_F16_BITS"}
 _TYPES = re.compile(r"\b(u32|i32|f32|bool)\b")
 
 VALUE_TYPES = {"u8": "u32", "u16": "u32", "u32": "u32", "i8": "i32", "i16": "i32",
@@ -82,7 +86,7 @@ def lint_body(kernel: KernelDef) -> None:
                                  "subset", fix="use LOAD/STORE and the u32/i32/f32 types.")
     # BARRIER(): a work-group barrier for buffers and shared arrays (uniform control flow).
     known = set(INTRINSICS) | set(ATOMICS) | {"LOAD", "STORE", "GLOBAL_ID", "BARRIER",
-                                              "LUT8_STORE"}
+                                              *(f"SCALE8_{t}" for t in SCALE8_CONV)}
     unknown = sorted({n for n in _CALL.findall(text) if n not in known})
     if unknown:
         raise UnsupportedOpError(f"kernel {kernel.name}: unknown intrinsics {unknown}",
@@ -95,14 +99,12 @@ def lint_body(kernel: KernelDef) -> None:
     buffers.update({name: Param(name, "u32", "buffer", "rw") for name, _ in kernel.shared})
     private = {name: Param(name, dtype, "buffer", "rw") for name, dtype, _ in kernel.private}
     buffers.update(private)
-    sizes = {name: count for name, _, count in kernel.private}
-    if text.count("LUT8_STORE(") != len(LUT8_CALL.findall(text)) or any(
-            sizes.get(tab) != 16 for _, _, tab, _, _ in LUT8_CALL.findall(text)):
-        raise UnsupportedOpError(f"kernel {kernel.name}: a LUT8_STORE is not "
-                                 "LUT8_STORE(buffer, index, tab, word, hint); with tab a 16-entry "
-                                 "private array", fix="pass a buffer name, an index sum, a "
-                                 "16-entry private array and a u32 name.")
-    text = expand_lut8(text)
+    if len(re.findall(r"\bSCALE8_\w*\(", text)) != len(SCALE8_CALL.findall(text)):
+        raise UnsupportedOpError(f"kernel {kernel.name}: a SCALE8_<F32|BF16|F16> is not "
+                                 "SCALE8_<T>(buffer, index, table, data, byte, 4|6|8, scale, "
+                                 "hint);", fix="pass names, an index sum and a literal code "
+                                 "width 4, 6 or 8.")
+    text = expand_scale8(text)
     for op, name in _ACCESS.findall(text):
         param = buffers.get(name)
         if param is None or (op, param.access) in (("LOAD", "w"), ("STORE", "r")) or (
@@ -115,17 +117,23 @@ def lint_body(kernel: KernelDef) -> None:
                                      "(an rw u32 buffer, not a private array) needs.")
 
 
-def expand_lut8(text: str) -> str:
-    """``text`` with every LUT8_STORE statement written out as its eight STOREs."""
-    def eight(m: re.Match[str]) -> str:
-        dst, k, tab, w, _ = m.groups()
-        line = m.string[m.string.rfind("\n", 0, m.start()) + 1:m.start()]
-        return ("\n" + " " * (len(line) - len(line.lstrip()))).join(
-            f"STORE({dst}, {k}{f' + {e}u' if e else ''}, LOAD({tab}, "
-            f"{f'{w} & 15u' if e == 0 else f'{w} >> 28u' if e == 7 else f'({w} >> {4 * e}u) & 15u'}));"
-            for e in range(8))
+def expand_scale8(text: str) -> str:
+    """``text`` with every SCALE8_<T> statement written out as its eight STOREs."""
+    def scaled(m: re.Match[str]) -> str:
+        to, dst, k, tab, data, at, width, s, _ = m.groups()
+        bits, conv, lines = int(width), SCALE8_CONV[to], []
+        for e in range(8):
+            byte, sh = divmod(e * bits, 8)
+            code = f"LOAD({data}, {at} + {byte}u)" if byte else f"LOAD({data}, {at})"
+            if sh + bits > 8:
+                code = f"({code} | (LOAD({data}, {at} + {byte + 1}u) << 8u))"
+            code = f"({code} >> {sh}u) & {(1 << bits) - 1}u" if sh else f"{code} & {(1 << bits) - 1}u"
+            lines += [f"f32 t{e} = LOAD({tab}, {code});",
+                      f"STORE({dst}, {k}{f' + {e}u' if e else ''}, {conv}((AS_U32(t{e}) & "
+                      f"0x7fffffffu) > 0x7f800000u ? t{e} : {s} * t{e}));"]
+        return "{ " + " ".join(lines) + " }"
 
-    return LUT8_CALL.sub(eight, text)
+    return SCALE8_CALL.sub(scaled, text)
 
 
 def atomics_used(kernel: KernelDef) -> list[tuple[str, str]]:
@@ -201,7 +209,8 @@ class CStyleRenderer:
         if "f16" in dtypes and self.f16_prelude:
             parts.append(self.f16_prelude.strip("\n"))
         wanted = helpers_for(used, self.soft_f16)
-        called = set(_CALL.findall(re.sub(r"//[^\n]*", "", kernel.body)))
+        text = re.sub(r"//[^\n]*", "", kernel.body)
+        called = set(_CALL.findall(text)) | set(_CALL.findall(expand_scale8(text)))
         wanted += [h for name, h in HELPER_INTRINSICS.items()
                    if name in called and h not in wanted]
         parts += [self.translate(HELPERS[h]).strip("\n") for h in HELPERS if h in wanted]
@@ -223,7 +232,7 @@ class CStyleRenderer:
 
     def body(self, kernel: KernelDef, indent: str = "    ") -> str:
         """The translated body, re-indented."""
-        text = textwrap.dedent(self.translate(self.lut8(kernel))).strip()
+        text = textwrap.dedent(self.translate(self.scale8(kernel))).strip()
         decls: list[str] = []
         if kernel.shared and self.shared_decl:
             decls += [self.translate(self.shared_decl.format(name=n, count=c))
@@ -236,10 +245,10 @@ class CStyleRenderer:
         return textwrap.indent(text, indent)
 
     # -- hooks --------------------------------------------------------------------------
-    def lut8(self, kernel: KernelDef) -> str:
-        """The body with its ``LUT8_STORE`` statements in this dialect's subset text (here:
-        the eight STOREs; host C has a shuffle)."""
-        return expand_lut8(kernel.body)
+    def scale8(self, kernel: KernelDef) -> str:
+        """The body with its ``SCALE8_<T>`` statements in this dialect's subset text (here:
+        the eight STOREs; host C has vector code)."""
+        return expand_scale8(kernel.body)
 
     def render_accessors(self, kernel: KernelDef) -> str:
         """Per-buffer ``load_<b>``/``store_<b>``; C dialects use macros over the params."""

@@ -28,7 +28,7 @@ __all__ = [
     "ITEM_START", "LUT", "MAGIC_SCALARS", "MODE_MX", "MODE_NF4", "MODE_NONE", "OUT_DTYPES",
     "SCALE_WIDTH", "SCHEMES", "TABLE_RUN", "Scheme", "Variant", "affine_kernel_name",
     "code_extent", "dequant_kernel", "divmagic", "item_grid", "lut_kernel_name",
-    "ref_block_index", "ref_codes", "ref_u32_at", "RESTART", "table_private"]
+    "ref_block_index", "ref_codes", "ref_u32_at", "RESTART"]
 
 # Output element types of every dequant kernel family, by the Hurray name of the result.
 OUT_DTYPES = FLOAT_TYPES
@@ -158,65 +158,12 @@ _GENERAL = Piece("general loop", """
     }
 """)
 
-# 4-bit runs at least this long go through ``tab``, the 16 results of the run's parameters,
-# built by the element formula itself (so the formula stays written once): one evaluation per
-# code instead of one per element, then a plain lookup per element. Shorter runs (GPU work
-# items hold a few elements) take the per-element loop. Needs ``first <= i < end <= last``,
-# which every index mapping maintains.
+# Runs at least this long go eight codes at a time through SCALE8 (see ``_SCALED``); shorter
+# runs (GPU work items hold a few elements) take the per-element loops. Needs
+# ``first <= i < end <= last``, which every index mapping maintains.
 TABLE_RUN = 32
 
 
-def table_private(kind: str) -> tuple[tuple[str, str, int], ...]:
-    """The ``private`` arrays of a kernel whose loops come from ``_hoisted``."""
-    return (("tab", "f32" if DST_TYPES[kind] == "f32" else "u32", 16),)
-
-
-def _nibble(e: int) -> str:
-    """Code ``e`` (0..7) of the little-endian word ``w``."""
-    return "w & 15u" if e == 0 else "w >> 28u" if e == 7 else f"(w >> {4 * e}u) & 15u"
-
-
-# The table build covers 16 codes: a run lies in the item's [first, last), so last - first >=
-# TABLE_RUN. A bound compilers cannot fold keeps the loop whole for the vectoriser instead of
-# 16 unrolled copies. The lookups then take eight codes per step (four bytes): fewer loop steps
-# in the hot loop.
-_TABLE = Piece("table loop", """
-    if (end - i >= $run) {
-        u32 ncode = UMIN(16u, last - first);
-        for (u32 c = 0u; c < ncode; c++) {
-            $build
-        }
-        if ((i & 1u) != 0u) {
-            $odd
-            i = i + 1u;
-        }
-        u32 nquad = (end - i) >> 3u;
-        u32 qat = doff + (i >> 1u);
-        for (u32 j = 0u; j < nquad; j++) {
-            u32 b = qat + 4u * j;
-            u32 w = LOAD(data, b) | (LOAD(data, b + 1u) << 8u) | (LOAD(data, b + 2u) << 16u)
-                    | (LOAD(data, b + 3u) << 24u);
-            u32 k = i + 8u * j;
-            $quad
-        }
-        i = i + 8u * nquad;
-        u32 npair = (end - i) >> 1u;
-        u32 at = doff + (i >> 1u);
-        for (u32 j = 0u; j < npair; j++) {
-            u32 pair = LOAD(data, at + j);
-            u32 k = i + 2u * j;
-            $lo
-            $hi
-        }
-        i = i + 2u * npair;
-        if (i < end) {
-            $last
-            i = i + 1u;
-        }
-    } else {
-        $pairs
-    }
-""")
 _PAIRS = Piece("pair loop", """
     if ((i & 1u) != 0u && i < end) {
         $odd
@@ -237,8 +184,11 @@ _PAIRS = Piece("pair loop", """
 # has nothing to find). 8-bit codes are indexed by the loop counter alone when ``doff`` is 0: a
 # u32 ``doff + i`` may wrap as far as a compiler knows, which keeps it from vectorising the loop.
 _HOISTED = Piece("hoisted loops", """
-    if ($if4) {
-        $nibbles
+    if (end - i >= $run && $ifs) {
+        $scaled
+    }
+    else if ($if4) {
+        $pairs
     }
     else if ($if8) {
         for (; i < end; i++) {
@@ -275,6 +225,34 @@ _SIXES = Piece("six-bit loop", """
         $one
     }
 """)
+# "Lookup, then scale": when an element's value is s * T(code) (see ``Element.scaled``), eight
+# codes at a time go through SCALE8 (after ``$build`` of T where it is not a buffer), single
+# elements up to the first multiple of 8 (where the codes start byte-aligned at every width)
+# and after the last.
+_SCALED = Piece("scaled loop", """
+    $build
+    u32 stop = end;
+    end = UMIN(stop, (i + 7u) & 0xfffffff8u);
+    $head
+    end = stop;
+    u32 ngrp = (end - i) >> 3u;
+    u32 gat = doff + (i >> 3u) * bits;
+    if (bits == 4u) {
+        for (u32 j = 0u; j < ngrp; j++) {
+            u32 b = gat + 4u * j;
+            u32 k = i + 8u * j;
+            $s4
+        }
+    } else if (bits == 8u) {
+        for (u32 j = 0u; j < ngrp; j++) {
+            u32 b = gat + 8u * j;
+            u32 k = i + 8u * j;
+            $s8
+        }
+    }
+    i = i + 8u * ngrp;
+    $tail
+""")
 _SIX_CODE = ("((LOAD(data, doff + ((i * 6u) >> 3u)) | (((i * 6u) & 7u) > 2u ? "
              "LOAD(data, doff + ((i * 6u) >> 3u) + 1u) << 8u : 0u)) >> ((i * 6u) & 7u)) & 63u")
 
@@ -287,6 +265,14 @@ class Element:
     value: str  # the expression ``$store`` writes
     fast: str = ""  # a condition under which ``check`` finds nothing: the hoisted loops
     check: str = ""  # (which skip it) run only then; a per-code test of the general loop
+    # A condition (on 4- or 8-bit codes) under which ``value`` is ``s * T(code)`` (a NaN T
+    # kept): T is ``table``'s buffer (2^bits entries), or when that is "" ``unscaled`` (``value``
+    # without the factor s) of the 16 4-bit codes, built into ``tf`` when ``rebuild`` holds
+    # (the prelude declares ``built``, set to 1 by a build).
+    scaled: str = "0u != 0u"
+    table: str = ""
+    unscaled: str = ""
+    rebuild: str = ""
 
 
 @dataclass(frozen=True)
@@ -315,13 +301,13 @@ class Variant:
     code_at: str = ""  # "": codes at i, hoisted 4-/8-bit loops; else where the general loop
     pre: Piece | str = ""  # reads them, after this per-element piece
     drops: tuple[str, ...] = ()  # dense scalars the index mapping does not use
-    # ``store`` of the lookups of the eight nibbles of ``w`` into elements k..k+7, as one
-    # LUT8_STORE statement (its last argument the output's size), when ``store`` is a plain one
-    lut8: str = ""
+    # where ``store`` writes element k when it is a plain ``STORE(dst, ...)``: eight elements
+    # then go through one SCALE8 statement
+    dst_k: str = ""
 
 
 _DST_STORE = Piece("store", "STORE(dst, $k, $v);")
-DENSE = Variant(ITEM_START, _DST_STORE, lut8="LUT8_STORE(dst, k, tab, w, n);")
+DENSE = Variant(ITEM_START, _DST_STORE, dst_k="k")
 
 
 
@@ -338,51 +324,49 @@ def _general(element: Element, variant: Variant, kind: str) -> Piece:
                          formula=_formula(element, variant.store, kind))
 
 
-def _quad(variant: Variant, lookup: Callable[[str, str], Piece]) -> Piece | str:
-    """The eight lookups of the nibbles of ``w`` into elements ``k .. k + 7``: the variant's
-    LUT8_STORE form of its store where it has one (renderers may make it a shuffle)."""
-    if variant.lut8:
-        return variant.lut8
-    return Piece("quad", "\n".join(f"$e{e}" for e in range(8))).fill(
-        **{f"e{e}": lookup(f"k + {e}u" if e else "k", _nibble(e)) for e in range(8)})
-
-
 def _hoisted(element: Element, variant: Variant, kind: str) -> Piece:
-    """The loop over elements ``[i, end)``, with the hot storage widths hoisted: 4-bit codes
-    one byte per two elements (the low nibble is the even element), long 4-bit runs through
-    ``tab`` (see ``TABLE_RUN``), 8-bit codes one byte each, any other width through
-    ``CODE_LOAD``."""
+    """The loop over elements ``[i, end)``, with the hot storage widths hoisted: long runs of
+    s * T(code) eight codes at a time (``_SCALED``), 4-bit codes one byte per two elements (the
+    low nibble is the even element), 8-bit codes one byte each, 6-bit codes four per three
+    bytes, any other width through ``CODE_LOAD``."""
     if element.formula.holes != ("store",) or element.formula.calls() & {"STORE", "BARRIER"} \
             or any(c.startswith("ATOMIC_") for c in element.formula.calls()):
-        # The table evaluates the formula for all 16 codes, present or not: side effects other
+        # T's build evaluates the formula for all 16 codes, present or not: side effects other
         # than the element's own store would fire for codes the data never holds.
         raise UnsupportedOpError(f"{element.formula.name} writes other than through its $store",
                                  fix="compute the value in the formula and store it only "
                                  "through $store.")
 
-    def one(code: str, k: str, store: Piece = variant.store) -> Piece:
-        return _ELEMENT.fill(code=code, k=k, formula=_formula(element, store, kind))
-
-    def lookup(k: str, code: str) -> Piece:
-        return variant.store.fill(k=k, v=Piece("table lookup", "LOAD(tab, $c)").fill(c=code))
+    def one(code: str, k: str, store: Piece = variant.store, what: Element = element) -> Piece:
+        return _ELEMENT.fill(code=code, k=k, formula=_formula(what, store, kind if what is
+                                                               element else "f32"))
 
     odd, last = "LOAD(data, doff + (i >> 1u)) >> 4u", "LOAD(data, doff + (i >> 1u)) & 15u"
     pairs = _PAIRS.fill(odd=one(odd, "i"), lo=one("pair & 15u", "i"),
                         hi=one("pair >> 4u", "i + 1u"), last=one(last, "i"))
-    tab = Piece("table store", "STORE(tab, $k, $v);")
-    nibbles = _TABLE.fill(
-        run=f"{TABLE_RUN}u", build=one("c", "c", tab),
-        odd=lookup("i", odd), last=lookup("i", last), pairs=pairs,
-        quad=_quad(variant, lookup),
-        lo=lookup("k", "pair & 15u"), hi=lookup("k + 1u", "pair >> 4u"))
     fast = f" && {element.fast}" if element.fast else ""
     sixes = _SIXES.fill(one=one(_SIX_CODE, "i"), **{
         f"g{e}": one(f"(w >> {6 * e}u) & 63u" if e else "w & 63u", f"gk + {e}u" if e else "gk")
         for e in range(4)})
-    return _HOISTED.fill(if4=f"bits == 4u{fast}", if8=f"bits == 8u && doff == 0u{fast}",
-                         if6=f"bits == 6u{fast}", nibbles=nibbles,
-                         byte=one("LOAD(data, i)", "i"), sixes=sixes,
-                         general=_general(element, variant, kind))
+    general = _general(element, variant, kind)
+    build = "" if element.table else Piece("table build", """
+        if ($rebuild) {
+            for (u32 c = 0u; c < 16u; c++) {
+                $one
+            }
+            built = 1u;
+        }
+    """).fill(rebuild=element.rebuild, one=one("c", "c", Piece("tf", "STORE(tf, $k, $v);"),
+                                                 Element(element.formula, element.unscaled)))
+    scaled = _SCALED.fill(build=build, head=general, tail=general, **{
+        f"s{b}": f"SCALE8_{kind.upper()}(dst, {variant.dst_k}, {element.table or 'tf'}, data, "
+                 f"b, {b}, s, n);" if element.table or b == 4 else "" for b in (4, 8)}) \
+        if variant.dst_k else ""
+    return _HOISTED.fill(run=f"{TABLE_RUN}u", ifs=element.scaled if scaled else "0u != 0u",
+                         scaled=scaled, if4=f"bits == 4u{fast}",
+                         if8=f"bits == 8u && doff == 0u{fast}", if6=f"bits == 6u{fast}",
+                         pairs=pairs, byte=one("LOAD(data, i)", "i"), sixes=sixes,
+                         general=general)
 
 
 def dequant_kernel(scheme: Scheme, kind: str, variant: Variant, *, suffix: str = "",
@@ -403,8 +387,8 @@ def dequant_kernel(scheme: Scheme, kind: str, variant: Variant, *, suffix: str =
                       loops=loops)
     params = (buf("dst", DST_TYPES[kind], "w"), *(scheme.inputs if inputs is None else inputs),
               *(p for p in scheme.scalars if p.name not in variant.drops), *extra)
-    if not variant.code_at:
-        fields.setdefault("private", table_private(kind))
+    if not variant.code_at and any(not e.table for e in scheme.elements):
+        fields.setdefault("private", (("tf", "f32", 16),))
     return compose_kernel(body, name=f"dequant_{scheme.family}_{kind}{suffix}", params=params,
                           **fields)
 
@@ -488,7 +472,8 @@ def _ref_store(dst: np.ndarray, values: np.ndarray, kind: str) -> None:
 SCALE_WIDTH = {1: 2, 2: 2, 3: 4}
 # The affine formula itself (spec: int32 q - z, then one float32 multiply); shared by the KV
 # cache int8 gather so there is one source of it.
-AFFINE_RESULT = "s * F32(I32(U32(q) - U32(z)))"
+AFFINE_UNSCALED = "F32(I32(U32(q) - U32(z)))"
+AFFINE_RESULT = f"s * {AFFINE_UNSCALED}"
 _AFFINE_SCALARS = (
     "n", "ept", "doff", "bits", "sgn", "mode", "stype", "zmode", "zoff", "nparam", "inner", "dm1",
     "dsh1", "ssize", "dm2", "dsh2", "omul", "kshift", "zlo", "zhi", "sval", "zval")
@@ -501,6 +486,7 @@ _AFFINE_PRELUDE = Piece("affine prelude", """
     u32 sx = (sgn != 0u && bits < 32u) ? 32u - bits : 0u;
     f32 s = sval;
     i32 z = zval;
+    u32 built = 0u;
 """)
 _AFFINE_LOOKUP = Piece("affine lookup", """
             if (stype == 3u) {
@@ -534,7 +520,9 @@ _AFFINE_ELEMENT = Element(Piece("affine element", """
             // Branch-free sign extension: random signs would mispredict a branch.
             i32 q = I32(code << sx) >> sx;
             $store
-"""), AFFINE_RESULT)
+"""), AFFINE_RESULT, scaled="bits == 4u", unscaled=AFFINE_UNSCALED,
+    # T depends on the zero point only: built once per item without per-block ones.
+    rebuild="zmode != 0u || built == 0u")
 
 
 def affine_kernel_name(out: str) -> str:
@@ -625,7 +613,7 @@ _LUT_LOOKUP = Piece("lut lookup", """
 _NF4_ELEMENT = Element(Piece("nf4 element", """
             f32 v = s * LOAD(lut, code);
             $store
-"""), "v")
+"""), "v", scaled="mode == 1u", table="lut")
 # NaN codes (float8 NaN, e8m0 0xFF in a table) pass through with their table bits, so every
 # backend writes the same NaN whatever its multiply does with NaN payloads. ``mode`` is
 # loop-invariant: compilers unswitch the loop on it at -O3, so plain unpacking (mode 0) runs
@@ -634,7 +622,11 @@ _LUT_ELEMENT = Element(Piece("lut element", """
             f32 v = LOAD(lut, code);
             if (mode != 0u && (AS_U32(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
             $store
-"""), "v", "chk == 0u", "if (chk != 0u && (code == 0u || code == 255u)) STORE(err, 0u, 1u);")
+"""), "v", "chk == 0u", "if (chk != 0u && (code == 0u || code == 255u)) STORE(err, 0u, 1u);",
+    # T = lut (mode 0: s is 1.0, exact for every table value, none of which is subnormal);
+    # 8-bit unpacking keeps its byte loop, which compilers vectorise, and 6-bit codes their
+    # groups of four (eight scalar lookups per SCALE8 measured slower there).
+    scaled="chk == 0u && (bits == 4u || (bits == 8u && mode != 0u))", table="lut")
 
 
 def lut_kernel_name(out: str) -> str:
@@ -687,7 +679,7 @@ LUT = Scheme(
             $e1
         }
 """), (_NF4_ELEMENT, _LUT_ELEMENT), reference_lut, _lut_extents,
-    # host_isa: the host's vector units build the 16-entry tables and run LUT8_STORE.
+    # host_isa: the host's vector units run SCALE8.
     ("dequant", "host_isa", LONG_ITEMS), "Table-driven NF4 / MXFP dequantization or small-type unpacking to")
 SCHEMES = (AFFINE, LUT)
 

@@ -1,8 +1,9 @@
-"""The per-run result tables of 4-bit dequantization, bit-exact against the NumPy oracle.
+"""Long runs of 4-bit dequantization, bit-exact against the NumPy oracle.
 
-Runs of >= ``TABLE_RUN`` 4-bit elements go through a 16-entry table built by the element
-body; these cases start runs at odd elements, end them mid-byte, split them across work
-items and mix them with the short-run loop, on every backend.
+Runs of >= ``TABLE_RUN`` 4-bit elements go eight at a time through SCALE8 (a 16-entry T
+built by the element body where it is not the lookup table); these cases start runs at odd
+elements, end them mid-byte, split them across work items and mix them with the short-run
+loop, on every backend.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import pytest
 
 from hurray_gpu.dialect.kernel import KernelDef
 from hurray_gpu.dialect.render import lint_body
-from hurray_gpu.kernels.dequant import TABLE_RUN, table_private
+from hurray_gpu.kernels.dequant import TABLE_RUN
 from hurray_gpu.ops import dequantize, unpack
 from hurray_gpu.ops.quantize import random_quantized, random_values
 from hurray_gpu.runtime.buffer import Buffer
@@ -114,61 +115,6 @@ def test_private_arrays_are_checked() -> None:
     for bad in ((("tab", "u16", 16),), (("tab", "u32", 0),), (("shared", "u32", 4),)):
         with pytest.raises(ValueError, match="private array"):
             kernel("", bad)
-    assert table_private("bf16") == (("tab", "u32", 16),)
-    assert table_private("f32") == (("tab", "f32", 16),)
-
-
-def _lut8_kernel(dst: str, tab: str) -> KernelDef:
-    """Eight nibble lookups per work item into ``dst`` (f32 or u16) through LUT8_STORE."""
-    from hurray_gpu.dialect.kernel import buf, scalar
-
-    value = "F32(c) * 0.75f - 5.0f" if tab == "f32" else "c * 4099u + 7u"
-    return KernelDef(
-        name=f"lut8_probe_{dst}", params=(buf("dst", dst, "w"), buf("words", "u32"),
-                                         scalar("n")),
-        body=f"""
-            u32 g = GLOBAL_ID(0);
-            if (g * 8u >= n) return;
-            for (u32 c = 0u; c < 16u; c++) STORE(tab, c, {value});
-            u32 w = LOAD(words, g);
-            LUT8_STORE(dst, g * 8u, tab, w, n);
-        """, grid=lambda s: (int(s["n"]) // 8,),
-        extents=lambda s: {"dst": int(s["n"]), "words": int(s["n"]) // 8},
-        reference=lambda a: None, private=(("tab", tab, 16),))
-
-
-@pytest.mark.parametrize("dst,tab", [("f32", "f32"), ("u16", "u32")])
-def test_lut8_store_is_eight_lookups(kernel_device: Device, dst: str, tab: str) -> None:
-    # The host renders LUT8_STORE as a shuffle, the others as eight stores: both must be
-    # table[nibble e of the word] into element 8g + e, nibble 0 the lowest.
-    words = _rng("lut8", dst).integers(0, 1 << 32, 512, dtype=np.uint64).astype(np.uint32)
-    nibbles = (words[:, None] >> (4 * np.arange(8, dtype=np.uint32))) & 15
-    codes = np.arange(16)
-    table = (codes.astype(np.float32) * np.float32(0.75) - np.float32(5.0)) if tab == "f32" \
-        else (codes * 4099 + 7).astype(np.uint16)
-    want = table[nibbles.reshape(-1)]
-    out = Buffer(kernel_device, want.nbytes)
-    kernel_device.run(_lut8_kernel(dst, tab), out, Buffer.from_bytes(kernel_device, words),
-                      n=want.size)
-    assert np.array_equal(out.numpy(want.dtype), want)
-
-
-def test_lut8_store_must_name_a_16_entry_table() -> None:
-    def lint(call: str, private: tuple = (("tab", "f32", 16),)) -> None:
-        from hurray_gpu.dialect.kernel import buf
-
-        lint_body(KernelDef(name="k", params=(buf("dst", "f32", "w"),), body=call,
-                            grid=lambda s: (1,), extents=lambda s: {},
-                            reference=lambda a: None, private=private))
-
-    lint("u32 w = 0u; u32 n = 8u; LUT8_STORE(dst, 0u, tab, w, n);")
-    for bad, private in (("LUT8_STORE(dst, 0u, tab, w, n);", (("tab", "f32", 8),)),
-                         ("LUT8_STORE(dst, (0u), tab, w, n);", (("tab", "f32", 16),)),
-                         ("LUT8_STORE(dst, 0u, tab, w);", (("tab", "f32", 16),))):
-        with pytest.raises(Exception, match="LUT8_STORE"):
-            lint("u32 w = 0u; u32 n = 8u; " + bad, private)
-    with pytest.raises(Exception, match="STORE of 'src'"):
-        lint("u32 w = 0u; u32 n = 8u; LUT8_STORE(src, 0u, tab, w, n);")
 
 
 @pytest.mark.parametrize("out", ["float32", "bfloat16"])

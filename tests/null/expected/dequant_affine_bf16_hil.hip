@@ -40,6 +40,7 @@ extern "C" __global__ void __launch_bounds__(64) dequant_affine_bf16_hil(unsigne
     unsigned int sx = (sgn != 0u && bits < 32u) ? 32u - bits : 0u;
     float s = sval;
     int z = zval;
+    unsigned int built = 0u;
     while (i < last) {
         unsigned int end = last;
         if (mode != 0u) {

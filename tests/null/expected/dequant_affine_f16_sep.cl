@@ -51,6 +51,7 @@ __kernel __attribute__((reqd_work_group_size(64, 1, 1))) void dequant_affine_f16
     uint sx = (sgn != 0u && bits < 32u) ? 32u - bits : 0u;
     float s = sval;
     int z = zval;
+    uint built = 0u;
     while (i < last) {
         uint end = last;
         if (mode != 0u) {

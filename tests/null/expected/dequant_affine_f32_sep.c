@@ -51,6 +51,7 @@ static inline void dequant_affine_f32_sep_item(uint32_t hg_gid0, uint32_t hg_gid
     uint32_t sx = (sgn != 0u && bits < 32u) ? 32u - bits : 0u;
     float s = sval;
     int32_t z = zval;
+    uint32_t built = 0u;
     while (i < last) {
         uint32_t end = last;
         if (mode != 0u) {

@@ -113,6 +113,7 @@ void main() {
     uint sx = (sgn != 0u && bits < 32u) ? 32u - bits : 0u;
     float s = sval;
     int z = zval;
+    uint built = 0u;
     while (i < last) {
         uint end = last;
         if (mode != 0u) {

@@ -29,36 +29,66 @@ static inline uint32_t hg_umulhi(uint32_t a, uint32_t b) {
 #define hg_big(total, size) ((uint64_t)(total) * (size) > (uint64_t)HG_STREAM_BYTES)
 #if defined(__AVX2__)
 #include <immintrin.h>
-static inline __m256i hg_lut8_pick(const void *tab, uint32_t w) {
+static inline __m256 hg_s8_t4(const float *tab, const uint8_t *p) {
+    uint32_t w;
+    memcpy(&w, p, 4);
     __m256i ix = _mm256_srlv_epi32(_mm256_set1_epi32((int)w),
                                    _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28));
-    __m256 lo = _mm256_permutevar8x32_ps(_mm256_loadu_ps((const float *)tab), ix);
-    __m256 hi = _mm256_permutevar8x32_ps(_mm256_loadu_ps((const float *)tab + 8), ix);
-    return _mm256_castps_si256(_mm256_blendv_ps(lo, hi,
-                                                _mm256_castsi256_ps(_mm256_slli_epi32(ix, 28))));
+    __m256 lo = _mm256_permutevar8x32_ps(_mm256_loadu_ps(tab), ix);
+    __m256 hi = _mm256_permutevar8x32_ps(_mm256_loadu_ps(tab + 8), ix);
+    return _mm256_blendv_ps(lo, hi, _mm256_castsi256_ps(_mm256_slli_epi32(ix, 28)));
 }
-static inline void hg_lut8_f32(float *restrict d, const float *tab, uint32_t w, int big) {
-    __m256i v = hg_lut8_pick(tab, w);
+static inline void hg_s8_fence(void) { _mm_sfence(); }
+static inline __m256 hg_s8_pick(const float *tab, const uint8_t *p, int bits) {
+    uint64_t c = 0, m = (1u << bits) - 1u;  // eight codes of B bits fill B bytes
+    memcpy(&c, p, (size_t)bits);
+    return _mm256_setr_ps(tab[c & m], tab[(c >> bits) & m], tab[(c >> 2 * bits) & m],
+                          tab[(c >> 3 * bits) & m], tab[(c >> 4 * bits) & m],
+                          tab[(c >> 5 * bits) & m], tab[(c >> 6 * bits) & m],
+                          tab[(c >> 7 * bits) & m]);
+}
+#define hg_s8_t6(tab, p) hg_s8_pick(tab, p, 6)
+#define hg_s8_t8(tab, p) hg_s8_pick(tab, p, 8)
+static inline __m256i hg_s8_scale(__m256 t, float s) {
+    __m256 v = _mm256_mul_ps(t, _mm256_set1_ps(s));
+    return _mm256_castps_si256(_mm256_blendv_ps(v, t, _mm256_cmp_ps(t, t, _CMP_UNORD_Q)));
+}
+static inline void hg_s8_f32(float *restrict d, __m256i v, int big) {
     if (big && ((uintptr_t)d & 31u) == 0u) _mm256_stream_si256((__m256i *)(void *)d, v);
     else _mm256_storeu_si256((__m256i *)(void *)d, v);
 }
-static inline void hg_lut8_u16(uint16_t *restrict d, const uint32_t *tab, uint32_t w, int big) {
-    __m256i v = hg_lut8_pick(tab, w);
-    __m128i p = _mm_packus_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+static inline void hg_s8_u16(uint16_t *restrict d, __m256i h, int big) {
+    __m128i p = _mm_packus_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
     if (big && ((uintptr_t)d & 15u) == 0u) _mm_stream_si128((__m128i *)(void *)d, p);
     else _mm_storeu_si128((__m128i *)(void *)d, p);
 }
-static inline void hg_lut8_fence(void) { _mm_sfence(); }
+static inline __m256i hg_s8_nan(__m256i b) {
+    return _mm256_cmpgt_epi32(_mm256_and_si256(b, _mm256_set1_epi32(0x7fffffff)),
+                              _mm256_set1_epi32(0x7f800000));
+}
+static inline __m256i hg_s8_sign(__m256i b) {
+    return _mm256_and_si256(_mm256_srli_epi32(b, 16), _mm256_set1_epi32(0x8000));
+}
+static inline void hg_s8_bf16(uint16_t *restrict d, __m256i b, int big) {
+    __m256i odd = _mm256_and_si256(_mm256_srli_epi32(b, 16), _mm256_set1_epi32(1));
+    __m256i r = _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(b, _mm256_set1_epi32(0x7fff)),
+                                                   odd), 16);
+    __m256i q = _mm256_or_si256(hg_s8_sign(b), _mm256_set1_epi32(0x7fc0));
+    hg_s8_u16(d, _mm256_blendv_epi8(r, q, hg_s8_nan(b)), big);
+}
+#if defined(__F16C__)
+static inline void hg_s8_f16(uint16_t *restrict d, __m256i b, int big) {
+    __m256i h = _mm256_cvtepu16_epi32(_mm256_cvtps_ph(_mm256_castsi256_ps(b),
+                                                      _MM_FROUND_TO_NEAREST_INT));
+    __m256i m = _mm256_and_si256(_mm256_srli_epi32(b, 13), _mm256_set1_epi32(0x3ff));
+    m = _mm256_or_si256(m, _mm256_and_si256(_mm256_cmpeq_epi32(m, _mm256_setzero_si256()),
+                                            _mm256_set1_epi32(1)));
+    __m256i q = _mm256_or_si256(_mm256_or_si256(hg_s8_sign(b), _mm256_set1_epi32(0x7c00)), m);
+    hg_s8_u16(d, _mm256_blendv_epi8(h, q, hg_s8_nan(b)), big);
+}
+#endif
 #else
-static inline void hg_lut8_f32(float *restrict d, const float *tab, uint32_t w, int big) {
-    (void)big;
-    for (int e = 0; e < 8; e++) d[e] = tab[(w >> (4 * e)) & 15u];
-}
-static inline void hg_lut8_u16(uint16_t *restrict d, const uint32_t *tab, uint32_t w, int big) {
-    (void)big;
-    for (int e = 0; e < 8; e++) d[e] = (uint16_t)tab[(w >> (4 * e)) & 15u];
-}
-static inline void hg_lut8_fence(void) {}
+static inline void hg_s8_fence(void) {}
 #endif
 
 #define store_dst(hg_i, hg_v) (dst[(hg_i)] = (uint16_t)((hg_v)))
@@ -66,11 +96,8 @@ static inline void hg_lut8_fence(void) {}
 #define load_lut(hg_i) (lut[(hg_i)])
 #define load_scales(hg_i) ((uint32_t)(scales[(hg_i)]))
 #define store_err(hg_i, hg_v) (err[(hg_i)] = (uint32_t)((hg_v)))
-#define load_tab(hg_i) (tab[(hg_i)])
-#define store_tab(hg_i, hg_v) (tab[(hg_i)] = (hg_v))
 
 static inline void dequant_lut_bf16_item(uint32_t hg_gid0, uint32_t hg_gid1, uint32_t hg_gid2, uint16_t *restrict dst, const uint8_t *restrict data, const float *restrict lut, const uint8_t *restrict scales, uint32_t *restrict err, uint32_t n, uint32_t ept, uint32_t doff, uint32_t bits, uint32_t chk, uint32_t mode, uint32_t nparam, uint32_t inner, uint32_t dm1, uint32_t dsh1, uint32_t ssize, uint32_t dm2, uint32_t dsh2, uint32_t omul, uint32_t kshift) {
-    uint32_t tab[16];
     uint32_t first = hg_gid0 * ept;
     if (first >= n) return;
     uint32_t last = hg_umin(first + ept, n);
@@ -120,78 +147,122 @@ static inline void dequant_lut_bf16_item(uint32_t hg_gid0, uint32_t hg_gid1, uin
             }
         }
         if (mode == 1u) {
-            if (bits == 4u) {
-                if (end - i >= 32u) {
-                    uint32_t ncode = hg_umin(16u, last - first);
-                    for (uint32_t c = 0u; c < ncode; c++) {
-                        {
-                            uint32_t code = c;
-                            uint32_t k = c;
-                            float v = s * load_lut(code);
-                            store_tab(k, hg_f32_to_bf16(v));
-                        }
+            if (end - i >= 32u && (mode == 1u)) {
+                uint32_t stop = end;
+                end = hg_umin(stop, (i + 7u) & 0xfffffff8u);
+                for (; i < end; i++) {
+                    uint32_t code = 0u;
+                    if (bits == 8u) {
+                        code = load_data(doff + i);
+                    } else if (bits < 8u) {
+                        uint32_t bit = i * bits;
+                        uint32_t at = doff + (bit >> 3u);
+                        uint32_t sh = bit & 7u;
+                        code = load_data(at) >> sh;
+                        if (sh + bits > 8u) code = code | (load_data(at + 1u) << (8u - sh));
+                        code = code & ((1u << bits) - 1u);
+                    } else if (bits == 16u) {
+                        uint32_t at = doff + i * 2u;
+                        code = load_data(at) | (load_data(at + 1u) << 8u);
+                    } else {
+                        uint32_t at = doff + i * 4u;
+                        code = load_data(at) | (load_data(at + 1u) << 8u) | (load_data(at + 2u) << 16u)
+                               | (load_data(at + 3u) << 24u);
                     }
-                    if ((i & 1u) != 0u) {
-                        store_dst(i, load_tab(load_data(doff + (i >> 1u)) >> 4u));
-                        i = i + 1u;
+                    {
+                        uint32_t k = i;
+                        float v = s * load_lut(code);
+                        store_dst(k, hg_f32_to_bf16(v));
                     }
-                    uint32_t nquad = (end - i) >> 3u;
-                    uint32_t qat = doff + (i >> 1u);
-                    for (uint32_t j = 0u; j < nquad; j++) {
-                        uint32_t b = qat + 4u * j;
-                        uint32_t w = load_data(b) | (load_data(b + 1u) << 8u) | (load_data(b + 2u) << 16u)
-                                | (load_data(b + 3u) << 24u);
+                }
+                end = stop;
+                uint32_t ngrp = (end - i) >> 3u;
+                uint32_t gat = doff + (i >> 3u) * bits;
+                if (bits == 4u) {
+                    for (uint32_t j = 0u; j < ngrp; j++) {
+                        uint32_t b = gat + 4u * j;
                         uint32_t k = i + 8u * j;
-                        hg_lut8_u16(dst + (k), tab, w, hg_big(n, 2u));
+
+    #if defined(__AVX2__)
+    hg_s8_bf16(dst + (k), hg_s8_scale(hg_s8_t4(lut, data + (b)), s), hg_big(n, 2u));
+    #else
+    { float t0 = load_lut(load_data(b) & 15u); store_dst(k, hg_f32_to_bf16((hg_as_u32(t0) & 0x7fffffffu) > 0x7f800000u ? t0 : s * t0)); float t1 = load_lut((load_data(b) >> 4u) & 15u); store_dst(k + 1u, hg_f32_to_bf16((hg_as_u32(t1) & 0x7fffffffu) > 0x7f800000u ? t1 : s * t1)); float t2 = load_lut(load_data(b + 1u) & 15u); store_dst(k + 2u, hg_f32_to_bf16((hg_as_u32(t2) & 0x7fffffffu) > 0x7f800000u ? t2 : s * t2)); float t3 = load_lut((load_data(b + 1u) >> 4u) & 15u); store_dst(k + 3u, hg_f32_to_bf16((hg_as_u32(t3) & 0x7fffffffu) > 0x7f800000u ? t3 : s * t3)); float t4 = load_lut(load_data(b + 2u) & 15u); store_dst(k + 4u, hg_f32_to_bf16((hg_as_u32(t4) & 0x7fffffffu) > 0x7f800000u ? t4 : s * t4)); float t5 = load_lut((load_data(b + 2u) >> 4u) & 15u); store_dst(k + 5u, hg_f32_to_bf16((hg_as_u32(t5) & 0x7fffffffu) > 0x7f800000u ? t5 : s * t5)); float t6 = load_lut(load_data(b + 3u) & 15u); store_dst(k + 6u, hg_f32_to_bf16((hg_as_u32(t6) & 0x7fffffffu) > 0x7f800000u ? t6 : s * t6)); float t7 = load_lut((load_data(b + 3u) >> 4u) & 15u); store_dst(k + 7u, hg_f32_to_bf16((hg_as_u32(t7) & 0x7fffffffu) > 0x7f800000u ? t7 : s * t7)); }
+    #endif
+
                     }
-                    i = i + 8u * nquad;
-                    uint32_t npair = (end - i) >> 1u;
-                    uint32_t at = doff + (i >> 1u);
-                    for (uint32_t j = 0u; j < npair; j++) {
-                        uint32_t pair = load_data(at + j);
-                        uint32_t k = i + 2u * j;
-                        store_dst(k, load_tab(pair & 15u));
-                        store_dst(k + 1u, load_tab(pair >> 4u));
+                } else if (bits == 8u) {
+                    for (uint32_t j = 0u; j < ngrp; j++) {
+                        uint32_t b = gat + 8u * j;
+                        uint32_t k = i + 8u * j;
+
+    #if defined(__AVX2__)
+    hg_s8_bf16(dst + (k), hg_s8_scale(hg_s8_t8(lut, data + (b)), s), hg_big(n, 2u));
+    #else
+    { float t0 = load_lut(load_data(b) & 255u); store_dst(k, hg_f32_to_bf16((hg_as_u32(t0) & 0x7fffffffu) > 0x7f800000u ? t0 : s * t0)); float t1 = load_lut(load_data(b + 1u) & 255u); store_dst(k + 1u, hg_f32_to_bf16((hg_as_u32(t1) & 0x7fffffffu) > 0x7f800000u ? t1 : s * t1)); float t2 = load_lut(load_data(b + 2u) & 255u); store_dst(k + 2u, hg_f32_to_bf16((hg_as_u32(t2) & 0x7fffffffu) > 0x7f800000u ? t2 : s * t2)); float t3 = load_lut(load_data(b + 3u) & 255u); store_dst(k + 3u, hg_f32_to_bf16((hg_as_u32(t3) & 0x7fffffffu) > 0x7f800000u ? t3 : s * t3)); float t4 = load_lut(load_data(b + 4u) & 255u); store_dst(k + 4u, hg_f32_to_bf16((hg_as_u32(t4) & 0x7fffffffu) > 0x7f800000u ? t4 : s * t4)); float t5 = load_lut(load_data(b + 5u) & 255u); store_dst(k + 5u, hg_f32_to_bf16((hg_as_u32(t5) & 0x7fffffffu) > 0x7f800000u ? t5 : s * t5)); float t6 = load_lut(load_data(b + 6u) & 255u); store_dst(k + 6u, hg_f32_to_bf16((hg_as_u32(t6) & 0x7fffffffu) > 0x7f800000u ? t6 : s * t6)); float t7 = load_lut(load_data(b + 7u) & 255u); store_dst(k + 7u, hg_f32_to_bf16((hg_as_u32(t7) & 0x7fffffffu) > 0x7f800000u ? t7 : s * t7)); }
+    #endif
+
                     }
-                    i = i + 2u * npair;
-                    if (i < end) {
-                        store_dst(i, load_tab(load_data(doff + (i >> 1u)) & 15u));
-                        i = i + 1u;
+                }
+                i = i + 8u * ngrp;
+                for (; i < end; i++) {
+                    uint32_t code = 0u;
+                    if (bits == 8u) {
+                        code = load_data(doff + i);
+                    } else if (bits < 8u) {
+                        uint32_t bit = i * bits;
+                        uint32_t at = doff + (bit >> 3u);
+                        uint32_t sh = bit & 7u;
+                        code = load_data(at) >> sh;
+                        if (sh + bits > 8u) code = code | (load_data(at + 1u) << (8u - sh));
+                        code = code & ((1u << bits) - 1u);
+                    } else if (bits == 16u) {
+                        uint32_t at = doff + i * 2u;
+                        code = load_data(at) | (load_data(at + 1u) << 8u);
+                    } else {
+                        uint32_t at = doff + i * 4u;
+                        code = load_data(at) | (load_data(at + 1u) << 8u) | (load_data(at + 2u) << 16u)
+                               | (load_data(at + 3u) << 24u);
                     }
-                } else {
-                    if ((i & 1u) != 0u && i < end) {
-                        {
-                            uint32_t code = load_data(doff + (i >> 1u)) >> 4u;
-                            uint32_t k = i;
-                            float v = s * load_lut(code);
-                            store_dst(k, hg_f32_to_bf16(v));
-                        }
-                        i = i + 1u;
+                    {
+                        uint32_t k = i;
+                        float v = s * load_lut(code);
+                        store_dst(k, hg_f32_to_bf16(v));
                     }
-                    for (; i + 1u < end; i += 2u) {
-                        uint32_t pair = load_data(doff + (i >> 1u));
-                        {
-                            uint32_t code = pair & 15u;
-                            uint32_t k = i;
-                            float v = s * load_lut(code);
-                            store_dst(k, hg_f32_to_bf16(v));
-                        }
-                        {
-                            uint32_t code = pair >> 4u;
-                            uint32_t k = i + 1u;
-                            float v = s * load_lut(code);
-                            store_dst(k, hg_f32_to_bf16(v));
-                        }
+                }
+            }
+            else if (bits == 4u) {
+                if ((i & 1u) != 0u && i < end) {
+                    {
+                        uint32_t code = load_data(doff + (i >> 1u)) >> 4u;
+                        uint32_t k = i;
+                        float v = s * load_lut(code);
+                        store_dst(k, hg_f32_to_bf16(v));
                     }
-                    if (i < end) {
-                        {
-                            uint32_t code = load_data(doff + (i >> 1u)) & 15u;
-                            uint32_t k = i;
-                            float v = s * load_lut(code);
-                            store_dst(k, hg_f32_to_bf16(v));
-                        }
-                        i = i + 1u;
+                    i = i + 1u;
+                }
+                for (; i + 1u < end; i += 2u) {
+                    uint32_t pair = load_data(doff + (i >> 1u));
+                    {
+                        uint32_t code = pair & 15u;
+                        uint32_t k = i;
+                        float v = s * load_lut(code);
+                        store_dst(k, hg_f32_to_bf16(v));
                     }
+                    {
+                        uint32_t code = pair >> 4u;
+                        uint32_t k = i + 1u;
+                        float v = s * load_lut(code);
+                        store_dst(k, hg_f32_to_bf16(v));
+                    }
+                }
+                if (i < end) {
+                    {
+                        uint32_t code = load_data(doff + (i >> 1u)) & 15u;
+                        uint32_t k = i;
+                        float v = s * load_lut(code);
+                        store_dst(k, hg_f32_to_bf16(v));
+                    }
+                    i = i + 1u;
                 }
             }
             else if (bits == 8u && doff == 0u) {
@@ -282,83 +353,130 @@ static inline void dequant_lut_bf16_item(uint32_t hg_gid0, uint32_t hg_gid1, uin
                 }
             }
         } else {
-            if (bits == 4u && chk == 0u) {
-                if (end - i >= 32u) {
-                    uint32_t ncode = hg_umin(16u, last - first);
-                    for (uint32_t c = 0u; c < ncode; c++) {
-                        {
-                            uint32_t code = c;
-                            uint32_t k = c;
-                            float v = load_lut(code);
-                            if (mode != 0u && (hg_as_u32(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
-                            store_tab(k, hg_f32_to_bf16(v));
-                        }
+            if (end - i >= 32u && (chk == 0u && (bits == 4u || (bits == 8u && mode != 0u)))) {
+                uint32_t stop = end;
+                end = hg_umin(stop, (i + 7u) & 0xfffffff8u);
+                for (; i < end; i++) {
+                    uint32_t code = 0u;
+                    if (bits == 8u) {
+                        code = load_data(doff + i);
+                    } else if (bits < 8u) {
+                        uint32_t bit = i * bits;
+                        uint32_t at = doff + (bit >> 3u);
+                        uint32_t sh = bit & 7u;
+                        code = load_data(at) >> sh;
+                        if (sh + bits > 8u) code = code | (load_data(at + 1u) << (8u - sh));
+                        code = code & ((1u << bits) - 1u);
+                    } else if (bits == 16u) {
+                        uint32_t at = doff + i * 2u;
+                        code = load_data(at) | (load_data(at + 1u) << 8u);
+                    } else {
+                        uint32_t at = doff + i * 4u;
+                        code = load_data(at) | (load_data(at + 1u) << 8u) | (load_data(at + 2u) << 16u)
+                               | (load_data(at + 3u) << 24u);
                     }
-                    if ((i & 1u) != 0u) {
-                        store_dst(i, load_tab(load_data(doff + (i >> 1u)) >> 4u));
-                        i = i + 1u;
+                    {
+                        uint32_t k = i;
+                        if (chk != 0u && (code == 0u || code == 255u)) store_err(0u, 1u);
+                        float v = load_lut(code);
+                        if (mode != 0u && (hg_as_u32(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
+                        store_dst(k, hg_f32_to_bf16(v));
                     }
-                    uint32_t nquad = (end - i) >> 3u;
-                    uint32_t qat = doff + (i >> 1u);
-                    for (uint32_t j = 0u; j < nquad; j++) {
-                        uint32_t b = qat + 4u * j;
-                        uint32_t w = load_data(b) | (load_data(b + 1u) << 8u) | (load_data(b + 2u) << 16u)
-                                | (load_data(b + 3u) << 24u);
+                }
+                end = stop;
+                uint32_t ngrp = (end - i) >> 3u;
+                uint32_t gat = doff + (i >> 3u) * bits;
+                if (bits == 4u) {
+                    for (uint32_t j = 0u; j < ngrp; j++) {
+                        uint32_t b = gat + 4u * j;
                         uint32_t k = i + 8u * j;
-                        hg_lut8_u16(dst + (k), tab, w, hg_big(n, 2u));
+
+    #if defined(__AVX2__)
+    hg_s8_bf16(dst + (k), hg_s8_scale(hg_s8_t4(lut, data + (b)), s), hg_big(n, 2u));
+    #else
+    { float t0 = load_lut(load_data(b) & 15u); store_dst(k, hg_f32_to_bf16((hg_as_u32(t0) & 0x7fffffffu) > 0x7f800000u ? t0 : s * t0)); float t1 = load_lut((load_data(b) >> 4u) & 15u); store_dst(k + 1u, hg_f32_to_bf16((hg_as_u32(t1) & 0x7fffffffu) > 0x7f800000u ? t1 : s * t1)); float t2 = load_lut(load_data(b + 1u) & 15u); store_dst(k + 2u, hg_f32_to_bf16((hg_as_u32(t2) & 0x7fffffffu) > 0x7f800000u ? t2 : s * t2)); float t3 = load_lut((load_data(b + 1u) >> 4u) & 15u); store_dst(k + 3u, hg_f32_to_bf16((hg_as_u32(t3) & 0x7fffffffu) > 0x7f800000u ? t3 : s * t3)); float t4 = load_lut(load_data(b + 2u) & 15u); store_dst(k + 4u, hg_f32_to_bf16((hg_as_u32(t4) & 0x7fffffffu) > 0x7f800000u ? t4 : s * t4)); float t5 = load_lut((load_data(b + 2u) >> 4u) & 15u); store_dst(k + 5u, hg_f32_to_bf16((hg_as_u32(t5) & 0x7fffffffu) > 0x7f800000u ? t5 : s * t5)); float t6 = load_lut(load_data(b + 3u) & 15u); store_dst(k + 6u, hg_f32_to_bf16((hg_as_u32(t6) & 0x7fffffffu) > 0x7f800000u ? t6 : s * t6)); float t7 = load_lut((load_data(b + 3u) >> 4u) & 15u); store_dst(k + 7u, hg_f32_to_bf16((hg_as_u32(t7) & 0x7fffffffu) > 0x7f800000u ? t7 : s * t7)); }
+    #endif
+
                     }
-                    i = i + 8u * nquad;
-                    uint32_t npair = (end - i) >> 1u;
-                    uint32_t at = doff + (i >> 1u);
-                    for (uint32_t j = 0u; j < npair; j++) {
-                        uint32_t pair = load_data(at + j);
-                        uint32_t k = i + 2u * j;
-                        store_dst(k, load_tab(pair & 15u));
-                        store_dst(k + 1u, load_tab(pair >> 4u));
+                } else if (bits == 8u) {
+                    for (uint32_t j = 0u; j < ngrp; j++) {
+                        uint32_t b = gat + 8u * j;
+                        uint32_t k = i + 8u * j;
+
+    #if defined(__AVX2__)
+    hg_s8_bf16(dst + (k), hg_s8_scale(hg_s8_t8(lut, data + (b)), s), hg_big(n, 2u));
+    #else
+    { float t0 = load_lut(load_data(b) & 255u); store_dst(k, hg_f32_to_bf16((hg_as_u32(t0) & 0x7fffffffu) > 0x7f800000u ? t0 : s * t0)); float t1 = load_lut(load_data(b + 1u) & 255u); store_dst(k + 1u, hg_f32_to_bf16((hg_as_u32(t1) & 0x7fffffffu) > 0x7f800000u ? t1 : s * t1)); float t2 = load_lut(load_data(b + 2u) & 255u); store_dst(k + 2u, hg_f32_to_bf16((hg_as_u32(t2) & 0x7fffffffu) > 0x7f800000u ? t2 : s * t2)); float t3 = load_lut(load_data(b + 3u) & 255u); store_dst(k + 3u, hg_f32_to_bf16((hg_as_u32(t3) & 0x7fffffffu) > 0x7f800000u ? t3 : s * t3)); float t4 = load_lut(load_data(b + 4u) & 255u); store_dst(k + 4u, hg_f32_to_bf16((hg_as_u32(t4) & 0x7fffffffu) > 0x7f800000u ? t4 : s * t4)); float t5 = load_lut(load_data(b + 5u) & 255u); store_dst(k + 5u, hg_f32_to_bf16((hg_as_u32(t5) & 0x7fffffffu) > 0x7f800000u ? t5 : s * t5)); float t6 = load_lut(load_data(b + 6u) & 255u); store_dst(k + 6u, hg_f32_to_bf16((hg_as_u32(t6) & 0x7fffffffu) > 0x7f800000u ? t6 : s * t6)); float t7 = load_lut(load_data(b + 7u) & 255u); store_dst(k + 7u, hg_f32_to_bf16((hg_as_u32(t7) & 0x7fffffffu) > 0x7f800000u ? t7 : s * t7)); }
+    #endif
+
                     }
-                    i = i + 2u * npair;
-                    if (i < end) {
-                        store_dst(i, load_tab(load_data(doff + (i >> 1u)) & 15u));
-                        i = i + 1u;
+                }
+                i = i + 8u * ngrp;
+                for (; i < end; i++) {
+                    uint32_t code = 0u;
+                    if (bits == 8u) {
+                        code = load_data(doff + i);
+                    } else if (bits < 8u) {
+                        uint32_t bit = i * bits;
+                        uint32_t at = doff + (bit >> 3u);
+                        uint32_t sh = bit & 7u;
+                        code = load_data(at) >> sh;
+                        if (sh + bits > 8u) code = code | (load_data(at + 1u) << (8u - sh));
+                        code = code & ((1u << bits) - 1u);
+                    } else if (bits == 16u) {
+                        uint32_t at = doff + i * 2u;
+                        code = load_data(at) | (load_data(at + 1u) << 8u);
+                    } else {
+                        uint32_t at = doff + i * 4u;
+                        code = load_data(at) | (load_data(at + 1u) << 8u) | (load_data(at + 2u) << 16u)
+                               | (load_data(at + 3u) << 24u);
                     }
-                } else {
-                    if ((i & 1u) != 0u && i < end) {
-                        {
-                            uint32_t code = load_data(doff + (i >> 1u)) >> 4u;
-                            uint32_t k = i;
-                            float v = load_lut(code);
-                            if (mode != 0u && (hg_as_u32(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
-                            store_dst(k, hg_f32_to_bf16(v));
-                        }
-                        i = i + 1u;
+                    {
+                        uint32_t k = i;
+                        if (chk != 0u && (code == 0u || code == 255u)) store_err(0u, 1u);
+                        float v = load_lut(code);
+                        if (mode != 0u && (hg_as_u32(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
+                        store_dst(k, hg_f32_to_bf16(v));
                     }
-                    for (; i + 1u < end; i += 2u) {
-                        uint32_t pair = load_data(doff + (i >> 1u));
-                        {
-                            uint32_t code = pair & 15u;
-                            uint32_t k = i;
-                            float v = load_lut(code);
-                            if (mode != 0u && (hg_as_u32(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
-                            store_dst(k, hg_f32_to_bf16(v));
-                        }
-                        {
-                            uint32_t code = pair >> 4u;
-                            uint32_t k = i + 1u;
-                            float v = load_lut(code);
-                            if (mode != 0u && (hg_as_u32(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
-                            store_dst(k, hg_f32_to_bf16(v));
-                        }
+                }
+            }
+            else if (bits == 4u && chk == 0u) {
+                if ((i & 1u) != 0u && i < end) {
+                    {
+                        uint32_t code = load_data(doff + (i >> 1u)) >> 4u;
+                        uint32_t k = i;
+                        float v = load_lut(code);
+                        if (mode != 0u && (hg_as_u32(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
+                        store_dst(k, hg_f32_to_bf16(v));
                     }
-                    if (i < end) {
-                        {
-                            uint32_t code = load_data(doff + (i >> 1u)) & 15u;
-                            uint32_t k = i;
-                            float v = load_lut(code);
-                            if (mode != 0u && (hg_as_u32(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
-                            store_dst(k, hg_f32_to_bf16(v));
-                        }
-                        i = i + 1u;
+                    i = i + 1u;
+                }
+                for (; i + 1u < end; i += 2u) {
+                    uint32_t pair = load_data(doff + (i >> 1u));
+                    {
+                        uint32_t code = pair & 15u;
+                        uint32_t k = i;
+                        float v = load_lut(code);
+                        if (mode != 0u && (hg_as_u32(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
+                        store_dst(k, hg_f32_to_bf16(v));
                     }
+                    {
+                        uint32_t code = pair >> 4u;
+                        uint32_t k = i + 1u;
+                        float v = load_lut(code);
+                        if (mode != 0u && (hg_as_u32(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
+                        store_dst(k, hg_f32_to_bf16(v));
+                    }
+                }
+                if (i < end) {
+                    {
+                        uint32_t code = load_data(doff + (i >> 1u)) & 15u;
+                        uint32_t k = i;
+                        float v = load_lut(code);
+                        if (mode != 0u && (hg_as_u32(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
+                        store_dst(k, hg_f32_to_bf16(v));
+                    }
+                    i = i + 1u;
                 }
             }
             else if (bits == 8u && doff == 0u && chk == 0u) {
@@ -506,6 +624,6 @@ void dequant_lut_bf16(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0, i
                 if (++hg_y == (uint32_t)hg_n1) { hg_y = 0; hg_z++; }
             }
         }
-        hg_lut8_fence();
+        hg_s8_fence();
     }
 }

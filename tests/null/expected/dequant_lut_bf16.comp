@@ -25,9 +25,6 @@ uint load_data(uint hg_i) { return ((data[hg_i >> 2u] >> ((hg_i & 3u) * 8u)) & 0
 float load_lut(uint hg_i) { return uintBitsToFloat(lut[hg_i]); }
 uint load_scales(uint hg_i) { return ((scales[hg_i >> 2u] >> ((hg_i & 3u) * 8u)) & 0xffu); }
 void store_err(uint hg_i, uint hg_v) { err[hg_i] = hg_v; }
-uint tab[16];
-uint load_tab(uint hg_i) { return tab[hg_i]; }
-void store_tab(uint hg_i, uint hg_v) { tab[hg_i] = hg_v; }
 
 layout(local_size_x = 64, local_size_y = 1, local_size_z = 1) in;
 
@@ -96,85 +93,110 @@ void main() {
             }
         }
         if (mode == 1u) {
-            if (bits == 4u) {
-                if (end - i >= 32u) {
-                    uint ncode = min(16u, last - first);
-                    for (uint c = 0u; c < ncode; c++) {
-                        {
-                            uint code = c;
-                            uint k = c;
-                            float v = s * load_lut(code);
-                            store_tab(k, hg_f32_to_bf16(v));
-                        }
+            if (end - i >= 32u && (mode == 1u)) {
+                uint stop = end;
+                end = min(stop, (i + 7u) & 0xfffffff8u);
+                for (; i < end; i++) {
+                    uint code = 0u;
+                    if (bits == 8u) {
+                        code = load_data(doff + i);
+                    } else if (bits < 8u) {
+                        uint bit = i * bits;
+                        uint at = doff + (bit >> 3u);
+                        uint sh = bit & 7u;
+                        code = load_data(at) >> sh;
+                        if (sh + bits > 8u) code = code | (load_data(at + 1u) << (8u - sh));
+                        code = code & ((1u << bits) - 1u);
+                    } else if (bits == 16u) {
+                        uint at = doff + i * 2u;
+                        code = load_data(at) | (load_data(at + 1u) << 8u);
+                    } else {
+                        uint at = doff + i * 4u;
+                        code = load_data(at) | (load_data(at + 1u) << 8u) | (load_data(at + 2u) << 16u)
+                               | (load_data(at + 3u) << 24u);
                     }
-                    if ((i & 1u) != 0u) {
-                        store_dst(i, load_tab(load_data(doff + (i >> 1u)) >> 4u));
-                        i = i + 1u;
+                    {
+                        uint k = i;
+                        float v = s * load_lut(code);
+                        store_dst(k, hg_f32_to_bf16(v));
                     }
-                    uint nquad = (end - i) >> 3u;
-                    uint qat = doff + (i >> 1u);
-                    for (uint j = 0u; j < nquad; j++) {
-                        uint b = qat + 4u * j;
-                        uint w = load_data(b) | (load_data(b + 1u) << 8u) | (load_data(b + 2u) << 16u)
-                                | (load_data(b + 3u) << 24u);
+                }
+                end = stop;
+                uint ngrp = (end - i) >> 3u;
+                uint gat = doff + (i >> 3u) * bits;
+                if (bits == 4u) {
+                    for (uint j = 0u; j < ngrp; j++) {
+                        uint b = gat + 4u * j;
                         uint k = i + 8u * j;
-                        store_dst(k, load_tab(w & 15u));
-                        store_dst(k + 1u, load_tab((w >> 4u) & 15u));
-                        store_dst(k + 2u, load_tab((w >> 8u) & 15u));
-                        store_dst(k + 3u, load_tab((w >> 12u) & 15u));
-                        store_dst(k + 4u, load_tab((w >> 16u) & 15u));
-                        store_dst(k + 5u, load_tab((w >> 20u) & 15u));
-                        store_dst(k + 6u, load_tab((w >> 24u) & 15u));
-                        store_dst(k + 7u, load_tab(w >> 28u));
+                        { float t0 = load_lut(load_data(b) & 15u); store_dst(k, hg_f32_to_bf16((floatBitsToUint(t0) & 0x7fffffffu) > 0x7f800000u ? t0 : s * t0)); float t1 = load_lut((load_data(b) >> 4u) & 15u); store_dst(k + 1u, hg_f32_to_bf16((floatBitsToUint(t1) & 0x7fffffffu) > 0x7f800000u ? t1 : s * t1)); float t2 = load_lut(load_data(b + 1u) & 15u); store_dst(k + 2u, hg_f32_to_bf16((floatBitsToUint(t2) & 0x7fffffffu) > 0x7f800000u ? t2 : s * t2)); float t3 = load_lut((load_data(b + 1u) >> 4u) & 15u); store_dst(k + 3u, hg_f32_to_bf16((floatBitsToUint(t3) & 0x7fffffffu) > 0x7f800000u ? t3 : s * t3)); float t4 = load_lut(load_data(b + 2u) & 15u); store_dst(k + 4u, hg_f32_to_bf16((floatBitsToUint(t4) & 0x7fffffffu) > 0x7f800000u ? t4 : s * t4)); float t5 = load_lut((load_data(b + 2u) >> 4u) & 15u); store_dst(k + 5u, hg_f32_to_bf16((floatBitsToUint(t5) & 0x7fffffffu) > 0x7f800000u ? t5 : s * t5)); float t6 = load_lut(load_data(b + 3u) & 15u); store_dst(k + 6u, hg_f32_to_bf16((floatBitsToUint(t6) & 0x7fffffffu) > 0x7f800000u ? t6 : s * t6)); float t7 = load_lut((load_data(b + 3u) >> 4u) & 15u); store_dst(k + 7u, hg_f32_to_bf16((floatBitsToUint(t7) & 0x7fffffffu) > 0x7f800000u ? t7 : s * t7)); }
                     }
-                    i = i + 8u * nquad;
-                    uint npair = (end - i) >> 1u;
-                    uint at = doff + (i >> 1u);
-                    for (uint j = 0u; j < npair; j++) {
-                        uint pair = load_data(at + j);
-                        uint k = i + 2u * j;
-                        store_dst(k, load_tab(pair & 15u));
-                        store_dst(k + 1u, load_tab(pair >> 4u));
+                } else if (bits == 8u) {
+                    for (uint j = 0u; j < ngrp; j++) {
+                        uint b = gat + 8u * j;
+                        uint k = i + 8u * j;
+                        { float t0 = load_lut(load_data(b) & 255u); store_dst(k, hg_f32_to_bf16((floatBitsToUint(t0) & 0x7fffffffu) > 0x7f800000u ? t0 : s * t0)); float t1 = load_lut(load_data(b + 1u) & 255u); store_dst(k + 1u, hg_f32_to_bf16((floatBitsToUint(t1) & 0x7fffffffu) > 0x7f800000u ? t1 : s * t1)); float t2 = load_lut(load_data(b + 2u) & 255u); store_dst(k + 2u, hg_f32_to_bf16((floatBitsToUint(t2) & 0x7fffffffu) > 0x7f800000u ? t2 : s * t2)); float t3 = load_lut(load_data(b + 3u) & 255u); store_dst(k + 3u, hg_f32_to_bf16((floatBitsToUint(t3) & 0x7fffffffu) > 0x7f800000u ? t3 : s * t3)); float t4 = load_lut(load_data(b + 4u) & 255u); store_dst(k + 4u, hg_f32_to_bf16((floatBitsToUint(t4) & 0x7fffffffu) > 0x7f800000u ? t4 : s * t4)); float t5 = load_lut(load_data(b + 5u) & 255u); store_dst(k + 5u, hg_f32_to_bf16((floatBitsToUint(t5) & 0x7fffffffu) > 0x7f800000u ? t5 : s * t5)); float t6 = load_lut(load_data(b + 6u) & 255u); store_dst(k + 6u, hg_f32_to_bf16((floatBitsToUint(t6) & 0x7fffffffu) > 0x7f800000u ? t6 : s * t6)); float t7 = load_lut(load_data(b + 7u) & 255u); store_dst(k + 7u, hg_f32_to_bf16((floatBitsToUint(t7) & 0x7fffffffu) > 0x7f800000u ? t7 : s * t7)); }
                     }
-                    i = i + 2u * npair;
-                    if (i < end) {
-                        store_dst(i, load_tab(load_data(doff + (i >> 1u)) & 15u));
-                        i = i + 1u;
+                }
+                i = i + 8u * ngrp;
+                for (; i < end; i++) {
+                    uint code = 0u;
+                    if (bits == 8u) {
+                        code = load_data(doff + i);
+                    } else if (bits < 8u) {
+                        uint bit = i * bits;
+                        uint at = doff + (bit >> 3u);
+                        uint sh = bit & 7u;
+                        code = load_data(at) >> sh;
+                        if (sh + bits > 8u) code = code | (load_data(at + 1u) << (8u - sh));
+                        code = code & ((1u << bits) - 1u);
+                    } else if (bits == 16u) {
+                        uint at = doff + i * 2u;
+                        code = load_data(at) | (load_data(at + 1u) << 8u);
+                    } else {
+                        uint at = doff + i * 4u;
+                        code = load_data(at) | (load_data(at + 1u) << 8u) | (load_data(at + 2u) << 16u)
+                               | (load_data(at + 3u) << 24u);
                     }
-                } else {
-                    if ((i & 1u) != 0u && i < end) {
-                        {
-                            uint code = load_data(doff + (i >> 1u)) >> 4u;
-                            uint k = i;
-                            float v = s * load_lut(code);
-                            store_dst(k, hg_f32_to_bf16(v));
-                        }
-                        i = i + 1u;
+                    {
+                        uint k = i;
+                        float v = s * load_lut(code);
+                        store_dst(k, hg_f32_to_bf16(v));
                     }
-                    for (; i + 1u < end; i += 2u) {
-                        uint pair = load_data(doff + (i >> 1u));
-                        {
-                            uint code = pair & 15u;
-                            uint k = i;
-                            float v = s * load_lut(code);
-                            store_dst(k, hg_f32_to_bf16(v));
-                        }
-                        {
-                            uint code = pair >> 4u;
-                            uint k = i + 1u;
-                            float v = s * load_lut(code);
-                            store_dst(k, hg_f32_to_bf16(v));
-                        }
+                }
+            }
+            else if (bits == 4u) {
+                if ((i & 1u) != 0u && i < end) {
+                    {
+                        uint code = load_data(doff + (i >> 1u)) >> 4u;
+                        uint k = i;
+                        float v = s * load_lut(code);
+                        store_dst(k, hg_f32_to_bf16(v));
                     }
-                    if (i < end) {
-                        {
-                            uint code = load_data(doff + (i >> 1u)) & 15u;
-                            uint k = i;
-                            float v = s * load_lut(code);
-                            store_dst(k, hg_f32_to_bf16(v));
-                        }
-                        i = i + 1u;
+                    i = i + 1u;
+                }
+                for (; i + 1u < end; i += 2u) {
+                    uint pair = load_data(doff + (i >> 1u));
+                    {
+                        uint code = pair & 15u;
+                        uint k = i;
+                        float v = s * load_lut(code);
+                        store_dst(k, hg_f32_to_bf16(v));
                     }
+                    {
+                        uint code = pair >> 4u;
+                        uint k = i + 1u;
+                        float v = s * load_lut(code);
+                        store_dst(k, hg_f32_to_bf16(v));
+                    }
+                }
+                if (i < end) {
+                    {
+                        uint code = load_data(doff + (i >> 1u)) & 15u;
+                        uint k = i;
+                        float v = s * load_lut(code);
+                        store_dst(k, hg_f32_to_bf16(v));
+                    }
+                    i = i + 1u;
                 }
             }
             else if (bits == 8u && doff == 0u) {
@@ -265,90 +287,118 @@ void main() {
                 }
             }
         } else {
-            if (bits == 4u && chk == 0u) {
-                if (end - i >= 32u) {
-                    uint ncode = min(16u, last - first);
-                    for (uint c = 0u; c < ncode; c++) {
-                        {
-                            uint code = c;
-                            uint k = c;
-                            float v = load_lut(code);
-                            if (mode != 0u && (floatBitsToUint(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
-                            store_tab(k, hg_f32_to_bf16(v));
-                        }
+            if (end - i >= 32u && (chk == 0u && (bits == 4u || (bits == 8u && mode != 0u)))) {
+                uint stop = end;
+                end = min(stop, (i + 7u) & 0xfffffff8u);
+                for (; i < end; i++) {
+                    uint code = 0u;
+                    if (bits == 8u) {
+                        code = load_data(doff + i);
+                    } else if (bits < 8u) {
+                        uint bit = i * bits;
+                        uint at = doff + (bit >> 3u);
+                        uint sh = bit & 7u;
+                        code = load_data(at) >> sh;
+                        if (sh + bits > 8u) code = code | (load_data(at + 1u) << (8u - sh));
+                        code = code & ((1u << bits) - 1u);
+                    } else if (bits == 16u) {
+                        uint at = doff + i * 2u;
+                        code = load_data(at) | (load_data(at + 1u) << 8u);
+                    } else {
+                        uint at = doff + i * 4u;
+                        code = load_data(at) | (load_data(at + 1u) << 8u) | (load_data(at + 2u) << 16u)
+                               | (load_data(at + 3u) << 24u);
                     }
-                    if ((i & 1u) != 0u) {
-                        store_dst(i, load_tab(load_data(doff + (i >> 1u)) >> 4u));
-                        i = i + 1u;
+                    {
+                        uint k = i;
+                        if (chk != 0u && (code == 0u || code == 255u)) store_err(0u, 1u);
+                        float v = load_lut(code);
+                        if (mode != 0u && (floatBitsToUint(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
+                        store_dst(k, hg_f32_to_bf16(v));
                     }
-                    uint nquad = (end - i) >> 3u;
-                    uint qat = doff + (i >> 1u);
-                    for (uint j = 0u; j < nquad; j++) {
-                        uint b = qat + 4u * j;
-                        uint w = load_data(b) | (load_data(b + 1u) << 8u) | (load_data(b + 2u) << 16u)
-                                | (load_data(b + 3u) << 24u);
+                }
+                end = stop;
+                uint ngrp = (end - i) >> 3u;
+                uint gat = doff + (i >> 3u) * bits;
+                if (bits == 4u) {
+                    for (uint j = 0u; j < ngrp; j++) {
+                        uint b = gat + 4u * j;
                         uint k = i + 8u * j;
-                        store_dst(k, load_tab(w & 15u));
-                        store_dst(k + 1u, load_tab((w >> 4u) & 15u));
-                        store_dst(k + 2u, load_tab((w >> 8u) & 15u));
-                        store_dst(k + 3u, load_tab((w >> 12u) & 15u));
-                        store_dst(k + 4u, load_tab((w >> 16u) & 15u));
-                        store_dst(k + 5u, load_tab((w >> 20u) & 15u));
-                        store_dst(k + 6u, load_tab((w >> 24u) & 15u));
-                        store_dst(k + 7u, load_tab(w >> 28u));
+                        { float t0 = load_lut(load_data(b) & 15u); store_dst(k, hg_f32_to_bf16((floatBitsToUint(t0) & 0x7fffffffu) > 0x7f800000u ? t0 : s * t0)); float t1 = load_lut((load_data(b) >> 4u) & 15u); store_dst(k + 1u, hg_f32_to_bf16((floatBitsToUint(t1) & 0x7fffffffu) > 0x7f800000u ? t1 : s * t1)); float t2 = load_lut(load_data(b + 1u) & 15u); store_dst(k + 2u, hg_f32_to_bf16((floatBitsToUint(t2) & 0x7fffffffu) > 0x7f800000u ? t2 : s * t2)); float t3 = load_lut((load_data(b + 1u) >> 4u) & 15u); store_dst(k + 3u, hg_f32_to_bf16((floatBitsToUint(t3) & 0x7fffffffu) > 0x7f800000u ? t3 : s * t3)); float t4 = load_lut(load_data(b + 2u) & 15u); store_dst(k + 4u, hg_f32_to_bf16((floatBitsToUint(t4) & 0x7fffffffu) > 0x7f800000u ? t4 : s * t4)); float t5 = load_lut((load_data(b + 2u) >> 4u) & 15u); store_dst(k + 5u, hg_f32_to_bf16((floatBitsToUint(t5) & 0x7fffffffu) > 0x7f800000u ? t5 : s * t5)); float t6 = load_lut(load_data(b + 3u) & 15u); store_dst(k + 6u, hg_f32_to_bf16((floatBitsToUint(t6) & 0x7fffffffu) > 0x7f800000u ? t6 : s * t6)); float t7 = load_lut((load_data(b + 3u) >> 4u) & 15u); store_dst(k + 7u, hg_f32_to_bf16((floatBitsToUint(t7) & 0x7fffffffu) > 0x7f800000u ? t7 : s * t7)); }
                     }
-                    i = i + 8u * nquad;
-                    uint npair = (end - i) >> 1u;
-                    uint at = doff + (i >> 1u);
-                    for (uint j = 0u; j < npair; j++) {
-                        uint pair = load_data(at + j);
-                        uint k = i + 2u * j;
-                        store_dst(k, load_tab(pair & 15u));
-                        store_dst(k + 1u, load_tab(pair >> 4u));
+                } else if (bits == 8u) {
+                    for (uint j = 0u; j < ngrp; j++) {
+                        uint b = gat + 8u * j;
+                        uint k = i + 8u * j;
+                        { float t0 = load_lut(load_data(b) & 255u); store_dst(k, hg_f32_to_bf16((floatBitsToUint(t0) & 0x7fffffffu) > 0x7f800000u ? t0 : s * t0)); float t1 = load_lut(load_data(b + 1u) & 255u); store_dst(k + 1u, hg_f32_to_bf16((floatBitsToUint(t1) & 0x7fffffffu) > 0x7f800000u ? t1 : s * t1)); float t2 = load_lut(load_data(b + 2u) & 255u); store_dst(k + 2u, hg_f32_to_bf16((floatBitsToUint(t2) & 0x7fffffffu) > 0x7f800000u ? t2 : s * t2)); float t3 = load_lut(load_data(b + 3u) & 255u); store_dst(k + 3u, hg_f32_to_bf16((floatBitsToUint(t3) & 0x7fffffffu) > 0x7f800000u ? t3 : s * t3)); float t4 = load_lut(load_data(b + 4u) & 255u); store_dst(k + 4u, hg_f32_to_bf16((floatBitsToUint(t4) & 0x7fffffffu) > 0x7f800000u ? t4 : s * t4)); float t5 = load_lut(load_data(b + 5u) & 255u); store_dst(k + 5u, hg_f32_to_bf16((floatBitsToUint(t5) & 0x7fffffffu) > 0x7f800000u ? t5 : s * t5)); float t6 = load_lut(load_data(b + 6u) & 255u); store_dst(k + 6u, hg_f32_to_bf16((floatBitsToUint(t6) & 0x7fffffffu) > 0x7f800000u ? t6 : s * t6)); float t7 = load_lut(load_data(b + 7u) & 255u); store_dst(k + 7u, hg_f32_to_bf16((floatBitsToUint(t7) & 0x7fffffffu) > 0x7f800000u ? t7 : s * t7)); }
                     }
-                    i = i + 2u * npair;
-                    if (i < end) {
-                        store_dst(i, load_tab(load_data(doff + (i >> 1u)) & 15u));
-                        i = i + 1u;
+                }
+                i = i + 8u * ngrp;
+                for (; i < end; i++) {
+                    uint code = 0u;
+                    if (bits == 8u) {
+                        code = load_data(doff + i);
+                    } else if (bits < 8u) {
+                        uint bit = i * bits;
+                        uint at = doff + (bit >> 3u);
+                        uint sh = bit & 7u;
+                        code = load_data(at) >> sh;
+                        if (sh + bits > 8u) code = code | (load_data(at + 1u) << (8u - sh));
+                        code = code & ((1u << bits) - 1u);
+                    } else if (bits == 16u) {
+                        uint at = doff + i * 2u;
+                        code = load_data(at) | (load_data(at + 1u) << 8u);
+                    } else {
+                        uint at = doff + i * 4u;
+                        code = load_data(at) | (load_data(at + 1u) << 8u) | (load_data(at + 2u) << 16u)
+                               | (load_data(at + 3u) << 24u);
                     }
-                } else {
-                    if ((i & 1u) != 0u && i < end) {
-                        {
-                            uint code = load_data(doff + (i >> 1u)) >> 4u;
-                            uint k = i;
-                            float v = load_lut(code);
-                            if (mode != 0u && (floatBitsToUint(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
-                            store_dst(k, hg_f32_to_bf16(v));
-                        }
-                        i = i + 1u;
+                    {
+                        uint k = i;
+                        if (chk != 0u && (code == 0u || code == 255u)) store_err(0u, 1u);
+                        float v = load_lut(code);
+                        if (mode != 0u && (floatBitsToUint(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
+                        store_dst(k, hg_f32_to_bf16(v));
                     }
-                    for (; i + 1u < end; i += 2u) {
-                        uint pair = load_data(doff + (i >> 1u));
-                        {
-                            uint code = pair & 15u;
-                            uint k = i;
-                            float v = load_lut(code);
-                            if (mode != 0u && (floatBitsToUint(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
-                            store_dst(k, hg_f32_to_bf16(v));
-                        }
-                        {
-                            uint code = pair >> 4u;
-                            uint k = i + 1u;
-                            float v = load_lut(code);
-                            if (mode != 0u && (floatBitsToUint(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
-                            store_dst(k, hg_f32_to_bf16(v));
-                        }
+                }
+            }
+            else if (bits == 4u && chk == 0u) {
+                if ((i & 1u) != 0u && i < end) {
+                    {
+                        uint code = load_data(doff + (i >> 1u)) >> 4u;
+                        uint k = i;
+                        float v = load_lut(code);
+                        if (mode != 0u && (floatBitsToUint(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
+                        store_dst(k, hg_f32_to_bf16(v));
                     }
-                    if (i < end) {
-                        {
-                            uint code = load_data(doff + (i >> 1u)) & 15u;
-                            uint k = i;
-                            float v = load_lut(code);
-                            if (mode != 0u && (floatBitsToUint(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
-                            store_dst(k, hg_f32_to_bf16(v));
-                        }
-                        i = i + 1u;
+                    i = i + 1u;
+                }
+                for (; i + 1u < end; i += 2u) {
+                    uint pair = load_data(doff + (i >> 1u));
+                    {
+                        uint code = pair & 15u;
+                        uint k = i;
+                        float v = load_lut(code);
+                        if (mode != 0u && (floatBitsToUint(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
+                        store_dst(k, hg_f32_to_bf16(v));
                     }
+                    {
+                        uint code = pair >> 4u;
+                        uint k = i + 1u;
+                        float v = load_lut(code);
+                        if (mode != 0u && (floatBitsToUint(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
+                        store_dst(k, hg_f32_to_bf16(v));
+                    }
+                }
+                if (i < end) {
+                    {
+                        uint code = load_data(doff + (i >> 1u)) & 15u;
+                        uint k = i;
+                        float v = load_lut(code);
+                        if (mode != 0u && (floatBitsToUint(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
+                        store_dst(k, hg_f32_to_bf16(v));
+                    }
+                    i = i + 1u;
                 }
             }
             else if (bits == 8u && doff == 0u && chk == 0u) {

@@ -21,11 +21,8 @@ __device__ static inline unsigned int hg_f32_to_f16(float v) {
 #define load_lut(hg_i) (lut[(hg_i)])
 #define load_scales(hg_i) ((unsigned int)(scales[(hg_i)]))
 #define store_err(hg_i, hg_v) (err[(hg_i)] = (unsigned int)((hg_v)))
-#define load_tab(hg_i) (tab[(hg_i)])
-#define store_tab(hg_i, hg_v) (tab[(hg_i)] = (hg_v))
 
 extern "C" __global__ void __launch_bounds__(64) dequant_lut_f16(unsigned short* __restrict__ dst, const unsigned char* __restrict__ data, const float* __restrict__ lut, const unsigned char* __restrict__ scales, unsigned int* __restrict__ err, unsigned int n, unsigned int ept, unsigned int doff, unsigned int bits, unsigned int chk, unsigned int mode, unsigned int nparam, unsigned int inner, unsigned int dm1, unsigned int dsh1, unsigned int ssize, unsigned int dm2, unsigned int dsh2, unsigned int omul, unsigned int kshift) {
-    unsigned int tab[16];
     unsigned int first = (blockIdx.x * blockDim.x + threadIdx.x) * ept;
     if (first >= n) return;
     unsigned int last = min(first + ept, n);
@@ -75,85 +72,110 @@ extern "C" __global__ void __launch_bounds__(64) dequant_lut_f16(unsigned short*
             }
         }
         if (mode == 1u) {
-            if (bits == 4u) {
-                if (end - i >= 32u) {
-                    unsigned int ncode = min(16u, last - first);
-                    for (unsigned int c = 0u; c < ncode; c++) {
-                        {
-                            unsigned int code = c;
-                            unsigned int k = c;
-                            float v = s * load_lut(code);
-                            store_tab(k, hg_f32_to_f16(v));
-                        }
+            if (end - i >= 32u && (mode == 1u)) {
+                unsigned int stop = end;
+                end = min(stop, (i + 7u) & 0xfffffff8u);
+                for (; i < end; i++) {
+                    unsigned int code = 0u;
+                    if (bits == 8u) {
+                        code = load_data(doff + i);
+                    } else if (bits < 8u) {
+                        unsigned int bit = i * bits;
+                        unsigned int at = doff + (bit >> 3u);
+                        unsigned int sh = bit & 7u;
+                        code = load_data(at) >> sh;
+                        if (sh + bits > 8u) code = code | (load_data(at + 1u) << (8u - sh));
+                        code = code & ((1u << bits) - 1u);
+                    } else if (bits == 16u) {
+                        unsigned int at = doff + i * 2u;
+                        code = load_data(at) | (load_data(at + 1u) << 8u);
+                    } else {
+                        unsigned int at = doff + i * 4u;
+                        code = load_data(at) | (load_data(at + 1u) << 8u) | (load_data(at + 2u) << 16u)
+                               | (load_data(at + 3u) << 24u);
                     }
-                    if ((i & 1u) != 0u) {
-                        store_dst(i, load_tab(load_data(doff + (i >> 1u)) >> 4u));
-                        i = i + 1u;
+                    {
+                        unsigned int k = i;
+                        float v = s * load_lut(code);
+                        store_dst(k, hg_f32_to_f16(v));
                     }
-                    unsigned int nquad = (end - i) >> 3u;
-                    unsigned int qat = doff + (i >> 1u);
-                    for (unsigned int j = 0u; j < nquad; j++) {
-                        unsigned int b = qat + 4u * j;
-                        unsigned int w = load_data(b) | (load_data(b + 1u) << 8u) | (load_data(b + 2u) << 16u)
-                                | (load_data(b + 3u) << 24u);
+                }
+                end = stop;
+                unsigned int ngrp = (end - i) >> 3u;
+                unsigned int gat = doff + (i >> 3u) * bits;
+                if (bits == 4u) {
+                    for (unsigned int j = 0u; j < ngrp; j++) {
+                        unsigned int b = gat + 4u * j;
                         unsigned int k = i + 8u * j;
-                        store_dst(k, load_tab(w & 15u));
-                        store_dst(k + 1u, load_tab((w >> 4u) & 15u));
-                        store_dst(k + 2u, load_tab((w >> 8u) & 15u));
-                        store_dst(k + 3u, load_tab((w >> 12u) & 15u));
-                        store_dst(k + 4u, load_tab((w >> 16u) & 15u));
-                        store_dst(k + 5u, load_tab((w >> 20u) & 15u));
-                        store_dst(k + 6u, load_tab((w >> 24u) & 15u));
-                        store_dst(k + 7u, load_tab(w >> 28u));
+                        { float t0 = load_lut(load_data(b) & 15u); store_dst(k, hg_f32_to_f16((__float_as_uint(t0) & 0x7fffffffu) > 0x7f800000u ? t0 : s * t0)); float t1 = load_lut((load_data(b) >> 4u) & 15u); store_dst(k + 1u, hg_f32_to_f16((__float_as_uint(t1) & 0x7fffffffu) > 0x7f800000u ? t1 : s * t1)); float t2 = load_lut(load_data(b + 1u) & 15u); store_dst(k + 2u, hg_f32_to_f16((__float_as_uint(t2) & 0x7fffffffu) > 0x7f800000u ? t2 : s * t2)); float t3 = load_lut((load_data(b + 1u) >> 4u) & 15u); store_dst(k + 3u, hg_f32_to_f16((__float_as_uint(t3) & 0x7fffffffu) > 0x7f800000u ? t3 : s * t3)); float t4 = load_lut(load_data(b + 2u) & 15u); store_dst(k + 4u, hg_f32_to_f16((__float_as_uint(t4) & 0x7fffffffu) > 0x7f800000u ? t4 : s * t4)); float t5 = load_lut((load_data(b + 2u) >> 4u) & 15u); store_dst(k + 5u, hg_f32_to_f16((__float_as_uint(t5) & 0x7fffffffu) > 0x7f800000u ? t5 : s * t5)); float t6 = load_lut(load_data(b + 3u) & 15u); store_dst(k + 6u, hg_f32_to_f16((__float_as_uint(t6) & 0x7fffffffu) > 0x7f800000u ? t6 : s * t6)); float t7 = load_lut((load_data(b + 3u) >> 4u) & 15u); store_dst(k + 7u, hg_f32_to_f16((__float_as_uint(t7) & 0x7fffffffu) > 0x7f800000u ? t7 : s * t7)); }
                     }
-                    i = i + 8u * nquad;
-                    unsigned int npair = (end - i) >> 1u;
-                    unsigned int at = doff + (i >> 1u);
-                    for (unsigned int j = 0u; j < npair; j++) {
-                        unsigned int pair = load_data(at + j);
-                        unsigned int k = i + 2u * j;
-                        store_dst(k, load_tab(pair & 15u));
-                        store_dst(k + 1u, load_tab(pair >> 4u));
+                } else if (bits == 8u) {
+                    for (unsigned int j = 0u; j < ngrp; j++) {
+                        unsigned int b = gat + 8u * j;
+                        unsigned int k = i + 8u * j;
+                        { float t0 = load_lut(load_data(b) & 255u); store_dst(k, hg_f32_to_f16((__float_as_uint(t0) & 0x7fffffffu) > 0x7f800000u ? t0 : s * t0)); float t1 = load_lut(load_data(b + 1u) & 255u); store_dst(k + 1u, hg_f32_to_f16((__float_as_uint(t1) & 0x7fffffffu) > 0x7f800000u ? t1 : s * t1)); float t2 = load_lut(load_data(b + 2u) & 255u); store_dst(k + 2u, hg_f32_to_f16((__float_as_uint(t2) & 0x7fffffffu) > 0x7f800000u ? t2 : s * t2)); float t3 = load_lut(load_data(b + 3u) & 255u); store_dst(k + 3u, hg_f32_to_f16((__float_as_uint(t3) & 0x7fffffffu) > 0x7f800000u ? t3 : s * t3)); float t4 = load_lut(load_data(b + 4u) & 255u); store_dst(k + 4u, hg_f32_to_f16((__float_as_uint(t4) & 0x7fffffffu) > 0x7f800000u ? t4 : s * t4)); float t5 = load_lut(load_data(b + 5u) & 255u); store_dst(k + 5u, hg_f32_to_f16((__float_as_uint(t5) & 0x7fffffffu) > 0x7f800000u ? t5 : s * t5)); float t6 = load_lut(load_data(b + 6u) & 255u); store_dst(k + 6u, hg_f32_to_f16((__float_as_uint(t6) & 0x7fffffffu) > 0x7f800000u ? t6 : s * t6)); float t7 = load_lut(load_data(b + 7u) & 255u); store_dst(k + 7u, hg_f32_to_f16((__float_as_uint(t7) & 0x7fffffffu) > 0x7f800000u ? t7 : s * t7)); }
                     }
-                    i = i + 2u * npair;
-                    if (i < end) {
-                        store_dst(i, load_tab(load_data(doff + (i >> 1u)) & 15u));
-                        i = i + 1u;
+                }
+                i = i + 8u * ngrp;
+                for (; i < end; i++) {
+                    unsigned int code = 0u;
+                    if (bits == 8u) {
+                        code = load_data(doff + i);
+                    } else if (bits < 8u) {
+                        unsigned int bit = i * bits;
+                        unsigned int at = doff + (bit >> 3u);
+                        unsigned int sh = bit & 7u;
+                        code = load_data(at) >> sh;
+                        if (sh + bits > 8u) code = code | (load_data(at + 1u) << (8u - sh));
+                        code = code & ((1u << bits) - 1u);
+                    } else if (bits == 16u) {
+                        unsigned int at = doff + i * 2u;
+                        code = load_data(at) | (load_data(at + 1u) << 8u);
+                    } else {
+                        unsigned int at = doff + i * 4u;
+                        code = load_data(at) | (load_data(at + 1u) << 8u) | (load_data(at + 2u) << 16u)
+                               | (load_data(at + 3u) << 24u);
                     }
-                } else {
-                    if ((i & 1u) != 0u && i < end) {
-                        {
-                            unsigned int code = load_data(doff + (i >> 1u)) >> 4u;
-                            unsigned int k = i;
-                            float v = s * load_lut(code);
-                            store_dst(k, hg_f32_to_f16(v));
-                        }
-                        i = i + 1u;
+                    {
+                        unsigned int k = i;
+                        float v = s * load_lut(code);
+                        store_dst(k, hg_f32_to_f16(v));
                     }
-                    for (; i + 1u < end; i += 2u) {
-                        unsigned int pair = load_data(doff + (i >> 1u));
-                        {
-                            unsigned int code = pair & 15u;
-                            unsigned int k = i;
-                            float v = s * load_lut(code);
-                            store_dst(k, hg_f32_to_f16(v));
-                        }
-                        {
-                            unsigned int code = pair >> 4u;
-                            unsigned int k = i + 1u;
-                            float v = s * load_lut(code);
-                            store_dst(k, hg_f32_to_f16(v));
-                        }
+                }
+            }
+            else if (bits == 4u) {
+                if ((i & 1u) != 0u && i < end) {
+                    {
+                        unsigned int code = load_data(doff + (i >> 1u)) >> 4u;
+                        unsigned int k = i;
+                        float v = s * load_lut(code);
+                        store_dst(k, hg_f32_to_f16(v));
                     }
-                    if (i < end) {
-                        {
-                            unsigned int code = load_data(doff + (i >> 1u)) & 15u;
-                            unsigned int k = i;
-                            float v = s * load_lut(code);
-                            store_dst(k, hg_f32_to_f16(v));
-                        }
-                        i = i + 1u;
+                    i = i + 1u;
+                }
+                for (; i + 1u < end; i += 2u) {
+                    unsigned int pair = load_data(doff + (i >> 1u));
+                    {
+                        unsigned int code = pair & 15u;
+                        unsigned int k = i;
+                        float v = s * load_lut(code);
+                        store_dst(k, hg_f32_to_f16(v));
                     }
+                    {
+                        unsigned int code = pair >> 4u;
+                        unsigned int k = i + 1u;
+                        float v = s * load_lut(code);
+                        store_dst(k, hg_f32_to_f16(v));
+                    }
+                }
+                if (i < end) {
+                    {
+                        unsigned int code = load_data(doff + (i >> 1u)) & 15u;
+                        unsigned int k = i;
+                        float v = s * load_lut(code);
+                        store_dst(k, hg_f32_to_f16(v));
+                    }
+                    i = i + 1u;
                 }
             }
             else if (bits == 8u && doff == 0u) {
@@ -244,90 +266,118 @@ extern "C" __global__ void __launch_bounds__(64) dequant_lut_f16(unsigned short*
                 }
             }
         } else {
-            if (bits == 4u && chk == 0u) {
-                if (end - i >= 32u) {
-                    unsigned int ncode = min(16u, last - first);
-                    for (unsigned int c = 0u; c < ncode; c++) {
-                        {
-                            unsigned int code = c;
-                            unsigned int k = c;
-                            float v = load_lut(code);
-                            if (mode != 0u && (__float_as_uint(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
-                            store_tab(k, hg_f32_to_f16(v));
-                        }
+            if (end - i >= 32u && (chk == 0u && (bits == 4u || (bits == 8u && mode != 0u)))) {
+                unsigned int stop = end;
+                end = min(stop, (i + 7u) & 0xfffffff8u);
+                for (; i < end; i++) {
+                    unsigned int code = 0u;
+                    if (bits == 8u) {
+                        code = load_data(doff + i);
+                    } else if (bits < 8u) {
+                        unsigned int bit = i * bits;
+                        unsigned int at = doff + (bit >> 3u);
+                        unsigned int sh = bit & 7u;
+                        code = load_data(at) >> sh;
+                        if (sh + bits > 8u) code = code | (load_data(at + 1u) << (8u - sh));
+                        code = code & ((1u << bits) - 1u);
+                    } else if (bits == 16u) {
+                        unsigned int at = doff + i * 2u;
+                        code = load_data(at) | (load_data(at + 1u) << 8u);
+                    } else {
+                        unsigned int at = doff + i * 4u;
+                        code = load_data(at) | (load_data(at + 1u) << 8u) | (load_data(at + 2u) << 16u)
+                               | (load_data(at + 3u) << 24u);
                     }
-                    if ((i & 1u) != 0u) {
-                        store_dst(i, load_tab(load_data(doff + (i >> 1u)) >> 4u));
-                        i = i + 1u;
+                    {
+                        unsigned int k = i;
+                        if (chk != 0u && (code == 0u || code == 255u)) store_err(0u, 1u);
+                        float v = load_lut(code);
+                        if (mode != 0u && (__float_as_uint(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
+                        store_dst(k, hg_f32_to_f16(v));
                     }
-                    unsigned int nquad = (end - i) >> 3u;
-                    unsigned int qat = doff + (i >> 1u);
-                    for (unsigned int j = 0u; j < nquad; j++) {
-                        unsigned int b = qat + 4u * j;
-                        unsigned int w = load_data(b) | (load_data(b + 1u) << 8u) | (load_data(b + 2u) << 16u)
-                                | (load_data(b + 3u) << 24u);
+                }
+                end = stop;
+                unsigned int ngrp = (end - i) >> 3u;
+                unsigned int gat = doff + (i >> 3u) * bits;
+                if (bits == 4u) {
+                    for (unsigned int j = 0u; j < ngrp; j++) {
+                        unsigned int b = gat + 4u * j;
                         unsigned int k = i + 8u * j;
-                        store_dst(k, load_tab(w & 15u));
-                        store_dst(k + 1u, load_tab((w >> 4u) & 15u));
-                        store_dst(k + 2u, load_tab((w >> 8u) & 15u));
-                        store_dst(k + 3u, load_tab((w >> 12u) & 15u));
-                        store_dst(k + 4u, load_tab((w >> 16u) & 15u));
-                        store_dst(k + 5u, load_tab((w >> 20u) & 15u));
-                        store_dst(k + 6u, load_tab((w >> 24u) & 15u));
-                        store_dst(k + 7u, load_tab(w >> 28u));
+                        { float t0 = load_lut(load_data(b) & 15u); store_dst(k, hg_f32_to_f16((__float_as_uint(t0) & 0x7fffffffu) > 0x7f800000u ? t0 : s * t0)); float t1 = load_lut((load_data(b) >> 4u) & 15u); store_dst(k + 1u, hg_f32_to_f16((__float_as_uint(t1) & 0x7fffffffu) > 0x7f800000u ? t1 : s * t1)); float t2 = load_lut(load_data(b + 1u) & 15u); store_dst(k + 2u, hg_f32_to_f16((__float_as_uint(t2) & 0x7fffffffu) > 0x7f800000u ? t2 : s * t2)); float t3 = load_lut((load_data(b + 1u) >> 4u) & 15u); store_dst(k + 3u, hg_f32_to_f16((__float_as_uint(t3) & 0x7fffffffu) > 0x7f800000u ? t3 : s * t3)); float t4 = load_lut(load_data(b + 2u) & 15u); store_dst(k + 4u, hg_f32_to_f16((__float_as_uint(t4) & 0x7fffffffu) > 0x7f800000u ? t4 : s * t4)); float t5 = load_lut((load_data(b + 2u) >> 4u) & 15u); store_dst(k + 5u, hg_f32_to_f16((__float_as_uint(t5) & 0x7fffffffu) > 0x7f800000u ? t5 : s * t5)); float t6 = load_lut(load_data(b + 3u) & 15u); store_dst(k + 6u, hg_f32_to_f16((__float_as_uint(t6) & 0x7fffffffu) > 0x7f800000u ? t6 : s * t6)); float t7 = load_lut((load_data(b + 3u) >> 4u) & 15u); store_dst(k + 7u, hg_f32_to_f16((__float_as_uint(t7) & 0x7fffffffu) > 0x7f800000u ? t7 : s * t7)); }
                     }
-                    i = i + 8u * nquad;
-                    unsigned int npair = (end - i) >> 1u;
-                    unsigned int at = doff + (i >> 1u);
-                    for (unsigned int j = 0u; j < npair; j++) {
-                        unsigned int pair = load_data(at + j);
-                        unsigned int k = i + 2u * j;
-                        store_dst(k, load_tab(pair & 15u));
-                        store_dst(k + 1u, load_tab(pair >> 4u));
+                } else if (bits == 8u) {
+                    for (unsigned int j = 0u; j < ngrp; j++) {
+                        unsigned int b = gat + 8u * j;
+                        unsigned int k = i + 8u * j;
+                        { float t0 = load_lut(load_data(b) & 255u); store_dst(k, hg_f32_to_f16((__float_as_uint(t0) & 0x7fffffffu) > 0x7f800000u ? t0 : s * t0)); float t1 = load_lut(load_data(b + 1u) & 255u); store_dst(k + 1u, hg_f32_to_f16((__float_as_uint(t1) & 0x7fffffffu) > 0x7f800000u ? t1 : s * t1)); float t2 = load_lut(load_data(b + 2u) & 255u); store_dst(k + 2u, hg_f32_to_f16((__float_as_uint(t2) & 0x7fffffffu) > 0x7f800000u ? t2 : s * t2)); float t3 = load_lut(load_data(b + 3u) & 255u); store_dst(k + 3u, hg_f32_to_f16((__float_as_uint(t3) & 0x7fffffffu) > 0x7f800000u ? t3 : s * t3)); float t4 = load_lut(load_data(b + 4u) & 255u); store_dst(k + 4u, hg_f32_to_f16((__float_as_uint(t4) & 0x7fffffffu) > 0x7f800000u ? t4 : s * t4)); float t5 = load_lut(load_data(b + 5u) & 255u); store_dst(k + 5u, hg_f32_to_f16((__float_as_uint(t5) & 0x7fffffffu) > 0x7f800000u ? t5 : s * t5)); float t6 = load_lut(load_data(b + 6u) & 255u); store_dst(k + 6u, hg_f32_to_f16((__float_as_uint(t6) & 0x7fffffffu) > 0x7f800000u ? t6 : s * t6)); float t7 = load_lut(load_data(b + 7u) & 255u); store_dst(k + 7u, hg_f32_to_f16((__float_as_uint(t7) & 0x7fffffffu) > 0x7f800000u ? t7 : s * t7)); }
                     }
-                    i = i + 2u * npair;
-                    if (i < end) {
-                        store_dst(i, load_tab(load_data(doff + (i >> 1u)) & 15u));
-                        i = i + 1u;
+                }
+                i = i + 8u * ngrp;
+                for (; i < end; i++) {
+                    unsigned int code = 0u;
+                    if (bits == 8u) {
+                        code = load_data(doff + i);
+                    } else if (bits < 8u) {
+                        unsigned int bit = i * bits;
+                        unsigned int at = doff + (bit >> 3u);
+                        unsigned int sh = bit & 7u;
+                        code = load_data(at) >> sh;
+                        if (sh + bits > 8u) code = code | (load_data(at + 1u) << (8u - sh));
+                        code = code & ((1u << bits) - 1u);
+                    } else if (bits == 16u) {
+                        unsigned int at = doff + i * 2u;
+                        code = load_data(at) | (load_data(at + 1u) << 8u);
+                    } else {
+                        unsigned int at = doff + i * 4u;
+                        code = load_data(at) | (load_data(at + 1u) << 8u) | (load_data(at + 2u) << 16u)
+                               | (load_data(at + 3u) << 24u);
                     }
-                } else {
-                    if ((i & 1u) != 0u && i < end) {
-                        {
-                            unsigned int code = load_data(doff + (i >> 1u)) >> 4u;
-                            unsigned int k = i;
-                            float v = load_lut(code);
-                            if (mode != 0u && (__float_as_uint(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
-                            store_dst(k, hg_f32_to_f16(v));
-                        }
-                        i = i + 1u;
+                    {
+                        unsigned int k = i;
+                        if (chk != 0u && (code == 0u || code == 255u)) store_err(0u, 1u);
+                        float v = load_lut(code);
+                        if (mode != 0u && (__float_as_uint(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
+                        store_dst(k, hg_f32_to_f16(v));
                     }
-                    for (; i + 1u < end; i += 2u) {
-                        unsigned int pair = load_data(doff + (i >> 1u));
-                        {
-                            unsigned int code = pair & 15u;
-                            unsigned int k = i;
-                            float v = load_lut(code);
-                            if (mode != 0u && (__float_as_uint(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
-                            store_dst(k, hg_f32_to_f16(v));
-                        }
-                        {
-                            unsigned int code = pair >> 4u;
-                            unsigned int k = i + 1u;
-                            float v = load_lut(code);
-                            if (mode != 0u && (__float_as_uint(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
-                            store_dst(k, hg_f32_to_f16(v));
-                        }
+                }
+            }
+            else if (bits == 4u && chk == 0u) {
+                if ((i & 1u) != 0u && i < end) {
+                    {
+                        unsigned int code = load_data(doff + (i >> 1u)) >> 4u;
+                        unsigned int k = i;
+                        float v = load_lut(code);
+                        if (mode != 0u && (__float_as_uint(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
+                        store_dst(k, hg_f32_to_f16(v));
                     }
-                    if (i < end) {
-                        {
-                            unsigned int code = load_data(doff + (i >> 1u)) & 15u;
-                            unsigned int k = i;
-                            float v = load_lut(code);
-                            if (mode != 0u && (__float_as_uint(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
-                            store_dst(k, hg_f32_to_f16(v));
-                        }
-                        i = i + 1u;
+                    i = i + 1u;
+                }
+                for (; i + 1u < end; i += 2u) {
+                    unsigned int pair = load_data(doff + (i >> 1u));
+                    {
+                        unsigned int code = pair & 15u;
+                        unsigned int k = i;
+                        float v = load_lut(code);
+                        if (mode != 0u && (__float_as_uint(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
+                        store_dst(k, hg_f32_to_f16(v));
                     }
+                    {
+                        unsigned int code = pair >> 4u;
+                        unsigned int k = i + 1u;
+                        float v = load_lut(code);
+                        if (mode != 0u && (__float_as_uint(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
+                        store_dst(k, hg_f32_to_f16(v));
+                    }
+                }
+                if (i < end) {
+                    {
+                        unsigned int code = load_data(doff + (i >> 1u)) & 15u;
+                        unsigned int k = i;
+                        float v = load_lut(code);
+                        if (mode != 0u && (__float_as_uint(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
+                        store_dst(k, hg_f32_to_f16(v));
+                    }
+                    i = i + 1u;
                 }
             }
             else if (bits == 8u && doff == 0u && chk == 0u) {

@@ -1,0 +1,161 @@
+""""Lookup, then scale": SCALE8_<T> statements and the dequant runs that use them.
+
+Values ``s * T(code)`` (MX, NF4, per-block int4 without zero points, 6-bit unpacking) go eight
+codes at a time through one statement (host C: vector lookups, one multiply, a vector
+conversion). Checked bit-exact against NumPy on every backend: NaN table entries keep their
+bits, products overflow or round into subnormal halves, runs start off the 8-element groups,
+end short of them and split across work items.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from hurray_gpu.dialect.kernel import KernelDef, buf, scalar
+from hurray_gpu.dialect.render import lint_body
+from hurray_gpu.format.descriptor import BufferHandle, RowMajor, TensorDescriptor
+from hurray_gpu.format.descriptor.quant import MXFP
+from hurray_gpu.format.dtypes import by_name
+from hurray_gpu.ops import dequantize
+from hurray_gpu.ops.plan import bind_inputs, launch, plan_dequantize
+from hurray_gpu.ops.quantize import random_quantized
+from hurray_gpu.parts import assemble
+from hurray_gpu.runtime.buffer import Buffer
+from hurray_gpu.runtime.device import Device
+from hurray_gpu.tensor import Tensor
+from tests._support import stable_rng as _rng
+
+_NP = {"F32": np.float32, "BF16": by_name("bfloat16").numpy, "F16": np.float16}
+_DST = {"F32": ("f32", np.uint32), "BF16": ("u16", np.uint16), "F16": ("u16", np.uint16)}
+
+
+def _scale8_kernel(conv: str, bits: int) -> KernelDef:
+    """One SCALE8 statement per work item: 8 codes from ``bits * g`` bytes in, scale ``s``."""
+    return KernelDef(
+        name=f"scale8_probe_{conv.lower()}_{bits}",
+        params=(buf("dst", _DST[conv][0], "w"), buf("tab", "f32"), buf("data", "u8"),
+                scalar("n"), scalar("s", "f32")),
+        body=f"""
+            u32 g = GLOBAL_ID(0);
+            if (g * 8u >= n) return;
+            u32 b = g * {bits}u;
+            u32 k = g * 8u;
+            SCALE8_{conv}(dst, k, tab, data, b, {bits}, s, n);
+        """, grid=lambda a: (int(a["n"]) // 8,),
+        extents=lambda a: {"dst": int(a["n"]), "tab": 1 << bits,
+                           "data": int(a["n"]) * bits // 8},
+        # host_isa: compiled for this host's vector units, so host C takes its AVX2 rendering.
+        reference=lambda a: None, tags=("host_isa",))
+
+
+def _table(bits: int) -> np.ndarray:
+    """2^bits f32 entries: finite values of every magnitude, infinities, quiet and signalling
+    NaNs with payloads and both signs."""
+    rng = _rng("scale8 table", bits)
+    raw = rng.integers(0, 1 << 32, 1 << bits, dtype=np.uint64).astype(np.uint32)
+    mag = rng.uniform(-149, 127, 1 << bits)
+    tab = (np.sign(rng.standard_normal(1 << bits)) * np.exp2(mag)).astype(np.float32)
+    special = np.array([0x7FC00000, 0xFFC01234, 0x7F800001, 0xFFBFFFFF, 0x7F800000,
+                        0xFF800000, 0x00000001, 0x80000000], np.uint32)
+    tab = tab.view(np.uint32)
+    tab[: special.size] = special
+    tab[special.size: special.size + 4] = raw[:4] | 0x7F800001  # random NaN payloads
+    return tab.view(np.float32)
+
+
+@pytest.mark.parametrize("bits", [4, 6, 8])
+@pytest.mark.parametrize("conv", ["F32", "BF16", "F16"])
+def test_scale8_is_eight_scaled_lookups(kernel_device: Device, conv: str, bits: int) -> None:
+    tab = _table(bits)
+    if kernel_device.kind != "cpu":
+        # OpenCL compilers may quiet a signalling NaN they pass through (host C keeps it; the
+        # library's tables hold quiet NaNs only).
+        tab = np.where(np.isnan(tab), (tab.view(np.uint32) | 0x400000).view(np.float32), tab)
+    n = 8 * 96
+    data = _rng("scale8 data", bits).integers(0, 256, n * bits // 8, dtype=np.uint8)
+    stream = np.unpackbits(data, bitorder="little").reshape(n, bits)
+    codes = (stream.astype(np.uint32) << np.arange(bits, dtype=np.uint32)).sum(1)
+    t = tab[codes]
+    for s in (np.float32(2.0 ** -100), np.float32(0.7), np.float32(2.0 ** 100)):
+        with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+            v = np.where(np.isnan(t), t, t * s).astype(np.float32)
+            want = v.astype(_NP[conv]).view(_DST[conv][1]) if conv != "F32" else v.view(np.uint32)
+        out = Buffer(kernel_device, want.nbytes)
+        kernel_device.run(_scale8_kernel(conv, bits), out, Buffer.from_bytes(kernel_device, tab),
+                          Buffer.from_bytes(kernel_device, data), n=n, s=float(s))
+        got = out.numpy(want.dtype)
+        if conv == "F32":  # NaN products are kept entries: their bits must come back unchanged
+            assert np.array_equal(got, want), f"s={s}"
+        else:
+            assert np.array_equal(got, want), f"s={s}: {np.flatnonzero(got != want)[:8]}"
+
+
+def test_scale8_lint() -> None:
+    def lint(call: str) -> None:
+        lint_body(KernelDef(name="k", params=(buf("dst", "f32", "w"), buf("tab", "f32"),
+                                              buf("data", "u8")), body=call,
+                            grid=lambda a: (1,), extents=lambda a: {}, reference=lambda a: None))
+
+    lint("u32 b = 0u; u32 n = 8u; f32 s = 1.0f; SCALE8_F32(dst, 0u, tab, data, b, 6, s, n);")
+    for bad in ("SCALE8_F32(dst, 0u, tab, data, b, 5, s, n);",
+                "SCALE8_F64(dst, 0u, tab, data, b, 6, s, n);",
+                "SCALE8_F32(dst, 0u, tab, data, b, 6, s);"):
+        with pytest.raises(Exception, match="SCALE8"):
+            lint("u32 b = 0u; u32 n = 8u; f32 s = 1.0f; " + bad)
+    with pytest.raises(Exception, match="LOAD of 'dst'"):
+        lint("u32 b = 0u; u32 n = 8u; f32 s = 1.0f; SCALE8_F32(tab, 0u, dst, data, b, 6, s, n);")
+
+
+def _bits(t: Tensor) -> np.ndarray:
+    return np.asarray(t.to("cpu").buffers[0]).copy()
+
+
+def _mx_with_nan_codes(storage: str, shape: tuple[int, int]) -> Tensor:
+    """MX tensor whose codes are every byte value (float8 NaN and infinity codes included),
+    e8m0 scales spanning 1..254 so products overflow and go subnormal."""
+    rng = _rng("mx nan", storage)
+    n = shape[0] * shape[1]
+    data = rng.permutation(np.resize(np.arange(256, dtype=np.uint8), n))
+    nblocks = shape[0] * -(-shape[1] // 32)
+    scales = rng.integers(1, 255, nblocks, dtype=np.uint8)
+    scales[:2] = (1, 254)
+    desc = TensorDescriptor(by_name(storage), shape, RowMajor(),
+                            (BufferHandle(data.nbytes, 64), BufferHandle(scales.nbytes, 64)),
+                            quantization=MXFP(1, 32, 1))
+    tensor: Tensor = assemble(desc, [data, scales])
+    return tensor
+
+
+@pytest.mark.parametrize("storage", ["float8_e4m3", "float8_e5m2"])
+def test_mxfp8_nan_codes(kernel_device: Device, storage: str) -> None:
+    t = _mx_with_nan_codes(storage, (6, 224))
+    for out in ("float32", "float16", "bfloat16"):
+        want = _bits(dequantize(t, out, device="reference"))
+        assert np.array_equal(_bits(dequantize(t, out, device=kernel_device)), want), out
+
+
+_CASES = [("mxfp", "float8_e4m3"), ("mxfp", "float6_e2m3"), ("mxfp", "float4_e2m1"),
+          ("nf4", "uint4"), ("per_block", "int4"), ("per_block", "uint4")]
+
+
+@pytest.mark.parametrize("ept", [32, 37, 1024])
+@pytest.mark.parametrize("scheme,storage", _CASES)
+def test_scaled_runs_off_the_groups(kernel_device: Device, scheme: str, storage: str,
+                                    ept: int) -> None:
+    """Rows of 203 elements (MX: 224, whole blocks): runs start at every residue mod 8, rows end
+    in 11-element runs, work items of ``ept`` elements cut runs anywhere; all three outputs."""
+    block = 64 if scheme == "nf4" else 32
+    cols = 224 if scheme == "mxfp" else 203
+    t = random_quantized(_rng("scaled runs", scheme, storage), scheme, storage, (5, cols),
+                         axis=1, block_size=block, scale_type="float16")
+    dev_t = t.to(kernel_device)
+    for out, width in (("float32", 4), ("float16", 2), ("bfloat16", 2)):
+        want = _bits(dequantize(t, out, device="reference"))
+        plan = plan_dequantize(dev_t.descriptor, out, ept=ept)
+        bufs = list(dev_t.buffers)
+        if not isinstance(bufs[0], Buffer):
+            bufs = [Buffer.from_bytes(kernel_device, np.ascontiguousarray(b)) for b in bufs]
+        got = Buffer(kernel_device, width * plan.count)
+        launch(plan, kernel_device, bind_inputs(plan, kernel_device, bufs), got)
+        assert np.array_equal(got.numpy(), want), f"{t} -> {out} with ept={ept}"
