@@ -157,9 +157,16 @@ _SEP_WORD_MOVE = """
     u32 y1 = y0 + UMIN(ny - y0, by);
     u32 oz = LOAD(tz, z);
     u32 brk = 0u;
+    u32 mx = LOAD(tx, x0);
     for (u32 x = x0 + 1u; x < x1; x++) {
         if (LOAD(tx, x) != LOAD(tx, x - 1u) + 1u) brk = brk | (x - x0);
+        mx = UMAX(mx, LOAD(tx, x));
     }
+    u32 my = 0u;
+    for (u32 y = y0; y < y1; y++) my = UMAX(my, LOAD(ty, y));
+    u32 hi = woff + oz;
+    u32 inb = hi >= woff && hi + my >= hi && hi + my + mx >= hi + my && hi + my + mx < nsrc
+        ? 1u : 0u;
     u32 xd = (brk & 7u) | (wpe - 1u);
     u32 yd = xd == 0u ? 1u : wpe - 1u;
     for (u32 y = y0; y + 8u <= y1 && yd == 0u; y += 8u) {
@@ -197,6 +204,7 @@ _SEP_WORD_MOVE = """
             if (s + 7u >= nsrc || s >= 0xFFFFFFF0u || o >= 0xFFFFFFF0u) break;
             for (u32 k = 0u; k < 8u; k++) STORE(dst, o + k, LOAD(src, s + k));
         }
+        for (; x < x1 && wpe == 1u && inb == 1u; x++) STORE(dst, f + x, LOAD(src, b + LOAD(tx, x)));
         for (; x < x1 && wpe == 1u; x++) {
             u32 s = b + LOAD(tx, x);
             STORE(dst, f + x, s < nsrc ? LOAD(src, s) : 0u);

@@ -30,9 +30,16 @@ static inline void layout_sepblk_u16_item(uint32_t hg_gid0, uint32_t hg_gid1, ui
     uint32_t y1 = y0 + hg_umin(ny - y0, by);
     uint32_t oz = load_tz(z);
     uint32_t brk = 0u;
+    uint32_t mx = load_tx(x0);
     for (uint32_t x = x0 + 1u; x < x1; x++) {
         if (load_tx(x) != load_tx(x - 1u) + 1u) brk = brk | (x - x0);
+        mx = hg_umax(mx, load_tx(x));
     }
+    uint32_t my = 0u;
+    for (uint32_t y = y0; y < y1; y++) my = hg_umax(my, load_ty(y));
+    uint32_t hi = woff + oz;
+    uint32_t inb = hi >= woff && hi + my >= hi && hi + my + mx >= hi + my && hi + my + mx < nsrc
+        ? 1u : 0u;
     uint32_t xd = (brk & 7u) | (wpe - 1u);
     uint32_t yd = xd == 0u ? 1u : wpe - 1u;
     for (uint32_t y = y0; y + 8u <= y1 && yd == 0u; y += 8u) {
@@ -70,6 +77,7 @@ static inline void layout_sepblk_u16_item(uint32_t hg_gid0, uint32_t hg_gid1, ui
             if (s + 7u >= nsrc || s >= 0xFFFFFFF0u || o >= 0xFFFFFFF0u) break;
             for (uint32_t k = 0u; k < 8u; k++) store_dst(o + k, load_src(s + k));
         }
+        for (; x < x1 && wpe == 1u && inb == 1u; x++) store_dst(f + x, load_src(b + load_tx(x)));
         for (; x < x1 && wpe == 1u; x++) {
             uint32_t s = b + load_tx(x);
             store_dst(f + x, s < nsrc ? load_src(s) : 0u);

@@ -34,9 +34,16 @@ void main() {
     uint y1 = y0 + min(ny - y0, by);
     uint oz = load_tz(z);
     uint brk = 0u;
+    uint mx = load_tx(x0);
     for (uint x = x0 + 1u; x < x1; x++) {
         if (load_tx(x) != load_tx(x - 1u) + 1u) brk = brk | (x - x0);
+        mx = max(mx, load_tx(x));
     }
+    uint my = 0u;
+    for (uint y = y0; y < y1; y++) my = max(my, load_ty(y));
+    uint hi = woff + oz;
+    uint inb = hi >= woff && hi + my >= hi && hi + my + mx >= hi + my && hi + my + mx < nsrc
+        ? 1u : 0u;
     uint xd = (brk & 7u) | (wpe - 1u);
     uint yd = xd == 0u ? 1u : wpe - 1u;
     for (uint y = y0; y + 8u <= y1 && yd == 0u; y += 8u) {
@@ -74,6 +81,7 @@ void main() {
             if (s + 7u >= nsrc || s >= 0xFFFFFFF0u || o >= 0xFFFFFFF0u) break;
             for (uint k = 0u; k < 8u; k++) store_dst(o + k, load_src(s + k));
         }
+        for (; x < x1 && wpe == 1u && inb == 1u; x++) store_dst(f + x, load_src(b + load_tx(x)));
         for (; x < x1 && wpe == 1u; x++) {
             uint s = b + load_tx(x);
             store_dst(f + x, s < nsrc ? load_src(s) : 0u);

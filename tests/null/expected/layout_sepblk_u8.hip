@@ -16,9 +16,16 @@ extern "C" __global__ void __launch_bounds__(64) layout_sepblk_u8(unsigned char*
     unsigned int y1 = y0 + min(ny - y0, by);
     unsigned int oz = load_tz(z);
     unsigned int brk = 0u;
+    unsigned int mx = load_tx(x0);
     for (unsigned int x = x0 + 1u; x < x1; x++) {
         if (load_tx(x) != load_tx(x - 1u) + 1u) brk = brk | (x - x0);
+        mx = max(mx, load_tx(x));
     }
+    unsigned int my = 0u;
+    for (unsigned int y = y0; y < y1; y++) my = max(my, load_ty(y));
+    unsigned int hi = woff + oz;
+    unsigned int inb = hi >= woff && hi + my >= hi && hi + my + mx >= hi + my && hi + my + mx < nsrc
+        ? 1u : 0u;
     unsigned int xd = (brk & 7u) | (wpe - 1u);
     unsigned int yd = xd == 0u ? 1u : wpe - 1u;
     for (unsigned int y = y0; y + 8u <= y1 && yd == 0u; y += 8u) {
@@ -56,6 +63,7 @@ extern "C" __global__ void __launch_bounds__(64) layout_sepblk_u8(unsigned char*
             if (s + 7u >= nsrc || s >= 0xFFFFFFF0u || o >= 0xFFFFFFF0u) break;
             for (unsigned int k = 0u; k < 8u; k++) store_dst(o + k, load_src(s + k));
         }
+        for (; x < x1 && wpe == 1u && inb == 1u; x++) store_dst(f + x, load_src(b + load_tx(x)));
         for (; x < x1 && wpe == 1u; x++) {
             unsigned int s = b + load_tx(x);
             store_dst(f + x, s < nsrc ? load_src(s) : 0u);
