@@ -145,9 +145,11 @@ _WORD_MOVE = Piece("word mover", """
 # Separable word mover for host C: a work item copies a bx x by block (GPUs keep the
 # per-element kernel). The tables decide per block, exactly: when every aligned 8 columns are
 # one storage run (row-major, tiles at least 8 wide), rows are copied in 8-word runs (a run
-# not wholly inside src, and the rest of its row, element by element); when every aligned 8
-# rows are (column-major), 8 columns of 8 contiguous words are read and transposed through p,
-# so the source is read in whole lines. Reads outside src (nsrc words) yield 0.
+# not wholly inside src, or that wraps past 2**32, and the rest of its row go element by
+# element); when every aligned 8 rows are (column-major), 8 columns of 8 contiguous words are
+# read and transposed through p, so the source is read in whole lines. When the block's
+# largest offsets sum below nsrc without wrapping, elements are read without a bounds test.
+# Reads outside src (nsrc words) yield 0.
 _SEP_WORD_MOVE = """
     u32 x0 = GLOBAL_ID(0) * bx;
     u32 y0 = GLOBAL_ID(1) * by;
@@ -180,7 +182,7 @@ _SEP_WORD_MOVE = """
             u32 xe = UMIN(x1 - x, 8u);
             for (u32 k = 0u; k < xe; k++) {
                 u32 s = sb + LOAD(tx, x + k);
-                if (s + 7u < nsrc && s < 0xFFFFFFF0u) {
+                if (s + 7u < nsrc && s + 7u >= s) {
                     for (u32 j = 0u; j < 8u; j++) STORE(p, k * 8u + j, LOAD(src, s + j));
                 } else {
                     for (u32 j = 0u; j < 8u; j++) {
@@ -200,9 +202,8 @@ _SEP_WORD_MOVE = """
         u32 x = x0;
         for (; xd == 0u && x + 8u <= x1; x += 8u) {
             u32 s = b + LOAD(tx, x);
-            u32 o = f + x;
-            if (s + 7u >= nsrc || s >= 0xFFFFFFF0u || o >= 0xFFFFFFF0u) break;
-            for (u32 k = 0u; k < 8u; k++) STORE(dst, o + k, LOAD(src, s + k));
+            if (s + 7u >= nsrc || s + 7u < s) break;
+            for (u32 k = 0u; k < 8u; k++) STORE(dst, f + x + k, LOAD(src, s + k));
         }
         for (; x < x1 && wpe == 1u && inb == 1u; x++) STORE(dst, f + x, LOAD(src, b + LOAD(tx, x)));
         for (; x < x1 && wpe == 1u; x++) {

@@ -53,7 +53,7 @@ static inline void layout_sepblk_u16_item(uint32_t hg_gid0, uint32_t hg_gid1, ui
             uint32_t xe = hg_umin(x1 - x, 8u);
             for (uint32_t k = 0u; k < xe; k++) {
                 uint32_t s = sb + load_tx(x + k);
-                if (s + 7u < nsrc && s < 0xFFFFFFF0u) {
+                if (s + 7u < nsrc && s + 7u >= s) {
                     for (uint32_t j = 0u; j < 8u; j++) store_p(k * 8u + j, load_src(s + j));
                 } else {
                     for (uint32_t j = 0u; j < 8u; j++) {
@@ -73,9 +73,8 @@ static inline void layout_sepblk_u16_item(uint32_t hg_gid0, uint32_t hg_gid1, ui
         uint32_t x = x0;
         for (; xd == 0u && x + 8u <= x1; x += 8u) {
             uint32_t s = b + load_tx(x);
-            uint32_t o = f + x;
-            if (s + 7u >= nsrc || s >= 0xFFFFFFF0u || o >= 0xFFFFFFF0u) break;
-            for (uint32_t k = 0u; k < 8u; k++) store_dst(o + k, load_src(s + k));
+            if (s + 7u >= nsrc || s + 7u < s) break;
+            for (uint32_t k = 0u; k < 8u; k++) store_dst(f + x + k, load_src(s + k));
         }
         for (; x < x1 && wpe == 1u && inb == 1u; x++) store_dst(f + x, load_src(b + load_tx(x)));
         for (; x < x1 && wpe == 1u; x++) {

@@ -39,7 +39,7 @@ __kernel __attribute__((reqd_work_group_size(8, 8, 1))) void layout_sepblk_u16(_
             uint xe = min(x1 - x, 8u);
             for (uint k = 0u; k < xe; k++) {
                 uint s = sb + load_tx(x + k);
-                if (s + 7u < nsrc && s < 0xFFFFFFF0u) {
+                if (s + 7u < nsrc && s + 7u >= s) {
                     for (uint j = 0u; j < 8u; j++) store_p(k * 8u + j, load_src(s + j));
                 } else {
                     for (uint j = 0u; j < 8u; j++) {
@@ -59,9 +59,8 @@ __kernel __attribute__((reqd_work_group_size(8, 8, 1))) void layout_sepblk_u16(_
         uint x = x0;
         for (; xd == 0u && x + 8u <= x1; x += 8u) {
             uint s = b + load_tx(x);
-            uint o = f + x;
-            if (s + 7u >= nsrc || s >= 0xFFFFFFF0u || o >= 0xFFFFFFF0u) break;
-            for (uint k = 0u; k < 8u; k++) store_dst(o + k, load_src(s + k));
+            if (s + 7u >= nsrc || s + 7u < s) break;
+            for (uint k = 0u; k < 8u; k++) store_dst(f + x + k, load_src(s + k));
         }
         for (; x < x1 && wpe == 1u && inb == 1u; x++) store_dst(f + x, load_src(b + load_tx(x)));
         for (; x < x1 && wpe == 1u; x++) {

@@ -39,7 +39,7 @@ extern "C" __global__ void __launch_bounds__(64) layout_sepblk_u16(unsigned shor
             unsigned int xe = min(x1 - x, 8u);
             for (unsigned int k = 0u; k < xe; k++) {
                 unsigned int s = sb + load_tx(x + k);
-                if (s + 7u < nsrc && s < 0xFFFFFFF0u) {
+                if (s + 7u < nsrc && s + 7u >= s) {
                     for (unsigned int j = 0u; j < 8u; j++) store_p(k * 8u + j, load_src(s + j));
                 } else {
                     for (unsigned int j = 0u; j < 8u; j++) {
@@ -59,9 +59,8 @@ extern "C" __global__ void __launch_bounds__(64) layout_sepblk_u16(unsigned shor
         unsigned int x = x0;
         for (; xd == 0u && x + 8u <= x1; x += 8u) {
             unsigned int s = b + load_tx(x);
-            unsigned int o = f + x;
-            if (s + 7u >= nsrc || s >= 0xFFFFFFF0u || o >= 0xFFFFFFF0u) break;
-            for (unsigned int k = 0u; k < 8u; k++) store_dst(o + k, load_src(s + k));
+            if (s + 7u >= nsrc || s + 7u < s) break;
+            for (unsigned int k = 0u; k < 8u; k++) store_dst(f + x + k, load_src(s + k));
         }
         for (; x < x1 && wpe == 1u && inb == 1u; x++) store_dst(f + x, load_src(b + load_tx(x)));
         for (; x < x1 && wpe == 1u; x++) {
