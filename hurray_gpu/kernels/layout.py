@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from hurray_gpu.dialect.compose import Piece, compose_kernel
-from hurray_gpu.dialect.kernel import KernelDef, Param, buf, scalar
+from hurray_gpu.dialect.kernel import LONG_ITEMS, KernelDef, Param, buf, scalar
 from hurray_gpu.format.dtypes import by_name
 
 __all__ = ["AXIS_TABLE", "HILBERT_ADDR", "LAYOUT_KERNELS", "REC_WORDS", "SoFn",
@@ -142,9 +142,13 @@ _WORD_MOVE = Piece("word mover", """
     }
 """)
 
-# Separable word mover: a work item copies a bx x by block of elements (GPUs launch bx = by = 1,
-# one element per item; host C launches blocks, so the x loop is a plain indexed copy the C
-# compiler keeps in registers, and a column-major or tiled source is read in cache-line runs).
+# Separable word mover for host C: a work item copies a bx x by block (GPUs keep the
+# per-element kernel). The tables decide per block, exactly: when every aligned 8 columns are
+# one storage run (row-major, tiles at least 8 wide), rows are copied in 8-word runs (a run
+# not wholly inside src, or that wraps past 2**32, and the rest of its row go element by
+# element); when every aligned 8 rows are (column-major), 8 columns of 8 contiguous words are
+# read and transposed through p, so the source is read in whole lines. When the block's
+# largest offsets sum below nsrc without wrapping, elements are read without a bounds test.
 # Reads outside src (nsrc words) yield 0.
 _SEP_WORD_MOVE = """
     u32 x0 = GLOBAL_ID(0) * bx;
@@ -154,24 +158,64 @@ _SEP_WORD_MOVE = """
     u32 x1 = x0 + UMIN(nx - x0, bx);
     u32 y1 = y0 + UMIN(ny - y0, by);
     u32 oz = LOAD(tz, z);
-    for (u32 y = y0; y < y1; y++) {
+    u32 brk = 0u;
+    u32 mx = LOAD(tx, x0);
+    for (u32 x = x0 + 1u; x < x1; x++) {
+        if (LOAD(tx, x) != LOAD(tx, x - 1u) + 1u) brk = brk | (x - x0);
+        mx = UMAX(mx, LOAD(tx, x));
+    }
+    u32 my = 0u;
+    for (u32 y = y0; y < y1; y++) my = UMAX(my, LOAD(ty, y));
+    u32 hi = woff + oz;
+    u32 inb = hi >= woff && hi + my >= hi && hi + my + mx >= hi + my && hi + my + mx < nsrc
+        ? 1u : 0u;
+    u32 xd = (brk & 7u) | (wpe - 1u);
+    u32 yd = xd == 0u ? 1u : wpe - 1u;
+    for (u32 y = y0; y + 8u <= y1 && yd == 0u; y += 8u) {
+        for (u32 k = 1u; k < 8u; k++) yd = yd | (LOAD(ty, y + k) ^ (LOAD(ty, y) + k));
+    }
+    u32 yt = y0;
+    for (; yd == 0u && yt + 8u <= y1; yt += 8u) {
+        u32 sb = woff + oz + LOAD(ty, yt);
+        u32 f = (z * ny + yt) * nx;
+        for (u32 x = x0; x < x1; x += 8u) {
+            u32 xe = UMIN(x1 - x, 8u);
+            for (u32 k = 0u; k < xe; k++) {
+                u32 s = sb + LOAD(tx, x + k);
+                if (s + 7u < nsrc && s + 7u >= s) {
+                    for (u32 j = 0u; j < 8u; j++) STORE(p, k * 8u + j, LOAD(src, s + j));
+                } else {
+                    for (u32 j = 0u; j < 8u; j++) {
+                        STORE(p, k * 8u + j, s + j < nsrc ? LOAD(src, s + j) : 0u);
+                    }
+                }
+            }
+            for (u32 j = 0u; j < 8u; j++) {
+                for (u32 k = 0u; k < xe; k++) STORE(dst, f + j * nx + x + k, LOAD(p, k * 8u + j));
+            }
+        }
+    }
+    for (u32 y = yt; y < y1; y++) {
         u32 oy = oz + LOAD(ty, y);
         u32 f = (z * ny + y) * nx;
-        if (wpe == 1u) {
-            u32 b = woff + oy;
-            for (u32 x = x0; x < x1; x++) {
-                u32 s = b + LOAD(tx, x);
-                STORE(dst, f + x, s < nsrc ? LOAD(src, s) : 0u);
-            }
-        } else {
-            for (u32 x = x0; x < x1; x++) {
-                u32 s = woff + (oy + LOAD(tx, x)) * wpe;
-                u32 o = (f + x) * wpe;
-                for (u32 w = 0u; w < wpe; w++) {
-                    u32 v = 0u;
-                    if (s + w < nsrc && s + w >= s) v = LOAD(src, s + w);
-                    STORE(dst, o + w, v);
-                }
+        u32 b = woff + oy;
+        u32 x = x0;
+        for (; xd == 0u && x + 8u <= x1; x += 8u) {
+            u32 s = b + LOAD(tx, x);
+            if (s + 7u >= nsrc || s + 7u < s) break;
+            for (u32 k = 0u; k < 8u; k++) STORE(dst, f + x + k, LOAD(src, s + k));
+        }
+        for (; x < x1 && wpe == 1u && inb == 1u; x++) STORE(dst, f + x, LOAD(src, b + LOAD(tx, x)));
+        for (; x < x1 && wpe == 1u; x++) {
+            u32 s = b + LOAD(tx, x);
+            STORE(dst, f + x, s < nsrc ? LOAD(src, s) : 0u);
+        }
+        for (; x < x1; x++) {
+            u32 s = woff + (oy + LOAD(tx, x)) * wpe;
+            for (u32 w = 0u; w < wpe; w++) {
+                u32 v = 0u;
+                if (s + w < nsrc && s + w >= s) v = LOAD(src, s + w);
+                STORE(dst, (f + x) * wpe + w, v);
             }
         }
     }
@@ -353,7 +397,8 @@ def _make_blocked(word: str) -> KernelDef:
         body=_SEP_WORD_MOVE, grid=_block_grid,
         extents=lambda s: _gather_extents(s, "sep", False),
         reference=lambda a: _ref_words(a, _sep_so),
-        local_size=(8, 8, 1), tags=("layout",),
+        # A block is thousands of elements: host C hands out fewer items per chunk.
+        local_size=(8, 8, 1), tags=("layout", LONG_ITEMS), private=(("p", "u32", 64),),
         doc=f"Row-major gather of {word} words (sep addressing), a bx x by block per item.")
 
 

@@ -55,6 +55,7 @@ class DensePlan:
         doff: the byte where ``so = 0`` lies in buffer 0.
         xcontig: sep only: neighbours along the last axis are mostly neighbours in storage
             (1), and every one of them is (2: a row is one storage run).
+        ycontig: the same along the second-last axis (column-major: 2).
     """
 
     addr: str
@@ -67,6 +68,7 @@ class DensePlan:
     span: int = 0
     doff: int = 0
     xcontig: int = 0
+    ycontig: int = 0
 
 
 def dims_of(desc: Any) -> tuple[int, ...]:
@@ -148,9 +150,9 @@ def _regions(dims: tuple[int, ...], base: int) -> list[tuple[int, int, int, int]
             (0, max(rank - 2, 0), nz, base & _MASK)]
 
 
-def _x_contiguous(records: np.ndarray, region: tuple[int, int, int, int]) -> int:
-    """2 when the first 4096 x-table steps are all +1 (rows are storage runs), 1 when at least
-    3/4 of them are (tiles at least 4 elements wide), else 0."""
+def _contiguous(records: np.ndarray, region: tuple[int, int, int, int]) -> int:
+    """2 when the first 4096 steps of a region's table are all +1 (x: rows are storage runs),
+    1 when at least 3/4 of them are (x: tiles at least 4 elements wide), else 0."""
     d0, nd, entries, _ = region
     head = ref_axis_entries(records, min(entries, 4096), d0, nd, 0).astype(np.int64)
     ones = int((np.diff(head) == 1).sum())
@@ -226,7 +228,8 @@ def _plan_dense(desc: Any, data_size: int) -> DensePlan:
     if sep:
         plan.records = _records(desc.layout, dims).reshape(-1)
         plan.regions = _regions(dims, -lo)
-        plan.xcontig = _x_contiguous(plan.records, plan.regions[0])
+        plan.xcontig = _contiguous(plan.records, plan.regions[0])
+        plan.ycontig = _contiguous(plan.records, plan.regions[1])
     else:
         plan.scalars.update(hp=int(desc.layout.order), hr=int(desc.layout.hilbert_rank))
     nx, ny, nz = (r[2] for r in _regions(dims, 0))
@@ -282,9 +285,9 @@ _TABLE_CACHE_WORDS = 1 << 16
 _TABLE_CACHES: weakref.WeakKeyDictionary[Any, LRUCache[Any, list[Buffer]]] = (
     weakref.WeakKeyDictionary())
 _TABLE_LOCK = threading.Lock()
-# Host C runs a thread's work items one after another in chunks of this many (HG_CHUNK in the
-# host renderer): blocks are sized so every core still gets whole chunks.
-_HOST_CHUNK = 4096
+# Host C runs a thread's work items one after another in chunks of this many (LONG_ITEMS in
+# the host renderer): blocks are sized so every core still gets whole chunks.
+_HOST_CHUNK = 128
 _HOST_THREADS = max(os.cpu_count() or 1, 1)
 
 
@@ -361,23 +364,21 @@ def blocks(dev: Any, plan: DensePlan) -> tuple[int, int]:
 
     GPUs (and pocl/lavapipe, which vectorise across work items) take one element per item
     (and run the per-element kernel instead). Host C runs items in sequence, each a block
-    whose inner loop is a plain table-indexed copy: one long row run when every row is one
-    storage run (row-major, strided: few streams for the prefetcher); a band of whole tiles,
-    128 x 32, when rows are runs of tiles (as row runs, each output row read a few lines
-    every tile of the source, a new page every few dozen elements); else 16 rows of 64 to 256
-    elements, so a column-major or Morton source is read in whole 64-byte lines. Blocks are as
-    large as still leaves every core a chunk of items.
+    walked in 8 x 8 groups (multiples of 8, so groups line up with tiles): whole rows when
+    every row is one storage run (few streams for the prefetcher), as many as still leave
+    every core chunks of items; 128 x 32 when rows are runs of tiles (a band of whole tiles);
+    128 x 128 when columns are runs (column-major: each column's lines are read whole while
+    the block's rows are written); else 64 x 64 (Morton: an aligned block is one storage run).
     """
     if getattr(dev, "dialect", "") != "c":
         return 1, 1
     nx, ny = int(plan.scalars["nx"]), int(plan.scalars["ny"])
     if plan.xcontig == 2:
-        return min(nx, max(64, plan.count // (_HOST_CHUNK * _HOST_THREADS))), 1
-    if plan.xcontig:
-        return min(128, nx), min(32, ny)
-    by = min(16, ny)
-    per_item = plan.count // (_HOST_CHUNK * _HOST_THREADS * by)
-    return min(256, nx, max(64, per_item)), by
+        by = min(8, ny)
+        row = max(64, plan.count // (_HOST_CHUNK * _HOST_THREADS * by))
+        return min(nx, -(-row // 8) * 8), by
+    bx, by = (128, 32) if plan.xcontig else (128, 128) if plan.ycontig else (64, 64)
+    return min(bx, nx), min(by, ny)
 
 
 def dense_launch(dev: Any, plan: DensePlan, *, wait: bool = False

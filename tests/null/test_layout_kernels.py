@@ -99,9 +99,8 @@ def test_word_gather_reference_is_the_spec_gather() -> None:
 
 
 def test_host_blocks_follow_the_storage_runs() -> None:
-    # Rows that are one storage run are copied as row runs; rows of tiles in bands of whole
-    # tiles (as rows, each output row reads a few lines of every tile); the rest in 16-row
-    # blocks.
+    # Rows that are one storage run are copied as runs of whole rows; rows of tiles in bands
+    # of whole tiles; columns that are runs in 128 x 128 transposes; the rest in 64 x 64.
     from hurray_gpu.backends.cpu import DEVICE as CPU
     from hurray_gpu.format.descriptor.layouts import ColMajor, RowMajor
     from hurray_gpu.ops.layout_plan import blocks
@@ -111,8 +110,8 @@ def test_host_blocks_follow_the_storage_runs() -> None:
         desc = TensorDescriptor(dtype, (side, side), layout, (BufferHandle(4 * side * side, 64),))
         return plan_dense(desc, 4 * side * side)
 
-    assert [plan(lay).xcontig for lay in (RowMajor(), Tiled((32, 32)), ColMajor(),
-                                          Morton((8, 8)))] == [2, 1, 0, 0]
-    assert blocks(CPU, plan(Tiled((32, 32)))) == (128, 32)
-    assert blocks(CPU, plan(RowMajor()))[1] == 1
-    assert blocks(CPU, plan(ColMajor()))[1] == 16
+    lays = (RowMajor(), Tiled((32, 32)), ColMajor(), Morton((8, 8)))
+    assert [(plan(lay).xcontig, plan(lay).ycontig) for lay in lays] == [
+        (2, 0), (1, 0), (0, 2), (0, 0)]
+    assert [blocks(CPU, plan(lay)) for lay in lays] == [(64, 8), (128, 32), (128, 128),
+                                                        (64, 64)]

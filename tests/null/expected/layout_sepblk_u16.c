@@ -17,8 +17,11 @@ static inline int32_t hg_imax(int32_t a, int32_t b) { return a > b ? a : b; }
 #define load_tx(hg_i) (tx[(hg_i)])
 #define load_ty(hg_i) (ty[(hg_i)])
 #define load_tz(hg_i) (tz[(hg_i)])
+#define load_p(hg_i) (p[(hg_i)])
+#define store_p(hg_i, hg_v) (p[(hg_i)] = (hg_v))
 
 static inline void layout_sepblk_u16_item(uint32_t hg_gid0, uint32_t hg_gid1, uint32_t hg_gid2, uint16_t *restrict dst, const uint16_t *restrict src, const uint32_t *restrict tx, const uint32_t *restrict ty, const uint32_t *restrict tz, uint32_t nx, uint32_t ny, uint32_t nz, uint32_t wpe, uint32_t woff, uint32_t nsrc, uint32_t bx, uint32_t by) {
+    uint32_t p[64];
     uint32_t x0 = hg_gid0 * bx;
     uint32_t y0 = hg_gid1 * by;
     uint32_t z = hg_gid2;
@@ -26,24 +29,64 @@ static inline void layout_sepblk_u16_item(uint32_t hg_gid0, uint32_t hg_gid1, ui
     uint32_t x1 = x0 + hg_umin(nx - x0, bx);
     uint32_t y1 = y0 + hg_umin(ny - y0, by);
     uint32_t oz = load_tz(z);
-    for (uint32_t y = y0; y < y1; y++) {
+    uint32_t brk = 0u;
+    uint32_t mx = load_tx(x0);
+    for (uint32_t x = x0 + 1u; x < x1; x++) {
+        if (load_tx(x) != load_tx(x - 1u) + 1u) brk = brk | (x - x0);
+        mx = hg_umax(mx, load_tx(x));
+    }
+    uint32_t my = 0u;
+    for (uint32_t y = y0; y < y1; y++) my = hg_umax(my, load_ty(y));
+    uint32_t hi = woff + oz;
+    uint32_t inb = hi >= woff && hi + my >= hi && hi + my + mx >= hi + my && hi + my + mx < nsrc
+        ? 1u : 0u;
+    uint32_t xd = (brk & 7u) | (wpe - 1u);
+    uint32_t yd = xd == 0u ? 1u : wpe - 1u;
+    for (uint32_t y = y0; y + 8u <= y1 && yd == 0u; y += 8u) {
+        for (uint32_t k = 1u; k < 8u; k++) yd = yd | (load_ty(y + k) ^ (load_ty(y) + k));
+    }
+    uint32_t yt = y0;
+    for (; yd == 0u && yt + 8u <= y1; yt += 8u) {
+        uint32_t sb = woff + oz + load_ty(yt);
+        uint32_t f = (z * ny + yt) * nx;
+        for (uint32_t x = x0; x < x1; x += 8u) {
+            uint32_t xe = hg_umin(x1 - x, 8u);
+            for (uint32_t k = 0u; k < xe; k++) {
+                uint32_t s = sb + load_tx(x + k);
+                if (s + 7u < nsrc && s + 7u >= s) {
+                    for (uint32_t j = 0u; j < 8u; j++) store_p(k * 8u + j, load_src(s + j));
+                } else {
+                    for (uint32_t j = 0u; j < 8u; j++) {
+                        store_p(k * 8u + j, s + j < nsrc ? load_src(s + j) : 0u);
+                    }
+                }
+            }
+            for (uint32_t j = 0u; j < 8u; j++) {
+                for (uint32_t k = 0u; k < xe; k++) store_dst(f + j * nx + x + k, load_p(k * 8u + j));
+            }
+        }
+    }
+    for (uint32_t y = yt; y < y1; y++) {
         uint32_t oy = oz + load_ty(y);
         uint32_t f = (z * ny + y) * nx;
-        if (wpe == 1u) {
-            uint32_t b = woff + oy;
-            for (uint32_t x = x0; x < x1; x++) {
-                uint32_t s = b + load_tx(x);
-                store_dst(f + x, s < nsrc ? load_src(s) : 0u);
-            }
-        } else {
-            for (uint32_t x = x0; x < x1; x++) {
-                uint32_t s = woff + (oy + load_tx(x)) * wpe;
-                uint32_t o = (f + x) * wpe;
-                for (uint32_t w = 0u; w < wpe; w++) {
-                    uint32_t v = 0u;
-                    if (s + w < nsrc && s + w >= s) v = load_src(s + w);
-                    store_dst(o + w, v);
-                }
+        uint32_t b = woff + oy;
+        uint32_t x = x0;
+        for (; xd == 0u && x + 8u <= x1; x += 8u) {
+            uint32_t s = b + load_tx(x);
+            if (s + 7u >= nsrc || s + 7u < s) break;
+            for (uint32_t k = 0u; k < 8u; k++) store_dst(f + x + k, load_src(s + k));
+        }
+        for (; x < x1 && wpe == 1u && inb == 1u; x++) store_dst(f + x, load_src(b + load_tx(x)));
+        for (; x < x1 && wpe == 1u; x++) {
+            uint32_t s = b + load_tx(x);
+            store_dst(f + x, s < nsrc ? load_src(s) : 0u);
+        }
+        for (; x < x1; x++) {
+            uint32_t s = woff + (oy + load_tx(x)) * wpe;
+            for (uint32_t w = 0u; w < wpe; w++) {
+                uint32_t v = 0u;
+                if (s + w < nsrc && s + w >= s) v = load_src(s + w);
+                store_dst((f + x) * wpe + w, v);
             }
         }
     }
@@ -65,7 +108,7 @@ void layout_sepblk_u16(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0, 
     uint32_t bx = hg_words[6];
     uint32_t by = hg_words[7];
     int64_t hg_total = hg_n0 * hg_n1 * hg_n2;
-    int64_t hg_size = 4096;
+    int64_t hg_size = 128;
     int64_t hg_chunks = (hg_total + hg_size - 1) / hg_size;
 #ifdef _OPENMP
     int64_t hg_want = 8 * (int64_t)omp_get_max_threads();

@@ -3,8 +3,11 @@
 #define load_tx(hg_i) (tx[(hg_i)])
 #define load_ty(hg_i) (ty[(hg_i)])
 #define load_tz(hg_i) (tz[(hg_i)])
+#define load_p(hg_i) (p[(hg_i)])
+#define store_p(hg_i, hg_v) (p[(hg_i)] = (hg_v))
 
 extern "C" __global__ void __launch_bounds__(64) layout_sepblk_u32(unsigned int* __restrict__ dst, const unsigned int* __restrict__ src, const unsigned int* __restrict__ tx, const unsigned int* __restrict__ ty, const unsigned int* __restrict__ tz, unsigned int nx, unsigned int ny, unsigned int nz, unsigned int wpe, unsigned int woff, unsigned int nsrc, unsigned int bx, unsigned int by) {
+    unsigned int p[64];
     unsigned int x0 = (blockIdx.x * blockDim.x + threadIdx.x) * bx;
     unsigned int y0 = (blockIdx.y * blockDim.y + threadIdx.y) * by;
     unsigned int z = (blockIdx.z * blockDim.z + threadIdx.z);
@@ -12,24 +15,64 @@ extern "C" __global__ void __launch_bounds__(64) layout_sepblk_u32(unsigned int*
     unsigned int x1 = x0 + min(nx - x0, bx);
     unsigned int y1 = y0 + min(ny - y0, by);
     unsigned int oz = load_tz(z);
-    for (unsigned int y = y0; y < y1; y++) {
+    unsigned int brk = 0u;
+    unsigned int mx = load_tx(x0);
+    for (unsigned int x = x0 + 1u; x < x1; x++) {
+        if (load_tx(x) != load_tx(x - 1u) + 1u) brk = brk | (x - x0);
+        mx = max(mx, load_tx(x));
+    }
+    unsigned int my = 0u;
+    for (unsigned int y = y0; y < y1; y++) my = max(my, load_ty(y));
+    unsigned int hi = woff + oz;
+    unsigned int inb = hi >= woff && hi + my >= hi && hi + my + mx >= hi + my && hi + my + mx < nsrc
+        ? 1u : 0u;
+    unsigned int xd = (brk & 7u) | (wpe - 1u);
+    unsigned int yd = xd == 0u ? 1u : wpe - 1u;
+    for (unsigned int y = y0; y + 8u <= y1 && yd == 0u; y += 8u) {
+        for (unsigned int k = 1u; k < 8u; k++) yd = yd | (load_ty(y + k) ^ (load_ty(y) + k));
+    }
+    unsigned int yt = y0;
+    for (; yd == 0u && yt + 8u <= y1; yt += 8u) {
+        unsigned int sb = woff + oz + load_ty(yt);
+        unsigned int f = (z * ny + yt) * nx;
+        for (unsigned int x = x0; x < x1; x += 8u) {
+            unsigned int xe = min(x1 - x, 8u);
+            for (unsigned int k = 0u; k < xe; k++) {
+                unsigned int s = sb + load_tx(x + k);
+                if (s + 7u < nsrc && s + 7u >= s) {
+                    for (unsigned int j = 0u; j < 8u; j++) store_p(k * 8u + j, load_src(s + j));
+                } else {
+                    for (unsigned int j = 0u; j < 8u; j++) {
+                        store_p(k * 8u + j, s + j < nsrc ? load_src(s + j) : 0u);
+                    }
+                }
+            }
+            for (unsigned int j = 0u; j < 8u; j++) {
+                for (unsigned int k = 0u; k < xe; k++) store_dst(f + j * nx + x + k, load_p(k * 8u + j));
+            }
+        }
+    }
+    for (unsigned int y = yt; y < y1; y++) {
         unsigned int oy = oz + load_ty(y);
         unsigned int f = (z * ny + y) * nx;
-        if (wpe == 1u) {
-            unsigned int b = woff + oy;
-            for (unsigned int x = x0; x < x1; x++) {
-                unsigned int s = b + load_tx(x);
-                store_dst(f + x, s < nsrc ? load_src(s) : 0u);
-            }
-        } else {
-            for (unsigned int x = x0; x < x1; x++) {
-                unsigned int s = woff + (oy + load_tx(x)) * wpe;
-                unsigned int o = (f + x) * wpe;
-                for (unsigned int w = 0u; w < wpe; w++) {
-                    unsigned int v = 0u;
-                    if (s + w < nsrc && s + w >= s) v = load_src(s + w);
-                    store_dst(o + w, v);
-                }
+        unsigned int b = woff + oy;
+        unsigned int x = x0;
+        for (; xd == 0u && x + 8u <= x1; x += 8u) {
+            unsigned int s = b + load_tx(x);
+            if (s + 7u >= nsrc || s + 7u < s) break;
+            for (unsigned int k = 0u; k < 8u; k++) store_dst(f + x + k, load_src(s + k));
+        }
+        for (; x < x1 && wpe == 1u && inb == 1u; x++) store_dst(f + x, load_src(b + load_tx(x)));
+        for (; x < x1 && wpe == 1u; x++) {
+            unsigned int s = b + load_tx(x);
+            store_dst(f + x, s < nsrc ? load_src(s) : 0u);
+        }
+        for (; x < x1; x++) {
+            unsigned int s = woff + (oy + load_tx(x)) * wpe;
+            for (unsigned int w = 0u; w < wpe; w++) {
+                unsigned int v = 0u;
+                if (s + w < nsrc && s + w >= s) v = load_src(s + w);
+                store_dst((f + x) * wpe + w, v);
             }
         }
     }

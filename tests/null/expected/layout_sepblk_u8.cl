@@ -3,8 +3,11 @@
 #define load_tx(hg_i) (tx[(hg_i)])
 #define load_ty(hg_i) (ty[(hg_i)])
 #define load_tz(hg_i) (tz[(hg_i)])
+#define load_p(hg_i) (p[(hg_i)])
+#define store_p(hg_i, hg_v) (p[(hg_i)] = (hg_v))
 
 __kernel __attribute__((reqd_work_group_size(8, 8, 1))) void layout_sepblk_u8(__global uchar* restrict dst, __global const uchar* restrict src, __global const uint* restrict tx, __global const uint* restrict ty, __global const uint* restrict tz, uint nx, uint ny, uint nz, uint wpe, uint woff, uint nsrc, uint bx, uint by) {
+    uint p[64];
     uint x0 = ((uint)get_global_id(0)) * bx;
     uint y0 = ((uint)get_global_id(1)) * by;
     uint z = ((uint)get_global_id(2));
@@ -12,24 +15,64 @@ __kernel __attribute__((reqd_work_group_size(8, 8, 1))) void layout_sepblk_u8(__
     uint x1 = x0 + min(nx - x0, bx);
     uint y1 = y0 + min(ny - y0, by);
     uint oz = load_tz(z);
-    for (uint y = y0; y < y1; y++) {
+    uint brk = 0u;
+    uint mx = load_tx(x0);
+    for (uint x = x0 + 1u; x < x1; x++) {
+        if (load_tx(x) != load_tx(x - 1u) + 1u) brk = brk | (x - x0);
+        mx = max(mx, load_tx(x));
+    }
+    uint my = 0u;
+    for (uint y = y0; y < y1; y++) my = max(my, load_ty(y));
+    uint hi = woff + oz;
+    uint inb = hi >= woff && hi + my >= hi && hi + my + mx >= hi + my && hi + my + mx < nsrc
+        ? 1u : 0u;
+    uint xd = (brk & 7u) | (wpe - 1u);
+    uint yd = xd == 0u ? 1u : wpe - 1u;
+    for (uint y = y0; y + 8u <= y1 && yd == 0u; y += 8u) {
+        for (uint k = 1u; k < 8u; k++) yd = yd | (load_ty(y + k) ^ (load_ty(y) + k));
+    }
+    uint yt = y0;
+    for (; yd == 0u && yt + 8u <= y1; yt += 8u) {
+        uint sb = woff + oz + load_ty(yt);
+        uint f = (z * ny + yt) * nx;
+        for (uint x = x0; x < x1; x += 8u) {
+            uint xe = min(x1 - x, 8u);
+            for (uint k = 0u; k < xe; k++) {
+                uint s = sb + load_tx(x + k);
+                if (s + 7u < nsrc && s + 7u >= s) {
+                    for (uint j = 0u; j < 8u; j++) store_p(k * 8u + j, load_src(s + j));
+                } else {
+                    for (uint j = 0u; j < 8u; j++) {
+                        store_p(k * 8u + j, s + j < nsrc ? load_src(s + j) : 0u);
+                    }
+                }
+            }
+            for (uint j = 0u; j < 8u; j++) {
+                for (uint k = 0u; k < xe; k++) store_dst(f + j * nx + x + k, load_p(k * 8u + j));
+            }
+        }
+    }
+    for (uint y = yt; y < y1; y++) {
         uint oy = oz + load_ty(y);
         uint f = (z * ny + y) * nx;
-        if (wpe == 1u) {
-            uint b = woff + oy;
-            for (uint x = x0; x < x1; x++) {
-                uint s = b + load_tx(x);
-                store_dst(f + x, s < nsrc ? load_src(s) : 0u);
-            }
-        } else {
-            for (uint x = x0; x < x1; x++) {
-                uint s = woff + (oy + load_tx(x)) * wpe;
-                uint o = (f + x) * wpe;
-                for (uint w = 0u; w < wpe; w++) {
-                    uint v = 0u;
-                    if (s + w < nsrc && s + w >= s) v = load_src(s + w);
-                    store_dst(o + w, v);
-                }
+        uint b = woff + oy;
+        uint x = x0;
+        for (; xd == 0u && x + 8u <= x1; x += 8u) {
+            uint s = b + load_tx(x);
+            if (s + 7u >= nsrc || s + 7u < s) break;
+            for (uint k = 0u; k < 8u; k++) store_dst(f + x + k, load_src(s + k));
+        }
+        for (; x < x1 && wpe == 1u && inb == 1u; x++) store_dst(f + x, load_src(b + load_tx(x)));
+        for (; x < x1 && wpe == 1u; x++) {
+            uint s = b + load_tx(x);
+            store_dst(f + x, s < nsrc ? load_src(s) : 0u);
+        }
+        for (; x < x1; x++) {
+            uint s = woff + (oy + load_tx(x)) * wpe;
+            for (uint w = 0u; w < wpe; w++) {
+                uint v = 0u;
+                if (s + w < nsrc && s + w >= s) v = load_src(s + w);
+                store_dst((f + x) * wpe + w, v);
             }
         }
     }

@@ -11,6 +11,9 @@ uint load_src(uint hg_i) { return ((src[hg_i >> 2u] >> ((hg_i & 3u) * 8u)) & 0xf
 uint load_tx(uint hg_i) { return tx[hg_i]; }
 uint load_ty(uint hg_i) { return ty[hg_i]; }
 uint load_tz(uint hg_i) { return tz[hg_i]; }
+uint p[64];
+uint load_p(uint hg_i) { return p[hg_i]; }
+void store_p(uint hg_i, uint hg_v) { p[hg_i] = hg_v; }
 
 layout(local_size_x = 8, local_size_y = 8, local_size_z = 1) in;
 
@@ -30,24 +33,64 @@ void main() {
     uint x1 = x0 + min(nx - x0, bx);
     uint y1 = y0 + min(ny - y0, by);
     uint oz = load_tz(z);
-    for (uint y = y0; y < y1; y++) {
+    uint brk = 0u;
+    uint mx = load_tx(x0);
+    for (uint x = x0 + 1u; x < x1; x++) {
+        if (load_tx(x) != load_tx(x - 1u) + 1u) brk = brk | (x - x0);
+        mx = max(mx, load_tx(x));
+    }
+    uint my = 0u;
+    for (uint y = y0; y < y1; y++) my = max(my, load_ty(y));
+    uint hi = woff + oz;
+    uint inb = hi >= woff && hi + my >= hi && hi + my + mx >= hi + my && hi + my + mx < nsrc
+        ? 1u : 0u;
+    uint xd = (brk & 7u) | (wpe - 1u);
+    uint yd = xd == 0u ? 1u : wpe - 1u;
+    for (uint y = y0; y + 8u <= y1 && yd == 0u; y += 8u) {
+        for (uint k = 1u; k < 8u; k++) yd = yd | (load_ty(y + k) ^ (load_ty(y) + k));
+    }
+    uint yt = y0;
+    for (; yd == 0u && yt + 8u <= y1; yt += 8u) {
+        uint sb = woff + oz + load_ty(yt);
+        uint f = (z * ny + yt) * nx;
+        for (uint x = x0; x < x1; x += 8u) {
+            uint xe = min(x1 - x, 8u);
+            for (uint k = 0u; k < xe; k++) {
+                uint s = sb + load_tx(x + k);
+                if (s + 7u < nsrc && s + 7u >= s) {
+                    for (uint j = 0u; j < 8u; j++) store_p(k * 8u + j, load_src(s + j));
+                } else {
+                    for (uint j = 0u; j < 8u; j++) {
+                        store_p(k * 8u + j, s + j < nsrc ? load_src(s + j) : 0u);
+                    }
+                }
+            }
+            for (uint j = 0u; j < 8u; j++) {
+                for (uint k = 0u; k < xe; k++) store_dst(f + j * nx + x + k, load_p(k * 8u + j));
+            }
+        }
+    }
+    for (uint y = yt; y < y1; y++) {
         uint oy = oz + load_ty(y);
         uint f = (z * ny + y) * nx;
-        if (wpe == 1u) {
-            uint b = woff + oy;
-            for (uint x = x0; x < x1; x++) {
-                uint s = b + load_tx(x);
-                store_dst(f + x, s < nsrc ? load_src(s) : 0u);
-            }
-        } else {
-            for (uint x = x0; x < x1; x++) {
-                uint s = woff + (oy + load_tx(x)) * wpe;
-                uint o = (f + x) * wpe;
-                for (uint w = 0u; w < wpe; w++) {
-                    uint v = 0u;
-                    if (s + w < nsrc && s + w >= s) v = load_src(s + w);
-                    store_dst(o + w, v);
-                }
+        uint b = woff + oy;
+        uint x = x0;
+        for (; xd == 0u && x + 8u <= x1; x += 8u) {
+            uint s = b + load_tx(x);
+            if (s + 7u >= nsrc || s + 7u < s) break;
+            for (uint k = 0u; k < 8u; k++) store_dst(f + x + k, load_src(s + k));
+        }
+        for (; x < x1 && wpe == 1u && inb == 1u; x++) store_dst(f + x, load_src(b + load_tx(x)));
+        for (; x < x1 && wpe == 1u; x++) {
+            uint s = b + load_tx(x);
+            store_dst(f + x, s < nsrc ? load_src(s) : 0u);
+        }
+        for (; x < x1; x++) {
+            uint s = woff + (oy + load_tx(x)) * wpe;
+            for (uint w = 0u; w < wpe; w++) {
+                uint v = 0u;
+                if (s + w < nsrc && s + w >= s) v = load_src(s + w);
+                store_dst((f + x) * wpe + w, v);
             }
         }
     }

@@ -1,0 +1,120 @@
+"""The host C blocked gather (``layout_sepblk_*``) on cpu:0 against its NumPy reference where its
+paths switch: 8-word row runs, 8 x 8 transposes of column runs, tables that only look like runs,
+runs cut by the end of src or by u32 wrap-around, sizes that are not multiples of 8 or of the
+block, wpe > 1 and u8/u16 words; and materialize() of such layouts end to end."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from hurray_gpu.dialect.kernel import numpy_dtype
+from hurray_gpu.format.descriptor.layouts import ColMajor, Morton, Strided, Tiled
+from hurray_gpu.kernels import run_reference
+from hurray_gpu.kernels.layout import gather_kernel
+from hurray_gpu.ops.host import relayout
+from hurray_gpu.ops.materialize import materialize
+from hurray_gpu.runtime.buffer import Buffer
+from hurray_gpu.runtime.registry import resolve_device
+from hurray_gpu.tensor import Tensor
+
+CPU = resolve_device("cpu")
+
+
+def _tiles(n: int, t: int, inner: int, outer: int) -> np.ndarray:
+    """Offsets of index 0..n-1 along an axis cut in tiles of ``t`` (steps inner and outer)."""
+    i = np.arange(n, dtype=np.int64)
+    return (i // t) * outer + (i % t) * inner
+
+
+def _fake_runs(n: int) -> np.ndarray:
+    """Every aligned 8 entries start and end like a run (t[x+7] == t[x]+7) but are shuffled
+    inside: an exact run test must reject them."""
+    t = np.arange(n, dtype=np.int64)
+    for g in range(0, n - 7, 8):
+        t[g + 1: g + 7] = t[g + 1: g + 7][::-1]
+    return t
+
+
+def _check(word: str, tx: np.ndarray, ty: np.ndarray, tz: np.ndarray, nsrc: int, *,
+           wpe: int = 1, woff: int = 0, block: tuple[int, int] = (16, 8)) -> np.ndarray:
+    """Run the gather on cpu:0 and its reference on the same inputs; return the output."""
+    kernel, dt = gather_kernel("sepblk", word), numpy_dtype(word)
+    rng = np.random.default_rng(11)
+    src = rng.integers(1, np.iinfo(dt).max, nsrc, dtype=np.uint64).astype(dt)
+    n = tx.size * ty.size * tz.size * wpe
+    tables = {k: (np.asarray(v, np.int64) & 0xFFFFFFFF).astype(np.uint32)
+              for k, v in (("tx", tx), ("ty", ty), ("tz", tz))}
+    sentinel = np.full(n, 7, dt)  # a missed store shows up as 7
+    scalars = {"nx": tx.size, "ny": ty.size, "nz": tz.size, "wpe": wpe, "woff": woff,
+               "nsrc": nsrc, "bx": block[0], "by": block[1]}
+    want = np.frombuffer(run_reference(kernel, {"dst": sentinel.tobytes(), "src": src.tobytes(),
+                                                **{k: v.tobytes() for k, v in tables.items()}},
+                                       scalars)["dst"], dt)
+    out = Buffer.from_bytes(CPU, sentinel)
+    CPU.run(kernel, dst=out, src=Buffer.from_bytes(CPU, src),
+            **{k: Buffer.from_bytes(CPU, v) for k, v in tables.items()}, **scalars)
+    got = out.numpy(dt)[:n]
+    assert np.array_equal(got, want), np.flatnonzero(got != want)[:10]
+    return got
+
+
+@pytest.mark.parametrize("block", [(16, 8), (13, 5), (64, 64), (8, 32)])
+@pytest.mark.parametrize("word", ["u32", "u16", "u8"])
+@pytest.mark.parametrize("nx", [40, 37])
+def test_row_runs_cut_by_the_end_of_src(nx: int, word: str, block: tuple[int, int]) -> None:
+    # nx x 29 in 8 x 8 tiles (rows are runs of 8); src ends 5 words before the last tile row
+    # does (with nx = 40 inside a run of 8): those read zeros, the words before them do not.
+    tx, ty = _tiles(nx, 8, 1, 64), _tiles(29, 8, 8, 64 * 5)
+    span = int(tx.max() + ty.max()) + 1
+    got = _check(word, tx, ty, np.array([0]), span - 5, block=block)
+    assert (got == 0).sum() == 5
+
+
+@pytest.mark.parametrize("block", [(16, 16), (8, 24), (5, 3), (128, 128)])
+@pytest.mark.parametrize("word", ["u32", "u16", "u8"])
+def test_column_runs_transposed_and_cut(word: str, block: tuple[int, int]) -> None:
+    # Column-major 21 x 35 with a 3-word offset; src ends 5 words before the last column does.
+    ny, nx = 35, 21
+    got = _check(word, np.arange(nx) * ny, np.arange(ny), np.array([0]), nx * ny - 2,
+                 woff=3, block=block)
+    assert (got.reshape(ny, nx)[-5:, -1] == 0).all() and (got == 0).sum() == 5
+
+
+@pytest.mark.parametrize("axis", ["x", "y"])
+def test_tables_that_only_look_like_runs(axis: str) -> None:
+    fake, plain = _fake_runs(40), np.arange(24) * 40
+    tx, ty = (fake, plain) if axis == "x" else (plain, fake)
+    _check("u32", tx, ty, np.array([0]), 40 * 40, block=(40, 24))
+
+
+@pytest.mark.parametrize("cols", [False, True])
+def test_runs_across_u32_wrap_around(cols: bool) -> None:
+    # The outer offset is just below 2**32: the first elements' offsets are >= nsrc (zeros)
+    # and the rest wrap to the start of src, in the middle of a run.
+    ny, nx = 24, 20
+    tx, ty = (np.arange(nx) * ny, np.arange(ny)) if cols else (np.arange(nx), np.arange(ny) * nx)
+    got = _check("u32", tx, ty, np.array([2**32 - 12, 2**32 - 3]), ny * nx, block=(16, 16))
+    assert (got == 0).sum() == 15
+
+
+@pytest.mark.parametrize(("word", "wpe"), [("u32", 2), ("u8", 3), ("u16", 2)])
+def test_wide_elements_keep_the_element_path(word: str, wpe: int) -> None:
+    tx, ty = _tiles(19, 8, 1, 64), _tiles(17, 8, 8, 64 * 3)
+    span = int(tx.max() + ty.max()) + 1
+    _check(word, tx, ty, np.array([0, span]), 2 * span * wpe - 4, wpe=wpe, woff=1)
+
+
+_LAYOUTS = [ColMajor(), Tiled((8, 8)), Tiled((16, 8)), Tiled((4, 16)),
+            Tiled((16, 16), inner_layout=4, inner=Tiled((8, 8))), Morton((6, 6)),
+            Strided((-53, 1)), Strided((1, -45)), Strided((-1, -45))]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "int8", "float64"])
+@pytest.mark.parametrize("layout", _LAYOUTS, ids=repr)
+def test_materialize_odd_shapes_on_host(layout: object, dtype: str) -> None:
+    rng = np.random.default_rng(5)
+    shape = (3, 45, 53) if isinstance(layout, ColMajor) else (45, 53)
+    want = (rng.standard_normal(shape) * 50).astype(dtype)
+    got = materialize(relayout(Tensor.from_numpy(want), layout).to(CPU)).numpy()
+    assert got.dtype == want.dtype and np.array_equal(got, want)
