@@ -21,8 +21,10 @@ PER_FILE_CAP = 800
 #   (validated descriptors, plans, result descriptors, kernel lookups by identity);
 # - 33,300: host SIMD lookups (LUT8_STORE, non-temporal stores past the last-level cache),
 #   the buffer pool's idle trimming, the README's bench tables rendered from bench JSON, and
-#   the small-call prepared launches.
-TOTAL_BUDGET = 33_300
+#   the small-call prepared launches;
+# - 33,350: lookup-then-scale (SCALE8, replacing LUT8_STORE's per-run tables), the host
+#   layout gather's run copies and 8x8 transposes, and `vyre run --max-loop-passes`.
+TOTAL_BUDGET = 33_350
 PACKAGES = ("hurray_gpu", "vyre")
 
 
