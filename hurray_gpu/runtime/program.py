@@ -175,7 +175,8 @@ class Launch:
             raise UnsupportedOpError(f"{prog.kernel.name}: {len(buffers)} buffers for "
                                      f"{len(self.needs)} buffer parameters",
                                      fix=f"pass one Buffer per {list(prog._buffer_names)}.")
-        for value, need, (name, itemsize, write) in zip(buffers, self.needs, prog._checks, strict=True):
+        for value, need, (name, itemsize, write) in zip(buffers, self.needs, prog._checks,
+                                                        strict=True):
             try:  # one test of the common case; the full check names what is wrong
                 a = value.allocation
                 ok = (value.device is dev and a.nbytes >= need and not a.freed
