@@ -82,3 +82,16 @@ def test_device_without_compiler(dev: NullDevice) -> None:
     dev.compiler = None
     with pytest.raises(BackendUnavailableError):
         dev.program("fill_u32")
+
+
+@pytest.mark.parametrize("count", [0, 2])
+def test_bound_launch_refuses_a_wrong_buffer_count(dev: NullDevice, count: int) -> None:
+    """A prepared Launch given more or fewer buffers than the kernel has raises the typed
+    error (it named no parameter before: zip's ValueError), and launches nothing."""
+    launch = dev.program("fill_u32").bind({"value": 7, "n": 4})
+    with pytest.raises(UnsupportedOpError, match=f"{count} buffers for 1 buffer parameters"
+                                                  r".*Fix: pass one Buffer per \['dst'\]"):
+        launch([Buffer(dev, 16) for _ in range(count)])
+    assert not dev.launches
+    launch([Buffer(dev, 16)])
+    assert list(dev.launches) == [("fill_u32", (4, 1, 1))]
