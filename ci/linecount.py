@@ -24,9 +24,9 @@ PER_FILE_CAP = 800
 #   the small-call prepared launches;
 # - 33,350: lookup-then-scale (SCALE8, replacing LUT8_STORE's per-run tables), the host
 #   layout gather's run copies and 8x8 transposes, and `vyre run --max-loop-passes`;
-# - +412: the network interchange codec (format/protocol.py: strict table-driven decode and
-#   checked encode of every message) and ProtocolError / RemoteError.
-TOTAL_BUDGET = 33_762
+# - +415: the network interchange codec (format/protocol.py: strict table-driven decode and
+#   checked encode of every message), ProtocolError / RemoteError and its size limit entry.
+TOTAL_BUDGET = 33_765
 PACKAGES = ("hurray_gpu", "vyre")
 
 
