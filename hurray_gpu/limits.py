@@ -57,6 +57,9 @@ LIMITS: tuple[Limit, ...] = (
        "checked before allocating"),
     _l(f"{_F}.addressing_curves", "MAX_CODE_BITS", "decoder",
        "bits of a Morton/Hilbert code (must fit a signed 64-bit offset)"),
+    _l(f"{_F}.protocol", "DEFAULT_MAX_MESSAGE", "decoder",
+       "interchange payload a receiver accepts by default; checked from the 12-byte header "
+       "before anything is read (MESSAGE_TOO_LARGE)"),
     # -- streams and .hrry files ------------------------------------------------------------
     _l(f"{_IO}.framing", "DEFAULT_MAX_DESCRIPTOR_SIZE", "reader",
        "largest descriptor a stream or file reader accepts (StreamReader max_descriptor_size)"),
