@@ -25,8 +25,9 @@ PER_FILE_CAP = 800
 # - 33,350: lookup-then-scale (SCALE8, replacing LUT8_STORE's per-run tables), the host
 #   layout gather's run copies and 8x8 transposes, and `vyre run --max-loop-passes`;
 # - +415: the network interchange codec (format/protocol.py: strict table-driven decode and
-#   checked encode of every message), ProtocolError / RemoteError and its size limit entry.
-TOTAL_BUDGET = 33_765
+#   checked encode of every message), ProtocolError / RemoteError and its size limit entry;
+# - +33: Tensor pickling (protocol 5 out-of-band buffers, checked unpickling).
+TOTAL_BUDGET = 33_798
 PACKAGES = ("hurray_gpu", "vyre")
 
 

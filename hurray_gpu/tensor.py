@@ -9,6 +9,7 @@ device a Buffer is host memory NumPy uses in place, so host and device tensors s
 
 from __future__ import annotations
 
+import pickle
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -42,6 +43,13 @@ class Tensor:
     ``from_parts``), and move it with :meth:`to`. Its buffers are
     :class:`~hurray_gpu.runtime.buffer.Buffer` objects on one device and memory class; on the
     cpu device ``buf.array`` (or ``np.asarray(buf)``) is their memory, without a copy.
+
+    A host tensor pickles as its descriptor bytes plus its buffers: with pickle protocol 5 and
+    a ``buffer_callback`` the buffers travel out of band (``pickle.PickleBuffer``, no copy on
+    either side; the unpickled tensor's cpu Buffers are the received memory), with lower
+    protocols in band. A device tensor refuses to pickle (a hidden device-to-host copy, and a
+    device that may not exist where it is unpickled): move it with ``.to("cpu")`` first.
+    Handoff state and release callbacks stay in the producing process.
 
     Attributes:
         seq_lens: a block-paged tensor's per-sequence token counts (int64), when known
@@ -345,6 +353,22 @@ class Tensor:
             cache[_DEVICE_KEY] = device
         return device
 
+    def __reduce_ex__(self, protocol: Any) -> tuple[Any, ...]:
+        """Pickle support (see the class docstring): host tensors only.
+
+        Raises:
+            UnsupportedOpError: the buffers are not host memory.
+        """
+        if not self.is_host:
+            raise UnsupportedOpError(f"cannot pickle a tensor on {self.device}: pickling "
+                                     "never copies device memory implicitly",
+                                     fix="pickle t.to('cpu') instead.")
+        # Protocol 5 hands the memory to the pickler as a PickleBuffer: out of band when the
+        # caller gave a buffer_callback (no copy), else one in-band copy.
+        wrap: Callable[[Any], Any] = pickle.PickleBuffer if int(protocol) >= 5 else bytes
+        return (_unpickle, (self._raw, [wrap(b.array) for b in self.buffers],
+                            list(self._members), self.seq_lens))
+
     def __repr__(self) -> str:
         sizes = [int(h.byte_size) for h in self._descriptor.buffers]
         extra = f", members={len(self._members)}" if self.is_composite else ""
@@ -388,6 +412,23 @@ class Tensor:
                                "call .to('cpu') first.")
         out = _to_numpy(self)
         return out.copy() if copy and (out.base is not None or not out.flags.writeable) else out
+
+
+def _unpickle(raw: Any, buffers: Any, members: Any, seq_lens: Any) -> Tensor:
+    """Rebuild a pickled tensor; received host memory becomes its cpu Buffers in place.
+
+    Raises:
+        HurrayFormatError: a state that does not describe a tensor (not bytes, the wrong
+            number or sizes of buffers, bad members).
+    """
+    if not isinstance(raw, bytes) or not isinstance(buffers, list) or not isinstance(
+            members, list) or not (seq_lens is None or isinstance(seq_lens, np.ndarray)):
+        raise HurrayFormatError("a pickled Tensor's state is not (descriptor bytes, buffer "
+                                "list, member list, seq_lens)", field="pickle",
+                                fix="unpickle only data that Tensor pickling produced.")
+    t = Tensor(raw, buffers, members)
+    t.seq_lens = seq_lens
+    return t
 
 
 def _unsupported(t: Tensor, why: str, fix: str) -> UnsupportedOpError:
