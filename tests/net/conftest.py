@@ -149,6 +149,19 @@ class RawPeer:
         except ConnectionResetError:
             return True
 
+    def closed_by_peer_now(self) -> bool:
+        """True when the server has already closed the connection (no waiting)."""
+        timeout = self.sock.gettimeout()
+        self.sock.setblocking(False)
+        try:
+            return self.sock.recv(1 << 16) == b""
+        except BlockingIOError:
+            return False
+        except ConnectionResetError:
+            return True
+        finally:
+            self.sock.settimeout(timeout)
+
     def close(self) -> None:
         self.sock.close()
 
