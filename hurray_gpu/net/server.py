@@ -54,7 +54,7 @@ DTYPE_ENTRY_MAGIC = b"hgdt"
 DEFAULT_TRANSCODE_LIMIT = 1 << 30
 DEFAULT_MAX_PUT = 1 << 30
 _MAX_KEY = 4096
-_KV_KEY = re.compile(r"kv/(\d+)(?:/(\d+)(?:/(key|value))?)?")
+_KV_KEY = re.compile(r"kv/([\w.-]+)(?:/(\d+)(?:/(key|value))?)?")
 
 
 def dtype_entry(dtype: str) -> P.LayoutEntry:
@@ -138,17 +138,27 @@ class _File:
 class _KV:
     """A PagedKVCache: ``kv/<seq>/<layer>/key|value`` is [tokens, heads, head_dim],
     ``kv/<seq>/<layer>`` stacks key and value ([2, tokens, ...]), ``kv/<seq>`` every layer
-    ([layers, 2, tokens, ...]); all dense row-major in the cache's dtype (a gather)."""
+    ([layers, 2, tokens, ...]); all dense row-major in the cache's dtype (a gather).
+
+    ``<seq>`` is a live sequence id, or a name a PUT gave a sequence: a PUT of
+    ``kv/<name>`` or ``kv/<name>/<layer>`` appends its tokens to that sequence, creating it
+    (``names[name]`` is its id) on the first PUT of a name that is not a number.
+    """
 
     def __init__(self, cache: PagedKVCache) -> None:
         self.cache = cache
+        self.names: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def _seq(self, name: str) -> int | None:
+        if name in self.names:
+            return self.names[name]
+        return int(name) if name.isdigit() and int(name) in self.cache.seq_ids else None
 
     def lookup(self, key: str) -> Tensor | None:
         found = _KV_KEY.fullmatch(key)
-        if found is None:
-            return None
-        seq = int(found.group(1))
-        if seq not in self.cache.seq_ids:
+        seq = None if found is None else self._seq(found.group(1))
+        if found is None or seq is None:
             return None
         if found.group(2) is None:
             lens = {self.cache.seq_len(seq, layer) for layer in range(self.cache.num_layers)}
@@ -169,6 +179,43 @@ class _KV:
     def _layer(self, seq: int, layer: int) -> np.ndarray:
         k, v, _ = self.cache.gather([seq], layer)
         return np.stack([k.to("cpu").numpy(), v.to("cpu").numpy()])
+
+    def put(self, key: str, t: Tensor) -> bool:
+        """Append a pushed ``kv/...`` tensor's tokens; False when ``key`` is not a KV key."""
+        found = _KV_KEY.fullmatch(key)
+        if found is None:
+            return False
+        cache, name = self.cache, found.group(1)
+        layers = [int(found.group(2))] if found.group(2) is not None else \
+            list(range(cache.num_layers))
+        lead = (2,) if found.group(2) is not None else (cache.num_layers, 2)
+        shape = t.shape
+        if (found.group(3) is not None or layers[-1] >= cache.num_layers
+                or t.dtype != cache.dtype or t.layout_name != "row_major" or t.quantization
+                or shape[:len(lead)] != lead or tuple(shape[len(lead) + 1:])
+                != (cache.num_kv_heads, cache.head_dim)):
+            raise Refused(REQUEST_FAILED, f"a PUT of {key!r} must be a row-major "
+                          f"{cache.dtype.name} tensor of shape {(*lead, 'tokens')} + "
+                          f"({cache.num_kv_heads}, {cache.head_dim}); got {t!r}",
+                          "PUT kv/<seq> as [layers, 2, tokens, heads, head_dim] or "
+                          "kv/<seq>/<layer> as [2, tokens, heads, head_dim].")
+        rows = t.numpy().reshape(len(layers), 2, *shape[len(lead):])
+        with self._lock:
+            seq = self._seq(name)
+            created = seq is None
+            if seq is None:
+                if name.isdigit():
+                    raise _unknown(key)
+                seq = cache.add_sequence()
+            try:
+                for i, layer in enumerate(layers):
+                    cache.append_prefill(seq, layer, rows[i, 0], rows[i, 1])
+            except BaseException:
+                if created:
+                    cache.free(seq)
+                raise
+            self.names[name] = seq
+        return True
 
     def close(self) -> None:
         """The cache belongs to the caller."""
@@ -298,6 +345,8 @@ class Server:
         url: where clients connect (``hurray://127.0.0.1:PORT``, ``hurrays://...`` with TLS,
             ``hurray+unix:///path``).
         registry: the dict TENSOR_PUT stores into (the first dict source, else a new one).
+        kv_sequences: sequence name -> id of the PagedKVCache source's sequences that PUTs
+            of ``kv/<name>`` created (empty without a cache).
     """
 
     def __init__(self, source: Any, *, host: str = "127.0.0.1", port: int = DEFAULT_PORT,
@@ -312,6 +361,8 @@ class Server:
         self.registry: dict[str, Any] = dicts[0] if dicts else {}
         if not dicts:
             self._sources.insert(0, self.registry)
+        kv = [s for s in self._sources if isinstance(s, _KV)]
+        self.kv_sequences: dict[str, int] = kv[0].names if kv else {}
         self.max_message_size, self.transcode_limit = max_message_size, transcode_limit
         self.max_put_bytes, self.max_connections = max_put_bytes, max_connections
         self.timeout, self.idle_timeout = timeout, idle_timeout
@@ -562,8 +613,9 @@ class _Session:
                           "other than producer-synced", "declare sync_mode 0 across machines.")
         arrays = host_arrays(desc)
         recv_data(self.conn, sid, [a.data for a in arrays], msg.total_data_bytes)
-        raw = declare(desc, DeviceTag.CPU, 0, 0)
-        server.registry[msg.key] = Tensor.from_parts(raw, arrays)
+        t = Tensor.from_parts(declare(desc, DeviceTag.CPU, 0, 0), arrays)
+        if not any(s.put(msg.key, t) for s in server._sources if isinstance(s, _KV)):
+            server.registry[msg.key] = t
         self.conn.send(P.TensorPutAck(), sid)
 
 

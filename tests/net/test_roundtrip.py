@@ -193,3 +193,38 @@ def test_paged_kv_cache_keys(start: Start) -> None:
             with pytest.raises(RemoteError) as info:
                 c.get(key)
             assert info.value.code == P.ErrorCode.UNKNOWN_TENSOR, key
+
+
+def test_put_pages_into_a_decode_nodes_kv_cache(start: Start) -> None:
+    """The disaggregated path: a prefill cache's KV is pushed into another process's cache."""
+    rng = stable_rng("net-kv-put")
+    prefill = hg.PagedKVCache("cpu", num_layers=3, num_kv_heads=2, head_dim=8, num_pages=16,
+                              page_size=4, dtype="float16")
+    seq = prefill.add_sequence()
+    for layer in range(3):
+        k, v = (rng.standard_normal((10, 2, 8)).astype(np.float16) for _ in range(2))
+        prefill.append_prefill(seq, layer, k, v)
+    decode = hg.PagedKVCache("cpu", num_layers=3, num_kv_heads=2, head_dim=8, num_pages=16,
+                             page_size=4, dtype="float16")
+    decode.add_sequence()  # sequence 0 is taken, so the pushed one gets another id
+    server, _ = start(decode)
+    with hg.connect(server.url) as src_side:
+        pages = np.stack([np.stack([t.numpy() for t in prefill.gather([seq], layer)[:2]])
+                          for layer in range(3)])
+        src_side.put("kv/req-1", pages)
+        new = server.kv_sequences["req-1"]
+        assert new != 0 and decode.seq_len(new) == 10
+        for layer in range(3):
+            want = prefill.gather([seq], layer)
+            got = decode.gather([new], layer)
+            assert all(np.array_equal(g.numpy(), w.numpy()) for g, w in zip(got[:2], want[:2], strict=True))
+        one = rng.standard_normal((2, 1, 2, 8)).astype(np.float16)
+        src_side.put("kv/req-1/2", one)  # one more token in layer 2
+        assert decode.seq_len(new, 2) == 11 and decode.seq_len(new, 0) == 10
+        assert np.array_equal(src_side.get("kv/req-1/2/value").numpy()[-1], one[1, 0])
+        for key, bad in (("kv/req-1/5", one), ("kv/req-2", one),
+                         ("kv/req-1/0", one.astype(np.float32)), ("kv/77", pages)):
+            with pytest.raises(RemoteError) as info:
+                src_side.put(key, bad)
+            assert info.value.code in (0xF0, P.ErrorCode.UNKNOWN_TENSOR), key
+        assert sorted(server.kv_sequences) == ["req-1"] and decode.seq_ids == [0, new]
