@@ -487,10 +487,10 @@ def decode(header: Header, payload: bytes | memoryview) -> Message:
             SHARD_MISMATCH for inconsistent shard fields.
     """
     name = _check_header(header.type, header.stream_id, header.length)
-    if len(payload) != header.length:
+    mv = memoryview(payload).cast("B")  # byte-indexed whatever the caller's view format
+    if len(mv) != header.length:
         raise _fail(f"{name.name} header says {header.length} payload bytes, got "
-                    f"{len(payload)}.", "pass exactly header.length payload bytes.")
-    mv = memoryview(payload).cast("B") if isinstance(payload, memoryview) else memoryview(payload)
+                    f"{len(mv)}.", "pass exactly header.length payload bytes.")
     cls, kinds = _SCHEMA[name]
     r = _Reader(mv, name.name)
     values = [r.field(kind, f.name) for f, kind in zip(fields(cls), kinds, strict=True)]

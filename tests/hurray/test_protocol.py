@@ -348,3 +348,10 @@ def test_any_corruption_raises_only_protocol_error(msg: P.Message, data: st.Data
         assert exc.code in (INVALID, TOO_LARGE, SHARD)
         return
     assert P.encode(back, header.stream_id)[12:] == payload
+
+
+def test_a_payload_view_of_another_format_is_counted_in_bytes() -> None:
+    raw = P.encode(P.TensorData(3, bytes(range(16))), 2)
+    words = memoryview(bytearray(raw[12:])).cast("Q")  # 3 items, 24 bytes
+    msg = P.decode(P.decode_header(raw[:12], 4096), words)
+    assert isinstance(msg, P.TensorData) and msg.offset == 3 and bytes(msg.data) == bytes(range(16))
