@@ -9,6 +9,7 @@ composites are bounded in depth and members.
 
 from __future__ import annotations
 
+import dataclasses
 import ssl
 import threading
 import time
@@ -21,7 +22,7 @@ from hurray_gpu.format.codec import handles, is_head, member_count
 from hurray_gpu.format.descriptor.buffers import DeviceTag
 from hurray_gpu.format.descriptor.layouts import LAYOUT_NAMES
 from hurray_gpu.format.descriptor.model import decode_descriptor
-from hurray_gpu.net.server import dtype_entry
+from hurray_gpu.net.server import MAX_SHARDS, dtype_entry, shard_entry
 from hurray_gpu.net.transport import (
     Connection,
     StreamError,
@@ -30,6 +31,7 @@ from hurray_gpu.net.transport import (
     dial,
     host_arrays,
     recv_data,
+    shard_span,
 )
 from hurray_gpu.parts import as_tensor
 from hurray_gpu.runtime.registry import resolve_device
@@ -65,6 +67,10 @@ class Client:
                  max_tensor_bytes: int = DEFAULT_MAX_TENSOR) -> None:
         self.url = url
         self.max_tensor_bytes = max_tensor_bytes
+        self._options: dict[str, Any] = {"ssl_context": ssl_context, "timeout": timeout,
+                         "max_message_size": max_message_size,
+                         "max_tensor_bytes": max_tensor_bytes}
+        self._peers: list[Client] = []  # extra connections for parallel gets
         self._conn = Connection(dial(url, ssl_context, timeout),
                                 max_message_size=max_message_size, timeout=timeout)
         self._lock = threading.Lock()
@@ -102,7 +108,9 @@ class Client:
         self.close()
 
     def close(self) -> None:
-        """Close the connection; idempotent."""
+        """Close the connection (and those parallel gets opened); idempotent."""
+        for peer in self._peers:
+            peer.close()
         self._conn.close()
 
     def _stream(self) -> int:
@@ -125,7 +133,8 @@ class Client:
                 raise
 
     def get(self, key: str, *, device: Any = None, layouts: Sequence[Any] | None = None,
-            allow_transcode: bool = False, dtype: str | None = None) -> Tensor:
+            allow_transcode: bool = False, dtype: str | None = None,
+            parallel: int = 1) -> Tensor:
         """Fetch the tensor ``key``.
 
         Args:
@@ -136,6 +145,8 @@ class Client:
             allow_transcode: let the server convert to an acceptable layout.
             dtype: ask for dense row-major values of this element type (a dequantization
                 or conversion on the server; needs ``allow_transcode`` unless stored so).
+            parallel: receive the bytes as this many shards over as many connections at
+                once (PARALLEL_STREAMS; the extra connections stay open for later gets).
 
         Returns:
             The Tensor (a composite head with its members), on ``device`` or the cpu.
@@ -145,12 +156,18 @@ class Client:
                 LAYOUT_UNAVAILABLE, TRANSCODE_LIMIT_EXCEEDED, ...); the connection stays open.
             ProtocolError, TransportError: the server broke the protocol or the connection
                 failed; the connection is closed.
+            UnsupportedOpError: ``parallel`` > 1 for a server without PARALLEL_STREAMS.
         """
         entries = _entries(layouts, dtype)
         dest = None if device is None else resolve_device(device)
         tag = dest.tag if dest is not None and dest.tag in self.server_hello.devices \
             else DeviceTag.CPU
         flags = P.RequestFlag.ALLOW_TRANSCODE if allow_transcode else 0
+
+        if parallel != 1:
+            whole = self._get_parallel(P.TensorRequest(
+                key, entries, int(tag), 0, int(flags | P.RequestFlag.PARALLEL_OK)), parallel)
+            return whole if dest is None else whole.to(dest)
 
         def work(sid: int) -> Tensor:
             self._conn.send(P.TensorRequest(key, entries, int(tag), 0, int(flags)), sid)
@@ -159,6 +176,89 @@ class Client:
 
         t: Tensor = self._call(work)
         return t if dest is None else t.to(dest)
+
+    def _get_parallel(self, request: P.TensorRequest, count: int) -> Tensor:
+        """Shard i of ``count`` arrives on connection i, straight into one destination."""
+        if not 1 <= count <= MAX_SHARDS or not (
+                self.server_hello.capabilities & P.Capability.PARALLEL_STREAMS):
+            raise UnsupportedOpError(f"parallel={count} needs a server with PARALLEL_STREAMS "
+                                     f"and 1..{MAX_SHARDS} shards",
+                                     fix="use parallel=1 (one connection).")
+        while len(self._peers) < count - 1:
+            self._peers.append(Client(self.url, **self._options))
+        lock = threading.Lock()
+        shared: dict[str, Any] = {}  # the descriptor, its bytes and the destination arrays
+        errors: list[BaseException] = []
+
+        def shard(index: int, client: Client) -> None:
+            def work(sid: int) -> None:
+                entry = shard_entry(index, count)
+                client._conn.send(dataclasses.replace(
+                    request, layouts=(*request.layouts, entry)), sid)
+                msg = client._next_message(sid)
+                if not isinstance(msg, P.TensorDescriptorMsg) or (
+                        msg.shard_index, msg.total_shards) != (index, count):
+                    raise ProtocolError(f"expected the descriptor of shard {index} of {count}",
+                                        code=P.ErrorCode.SHARD_MISMATCH,
+                                        fix="the server is out of step; reconnect.")
+                with lock:
+                    if not shared:
+                        desc = self._checked(msg, [self.max_tensor_bytes, 0], whole=False)
+                        shared.update(desc=desc, raw=msg.descriptor, arrays=host_arrays(desc))
+                    elif msg.descriptor != shared["raw"]:
+                        raise ProtocolError(f"shard {index}'s descriptor differs from another "
+                                            "shard's", code=P.ErrorCode.SHARD_MISMATCH,
+                                            fix="the server must send one tensor to all.")
+                total = sum(a.nbytes for a in shared["arrays"])
+                span = shard_span(total, index, count)
+                if msg.total_data_bytes != span[1] - span[0]:
+                    raise ProtocolError(f"shard {index} of {count} declared "
+                                        f"{msg.total_data_bytes} bytes, not {span[1] - span[0]}",
+                                        code=P.ErrorCode.SHARD_MISMATCH,
+                                        fix="split shards as docs/interchange.md says.")
+                try:
+                    recv_data(client._conn, sid, [a.data for a in shared["arrays"]], total, span)
+                except StreamError as exc:
+                    raise ProtocolError(str(exc), code=exc.code) from None
+
+            try:
+                client._call(work)
+            except BaseException as exc:  # re-raised by the calling thread
+                errors.append(exc)
+
+        threads = [threading.Thread(target=shard, args=(i, c), daemon=True)
+                   for i, c in enumerate(self._peers[:count - 1], start=1)]
+        for thread in threads:
+            thread.start()
+        shard(0, self)
+        for thread in threads:
+            thread.join()
+        if errors:
+            raise errors[0]
+        return Tensor.from_parts(declare(shared["desc"], DeviceTag.CPU, 0, 0), shared["arrays"])
+
+    def _checked(self, msg: P.TensorDescriptorMsg, budget: list[int], whole: bool = True
+                 ) -> Any:
+        """The descriptor of ``msg`` after every check that precedes allocating for it."""
+        desc = decode_descriptor(msg.descriptor)
+        sizes = [int(h.byte_size) for h in handles(desc)]
+        if whole and sum(sizes) != msg.total_data_bytes:
+            raise ProtocolError(f"total_data_bytes {msg.total_data_bytes} != the descriptor's "
+                                f"buffers ({sum(sizes)} bytes)",
+                                fix="the server is broken; report it.")
+        if not whole and is_head(desc):
+            raise ProtocolError("a composite arrived as shards", code=P.ErrorCode.SHARD_MISMATCH,
+                                fix="the server must send composites whole.")
+        if any(h.sync_mode for h in handles(desc)):
+            raise ProtocolError("a buffer arrived with a sync_mode other than producer-synced",
+                                fix="the server must declare sync_mode 0 across machines.")
+        budget[0] -= sum(sizes)
+        if budget[0] < 0:
+            raise ProtocolError(f"the server declared {sum(sizes)} bytes, past this client's "
+                                f"max_tensor_bytes {self.max_tensor_bytes}",
+                                code=P.ErrorCode.MESSAGE_TOO_LARGE,
+                                fix="pass connect(..., max_tensor_bytes=) if it is expected.")
+        return desc
 
     def _next_message(self, sid: int) -> Any:
         while True:
@@ -183,21 +283,7 @@ class Client:
             raise ProtocolError(f"shard {msg.shard_index} of {msg.total_shards} of an unsharded "
                                 "request", code=P.ErrorCode.SHARD_MISMATCH,
                                 fix="the server must send the whole tensor as shard 0 of 1.")
-        desc = decode_descriptor(msg.descriptor)
-        sizes = [int(h.byte_size) for h in handles(desc)]
-        if sum(sizes) != msg.total_data_bytes:
-            raise ProtocolError(f"total_data_bytes {msg.total_data_bytes} != the descriptor's "
-                                f"buffers ({sum(sizes)} bytes)",
-                                fix="the server is broken; report it.")
-        if any(h.sync_mode for h in handles(desc)):
-            raise ProtocolError("a buffer arrived with a sync_mode other than producer-synced",
-                                fix="the server must declare sync_mode 0 across machines.")
-        budget[0] -= msg.total_data_bytes
-        if budget[0] < 0:
-            raise ProtocolError(f"the server declared {msg.total_data_bytes} bytes, past this "
-                                f"client's max_tensor_bytes {self.max_tensor_bytes}",
-                                code=P.ErrorCode.MESSAGE_TOO_LARGE,
-                                fix="pass connect(..., max_tensor_bytes=) if it is expected.")
+        desc = self._checked(msg, budget)
         arrays = host_arrays(desc)
         try:
             recv_data(self._conn, sid, [a.data for a in arrays], msg.total_data_bytes)

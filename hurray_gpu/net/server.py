@@ -10,11 +10,13 @@ by ``max_message_size``, a pushed tensor by ``max_put_bytes``, device data by on
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 import os
 import re
 import socket
 import ssl
+import struct
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -38,6 +40,7 @@ from hurray_gpu.net.transport import (
     host_arrays,
     listen,
     recv_data,
+    shard_span,
 )
 from hurray_gpu.ops.host import relayout
 from hurray_gpu.ops.materialize import materialize
@@ -51,6 +54,11 @@ SERVER_BUSY = 0xF1  # max_connections reached; the connection is closed
 # metadata b"hgdt" + the type tag. Other implementations skip it as an unknown extension.
 DTYPE_ENTRY_TAG = 0xF0
 DTYPE_ENTRY_MAGIC = b"hgdt"
+# PARALLEL_STREAMS: a request for shard i of n carries the private entry 0xF1 with metadata
+# b"hgsh" + i (u32) + n (u32) among its layouts, and sets PARALLEL_OK.
+SHARD_ENTRY_TAG = 0xF1
+SHARD_ENTRY_MAGIC = b"hgsh"
+MAX_SHARDS = 64
 DEFAULT_TRANSCODE_LIMIT = 1 << 30
 DEFAULT_MAX_PUT = 1 << 30
 _MAX_KEY = 4096
@@ -60,6 +68,11 @@ _KV_KEY = re.compile(r"kv/([\w.-]+)(?:/(\d+)(?:/(key|value))?)?")
 def dtype_entry(dtype: str) -> P.LayoutEntry:
     """The private layout entry that asks for row-major values of ``dtype`` (e.g. bfloat16)."""
     return P.LayoutEntry(DTYPE_ENTRY_TAG, DTYPE_ENTRY_MAGIC + bytes([by_name(dtype).tag]))
+
+
+def shard_entry(index: int, count: int) -> P.LayoutEntry:
+    """The private layout entry that asks for shard ``index`` of ``count`` (PARALLEL_STREAMS)."""
+    return P.LayoutEntry(SHARD_ENTRY_TAG, SHARD_ENTRY_MAGIC + struct.pack("<II", index, count))
 
 
 class Refused(StreamError):
@@ -325,13 +338,15 @@ def negotiate(t: Tensor, request: P.TensorRequest, hello: P.Hello, limit: int) -
                   "accept the stored layout, or set allow_transcode=True.")
 
 
-def send_tensor(conn: Connection, sid: int, t: Any, raw_of: Callable[[Any], bytes]) -> None:
-    """Stream ``t`` on ``sid``: descriptor, data frames, DATA_END; a composite head's
-    members follow, each the same way (the spec's composite streaming)."""
+def send_tensor(conn: Connection, sid: int, t: Any, raw_of: Callable[[Any], bytes],
+                shard: tuple[int, int] = (0, 1)) -> None:
+    """Stream ``t`` (or one shard of its bytes) on ``sid``: descriptor, data frames,
+    DATA_END; a composite head's members follow, each the same way (the spec's composite
+    streaming)."""
     raw = raw_of(t.descriptor)
-    total = sum(int(h.byte_size) for h in t.descriptor.buffers)
-    conn.send(P.TensorDescriptorMsg(raw, total), sid)
-    conn.send_buffers(sid, t.buffers)
+    lo, hi = shard_span(sum(int(h.byte_size) for h in t.descriptor.buffers), *shard)
+    conn.send(P.TensorDescriptorMsg(raw, hi - lo, *shard), sid)
+    conn.send_buffers(sid, t.buffers, (lo, hi))
     conn.send(P.TensorDataEnd(), sid)
     for member in t.members:
         send_tensor(conn, sid, member, raw_of)
@@ -549,7 +564,8 @@ class _Session:
         tags = {DeviceTag.CPU} | {s.cache.device.tag for s in server._sources
                                   if isinstance(s, _KV)}
         self.devices = tuple(sorted(tags))
-        caps = P.Capability.TRANSCODING if server.transcode_limit > 0 else 0
+        caps = P.Capability.PARALLEL_STREAMS | (
+            P.Capability.TRANSCODING if server.transcode_limit > 0 else 0)
         self.conn.send(P.ServerHello(min(msg.version, P.PROTOCOL_VERSION),
                                      server.max_message_size, int(caps),
                                      tuple(P.LayoutEntry(t) for t in sorted(LAYOUT_NAMES)),
@@ -576,8 +592,12 @@ class _Session:
             raise Refused(P.ErrorCode.INVALID_MESSAGE, f"min_alignment {align} is not 0 or a "
                           "power of two up to 1 MiB", "send 0 or a power of two.")
         tag, mclass = self._place(request)
+        request, shard = _shard_of(request)
         server = self.server
         t = negotiate(server.lookup(request.key), request, self.hello, server.transcode_limit)
+        if shard != (0, 1) and t.is_composite:
+            raise Refused(P.ErrorCode.SHARD_MISMATCH, "a composite cannot be sharded",
+                          "request composites over one connection (parallel=1).")
         if tag != DeviceTag.CPU and t.device.tag != tag:
             t = t.to(resolve_device(DeviceTag(tag).name.lower()))
 
@@ -590,7 +610,7 @@ class _Session:
             return raw
 
         _walk(t, raw_of)  # every descriptor is checked before the first byte is sent
-        send_tensor(self.conn, sid, t, raw_of)
+        send_tensor(self.conn, sid, t, raw_of, shard)
 
     def _put(self, sid: int, msg: P.TensorPut) -> None:
         check_key(msg.key)
@@ -617,6 +637,22 @@ class _Session:
         if not any(s.put(msg.key, t) for s in server._sources if isinstance(s, _KV)):
             server.registry[msg.key] = t
         self.conn.send(P.TensorPutAck(), sid)
+
+
+def _shard_of(request: P.TensorRequest) -> tuple[P.TensorRequest, tuple[int, int]]:
+    """The request without its shard entry, and the (index, count) it asks for."""
+    shards = [e for e in request.layouts if e.tag == SHARD_ENTRY_TAG
+              and e.metadata[:4] == SHARD_ENTRY_MAGIC and len(e.metadata) == 12]
+    if not shards:
+        return request, (0, 1)
+    index, count = struct.unpack("<II", shards[0].metadata[4:])
+    if len(shards) > 1 or not request.flags & P.RequestFlag.PARALLEL_OK or not (
+            index < count <= MAX_SHARDS):
+        raise Refused(P.ErrorCode.SHARD_MISMATCH, f"shard {index} of {count} (entries: "
+                      f"{len(shards)}, PARALLEL_OK: {bool(request.flags & 2)})",
+                      f"ask for one shard i < n <= {MAX_SHARDS} and set PARALLEL_OK.")
+    rest = tuple(e for e in request.layouts if e not in shards)
+    return dataclasses.replace(request, layouts=rest), (index, count)
 
 
 def _hang_up(conn: Connection | socket.socket) -> None:
@@ -689,5 +725,5 @@ def serve(source: Any, *, host: str = "127.0.0.1", port: int = DEFAULT_PORT,
     return server
 
 
-__all__ = ["REQUEST_FAILED", "SERVER_BUSY", "Refused", "Server", "dtype_entry",
+__all__ = ["REQUEST_FAILED", "SERVER_BUSY", "Refused", "Server", "dtype_entry", "shard_entry",
            "negotiate", "send_tensor", "serve"]

@@ -37,7 +37,8 @@ DEFAULT_PORT = 7740
 # The largest TENSOR_DATA frame we send: big enough that the per-frame cost vanishes, small
 # enough that a device tensor's staging chunk and a peer's receive stay bounded.
 FRAME_BYTES = 16 << 20
-_DRAIN = 1 << 16  # discard() reads unwanted payloads in pieces of this size
+_DRAIN = 1 << 16
+SHARD_ALIGN = 1 << 16  # PARALLEL_STREAMS shard boundaries (docs/interchange.md)  # discard() reads unwanted payloads in pieces of this size
 
 
 class TransportError(HurrayGPUError, ConnectionError):
@@ -121,22 +122,34 @@ def listen(host: str, port: int, unix: str | None) -> socket.socket:
     return sock
 
 
-def _views(buffers: Sequence[Buffer]) -> Iterator[memoryview]:
-    """Host views of ``buffers`` in pieces of at most FRAME_BYTES (device memory is copied to
-    host one bounded chunk at a time into one reused staging array)."""
+def _views(buffers: Sequence[Buffer], lo: int, hi: int) -> Iterator[memoryview]:
+    """Host views of bytes [lo, hi) of the concatenated ``buffers`` in pieces of at most
+    FRAME_BYTES (device memory is copied to host one bounded chunk at a time into one reused
+    staging array)."""
     staging: np.ndarray | None = None
+    base = 0
     for buf in buffers:
-        if buf.is_host:
-            data = buf.array.data.cast("B")
-            for start in range(0, buf.nbytes, FRAME_BYTES):
-                yield data[start:start + FRAME_BYTES]
-            continue
-        for start in range(0, buf.nbytes, CHUNK):
-            n = min(CHUNK, buf.nbytes - start)
+        first, end = max(lo - base, 0), min(hi - base, buf.nbytes)
+        base += buf.nbytes
+        step = FRAME_BYTES if buf.is_host else CHUNK
+        for start in range(first, end, step):
+            n = min(step, end - start)
+            if buf.is_host:
+                yield buf.array.data.cast("B")[start:start + n]
+                continue
             if staging is None:
-                staging = np.empty(min(CHUNK, max(b.nbytes for b in buffers)), np.uint8)
+                staging = np.empty(min(CHUNK, hi - lo), np.uint8)
             buf.copyout(staging[:n], start)
             yield staging.data[:n]
+
+
+def shard_span(total: int, index: int, count: int) -> tuple[int, int]:
+    """Bytes [lo, hi) of shard ``index`` of ``count`` of a ``total``-byte tensor: equal parts
+    with inner boundaries rounded up to 64 KiB (both sides compute the same split)."""
+    def edge(i: int) -> int:
+        return min(total, -(-(total * i // count) // SHARD_ALIGN) * SHARD_ALIGN)
+
+    return edge(index), edge(index + 1) if index + 1 < count else total
 
 
 class Connection:
@@ -277,12 +290,14 @@ class Connection:
         """One TENSOR_DATA frame: its 20 header bytes and ``data``, without copying ``data``."""
         self._send_views([P.data_header(stream_id, offset, len(data)), data])
 
-    def send_buffers(self, stream_id: int, buffers: Sequence[Buffer]) -> int:
-        """``buffers`` as TENSOR_DATA frames (offsets run over their concatenation), each
-        within the peer's maximum message size; returns the bytes sent. No DATA_END."""
+    def send_buffers(self, stream_id: int, buffers: Sequence[Buffer],
+                     span: tuple[int, int] | None = None) -> int:
+        """Bytes ``span`` (default all) of ``buffers`` as TENSOR_DATA frames (offsets run over
+        their concatenation), each within the peer's maximum message size; returns the bytes
+        sent. No DATA_END."""
         frame = max(1, min(FRAME_BYTES, self.peer_max - 8))
-        offset = 0
-        for view in _views(buffers):
+        offset, hi = span or (0, sum(b.nbytes for b in buffers))
+        for view in _views(buffers, offset, hi):
             for start in range(0, len(view), frame):
                 piece = view[start:start + frame]
                 self.send_data(stream_id, offset, piece)
@@ -306,13 +321,15 @@ def host_arrays(desc: Any) -> list[np.ndarray]:
             for h in desc.buffers]
 
 
-def recv_data(conn: Connection, stream_id: int, dests: Sequence[memoryview], total: int) -> None:
+def recv_data(conn: Connection, stream_id: int, dests: Sequence[memoryview], total: int,
+              span: tuple[int, int] | None = None) -> None:
     """Receive one tensor's TENSOR_DATA frames and its TENSOR_DATA_END on ``stream_id``.
 
     The frames' offsets run over the concatenation of ``dests`` (whose sizes add up to
-    ``total``); each frame must start where the previous one ended and stay within ``total``,
-    and its data is read with ``recv_into`` straight into the destination. A PING on any
-    stream is answered with PONG meanwhile.
+    ``total``); they must cover ``span`` (default all of it, else one shard's bytes): each
+    frame starts where the previous one ended and stays within the span, and its data is
+    read with ``recv_into`` straight into the destination. A PING on any stream is answered
+    with PONG meanwhile.
 
     Raises:
         StreamError: a frame out of order, with a gap or overlap, empty, or past ``total``,
@@ -320,8 +337,12 @@ def recv_data(conn: Connection, stream_id: int, dests: Sequence[memoryview], tot
         RemoteError: the peer sent ERROR on the stream.
         ProtocolError: any other message (the connection cannot go on).
     """
-    done = 0
-    targets = [v for v in dests if len(v)]
+    done, total = span or (0, total)
+    targets, skip = [], done
+    for view in dests:
+        if skip < len(view):
+            targets.append(view[skip:])
+        skip = max(skip - len(view), 0)
     while True:
         header = conn.recv_header()
         mtype = header.type
@@ -334,7 +355,7 @@ def recv_data(conn: Connection, stream_id: int, dests: Sequence[memoryview], tot
             if isinstance(msg, P.ErrorMsg):
                 raise RemoteError(msg.code, msg.message)
             if done != total:
-                raise StreamError(f"TENSOR_DATA_END after {done} of {total} data bytes",
+                raise StreamError(f"TENSOR_DATA_END at byte {done} of {total}",
                                   fix="send every byte of every buffer before TENSOR_DATA_END.")
             return
         if header.stream_id != stream_id or mtype != P.MessageType.TENSOR_DATA:
@@ -347,8 +368,8 @@ def recv_data(conn: Connection, stream_id: int, dests: Sequence[memoryview], tot
         n = header.length - 8
         if offset != done or not n or n > total - done:
             conn.discard(n)
-            why = ("is empty" if not n else f"ends at {offset + n}, past the {total} bytes "
-                   "declared" if offset == done else
+            why = ("is empty" if not n else f"ends at {offset + n}, past byte {total}"
+                   if offset == done else
                    f"starts at {offset} where {done} was expected (frames must ascend "
                    "with no gap or overlap)")
             raise StreamError(f"a TENSOR_DATA frame on stream {stream_id} {why}",
@@ -366,4 +387,4 @@ def recv_data(conn: Connection, stream_id: int, dests: Sequence[memoryview], tot
 
 
 __all__ = ["DEFAULT_PORT", "FRAME_BYTES", "Connection", "StreamError", "TransportError",
-           "declare", "dial", "host_arrays", "listen", "parse_url", "recv_data"]
+           "declare", "dial", "host_arrays", "listen", "parse_url", "recv_data", "shard_span"]

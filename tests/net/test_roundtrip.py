@@ -228,3 +228,31 @@ def test_put_pages_into_a_decode_nodes_kv_cache(start: Start) -> None:
                 src_side.put(key, bad)
             assert info.value.code in (0xF0, P.ErrorCode.UNKNOWN_TENSOR), key
         assert sorted(server.kv_sequences) == ["req-1"] and decode.seq_ids == [0, new]
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_parallel_streams_shards_land_in_one_destination(start: Start, transport: str) -> None:
+    data = stable_rng("net-parallel").integers(0, 256, (3 << 20) + 12345, dtype=np.uint8)
+    q = quantized_per_channel()  # three buffers: shards cross buffer boundaries
+    server, kw = start({"big": hg.from_numpy(data), "q": q, "tiny": hg.from_numpy(data[:5]),
+                        "part": partition()}, transport)
+    with hg.connect(server.url, **kw) as c:
+        assert c.server_hello.capabilities & P.Capability.PARALLEL_STREAMS
+        assert np.array_equal(c.get("big", parallel=4).numpy(), data)
+        assert len(c._peers) == 3  # the extra connections stay for the next get
+        assert same(c.get("q", parallel=3), q)
+        assert c.get("tiny", parallel=5).numpy().tolist() == data[:5].tolist()
+        with pytest.raises(RemoteError) as info:
+            c.get("part", parallel=2)
+        assert info.value.code == P.ErrorCode.SHARD_MISMATCH
+
+
+def test_shard_spans_tile_the_bytes() -> None:
+    from hurray_gpu.net.transport import SHARD_ALIGN, shard_span
+
+    for total in (0, 1, SHARD_ALIGN - 1, SHARD_ALIGN * 7 + 3, 10**8):
+        for count in (1, 2, 3, 7, 64):
+            spans = [shard_span(total, i, count) for i in range(count)]
+            assert spans[0][0] == 0 and spans[-1][1] == total
+            assert all(a[1] == b[0] for a, b in zip(spans, spans[1:], strict=False))
+            assert all(lo <= hi and (lo % SHARD_ALIGN == 0 or lo == total) for lo, hi in spans)

@@ -77,8 +77,9 @@ def test_hello_advertises_transcoding_only_when_enabled(start: Start) -> None:
     on, _ = start({}, transcode_limit=1 << 20)
     off, _ = start({"t": tiled()}, transcode_limit=0)
     with hg.connect(on.url) as a, hg.connect(off.url) as b:
-        assert a.server_hello.capabilities == P.Capability.TRANSCODING
-        assert b.server_hello.capabilities == 0
+        both = P.Capability.TRANSCODING | P.Capability.PARALLEL_STREAMS
+        assert a.server_hello.capabilities == both
+        assert b.server_hello.capabilities == P.Capability.PARALLEL_STREAMS
         assert not b.server_hello.capabilities & P.Capability.RDMA_DATA_PLANE
         with pytest.raises(RemoteError) as info:
             b.get("t", layouts=["row_major"], allow_transcode=True)
