@@ -111,7 +111,10 @@ class _Directory:
                                   "request files inside the served directory only.")
                 name = "/".join(parts[i + 1:])
                 hrry = self._file(path)
-                return None if hrry is None or name not in hrry else hrry.read(name)
+                if hrry is None or name not in hrry:
+                    return None
+                with self._lock:  # HrryFile builds its order tables lazily, unlocked
+                    return hrry.read(name)
         return None
 
     def _file(self, path: str) -> HrryFile | None:
@@ -140,9 +143,13 @@ class _Directory:
 class _File:
     def __init__(self, path: str) -> None:
         self.hrry = open_file(path)
+        self._lock = threading.Lock()
 
     def lookup(self, key: str) -> Tensor | None:
-        return self.hrry.read(key) if key in self.hrry else None
+        if key not in self.hrry:
+            return None
+        with self._lock:  # HrryFile builds its order tables lazily, unlocked
+            return self.hrry.read(key)
 
     def close(self) -> None:
         self.hrry.close()
@@ -450,6 +457,9 @@ class Server:
             thread.start()
 
     def _refuse(self, sock: socket.socket) -> None:
+        if self._ssl is not None:  # no handshake yet: a plaintext ERROR would be garbage
+            _hang_up(sock)
+            return
         try:
             sock.settimeout(1.0)
             sock.sendall(P.encode(P.ErrorMsg(SERVER_BUSY, f"the server is at its limit of "
@@ -522,8 +532,12 @@ class _Session:
             skip = None
             if header.type == P.MessageType.TENSOR_DATA:
                 raise _misplaced(header)
-            msg = P.decode(header, memoryview(self.conn.recv_payload(header)))
             sid = header.stream_id
+            try:
+                msg = P.decode(header, memoryview(self.conn.recv_payload(header)))
+            except ProtocolError as exc:
+                exc.stream_id = sid  # type: ignore[attr-defined]
+                raise
             if isinstance(msg, P.Ping):
                 self.conn.send(P.Pong(), sid)
             elif isinstance(msg, P.Pong | P.ErrorMsg):
@@ -615,7 +629,7 @@ class _Session:
     def _put(self, sid: int, msg: P.TensorPut) -> None:
         check_key(msg.key)
         server = self.server
-        desc = decode_descriptor(msg.descriptor)
+        desc = decode_descriptor(msg.descriptor)  # the codec decoded it once already
         sizes = [int(h.byte_size) for h in desc.buffers]
         if desc.layout_tag == 0x0B:
             raise Refused(REQUEST_FAILED, "a composite head cannot be PUT",
