@@ -40,6 +40,7 @@ from hurray_gpu.tensor import Tensor
 DEFAULT_MAX_TENSOR = 16 << 30  # the most bytes one get() allocates for a server's tensor
 MAX_MEMBERS = 1 << 16  # members of one composite (and its nested composites) together
 MAX_DEPTH = 8  # composite nesting, as for files and streams
+_RECONNECT = "the server is out of step; reconnect."
 _TAGS = {name: tag for tag, name in LAYOUT_NAMES.items()}
 
 
@@ -219,7 +220,7 @@ class Client:
                 try:
                     recv_data(client._conn, sid, [a.data for a in shared["arrays"]], total, span)
                 except StreamError as exc:
-                    raise ProtocolError(str(exc), code=exc.code) from None
+                    raise ProtocolError(str(exc), code=exc.code, fix=_RECONNECT) from None
 
             try:
                 client._call(work)
@@ -288,7 +289,7 @@ class Client:
         try:
             recv_data(self._conn, sid, [a.data for a in arrays], msg.total_data_bytes)
         except StreamError as exc:
-            raise ProtocolError(str(exc), code=exc.code) from None  # never resynchronised
+            raise ProtocolError(str(exc), code=exc.code, fix=_RECONNECT) from None  # never resynced
         members = []
         if is_head(desc):
             count = member_count(desc)

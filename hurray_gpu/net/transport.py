@@ -1,4 +1,5 @@
-"""Sockets for the network interchange protocol: TCP, Unix-domain and TLS, framed (docs/interchange.md).
+"""Sockets of the network interchange protocol: TCP, Unix-domain and TLS, framed
+(docs/interchange.md).
 
 A :class:`Connection` sends and receives whole messages. Every receive checks the 12-byte
 header (type, stream, the receiver's maximum payload) before it allocates anything; a
@@ -37,8 +38,8 @@ DEFAULT_PORT = 7740
 # The largest TENSOR_DATA frame we send: big enough that the per-frame cost vanishes, small
 # enough that a device tensor's staging chunk and a peer's receive stay bounded.
 FRAME_BYTES = 16 << 20
-_DRAIN = 1 << 16
-SHARD_ALIGN = 1 << 16  # PARALLEL_STREAMS shard boundaries (docs/interchange.md)  # discard() reads unwanted payloads in pieces of this size
+_DRAIN = 1 << 16  # discard() reads unwanted payloads in pieces of this size
+SHARD_ALIGN = 1 << 16  # PARALLEL_STREAMS shard boundaries (docs/interchange.md)
 
 
 class TransportError(HurrayGPUError, ConnectionError):
@@ -63,7 +64,7 @@ def parse_url(url: str) -> tuple[str, Any]:
         if not parts.path.startswith("/") or parts.netloc:
             raise TransportError(f"{url!r} does not name an absolute socket path", fix=fix)
         return parts.scheme, parts.path
-    if parts.scheme not in ("hurray", "hurrays") or not parts.hostname or parts.path not in ("", "/"):
+    if parts.scheme not in ("hurray", "hurrays") or not parts.hostname or parts.path.strip("/"):
         raise TransportError(f"{url!r} is not a hurray URL", fix=fix)
     try:
         port = parts.port or DEFAULT_PORT

@@ -217,7 +217,8 @@ def test_put_pages_into_a_decode_nodes_kv_cache(start: Start) -> None:
         for layer in range(3):
             want = prefill.gather([seq], layer)
             got = decode.gather([new], layer)
-            assert all(np.array_equal(g.numpy(), w.numpy()) for g, w in zip(got[:2], want[:2], strict=True))
+            assert all(np.array_equal(g.numpy(), w.numpy())
+                       for g, w in zip(got[:2], want[:2], strict=True))
         one = rng.standard_normal((2, 1, 2, 8)).astype(np.float16)
         src_side.put("kv/req-1/2", one)  # one more token in layer 2
         assert decode.seq_len(new, 2) == 11 and decode.seq_len(new, 0) == 10
