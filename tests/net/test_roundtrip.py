@@ -14,7 +14,7 @@ import hurray_gpu as hg
 from hurray_gpu.errors import RemoteError
 from hurray_gpu.format import protocol as P
 from hurray_gpu.net.transport import declare
-from tests._support import stable_rng
+from tests._support import skip_or_fail, stable_rng
 from tests.hurray._io_samples import (
     NUMPY_SAMPLES,
     layout_samples,
@@ -161,6 +161,10 @@ def test_a_64_mib_tensor_in_many_frames(start: Start) -> None:
 
 
 def test_device_tensors_are_served_and_received_on_devices(start: Start) -> None:
+    try:
+        hg.device("opencl")
+    except hg.BackendUnavailableError as exc:
+        skip_or_fail(f"no OpenCL device ({exc})", "install pocl-opencl-icd and pyopencl")
     values = np.arange(40000, dtype=np.float32).reshape(200, 200)
     on_device = hg.from_numpy(values).to("opencl")
     server, _ = start({"d": on_device})
