@@ -22,7 +22,7 @@ import socket
 import ssl
 import struct
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -322,12 +322,12 @@ def host_arrays(desc: Any) -> list[np.ndarray]:
             for h in desc.buffers]
 
 
-def recv_data(conn: Connection, stream_id: int, dests: Sequence[memoryview], total: int,
+def recv_data(conn: Connection, stream_id: int, dests: Iterable[memoryview], total: int,
               span: tuple[int, int] | None = None) -> None:
     """Receive one tensor's TENSOR_DATA frames and its TENSOR_DATA_END on ``stream_id``.
 
     The frames' offsets run over the concatenation of ``dests`` (whose sizes add up to
-    ``total``); they must cover ``span`` (default all of it, else one shard's bytes): each
+    ``total``; an iterator is advanced only when the previous view is full); they must cover ``span`` (default all of it, else one shard's bytes): each
     frame starts where the previous one ended and stays within the span, and its data is
     read with ``recv_into`` straight into the destination. A PING on any stream is answered
     with PONG meanwhile.
@@ -339,11 +339,11 @@ def recv_data(conn: Connection, stream_id: int, dests: Sequence[memoryview], tot
         ProtocolError: any other message (the connection cannot go on).
     """
     done, total = span or (0, total)
-    targets, skip = [], done
-    for view in dests:
-        if skip < len(view):
-            targets.append(view[skip:])
-        skip = max(skip - len(view), 0)
+    targets, view = iter(dests), memoryview(b"")
+    skip = done
+    while skip:  # a shard starts inside the destination
+        view = next(targets)
+        view, skip = view[min(skip, len(view)):], max(skip - len(view), 0)
     while True:
         header = conn.recv_header()
         mtype = header.type
@@ -377,14 +377,11 @@ def recv_data(conn: Connection, stream_id: int, dests: Sequence[memoryview], tot
                               fix="send each buffer's bytes once, in order, within "
                                   "total_data_bytes.")
         while n:
-            view = targets[0]
+            while not len(view):
+                view = next(targets)
             step = min(n, len(view))
             conn.recv_into(view[:step])
-            n -= step
-            done += step
-            targets[0] = view[step:]
-            if not len(targets[0]):
-                targets.pop(0)
+            n, done, view = n - step, done + step, view[step:]
 
 
 __all__ = ["DEFAULT_PORT", "FRAME_BYTES", "Connection", "StreamError", "TransportError",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
@@ -175,6 +176,34 @@ def test_device_tensors_are_served_and_received_on_devices(start: Start) -> None
         c.put("back", got)
     assert server.registry["back"].is_host
     assert np.array_equal(server.registry["back"].numpy(), values)
+
+
+def test_a_device_get_streams_through_the_staging_ring(start: Start) -> None:
+    from hurray_gpu.net.client import STAGING_DEPTH, STAGING_SLOT
+
+    try:
+        hg.device("opencl")
+    except hg.BackendUnavailableError as exc:
+        skip_or_fail(f"no OpenCL device ({exc})", "install pocl-opencl-icd and pyopencl")
+    data = stable_rng("net-staging").integers(0, 256, 40 << 20, dtype=np.uint8)
+    q = quantized_per_channel()
+    server, _ = start({"big": hg.from_numpy(data), "q": q, "group": nested_group()})
+    with hg.connect(server.url) as c:
+        tracemalloc.start()
+        tracemalloc.reset_peak()
+        try:
+            got = c.get("big", device="opencl")
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert got.device.kind == "opencl"
+        # the host held the ring, never the whole 40 MiB
+        assert peak < STAGING_DEPTH * STAGING_SLOT + (4 << 20) < data.nbytes
+        assert np.array_equal(got.to("cpu").numpy(), data)
+        assert same(c.get("q", device="opencl").to("cpu"), q)
+        group = c.get("group", device="opencl")  # a composite: every member on the device
+        assert group.members[1].members[0].device.kind == "opencl"
+        assert same(group.to("cpu"), nested_group())
 
 
 def test_paged_kv_cache_keys(start: Start) -> None:
