@@ -327,10 +327,10 @@ def recv_data(conn: Connection, stream_id: int, dests: Iterable[memoryview], tot
     """Receive one tensor's TENSOR_DATA frames and its TENSOR_DATA_END on ``stream_id``.
 
     The frames' offsets run over the concatenation of ``dests`` (whose sizes add up to
-    ``total``; an iterator is advanced only when the previous view is full); they must cover ``span`` (default all of it, else one shard's bytes): each
-    frame starts where the previous one ended and stays within the span, and its data is
-    read with ``recv_into`` straight into the destination. A PING on any stream is answered
-    with PONG meanwhile.
+    ``total``; an iterator is advanced only when the previous view is full). They must cover
+    ``span`` (default all of it, else one shard's bytes): each frame starts where the
+    previous one ended and stays within the span, and its data is read with ``recv_into``
+    straight into the destination. A PING on any stream is answered with PONG meanwhile.
 
     Raises:
         StreamError: a frame out of order, with a gap or overlap, empty, or past ``total``,
