@@ -26,10 +26,11 @@ PER_FILE_CAP = 800
 #   layout gather's run copies and 8x8 transposes, and `vyre run --max-loop-passes`;
 # - +412: the network interchange codec (format/protocol.py: strict table-driven decode and
 #   checked encode of every message) and ProtocolError / RemoteError.
-# - +1,461: the network layer (hurray_gpu/net: framed TCP/Unix/TLS transport, the tensor server
+# - +1,474: the network layer (hurray_gpu/net: framed TCP/Unix/TLS transport, the tensor server
 #   with its sources, negotiation, transcoding, KV PUT and PARALLEL_STREAMS, the validating
-#   client with its device staging ring) and `hurray-gpu serve` / `hurray-gpu get`.
-TOTAL_BUDGET = 35_223
+#   client with its device staging ring), `hurray-gpu serve` / `hurray-gpu get`, and the
+#   protocol's rows in the limits registry.
+TOTAL_BUDGET = 35_236
 PACKAGES = ("hurray_gpu", "vyre")
 
 
