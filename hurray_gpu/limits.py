@@ -57,6 +57,9 @@ LIMITS: tuple[Limit, ...] = (
        "checked before allocating"),
     _l(f"{_F}.addressing_curves", "MAX_CODE_BITS", "decoder",
        "bits of a Morton/Hilbert code (must fit a signed 64-bit offset)"),
+    _l(f"{_F}.protocol", "DEFAULT_MAX_MESSAGE", "decoder",
+       "interchange payload a receiver accepts by default; checked from the 12-byte header "
+       "before anything is read (MESSAGE_TOO_LARGE)"),
     # -- streams and .hrry files ------------------------------------------------------------
     _l(f"{_IO}.framing", "DEFAULT_MAX_DESCRIPTOR_SIZE", "reader",
        "largest descriptor a stream or file reader accepts (StreamReader max_descriptor_size)"),
@@ -124,8 +127,6 @@ LIMITS: tuple[Limit, ...] = (
     _l("hurray_gpu.backends.null", "MAX_RECORDS", "memory",
        "launches and copies the null backend records per device"),
     # -- the network interchange protocol ------------------------------------------------------
-    _l(f"{_F}.protocol", "DEFAULT_MAX_MESSAGE", "decoder",
-       "payload a receiver accepts by default; checked on the header, before allocating"),
     _l("hurray_gpu.net.server", "DEFAULT_MAX_PUT", "memory",
        "bytes one TENSOR_PUT may allocate on a server (max_put_bytes=)"),
     _l("hurray_gpu.net.server", "DEFAULT_TRANSCODE_LIMIT", "memory",
