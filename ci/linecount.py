@@ -25,9 +25,13 @@ PER_FILE_CAP = 800
 # - 33,350: lookup-then-scale (SCALE8, replacing LUT8_STORE's per-run tables), the host
 #   layout gather's run copies and 8x8 transposes, and `vyre run --max-loop-passes`;
 # - +415: the network interchange codec (format/protocol.py: strict table-driven decode and
-#   checked encode of every message), ProtocolError / RemoteError and its size limit entry;
+#   checked encode of every message), ProtocolError / RemoteError and its size limit entry.
+# - +1,472: the network layer (hurray_gpu/net: framed TCP/Unix/TLS transport, the tensor server
+#   with its sources, negotiation, transcoding, KV PUT and PARALLEL_STREAMS, the validating
+#   client with its device staging ring), `hurray-gpu serve` / `hurray-gpu get`, and its
+#   rows in the limits registry.
 # - +33: Tensor pickling (protocol 5 out-of-band buffers, checked unpickling).
-TOTAL_BUDGET = 33_798
+TOTAL_BUDGET = 35_270
 PACKAGES = ("hurray_gpu", "vyre")
 
 

@@ -126,6 +126,18 @@ LIMITS: tuple[Limit, ...] = (
        "largest alignment credited to an imported device pointer"),
     _l("hurray_gpu.backends.null", "MAX_RECORDS", "memory",
        "launches and copies the null backend records per device"),
+    # -- the network interchange protocol ------------------------------------------------------
+    _l("hurray_gpu.net.server", "DEFAULT_MAX_PUT", "memory",
+       "bytes one TENSOR_PUT may allocate on a server (max_put_bytes=)"),
+    _l("hurray_gpu.net.server", "DEFAULT_TRANSCODE_LIMIT", "memory",
+       "bytes of a tensor the server transcodes (transcode_limit=)"),
+    _l("hurray_gpu.net.server", "MAX_SHARDS", "api", "shards of a PARALLEL_STREAMS request"),
+    _l("hurray_gpu.net.server", "_MAX_KEY", "api", "characters of a tensor key"),
+    _l("hurray_gpu.net.client", "DEFAULT_MAX_TENSOR", "memory",
+       "bytes one get allocates for the server's tensor (max_tensor_bytes=)"),
+    _l("hurray_gpu.net.client", "MAX_DEPTH", "decoder", "composite nesting a client accepts"),
+    _l("hurray_gpu.net.client", "MAX_MEMBERS", "decoder",
+       "members of one received composite, nested ones included"),
     # -- vyre -------------------------------------------------------------------------------
     _l("vyre.wire", "MAX_PROGRAM_BYTES", "decoder", "whole VIR0 blob, checked before reading"),
     _l("vyre.wire", "MAX_DECODE_DEPTH", "decoder",
