@@ -30,6 +30,7 @@ _LAZY_FROM = {
     "hurray_gpu.io": "FileWriter HrryFile StreamReader StreamWriter UInt64 load open_file save",
     "hurray_gpu.kv_cache": "OutOfPagesError PagedKVCache",
     "hurray_gpu.net": "connect serve",
+    "hurray_gpu.net.ipc": "SharedTensor attach share",
     "hurray_gpu.ops.dequantize": "dequantize unpack",
     "hurray_gpu.ops.host": "element relayout sparsify",
     "hurray_gpu.ops.materialize": "materialize",
@@ -67,6 +68,7 @@ if TYPE_CHECKING:
     )
     from hurray_gpu.kv_cache import OutOfPagesError, PagedKVCache
     from hurray_gpu.net import connect, serve
+    from hurray_gpu.net.ipc import SharedTensor, attach, share
     from hurray_gpu.ops.dequantize import dequantize, unpack
     from hurray_gpu.ops.host import element, relayout, sparsify
     from hurray_gpu.ops.materialize import materialize
@@ -135,6 +137,7 @@ __all__ = [
     "OutOfMemoryError",
     "OutOfPagesError",
     "PagedKVCache",
+    "SharedTensor",
     "Stream",
     "StreamReader",
     "StreamWriter",
@@ -144,6 +147,7 @@ __all__ = [
     "UInt64",
     "UnsupportedOpError",
     "__version__",
+    "attach",
     "by_name",
     "by_tag",
     "connect",
@@ -164,6 +168,7 @@ __all__ = [
     "relayout",
     "save",
     "serve",
+    "share",
     "sparsify",
     "unpack",
 ]

@@ -138,6 +138,8 @@ LIMITS: tuple[Limit, ...] = (
     _l("hurray_gpu.net.client", "MAX_DEPTH", "decoder", "composite nesting a client accepts"),
     _l("hurray_gpu.net.client", "MAX_MEMBERS", "decoder",
        "members of one received composite, nested ones included"),
+    _l("hurray_gpu.net.ipc", "MAX_MESSAGE", "decoder",
+       "bytes of one shared-memory handoff message (descriptors), checked before reading"),
     # -- vyre -------------------------------------------------------------------------------
     _l("vyre.wire", "MAX_PROGRAM_BYTES", "decoder", "whole VIR0 blob, checked before reading"),
     _l("vyre.wire", "MAX_DECODE_DEPTH", "decoder",
