@@ -28,6 +28,7 @@ import socket
 import struct
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -37,7 +38,9 @@ from hurray_gpu.format import codec
 from hurray_gpu.format.descriptor.buffers import DeviceTag, SyncMode
 from hurray_gpu.net.client import MAX_DEPTH, MAX_MEMBERS
 from hurray_gpu.net.transport import TransportError
+from hurray_gpu.parts import make_tensor
 from hurray_gpu.runtime.memory import MemoryClass
+from hurray_gpu.sync.handoff import SyncState
 from hurray_gpu.tensor import Tensor
 
 __all__ = ["SharedTensor", "attach", "share"]
@@ -263,13 +266,12 @@ def attach(path: str, *, timeout: float = 10.0) -> Any:
                                  fix="start the producer with hg.share(tensor, path) first.") from None
         fd, body = _receive(sock, time.monotonic() + timeout)
         try:
-            tensor = _map(fd, body)
+            return _map(fd, body, lambda: _release(sock))
         finally:
             os.close(fd)
     except BaseException:
         sock.close()
         raise
-    return tensor.handoff("producer_synced", on_release=lambda: _release(sock))
 
 
 def _release(sock: socket.socket) -> None:
@@ -357,7 +359,7 @@ def _parse(body: bytes) -> list[tuple[int, bytes]]:
     return out
 
 
-def _map(fd: int, body: bytes) -> Any:
+def _map(fd: int, body: bytes, on_release: Callable[[], Any]) -> Any:
     """Check the segment against the descriptors, then map it and build the tensor."""
     nodes = _parse(body)
     try:
@@ -378,11 +380,15 @@ def _map(fd: int, body: bytes) -> Any:
                                     "re-share the tensor with hg.share().")
     segment = np.frombuffer(mmap.mmap(fd, size, prot=mmap.PROT_READ), dtype=np.uint8)
     arrays = iter([segment[o:o + n] for o, n in zip(offsets, sizes, strict=True)])
-    order = iter(nodes)
+    order = iter(zip(nodes, descs, strict=True))
+    # One state for the head and every member: the first release (or collection) signals.
+    state = SyncState(SyncMode.PRODUCER_SYNCED, on_release=on_release)
 
-    def build() -> Tensor:  # _parse checked that the member counts form one tree
-        members, raw = next(order)
+    def build() -> Any:  # _parse checked that the member counts form one tree
+        (members, raw), desc = next(order)
         kids = [build() for _ in range(members)]
-        return Tensor(raw, [next(arrays) for _ in codec.handles(codec.decode(raw))], kids)
+        t = Tensor(raw, [next(arrays) for _ in codec.handles(desc)], kids)
+        return make_tensor(t.descriptor, t.buffers, members=kids, raw=raw, device=t.device,
+                           memory_class=t.memory_class, sync=state)
 
     return build()
