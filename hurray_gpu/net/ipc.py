@@ -28,6 +28,7 @@ import socket
 import struct
 import threading
 import time
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -114,13 +115,12 @@ class SharedTensor:
             os.close(self._fd)
             raise
         self._listener.listen(64)
-        self._wake_r, self._wake_w = socket.socketpair()
+        self._listener.setblocking(False)
         self._cond = threading.Condition()
         self._active = self._served = 0
+        self._conns: set[socket.socket] = set()
         self._closed = False
-        self._thread = threading.Thread(target=self._serve, name=f"hurray-ipc {path}",
-                                        daemon=True)
-        self._thread.start()
+        _Loop.get().register(self._listener, self._accept)
 
     @property
     def active(self) -> int:
@@ -149,10 +149,7 @@ class SharedTensor:
             if self._closed:
                 return
             self._closed = True
-        self._wake_w.send(b"x")
-        self._thread.join()
-        for s in (self._wake_r, self._wake_w):
-            s.close()
+        _Loop.get().call(self._stop)
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.path)
         os.close(self._fd)
@@ -163,35 +160,19 @@ class SharedTensor:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _serve(self) -> None:
-        sel = selectors.DefaultSelector()
-        sel.register(self._listener, selectors.EVENT_READ)
-        sel.register(self._wake_r, selectors.EVENT_READ)
-        try:
-            while True:
-                for key, _ in sel.select():
-                    sock: Any = key.fileobj
-                    if sock is self._wake_r:
-                        return
-                    if sock is self._listener:
-                        self._accept(sel)
-                        continue
-                    # b"R", anything else or end of file: this consumer is done.
-                    with contextlib.suppress(OSError):
-                        sock.recv(64)
-                    self._drop(sel, sock)
-        finally:
-            for key in list(sel.get_map().values()):
-                if key.fileobj not in (self._wake_r,):
-                    key.fileobj.close()  # type: ignore[union-attr]
-            sel.close()
-            with self._cond:
-                self._active = 0
-                self._cond.notify_all()
+    # The handlers below run on the loop thread only.
+    def _stop(self, sel: selectors.BaseSelector) -> None:
+        for sock in (self._listener, *self._conns):
+            sel.unregister(sock)
+            sock.close()
+        with self._cond:
+            self._conns.clear()
+            self._active = 0
+            self._cond.notify_all()
 
-    def _accept(self, sel: selectors.BaseSelector) -> None:
+    def _accept(self, sel: selectors.BaseSelector, listener: socket.socket) -> None:
         try:
-            conn, _ = self._listener.accept()
+            conn, _ = listener.accept()
         except OSError:
             return
         with self._cond:  # counted before the consumer can see the handoff
@@ -201,17 +182,81 @@ class SharedTensor:
             conn.settimeout(self._timeout)
             sent = socket.send_fds(conn, [self._message[:IPC_ALIGN]], [self._fd])
             conn.sendall(self._message[sent:])
-            sel.register(conn, selectors.EVENT_READ)
+            sel.register(conn, selectors.EVENT_READ, self._release)
+            self._conns.add(conn)
         except OSError:  # the consumer went away before it got the handoff
-            self._drop(None, conn)
+            self._drop(conn)
 
-    def _drop(self, sel: selectors.BaseSelector | None, sock: socket.socket) -> None:
-        if sel is not None:
-            sel.unregister(sock)
-        sock.close()
+    def _release(self, sel: selectors.BaseSelector, conn: socket.socket) -> None:
+        # b"R", anything else or end of file: this consumer is done.
+        with contextlib.suppress(OSError):
+            conn.recv(64)
+        sel.unregister(conn)
+        self._conns.discard(conn)
+        self._drop(conn)
+
+    def _drop(self, conn: socket.socket) -> None:
+        conn.close()
         with self._cond:
             self._active -= 1
             self._cond.notify_all()
+
+
+class _Loop:
+    """One daemon thread per process serves every SharedTensor: a thread per share would cost
+    its start and join on every handoff."""
+
+    _current: _Loop | None = None
+    _lock = threading.Lock()
+
+    def __init__(self) -> None:
+        self.pid = os.getpid()
+        self.sel = selectors.DefaultSelector()
+        self.wake_r, self.wake_w = socket.socketpair()
+        self.sel.register(self.wake_r, selectors.EVENT_READ, None)
+        self.calls: list[tuple[Callable[[selectors.BaseSelector], Any], threading.Event]] = []
+        threading.Thread(target=self._run, name="hurray_gpu ipc", daemon=True).start()
+
+    @classmethod
+    def get(cls) -> _Loop:
+        """The loop of this process (a forked child starts its own)."""
+        with cls._lock:
+            if cls._current is None or cls._current.pid != os.getpid():
+                cls._current = cls()
+            return cls._current
+
+    def register(self, sock: socket.socket, handler: Callable[..., Any]) -> None:
+        """Call ``handler(selector, sock)`` on the loop thread whenever ``sock`` is readable
+        (epoll takes a new socket while another thread waits on it)."""
+        self.sel.register(sock, selectors.EVENT_READ, handler)
+
+    def call(self, fn: Callable[[selectors.BaseSelector], Any]) -> None:
+        """Run ``fn(selector)`` on the loop thread and wait for it."""
+        done = threading.Event()
+        with self._lock:
+            self.calls.append((fn, done))
+        self.wake_w.send(b"x")
+        done.wait()
+
+    def _run(self) -> None:
+        while True:
+            for key, _ in self.sel.select():
+                if self.sel.get_map().get(key.fd) is not key:
+                    continue  # an earlier handler of this batch closed it
+                if key.data is not None:
+                    try:
+                        key.data(self.sel, key.fileobj)
+                    except Exception as exc:  # the loop serves every share: it must go on
+                        warnings.warn(f"hurray_gpu ipc: {exc!r}", RuntimeWarning, stacklevel=1)
+                    continue
+                self.wake_r.recv(4096)
+                with self._lock:
+                    calls, self.calls = self.calls, []
+                for fn, done in calls:
+                    try:
+                        fn(self.sel)
+                    finally:
+                        done.set()
 
 
 def share(tensor: Any, path: str, *, timeout: float = 10.0) -> SharedTensor:
