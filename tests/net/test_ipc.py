@@ -112,6 +112,20 @@ def test_attach_maps_the_segment_without_a_copy(name: str, sock_path: str) -> No
         assert shared.wait_released(10) and shared.active == 0
 
 
+def test_device_tensors_arrive_as_host_tensors(sock_path: str) -> None:
+    """share() copies device buffers into the segment: the consumer gets host memory."""
+    t = SAMPLES["quantized"]
+    others = [dev for dev in hg.devices() if dev.spec != "cpu:0"]
+    assert others  # the NumPy reference device is always there
+    for dev in others:
+        on_dev = t.to(dev)
+        with hg.share(on_dev, sock_path):
+            got = hg.attach(sock_path)
+        assert got.is_host and _same(got, t), dev
+        assert {h.device_tag for h in got.descriptor.buffers} == {hg.DeviceTag.CPU}
+        got.release()
+
+
 def test_many_consumers_and_release_by_collection(sock_path: str) -> None:
     t = SAMPLES["dense"]
     with hg.share(t, sock_path) as shared:
