@@ -300,38 +300,37 @@ def check(checks: dict[str, bool], name: str, ok: bool) -> None:
 
 
 # -- the cases ----------------------------------------------------------------------------
-def bulk(addr: dict[str, Any], client: Any, raw: RawClient, flight: Any, sizes: list[int],
-         runs: int, checks: dict[str, bool]) -> list[dict[str, Any]]:
-    """The bulk-get rows of every size: ours (registry, .hrry) vs raw and Flight."""
-    rows = []
-    for n in sizes:
-        key, index = bulk_key(n), addr["order"].index(bulk_key(n))
-        want = payload(n, n)
-        out = memoryview(bytearray(n))
-        raw.get(index, out)
-        check(checks, f"raw get {n} B", np.array_equal(np.frombuffer(out, np.uint8), want))
-        for k in (key, "file." + key):
-            check(checks, f"get {k}", np.array_equal(client.get(k).numpy().reshape(-1), want))
-        calls = max(1, (64 * MIB) // n)  # a sample is at least ~64 MiB moved
-        timed = {"registry": per_call(lambda: client.get(key), calls),
-                 "hrry": per_call(lambda: client.get("file." + key), calls),
-                 "raw": per_call(lambda: raw.get(index, out), calls)}
-        if flight is not None:
-            import pyarrow.flight as fl
+def bulk(addr: dict[str, Any], client: Any, raw: RawClient, flight: Any, n: int, runs: int,
+         checks: dict[str, bool]) -> list[dict[str, Any]]:
+    """The bulk-get rows of ``n`` bytes: ours (registry, .hrry) vs raw and Flight."""
+    key, index = bulk_key(n), addr["order"].index(bulk_key(n))
+    want = payload(n, n)
+    out = memoryview(bytearray(n))
+    raw.get(index, out)
+    check(checks, f"raw get {n} B", np.array_equal(np.frombuffer(out, np.uint8), want))
+    for k in (key, "file." + key):
+        check(checks, f"get {k}", np.array_equal(client.get(k).numpy().reshape(-1), want))
+    calls = max(1, (64 * MIB) // n)  # a sample is at least ~64 MiB moved
+    timed = {"registry": per_call(lambda: client.get(key), calls),
+             "hrry": per_call(lambda: client.get("file." + key), calls),
+             "raw": per_call(lambda: raw.get(index, out), calls)}
+    if flight is not None:
+        import pyarrow.flight as fl
 
-            ticket = fl.Ticket(key.encode())
-            check(checks, f"flight do_get {n} B",
-                  np.array_equal(flight_bytes(flight.do_get(ticket).read_all()), want))
-            timed["flight"] = per_call(lambda: flight.do_get(ticket).read_all(), calls)
-        took = {name: Stats.of(s) for name, s in rounds(timed, runs).items()}
-        for source, label in (("registry", "in-memory registry"), ("hrry", "mmapped .hrry")):
-            case = f"get {n / MIB:g} MiB from the {label}"
-            rows.append(row(case, "GB/s", took[source], n / 1e9, "raw socket recv_into",
-                            took["raw"], "of raw", ">= 0.9"))
-            rows.append(row(case, "GB/s", took[source], n / 1e9, "Arrow Flight do_get",
-                            took.get("flight"), "x Flight", ">= 2",
-                            missing=addr.get("flight_missing")))
-        del want, out
+        ticket = fl.Ticket(key.encode())
+        check(checks, f"flight do_get {n} B",
+              np.array_equal(flight_bytes(flight.do_get(ticket).read_all()), want))
+        timed["flight"] = per_call(lambda: flight.do_get(ticket).read_all(), calls)
+    del want
+    took = {name: Stats.of(s) for name, s in rounds(timed, runs).items()}
+    rows = []
+    for source, label in (("registry", "in-memory registry"), ("hrry", "mmapped .hrry")):
+        case = f"get {n / MIB:g} MiB from the {label}"
+        rows.append(row(case, "GB/s", took[source], n / 1e9, "raw socket recv_into",
+                        took["raw"], "of raw", ">= 0.9"))
+        rows.append(row(case, "GB/s", took[source], n / 1e9, "Arrow Flight do_get",
+                        took.get("flight"), "x Flight", ">= 2",
+                        missing=addr.get("flight_missing")))
     return rows
 
 
@@ -427,7 +426,7 @@ def transcode(client: Any, side: int, n4: int, runs: int,
         plain = name + ".plain"
         took = {k: Stats.of(s) for k, s in rounds({
             "ours": per_call(fn, calls),
-            "plain": per_call(lambda p=plain: client.get(p), calls)}, runs).items()}  # type: ignore[misc]
+            "plain": per_call(lambda p=plain: client.get(p), calls)}, runs).items()}
         rows.append(row(f"transcode {label} ({nbytes / MIB:g} MiB out)", "GB/s", took["ours"],
                         nbytes / 1e9, "plain get of the result's bytes", took["plain"],
                         "of plain get", "-"))
@@ -516,7 +515,7 @@ def main(argv: list[str] | None = None) -> int:
                 flight = fl.connect(f"grpc://127.0.0.1:{addr['flight']}")
             else:
                 print(f"Arrow Flight peer missing: {addr['flight_missing']}", file=sys.stderr)
-            rows = bulk(addr, client, raw, flight, sizes, runs, checks)
+            rows = [r for n in sizes for r in bulk(addr, client, raw, flight, n, runs, checks)]
             rows += small(addr, client, raw, runs, max(CLIENTS, args.calls), checks)
             rows += transcode(client, args.side, args.int4, runs, checks)
             rows.append(kv(addr, raw, geometry, args.kv_tokens, runs, checks))
