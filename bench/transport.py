@@ -407,14 +407,12 @@ def concurrent(addr: dict[str, Any], runs: int, calls: int,
 def transcode(client: Any, side: int, n4: int, runs: int,
               checks: dict[str, bool]) -> list[dict[str, Any]]:
     """Tiled -> row-major and int4 -> bfloat16 on the fly, vs a plain get of the result."""
-    from hurray_gpu.format.descriptor import RowMajor
-
     tiled, dense = tiled_case(side)
     want4 = hg.dequantize(int4_case(n4), "bfloat16").numpy()
     cases = {"tiled": ("tiled 32x32 f32 -> row-major f32", dense.nbytes,
-                       lambda: client.get("tiled", layouts=[RowMajor()], allow_transcode=True)),
+                       lambda: client.get("tiled", layouts=["row_major"], allow_transcode=True)),
              "int4": ("int4 per-block -> bfloat16", want4.nbytes,
-                      lambda: client.get("int4", layouts=[RowMajor()], allow_transcode=True))}
+                      lambda: client.get("int4", dtype="bfloat16", allow_transcode=True))}
     check(checks, "transcode tiled -> row-major",
           np.array_equal(cases["tiled"][2]().numpy(), dense))
     check(checks, "transcode int4 -> bfloat16", np.array_equal(
