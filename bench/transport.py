@@ -15,8 +15,9 @@ so the client and the server do not share a GIL; the clients run in this process
   the raw socket's (goal >= 0.9), ``vs_flight`` over Flight's (goal >= 2).
 * Small-tensor latency: a 4 KiB get (request sent to data in hand) against a raw request /
   response round trip of 4 KiB on the same kind of connection (goal: ours <= 2x the raw
-  time), and requests per second with 8 concurrent clients, each a separate process with its
-  own connection, all started together (against the raw server the same way).
+  time), and requests per second with ``--clients`` (8) concurrent clients, each a separate
+  process (not a thread: no shared GIL) with its own connection, all started together
+  (against the raw server the same way).
 * Transcoding on the fly (``allow_transcode``): a tiled 32x32 float32 tensor served as
   row-major float32, and int4 per-block (one f32 scale per 64) served as bfloat16, each as a
   fraction of the speed of a plain get of a stored tensor of the result's bytes.
@@ -37,6 +38,7 @@ Usage: python bench/transport.py [--quick] [--sizes-mib 1,64,1024] [--runs 5]
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import multiprocessing as mp
 import os
@@ -61,7 +63,6 @@ MIB = 1 << 20
 SMALL = 4096
 TILE = 32
 BLOCK = 64  # int4 elements per f32 scale
-CLIENTS = 8
 _RAW_REQ = struct.Struct("<cQ")  # op (b"G" get array i, b"P" put n bytes), i or n
 
 
@@ -248,10 +249,15 @@ class Host:
         self.proc.start()
         if not self.conn.poll(600):
             raise SystemExit("the server process did not start within 600 s")
-        return dict(self.conn.recv())
+        try:
+            return dict(self.conn.recv())
+        except EOFError:
+            raise SystemExit("the server process exited before serving (its error is "
+                             "above)") from None
 
     def __exit__(self, *exc: object) -> None:
-        self.conn.send("stop")
+        with contextlib.suppress(OSError):  # it may have exited already
+            self.conn.send("stop")
         self.proc.join(60)
         if self.proc.is_alive():
             self.proc.kill()
@@ -300,8 +306,14 @@ def check(checks: dict[str, bool], name: str, ok: bool) -> None:
 
 
 # -- the cases ----------------------------------------------------------------------------
+def calls_for(nbytes: int, most: int) -> int:
+    """Calls per timed sample: enough to move ~64 MiB, at most ``most`` (a sample of small
+    calls must outlast the clock's noise, and no sample may take minutes)."""
+    return max(1, min(most, (64 * MIB) // max(1, nbytes)))
+
+
 def bulk(addr: dict[str, Any], client: Any, raw: RawClient, flight: Any, n: int, runs: int,
-         checks: dict[str, bool]) -> list[dict[str, Any]]:
+         most: int, checks: dict[str, bool]) -> list[dict[str, Any]]:
     """The bulk-get rows of ``n`` bytes: ours (registry, .hrry) vs raw and Flight."""
     key, index = bulk_key(n), addr["order"].index(bulk_key(n))
     want = payload(n, n)
@@ -310,7 +322,7 @@ def bulk(addr: dict[str, Any], client: Any, raw: RawClient, flight: Any, n: int,
     check(checks, f"raw get {n} B", np.array_equal(np.frombuffer(out, np.uint8), want))
     for k in (key, "file." + key):
         check(checks, f"get {k}", np.array_equal(client.get(k).numpy().reshape(-1), want))
-    calls = max(1, (64 * MIB) // n)  # a sample is at least ~64 MiB moved
+    calls = calls_for(n, most)
     timed = {"registry": per_call(lambda: client.get(key), calls),
              "hrry": per_call(lambda: client.get("file." + key), calls),
              "raw": per_call(lambda: raw.get(index, out), calls)}
@@ -335,7 +347,7 @@ def bulk(addr: dict[str, Any], client: Any, raw: RawClient, flight: Any, n: int,
 
 
 def small(addr: dict[str, Any], client: Any, raw: RawClient, runs: int, calls: int,
-          checks: dict[str, bool]) -> list[dict[str, Any]]:
+          clients: int, checks: dict[str, bool]) -> list[dict[str, Any]]:
     """4 KiB latency (ours vs a raw round trip) and 8-client requests per second."""
     key, index = bulk_key(SMALL), addr["order"].index(bulk_key(SMALL))
     want, out = payload(SMALL, SMALL), memoryview(bytearray(SMALL))
@@ -347,7 +359,7 @@ def small(addr: dict[str, Any], client: Any, raw: RawClient, runs: int, calls: i
         [t * 1e6 for t in took["ours"].samples]), 0, "raw socket round trip of 4 KiB",
         Stats.of([t * 1e6 for t in took["raw"].samples]), "x raw time", "<= 2",
         inverse=True)]
-    rows.append(concurrent(addr, runs, calls, checks))
+    rows.append(concurrent(addr, runs, max(1, calls // 4), clients, checks))
     return rows
 
 
@@ -372,18 +384,19 @@ def _worker(conn: Connection, addr: dict[str, Any], barrier: Any) -> None:
     raw.close()
 
 
-def concurrent(addr: dict[str, Any], runs: int, calls: int,
+def concurrent(addr: dict[str, Any], runs: int, calls: int, clients: int,
                checks: dict[str, bool]) -> dict[str, Any]:
-    """Requests per second of 8 client processes at once, ours and raw in turn."""
+    """Requests per second of ``clients`` client processes at once (``calls`` gets each),
+    ours and raw in turn."""
     ctx = mp.get_context("spawn")
-    barrier = ctx.Barrier(CLIENTS)
-    pipes = [ctx.Pipe() for _ in range(CLIENTS)]
+    barrier = ctx.Barrier(clients)
+    pipes = [ctx.Pipe() for _ in range(clients)]
     procs = [ctx.Process(target=_worker, args=(child, addr, barrier), daemon=True)
              for _, child in pipes]
     for p in procs:
         p.start()
     try:
-        check(checks, "8 clients get 4 KiB", all(mine.recv() for mine, _ in pipes))
+        check(checks, "concurrent clients get 4 KiB", all(mine.recv() for mine, _ in pipes))
 
         def burst(which: str) -> Timed:
             def timed() -> float:
@@ -400,11 +413,11 @@ def concurrent(addr: dict[str, Any], runs: int, calls: int,
             mine.send(None)
         for p in procs:
             p.join(60)
-    return row(f"4 KiB gets, {CLIENTS} client processes at once", "requests/s", took["ours"],
-               CLIENTS * calls, "raw socket, same clients", took["raw"], "of raw", "-")
+    return row(f"4 KiB gets, {clients} client processes at once", "requests/s", took["ours"],
+               clients * calls, "raw socket, same clients", took["raw"], "of raw", "-")
 
 
-def transcode(client: Any, side: int, n4: int, runs: int,
+def transcode(client: Any, side: int, n4: int, runs: int, most: int,
               checks: dict[str, bool]) -> list[dict[str, Any]]:
     """Tiled -> row-major and int4 -> bfloat16 on the fly, vs a plain get of the result."""
     tiled, dense = tiled_case(side)
@@ -420,7 +433,7 @@ def transcode(client: Any, side: int, n4: int, runs: int,
     del tiled
     rows = []
     for name, (label, nbytes, fn) in cases.items():
-        calls = max(1, (64 * MIB) // nbytes)
+        calls = calls_for(nbytes, most)
         plain = name + ".plain"
         took = {k: Stats.of(s) for k, s in rounds({
             "ours": per_call(fn, calls),
@@ -478,7 +491,9 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--sizes-mib", default="1,64,1024", help="bulk get sizes (MiB)")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--calls", type=int, default=2000,
-                        help="4 KiB gets per timed sample (latency; a quarter per client)")
+                        help="calls per timed sample at most (4 KiB latency; a quarter of it "
+                             "per concurrent client)")
+    parser.add_argument("--clients", type=int, default=8, help="concurrent client processes")
     parser.add_argument("--side", type=int, default=4096, help="the tiled tensor's side")
     parser.add_argument("--int4", type=int, default=32 * MIB, help="int4 elements")
     parser.add_argument("--kv-tokens", type=int, default=32768)
@@ -513,9 +528,10 @@ def main(argv: list[str] | None = None) -> int:
                 flight = fl.connect(f"grpc://127.0.0.1:{addr['flight']}")
             else:
                 print(f"Arrow Flight peer missing: {addr['flight_missing']}", file=sys.stderr)
-            rows = [r for n in sizes for r in bulk(addr, client, raw, flight, n, runs, checks)]
-            rows += small(addr, client, raw, runs, max(CLIENTS, args.calls), checks)
-            rows += transcode(client, args.side, args.int4, runs, checks)
+            rows = [r for n in sizes
+                    for r in bulk(addr, client, raw, flight, n, runs, args.calls, checks)]
+            rows += small(addr, client, raw, runs, args.calls, args.clients, checks)
+            rows += transcode(client, args.side, args.int4, runs, args.calls, checks)
             rows.append(kv(addr, raw, geometry, args.kv_tokens, runs, checks))
             client.close()
             raw.close()
@@ -527,7 +543,8 @@ def main(argv: list[str] | None = None) -> int:
     args.json.write_text(json.dumps({
         "runs": runs, "sizes": sizes, "calls": args.calls,
         "server": "one child process (spawn); clients in this process, the concurrent "
-                  f"case in {CLIENTS} client processes; loopback TCP",
+                  f"case in {args.clients} client processes; loopback TCP",
+        "clients": args.clients,
         "flight_batch_bytes": plan["flight_batch"], "kv_geometry": list(geometry),
         "kv_tokens": args.kv_tokens, "missing_peers": missing, "checks": checks,
         "rows": rows}, indent=1))

@@ -80,7 +80,7 @@ def test_flight_peer_streams_the_exact_bytes(transport: ModuleType) -> None:
 def _run(tmp_path: Path, env: dict[str, str]) -> tuple[int, dict, str]:
     out = tmp_path / "transport.json"
     argv = [sys.executable, str(BENCH / "transport.py"), "--quick", "--sizes-mib", "0.0625,0.5",
-            "--runs", "3", "--calls", "16", "--side", "128", "--int4", "4096",
+            "--runs", "3", "--calls", "16", "--clients", "2", "--side", "128", "--int4", "4096",
             "--kv-tokens", "100", "--kv-layers", "2", "--kv-heads", "2", "--kv-head-dim", "64",
             "--json", str(out)]
     done = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=ROOT,
@@ -95,11 +95,11 @@ def test_quick_run_measures_every_case_and_checks_what_arrived(tmp_path: Path) -
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HURRAY_GPU_PROGRESS": "0"}
     code, data, text = _run(tmp_path, env)
     assert code == 0, text
-    assert data["missing_peers"] == [] and data["runs"] == 3
+    assert data["missing_peers"] == [] and data["runs"] == 3 and data["clients"] == 2
     checks = data["checks"]
     assert all(checks.values()) and {
         "get bulk65536", "get file.bulk524288", "raw get 524288 B", "flight do_get 65536 B",
-        "get 4 KiB", "8 clients get 4 KiB", "transcode tiled -> row-major",
+        "get 4 KiB", "concurrent clients get 4 KiB", "transcode tiled -> row-major",
         "transcode int4 -> bfloat16", "KV pages put into the decode cache"} <= set(checks)
     cases = [(r["case"], r["peer"]) for r in data["rows"]]
     for size in ("0.0625", "0.5"):
