@@ -31,7 +31,7 @@ while [ $# -gt 0 ]; do
     *) HARNESSES+=("$1"); shift ;;
   esac
 done
-# Default: every harness fuzz/__init__.py registers (descriptor stream hrry vir0 kv_import).
+# Default: every harness fuzz/__init__.py registers (descriptor stream hrry vir0 kv_import protocol).
 [ ${#HARNESSES[@]} -eq 0 ] && read -r -a HARNESSES < <("$PYTHON" -c \
   "from fuzz import HARNESS_NAMES; print(*HARNESS_NAMES)")
 if [ ${#HARNESSES[@]} -eq 0 ]; then

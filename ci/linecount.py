@@ -23,8 +23,10 @@ PER_FILE_CAP = 800
 #   the buffer pool's idle trimming, the README's bench tables rendered from bench JSON, and
 #   the small-call prepared launches;
 # - 33,350: lookup-then-scale (SCALE8, replacing LUT8_STORE's per-run tables), the host
-#   layout gather's run copies and 8x8 transposes, and `vyre run --max-loop-passes`.
-TOTAL_BUDGET = 33_350
+#   layout gather's run copies and 8x8 transposes, and `vyre run --max-loop-passes`;
+# - +412: the network interchange codec (format/protocol.py: strict table-driven decode and
+#   checked encode of every message) and ProtocolError / RemoteError.
+TOTAL_BUDGET = 33_762
 PACKAGES = ("hurray_gpu", "vyre")
 
 

@@ -17,6 +17,7 @@ from types import ModuleType
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN_HURRAY = ROOT / "tests" / "golden" / "hurray" / "descriptors"
 GOLDEN_VYRE = ROOT / "tests" / "golden" / "vyre"
+GOLDEN_PROTOCOL = ROOT / "tests" / "golden" / "protocol" / "vectors.json"
 
 
 def _load_test_module(name: str, path: Path) -> ModuleType:
@@ -166,6 +167,29 @@ def _hostile_vir0() -> list[bytes]:
             to_wire(b.program([], body)), to_wire(b.program([], [b.let("x", chain)]))]
 
 
+@functools.lru_cache(maxsize=1)
+def protocol_seeds() -> tuple[bytes, ...]:
+    """The golden interchange messages one by one, a whole get and put conversation, and
+    TENSOR_DESCRIPTOR / TENSOR_PUT messages around sample tensors' descriptors."""
+    import json
+
+    from hurray_gpu.format import protocol as P
+
+    golden = [bytes.fromhex(v["hex"])
+              for v in json.loads(GOLDEN_PROTOCOL.read_text(encoding="utf-8"))]
+    # Control byte: bit 2 rewrites payload_length (one message); bits 0-1 vary the source
+    # kind and the maximum size (every seed is under 4 KiB).
+    out = [bytes([4 | (i & 3)]) + m for i, m in enumerate(golden)]
+    out += [bytes([i & 3]) + b"".join(golden[i::3]) for i in range(3)]
+    samples = sample_tensors()
+    for i, name in enumerate(("np_float32", "np_int4", "csr", "per_channel", "block_paged")):
+        desc = samples[name].descriptor_bytes  # type: ignore[attr-defined]
+        msgs = [P.TensorDescriptorMsg(desc, 16, 0, 2), P.TensorData(0, bytes(range(16))),
+                P.TensorDataEnd(), P.TensorPut(name, desc, 0), P.TensorPutAck()]
+        out.append(bytes([i & 1]) + b"".join(P.encode(m, 2 + i) for m in msgs))
+    return tuple(out)
+
+
 def write_seeds(harness: str, folder: str | os.PathLike[str]) -> int:
     """Write one harness's seeds into ``folder`` as ``seed-NNNN`` files.
 
@@ -175,7 +199,8 @@ def write_seeds(harness: str, folder: str | os.PathLike[str]) -> int:
     from .kv_seeds import kv_import_seeds
 
     seeds = {"descriptor": descriptor_seeds, "stream": stream_seeds, "hrry": hrry_seeds,
-             "vir0": vir0_seeds, "kv_import": kv_import_seeds}[harness]()
+             "vir0": vir0_seeds, "kv_import": kv_import_seeds,
+             "protocol": protocol_seeds}[harness]()
     os.makedirs(folder, exist_ok=True)
     for i, data in enumerate(seeds):
         Path(folder, f"seed-{i:04d}").write_bytes(data)

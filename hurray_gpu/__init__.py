@@ -29,6 +29,7 @@ _LAZY_FROM = {
     "hurray_gpu.format.dtypes": "DType by_name by_tag",
     "hurray_gpu.io": "FileWriter HrryFile StreamReader StreamWriter UInt64 load open_file save",
     "hurray_gpu.kv_cache": "OutOfPagesError PagedKVCache",
+    "hurray_gpu.net": "connect serve",
     "hurray_gpu.ops.dequantize": "dequantize unpack",
     "hurray_gpu.ops.host": "element relayout sparsify",
     "hurray_gpu.ops.materialize": "materialize",
@@ -65,6 +66,7 @@ if TYPE_CHECKING:
         save,
     )
     from hurray_gpu.kv_cache import OutOfPagesError, PagedKVCache
+    from hurray_gpu.net import connect, serve
     from hurray_gpu.ops.dequantize import dequantize, unpack
     from hurray_gpu.ops.host import element, relayout, sparsify
     from hurray_gpu.ops.materialize import materialize
@@ -144,6 +146,7 @@ __all__ = [
     "__version__",
     "by_name",
     "by_tag",
+    "connect",
     "decode_descriptor",
     "decode_descriptor_prefix",
     "default_device",
@@ -160,6 +163,7 @@ __all__ = [
     "quantize",
     "relayout",
     "save",
+    "serve",
     "sparsify",
     "unpack",
 ]

@@ -162,3 +162,31 @@ class CompileError(HurrayGPUError, RuntimeError):
             file.write(f"{number:5d} {line}\n")
         if self.log:
             file.write(self.log.rstrip() + "\n")
+
+
+class ProtocolError(HurrayGPUError):
+    """A network interchange message that breaks the protocol (docs/interchange.md).
+
+    Args:
+        message: what is wrong, naming the message type and field.
+        code: the protocol error code (``hurray_gpu.format.protocol.ErrorCode``) a peer
+            answers with in its ERROR message.
+        fix: the ``Fix:`` hint.
+    """
+
+    def __init__(self, message: str, *, code: int = 6, fix: str | None = None) -> None:
+        self.code = int(code)
+        super().__init__(message, fix=fix)
+        self._kwargs = {"code": self.code, "fix": fix}
+
+
+class RemoteError(ProtocolError):
+    """The peer answered with an ERROR message; ``code`` and ``peer_message`` are its fields."""
+
+    default_fix = ("act on the peer's message above (check the tensor key, the layouts, the "
+                   "device and the message sizes you asked for).")
+
+    def __init__(self, code: int, peer_message: str, *, fix: str | None = None) -> None:
+        self.peer_message = peer_message
+        super().__init__(f"the peer answered ERROR {code}: {peer_message}", code=code, fix=fix)
+        self._args, self._kwargs = (code, peer_message), {"fix": fix}

@@ -1,0 +1,371 @@
+"""The client of the network interchange protocol: ``hg.connect(url)`` (docs/interchange.md).
+
+A received tensor's host memory is allocated once, from its descriptor, after every size in it
+was checked against what the client allows; TENSOR_DATA frames are then read with
+``recv_into`` straight into it. Nothing the server sends is trusted: frames must ascend with no
+gap or overlap within the declared total, totals must equal the descriptor's buffer sizes, and
+composites are bounded in depth and members.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import ssl
+import threading
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from hurray_gpu.errors import HurrayGPUError, ProtocolError, RemoteError, UnsupportedOpError
+from hurray_gpu.format import protocol as P
+from hurray_gpu.format.codec import handles, is_head, member_count
+from hurray_gpu.format.descriptor.buffers import DeviceTag
+from hurray_gpu.format.descriptor.layouts import LAYOUT_NAMES
+from hurray_gpu.format.descriptor.model import decode_descriptor
+from hurray_gpu.net.server import MAX_SHARDS, dtype_entry, shard_entry
+from hurray_gpu.net.transport import (
+    Connection,
+    StreamError,
+    TransportError,
+    declare,
+    dial,
+    host_arrays,
+    recv_data,
+    shard_span,
+)
+from hurray_gpu.parts import as_tensor
+from hurray_gpu.runtime.registry import resolve_device
+from hurray_gpu.tensor import Tensor
+
+DEFAULT_MAX_TENSOR = 16 << 30  # the most bytes one get() allocates for a server's tensor
+MAX_MEMBERS = 1 << 16  # members of one composite (and its nested composites) together
+MAX_DEPTH = 8  # composite nesting, as for files and streams
+_TAGS = {name: tag for tag, name in LAYOUT_NAMES.items()}
+
+
+def _entries(layouts: Sequence[Any] | None, dtype: str | None) -> tuple[P.LayoutEntry, ...]:
+    out = [dtype_entry(dtype)] if dtype is not None else []
+    for item in layouts or ():
+        if isinstance(item, P.LayoutEntry):
+            out.append(item)
+        elif isinstance(item, str) and item in _TAGS:
+            out.append(P.LayoutEntry(_TAGS[item]))
+        elif isinstance(item, int) and item in LAYOUT_NAMES:
+            out.append(P.LayoutEntry(item))
+        else:
+            raise UnsupportedOpError(f"{item!r} is not a layout", fix="name layouts as "
+                                     f"{', '.join(sorted(_TAGS))}, or give their tags.")
+    return tuple(out)
+
+
+class Client:
+    """A connection to a tensor server; use :func:`connect`. One request at a time runs on a
+    connection (a lock orders callers from several threads); open more for concurrency."""
+
+    def __init__(self, url: str, *, ssl_context: ssl.SSLContext | None = None,
+                 timeout: float = 60.0, max_message_size: int = P.DEFAULT_MAX_MESSAGE,
+                 max_tensor_bytes: int = DEFAULT_MAX_TENSOR) -> None:
+        self.url = url
+        self.max_tensor_bytes = max_tensor_bytes
+        self._options: dict[str, Any] = {"ssl_context": ssl_context, "timeout": timeout,
+                         "max_message_size": max_message_size,
+                         "max_tensor_bytes": max_tensor_bytes}
+        self._peers: list[Client] = []  # extra connections for parallel gets
+        self._conn = Connection(dial(url, ssl_context, timeout),
+                                max_message_size=max_message_size, timeout=timeout)
+        self._lock = threading.Lock()
+        self._next = 2
+        try:
+            self.server_hello = self._hello(max_message_size)
+        except BaseException:
+            self._conn.close()
+            raise
+
+    def _hello(self, max_message_size: int) -> P.Hello:
+        conn = self._conn
+        conn.send(P.ClientHello(P.PROTOCOL_VERSION, max_message_size, 0, (), (DeviceTag.CPU,),
+                                ()), 1)
+        header, msg = conn.recv_message()
+        if isinstance(msg, P.ErrorMsg):
+            raise RemoteError(msg.code, msg.message)
+        if not isinstance(msg, P.ServerHello) or header.stream_id != 1:
+            raise ProtocolError(f"the server answered the hello with type 0x{header.type:X}",
+                                fix="connect to a Hurray interchange server.")
+        if msg.version > P.PROTOCOL_VERSION:
+            raise ProtocolError(f"the server chose protocol version {msg.version}, above ours",
+                                code=P.ErrorCode.PROTOCOL_VERSION_MISMATCH,
+                                fix="upgrade hurray_gpu or use a matching server.")
+        if msg.max_message_size < 4096:
+            raise ProtocolError(f"the server accepts messages of {msg.max_message_size} bytes",
+                                fix="configure the server for messages of at least 4 KiB.")
+        conn.peer_max = msg.max_message_size
+        return msg
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the connection (and those parallel gets opened); idempotent."""
+        for peer in self._peers:
+            peer.close()
+        self._conn.close()
+
+    def _stream(self) -> int:
+        sid, self._next = self._next, self._next + 1
+        return sid
+
+    def _call(self, work: Any) -> Any:
+        """Run one request; a broken or lying server closes the connection (it cannot be
+        trusted to be in step any more), a RemoteError leaves it open."""
+        with self._lock:
+            if self._conn.closed:
+                raise TransportError(f"the connection to {self.url} is closed",
+                                     fix="connect again with hg.connect(url).")
+            try:
+                return work(self._stream())
+            except RemoteError:
+                raise
+            except (HurrayGPUError, OSError):
+                self._conn.close()
+                raise
+
+    def get(self, key: str, *, device: Any = None, layouts: Sequence[Any] | None = None,
+            allow_transcode: bool = False, dtype: str | None = None,
+            parallel: int = 1) -> Tensor:
+        """Fetch the tensor ``key``.
+
+        Args:
+            key: the server's key (docs/interchange.md, Keys).
+            device: put the result there (received into host memory, then copied).
+            layouts: acceptable layouts in preference order (names such as ``"row_major"``
+                or tags); None accepts the stored layout.
+            allow_transcode: let the server convert to an acceptable layout.
+            dtype: ask for dense row-major values of this element type (a dequantization
+                or conversion on the server; needs ``allow_transcode`` unless stored so).
+            parallel: receive the bytes as this many shards over as many connections at
+                once (PARALLEL_STREAMS; the extra connections stay open for later gets).
+
+        Returns:
+            The Tensor (a composite head with its members), on ``device`` or the cpu.
+
+        Raises:
+            RemoteError: the server answered ERROR (``.code``: UNKNOWN_TENSOR,
+                LAYOUT_UNAVAILABLE, TRANSCODE_LIMIT_EXCEEDED, ...); the connection stays open.
+            ProtocolError, TransportError: the server broke the protocol or the connection
+                failed; the connection is closed.
+            UnsupportedOpError: ``parallel`` > 1 for a server without PARALLEL_STREAMS.
+        """
+        entries = _entries(layouts, dtype)
+        dest = None if device is None else resolve_device(device)
+        tag = dest.tag if dest is not None and dest.tag in self.server_hello.devices \
+            else DeviceTag.CPU
+        flags = P.RequestFlag.ALLOW_TRANSCODE if allow_transcode else 0
+
+        if parallel != 1:
+            whole = self._get_parallel(P.TensorRequest(
+                key, entries, int(tag), 0, int(flags | P.RequestFlag.PARALLEL_OK)), parallel)
+            return whole if dest is None else whole.to(dest)
+
+        def work(sid: int) -> Tensor:
+            self._conn.send(P.TensorRequest(key, entries, int(tag), 0, int(flags)), sid)
+            budget = [self.max_tensor_bytes, MAX_MEMBERS]
+            return self._receive(sid, 0, budget)
+
+        t: Tensor = self._call(work)
+        return t if dest is None else t.to(dest)
+
+    def _get_parallel(self, request: P.TensorRequest, count: int) -> Tensor:
+        """Shard i of ``count`` arrives on connection i, straight into one destination."""
+        if not 1 <= count <= MAX_SHARDS or not (
+                self.server_hello.capabilities & P.Capability.PARALLEL_STREAMS):
+            raise UnsupportedOpError(f"parallel={count} needs a server with PARALLEL_STREAMS "
+                                     f"and 1..{MAX_SHARDS} shards",
+                                     fix="use parallel=1 (one connection).")
+        while len(self._peers) < count - 1:
+            self._peers.append(Client(self.url, **self._options))
+        lock = threading.Lock()
+        shared: dict[str, Any] = {}  # the descriptor, its bytes and the destination arrays
+        errors: list[BaseException] = []
+
+        def shard(index: int, client: Client) -> None:
+            def work(sid: int) -> None:
+                entry = shard_entry(index, count)
+                client._conn.send(dataclasses.replace(
+                    request, layouts=(*request.layouts, entry)), sid)
+                msg = client._next_message(sid)
+                if not isinstance(msg, P.TensorDescriptorMsg) or (
+                        msg.shard_index, msg.total_shards) != (index, count):
+                    raise ProtocolError(f"expected the descriptor of shard {index} of {count}",
+                                        code=P.ErrorCode.SHARD_MISMATCH,
+                                        fix="the server is out of step; reconnect.")
+                with lock:
+                    if not shared:
+                        desc = self._checked(msg, [self.max_tensor_bytes, 0], whole=False)
+                        shared.update(desc=desc, raw=msg.descriptor, arrays=host_arrays(desc))
+                    elif msg.descriptor != shared["raw"]:
+                        raise ProtocolError(f"shard {index}'s descriptor differs from another "
+                                            "shard's", code=P.ErrorCode.SHARD_MISMATCH,
+                                            fix="the server must send one tensor to all.")
+                total = sum(a.nbytes for a in shared["arrays"])
+                span = shard_span(total, index, count)
+                if msg.total_data_bytes != span[1] - span[0]:
+                    raise ProtocolError(f"shard {index} of {count} declared "
+                                        f"{msg.total_data_bytes} bytes, not {span[1] - span[0]}",
+                                        code=P.ErrorCode.SHARD_MISMATCH,
+                                        fix="split shards as docs/interchange.md says.")
+                try:
+                    recv_data(client._conn, sid, [a.data for a in shared["arrays"]], total, span)
+                except StreamError as exc:
+                    raise ProtocolError(str(exc), code=exc.code) from None
+
+            try:
+                client._call(work)
+            except BaseException as exc:  # re-raised by the calling thread
+                errors.append(exc)
+
+        threads = [threading.Thread(target=shard, args=(i, c), daemon=True)
+                   for i, c in enumerate(self._peers[:count - 1], start=1)]
+        for thread in threads:
+            thread.start()
+        shard(0, self)
+        for thread in threads:
+            thread.join()
+        if errors:
+            raise errors[0]
+        return Tensor.from_parts(declare(shared["desc"], DeviceTag.CPU, 0, 0), shared["arrays"])
+
+    def _checked(self, msg: P.TensorDescriptorMsg, budget: list[int], whole: bool = True
+                 ) -> Any:
+        """The descriptor of ``msg`` after every check that precedes allocating for it."""
+        desc = decode_descriptor(msg.descriptor)
+        sizes = [int(h.byte_size) for h in handles(desc)]
+        if whole and sum(sizes) != msg.total_data_bytes:
+            raise ProtocolError(f"total_data_bytes {msg.total_data_bytes} != the descriptor's "
+                                f"buffers ({sum(sizes)} bytes)",
+                                fix="the server is broken; report it.")
+        if not whole and is_head(desc):
+            raise ProtocolError("a composite arrived as shards", code=P.ErrorCode.SHARD_MISMATCH,
+                                fix="the server must send composites whole.")
+        if any(h.sync_mode for h in handles(desc)):
+            raise ProtocolError("a buffer arrived with a sync_mode other than producer-synced",
+                                fix="the server must declare sync_mode 0 across machines.")
+        budget[0] -= sum(sizes)
+        if budget[0] < 0:
+            raise ProtocolError(f"the server declared {sum(sizes)} bytes, past this client's "
+                                f"max_tensor_bytes {self.max_tensor_bytes}",
+                                code=P.ErrorCode.MESSAGE_TOO_LARGE,
+                                fix="pass connect(..., max_tensor_bytes=) if it is expected.")
+        return desc
+
+    def _next_message(self, sid: int) -> Any:
+        while True:
+            header, msg = self._conn.recv_message()
+            if isinstance(msg, P.Ping):
+                self._conn.send(P.Pong(), header.stream_id)
+                continue
+            if header.stream_id != sid or msg is None:
+                raise ProtocolError(f"message type 0x{header.type:X} on stream "
+                                    f"{header.stream_id} while waiting on stream {sid}",
+                                    fix="the server is out of step; reconnect.")
+            if isinstance(msg, P.ErrorMsg):
+                raise RemoteError(msg.code, msg.message)
+            return msg
+
+    def _receive(self, sid: int, depth: int, budget: list[int]) -> Tensor:
+        msg = self._next_message(sid)
+        if not isinstance(msg, P.TensorDescriptorMsg):
+            raise ProtocolError(f"expected TENSOR_DESCRIPTOR, got {type(msg).__name__}",
+                                fix="the server is out of step; reconnect.")
+        if (msg.shard_index, msg.total_shards) != (0, 1):
+            raise ProtocolError(f"shard {msg.shard_index} of {msg.total_shards} of an unsharded "
+                                "request", code=P.ErrorCode.SHARD_MISMATCH,
+                                fix="the server must send the whole tensor as shard 0 of 1.")
+        desc = self._checked(msg, budget)
+        arrays = host_arrays(desc)
+        try:
+            recv_data(self._conn, sid, [a.data for a in arrays], msg.total_data_bytes)
+        except StreamError as exc:
+            raise ProtocolError(str(exc), code=exc.code) from None  # never resynchronised
+        members = []
+        if is_head(desc):
+            count = member_count(desc)
+            budget[1] -= count
+            if depth >= MAX_DEPTH or budget[1] < 0:
+                raise ProtocolError(f"a composite nested {depth + 1} deep with {count} members "
+                                    "passes this client's bounds",
+                                    fix=f"keep composites within {MAX_DEPTH} levels and "
+                                        f"{MAX_MEMBERS} members.")
+            members = [self._receive(sid, depth + 1, budget) for _ in range(count)]
+        raw = declare(desc, DeviceTag.CPU, 0, 0)  # the bytes are in host memory now
+        return Tensor.from_parts(raw, arrays, members)
+
+    def put(self, key: str, tensor: Any) -> None:
+        """Store ``tensor`` (a Tensor on any device, or a NumPy array) on the server as ``key``.
+
+        Device memory is copied to the host one bounded chunk at a time while it is sent.
+
+        Raises:
+            UnsupportedOpError: a composite head (PUT each member under its own key).
+            RemoteError: the server refused it (too large, malformed); the connection stays.
+        """
+        t = as_tensor(tensor)
+        if t.is_composite:
+            raise UnsupportedOpError("a composite head cannot be PUT",
+                                     fix="PUT each of tensor.members under its own key.")
+        raw = declare(t.descriptor, DeviceTag.CPU, 0, 0)
+        total = sum(int(h.byte_size) for h in t.descriptor.buffers)
+
+        def work(sid: int) -> None:
+            self._conn.send(P.TensorPut(key, raw, total), sid)
+            self._conn.send_buffers(sid, t.buffers)
+            self._conn.send(P.TensorDataEnd(), sid)
+            msg = self._next_message(sid)
+            if not isinstance(msg, P.TensorPutAck):
+                raise ProtocolError(f"expected TENSOR_PUT_ACK, got {type(msg).__name__}",
+                                    fix="the server is out of step; reconnect.")
+
+        self._call(work)
+
+    def ping(self) -> float:
+        """Round-trip time of a PING/PONG in seconds."""
+        def work(_: int) -> float:
+            start = time.perf_counter()
+            self._conn.send(P.Ping(), 1)
+            msg = self._next_message(1)
+            if not isinstance(msg, P.Pong):
+                raise ProtocolError(f"expected PONG, got {type(msg).__name__}",
+                                    fix="the server is out of step; reconnect.")
+            return time.perf_counter() - start
+
+        return float(self._call(work))
+
+
+def connect(url: str, *, ssl_context: ssl.SSLContext | None = None, timeout: float = 60.0,
+            max_message_size: int = P.DEFAULT_MAX_MESSAGE,
+            max_tensor_bytes: int = DEFAULT_MAX_TENSOR) -> Client:
+    """Connect to a tensor server (docs/interchange.md).
+
+    Args:
+        url: ``hurray://host:port`` (default port 7740), ``hurrays://host:port`` (TLS) or
+            ``hurray+unix:///abs/path``.
+        ssl_context: a client-side ``ssl.SSLContext`` for ``hurrays://`` (default: the
+            system's trust store with hostname checks).
+        timeout: seconds one message (or the connect) may take.
+        max_message_size: the largest payload accepted from the server.
+        max_tensor_bytes: the most bytes one get() may allocate.
+
+    Returns:
+        A Client (``get``, ``put``, ``ping``, ``close``; a context manager).
+
+    Raises:
+        TransportError: nothing answers at ``url``.
+        RemoteError, ProtocolError: the server refused or botched the hello.
+    """
+    return Client(url, ssl_context=ssl_context, timeout=timeout,
+                  max_message_size=max_message_size, max_tensor_bytes=max_tensor_bytes)
+
+
+__all__ = ["DEFAULT_MAX_TENSOR", "Client", "connect"]

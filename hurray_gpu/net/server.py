@@ -1,0 +1,729 @@
+"""The tensor server of the network interchange protocol (docs/interchange.md).
+
+``serve(source)`` answers TENSOR_REQUEST and TENSOR_PUT on TCP, Unix-domain or TLS sockets, one
+thread per connection. A source is a ``.hrry`` file (served straight from its memory map), a
+directory of them, a dict of Tensors (on any device), a PagedKVCache, or a list of those; the
+first source that knows a key answers. Each connection's memory is bounded: a control message
+by ``max_message_size``, a pushed tensor by ``max_put_bytes``, device data by one staging chunk.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import math
+import os
+import re
+import socket
+import ssl
+import struct
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from hurray_gpu.errors import HurrayGPUError, ProtocolError, UnsupportedOpError
+from hurray_gpu.format import protocol as P
+from hurray_gpu.format.descriptor.buffers import DeviceTag, SyncMode, is_valid_pair
+from hurray_gpu.format.descriptor.layouts import LAYOUT_NAMES, ColMajor
+from hurray_gpu.format.descriptor.model import TensorDescriptor, decode_descriptor
+from hurray_gpu.format.dtypes import by_name, by_tag
+from hurray_gpu.io import HrryFile, open_file
+from hurray_gpu.kv_cache import PagedKVCache
+from hurray_gpu.net.transport import (
+    DEFAULT_PORT,
+    Connection,
+    StreamError,
+    TransportError,
+    declare,
+    host_arrays,
+    listen,
+    recv_data,
+    shard_span,
+)
+from hurray_gpu.ops.host import relayout
+from hurray_gpu.ops.materialize import materialize
+from hurray_gpu.runtime.registry import resolve_device
+from hurray_gpu.tensor import Tensor
+
+# Implementation-defined error codes (the spec leaves 0xF0-0xFE to implementations).
+REQUEST_FAILED = 0xF0  # the library raised while producing or storing the tensor
+SERVER_BUSY = 0xF1  # max_connections reached; the connection is closed
+# A private layout entry asking for row-major values of one element type: tag 0xF0 with
+# metadata b"hgdt" + the type tag. Other implementations skip it as an unknown extension.
+DTYPE_ENTRY_TAG = 0xF0
+DTYPE_ENTRY_MAGIC = b"hgdt"
+# PARALLEL_STREAMS: a request for shard i of n carries the private entry 0xF1 with metadata
+# b"hgsh" + i (u32) + n (u32) among its layouts, and sets PARALLEL_OK.
+SHARD_ENTRY_TAG = 0xF1
+SHARD_ENTRY_MAGIC = b"hgsh"
+MAX_SHARDS = 64
+DEFAULT_TRANSCODE_LIMIT = 1 << 30
+DEFAULT_MAX_PUT = 1 << 30
+_MAX_KEY = 4096
+_KV_KEY = re.compile(r"kv/([\w.-]+)(?:/(\d+)(?:/(key|value))?)?")
+
+
+def dtype_entry(dtype: str) -> P.LayoutEntry:
+    """The private layout entry that asks for row-major values of ``dtype`` (e.g. bfloat16)."""
+    return P.LayoutEntry(DTYPE_ENTRY_TAG, DTYPE_ENTRY_MAGIC + bytes([by_name(dtype).tag]))
+
+
+def shard_entry(index: int, count: int) -> P.LayoutEntry:
+    """The private layout entry that asks for shard ``index`` of ``count`` (PARALLEL_STREAMS)."""
+    return P.LayoutEntry(SHARD_ENTRY_TAG, SHARD_ENTRY_MAGIC + struct.pack("<II", index, count))
+
+
+class Refused(StreamError):
+    """A request the server answers with ERROR on its stream; the connection keeps serving."""
+
+    def __init__(self, code: int, message: str, fix: str) -> None:
+        super().__init__(message, code=code, fix=fix)
+
+
+def _unknown(key: str) -> Refused:
+    return Refused(P.ErrorCode.UNKNOWN_TENSOR, f"no tensor has the key {key!r}",
+                   "list the server's keys (docs/interchange.md, Keys) and check the spelling.")
+
+
+# -- sources ---------------------------------------------------------------------------------
+class _Directory:
+    """``.hrry`` files under a root, keyed ``<relative file path>/<tensor name>``."""
+
+    def __init__(self, root: str) -> None:
+        self.root = os.path.realpath(root)
+        self._open: dict[str, tuple[tuple[int, int, int], HrryFile]] = {}
+        self._lock = threading.Lock()
+
+    def lookup(self, key: str) -> Tensor | None:
+        parts = key.split("/")
+        for i, part in enumerate(parts[:-1]):
+            if part in ("", ".", "..") or "\\" in part:
+                raise Refused(P.ErrorCode.UNKNOWN_TENSOR,
+                              f"the key {key!r} has an empty, '.' or '..' path component",
+                              "name files by their plain relative path under the directory.")
+            if part.endswith(".hrry"):
+                path = os.path.realpath(os.path.join(self.root, *parts[:i + 1]))
+                if os.path.commonpath([path, self.root]) != self.root:
+                    raise Refused(P.ErrorCode.UNKNOWN_TENSOR,
+                                  f"the key {key!r} leads outside the served directory",
+                                  "request files inside the served directory only.")
+                name = "/".join(parts[i + 1:])
+                hrry = self._file(path)
+                return None if hrry is None or name not in hrry else hrry.read(name)
+        return None
+
+    def _file(self, path: str) -> HrryFile | None:
+        try:
+            info = os.stat(path)
+        except OSError:
+            return None
+        if not os.path.isfile(path):
+            return None
+        stamp = (info.st_ino, info.st_size, info.st_mtime_ns)
+        with self._lock:
+            known = self._open.get(path)
+            if known is not None and known[0] == stamp:
+                return known[1]
+            hrry = open_file(path)  # a file replaced on disk is reopened
+            self._open[path] = (stamp, hrry)
+            return hrry
+
+    def close(self) -> None:
+        with self._lock:
+            for _, hrry in self._open.values():
+                hrry.close()
+            self._open.clear()
+
+
+class _File:
+    def __init__(self, path: str) -> None:
+        self.hrry = open_file(path)
+
+    def lookup(self, key: str) -> Tensor | None:
+        return self.hrry.read(key) if key in self.hrry else None
+
+    def close(self) -> None:
+        self.hrry.close()
+
+
+class _KV:
+    """A PagedKVCache: ``kv/<seq>/<layer>/key|value`` is [tokens, heads, head_dim],
+    ``kv/<seq>/<layer>`` stacks key and value ([2, tokens, ...]), ``kv/<seq>`` every layer
+    ([layers, 2, tokens, ...]); all dense row-major in the cache's dtype (a gather).
+
+    ``<seq>`` is a live sequence id, or a name a PUT gave a sequence: a PUT of
+    ``kv/<name>`` or ``kv/<name>/<layer>`` appends its tokens to that sequence, creating it
+    (``names[name]`` is its id) on the first PUT of a name that is not a number.
+    """
+
+    def __init__(self, cache: PagedKVCache) -> None:
+        self.cache = cache
+        self.names: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def _seq(self, name: str) -> int | None:
+        if name in self.names:
+            return self.names[name]
+        return int(name) if name.isdigit() and int(name) in self.cache.seq_ids else None
+
+    def lookup(self, key: str) -> Tensor | None:
+        found = _KV_KEY.fullmatch(key)
+        seq = None if found is None else self._seq(found.group(1))
+        if found is None or seq is None:
+            return None
+        if found.group(2) is None:
+            lens = {self.cache.seq_len(seq, layer) for layer in range(self.cache.num_layers)}
+            if len(lens) > 1:
+                raise Refused(REQUEST_FAILED, f"sequence {seq}'s layers hold different token "
+                              f"counts {sorted(lens)}", f"request kv/{seq}/<layer> one at a "
+                              "time until every layer is appended.")
+            return Tensor.from_numpy(np.stack([self._layer(seq, layer) for layer in
+                                               range(self.cache.num_layers)]))
+        layer = int(found.group(2))
+        if layer >= self.cache.num_layers:
+            return None
+        both = self._layer(seq, layer)
+        if found.group(3) is None:
+            return Tensor.from_numpy(both)
+        return Tensor.from_numpy(both[0 if found.group(3) == "key" else 1])
+
+    def _layer(self, seq: int, layer: int) -> np.ndarray:
+        k, v, _ = self.cache.gather([seq], layer)
+        return np.stack([k.to("cpu").numpy(), v.to("cpu").numpy()])
+
+    def put(self, key: str, t: Tensor) -> bool:
+        """Append a pushed ``kv/...`` tensor's tokens; False when ``key`` is not a KV key."""
+        found = _KV_KEY.fullmatch(key)
+        if found is None:
+            return False
+        cache, name = self.cache, found.group(1)
+        layers = [int(found.group(2))] if found.group(2) is not None else \
+            list(range(cache.num_layers))
+        lead = (2,) if found.group(2) is not None else (cache.num_layers, 2)
+        shape = t.shape
+        if (found.group(3) is not None or layers[-1] >= cache.num_layers
+                or t.dtype != cache.dtype or t.layout_name != "row_major" or t.quantization
+                or shape[:len(lead)] != lead or tuple(shape[len(lead) + 1:])
+                != (cache.num_kv_heads, cache.head_dim)):
+            raise Refused(REQUEST_FAILED, f"a PUT of {key!r} must be a row-major "
+                          f"{cache.dtype.name} tensor of shape {(*lead, 'tokens')} + "
+                          f"({cache.num_kv_heads}, {cache.head_dim}); got {t!r}",
+                          "PUT kv/<seq> as [layers, 2, tokens, heads, head_dim] or "
+                          "kv/<seq>/<layer> as [2, tokens, heads, head_dim].")
+        rows = t.numpy().reshape(len(layers), 2, *shape[len(lead):])
+        with self._lock:
+            seq = self._seq(name)
+            created = seq is None
+            if seq is None:
+                if name.isdigit():
+                    raise _unknown(key)
+                seq = cache.add_sequence()
+            try:
+                for i, layer in enumerate(layers):
+                    cache.append_prefill(seq, layer, rows[i, 0], rows[i, 1])
+            except BaseException:
+                if created:
+                    cache.free(seq)
+                raise
+            self.names[name] = seq
+        return True
+
+    def close(self) -> None:
+        """The cache belongs to the caller."""
+
+
+def _open_source(item: Any) -> Any:
+    if isinstance(item, dict):
+        return item
+    if isinstance(item, PagedKVCache):
+        return _KV(item)
+    if isinstance(item, str | os.PathLike):
+        path = os.fspath(item)
+        if os.path.isdir(path):
+            return _Directory(path)
+        return _File(path)
+    raise UnsupportedOpError(f"cannot serve a {type(item).__name__}",
+                             fix="pass a .hrry path, a directory, a dict of Tensors, a "
+                                 "PagedKVCache, or a list of those.")
+
+
+def check_key(key: str) -> None:
+    """Reject a key no source can hold (empty, too long, or with a NUL)."""
+    if not key or len(key) > _MAX_KEY or "\0" in key:
+        raise Refused(P.ErrorCode.UNKNOWN_TENSOR, f"{key[:64]!r} is not a valid tensor key",
+                      f"send a non-empty key of at most {_MAX_KEY} characters without NUL.")
+
+
+# -- negotiation and transcoding ---------------------------------------------------------------
+def _numel(t: Tensor) -> int | None:
+    dims = [d for d in t.shape if d is not None]
+    return math.prod(dims) if len(dims) == len(t.shape) else None
+
+
+def _matches(t: Tensor, entry: P.LayoutEntry) -> bool:
+    if entry.tag < 0xF0:
+        return bool(t.descriptor.layout_tag == entry.tag)
+    return (_entry_dtype(entry) == t.dtype.tag and t.descriptor.layout_tag == 0x01
+            and t.quantization is None)
+
+
+def _entry_dtype(entry: P.LayoutEntry) -> int | None:
+    meta = entry.metadata
+    if entry.tag == DTYPE_ENTRY_TAG and len(meta) == 5 and meta[:4] == DTYPE_ENTRY_MAGIC:
+        return meta[4]
+    return None
+
+
+def _transcode(t: Tensor, entry: P.LayoutEntry, limit: int) -> Tensor | None:
+    """``t`` converted to what ``entry`` asks for with the library's ops on t's device, or
+    None when that conversion does not exist. Raises Refused beyond ``limit`` bytes."""
+    count = _numel(t)
+    if count is None or t.is_composite or entry.tag not in (0x01, 0x02, DTYPE_ENTRY_TAG):
+        return None
+    dtype = None
+    if entry.tag == DTYPE_ENTRY_TAG:
+        tag = _entry_dtype(entry)
+        if tag is None:
+            return None
+        dtype = by_tag(tag).name
+    bits = by_name(dtype).bits if dtype else 32 if t.quantization is not None else t.dtype.bits
+    size = (count * bits + 7) // 8
+    if size > limit:
+        raise Refused(P.ErrorCode.TRANSCODE_LIMIT_EXCEEDED,
+                      f"transcoding to layout 0x{entry.tag:02X} would make {size} bytes; this "
+                      f"server's transcode_limit is {limit}",
+                      "request the stored layout, or ask the operator to raise transcode_limit.")
+    try:
+        dense = t if (t.descriptor.layout_tag == 0x01 and dtype is None and entry.tag == 0x02) \
+            else materialize(t, dtype, max_output_bytes=max(limit, 1))
+        if not isinstance(dense, Tensor):
+            return None  # a composite group materializes to several tensors
+        return relayout(dense, ColMajor()) if entry.tag == 0x02 else dense
+    except UnsupportedOpError:
+        return None
+
+
+def negotiate(t: Tensor, request: P.TensorRequest, hello: P.Hello, limit: int) -> Tensor:
+    """The tensor to send for ``request``: as stored when its layout is acceptable, else
+    transcoded (ALLOW_TRANSCODE) to the first acceptable entry that can be produced.
+
+    Raises:
+        Refused: LAYOUT_UNAVAILABLE or TRANSCODE_LIMIT_EXCEEDED.
+    """
+    wanted = request.layouts or hello.layouts
+    if not wanted:
+        return t
+    allow = bool(request.flags & P.RequestFlag.ALLOW_TRANSCODE)
+    over: Refused | None = None
+    for entry in wanted:
+        if _matches(t, entry):
+            return t
+        if allow:
+            try:
+                out = _transcode(t, entry, limit)
+            except Refused as exc:
+                over = over or exc
+                continue
+            if out is not None:
+                return out
+    if over is not None:
+        raise over
+    tags = ", ".join(f"0x{e.tag:02X}" for e in wanted)
+    raise Refused(P.ErrorCode.LAYOUT_UNAVAILABLE,
+                  f"the tensor is stored as {t.layout_name} (0x{t.descriptor.layout_tag:02X}) "
+                  f"and the request accepts only {tags}" + ("" if allow else
+                                                            " without ALLOW_TRANSCODE"),
+                  "accept the stored layout, or set allow_transcode=True.")
+
+
+def send_tensor(conn: Connection, sid: int, t: Any, raw_of: Callable[[Any], bytes],
+                shard: tuple[int, int] = (0, 1)) -> None:
+    """Stream ``t`` (or one shard of its bytes) on ``sid``: descriptor, data frames,
+    DATA_END; a composite head's members follow, each the same way (the spec's composite
+    streaming)."""
+    raw = raw_of(t.descriptor)
+    lo, hi = shard_span(sum(int(h.byte_size) for h in t.descriptor.buffers), *shard)
+    conn.send(P.TensorDescriptorMsg(raw, hi - lo, *shard), sid)
+    conn.send_buffers(sid, t.buffers, (lo, hi))
+    conn.send(P.TensorDataEnd(), sid)
+    for member in t.members:
+        send_tensor(conn, sid, member, raw_of)
+
+
+# -- the server --------------------------------------------------------------------------------
+class Server:
+    """A running tensor server; build it with :func:`serve`.
+
+    Attributes:
+        url: where clients connect (``hurray://127.0.0.1:PORT``, ``hurrays://...`` with TLS,
+            ``hurray+unix:///path``).
+        registry: the dict TENSOR_PUT stores into (the first dict source, else a new one).
+        kv_sequences: sequence name -> id of the PagedKVCache source's sequences that PUTs
+            of ``kv/<name>`` created (empty without a cache).
+    """
+
+    def __init__(self, source: Any, *, host: str = "127.0.0.1", port: int = DEFAULT_PORT,
+                 unix: str | None = None, ssl_context: ssl.SSLContext | None = None,
+                 max_message_size: int = P.DEFAULT_MAX_MESSAGE,
+                 transcode_limit: int = DEFAULT_TRANSCODE_LIMIT,
+                 max_put_bytes: int = DEFAULT_MAX_PUT, timeout: float = 30.0,
+                 idle_timeout: float = 300.0, max_connections: int = 64) -> None:
+        items = source if isinstance(source, list | tuple) else [source]
+        self._sources = [_open_source(item) for item in items]
+        dicts = [s for s in self._sources if isinstance(s, dict)]
+        self.registry: dict[str, Any] = dicts[0] if dicts else {}
+        if not dicts:
+            self._sources.insert(0, self.registry)
+        kv = [s for s in self._sources if isinstance(s, _KV)]
+        self.kv_sequences: dict[str, int] = kv[0].names if kv else {}
+        self.max_message_size, self.transcode_limit = max_message_size, transcode_limit
+        self.max_put_bytes, self.max_connections = max_put_bytes, max_connections
+        self.timeout, self.idle_timeout = timeout, idle_timeout
+        self._ssl = ssl_context
+        self._sock = listen(host, port, unix)
+        self._unix = unix
+        if unix is not None:
+            self.url = f"hurray+unix://{unix}"
+        else:
+            bound = self._sock.getsockname()
+            name = f"[{bound[0]}]" if ":" in bound[0] else bound[0]
+            self.url = f"{'hurrays' if ssl_context else 'hurray'}://{name}:{bound[1]}"
+        self._stop = threading.Event()
+        self._conns: dict[threading.Thread, Connection | socket.socket] = {}
+        self._lock = threading.Lock()
+        self._accept = threading.Thread(target=self._accept_loop, name="hurray-accept",
+                                        daemon=True)
+
+    def start(self) -> Server:
+        """Start accepting connections in the background; returns self."""
+        self._accept.start()
+        return self
+
+    def wait(self) -> None:
+        """Block until :meth:`close` (from another thread, or Ctrl-C around it)."""
+        while not self._stop.wait(0.5):
+            pass
+
+    def __enter__(self) -> Server:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop accepting, close every connection, join the threads; idempotent."""
+        self._stop.set()
+        if self._accept.is_alive():
+            self._accept.join()
+        self._sock.close()
+        with self._lock:
+            live = list(self._conns.items())
+        for _, conn in live:
+            _hang_up(conn)
+        for thread, _ in live:
+            thread.join(timeout=self.timeout)
+        for s in self._sources:
+            if not isinstance(s, dict):
+                s.close()
+        if self._unix is not None and os.path.exists(self._unix):
+            os.unlink(self._unix)
+
+    # -- connections -----------------------------------------------------------------------
+    def _accept_loop(self) -> None:
+        self._sock.settimeout(0.2)  # poll so close() is seen promptly
+        while not self._stop.is_set():
+            try:
+                sock, _ = self._sock.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            with self._lock:
+                if len(self._conns) >= self.max_connections:
+                    self._refuse(sock)
+                    continue
+                thread = threading.Thread(target=self._connection, args=(sock,), daemon=True,
+                                          name="hurray-conn")
+                self._conns[thread] = sock
+            thread.start()
+
+    def _refuse(self, sock: socket.socket) -> None:
+        try:
+            sock.settimeout(1.0)
+            sock.sendall(P.encode(P.ErrorMsg(SERVER_BUSY, f"the server is at its limit of "
+                                             f"{self.max_connections} connections"), 1))
+        except OSError:
+            pass
+        sock.close()
+
+    def _connection(self, sock: socket.socket) -> None:
+        conn: Connection | None = None
+        try:
+            if sock.family != socket.AF_UNIX:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if self._ssl is not None:
+                sock.settimeout(self.timeout)
+                sock = self._ssl.wrap_socket(sock, server_side=True)
+            conn = Connection(sock, max_message_size=self.max_message_size,
+                              timeout=self.timeout, idle_timeout=self.idle_timeout)
+            with self._lock:
+                self._conns[threading.current_thread()] = conn
+            if self._stop.is_set():
+                return
+            _Session(self, conn).run()
+        except (TransportError, OSError, ssl.SSLError):
+            pass  # the peer went away or timed out: nothing to answer
+        except ProtocolError as exc:  # malformed or misplaced: answer, then close
+            if conn is not None:
+                stream = getattr(exc, "stream_id", 1)
+                with contextlib.suppress(TransportError, ProtocolError):
+                    conn.send(P.ErrorMsg(exc.code, str(exc)), stream)
+        finally:
+            with self._lock:
+                self._conns.pop(threading.current_thread(), None)
+            _hang_up(conn if conn is not None else sock)
+
+    # -- sources ---------------------------------------------------------------------------
+    def lookup(self, key: str) -> Tensor:
+        """The tensor a key names in the first source that has it.
+
+        Raises:
+            Refused: UNKNOWN_TENSOR.
+        """
+        check_key(key)
+        for source in self._sources:
+            found = source.get(key) if isinstance(source, dict) else source.lookup(key)
+            if found is not None:
+                return found  # type: ignore[no-any-return]
+        raise _unknown(key)
+
+
+class _Session:
+    """One client connection: the hello, then requests until the peer leaves."""
+
+    def __init__(self, server: Server, conn: Connection) -> None:
+        self.server, self.conn = server, conn
+        self.hello: P.Hello = P.ClientHello(1, 0, 0, (), (), ())
+        self.last_stream = 1
+        self.devices: tuple[int, ...] = (DeviceTag.CPU,)
+
+    def run(self) -> None:
+        self._hello()
+        skip: int | None = None  # a refused PUT's stream: its data frames are dropped
+        while not self.server._stop.is_set():
+            header = self.conn.recv_header()
+            if header.stream_id == skip and header.type in (P.MessageType.TENSOR_DATA,
+                                                            P.MessageType.TENSOR_DATA_END):
+                self.conn.discard(header.length)
+                skip = None if header.type == P.MessageType.TENSOR_DATA_END else skip
+                continue
+            skip = None
+            if header.type == P.MessageType.TENSOR_DATA:
+                raise _misplaced(header)
+            msg = P.decode(header, memoryview(self.conn.recv_payload(header)))
+            sid = header.stream_id
+            if isinstance(msg, P.Ping):
+                self.conn.send(P.Pong(), sid)
+            elif isinstance(msg, P.Pong | P.ErrorMsg):
+                continue  # an answer to nothing pending, or a client giving up a stream
+            elif isinstance(msg, P.TensorRequest | P.TensorPut):
+                try:
+                    if sid <= self.last_stream:
+                        raise Refused(P.ErrorCode.INVALID_MESSAGE,
+                                      f"request on stream {sid}; streams must ascend past "
+                                      f"{self.last_stream}", "number requests 2, 3, 4, ...")
+                    self.last_stream = sid
+                    if isinstance(msg, P.TensorRequest):
+                        self._get(sid, msg)
+                    else:
+                        self._put(sid, msg)
+                except StreamError as exc:
+                    self.conn.send(P.ErrorMsg(exc.code, str(exc)), sid)
+                    skip = sid if isinstance(msg, P.TensorPut) else None
+                except HurrayGPUError as exc:
+                    if isinstance(exc, ProtocolError | TransportError):
+                        raise
+                    self.conn.send(P.ErrorMsg(REQUEST_FAILED, str(exc)), sid)
+                    skip = sid if isinstance(msg, P.TensorPut) else None
+            else:
+                raise _misplaced(header)
+
+    def _hello(self) -> None:
+        header, msg = self.conn.recv_message()
+        if not isinstance(msg, P.ClientHello) or header.stream_id != 1:
+            raise ProtocolError(f"the first message was type 0x{header.type:X} on stream "
+                                f"{header.stream_id}, not CLIENT_HELLO on stream 1",
+                                fix="start every connection with CLIENT_HELLO on stream 1.")
+        if msg.max_message_size < 4096:
+            raise ProtocolError(f"CLIENT_HELLO max_message_size {msg.max_message_size} is "
+                                "below 4096 bytes", fix="accept messages of at least 4 KiB.")
+        self.hello, self.conn.peer_max = msg, msg.max_message_size
+        server = self.server
+        tags = {DeviceTag.CPU} | {s.cache.device.tag for s in server._sources
+                                  if isinstance(s, _KV)}
+        self.devices = tuple(sorted(tags))
+        caps = P.Capability.PARALLEL_STREAMS | (
+            P.Capability.TRANSCODING if server.transcode_limit > 0 else 0)
+        self.conn.send(P.ServerHello(min(msg.version, P.PROTOCOL_VERSION),
+                                     server.max_message_size, int(caps),
+                                     tuple(P.LayoutEntry(t) for t in sorted(LAYOUT_NAMES)),
+                                     self.devices, ()), 1)
+
+    def _place(self, request: P.TensorRequest) -> tuple[int, int]:
+        """The (device tag, memory class) the descriptor declares for ``request``."""
+        if request.device not in self.devices:
+            raise Refused(P.ErrorCode.DEVICE_UNAVAILABLE,
+                          f"device tag 0x{request.device:02X} is not one this server offers "
+                          f"({', '.join(f'0x{d:02X}' for d in self.devices)})",
+                          "request one of the devices in the SERVER_HELLO.")
+        classes = self.hello.memory_classes or (0,)
+        for mclass in classes:
+            if is_valid_pair(request.device, mclass):
+                return request.device, mclass
+        raise Refused(P.ErrorCode.DEVICE_UNAVAILABLE,
+                      f"none of the client's memory classes {list(classes)} is valid for "
+                      f"device tag 0x{request.device:02X}", "list STANDARD (0) in the hello.")
+
+    def _get(self, sid: int, request: P.TensorRequest) -> None:
+        align = request.min_alignment
+        if align & (align - 1) or align > 1 << 20:
+            raise Refused(P.ErrorCode.INVALID_MESSAGE, f"min_alignment {align} is not 0 or a "
+                          "power of two up to 1 MiB", "send 0 or a power of two.")
+        tag, mclass = self._place(request)
+        request, shard = _shard_of(request)
+        server = self.server
+        t = negotiate(server.lookup(request.key), request, self.hello, server.transcode_limit)
+        if shard != (0, 1) and t.is_composite:
+            raise Refused(P.ErrorCode.SHARD_MISMATCH, "a composite cannot be sharded",
+                          "request composites over one connection (parallel=1).")
+        if tag != DeviceTag.CPU and t.device.tag != tag:
+            t = t.to(resolve_device(DeviceTag(tag).name.lower()))
+
+        def raw_of(desc: TensorDescriptor) -> bytes:
+            raw = declare(desc, tag, mclass, align)
+            if len(raw) + 24 > self.conn.peer_max:
+                raise Refused(P.ErrorCode.MESSAGE_TOO_LARGE, f"the descriptor takes "
+                              f"{len(raw)} bytes, over the client's max_message_size",
+                              "raise the client's max_message_size.")
+            return raw
+
+        _walk(t, raw_of)  # every descriptor is checked before the first byte is sent
+        send_tensor(self.conn, sid, t, raw_of, shard)
+
+    def _put(self, sid: int, msg: P.TensorPut) -> None:
+        check_key(msg.key)
+        server = self.server
+        desc = decode_descriptor(msg.descriptor)
+        sizes = [int(h.byte_size) for h in desc.buffers]
+        if desc.layout_tag == 0x0B:
+            raise Refused(REQUEST_FAILED, "a composite head cannot be PUT",
+                          "PUT each member under its own key.")
+        if sum(sizes) != msg.total_data_bytes:
+            raise Refused(P.ErrorCode.INVALID_MESSAGE, f"total_data_bytes "
+                          f"{msg.total_data_bytes} != the descriptor's buffers ({sum(sizes)})",
+                          "send total_data_bytes = the sum of the buffer sizes.")
+        if msg.total_data_bytes > server.max_put_bytes:
+            raise Refused(P.ErrorCode.MESSAGE_TOO_LARGE, f"a PUT of {msg.total_data_bytes} "
+                          f"bytes exceeds this server's max_put_bytes {server.max_put_bytes}",
+                          "PUT smaller tensors, or ask the operator to raise max_put_bytes.")
+        if any(h.sync_mode != SyncMode.PRODUCER_SYNCED for h in desc.buffers):
+            raise Refused(P.ErrorCode.INVALID_MESSAGE, "a PUT buffer declares a sync_mode "
+                          "other than producer-synced", "declare sync_mode 0 across machines.")
+        arrays = host_arrays(desc)
+        recv_data(self.conn, sid, [a.data for a in arrays], msg.total_data_bytes)
+        t = Tensor.from_parts(declare(desc, DeviceTag.CPU, 0, 0), arrays)
+        if not any(s.put(msg.key, t) for s in server._sources if isinstance(s, _KV)):
+            server.registry[msg.key] = t
+        self.conn.send(P.TensorPutAck(), sid)
+
+
+def _shard_of(request: P.TensorRequest) -> tuple[P.TensorRequest, tuple[int, int]]:
+    """The request without its shard entry, and the (index, count) it asks for."""
+    shards = [e for e in request.layouts if e.tag == SHARD_ENTRY_TAG
+              and e.metadata[:4] == SHARD_ENTRY_MAGIC and len(e.metadata) == 12]
+    if not shards:
+        return request, (0, 1)
+    index, count = struct.unpack("<II", shards[0].metadata[4:])
+    if len(shards) > 1 or not request.flags & P.RequestFlag.PARALLEL_OK or not (
+            index < count <= MAX_SHARDS):
+        raise Refused(P.ErrorCode.SHARD_MISMATCH, f"shard {index} of {count} (entries: "
+                      f"{len(shards)}, PARALLEL_OK: {bool(request.flags & 2)})",
+                      f"ask for one shard i < n <= {MAX_SHARDS} and set PARALLEL_OK.")
+    rest = tuple(e for e in request.layouts if e not in shards)
+    return dataclasses.replace(request, layouts=rest), (index, count)
+
+
+def _hang_up(conn: Connection | socket.socket) -> None:
+    """Close a connection so that a thread blocked reading it wakes up."""
+    if isinstance(conn, Connection):
+        conn.close()
+        return
+    with contextlib.suppress(OSError):  # never connected or already gone
+        conn.shutdown(socket.SHUT_RDWR)
+    conn.close()
+
+
+def _walk(t: Any, visit: Callable[[Any], Any]) -> None:
+    visit(t.descriptor)
+    for m in t.members:
+        _walk(m, visit)
+
+
+def _misplaced(header: P.Header) -> ProtocolError:
+    exc = ProtocolError(f"a client may not send message type 0x{header.type:X} here",
+                        fix="send CLIENT_HELLO first, then TENSOR_REQUEST, TENSOR_PUT (with its "
+                            "data) or PING.")
+    exc.stream_id = header.stream_id  # type: ignore[attr-defined]
+    return exc
+
+
+def serve(source: Any, *, host: str = "127.0.0.1", port: int = DEFAULT_PORT,
+          unix: str | None = None, ssl_context: ssl.SSLContext | None = None,
+          max_message_size: int = P.DEFAULT_MAX_MESSAGE,
+          transcode_limit: int = DEFAULT_TRANSCODE_LIMIT, max_put_bytes: int = DEFAULT_MAX_PUT,
+          timeout: float = 30.0, idle_timeout: float = 300.0, max_connections: int = 64,
+          background: bool = False) -> Server:
+    """Serve tensors over the Hurray network interchange protocol (docs/interchange.md).
+
+    Args:
+        source: a ``.hrry`` path, a directory of them (keys ``<file>.hrry/<tensor>``), a
+            dict of Tensors (TENSOR_PUT stores there), a PagedKVCache (keys ``kv/<seq>``,
+            ``kv/<seq>/<layer>``, ``kv/<seq>/<layer>/key|value``), or a list of those.
+        host, port: the TCP address (default loopback only; port 0 picks a free port).
+        unix: serve on this Unix-domain socket path instead of TCP.
+        ssl_context: a server-side ``ssl.SSLContext``: TLS (``hurrays://`` URLs).
+        max_message_size: the largest payload accepted from a client.
+        transcode_limit: the largest transcoded tensor in bytes (0 disables transcoding).
+        max_put_bytes: the largest tensor a client may PUT.
+        timeout: seconds a message may take once started (a slow drip is cut off).
+        idle_timeout: seconds a connection may wait between messages.
+        max_connections: connections served at once; more are answered ERROR 0xF1.
+        background: return at once with the server running in threads; otherwise block
+            until Ctrl-C, then close.
+
+    Returns:
+        The Server (``.url``, ``.close()``, a context manager).
+
+    Raises:
+        UnsupportedOpError: an unknown kind of source.
+        HurrayFormatError, OSError: a source file cannot be opened; the address is in use.
+    """
+    server = Server(source, host=host, port=port, unix=unix, ssl_context=ssl_context,
+                    max_message_size=max_message_size, transcode_limit=transcode_limit,
+                    max_put_bytes=max_put_bytes, timeout=timeout, idle_timeout=idle_timeout,
+                    max_connections=max_connections).start()
+    if background:
+        return server
+    try:
+        server.wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.close()
+    return server
+
+
+__all__ = ["REQUEST_FAILED", "SERVER_BUSY", "Refused", "Server", "dtype_entry", "shard_entry",
+           "negotiate", "send_tensor", "serve"]

@@ -1,0 +1,390 @@
+"""Sockets for the network interchange protocol: TCP, Unix-domain and TLS, framed (docs/interchange.md).
+
+A :class:`Connection` sends and receives whole messages. Every receive checks the 12-byte
+header (type, stream, the receiver's maximum payload) before it allocates anything; a
+TENSOR_DATA payload is never decoded into a new bytes: its 8-byte offset is read, then the data
+goes with ``recv_into`` straight into the caller's destination. Sending TENSOR_DATA uses one
+``sendmsg`` of the frame header and a view of the data (TLS sockets have no ``sendmsg``: the
+view is written after the header, still without a copy).
+
+Time bounds: waiting for the first byte of the next message may take ``idle_timeout``; once a
+message has started, all of it must arrive within ``timeout`` seconds, so a peer dripping one
+byte at a time cannot hold a thread for longer than that.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import socket
+import ssl
+import struct
+import time
+from collections.abc import Iterator, Sequence
+from typing import Any
+from urllib.parse import urlsplit
+
+import numpy as np
+
+from hurray_gpu.errors import HurrayGPUError, ProtocolError, RemoteError
+from hurray_gpu.format import protocol as P
+from hurray_gpu.format.descriptor.buffers import BufferHandle, SyncMode
+from hurray_gpu.runtime.buffer import Buffer
+from hurray_gpu.runtime.hostmem import CHUNK, aligned_empty, host_alignment
+
+DEFAULT_PORT = 7740
+# The largest TENSOR_DATA frame we send: big enough that the per-frame cost vanishes, small
+# enough that a device tensor's staging chunk and a peer's receive stay bounded.
+FRAME_BYTES = 16 << 20
+_DRAIN = 1 << 16
+SHARD_ALIGN = 1 << 16  # PARALLEL_STREAMS shard boundaries (docs/interchange.md)  # discard() reads unwanted payloads in pieces of this size
+
+
+class TransportError(HurrayGPUError, ConnectionError):
+    """The connection broke: the peer closed it, a timeout passed, or the URL is unusable."""
+
+
+class StreamError(ProtocolError):
+    """A protocol error about one stream; the message that caused it was read whole, so the
+    connection can go on (the receiver answers ERROR on that stream)."""
+
+
+def parse_url(url: str) -> tuple[str, Any]:
+    """``(scheme, address)`` of ``hurray://host:port``, ``hurrays://host:port`` (TLS) or
+    ``hurray+unix:///abs/path``; the address is ``(host, port)`` or a path.
+
+    Raises:
+        TransportError: another scheme, a missing host, or a relative Unix path.
+    """
+    parts = urlsplit(url)
+    fix = ("write hurray://HOST:PORT, hurrays://HOST:PORT (TLS) or hurray+unix:///ABS/PATH.")
+    if parts.scheme == "hurray+unix":
+        if not parts.path.startswith("/") or parts.netloc:
+            raise TransportError(f"{url!r} does not name an absolute socket path", fix=fix)
+        return parts.scheme, parts.path
+    if parts.scheme not in ("hurray", "hurrays") or not parts.hostname or parts.path not in ("", "/"):
+        raise TransportError(f"{url!r} is not a hurray URL", fix=fix)
+    try:
+        port = parts.port or DEFAULT_PORT
+    except ValueError:
+        raise TransportError(f"{url!r} has an invalid port", fix=fix) from None
+    return parts.scheme, (parts.hostname, port)
+
+
+def dial(url: str, ssl_context: ssl.SSLContext | None, timeout: float) -> socket.socket:
+    """Open a client socket to ``url`` (TLS for ``hurrays://``).
+
+    Raises:
+        TransportError: the URL is bad, or nothing answers there.
+    """
+    scheme, address = parse_url(url)
+    try:
+        if scheme == "hurray+unix":
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sock.settimeout(timeout)
+            sock.connect(address)
+            return sock
+        sock = socket.create_connection(address, timeout=timeout)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if scheme == "hurrays":
+            context = ssl_context or ssl.create_default_context()
+            sock = context.wrap_socket(sock, server_hostname=address[0])
+        elif ssl_context is not None:
+            sock.close()
+            raise TransportError(f"{url!r} is plain TCP but an ssl_context was given",
+                                 fix="use the hurrays:// scheme for TLS.")
+        return sock
+    except (OSError, ssl.SSLError) as exc:
+        raise TransportError(f"cannot connect to {url}: {exc}",
+                             fix="check that a server is running there (hurray-gpu serve) "
+                                 "and that the URL, port and TLS settings match it.") from exc
+
+
+def listen(host: str, port: int, unix: str | None) -> socket.socket:
+    """A listening socket on ``host:port`` (TCP) or at the path ``unix``.
+
+    A stale socket file left at ``unix`` by a dead server is replaced; any other file there
+    is not.
+    """
+    if unix is not None:
+        if os.path.exists(unix):
+            import stat
+            if not stat.S_ISSOCK(os.stat(unix).st_mode):
+                raise TransportError(f"{unix} exists and is not a socket",
+                                     fix="pass a path that does not exist yet.")
+            os.unlink(unix)
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.bind(unix)
+    else:
+        sock = socket.create_server((host, port), reuse_port=False)
+    sock.listen(64)
+    return sock
+
+
+def _views(buffers: Sequence[Buffer], lo: int, hi: int) -> Iterator[memoryview]:
+    """Host views of bytes [lo, hi) of the concatenated ``buffers`` in pieces of at most
+    FRAME_BYTES (device memory is copied to host one bounded chunk at a time into one reused
+    staging array)."""
+    staging: np.ndarray | None = None
+    base = 0
+    for buf in buffers:
+        first, end = max(lo - base, 0), min(hi - base, buf.nbytes)
+        base += buf.nbytes
+        step = FRAME_BYTES if buf.is_host else CHUNK
+        for start in range(first, end, step):
+            n = min(step, end - start)
+            if buf.is_host:
+                yield buf.array.data.cast("B")[start:start + n]
+                continue
+            if staging is None:
+                staging = np.empty(min(CHUNK, hi - lo), np.uint8)
+            buf.copyout(staging[:n], start)
+            yield staging.data[:n]
+
+
+def shard_span(total: int, index: int, count: int) -> tuple[int, int]:
+    """Bytes [lo, hi) of shard ``index`` of ``count`` of a ``total``-byte tensor: equal parts
+    with inner boundaries rounded up to 64 KiB (both sides compute the same split)."""
+    def edge(i: int) -> int:
+        return min(total, -(-(total * i // count) // SHARD_ALIGN) * SHARD_ALIGN)
+
+    return edge(index), edge(index + 1) if index + 1 < count else total
+
+
+class Connection:
+    """One framed protocol connection over a connected socket.
+
+    Args:
+        sock: a connected stream socket (plain or TLS).
+        max_message_size: the largest payload this side accepts (checked before allocating).
+        timeout: seconds one message may take once its first byte arrived, and one send.
+        idle_timeout: seconds to wait for the next message to begin.
+    """
+
+    def __init__(self, sock: socket.socket, *, max_message_size: int = P.DEFAULT_MAX_MESSAGE,
+                 timeout: float = 30.0, idle_timeout: float | None = None) -> None:
+        self.sock = sock
+        self.max_message_size = max_message_size
+        self.peer_max = P.DEFAULT_MAX_MESSAGE  # what the peer accepts (set by the hello)
+        self.timeout = timeout
+        self.idle_timeout = timeout if idle_timeout is None else idle_timeout
+        self._deadline = 0.0
+        self._header = bytearray(P.HEADER_SIZE)
+        self._tls = isinstance(sock, ssl.SSLSocket)
+        self.closed = False
+
+    def close(self) -> None:
+        """Shut the socket down (wakes a thread blocked on it) and close it; idempotent."""
+        if self.closed:
+            return
+        self.closed = True
+        with contextlib.suppress(OSError):  # already disconnected
+            self.sock.shutdown(socket.SHUT_RDWR)
+        self.sock.close()
+
+    # -- receive ---------------------------------------------------------------------------
+    def _recv_into(self, view: memoryview, deadline: float) -> None:
+        got = 0
+        while got < len(view):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TransportError(f"the peer sent {got} of {len(view)} expected bytes within "
+                                     f"the time limit; closing", fix="send each message "
+                                     "whole and promptly, or raise the timeout.")
+            self.sock.settimeout(left)
+            try:
+                n = self.sock.recv_into(view[got:])
+            except TimeoutError:
+                continue  # the loop's deadline check reports it
+            except (OSError, ssl.SSLError) as exc:
+                raise TransportError(f"the connection failed: {exc}",
+                                     fix="check the peer and the network, then reconnect."
+                                     ) from exc
+            if not n:
+                raise TransportError(f"the peer closed the connection after {got} of "
+                                     f"{len(view)} expected bytes",
+                                     fix="reconnect; check the peer's log for why it closed.")
+            got += n
+
+    def recv_header(self) -> P.Header:
+        """The next message's header, checked (size limit before anything is allocated).
+
+        Raises:
+            ProtocolError: from ``decode_header``; its ``stream_id`` attribute is set to the
+                raw header's stream (or 1) so the ERROR can be answered on it.
+            TransportError: EOF, a broken connection or a timeout.
+        """
+        view = memoryview(self._header)
+        self._recv_into(view[:1], time.monotonic() + self.idle_timeout)
+        self._deadline = time.monotonic() + self.timeout
+        self._recv_into(view[1:], self._deadline)
+        try:
+            return P.decode_header(memoryview(self._header), self.max_message_size)
+        except HurrayGPUError as exc:
+            (sid,) = struct.unpack_from("<I", self._header, 4)
+            exc.stream_id = sid or 1  # type: ignore[attr-defined]
+            raise
+
+    def recv_into(self, view: memoryview) -> None:
+        """Read exactly ``len(view)`` bytes of the current message into ``view``."""
+        self._recv_into(view, self._deadline)
+
+    def recv_payload(self, header: P.Header) -> bytearray:
+        """The current message's payload (its size was checked by :meth:`recv_header`)."""
+        payload = bytearray(header.length)
+        self._recv_into(memoryview(payload), self._deadline)
+        return payload
+
+    def recv_message(self) -> tuple[P.Header, Any]:
+        """The next whole message, decoded; a TENSOR_DATA frame comes back as ``(header,
+        None)`` with its payload unread (the caller reads it with :meth:`data_offset` and
+        :meth:`recv_into`)."""
+        header = self.recv_header()
+        if header.type == P.MessageType.TENSOR_DATA:
+            return header, None
+        return header, P.decode(header, memoryview(self.recv_payload(header)))
+
+    def data_offset(self, header: P.Header) -> int:
+        """Read a TENSOR_DATA frame's 8-byte offset; ``header.length - 8`` data bytes follow."""
+        first8 = bytearray(8)
+        self._recv_into(memoryview(first8), self._deadline)
+        return P.decode_data_offset(header, memoryview(first8))
+
+    def discard(self, n: int) -> None:
+        """Read and drop ``n`` bytes of the current message in bounded pieces."""
+        scratch = memoryview(bytearray(min(n, _DRAIN)))
+        while n:
+            step = min(n, len(scratch))
+            self._recv_into(scratch[:step], self._deadline)
+            n -= step
+
+    # -- send ------------------------------------------------------------------------------
+    def _send_views(self, views: Sequence[memoryview | bytes]) -> None:
+        deadline = time.monotonic() + self.timeout
+        try:
+            if self._tls:  # SSLSocket has no sendmsg; sendall of a view does not copy it
+                for v in views:
+                    self.sock.settimeout(max(deadline - time.monotonic(), 0.001))
+                    self.sock.sendall(v)
+                return
+            pending = [memoryview(v).cast("B") for v in views if len(v)]
+            while pending:
+                self.sock.settimeout(max(deadline - time.monotonic(), 0.001))
+                sent = self.sock.sendmsg(pending)
+                while pending and sent >= len(pending[0]):
+                    sent -= len(pending[0])
+                    pending.pop(0)
+                if pending and sent:
+                    pending[0] = pending[0][sent:]
+        except (OSError, ssl.SSLError) as exc:
+            raise TransportError(f"sending failed: {exc}",
+                                 fix="check that the peer is still reading, then reconnect."
+                                 ) from exc
+
+    def send(self, msg: Any, stream_id: int) -> None:
+        """Encode and send one message."""
+        self._send_views([P.encode(msg, stream_id)])
+
+    def send_data(self, stream_id: int, offset: int, data: memoryview) -> None:
+        """One TENSOR_DATA frame: its 20 header bytes and ``data``, without copying ``data``."""
+        self._send_views([P.data_header(stream_id, offset, len(data)), data])
+
+    def send_buffers(self, stream_id: int, buffers: Sequence[Buffer],
+                     span: tuple[int, int] | None = None) -> int:
+        """Bytes ``span`` (default all) of ``buffers`` as TENSOR_DATA frames (offsets run over
+        their concatenation), each within the peer's maximum message size; returns the bytes
+        sent. No DATA_END."""
+        frame = max(1, min(FRAME_BYTES, self.peer_max - 8))
+        offset, hi = span or (0, sum(b.nbytes for b in buffers))
+        for view in _views(buffers, offset, hi):
+            for start in range(0, len(view), frame):
+                piece = view[start:start + frame]
+                self.send_data(stream_id, offset, piece)
+                offset += len(piece)
+        return offset
+
+
+def declare(desc: Any, tag: int, mclass: int, min_alignment: int) -> bytes:
+    """``desc``'s bytes with every handle re-declared: device ``tag``, memory class, producer
+    synced (the rule across machines), alignment at least ``min_alignment``."""
+    handles = tuple(BufferHandle(h.byte_size, max(h.alignment, min_alignment) if h.byte_size
+                                 else h.alignment, tag, SyncMode.PRODUCER_SYNCED, mclass)
+                    for h in desc.buffers)
+    return bytes(dataclasses.replace(desc, buffers=handles).encode())
+
+
+def host_arrays(desc: Any) -> list[np.ndarray]:
+    """One aligned, uninitialised host array per buffer handle of ``desc`` (the destination a
+    receiver allocates once, from the descriptor, before any data arrives)."""
+    return [aligned_empty(int(h.byte_size), host_alignment(h.alignment, int(h.byte_size)))
+            for h in desc.buffers]
+
+
+def recv_data(conn: Connection, stream_id: int, dests: Sequence[memoryview], total: int,
+              span: tuple[int, int] | None = None) -> None:
+    """Receive one tensor's TENSOR_DATA frames and its TENSOR_DATA_END on ``stream_id``.
+
+    The frames' offsets run over the concatenation of ``dests`` (whose sizes add up to
+    ``total``); they must cover ``span`` (default all of it, else one shard's bytes): each
+    frame starts where the previous one ended and stays within the span, and its data is
+    read with ``recv_into`` straight into the destination. A PING on any stream is answered
+    with PONG meanwhile.
+
+    Raises:
+        StreamError: a frame out of order, with a gap or overlap, empty, or past ``total``,
+            or DATA_END before ``total`` bytes (the frame was consumed: the connection goes on).
+        RemoteError: the peer sent ERROR on the stream.
+        ProtocolError: any other message (the connection cannot go on).
+    """
+    done, total = span or (0, total)
+    targets, skip = [], done
+    for view in dests:
+        if skip < len(view):
+            targets.append(view[skip:])
+        skip = max(skip - len(view), 0)
+    while True:
+        header = conn.recv_header()
+        mtype = header.type
+        if mtype == P.MessageType.PING or (header.stream_id == stream_id and mtype in (
+                P.MessageType.ERROR, P.MessageType.TENSOR_DATA_END)):
+            msg = P.decode(header, memoryview(conn.recv_payload(header)))
+            if isinstance(msg, P.Ping):
+                conn.send(P.Pong(), header.stream_id)
+                continue
+            if isinstance(msg, P.ErrorMsg):
+                raise RemoteError(msg.code, msg.message)
+            if done != total:
+                raise StreamError(f"TENSOR_DATA_END at byte {done} of {total}",
+                                  fix="send every byte of every buffer before TENSOR_DATA_END.")
+            return
+        if header.stream_id != stream_id or mtype != P.MessageType.TENSOR_DATA:
+            exc = ProtocolError(f"message type 0x{mtype:X} on stream {header.stream_id} in the "
+                                f"middle of stream {stream_id}'s data",
+                                fix="finish a tensor's data with TENSOR_DATA_END first.")
+            exc.stream_id = header.stream_id  # type: ignore[attr-defined]
+            raise exc
+        offset = conn.data_offset(header)
+        n = header.length - 8
+        if offset != done or not n or n > total - done:
+            conn.discard(n)
+            why = ("is empty" if not n else f"ends at {offset + n}, past byte {total}"
+                   if offset == done else
+                   f"starts at {offset} where {done} was expected (frames must ascend "
+                   "with no gap or overlap)")
+            raise StreamError(f"a TENSOR_DATA frame on stream {stream_id} {why}",
+                              fix="send each buffer's bytes once, in order, within "
+                                  "total_data_bytes.")
+        while n:
+            view = targets[0]
+            step = min(n, len(view))
+            conn.recv_into(view[:step])
+            n -= step
+            done += step
+            targets[0] = view[step:]
+            if not len(targets[0]):
+                targets.pop(0)
+
+
+__all__ = ["DEFAULT_PORT", "FRAME_BYTES", "Connection", "StreamError", "TransportError",
+           "declare", "dial", "host_arrays", "listen", "parse_url", "recv_data", "shard_span"]

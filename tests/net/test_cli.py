@@ -1,0 +1,51 @@
+"""``hurray-gpu serve`` in a process of its own and ``hurray-gpu get`` against it."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import hurray_gpu as hg
+from hurray_gpu.cli import main
+from tests._support import stable_rng
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_serve_and_get(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    values = stable_rng("net-cli").standard_normal((5, 16)).astype(np.float32)
+    q = hg.quantize(values, "per_block", axis=1, block_size=8, dtype="int8")
+    (tmp_path / "models").mkdir()
+    hg.save(tmp_path / "models" / "m.hrry", {"w": hg.from_numpy(values), "q": q})
+    sock = tmp_path / "s.sock"
+    env = dict(os.environ, PYTHONPATH=f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
+    proc = subprocess.Popen([sys.executable, "-m", "hurray_gpu.cli", "serve",
+                             str(tmp_path / "models"), "--unix", str(sock)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line.strip() == f"serving at hurray+unix://{sock}", (line, proc.stderr)
+        url = f"hurray+unix://{sock}"
+        out = tmp_path / "w.hrry"
+        assert main(["get", url, "m.hrry/w", "--out", str(out)]) == 0
+        assert np.array_equal(hg.load(out)["m.hrry/w"].numpy(), values)
+        assert main(["get", url, "m.hrry/w", "--out", str(out)]) == 1  # exists, no --force
+        assert "--force" in capsys.readouterr().err
+        deq = tmp_path / "q.hrry"
+        assert main(["get", url, "m.hrry/q", "--dtype", "float32", "--allow-transcode",
+                     "--device", "cpu", "--out", str(deq)]) == 0
+        assert np.array_equal(hg.load(deq)["m.hrry/q"].numpy(), hg.dequantize(q).numpy())
+        assert main(["get", url, "m.hrry/nope", "--out", str(tmp_path / "n.hrry")]) == 1
+        err = capsys.readouterr().err
+        assert "ERROR 2" in err and "Fix:" in err and not (tmp_path / "n.hrry").exists()
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0
+    assert not sock.exists()  # a clean shutdown removes the socket file

@@ -1,0 +1,242 @@
+"""Misbehaving peers: the server answers the right ERROR, bounds its memory and time, and
+keeps serving everyone else; the client refuses a lying server before allocating."""
+
+from __future__ import annotations
+
+import socket
+import struct
+import threading
+import time
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+
+import hurray_gpu as hg
+from hurray_gpu.errors import ProtocolError, RemoteError
+from hurray_gpu.format import protocol as P
+from hurray_gpu.net.transport import TransportError
+from tests.net.conftest import RawPeer, Start, data_frame, header
+
+VALUES = np.arange(16, dtype=np.int32)
+
+
+def serving(start: Start, **kw: object) -> hg.net.Server:
+    server, _ = start({"a": hg.from_numpy(VALUES)}, **kw)
+    return server
+
+
+def still_serves(server: hg.net.Server) -> None:
+    with hg.connect(server.url) as c:
+        assert c.get("a").numpy().tolist() == VALUES.tolist()
+
+
+def put_header(stream: int, key: str, total: int) -> bytes:
+    t = hg.from_numpy(np.zeros(total // 4, np.int32))
+    return P.encode(P.TensorPut(key, t.descriptor_bytes, total), stream)
+
+
+@pytest.mark.parametrize("mtype", [0x20, 0xF5, 0xFF, 0x0E])
+def test_unknown_types_get_invalid_message_and_close(start: Start, mtype: int) -> None:
+    server = serving(start)
+    peer = RawPeer(server.url)
+    peer.hello()
+    peer.send(header(mtype, 7, 0))
+    assert peer.recv_error() == (7, P.ErrorCode.INVALID_MESSAGE)
+    assert peer.closed_by_peer()
+    still_serves(server)
+
+
+def test_oversized_payload_is_refused_before_reading_it(start: Start) -> None:
+    server = serving(start, max_message_size=1 << 16)
+    peer = RawPeer(server.url)
+    peer.hello()
+    peer.send(header(P.MessageType.TENSOR_REQUEST, 2, (1 << 16) + 1))
+    assert peer.recv_error() == (2, P.ErrorCode.MESSAGE_TOO_LARGE)
+    assert peer.closed_by_peer()
+    still_serves(server)
+
+
+def test_truncated_frame_then_close(start: Start) -> None:
+    server = serving(start)
+    peer = RawPeer(server.url)
+    peer.hello()
+    peer.send(header(P.MessageType.TENSOR_REQUEST, 2, 100) + b"\x05\0\0\0ab")
+    peer.close()
+    still_serves(server)
+
+
+def test_slow_drip_is_cut_off_at_the_message_timeout(start: Start) -> None:
+    server = serving(start, timeout=0.6)
+    request = P.encode(P.TensorRequest("a", (), 0, 0, 0), 2)
+    peer = RawPeer(server.url)
+    peer.hello()
+    began = time.monotonic()
+    with pytest.raises(OSError):  # the server hangs up part-way through
+        for byte in request:
+            peer.send(bytes([byte]))
+            still_serves(server)  # others are served meanwhile
+            time.sleep(0.15)
+            if peer.closed_by_peer_now():
+                raise ConnectionResetError("closed")
+    assert time.monotonic() - began < 0.6 + 2.0
+    still_serves(server)
+
+
+def test_request_before_hello_and_bad_streams(start: Start) -> None:
+    server = serving(start)
+    peer = RawPeer(server.url)
+    peer.send_msg(P.TensorRequest("a", (), 0, 0, 0), 2)
+    assert peer.recv_error() == (1, P.ErrorCode.INVALID_MESSAGE)
+    assert peer.closed_by_peer()
+    peer = RawPeer(server.url)
+    peer.hello()
+    peer.send_msg(P.TensorRequest("nope", (), 0, 0, 0), 5)
+    assert peer.recv_error() == (5, P.ErrorCode.UNKNOWN_TENSOR)
+    peer.send_msg(P.TensorRequest("a", (), 0, 0, 0), 4)  # streams must ascend
+    assert peer.recv_error() == (4, P.ErrorCode.INVALID_MESSAGE)
+    peer.send_msg(P.TensorRequest("a", (), 0x08, 0, 0), 6)  # OpenCL is not offered
+    assert peer.recv_error() == (6, P.ErrorCode.DEVICE_UNAVAILABLE)
+    peer.send_msg(P.Ping(), 9)
+    header_, msg = peer.recv()
+    assert isinstance(msg, P.Pong) and header_.stream_id == 9
+
+
+BAD_PUTS: dict[str, Callable[[int], bytes]] = {
+    "out_of_order": lambda s: data_frame(s, 8, bytes(8)) + data_frame(s, 0, bytes(8)),
+    "gap": lambda s: data_frame(s, 0, bytes(4)) + data_frame(s, 8, bytes(8)),
+    "overlap": lambda s: data_frame(s, 0, bytes(8)) + data_frame(s, 4, bytes(12)),
+    "beyond_total": lambda s: data_frame(s, 0, bytes(16)) + data_frame(s, 16, bytes(4)),
+    "short": lambda s: data_frame(s, 0, bytes(12)),
+    "empty_frame": lambda s: data_frame(s, 0, b""),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_PUTS))
+def test_bad_put_data_is_invalid_message_on_its_stream(start: Start, case: str) -> None:
+    server = serving(start)
+    peer = RawPeer(server.url)
+    peer.hello()
+    peer.send(put_header(2, "x", 16) + BAD_PUTS[case](2)
+              + P.encode(P.TensorDataEnd(), 2))
+    assert peer.recv_error() == (2, P.ErrorCode.INVALID_MESSAGE)
+    assert "x" not in server.registry
+    # the connection goes on: a good PUT and a GET on the same socket
+    peer.send(put_header(3, "y", 16) + data_frame(3, 0, bytes(range(16)))
+              + P.encode(P.TensorDataEnd(), 3))
+    header_, msg = peer.recv()
+    assert isinstance(msg, P.TensorPutAck) and header_.stream_id == 3
+    assert server.registry["y"].buffers[0].numpy().tobytes() == bytes(range(16))
+    still_serves(server)
+
+
+def test_put_over_the_limit_is_refused_and_its_data_skipped(start: Start) -> None:
+    server = serving(start, max_put_bytes=64)
+    peer = RawPeer(server.url)
+    peer.hello()
+    peer.send(put_header(2, "big", 128))
+    assert peer.recv_error() == (2, P.ErrorCode.MESSAGE_TOO_LARGE)  # before any data
+    peer.send(data_frame(2, 0, bytes(128)) + P.encode(P.TensorDataEnd(), 2))
+    peer.send_msg(P.Ping(), 3)
+    assert isinstance(peer.recv()[1], P.Pong)
+    assert "big" not in server.registry
+
+
+def test_data_frames_outside_a_put_close_the_connection(start: Start) -> None:
+    server = serving(start)
+    peer = RawPeer(server.url)
+    peer.hello()
+    peer.send(data_frame(2, 0, bytes(8)))
+    assert peer.recv_error() == (2, P.ErrorCode.INVALID_MESSAGE)
+    assert peer.closed_by_peer()
+
+
+def test_connections_past_the_limit_are_told_busy(start: Start) -> None:
+    server = serving(start, max_connections=2)
+    held = [hg.connect(server.url) for _ in range(2)]
+    peer = RawPeer(server.url)
+    assert peer.recv_error() == (1, 0xF1)
+    held[0].close()
+    time.sleep(0.3)
+    still_serves(server)
+    held[1].close()
+
+
+def test_close_stops_everything(start: Start) -> None:
+    server = serving(start)
+    client = hg.connect(server.url)
+    server.close()
+    with pytest.raises(TransportError):
+        client.get("a")
+    with pytest.raises(TransportError):
+        hg.connect(server.url, timeout=2)
+
+
+# -- a lying server ---------------------------------------------------------------------------
+def fake_server(script: Callable[[socket.socket], None]) -> str:
+    """A one-connection server that answers the hello, then runs ``script``."""
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def run() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            conn.recv(1 << 16)  # the CLIENT_HELLO
+            conn.sendall(P.encode(P.ServerHello(1, 1 << 20, 0, (), (0,), ()), 1))
+            conn.recv(1 << 16)  # the TENSOR_REQUEST on stream 2
+            script(conn)
+            time.sleep(0.5)
+        listener.close()
+
+    threading.Thread(target=run, daemon=True).start()
+    return f"hurray://127.0.0.1:{listener.getsockname()[1]}"
+
+
+def descriptor(total: int, nbytes: int | None = None) -> bytes:
+    t = hg.from_numpy(np.zeros(total, np.uint8))
+    return P.encode(P.TensorDescriptorMsg(t.descriptor_bytes,
+                                          total if nbytes is None else nbytes), 2)
+
+
+LIES: dict[str, tuple[Callable[[socket.socket], None], int]] = {
+    "total_mismatch": (lambda s: s.sendall(descriptor(16, 20)), P.ErrorCode.INVALID_MESSAGE),
+    "huge": (lambda s: s.sendall(descriptor(1 << 20)), P.ErrorCode.MESSAGE_TOO_LARGE),
+    "gap": (lambda s: s.sendall(descriptor(16) + data_frame(2, 4, bytes(12))),
+            P.ErrorCode.INVALID_MESSAGE),
+    "past_total": (lambda s: s.sendall(descriptor(16) + data_frame(2, 0, bytes(20))),
+                   P.ErrorCode.INVALID_MESSAGE),
+    "early_end": (lambda s: s.sendall(descriptor(16) + data_frame(2, 0, bytes(8))
+                                      + P.encode(P.TensorDataEnd(), 2)),
+                  P.ErrorCode.INVALID_MESSAGE),
+    "wrong_stream": (lambda s: s.sendall(descriptor(16).replace(b"\x02\0\0\0", b"\x03\0\0\0", 1)),
+                     P.ErrorCode.INVALID_MESSAGE),
+    "shard": (lambda s: s.sendall(P.encode(P.TensorDescriptorMsg(
+        hg.from_numpy(np.zeros(4, np.uint8)).descriptor_bytes, 4, 1, 2), 2)),
+        P.ErrorCode.SHARD_MISMATCH),
+}
+
+
+@pytest.mark.parametrize("case", sorted(LIES))
+def test_client_refuses_a_lying_server(case: str) -> None:
+    script, code = LIES[case]
+    client = hg.connect(fake_server(script), max_tensor_bytes=1 << 16, timeout=5)
+    with pytest.raises(ProtocolError) as info:
+        client.get("k")
+    assert not isinstance(info.value, RemoteError) and info.value.code == code, info.value
+    with pytest.raises(TransportError):  # a connection out of step is closed
+        client.get("k")
+
+
+def test_server_error_message_is_a_remote_error_with_its_code() -> None:
+    url = fake_server(lambda s: s.sendall(P.encode(P.ErrorMsg(0xF3, "custom trouble"), 2)))
+    with hg.connect(url, timeout=5) as client, pytest.raises(RemoteError) as info:
+        client.get("k")
+    assert info.value.code == 0xF3 and info.value.peer_message == "custom trouble"
+
+
+def test_frame_header_is_checked_before_allocating() -> None:
+    big = struct.pack("<III", P.MessageType.TENSOR_DESCRIPTOR, 2, 0xFFFFFFFF)
+    client = hg.connect(fake_server(lambda s: s.sendall(big)), max_message_size=1 << 20,
+                        timeout=5)
+    with pytest.raises(ProtocolError) as info:
+        client.get("k")
+    assert info.value.code == P.ErrorCode.MESSAGE_TOO_LARGE

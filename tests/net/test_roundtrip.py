@@ -1,0 +1,258 @@
+"""get and put over TCP, Unix-domain sockets and TLS return every tensor bit-exact."""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import hurray_gpu as hg
+from hurray_gpu.errors import RemoteError
+from hurray_gpu.format import protocol as P
+from hurray_gpu.net.transport import declare
+from tests._support import stable_rng
+from tests.hurray._io_samples import (
+    NUMPY_SAMPLES,
+    layout_samples,
+    nested_group,
+    overlay,
+    partition,
+    quantized_per_channel,
+)
+from tests.net.conftest import TRANSPORTS, Start
+
+
+def samples() -> dict[str, Any]:
+    """Every dtype, every layout and quantization, composites and empty tensors."""
+    out: dict[str, Any] = {f"np/{k}": hg.from_numpy(v) for k, v in NUMPY_SAMPLES.items()}
+    out.update({f"layout/{k}": v for k, v in layout_samples().items()})
+    out.update({"q": quantized_per_channel(), "part": partition(), "over": overlay(),
+                "group": nested_group(),
+                "empty": hg.from_numpy(np.zeros((0, 4), dtype=np.float32)),
+                "scalar": hg.from_numpy(np.float64(2.5))})
+    return out
+
+
+def same(a: Any, b: Any) -> bool:
+    """Equal descriptors (handles compared as the wire re-declares them: cpu, producer
+    synced), equal buffer bytes, equal members."""
+    return (declare(a.descriptor, 0, 0, 0) == declare(b.descriptor, 0, 0, 0)
+            and len(a.buffers) == len(b.buffers)
+            and all(x.numpy().tobytes() == y.numpy().tobytes()
+                    for x, y in zip(a.buffers, b.buffers, strict=True))
+            and len(a.members) == len(b.members)
+            and all(same(x, y) for x, y in zip(a.members, b.members, strict=True)))
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_get_and_put_round_trip_bit_exact(start: Start, transport: str) -> None:
+    tensors = samples()
+    server, kw = start(dict(tensors), transport)
+    assert server.url.startswith({"tcp": "hurray://127.0.0.1:", "unix": "hurray+unix:///",
+                                  "tls": "hurrays://127.0.0.1:"}[transport])
+    with hg.connect(server.url, **kw) as client:
+        assert client.ping() > 0
+        for key, t in tensors.items():
+            got = client.get(key)
+            assert got.is_host and same(got, t), key
+            if not t.is_composite:
+                client.put(f"back/{key}", got)
+                assert same(server.registry[f"back/{key}"], t), key
+                assert same(client.get(f"back/{key}"), t), key
+        assert client.get("np/int4").numpy().tolist() == NUMPY_SAMPLES["int4"].tolist()
+        assert client.get("group").members[1].members[0].numpy().tolist() == [[0, 1], [4, 5]]
+
+
+def test_same_bytes_fail_the_comparison_when_one_bit_differs() -> None:
+    a = hg.from_numpy(np.arange(8, dtype=np.int32))
+    changed = np.arange(8, dtype=np.int32)
+    changed[3] ^= 1 << 20
+    assert same(a, a) and not same(a, hg.from_numpy(changed))
+
+
+def test_unknown_key_is_remote_unknown_tensor_and_the_connection_goes_on(start: Start) -> None:
+    server, _ = start({"a": hg.from_numpy(np.ones(3, np.float32))})
+    with hg.connect(server.url) as client:
+        with pytest.raises(RemoteError) as info:
+            client.get("nope")
+        assert info.value.code == P.ErrorCode.UNKNOWN_TENSOR and "nope" in str(info.value)
+        assert client.get("a").numpy().tolist() == [1.0, 1.0, 1.0]
+
+
+def test_hrry_file_and_directory_sources(start: Start, tmp_path: Path) -> None:
+    tensors = {"w": hg.from_numpy(np.arange(6, dtype=np.float16).reshape(2, 3)),
+               "part": partition()}
+    (tmp_path / "d" / "sub").mkdir(parents=True)
+    hg.save(tmp_path / "d" / "m.hrry", tensors)
+    hg.save(tmp_path / "d" / "sub" / "n.hrry", {"x/y": hg.from_numpy(np.array([7], np.int8))})
+    file_server, _ = start(str(tmp_path / "d" / "m.hrry"))
+    dir_server, _ = start(tmp_path / "d")
+    with hg.connect(file_server.url) as c:
+        assert same(c.get("w"), tensors["w"]) and same(c.get("part"), tensors["part"])
+        assert same(c.get("part/1"), tensors["part"].members[1])  # a member by its index name
+    with hg.connect(dir_server.url) as c:
+        assert same(c.get("m.hrry/w"), tensors["w"])
+        assert c.get("sub/n.hrry/x/y").numpy().tolist() == [7]
+        for missing in ("m.hrry/nope", "nope.hrry/w", "m.hrry", "sub/n.hrry/x"):
+            with pytest.raises(RemoteError) as info:
+                c.get(missing)
+            assert info.value.code == P.ErrorCode.UNKNOWN_TENSOR, missing
+
+
+def test_keys_cannot_escape_a_served_directory(start: Start, tmp_path: Path) -> None:
+    outside = tmp_path / "secret.hrry"
+    hg.save(outside, {"k": hg.from_numpy(np.array([42], np.int32))})
+    root = tmp_path / "served"
+    (root / "sub").mkdir(parents=True)
+    hg.save(root / "ok.hrry", {"k": hg.from_numpy(np.array([1], np.int32))})
+    os.symlink(outside, root / "link.hrry")
+    os.symlink(tmp_path, root / "up")
+    server, _ = start(root)
+    with hg.connect(server.url) as c:
+        assert c.get("ok.hrry/k").numpy().tolist() == [1]
+        for key in ("../secret.hrry/k", "sub/../../secret.hrry/k", "/" + str(outside) + "/k",
+                    "link.hrry/k", "up/secret.hrry/k", "./ok.hrry/k", "sub//../ok.hrry/k"):
+            with pytest.raises(RemoteError) as info:
+                c.get(key)
+            assert info.value.code == P.ErrorCode.UNKNOWN_TENSOR, key
+        assert c.get("ok.hrry/k").numpy().tolist() == [1]
+
+
+def test_many_clients_at_once(start: Start) -> None:
+    rng = stable_rng("net-many-clients")
+    base = {f"t{i}": hg.from_numpy(rng.standard_normal((64, 33)).astype(np.float32))
+            for i in range(4)}
+    server, _ = start(dict(base))
+    errors: list[BaseException] = []
+
+    def worker(n: int) -> None:
+        try:
+            with hg.connect(server.url) as c:
+                for round_ in range(5):
+                    key = f"t{(n + round_) % 4}"
+                    assert same(c.get(key), base[key])
+                    mine = np.full((n + 1, round_ + 1), n * 10 + round_, np.int32)
+                    c.put(f"c{n}/{round_}", mine)
+                    assert c.get(f"c{n}/{round_}").numpy().tolist() == mine.tolist()
+        except BaseException as exc:  # reported by the main thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not errors, errors
+    assert len([k for k in server.registry if k.startswith("c")]) == 40
+
+
+def test_a_64_mib_tensor_in_many_frames(start: Start) -> None:
+    data = stable_rng("net-64mib").integers(0, 256, 64 << 20, dtype=np.uint8)
+    server, _ = start({"big": hg.from_numpy(data)}, max_message_size=1 << 20)
+    with hg.connect(server.url, max_message_size=1 << 20) as c:
+        got = c.get("big")  # frames of at most 1 MiB - 8 each way
+        assert np.array_equal(got.numpy(), data)
+        c.put("big2", got)
+    assert np.array_equal(server.registry["big2"].numpy(), data)
+
+
+def test_device_tensors_are_served_and_received_on_devices(start: Start) -> None:
+    values = np.arange(40000, dtype=np.float32).reshape(200, 200)
+    on_device = hg.from_numpy(values).to("opencl")
+    server, _ = start({"d": on_device})
+    with hg.connect(server.url) as c:
+        got = c.get("d", device="opencl")
+        assert got.device.kind == "opencl"
+        assert np.array_equal(got.to("cpu").numpy(), values)
+        c.put("back", got)
+    assert server.registry["back"].is_host
+    assert np.array_equal(server.registry["back"].numpy(), values)
+
+
+def test_paged_kv_cache_keys(start: Start) -> None:
+    rng = stable_rng("net-kv")
+    cache = hg.PagedKVCache("cpu", num_layers=2, num_kv_heads=2, head_dim=4, num_pages=8,
+                            page_size=4, dtype="float32")
+    seq = cache.add_sequence()
+    rows = {(layer, role): rng.standard_normal((6, 2, 4)).astype(np.float32)
+            for layer in range(2) for role in range(2)}
+    for layer in range(2):
+        cache.append_prefill(seq, layer, rows[layer, 0], rows[layer, 1])
+    server, _ = start(cache)
+    with hg.connect(server.url) as c:
+        assert np.array_equal(c.get(f"kv/{seq}/1/value").numpy(), rows[1, 1])
+        assert np.array_equal(c.get(f"kv/{seq}/0").numpy(), np.stack([rows[0, 0], rows[0, 1]]))
+        whole = c.get(f"kv/{seq}").numpy()
+        assert whole.shape == (2, 2, 6, 2, 4)
+        assert np.array_equal(whole[1, 0], rows[1, 0])
+        for key in (f"kv/{seq + 1}", f"kv/{seq}/2", f"kv/{seq}/0/keys", "kv/x"):
+            with pytest.raises(RemoteError) as info:
+                c.get(key)
+            assert info.value.code == P.ErrorCode.UNKNOWN_TENSOR, key
+
+
+def test_put_pages_into_a_decode_nodes_kv_cache(start: Start) -> None:
+    """The disaggregated path: a prefill cache's KV is pushed into another process's cache."""
+    rng = stable_rng("net-kv-put")
+    prefill = hg.PagedKVCache("cpu", num_layers=3, num_kv_heads=2, head_dim=8, num_pages=16,
+                              page_size=4, dtype="float16")
+    seq = prefill.add_sequence()
+    for layer in range(3):
+        k, v = (rng.standard_normal((10, 2, 8)).astype(np.float16) for _ in range(2))
+        prefill.append_prefill(seq, layer, k, v)
+    decode = hg.PagedKVCache("cpu", num_layers=3, num_kv_heads=2, head_dim=8, num_pages=16,
+                             page_size=4, dtype="float16")
+    decode.add_sequence()  # sequence 0 is taken, so the pushed one gets another id
+    server, _ = start(decode)
+    with hg.connect(server.url) as src_side:
+        pages = np.stack([np.stack([t.numpy() for t in prefill.gather([seq], layer)[:2]])
+                          for layer in range(3)])
+        src_side.put("kv/req-1", pages)
+        new = server.kv_sequences["req-1"]
+        assert new != 0 and decode.seq_len(new) == 10
+        for layer in range(3):
+            want = prefill.gather([seq], layer)
+            got = decode.gather([new], layer)
+            assert all(np.array_equal(g.numpy(), w.numpy()) for g, w in zip(got[:2], want[:2], strict=True))
+        one = rng.standard_normal((2, 1, 2, 8)).astype(np.float16)
+        src_side.put("kv/req-1/2", one)  # one more token in layer 2
+        assert decode.seq_len(new, 2) == 11 and decode.seq_len(new, 0) == 10
+        assert np.array_equal(src_side.get("kv/req-1/2/value").numpy()[-1], one[1, 0])
+        for key, bad in (("kv/req-1/5", one), ("kv/req-2", one),
+                         ("kv/req-1/0", one.astype(np.float32)), ("kv/77", pages)):
+            with pytest.raises(RemoteError) as info:
+                src_side.put(key, bad)
+            assert info.value.code in (0xF0, P.ErrorCode.UNKNOWN_TENSOR), key
+        assert sorted(server.kv_sequences) == ["req-1"] and decode.seq_ids == [0, new]
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_parallel_streams_shards_land_in_one_destination(start: Start, transport: str) -> None:
+    data = stable_rng("net-parallel").integers(0, 256, (3 << 20) + 12345, dtype=np.uint8)
+    q = quantized_per_channel()  # three buffers: shards cross buffer boundaries
+    server, kw = start({"big": hg.from_numpy(data), "q": q, "tiny": hg.from_numpy(data[:5]),
+                        "part": partition()}, transport)
+    with hg.connect(server.url, **kw) as c:
+        assert c.server_hello.capabilities & P.Capability.PARALLEL_STREAMS
+        assert np.array_equal(c.get("big", parallel=4).numpy(), data)
+        assert len(c._peers) == 3  # the extra connections stay for the next get
+        assert same(c.get("q", parallel=3), q)
+        assert c.get("tiny", parallel=5).numpy().tolist() == data[:5].tolist()
+        with pytest.raises(RemoteError) as info:
+            c.get("part", parallel=2)
+        assert info.value.code == P.ErrorCode.SHARD_MISMATCH
+
+
+def test_shard_spans_tile_the_bytes() -> None:
+    from hurray_gpu.net.transport import SHARD_ALIGN, shard_span
+
+    for total in (0, 1, SHARD_ALIGN - 1, SHARD_ALIGN * 7 + 3, 10**8):
+        for count in (1, 2, 3, 7, 64):
+            spans = [shard_span(total, i, count) for i in range(count)]
+            assert spans[0][0] == 0 and spans[-1][1] == total
+            assert all(a[1] == b[0] for a, b in zip(spans, spans[1:], strict=False))
+            assert all(lo <= hi and (lo % SHARD_ALIGN == 0 or lo == total) for lo, hi in spans)
