@@ -56,6 +56,7 @@ from typing import Any
 import numpy as np
 
 import hurray_gpu as hg
+from hurray_gpu.parts import assemble
 
 from _timing import Stats, Timed, parse_args, ratio, rounds, spread
 
@@ -187,7 +188,6 @@ def int4_case(n: int) -> Any:
     from hurray_gpu.format.descriptor import BufferHandle, RowMajor, TensorDescriptor
     from hurray_gpu.format.descriptor.quant import PerBlockAffine
     from hurray_gpu.format.dtypes import by_name
-    from hurray_gpu.parts import assemble
 
     rng = np.random.default_rng(n)
     bufs = [rng.integers(0, 256, n // 2, dtype=np.uint8),
@@ -204,8 +204,8 @@ def bulk_key(nbytes: int) -> str:
 
 # -- the server process -------------------------------------------------------------------
 def _host(conn: Connection, plan: dict[str, Any]) -> None:
-    """The child process: every server over the same data; sends their addresses, serves
-    until told to stop (anything received on ``conn``)."""
+    """The child process: every server over the same data; sends their addresses, then
+    serves until told to stop ("free kv": free the KV server's sequences, answer "ok")."""
     arrays = {bulk_key(n): payload(n, n) for n in plan["sizes"] + [SMALL]}
     order = list(arrays)
     registry: dict[str, Any] = {k: hg.from_numpy(a) for k, a in arrays.items()}
@@ -228,7 +228,10 @@ def _host(conn: Connection, plan: dict[str, Any]) -> None:
     except ImportError as exc:
         out["flight_missing"] = f"pyarrow is not installed ({exc})"
     conn.send(out)
-    conn.recv()
+    while conn.recv() == "free kv":
+        for seq in kv.seq_ids:
+            kv.free(seq)
+        conn.send("ok")
     for server in servers:
         server.close()
     if flight is not None:
@@ -254,6 +257,11 @@ class Host:
         except EOFError:
             raise SystemExit("the server process exited before serving (its error is "
                              "above)") from None
+
+    def call(self, command: str) -> None:
+        """Send ``command`` to the server process and wait for its answer."""
+        self.conn.send(command)
+        self.conn.recv()
 
     def __exit__(self, *exc: object) -> None:
         with contextlib.suppress(OSError):  # it may have exited already
@@ -444,42 +452,55 @@ def transcode(client: Any, side: int, n4: int, runs: int, most: int,
     return rows
 
 
-def kv(addr: dict[str, Any], raw: RawClient, geometry: tuple[int, ...], tokens: int,
-       runs: int, checks: dict[str, bool]) -> dict[str, Any]:
-    """The prefill side fills one sequence of ``tokens`` tokens and PUTs its pages into the
-    decode server's cache, against a raw socket sending the same bytes."""
+def kv(addr: dict[str, Any], host: Host, raw: RawClient, geometry: tuple[int, ...],
+       tokens: int, runs: int, checks: dict[str, bool]) -> dict[str, Any]:
+    """The prefill side fills one sequence of ``tokens`` tokens in every layer of its cache,
+    then, per layer, gathers K and V out of its pages into one reused host array and PUTs it
+    as ``kv/<name>/<layer>`` (the decode server appends the tokens to sequence ``<name>`` of
+    its cache); against a raw socket sending as many bytes in one message. Before each timed
+    PUT the decode server frees its sequences (untimed), so its pool never runs out."""
     layers, heads, head_dim, _, page = geometry
-    # Exactly the sequence's pages: an exported layer is the whole pool (no copy).
     cache = hg.PagedKVCache("cpu", layers, heads, head_dim, -(-tokens // page), page,
                             "float16")
     seq = cache.add_sequence()
-    rows = np.random.default_rng(tokens).standard_normal((tokens, heads, head_dim))
-    rows = rows.astype(np.float16)
+    rng = np.random.default_rng(tokens)
     for layer in range(layers):
-        cache.append_prefill(seq, layer, rows, rows)
+        rows = rng.standard_normal((2, tokens, heads, head_dim)).astype(np.float16)
+        cache.append_prefill(seq, layer, rows[0], rows[1])
+    both = np.empty((2, tokens, heads, head_dim), np.float16)
+    outs = (hg.Buffer.wrap(both[0]), hg.Buffer.wrap(both[1]))
+    # A Tensor over ``both`` itself (from_numpy would copy): each layer's gather lands in it.
+    sent = assemble(hg.from_numpy(both).descriptor, [hg.Buffer.wrap(both)])
     client = hg.connect(addr["kv"])
-    parts = [(f"seq/bench/layer/{layer}/{role}", cache.export(layer, role, [seq]))
-             for layer in range(layers) for role in ("key", "value")]
-    moved = sum(t.nbytes for _, t in parts)
+    moved, rounds_done = layers * both.nbytes, [0]
     blob = memoryview(bytearray(moved))
 
     def put() -> None:
-        for key, t in parts:
-            client.put(key, t)
+        rounds_done[0] += 1
+        for layer in range(layers):
+            cache.gather([seq], layer, out=outs)
+            client.put(f"kv/r{rounds_done[0]}/{layer}", sent)
+
+    def timed_put() -> float:
+        host.call("free kv")
+        start = time.perf_counter()
+        put()
+        return time.perf_counter() - start
 
     put()
-    got = client.get(parts[-1][0])
-    check(checks, "KV pages put into the decode cache", all(
-        np.array_equal(a.array, b.array) for a, b in zip(got.buffers, parts[-1][1].buffers,
-                                                         strict=True)))
-    took = {k: Stats.of(s) for k, s in rounds({"ours": per_call(put, 1),
+    for layer in (0, layers - 1):
+        k, v, _ = cache.gather([seq], layer)
+        want = np.stack([k.numpy(), v.numpy()])
+        check(checks, f"KV layer {layer} put into the decode cache", np.array_equal(
+            client.get(f"kv/r1/{layer}").numpy().view(np.uint16), want.view(np.uint16)))
+    took = {k: Stats.of(s) for k, s in rounds({"ours": timed_put,
                                                "raw": per_call(lambda: raw.put(blob), 1)},
                                               runs).items()}
     client.close()
     cache.close()
-    r = row(f"disaggregated KV: PUT {tokens:,} tokens x {layers} layers of pages", "GB/s",
-            took["ours"], moved / 1e9, "raw socket sending the same bytes", took["raw"],
-            "of raw", "-")
+    r = row(f"disaggregated KV: PUT {tokens:,} tokens x {layers} layers into a decode "
+            "cache", "GB/s", took["ours"], moved / 1e9, "raw socket sending the same bytes",
+            took["raw"], "of raw", "-")
     r["tokens_per_s"], r["tokens_per_s_range"] = spread([tokens / t for t in
                                                          took["ours"].samples])
     r["bytes"] = moved
@@ -512,14 +533,15 @@ def main(argv: list[str] | None = None) -> int:
     runs = max(3, args.runs)
     sizes = [int(float(s) * MIB) for s in args.sizes_mib.split(",") if s]
     page = 16
-    pages = 2 * (-(-args.kv_tokens // page)) + 2  # room for a re-PUT before the old is freed
+    pages = 2 * (-(-args.kv_tokens // page)) + 2  # the decode cache: one PUT's pages, twice
     geometry = (args.kv_layers, args.kv_heads, args.kv_head_dim, pages, page)
     checks: dict[str, bool] = {}
     with tempfile.TemporaryDirectory(prefix="hg-transport-") as tmp:
         plan = {"sizes": sizes, "side": args.side, "int4": args.int4, "dir": tmp,
                 "kv_geometry": geometry,
                 "flight_batch": max(1, int(args.flight_batch_mib * MIB))}
-        with Host(plan) as addr:
+        host = Host(plan)
+        with host as addr:
             client, raw = hg.connect(addr["ours"]), RawClient(addr["raw"])
             flight = None
             if "flight" in addr:
@@ -532,7 +554,7 @@ def main(argv: list[str] | None = None) -> int:
                     for r in bulk(addr, client, raw, flight, n, runs, args.calls, checks)]
             rows += small(addr, client, raw, runs, args.calls, args.clients, checks)
             rows += transcode(client, args.side, args.int4, runs, args.calls, checks)
-            rows.append(kv(addr, raw, geometry, args.kv_tokens, runs, checks))
+            rows.append(kv(addr, host, raw, geometry, args.kv_tokens, runs, checks))
             client.close()
             raw.close()
             if flight is not None:
