@@ -25,8 +25,9 @@ PER_FILE_CAP = 800
 # - 33,350: lookup-then-scale (SCALE8, replacing LUT8_STORE's per-run tables), the host
 #   layout gather's run copies and 8x8 transposes, and `vyre run --max-loop-passes`;
 # - +412: the network interchange codec (format/protocol.py: strict table-driven decode and
-#   checked encode of every message) and ProtocolError / RemoteError.
-TOTAL_BUDGET = 33_762
+#   checked encode of every message) and ProtocolError / RemoteError;
+# - +15: the README's network protocol table (bench/transport.py's rows).
+TOTAL_BUDGET = 33_777
 PACKAGES = ("hurray_gpu", "vyre")
 
 
