@@ -272,7 +272,9 @@ def _transport(d: _Fields) -> tuple[str, list[Row]]:
             peer = f"{r['peer']} {r.span('peer_value', r['metric'])}"
             ratio = r.ratio("ratio", r["ratio_label"]) + (
                 f" (goal {r['goal']})" if r["goal"] != "-" else "")
-        out.append((None, r["case"], r.span("ours", r["metric"]), peer, ratio))
+        ours = r.span("ours", r["metric"]) + (f"; {r.span('tokens_per_s', 'tokens/s')}"
+                                              if r.get("tokens_per_s") else "")
+        out.append((None, r["case"], ours, peer, ratio))
     caption = (f"loopback TCP, servers in a child process, {d['runs']} runs; Flight batches "
                f"of {d['flight_batch_bytes'] / 2**20:g} MiB; KV: {d['kv_tokens']:,} tokens, "
                f"{' x '.join(map(str, d['kv_geometry'][:3]))} fp16")
