@@ -24,10 +24,14 @@ PER_FILE_CAP = 800
 #   the small-call prepared launches;
 # - 33,350: lookup-then-scale (SCALE8, replacing LUT8_STORE's per-run tables), the host
 #   layout gather's run copies and 8x8 transposes, and `vyre run --max-loop-passes`;
-# - +412: the network interchange codec (format/protocol.py: strict table-driven decode and
-#   checked encode of every message) and ProtocolError / RemoteError;
+# - +415: the network interchange codec (format/protocol.py: strict table-driven decode and
+#   checked encode of every message), ProtocolError / RemoteError and its size limit entry.
+# - +1,472: the network layer (hurray_gpu/net: framed TCP/Unix/TLS transport, the tensor server
+#   with its sources, negotiation, transcoding, KV PUT and PARALLEL_STREAMS, the validating
+#   client with its device staging ring), `hurray-gpu serve` / `hurray-gpu get`, and its
+#   rows in the limits registry.
 # - +17: the README's network protocol table (bench/transport.py's rows).
-TOTAL_BUDGET = 33_779
+TOTAL_BUDGET = 35_254
 PACKAGES = ("hurray_gpu", "vyre")
 
 

@@ -169,15 +169,17 @@ def run(inputs: int, seed: int) -> int:
     previous = threading.excepthook
     threading.excepthook = lambda args: crashes.append(f"{args.exc_type.__name__}: "
                                                        f"{args.exc_value}")
+    tracemalloc.start()
     try:
         return _run(inputs, seed, crashes)
     finally:
         threading.excepthook = previous
+        tracemalloc.stop()
 
 
 def _run(inputs: int, seed: int, crashes: list[str]) -> int:
     tensors = registry()
-    tracemalloc.start()
+    tracemalloc.reset_peak()
     with hg.serve(dict(tensors), port=0, background=True, max_message_size=MAX_MESSAGE,
                   max_put_bytes=MAX_PUT, timeout=2.0, idle_timeout=2.0) as server:
         good = hg.connect(server.url)
@@ -201,7 +203,6 @@ def _run(inputs: int, seed: int, crashes: list[str]) -> int:
                 assert len(server._conns) <= 1, f"{len(server._conns)} connections linger"
         good.close()
     peak = tracemalloc.get_traced_memory()[1]
-    tracemalloc.stop()
     assert peak < MEMORY_BOUND, f"traced memory peaked at {peak} bytes"
     return inputs
 

@@ -57,6 +57,9 @@ LIMITS: tuple[Limit, ...] = (
        "checked before allocating"),
     _l(f"{_F}.addressing_curves", "MAX_CODE_BITS", "decoder",
        "bits of a Morton/Hilbert code (must fit a signed 64-bit offset)"),
+    _l(f"{_F}.protocol", "DEFAULT_MAX_MESSAGE", "decoder",
+       "interchange payload a receiver accepts by default; checked from the 12-byte header "
+       "before anything is read (MESSAGE_TOO_LARGE)"),
     # -- streams and .hrry files ------------------------------------------------------------
     _l(f"{_IO}.framing", "DEFAULT_MAX_DESCRIPTOR_SIZE", "reader",
        "largest descriptor a stream or file reader accepts (StreamReader max_descriptor_size)"),
@@ -123,6 +126,18 @@ LIMITS: tuple[Limit, ...] = (
        "largest alignment credited to an imported device pointer"),
     _l("hurray_gpu.backends.null", "MAX_RECORDS", "memory",
        "launches and copies the null backend records per device"),
+    # -- the network interchange protocol ------------------------------------------------------
+    _l("hurray_gpu.net.server", "DEFAULT_MAX_PUT", "memory",
+       "bytes one TENSOR_PUT may allocate on a server (max_put_bytes=)"),
+    _l("hurray_gpu.net.server", "DEFAULT_TRANSCODE_LIMIT", "memory",
+       "bytes of a tensor the server transcodes (transcode_limit=)"),
+    _l("hurray_gpu.net.server", "MAX_SHARDS", "api", "shards of a PARALLEL_STREAMS request"),
+    _l("hurray_gpu.net.server", "_MAX_KEY", "api", "characters of a tensor key"),
+    _l("hurray_gpu.net.client", "DEFAULT_MAX_TENSOR", "memory",
+       "bytes one get allocates for the server's tensor (max_tensor_bytes=)"),
+    _l("hurray_gpu.net.client", "MAX_DEPTH", "decoder", "composite nesting a client accepts"),
+    _l("hurray_gpu.net.client", "MAX_MEMBERS", "decoder",
+       "members of one received composite, nested ones included"),
     # -- vyre -------------------------------------------------------------------------------
     _l("vyre.wire", "MAX_PROGRAM_BYTES", "decoder", "whole VIR0 blob, checked before reading"),
     _l("vyre.wire", "MAX_DECODE_DEPTH", "decoder",

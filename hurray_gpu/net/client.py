@@ -13,7 +13,8 @@ import dataclasses
 import ssl
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from hurray_gpu.errors import HurrayGPUError, ProtocolError, RemoteError, UnsupportedOpError
@@ -33,13 +34,20 @@ from hurray_gpu.net.transport import (
     recv_data,
     shard_span,
 )
-from hurray_gpu.parts import as_tensor
+from hurray_gpu.parts import Placement, as_tensor, check_room, release
+from hurray_gpu.runtime.buffer import Buffer
+from hurray_gpu.runtime.hostmem import aligned_empty
+from hurray_gpu.runtime.memory import MemoryClass
 from hurray_gpu.runtime.registry import resolve_device
+from hurray_gpu.runtime.transfer import Progress
 from hurray_gpu.tensor import Tensor
 
+STAGING_SLOT = 8 << 20  # bytes per slot of the ring a device get receives through
+STAGING_DEPTH = 3  # slots: one receiving while the others' copies to the device run
 DEFAULT_MAX_TENSOR = 16 << 30  # the most bytes one get() allocates for a server's tensor
 MAX_MEMBERS = 1 << 16  # members of one composite (and its nested composites) together
 MAX_DEPTH = 8  # composite nesting, as for files and streams
+_RECONNECT = "the server is out of step; reconnect."
 _TAGS = {name: tag for tag, name in LAYOUT_NAMES.items()}
 
 
@@ -56,6 +64,43 @@ def _entries(layouts: Sequence[Any] | None, dtype: str | None) -> tuple[P.Layout
             raise UnsupportedOpError(f"{item!r} is not a layout", fix="name layouts as "
                                      f"{', '.join(sorted(_TAGS))}, or give their tags.")
     return tuple(out)
+
+
+class _Staging:
+    """A ring of host slots a device get receives into: a worker thread copies each full slot
+    to its device buffer while the next slots fill, so the copies overlap the receive and
+    the host holds at most STAGING_DEPTH slots, never the whole tensor. (Plain host memory:
+    the runtime offers no host view of a pinned Buffer.)"""
+
+    def __init__(self, buffers: Sequence[Buffer]) -> None:
+        self.buffers = buffers
+        size = min(STAGING_SLOT, max((b.nbytes for b in buffers), default=0))
+        self.slots = [aligned_empty(size) for _ in range(STAGING_DEPTH)]
+        self.pool = ThreadPoolExecutor(1, thread_name_prefix="hurray-staging")
+        self.pending: list[Future[Any] | None] = [None] * STAGING_DEPTH
+
+    def views(self) -> Iterator[memoryview]:
+        """The slots in turn; resuming after one submits its copy (see :meth:`finish`)."""
+        k = 0
+        for buf in self.buffers:
+            for start in range(0, buf.nbytes, STAGING_SLOT):
+                i, k = k % STAGING_DEPTH, k + 1
+                if (prior := self.pending[i]) is not None:
+                    prior.result()  # the slot's previous copy is done: reuse it
+                slot = self.slots[i][:min(STAGING_SLOT, buf.nbytes - start)]
+                yield slot.data
+                self.pending[i] = self.pool.submit(buf.copyin, slot, start)
+
+    def finish(self, views: Iterator[memoryview] | None) -> None:
+        """Submit the last slot's copy (when ``views`` is given) and wait for every copy."""
+        try:
+            if views is not None:
+                next(views, None)
+            for future in self.pending:
+                if future is not None:
+                    future.result()
+        finally:
+            self.pool.shutdown()
 
 
 class Client:
@@ -169,10 +214,14 @@ class Client:
                 key, entries, int(tag), 0, int(flags | P.RequestFlag.PARALLEL_OK)), parallel)
             return whole if dest is None else whole.to(dest)
 
+        on_device = dest is not None and not dest.allocator.host_memory
+        target = Placement(dest, MemoryClass.STANDARD, Progress(0, "", False)) \
+            if on_device and dest is not None else None
+
         def work(sid: int) -> Tensor:
             self._conn.send(P.TensorRequest(key, entries, int(tag), 0, int(flags)), sid)
             budget = [self.max_tensor_bytes, MAX_MEMBERS]
-            return self._receive(sid, 0, budget)
+            return self._receive(sid, 0, budget, target)
 
         t: Tensor = self._call(work)
         return t if dest is None else t.to(dest)
@@ -219,7 +268,7 @@ class Client:
                 try:
                     recv_data(client._conn, sid, [a.data for a in shared["arrays"]], total, span)
                 except StreamError as exc:
-                    raise ProtocolError(str(exc), code=exc.code) from None
+                    raise ProtocolError(str(exc), code=exc.code, fix=_RECONNECT) from None
 
             try:
                 client._call(work)
@@ -274,7 +323,8 @@ class Client:
                 raise RemoteError(msg.code, msg.message)
             return msg
 
-    def _receive(self, sid: int, depth: int, budget: list[int]) -> Tensor:
+    def _receive(self, sid: int, depth: int, budget: list[int],
+                 target: Placement | None = None) -> Tensor:
         msg = self._next_message(sid)
         if not isinstance(msg, P.TensorDescriptorMsg):
             raise ProtocolError(f"expected TENSOR_DESCRIPTOR, got {type(msg).__name__}",
@@ -284,11 +334,10 @@ class Client:
                                 "request", code=P.ErrorCode.SHARD_MISMATCH,
                                 fix="the server must send the whole tensor as shard 0 of 1.")
         desc = self._checked(msg, budget)
+        if target is not None and not is_head(desc):
+            return self._receive_on(sid, desc, msg.total_data_bytes, target)
         arrays = host_arrays(desc)
-        try:
-            recv_data(self._conn, sid, [a.data for a in arrays], msg.total_data_bytes)
-        except StreamError as exc:
-            raise ProtocolError(str(exc), code=exc.code) from None  # never resynchronised
+        self._recv(sid, [a.data for a in arrays], msg.total_data_bytes)
         members = []
         if is_head(desc):
             count = member_count(desc)
@@ -298,9 +347,37 @@ class Client:
                                     "passes this client's bounds",
                                     fix=f"keep composites within {MAX_DEPTH} levels and "
                                         f"{MAX_MEMBERS} members.")
-            members = [self._receive(sid, depth + 1, budget) for _ in range(count)]
+            members = [self._receive(sid, depth + 1, budget, target) for _ in range(count)]
+        if target is not None:  # a head: its members are on the device already
+            return Tensor.from_parts(target.retag(desc), [], members)
         raw = declare(desc, DeviceTag.CPU, 0, 0)  # the bytes are in host memory now
         return Tensor.from_parts(raw, arrays, members)
+
+    def _recv(self, sid: int, views: Iterable[memoryview], total: int) -> None:
+        try:
+            recv_data(self._conn, sid, views, total)
+        except StreamError as exc:  # a server out of step is never resynchronised
+            raise ProtocolError(str(exc), code=exc.code, fix=_RECONNECT) from None
+
+    def _receive_on(self, sid: int, desc: Any, total: int, target: Placement) -> Tensor:
+        """Receive straight to device buffers through the staging ring."""
+        new = target.retag(desc)
+        check_room(target.device, total)
+        buffers: list[Buffer] = []
+        try:
+            buffers += [target.alloc(h) for h in new.buffers]
+            staging = _Staging(buffers)
+            views = staging.views()
+            try:
+                self._recv(sid, views, total)
+            except BaseException:
+                staging.finish(None)
+                raise
+            staging.finish(views)
+        except BaseException:
+            release(buffers)
+            raise
+        return Tensor.from_parts(new, buffers)
 
     def put(self, key: str, tensor: Any) -> None:
         """Store ``tensor`` (a Tensor on any device, or a NumPy array) on the server as ``key``.

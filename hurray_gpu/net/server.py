@@ -78,13 +78,13 @@ def shard_entry(index: int, count: int) -> P.LayoutEntry:
 class Refused(StreamError):
     """A request the server answers with ERROR on its stream; the connection keeps serving."""
 
-    def __init__(self, code: int, message: str, fix: str) -> None:
+    def __init__(self, code: int, message: str, *, fix: str) -> None:
         super().__init__(message, code=code, fix=fix)
 
 
 def _unknown(key: str) -> Refused:
     return Refused(P.ErrorCode.UNKNOWN_TENSOR, f"no tensor has the key {key!r}",
-                   "list the server's keys (docs/interchange.md, Keys) and check the spelling.")
+                   fix="list the server's keys (docs/interchange.md, Keys) and check the spelling.")
 
 
 # -- sources ---------------------------------------------------------------------------------
@@ -102,16 +102,19 @@ class _Directory:
             if part in ("", ".", "..") or "\\" in part:
                 raise Refused(P.ErrorCode.UNKNOWN_TENSOR,
                               f"the key {key!r} has an empty, '.' or '..' path component",
-                              "name files by their plain relative path under the directory.")
+                              fix="name files by their plain relative path under the directory.")
             if part.endswith(".hrry"):
                 path = os.path.realpath(os.path.join(self.root, *parts[:i + 1]))
                 if os.path.commonpath([path, self.root]) != self.root:
                     raise Refused(P.ErrorCode.UNKNOWN_TENSOR,
                                   f"the key {key!r} leads outside the served directory",
-                                  "request files inside the served directory only.")
+                                  fix="request files inside the served directory only.")
                 name = "/".join(parts[i + 1:])
                 hrry = self._file(path)
-                return None if hrry is None or name not in hrry else hrry.read(name)
+                if hrry is None or name not in hrry:
+                    return None
+                with self._lock:  # HrryFile builds its order tables lazily, unlocked
+                    return hrry.read(name)
         return None
 
     def _file(self, path: str) -> HrryFile | None:
@@ -140,9 +143,13 @@ class _Directory:
 class _File:
     def __init__(self, path: str) -> None:
         self.hrry = open_file(path)
+        self._lock = threading.Lock()
 
     def lookup(self, key: str) -> Tensor | None:
-        return self.hrry.read(key) if key in self.hrry else None
+        if key not in self.hrry:
+            return None
+        with self._lock:  # HrryFile builds its order tables lazily, unlocked
+            return self.hrry.read(key)
 
     def close(self) -> None:
         self.hrry.close()
@@ -177,7 +184,7 @@ class _KV:
             lens = {self.cache.seq_len(seq, layer) for layer in range(self.cache.num_layers)}
             if len(lens) > 1:
                 raise Refused(REQUEST_FAILED, f"sequence {seq}'s layers hold different token "
-                              f"counts {sorted(lens)}", f"request kv/{seq}/<layer> one at a "
+                              f"counts {sorted(lens)}", fix=f"request kv/{seq}/<layer> one at a "
                               "time until every layer is appended.")
             return Tensor.from_numpy(np.stack([self._layer(seq, layer) for layer in
                                                range(self.cache.num_layers)]))
@@ -210,7 +217,7 @@ class _KV:
             raise Refused(REQUEST_FAILED, f"a PUT of {key!r} must be a row-major "
                           f"{cache.dtype.name} tensor of shape {(*lead, 'tokens')} + "
                           f"({cache.num_kv_heads}, {cache.head_dim}); got {t!r}",
-                          "PUT kv/<seq> as [layers, 2, tokens, heads, head_dim] or "
+                          fix="PUT kv/<seq> as [layers, 2, tokens, heads, head_dim] or "
                           "kv/<seq>/<layer> as [2, tokens, heads, head_dim].")
         rows = t.numpy().reshape(len(layers), 2, *shape[len(lead):])
         with self._lock:
@@ -253,7 +260,7 @@ def check_key(key: str) -> None:
     """Reject a key no source can hold (empty, too long, or with a NUL)."""
     if not key or len(key) > _MAX_KEY or "\0" in key:
         raise Refused(P.ErrorCode.UNKNOWN_TENSOR, f"{key[:64]!r} is not a valid tensor key",
-                      f"send a non-empty key of at most {_MAX_KEY} characters without NUL.")
+                      fix=f"send a non-empty key of at most {_MAX_KEY} characters without NUL.")
 
 
 # -- negotiation and transcoding ---------------------------------------------------------------
@@ -294,7 +301,7 @@ def _transcode(t: Tensor, entry: P.LayoutEntry, limit: int) -> Tensor | None:
         raise Refused(P.ErrorCode.TRANSCODE_LIMIT_EXCEEDED,
                       f"transcoding to layout 0x{entry.tag:02X} would make {size} bytes; this "
                       f"server's transcode_limit is {limit}",
-                      "request the stored layout, or ask the operator to raise transcode_limit.")
+                      fix="request the stored layout, or have the operator raise transcode_limit.")
     try:
         dense = t if (t.descriptor.layout_tag == 0x01 and dtype is None and entry.tag == 0x02) \
             else materialize(t, dtype, max_output_bytes=max(limit, 1))
@@ -335,7 +342,7 @@ def negotiate(t: Tensor, request: P.TensorRequest, hello: P.Hello, limit: int) -
                   f"the tensor is stored as {t.layout_name} (0x{t.descriptor.layout_tag:02X}) "
                   f"and the request accepts only {tags}" + ("" if allow else
                                                             " without ALLOW_TRANSCODE"),
-                  "accept the stored layout, or set allow_transcode=True.")
+                  fix="accept the stored layout, or set allow_transcode=True.")
 
 
 def send_tensor(conn: Connection, sid: int, t: Any, raw_of: Callable[[Any], bytes],
@@ -450,6 +457,9 @@ class Server:
             thread.start()
 
     def _refuse(self, sock: socket.socket) -> None:
+        if self._ssl is not None:  # no handshake yet: a plaintext ERROR would be garbage
+            _hang_up(sock)
+            return
         try:
             sock.settimeout(1.0)
             sock.sendall(P.encode(P.ErrorMsg(SERVER_BUSY, f"the server is at its limit of "
@@ -522,8 +532,12 @@ class _Session:
             skip = None
             if header.type == P.MessageType.TENSOR_DATA:
                 raise _misplaced(header)
-            msg = P.decode(header, memoryview(self.conn.recv_payload(header)))
             sid = header.stream_id
+            try:
+                msg = P.decode(header, memoryview(self.conn.recv_payload(header)))
+            except ProtocolError as exc:
+                exc.stream_id = sid  # type: ignore[attr-defined]
+                raise
             if isinstance(msg, P.Ping):
                 self.conn.send(P.Pong(), sid)
             elif isinstance(msg, P.Pong | P.ErrorMsg):
@@ -533,7 +547,7 @@ class _Session:
                     if sid <= self.last_stream:
                         raise Refused(P.ErrorCode.INVALID_MESSAGE,
                                       f"request on stream {sid}; streams must ascend past "
-                                      f"{self.last_stream}", "number requests 2, 3, 4, ...")
+                                      f"{self.last_stream}", fix="number requests 2, 3, 4, ...")
                     self.last_stream = sid
                     if isinstance(msg, P.TensorRequest):
                         self._get(sid, msg)
@@ -577,27 +591,27 @@ class _Session:
             raise Refused(P.ErrorCode.DEVICE_UNAVAILABLE,
                           f"device tag 0x{request.device:02X} is not one this server offers "
                           f"({', '.join(f'0x{d:02X}' for d in self.devices)})",
-                          "request one of the devices in the SERVER_HELLO.")
+                          fix="request one of the devices in the SERVER_HELLO.")
         classes = self.hello.memory_classes or (0,)
         for mclass in classes:
             if is_valid_pair(request.device, mclass):
                 return request.device, mclass
         raise Refused(P.ErrorCode.DEVICE_UNAVAILABLE,
                       f"none of the client's memory classes {list(classes)} is valid for "
-                      f"device tag 0x{request.device:02X}", "list STANDARD (0) in the hello.")
+                      f"device tag 0x{request.device:02X}", fix="list STANDARD (0) in the hello.")
 
     def _get(self, sid: int, request: P.TensorRequest) -> None:
         align = request.min_alignment
         if align & (align - 1) or align > 1 << 20:
             raise Refused(P.ErrorCode.INVALID_MESSAGE, f"min_alignment {align} is not 0 or a "
-                          "power of two up to 1 MiB", "send 0 or a power of two.")
+                          "power of two up to 1 MiB", fix="send 0 or a power of two.")
         tag, mclass = self._place(request)
         request, shard = _shard_of(request)
         server = self.server
         t = negotiate(server.lookup(request.key), request, self.hello, server.transcode_limit)
         if shard != (0, 1) and t.is_composite:
             raise Refused(P.ErrorCode.SHARD_MISMATCH, "a composite cannot be sharded",
-                          "request composites over one connection (parallel=1).")
+                          fix="request composites over one connection (parallel=1).")
         if tag != DeviceTag.CPU and t.device.tag != tag:
             t = t.to(resolve_device(DeviceTag(tag).name.lower()))
 
@@ -606,7 +620,7 @@ class _Session:
             if len(raw) + 24 > self.conn.peer_max:
                 raise Refused(P.ErrorCode.MESSAGE_TOO_LARGE, f"the descriptor takes "
                               f"{len(raw)} bytes, over the client's max_message_size",
-                              "raise the client's max_message_size.")
+                              fix="raise the client's max_message_size.")
             return raw
 
         _walk(t, raw_of)  # every descriptor is checked before the first byte is sent
@@ -615,22 +629,22 @@ class _Session:
     def _put(self, sid: int, msg: P.TensorPut) -> None:
         check_key(msg.key)
         server = self.server
-        desc = decode_descriptor(msg.descriptor)
+        desc = decode_descriptor(msg.descriptor)  # the codec decoded it once already
         sizes = [int(h.byte_size) for h in desc.buffers]
         if desc.layout_tag == 0x0B:
             raise Refused(REQUEST_FAILED, "a composite head cannot be PUT",
-                          "PUT each member under its own key.")
+                          fix="PUT each member under its own key.")
         if sum(sizes) != msg.total_data_bytes:
             raise Refused(P.ErrorCode.INVALID_MESSAGE, f"total_data_bytes "
                           f"{msg.total_data_bytes} != the descriptor's buffers ({sum(sizes)})",
-                          "send total_data_bytes = the sum of the buffer sizes.")
+                          fix="send total_data_bytes = the sum of the buffer sizes.")
         if msg.total_data_bytes > server.max_put_bytes:
             raise Refused(P.ErrorCode.MESSAGE_TOO_LARGE, f"a PUT of {msg.total_data_bytes} "
                           f"bytes exceeds this server's max_put_bytes {server.max_put_bytes}",
-                          "PUT smaller tensors, or ask the operator to raise max_put_bytes.")
+                          fix="PUT smaller tensors, or ask the operator to raise max_put_bytes.")
         if any(h.sync_mode != SyncMode.PRODUCER_SYNCED for h in desc.buffers):
             raise Refused(P.ErrorCode.INVALID_MESSAGE, "a PUT buffer declares a sync_mode "
-                          "other than producer-synced", "declare sync_mode 0 across machines.")
+                          "other than producer-synced", fix="declare sync_mode 0 across machines.")
         arrays = host_arrays(desc)
         recv_data(self.conn, sid, [a.data for a in arrays], msg.total_data_bytes)
         t = Tensor.from_parts(declare(desc, DeviceTag.CPU, 0, 0), arrays)
@@ -650,7 +664,7 @@ def _shard_of(request: P.TensorRequest) -> tuple[P.TensorRequest, tuple[int, int
             index < count <= MAX_SHARDS):
         raise Refused(P.ErrorCode.SHARD_MISMATCH, f"shard {index} of {count} (entries: "
                       f"{len(shards)}, PARALLEL_OK: {bool(request.flags & 2)})",
-                      f"ask for one shard i < n <= {MAX_SHARDS} and set PARALLEL_OK.")
+                      fix=f"ask for one shard i < n <= {MAX_SHARDS} and set PARALLEL_OK.")
     rest = tuple(e for e in request.layouts if e not in shards)
     return dataclasses.replace(request, layouts=rest), (index, count)
 

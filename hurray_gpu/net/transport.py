@@ -1,4 +1,5 @@
-"""Sockets for the network interchange protocol: TCP, Unix-domain and TLS, framed (docs/interchange.md).
+"""Sockets of the network interchange protocol: TCP, Unix-domain and TLS, framed
+(docs/interchange.md).
 
 A :class:`Connection` sends and receives whole messages. Every receive checks the 12-byte
 header (type, stream, the receiver's maximum payload) before it allocates anything; a
@@ -21,7 +22,7 @@ import socket
 import ssl
 import struct
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -37,8 +38,8 @@ DEFAULT_PORT = 7740
 # The largest TENSOR_DATA frame we send: big enough that the per-frame cost vanishes, small
 # enough that a device tensor's staging chunk and a peer's receive stay bounded.
 FRAME_BYTES = 16 << 20
-_DRAIN = 1 << 16
-SHARD_ALIGN = 1 << 16  # PARALLEL_STREAMS shard boundaries (docs/interchange.md)  # discard() reads unwanted payloads in pieces of this size
+_DRAIN = 1 << 16  # discard() reads unwanted payloads in pieces of this size
+SHARD_ALIGN = 1 << 16  # PARALLEL_STREAMS shard boundaries (docs/interchange.md)
 
 
 class TransportError(HurrayGPUError, ConnectionError):
@@ -63,7 +64,7 @@ def parse_url(url: str) -> tuple[str, Any]:
         if not parts.path.startswith("/") or parts.netloc:
             raise TransportError(f"{url!r} does not name an absolute socket path", fix=fix)
         return parts.scheme, parts.path
-    if parts.scheme not in ("hurray", "hurrays") or not parts.hostname or parts.path not in ("", "/"):
+    if parts.scheme not in ("hurray", "hurrays") or not parts.hostname or parts.path.strip("/"):
         raise TransportError(f"{url!r} is not a hurray URL", fix=fix)
     try:
         port = parts.port or DEFAULT_PORT
@@ -321,15 +322,15 @@ def host_arrays(desc: Any) -> list[np.ndarray]:
             for h in desc.buffers]
 
 
-def recv_data(conn: Connection, stream_id: int, dests: Sequence[memoryview], total: int,
+def recv_data(conn: Connection, stream_id: int, dests: Iterable[memoryview], total: int,
               span: tuple[int, int] | None = None) -> None:
     """Receive one tensor's TENSOR_DATA frames and its TENSOR_DATA_END on ``stream_id``.
 
     The frames' offsets run over the concatenation of ``dests`` (whose sizes add up to
-    ``total``); they must cover ``span`` (default all of it, else one shard's bytes): each
-    frame starts where the previous one ended and stays within the span, and its data is
-    read with ``recv_into`` straight into the destination. A PING on any stream is answered
-    with PONG meanwhile.
+    ``total``; an iterator is advanced only when the previous view is full). They must cover
+    ``span`` (default all of it, else one shard's bytes): each frame starts where the
+    previous one ended and stays within the span, and its data is read with ``recv_into``
+    straight into the destination. A PING on any stream is answered with PONG meanwhile.
 
     Raises:
         StreamError: a frame out of order, with a gap or overlap, empty, or past ``total``,
@@ -338,11 +339,11 @@ def recv_data(conn: Connection, stream_id: int, dests: Sequence[memoryview], tot
         ProtocolError: any other message (the connection cannot go on).
     """
     done, total = span or (0, total)
-    targets, skip = [], done
-    for view in dests:
-        if skip < len(view):
-            targets.append(view[skip:])
-        skip = max(skip - len(view), 0)
+    targets, view = iter(dests), memoryview(b"")
+    skip = done
+    while skip:  # a shard starts inside the destination
+        view = next(targets)
+        view, skip = view[min(skip, len(view)):], max(skip - len(view), 0)
     while True:
         header = conn.recv_header()
         mtype = header.type
@@ -376,14 +377,11 @@ def recv_data(conn: Connection, stream_id: int, dests: Sequence[memoryview], tot
                               fix="send each buffer's bytes once, in order, within "
                                   "total_data_bytes.")
         while n:
-            view = targets[0]
+            while not len(view):
+                view = next(targets)
             step = min(n, len(view))
             conn.recv_into(view[:step])
-            n -= step
-            done += step
-            targets[0] = view[step:]
-            if not len(targets[0]):
-                targets.pop(0)
+            n, done, view = n - step, done + step, view[step:]
 
 
 __all__ = ["DEFAULT_PORT", "FRAME_BYTES", "Connection", "StreamError", "TransportError",

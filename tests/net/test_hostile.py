@@ -57,6 +57,17 @@ def test_oversized_payload_is_refused_before_reading_it(start: Start) -> None:
     still_serves(server)
 
 
+def test_malformed_payload_is_answered_on_its_stream_then_closed(start: Start) -> None:
+    server = serving(start)
+    peer = RawPeer(server.url)
+    peer.hello()
+    # a key length past the payload: the header passes, decoding the payload fails
+    peer.send(header(P.MessageType.TENSOR_REQUEST, 6, 15) + struct.pack("<I", 1000) + bytes(11))
+    assert peer.recv_error() == (6, P.ErrorCode.INVALID_MESSAGE)
+    assert peer.closed_by_peer()
+    still_serves(server)
+
+
 def test_truncated_frame_then_close(start: Start) -> None:
     server = serving(start)
     peer = RawPeer(server.url)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ import hurray_gpu as hg
 from hurray_gpu.errors import RemoteError
 from hurray_gpu.format import protocol as P
 from hurray_gpu.net.transport import declare
-from tests._support import stable_rng
+from tests._support import skip_or_fail, stable_rng
 from tests.hurray._io_samples import (
     NUMPY_SAMPLES,
     layout_samples,
@@ -161,6 +162,10 @@ def test_a_64_mib_tensor_in_many_frames(start: Start) -> None:
 
 
 def test_device_tensors_are_served_and_received_on_devices(start: Start) -> None:
+    try:
+        hg.device("opencl")
+    except hg.BackendUnavailableError as exc:
+        skip_or_fail(f"no OpenCL device ({exc})", "install pocl-opencl-icd and pyopencl")
     values = np.arange(40000, dtype=np.float32).reshape(200, 200)
     on_device = hg.from_numpy(values).to("opencl")
     server, _ = start({"d": on_device})
@@ -171,6 +176,34 @@ def test_device_tensors_are_served_and_received_on_devices(start: Start) -> None
         c.put("back", got)
     assert server.registry["back"].is_host
     assert np.array_equal(server.registry["back"].numpy(), values)
+
+
+def test_a_device_get_streams_through_the_staging_ring(start: Start) -> None:
+    from hurray_gpu.net.client import STAGING_DEPTH, STAGING_SLOT
+
+    try:
+        hg.device("opencl")
+    except hg.BackendUnavailableError as exc:
+        skip_or_fail(f"no OpenCL device ({exc})", "install pocl-opencl-icd and pyopencl")
+    data = stable_rng("net-staging").integers(0, 256, 40 << 20, dtype=np.uint8)
+    q = quantized_per_channel()
+    server, _ = start({"big": hg.from_numpy(data), "q": q, "group": nested_group()})
+    with hg.connect(server.url) as c:
+        tracemalloc.start()
+        tracemalloc.reset_peak()
+        try:
+            got = c.get("big", device="opencl")
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert got.device.kind == "opencl"
+        # the host held the ring, never the whole 40 MiB
+        assert peak < STAGING_DEPTH * STAGING_SLOT + (4 << 20) < data.nbytes
+        assert np.array_equal(got.to("cpu").numpy(), data)
+        assert same(c.get("q", device="opencl").to("cpu"), q)
+        group = c.get("group", device="opencl")  # a composite: every member on the device
+        assert group.members[1].members[0].device.kind == "opencl"
+        assert same(group.to("cpu"), nested_group())
 
 
 def test_paged_kv_cache_keys(start: Start) -> None:
@@ -217,7 +250,8 @@ def test_put_pages_into_a_decode_nodes_kv_cache(start: Start) -> None:
         for layer in range(3):
             want = prefill.gather([seq], layer)
             got = decode.gather([new], layer)
-            assert all(np.array_equal(g.numpy(), w.numpy()) for g, w in zip(got[:2], want[:2], strict=True))
+            assert all(np.array_equal(g.numpy(), w.numpy())
+                       for g, w in zip(got[:2], want[:2], strict=True))
         one = rng.standard_normal((2, 1, 2, 8)).astype(np.float16)
         src_side.put("kv/req-1/2", one)  # one more token in layer 2
         assert decode.seq_len(new, 2) == 11 and decode.seq_len(new, 0) == 10
