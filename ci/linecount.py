@@ -25,16 +25,19 @@ PER_FILE_CAP = 800
 # - 33,350: lookup-then-scale (SCALE8, replacing LUT8_STORE's per-run tables), the host
 #   layout gather's run copies and 8x8 transposes, and `vyre run --max-loop-passes`;
 # - +415: the network interchange codec (format/protocol.py: strict table-driven decode and
-#   checked encode of every message), ProtocolError / RemoteError and its size limit entry.
+#   checked encode of every message), ProtocolError / RemoteError and its size limit entry;
 # - +1,472: the network layer (hurray_gpu/net: framed TCP/Unix/TLS transport, the tensor server
 #   with its sources, negotiation, transcoding, KV PUT and PARALLEL_STREAMS, the validating
 #   client with its device staging ring), `hurray-gpu serve` / `hurray-gpu get`, and its
-#   rows in the limits registry.
+#   rows in the limits registry;
+# - +7: TransportError in the one error hierarchy (errors.py) and the protocol errors exported
+#   as hg.ProtocolError / hg.RemoteError / hg.TransportError;
+# - +17: the README's network protocol table (bench/transport.py's rows);
 # - +33: Tensor pickling (protocol 5 out-of-band buffers, checked unpickling);
 # - +382: shared-memory handoff between processes (net/ipc.py: sealed memfd segments passed
 #   over Unix sockets, one serving thread per process, releases, checked handoff messages),
 #   hg.share / hg.attach, its limit.
-TOTAL_BUDGET = 35_652
+TOTAL_BUDGET = 35_676
 PACKAGES = ("hurray_gpu", "vyre")
 
 

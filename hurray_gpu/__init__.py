@@ -17,6 +17,9 @@ from hurray_gpu.errors import (
     HurrayFormatError,
     HurrayGPUError,
     OutOfMemoryError,
+    ProtocolError,
+    RemoteError,
+    TransportError,
     UnsupportedOpError,
 )
 
@@ -137,6 +140,8 @@ __all__ = [
     "OutOfMemoryError",
     "OutOfPagesError",
     "PagedKVCache",
+    "ProtocolError",
+    "RemoteError",
     "SharedTensor",
     "Stream",
     "StreamReader",
@@ -144,6 +149,7 @@ __all__ = [
     "SyncMode",
     "Tensor",
     "TensorDescriptor",
+    "TransportError",
     "UInt64",
     "UnsupportedOpError",
     "__version__",

@@ -190,3 +190,8 @@ class RemoteError(ProtocolError):
         self.peer_message = peer_message
         super().__init__(f"the peer answered ERROR {code}: {peer_message}", code=code, fix=fix)
         self._args, self._kwargs = (code, peer_message), {"fix": fix}
+
+
+class TransportError(HurrayGPUError, ConnectionError):
+    """A network interchange connection broke: the peer closed it, a timeout passed, or the URL
+    is unusable (docs/interchange.md)."""

@@ -263,13 +263,32 @@ def _small_calls(d: _Fields) -> tuple[str, list[Row]]:
     return "time per call, warm, the calls of a round in turn", out
 
 
+def _transport(d: _Fields) -> tuple[str, list[Row]]:
+    out: list[Row] = []
+    for r in d.rows("rows"):
+        if r.get("ratio") is None:
+            peer, ratio = f"{r['peer']}: {r.get('missing') or 'not measured'}", ""
+        else:
+            peer = f"{r['peer']} {r.span('peer_value', r['metric'])}"
+            ratio = r.ratio("ratio", r["ratio_label"]) + (
+                f" (goal {r['goal']})" if r["goal"] != "-" else "")
+        ours = r.span("ours", r["metric"]) + (f"; {r.span('tokens_per_s', 'tokens/s')}"
+                                              if r.get("tokens_per_s") else "")
+        out.append((None, r["case"], ours, peer, ratio))
+    caption = (f"loopback TCP, servers in a child process, {d['runs']} runs; Flight batches "
+               f"of {d['flight_batch_bytes'] / 2**20:g} MiB; KV: {d['kv_tokens']:,} tokens, "
+               f"{' x '.join(map(str, d['kv_geometry'][:3]))} fp16")
+    return caption, out
+
+
 # (suite, title, row builder), in the README's order.
 SUITES: tuple[tuple[str, str, Callable[[_Fields], tuple[str, list[Row]]]], ...] = (
     ("dequant", "Dequantization", _dequant), ("layout", "Layout conversion", _layout),
     ("small_calls", "Small calls", _small_calls), ("kv_cache", "Paged KV cache", _kv_cache), ("transfer", "Host <-> device copies", _transfer),
     ("vyre_exec", "vyre programs", _vyre_exec),
     ("vyre_loop_bound", "vyre loop pass bound", _loop_bound),
-    ("dlpack", "DLPack hand-off", _dlpack), ("codec", "Codecs", _codec),
+    ("dlpack", "DLPack hand-off", _dlpack), ("transport", "Network protocol", _transport),
+    ("codec", "Codecs", _codec),
     ("cold_start", "Cold start", _cold_start))
 
 

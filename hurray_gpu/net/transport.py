@@ -28,7 +28,7 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
-from hurray_gpu.errors import HurrayGPUError, ProtocolError, RemoteError
+from hurray_gpu.errors import HurrayGPUError, ProtocolError, RemoteError, TransportError
 from hurray_gpu.format import protocol as P
 from hurray_gpu.format.descriptor.buffers import BufferHandle, SyncMode
 from hurray_gpu.runtime.buffer import Buffer
@@ -40,10 +40,6 @@ DEFAULT_PORT = 7740
 FRAME_BYTES = 16 << 20
 _DRAIN = 1 << 16  # discard() reads unwanted payloads in pieces of this size
 SHARD_ALIGN = 1 << 16  # PARALLEL_STREAMS shard boundaries (docs/interchange.md)
-
-
-class TransportError(HurrayGPUError, ConnectionError):
-    """The connection broke: the peer closed it, a timeout passed, or the URL is unusable."""
 
 
 class StreamError(ProtocolError):

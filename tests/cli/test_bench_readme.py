@@ -127,6 +127,26 @@ def fixture() -> dict[str, Any]:
             {"path": "hurray -> torch", "peer": "torch -> torch", "us": 5.0,
              "us_range": [4.5, 6.0], "peer_us": 12.0, "peer_us_range": [11.0, 13.0],
              "vs_peer": 2.4, "vs_peer_range": [2.0, 2.6]}]},
+        "transport": {"runs": 3, "flight_batch_bytes": 4 << 20, "kv_tokens": 4096,
+                      "kv_geometry": [2, 8, 128, 514, 16], "rows": [
+            {"case": "get 1 MiB from the in-memory registry", "metric": "GB/s", "ours": 1.5,
+             "ours_range": [1.2, 1.6], "peer": "raw socket recv_into", "peer_value": 2.0,
+             "peer_value_range": [1.9, 2.2], "ratio": 0.75, "ratio_range": [0.6, 0.8],
+             "ratio_label": "of raw", "goal": ">= 0.9"},
+            {"case": "get 1 MiB from the in-memory registry", "metric": "GB/s", "ours": 1.5,
+             "ours_range": [1.2, 1.6], "peer": "Arrow Flight do_get", "peer_value": None,
+             "peer_value_range": None, "ratio": None, "ratio_range": None,
+             "ratio_label": "x Flight", "goal": ">= 2", "missing": "pyarrow is not installed"},
+            {"case": "transcode int4 per-block -> bfloat16 (2 MiB out)", "metric": "GB/s",
+             "ours": 0.5, "ours_range": [0.4, 0.6], "peer": "plain get of the result's bytes",
+             "peer_value": 1.0, "peer_value_range": [0.9, 1.1], "ratio": 0.5,
+             "ratio_range": [0.45, 0.55], "ratio_label": "of plain get", "goal": "-"},
+            {"case": "disaggregated KV: PUT 4,096 tokens x 2 layers into a decode cache",
+             "metric": "GB/s", "ours": 0.75, "ours_range": [0.7, 0.8],
+             "peer": "raw socket sending the same bytes", "peer_value": 1.5,
+             "peer_value_range": [1.4, 1.6], "ratio": 0.5, "ratio_range": [0.45, 0.55],
+             "ratio_label": "of raw", "goal": "-", "tokens_per_s": 92000.0,
+             "tokens_per_s_range": [90000.0, 95000.0], "bytes": 33554432}]},
         "codec": {"rows": [
             {"op": "decode 10,000 descriptors", "seconds": 0.5, "seconds_range": [0.4, 0.6],
              "per_second": 20000.0, "per_second_range": [16667.0, 25000.0]},
@@ -186,6 +206,15 @@ ROWS = [
     "1.20 / 1.25 / 1.30 x the unbounded time |",
     "| `hurray -> torch` | 5.00 (4.50-6.00) us | `torch -> torch` 12.0 (11.0-13.0) us | "
     "2.00 / 2.40 / 2.60 x peer |",
+    "| get 1 MiB from the in-memory registry | 1.50 (1.20-1.60) GB/s | raw socket recv_into "
+    "2.00 (1.90-2.20) GB/s | 0.600 / 0.750 / 0.800 of raw (goal >= 0.9) |",
+    "| get 1 MiB from the in-memory registry | 1.50 (1.20-1.60) GB/s | Arrow Flight do_get: "
+    "pyarrow is not installed |  |",
+    "| transcode int4 per-block -> bfloat16 (2 MiB out) | 0.500 (0.400-0.600) GB/s | plain get "
+    "of the result's bytes 1.00 (0.900-1.10) GB/s | 0.450 / 0.500 / 0.550 of plain get |",
+    "| disaggregated KV: PUT 4,096 tokens x 2 layers into a decode cache | 0.750 (0.700-0.800) "
+    "GB/s; 92,000 (90,000-95,000) tokens/s | raw socket sending the same bytes 1.50 "
+    "(1.40-1.60) GB/s | 0.450 / 0.500 / 0.550 of raw |",
     "| decode 10,000 descriptors | 20,000 (16,700-25,000) /s | none (absolute numbers) |  |",
     "| vyre decode x.vir (1112 B) | 1.10 (0.556-1.10) MB/s | none (absolute numbers) |  |",
     "| import hurray_gpu | 4.00 (3.00-6.00) ms | goal 150 ms | 0.0200 / 0.0267 / 0.0400 of goal |",

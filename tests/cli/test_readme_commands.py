@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import argparse
 import re
 import shlex
 from pathlib import Path
 
 import pytest
 
-from hurray_gpu.cli import main
+from hurray_gpu.cli import build_parser, main
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -23,9 +24,21 @@ def readme_commands() -> list[list[str]]:
     return [shlex.split(line)[1:] for line in lines if line.startswith("hurray-gpu ")]
 
 
+def listed_subcommands() -> set[str]:
+    """The subcommands the CLI section's bash blocks show (the first block's lines run below;
+    the next block's ``serve`` runs until stopped, so tests/net covers it)."""
+    section = (ROOT / "README.md").read_text(encoding="utf-8").split(
+        "### The `hurray-gpu` command", 1)[1].split("\n## ", 1)[0]
+    lines = [line.strip() for block in re.findall(r"```bash\n(.*?)```", section, re.S)
+             for line in block.splitlines()]
+    return {shlex.split(line)[1] for line in lines if line.startswith("hurray-gpu ")}
+
+
 def test_readme_lists_every_subcommand() -> None:
-    assert {argv[0] for argv in readme_commands()} == {
-        "devices", "demo", "inspect", "materialize", "vyre", "bench"}
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    assert listed_subcommands() == set(sub.choices) == {
+        "devices", "demo", "inspect", "materialize", "vyre", "bench", "serve", "get"}
 
 
 def test_readme_commands_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
