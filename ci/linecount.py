@@ -34,10 +34,10 @@ PER_FILE_CAP = 800
 #   as hg.ProtocolError / hg.RemoteError / hg.TransportError;
 # - +17: the README's network protocol table (bench/transport.py's rows);
 # - +33: Tensor pickling (protocol 5 out-of-band buffers, checked unpickling);
-# - +382: shared-memory handoff between processes (net/ipc.py: sealed memfd segments passed
+# - +381: shared-memory handoff between processes (net/ipc.py: sealed memfd segments passed
 #   over Unix sockets, one serving thread per process, releases, checked handoff messages),
 #   hg.share / hg.attach, its limit.
-TOTAL_BUDGET = 35_676
+TOTAL_BUDGET = 35_675
 PACKAGES = ("hurray_gpu", "vyre")
 
 

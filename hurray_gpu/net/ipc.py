@@ -34,11 +34,10 @@ from typing import Any
 
 import numpy as np
 
-from hurray_gpu.errors import HurrayFormatError, HurrayGPUError, ProtocolError, UnsupportedOpError
+from hurray_gpu.errors import HurrayFormatError, ProtocolError, TransportError, UnsupportedOpError
 from hurray_gpu.format import codec
 from hurray_gpu.format.descriptor.buffers import DeviceTag, SyncMode
 from hurray_gpu.net.client import MAX_DEPTH, MAX_MEMBERS
-from hurray_gpu.net.transport import TransportError
 from hurray_gpu.parts import make_tensor
 from hurray_gpu.runtime.memory import MemoryClass
 from hurray_gpu.sync.handoff import SyncState
@@ -363,7 +362,7 @@ def _receive(sock: socket.socket, deadline: float) -> tuple[int, bytes]:
     except BaseException as exc:
         for fd in fds:
             os.close(fd)
-        if isinstance(exc, OSError) and not isinstance(exc, HurrayGPUError):
+        if isinstance(exc, OSError) and not isinstance(exc, TransportError):
             raise TransportError(f"the handoff did not arrive ({exc or 'timed out'})",
                                  fix="check the producer, or pass a larger timeout.") from None
         raise

@@ -23,11 +23,10 @@ import numpy as np
 import pytest
 
 import hurray_gpu as hg
-from hurray_gpu.errors import HurrayFormatError, ProtocolError
+from hurray_gpu.errors import HurrayFormatError, ProtocolError, TransportError
 from hurray_gpu.format import codec
 from hurray_gpu.format import descriptor as d
 from hurray_gpu.net import ipc
-from hurray_gpu.net.transport import TransportError
 from hurray_gpu.tensor import Tensor
 
 ROOT = Path(__file__).resolve().parents[2]
