@@ -39,6 +39,9 @@ DEFAULT_PORT = 7740
 # enough that a device tensor's staging chunk and a peer's receive stay bounded.
 FRAME_BYTES = 16 << 20
 _DRAIN = 1 << 16  # discard() reads unwanted payloads in pieces of this size
+# Receives read ahead into a buffer of this size; sends of a corked connection gather
+# messages up to it (small tensors then take one syscall per side instead of one per message).
+_READAHEAD = 1 << 16
 SHARD_ALIGN = 1 << 16  # PARALLEL_STREAMS shard boundaries (docs/interchange.md)
 
 
@@ -168,6 +171,9 @@ class Connection:
         self.idle_timeout = timeout if idle_timeout is None else idle_timeout
         self._deadline = 0.0
         self._header = bytearray(P.HEADER_SIZE)
+        self._rbuf = memoryview(bytearray(_READAHEAD))  # bytes read ahead: [_rpos, _rend)
+        self._rpos = self._rend = 0
+        self._out: bytearray | None = None  # corked small messages, sent together
         self._tls = isinstance(sock, ssl.SSLSocket)
         self.closed = False
 
@@ -182,16 +188,24 @@ class Connection:
 
     # -- receive ---------------------------------------------------------------------------
     def _recv_into(self, view: memoryview, deadline: float) -> None:
-        got = 0
-        while got < len(view):
+        # Bytes already read ahead come first; a large remainder goes with recv_into straight
+        # into ``view``, a small one through the read-ahead buffer, so that one recv brings a
+        # small tensor's descriptor, data frames and DATA_END together.
+        want, got = len(view), self._rend - self._rpos
+        if got:
+            got = min(got, want)
+            view[:got] = self._rbuf[self._rpos:self._rpos + got]
+            self._rpos += got
+        while got < want:
             left = deadline - time.monotonic()
             if left <= 0:
-                raise TransportError(f"the peer sent {got} of {len(view)} expected bytes within "
+                raise TransportError(f"the peer sent {got} of {want} expected bytes within "
                                      f"the time limit; closing", fix="send each message "
                                      "whole and promptly, or raise the timeout.")
             self.sock.settimeout(left)
+            direct = want - got >= _READAHEAD // 2
             try:
-                n = self.sock.recv_into(view[got:])
+                n = self.sock.recv_into(view[got:] if direct else self._rbuf)
             except TimeoutError:
                 continue  # the loop's deadline check reports it
             except (OSError, ssl.SSLError) as exc:
@@ -200,8 +214,12 @@ class Connection:
                                      ) from exc
             if not n:
                 raise TransportError(f"the peer closed the connection after {got} of "
-                                     f"{len(view)} expected bytes",
+                                     f"{want} expected bytes",
                                      fix="reconnect; check the peer's log for why it closed.")
+            if not direct:
+                step = min(n, want - got)
+                view[got:got + step] = self._rbuf[:step]
+                self._rpos, self._rend, n = step, n, step
             got += n
 
     def recv_header(self) -> P.Header:
@@ -244,9 +262,9 @@ class Connection:
 
     def data_offset(self, header: P.Header) -> int:
         """Read a TENSOR_DATA frame's 8-byte offset; ``header.length - 8`` data bytes follow."""
-        first8 = bytearray(8)
-        self._recv_into(memoryview(first8), self._deadline)
-        return P.decode_data_offset(header, memoryview(first8))
+        first8 = memoryview(self._header)[:8]
+        self._recv_into(first8, self._deadline)
+        return P.decode_data_offset(header, first8)
 
     def discard(self, n: int) -> None:
         """Read and drop ``n`` bytes of the current message in bounded pieces."""
@@ -257,7 +275,32 @@ class Connection:
             n -= step
 
     # -- send ------------------------------------------------------------------------------
-    def _send_views(self, views: Sequence[memoryview | bytes]) -> None:
+    @contextlib.contextmanager
+    def corked(self) -> Iterator[None]:
+        """Within this block small messages are copied into one buffer and sent together
+        (when it fills, with the next large frame, or at the end); large data is still sent
+        from the caller's memory without a copy."""
+        self._out = bytearray()
+        failed = False
+        try:
+            yield
+        except TransportError:
+            failed = True  # the connection is broken: nothing more can be sent
+            raise
+        finally:
+            out, self._out = self._out, None
+            if out and not failed:
+                self._send_views([out])
+
+    def _send_views(self, views: Sequence[memoryview | bytes | bytearray]) -> None:
+        if self._out is not None:
+            size = sum(len(v) for v in views)
+            if len(self._out) + size <= _READAHEAD:
+                for v in views:
+                    self._out += v
+                return
+            out, self._out = self._out, bytearray()
+            views = [out, *views]
         deadline = time.monotonic() + self.timeout
         try:
             if self._tls:  # SSLSocket has no sendmsg; sendall of a view does not copy it
