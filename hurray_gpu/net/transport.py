@@ -21,6 +21,7 @@ import os
 import socket
 import ssl
 import struct
+import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
@@ -348,10 +349,27 @@ class Connection:
 def declare(desc: Any, tag: int, mclass: int, min_alignment: int) -> bytes:
     """``desc``'s bytes with every handle re-declared: device ``tag``, memory class, producer
     synced (the rule across machines), alignment at least ``min_alignment``."""
+    # Remembered per descriptor object (held, so its id is not reused) and placement: a
+    # served tensor is declared the same way for every request.
+    key = (id(desc), tag, mclass, min_alignment)
+    hit = _DECLARED.get(key)
+    if hit is not None and hit[0] is desc:
+        return hit[1]
     handles = tuple(BufferHandle(h.byte_size, max(h.alignment, min_alignment) if h.byte_size
                                  else h.alignment, tag, SyncMode.PRODUCER_SYNCED, mclass)
                     for h in desc.buffers)
-    return bytes(dataclasses.replace(desc, buffers=handles).encode())
+    raw = bytes(dataclasses.replace(desc, buffers=handles).encode())
+    if len(raw) <= _DECLARED_BYTES:
+        with _DECLARED_LOCK:
+            if len(_DECLARED) >= _DECLARED_ENTRIES:
+                del _DECLARED[next(iter(_DECLARED))]  # the oldest
+            _DECLARED[key] = (desc, raw)
+    return raw
+
+
+_DECLARED: dict[tuple[int, int, int, int], tuple[Any, bytes]] = {}
+_DECLARED_LOCK = threading.Lock()
+_DECLARED_ENTRIES, _DECLARED_BYTES = 256, 2048
 
 
 def host_arrays(desc: Any) -> list[np.ndarray]:

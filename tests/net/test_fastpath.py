@@ -1,4 +1,4 @@
-"""The small-request fast path: read-ahead receives and corked sends.
+"""The small-request fast path: read-ahead receives, corked sends, memoised descriptors.
 
 Syscalls are counted by a wrapper around a real socket (nothing is faked: every byte still
 goes through the kernel), and what arrives is compared with what was sent.
@@ -6,6 +6,7 @@ goes through the kernel), and what arrives is compared with what was sent.
 
 from __future__ import annotations
 
+import dataclasses
 import socket
 from collections import Counter
 from typing import Any
@@ -14,7 +15,9 @@ import numpy as np
 import pytest
 
 import hurray_gpu as hg
+from hurray_gpu.errors import HurrayFormatError
 from hurray_gpu.format import protocol as P
+from hurray_gpu.format.descriptor import TensorDescriptor, decode_descriptor
 from hurray_gpu.format.descriptor.buffers import DeviceTag
 from hurray_gpu.net.transport import Connection, declare, recv_data
 from tests._support import stable_rng
@@ -105,3 +108,34 @@ def test_a_small_get_is_one_send_and_one_receive_per_side(start: Start) -> None:
             client.get("small")
         assert counting.calls["sendmsg"] == 20  # one request each
         assert counting.calls["recv_into"] <= 25  # before: descriptor, frame, data, END...
+
+
+def test_descriptor_decodes_are_memoised_strictly_and_bounded() -> None:
+    """The same small descriptor bytes decode to the same (immutable) object; a failing
+    decode is never stored; large descriptors and permissive decodes are not memoised."""
+    raw = hg.from_numpy(np.zeros((3, 5), np.float32)).descriptor_bytes
+    first = decode_descriptor(raw)
+    assert decode_descriptor(bytearray(raw)) is first
+    assert decode_descriptor(raw, permissive=True) is not first
+    assert decode_descriptor(raw, permissive=True) == first
+    bad = raw[:-1] + b"\xff"
+    for _ in range(2):
+        with pytest.raises(HurrayFormatError):
+            decode_descriptor(raw + b"\x00")  # a trailing byte
+    with pytest.raises(HurrayFormatError):
+        decode_descriptor(bad[:10])
+    big = dataclasses.replace(first, version_minor=1, trailing=bytes(3000)).encode()
+    assert len(big) > 2048
+    assert decode_descriptor(big) is not decode_descriptor(big)
+    from hurray_gpu.format.descriptor import model
+
+    assert model._decode_memo.cache_info().maxsize == 256
+
+
+def test_declare_is_remembered_per_descriptor_and_placement() -> None:
+    desc: TensorDescriptor = hg.from_numpy(np.ones(16, np.float16)).descriptor
+    once = declare(desc, DeviceTag.CPU, 0, 0)
+    assert declare(desc, DeviceTag.CPU, 0, 0) is once
+    wider = declare(desc, DeviceTag.CPU, 0, 4096)
+    assert wider != once and decode_descriptor(wider).buffers[0].alignment == 4096
+    assert decode_descriptor(once).buffers[0].alignment == desc.buffers[0].alignment
