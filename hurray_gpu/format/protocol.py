@@ -20,7 +20,7 @@ import struct
 from dataclasses import dataclass, fields
 
 from hurray_gpu.errors import HurrayFormatError, ProtocolError
-from hurray_gpu.format.descriptor import decode_descriptor_prefix
+from hurray_gpu.format.descriptor import decode_descriptor, decode_descriptor_prefix
 from hurray_gpu.format.descriptor.layouts import LAYOUT_NAMES
 
 HEADER_SIZE = 12
@@ -325,6 +325,10 @@ def _check_tag(tag: int, where: str) -> None:
 
 def _descriptor_length(raw: memoryview, where: str) -> int:
     try:
+        length = int.from_bytes(raw[6:10], "little") if raw[:4] == b"HRRY" else 0
+        if 20 <= length <= len(raw):  # decode exactly its bytes: small ones are memoised
+            decode_descriptor(raw[:length])
+            return length
         return decode_descriptor_prefix(raw, 0)[1]
     except HurrayFormatError as exc:
         reason = str(exc).split(" Fix:")[0]

@@ -543,26 +543,35 @@ class _Session:
             elif isinstance(msg, P.Pong | P.ErrorMsg):
                 continue  # an answer to nothing pending, or a client giving up a stream
             elif isinstance(msg, P.TensorRequest | P.TensorPut):
-                try:
-                    if sid <= self.last_stream:
-                        raise Refused(P.ErrorCode.INVALID_MESSAGE,
-                                      f"request on stream {sid}; streams must ascend past "
-                                      f"{self.last_stream}", fix="number requests 2, 3, 4, ...")
-                    self.last_stream = sid
-                    if isinstance(msg, P.TensorRequest):
-                        self._get(sid, msg)
-                    else:
-                        self._put(sid, msg)
-                except StreamError as exc:
-                    self.conn.send(P.ErrorMsg(exc.code, str(exc)), sid)
-                    skip = sid if isinstance(msg, P.TensorPut) else None
-                except HurrayGPUError as exc:
-                    if isinstance(exc, ProtocolError | TransportError):
-                        raise
-                    self.conn.send(P.ErrorMsg(REQUEST_FAILED, str(exc)), sid)
-                    skip = sid if isinstance(msg, P.TensorPut) else None
+                # A GET's answer is corked: a small tensor leaves in one send. (A PUT's is
+                # not: a PING among its data frames is answered at once.)
+                with self.conn.corked() if isinstance(msg, P.TensorRequest) else \
+                        contextlib.nullcontext():
+                    skip = self._request(sid, msg)
             else:
                 raise _misplaced(header)
+
+    def _request(self, sid: int, msg: P.TensorRequest | P.TensorPut) -> int | None:
+        """Answer a GET or PUT; returns the stream whose remaining data frames to drop."""
+        try:
+            if sid <= self.last_stream:
+                raise Refused(P.ErrorCode.INVALID_MESSAGE,
+                              f"request on stream {sid}; streams must ascend past "
+                              f"{self.last_stream}", fix="number requests 2, 3, 4, ...")
+            self.last_stream = sid
+            if isinstance(msg, P.TensorRequest):
+                self._get(sid, msg)
+            else:
+                self._put(sid, msg)
+        except StreamError as exc:
+            self.conn.send(P.ErrorMsg(exc.code, str(exc)), sid)
+            return sid if isinstance(msg, P.TensorPut) else None
+        except HurrayGPUError as exc:
+            if isinstance(exc, ProtocolError | TransportError):
+                raise
+            self.conn.send(P.ErrorMsg(REQUEST_FAILED, str(exc)), sid)
+            return sid if isinstance(msg, P.TensorPut) else None
+        return None
 
     def _hello(self) -> None:
         header, msg = self.conn.recv_message()

@@ -4,9 +4,9 @@
 A :class:`Connection` sends and receives whole messages. Every receive checks the 12-byte
 header (type, stream, the receiver's maximum payload) before it allocates anything; a
 TENSOR_DATA payload is never decoded into a new bytes: its 8-byte offset is read, then the data
-goes with ``recv_into`` straight into the caller's destination. Sending TENSOR_DATA uses one
-``sendmsg`` of the frame header and a view of the data (TLS sockets have no ``sendmsg``: the
-view is written after the header, still without a copy).
+goes with ``recv_into`` straight into the caller's destination (small messages come out of a
+64 KiB read-ahead). TENSOR_DATA is sent with one ``sendmsg`` of its header and a view of the
+data (TLS: ``sendall`` of each, no copy); :meth:`Connection.corked` gathers small messages.
 
 Time bounds: waiting for the first byte of the next message may take ``idle_timeout``; once a
 message has started, all of it must arrive within ``timeout`` seconds, so a peer dripping one
@@ -21,6 +21,7 @@ import os
 import socket
 import ssl
 import struct
+import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
@@ -39,6 +40,9 @@ DEFAULT_PORT = 7740
 # enough that a device tensor's staging chunk and a peer's receive stay bounded.
 FRAME_BYTES = 16 << 20
 _DRAIN = 1 << 16  # discard() reads unwanted payloads in pieces of this size
+# Receives read ahead into a buffer of this size; sends of a corked connection gather
+# messages up to it (small tensors then take one syscall per side instead of one per message).
+_READAHEAD = 1 << 16
 SHARD_ALIGN = 1 << 16  # PARALLEL_STREAMS shard boundaries (docs/interchange.md)
 
 
@@ -168,6 +172,9 @@ class Connection:
         self.idle_timeout = timeout if idle_timeout is None else idle_timeout
         self._deadline = 0.0
         self._header = bytearray(P.HEADER_SIZE)
+        self._rbuf = memoryview(bytearray(_READAHEAD))  # bytes read ahead: [_rpos, _rend)
+        self._rpos = self._rend = 0
+        self._out: bytearray | None = None  # corked small messages, sent together
         self._tls = isinstance(sock, ssl.SSLSocket)
         self.closed = False
 
@@ -182,16 +189,24 @@ class Connection:
 
     # -- receive ---------------------------------------------------------------------------
     def _recv_into(self, view: memoryview, deadline: float) -> None:
-        got = 0
-        while got < len(view):
+        # Bytes already read ahead come first; a large remainder goes with recv_into straight
+        # into ``view``, a small one through the read-ahead buffer, so that one recv brings a
+        # small tensor's descriptor, data frames and DATA_END together.
+        want, got = len(view), self._rend - self._rpos
+        if got:
+            got = min(got, want)
+            view[:got] = self._rbuf[self._rpos:self._rpos + got]
+            self._rpos += got
+        while got < want:
             left = deadline - time.monotonic()
             if left <= 0:
-                raise TransportError(f"the peer sent {got} of {len(view)} expected bytes within "
+                raise TransportError(f"the peer sent {got} of {want} expected bytes within "
                                      f"the time limit; closing", fix="send each message "
                                      "whole and promptly, or raise the timeout.")
             self.sock.settimeout(left)
+            direct = want - got >= _READAHEAD // 2
             try:
-                n = self.sock.recv_into(view[got:])
+                n = self.sock.recv_into(view[got:] if direct else self._rbuf)
             except TimeoutError:
                 continue  # the loop's deadline check reports it
             except (OSError, ssl.SSLError) as exc:
@@ -200,8 +215,12 @@ class Connection:
                                      ) from exc
             if not n:
                 raise TransportError(f"the peer closed the connection after {got} of "
-                                     f"{len(view)} expected bytes",
+                                     f"{want} expected bytes",
                                      fix="reconnect; check the peer's log for why it closed.")
+            if not direct:
+                step = min(n, want - got)
+                view[got:got + step] = self._rbuf[:step]
+                self._rpos, self._rend, n = step, n, step
             got += n
 
     def recv_header(self) -> P.Header:
@@ -244,9 +263,9 @@ class Connection:
 
     def data_offset(self, header: P.Header) -> int:
         """Read a TENSOR_DATA frame's 8-byte offset; ``header.length - 8`` data bytes follow."""
-        first8 = bytearray(8)
-        self._recv_into(memoryview(first8), self._deadline)
-        return P.decode_data_offset(header, memoryview(first8))
+        first8 = memoryview(self._header)[:8]
+        self._recv_into(first8, self._deadline)
+        return P.decode_data_offset(header, first8)
 
     def discard(self, n: int) -> None:
         """Read and drop ``n`` bytes of the current message in bounded pieces."""
@@ -257,7 +276,32 @@ class Connection:
             n -= step
 
     # -- send ------------------------------------------------------------------------------
-    def _send_views(self, views: Sequence[memoryview | bytes]) -> None:
+    @contextlib.contextmanager
+    def corked(self) -> Iterator[None]:
+        """Within this block small messages are copied into one buffer and sent together
+        (when it fills, with the next large frame, or at the end); large data is still sent
+        from the caller's memory without a copy."""
+        self._out = bytearray()
+        failed = False
+        try:
+            yield
+        except TransportError:
+            failed = True  # the connection is broken: nothing more can be sent
+            raise
+        finally:
+            out, self._out = self._out, None
+            if out and not failed:
+                self._send_views([out])
+
+    def _send_views(self, views: Sequence[memoryview | bytes | bytearray]) -> None:
+        if self._out is not None:
+            size = sum(len(v) for v in views)
+            if len(self._out) + size <= _READAHEAD:
+                for v in views:
+                    self._out += v
+                return
+            out, self._out = self._out, bytearray()
+            views = [out, *views]
         deadline = time.monotonic() + self.timeout
         try:
             if self._tls:  # SSLSocket has no sendmsg; sendall of a view does not copy it
@@ -305,10 +349,27 @@ class Connection:
 def declare(desc: Any, tag: int, mclass: int, min_alignment: int) -> bytes:
     """``desc``'s bytes with every handle re-declared: device ``tag``, memory class, producer
     synced (the rule across machines), alignment at least ``min_alignment``."""
+    # Remembered per descriptor object (held, so its id is not reused) and placement: a
+    # served tensor is declared the same way for every request.
+    key = (id(desc), tag, mclass, min_alignment)
+    hit = _DECLARED.get(key)
+    if hit is not None and hit[0] is desc:
+        return hit[1]
     handles = tuple(BufferHandle(h.byte_size, max(h.alignment, min_alignment) if h.byte_size
                                  else h.alignment, tag, SyncMode.PRODUCER_SYNCED, mclass)
                     for h in desc.buffers)
-    return bytes(dataclasses.replace(desc, buffers=handles).encode())
+    raw = bytes(dataclasses.replace(desc, buffers=handles).encode())
+    if len(raw) <= _DECLARED_BYTES:
+        with _DECLARED_LOCK:
+            if len(_DECLARED) >= _DECLARED_ENTRIES:
+                del _DECLARED[next(iter(_DECLARED))]  # the oldest
+            _DECLARED[key] = (desc, raw)
+    return raw
+
+
+_DECLARED: dict[tuple[int, int, int, int], tuple[Any, bytes]] = {}
+_DECLARED_LOCK = threading.Lock()
+_DECLARED_ENTRIES, _DECLARED_BYTES = 256, 2048
 
 
 def host_arrays(desc: Any) -> list[np.ndarray]:

@@ -7,6 +7,7 @@ enforces the remaining spec MUSTs.
 
 from __future__ import annotations
 
+import functools
 import struct
 from dataclasses import dataclass
 
@@ -272,11 +273,24 @@ def decode_descriptor(data: Data, *, permissive: bool = False) -> TensorDescript
     Raises:
         HurrayFormatError: for any malformed or non-conforming input.
     """
+    if not permissive and len(data) <= _MEMO_BYTES:
+        return _decode_memo(bytes(data))
+    return _decode_whole(data, permissive)
+
+
+def _decode_whole(data: Data, permissive: bool = False) -> TensorDescriptor:
     desc, used = decode_descriptor_prefix(data, 0, permissive=permissive)
     if used != len(data):
         fail(f"{len(data) - used} bytes follow the {used}-byte descriptor", "descriptor_length",
              used, "pass exactly one descriptor, or use decode_descriptor_prefix.")
     return desc
+
+
+# Strict decodes of small descriptors are memoised by their bytes: a server and its clients
+# decode the same few descriptors on every request, and a TensorDescriptor is immutable.
+# Bounded (entries and bytes per entry); a descriptor that fails to decode is never stored.
+_MEMO_BYTES = 2048
+_decode_memo = functools.lru_cache(maxsize=256)(_decode_whole)
 
 
 def decode_descriptor_prefix(data: Data, offset: int = 0, *,

@@ -1,0 +1,141 @@
+"""The small-request fast path: read-ahead receives, corked sends, memoised descriptors.
+
+Syscalls are counted by a wrapper around a real socket (nothing is faked: every byte still
+goes through the kernel), and what arrives is compared with what was sent.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import socket
+from collections import Counter
+from typing import Any
+
+import numpy as np
+import pytest
+
+import hurray_gpu as hg
+from hurray_gpu.errors import HurrayFormatError
+from hurray_gpu.format import protocol as P
+from hurray_gpu.format.descriptor import TensorDescriptor, decode_descriptor
+from hurray_gpu.format.descriptor.buffers import DeviceTag
+from hurray_gpu.net.transport import Connection, declare, recv_data
+from tests._support import stable_rng
+from tests.net.conftest import Start
+
+
+class Counting:
+    """A real socket whose ``sendmsg`` and ``recv_into`` calls are counted."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock, self.calls = sock, Counter[str]()
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self.sock, name)
+        if name not in ("sendmsg", "recv_into"):
+            return attr
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            self.calls[name] += 1
+            return attr(*args, **kwargs)
+
+        return counted
+
+
+def _pair() -> tuple[Connection, Connection, Counting, Counting]:
+    a, b = socket.socketpair()
+    a.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4 << 20)  # a whole test frame fits
+    ca, cb = Counting(a), Counting(b)
+    return (Connection(ca, timeout=10.0), Connection(cb, timeout=10.0),  # type: ignore[arg-type]
+            ca, cb)
+
+
+@pytest.mark.parametrize("nbytes", [4096, 100_000])
+def test_corked_messages_leave_in_one_sendmsg_and_arrive_whole(nbytes: int) -> None:
+    """A descriptor, one data frame and DATA_END: one sendmsg (a large frame is sent from
+    the caller's memory together with the queued descriptor, DATA_END at the end), received bit-exact through
+    the read-ahead buffer (and straight into the destination for the large frame)."""
+    sender, receiver, out, inp = _pair()
+    data = stable_rng(nbytes).integers(0, 256, nbytes, dtype=np.uint8)
+    desc = hg.from_numpy(data).descriptor
+    raw = declare(desc, DeviceTag.CPU, 0, 0)
+    with sender.corked():
+        sender.send(P.TensorDescriptorMsg(raw, nbytes), 2)
+        sender.send_data(2, 0, memoryview(data))
+        sender.send(P.TensorDataEnd(), 2)
+        assert out.calls["sendmsg"] == (0 if nbytes < 1 << 16 else 1)  # small ones queued
+    assert out.calls["sendmsg"] == (1 if nbytes < 1 << 16 else 2)  # + the flushed DATA_END
+    header, msg = receiver.recv_message()
+    assert isinstance(msg, P.TensorDescriptorMsg) and msg.descriptor == raw
+    got = np.empty(nbytes, np.uint8)
+    recv_data(receiver, 2, [got.data], nbytes)
+    assert np.array_equal(got, data)
+    # A 4 KiB answer is one recv; a large one reads ahead once, then straight into ``got``.
+    assert inp.calls["recv_into"] <= (1 if nbytes < 1 << 16 else 1 + nbytes // (1 << 15))
+    sender.close()
+    receiver.close()
+
+
+def test_read_ahead_keeps_messages_apart_across_buffer_boundaries() -> None:
+    """Many messages of odd sizes in one stream, split at every 64 KiB read-ahead boundary,
+    come back in order and intact."""
+    sender, receiver, _, _ = _pair()
+    rng = stable_rng(7)
+    keys = ["k" * int(n) for n in rng.integers(1, 3000, 120)]
+    with sender.corked():
+        for i, key in enumerate(keys):
+            sender.send(P.TensorRequest(key, (), 0, 0, 0), i + 2)
+    for i, key in enumerate(keys):
+        header, msg = receiver.recv_message()
+        assert header.stream_id == i + 2 and isinstance(msg, P.TensorRequest)
+        assert msg.key == key
+    sender.close()
+    receiver.close()
+
+
+def test_a_small_get_is_one_send_and_one_receive_per_side(start: Start) -> None:
+    """The server corks a small answer (descriptor, frame, DATA_END) into one sendmsg, and
+    the client reads all of it with one recv_into."""
+    values = np.arange(1024, dtype=np.float32)
+    server, extra = start({"small": hg.from_numpy(values)}, "unix")
+    with hg.connect(server.url, **extra) as client:
+        counting = Counting(client._conn.sock)
+        client._conn.sock = counting  # type: ignore[assignment]
+        for _ in range(20):
+            assert np.array_equal(client.get("small").numpy(), values)
+        counting.calls.clear()
+        for _ in range(20):
+            client.get("small")
+        assert counting.calls["sendmsg"] == 20  # one request each
+        assert counting.calls["recv_into"] <= 25  # before: descriptor, frame, data, END...
+
+
+def test_descriptor_decodes_are_memoised_strictly_and_bounded() -> None:
+    """The same small descriptor bytes decode to the same (immutable) object; a failing
+    decode is never stored; large descriptors and permissive decodes are not memoised."""
+    raw = hg.from_numpy(np.zeros((3, 5), np.float32)).descriptor_bytes
+    first = decode_descriptor(raw)
+    assert decode_descriptor(bytearray(raw)) is first
+    assert decode_descriptor(raw, permissive=True) is not first
+    assert decode_descriptor(raw, permissive=True) == first
+    bad = raw[:-1] + b"\xff"
+    for _ in range(2):
+        with pytest.raises(HurrayFormatError):
+            decode_descriptor(raw + b"\x00")  # a trailing byte
+    with pytest.raises(HurrayFormatError):
+        decode_descriptor(bad[:10])
+    big = dataclasses.replace(first, version_minor=1, trailing=bytes(3000)).encode()
+    assert len(big) > 2048
+    assert decode_descriptor(big) is not decode_descriptor(big)
+    from hurray_gpu.format.descriptor import model
+
+    assert model._decode_memo.cache_info().maxsize == 256
+
+
+def test_declare_is_remembered_per_descriptor_and_placement() -> None:
+    desc: TensorDescriptor = hg.from_numpy(np.ones(16, np.float16)).descriptor
+    once = declare(desc, DeviceTag.CPU, 0, 0)
+    assert declare(desc, DeviceTag.CPU, 0, 0) is once
+    wider = declare(desc, DeviceTag.CPU, 0, 4096)
+    assert wider != once and decode_descriptor(wider).buffers[0].alignment == 4096
+    assert decode_descriptor(once).buffers[0].alignment == desc.buffers[0].alignment
