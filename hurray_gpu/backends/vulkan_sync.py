@@ -66,6 +66,17 @@ def counter(ctx: Any, semaphore: Any) -> int:
     return int(call(ctx.vk.vkGetSemaphoreCounterValue, ctx.device, semaphore))
 
 
+class _Points(list):  # type: ignore[type-arg]
+    """Pending (semaphore, value) waits plus the lanes that own those semaphores: a lane
+    destroys its semaphore when collected, so whoever holds the waits holds the lanes."""
+
+    keep: list[Any]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.keep = []
+
+
 class _Item:
     __slots__ = ("cmd", "waits", "signal", "cleanup")
 
@@ -83,7 +94,7 @@ class _Lane:
         self.sem = create_timeline(ctx)
         self.value = 0  # the last value promised to a submission
         self.lock = threading.Lock()
-        self.waits: list[tuple[Any, int]] = []
+        self.waits = _Points()
         self.error: BaseException | None = None
         self.deferred: list[tuple[int, Callable[[], Any]]] = []  # frees due at a value
         self.pool: Any = None
@@ -161,7 +172,7 @@ class _Lane:
             except BaseException:
                 vk.vkFreeCommandBuffers(ctx.device, self.pool, 1, [cmd])
                 raise
-            waits, self.waits = self.waits, []
+            waits, self.waits = self.waits, _Points()
             self.value += 1
             signal = (self.sem, self.value)
         self.items.put(_Item(cmd, waits, signal, cleanup))
@@ -243,16 +254,18 @@ class VkStream(Stream):
             self._raise_error()
         return value
 
-    def add_wait(self, semaphore: Any, value: int) -> None:
-        """Make this stream's next submission wait for a timeline semaphore ``value``."""
+    def add_wait(self, owner: _Lane, value: int) -> None:
+        """Make this stream's next submission wait for ``owner``'s timeline at ``value`` (the
+        waits hold ``owner``, so its semaphore outlives them)."""
         if value > 0:
             with self.lane.lock:
-                self.lane.waits.append((semaphore, value))
+                self.lane.waits.append((owner.sem, value))
+                self.lane.waits.keep.append(owner)
 
     def take_waits(self) -> list[tuple[Any, int]]:
         """The pending waits, now owned by the caller's submission (the default stream's)."""
         with self.lane.lock:
-            waits, self.lane.waits = self.lane.waits, []
+            waits, self.lane.waits = self.lane.waits, _Points()
         return waits
 
     def host_wait(self, points: list[tuple[Any, int]]) -> None:
@@ -325,7 +338,7 @@ class VkEvent(Event):
         return int(families[ctx.queue_family].timestampValidBits) > 0
 
     def _wait(self, stream: Stream) -> None:
-        stream.add_wait(self._lane.sem, self._value)  # type: ignore[attr-defined]
+        stream.add_wait(self._lane, self._value)  # type: ignore[attr-defined]
 
     def _synchronize(self) -> None:
         host_wait(self._lane.ctx, [(self._lane.sem, self._value)])
@@ -382,15 +395,15 @@ class PoolPoints:
     def wait(self, raw: Any) -> None:
         """Order the current stream after the points remembered for ``raw``."""
         points = self._pending.pop(id(raw), None)
-        self._lanes.pop(id(raw), None)
-        if not points:
+        lanes = self._lanes.pop(id(raw), None)
+        if not points or not lanes:
             return
         stream = self.ctx.current() if self.ctx.current is not None else None
         if stream is None:
             host_wait(self.ctx, points)
             return
-        for sem, value in points:
-            stream.add_wait(sem, value)
+        for lane, (_, value) in zip(lanes, points, strict=True):
+            stream.add_wait(lane, value)
 
     def busy(self, raw: Any) -> bool:
         """True while a stream has not reached a point remembered for ``raw``."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import threading
 import time
+import types
 from collections.abc import Callable
 
 import numpy as np
@@ -103,9 +104,9 @@ def _hold(dev, stream: Stream) -> Callable[[], None]:
         from hurray_gpu.backends.vulkan_context import host_signal
         from hurray_gpu.backends.vulkan_sync import create_timeline
 
-        sem = create_timeline(dev.ctx)
-        stream.add_wait(sem, 1)
-        release = functools.partial(host_signal, dev.ctx, sem, 1)
+        owner = types.SimpleNamespace(sem=create_timeline(dev.ctx))  # add_wait holds it
+        stream.add_wait(owner, 1)
+        release = functools.partial(host_signal, dev.ctx, owner.sem, 1)
     lock, opened = threading.Lock(), []
 
     def opener() -> None:

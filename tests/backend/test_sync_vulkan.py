@@ -43,7 +43,7 @@ class Gate:
         self.sem = create_timeline(self.ctx)
 
     def hold(self, stream: Stream) -> None:
-        stream.add_wait(self.sem, 1)
+        stream.add_wait(self, 1)  # the gate owns the semaphore (.sem)
 
     def open(self) -> None:
         from hurray_gpu.backends.vulkan_context import host_signal
@@ -210,3 +210,28 @@ def test_pool_reuse_waits_for_other_streams(dev) -> None:
     gate.open()
     b.synchronize()
     assert np.all(again.numpy(np.uint32)[:N] == 3)
+
+
+def test_a_pending_wait_keeps_the_waited_stream_alive(dev) -> None:
+    """A wait queued on a stream must hold the lane whose semaphore it names: dropping the
+    event and its stream before the wait is submitted used to destroy that semaphore, and
+    the later submission waited on a freed handle (a segfault on lavapipe)."""
+    import gc
+    import weakref
+
+    producer, consumer = Stream(dev), Stream(dev)
+    t = Tensor.from_numpy(np.zeros(N, np.uint32)).to(dev)
+    with producer:
+        dev.run("fill_u32", t.buffers[0], VALUE, N)
+    ev = Event(dev).record(producer)
+    lane = weakref.ref(producer.lane)
+    ev.wait(consumer)
+    del ev, producer
+    gc.collect()
+    assert lane() is not None and lane().sem is not None  # held by the consumer's wait
+    out = _consume(dev, t.buffers[0], consumer)
+    consumer.synchronize()
+    assert np.all(out.numpy(np.uint32) == VALUE)
+    del consumer
+    gc.collect()
+    assert lane() is None  # once the wait was submitted, nothing keeps it
