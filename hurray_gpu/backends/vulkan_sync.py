@@ -93,7 +93,9 @@ class _Lane:
         self.ctx = ctx
         self.sem = create_timeline(ctx)
         self.value = 0  # the last value promised to a submission
-        self.lock = threading.Lock()
+        # Reentrant: a collection inside a locked section may free a pooled Buffer, whose
+        # free records an event on this same lane.
+        self.lock = threading.RLock()
         self.waits = _Points()
         self.error: BaseException | None = None
         self.deferred: list[tuple[int, Callable[[], Any]]] = []  # frees due at a value
@@ -165,6 +167,7 @@ class _Lane:
         ctx, vk = self.ctx, self.ctx.vk
         alloc = ctx._info("COMMAND_BUFFER_ALLOCATE_INFO", commandPool=self.pool,
                           level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY, commandBufferCount=1)
+        fresh = _Points()
         with self.lock:
             cmd = call(vk.vkAllocateCommandBuffers, ctx.device, alloc)[0]
             try:
@@ -172,7 +175,7 @@ class _Lane:
             except BaseException:
                 vk.vkFreeCommandBuffers(ctx.device, self.pool, 1, [cmd])
                 raise
-            waits, self.waits = self.waits, _Points()
+            waits, self.waits = self.waits, fresh
             self.value += 1
             signal = (self.sem, self.value)
         self.items.put(_Item(cmd, waits, signal, cleanup))
@@ -258,14 +261,16 @@ class VkStream(Stream):
         """Make this stream's next submission wait for ``owner``'s timeline at ``value`` (the
         waits hold ``owner``, so its semaphore outlives them)."""
         if value > 0:
+            point = (owner.sem, value)
             with self.lane.lock:
-                self.lane.waits.append((owner.sem, value))
+                self.lane.waits.append(point)
                 self.lane.waits.keep.append(owner)
 
     def take_waits(self) -> list[tuple[Any, int]]:
         """The pending waits, now owned by the caller's submission (the default stream's)."""
+        fresh = _Points()
         with self.lane.lock:
-            waits, self.lane.waits = self.lane.waits, _Points()
+            waits, self.lane.waits = self.lane.waits, fresh
         return waits
 
     def host_wait(self, points: list[tuple[Any, int]]) -> None:
