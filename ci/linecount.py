@@ -45,7 +45,7 @@ PER_FILE_CAP = 800
 # - +12: Vulkan waits hold the lanes whose semaphores they name (a dropped stream's semaphore
 #   was destroyed under a pending wait), and the lane lock is reentrant (a collection in a
 #   locked section may free a Buffer whose free records on the same lane).
-TOTAL_BUDGET = 35_755
+TOTAL_BUDGET = 35_754
 PACKAGES = ("hurray_gpu", "vyre")
 
 

@@ -38,6 +38,7 @@ from hurray_gpu.errors import HurrayFormatError, ProtocolError, TransportError, 
 from hurray_gpu.format import codec
 from hurray_gpu.format.descriptor.buffers import DeviceTag, SyncMode
 from hurray_gpu.net.client import MAX_DEPTH, MAX_MEMBERS
+from hurray_gpu.net.transport import tensor_nodes
 from hurray_gpu.parts import make_tensor
 from hurray_gpu.runtime.memory import MemoryClass
 from hurray_gpu.sync.handoff import SyncState
@@ -50,11 +51,6 @@ MAX_MESSAGE = 64 << 20  # bytes of one handoff message (descriptors only, never 
 _MAGIC = b"HIP1"
 _SEALS = ("F_SEAL_SHRINK", "F_SEAL_GROW", "F_SEAL_WRITE")
 _FIX_MSG = "connect only to a hurray_gpu.share() socket of the same version."
-
-
-def _nodes(t: Any) -> list[Any]:
-    """``t`` and its members, depth first."""
-    return [t, *(n for m in t.members for n in _nodes(m))]
 
 
 def _offsets(sizes: list[int]) -> tuple[list[int], int]:
@@ -87,7 +83,7 @@ class SharedTensor:
         if not hasattr(os, "memfd_create") or not hasattr(socket, "send_fds"):
             raise UnsupportedOpError("shared-memory handoff needs Linux (memfd and SCM_RIGHTS)",
                                      fix="on other systems send tensors with hg.serve/connect.")
-        nodes = _nodes(tensor)
+        nodes = tensor_nodes(tensor)
         descs = [_ipc_desc(n.descriptor) for n in nodes]
         sources = [b for n in nodes for b in n.buffers]
         offsets, end = _offsets([b.nbytes for b in sources])

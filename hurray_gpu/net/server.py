@@ -41,6 +41,7 @@ from hurray_gpu.net.transport import (
     listen,
     recv_data,
     shard_span,
+    tensor_nodes,
 )
 from hurray_gpu.ops.host import relayout
 from hurray_gpu.ops.materialize import materialize
@@ -632,7 +633,8 @@ class _Session:
                               fix="raise the client's max_message_size.")
             return raw
 
-        _walk(t, raw_of)  # every descriptor is checked before the first byte is sent
+        for node in tensor_nodes(t):  # every descriptor is checked before the first byte
+            raw_of(node.descriptor)
         send_tensor(self.conn, sid, t, raw_of, shard)
 
     def _put(self, sid: int, msg: P.TensorPut) -> None:
@@ -686,12 +688,6 @@ def _hang_up(conn: Connection | socket.socket) -> None:
     with contextlib.suppress(OSError):  # never connected or already gone
         conn.shutdown(socket.SHUT_RDWR)
     conn.close()
-
-
-def _walk(t: Any, visit: Callable[[Any], Any]) -> None:
-    visit(t.descriptor)
-    for m in t.members:
-        _walk(m, visit)
 
 
 def _misplaced(header: P.Header) -> ProtocolError:

@@ -51,6 +51,11 @@ class StreamError(ProtocolError):
     connection can go on (the receiver answers ERROR on that stream)."""
 
 
+def tensor_nodes(t: Any) -> list[Any]:
+    """``t`` and its composite members, depth first (a head before its members)."""
+    return [t, *(n for m in t.members for n in tensor_nodes(m))]
+
+
 def parse_url(url: str) -> tuple[str, Any]:
     """``(scheme, address)`` of ``hurray://host:port``, ``hurrays://host:port`` (TLS) or
     ``hurray+unix:///abs/path``; the address is ``(host, port)`` or a path.
