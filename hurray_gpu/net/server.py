@@ -29,7 +29,8 @@ from hurray_gpu.format.descriptor.buffers import DeviceTag, SyncMode, is_valid_p
 from hurray_gpu.format.descriptor.layouts import LAYOUT_NAMES, ColMajor
 from hurray_gpu.format.descriptor.model import TensorDescriptor, decode_descriptor
 from hurray_gpu.format.dtypes import by_name, by_tag
-from hurray_gpu.io import HrryFile, open_file
+from hurray_gpu.io import HrryFile, open_file, save
+from hurray_gpu.io.file_format import DEFAULT_ALIGNMENT
 from hurray_gpu.kv_cache import PagedKVCache
 from hurray_gpu.net.transport import (
     DEFAULT_PORT,
@@ -90,14 +91,18 @@ def _unknown(key: str) -> Refused:
 
 # -- sources ---------------------------------------------------------------------------------
 class _Directory:
-    """``.hrry`` files under a root, keyed ``<relative file path>/<tensor name>``."""
+    """``.hrry`` files under a root, keyed ``<relative file path>/<tensor name>``; with
+    ``writable``, a PUT of such a key writes the tensor into that file (see :meth:`put`)."""
 
-    def __init__(self, root: str) -> None:
+    def __init__(self, root: str, writable: bool = False) -> None:
         self.root = os.path.realpath(root)
+        self.writable = writable
         self._open: dict[str, tuple[tuple[int, int, int], HrryFile]] = {}
         self._lock = threading.Lock()
+        self._writing = threading.Lock()  # one rewrite at a time; readers never wait on it
 
-    def lookup(self, key: str) -> Tensor | None:
+    def _split(self, key: str) -> tuple[str, str] | None:
+        """(file path inside the root, tensor name) of a key with a ``.hrry`` component."""
         parts = key.split("/")
         for i, part in enumerate(parts[:-1]):
             if part in ("", ".", "..") or "\\" in part:
@@ -110,13 +115,46 @@ class _Directory:
                     raise Refused(P.ErrorCode.UNKNOWN_TENSOR,
                                   f"the key {key!r} leads outside the served directory",
                                   fix="request files inside the served directory only.")
-                name = "/".join(parts[i + 1:])
-                hrry = self._file(path)
-                if hrry is None or name not in hrry:
-                    return None
-                with self._lock:  # HrryFile builds its order tables lazily, unlocked
-                    return hrry.read(name)
+                return path, "/".join(parts[i + 1:])
         return None
+
+    def lookup(self, key: str) -> Tensor | None:
+        found = self._split(key)
+        hrry = None if found is None else self._file(found[0])
+        if found is None or hrry is None or found[1] not in hrry:
+            return None
+        with self._lock:  # HrryFile builds its order tables lazily, unlocked
+            return hrry.read(found[1])
+
+    def put(self, key: str, t: Tensor) -> bool:
+        """Write a pushed ``<file>.hrry/<name>`` tensor into that file; False for other keys.
+
+        The file is created (with its folders under the root), or rewritten with its other
+        tensors, its metadata and its alignment kept and ``name`` replaced, then renamed over
+        the old one: a reader never sees a partial file, and gets in flight keep the old map.
+        """
+        found = self._split(key)
+        if found is None:
+            return False
+        if not self.writable:
+            raise Refused(REQUEST_FAILED, f"the served directory {self.root} is read-only",
+                          fix="serve it with writable=True (hurray-gpu serve --writable), or "
+                              "PUT a key without a .hrry path component (kept in memory).")
+        path, name = found
+        with self._writing:
+            try:
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                old = self._file(path)
+                tensors: dict[str, Any] = {} if old is None else {
+                    n: old.read(n) for n in old.top_level_names() if n != name}
+                tensors[name] = t
+                save(path, tensors, None if old is None else old.metadata,
+                     alignment=DEFAULT_ALIGNMENT if old is None else old.header.alignment)
+            except OSError as exc:
+                raise Refused(REQUEST_FAILED, f"cannot write {key!r}: {exc}",
+                              fix="check the served directory's free space and permissions."
+                              ) from exc
+        return True
 
     def _file(self, path: str) -> HrryFile | None:
         try:
@@ -242,7 +280,7 @@ class _KV:
         """The cache belongs to the caller."""
 
 
-def _open_source(item: Any) -> Any:
+def _open_source(item: Any, writable: bool) -> Any:
     if isinstance(item, dict):
         return item
     if isinstance(item, PagedKVCache):
@@ -250,7 +288,7 @@ def _open_source(item: Any) -> Any:
     if isinstance(item, str | os.PathLike):
         path = os.fspath(item)
         if os.path.isdir(path):
-            return _Directory(path)
+            return _Directory(path, writable)
         return _File(path)
     raise UnsupportedOpError(f"cannot serve a {type(item).__name__}",
                              fix="pass a .hrry path, a directory, a dict of Tensors, a "
@@ -377,9 +415,10 @@ class Server:
                  max_message_size: int = P.DEFAULT_MAX_MESSAGE,
                  transcode_limit: int = DEFAULT_TRANSCODE_LIMIT,
                  max_put_bytes: int = DEFAULT_MAX_PUT, timeout: float = 30.0,
-                 idle_timeout: float = 300.0, max_connections: int = 64) -> None:
+                 idle_timeout: float = 300.0, max_connections: int = 64,
+                 writable: bool = False) -> None:
         items = source if isinstance(source, list | tuple) else [source]
-        self._sources = [_open_source(item) for item in items]
+        self._sources = [_open_source(item, writable) for item in items]
         dicts = [s for s in self._sources if isinstance(s, dict)]
         self.registry: dict[str, Any] = dicts[0] if dicts else {}
         if not dicts:
@@ -659,7 +698,8 @@ class _Session:
         arrays = host_arrays(desc)
         recv_data(self.conn, sid, [a.data for a in arrays], msg.total_data_bytes)
         t = Tensor.from_parts(declare(desc, DeviceTag.CPU, 0, 0), arrays)
-        if not any(s.put(msg.key, t) for s in server._sources if isinstance(s, _KV)):
+        if not any(s.put(msg.key, t) for s in server._sources
+                   if isinstance(s, _KV | _Directory)):
             server.registry[msg.key] = t
         self.conn.send(P.TensorPutAck(), sid)
 
@@ -703,7 +743,7 @@ def serve(source: Any, *, host: str = "127.0.0.1", port: int = DEFAULT_PORT,
           max_message_size: int = P.DEFAULT_MAX_MESSAGE,
           transcode_limit: int = DEFAULT_TRANSCODE_LIMIT, max_put_bytes: int = DEFAULT_MAX_PUT,
           timeout: float = 30.0, idle_timeout: float = 300.0, max_connections: int = 64,
-          background: bool = False) -> Server:
+          writable: bool = False, background: bool = False) -> Server:
     """Serve tensors over the Hurray network interchange protocol (docs/interchange.md).
 
     Args:
@@ -719,6 +759,8 @@ def serve(source: Any, *, host: str = "127.0.0.1", port: int = DEFAULT_PORT,
         timeout: seconds a message may take once started (a slow drip is cut off).
         idle_timeout: seconds a connection may wait between messages.
         max_connections: connections served at once; more are answered ERROR 0xF1.
+        writable: a PUT of ``<file>.hrry/<name>`` into a served directory writes that file
+            (atomically, keeping its other tensors); otherwise such a PUT is refused.
         background: return at once with the server running in threads; otherwise block
             until Ctrl-C, then close.
 
@@ -732,7 +774,7 @@ def serve(source: Any, *, host: str = "127.0.0.1", port: int = DEFAULT_PORT,
     server = Server(source, host=host, port=port, unix=unix, ssl_context=ssl_context,
                     max_message_size=max_message_size, transcode_limit=transcode_limit,
                     max_put_bytes=max_put_bytes, timeout=timeout, idle_timeout=idle_timeout,
-                    max_connections=max_connections).start()
+                    max_connections=max_connections, writable=writable).start()
     if background:
         return server
     try:

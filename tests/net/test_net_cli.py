@@ -26,7 +26,7 @@ def test_serve_and_get(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
     sock = tmp_path / "s.sock"
     env = dict(os.environ, PYTHONPATH=f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
     proc = subprocess.Popen([sys.executable, "-m", "hurray_gpu.cli", "serve",
-                             str(tmp_path / "models"), "--unix", str(sock)],
+                             str(tmp_path / "models"), "--unix", str(sock), "--writable"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:
         assert proc.stdout is not None
@@ -45,6 +45,10 @@ def test_serve_and_get(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
         assert main(["get", url, "m.hrry/nope", "--out", str(tmp_path / "n.hrry")]) == 1
         err = capsys.readouterr().err
         assert "ERROR 2" in err and "Fix:" in err and not (tmp_path / "n.hrry").exists()
+        with hg.connect(url) as client:  # --writable: a PUT lands in the served file
+            client.put("m.hrry/pushed", values[:2])
+        assert np.array_equal(hg.load(tmp_path / "models" / "m.hrry")["pushed"].numpy(),
+                              values[:2])
     finally:
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=30) == 0

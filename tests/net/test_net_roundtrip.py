@@ -14,6 +14,7 @@ import pytest
 import hurray_gpu as hg
 from hurray_gpu.errors import RemoteError
 from hurray_gpu.format import protocol as P
+from hurray_gpu.net.server import REQUEST_FAILED
 from hurray_gpu.net.transport import declare
 from tests._support import skip_or_fail, stable_rng
 from tests.hurray._io_samples import (
@@ -290,3 +291,43 @@ def test_shard_spans_tile_the_bytes() -> None:
             assert spans[0][0] == 0 and spans[-1][1] == total
             assert all(a[1] == b[0] for a, b in zip(spans, spans[1:], strict=False))
             assert all(lo <= hi and (lo % SHARD_ALIGN == 0 or lo == total) for lo, hi in spans)
+
+
+def test_put_writes_into_a_served_directorys_hrry_files(start: Start, tmp_path: Path) -> None:
+    root = tmp_path / "d"
+    root.mkdir()
+    old = {"keep": hg.from_numpy(np.arange(5, dtype=np.int32)), "part": partition(),
+           "w": hg.from_numpy(np.zeros(3, np.float32))}
+    hg.save(root / "m.hrry", old, {"note": "kept"}, alignment=8192)
+    server, _ = start(root, writable=True)
+    readonly, _ = start(root)
+    new_w = hg.from_numpy(stable_rng(7).standard_normal((4, 3)).astype(np.float16))
+    fresh = hg.from_numpy(np.array([1, 2], np.uint8))
+    with hg.connect(server.url) as c:
+        before = c.get("m.hrry/w")  # served from the map the rewrite replaces
+        c.put("m.hrry/w", new_w)
+        c.put("sub/new.hrry/x/y", fresh)
+        assert same(c.get("m.hrry/w"), new_w) and same(c.get("sub/new.hrry/x/y"), fresh)
+        assert same(c.get("m.hrry/part"), old["part"]) and before.numpy().tolist() == [0, 0, 0]
+        with pytest.raises(RemoteError) as info:
+            c.put("m.hrry/part/0", fresh)  # the composite "part" already names its members so
+        assert info.value.code == REQUEST_FAILED
+        assert same(c.get("m.hrry/keep"), old["keep"])  # a refused PUT changed nothing
+    assert "w" not in server.registry and not server.registry
+    with hg.open_file(root / "m.hrry") as f:
+        assert f.names == ["keep", "part", "part/0", "part/1", "w"]
+        assert f.metadata == {"note": "kept"} and f.header.alignment == 8192
+        assert same(f.read("w"), new_w) and same(f.read("part"), old["part"])
+    assert [p.name for p in root.iterdir() if p.name.startswith(".hrry-")] == []
+    with hg.connect(readonly.url) as c:
+        with pytest.raises(RemoteError) as info:
+            c.put("m.hrry/w", fresh)
+        assert info.value.code == REQUEST_FAILED and "writable" in str(info.value)
+        for key in ("../out.hrry/k", "sub/../../out.hrry/k"):
+            with pytest.raises(RemoteError):
+                c.put(key, fresh)
+    with hg.connect(server.url) as c, pytest.raises(RemoteError) as info:
+        c.put("../out.hrry/k", fresh)
+    assert info.value.code == P.ErrorCode.UNKNOWN_TENSOR
+    assert not (tmp_path / "out.hrry").exists()
+    assert same(hg.open_file(root / "m.hrry").read("w"), new_w)
