@@ -47,7 +47,9 @@ PER_FILE_CAP = 800
 #   locked section may free a Buffer whose free records on the same lane).
 # - +42: TENSOR_PUT into a served directory's .hrry files (serve(writable=True)), atomic
 #   rewrites keeping the file's other tensors and metadata.
-TOTAL_BUDGET = 35_796
+# - +35: the protocol codec remembers small control messages (encoded and decoded once) and
+#   a header already read ahead is taken without a recv: per-get CPU on both sides.
+TOTAL_BUDGET = 35_831
 PACKAGES = ("hurray_gpu", "vyre")
 
 

@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import enum
 import struct
+import threading
 from dataclasses import dataclass, fields
+from typing import Any
 
 from hurray_gpu.errors import HurrayFormatError, ProtocolError
 from hurray_gpu.format.descriptor import decode_descriptor, decode_descriptor_prefix
@@ -222,6 +224,8 @@ _SCHEMA: dict[int, tuple[type, tuple[str, ...]]] = {
     MessageType.RDMA_READY: (RdmaReady, ()),
 }
 _TYPE_OF = {cls: mtype for mtype, (cls, _) in _SCHEMA.items()}
+_MEMBER = {int(t): t for t in MessageType}  # a dict lookup; MessageType(t) is slow
+_NAMES = {mtype: tuple(f.name for f in fields(cls)) for mtype, (cls, _) in _SCHEMA.items()}
 _INT = {"u8": 1, "u16": 2, "u32": 4, "u64": 8}
 _MIN = {"u8": 1, "u32": 4, "u64": 8, "str": 4, "blob": 4, "dblob": 4, "layouts": 2, "u8s": 2,
         "desc": 20, "rest": 0}  # desc: a descriptor's fixed header
@@ -241,7 +245,7 @@ def _check_header(mtype: int, stream_id: int, length: int) -> MessageType:
                 "the invalid type" if mtype == 0xFF else "an unknown type")
         raise _fail(f"message type 0x{mtype:X} is {kind}; this implementation knows 0x01-0x0D.",
                     "send only the message types 0x01-0x0D " + _SPEC + ".")
-    name = MessageType(mtype)
+    name = _MEMBER[mtype]
     if stream_id == 0:
         raise _fail(f"{name.name} on stream 0, which is reserved.",
                     "number streams from 1 (hello) and 2 upward (requests) " + _SPEC + ".")
@@ -419,15 +423,43 @@ def encode(msg: Message, stream_id: int) -> bytes:
         raise _fail(f"{type(msg).__name__} is not a protocol message.",
                     "encode one of the message classes of hurray_gpu.format.protocol "
                     "(a ClientHello or ServerHello, not a bare Hello).")
-    name = MessageType(mtype)
+    name = _MEMBER[mtype]
     _check_int("u32", stream_id, f"{name.name} stream_id")
-    kinds = _SCHEMA[mtype][1]
-    payload = b"".join(_encode_field(kind, getattr(msg, f.name), f"{name.name} {f.name}")
-                       for f, kind in zip(fields(msg), kinds, strict=True))  # type: ignore[arg-type]
-    _check_int("u32", len(payload), f"{name.name} payload_length")
+    names = _NAMES[mtype]
+    memo = mtype in _MEMO_TYPES and all(isinstance(getattr(msg, f), _HASHABLE) for f in names)
+    payload = _ENCODED.get(msg) if memo else None
+    if payload is None:
+        kinds = _SCHEMA[mtype][1]
+        payload = b"".join(_encode_field(kind, getattr(msg, f), f"{name.name} {f}")
+                           for f, kind in zip(names, kinds, strict=True))
+        _check_int("u32", len(payload), f"{name.name} payload_length")
+        _check_message(name, msg)
+        if memo:
+            _remember(_ENCODED, msg, payload, len(payload))
     _check_header(mtype, stream_id, len(payload))
-    _check_message(name, msg)
     return _HEADER.pack(mtype, stream_id, len(payload)) + payload
+
+
+# The small control messages of a get or put repeat from call to call (the same request, the
+# same descriptor, DATA_END): their payloads are encoded and decoded once and remembered.
+# Messages are immutable and the codec is deterministic, so a hit equals a fresh result; only
+# successful results up to _MEMO_BYTES are kept, at most _MEMO_ENTRIES of each (oldest out).
+_MEMO_TYPES = frozenset({MessageType.TENSOR_REQUEST, MessageType.TENSOR_DESCRIPTOR,
+                         MessageType.TENSOR_DATA_END, MessageType.TENSOR_PUT_ACK,
+                         MessageType.PING, MessageType.PONG})
+_MEMO_BYTES, _MEMO_ENTRIES = 2048, 512
+_HASHABLE = (int, str, bytes, tuple)  # a caller may pass a descriptor as a (mutable) view
+_ENCODED: dict[Any, bytes] = {}
+_DECODED: dict[tuple[int, bytes], Any] = {}
+_MEMO_LOCK = threading.Lock()
+
+
+def _remember(memo: dict[Any, Any], key: Any, value: Any, size: int) -> None:
+    if size <= _MEMO_BYTES:
+        with _MEMO_LOCK:
+            if len(memo) >= _MEMO_ENTRIES:
+                del memo[next(iter(memo))]
+            memo[key] = value
 
 
 class _Reader:
@@ -495,12 +527,18 @@ def decode(header: Header, payload: bytes | memoryview) -> Message:
     if len(mv) != header.length:
         raise _fail(f"{name.name} header says {header.length} payload bytes, got "
                     f"{len(mv)}.", "pass exactly header.length payload bytes.")
+    key = (header.type, bytes(mv)) if name in _MEMO_TYPES and len(mv) <= _MEMO_BYTES else None
+    hit = None if key is None else _DECODED.get(key)
+    if hit is not None:
+        return hit  # type: ignore[no-any-return]
     cls, kinds = _SCHEMA[name]
     r = _Reader(mv, name.name)
-    values = [r.field(kind, f.name) for f, kind in zip(fields(cls), kinds, strict=True)]
+    values = [r.field(kind, f) for f, kind in zip(_NAMES[name], kinds, strict=True)]
     if r.pos != len(mv):
         raise _fail(f"{name.name} has {len(mv) - r.pos} bytes after its last field.",
                     _PEER_FIX)
     msg: Message = cls(*values)
     _check_message(name, msg)
+    if key is not None:
+        _remember(_DECODED, key, msg, len(mv))
     return msg

@@ -237,9 +237,14 @@ class Connection:
             TransportError: EOF, a broken connection or a timeout.
         """
         view = memoryview(self._header)
-        self._recv_into(view[:1], time.monotonic() + self.idle_timeout)
-        self._deadline = time.monotonic() + self.timeout
-        self._recv_into(view[1:], self._deadline)
+        if self._rend - self._rpos >= P.HEADER_SIZE:  # read ahead already: no clock, no recv
+            view[:] = self._rbuf[self._rpos:self._rpos + P.HEADER_SIZE]
+            self._rpos += P.HEADER_SIZE
+            self._deadline = time.monotonic() + self.timeout
+        else:
+            self._recv_into(view[:1], time.monotonic() + self.idle_timeout)
+            self._deadline = time.monotonic() + self.timeout
+            self._recv_into(view[1:], self._deadline)
         try:
             return P.decode_header(memoryview(self._header), self.max_message_size)
         except HurrayGPUError as exc:

@@ -355,3 +355,27 @@ def test_a_payload_view_of_another_format_is_counted_in_bytes() -> None:
     words = memoryview(bytearray(raw[12:])).cast("Q")  # 3 items, 24 bytes
     msg = P.decode(P.decode_header(raw[:12], 4096), words)
     assert isinstance(msg, P.TensorData) and msg.offset == 3 and bytes(msg.data) == bytes(range(16))
+
+
+def test_remembered_control_messages_stay_exact_and_bounded() -> None:
+    """The codec remembers small control messages: every hit equals a fresh encoding or
+    decoding, a rejected payload is rejected again, and the memory stays bounded."""
+    for i in range(P._MEMO_ENTRIES + 50):
+        req = P.TensorRequest(f"k{i}", (LayoutEntry(0x01),), 0, 0, i % 2)
+        raw = P.encode(req, 2 + i)
+        again = P.encode(req, 3 + i)
+        assert raw[12:] == again[12:] and struct.unpack_from("<I", again, 4)[0] == 3 + i
+        header = P.decode_header(raw[:12], 1 << 20)
+        assert P.decode(header, raw[12:]) == req and P.decode(header, raw[12:]) == req
+        other = P.encode(P.TensorRequest(f"k{i}", (), 0, 0, 1 - i % 2), 2)
+        assert P.decode(P.decode_header(other[:12], 1 << 20), other[12:]).flags == 1 - i % 2
+    assert len(P._ENCODED) <= P._MEMO_ENTRIES and len(P._DECODED) <= P._MEMO_ENTRIES
+    big = P.TensorRequest("k" * (P._MEMO_BYTES + 1), (), 0, 0, 0)
+    raw = P.encode(big, 2)
+    assert big not in P._ENCODED and P.decode(P.decode_header(raw[:12], 1 << 20), raw[12:]) == big
+    assert not any(len(k[1]) > P._MEMO_BYTES for k in P._DECODED)
+    bad = bytearray(P.encode(P.TensorRequest("k0", (), 0, 0, 0), 2))
+    bad[-1] = 0x80  # a reserved flag bit: refused on every decode, never remembered
+    for _ in range(2):
+        with pytest.raises(ProtocolError):
+            P.decode(P.decode_header(bytes(bad[:12]), 1 << 20), bytes(bad[12:]))
