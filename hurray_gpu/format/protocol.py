@@ -425,9 +425,12 @@ def encode(msg: Message, stream_id: int) -> bytes:
                     "(a ClientHello or ServerHello, not a bare Hello).")
     name = _MEMBER[mtype]
     _check_int("u32", stream_id, f"{name.name} stream_id")
-    names = _NAMES[mtype]
-    memo = mtype in _MEMO_TYPES and all(isinstance(getattr(msg, f), _HASHABLE) for f in names)
-    payload = _ENCODED.get(msg) if memo else None
+    names, memo, payload = _NAMES[mtype], mtype in _MEMO_TYPES, None
+    if memo:
+        try:
+            payload = _ENCODED.get(msg)
+        except (TypeError, ValueError):  # a descriptor passed as a mutable buffer or view
+            memo = False
     if payload is None:
         kinds = _SCHEMA[mtype][1]
         payload = b"".join(_encode_field(kind, getattr(msg, f), f"{name.name} {f}")
@@ -448,7 +451,6 @@ _MEMO_TYPES = frozenset({MessageType.TENSOR_REQUEST, MessageType.TENSOR_DESCRIPT
                          MessageType.TENSOR_DATA_END, MessageType.TENSOR_PUT_ACK,
                          MessageType.PING, MessageType.PONG})
 _MEMO_BYTES, _MEMO_ENTRIES = 2048, 512
-_HASHABLE = (int, str, bytes, tuple)  # a caller may pass a descriptor as a (mutable) view
 _ENCODED: dict[Any, bytes] = {}
 _DECODED: dict[tuple[int, bytes], Any] = {}
 _MEMO_LOCK = threading.Lock()
