@@ -396,9 +396,7 @@ class Client:
         total = sum(int(h.byte_size) for h in t.descriptor.buffers)
 
         def work(sid: int) -> None:
-            self._conn.send(P.TensorPut(key, raw, total), sid)
-            self._conn.send_buffers(sid, t.buffers)
-            self._conn.send(P.TensorDataEnd(), sid)
+            self._conn.send_buffers(sid, t.buffers, head=P.TensorPut(key, raw, total), end=True)
             msg = self._next_message(sid)
             if not isinstance(msg, P.TensorPutAck):
                 raise ProtocolError(f"expected TENSOR_PUT_ACK, got {type(msg).__name__}",

@@ -391,9 +391,8 @@ def send_tensor(conn: Connection, sid: int, t: Any, raw_of: Callable[[Any], byte
     streaming)."""
     raw = raw_of(t.descriptor)
     lo, hi = shard_span(sum(int(h.byte_size) for h in t.descriptor.buffers), *shard)
-    conn.send(P.TensorDescriptorMsg(raw, hi - lo, *shard), sid)
-    conn.send_buffers(sid, t.buffers, (lo, hi))
-    conn.send(P.TensorDataEnd(), sid)
+    conn.send_buffers(sid, t.buffers, (lo, hi), head=P.TensorDescriptorMsg(raw, hi - lo, *shard),
+                      end=True)
     for member in t.members:
         send_tensor(conn, sid, member, raw_of)
 

@@ -39,6 +39,7 @@ DEFAULT_PORT = 7740
 # The largest TENSOR_DATA frame we send: big enough that the per-frame cost vanishes, small
 # enough that a device tensor's staging chunk and a peer's receive stay bounded.
 FRAME_BYTES = 16 << 20
+_GATHER = 64  # pieces per sendmsg (below every IOV_MAX)
 _DRAIN = 1 << 16  # discard() reads unwanted payloads in pieces of this size
 # Receives read ahead into a buffer of this size; sends of a corked connection gather
 # messages up to it (small tensors then take one syscall per side instead of one per message).
@@ -128,10 +129,10 @@ def listen(host: str, port: int, unix: str | None) -> socket.socket:
     return sock
 
 
-def _views(buffers: Sequence[Buffer], lo: int, hi: int) -> Iterator[memoryview]:
+def _views(buffers: Sequence[Buffer], lo: int, hi: int) -> Iterator[tuple[memoryview, bool]]:
     """Host views of bytes [lo, hi) of the concatenated ``buffers`` in pieces of at most
-    FRAME_BYTES (device memory is copied to host one bounded chunk at a time into one reused
-    staging array)."""
+    FRAME_BYTES, each with True when it is the reused staging array (device memory is copied
+    to host one bounded chunk at a time into it: send it before taking the next piece)."""
     staging: np.ndarray | None = None
     base = 0
     for buf in buffers:
@@ -141,12 +142,12 @@ def _views(buffers: Sequence[Buffer], lo: int, hi: int) -> Iterator[memoryview]:
         for start in range(first, end, step):
             n = min(step, end - start)
             if buf.is_host:
-                yield buf.array.data.cast("B")[start:start + n]
+                yield buf.array.data.cast("B")[start:start + n], False
                 continue
             if staging is None:
                 staging = np.empty(min(CHUNK, hi - lo), np.uint8)
             buf.copyout(staging[:n], start)
-            yield staging.data[:n]
+            yield staging.data[:n], True
 
 
 def shard_span(total: int, index: int, count: int) -> tuple[int, int]:
@@ -337,22 +338,33 @@ class Connection:
         """Encode and send one message."""
         self._send_views([P.encode(msg, stream_id)])
 
-    def send_data(self, stream_id: int, offset: int, data: memoryview) -> None:
-        """One TENSOR_DATA frame: its 20 header bytes and ``data``, without copying ``data``."""
-        self._send_views([P.data_header(stream_id, offset, len(data)), data])
-
     def send_buffers(self, stream_id: int, buffers: Sequence[Buffer],
-                     span: tuple[int, int] | None = None) -> int:
+                     span: tuple[int, int] | None = None, *, head: Any = None,
+                     end: bool = False) -> int:
         """Bytes ``span`` (default all) of ``buffers`` as TENSOR_DATA frames (offsets run over
-        their concatenation), each within the peer's maximum message size; returns the bytes
-        sent. No DATA_END."""
+        their concatenation), each within the peer's maximum message size, after the message
+        ``head`` (if given) and followed by TENSOR_DATA_END (if ``end``); returns the bytes
+        sent. Host memory goes out without a copy, gathered into as few sends as possible."""
         frame = max(1, min(FRAME_BYTES, self.peer_max - 8))
         offset, hi = span or (0, sum(b.nbytes for b in buffers))
-        for view in _views(buffers, offset, hi):
+        pending: list[Any] = [] if head is None else [P.encode(head, stream_id)]
+        size = 0
+        for view, reused in _views(buffers, offset, hi):
             for start in range(0, len(view), frame):
                 piece = view[start:start + frame]
-                self.send_data(stream_id, offset, piece)
+                pending += (P.data_header(stream_id, offset, len(piece)), piece)
                 offset += len(piece)
+                size += len(piece)
+                if size >= FRAME_BYTES or len(pending) >= _GATHER:
+                    self._send_views(pending)
+                    pending, size = [], 0
+            if reused and pending:  # the staging array is refilled by the next piece
+                self._send_views(pending)
+                pending, size = [], 0
+        if end:
+            pending.append(P.encode(P.TensorDataEnd(), stream_id))
+        if pending:
+            self._send_views(pending)
         return offset
 
 

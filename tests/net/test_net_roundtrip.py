@@ -169,8 +169,12 @@ def test_device_tensors_are_served_and_received_on_devices(start: Start) -> None
         skip_or_fail(f"no OpenCL device ({exc})", "install pocl-opencl-icd and pyopencl")
     values = np.arange(40000, dtype=np.float32).reshape(200, 200)
     on_device = hg.from_numpy(values).to("opencl")
-    server, _ = start({"d": on_device})
+    q = quantized_per_channel()  # two buffers, both copied out through one staging array
+    server, _ = start({"d": on_device, "q": q.to("opencl")})
     with hg.connect(server.url) as c:
+        got_q = c.get("q")  # (its handles keep the device's alignment)
+        assert [b.numpy().tobytes() for b in got_q.buffers] == \
+            [b.numpy().tobytes() for b in q.buffers]
         got = c.get("d", device="opencl")
         assert got.device.kind == "opencl"
         assert np.array_equal(got.to("cpu").numpy(), values)
