@@ -79,11 +79,16 @@ def interleaved(calls: dict[str, Timed], runs: int) -> dict[str, Stats]:
 
 def rounds(calls: dict[str, Timed], runs: int) -> dict[str, list[float]]:
     """Each timed call's seconds in each of ``runs`` rounds in which the calls take turns (after
-    one untimed warm-up round): sample ``i`` of every call comes from the same round."""
+    one untimed warm-up round): sample ``i`` of every call comes from the same round. The turn
+    order rotates from round to round, so no call always runs right after the same other one
+    (a peer that leaves work behind, such as freeing a large result, does not always tax the
+    same neighbour)."""
     samples: dict[str, list[float]] = {name: [] for name in calls}
+    order = list(calls)
     for round_ in range(runs + 1):
-        for name, call in calls.items():
-            took = call()
+        shift = round_ % len(order) if order else 0
+        for name in order[shift:] + order[:shift]:
+            took = calls[name]()
             if round_:
                 samples[name].append(took)
     return samples
