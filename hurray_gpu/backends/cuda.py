@@ -8,6 +8,8 @@ this thread's current hurray_gpu stream of the device, so they run in one order.
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import functools
 import struct
 import threading
@@ -606,7 +608,8 @@ class CUDADevice(Device):
 
     def ipc_export(self, allocation: Allocation, event: bool) -> tuple[bytes, None]:
         """The IPC memory handle of the cudaMalloc that holds ``allocation`` and its offset
-        there (a CuPy pool's sub-allocation lies inside a bigger one), and in event mode an
+        there (:meth:`ipc_base`: a view or a CuPy pool's sub-allocation lies inside a bigger
+        one; the consumer opens the base and adds the offset), and in event mode an
         interprocess event (cudaEventInterprocess | DisableTiming) recorded on the current
         stream after the queued work.
 
@@ -614,7 +617,7 @@ class CUDADevice(Device):
             UnsupportedOpError: the driver refused the IPC handles (no IPC on this system).
         """
         raw: CUDAMemory = allocation.raw
-        base = int(getattr(raw.owner, "mem", raw.owner).ptr)
+        base = self.ipc_base(raw.ptr)
         root: CUDAMemory = allocation.root.raw
         with self.context():
             try:
@@ -629,6 +632,26 @@ class CUDADevice(Device):
                     fix="share a host copy: hg.share(t, path, host=True).") from exc
         return pack_ipc(raw.ptr - base, allocation.nbytes, handle, ev), None
 
+    def ipc_base(self, ptr: int) -> int:
+        """The start of the cudaMalloc / hipMalloc that holds ``ptr`` (cuMemGetAddressRange):
+        an IPC handle opens at it, whatever sub-allocation (a CuPy pool's) ``ptr`` is.
+
+        Raises:
+            UnsupportedOpError: the driver library or its call is missing.
+            DeviceError: the driver does not know ``ptr``.
+        """
+        lib, name = ("amdhip64", "hipMemGetAddressRange") if self.hip else (
+            "cuda", "cuMemGetAddressRange_v2")
+        try:
+            query = getattr(ctypes.CDLL(ctypes.util.find_library(lib) or f"lib{lib}.so"), name)
+        except (OSError, AttributeError) as exc:
+            raise UnsupportedOpError(f"{name} is not available ({exc})", fix="share a host "
+                                     "copy: hg.share(t, path, host=True).") from None
+        base, size = ctypes.c_uint64(), ctypes.c_size_t()
+        with self.context():
+            check(query(ctypes.byref(base), ctypes.byref(size), ctypes.c_uint64(ptr)), name)
+        return int(base.value)
+
     def ipc_import(self, record: bytes, fd: int | None) -> tuple[Allocation, Event | None]:
         """Open another process's allocation (cudaIpcOpenMemHandle, the base plus the offset)
         and its interprocess event; closed with the last Buffer over it.
@@ -642,7 +665,7 @@ class CUDADevice(Device):
         with self.context():
             try:
                 opened = _Opened(self, int(self.runtime.ipcOpenMemHandle(handle)))
-                event = IpcEvent(self, int(self.runtime.ipcOpenEventHandle(ev))) if ev else None
+                event = IpcEvent(self, ptr=int(self.runtime.ipcOpenEventHandle(ev))) if ev else None
             except self.runtime.CUDARuntimeError as exc:
                 raise ProtocolError(f"{self} refused the IPC handles ({exc})",
                                     fix=_IPC_FIX) from None

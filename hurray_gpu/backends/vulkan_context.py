@@ -358,7 +358,8 @@ class VulkanContext:
     def uuids(self) -> bytes:
         """deviceUUID + driverUUID (32 bytes): an opaque fd imports only where both match."""
         vk = self.vk
-        ids = vk.VkPhysicalDeviceIDProperties(sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES)
+        ids = vk.VkPhysicalDeviceIDProperties(
+            sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES)
         vk.vkGetPhysicalDeviceProperties2(
             self.physical, self._info("PHYSICAL_DEVICE_PROPERTIES_2", pNext=ids))
         return bytes(vk.ffi.buffer(ids.deviceUUID)) + bytes(vk.ffi.buffer(ids.driverUUID))

@@ -5,16 +5,19 @@ GPU (the CUDA/ROCm handoff itself runs in tests/gpu/test_ipc_cuda.py)."""
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import hashlib
 import os
+import shutil
 import signal
 import socket
 import struct
 import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import numpy as np
 import pytest
@@ -34,7 +37,7 @@ from hurray_gpu.runtime.buffer import Buffer
 from hurray_gpu.runtime.memory import MemoryClass
 from hurray_gpu.runtime.registry import is_available, resolve_device
 from tests._support import skip_or_fail
-from tests.net.test_ipc import ENV, _dense_desc, _fake_producer, _message, sock_path  # noqa: F401
+from tests.net.test_ipc import ENV, _dense_desc, _fake_producer, _message
 
 N = 1 << 16  # floats the two-process tensors hold
 # The lavapipe driver backs exportable memory with a memfd of this name (an fd per exported
@@ -46,9 +49,10 @@ _MAKE = """
 import numpy as np, hurray_gpu as hg
 def make(device):
     rng = np.random.default_rng(2101)
-    q = hg.quantize(rng.standard_normal(%d).astype(np.float32), "per_block", block_size=32)
+    q = hg.quantize(rng.standard_normal(N_FLOATS).astype(np.float32), "per_block",
+                    block_size=32)
     return hg.dequantize(q.to(device))
-""" % N
+""".replace("N_FLOATS", str(N))
 
 _PRODUCER = _MAKE + """
 import hashlib, sys, time
@@ -69,6 +73,14 @@ time.sleep(600)
 """
 
 
+@pytest.fixture
+def sock_path() -> Iterator[str]:
+    # Unix socket paths are limited to ~107 bytes: pytest's tmp_path can be longer.
+    directory = tempfile.mkdtemp(prefix="hg-ipc-", dir="/tmp")
+    yield os.path.join(directory, "s")
+    shutil.rmtree(directory, ignore_errors=True)
+
+
 @pytest.fixture(scope="module")
 def vk():
     if not is_available(DeviceTag.VULKAN):
@@ -83,10 +95,8 @@ def _lavapipe_fds() -> tuple[int, int]:
     """(open fds, mappings) of lavapipe's exportable memory in this process."""
     fds = 0
     for name in os.listdir("/proc/self/fd"):
-        try:
+        with contextlib.suppress(OSError):  # closed while listing
             fds += LAVAPIPE_FD in os.readlink(f"/proc/self/fd/{name}")
-        except OSError:  # closed while listing
-            pass
     with open("/proc/self/maps") as f:
         return fds, sum(LAVAPIPE_FD in line for line in f)
 
