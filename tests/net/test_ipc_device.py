@@ -268,6 +268,9 @@ def _hostile(vk) -> dict[str, tuple[bytes, int | None, type[Exception], str]]:
             _message([(0, _peer_desc(4))], _envelope(DeviceTag.CUDA, b"0000:01:00.0",
                                                      pack_ipc(0, 16, bytes(64)), 0)),
             None, BackendUnavailableError, "Fix:"),
+        "a device tag with no backend": (
+            _message([(0, _peer_desc(4))], _envelope(0x77, ident, record)), fd,
+            BackendUnavailableError, "no hurray_gpu backend"),
         "size and memory type this device would not allocate": (
             _message([(0, _peer_desc(4))], _envelope(DeviceTag.VULKAN, ident,
                                                      struct.pack("<QQI", 4096, 4096, 31))),
@@ -278,7 +281,8 @@ def _hostile(vk) -> dict[str, tuple[bytes, int | None, type[Exception], str]]:
 HOSTILE_NAMES = ["descriptors need more than the memory", "record larger than the fd's memory",
                  "fd that is not Vulkan memory", "another device", "missing fd",
                  "truncated device record", "truncated envelope", "event mode without an event",
-                 "a CUDA record", "size and memory type this device would not allocate"]
+                 "a CUDA record", "a device tag with no backend",
+                 "size and memory type this device would not allocate"]
 
 
 @pytest.mark.parametrize("case", HOSTILE_NAMES)
