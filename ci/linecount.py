@@ -45,10 +45,10 @@ PER_FILE_CAP = 800
 # - +12: Vulkan waits hold the lanes whose semaphores they name (a dropped stream's semaphore
 #   was destroyed under a pending wait), and the lane lock is reentrant (a collection in a
 #   locked section may free a Buffer whose free records on the same lane).
-# - +424: device memory between processes (issue 21): Device.ipc_* hooks, Vulkan opaque-fd
+# - +428: device memory between processes (issue 21): Device.ipc_* hooks, Vulkan opaque-fd
 #   export/import with its driver checks, CUDA/ROCm IPC memory and event handles, and the one
 #   IPC handoff protocol carrying a host segment or a device record.
-TOTAL_BUDGET = 36_178
+TOTAL_BUDGET = 36_182
 PACKAGES = ("hurray_gpu", "vyre")
 
 

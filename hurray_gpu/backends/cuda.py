@@ -42,6 +42,7 @@ SUCCESS = 0
 ERROR_MEMORY_ALLOCATION = 2
 ERROR_INSUFFICIENT_DRIVER = 35
 ERROR_NO_DEVICE = 100
+ERROR_NOT_READY = 600
 ERROR_PEER_ACCESS_ALREADY_ENABLED = 704
 # cudaHostAllocPortable | cudaHostAllocMapped (same bits for hipHostMalloc).
 HOST_ALLOC_FLAGS = 0x01 | 0x02
@@ -480,7 +481,10 @@ class IpcEvent(CuEvent):
         self.device.runtime.eventSynchronize(self._ptr)  # type: ignore[attr-defined]
 
     def _query(self) -> bool:
-        return int(self.device.runtime.eventQuery(self._ptr)) == SUCCESS  # type: ignore[attr-defined]
+        status = int(self.device.runtime.eventQuery(self._ptr))  # type: ignore[attr-defined]
+        if status != ERROR_NOT_READY:
+            check(status, "cudaEventQuery of an IPC event")
+        return status == SUCCESS
 
     def _release(self) -> None:
         self.device.runtime.eventDestroy(self._ptr)  # type: ignore[attr-defined]
