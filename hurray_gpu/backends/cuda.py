@@ -8,6 +8,10 @@ this thread's current hurray_gpu stream of the device, so they run in one order.
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+import functools
+import struct
 import threading
 import weakref
 from collections.abc import Sequence
@@ -18,20 +22,27 @@ import numpy as np
 
 from hurray_gpu.backends.rtc import binding, include_dirs
 from hurray_gpu.dialect.kernel import KernelDef
-from hurray_gpu.errors import BackendUnavailableError, CompileError, DeviceError, UnsupportedOpError
+from hurray_gpu.errors import (
+    BackendUnavailableError,
+    CompileError,
+    DeviceError,
+    ProtocolError,
+    UnsupportedOpError,
+)
 from hurray_gpu.runtime.device import Device
 from hurray_gpu.runtime.memory import Allocation, Allocator, MemoryClass
 from hurray_gpu.runtime.program import Compiler, Program
 from hurray_gpu.runtime.stream import Event, Stream, current_stream
 
 __all__ = ["DEVICE", "CUDAAllocator", "CUDACompiler", "CUDADevice", "CUDAProgram", "CuEvent",
-           "CuStream", "check", "external_stream"]
+           "CuStream", "IpcEvent", "check", "external_stream", "pack_ipc", "unpack_ipc"]
 
 # cudaError_t / hipError_t values this module acts on (identical in CUDA and HIP).
 SUCCESS = 0
 ERROR_MEMORY_ALLOCATION = 2
 ERROR_INSUFFICIENT_DRIVER = 35
 ERROR_NO_DEVICE = 100
+ERROR_NOT_READY = 600
 ERROR_PEER_ACCESS_ALREADY_ENABLED = 704
 # cudaHostAllocPortable | cudaHostAllocMapped (same bits for hipHostMalloc).
 HOST_ALLOC_FLAGS = 0x01 | 0x02
@@ -85,10 +96,59 @@ def device_status(exc: BaseException) -> int | None:
 
 @dataclass(eq=False)
 class CUDAMemory:
-    """A device address plus the CuPy object that owns (and frees) the memory."""
+    """A device address plus the CuPy object that owns (and frees) the memory; ``keep``:
+    what must live as long as the memory (the interprocess event of an IPC export)."""
 
     ptr: int
     owner: Any
+    keep: Any = None
+
+
+# cudaIpcMemHandle_t and cudaIpcEventHandle_t (and HIP's) are 64 opaque bytes.
+IPC_HANDLE_BYTES = 64
+_IPC_HEAD = "<QQ"  # the IPC record: offset from the handle's base, bytes; then the handles
+_IPC_FIX = "attach to a hg.share() of a tensor on this same GPU."
+
+
+def pack_ipc(offset: int, nbytes: int, handle: bytes, event: bytes = b"") -> bytes:
+    """The IPC record of ``nbytes`` at ``offset`` into the allocation ``handle`` opens, with
+    the interprocess ``event`` handle of event mode (empty: producer-synced)."""
+    return struct.pack(_IPC_HEAD, offset, nbytes) + handle + event
+
+
+def unpack_ipc(record: bytes) -> tuple[int, int, bytes, bytes]:
+    """``(offset, nbytes, memory handle, event handle or b"")`` of a :func:`pack_ipc` record.
+
+    Raises:
+        ProtocolError: the record is not one (its length, or no bytes to open).
+    """
+    head = struct.calcsize(_IPC_HEAD)
+    if len(record) not in (head + IPC_HANDLE_BYTES, head + 2 * IPC_HANDLE_BYTES):
+        raise ProtocolError(f"a CUDA/ROCm IPC record of {len(record)} bytes, not {head} + 64 "
+                            "or + 128", fix=_IPC_FIX)
+    offset, nbytes = struct.unpack_from(_IPC_HEAD, record)
+    if not nbytes or offset + nbytes >= 1 << 63:
+        raise ProtocolError(f"an IPC record of {nbytes} bytes at offset {offset}", fix=_IPC_FIX)
+    handle = record[head:head + IPC_HANDLE_BYTES]
+    return offset, nbytes, handle, record[head + IPC_HANDLE_BYTES:]
+
+
+class _Opened:
+    """Another process's allocation opened here (cudaIpcOpenMemHandle); closed, after the
+    device's queued work, with the last Buffer over it."""
+
+    def __init__(self, device: Any, ptr: int) -> None:
+        self.ptr = ptr
+        weakref.finalize(self, _close_opened, device, ptr)
+
+
+def _close_opened(device: Any, ptr: int) -> None:
+    try:
+        with device.context():
+            device.synchronize()
+            device.runtime.ipcCloseMemHandle(ptr)
+    except Exception:  # noqa: BLE001 - a finaliser cannot raise; shutdown may have torn CuPy down
+        pass
 
 
 class CUDAAllocator(Allocator):
@@ -117,7 +177,7 @@ class CUDAAllocator(Allocator):
         return CUDAMemory(int(owner.ptr), owner)
 
     def _free(self, raw: CUDAMemory, nbytes: int, memory_class: MemoryClass) -> None:
-        raw.owner = None  # CuPy frees on the last reference
+        raw.owner = raw.keep = None  # CuPy frees on the last reference
 
     def _copyin(self, raw: CUDAMemory, src: memoryview) -> None:
         host = np.frombuffer(src, dtype=np.uint8)
@@ -400,6 +460,36 @@ class CuEvent(Event):
         self._ev = None  # CuPy destroys the cudaEvent_t with its last reference
 
 
+class IpcEvent(CuEvent):
+    """The producer's interprocess event, opened here: consumers wait on it, only its
+    producer records it."""
+
+    def __init__(self, device: Any, ptr: int) -> None:
+        super().__init__(device, timing=False)
+        self._ptr, self.recorded = ptr, True
+
+    def _record(self, stream: Stream) -> None:
+        raise UnsupportedOpError("an IPC event is recorded by its producer only",
+                                 fix="record an Event of your own instead.")
+
+    def _wait(self, stream: Stream) -> None:
+        dev: Any = self.device
+        with dev.context():
+            dev.runtime.streamWaitEvent(stream.cupy_stream.ptr, self._ptr, 0)  # type: ignore[attr-defined]
+
+    def _synchronize(self) -> None:
+        self.device.runtime.eventSynchronize(self._ptr)  # type: ignore[attr-defined]
+
+    def _query(self) -> bool:
+        status = int(self.device.runtime.eventQuery(self._ptr))  # type: ignore[attr-defined]
+        if status != ERROR_NOT_READY:
+            check(status, "cudaEventQuery of an IPC event")
+        return status == SUCCESS
+
+    def _release(self) -> None:
+        self.device.runtime.eventDestroy(self._ptr)  # type: ignore[attr-defined]
+
+
 class CUDADevice(Device):
     """One CUDA GPU through CuPy.
 
@@ -509,6 +599,82 @@ class CUDADevice(Device):
                         if device_status(exc) != ERROR_PEER_ACCESS_ALREADY_ENABLED:
                             check(device_status(exc) or -1, "cudaDeviceEnablePeerAccess")
             self._peers_enabled = True
+
+    @property
+    def ipc_class(self) -> MemoryClass | None:
+        """Device memory (cudaMalloc / hipMalloc) travels as an IPC memory handle."""
+        return MemoryClass.STANDARD
+
+    @functools.cached_property
+    def ipc_id(self) -> bytes:  # type: ignore[override]
+        """The PCI bus id: a handle opens only on the GPU whose memory it names."""
+        return str(self.runtime.deviceGetPCIBusId(self.index)).lower().encode()
+
+    def ipc_export(self, allocation: Allocation, event: bool) -> tuple[bytes, None]:
+        """The IPC memory handle of the cudaMalloc that holds ``allocation`` and its offset
+        there (:meth:`ipc_base`: a view or a CuPy pool's sub-allocation lies inside a bigger
+        one; the consumer opens the base and adds the offset), and in event mode an
+        interprocess event (cudaEventInterprocess | DisableTiming) recorded on the current
+        stream after the queued work.
+
+        Raises:
+            UnsupportedOpError: the driver refused the IPC handles (no IPC on this system).
+        """
+        raw: CUDAMemory = allocation.raw
+        base = self.ipc_base(raw.ptr)
+        root: CUDAMemory = allocation.root.raw
+        with self.context():
+            try:
+                handle, ev = bytes(self.runtime.ipcGetMemHandle(base)), b""
+                if event:
+                    root.keep = self.cupy.cuda.Event(disable_timing=True, interprocess=True)
+                    root.keep.record(current_stream(self).cupy_stream)  # type: ignore[attr-defined]
+                    ev = bytes(self.runtime.ipcGetEventHandle(root.keep.ptr))
+            except self.runtime.CUDARuntimeError as exc:
+                raise UnsupportedOpError(
+                    f"{self} refused an IPC handle ({exc})",
+                    fix="share a host copy: hg.share(t, path, host=True).") from exc
+        return pack_ipc(raw.ptr - base, allocation.nbytes, handle, ev), None
+
+    def ipc_base(self, ptr: int) -> int:
+        """The start of the cudaMalloc / hipMalloc that holds ``ptr`` (cuMemGetAddressRange):
+        an IPC handle opens at it, whatever sub-allocation (a CuPy pool's) ``ptr`` is.
+
+        Raises:
+            UnsupportedOpError: the driver library or its call is missing.
+            DeviceError: the driver does not know ``ptr``.
+        """
+        lib, name = ("amdhip64", "hipMemGetAddressRange") if self.hip else (
+            "cuda", "cuMemGetAddressRange_v2")
+        try:
+            query = getattr(ctypes.CDLL(ctypes.util.find_library(lib) or f"lib{lib}.so"), name)
+        except (OSError, AttributeError) as exc:
+            raise UnsupportedOpError(f"{name} is not available ({exc})", fix="share a host "
+                                     "copy: hg.share(t, path, host=True).") from None
+        base, size = ctypes.c_uint64(), ctypes.c_size_t()
+        with self.context():
+            check(query(ctypes.byref(base), ctypes.byref(size), ctypes.c_uint64(ptr)), name)
+        return int(base.value)
+
+    def ipc_import(self, record: bytes, fd: int | None) -> tuple[Allocation, Event | None]:
+        """Open another process's allocation (cudaIpcOpenMemHandle, the base plus the offset)
+        and its interprocess event; closed with the last Buffer over it.
+
+        Raises:
+            ProtocolError: a malformed record, an fd, or handles the driver refuses.
+        """
+        offset, nbytes, handle, ev = unpack_ipc(record)
+        if fd is not None:
+            raise ProtocolError("a CUDA/ROCm IPC handoff carries no fd", fix=_IPC_FIX)
+        with self.context():
+            try:
+                opened = _Opened(self, int(self.runtime.ipcOpenMemHandle(handle)))
+                event = IpcEvent(self, ptr=int(self.runtime.ipcOpenEventHandle(ev))) if ev else None
+            except self.runtime.CUDARuntimeError as exc:
+                raise ProtocolError(f"{self} refused the IPC handles ({exc})",
+                                    fix=_IPC_FIX) from None
+        raw = CUDAMemory(opened.ptr + offset, opened)
+        return Allocation(raw, nbytes, MemoryClass.STANDARD, external=True, readonly=True), event
 
     @property
     def max_alloc(self) -> int:

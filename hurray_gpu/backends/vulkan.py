@@ -11,14 +11,17 @@ device, queue, memory, one-shot submission).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import itertools
 import math
 import os
 import shutil
+import struct
 import subprocess
 import tempfile
 import time
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -30,7 +33,13 @@ from hurray_gpu.backends.vulkan_context import VulkanContext, call, check, count
 from hurray_gpu.backends.vulkan_sync import PoolPoints, VkEvent, VkStream
 from hurray_gpu.dialect.glsl import GLSLRenderer
 from hurray_gpu.dialect.kernel import KernelDef, buf, scalar
-from hurray_gpu.errors import BackendUnavailableError, CompileError, UnsupportedOpError
+from hurray_gpu.errors import (
+    BackendUnavailableError,
+    CompileError,
+    DeviceError,
+    ProtocolError,
+    UnsupportedOpError,
+)
 from hurray_gpu.runtime.buffer import Buffer
 from hurray_gpu.runtime.cache import KernelCacheBackend
 from hurray_gpu.runtime.device import Device
@@ -649,6 +658,21 @@ class VulkanProgram(Program):
             pass
 
 
+# The Vulkan IPC record: bytes, the VkDeviceMemory's allocationSize, its memory type index.
+_IPC_RECORD = "<QQI"
+
+
+def _close_import(ctx: VulkanContext, raw: vkc.VulkanMemory) -> None:
+    """Free an imported memory once no Buffer uses it, after the work queued on it."""
+    try:
+        for stream in list(ctx.streams):
+            stream.drain()
+        with ctx.lock:
+            vkc.destroy_memory(ctx, raw)
+    except Exception:  # noqa: BLE001 - interpreter shutdown may have torn down cffi
+        pass
+
+
 class VulkanDevice(Device):
     """One Vulkan physical device with a logical device and one compute queue."""
 
@@ -706,6 +730,90 @@ class VulkanDevice(Device):
                                      fix="allocate the buffer with memory_class='peer'.")
         with self.ctx.lock:
             return self.ctx.export_fd(allocation.root.raw.memory)
+
+    @property
+    def ipc_class(self) -> MemoryClass | None:
+        """PEER: the exportable (opaque fd) memory, where the driver has it."""
+        return MemoryClass.PEER if self.ctx.exportable else None
+
+    @functools.cached_property
+    def ipc_id(self) -> bytes:  # type: ignore[override]
+        """deviceUUID + driverUUID: an opaque fd opens only on the same device and driver."""
+        return self.ctx.uuids() if self.ctx.exportable else b""
+
+    def ipc_export(self, allocation: Allocation, event: bool) -> tuple[bytes, int | None]:
+        """An opaque fd of a root PEER allocation and the record that imports it: its size
+        in bytes, the VkDeviceMemory's allocationSize and memory type index (an import must
+        repeat both).
+
+        Raises:
+            UnsupportedOpError: ``event`` (no external semaphores here: share producer-synced),
+                or not a whole PEER buffer of this device.
+        """
+        if event or allocation.base is not None:
+            raise UnsupportedOpError(
+                "Vulkan shares whole PEER buffers, producer-synced only (no external "
+                "semaphore fd)", fix="share with sync='producer_synced'.")
+        fd = self.export_fd(allocation)
+        raw: vkc.VulkanMemory = allocation.raw
+        req = self.ctx.vk.vkGetBufferMemoryRequirements(self.ctx.device, raw.buffer)
+        index = vkc.pick_memory_type(self.ctx.memory_type_flags(), req.memoryTypeBits,
+                                     *vkc.CLASS_FLAGS[MemoryClass.PEER])
+        return struct.pack(_IPC_RECORD, allocation.nbytes, int(req.size), index), fd
+
+    def ipc_import(self, record: bytes, fd: int | None) -> tuple[Allocation, None]:
+        """Import another process's opaque fd (VkImportMemoryFdInfoKHR) with no host copy,
+        after checking the driver imports opaque fds and that this device's buffer of that
+        size needs the same allocationSize and allows the same memory type.
+
+        Raises:
+            ProtocolError: a malformed record, a size or memory type this device would not
+                allocate so, or an fd the driver refuses (not Vulkan memory of this driver).
+            UnsupportedOpError: the driver cannot import opaque fds.
+        """
+        ctx, fix = self.ctx, "attach to a hg.share() of a tensor on this same Vulkan device."
+        if not ctx.importable:
+            raise UnsupportedOpError(f"{self} cannot import Vulkan memory fds",
+                                     fix="share a host copy: hg.share(t, path, host=True).")
+        try:
+            nbytes, size, index = struct.unpack(_IPC_RECORD, record)
+        except struct.error:
+            raise ProtocolError(f"a Vulkan memory record of {len(record)} bytes, not "
+                                f"{struct.calcsize(_IPC_RECORD)}", fix=fix) from None
+        if fd is None or not 0 < nbytes <= size or nbytes > self.max_alloc:
+            raise ProtocolError(f"cannot import {nbytes} bytes in {size} bytes of memory",
+                                fix=fix)
+        flags = ctx.memory_type_flags()
+        with ctx.lock:
+            buffer, req = ctx.create_buffer(-(-nbytes // 4) * 4, external=True)
+            try:
+                if (int(req.size) != size or index >= len(flags)
+                        or not int(req.memoryTypeBits) >> index & 1):
+                    raise ProtocolError(
+                        f"the producer's memory ({size} bytes, type {index}) is not what this "
+                        f"device allocates for {nbytes} bytes ({int(req.size)} bytes, types "
+                        f"{int(req.memoryTypeBits):#x})", fix=fix)
+                own, ours = os.dup(fd), os.fstat(fd)  # the driver owns the fd it imports
+                try:
+                    memory = ctx.import_fd(own, size, index, buffer)
+                except DeviceError as exc:
+                    # Some drivers (lavapipe) close it on failure too: close it only if it
+                    # is still our file, never a descriptor reused since.
+                    with contextlib.suppress(OSError):
+                        if os.path.samestat(os.fstat(own), ours):
+                            os.close(own)
+                    raise ProtocolError(
+                        f"the driver refused to import {size} bytes from the fd: not Vulkan "
+                        f"memory of this driver, or less than the record says ({exc._args[0]})",
+                        fix=fix) from None
+                call(ctx.vk.vkBindBufferMemory, ctx.device, buffer, memory, 0)
+            except BaseException:
+                ctx.vk.vkDestroyBuffer(ctx.device, buffer, None)
+                raise
+        raw = vkc.VulkanMemory(buffer, memory, -(-nbytes // 4) * 4, flags[index], None)
+        allocation = Allocation(raw, nbytes, MemoryClass.PEER, external=True, readonly=True)
+        weakref.finalize(allocation, _close_import, ctx, raw)
+        return allocation, None
 
     @property
     def max_alloc(self) -> int:

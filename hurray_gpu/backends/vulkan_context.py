@@ -31,6 +31,7 @@ VK_API_1_2 = (1 << 22) | (2 << 12)
 EXTERNAL_FD_EXTENSION = "VK_KHR_external_memory_fd"
 HANDLE_OPAQUE_FD = 0x1  # VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT
 EXPORTABLE = 0x2  # VK_EXTERNAL_MEMORY_FEATURE_EXPORTABLE_BIT
+IMPORTABLE = 0x4  # VK_EXTERNAL_MEMORY_FEATURE_IMPORTABLE_BIT
 BUFFER_USAGE = 0x20 | 0x1 | 0x2  # STORAGE_BUFFER | TRANSFER_SRC | TRANSFER_DST
 _FIX_INSTALL = "pip install 'hurray_gpu[vulkan]' (and apt-get install libvulkan1 mesa-vulkan-drivers)."
 
@@ -197,7 +198,7 @@ class VulkanContext:
         self.limits = self.props.limits
         self.memory_props = vk.vkGetPhysicalDeviceMemoryProperties(self.physical)
         self.queue_family = self._find_compute_family()
-        self.exportable = False
+        self.exportable = self.importable = False
         self.device = self._create_device()
         self.queue = vk.vkGetDeviceQueue(self.device, self.queue_family, 0)
         self.command_pool = self._create_command_pool()
@@ -281,6 +282,7 @@ class VulkanContext:
         query = self._info("PHYSICAL_DEVICE_EXTERNAL_BUFFER_INFO", usage=BUFFER_USAGE,
                            handleType=HANDLE_OPAQUE_FD)
         props = vk.vkGetPhysicalDeviceExternalBufferProperties(self.physical, query)
+        self.importable = bool(props.externalMemoryProperties.externalMemoryFeatures & IMPORTABLE)
         return bool(props.externalMemoryProperties.externalMemoryFeatures & EXPORTABLE)
 
     def _create_command_pool(self) -> Any:
@@ -352,6 +354,35 @@ class VulkanContext:
         get_fd = vk.vkGetDeviceProcAddr(self.device, "vkGetMemoryFdKHR")
         info = self._info("MEMORY_GET_FD_INFO_KHR", memory=memory, handleType=HANDLE_OPAQUE_FD)
         return int(call(get_fd, self.device, info))
+
+    def uuids(self) -> bytes:
+        """deviceUUID + driverUUID (32 bytes): an opaque fd imports only where both match."""
+        vk = self.vk
+        ids = vk.VkPhysicalDeviceIDProperties(
+            sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES)
+        vk.vkGetPhysicalDeviceProperties2(
+            self.physical, self._info("PHYSICAL_DEVICE_PROPERTIES_2", pNext=ids))
+        return bytes(vk.ffi.buffer(ids.deviceUUID)) + bytes(vk.ffi.buffer(ids.driverUUID))
+
+    def import_fd(self, fd: int, size: int, type_index: int, buffer: Any) -> Any:
+        """Import an opaque fd as ``size`` bytes of memory type ``type_index``, dedicated to
+        ``buffer`` (made with ``external=True``), as the exporter allocated it.
+
+        The driver owns ``fd`` once this returns; on an error the caller still does.
+
+        Raises:
+            DeviceError: the driver rejected the fd (VK_ERROR_INVALID_EXTERNAL_HANDLE...).
+        """
+        dedicated = self._info("MEMORY_DEDICATED_ALLOCATE_INFO", buffer=buffer)
+        chain = self.vk.VkImportMemoryFdInfoKHR(
+            sType=self.vk.VK_STRUCTURE_TYPE_IMPORT_MEMORY_FD_INFO_KHR,
+            handleType=HANDLE_OPAQUE_FD, fd=fd, pNext=dedicated)
+        info = self._info("MEMORY_ALLOCATE_INFO", allocationSize=size, memoryTypeIndex=type_index,
+                          pNext=chain)
+        try:
+            return call(self.vk.vkAllocateMemory, self.device, info, None)
+        except KeyError as exc:  # a VkResult the vulkan package has no exception class for
+            check(int(exc.args[0]), "vkAllocateMemory")
 
     # -- submission -------------------------------------------------------------------------
 

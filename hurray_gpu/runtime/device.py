@@ -17,10 +17,10 @@ import blake3
 from hurray_gpu import config, dialect
 from hurray_gpu.dialect import render
 from hurray_gpu.dialect.kernel import KernelDef, get_kernel
-from hurray_gpu.errors import BackendUnavailableError
+from hurray_gpu.errors import BackendUnavailableError, UnsupportedOpError
 from hurray_gpu.runtime.cache import LRUCache
 from hurray_gpu.runtime.canary import CanaryAllocator, guarded
-from hurray_gpu.runtime.memory import Allocator, MemoryClass
+from hurray_gpu.runtime.memory import Allocation, Allocator, MemoryClass
 from hurray_gpu.runtime.program import Compiler, Program
 from hurray_gpu.runtime.stream import Event, HostEvent, HostStream, Stream
 
@@ -127,6 +127,40 @@ class Device:
 
     def synchronize(self) -> None:
         """Wait until all queued work on this device has finished."""
+
+    # -- memory shared with other processes (hurray_gpu.net.ipc; docs/interchange.md, IPC) --
+    @property
+    def ipc_class(self) -> MemoryClass | None:
+        """The memory class :meth:`ipc_export` exports (None: this device shares none)."""
+        return None
+
+    @property
+    def ipc_id(self) -> bytes:
+        """This physical device as another process identifies it (b"": shares no memory)."""
+        return b""
+
+    def ipc_export(self, allocation: Allocation, event: bool) -> tuple[bytes, int | None]:
+        """A record (and an fd to pass along, or None) that opens ``allocation`` (of class
+        :attr:`ipc_class`) in another process; ``event``: with an interprocess event recorded
+        after the current stream's queued work, else the caller synchronized the device.
+
+        Raises:
+            UnsupportedOpError: this device cannot share memory (or events) across processes.
+        """
+        raise UnsupportedOpError(f"{self} cannot share device memory with other processes",
+                                 fix="share a host copy: hg.share(t, path, host=True).")
+
+    def ipc_import(self, record: bytes, fd: int | None) -> tuple[Allocation, Event | None]:
+        """Open what :meth:`ipc_export` made in another process: a read-only external
+        allocation (closed with its last reference) and the producer's event, if any. ``fd``
+        stays the caller's.
+
+        Raises:
+            ProtocolError: a record or fd this device cannot open.
+            UnsupportedOpError: this device cannot share memory across processes.
+        """
+        raise UnsupportedOpError(f"{self} cannot open another process's device memory",
+                                 fix="share a host copy: hg.share(t, path, host=True).")
 
     # -- stream and event hooks (the host implementation unless a backend overrides) -----
     def stream_class(self) -> type[Stream]:

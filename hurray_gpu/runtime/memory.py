@@ -52,6 +52,8 @@ class Allocation:
             freeing drops the reference instead of pooling the memory.
         readonly: memory that must not be written (a read-only file map): kernels refuse
             to take it as an output.
+        shared: exported to other processes (hurray_gpu.net.ipc): freeing really frees it,
+            since a pooled reuse would overwrite what they read.
     """
 
     raw: Any
@@ -62,6 +64,7 @@ class Allocation:
     external: bool = False
     readonly: bool = False
     freed: bool = field(default=False)
+    shared: bool = False
 
     @property
     def root(self) -> Allocation:
@@ -161,7 +164,10 @@ class Allocator:
         if allocation.nbytes and not allocation.external:
             with self._lock:
                 self.allocated_bytes -= allocation.nbytes
-            self._put_pooled(allocation.raw, allocation.nbytes, allocation.memory_class)
+            if allocation.shared:
+                self._free(allocation.raw, allocation.nbytes, allocation.memory_class)
+            else:
+                self._put_pooled(allocation.raw, allocation.nbytes, allocation.memory_class)
 
     def copyin(self, dest: Allocation, src: Any) -> None:
         """Copy all of ``src`` (bytes-like, exactly ``dest.nbytes`` long) into ``dest``."""

@@ -112,17 +112,20 @@ def test_attach_maps_the_segment_without_a_copy(name: str, sock_path: str) -> No
 
 
 def test_device_tensors_arrive_as_host_tensors(sock_path: str) -> None:
-    """share() copies device buffers into the segment: the consumer gets host memory."""
+    """share(host=True), or a device that shares no memory (OpenCL), copies device buffers
+    into the segment: the consumer gets host memory."""
     t = SAMPLES["quantized"]
     others = [dev for dev in hg.devices() if dev.spec != "cpu:0"]
     assert others  # the NumPy reference device is always there
     for dev in others:
         on_dev = t.to(dev)
-        with hg.share(on_dev, sock_path):
-            got = hg.attach(sock_path)
-        assert got.is_host and _same(got, t), dev
-        assert {h.device_tag for h in got.descriptor.buffers} == {hg.DeviceTag.CPU}
-        got.release()
+        for host in (True, False) if dev.ipc_class is None else (True,):
+            with hg.share(on_dev, sock_path, host=host) as shared:
+                assert shared.device.kind == "cpu"
+                got = hg.attach(sock_path)
+            assert got.is_host and _same(got, t), dev
+            assert {h.device_tag for h in got.descriptor.buffers} == {hg.DeviceTag.CPU}
+            got.release()
 
 
 def test_many_consumers_and_release_by_collection(sock_path: str) -> None:
@@ -239,9 +242,10 @@ def _memfd(size: int, seal: bool = True, data: bytes = b"") -> int:
     return fd
 
 
-def _message(nodes: list[tuple[int, bytes]]) -> bytes:
+def _message(nodes: list[tuple[int, bytes]], record: bytes = b"") -> bytes:
     body = struct.pack("<I", len(nodes)) + b"".join(
         struct.pack("<II", m, len(raw)) + raw for m, raw in nodes)
+    body += struct.pack("<I", len(record)) + record
     return b"HIP1" + struct.pack("<I", len(body)) + body
 
 
@@ -339,6 +343,6 @@ def test_forged_messages_follow_the_producers_format(sock_path: str) -> None:
     # The hostile cases above forge the documented wire format: a real handoff parses the same.
     t = SAMPLES["composite"]
     with hg.share(t, sock_path) as shared:
-        nodes = ipc._parse(shared._message[8:])
-    assert [m for m, _ in nodes] == [2, 0, 0]
+        nodes, record = ipc._parse(shared._message[8:])
+    assert [m for m, _ in nodes] == [2, 0, 0] and record == b""
     assert _message(nodes) == shared._message
