@@ -16,11 +16,13 @@ The subset (checked by :func:`lint_body`):
   ``UMULHI(a, b)`` (high 32 bits of the u32 product); ``F16_BITS_TO_F32``/``BF16_BITS_TO_F32``
   (widen raw 16-bit patterns) and ``F32_TO_F16_BITS``/``F32_TO_BF16_BITS`` (round to nearest
   even, NaN payloads as NumPy/ml_dtypes), the same portable helpers on every dialect;
-- ``SCALE8_<F32|BF16|F16>(buf, k, tab, data, at, B, s, total);`` stores ``t`` if NaN else
-  ``s * t``, converted to the output (bits), for ``t = LOAD(tab, code e)`` to elements ``k + e``
-  (e = 0..7) of ``buf``, code e being bits [e*B, e*B + B) (B = 4, 6 or 8) of the bytes of
-  ``data`` from ``at``; ``total`` is the output's size (a hint); host C renders it as vector
-  code, the other dialects as the eight STOREs;
+- ``SCALE8_<F32|BF16|F16>(buf, k, tab, data, at, B, s, total, g);`` stores ``t`` if NaN else
+  ``s * t``, converted to the output (bits), for ``t = LOAD(tab, code)`` to elements ``k + 8j +
+  e`` (j < g, e = 0..7) of ``buf``, code e of group j being bits [e*B, e*B + B) (B = 4, 6 or 8)
+  of the bytes of ``data`` from ``at + B*j``; ``total`` is the output's size (a hint); host C
+  renders it as vector code (4-bit runs of four or more groups: the 16 entries scaled and
+  converted once, then byte shuffles per 32 codes), the other dialects as a loop of the eight
+  STOREs;
 - ``KernelDef.private`` arrays (per work item, u32/i32/f32, small) and ``shared`` arrays are
   reached with ``LOAD``/``STORE`` like buffers;
 - ``if``/``else``, ``for``, ``while``, ``break``, ``continue``, ``return;``, declarations,

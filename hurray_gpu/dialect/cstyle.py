@@ -163,16 +163,23 @@ void {name}(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0, int64_t hg_
 }}"""
 
 
-# SCALE8_<T> on the host (AVX2; -march=native names it where the CPU has it): the eight codes
-# as lanes (a shift of a broadcast word), their T values by two 8-lane permutes of a 16-entry
-# table and a blend by each code's fourth bit (4-bit) or eight scalar loads (6-, 8-bit: AVX2
-# gathers are slower than the loads on AMD cores), one multiply by s with NaN lanes kept, then
-# the output conversion in vector integer arithmetic with the portable helpers' rounding and
+# SCALE8_<T> on the host (AVX2; -march=native names it where the CPU has it): a group's eight
+# codes as lanes (a shift of a broadcast word), their T values by two 8-lane permutes of a
+# 16-entry table and a blend by each code's fourth bit (4-bit) or eight scalar loads (6-, 8-bit:
+# AVX2 gathers are slower than the loads on AMD cores; the codes' bytes are assembled in
+# registers, as a partial memcpy into a zeroed word stalls on store forwarding), one multiply
+# by s with NaN lanes kept, then the output conversion (hg_s8_cv: conv 0 f32 as is, 1 bf16, 2
+# f16, in 16-bit lanes) in vector integer arithmetic with the portable helpers' rounding and
 # NaN rules (f16: F16C rounds finite values to nearest even like hg_f32_to_f16; NaN lanes take
-# that helper's payload rule). An output larger than HG_STREAM_BYTES (the cpu backend passes
-# the last-level cache size) is written with non-temporal stores where aligned: no read of each
-# line before it is overwritten (an output that fits the cache is faster with plain stores);
-# the entry fences them before its items count as done.
+# that helper's payload rule). Runs of at least four groups of 4-bit codes scale and convert
+# the 16 entries once (the same operations on the same operands give the same bits) and then
+# only look codes up: f32 by the permutes, 16-bit outputs 32 codes at a time by byte shuffles
+# (hg_s8_sh32) of tables of the entries' low and high bytes (both 128-bit lanes hold all 16).
+# hg_s8_run is always inlined so that the code width is a constant. An output larger than
+# HG_STREAM_BYTES (the cpu backend passes the last-level cache size) is written with
+# non-temporal stores where aligned: no read of each line before it is overwritten (an output
+# that fits the cache is faster with plain stores); the entry fences them before its items
+# count as done.
 _SCALE8_HELPERS = """\
 #ifndef HG_STREAM_BYTES
 #define HG_STREAM_BYTES (32u << 20)
@@ -180,70 +187,104 @@ _SCALE8_HELPERS = """\
 #define hg_big(total, size) ((uint64_t)(total) * (size) > (uint64_t)HG_STREAM_BYTES)
 #if defined(__AVX2__)
 #include <immintrin.h>
-static inline __m256 hg_s8_t4(const float *tab, const uint8_t *p) {
+static inline void hg_s8_fence(void) { _mm_sfence(); }
+static inline __m256 hg_s8_t4(__m256 lo, __m256 hi, const uint8_t *p) {
     uint32_t w;
     memcpy(&w, p, 4);
     __m256i ix = _mm256_srlv_epi32(_mm256_set1_epi32((int)w),
                                    _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28));
-    __m256 lo = _mm256_permutevar8x32_ps(_mm256_loadu_ps(tab), ix);
-    __m256 hi = _mm256_permutevar8x32_ps(_mm256_loadu_ps(tab + 8), ix);
-    return _mm256_blendv_ps(lo, hi, _mm256_castsi256_ps(_mm256_slli_epi32(ix, 28)));
+    return _mm256_blendv_ps(_mm256_permutevar8x32_ps(lo, ix), _mm256_permutevar8x32_ps(hi, ix),
+                            _mm256_castsi256_ps(_mm256_slli_epi32(ix, 28)));
 }
-static inline void hg_s8_fence(void) { _mm_sfence(); }
-static inline __m256 hg_s8_pick(const float *tab, const uint8_t *p, int bits) {
-    uint64_t c = 0, m = (1u << bits) - 1u;  // eight codes of B bits fill B bytes
-    memcpy(&c, p, (size_t)bits);
+static inline __attribute__((always_inline)) __m256 hg_s8_pick(const float *tab,
+                                                               const uint8_t *p, int bits) {
+    uint64_t c, m = (1u << bits) - 1u;
+    uint32_t w;
+    uint16_t h;
+    memcpy(&w, p, 4);
+    if (bits == 8) memcpy(&c, p, 8);
+    else c = w | (bits == 6 ? (memcpy(&h, p + 4, 2), (uint64_t)h << 32) : 0u);
     return _mm256_setr_ps(tab[c & m], tab[(c >> bits) & m], tab[(c >> 2 * bits) & m],
                           tab[(c >> 3 * bits) & m], tab[(c >> 4 * bits) & m],
                           tab[(c >> 5 * bits) & m], tab[(c >> 6 * bits) & m],
                           tab[(c >> 7 * bits) & m]);
 }
-#define hg_s8_t6(tab, p) hg_s8_pick(tab, p, 6)
-#define hg_s8_t8(tab, p) hg_s8_pick(tab, p, 8)
 static inline __m256i hg_s8_scale(__m256 t, float s) {
     __m256 v = _mm256_mul_ps(t, _mm256_set1_ps(s));
     return _mm256_castps_si256(_mm256_blendv_ps(v, t, _mm256_cmp_ps(t, t, _CMP_UNORD_Q)));
 }
-static inline void hg_s8_f32(float *restrict d, __m256i v, int big) {
-    if (big && ((uintptr_t)d & 31u) == 0u) _mm256_stream_si256((__m256i *)(void *)d, v);
-    else _mm256_storeu_si256((__m256i *)(void *)d, v);
+static inline void hg_s8_st32(void *d, __m256i v, int big) {
+    if (big && ((uintptr_t)d & 31u) == 0u) _mm256_stream_si256((__m256i *)d, v);
+    else _mm256_storeu_si256((__m256i *)d, v);
 }
-static inline void hg_s8_u16(uint16_t *restrict d, __m256i h, int big) {
-    __m128i p = _mm_packus_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
-    if (big && ((uintptr_t)d & 15u) == 0u) _mm_stream_si128((__m128i *)(void *)d, p);
-    else _mm_storeu_si128((__m128i *)(void *)d, p);
+static inline void hg_s8_st16(void *d, __m128i v, int big) {
+    if (big && ((uintptr_t)d & 15u) == 0u) _mm_stream_si128((__m128i *)d, v);
+    else _mm_storeu_si128((__m128i *)d, v);
 }
-static inline __m256i hg_s8_nan(__m256i b) {
-    return _mm256_cmpgt_epi32(_mm256_and_si256(b, _mm256_set1_epi32(0x7fffffff)),
-                              _mm256_set1_epi32(0x7f800000));
-}
-static inline __m256i hg_s8_sign(__m256i b) {
-    return _mm256_and_si256(_mm256_srli_epi32(b, 16), _mm256_set1_epi32(0x8000));
-}
-static inline void hg_s8_bf16(uint16_t *restrict d, __m256i b, int big) {
-    __m256i odd = _mm256_and_si256(_mm256_srli_epi32(b, 16), _mm256_set1_epi32(1));
-    __m256i r = _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(b, _mm256_set1_epi32(0x7fff)),
-                                                   odd), 16);
-    __m256i q = _mm256_or_si256(hg_s8_sign(b), _mm256_set1_epi32(0x7fc0));
-    hg_s8_u16(d, _mm256_blendv_epi8(r, q, hg_s8_nan(b)), big);
-}
+static inline __m256i hg_s8_cv(__m256i b, int conv) {
+    __m256i q = _mm256_and_si256(_mm256_srli_epi32(b, 16), _mm256_set1_epi32(0x8000)), r = b;
+    if (conv == 1) {
+        __m256i odd = _mm256_and_si256(_mm256_srli_epi32(b, 16), _mm256_set1_epi32(1));
+        r = _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(b, _mm256_set1_epi32(0x7fff)),
+                                               odd), 16);
+        q = _mm256_or_si256(q, _mm256_set1_epi32(0x7fc0));
+    }
 #if defined(__F16C__)
-static inline void hg_s8_f16(uint16_t *restrict d, __m256i b, int big) {
-    __m256i h = _mm256_cvtepu16_epi32(_mm256_cvtps_ph(_mm256_castsi256_ps(b),
-                                                      _MM_FROUND_TO_NEAREST_INT));
-    __m256i m = _mm256_and_si256(_mm256_srli_epi32(b, 13), _mm256_set1_epi32(0x3ff));
-    m = _mm256_or_si256(m, _mm256_and_si256(_mm256_cmpeq_epi32(m, _mm256_setzero_si256()),
-                                            _mm256_set1_epi32(1)));
-    __m256i q = _mm256_or_si256(_mm256_or_si256(hg_s8_sign(b), _mm256_set1_epi32(0x7c00)), m);
-    hg_s8_u16(d, _mm256_blendv_epi8(h, q, hg_s8_nan(b)), big);
-}
+    if (conv == 2) {
+        r = _mm256_cvtepu16_epi32(_mm256_cvtps_ph(_mm256_castsi256_ps(b),
+                                                  _MM_FROUND_TO_NEAREST_INT));
+        __m256i m = _mm256_and_si256(_mm256_srli_epi32(b, 13), _mm256_set1_epi32(0x3ff));
+        m = _mm256_or_si256(m, _mm256_and_si256(_mm256_cmpeq_epi32(m, _mm256_setzero_si256()),
+                                                _mm256_set1_epi32(1)));
+        q = _mm256_or_si256(_mm256_or_si256(q, _mm256_set1_epi32(0x7c00)), m);
+    }
 #endif
+    __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(b, _mm256_set1_epi32(0x7fffffff)),
+                                     _mm256_set1_epi32(0x7f800000));
+    return conv ? _mm256_blendv_epi8(r, q, nan) : b;
+}
+static inline void hg_s8_sh32(uint16_t *d, __m256i tl, __m256i th, const uint8_t *p, int big) {
+    __m128i c = _mm_loadu_si128((const __m128i *)(const void *)p), f = _mm_set1_epi8(15);
+    __m128i lo = _mm_and_si128(c, f), hi = _mm_and_si128(_mm_srli_epi16(c, 4), f);
+    __m256i ix = _mm256_set_m128i(_mm_unpackhi_epi8(lo, hi), _mm_unpacklo_epi8(lo, hi));
+    __m256i l = _mm256_shuffle_epi8(tl, ix), h = _mm256_shuffle_epi8(th, ix);
+    __m256i a = _mm256_unpacklo_epi8(l, h), b = _mm256_unpackhi_epi8(l, h);
+    hg_s8_st32(d, _mm256_permute2x128_si256(a, b, 0x20), big);
+    hg_s8_st32(d + 16, _mm256_permute2x128_si256(a, b, 0x31), big);
+}
+static inline __attribute__((always_inline)) void hg_s8_run(
+        void *restrict d, const float *tab, const uint8_t *restrict p, int bits, float s,
+        uint32_t g, int big, int conv) {
+    uint32_t j = 0;
+    __m256 lo = _mm256_loadu_ps(tab), hi = bits == 4 ? _mm256_loadu_ps(tab + 8) : lo;
+    if (bits == 4 && g >= 4u) {
+        __m256i a = hg_s8_cv(hg_s8_scale(lo, s), conv), b = hg_s8_cv(hg_s8_scale(hi, s), conv);
+        for (; conv == 0 && j < g; j++)
+            hg_s8_st32((float *)d + 8u * j, _mm256_castps_si256(hg_s8_t4(
+                _mm256_castsi256_ps(a), _mm256_castsi256_ps(b), p + 4u * j)), big);
+        if (conv == 0) return;
+        __m256i t = _mm256_permute4x64_epi64(_mm256_packus_epi32(a, b), 0xd8);
+        t = _mm256_permute4x64_epi64(_mm256_shuffle_epi8(t, _mm256_setr_epi8(
+            0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15,
+            0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15)), 0xd8);
+        for (; j + 4u <= g; j += 4u)
+            hg_s8_sh32((uint16_t *)d + 8u * j, _mm256_permute2x128_si256(t, t, 0x00),
+                       _mm256_permute2x128_si256(t, t, 0x11), p + 4u * j, big);
+    }
+    for (; j < g; j++) {
+        const uint8_t *q = p + (size_t)bits * j;
+        __m256i v = hg_s8_cv(hg_s8_scale(bits == 4 ? hg_s8_t4(lo, hi, q)
+                                         : hg_s8_pick(tab, q, bits), s), conv);
+        if (conv == 0) hg_s8_st32((float *)d + 8u * j, v, big);
+        else hg_s8_st16((uint16_t *)d + 8u * j, _mm_packus_epi32(
+            _mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1)), big);
+    }
+}
 #else
 static inline void hg_s8_fence(void) {}
 #endif"""
-# The SCALE8_<T> helper per (dst type, T).
-_SCALE8_STORES = {("f32", "F32"): "hg_s8_f32", ("u16", "BF16"): "hg_s8_bf16",
-                  ("u16", "F16"): "hg_s8_f16"}
+# The SCALE8_<T> helper's conversion per (dst type, T).
+_SCALE8_STORES = {("f32", "F32"): 0, ("u16", "BF16"): 1, ("u16", "F16"): 2}
 
 
 class HostCRenderer(CStyleRenderer):
@@ -295,7 +336,7 @@ class HostCRenderer(CStyleRenderer):
         tabs = {name: dtype for name, dtype, _ in kernel.private}
 
         def scaled(m: re.Match[str]) -> str:
-            conv, dst, k, tab, data, at, bits, s, big = m.groups()
+            conv, dst, k, tab, data, at, bits, s, big, groups = m.groups()
             store = _SCALE8_STORES.get((types.get(dst, ""), conv))
             # f16 needs F16C besides AVX2; a table must be f32, the codes bytes.
             isa = "defined(__AVX2__)" + (" && defined(__F16C__)" if conv == "F16" else "")
@@ -303,8 +344,8 @@ class HostCRenderer(CStyleRenderer):
                     types.get(data) != "u8":
                 return expand_scale8(m[0])
             size = "4u" if conv == "F32" else "2u"
-            return (f"\n#if {isa}\n{store}({dst} + ({k}), hg_s8_scale(hg_s8_t{bits}({tab}, "
-                    f"{data} + ({at})), {s}), hg_big({big}, {size}));\n#else\n"
+            return (f"\n#if {isa}\nhg_s8_run({dst} + ({k}), {tab}, {data} + ({at}), {bits}, {s}, "
+                    f"{groups}, hg_big({big}, {size}), {store});\n#else\n"
                     f"{expand_scale8(m[0])}\n#endif\n")
 
         return SCALE8_CALL.sub(scaled, kernel.body)

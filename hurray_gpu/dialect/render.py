@@ -16,7 +16,7 @@ from hurray_gpu.errors import UnsupportedOpError
 __all__ = ["RENDER_VERSION", "SCALE8_CALL", "SCALE8_CONV", "CStyleRenderer", "expand_scale8", "lint_body", "value_type"]
 
 # Bump whenever rendered semantics change: it is hashed into every kernel cache key.
-RENDER_VERSION = 4
+RENDER_VERSION = 5
 
 # f32 -> f32 through the host's double-precision libm, ``(float)f((double)x)``: host C only
 # (vyre's transcendentals, bit-exact with its reference interpreter, which calls the same libm).
@@ -47,18 +47,20 @@ _ACCESS = re.compile(r"\b(LOAD|STORE|ATOMIC_[A-Z]+)\(\s*([A-Za-z_]\w*)\s*,\s*")
 ATOMICS = ("ATOMIC_ADD", "ATOMIC_OR", "ATOMIC_AND", "ATOMIC_XOR", "ATOMIC_MIN", "ATOMIC_MAX",
            "ATOMIC_XCHG", "ATOMIC_CAS")
 _GID = re.compile(r"\bGLOBAL_ID\(\s*([0-9]+)\s*\)")
-# SCALE8_<T>(dst, k, tab, data, at, B, s, total);  a statement: for e = 0..7, code e is bits
-# [e*B, e*B + B) of the little-endian bytes of u8 buffer ``data`` from byte ``at`` (B is 4, 6
-# or 8), t = LOAD(tab, code) (an f32 buffer or private array of 2^B entries) and
-# STORE(dst, k + e, CONV(t is NaN ? t : s * t)), CONV by <T>: F32 (none), BF16 or F16 (to the
-# bits, as F32_TO_BF16_BITS / F32_TO_F16_BITS): "lookup, then scale" for values s * T(code)
-# (NaN entries keep their bits, as MX scaling does). ``total`` (the output's element count) is
-# a hint: an output too large to stay in cache may bypass it. Host C renders the eight as
-# vector lookups, one multiply and a vector conversion (where a scalar lookup per element is
-# the cost), the other dialects as the eight STOREs; ``k`` is a sum of products of names and
-# literals, the others names, so the expansion is plain text.
+# SCALE8_<T>(dst, k, tab, data, at, B, s, total, g);  a statement: for each of g groups j and
+# e = 0..7, code e of group j is bits [e*B, e*B + B) of the little-endian bytes of u8 buffer
+# ``data`` from byte ``at + B*j`` (B is 4, 6 or 8), t = LOAD(tab, code) (an f32 buffer or
+# private array of 2^B entries) and STORE(dst, k + 8*j + e, CONV(t is NaN ? t : s * t)), CONV
+# by <T>: F32 (none), BF16 or F16 (to the bits, as F32_TO_BF16_BITS / F32_TO_F16_BITS):
+# "lookup, then scale" for values s * T(code) (NaN entries keep their bits, as MX scaling
+# does). ``total`` (the output's element count) is a hint: an output too large to stay in
+# cache may bypass it. Host C renders the run as vector code (4-bit codes: T scaled and
+# converted once per statement, then shuffled per code), the other dialects as a loop of the
+# eight STOREs; ``k`` is a sum of products of names and literals, the others names, so the
+# expansion is plain text.
 SCALE8_CALL = re.compile(r"\bSCALE8_(F32|BF16|F16)\(\s*(\w+)\s*,\s*([\w +*]+?)\s*,\s*(\w+)\s*,"
-                         r"\s*(\w+)\s*,\s*(\w+)\s*,\s*([468])\s*,\s*(\w+)\s*,\s*(\w+)\s*\)\s*;")
+                         r"\s*(\w+)\s*,\s*(\w+)\s*,\s*([468])\s*,\s*(\w+)\s*,\s*(\w+)\s*,"
+                         r"\s*(\w+)\s*\)\s*;")
 SCALE8_CONV = {"F32": "F32", "BF16": "F32_TO_BF16_BITS", "F16": "F32_TO_F16_BITS"}
 _TYPES = re.compile(r"\b(u32|i32|f32|bool)\b")
 
@@ -102,7 +104,7 @@ def lint_body(kernel: KernelDef) -> None:
     if len(re.findall(r"\bSCALE8_\w*\(", text)) != len(SCALE8_CALL.findall(text)):
         raise UnsupportedOpError(f"kernel {kernel.name}: a SCALE8_<F32|BF16|F16> is not "
                                  "SCALE8_<T>(buffer, index, table, data, byte, 4|6|8, scale, "
-                                 "hint);", fix="pass names, an index sum and a literal code "
+                                 "hint, groups);", fix="pass names, an index sum and a literal code "
                                  "width 4, 6 or 8.")
     text = expand_scale8(text)
     for op, name in _ACCESS.findall(text):
@@ -118,20 +120,21 @@ def lint_body(kernel: KernelDef) -> None:
 
 
 def expand_scale8(text: str) -> str:
-    """``text`` with every SCALE8_<T> statement written out as its eight STOREs."""
+    """``text`` with every SCALE8_<T> statement written out as a loop of its eight STOREs."""
     def scaled(m: re.Match[str]) -> str:
-        to, dst, k, tab, data, at, width, s, _ = m.groups()
+        to, dst, k, tab, data, at, width, s, _, groups = m.groups()
         bits, conv, lines = int(width), SCALE8_CONV[to], []
         for e in range(8):
             byte, sh = divmod(e * bits, 8)
-            code = f"LOAD({data}, {at} + {byte}u)" if byte else f"LOAD({data}, {at})"
+            code = f"LOAD({data}, hg_at + {byte}u)" if byte else f"LOAD({data}, hg_at)"
             if sh + bits > 8:
-                code = f"({code} | (LOAD({data}, {at} + {byte + 1}u) << 8u))"
+                code = f"({code} | (LOAD({data}, hg_at + {byte + 1}u) << 8u))"
             code = f"({code} >> {sh}u) & {(1 << bits) - 1}u" if sh else f"{code} & {(1 << bits) - 1}u"
             lines += [f"f32 t{e} = LOAD({tab}, {code});",
-                      f"STORE({dst}, {k}{f' + {e}u' if e else ''}, {conv}((AS_U32(t{e}) & "
+                      f"STORE({dst}, hg_k{f' + {e}u' if e else ''}, {conv}((AS_U32(t{e}) & "
                       f"0x7fffffffu) > 0x7f800000u ? t{e} : {s} * t{e}));"]
-        return "{ " + " ".join(lines) + " }"
+        return (f"for (u32 hg_j = 0u; hg_j < {groups}; hg_j++) {{ u32 hg_at = {at} + {bits}u * "
+                f"hg_j; u32 hg_k = {k} + 8u * hg_j; " + " ".join(lines) + " }")
 
     return SCALE8_CALL.sub(scaled, text)
 

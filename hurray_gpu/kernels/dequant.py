@@ -238,17 +238,11 @@ _SCALED = Piece("scaled loop", """
     u32 ngrp = (end - i) >> 3u;
     u32 gat = doff + (i >> 3u) * bits;
     if (bits == 4u) {
-        for (u32 j = 0u; j < ngrp; j++) {
-            u32 b = gat + 4u * j;
-            u32 k = i + 8u * j;
-            $s4
-        }
+        $s4
+    } else if (bits == 6u) {
+        $s6
     } else if (bits == 8u) {
-        for (u32 j = 0u; j < ngrp; j++) {
-            u32 b = gat + 8u * j;
-            u32 k = i + 8u * j;
-            $s8
-        }
+        $s8
     }
     i = i + 8u * ngrp;
     $tail
@@ -301,13 +295,13 @@ class Variant:
     code_at: str = ""  # "": codes at i, hoisted 4-/8-bit loops; else where the general loop
     pre: Piece | str = ""  # reads them, after this per-element piece
     drops: tuple[str, ...] = ()  # dense scalars the index mapping does not use
-    # where ``store`` writes element k when it is a plain ``STORE(dst, ...)``: eight elements
-    # then go through one SCALE8 statement
+    # where ``store`` writes element i when it is a plain ``STORE(dst, ...)``: a run's groups
+    # of eight elements then go through one SCALE8 statement
     dst_k: str = ""
 
 
 _DST_STORE = Piece("store", "STORE(dst, $k, $v);")
-DENSE = Variant(ITEM_START, _DST_STORE, dst_k="k")
+DENSE = Variant(ITEM_START, _DST_STORE, dst_k="i")
 
 
 
@@ -360,7 +354,7 @@ def _hoisted(element: Element, variant: Variant, kind: str) -> Piece:
                                                  Element(element.formula, element.unscaled)))
     scaled = _SCALED.fill(build=build, head=general, tail=general, **{
         f"s{b}": f"SCALE8_{kind.upper()}(dst, {variant.dst_k}, {element.table or 'tf'}, data, "
-                 f"b, {b}, s, n);" if element.table or b == 4 else "" for b in (4, 8)}) \
+                 f"gat, {b}, s, n, ngrp);" if element.table or b == 4 else "" for b in (4, 6, 8)}) \
         if variant.dst_k else ""
     return _HOISTED.fill(run=f"{TABLE_RUN}u", ifs=element.scaled if scaled else "0u != 0u",
                          scaled=scaled, if4=f"bits == 4u{fast}",
@@ -624,9 +618,8 @@ _LUT_ELEMENT = Element(Piece("lut element", """
             $store
 """), "v", "chk == 0u", "if (chk != 0u && (code == 0u || code == 255u)) STORE(err, 0u, 1u);",
     # T = lut (mode 0: s is 1.0, exact for every table value, none of which is subnormal);
-    # 8-bit unpacking keeps its byte loop, which compilers vectorise, and 6-bit codes their
-    # groups of four (eight scalar lookups per SCALE8 measured slower there).
-    scaled="chk == 0u && (bits == 4u || (bits == 8u && mode != 0u))", table="lut")
+    # 8-bit unpacking keeps its byte loop, which compilers vectorise.
+    scaled="chk == 0u && (bits == 4u || bits == 6u || (bits == 8u && mode != 0u))", table="lut")
 
 
 def lut_kernel_name(out: str) -> str:

@@ -245,7 +245,7 @@ _PAGED_HEAD = Piece("paged items", """
 """)
 _PAGED_STORE = Piece("paged store", "STORE(dst, $k + shift, $v);")
 _PAGED = Variant(RESTART.fill(head=_PAGED_HEAD.fill(hdr=f"{PAGED_IX_HEADER}u")), _PAGED_STORE,
-                 drops=MAGIC_SCALARS, dst_k="k + shift")
+                 drops=MAGIC_SCALARS, dst_k="i + shift")
 # 1.0 in each affine scale type (f16, bf16, f32), little-endian.
 _ONE = {1: b"\x00\x3c", 2: b"\x80\x3f", 3: b"\x00\x00\x80\x3f"}
 

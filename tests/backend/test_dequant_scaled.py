@@ -9,6 +9,8 @@ end short of them and split across work items.
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -16,7 +18,7 @@ from hurray_gpu.dialect.kernel import KernelDef, buf, scalar
 from hurray_gpu.dialect.render import lint_body
 from hurray_gpu.format.descriptor import BufferHandle, RowMajor, TensorDescriptor
 from hurray_gpu.format.descriptor.quant import MXFP
-from hurray_gpu.format.dtypes import by_name
+from hurray_gpu.format.dtypes import buffer_size, by_name
 from hurray_gpu.ops import dequantize
 from hurray_gpu.ops.plan import bind_inputs, launch, plan_dequantize
 from hurray_gpu.ops.quantize import random_quantized
@@ -31,18 +33,19 @@ _DST = {"F32": ("f32", np.uint32), "BF16": ("u16", np.uint16), "F16": ("u16", np
 
 
 def _scale8_kernel(conv: str, bits: int) -> KernelDef:
-    """One SCALE8 statement per work item: 8 codes from ``bits * g`` bytes in, scale ``s``."""
+    """One SCALE8 statement per work item: ``g`` groups of 8 codes (``bits * g`` bytes) in,
+    scale ``s``."""
     return KernelDef(
         name=f"scale8_probe_{conv.lower()}_{bits}",
         params=(buf("dst", _DST[conv][0], "w"), buf("tab", "f32"), buf("data", "u8"),
-                scalar("n"), scalar("s", "f32")),
+                scalar("n"), scalar("g"), scalar("s", "f32")),
         body=f"""
-            u32 g = GLOBAL_ID(0);
-            if (g * 8u >= n) return;
-            u32 b = g * {bits}u;
-            u32 k = g * 8u;
-            SCALE8_{conv}(dst, k, tab, data, b, {bits}, s, n);
-        """, grid=lambda a: (int(a["n"]) // 8,),
+            u32 it = GLOBAL_ID(0);
+            if (it * 8u * g >= n) return;
+            u32 b = it * {bits}u * g;
+            u32 k = it * 8u * g;
+            SCALE8_{conv}(dst, k, tab, data, b, {bits}, s, n, g);
+        """, grid=lambda a: (int(a["n"]) // (8 * int(a["g"])),),
         extents=lambda a: {"dst": int(a["n"]), "tab": 1 << bits,
                            "data": int(a["n"]) * bits // 8},
         # host_isa: compiled for this host's vector units, so host C takes its AVX2 rendering.
@@ -77,18 +80,22 @@ def test_scale8_is_eight_scaled_lookups(kernel_device: Device, conv: str, bits: 
     stream = np.unpackbits(data, bitorder="little").reshape(n, bits)
     codes = (stream.astype(np.uint32) << np.arange(bits, dtype=np.uint32)).sum(1)
     t = tab[codes]
-    for s in (np.float32(2.0 ** -100), np.float32(0.7), np.float32(2.0 ** 100)):
+    # Runs of 1..3 groups take the per-group path, longer ones the once-converted table (4-bit:
+    # 32 codes per shuffle step, then the 1..3 groups left); the scales overflow T to
+    # infinities, round it into subnormals or keep it finite.
+    for s, g in itertools.product((np.float32(2.0 ** -100), np.float32(0.7),
+                                   np.float32(2.0 ** 100)), (1, 2, 3, 4, 6, 12, 32)):
         with np.errstate(over="ignore", under="ignore", invalid="ignore"):
             v = np.where(np.isnan(t), t, t * s).astype(np.float32)
             want = v.astype(_NP[conv]).view(_DST[conv][1]) if conv != "F32" else v.view(np.uint32)
         out = Buffer(kernel_device, want.nbytes)
         kernel_device.run(_scale8_kernel(conv, bits), out, Buffer.from_bytes(kernel_device, tab),
-                          Buffer.from_bytes(kernel_device, data), n=n, s=float(s))
+                          Buffer.from_bytes(kernel_device, data), n=n, g=g, s=float(s))
         got = out.numpy(want.dtype)
         if conv == "F32":  # NaN products are kept entries: their bits must come back unchanged
-            assert np.array_equal(got, want), f"s={s}"
+            assert np.array_equal(got, want), f"s={s} g={g}"
         else:
-            assert np.array_equal(got, want), f"s={s}: {np.flatnonzero(got != want)[:8]}"
+            assert np.array_equal(got, want), f"s={s} g={g}: {np.flatnonzero(got != want)[:8]}"
 
 
 def test_scale8_lint() -> None:
@@ -97,14 +104,14 @@ def test_scale8_lint() -> None:
                                               buf("data", "u8")), body=call,
                             grid=lambda a: (1,), extents=lambda a: {}, reference=lambda a: None))
 
-    lint("u32 b = 0u; u32 n = 8u; f32 s = 1.0f; SCALE8_F32(dst, 0u, tab, data, b, 6, s, n);")
-    for bad in ("SCALE8_F32(dst, 0u, tab, data, b, 5, s, n);",
-                "SCALE8_F64(dst, 0u, tab, data, b, 6, s, n);",
-                "SCALE8_F32(dst, 0u, tab, data, b, 6, s);"):
+    lint("u32 b = 0u; u32 n = 8u; f32 s = 1.0f; SCALE8_F32(dst, 0u, tab, data, b, 6, s, n, n);")
+    for bad in ("SCALE8_F32(dst, 0u, tab, data, b, 5, s, n, n);",
+                "SCALE8_F64(dst, 0u, tab, data, b, 6, s, n, n);",
+                "SCALE8_F32(dst, 0u, tab, data, b, 6, s, n);"):
         with pytest.raises(Exception, match="SCALE8"):
             lint("u32 b = 0u; u32 n = 8u; f32 s = 1.0f; " + bad)
     with pytest.raises(Exception, match="LOAD of 'dst'"):
-        lint("u32 b = 0u; u32 n = 8u; f32 s = 1.0f; SCALE8_F32(tab, 0u, dst, data, b, 6, s, n);")
+        lint("u32 b = 0u; u32 n = 8u; f32 s = 1.0f; SCALE8_F32(tab, 0u, dst, data, b, 6, s, n, n);")
 
 
 def _bits(t: Tensor) -> np.ndarray:
@@ -112,11 +119,11 @@ def _bits(t: Tensor) -> np.ndarray:
 
 
 def _mx_with_nan_codes(storage: str, shape: tuple[int, int]) -> Tensor:
-    """MX tensor whose codes are every byte value (float8 NaN and infinity codes included),
-    e8m0 scales spanning 1..254 so products overflow and go subnormal."""
+    """MX tensor whose code bytes are every byte value (float8 NaN and infinity codes
+    included), e8m0 scales spanning 1..254 so products overflow and go subnormal."""
     rng = _rng("mx nan", storage)
-    n = shape[0] * shape[1]
-    data = rng.permutation(np.resize(np.arange(256, dtype=np.uint8), n))
+    data = rng.permutation(np.resize(np.arange(256, dtype=np.uint8),
+                                     buffer_size(by_name(storage), shape[0] * shape[1])))
     nblocks = shape[0] * -(-shape[1] // 32)
     scales = rng.integers(1, 255, nblocks, dtype=np.uint8)
     scales[:2] = (1, 254)
@@ -127,9 +134,15 @@ def _mx_with_nan_codes(storage: str, shape: tuple[int, int]) -> Tensor:
     return tensor
 
 
-@pytest.mark.parametrize("storage", ["float8_e4m3", "float8_e5m2"])
-def test_mxfp8_nan_codes(kernel_device: Device, storage: str) -> None:
-    t = _mx_with_nan_codes(storage, (6, 224))
+@pytest.mark.parametrize("shape", [(6, 224), (5, 32)])
+@pytest.mark.parametrize("storage", ["float8_e4m3", "float8_e5m2", "float6_e2m3",
+                                     "float6_e3m2", "float4_e2m1"])
+def test_mx_extreme_scales_and_nan_codes(kernel_device: Device, storage: str,
+                                         shape: tuple[int, int]) -> None:
+    """Every code, scales whose products overflow to infinity or round into subnormals (host
+    C: 4-bit runs of whole blocks take the once-converted table, single-block rows are runs of
+    exactly four groups)."""
+    t = _mx_with_nan_codes(storage, shape)
     for out in ("float32", "float16", "bfloat16"):
         want = _bits(dequantize(t, out, device="reference"))
         assert np.array_equal(_bits(dequantize(t, out, device=kernel_device)), want), out

@@ -43,64 +43,99 @@ static inline uint32_t hg_umulhi(uint32_t a, uint32_t b) {
 #define hg_big(total, size) ((uint64_t)(total) * (size) > (uint64_t)HG_STREAM_BYTES)
 #if defined(__AVX2__)
 #include <immintrin.h>
-static inline __m256 hg_s8_t4(const float *tab, const uint8_t *p) {
+static inline void hg_s8_fence(void) { _mm_sfence(); }
+static inline __m256 hg_s8_t4(__m256 lo, __m256 hi, const uint8_t *p) {
     uint32_t w;
     memcpy(&w, p, 4);
     __m256i ix = _mm256_srlv_epi32(_mm256_set1_epi32((int)w),
                                    _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28));
-    __m256 lo = _mm256_permutevar8x32_ps(_mm256_loadu_ps(tab), ix);
-    __m256 hi = _mm256_permutevar8x32_ps(_mm256_loadu_ps(tab + 8), ix);
-    return _mm256_blendv_ps(lo, hi, _mm256_castsi256_ps(_mm256_slli_epi32(ix, 28)));
+    return _mm256_blendv_ps(_mm256_permutevar8x32_ps(lo, ix), _mm256_permutevar8x32_ps(hi, ix),
+                            _mm256_castsi256_ps(_mm256_slli_epi32(ix, 28)));
 }
-static inline void hg_s8_fence(void) { _mm_sfence(); }
-static inline __m256 hg_s8_pick(const float *tab, const uint8_t *p, int bits) {
-    uint64_t c = 0, m = (1u << bits) - 1u;  // eight codes of B bits fill B bytes
-    memcpy(&c, p, (size_t)bits);
+static inline __attribute__((always_inline)) __m256 hg_s8_pick(const float *tab,
+                                                               const uint8_t *p, int bits) {
+    uint64_t c, m = (1u << bits) - 1u;
+    uint32_t w;
+    uint16_t h;
+    memcpy(&w, p, 4);
+    if (bits == 8) memcpy(&c, p, 8);
+    else c = w | (bits == 6 ? (memcpy(&h, p + 4, 2), (uint64_t)h << 32) : 0u);
     return _mm256_setr_ps(tab[c & m], tab[(c >> bits) & m], tab[(c >> 2 * bits) & m],
                           tab[(c >> 3 * bits) & m], tab[(c >> 4 * bits) & m],
                           tab[(c >> 5 * bits) & m], tab[(c >> 6 * bits) & m],
                           tab[(c >> 7 * bits) & m]);
 }
-#define hg_s8_t6(tab, p) hg_s8_pick(tab, p, 6)
-#define hg_s8_t8(tab, p) hg_s8_pick(tab, p, 8)
 static inline __m256i hg_s8_scale(__m256 t, float s) {
     __m256 v = _mm256_mul_ps(t, _mm256_set1_ps(s));
     return _mm256_castps_si256(_mm256_blendv_ps(v, t, _mm256_cmp_ps(t, t, _CMP_UNORD_Q)));
 }
-static inline void hg_s8_f32(float *restrict d, __m256i v, int big) {
-    if (big && ((uintptr_t)d & 31u) == 0u) _mm256_stream_si256((__m256i *)(void *)d, v);
-    else _mm256_storeu_si256((__m256i *)(void *)d, v);
+static inline void hg_s8_st32(void *d, __m256i v, int big) {
+    if (big && ((uintptr_t)d & 31u) == 0u) _mm256_stream_si256((__m256i *)d, v);
+    else _mm256_storeu_si256((__m256i *)d, v);
 }
-static inline void hg_s8_u16(uint16_t *restrict d, __m256i h, int big) {
-    __m128i p = _mm_packus_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
-    if (big && ((uintptr_t)d & 15u) == 0u) _mm_stream_si128((__m128i *)(void *)d, p);
-    else _mm_storeu_si128((__m128i *)(void *)d, p);
+static inline void hg_s8_st16(void *d, __m128i v, int big) {
+    if (big && ((uintptr_t)d & 15u) == 0u) _mm_stream_si128((__m128i *)d, v);
+    else _mm_storeu_si128((__m128i *)d, v);
 }
-static inline __m256i hg_s8_nan(__m256i b) {
-    return _mm256_cmpgt_epi32(_mm256_and_si256(b, _mm256_set1_epi32(0x7fffffff)),
-                              _mm256_set1_epi32(0x7f800000));
-}
-static inline __m256i hg_s8_sign(__m256i b) {
-    return _mm256_and_si256(_mm256_srli_epi32(b, 16), _mm256_set1_epi32(0x8000));
-}
-static inline void hg_s8_bf16(uint16_t *restrict d, __m256i b, int big) {
-    __m256i odd = _mm256_and_si256(_mm256_srli_epi32(b, 16), _mm256_set1_epi32(1));
-    __m256i r = _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(b, _mm256_set1_epi32(0x7fff)),
-                                                   odd), 16);
-    __m256i q = _mm256_or_si256(hg_s8_sign(b), _mm256_set1_epi32(0x7fc0));
-    hg_s8_u16(d, _mm256_blendv_epi8(r, q, hg_s8_nan(b)), big);
-}
+static inline __m256i hg_s8_cv(__m256i b, int conv) {
+    __m256i q = _mm256_and_si256(_mm256_srli_epi32(b, 16), _mm256_set1_epi32(0x8000)), r = b;
+    if (conv == 1) {
+        __m256i odd = _mm256_and_si256(_mm256_srli_epi32(b, 16), _mm256_set1_epi32(1));
+        r = _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(b, _mm256_set1_epi32(0x7fff)),
+                                               odd), 16);
+        q = _mm256_or_si256(q, _mm256_set1_epi32(0x7fc0));
+    }
 #if defined(__F16C__)
-static inline void hg_s8_f16(uint16_t *restrict d, __m256i b, int big) {
-    __m256i h = _mm256_cvtepu16_epi32(_mm256_cvtps_ph(_mm256_castsi256_ps(b),
-                                                      _MM_FROUND_TO_NEAREST_INT));
-    __m256i m = _mm256_and_si256(_mm256_srli_epi32(b, 13), _mm256_set1_epi32(0x3ff));
-    m = _mm256_or_si256(m, _mm256_and_si256(_mm256_cmpeq_epi32(m, _mm256_setzero_si256()),
-                                            _mm256_set1_epi32(1)));
-    __m256i q = _mm256_or_si256(_mm256_or_si256(hg_s8_sign(b), _mm256_set1_epi32(0x7c00)), m);
-    hg_s8_u16(d, _mm256_blendv_epi8(h, q, hg_s8_nan(b)), big);
-}
+    if (conv == 2) {
+        r = _mm256_cvtepu16_epi32(_mm256_cvtps_ph(_mm256_castsi256_ps(b),
+                                                  _MM_FROUND_TO_NEAREST_INT));
+        __m256i m = _mm256_and_si256(_mm256_srli_epi32(b, 13), _mm256_set1_epi32(0x3ff));
+        m = _mm256_or_si256(m, _mm256_and_si256(_mm256_cmpeq_epi32(m, _mm256_setzero_si256()),
+                                                _mm256_set1_epi32(1)));
+        q = _mm256_or_si256(_mm256_or_si256(q, _mm256_set1_epi32(0x7c00)), m);
+    }
 #endif
+    __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(b, _mm256_set1_epi32(0x7fffffff)),
+                                     _mm256_set1_epi32(0x7f800000));
+    return conv ? _mm256_blendv_epi8(r, q, nan) : b;
+}
+static inline void hg_s8_sh32(uint16_t *d, __m256i tl, __m256i th, const uint8_t *p, int big) {
+    __m128i c = _mm_loadu_si128((const __m128i *)(const void *)p), f = _mm_set1_epi8(15);
+    __m128i lo = _mm_and_si128(c, f), hi = _mm_and_si128(_mm_srli_epi16(c, 4), f);
+    __m256i ix = _mm256_set_m128i(_mm_unpackhi_epi8(lo, hi), _mm_unpacklo_epi8(lo, hi));
+    __m256i l = _mm256_shuffle_epi8(tl, ix), h = _mm256_shuffle_epi8(th, ix);
+    __m256i a = _mm256_unpacklo_epi8(l, h), b = _mm256_unpackhi_epi8(l, h);
+    hg_s8_st32(d, _mm256_permute2x128_si256(a, b, 0x20), big);
+    hg_s8_st32(d + 16, _mm256_permute2x128_si256(a, b, 0x31), big);
+}
+static inline __attribute__((always_inline)) void hg_s8_run(
+        void *restrict d, const float *tab, const uint8_t *restrict p, int bits, float s,
+        uint32_t g, int big, int conv) {
+    uint32_t j = 0;
+    __m256 lo = _mm256_loadu_ps(tab), hi = bits == 4 ? _mm256_loadu_ps(tab + 8) : lo;
+    if (bits == 4 && g >= 4u) {
+        __m256i a = hg_s8_cv(hg_s8_scale(lo, s), conv), b = hg_s8_cv(hg_s8_scale(hi, s), conv);
+        for (; conv == 0 && j < g; j++)
+            hg_s8_st32((float *)d + 8u * j, _mm256_castps_si256(hg_s8_t4(
+                _mm256_castsi256_ps(a), _mm256_castsi256_ps(b), p + 4u * j)), big);
+        if (conv == 0) return;
+        __m256i t = _mm256_permute4x64_epi64(_mm256_packus_epi32(a, b), 0xd8);
+        t = _mm256_permute4x64_epi64(_mm256_shuffle_epi8(t, _mm256_setr_epi8(
+            0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15,
+            0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15)), 0xd8);
+        for (; j + 4u <= g; j += 4u)
+            hg_s8_sh32((uint16_t *)d + 8u * j, _mm256_permute2x128_si256(t, t, 0x00),
+                       _mm256_permute2x128_si256(t, t, 0x11), p + 4u * j, big);
+    }
+    for (; j < g; j++) {
+        const uint8_t *q = p + (size_t)bits * j;
+        __m256i v = hg_s8_cv(hg_s8_scale(bits == 4 ? hg_s8_t4(lo, hi, q)
+                                         : hg_s8_pick(tab, q, bits), s), conv);
+        if (conv == 0) hg_s8_st32((float *)d + 8u * j, v, big);
+        else hg_s8_st16((uint16_t *)d + 8u * j, _mm_packus_epi32(
+            _mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1)), big);
+    }
+}
 #else
 static inline void hg_s8_fence(void) {}
 #endif
@@ -225,22 +260,15 @@ static inline void dequant_affine_bf16_item(uint32_t hg_gid0, uint32_t hg_gid1, 
             uint32_t ngrp = (end - i) >> 3u;
             uint32_t gat = doff + (i >> 3u) * bits;
             if (bits == 4u) {
-                for (uint32_t j = 0u; j < ngrp; j++) {
-                    uint32_t b = gat + 4u * j;
-                    uint32_t k = i + 8u * j;
 
     #if defined(__AVX2__)
-    hg_s8_bf16(dst + (k), hg_s8_scale(hg_s8_t4(tf, data + (b)), s), hg_big(n, 2u));
+    hg_s8_run(dst + (i), tf, data + (gat), 4, s, ngrp, hg_big(n, 2u), 1);
     #else
-    { float t0 = load_tf(load_data(b) & 15u); store_dst(k, hg_f32_to_bf16((hg_as_u32(t0) & 0x7fffffffu) > 0x7f800000u ? t0 : s * t0)); float t1 = load_tf((load_data(b) >> 4u) & 15u); store_dst(k + 1u, hg_f32_to_bf16((hg_as_u32(t1) & 0x7fffffffu) > 0x7f800000u ? t1 : s * t1)); float t2 = load_tf(load_data(b + 1u) & 15u); store_dst(k + 2u, hg_f32_to_bf16((hg_as_u32(t2) & 0x7fffffffu) > 0x7f800000u ? t2 : s * t2)); float t3 = load_tf((load_data(b + 1u) >> 4u) & 15u); store_dst(k + 3u, hg_f32_to_bf16((hg_as_u32(t3) & 0x7fffffffu) > 0x7f800000u ? t3 : s * t3)); float t4 = load_tf(load_data(b + 2u) & 15u); store_dst(k + 4u, hg_f32_to_bf16((hg_as_u32(t4) & 0x7fffffffu) > 0x7f800000u ? t4 : s * t4)); float t5 = load_tf((load_data(b + 2u) >> 4u) & 15u); store_dst(k + 5u, hg_f32_to_bf16((hg_as_u32(t5) & 0x7fffffffu) > 0x7f800000u ? t5 : s * t5)); float t6 = load_tf(load_data(b + 3u) & 15u); store_dst(k + 6u, hg_f32_to_bf16((hg_as_u32(t6) & 0x7fffffffu) > 0x7f800000u ? t6 : s * t6)); float t7 = load_tf((load_data(b + 3u) >> 4u) & 15u); store_dst(k + 7u, hg_f32_to_bf16((hg_as_u32(t7) & 0x7fffffffu) > 0x7f800000u ? t7 : s * t7)); }
+    for (uint32_t hg_j = 0u; hg_j < ngrp; hg_j++) { uint32_t hg_at = gat + 4u * hg_j; uint32_t hg_k = i + 8u * hg_j; float t0 = load_tf(load_data(hg_at) & 15u); store_dst(hg_k, hg_f32_to_bf16((hg_as_u32(t0) & 0x7fffffffu) > 0x7f800000u ? t0 : s * t0)); float t1 = load_tf((load_data(hg_at) >> 4u) & 15u); store_dst(hg_k + 1u, hg_f32_to_bf16((hg_as_u32(t1) & 0x7fffffffu) > 0x7f800000u ? t1 : s * t1)); float t2 = load_tf(load_data(hg_at + 1u) & 15u); store_dst(hg_k + 2u, hg_f32_to_bf16((hg_as_u32(t2) & 0x7fffffffu) > 0x7f800000u ? t2 : s * t2)); float t3 = load_tf((load_data(hg_at + 1u) >> 4u) & 15u); store_dst(hg_k + 3u, hg_f32_to_bf16((hg_as_u32(t3) & 0x7fffffffu) > 0x7f800000u ? t3 : s * t3)); float t4 = load_tf(load_data(hg_at + 2u) & 15u); store_dst(hg_k + 4u, hg_f32_to_bf16((hg_as_u32(t4) & 0x7fffffffu) > 0x7f800000u ? t4 : s * t4)); float t5 = load_tf((load_data(hg_at + 2u) >> 4u) & 15u); store_dst(hg_k + 5u, hg_f32_to_bf16((hg_as_u32(t5) & 0x7fffffffu) > 0x7f800000u ? t5 : s * t5)); float t6 = load_tf(load_data(hg_at + 3u) & 15u); store_dst(hg_k + 6u, hg_f32_to_bf16((hg_as_u32(t6) & 0x7fffffffu) > 0x7f800000u ? t6 : s * t6)); float t7 = load_tf((load_data(hg_at + 3u) >> 4u) & 15u); store_dst(hg_k + 7u, hg_f32_to_bf16((hg_as_u32(t7) & 0x7fffffffu) > 0x7f800000u ? t7 : s * t7)); }
     #endif
 
-                }
+            } else if (bits == 6u) {
             } else if (bits == 8u) {
-                for (uint32_t j = 0u; j < ngrp; j++) {
-                    uint32_t b = gat + 8u * j;
-                    uint32_t k = i + 8u * j;
-                }
             }
             i = i + 8u * ngrp;
             for (; i < end; i++) {

@@ -177,16 +177,9 @@ extern "C" __global__ void __launch_bounds__(64) dequant_affine_f16_paged(unsign
             unsigned int ngrp = (end - i) >> 3u;
             unsigned int gat = doff + (i >> 3u) * bits;
             if (bits == 4u) {
-                for (unsigned int j = 0u; j < ngrp; j++) {
-                    unsigned int b = gat + 4u * j;
-                    unsigned int k = i + 8u * j;
-                    { float t0 = load_tf(load_data(b) & 15u); store_dst(k + shift, hg_f32_to_f16((__float_as_uint(t0) & 0x7fffffffu) > 0x7f800000u ? t0 : s * t0)); float t1 = load_tf((load_data(b) >> 4u) & 15u); store_dst(k + shift + 1u, hg_f32_to_f16((__float_as_uint(t1) & 0x7fffffffu) > 0x7f800000u ? t1 : s * t1)); float t2 = load_tf(load_data(b + 1u) & 15u); store_dst(k + shift + 2u, hg_f32_to_f16((__float_as_uint(t2) & 0x7fffffffu) > 0x7f800000u ? t2 : s * t2)); float t3 = load_tf((load_data(b + 1u) >> 4u) & 15u); store_dst(k + shift + 3u, hg_f32_to_f16((__float_as_uint(t3) & 0x7fffffffu) > 0x7f800000u ? t3 : s * t3)); float t4 = load_tf(load_data(b + 2u) & 15u); store_dst(k + shift + 4u, hg_f32_to_f16((__float_as_uint(t4) & 0x7fffffffu) > 0x7f800000u ? t4 : s * t4)); float t5 = load_tf((load_data(b + 2u) >> 4u) & 15u); store_dst(k + shift + 5u, hg_f32_to_f16((__float_as_uint(t5) & 0x7fffffffu) > 0x7f800000u ? t5 : s * t5)); float t6 = load_tf(load_data(b + 3u) & 15u); store_dst(k + shift + 6u, hg_f32_to_f16((__float_as_uint(t6) & 0x7fffffffu) > 0x7f800000u ? t6 : s * t6)); float t7 = load_tf((load_data(b + 3u) >> 4u) & 15u); store_dst(k + shift + 7u, hg_f32_to_f16((__float_as_uint(t7) & 0x7fffffffu) > 0x7f800000u ? t7 : s * t7)); }
-                }
+                for (unsigned int hg_j = 0u; hg_j < ngrp; hg_j++) { unsigned int hg_at = gat + 4u * hg_j; unsigned int hg_k = i + shift + 8u * hg_j; float t0 = load_tf(load_data(hg_at) & 15u); store_dst(hg_k, hg_f32_to_f16((__float_as_uint(t0) & 0x7fffffffu) > 0x7f800000u ? t0 : s * t0)); float t1 = load_tf((load_data(hg_at) >> 4u) & 15u); store_dst(hg_k + 1u, hg_f32_to_f16((__float_as_uint(t1) & 0x7fffffffu) > 0x7f800000u ? t1 : s * t1)); float t2 = load_tf(load_data(hg_at + 1u) & 15u); store_dst(hg_k + 2u, hg_f32_to_f16((__float_as_uint(t2) & 0x7fffffffu) > 0x7f800000u ? t2 : s * t2)); float t3 = load_tf((load_data(hg_at + 1u) >> 4u) & 15u); store_dst(hg_k + 3u, hg_f32_to_f16((__float_as_uint(t3) & 0x7fffffffu) > 0x7f800000u ? t3 : s * t3)); float t4 = load_tf(load_data(hg_at + 2u) & 15u); store_dst(hg_k + 4u, hg_f32_to_f16((__float_as_uint(t4) & 0x7fffffffu) > 0x7f800000u ? t4 : s * t4)); float t5 = load_tf((load_data(hg_at + 2u) >> 4u) & 15u); store_dst(hg_k + 5u, hg_f32_to_f16((__float_as_uint(t5) & 0x7fffffffu) > 0x7f800000u ? t5 : s * t5)); float t6 = load_tf(load_data(hg_at + 3u) & 15u); store_dst(hg_k + 6u, hg_f32_to_f16((__float_as_uint(t6) & 0x7fffffffu) > 0x7f800000u ? t6 : s * t6)); float t7 = load_tf((load_data(hg_at + 3u) >> 4u) & 15u); store_dst(hg_k + 7u, hg_f32_to_f16((__float_as_uint(t7) & 0x7fffffffu) > 0x7f800000u ? t7 : s * t7)); }
+            } else if (bits == 6u) {
             } else if (bits == 8u) {
-                for (unsigned int j = 0u; j < ngrp; j++) {
-                    unsigned int b = gat + 8u * j;
-                    unsigned int k = i + 8u * j;
-                }
             }
             i = i + 8u * ngrp;
             for (; i < end; i++) {

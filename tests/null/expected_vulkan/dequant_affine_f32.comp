@@ -177,16 +177,9 @@ void main() {
             uint ngrp = (end - i) >> 3u;
             uint gat = doff + (i >> 3u) * bits;
             if (bits == 4u) {
-                for (uint j = 0u; j < ngrp; j++) {
-                    uint b = gat + 4u * j;
-                    uint k = i + 8u * j;
-                    { float t0 = load_tf(load_data(b) & 15u); store_dst(k, float((floatBitsToUint(t0) & 0x7fffffffu) > 0x7f800000u ? t0 : s * t0)); float t1 = load_tf((load_data(b) >> 4u) & 15u); store_dst(k + 1u, float((floatBitsToUint(t1) & 0x7fffffffu) > 0x7f800000u ? t1 : s * t1)); float t2 = load_tf(load_data(b + 1u) & 15u); store_dst(k + 2u, float((floatBitsToUint(t2) & 0x7fffffffu) > 0x7f800000u ? t2 : s * t2)); float t3 = load_tf((load_data(b + 1u) >> 4u) & 15u); store_dst(k + 3u, float((floatBitsToUint(t3) & 0x7fffffffu) > 0x7f800000u ? t3 : s * t3)); float t4 = load_tf(load_data(b + 2u) & 15u); store_dst(k + 4u, float((floatBitsToUint(t4) & 0x7fffffffu) > 0x7f800000u ? t4 : s * t4)); float t5 = load_tf((load_data(b + 2u) >> 4u) & 15u); store_dst(k + 5u, float((floatBitsToUint(t5) & 0x7fffffffu) > 0x7f800000u ? t5 : s * t5)); float t6 = load_tf(load_data(b + 3u) & 15u); store_dst(k + 6u, float((floatBitsToUint(t6) & 0x7fffffffu) > 0x7f800000u ? t6 : s * t6)); float t7 = load_tf((load_data(b + 3u) >> 4u) & 15u); store_dst(k + 7u, float((floatBitsToUint(t7) & 0x7fffffffu) > 0x7f800000u ? t7 : s * t7)); }
-                }
+                for (uint hg_j = 0u; hg_j < ngrp; hg_j++) { uint hg_at = gat + 4u * hg_j; uint hg_k = i + 8u * hg_j; float t0 = load_tf(load_data(hg_at) & 15u); store_dst(hg_k, float((floatBitsToUint(t0) & 0x7fffffffu) > 0x7f800000u ? t0 : s * t0)); float t1 = load_tf((load_data(hg_at) >> 4u) & 15u); store_dst(hg_k + 1u, float((floatBitsToUint(t1) & 0x7fffffffu) > 0x7f800000u ? t1 : s * t1)); float t2 = load_tf(load_data(hg_at + 1u) & 15u); store_dst(hg_k + 2u, float((floatBitsToUint(t2) & 0x7fffffffu) > 0x7f800000u ? t2 : s * t2)); float t3 = load_tf((load_data(hg_at + 1u) >> 4u) & 15u); store_dst(hg_k + 3u, float((floatBitsToUint(t3) & 0x7fffffffu) > 0x7f800000u ? t3 : s * t3)); float t4 = load_tf(load_data(hg_at + 2u) & 15u); store_dst(hg_k + 4u, float((floatBitsToUint(t4) & 0x7fffffffu) > 0x7f800000u ? t4 : s * t4)); float t5 = load_tf((load_data(hg_at + 2u) >> 4u) & 15u); store_dst(hg_k + 5u, float((floatBitsToUint(t5) & 0x7fffffffu) > 0x7f800000u ? t5 : s * t5)); float t6 = load_tf(load_data(hg_at + 3u) & 15u); store_dst(hg_k + 6u, float((floatBitsToUint(t6) & 0x7fffffffu) > 0x7f800000u ? t6 : s * t6)); float t7 = load_tf((load_data(hg_at + 3u) >> 4u) & 15u); store_dst(hg_k + 7u, float((floatBitsToUint(t7) & 0x7fffffffu) > 0x7f800000u ? t7 : s * t7)); }
+            } else if (bits == 6u) {
             } else if (bits == 8u) {
-                for (uint j = 0u; j < ngrp; j++) {
-                    uint b = gat + 8u * j;
-                    uint k = i + 8u * j;
-                }
             }
             i = i + 8u * ngrp;
             for (; i < end; i++) {
