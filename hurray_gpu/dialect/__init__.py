@@ -21,6 +21,9 @@ The subset (checked by :func:`lint_body`):
   (e = 0..7) of ``buf``, code e being bits [e*B, e*B + B) (B = 4, 6 or 8) of the bytes of
   ``data`` from ``at``; ``total`` is the output's size (a hint); host C renders it as vector
   code, the other dialects as the eight STOREs;
+- ``TRANSPOSE8(dst, di, dn, src, si, sn);`` stores ``LOAD(src, si + k*sn + j)`` to
+  ``di + j*dn + k`` and ``ZORDER8(dst, di, dn, src, si, 0);`` ``LOAD(src, si + Z(j, k))`` (j's
+  bits at even, k's at odd positions), j, k = 0..7; host C shuffles u32 words in registers;
 - ``KernelDef.private`` arrays (per work item, u32/i32/f32, small) and ``shared`` arrays are
   reached with ``LOAD``/``STORE`` like buffers;
 - ``if``/``else``, ``for``, ``while``, ``break``, ``continue``, ``return;``, declarations,
