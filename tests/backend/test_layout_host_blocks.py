@@ -14,6 +14,7 @@ from hurray_gpu.format.descriptor.layouts import ColMajor, Morton, Strided, Tile
 from hurray_gpu.kernels import run_reference
 from hurray_gpu.kernels.layout import gather_kernel
 from hurray_gpu.ops.host import relayout
+from hurray_gpu.ops.layout_plan import blocks, device_buffers, plan_dense
 from hurray_gpu.ops.materialize import materialize
 from hurray_gpu.runtime.buffer import Buffer
 from hurray_gpu.runtime.registry import resolve_device
@@ -168,3 +169,15 @@ def test_materialize_odd_shapes_on_host(layout: object, dtype: str) -> None:
     want = (rng.standard_normal(shape) * 50).astype(dtype)
     got = materialize(relayout(Tensor.from_numpy(want), layout).to(CPU)).numpy()
     assert got.dtype == want.dtype and np.array_equal(got, want)
+
+
+@pytest.mark.parametrize(("layout", "block"), [
+    (Tiled((64, 64), inner_layout=4, inner=Tiled((8, 8))), (64, 64)),
+    (Tiled((32, 32)), (128, 32)), (ColMajor(), (128, 128)), (Morton((8, 8)), (64, 64))])
+def test_block_shape_per_layout_class(layout: object, block: tuple[int, int]) -> None:
+    # Nested tiles at least 64 rows tall take one 64 x 64 block inside a tile, shorter tiles a
+    # band of whole tiles; the result is exact either way (ragged 150 x 200 edges).
+    want = np.random.default_rng(9).standard_normal((150, 200)).astype(np.float32)
+    t = relayout(Tensor.from_numpy(want), layout).to(CPU)
+    assert blocks(CPU, plan_dense(t.descriptor, device_buffers(t, CPU)[0].nbytes)) == block
+    assert np.array_equal(materialize(t).numpy(), want)
