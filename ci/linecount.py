@@ -56,7 +56,9 @@ PER_FILE_CAP = 800
 #   IPC handoff protocol carrying a host segment or a device record.
 # - +34: SCALE8 over a run of groups: 4-bit runs scale and convert their 16 entries once and
 #   byte-shuffle 16-bit outputs 32 codes at a time; 6-bit codes assembled in registers.
-TOTAL_BUDGET = 36_305
+# - +100: TRANSPOSE8 / ZORDER8 (8 x 8 word blocks; AVX2 register shuffles on host C) in the host
+#   layout gather (column-major and Morton at the copy roof), nested tiles in 64 x 64 blocks.
+TOTAL_BUDGET = 36_405
 PACKAGES = ("hurray_gpu", "vyre")
 
 
