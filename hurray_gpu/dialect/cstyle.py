@@ -12,6 +12,7 @@ from typing import ClassVar
 from hurray_gpu.dialect.kernel import LONG_ITEMS, KernelDef
 from hurray_gpu.dialect.render import (
     BLOCK8_CALL,
+    COPY8_CALL,
     LIBM_INTRINSICS,
     SCALE8_CALL,
     SCALE8_CONV,
@@ -418,7 +419,13 @@ class HostCRenderer(CStyleRenderer):
             return (f"\n#if defined(__AVX2__)\n{fn}({dst}, {di}, {dn}, {src}, {si}, {sn});"
                     f"\n#else\n{expand_block8(m[0])}\n#endif\n")
 
-        return BLOCK8_CALL.sub(vector, text)
+        def copy(m: re.Match[str]) -> str:
+            dst, di, src, si = m.groups()
+            if types.get(dst) != types.get(src) or dst not in types:
+                return expand_block8(m[0])
+            return f"memcpy(&{dst}[{di}], &{src}[{si}], 8 * sizeof {dst}[0]);"
+
+        return BLOCK8_CALL.sub(vector, COPY8_CALL.sub(copy, text))
 
     def render_entry(self, kernel: KernelDef) -> str:
         if kernel.shared or "BARRIER(" in kernel.body:

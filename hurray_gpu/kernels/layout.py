@@ -222,7 +222,7 @@ _SEP_WORD_MOVE = """
         for (; xd == 0u && x + 8u <= x1; x += 8u) {
             u32 s = b + LOAD(tx, x);
             if (s + 7u >= nsrc || s + 7u < s) break;
-            for (u32 k = 0u; k < 8u; k++) STORE(dst, f + x + k, LOAD(src, s + k));
+            COPY8(dst, f + x, src, s);
         }
         for (; x < x1 && wpe == 1u && inb == 1u; x++) STORE(dst, f + x, LOAD(src, b + LOAD(tx, x)));
         for (; x < x1 && wpe == 1u; x++) {

@@ -74,7 +74,7 @@ __kernel __attribute__((reqd_work_group_size(8, 8, 1))) void layout_sepblk_u16(_
         for (; xd == 0u && x + 8u <= x1; x += 8u) {
             uint s = b + load_tx(x);
             if (s + 7u >= nsrc || s + 7u < s) break;
-            for (uint k = 0u; k < 8u; k++) store_dst(f + x + k, load_src(s + k));
+            for (uint c8k = 0u; c8k < 8u; c8k++) { store_dst((f + x) + c8k, load_src((s) + c8k)); }
         }
         for (; x < x1 && wpe == 1u && inb == 1u; x++) store_dst(f + x, load_src(b + load_tx(x)));
         for (; x < x1 && wpe == 1u; x++) {

@@ -136,7 +136,7 @@ static inline void layout_sepblk_u8_item(uint32_t hg_gid0, uint32_t hg_gid1, uin
         for (; xd == 0u && x + 8u <= x1; x += 8u) {
             uint32_t s = b + load_tx(x);
             if (s + 7u >= nsrc || s + 7u < s) break;
-            for (uint32_t k = 0u; k < 8u; k++) store_dst(f + x + k, load_src(s + k));
+            memcpy(&dst[f + x], &src[s], 8 * sizeof dst[0]);
         }
         for (; x < x1 && wpe == 1u && inb == 1u; x++) store_dst(f + x, load_src(b + load_tx(x)));
         for (; x < x1 && wpe == 1u; x++) {

@@ -74,7 +74,7 @@ extern "C" __global__ void __launch_bounds__(64) layout_sepblk_u8(unsigned char*
         for (; xd == 0u && x + 8u <= x1; x += 8u) {
             unsigned int s = b + load_tx(x);
             if (s + 7u >= nsrc || s + 7u < s) break;
-            for (unsigned int k = 0u; k < 8u; k++) store_dst(f + x + k, load_src(s + k));
+            for (unsigned int c8k = 0u; c8k < 8u; c8k++) { store_dst((f + x) + c8k, load_src((s) + c8k)); }
         }
         for (; x < x1 && wpe == 1u && inb == 1u; x++) store_dst(f + x, load_src(b + load_tx(x)));
         for (; x < x1 && wpe == 1u; x++) {
