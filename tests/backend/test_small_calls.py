@@ -79,8 +79,8 @@ def test_host_calls_allocate_only_the_result_and_flag_errors_every_time(
     want = _want(np.full(32, 0.5, np.float32))
     hg.dequantize(good)  # warm: kernels loaded, this thread's flag made
     allocs: list[int] = []
-    real = kernel_device.allocator.alloc
-    monkeypatch.setattr(kernel_device.allocator, "alloc",
+    real = kernel_device.allocator.take  # alloc() takes through it too
+    monkeypatch.setattr(kernel_device.allocator, "take",
                         lambda n, *a, **k: allocs.append(n) or real(n, *a, **k))
     for _ in range(2):  # an error never sticks: the flag is cleared for every launch
         got = hg.dequantize(good)
