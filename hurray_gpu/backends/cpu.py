@@ -336,7 +336,7 @@ class CPUProgram(Program):
         grid = [ctypes.c_int64(n) for n in launch.grid]
         ptrs, mine, busy = self._ptrs, self._ptrs(), threading.Lock()
 
-        def call(allocations: list[Allocation]) -> None:
+        def call(allocations: Sequence[Allocation]) -> None:
             addresses = [a.address or _address(a) for a in allocations]
             if not busy.acquire(False):
                 fn(ptrs(*addresses), words, *grid)

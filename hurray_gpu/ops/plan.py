@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import operator
 import threading
 import weakref
 from collections.abc import Callable, Sequence
@@ -540,16 +541,21 @@ class Prepared:
     :meth:`~hurray_gpu.runtime.program.Program.host_call`, with the same checks made here.
     """
 
-    __slots__ = ("desc", "sizes", "launch", "feeds", "flagged", "out_bytes", "result", "raw",
-                 "plan", "host", "tables", "build")
+    __slots__ = ("desc", "sizes", "launch", "plan", "flagged", "out_bytes", "result", "raw",
+                 "host", "tables", "pick", "build")
 
     def __init__(self, desc: Any, sizes: list[int], launch: Launch, feeds: tuple[Any, ...],
                  out_bytes: int, result: tuple[Any, bytes], plan: DequantPlan | None) -> None:
-        self.desc, self.sizes, self.launch, self.feeds = desc, sizes, launch, feeds
+        self.desc, self.sizes, self.launch, self.plan = desc, sizes, launch, plan
         self.flagged = "err" in feeds
-        self.out_bytes, (self.result, self.raw), self.plan = out_bytes, result, plan
-        # The tables fed as they are (held here, so alive; checked live on every call).
-        self.tables = [s.allocation for s in feeds if isinstance(s, Buffer)]
+        self.out_bytes, (self.result, self.raw) = out_bytes, result
+        # The arguments in signature order, picked from [tensor buffers, tables, dst, err]
+        # (the tables are held here, so alive; they are checked live on every call).
+        self.tables = [s for s in feeds if isinstance(s, Buffer)]
+        n, k = len(sizes), len(self.tables)
+        order = [s if s.__class__ is int else n + k if s == "dst" else n + k + 1 if s == "err"
+                 else n + self.tables.index(s) for s in feeds]
+        self.pick = operator.itemgetter(*order) if len(order) > 1 else lambda a: (a[order[0]],)
         read_only = all(p.access == "r" for p, s in zip(launch.program.kernel.buffers, feeds,
                                                         strict=True) if s not in ("dst", "err"))
         self.host = launch.program.host_call(launch) if read_only and out_bytes else None
@@ -569,29 +575,28 @@ class Prepared:
             if b.device is not dev or a.base is not None or a.freed:
                 return self(bufs)  # a view, or the checked launch says what is wrong
             allocs.append(a)
-        for a in self.tables:
-            if a.freed:
+        for t in self.tables:
+            if t.allocation.freed:
                 return self(bufs)
+            allocs.append(t.allocation)
         out = dev.allocator.take(self.out_bytes, MemoryClass.STANDARD)
-        flag: Any
+        allocs.append(out)
         flag, words = _cleared_flag(dev) if self.flagged else (None, None)
         try:
-            host([allocs[s] if s.__class__ is int else out if s == "dst" else flag.allocation
-                  if s == "err" else s.allocation for s in self.feeds])
+            host(self.pick(allocs + [flag.allocation] if flag is not None else allocs))
             result = Buffer.adopt(dev, out)
         except BaseException:
             dev.allocator.free(out)
             raise
         if words is not None and words[0]:
-            self._flagged(flag, bufs, result)
+            self._flagged(flag, bufs, result)  # type: ignore[arg-type]
         return self.build(self.result, (result,), (), self.raw, dev, MemoryClass.STANDARD,
                           None, None)
 
     def _flagged(self, err: Buffer, bufs: Sequence[Buffer], out: Buffer) -> None:
         """Raise what the kernel flagged in ``err``, if anything (the result is dropped)."""
         kernel, plan = self.launch.program.kernel, self.plan
-        args = [bufs[s] if s.__class__ is int else out if s == "dst" else err if s == "err"
-                else s for s in self.feeds]
+        args = self.pick([*bufs, *self.tables, out, err])
         try:
             check_flag(err, kernel.name, lambda: explain_invalid(plan, {
                 p.name: a for p, a in zip(kernel.buffers, args, strict=True)}))
@@ -606,14 +611,11 @@ class Prepared:
             HurrayFormatError: an invalid parameter flagged by the kernel.
             UnsupportedOpError: a buffer the launch cannot take (freed, another device).
         """
-        launch = self.launch
-        dev = launch.program.device
+        dev = self.launch.program.device
         out = Buffer(dev, self.out_bytes)
         err, host = _cleared_flag(dev) if self.flagged else (None, None)
-        args = [bufs[s] if s.__class__ is int else out if s == "dst" else err if s == "err"
-                else s for s in self.feeds]
         try:
-            launch(args)
+            self.launch(self.pick([*bufs, *self.tables, out, err]))
         except BaseException:
             out.free()
             raise

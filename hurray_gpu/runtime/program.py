@@ -289,7 +289,7 @@ class Program:
             grid = None
         return typed, needs, grid
 
-    def host_call(self, launch: Launch) -> Callable[[list[Allocation]], None] | None:
+    def host_call(self, launch: Launch) -> Callable[[Sequence[Allocation]], None] | None:
         """Where kernels run on the launching thread in host memory (the cpu backend): a call
         of ``launch`` taking its allocations in parameter order, which the caller has checked
         as :meth:`Launch.__call__` does (it checks nothing, for callers that checked once);
