@@ -41,7 +41,10 @@ CHUNK = 64 << 20
 _NO_FENCES: list[Event] = []  # shared, never appended to: buffers freed on host-synchronous devices
 
 
-@dataclass(eq=False, slots=True)
+# Slots make the per-call attribute reads cheaper; imported device memory is closed by a
+# weakref finalizer, hence the weakref slot (Python 3.11+; plain attributes before).
+@dataclass(eq=False, **({"slots": True, "weakref_slot": True} if sys.version_info >= (3, 11)
+                        else {}))
 class Allocation:
     """A device allocation or a view of one: the backend's raw handle plus its size and class.
 
