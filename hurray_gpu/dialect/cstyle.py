@@ -187,7 +187,88 @@ _SCALE8_HELPERS = """\
 #define hg_big(total, size) ((uint64_t)(total) * (size) > (uint64_t)HG_STREAM_BYTES)
 #if defined(__AVX2__)
 #include <immintrin.h>
-static inline void hg_s8_fence(void) { _mm_sfence(); }
+typedef struct {
+    const float *tab;
+    int bits, m, k, elo, ehi;
+    __m256i sp[2];
+} hg_s8_fmt_t;
+static _Thread_local hg_s8_fmt_t hg_s8_fmt_of;
+static inline void hg_s8_fence(void) {
+    _mm_sfence();
+    hg_s8_fmt_of.tab = NULL;
+}
+static inline __m256i hg_s8_codes(const uint8_t *p, int bits) {
+    if (bits == 8) return _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)p));
+    uint32_t w;
+    uint16_t h;
+    memcpy(&w, p, 4);
+    memcpy(&h, p + 4, 2);
+    __m256i b = _mm256_shuffle_epi8(_mm256_set1_epi64x((long long)(w | (uint64_t)h << 32)),
+        _mm256_setr_epi8(0, 1, 2, -1, 0, 1, 2, -1, 0, 1, 2, -1, 0, 1, 2, -1,
+                         3, 4, 5, -1, 3, 4, 5, -1, 3, 4, 5, -1, 3, 4, 5, -1));
+    return _mm256_and_si256(_mm256_srlv_epi32(b, _mm256_setr_epi32(0, 6, 12, 18, 0, 6, 12, 18)),
+                            _mm256_set1_epi32(63));
+}
+static inline __m256i hg_s8_fast(__m256i c, const hg_s8_fmt_t *f, int ex, __m256i sp0,
+                                 __m256i sp1) {
+    __m128i m = _mm_cvtsi32_si128(f->m), one = _mm_cvtsi32_si128(1);
+    __m256i mag = _mm256_and_si256(c, _mm256_set1_epi32((1 << (f->bits - 1)) - 1));
+    __m256i efm = _mm256_max_epu32(_mm256_srl_epi32(mag, m), _mm256_set1_epi32(1));
+    __m256i q = _mm256_sub_epi32(mag, _mm256_sll_epi32(_mm256_sub_epi32(efm, _mm256_set1_epi32(1)), m));
+    __m256i e = _mm256_slli_epi32(_mm256_add_epi32(efm, _mm256_set1_epi32(ex)), 23);
+    __m256i b = _mm256_add_epi32(_mm256_castps_si256(_mm256_cvtepi32_ps(q)), _mm256_andnot_si256(
+        _mm256_cmpeq_epi32(q, _mm256_setzero_si256()), e));
+    if (f->k < 1 << (f->bits - 1))
+        b = _mm256_blendv_epi8(b, _mm256_castps_si256(_mm256_blendv_ps(
+            _mm256_permutevar8x32_ps(_mm256_castsi256_ps(sp0), c),
+            _mm256_permutevar8x32_ps(_mm256_castsi256_ps(sp1), c),
+            _mm256_castsi256_ps(_mm256_slli_epi32(c, 28)))),
+            _mm256_cmpgt_epi32(mag, _mm256_set1_epi32(f->k - 1)));
+    (void)one;
+    return _mm256_or_si256(b, _mm256_sll_epi32(_mm256_srli_epi32(c, f->bits - 1),
+                                               _mm_cvtsi32_si128(31)));
+}
+static hg_s8_fmt_t hg_s8_fmt(const float *tab, int bits) {
+    if (hg_s8_fmt_of.tab == tab && hg_s8_fmt_of.bits == bits) return hg_s8_fmt_of;
+    int half = 1 << (bits - 1);
+    hg_s8_fmt_t f = {tab, bits, 0, 0, 0, 0, {_mm256_setzero_si256(), _mm256_setzero_si256()}};
+    uint32_t t[256];
+    memcpy(t, tab, sizeof(float) << bits);
+    for (int m = 2; m <= 3; m++) {
+        hg_s8_fmt_t g = {tab, bits, m, half, 255, 0, {f.sp[0], f.sp[1]}};
+        int k = 0, bias = (1 << (bits - 2 - m)) - 1, ok = 1;
+        for (; k < half; k += 8) {
+            uint32_t v[8];
+            __m256i c = _mm256_add_epi32(_mm256_set1_epi32(k), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+            _mm256_storeu_si256((__m256i *)(void *)v, hg_s8_fast(c, &g, -bias - m, f.sp[0], f.sp[1]));
+            int e = 0;
+            while (e < 8 && v[e] == t[k + e]) e++;
+            if (e < 8) {
+                k += e;
+                break;
+            }
+        }
+        for (int c = 1; c < k; c++) {
+            uint32_t x = t[c] >> 23 & 255u;
+            g.elo = (int)x < g.elo ? (int)x : g.elo;
+            g.ehi = (int)x > g.ehi ? (int)x : g.ehi;
+        }
+        for (int c = k; c < half; c++)  // inf/NaN codes, symmetric, at most 16 of them
+            ok &= (t[c] & 0x7f800000u) == 0x7f800000u && t[c + half] == (t[c] | 0x80000000u) &&
+                  c >= half - 16 && t[c] >> 31 == 0u;
+        for (int c = 1; ok && c < k; c++) ok &= t[c + half] == (t[c] | 0x80000000u);
+        if (ok && k > f.k) {
+            f = g;
+            f.k = k;
+            f.elo = 128 - g.elo;
+            f.ehi = 381 - g.ehi;
+            f.sp[0] = _mm256_loadu_si256((const __m256i *)(const void *)(t + half - 16));
+            f.sp[1] = _mm256_loadu_si256((const __m256i *)(const void *)(t + half - 8));
+        }
+    }
+    hg_s8_fmt_of = f;
+    return f;
+}
 static inline __m256 hg_s8_t4(__m256 lo, __m256 hi, const uint8_t *p) {
     uint32_t w;
     memcpy(&w, p, 4);
@@ -270,6 +351,31 @@ static inline __attribute__((always_inline)) void hg_s8_run(
         for (; j + 4u <= g; j += 4u)
             hg_s8_sh32((uint16_t *)d + 8u * j, _mm256_permute2x128_si256(t, t, 0x00),
                        _mm256_permute2x128_si256(t, t, 0x11), p + 4u * j, big);
+    }
+    if (bits != 4) {
+        hg_s8_fmt_t f = hg_s8_fmt(tab, bits);
+        uint32_t sb;
+        memcpy(&sb, &s, 4);
+        int e = (int)(sb >> 23);
+        if (f.k > 0 && (sb & 0x807fffffu) == 0u && e >= f.elo && e <= f.ehi) {
+            __m256i sp0 = f.sp[0], sp1 = f.sp[1];
+            if (conv == 1) {  // bf16 NaN is sign | 0x7fc0
+                __m256i top = _mm256_set1_epi32(0x7f800000);
+                sp0 = _mm256_blendv_epi8(sp0, _mm256_set1_epi32(0x7fc00000), _mm256_cmpgt_epi32(sp0, top));
+                sp1 = _mm256_blendv_epi8(sp1, _mm256_set1_epi32(0x7fc00000), _mm256_cmpgt_epi32(sp1, top));
+            }
+            for (; j < g; j++) {
+                __m256i v = hg_s8_fast(hg_s8_codes(p + (size_t)bits * j, bits), &f,
+                                       e - 127 - ((1 << (bits - 2 - f.m)) - 1) - f.m, sp0, sp1);
+                if (conv == 0) hg_s8_st32((float *)d + 8u * j, v, big);
+                else {
+                    v = conv == 1 ? _mm256_srli_epi32(v, 16) : hg_s8_cv(v, conv);
+                    hg_s8_st16((uint16_t *)d + 8u * j, _mm_packus_epi32(
+                        _mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1)), big);
+                }
+            }
+            return;
+        }
     }
     for (; j < g; j++) {
         const uint8_t *q = p + (size_t)bits * j;
