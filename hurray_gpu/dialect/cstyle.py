@@ -151,7 +151,7 @@ void {name}(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0, int64_t hg_
         int64_t hg_t = hg_c * hg_size;
         int64_t hg_end = hg_t + hg_size < hg_total ? hg_t + hg_size : hg_total;
         uint32_t hg_x = (uint32_t)(hg_t % hg_n0), hg_y = (uint32_t)((hg_t / hg_n0) % hg_n1);
-        uint32_t hg_z = (uint32_t)(hg_t / (hg_n0 * hg_n1));
+        uint32_t hg_z = (uint32_t)(hg_t / (hg_n0 * hg_n1));{chunk_init}
         for (; hg_t < hg_end; hg_t++) {{
             {name}_item(hg_x, hg_y, hg_z, {args});
             if (++hg_x == (uint32_t)hg_n0) {{
@@ -189,9 +189,9 @@ void {name}(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0, int64_t hg_
 # is exact, and the oracle's multiply and rounding give the same bits as adding e - 127 to the
 # exponent. Magnitudes from k up (inf and NaN codes, at most the top 16) keep their entries.
 # hg_s8_fmt_check finds M and k by comparing that arithmetic with every entry (both signs) and
-# records them per thread until the chunk ends (hg_s8_fence): a table buffer is read-only
-# while a kernel runs, and the next launch checks again (a private array, rebuilt per run, is
-# never checked: hg_s8_run's last argument). 6- and 8-bit codes then need no table loads (f32
+# records them in the chunk's hg_s8_c (the entry declares it, items take it): a table buffer
+# is read-only while a kernel runs, and the next chunk checks again (a private array, rebuilt
+# per run, is never checked: hg_s8_run's last argument is NULL). 6- and 8-bit codes then need no table loads (f32
 # bits computed for eight codes at once, bf16 outputs their exact high halves); 4-bit tables
 # (no inf/NaN codes) keep their 16 values as bf16 bits (t16; nz: the nonzero ones), which only
 # get e - 127 added to their exponent per run. Other tables and scales take the paths above.
@@ -207,11 +207,7 @@ typedef struct {
     int bits, m, k, elo, ehi;
     __m256i sp[2], bp[2], t16, nz;  // sp: T of the top 16 magnitudes; bp: bf16-rule NaNs
 } hg_s8_fmt_t;
-static _Thread_local hg_s8_fmt_t hg_s8_fmt_of;
-static inline void hg_s8_fence(void) {
-    _mm_sfence();
-    hg_s8_fmt_of.tab = NULL;
-}
+static inline void hg_s8_fence(void) { _mm_sfence(); }
 static inline __m256i hg_s8_codes(const uint8_t *p, int bits) {
     if (bits == 8) return _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)p));
     uint32_t w;
@@ -244,7 +240,8 @@ static inline __m256i hg_s8_fast(__m256i c, const hg_s8_fmt_t *f, int x, __m256i
     return _mm256_or_si256(b, _mm256_slli_epi32(_mm256_srl_epi32(
         c, _mm_cvtsi32_si128(f->bits - 1)), 31));
 }
-static __attribute__((noinline)) void hg_s8_fmt_check(const float *tab, int bits) {
+static __attribute__((noinline)) void hg_s8_fmt_check(hg_s8_fmt_t *out, const float *tab,
+                                                      int bits) {
     int half = 1 << (bits - 1);
     hg_s8_fmt_t f, g;
     uint32_t t[256];
@@ -300,11 +297,7 @@ static __attribute__((noinline)) void hg_s8_fmt_check(const float *tab, int bits
     for (int h = 0; h < 2; h++)
         f.bp[h] = _mm256_blendv_epi8(f.sp[h], _mm256_set1_epi32(0x7fc00000),
                                      _mm256_cmpgt_epi32(f.sp[h], _mm256_set1_epi32(0x7f800000)));
-    hg_s8_fmt_of = f;
-}
-static inline const hg_s8_fmt_t *hg_s8_fmt(const float *tab, int bits) {
-    if (hg_s8_fmt_of.tab != tab || hg_s8_fmt_of.bits != bits) hg_s8_fmt_check(tab, bits);
-    return &hg_s8_fmt_of;
+    *out = f;
 }
 // e when s = 2^(e-127) keeps every arithmetic value of the table normal, else 0.
 static inline int hg_s8_exp(float s, const hg_s8_fmt_t *f) {
@@ -379,13 +372,12 @@ static inline void hg_s8_sh32(uint16_t *d, __m256i tl, __m256i th, const uint8_t
 }
 static inline __attribute__((always_inline)) void hg_s8_run(
         void *restrict d, const float *tab, const uint8_t *restrict p, int bits, float s,
-        uint32_t g, int big, int conv, int fixed) {
+        uint32_t g, int big, int conv, hg_s8_fmt_t *f) {
     uint32_t j = 0;
     __m256 lo = _mm256_loadu_ps(tab), hi = bits == 4 ? _mm256_loadu_ps(tab + 8) : lo;
-    const hg_s8_fmt_t *f = NULL;
     int e = 0;
-    if (fixed && (bits != 4 || (conv == 1 && g >= 4u))) {
-        f = hg_s8_fmt(tab, bits);
+    if (f && (bits != 4 || (conv == 1 && g >= 4u))) {
+        if (f->tab != tab || f->bits != bits) hg_s8_fmt_check(f, tab, bits);
         e = hg_s8_exp(s, f);
     }
     if (bits == 4 && g >= 4u) {
@@ -434,6 +426,7 @@ static inline __attribute__((always_inline)) void hg_s8_run(
     }
 }
 #else
+typedef struct { const float *tab; } hg_s8_fmt_t;
 static inline void hg_s8_fence(void) {}
 #endif"""
 # The SCALE8_<T> helper's conversion per (dst type, T).
@@ -498,7 +491,8 @@ class HostCRenderer(CStyleRenderer):
                 return expand_scale8(m[0])
             size = "4u" if conv == "F32" else "2u"
             return (f"\n#if {isa}\nhg_s8_run({dst} + ({k}), {tab}, {data} + ({at}), {bits}, {s}, "
-                    f"{groups}, hg_big({big}, {size}), {store}, {int(tab in types)});\n#else\n"
+                    f"{groups}, hg_big({big}, {size}), {store}, {'hg_s8_c' if tab in types else 'NULL'});"
+                    "\n#else\n"
                     f"{expand_scale8(m[0])}\n#endif\n")
 
         return SCALE8_CALL.sub(scaled, kernel.body)
@@ -510,7 +504,10 @@ class HostCRenderer(CStyleRenderer):
                 f"kernel {kernel.name} uses work-group barriers or shared arrays, which host C "
                 "(one work item at a time) cannot run", fix="run it on an opencl, vulkan, cuda "
                 "or rocm device.")
-        params = "uint32_t hg_gid0, uint32_t hg_gid1, uint32_t hg_gid2, "
+        # SCALE8 kernels: a chunk's table checks (hg_s8_fmt_t), passed to its items.
+        s8 = bool(SCALE8_CALL.search(kernel.body))
+        params = "uint32_t hg_gid0, uint32_t hg_gid1, uint32_t hg_gid2, " + \
+            ("hg_s8_fmt_t *restrict hg_s8_c, " if s8 else "")
         item = (f"static inline void {kernel.name}_item({params}{self.render_params(kernel)}) "
                 f"{{\n{self.body(kernel)}\n}}")
         unpack = []
@@ -525,10 +522,11 @@ class HostCRenderer(CStyleRenderer):
             elif param.dtype == "i32":
                 value = f"(int32_t){value}"
             unpack.append(f"    {self.render_param(param)} = {value};")
-        args = ", ".join(p.name for p in kernel.params)
+        args = ("&hg_s8_c, " if s8 else "") + ", ".join(p.name for p in kernel.params)
         # Non-temporal stores are weakly ordered: drained before the chunk counts as done.
-        fence = "\n        hg_s8_fence();" if SCALE8_CALL.search(kernel.body) else ""
+        fence = "\n        hg_s8_fence();" if s8 else ""
+        init = "\n        hg_s8_fmt_t hg_s8_c;\n        hg_s8_c.tab = NULL;" if s8 else ""
         chunk = 128 if LONG_ITEMS in kernel.tags else 4096
         entry = _HOST_ENTRY.format(name=kernel.name, unpack="\n".join(unpack), args=args,
-                                   fence=fence, chunk=chunk)
+                                   fence=fence, chunk=chunk, chunk_init=init)
         return f"{item}\n\n{entry}"

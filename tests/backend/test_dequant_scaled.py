@@ -220,7 +220,7 @@ def test_scale8_format_tables(kernel_device: Device, conv: str, storage: str) ->
     """SCALE8 with the library's own tables (host C: exponent arithmetic after checking the
     table), power-of-two scales at and just past both ends of the exact range, a scale that is
     no power of two, runs of 1..8 groups; then the same table buffer rewritten in place with
-    one entry off by an ulp (the next launch must check it again and look that entry up)."""
+    one entry off by an ulp (host C checks tables per chunk: that one has no fast path)."""
     bits = by_name(storage).bits
     tab = np.asarray(table_values(storage), np.float32).copy()
     lo, hi = _normal_range(tab)
@@ -229,7 +229,7 @@ def test_scale8_format_tables(kernel_device: Device, conv: str, storage: str) ->
     stream = np.unpackbits(data, bitorder="little").reshape(n, bits)
     codes = (stream.astype(np.uint32) << np.arange(bits, dtype=np.uint32)).sum(1)
     tab_buf = Buffer.from_bytes(kernel_device, tab)
-    probe = _scale8_kernel(conv, bits)  # one program: host C keeps its table check per thread
+    probe = _scale8_kernel(conv, bits)  # one program, relaunched over the same buffers
     odd = tab.copy()
     odd.view(np.uint32)[3] += 1
     scales = [np.float32(2.0 ** (e - 127)) for e in (1, lo - 1, lo, 127, hi, hi + 1, 254)]

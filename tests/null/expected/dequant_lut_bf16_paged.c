@@ -30,11 +30,7 @@ typedef struct {
     int bits, m, k, elo, ehi;
     __m256i sp[2], bp[2], t16, nz;  // sp: T of the top 16 magnitudes; bp: bf16-rule NaNs
 } hg_s8_fmt_t;
-static _Thread_local hg_s8_fmt_t hg_s8_fmt_of;
-static inline void hg_s8_fence(void) {
-    _mm_sfence();
-    hg_s8_fmt_of.tab = NULL;
-}
+static inline void hg_s8_fence(void) { _mm_sfence(); }
 static inline __m256i hg_s8_codes(const uint8_t *p, int bits) {
     if (bits == 8) return _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)p));
     uint32_t w;
@@ -67,7 +63,8 @@ static inline __m256i hg_s8_fast(__m256i c, const hg_s8_fmt_t *f, int x, __m256i
     return _mm256_or_si256(b, _mm256_slli_epi32(_mm256_srl_epi32(
         c, _mm_cvtsi32_si128(f->bits - 1)), 31));
 }
-static __attribute__((noinline)) void hg_s8_fmt_check(const float *tab, int bits) {
+static __attribute__((noinline)) void hg_s8_fmt_check(hg_s8_fmt_t *out, const float *tab,
+                                                      int bits) {
     int half = 1 << (bits - 1);
     hg_s8_fmt_t f, g;
     uint32_t t[256];
@@ -123,11 +120,7 @@ static __attribute__((noinline)) void hg_s8_fmt_check(const float *tab, int bits
     for (int h = 0; h < 2; h++)
         f.bp[h] = _mm256_blendv_epi8(f.sp[h], _mm256_set1_epi32(0x7fc00000),
                                      _mm256_cmpgt_epi32(f.sp[h], _mm256_set1_epi32(0x7f800000)));
-    hg_s8_fmt_of = f;
-}
-static inline const hg_s8_fmt_t *hg_s8_fmt(const float *tab, int bits) {
-    if (hg_s8_fmt_of.tab != tab || hg_s8_fmt_of.bits != bits) hg_s8_fmt_check(tab, bits);
-    return &hg_s8_fmt_of;
+    *out = f;
 }
 // e when s = 2^(e-127) keeps every arithmetic value of the table normal, else 0.
 static inline int hg_s8_exp(float s, const hg_s8_fmt_t *f) {
@@ -202,13 +195,12 @@ static inline void hg_s8_sh32(uint16_t *d, __m256i tl, __m256i th, const uint8_t
 }
 static inline __attribute__((always_inline)) void hg_s8_run(
         void *restrict d, const float *tab, const uint8_t *restrict p, int bits, float s,
-        uint32_t g, int big, int conv, int fixed) {
+        uint32_t g, int big, int conv, hg_s8_fmt_t *f) {
     uint32_t j = 0;
     __m256 lo = _mm256_loadu_ps(tab), hi = bits == 4 ? _mm256_loadu_ps(tab + 8) : lo;
-    const hg_s8_fmt_t *f = NULL;
     int e = 0;
-    if (fixed && (bits != 4 || (conv == 1 && g >= 4u))) {
-        f = hg_s8_fmt(tab, bits);
+    if (f && (bits != 4 || (conv == 1 && g >= 4u))) {
+        if (f->tab != tab || f->bits != bits) hg_s8_fmt_check(f, tab, bits);
         e = hg_s8_exp(s, f);
     }
     if (bits == 4 && g >= 4u) {
@@ -257,6 +249,7 @@ static inline __attribute__((always_inline)) void hg_s8_run(
     }
 }
 #else
+typedef struct { const float *tab; } hg_s8_fmt_t;
 static inline void hg_s8_fence(void) {}
 #endif
 
@@ -267,7 +260,7 @@ static inline void hg_s8_fence(void) {}
 #define store_err(hg_i, hg_v) (err[(hg_i)] = (uint32_t)((hg_v)))
 #define load_ix(hg_i) (ix[(hg_i)])
 
-static inline void dequant_lut_bf16_paged_item(uint32_t hg_gid0, uint32_t hg_gid1, uint32_t hg_gid2, uint16_t *restrict dst, const uint8_t *restrict data, const float *restrict lut, const uint8_t *restrict scales, uint32_t *restrict err, const uint32_t *restrict ix, uint32_t n, uint32_t ept, uint32_t doff, uint32_t bits, uint32_t chk, uint32_t mode, uint32_t nparam, uint32_t inner, uint32_t ssize, uint32_t omul, uint32_t kshift, uint32_t row, uint32_t ntok, uint32_t nix) {
+static inline void dequant_lut_bf16_paged_item(uint32_t hg_gid0, uint32_t hg_gid1, uint32_t hg_gid2, hg_s8_fmt_t *restrict hg_s8_c, uint16_t *restrict dst, const uint8_t *restrict data, const float *restrict lut, const uint8_t *restrict scales, uint32_t *restrict err, const uint32_t *restrict ix, uint32_t n, uint32_t ept, uint32_t doff, uint32_t bits, uint32_t chk, uint32_t mode, uint32_t nparam, uint32_t inner, uint32_t ssize, uint32_t omul, uint32_t kshift, uint32_t row, uint32_t ntok, uint32_t nix) {
     uint32_t first = 0u;
     uint32_t last = 0u;
     uint32_t shift = 0u;
@@ -377,7 +370,7 @@ static inline void dequant_lut_bf16_paged_item(uint32_t hg_gid0, uint32_t hg_gid
                 if (bits == 4u) {
 
     #if defined(__AVX2__)
-    hg_s8_run(dst + (i + shift), lut, data + (gat), 4, s, ngrp, hg_big(n, 2u), 1, 1);
+    hg_s8_run(dst + (i + shift), lut, data + (gat), 4, s, ngrp, hg_big(n, 2u), 1, hg_s8_c);
     #else
     for (uint32_t hg_j = 0u; hg_j < ngrp; hg_j++) { uint32_t hg_at = gat + 4u * hg_j; uint32_t hg_k = i + shift + 8u * hg_j; float t0 = load_lut(load_data(hg_at) & 15u); store_dst(hg_k, hg_f32_to_bf16((hg_as_u32(t0) & 0x7fffffffu) > 0x7f800000u ? t0 : s * t0)); float t1 = load_lut((load_data(hg_at) >> 4u) & 15u); store_dst(hg_k + 1u, hg_f32_to_bf16((hg_as_u32(t1) & 0x7fffffffu) > 0x7f800000u ? t1 : s * t1)); float t2 = load_lut(load_data(hg_at + 1u) & 15u); store_dst(hg_k + 2u, hg_f32_to_bf16((hg_as_u32(t2) & 0x7fffffffu) > 0x7f800000u ? t2 : s * t2)); float t3 = load_lut((load_data(hg_at + 1u) >> 4u) & 15u); store_dst(hg_k + 3u, hg_f32_to_bf16((hg_as_u32(t3) & 0x7fffffffu) > 0x7f800000u ? t3 : s * t3)); float t4 = load_lut(load_data(hg_at + 2u) & 15u); store_dst(hg_k + 4u, hg_f32_to_bf16((hg_as_u32(t4) & 0x7fffffffu) > 0x7f800000u ? t4 : s * t4)); float t5 = load_lut((load_data(hg_at + 2u) >> 4u) & 15u); store_dst(hg_k + 5u, hg_f32_to_bf16((hg_as_u32(t5) & 0x7fffffffu) > 0x7f800000u ? t5 : s * t5)); float t6 = load_lut(load_data(hg_at + 3u) & 15u); store_dst(hg_k + 6u, hg_f32_to_bf16((hg_as_u32(t6) & 0x7fffffffu) > 0x7f800000u ? t6 : s * t6)); float t7 = load_lut((load_data(hg_at + 3u) >> 4u) & 15u); store_dst(hg_k + 7u, hg_f32_to_bf16((hg_as_u32(t7) & 0x7fffffffu) > 0x7f800000u ? t7 : s * t7)); }
     #endif
@@ -385,7 +378,7 @@ static inline void dequant_lut_bf16_paged_item(uint32_t hg_gid0, uint32_t hg_gid
                 } else if (bits == 6u) {
 
     #if defined(__AVX2__)
-    hg_s8_run(dst + (i + shift), lut, data + (gat), 6, s, ngrp, hg_big(n, 2u), 1, 1);
+    hg_s8_run(dst + (i + shift), lut, data + (gat), 6, s, ngrp, hg_big(n, 2u), 1, hg_s8_c);
     #else
     for (uint32_t hg_j = 0u; hg_j < ngrp; hg_j++) { uint32_t hg_at = gat + 6u * hg_j; uint32_t hg_k = i + shift + 8u * hg_j; float t0 = load_lut(load_data(hg_at) & 63u); store_dst(hg_k, hg_f32_to_bf16((hg_as_u32(t0) & 0x7fffffffu) > 0x7f800000u ? t0 : s * t0)); float t1 = load_lut(((load_data(hg_at) | (load_data(hg_at + 1u) << 8u)) >> 6u) & 63u); store_dst(hg_k + 1u, hg_f32_to_bf16((hg_as_u32(t1) & 0x7fffffffu) > 0x7f800000u ? t1 : s * t1)); float t2 = load_lut(((load_data(hg_at + 1u) | (load_data(hg_at + 2u) << 8u)) >> 4u) & 63u); store_dst(hg_k + 2u, hg_f32_to_bf16((hg_as_u32(t2) & 0x7fffffffu) > 0x7f800000u ? t2 : s * t2)); float t3 = load_lut((load_data(hg_at + 2u) >> 2u) & 63u); store_dst(hg_k + 3u, hg_f32_to_bf16((hg_as_u32(t3) & 0x7fffffffu) > 0x7f800000u ? t3 : s * t3)); float t4 = load_lut(load_data(hg_at + 3u) & 63u); store_dst(hg_k + 4u, hg_f32_to_bf16((hg_as_u32(t4) & 0x7fffffffu) > 0x7f800000u ? t4 : s * t4)); float t5 = load_lut(((load_data(hg_at + 3u) | (load_data(hg_at + 4u) << 8u)) >> 6u) & 63u); store_dst(hg_k + 5u, hg_f32_to_bf16((hg_as_u32(t5) & 0x7fffffffu) > 0x7f800000u ? t5 : s * t5)); float t6 = load_lut(((load_data(hg_at + 4u) | (load_data(hg_at + 5u) << 8u)) >> 4u) & 63u); store_dst(hg_k + 6u, hg_f32_to_bf16((hg_as_u32(t6) & 0x7fffffffu) > 0x7f800000u ? t6 : s * t6)); float t7 = load_lut((load_data(hg_at + 5u) >> 2u) & 63u); store_dst(hg_k + 7u, hg_f32_to_bf16((hg_as_u32(t7) & 0x7fffffffu) > 0x7f800000u ? t7 : s * t7)); }
     #endif
@@ -393,7 +386,7 @@ static inline void dequant_lut_bf16_paged_item(uint32_t hg_gid0, uint32_t hg_gid
                 } else if (bits == 8u) {
 
     #if defined(__AVX2__)
-    hg_s8_run(dst + (i + shift), lut, data + (gat), 8, s, ngrp, hg_big(n, 2u), 1, 1);
+    hg_s8_run(dst + (i + shift), lut, data + (gat), 8, s, ngrp, hg_big(n, 2u), 1, hg_s8_c);
     #else
     for (uint32_t hg_j = 0u; hg_j < ngrp; hg_j++) { uint32_t hg_at = gat + 8u * hg_j; uint32_t hg_k = i + shift + 8u * hg_j; float t0 = load_lut(load_data(hg_at) & 255u); store_dst(hg_k, hg_f32_to_bf16((hg_as_u32(t0) & 0x7fffffffu) > 0x7f800000u ? t0 : s * t0)); float t1 = load_lut(load_data(hg_at + 1u) & 255u); store_dst(hg_k + 1u, hg_f32_to_bf16((hg_as_u32(t1) & 0x7fffffffu) > 0x7f800000u ? t1 : s * t1)); float t2 = load_lut(load_data(hg_at + 2u) & 255u); store_dst(hg_k + 2u, hg_f32_to_bf16((hg_as_u32(t2) & 0x7fffffffu) > 0x7f800000u ? t2 : s * t2)); float t3 = load_lut(load_data(hg_at + 3u) & 255u); store_dst(hg_k + 3u, hg_f32_to_bf16((hg_as_u32(t3) & 0x7fffffffu) > 0x7f800000u ? t3 : s * t3)); float t4 = load_lut(load_data(hg_at + 4u) & 255u); store_dst(hg_k + 4u, hg_f32_to_bf16((hg_as_u32(t4) & 0x7fffffffu) > 0x7f800000u ? t4 : s * t4)); float t5 = load_lut(load_data(hg_at + 5u) & 255u); store_dst(hg_k + 5u, hg_f32_to_bf16((hg_as_u32(t5) & 0x7fffffffu) > 0x7f800000u ? t5 : s * t5)); float t6 = load_lut(load_data(hg_at + 6u) & 255u); store_dst(hg_k + 6u, hg_f32_to_bf16((hg_as_u32(t6) & 0x7fffffffu) > 0x7f800000u ? t6 : s * t6)); float t7 = load_lut(load_data(hg_at + 7u) & 255u); store_dst(hg_k + 7u, hg_f32_to_bf16((hg_as_u32(t7) & 0x7fffffffu) > 0x7f800000u ? t7 : s * t7)); }
     #endif
@@ -585,7 +578,7 @@ static inline void dequant_lut_bf16_paged_item(uint32_t hg_gid0, uint32_t hg_gid
                 if (bits == 4u) {
 
     #if defined(__AVX2__)
-    hg_s8_run(dst + (i + shift), lut, data + (gat), 4, s, ngrp, hg_big(n, 2u), 1, 1);
+    hg_s8_run(dst + (i + shift), lut, data + (gat), 4, s, ngrp, hg_big(n, 2u), 1, hg_s8_c);
     #else
     for (uint32_t hg_j = 0u; hg_j < ngrp; hg_j++) { uint32_t hg_at = gat + 4u * hg_j; uint32_t hg_k = i + shift + 8u * hg_j; float t0 = load_lut(load_data(hg_at) & 15u); store_dst(hg_k, hg_f32_to_bf16((hg_as_u32(t0) & 0x7fffffffu) > 0x7f800000u ? t0 : s * t0)); float t1 = load_lut((load_data(hg_at) >> 4u) & 15u); store_dst(hg_k + 1u, hg_f32_to_bf16((hg_as_u32(t1) & 0x7fffffffu) > 0x7f800000u ? t1 : s * t1)); float t2 = load_lut(load_data(hg_at + 1u) & 15u); store_dst(hg_k + 2u, hg_f32_to_bf16((hg_as_u32(t2) & 0x7fffffffu) > 0x7f800000u ? t2 : s * t2)); float t3 = load_lut((load_data(hg_at + 1u) >> 4u) & 15u); store_dst(hg_k + 3u, hg_f32_to_bf16((hg_as_u32(t3) & 0x7fffffffu) > 0x7f800000u ? t3 : s * t3)); float t4 = load_lut(load_data(hg_at + 2u) & 15u); store_dst(hg_k + 4u, hg_f32_to_bf16((hg_as_u32(t4) & 0x7fffffffu) > 0x7f800000u ? t4 : s * t4)); float t5 = load_lut((load_data(hg_at + 2u) >> 4u) & 15u); store_dst(hg_k + 5u, hg_f32_to_bf16((hg_as_u32(t5) & 0x7fffffffu) > 0x7f800000u ? t5 : s * t5)); float t6 = load_lut(load_data(hg_at + 3u) & 15u); store_dst(hg_k + 6u, hg_f32_to_bf16((hg_as_u32(t6) & 0x7fffffffu) > 0x7f800000u ? t6 : s * t6)); float t7 = load_lut((load_data(hg_at + 3u) >> 4u) & 15u); store_dst(hg_k + 7u, hg_f32_to_bf16((hg_as_u32(t7) & 0x7fffffffu) > 0x7f800000u ? t7 : s * t7)); }
     #endif
@@ -593,7 +586,7 @@ static inline void dequant_lut_bf16_paged_item(uint32_t hg_gid0, uint32_t hg_gid
                 } else if (bits == 6u) {
 
     #if defined(__AVX2__)
-    hg_s8_run(dst + (i + shift), lut, data + (gat), 6, s, ngrp, hg_big(n, 2u), 1, 1);
+    hg_s8_run(dst + (i + shift), lut, data + (gat), 6, s, ngrp, hg_big(n, 2u), 1, hg_s8_c);
     #else
     for (uint32_t hg_j = 0u; hg_j < ngrp; hg_j++) { uint32_t hg_at = gat + 6u * hg_j; uint32_t hg_k = i + shift + 8u * hg_j; float t0 = load_lut(load_data(hg_at) & 63u); store_dst(hg_k, hg_f32_to_bf16((hg_as_u32(t0) & 0x7fffffffu) > 0x7f800000u ? t0 : s * t0)); float t1 = load_lut(((load_data(hg_at) | (load_data(hg_at + 1u) << 8u)) >> 6u) & 63u); store_dst(hg_k + 1u, hg_f32_to_bf16((hg_as_u32(t1) & 0x7fffffffu) > 0x7f800000u ? t1 : s * t1)); float t2 = load_lut(((load_data(hg_at + 1u) | (load_data(hg_at + 2u) << 8u)) >> 4u) & 63u); store_dst(hg_k + 2u, hg_f32_to_bf16((hg_as_u32(t2) & 0x7fffffffu) > 0x7f800000u ? t2 : s * t2)); float t3 = load_lut((load_data(hg_at + 2u) >> 2u) & 63u); store_dst(hg_k + 3u, hg_f32_to_bf16((hg_as_u32(t3) & 0x7fffffffu) > 0x7f800000u ? t3 : s * t3)); float t4 = load_lut(load_data(hg_at + 3u) & 63u); store_dst(hg_k + 4u, hg_f32_to_bf16((hg_as_u32(t4) & 0x7fffffffu) > 0x7f800000u ? t4 : s * t4)); float t5 = load_lut(((load_data(hg_at + 3u) | (load_data(hg_at + 4u) << 8u)) >> 6u) & 63u); store_dst(hg_k + 5u, hg_f32_to_bf16((hg_as_u32(t5) & 0x7fffffffu) > 0x7f800000u ? t5 : s * t5)); float t6 = load_lut(((load_data(hg_at + 4u) | (load_data(hg_at + 5u) << 8u)) >> 4u) & 63u); store_dst(hg_k + 6u, hg_f32_to_bf16((hg_as_u32(t6) & 0x7fffffffu) > 0x7f800000u ? t6 : s * t6)); float t7 = load_lut((load_data(hg_at + 5u) >> 2u) & 63u); store_dst(hg_k + 7u, hg_f32_to_bf16((hg_as_u32(t7) & 0x7fffffffu) > 0x7f800000u ? t7 : s * t7)); }
     #endif
@@ -601,7 +594,7 @@ static inline void dequant_lut_bf16_paged_item(uint32_t hg_gid0, uint32_t hg_gid
                 } else if (bits == 8u) {
 
     #if defined(__AVX2__)
-    hg_s8_run(dst + (i + shift), lut, data + (gat), 8, s, ngrp, hg_big(n, 2u), 1, 1);
+    hg_s8_run(dst + (i + shift), lut, data + (gat), 8, s, ngrp, hg_big(n, 2u), 1, hg_s8_c);
     #else
     for (uint32_t hg_j = 0u; hg_j < ngrp; hg_j++) { uint32_t hg_at = gat + 8u * hg_j; uint32_t hg_k = i + shift + 8u * hg_j; float t0 = load_lut(load_data(hg_at) & 255u); store_dst(hg_k, hg_f32_to_bf16((hg_as_u32(t0) & 0x7fffffffu) > 0x7f800000u ? t0 : s * t0)); float t1 = load_lut(load_data(hg_at + 1u) & 255u); store_dst(hg_k + 1u, hg_f32_to_bf16((hg_as_u32(t1) & 0x7fffffffu) > 0x7f800000u ? t1 : s * t1)); float t2 = load_lut(load_data(hg_at + 2u) & 255u); store_dst(hg_k + 2u, hg_f32_to_bf16((hg_as_u32(t2) & 0x7fffffffu) > 0x7f800000u ? t2 : s * t2)); float t3 = load_lut(load_data(hg_at + 3u) & 255u); store_dst(hg_k + 3u, hg_f32_to_bf16((hg_as_u32(t3) & 0x7fffffffu) > 0x7f800000u ? t3 : s * t3)); float t4 = load_lut(load_data(hg_at + 4u) & 255u); store_dst(hg_k + 4u, hg_f32_to_bf16((hg_as_u32(t4) & 0x7fffffffu) > 0x7f800000u ? t4 : s * t4)); float t5 = load_lut(load_data(hg_at + 5u) & 255u); store_dst(hg_k + 5u, hg_f32_to_bf16((hg_as_u32(t5) & 0x7fffffffu) > 0x7f800000u ? t5 : s * t5)); float t6 = load_lut(load_data(hg_at + 6u) & 255u); store_dst(hg_k + 6u, hg_f32_to_bf16((hg_as_u32(t6) & 0x7fffffffu) > 0x7f800000u ? t6 : s * t6)); float t7 = load_lut(load_data(hg_at + 7u) & 255u); store_dst(hg_k + 7u, hg_f32_to_bf16((hg_as_u32(t7) & 0x7fffffffu) > 0x7f800000u ? t7 : s * t7)); }
     #endif
@@ -813,8 +806,10 @@ void dequant_lut_bf16_paged(void **hg_bufs, const uint32_t *hg_words, int64_t hg
         int64_t hg_end = hg_t + hg_size < hg_total ? hg_t + hg_size : hg_total;
         uint32_t hg_x = (uint32_t)(hg_t % hg_n0), hg_y = (uint32_t)((hg_t / hg_n0) % hg_n1);
         uint32_t hg_z = (uint32_t)(hg_t / (hg_n0 * hg_n1));
+        hg_s8_fmt_t hg_s8_c;
+        hg_s8_c.tab = NULL;
         for (; hg_t < hg_end; hg_t++) {
-            dequant_lut_bf16_paged_item(hg_x, hg_y, hg_z, dst, data, lut, scales, err, ix, n, ept, doff, bits, chk, mode, nparam, inner, ssize, omul, kshift, row, ntok, nix);
+            dequant_lut_bf16_paged_item(hg_x, hg_y, hg_z, &hg_s8_c, dst, data, lut, scales, err, ix, n, ept, doff, bits, chk, mode, nparam, inner, ssize, omul, kshift, row, ntok, nix);
             if (++hg_x == (uint32_t)hg_n0) {
                 hg_x = 0;
                 if (++hg_y == (uint32_t)hg_n1) { hg_y = 0; hg_z++; }
