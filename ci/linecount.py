@@ -56,9 +56,14 @@ PER_FILE_CAP = 800
 #   IPC handoff protocol carrying a host segment or a device record.
 # - +34: SCALE8 over a run of groups: 4-bit runs scale and convert their 16 entries once and
 #   byte-shuffle 16-bit outputs 32 codes at a time; 6-bit codes assembled in registers.
+# - +100: TRANSPOSE8 / ZORDER8 (8 x 8 word blocks; AVX2 register shuffles on host C) in the host
+#   layout gather (column-major and Morton at the copy roof), nested tiles in 64 x 64 blocks.
+# - +15: COPY8 (a run of 8 words copied as one block on host C; GCC kept the loop's u32
+#   index arithmetic scalar) in the host layout gather's row runs.
+# - +101: host small calls: prepared repeats via Program.host_call, Allocator.take, Buffer.adopt.
 # - +135: SCALE8 of small float tables by exponent arithmetic (a per-chunk check of the
 #   table, no per-code loads for 6-/8-bit codes, 4-bit bf16 tables shifted per run).
-TOTAL_BUDGET = 36_440
+TOTAL_BUDGET = 36_659
 PACKAGES = ("hurray_gpu", "vyre")
 
 

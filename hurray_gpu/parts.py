@@ -93,6 +93,15 @@ def register_tensor_class(cls: type, build: Callable[..., Any]) -> None:
     _TENSOR_TYPE[:] = [cls]
 
 
+def tensor_builder() -> Callable[..., Any]:
+    """What :func:`make_tensor` calls: ``build(desc, buffers, members, raw, device,
+    memory_class, seq_lens, sync)`` with every argument given and checked (for a caller that
+    builds many results of one kind)."""
+    if not _TENSOR:
+        importlib.import_module("hurray_gpu.tensor")  # see make_tensor
+    return _TENSOR[0]
+
+
 def make_tensor(desc: TensorDescriptor, buffers: Sequence[Buffer], *,
                 members: Sequence[TensorLike] = (), raw: bytes | None = None,
                 device: Device | None = None, memory_class: MemoryClass | None = None,

@@ -79,8 +79,10 @@ class Tensor:
                raw: bytes, device: Device, mclass: MemoryClass, seq_lens: Any,
                sync: SyncState | None) -> Tensor:
         """Wrap parts the services have already validated (see :func:`parts.make_tensor`)."""
-        self = object.__new__(cls)
-        self._init(desc, buffers, members, raw, device, mclass, seq_lens, sync)
+        self = object.__new__(cls)  # _init's assignments, in place: small calls build many
+        self._descriptor, self._buffers, self._members, self._raw = desc, buffers, members, raw
+        self._device, self._mclass, self.seq_lens, self._sync, self._dl = (
+            device, mclass, seq_lens, sync, None)
         return self
 
     @classmethod

@@ -14,6 +14,7 @@ import os
 import platform
 import subprocess
 import tempfile
+import threading
 import time
 import weakref
 from collections.abc import Sequence
@@ -309,7 +310,7 @@ class CPUProgram(Program):
                 wait: bool) -> float | None:
         # Small launches (a KV decode step) are dominated by this marshalling: addresses are
         # cached per allocation (its memory never moves) and every scalar is one 32-bit word.
-        ptrs = self._ptrs(*[b.__dict__.get("_cpu_address") or _address(b) for b in buffers])
+        ptrs = self._ptrs(*[b.address or _address(b) for b in buffers])
         packed = self._packed.get(id(scalars))
         if packed is None or packed[0] is not scalars:
             packed = (scalars, self._words.from_buffer_copy(
@@ -321,6 +322,32 @@ class CPUProgram(Program):
         start = time.perf_counter()
         self._fn(ptrs, packed[1], *global_size)
         return time.perf_counter() - start if wait else None
+
+    def host_call(self, launch: Any) -> Any:
+        # The entry without argtypes, its words and grid as ready ctypes values, and one
+        # address array refilled per call: ctypes then converts nothing (a thread that finds
+        # the array in use by another builds its own).
+        if launch.grid is None or not launch.grid[0] * launch.grid[1] * launch.grid[2]:
+            return None  # the checked launch raises why, or runs nothing
+        fn = self._lib[self.kernel.name]
+        fn.restype = None
+        words = self._words.from_buffer_copy(b"".join([s.tobytes() for s in launch.typed])
+                                             or bytes(4))
+        grid = [ctypes.c_int64(n) for n in launch.grid]
+        ptrs, mine, busy = self._ptrs, self._ptrs(), threading.Lock()
+
+        def call(allocations: Sequence[Allocation]) -> None:
+            addresses = [a.address or _address(a) for a in allocations]
+            if not busy.acquire(False):
+                fn(ptrs(*addresses), words, *grid)
+                return
+            try:
+                mine[:] = addresses
+                fn(mine, words, *grid)
+            finally:
+                busy.release()
+
+        return call
 
 
 # Host addresses of root arrays by id: a pooled buffer comes back as a new Allocation over the
@@ -334,7 +361,7 @@ def _forget(key: int, _dead: object) -> None:
 
 def _address(allocation: Allocation) -> int | None:
     """The host address of ``allocation``'s bytes (None when empty), computed once."""
-    cached = allocation.__dict__.get("_cpu_address", False)
+    cached = allocation.address
     if cached is False:
         raw = allocation.raw
         hit = _ADDRESSES.get(id(raw))
@@ -350,7 +377,7 @@ def _address(allocation: Allocation) -> int | None:
             if allocation.base is None and not allocation.external:  # pooled memory
                 key = id(raw)  # the entry leaves with its array
                 _ADDRESSES[key] = (weakref.ref(raw, functools.partial(_forget, key)), cached)
-        allocation.__dict__["_cpu_address"] = cached
+        allocation.address = cached
     return cached
 
 

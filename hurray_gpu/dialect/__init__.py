@@ -23,6 +23,11 @@ The subset (checked by :func:`lint_body`):
   renders it as vector code (4-bit runs of four or more groups: the 16 entries scaled and
   converted once, then byte shuffles per 32 codes), the other dialects as a loop of the eight
   STOREs;
+- ``TRANSPOSE8(dst, di, dn, src, si, sn);`` stores ``LOAD(src, si + k*sn + j)`` to
+  ``di + j*dn + k`` and ``ZORDER8(dst, di, dn, src, si, 0);`` ``LOAD(src, si + Z(j, k))`` (j's
+  bits at even, k's at odd positions), j, k = 0..7; host C shuffles u32 words in registers;
+- ``COPY8(dst, di, src, si);`` stores ``LOAD(src, si + k)`` to ``di + k``, k = 0..7 (buffers of
+  one word type); host C copies the 8 words as one block;
 - ``KernelDef.private`` arrays (per work item, u32/i32/f32, small) and ``shared`` arrays are
   reached with ``LOAD``/``STORE`` like buffers;
 - ``if``/``else``, ``for``, ``while``, ``break``, ``continue``, ``return;``, declarations,

@@ -11,10 +11,13 @@ from typing import ClassVar
 
 from hurray_gpu.dialect.kernel import LONG_ITEMS, KernelDef
 from hurray_gpu.dialect.render import (
+    BLOCK8_CALL,
+    COPY8_CALL,
     LIBM_INTRINSICS,
     SCALE8_CALL,
     SCALE8_CONV,
     CStyleRenderer,
+    expand_block8,
     expand_scale8,
 )
 from hurray_gpu.errors import UnsupportedOpError
@@ -432,6 +435,60 @@ static inline void hg_s8_fence(void) {}
 # The SCALE8_<T> helper's conversion per (dst type, T).
 _SCALE8_STORES = {("f32", "F32"): 0, ("u16", "BF16"): 1, ("u16", "F16"): 2}
 
+# TRANSPOSE8 and ZORDER8 of u32 words on the host (AVX2; kept apart from SCALE8): eight 8-word
+# loads, then lane moves. TRANSPOSE8: the 32-bit and 64-bit unpacks and 128-bit lane swaps of a
+# register transpose. ZORDER8: a vector's lane bits are (j0 k0 j1) and its index (k1 j2 k2);
+# swapping lanes 1 and 2, then 64-bit halves with the neighbouring vector, then 128-bit halves
+# with the vector 4 away leaves lanes (k0 k1 k2) and index (j0 j2 j1): row j.
+_T8_HELPER = """\
+#if defined(__AVX2__)
+#include <immintrin.h>
+static inline void hg_t8_u32(uint32_t *restrict d, uint32_t di, uint32_t dn,
+                             const uint32_t *restrict s, uint32_t si, uint32_t sn) {
+    __m256i r[8], t[8], u[8];
+    for (int k = 0; k < 8; k++) r[k] = _mm256_loadu_si256((const void *)(s + (uint32_t)(si + k * sn)));
+    for (int k = 0; k < 8; k += 2) {
+        t[k] = _mm256_unpacklo_epi32(r[k], r[k + 1]);
+        t[k + 1] = _mm256_unpackhi_epi32(r[k], r[k + 1]);
+    }
+    for (int k = 0; k < 8; k += 4) {
+        u[k] = _mm256_unpacklo_epi64(t[k], t[k + 2]);
+        u[k + 1] = _mm256_unpackhi_epi64(t[k], t[k + 2]);
+        u[k + 2] = _mm256_unpacklo_epi64(t[k + 1], t[k + 3]);
+        u[k + 3] = _mm256_unpackhi_epi64(t[k + 1], t[k + 3]);
+    }
+    for (int j = 0; j < 4; j++) {
+        _mm256_storeu_si256((void *)(d + (uint32_t)(di + j * dn)),
+                            _mm256_permute2x128_si256(u[j], u[j + 4], 0x20));
+        _mm256_storeu_si256((void *)(d + (uint32_t)(di + (j + 4) * dn)),
+                            _mm256_permute2x128_si256(u[j], u[j + 4], 0x31));
+    }
+}
+#endif"""
+_Z8_HELPER = """\
+#if defined(__AVX2__)
+#include <immintrin.h>
+static inline void hg_z8_u32(uint32_t *restrict d, uint32_t di, uint32_t dn,
+                             const uint32_t *restrict s, uint32_t si, uint32_t unused) {
+    __m256i v[8], w[8];
+    (void)unused;
+    for (int i = 0; i < 8; i++)
+        v[i] = _mm256_shuffle_epi32(_mm256_loadu_si256((const void *)(s + si + 8 * i)), 0xD8);
+    for (int i = 0; i < 8; i += 2) {
+        w[i] = _mm256_unpacklo_epi64(v[i], v[i + 1]);
+        w[i + 1] = _mm256_unpackhi_epi64(v[i], v[i + 1]);
+    }
+    for (int i = 0; i < 4; i++) {
+        v[i] = _mm256_permute2x128_si256(w[i], w[i + 4], 0x20);
+        v[i + 4] = _mm256_permute2x128_si256(w[i], w[i + 4], 0x31);
+    }
+    for (int i = 0; i < 8; i++) {
+        uint32_t j = (uint32_t)((i & 1) | ((i >> 1) & 2) | ((i << 1) & 4));
+        _mm256_storeu_si256((void *)(d + (uint32_t)(di + j * dn)), v[i]);
+    }
+}
+#endif"""
+
 
 class HostCRenderer(CStyleRenderer):
     """C11 for the host compiler: one work item per loop iteration, OpenMP across cores."""
@@ -469,7 +526,8 @@ class HostCRenderer(CStyleRenderer):
         "ATOMIC_CAS": "static inline uint32_t hg_atomic_cas(uint32_t *p, uint32_t e, uint32_t v) {\n"
                       "    __atomic_compare_exchange_n(p, &e, v, 0, __ATOMIC_SEQ_CST,\n"
                       "                                __ATOMIC_SEQ_CST);\n    return e;\n}",
-        **{f"SCALE8_{t}": _SCALE8_HELPERS for t in SCALE8_CONV}}
+        **{f"SCALE8_{t}": _SCALE8_HELPERS for t in SCALE8_CONV}, "TRANSPOSE8": _T8_HELPER,
+        "ZORDER8": _Z8_HELPER}
     atomic_map: ClassVar[dict[str, str]] = {
         **{op: f"__atomic_{fn}(&{{b}}[{{i}}], {{v}}, __ATOMIC_SEQ_CST)" for op, fn in (
             ("ATOMIC_ADD", "fetch_add"), ("ATOMIC_OR", "fetch_or"), ("ATOMIC_AND", "fetch_and"),
@@ -496,6 +554,25 @@ class HostCRenderer(CStyleRenderer):
                     f"{expand_scale8(m[0])}\n#endif\n")
 
         return SCALE8_CALL.sub(scaled, kernel.body)
+
+    def block8(self, kernel: KernelDef, text: str) -> str:
+        types = {p.name: p.dtype for p in kernel.buffers}
+
+        def vector(m: re.Match[str]) -> str:
+            op, dst, di, dn, src, si, sn = m.groups()
+            if types.get(dst) != "u32" or types.get(src) != "u32":
+                return expand_block8(m[0])
+            fn = "hg_t8_u32" if op == "TRANSPOSE8" else "hg_z8_u32"
+            return (f"\n#if defined(__AVX2__)\n{fn}({dst}, {di}, {dn}, {src}, {si}, {sn});"
+                    f"\n#else\n{expand_block8(m[0])}\n#endif\n")
+
+        def copy(m: re.Match[str]) -> str:
+            dst, di, src, si = m.groups()
+            if types.get(dst) != types.get(src) or dst not in types:
+                return expand_block8(m[0])
+            return f"memcpy(&{dst}[{di}], &{src}[{si}], 8 * sizeof {dst}[0]);"
+
+        return BLOCK8_CALL.sub(vector, COPY8_CALL.sub(copy, text))
 
     def render_entry(self, kernel: KernelDef) -> str:
         if kernel.shared or "BARRIER(" in kernel.body:

@@ -13,7 +13,8 @@ from hurray_gpu.dialect.helpers import HELPERS, helpers_for
 from hurray_gpu.dialect.kernel import KernelDef, Param
 from hurray_gpu.errors import UnsupportedOpError
 
-__all__ = ["RENDER_VERSION", "SCALE8_CALL", "SCALE8_CONV", "CStyleRenderer", "expand_scale8", "lint_body", "value_type"]
+__all__ = ["RENDER_VERSION", "SCALE8_CALL", "SCALE8_CONV", "BLOCK8_CALL", "COPY8_CALL", "CStyleRenderer",
+           "expand_scale8", "expand_block8", "lint_body", "value_type"]
 
 # Bump whenever rendered semantics change: it is hashed into every kernel cache key.
 RENDER_VERSION = 5
@@ -64,6 +65,23 @@ SCALE8_CALL = re.compile(r"\bSCALE8_(F32|BF16|F16)\(\s*(\w+)\s*,\s*([\w +*]+?)\s
                          r"\s*(\w+)\s*\)\s*;")
 SCALE8_CONV = {"F32": "F32", "BF16": "F32_TO_BF16_BITS", "F16": "F32_TO_F16_BITS"}
 _TYPES = re.compile(r"\b(u32|i32|f32|bool)\b")
+# -- TRANSPOSE8 and ZORDER8 (8 x 8 word blocks of the layout kernels; apart from SCALE8) -------
+# TRANSPOSE8(dst, di, dn, src, si, sn);  for j, k = 0..7: STORE(dst, di + j * dn + k,
+# LOAD(src, si + k * sn + j)): 8 source runs of 8 words become 8 destination runs.
+# ZORDER8(dst, di, dn, src, si, 0);  for j, k = 0..7: STORE(dst, di + j * dn + k,
+# LOAD(src, si + Z(j, k))), Z interleaving the bits of j (even positions) and of k (odd): 64
+# words in rank-2 Morton order become 8 destination runs. No source run may wrap past 2**32.
+# Host C renders u32 words as register shuffles (GCC leaves the loops scalar), everything else
+# as the loops; di and si are sums of products of names and literals, the others names.
+BLOCK8_CALL = re.compile(r"\b(TRANSPOSE8|ZORDER8)\(\s*(\w+)\s*,\s*([\w +*]+?)\s*,\s*(\w+)\s*,"
+                         r"\s*(\w+)\s*,\s*([\w +*]+?)\s*,\s*(\w+)\s*\)\s*;")
+# COPY8(dst, di, src, si);  for k = 0..7: STORE(dst, di + k, LOAD(src, si + k)) (a run of 8 words
+# of one type; no run may wrap past 2**32). Host C copies the 8 words as one block (GCC keeps
+# the loop's u32 index arithmetic scalar), everything else runs the loop.
+COPY8_CALL = re.compile(r"\bCOPY8\(\s*(\w+)\s*,\s*([\w +*]+?)\s*,\s*(\w+)\s*,\s*([\w +*]+?)\s*\)\s*;")
+_BLOCK8_SRC = {"TRANSPOSE8": "t8k * {5} + t8j",
+               "ZORDER8": "((t8j & 1u) | ((t8k & 1u) << 1u) | ((t8j & 2u) << 1u) | "
+                          "((t8k & 2u) << 2u) | ((t8j & 4u) << 2u) | ((t8k & 4u) << 3u))"}
 
 VALUE_TYPES = {"u8": "u32", "u16": "u32", "u32": "u32", "i8": "i32", "i16": "i32",
                "i32": "i32", "f32": "f32", "f16": "f32", "bf16": "f32"}
@@ -89,6 +107,7 @@ def lint_body(kernel: KernelDef) -> None:
                                  "subset", fix="use LOAD/STORE and the u32/i32/f32 types.")
     # BARRIER(): a work-group barrier for buffers and shared arrays (uniform control flow).
     known = set(INTRINSICS) | set(ATOMICS) | {"LOAD", "STORE", "GLOBAL_ID", "BARRIER",
+                                              "TRANSPOSE8", "ZORDER8", "COPY8",
                                               *(f"SCALE8_{t}" for t in SCALE8_CONV)}
     unknown = sorted({n for n in _CALL.findall(text) if n not in known})
     if unknown:
@@ -107,7 +126,15 @@ def lint_body(kernel: KernelDef) -> None:
                                  "SCALE8_<T>(buffer, index, table, data, byte, 4|6|8, scale, "
                                  "hint, groups);", fix="pass names, an index sum and a literal code "
                                  "width 4, 6 or 8.")
-    text = expand_scale8(text)
+    if len(re.findall(r"\b(?:TRANSPOSE8|ZORDER8)\(", text)) != len(BLOCK8_CALL.findall(text)):
+        raise UnsupportedOpError(f"kernel {kernel.name}: a TRANSPOSE8/ZORDER8 is not "
+                                 "<OP>(dst, index, stride, src, index, stride);", fix="pass "
+                                 "buffer and stride names and index sums of names and literals.")
+    if len(re.findall(r"\bCOPY8\(", text)) != len(COPY8_CALL.findall(text)):
+        raise UnsupportedOpError(f"kernel {kernel.name}: a COPY8 is not COPY8(dst, index, src, "
+                                 "index);", fix="pass buffer names and index sums of names and "
+                                 "literals.")
+    text = expand_block8(expand_scale8(text))
     for op, name in _ACCESS.findall(text):
         param = buffers.get(name)
         if param is None or (op, param.access) in (("LOAD", "w"), ("STORE", "r")) or (
@@ -138,6 +165,16 @@ def expand_scale8(text: str) -> str:
                 f"hg_j; u32 hg_k = {k} + 8u * hg_j; " + " ".join(lines) + " }")
 
     return SCALE8_CALL.sub(scaled, text)
+
+
+def expand_block8(text: str) -> str:
+    """``text`` with every TRANSPOSE8, ZORDER8 and COPY8 statement written out as its loops."""
+    text = COPY8_CALL.sub(lambda m: "for (u32 c8k = 0u; c8k < 8u; c8k++) {{ STORE({}, ({}) + "
+                          "c8k, LOAD({}, ({}) + c8k)); }}".format(*m.groups()), text)
+    return BLOCK8_CALL.sub(lambda m: (
+        "for (u32 t8j = 0u; t8j < 8u; t8j++) {{ for (u32 t8k = 0u; t8k < 8u; t8k++) {{ "
+        "STORE({0}, ({1}) + t8j * {2} + t8k, LOAD({3}, ({4}) + " + _BLOCK8_SRC[m[1]] + ")); }} }}"
+        ).format(*m.groups()[1:]), text)
 
 
 def atomics_used(kernel: KernelDef) -> list[tuple[str, str]]:
@@ -236,7 +273,8 @@ class CStyleRenderer:
 
     def body(self, kernel: KernelDef, indent: str = "    ") -> str:
         """The translated body, re-indented."""
-        text = textwrap.dedent(self.translate(self.scale8(kernel))).strip()
+        text = self.block8(kernel, self.scale8(kernel))
+        text = textwrap.dedent(self.translate(text)).strip()
         decls: list[str] = []
         if kernel.shared and self.shared_decl:
             decls += [self.translate(self.shared_decl.format(name=n, count=c))
@@ -253,6 +291,11 @@ class CStyleRenderer:
         """The body with its ``SCALE8_<T>`` statements in this dialect's subset text (here:
         the eight STOREs; host C has vector code)."""
         return expand_scale8(kernel.body)
+
+    def block8(self, kernel: KernelDef, text: str) -> str:
+        """``text`` with its ``TRANSPOSE8``/``ZORDER8`` statements in this dialect's subset
+        text (the loops; host C shuffles u32 words in vector registers)."""
+        return expand_block8(text)
 
     def render_accessors(self, kernel: KernelDef) -> str:
         """Per-buffer ``load_<b>``/``store_<b>``; C dialects use macros over the params."""

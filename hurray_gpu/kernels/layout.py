@@ -146,10 +146,12 @@ _WORD_MOVE = Piece("word mover", """
 # per-element kernel). The tables decide per block, exactly: when every aligned 8 columns are
 # one storage run (row-major, tiles at least 8 wide), rows are copied in 8-word runs (a run
 # not wholly inside src, or that wraps past 2**32, and the rest of its row go element by
-# element); when every aligned 8 rows are (column-major), 8 columns of 8 contiguous words are
-# read and transposed through p, so the source is read in whole lines. When the block's
-# largest offsets sum below nsrc without wrapping, elements are read without a bounds test.
-# Reads outside src (nsrc words) yield 0.
+# element). Else the block is walked in 8 x 8 groups when every aligned 8 rows are one run
+# (column-major: TRANSPOSE8 of 8 evenly spaced runs) or every aligned 8 x 8 group is 64 words
+# in rank-2 Morton order (ZORDER8), so the source is read in whole lines; a group not wholly
+# inside src (or not evenly spaced, or cut by the block's edge) goes element by element. When
+# the block's largest offsets sum below nsrc without wrapping, elements are read without a
+# bounds test. Reads outside src (nsrc words) yield 0.
 _SEP_WORD_MOVE = """
     u32 x0 = GLOBAL_ID(0) * bx;
     u32 y0 = GLOBAL_ID(1) * by;
@@ -171,27 +173,44 @@ _SEP_WORD_MOVE = """
         ? 1u : 0u;
     u32 xd = (brk & 7u) | (wpe - 1u);
     u32 yd = xd == 0u ? 1u : wpe - 1u;
-    for (u32 y = y0; y + 8u <= y1 && yd == 0u; y += 8u) {
-        for (u32 k = 1u; k < 8u; k++) yd = yd | (LOAD(ty, y + k) ^ (LOAD(ty, y) + k));
+    u32 zd = yd;
+    for (u32 y = y0; y + 8u <= y1 && (yd == 0u || zd == 0u); y += 8u) {
+        for (u32 k = 1u; k < 8u; k++) {
+            u32 zk = (k & 1u) | ((k & 2u) << 1u) | ((k & 4u) << 2u);
+            yd = yd | (LOAD(ty, y + k) ^ (LOAD(ty, y) + k));
+            zd = zd | (LOAD(ty, y + k) ^ (LOAD(ty, y) + zk));
+        }
+    }
+    for (u32 x = x0; x + 8u <= x1 && zd == 0u; x += 8u) {
+        for (u32 k = 1u; k < 8u; k++) {
+            u32 zk = ((k & 1u) << 1u) | ((k & 2u) << 2u) | ((k & 4u) << 3u);
+            zd = zd | (LOAD(tx, x + k) ^ (LOAD(tx, x) + zk));
+        }
     }
     u32 yt = y0;
-    for (; yd == 0u && yt + 8u <= y1; yt += 8u) {
-        u32 sb = woff + oz + LOAD(ty, yt);
+    for (; (yd == 0u || zd == 0u) && yt + 8u <= y1; yt += 8u) {
+        u32 sb = hi + LOAD(ty, yt);
         u32 f = (z * ny + yt) * nx;
         for (u32 x = x0; x < x1; x += 8u) {
             u32 xe = UMIN(x1 - x, 8u);
-            for (u32 k = 0u; k < xe; k++) {
+            u32 s0 = sb + LOAD(tx, x);
+            u32 sd = xe == 8u ? LOAD(tx, x + 1u) - LOAD(tx, x) : 0u;
+            u32 ok = xe == 8u && (yd == 0u || (s0 + 63u < nsrc && s0 + 63u >= s0)) ? 1u : 0u;
+            for (u32 k = 0u; k < 8u && ok == 1u && yd == 0u; k++) {
                 u32 s = sb + LOAD(tx, x + k);
-                if (s + 7u < nsrc && s + 7u >= s) {
-                    for (u32 j = 0u; j < 8u; j++) STORE(p, k * 8u + j, LOAD(src, s + j));
-                } else {
-                    for (u32 j = 0u; j < 8u; j++) {
-                        STORE(p, k * 8u + j, s + j < nsrc ? LOAD(src, s + j) : 0u);
+                if (s != s0 + k * sd || s + 7u >= nsrc || s + 7u < s) ok = 0u;
+            }
+            if (ok == 1u && yd == 0u) {
+                TRANSPOSE8(dst, f + x, nx, src, s0, sd);
+            } else if (ok == 1u) {
+                ZORDER8(dst, f + x, nx, src, s0, 0u);
+            } else {
+                for (u32 j = 0u; j < 8u; j++) {
+                    for (u32 k = 0u; k < xe; k++) {
+                        u32 s = hi + LOAD(ty, yt + j) + LOAD(tx, x + k);
+                        STORE(dst, f + j * nx + x + k, s < nsrc ? LOAD(src, s) : 0u);
                     }
                 }
-            }
-            for (u32 j = 0u; j < 8u; j++) {
-                for (u32 k = 0u; k < xe; k++) STORE(dst, f + j * nx + x + k, LOAD(p, k * 8u + j));
             }
         }
     }
@@ -203,7 +222,7 @@ _SEP_WORD_MOVE = """
         for (; xd == 0u && x + 8u <= x1; x += 8u) {
             u32 s = b + LOAD(tx, x);
             if (s + 7u >= nsrc || s + 7u < s) break;
-            for (u32 k = 0u; k < 8u; k++) STORE(dst, f + x + k, LOAD(src, s + k));
+            COPY8(dst, f + x, src, s);
         }
         for (; x < x1 && wpe == 1u && inb == 1u; x++) STORE(dst, f + x, LOAD(src, b + LOAD(tx, x)));
         for (; x < x1 && wpe == 1u; x++) {
@@ -398,7 +417,8 @@ def _make_blocked(word: str) -> KernelDef:
         extents=lambda s: _gather_extents(s, "sep", False),
         reference=lambda a: _ref_words(a, _sep_so),
         # A block is thousands of elements: host C hands out fewer items per chunk.
-        local_size=(8, 8, 1), tags=("layout", LONG_ITEMS), private=(("p", "u32", 64),),
+        # host_isa: TRANSPOSE8 and ZORDER8 become register shuffles where the host has AVX2.
+        local_size=(8, 8, 1), tags=("layout", "host_isa", LONG_ITEMS),
         doc=f"Row-major gather of {word} words (sep addressing), a bx x by block per item.")
 
 

@@ -366,9 +366,10 @@ def blocks(dev: Any, plan: DensePlan) -> tuple[int, int]:
     (and run the per-element kernel instead). Host C runs items in sequence, each a block
     walked in 8 x 8 groups (multiples of 8, so groups line up with tiles): whole rows when
     every row is one storage run (few streams for the prefetcher), as many as still leave
-    every core chunks of items; 128 x 32 when rows are runs of tiles (a band of whole tiles);
-    128 x 128 when columns are runs (column-major: each column's lines are read whole while
-    the block's rows are written); else 64 x 64 (Morton: an aligned block is one storage run).
+    every core chunks of items; when rows are runs of tiles, 64 x 64 for outer tiles at least
+    64 rows tall (nested tiles: a block inside one tile) and 128 x 32 otherwise (a band of
+    whole tiles); 128 x 128 when columns are runs (column-major: each column's lines are read
+    whole while the block's rows are written); else 64 x 64 (Morton: one storage run).
     """
     if getattr(dev, "dialect", "") != "c":
         return 1, 1
@@ -377,7 +378,9 @@ def blocks(dev: Any, plan: DensePlan) -> tuple[int, int]:
         by = min(8, ny)
         row = max(64, plan.count // (_HOST_CHUNK * _HOST_THREADS * by))
         return min(nx, -(-row // 8) * 8), by
-    bx, by = (128, 32) if plan.xcontig else (128, 128) if plan.ycontig else (64, 64)
+    yrec = plan.records.reshape(-1, REC_WORDS)[max(len(plan.shape) - 2, 0)]
+    tall = plan.xcontig and len(plan.shape) >= 2 and yrec[1] == 0 and yrec[2] and yrec[4] >= 64
+    bx, by = (128, 32) if plan.xcontig and not tall else (128, 128) if plan.ycontig else (64, 64)
     return min(bx, nx), min(by, ny)
 
 

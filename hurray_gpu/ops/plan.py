@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import operator
 import threading
 import weakref
 from collections.abc import Callable, Sequence
@@ -43,9 +44,10 @@ from hurray_gpu.kernels.dequant import (
     lut_kernel_name,
     ref_u32_at,
 )
-from hurray_gpu.parts import make_tensor
+from hurray_gpu.parts import make_tensor, tensor_builder
 from hurray_gpu.runtime.buffer import Buffer
 from hurray_gpu.runtime.cache import LRUCache
+from hurray_gpu.runtime.memory import MemoryClass
 from hurray_gpu.runtime.program import Launch
 
 __all__ = [
@@ -535,17 +537,72 @@ class Prepared:
     (:meth:`~hurray_gpu.runtime.program.Program.bind`), what feeds each buffer parameter, and
     the result's descriptor, encoded. Calling it with the tensor's buffers allocates the
     result, launches once (the launch checks every buffer it is given) and wraps the result:
-    nothing is validated or planned again.
+    nothing is validated or planned again. On a host device the launch is the program's
+    :meth:`~hurray_gpu.runtime.program.Program.host_call`, with the same checks made here.
     """
 
-    __slots__ = ("desc", "sizes", "launch", "feeds", "flagged", "out_bytes", "result", "raw",
-                 "plan")
+    __slots__ = ("desc", "sizes", "launch", "plan", "flagged", "out_bytes", "result", "raw",
+                 "host", "tables", "pick", "build")
 
     def __init__(self, desc: Any, sizes: list[int], launch: Launch, feeds: tuple[Any, ...],
                  out_bytes: int, result: tuple[Any, bytes], plan: DequantPlan | None) -> None:
-        self.desc, self.sizes, self.launch, self.feeds = desc, sizes, launch, feeds
+        self.desc, self.sizes, self.launch, self.plan = desc, sizes, launch, plan
         self.flagged = "err" in feeds
-        self.out_bytes, (self.result, self.raw), self.plan = out_bytes, result, plan
+        self.out_bytes, (self.result, self.raw) = out_bytes, result
+        # The arguments in signature order, picked from [tensor buffers, tables, dst, err]
+        # (the tables are held here, so alive; they are checked live on every call).
+        self.tables = [s for s in feeds if isinstance(s, Buffer)]
+        n, k = len(sizes), len(self.tables)
+        order = [s if s.__class__ is int else n + k if s == "dst" else n + k + 1 if s == "err"
+                 else n + self.tables.index(s) for s in feeds]
+        self.pick = operator.itemgetter(*order) if len(order) > 1 else lambda a: (a[order[0]],)
+        read_only = all(p.access == "r" for p, s in zip(launch.program.kernel.buffers, feeds,
+                                                        strict=True) if s not in ("dst", "err"))
+        self.host = launch.program.host_call(launch) if read_only and out_bytes else None
+        self.build = tensor_builder()
+
+    def run(self, bufs: Sequence[Buffer]) -> Any:
+        """The result over ``bufs`` (see :meth:`__call__`), or None when their sizes are not
+        the planned ones (the call must be planned for them)."""
+        host, dev = self.host, self.launch.program.device
+        if host is None:
+            return self(bufs) if [b.allocation.nbytes for b in bufs] == self.sizes else None
+        allocs = []
+        for b, size in zip(bufs, self.sizes, strict=True):
+            a = b.allocation
+            if a.nbytes != size:
+                return None
+            if b.device is not dev or a.base is not None or a.freed:
+                return self(bufs)  # a view, or the checked launch says what is wrong
+            allocs.append(a)
+        for t in self.tables:
+            if t.allocation.freed:
+                return self(bufs)
+            allocs.append(t.allocation)
+        out = dev.allocator.take(self.out_bytes, MemoryClass.STANDARD)
+        allocs.append(out)
+        flag, words = _cleared_flag(dev) if self.flagged else (None, None)
+        try:
+            host(self.pick(allocs + [flag.allocation] if flag is not None else allocs))
+            result = Buffer.adopt(dev, out)
+        except BaseException:
+            dev.allocator.free(out)
+            raise
+        if words is not None and words[0]:
+            self._flagged(flag, bufs, result)  # type: ignore[arg-type]
+        return self.build(self.result, (result,), (), self.raw, dev, MemoryClass.STANDARD,
+                          None, None)
+
+    def _flagged(self, err: Buffer, bufs: Sequence[Buffer], out: Buffer) -> None:
+        """Raise what the kernel flagged in ``err``, if anything (the result is dropped)."""
+        kernel, plan = self.launch.program.kernel, self.plan
+        args = self.pick([*bufs, *self.tables, out, err])
+        try:
+            check_flag(err, kernel.name, lambda: explain_invalid(plan, {
+                p.name: a for p, a in zip(kernel.buffers, args, strict=True)}))
+        except BaseException:
+            out.free()
+            raise
 
     def __call__(self, bufs: Sequence[Buffer]) -> Any:
         """The result Tensor of this call over ``bufs`` (the tensor's buffers, as planned).
@@ -554,22 +611,16 @@ class Prepared:
             HurrayFormatError: an invalid parameter flagged by the kernel.
             UnsupportedOpError: a buffer the launch cannot take (freed, another device).
         """
-        launch = self.launch
-        dev = launch.program.device
+        dev = self.launch.program.device
         out = Buffer(dev, self.out_bytes)
         err, host = _cleared_flag(dev) if self.flagged else (None, None)
-        args = [bufs[s] if s.__class__ is int else out if s == "dst" else err if s == "err"
-                else s for s in self.feeds]
         try:
-            launch(args)
-            if err is not None and (host is None or host[0]):
-                plan = self.plan
-                kernel = launch.program.kernel
-                check_flag(err, kernel.name, lambda: explain_invalid(plan, {
-                    p.name: a for p, a in zip(kernel.buffers, args, strict=True)}))
+            self.launch(self.pick([*bufs, *self.tables, out, err]))
         except BaseException:
             out.free()
             raise
+        if err is not None and (host is None or host[0]):
+            self._flagged(err, bufs, out)
         return make_tensor(self.result, (out,), raw=self.raw, device=dev,
                            memory_class=out.memory_class)
 
@@ -598,11 +649,8 @@ def repeat(key: tuple[Any, ...], t: Any) -> Any:
     """The result of the call prepared under ``key`` run over ``t``'s buffers, when it was
     prepared for ``t``'s descriptor (this very object: descriptors are immutable) and
     buffers of exactly these sizes; None when there is none."""
-    hit, bufs = _PREPARED.get(key), t.buffers
-    if hit is not None and hit.desc is t.descriptor and \
-            [b.allocation.nbytes for b in bufs] == hit.sizes:
-        return hit(bufs)
-    return None
+    hit = _PREPARED.get(key)
+    return hit.run(t.buffers) if hit is not None and hit.desc is t.descriptor else None
 
 
 def prepare(key: tuple[Any, ...] | None, desc: Any, bufs: Sequence[Buffer], dev: Any,

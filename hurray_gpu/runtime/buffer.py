@@ -54,6 +54,14 @@ class Buffer:
                            else device.allocator.alloc(nbytes, memory_class))
 
     @classmethod
+    def adopt(cls, device: Device, allocation: Allocation) -> Buffer:
+        """A buffer owning ``allocation``, a root that ``device``'s allocator just made (no
+        check: for callers that make many)."""
+        self = object.__new__(cls)
+        self.device, self.allocation, self._base, self._array = device, allocation, None, None
+        return self
+
+    @classmethod
     def wrap(cls, array: Any, device: Device | Any = "cpu") -> Buffer:
         """A buffer over existing host memory, without copying it.
 

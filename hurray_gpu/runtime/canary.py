@@ -169,6 +169,9 @@ class CanaryAllocator(Allocator):
             self._guards[id(root)] = guard
         return user
 
+    def take(self, nbytes: int, mclass: MemoryClass) -> Allocation:
+        return self.alloc(nbytes, mclass)  # padded: the inner allocator's pool is not this one's
+
     def free(self, allocation: Allocation) -> None:
         """Free the caller's ``allocation``: check its canaries, then free its padded root.
 
@@ -325,6 +328,8 @@ class _GuardedLaunch(Program):
     A launch that fails (e.g. a Vulkan window fault) is checked too: a changed canary is the
     more precise report, so BoundsViolation replaces the error (chained to it).
     """
+
+    host_call = Program.host_call  # no unguarded shortcut
 
     def _launch(self, buffers: list[Allocation], scalars: Sequence[np.generic],
                 global_size: tuple[int, int, int], local_size: tuple[int, int, int],

@@ -38,9 +38,13 @@ DEFAULT_POOL_IDLE_SECONDS = 2
 # Host staging and per-step copy size: large enough to amortise a driver call, small enough
 # that a staged copy of a multi-GiB buffer never doubles host memory.
 CHUNK = 64 << 20
+_NO_FENCES: list[Event] = []  # shared, never appended to: buffers freed on host-synchronous devices
 
 
-@dataclass(eq=False)
+# Slots make the per-call attribute reads cheaper; imported device memory is closed by a
+# weakref finalizer, hence the weakref slot (Python 3.11+; plain attributes before).
+@dataclass(eq=False, **({"slots": True, "weakref_slot": True} if sys.version_info >= (3, 11)
+                        else {}))
 class Allocation:
     """A device allocation or a view of one: the backend's raw handle plus its size and class.
 
@@ -54,6 +58,8 @@ class Allocation:
             to take it as an output.
         shared: exported to other processes (hurray_gpu.net.ipc): freeing really frees it,
             since a pooled reuse would overwrite what they read.
+        address: where a backend keeps what it computed once to address the bytes (the cpu
+            backend: their host address); False until then.
     """
 
     raw: Any
@@ -65,6 +71,7 @@ class Allocation:
     readonly: bool = False
     freed: bool = field(default=False)
     shared: bool = False
+    address: Any = False
 
     @property
     def root(self) -> Allocation:
@@ -143,17 +150,26 @@ class Allocator:
             UnsupportedOpError: bad size, or a class the device does not offer.
             OutOfMemoryError: the device has no room even after emptying the pool.
         """
-        mclass = self.check_request(nbytes, memory_class)
+        return self.take(nbytes, self.check_request(nbytes, memory_class))
+
+    def take(self, nbytes: int, mclass: MemoryClass) -> Allocation:
+        """:meth:`alloc` of a request :meth:`check_request` has passed (for callers that
+        checked one size once and allocate it over and over)."""
         if nbytes == 0:
             return Allocation(None, 0, mclass)
-        raw = self._take_pooled(nbytes, mclass)
+        raw = self._take_pooled(nbytes, mclass)  # counted as allocated when found
         if raw is None:
             raw = self._alloc_with_retry(nbytes, mclass)
-        with self._lock:
-            self.allocated_bytes += nbytes
-            self.peak_bytes = max(self.peak_bytes, self.allocated_bytes)
-            self.alloc_count += 1
+            with self._lock:
+                self._count(nbytes)
         return Allocation(raw, nbytes, mclass)
+
+    def _count(self, nbytes: int) -> None:
+        """Under the lock: account for an allocation of ``nbytes``."""
+        self.allocated_bytes += nbytes
+        if self.allocated_bytes > self.peak_bytes:
+            self.peak_bytes = self.allocated_bytes
+        self.alloc_count += 1
 
     def free(self, allocation: Allocation) -> None:
         """Return a root allocation to the pool (views, external memory and double frees are
@@ -161,10 +177,10 @@ class Allocator:
         if allocation.freed or allocation.base is not None:
             return
         allocation.freed = True
-        if allocation.nbytes and not allocation.external:
-            with self._lock:
-                self.allocated_bytes -= allocation.nbytes
-            if allocation.shared:
+        if allocation.nbytes and not allocation.external:  # counted as freed when pooled
+            if allocation.shared:  # other processes may still read it: never reused
+                with self._lock:
+                    self.allocated_bytes -= allocation.nbytes
                 self._free(allocation.raw, allocation.nbytes, allocation.memory_class)
             else:
                 self._put_pooled(allocation.raw, allocation.nbytes, allocation.memory_class)
@@ -333,12 +349,11 @@ class Allocator:
     def _take_pooled(self, nbytes: int, mclass: MemoryClass) -> Any:
         with self._lock:
             raws = self._pool.get((nbytes, mclass))
-            if not raws:
+            if not raws:  # (an emptied list stays: the size is likely to come back)
                 return None
             self.pooled_bytes -= nbytes
+            self._count(nbytes)
             raw, fences, _ = raws.pop()
-            if not raws:
-                del self._pool[(nbytes, mclass)]
         if fences:  # the new user's work (kernels, copies) goes on its current stream
             stream = current_stream(self.device)
             for event in fences:
@@ -347,14 +362,17 @@ class Allocator:
         return raw
 
     def _put_pooled(self, raw: Any, nbytes: int, mclass: MemoryClass) -> None:
-        fences = self._fences() if self.pool_fences else []
+        fences = self._fences() if self.pool_fences else _NO_FENCES
         evicted: list[tuple[Any, int, MemoryClass]] = []
         with self._lock:
+            self.allocated_bytes -= nbytes
             if nbytes > self.pool_limit:
                 evicted.append((raw, nbytes, mclass))
             else:
-                self._pool.setdefault((nbytes, mclass), []).append(
-                    (raw, fences, time.monotonic()))
+                raws = self._pool.get((nbytes, mclass))
+                if raws is None:
+                    raws = self._pool[(nbytes, mclass)] = []
+                raws.append((raw, fences, time.monotonic()))
                 self.pooled_bytes += nbytes
             if self.pooled_bytes > self.pool_limit:
                 evicted += self._pop_oldest(self.pool_limit)[0]
@@ -383,7 +401,7 @@ class Allocator:
         may still use, stopping at the first that is not (and returning seconds to wait)."""
         evicted, wait = [], None
         while self.pooled_bytes > budget:
-            pooled_at, key = min((raws[0][2], key) for key, raws in self._pool.items())
+            pooled_at, key = min((raws[0][2], key) for key, raws in self._pool.items() if raws)
             raws = self._pool[key]
             if idle_before is not None and (pooled_at > idle_before or self._busy(*raws[0][:2])):
                 wait = max(pooled_at - idle_before, 0.01)  # due later; or polled till its fence

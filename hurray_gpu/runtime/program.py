@@ -289,6 +289,13 @@ class Program:
             grid = None
         return typed, needs, grid
 
+    def host_call(self, launch: Launch) -> Callable[[Sequence[Allocation]], None] | None:
+        """Where kernels run on the launching thread in host memory (the cpu backend): a call
+        of ``launch`` taking its allocations in parameter order, which the caller has checked
+        as :meth:`Launch.__call__` does (it checks nothing, for callers that checked once);
+        None elsewhere, and where launches are guarded (debug canaries)."""
+        return None
+
     def launch_prechecked(self, buffers: list[Allocation], scalars: Sequence[np.generic],
                           global_size: tuple[int, int, int]) -> None:
         """Launch with arguments the caller has already validated, skipping the generic binding.

@@ -1,5 +1,6 @@
 """The host C blocked gather (``layout_sepblk_*``) on cpu:0 against its NumPy reference where its
-paths switch: 8-word row runs, 8 x 8 transposes of column runs, tables that only look like runs,
+paths switch: 8-word row runs, 8 x 8 transposes of column runs (TRANSPOSE8), 8 x 8 Morton groups
+(ZORDER8), tables that only look like runs or Morton groups,
 runs cut by the end of src or by u32 wrap-around, sizes that are not multiples of 8 or of the
 block, wpe > 1 and u8/u16 words; and materialize() of such layouts end to end."""
 
@@ -13,6 +14,7 @@ from hurray_gpu.format.descriptor.layouts import ColMajor, Morton, Strided, Tile
 from hurray_gpu.kernels import run_reference
 from hurray_gpu.kernels.layout import gather_kernel
 from hurray_gpu.ops.host import relayout
+from hurray_gpu.ops.layout_plan import blocks, device_buffers, plan_dense
 from hurray_gpu.ops.materialize import materialize
 from hurray_gpu.runtime.buffer import Buffer
 from hurray_gpu.runtime.registry import resolve_device
@@ -73,12 +75,61 @@ def test_row_runs_cut_by_the_end_of_src(nx: int, word: str, block: tuple[int, in
 
 @pytest.mark.parametrize("block", [(16, 16), (8, 24), (5, 3), (128, 128)])
 @pytest.mark.parametrize("word", ["u32", "u16", "u8"])
-def test_column_runs_transposed_and_cut(word: str, block: tuple[int, int]) -> None:
-    # Column-major 21 x 35 with a 3-word offset; src ends 5 words before the last column does.
-    ny, nx = 35, 21
+@pytest.mark.parametrize("nx", [21, 24])
+def test_column_runs_transposed_and_cut(nx: int, word: str, block: tuple[int, int]) -> None:
+    # Column-major nx x 35 with a 3-word offset; src ends 5 words before the last column does
+    # (nx = 24: inside a whole group of 8 columns, which TRANSPOSE8 must then leave alone).
+    ny = 35
     got = _check(word, np.arange(nx) * ny, np.arange(ny), np.array([0]), nx * ny - 2,
                  woff=3, block=block)
     assert (got.reshape(ny, nx)[-5:, -1] == 0).all() and (got == 0).sum() == 5
+
+
+@pytest.mark.parametrize("word", ["u32", "u16"])
+@pytest.mark.parametrize("spacing", ["even", "descending", "uneven", "shuffled"])
+def test_column_runs_in_any_order(spacing: str, word: str) -> None:
+    # Column runs of 8 whose starts are evenly spaced (one TRANSPOSE8 per 8 x 8), descending
+    # (a stride that wraps as u32), unevenly spaced or shuffled (transposed through p), in
+    # blocks with ragged edges (43 x 45).
+    ny, nx = 45, 43
+    col = {"even": np.arange(nx), "descending": np.arange(nx)[::-1],
+           "uneven": np.arange(nx) + (np.arange(nx) >= 3),
+           "shuffled": np.random.default_rng(3).permutation(nx)}[spacing]
+    _check(word, col * 64, np.arange(ny), np.array([0, 64 * 45]), 64 * 45 * 2, block=(24, 32))
+
+
+def _zorder(n: int, pos: int) -> np.ndarray:
+    """Offsets of index 0..n-1 along one axis of a rank-2 Morton layout (bits at ``pos``,
+    ``pos + 2``, ...)."""
+    i, out = np.arange(n, dtype=np.int64), np.zeros(n, np.int64)
+    for b in range(12):
+        out |= ((i >> b) & 1) << (2 * b + pos)
+    return out
+
+
+@pytest.mark.parametrize("block", [(64, 64), (24, 16), (13, 5), (8, 8)])
+@pytest.mark.parametrize("word", ["u32", "u16", "u8"])
+@pytest.mark.parametrize(("nx", "ny"), [(40, 32), (43, 45)])
+def test_morton_groups_reordered_and_cut(nx: int, ny: int, word: str,
+                                         block: tuple[int, int]) -> None:
+    # Rank-2 Morton (x bits odd, y bits even, ZORDER8 per aligned 8 x 8 group) under a 5-word
+    # offset, two outer slices; src ends 61 words before the last slice's span does, inside its
+    # last group, which goes element by element (the words it addresses past the end read 0).
+    tx, ty = _zorder(nx, 1), _zorder(ny, 0)
+    span = int(tx.max() + ty.max()) + 1
+    cut = -(-span // 64) * 64
+    got = _check(word, tx, ty, np.array([0, cut]), 5 + cut + span - 61, woff=5, block=block)
+    assert 0 < (got == 0).sum() <= 61 and (got[:nx * ny] != 0).all()
+
+
+@pytest.mark.parametrize("axis", ["x", "y"])
+def test_tables_that_only_look_like_zorder(axis: str) -> None:
+    # One aligned group of 8 swaps two entries (still 64 distinct words in one run): an
+    # exact test must reject the whole block, not copy it in Morton order.
+    tx, ty = _zorder(32, 1), _zorder(16, 0)
+    bent = tx if axis == "x" else ty
+    bent[[9, 10]] = bent[[10, 9]]
+    _check("u32", tx, ty, np.array([0]), 32 * 16, block=(32, 16))
 
 
 @pytest.mark.parametrize("axis", ["x", "y"])
@@ -118,3 +169,15 @@ def test_materialize_odd_shapes_on_host(layout: object, dtype: str) -> None:
     want = (rng.standard_normal(shape) * 50).astype(dtype)
     got = materialize(relayout(Tensor.from_numpy(want), layout).to(CPU)).numpy()
     assert got.dtype == want.dtype and np.array_equal(got, want)
+
+
+@pytest.mark.parametrize(("layout", "block"), [
+    (Tiled((64, 64), inner_layout=4, inner=Tiled((8, 8))), (64, 64)),
+    (Tiled((32, 32)), (128, 32)), (ColMajor(), (128, 128)), (Morton((8, 8)), (64, 64))])
+def test_block_shape_per_layout_class(layout: object, block: tuple[int, int]) -> None:
+    # Nested tiles at least 64 rows tall take one 64 x 64 block inside a tile, shorter tiles a
+    # band of whole tiles; the result is exact either way (ragged 150 x 200 edges).
+    want = np.random.default_rng(9).standard_normal((150, 200)).astype(np.float32)
+    t = relayout(Tensor.from_numpy(want), layout).to(CPU)
+    assert blocks(CPU, plan_dense(t.descriptor, device_buffers(t, CPU)[0].nbytes)) == block
+    assert np.array_equal(materialize(t).numpy(), want)

@@ -79,8 +79,8 @@ def test_host_calls_allocate_only_the_result_and_flag_errors_every_time(
     want = _want(np.full(32, 0.5, np.float32))
     hg.dequantize(good)  # warm: kernels loaded, this thread's flag made
     allocs: list[int] = []
-    real = kernel_device.allocator.alloc
-    monkeypatch.setattr(kernel_device.allocator, "alloc",
+    real = kernel_device.allocator.take  # alloc() takes through it too
+    monkeypatch.setattr(kernel_device.allocator, "take",
                         lambda n, *a, **k: allocs.append(n) or real(n, *a, **k))
     for _ in range(2):  # an error never sticks: the flag is cleared for every launch
         got = hg.dequantize(good)
@@ -275,3 +275,82 @@ def test_a_flagged_parameter_raises_on_every_prepared_repeat() -> None:
             hg.dequantize(good)
     scales_buf[5] = 0.5
     np.testing.assert_array_equal(hg.dequantize(good).numpy(), _want(scales))
+
+
+# -- host launches of prepared calls: the same checks, one address array per call at a time --
+
+def _nf4_like(t: Any, seed: str) -> Any:
+    """A tensor under ``t``'s very descriptor object, with other bytes (scales stay valid)."""
+    rng = stable_rng(seed)
+    codes, scales = (np.asarray(b) for b in t.buffers)
+    return hg.Tensor.from_parts(t.descriptor, [
+        rng.integers(0, 256, codes.size, dtype=np.uint8),
+        (rng.random(scales.size // 4, dtype=np.float32) + 0.5).view(np.uint8)])
+
+
+def test_threads_repeating_one_prepared_call_each_get_their_own_result() -> None:
+    import threading
+
+    from hurray_gpu.ops.plan import _PREPARED
+
+    first = _nf4(64, 64, "small-calls-threads")
+    tensors = [first] + [_nf4_like(first, f"small-calls-threads-{i}") for i in range(3)]
+    assert all(t.descriptor is first.descriptor for t in tensors)  # one prepared call
+    want = [_bits(hg.dequantize(t.to("reference"))) for t in tensors]
+    hg.dequantize(first)
+    hg.dequantize(first)
+    assert any(p.host is not None and p.desc is first.descriptor for p in _PREPARED.values())
+    start, wrong = threading.Barrier(len(tensors)), []
+
+    def repeat(i: int) -> None:
+        start.wait()
+        for _ in range(300):
+            got = _bits(hg.dequantize(tensors[i]))
+            if not np.array_equal(got, want[i]):
+                wrong.append(i)
+
+    threads = [threading.Thread(target=repeat, args=(i,)) for i in range(len(tensors))]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert wrong == []
+
+
+def test_views_with_the_planned_sizes_read_their_own_bytes() -> None:
+    from hurray_gpu.runtime.buffer import Buffer
+
+    t = _nf4(8, 64, "small-calls-views")
+    other = _nf4_like(t, "small-calls-views-other")
+    want = _bits(hg.dequantize(other.to("reference")))
+    hg.dequantize(t)
+    hg.dequantize(t)  # prepared, on the host
+    codes, scales = (np.asarray(b) for b in other.buffers)
+    for offset in (64, 4):  # views of the planned sizes, at offsets the kernel accepts
+        big = Buffer(t.device, offset + scales.nbytes + 64)
+        big.array[:] = 0xFF  # NaN scales around the view
+        big.array[offset:offset + scales.nbytes] = scales
+        placed = hg.Tensor.from_parts(t.descriptor, [Buffer.from_bytes(t.device, codes),
+                                                     big.view(offset, scales.nbytes)])
+        assert placed.buffers[1].is_view
+        for _ in range(2):
+            np.testing.assert_array_equal(_bits(hg.dequantize(placed)), want)
+
+
+def test_guarded_launches_keep_their_canary_checks(monkeypatch: pytest.MonkeyPatch) -> None:
+    from hurray_gpu.backends.cpu import CPUDevice
+    from hurray_gpu.ops.plan import _PREPARED
+    from hurray_gpu.runtime.buffer import Buffer
+
+    monkeypatch.setenv("HURRAY_GPU_DEBUG_BOUNDS", "1")
+    dev = CPUDevice(0)
+    try:
+        t = _nf4(8, 64, "small-calls-guarded")
+        on = hg.Tensor.from_parts(t.descriptor, [Buffer.from_bytes(dev, np.asarray(b))
+                                                 for b in t.buffers])
+        for _ in range(3):
+            np.testing.assert_array_equal(_bits(hg.dequantize(on)), _bits(hg.dequantize(t)))
+        mine = [p for k, p in _PREPARED.items() if p.launch.program.device is dev]
+        assert mine and all(p.host is None for p in mine)  # every launch checks its canaries
+    finally:
+        dev.finalize()

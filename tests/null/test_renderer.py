@@ -89,6 +89,8 @@ def _kernel(body: str, **kw: object) -> KernelDef:
     "unsigned int v = 0u;",
     "u32 __x = 0u;",
     "u32 hg_t = 0u;",
+    "COPY8(dst, 0u);",  # a malformed COPY8
+    "COPY8(src, 0u, dst, 0u);",  # stores into a read-only buffer once expanded
 ])
 def test_lint_rejects_non_portable_bodies(body: str) -> None:
     with pytest.raises(UnsupportedOpError):
@@ -109,3 +111,15 @@ def test_reserved_or_bad_param_names_rejected(name: str) -> None:
 def test_duplicate_params_rejected() -> None:
     with pytest.raises(ValueError, match="duplicate"):
         _kernel("", params=(buf("a", "u32"), scalar("a")))
+
+
+def test_copy8_is_one_block_copy_in_host_c_and_a_loop_elsewhere() -> None:
+    kernel = _kernel("u32 i = GLOBAL_ID(0); COPY8(dst, i * 8u, src, i + 2u);")
+    host = get_renderer("c").render(kernel)
+    assert "memcpy(&dst[i * 8u], &src[i + 2u], 8 * sizeof dst[0]);" in host
+    for dialect in ("opencl", "cuda", "glsl"):
+        text = get_renderer(dialect).render(kernel)
+        assert "memcpy(&dst" not in text and re.search(r"c8k < 8u; c8k\+\+", text), dialect
+    mixed = _kernel("COPY8(dst, 0u, src, 0u);",
+                    params=(buf("dst", "u32", "w"), buf("src", "u16", "r"), scalar("n")))
+    assert "memcpy(&dst" not in get_renderer("c").render(mixed)  # word types differ: the loop

@@ -12,84 +12,158 @@ static inline int32_t hg_imax(int32_t a, int32_t b) { return a > b ? a : b; }
 #include <omp.h>
 #endif
 
+#if defined(__AVX2__)
+#include <immintrin.h>
+static inline void hg_t8_u32(uint32_t *restrict d, uint32_t di, uint32_t dn,
+                             const uint32_t *restrict s, uint32_t si, uint32_t sn) {
+    __m256i r[8], t[8], u[8];
+    for (int k = 0; k < 8; k++) r[k] = _mm256_loadu_si256((const void *)(s + (uint32_t)(si + k * sn)));
+    for (int k = 0; k < 8; k += 2) {
+        t[k] = _mm256_unpacklo_epi32(r[k], r[k + 1]);
+        t[k + 1] = _mm256_unpackhi_epi32(r[k], r[k + 1]);
+    }
+    for (int k = 0; k < 8; k += 4) {
+        u[k] = _mm256_unpacklo_epi64(t[k], t[k + 2]);
+        u[k + 1] = _mm256_unpackhi_epi64(t[k], t[k + 2]);
+        u[k + 2] = _mm256_unpacklo_epi64(t[k + 1], t[k + 3]);
+        u[k + 3] = _mm256_unpackhi_epi64(t[k + 1], t[k + 3]);
+    }
+    for (int j = 0; j < 4; j++) {
+        _mm256_storeu_si256((void *)(d + (uint32_t)(di + j * dn)),
+                            _mm256_permute2x128_si256(u[j], u[j + 4], 0x20));
+        _mm256_storeu_si256((void *)(d + (uint32_t)(di + (j + 4) * dn)),
+                            _mm256_permute2x128_si256(u[j], u[j + 4], 0x31));
+    }
+}
+#endif
+
+#if defined(__AVX2__)
+#include <immintrin.h>
+static inline void hg_z8_u32(uint32_t *restrict d, uint32_t di, uint32_t dn,
+                             const uint32_t *restrict s, uint32_t si, uint32_t unused) {
+    __m256i v[8], w[8];
+    (void)unused;
+    for (int i = 0; i < 8; i++)
+        v[i] = _mm256_shuffle_epi32(_mm256_loadu_si256((const void *)(s + si + 8 * i)), 0xD8);
+    for (int i = 0; i < 8; i += 2) {
+        w[i] = _mm256_unpacklo_epi64(v[i], v[i + 1]);
+        w[i + 1] = _mm256_unpackhi_epi64(v[i], v[i + 1]);
+    }
+    for (int i = 0; i < 4; i++) {
+        v[i] = _mm256_permute2x128_si256(w[i], w[i + 4], 0x20);
+        v[i + 4] = _mm256_permute2x128_si256(w[i], w[i + 4], 0x31);
+    }
+    for (int i = 0; i < 8; i++) {
+        uint32_t j = (uint32_t)((i & 1) | ((i >> 1) & 2) | ((i << 1) & 4));
+        _mm256_storeu_si256((void *)(d + (uint32_t)(di + j * dn)), v[i]);
+    }
+}
+#endif
+
 #define store_dst(hg_i, hg_v) (dst[(hg_i)] = (uint32_t)((hg_v)))
 #define load_src(hg_i) (src[(hg_i)])
 #define load_tx(hg_i) (tx[(hg_i)])
 #define load_ty(hg_i) (ty[(hg_i)])
 #define load_tz(hg_i) (tz[(hg_i)])
-#define load_p(hg_i) (p[(hg_i)])
-#define store_p(hg_i, hg_v) (p[(hg_i)] = (hg_v))
 
 static inline void layout_sepblk_u32_item(uint32_t hg_gid0, uint32_t hg_gid1, uint32_t hg_gid2, uint32_t *restrict dst, const uint32_t *restrict src, const uint32_t *restrict tx, const uint32_t *restrict ty, const uint32_t *restrict tz, uint32_t nx, uint32_t ny, uint32_t nz, uint32_t wpe, uint32_t woff, uint32_t nsrc, uint32_t bx, uint32_t by) {
-    uint32_t p[64];
     uint32_t x0 = hg_gid0 * bx;
-    uint32_t y0 = hg_gid1 * by;
-    uint32_t z = hg_gid2;
-    if (x0 >= nx || y0 >= ny || z >= nz) return;
-    uint32_t x1 = x0 + hg_umin(nx - x0, bx);
-    uint32_t y1 = y0 + hg_umin(ny - y0, by);
-    uint32_t oz = load_tz(z);
-    uint32_t brk = 0u;
-    uint32_t mx = load_tx(x0);
-    for (uint32_t x = x0 + 1u; x < x1; x++) {
-        if (load_tx(x) != load_tx(x - 1u) + 1u) brk = brk | (x - x0);
-        mx = hg_umax(mx, load_tx(x));
-    }
-    uint32_t my = 0u;
-    for (uint32_t y = y0; y < y1; y++) my = hg_umax(my, load_ty(y));
-    uint32_t hi = woff + oz;
-    uint32_t inb = hi >= woff && hi + my >= hi && hi + my + mx >= hi + my && hi + my + mx < nsrc
-        ? 1u : 0u;
-    uint32_t xd = (brk & 7u) | (wpe - 1u);
-    uint32_t yd = xd == 0u ? 1u : wpe - 1u;
-    for (uint32_t y = y0; y + 8u <= y1 && yd == 0u; y += 8u) {
-        for (uint32_t k = 1u; k < 8u; k++) yd = yd | (load_ty(y + k) ^ (load_ty(y) + k));
-    }
-    uint32_t yt = y0;
-    for (; yd == 0u && yt + 8u <= y1; yt += 8u) {
-        uint32_t sb = woff + oz + load_ty(yt);
-        uint32_t f = (z * ny + yt) * nx;
-        for (uint32_t x = x0; x < x1; x += 8u) {
-            uint32_t xe = hg_umin(x1 - x, 8u);
-            for (uint32_t k = 0u; k < xe; k++) {
-                uint32_t s = sb + load_tx(x + k);
-                if (s + 7u < nsrc && s + 7u >= s) {
-                    for (uint32_t j = 0u; j < 8u; j++) store_p(k * 8u + j, load_src(s + j));
+        uint32_t y0 = hg_gid1 * by;
+        uint32_t z = hg_gid2;
+        if (x0 >= nx || y0 >= ny || z >= nz) return;
+        uint32_t x1 = x0 + hg_umin(nx - x0, bx);
+        uint32_t y1 = y0 + hg_umin(ny - y0, by);
+        uint32_t oz = load_tz(z);
+        uint32_t brk = 0u;
+        uint32_t mx = load_tx(x0);
+        for (uint32_t x = x0 + 1u; x < x1; x++) {
+            if (load_tx(x) != load_tx(x - 1u) + 1u) brk = brk | (x - x0);
+            mx = hg_umax(mx, load_tx(x));
+        }
+        uint32_t my = 0u;
+        for (uint32_t y = y0; y < y1; y++) my = hg_umax(my, load_ty(y));
+        uint32_t hi = woff + oz;
+        uint32_t inb = hi >= woff && hi + my >= hi && hi + my + mx >= hi + my && hi + my + mx < nsrc
+            ? 1u : 0u;
+        uint32_t xd = (brk & 7u) | (wpe - 1u);
+        uint32_t yd = xd == 0u ? 1u : wpe - 1u;
+        uint32_t zd = yd;
+        for (uint32_t y = y0; y + 8u <= y1 && (yd == 0u || zd == 0u); y += 8u) {
+            for (uint32_t k = 1u; k < 8u; k++) {
+                uint32_t zk = (k & 1u) | ((k & 2u) << 1u) | ((k & 4u) << 2u);
+                yd = yd | (load_ty(y + k) ^ (load_ty(y) + k));
+                zd = zd | (load_ty(y + k) ^ (load_ty(y) + zk));
+            }
+        }
+        for (uint32_t x = x0; x + 8u <= x1 && zd == 0u; x += 8u) {
+            for (uint32_t k = 1u; k < 8u; k++) {
+                uint32_t zk = ((k & 1u) << 1u) | ((k & 2u) << 2u) | ((k & 4u) << 3u);
+                zd = zd | (load_tx(x + k) ^ (load_tx(x) + zk));
+            }
+        }
+        uint32_t yt = y0;
+        for (; (yd == 0u || zd == 0u) && yt + 8u <= y1; yt += 8u) {
+            uint32_t sb = hi + load_ty(yt);
+            uint32_t f = (z * ny + yt) * nx;
+            for (uint32_t x = x0; x < x1; x += 8u) {
+                uint32_t xe = hg_umin(x1 - x, 8u);
+                uint32_t s0 = sb + load_tx(x);
+                uint32_t sd = xe == 8u ? load_tx(x + 1u) - load_tx(x) : 0u;
+                uint32_t ok = xe == 8u && (yd == 0u || (s0 + 63u < nsrc && s0 + 63u >= s0)) ? 1u : 0u;
+                for (uint32_t k = 0u; k < 8u && ok == 1u && yd == 0u; k++) {
+                    uint32_t s = sb + load_tx(x + k);
+                    if (s != s0 + k * sd || s + 7u >= nsrc || s + 7u < s) ok = 0u;
+                }
+                if (ok == 1u && yd == 0u) {
+
+    #if defined(__AVX2__)
+    hg_t8_u32(dst, f + x, nx, src, s0, sd);
+    #else
+    for (uint32_t t8j = 0u; t8j < 8u; t8j++) { for (uint32_t t8k = 0u; t8k < 8u; t8k++) { store_dst((f + x) + t8j * nx + t8k, load_src((s0) + t8k * sd + t8j)); } }
+    #endif
+
+                } else if (ok == 1u) {
+
+    #if defined(__AVX2__)
+    hg_z8_u32(dst, f + x, nx, src, s0, 0u);
+    #else
+    for (uint32_t t8j = 0u; t8j < 8u; t8j++) { for (uint32_t t8k = 0u; t8k < 8u; t8k++) { store_dst((f + x) + t8j * nx + t8k, load_src((s0) + ((t8j & 1u) | ((t8k & 1u) << 1u) | ((t8j & 2u) << 1u) | ((t8k & 2u) << 2u) | ((t8j & 4u) << 2u) | ((t8k & 4u) << 3u)))); } }
+    #endif
+
                 } else {
                     for (uint32_t j = 0u; j < 8u; j++) {
-                        store_p(k * 8u + j, s + j < nsrc ? load_src(s + j) : 0u);
+                        for (uint32_t k = 0u; k < xe; k++) {
+                            uint32_t s = hi + load_ty(yt + j) + load_tx(x + k);
+                            store_dst(f + j * nx + x + k, s < nsrc ? load_src(s) : 0u);
+                        }
                     }
                 }
             }
-            for (uint32_t j = 0u; j < 8u; j++) {
-                for (uint32_t k = 0u; k < xe; k++) store_dst(f + j * nx + x + k, load_p(k * 8u + j));
+        }
+        for (uint32_t y = yt; y < y1; y++) {
+            uint32_t oy = oz + load_ty(y);
+            uint32_t f = (z * ny + y) * nx;
+            uint32_t b = woff + oy;
+            uint32_t x = x0;
+            for (; xd == 0u && x + 8u <= x1; x += 8u) {
+                uint32_t s = b + load_tx(x);
+                if (s + 7u >= nsrc || s + 7u < s) break;
+                memcpy(&dst[f + x], &src[s], 8 * sizeof dst[0]);
+            }
+            for (; x < x1 && wpe == 1u && inb == 1u; x++) store_dst(f + x, load_src(b + load_tx(x)));
+            for (; x < x1 && wpe == 1u; x++) {
+                uint32_t s = b + load_tx(x);
+                store_dst(f + x, s < nsrc ? load_src(s) : 0u);
+            }
+            for (; x < x1; x++) {
+                uint32_t s = woff + (oy + load_tx(x)) * wpe;
+                for (uint32_t w = 0u; w < wpe; w++) {
+                    uint32_t v = 0u;
+                    if (s + w < nsrc && s + w >= s) v = load_src(s + w);
+                    store_dst((f + x) * wpe + w, v);
+                }
             }
         }
-    }
-    for (uint32_t y = yt; y < y1; y++) {
-        uint32_t oy = oz + load_ty(y);
-        uint32_t f = (z * ny + y) * nx;
-        uint32_t b = woff + oy;
-        uint32_t x = x0;
-        for (; xd == 0u && x + 8u <= x1; x += 8u) {
-            uint32_t s = b + load_tx(x);
-            if (s + 7u >= nsrc || s + 7u < s) break;
-            for (uint32_t k = 0u; k < 8u; k++) store_dst(f + x + k, load_src(s + k));
-        }
-        for (; x < x1 && wpe == 1u && inb == 1u; x++) store_dst(f + x, load_src(b + load_tx(x)));
-        for (; x < x1 && wpe == 1u; x++) {
-            uint32_t s = b + load_tx(x);
-            store_dst(f + x, s < nsrc ? load_src(s) : 0u);
-        }
-        for (; x < x1; x++) {
-            uint32_t s = woff + (oy + load_tx(x)) * wpe;
-            for (uint32_t w = 0u; w < wpe; w++) {
-                uint32_t v = 0u;
-                if (s + w < nsrc && s + w >= s) v = load_src(s + w);
-                store_dst((f + x) * wpe + w, v);
-            }
-        }
-    }
 }
 
 void layout_sepblk_u32(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0, int64_t hg_n1,

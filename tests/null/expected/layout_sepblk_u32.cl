@@ -3,11 +3,8 @@
 #define load_tx(hg_i) (tx[(hg_i)])
 #define load_ty(hg_i) (ty[(hg_i)])
 #define load_tz(hg_i) (tz[(hg_i)])
-#define load_p(hg_i) (p[(hg_i)])
-#define store_p(hg_i, hg_v) (p[(hg_i)] = (hg_v))
 
 __kernel __attribute__((reqd_work_group_size(8, 8, 1))) void layout_sepblk_u32(__global uint* restrict dst, __global const uint* restrict src, __global const uint* restrict tx, __global const uint* restrict ty, __global const uint* restrict tz, uint nx, uint ny, uint nz, uint wpe, uint woff, uint nsrc, uint bx, uint by) {
-    uint p[64];
     uint x0 = ((uint)get_global_id(0)) * bx;
     uint y0 = ((uint)get_global_id(1)) * by;
     uint z = ((uint)get_global_id(2));
@@ -28,27 +25,44 @@ __kernel __attribute__((reqd_work_group_size(8, 8, 1))) void layout_sepblk_u32(_
         ? 1u : 0u;
     uint xd = (brk & 7u) | (wpe - 1u);
     uint yd = xd == 0u ? 1u : wpe - 1u;
-    for (uint y = y0; y + 8u <= y1 && yd == 0u; y += 8u) {
-        for (uint k = 1u; k < 8u; k++) yd = yd | (load_ty(y + k) ^ (load_ty(y) + k));
+    uint zd = yd;
+    for (uint y = y0; y + 8u <= y1 && (yd == 0u || zd == 0u); y += 8u) {
+        for (uint k = 1u; k < 8u; k++) {
+            uint zk = (k & 1u) | ((k & 2u) << 1u) | ((k & 4u) << 2u);
+            yd = yd | (load_ty(y + k) ^ (load_ty(y) + k));
+            zd = zd | (load_ty(y + k) ^ (load_ty(y) + zk));
+        }
+    }
+    for (uint x = x0; x + 8u <= x1 && zd == 0u; x += 8u) {
+        for (uint k = 1u; k < 8u; k++) {
+            uint zk = ((k & 1u) << 1u) | ((k & 2u) << 2u) | ((k & 4u) << 3u);
+            zd = zd | (load_tx(x + k) ^ (load_tx(x) + zk));
+        }
     }
     uint yt = y0;
-    for (; yd == 0u && yt + 8u <= y1; yt += 8u) {
-        uint sb = woff + oz + load_ty(yt);
+    for (; (yd == 0u || zd == 0u) && yt + 8u <= y1; yt += 8u) {
+        uint sb = hi + load_ty(yt);
         uint f = (z * ny + yt) * nx;
         for (uint x = x0; x < x1; x += 8u) {
             uint xe = min(x1 - x, 8u);
-            for (uint k = 0u; k < xe; k++) {
+            uint s0 = sb + load_tx(x);
+            uint sd = xe == 8u ? load_tx(x + 1u) - load_tx(x) : 0u;
+            uint ok = xe == 8u && (yd == 0u || (s0 + 63u < nsrc && s0 + 63u >= s0)) ? 1u : 0u;
+            for (uint k = 0u; k < 8u && ok == 1u && yd == 0u; k++) {
                 uint s = sb + load_tx(x + k);
-                if (s + 7u < nsrc && s + 7u >= s) {
-                    for (uint j = 0u; j < 8u; j++) store_p(k * 8u + j, load_src(s + j));
-                } else {
-                    for (uint j = 0u; j < 8u; j++) {
-                        store_p(k * 8u + j, s + j < nsrc ? load_src(s + j) : 0u);
+                if (s != s0 + k * sd || s + 7u >= nsrc || s + 7u < s) ok = 0u;
+            }
+            if (ok == 1u && yd == 0u) {
+                for (uint t8j = 0u; t8j < 8u; t8j++) { for (uint t8k = 0u; t8k < 8u; t8k++) { store_dst((f + x) + t8j * nx + t8k, load_src((s0) + t8k * sd + t8j)); } }
+            } else if (ok == 1u) {
+                for (uint t8j = 0u; t8j < 8u; t8j++) { for (uint t8k = 0u; t8k < 8u; t8k++) { store_dst((f + x) + t8j * nx + t8k, load_src((s0) + ((t8j & 1u) | ((t8k & 1u) << 1u) | ((t8j & 2u) << 1u) | ((t8k & 2u) << 2u) | ((t8j & 4u) << 2u) | ((t8k & 4u) << 3u)))); } }
+            } else {
+                for (uint j = 0u; j < 8u; j++) {
+                    for (uint k = 0u; k < xe; k++) {
+                        uint s = hi + load_ty(yt + j) + load_tx(x + k);
+                        store_dst(f + j * nx + x + k, s < nsrc ? load_src(s) : 0u);
                     }
                 }
-            }
-            for (uint j = 0u; j < 8u; j++) {
-                for (uint k = 0u; k < xe; k++) store_dst(f + j * nx + x + k, load_p(k * 8u + j));
             }
         }
     }
@@ -60,7 +74,7 @@ __kernel __attribute__((reqd_work_group_size(8, 8, 1))) void layout_sepblk_u32(_
         for (; xd == 0u && x + 8u <= x1; x += 8u) {
             uint s = b + load_tx(x);
             if (s + 7u >= nsrc || s + 7u < s) break;
-            for (uint k = 0u; k < 8u; k++) store_dst(f + x + k, load_src(s + k));
+            for (uint c8k = 0u; c8k < 8u; c8k++) { store_dst((f + x) + c8k, load_src((s) + c8k)); }
         }
         for (; x < x1 && wpe == 1u && inb == 1u; x++) store_dst(f + x, load_src(b + load_tx(x)));
         for (; x < x1 && wpe == 1u; x++) {

@@ -3,11 +3,8 @@
 #define load_tx(hg_i) (tx[(hg_i)])
 #define load_ty(hg_i) (ty[(hg_i)])
 #define load_tz(hg_i) (tz[(hg_i)])
-#define load_p(hg_i) (p[(hg_i)])
-#define store_p(hg_i, hg_v) (p[(hg_i)] = (hg_v))
 
 extern "C" __global__ void __launch_bounds__(64) layout_sepblk_u8(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const unsigned int* __restrict__ tx, const unsigned int* __restrict__ ty, const unsigned int* __restrict__ tz, unsigned int nx, unsigned int ny, unsigned int nz, unsigned int wpe, unsigned int woff, unsigned int nsrc, unsigned int bx, unsigned int by) {
-    unsigned int p[64];
     unsigned int x0 = (blockIdx.x * blockDim.x + threadIdx.x) * bx;
     unsigned int y0 = (blockIdx.y * blockDim.y + threadIdx.y) * by;
     unsigned int z = (blockIdx.z * blockDim.z + threadIdx.z);
@@ -28,27 +25,44 @@ extern "C" __global__ void __launch_bounds__(64) layout_sepblk_u8(unsigned char*
         ? 1u : 0u;
     unsigned int xd = (brk & 7u) | (wpe - 1u);
     unsigned int yd = xd == 0u ? 1u : wpe - 1u;
-    for (unsigned int y = y0; y + 8u <= y1 && yd == 0u; y += 8u) {
-        for (unsigned int k = 1u; k < 8u; k++) yd = yd | (load_ty(y + k) ^ (load_ty(y) + k));
+    unsigned int zd = yd;
+    for (unsigned int y = y0; y + 8u <= y1 && (yd == 0u || zd == 0u); y += 8u) {
+        for (unsigned int k = 1u; k < 8u; k++) {
+            unsigned int zk = (k & 1u) | ((k & 2u) << 1u) | ((k & 4u) << 2u);
+            yd = yd | (load_ty(y + k) ^ (load_ty(y) + k));
+            zd = zd | (load_ty(y + k) ^ (load_ty(y) + zk));
+        }
+    }
+    for (unsigned int x = x0; x + 8u <= x1 && zd == 0u; x += 8u) {
+        for (unsigned int k = 1u; k < 8u; k++) {
+            unsigned int zk = ((k & 1u) << 1u) | ((k & 2u) << 2u) | ((k & 4u) << 3u);
+            zd = zd | (load_tx(x + k) ^ (load_tx(x) + zk));
+        }
     }
     unsigned int yt = y0;
-    for (; yd == 0u && yt + 8u <= y1; yt += 8u) {
-        unsigned int sb = woff + oz + load_ty(yt);
+    for (; (yd == 0u || zd == 0u) && yt + 8u <= y1; yt += 8u) {
+        unsigned int sb = hi + load_ty(yt);
         unsigned int f = (z * ny + yt) * nx;
         for (unsigned int x = x0; x < x1; x += 8u) {
             unsigned int xe = min(x1 - x, 8u);
-            for (unsigned int k = 0u; k < xe; k++) {
+            unsigned int s0 = sb + load_tx(x);
+            unsigned int sd = xe == 8u ? load_tx(x + 1u) - load_tx(x) : 0u;
+            unsigned int ok = xe == 8u && (yd == 0u || (s0 + 63u < nsrc && s0 + 63u >= s0)) ? 1u : 0u;
+            for (unsigned int k = 0u; k < 8u && ok == 1u && yd == 0u; k++) {
                 unsigned int s = sb + load_tx(x + k);
-                if (s + 7u < nsrc && s + 7u >= s) {
-                    for (unsigned int j = 0u; j < 8u; j++) store_p(k * 8u + j, load_src(s + j));
-                } else {
-                    for (unsigned int j = 0u; j < 8u; j++) {
-                        store_p(k * 8u + j, s + j < nsrc ? load_src(s + j) : 0u);
+                if (s != s0 + k * sd || s + 7u >= nsrc || s + 7u < s) ok = 0u;
+            }
+            if (ok == 1u && yd == 0u) {
+                for (unsigned int t8j = 0u; t8j < 8u; t8j++) { for (unsigned int t8k = 0u; t8k < 8u; t8k++) { store_dst((f + x) + t8j * nx + t8k, load_src((s0) + t8k * sd + t8j)); } }
+            } else if (ok == 1u) {
+                for (unsigned int t8j = 0u; t8j < 8u; t8j++) { for (unsigned int t8k = 0u; t8k < 8u; t8k++) { store_dst((f + x) + t8j * nx + t8k, load_src((s0) + ((t8j & 1u) | ((t8k & 1u) << 1u) | ((t8j & 2u) << 1u) | ((t8k & 2u) << 2u) | ((t8j & 4u) << 2u) | ((t8k & 4u) << 3u)))); } }
+            } else {
+                for (unsigned int j = 0u; j < 8u; j++) {
+                    for (unsigned int k = 0u; k < xe; k++) {
+                        unsigned int s = hi + load_ty(yt + j) + load_tx(x + k);
+                        store_dst(f + j * nx + x + k, s < nsrc ? load_src(s) : 0u);
                     }
                 }
-            }
-            for (unsigned int j = 0u; j < 8u; j++) {
-                for (unsigned int k = 0u; k < xe; k++) store_dst(f + j * nx + x + k, load_p(k * 8u + j));
             }
         }
     }
@@ -60,7 +74,7 @@ extern "C" __global__ void __launch_bounds__(64) layout_sepblk_u8(unsigned char*
         for (; xd == 0u && x + 8u <= x1; x += 8u) {
             unsigned int s = b + load_tx(x);
             if (s + 7u >= nsrc || s + 7u < s) break;
-            for (unsigned int k = 0u; k < 8u; k++) store_dst(f + x + k, load_src(s + k));
+            for (unsigned int c8k = 0u; c8k < 8u; c8k++) { store_dst((f + x) + c8k, load_src((s) + c8k)); }
         }
         for (; x < x1 && wpe == 1u && inb == 1u; x++) store_dst(f + x, load_src(b + load_tx(x)));
         for (; x < x1 && wpe == 1u; x++) {
