@@ -56,7 +56,8 @@ _GID = re.compile(r"\bGLOBAL_ID\(\s*([0-9]+)\s*\)")
 # "lookup, then scale" for values s * T(code) (NaN entries keep their bits, as MX scaling
 # does). ``total`` (the output's element count) is a hint: an output too large to stay in
 # cache may bypass it. Host C renders the run as vector code (4-bit codes: T scaled and
-# converted once per statement, then shuffled per code), the other dialects as a loop of the
+# converted once per statement, then shuffled per code; a small float format's table with a
+# power-of-two s: exponent arithmetic, no lookups), the other dialects as a loop of the
 # eight STOREs; ``k`` is a sum of products of names and literals, the others names, so the
 # expansion is plain text.
 SCALE8_CALL = re.compile(r"\bSCALE8_(F32|BF16|F16)\(\s*(\w+)\s*,\s*([\w +*]+?)\s*,\s*(\w+)\s*,"

@@ -20,7 +20,7 @@ from hurray_gpu.format.descriptor import BufferHandle, RowMajor, TensorDescripto
 from hurray_gpu.format.descriptor.quant import MXFP
 from hurray_gpu.format.dtypes import buffer_size, by_name
 from hurray_gpu.ops import dequantize
-from hurray_gpu.ops.plan import bind_inputs, launch, plan_dequantize
+from hurray_gpu.ops.plan import bind_inputs, launch, plan_dequantize, table_values
 from hurray_gpu.ops.quantize import random_quantized
 from hurray_gpu.parts import assemble
 from hurray_gpu.runtime.buffer import Buffer
@@ -172,3 +172,77 @@ def test_scaled_runs_off_the_groups(kernel_device: Device, scheme: str, storage:
         got = Buffer(kernel_device, width * plan.count)
         launch(plan, kernel_device, bind_inputs(plan, kernel_device, bufs), got)
         assert np.array_equal(got.numpy(), want), f"{t} -> {out} with ept={ept}"
+
+
+_MX_STORAGES = ["float8_e4m3", "float8_e5m2", "float6_e2m3", "float6_e3m2", "float4_e2m1"]
+
+
+@pytest.mark.parametrize("storage", _MX_STORAGES)
+def test_mx_every_code_at_every_scale(kernel_device: Device, storage: str) -> None:
+    """Row e - 1 has e8m0 scale e for every block (1..254: both sides of each format's range
+    where host C adds the exponent instead of multiplying) and every code; all three outputs,
+    through dequantize and with 37-element work items (runs cut off the 8-code groups)."""
+    bits = by_name(storage).bits
+    cols = 2 * max(1 << bits, 32)
+    rng = _rng("mx every scale", storage)
+    codes = np.stack([np.roll(np.resize(np.arange(1 << bits, dtype=np.uint8), cols),
+                              int(rng.integers(0, cols))) for _ in range(254)])
+    stream = (codes.reshape(-1, 1) >> np.arange(bits, dtype=np.uint8)) & 1
+    data = np.packbits(stream.astype(np.uint8).ravel(), bitorder="little")
+    scales = np.repeat(np.arange(1, 255, dtype=np.uint8), -(-cols // 32))
+    desc = TensorDescriptor(by_name(storage), (254, cols), RowMajor(),
+                            (BufferHandle(data.nbytes, 64), BufferHandle(scales.nbytes, 64)),
+                            quantization=MXFP(1, 32, 1))
+    t = assemble(desc, [data, scales])
+    dev_t = t.to(kernel_device)
+    bufs = list(dev_t.buffers)
+    if not isinstance(bufs[0], Buffer):
+        bufs = [Buffer.from_bytes(kernel_device, np.ascontiguousarray(b)) for b in bufs]
+    for out, width in (("float32", 4), ("float16", 2), ("bfloat16", 2)):
+        want = _bits(dequantize(t, out, device="reference"))
+        assert np.array_equal(_bits(dequantize(t, out, device=kernel_device)), want), out
+        plan = plan_dequantize(dev_t.descriptor, out, ept=37)
+        got = Buffer(kernel_device, width * plan.count)
+        launch(plan, kernel_device, bind_inputs(plan, kernel_device, bufs), got)
+        assert np.array_equal(got.numpy(), want), f"{out} with ept=37"
+
+
+def _normal_range(tab: np.ndarray) -> tuple[int, int]:
+    """The e8m0 exponents e for which 2^(e-127) keeps every nonzero finite entry normal."""
+    fields = (tab.view(np.uint32) >> 23) & 0xFF
+    live = fields[(tab != 0) & np.isfinite(tab)]
+    return 128 - int(live.min()), 381 - int(live.max())
+
+
+@pytest.mark.parametrize("storage", _MX_STORAGES)
+@pytest.mark.parametrize("conv", ["F32", "BF16", "F16"])
+def test_scale8_format_tables(kernel_device: Device, conv: str, storage: str) -> None:
+    """SCALE8 with the library's own tables (host C: exponent arithmetic after checking the
+    table), power-of-two scales at and just past both ends of the exact range, a scale that is
+    no power of two, runs of 1..8 groups; then the same table buffer rewritten in place with
+    one entry off by an ulp (host C checks tables per chunk: that one has no fast path)."""
+    bits = by_name(storage).bits
+    tab = np.asarray(table_values(storage), np.float32).copy()
+    lo, hi = _normal_range(tab)
+    n = 8 * 120  # whole runs of every g below
+    data = _rng("scale8 formats", storage).integers(0, 256, n * bits // 8, dtype=np.uint8)
+    stream = np.unpackbits(data, bitorder="little").reshape(n, bits)
+    codes = (stream.astype(np.uint32) << np.arange(bits, dtype=np.uint32)).sum(1)
+    tab_buf = Buffer.from_bytes(kernel_device, tab)
+    probe = _scale8_kernel(conv, bits)  # one program, relaunched over the same buffers
+    odd = tab.copy()
+    odd.view(np.uint32)[3] += 1
+    scales = [np.float32(2.0 ** (e - 127)) for e in (1, lo - 1, lo, 127, hi, hi + 1, 254)]
+    for table, s, g in itertools.product((tab, odd), scales + [np.float32(0.75)],
+                                         (1, 2, 3, 4, 5, 8)):
+        tab_buf.copyin(table)
+        t = table[codes]
+        with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+            v = np.where(np.isnan(t), t, t * s).astype(np.float32)
+            want = v.astype(_NP[conv]).view(_DST[conv][1]) if conv != "F32" else v.view(np.uint32)
+        out = Buffer(kernel_device, want.nbytes)
+        kernel_device.run(probe, out, tab_buf, Buffer.from_bytes(kernel_device, data), n=n, g=g,
+                          s=float(s))
+        got = out.numpy(want.dtype)
+        assert np.array_equal(got, want), \
+            f"{'odd ' if table is odd else ''}s={s} g={g}: {np.flatnonzero(got != want)[:8]}"

@@ -40,7 +40,110 @@ static inline uint32_t hg_umulhi(uint32_t a, uint32_t b) {
 #define hg_big(total, size) ((uint64_t)(total) * (size) > (uint64_t)HG_STREAM_BYTES)
 #if defined(__AVX2__)
 #include <immintrin.h>
+typedef struct {
+    const float *tab;
+    int bits, m, k, elo, ehi;
+    __m256i sp[2], bp[2], t16, nz;  // sp: T of the top 16 magnitudes; bp: bf16-rule NaNs
+} hg_s8_fmt_t;
 static inline void hg_s8_fence(void) { _mm_sfence(); }
+static inline __m256i hg_s8_codes(const uint8_t *p, int bits) {
+    if (bits == 8) return _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)p));
+    uint32_t w;
+    uint16_t h;
+    memcpy(&w, p, 4);
+    memcpy(&h, p + 4, 2);  // 6-bit: codes 0-3 from bytes 0-2, codes 4-7 from bytes 3-5
+    __m256i b = _mm256_shuffle_epi8(_mm256_set1_epi64x((long long)(w | (uint64_t)h << 32)),
+        _mm256_setr_epi8(0, 1, 2, -1, 0, 1, 2, -1, 0, 1, 2, -1, 0, 1, 2, -1,
+                         3, 4, 5, -1, 3, 4, 5, -1, 3, 4, 5, -1, 3, 4, 5, -1));
+    return _mm256_and_si256(_mm256_srlv_epi32(b, _mm256_setr_epi32(0, 6, 12, 18, 0, 6, 12, 18)),
+                            _mm256_set1_epi32(63));
+}
+// The float bits of s * T(c) for eight codes, x = e - 127 - bias - M (see above).
+static inline __m256i hg_s8_fast(__m256i c, const hg_s8_fmt_t *f, int x, __m256i sp0,
+                                 __m256i sp1) {
+    __m128i m = _mm_cvtsi32_si128(f->m);
+    __m256i one = _mm256_set1_epi32(1);
+    __m256i mag = _mm256_and_si256(c, _mm256_set1_epi32((1 << (f->bits - 1)) - 1));
+    __m256i ef = _mm256_max_epu32(_mm256_srl_epi32(mag, m), one);
+    __m256i q = _mm256_sub_epi32(mag, _mm256_sll_epi32(_mm256_sub_epi32(ef, one), m));
+    __m256i b = _mm256_add_epi32(_mm256_castps_si256(_mm256_cvtepi32_ps(q)), _mm256_andnot_si256(
+        _mm256_cmpeq_epi32(q, _mm256_setzero_si256()),
+        _mm256_slli_epi32(_mm256_add_epi32(ef, _mm256_set1_epi32(x)), 23)));
+    if (f->k < 1 << (f->bits - 1))
+        b = _mm256_blendv_epi8(b, _mm256_castps_si256(_mm256_blendv_ps(
+            _mm256_permutevar8x32_ps(_mm256_castsi256_ps(sp0), c),
+            _mm256_permutevar8x32_ps(_mm256_castsi256_ps(sp1), c),
+            _mm256_castsi256_ps(_mm256_slli_epi32(c, 28)))),
+            _mm256_cmpgt_epi32(mag, _mm256_set1_epi32(f->k - 1)));
+    return _mm256_or_si256(b, _mm256_slli_epi32(_mm256_srl_epi32(
+        c, _mm_cvtsi32_si128(f->bits - 1)), 31));
+}
+static __attribute__((noinline)) void hg_s8_fmt_check(hg_s8_fmt_t *out, const float *tab,
+                                                      int bits) {
+    int half = 1 << (bits - 1);
+    hg_s8_fmt_t f, g;
+    uint32_t t[256];
+    memset(&f, 0, sizeof f);
+    f.tab = tab;
+    f.bits = bits;
+    memcpy(t, tab, sizeof(float) << bits);
+    for (int m = bits == 4 ? 1 : 2; m <= (bits == 4 ? 1 : 3); m++) {
+        int k = 0, bias = (1 << (bits - 2 - m)) - 1, ok = 1, lo = 255, hi = 0;
+        g = f;
+        g.m = m;
+        g.k = half;
+        for (; k < half; k += 8) {
+            uint32_t v[8];
+            __m256i c = _mm256_add_epi32(_mm256_set1_epi32(k),
+                                         _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+            _mm256_storeu_si256((__m256i *)(void *)v, hg_s8_fast(c, &g, -bias - m, f.sp[0],
+                                                                  f.sp[1]));
+            int e = 0;
+            while (e < 8 && v[e] == t[k + e]) e++;
+            if (e < 8) {
+                k += e;
+                break;
+            }
+        }
+        for (int c = 0; c < half; c++) {
+            ok &= t[c + half] == (t[c] | 0x80000000u) && t[c] >> 31 == 0u;  // both signs
+            if (c >= k)  // an inf/NaN code among the top 16 (4-bit tables: none)
+                ok &= (t[c] & 0x7f800000u) == 0x7f800000u && c >= half - 16 && bits > 4;
+            else if (c > 0) {
+                lo = (int)(t[c] >> 23) < lo ? (int)(t[c] >> 23) : lo;
+                hi = (int)(t[c] >> 23) > hi ? (int)(t[c] >> 23) : hi;
+            }
+        }
+        if (ok && k > f.k) {
+            f = g;
+            f.k = k;
+            f.elo = 128 - lo;
+            f.ehi = 381 - hi;
+            if (bits > 4) {
+                f.sp[0] = _mm256_loadu_si256((const __m256i *)(const void *)(t + half - 16));
+                f.sp[1] = _mm256_loadu_si256((const __m256i *)(const void *)(t + half - 8));
+            } else {
+                __m256i a = _mm256_loadu_si256((const __m256i *)(const void *)t);
+                __m256i b = _mm256_loadu_si256((const __m256i *)(const void *)(t + 8));
+                f.t16 = _mm256_permute4x64_epi64(_mm256_packus_epi32(
+                    _mm256_srli_epi32(a, 16), _mm256_srli_epi32(b, 16)), 0xd8);
+                f.nz = _mm256_cmpgt_epi16(_mm256_and_si256(f.t16, _mm256_set1_epi16(0x7fff)),
+                                          _mm256_setzero_si256());
+            }
+        }
+    }
+    for (int h = 0; h < 2; h++)
+        f.bp[h] = _mm256_blendv_epi8(f.sp[h], _mm256_set1_epi32(0x7fc00000),
+                                     _mm256_cmpgt_epi32(f.sp[h], _mm256_set1_epi32(0x7f800000)));
+    *out = f;
+}
+// e when s = 2^(e-127) keeps every arithmetic value of the table normal, else 0.
+static inline int hg_s8_exp(float s, const hg_s8_fmt_t *f) {
+    uint32_t b;
+    memcpy(&b, &s, 4);
+    int e = (int)(b >> 23);
+    return f->k > 0 && (b & 0x807fffffu) == 0u && e >= f->elo && e <= f->ehi ? e : 0;
+}
 static inline __m256 hg_s8_t4(__m256 lo, __m256 hi, const uint8_t *p) {
     uint32_t w;
     memcpy(&w, p, 4);
@@ -107,22 +210,49 @@ static inline void hg_s8_sh32(uint16_t *d, __m256i tl, __m256i th, const uint8_t
 }
 static inline __attribute__((always_inline)) void hg_s8_run(
         void *restrict d, const float *tab, const uint8_t *restrict p, int bits, float s,
-        uint32_t g, int big, int conv) {
+        uint32_t g, int big, int conv, hg_s8_fmt_t *f) {
     uint32_t j = 0;
     __m256 lo = _mm256_loadu_ps(tab), hi = bits == 4 ? _mm256_loadu_ps(tab + 8) : lo;
+    int e = 0;
+    if (f && (bits != 4 || (conv == 1 && g >= 4u))) {
+        if (f->tab != tab || f->bits != bits) hg_s8_fmt_check(f, tab, bits);
+        e = hg_s8_exp(s, f);
+    }
     if (bits == 4 && g >= 4u) {
-        __m256i a = hg_s8_cv(hg_s8_scale(lo, s), conv), b = hg_s8_cv(hg_s8_scale(hi, s), conv);
-        for (; conv == 0 && j < g; j++)
-            hg_s8_st32((float *)d + 8u * j, _mm256_castps_si256(hg_s8_t4(
-                _mm256_castsi256_ps(a), _mm256_castsi256_ps(b), p + 4u * j)), big);
-        if (conv == 0) return;
-        __m256i t = _mm256_permute4x64_epi64(_mm256_packus_epi32(a, b), 0xd8);
+        __m256i t;
+        if (e) {
+            t = _mm256_add_epi16(f->t16, _mm256_and_si256(
+                f->nz, _mm256_set1_epi16((short)((e - 127) << 7))));
+        } else {
+            __m256i a = hg_s8_cv(hg_s8_scale(lo, s), conv), b = hg_s8_cv(hg_s8_scale(hi, s), conv);
+            for (; conv == 0 && j < g; j++)
+                hg_s8_st32((float *)d + 8u * j, _mm256_castps_si256(hg_s8_t4(
+                    _mm256_castsi256_ps(a), _mm256_castsi256_ps(b), p + 4u * j)), big);
+            if (conv == 0) return;
+            t = _mm256_permute4x64_epi64(_mm256_packus_epi32(a, b), 0xd8);
+        }
         t = _mm256_permute4x64_epi64(_mm256_shuffle_epi8(t, _mm256_setr_epi8(
             0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15,
             0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15)), 0xd8);
         for (; j + 4u <= g; j += 4u)
             hg_s8_sh32((uint16_t *)d + 8u * j, _mm256_permute2x128_si256(t, t, 0x00),
                        _mm256_permute2x128_si256(t, t, 0x11), p + 4u * j, big);
+    } else if (e) {
+        hg_s8_fmt_t h = *f;
+        __m256i sp0 = conv == 1 ? h.bp[0] : h.sp[0], sp1 = conv == 1 ? h.bp[1] : h.sp[1];
+        int x = e - 127 - ((1 << (bits - 2 - h.m)) - 1) - h.m;
+        for (; conv == 0 && j < g; j++)
+            hg_s8_st32((float *)d + 8u * j, hg_s8_fast(hg_s8_codes(p + (size_t)bits * j, bits),
+                                                       &h, x, sp0, sp1), big);
+        for (; j + 2u <= g; j += 2u) {
+            __m256i v = hg_s8_fast(hg_s8_codes(p + (size_t)bits * j, bits), &h, x, sp0, sp1);
+            __m256i w = hg_s8_fast(hg_s8_codes(p + (size_t)bits * (j + 1u), bits), &h, x, sp0,
+                                   sp1);
+            v = conv == 1 ? _mm256_srli_epi32(v, 16) : hg_s8_cv(v, conv);  // exact: no rounding
+            w = conv == 1 ? _mm256_srli_epi32(w, 16) : hg_s8_cv(w, conv);
+            hg_s8_st32((uint16_t *)d + 8u * j, _mm256_permute4x64_epi64(
+                _mm256_packus_epi32(v, w), 0xd8), big);
+        }
     }
     for (; j < g; j++) {
         const uint8_t *q = p + (size_t)bits * j;
@@ -134,6 +264,7 @@ static inline __attribute__((always_inline)) void hg_s8_run(
     }
 }
 #else
+typedef struct { const float *tab; } hg_s8_fmt_t;
 static inline void hg_s8_fence(void) {}
 #endif
 
@@ -143,7 +274,7 @@ static inline void hg_s8_fence(void) {}
 #define load_scales(hg_i) ((uint32_t)(scales[(hg_i)]))
 #define store_err(hg_i, hg_v) (err[(hg_i)] = (uint32_t)((hg_v)))
 
-static inline void dequant_lut_f16_item(uint32_t hg_gid0, uint32_t hg_gid1, uint32_t hg_gid2, uint16_t *restrict dst, const uint8_t *restrict data, const float *restrict lut, const uint8_t *restrict scales, uint32_t *restrict err, uint32_t n, uint32_t ept, uint32_t doff, uint32_t bits, uint32_t chk, uint32_t mode, uint32_t nparam, uint32_t inner, uint32_t dm1, uint32_t dsh1, uint32_t ssize, uint32_t dm2, uint32_t dsh2, uint32_t omul, uint32_t kshift) {
+static inline void dequant_lut_f16_item(uint32_t hg_gid0, uint32_t hg_gid1, uint32_t hg_gid2, hg_s8_fmt_t *restrict hg_s8_c, uint16_t *restrict dst, const uint8_t *restrict data, const float *restrict lut, const uint8_t *restrict scales, uint32_t *restrict err, uint32_t n, uint32_t ept, uint32_t doff, uint32_t bits, uint32_t chk, uint32_t mode, uint32_t nparam, uint32_t inner, uint32_t dm1, uint32_t dsh1, uint32_t ssize, uint32_t dm2, uint32_t dsh2, uint32_t omul, uint32_t kshift) {
     uint32_t first = hg_gid0 * ept;
     if (first >= n) return;
     uint32_t last = hg_umin(first + ept, n);
@@ -227,7 +358,7 @@ static inline void dequant_lut_f16_item(uint32_t hg_gid0, uint32_t hg_gid1, uint
                 if (bits == 4u) {
 
     #if defined(__AVX2__) && defined(__F16C__)
-    hg_s8_run(dst + (i), lut, data + (gat), 4, s, ngrp, hg_big(n, 2u), 2);
+    hg_s8_run(dst + (i), lut, data + (gat), 4, s, ngrp, hg_big(n, 2u), 2, hg_s8_c);
     #else
     for (uint32_t hg_j = 0u; hg_j < ngrp; hg_j++) { uint32_t hg_at = gat + 4u * hg_j; uint32_t hg_k = i + 8u * hg_j; float t0 = load_lut(load_data(hg_at) & 15u); store_dst(hg_k, hg_f32_to_f16((hg_as_u32(t0) & 0x7fffffffu) > 0x7f800000u ? t0 : s * t0)); float t1 = load_lut((load_data(hg_at) >> 4u) & 15u); store_dst(hg_k + 1u, hg_f32_to_f16((hg_as_u32(t1) & 0x7fffffffu) > 0x7f800000u ? t1 : s * t1)); float t2 = load_lut(load_data(hg_at + 1u) & 15u); store_dst(hg_k + 2u, hg_f32_to_f16((hg_as_u32(t2) & 0x7fffffffu) > 0x7f800000u ? t2 : s * t2)); float t3 = load_lut((load_data(hg_at + 1u) >> 4u) & 15u); store_dst(hg_k + 3u, hg_f32_to_f16((hg_as_u32(t3) & 0x7fffffffu) > 0x7f800000u ? t3 : s * t3)); float t4 = load_lut(load_data(hg_at + 2u) & 15u); store_dst(hg_k + 4u, hg_f32_to_f16((hg_as_u32(t4) & 0x7fffffffu) > 0x7f800000u ? t4 : s * t4)); float t5 = load_lut((load_data(hg_at + 2u) >> 4u) & 15u); store_dst(hg_k + 5u, hg_f32_to_f16((hg_as_u32(t5) & 0x7fffffffu) > 0x7f800000u ? t5 : s * t5)); float t6 = load_lut(load_data(hg_at + 3u) & 15u); store_dst(hg_k + 6u, hg_f32_to_f16((hg_as_u32(t6) & 0x7fffffffu) > 0x7f800000u ? t6 : s * t6)); float t7 = load_lut((load_data(hg_at + 3u) >> 4u) & 15u); store_dst(hg_k + 7u, hg_f32_to_f16((hg_as_u32(t7) & 0x7fffffffu) > 0x7f800000u ? t7 : s * t7)); }
     #endif
@@ -235,7 +366,7 @@ static inline void dequant_lut_f16_item(uint32_t hg_gid0, uint32_t hg_gid1, uint
                 } else if (bits == 6u) {
 
     #if defined(__AVX2__) && defined(__F16C__)
-    hg_s8_run(dst + (i), lut, data + (gat), 6, s, ngrp, hg_big(n, 2u), 2);
+    hg_s8_run(dst + (i), lut, data + (gat), 6, s, ngrp, hg_big(n, 2u), 2, hg_s8_c);
     #else
     for (uint32_t hg_j = 0u; hg_j < ngrp; hg_j++) { uint32_t hg_at = gat + 6u * hg_j; uint32_t hg_k = i + 8u * hg_j; float t0 = load_lut(load_data(hg_at) & 63u); store_dst(hg_k, hg_f32_to_f16((hg_as_u32(t0) & 0x7fffffffu) > 0x7f800000u ? t0 : s * t0)); float t1 = load_lut(((load_data(hg_at) | (load_data(hg_at + 1u) << 8u)) >> 6u) & 63u); store_dst(hg_k + 1u, hg_f32_to_f16((hg_as_u32(t1) & 0x7fffffffu) > 0x7f800000u ? t1 : s * t1)); float t2 = load_lut(((load_data(hg_at + 1u) | (load_data(hg_at + 2u) << 8u)) >> 4u) & 63u); store_dst(hg_k + 2u, hg_f32_to_f16((hg_as_u32(t2) & 0x7fffffffu) > 0x7f800000u ? t2 : s * t2)); float t3 = load_lut((load_data(hg_at + 2u) >> 2u) & 63u); store_dst(hg_k + 3u, hg_f32_to_f16((hg_as_u32(t3) & 0x7fffffffu) > 0x7f800000u ? t3 : s * t3)); float t4 = load_lut(load_data(hg_at + 3u) & 63u); store_dst(hg_k + 4u, hg_f32_to_f16((hg_as_u32(t4) & 0x7fffffffu) > 0x7f800000u ? t4 : s * t4)); float t5 = load_lut(((load_data(hg_at + 3u) | (load_data(hg_at + 4u) << 8u)) >> 6u) & 63u); store_dst(hg_k + 5u, hg_f32_to_f16((hg_as_u32(t5) & 0x7fffffffu) > 0x7f800000u ? t5 : s * t5)); float t6 = load_lut(((load_data(hg_at + 4u) | (load_data(hg_at + 5u) << 8u)) >> 4u) & 63u); store_dst(hg_k + 6u, hg_f32_to_f16((hg_as_u32(t6) & 0x7fffffffu) > 0x7f800000u ? t6 : s * t6)); float t7 = load_lut((load_data(hg_at + 5u) >> 2u) & 63u); store_dst(hg_k + 7u, hg_f32_to_f16((hg_as_u32(t7) & 0x7fffffffu) > 0x7f800000u ? t7 : s * t7)); }
     #endif
@@ -243,7 +374,7 @@ static inline void dequant_lut_f16_item(uint32_t hg_gid0, uint32_t hg_gid1, uint
                 } else if (bits == 8u) {
 
     #if defined(__AVX2__) && defined(__F16C__)
-    hg_s8_run(dst + (i), lut, data + (gat), 8, s, ngrp, hg_big(n, 2u), 2);
+    hg_s8_run(dst + (i), lut, data + (gat), 8, s, ngrp, hg_big(n, 2u), 2, hg_s8_c);
     #else
     for (uint32_t hg_j = 0u; hg_j < ngrp; hg_j++) { uint32_t hg_at = gat + 8u * hg_j; uint32_t hg_k = i + 8u * hg_j; float t0 = load_lut(load_data(hg_at) & 255u); store_dst(hg_k, hg_f32_to_f16((hg_as_u32(t0) & 0x7fffffffu) > 0x7f800000u ? t0 : s * t0)); float t1 = load_lut(load_data(hg_at + 1u) & 255u); store_dst(hg_k + 1u, hg_f32_to_f16((hg_as_u32(t1) & 0x7fffffffu) > 0x7f800000u ? t1 : s * t1)); float t2 = load_lut(load_data(hg_at + 2u) & 255u); store_dst(hg_k + 2u, hg_f32_to_f16((hg_as_u32(t2) & 0x7fffffffu) > 0x7f800000u ? t2 : s * t2)); float t3 = load_lut(load_data(hg_at + 3u) & 255u); store_dst(hg_k + 3u, hg_f32_to_f16((hg_as_u32(t3) & 0x7fffffffu) > 0x7f800000u ? t3 : s * t3)); float t4 = load_lut(load_data(hg_at + 4u) & 255u); store_dst(hg_k + 4u, hg_f32_to_f16((hg_as_u32(t4) & 0x7fffffffu) > 0x7f800000u ? t4 : s * t4)); float t5 = load_lut(load_data(hg_at + 5u) & 255u); store_dst(hg_k + 5u, hg_f32_to_f16((hg_as_u32(t5) & 0x7fffffffu) > 0x7f800000u ? t5 : s * t5)); float t6 = load_lut(load_data(hg_at + 6u) & 255u); store_dst(hg_k + 6u, hg_f32_to_f16((hg_as_u32(t6) & 0x7fffffffu) > 0x7f800000u ? t6 : s * t6)); float t7 = load_lut(load_data(hg_at + 7u) & 255u); store_dst(hg_k + 7u, hg_f32_to_f16((hg_as_u32(t7) & 0x7fffffffu) > 0x7f800000u ? t7 : s * t7)); }
     #endif
@@ -435,7 +566,7 @@ static inline void dequant_lut_f16_item(uint32_t hg_gid0, uint32_t hg_gid1, uint
                 if (bits == 4u) {
 
     #if defined(__AVX2__) && defined(__F16C__)
-    hg_s8_run(dst + (i), lut, data + (gat), 4, s, ngrp, hg_big(n, 2u), 2);
+    hg_s8_run(dst + (i), lut, data + (gat), 4, s, ngrp, hg_big(n, 2u), 2, hg_s8_c);
     #else
     for (uint32_t hg_j = 0u; hg_j < ngrp; hg_j++) { uint32_t hg_at = gat + 4u * hg_j; uint32_t hg_k = i + 8u * hg_j; float t0 = load_lut(load_data(hg_at) & 15u); store_dst(hg_k, hg_f32_to_f16((hg_as_u32(t0) & 0x7fffffffu) > 0x7f800000u ? t0 : s * t0)); float t1 = load_lut((load_data(hg_at) >> 4u) & 15u); store_dst(hg_k + 1u, hg_f32_to_f16((hg_as_u32(t1) & 0x7fffffffu) > 0x7f800000u ? t1 : s * t1)); float t2 = load_lut(load_data(hg_at + 1u) & 15u); store_dst(hg_k + 2u, hg_f32_to_f16((hg_as_u32(t2) & 0x7fffffffu) > 0x7f800000u ? t2 : s * t2)); float t3 = load_lut((load_data(hg_at + 1u) >> 4u) & 15u); store_dst(hg_k + 3u, hg_f32_to_f16((hg_as_u32(t3) & 0x7fffffffu) > 0x7f800000u ? t3 : s * t3)); float t4 = load_lut(load_data(hg_at + 2u) & 15u); store_dst(hg_k + 4u, hg_f32_to_f16((hg_as_u32(t4) & 0x7fffffffu) > 0x7f800000u ? t4 : s * t4)); float t5 = load_lut((load_data(hg_at + 2u) >> 4u) & 15u); store_dst(hg_k + 5u, hg_f32_to_f16((hg_as_u32(t5) & 0x7fffffffu) > 0x7f800000u ? t5 : s * t5)); float t6 = load_lut(load_data(hg_at + 3u) & 15u); store_dst(hg_k + 6u, hg_f32_to_f16((hg_as_u32(t6) & 0x7fffffffu) > 0x7f800000u ? t6 : s * t6)); float t7 = load_lut((load_data(hg_at + 3u) >> 4u) & 15u); store_dst(hg_k + 7u, hg_f32_to_f16((hg_as_u32(t7) & 0x7fffffffu) > 0x7f800000u ? t7 : s * t7)); }
     #endif
@@ -443,7 +574,7 @@ static inline void dequant_lut_f16_item(uint32_t hg_gid0, uint32_t hg_gid1, uint
                 } else if (bits == 6u) {
 
     #if defined(__AVX2__) && defined(__F16C__)
-    hg_s8_run(dst + (i), lut, data + (gat), 6, s, ngrp, hg_big(n, 2u), 2);
+    hg_s8_run(dst + (i), lut, data + (gat), 6, s, ngrp, hg_big(n, 2u), 2, hg_s8_c);
     #else
     for (uint32_t hg_j = 0u; hg_j < ngrp; hg_j++) { uint32_t hg_at = gat + 6u * hg_j; uint32_t hg_k = i + 8u * hg_j; float t0 = load_lut(load_data(hg_at) & 63u); store_dst(hg_k, hg_f32_to_f16((hg_as_u32(t0) & 0x7fffffffu) > 0x7f800000u ? t0 : s * t0)); float t1 = load_lut(((load_data(hg_at) | (load_data(hg_at + 1u) << 8u)) >> 6u) & 63u); store_dst(hg_k + 1u, hg_f32_to_f16((hg_as_u32(t1) & 0x7fffffffu) > 0x7f800000u ? t1 : s * t1)); float t2 = load_lut(((load_data(hg_at + 1u) | (load_data(hg_at + 2u) << 8u)) >> 4u) & 63u); store_dst(hg_k + 2u, hg_f32_to_f16((hg_as_u32(t2) & 0x7fffffffu) > 0x7f800000u ? t2 : s * t2)); float t3 = load_lut((load_data(hg_at + 2u) >> 2u) & 63u); store_dst(hg_k + 3u, hg_f32_to_f16((hg_as_u32(t3) & 0x7fffffffu) > 0x7f800000u ? t3 : s * t3)); float t4 = load_lut(load_data(hg_at + 3u) & 63u); store_dst(hg_k + 4u, hg_f32_to_f16((hg_as_u32(t4) & 0x7fffffffu) > 0x7f800000u ? t4 : s * t4)); float t5 = load_lut(((load_data(hg_at + 3u) | (load_data(hg_at + 4u) << 8u)) >> 6u) & 63u); store_dst(hg_k + 5u, hg_f32_to_f16((hg_as_u32(t5) & 0x7fffffffu) > 0x7f800000u ? t5 : s * t5)); float t6 = load_lut(((load_data(hg_at + 4u) | (load_data(hg_at + 5u) << 8u)) >> 4u) & 63u); store_dst(hg_k + 6u, hg_f32_to_f16((hg_as_u32(t6) & 0x7fffffffu) > 0x7f800000u ? t6 : s * t6)); float t7 = load_lut((load_data(hg_at + 5u) >> 2u) & 63u); store_dst(hg_k + 7u, hg_f32_to_f16((hg_as_u32(t7) & 0x7fffffffu) > 0x7f800000u ? t7 : s * t7)); }
     #endif
@@ -451,7 +582,7 @@ static inline void dequant_lut_f16_item(uint32_t hg_gid0, uint32_t hg_gid1, uint
                 } else if (bits == 8u) {
 
     #if defined(__AVX2__) && defined(__F16C__)
-    hg_s8_run(dst + (i), lut, data + (gat), 8, s, ngrp, hg_big(n, 2u), 2);
+    hg_s8_run(dst + (i), lut, data + (gat), 8, s, ngrp, hg_big(n, 2u), 2, hg_s8_c);
     #else
     for (uint32_t hg_j = 0u; hg_j < ngrp; hg_j++) { uint32_t hg_at = gat + 8u * hg_j; uint32_t hg_k = i + 8u * hg_j; float t0 = load_lut(load_data(hg_at) & 255u); store_dst(hg_k, hg_f32_to_f16((hg_as_u32(t0) & 0x7fffffffu) > 0x7f800000u ? t0 : s * t0)); float t1 = load_lut(load_data(hg_at + 1u) & 255u); store_dst(hg_k + 1u, hg_f32_to_f16((hg_as_u32(t1) & 0x7fffffffu) > 0x7f800000u ? t1 : s * t1)); float t2 = load_lut(load_data(hg_at + 2u) & 255u); store_dst(hg_k + 2u, hg_f32_to_f16((hg_as_u32(t2) & 0x7fffffffu) > 0x7f800000u ? t2 : s * t2)); float t3 = load_lut(load_data(hg_at + 3u) & 255u); store_dst(hg_k + 3u, hg_f32_to_f16((hg_as_u32(t3) & 0x7fffffffu) > 0x7f800000u ? t3 : s * t3)); float t4 = load_lut(load_data(hg_at + 4u) & 255u); store_dst(hg_k + 4u, hg_f32_to_f16((hg_as_u32(t4) & 0x7fffffffu) > 0x7f800000u ? t4 : s * t4)); float t5 = load_lut(load_data(hg_at + 5u) & 255u); store_dst(hg_k + 5u, hg_f32_to_f16((hg_as_u32(t5) & 0x7fffffffu) > 0x7f800000u ? t5 : s * t5)); float t6 = load_lut(load_data(hg_at + 6u) & 255u); store_dst(hg_k + 6u, hg_f32_to_f16((hg_as_u32(t6) & 0x7fffffffu) > 0x7f800000u ? t6 : s * t6)); float t7 = load_lut(load_data(hg_at + 7u) & 255u); store_dst(hg_k + 7u, hg_f32_to_f16((hg_as_u32(t7) & 0x7fffffffu) > 0x7f800000u ? t7 : s * t7)); }
     #endif
@@ -663,8 +794,10 @@ void dequant_lut_f16(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0, in
         int64_t hg_end = hg_t + hg_size < hg_total ? hg_t + hg_size : hg_total;
         uint32_t hg_x = (uint32_t)(hg_t % hg_n0), hg_y = (uint32_t)((hg_t / hg_n0) % hg_n1);
         uint32_t hg_z = (uint32_t)(hg_t / (hg_n0 * hg_n1));
+        hg_s8_fmt_t hg_s8_c;
+        hg_s8_c.tab = NULL;
         for (; hg_t < hg_end; hg_t++) {
-            dequant_lut_f16_item(hg_x, hg_y, hg_z, dst, data, lut, scales, err, n, ept, doff, bits, chk, mode, nparam, inner, dm1, dsh1, ssize, dm2, dsh2, omul, kshift);
+            dequant_lut_f16_item(hg_x, hg_y, hg_z, &hg_s8_c, dst, data, lut, scales, err, n, ept, doff, bits, chk, mode, nparam, inner, dm1, dsh1, ssize, dm2, dsh2, omul, kshift);
             if (++hg_x == (uint32_t)hg_n0) {
                 hg_x = 0;
                 if (++hg_y == (uint32_t)hg_n1) { hg_y = 0; hg_z++; }
