@@ -145,8 +145,9 @@ class _Directory:
             try:
                 os.makedirs(os.path.dirname(path), exist_ok=True)
                 old = self._file(path)
-                tensors: dict[str, Any] = {} if old is None else {
-                    n: old.read(n) for n in old.top_level_names() if n != name}
+                with self._lock:  # the lazy order tables again (see lookup)
+                    tensors: dict[str, Any] = {} if old is None else {
+                        n: old.read(n) for n in old.top_level_names() if n != name}
                 tensors[name] = t
                 save(path, tensors, None if old is None else old.metadata,
                      alignment=DEFAULT_ALIGNMENT if old is None else old.header.alignment)
