@@ -75,26 +75,20 @@ def _offsets(sizes: list[int]) -> tuple[list[int], int]:
     return offsets, end
 
 
-def _ipc_desc(desc: Any, tag: int, mclass: MemoryClass, mode: SyncMode) -> Any:
-    """``desc`` re-declared for the shared allocation: its device, class and sync mode, and
-    page-aligned."""
-    return dataclasses.replace(desc, buffers=tuple(dataclasses.replace(
-        h, alignment=IPC_ALIGN if h.byte_size else h.alignment, device_tag=tag,
-        sync_mode=mode, memory_class=mclass) for h in desc.buffers))
-
-
-def _ipc_raw(node: Any, tag: int, mclass: MemoryClass, mode: SyncMode) -> bytes:
-    """``node``'s descriptor as :func:`_ipc_desc` re-declares it, encoded. Memoized on the
-    node's descriptor bytes: re-declaring and validating cost more than the rest of a small
-    handoff's producer side."""
-    key = (node.descriptor_bytes, tag, mclass, mode)
-    raw = _IPC_RAW.get(key)
-    if raw is None:
-        raw = codec.encode(_ipc_desc(node.descriptor, tag, mclass, mode))
+def _ipc_raw(desc: Any, raw: bytes, tag: int, mclass: MemoryClass, mode: SyncMode) -> bytes:
+    """``desc`` (encoded as ``raw``) re-declared for the shared allocation: its device, class
+    and sync mode, and page-aligned; encoded, and memoized on ``raw`` (encoding validates, which
+    costs more than the rest of a small handoff's producer side)."""
+    key = (raw, tag, mclass, mode)
+    out = _IPC_RAW.get(key)
+    if out is None:
+        out = codec.encode(dataclasses.replace(desc, buffers=tuple(dataclasses.replace(
+            h, alignment=IPC_ALIGN if h.byte_size else h.alignment, device_tag=tag,
+            sync_mode=mode, memory_class=mclass) for h in desc.buffers)))
         if len(_IPC_RAW) >= 256:  # bounded: a producer of many shapes starts over
             _IPC_RAW.clear()
-        _IPC_RAW[key] = raw
-    return raw
+        _IPC_RAW[key] = out
+    return out
 
 
 _IPC_RAW: dict[tuple[bytes, int, MemoryClass, SyncMode], bytes] = {}
@@ -131,8 +125,8 @@ class SharedTensor:
             fd: int | None = self._segment(sources, offsets)
         else:
             self.device, (fd, record) = dev, self._export(dev, mclass, sources, offsets, mode)
-        raws = [_ipc_raw(n, self.device.tag, mclass or MemoryClass.STANDARD, mode)
-                for n in nodes]
+        raws = [_ipc_raw(n.descriptor, n.descriptor_bytes, self.device.tag,
+                         mclass or MemoryClass.STANDARD, mode) for n in nodes]
         body = struct.pack("<I", len(nodes)) + b"".join(
             struct.pack("<II", len(n.members), len(raw)) + raw
             for n, raw in zip(nodes, raws, strict=True))
@@ -274,6 +268,9 @@ class SharedTensor:
         except OSError:
             return
         with self._cond:  # counted before the consumer can see the handoff
+            if self._closed:  # close() began: a release since may have freed the memory
+                conn.close()
+                return
             self._active += 1
             self._served += 1
         try:
@@ -305,12 +302,8 @@ class SharedTensor:
 
 class _Loop:
     """One daemon thread per process serves every SharedTensor: a thread per share would cost
-    its start and join on every handoff.
-
-    Handlers run on that thread under ``mutex``; other threads change the selector and the
-    sockets under it too (:meth:`call`), so no handler ever meets a socket another thread is
-    closing, without waking the loop thread (epoll takes and drops sockets while another
-    thread waits on it)."""
+    its start and join on every handoff. Handlers run under ``mutex``, and so does :meth:`call`
+    from other threads, which so closes sockets without a round trip through the loop."""
 
     _current: _Loop | None = None
     _lock = threading.Lock()
@@ -463,8 +456,6 @@ def _receive(sock: socket.socket, deadline: float) -> tuple[int | None, bytes]:
         if len(head) > 8 + length:
             raise ProtocolError(f"{len(head) - 8 - length} bytes follow the {length}-byte "
                                 "handoff message", fix=_FIX_MSG)
-        if len(head) == 8 + length:
-            return (fds[0] if fds else None), head[8:]
         body = bytearray(length)
         body[:len(head) - 8] = head[8:]
         view, got_n = memoryview(body), len(head) - 8
