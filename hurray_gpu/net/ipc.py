@@ -456,8 +456,7 @@ def _receive(sock: socket.socket, deadline: float) -> tuple[int | None, bytes]:
         if len(head) > 8 + length:
             raise ProtocolError(f"{len(head) - 8 - length} bytes follow the {length}-byte "
                                 "handoff message", fix=_FIX_MSG)
-        body = bytearray(length)
-        body[:len(head) - 8] = head[8:]
+        body = bytearray(head[8:].ljust(length, b"\0"))
         view, got_n = memoryview(body), len(head) - 8
         while got_n < length:
             sock.settimeout(max(deadline - time.monotonic(), 0.001))
@@ -552,8 +551,9 @@ def _map(fd: int, nodes: list[tuple[int, bytes]], on_release: Callable[[], Any])
     size = os.fstat(fd).st_size
     descs, offsets, sizes = _layout(nodes, size)
     segment = np.frombuffer(mmap.mmap(fd, size, prot=mmap.PROT_READ), dtype=np.uint8)
-    arrays = [segment[o:o + n] for o, n in zip(offsets, sizes, strict=True)]
-    return _build(nodes, descs, arrays, SyncState(SyncMode.PRODUCER_SYNCED,
+    cpu = resolve_device("cpu")  # cpu Buffers: the descriptors must declare cpu memory
+    buffers = [Buffer.wrap(segment[o:o + n], cpu) for o, n in zip(offsets, sizes, strict=True)]
+    return _build(nodes, descs, buffers, SyncState(SyncMode.PRODUCER_SYNCED,
                                                   on_release=on_release))
 
 

@@ -327,6 +327,11 @@ HOSTILE: dict[str, tuple[Callable[[socket.socket], None], type[Exception], str |
     "extra nodes": (_with_fd(_message([(0, _dense_desc(4)), (0, _dense_desc(0))])),
                     ProtocolError, "outside"),
     "silent producer": (lambda conn: None, TransportError, "did not arrive"),
+    "host segment declared as device memory": (
+        _with_fd(_message([(0, ipc._ipc_raw(codec.decode(_dense_desc(4)), _dense_desc(4),
+                                            DeviceTag.VULKAN, MemoryClass.PEER,
+                                            SyncMode.PRODUCER_SYNCED))])),
+        HurrayFormatError, "declares device_tag 0x"),
     # Read with the header in one go: what follows the declared message is no handoff.
     "bytes past the message": (_with_fd(_message([(0, _dense_desc(4))]) + b"xy"),
                                ProtocolError, "2 bytes follow"),
