@@ -136,7 +136,7 @@ def make_tensor(desc: TensorDescriptor, buffers: Sequence[Buffer], *,
 
 
 def assemble(descriptor: Any, buffers: Sequence[Any] = (),
-             members: Sequence[TensorLike] = ()) -> Any:
+             members: Sequence[TensorLike] = (), sync: Any = None) -> Any:
     """A tensor from a descriptor and its buffers, validating both (``Tensor.from_parts``).
 
     Args:
@@ -145,6 +145,7 @@ def assemble(descriptor: Any, buffers: Sequence[Any] = (),
             NumPy array), which become cpu Buffers (see :func:`host_buffers`). All must end
             up on one device and memory class that every handle declares.
         members: for a composite head, its complete member tensors in order.
+        sync: the handoff state the tensor carries (see :func:`make_tensor`).
 
     Raises:
         HurrayFormatError: malformed descriptor, wrong buffer count or size, buffers on
@@ -175,12 +176,12 @@ def assemble(descriptor: Any, buffers: Sequence[Any] = (),
                        strict=True))
     bufs = [wrapped.get(i, b) for i, b in enumerate(buffers)]
     if not bufs:
-        return make_tensor(desc, [], members=members, raw=raw)
+        return make_tensor(desc, [], members=members, raw=raw, sync=sync)
     # Host bytes carry no place of their own: the descriptor may declare where a producer
     # kept them (a stream from a GPU); caller-given Buffers must match their handles.
     device, mclass = check_buffers(desc, bufs, tags=len(host) < len(bufs))
     return make_tensor(desc, bufs, members=members, raw=raw, device=device,
-                       memory_class=mclass)
+                       memory_class=mclass, sync=sync)
 
 
 def is_tensor(value: Any) -> bool:

@@ -50,12 +50,11 @@ from hurray_gpu.format import codec
 from hurray_gpu.format.descriptor.buffers import DeviceTag, SyncMode
 from hurray_gpu.net.client import MAX_DEPTH, MAX_MEMBERS
 from hurray_gpu.net.transport import tensor_nodes
-from hurray_gpu.parts import make_tensor
+from hurray_gpu.parts import assemble
 from hurray_gpu.runtime.buffer import Buffer
 from hurray_gpu.runtime.memory import MemoryClass
 from hurray_gpu.runtime.registry import device_count, resolve_device, tag_name
 from hurray_gpu.sync.handoff import SyncState, parse_mode
-from hurray_gpu.tensor import Tensor
 
 __all__ = ["SharedTensor", "attach", "share"]
 
@@ -76,12 +75,23 @@ def _offsets(sizes: list[int]) -> tuple[list[int], int]:
     return offsets, end
 
 
-def _ipc_desc(desc: Any, tag: int, mclass: MemoryClass, mode: SyncMode) -> Any:
-    """``desc`` re-declared for the shared allocation: its device, class and sync mode, and
-    page-aligned."""
-    return dataclasses.replace(desc, buffers=tuple(dataclasses.replace(
-        h, alignment=IPC_ALIGN if h.byte_size else h.alignment, device_tag=tag,
-        sync_mode=mode, memory_class=mclass) for h in desc.buffers))
+def _ipc_raw(desc: Any, raw: bytes, tag: int, mclass: MemoryClass, mode: SyncMode) -> bytes:
+    """``desc`` (encoded as ``raw``) re-declared for the shared allocation: its device, class
+    and sync mode, and page-aligned; encoded, and memoized on ``raw`` (encoding validates, which
+    costs more than the rest of a small handoff's producer side)."""
+    key = (raw, tag, mclass, mode)
+    out = _IPC_RAW.get(key)
+    if out is None:
+        out = codec.encode(dataclasses.replace(desc, buffers=tuple(dataclasses.replace(
+            h, alignment=IPC_ALIGN if h.byte_size else h.alignment, device_tag=tag,
+            sync_mode=mode, memory_class=mclass) for h in desc.buffers)))
+        if len(_IPC_RAW) >= 256:  # bounded: a producer of many shapes starts over
+            _IPC_RAW.clear()
+        _IPC_RAW[key] = out
+    return out
+
+
+_IPC_RAW: dict[tuple[bytes, int, MemoryClass, SyncMode], bytes] = {}
 
 
 class SharedTensor:
@@ -115,11 +125,11 @@ class SharedTensor:
             fd: int | None = self._segment(sources, offsets)
         else:
             self.device, (fd, record) = dev, self._export(dev, mclass, sources, offsets, mode)
-        descs = [_ipc_desc(n.descriptor, self.device.tag, mclass or MemoryClass.STANDARD, mode)
-                 for n in nodes]
+        raws = [_ipc_raw(n.descriptor, n.descriptor_bytes, self.device.tag,
+                         mclass or MemoryClass.STANDARD, mode) for n in nodes]
         body = struct.pack("<I", len(nodes)) + b"".join(
             struct.pack("<II", len(n.members), len(raw)) + raw
-            for n, raw in zip(nodes, map(codec.encode, descs), strict=True))
+            for n, raw in zip(nodes, raws, strict=True))
         body += struct.pack("<I", len(record)) + record
         self._message = _MAGIC + struct.pack("<I", len(body)) + body
         self._fd: int | None = fd
@@ -142,11 +152,19 @@ class SharedTensor:
         fd = os.memfd_create("hurray_gpu-ipc", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
         try:
             os.ftruncate(fd, self.nbytes)
-            with mmap.mmap(fd, self.nbytes) as mm:
-                segment = np.frombuffer(mm, dtype=np.uint8)
+            if all(buf.is_host for buf in sources):
+                # write() fills the file's pages directly: through a mapping every page
+                # faults first, which makes the copy 2-4x slower at any size.
                 for off, buf in zip(offsets, sources, strict=True):
-                    buf.copyout(segment[off:off + buf.nbytes])
-                del segment  # the mapping cannot close while a view exists
+                    data, done = memoryview(buf.array), 0
+                    while done < len(data):  # Linux writes at most 2 GiB - 4 KiB per call
+                        done += os.pwrite(fd, data[done:], off + done)
+            else:
+                with mmap.mmap(fd, self.nbytes) as mm:
+                    segment = np.frombuffer(mm, dtype=np.uint8)
+                    for off, buf in zip(offsets, sources, strict=True):
+                        buf.copyout(segment[off:off + buf.nbytes])
+                    del segment  # the mapping cannot close while a view exists
             # Sealed: no one (consumers included) can change the data or the size, so a
             # consumer's mapping can never fault on a truncated file.
             fcntl.fcntl(fd, fcntl.F_ADD_SEALS, sum(getattr(fcntl, s) for s in _SEALS)
@@ -232,7 +250,7 @@ class SharedTensor:
         if done:
             self._free()
 
-    # The handlers below run on the loop thread only.
+    # The handlers below run under the loop's mutex.
     def _stop(self, sel: selectors.BaseSelector) -> None:
         # Device memory stays until its consumers release it: their sockets stay watched.
         for sock in (self._listener, *(self._conns if self._memory is None else ())):
@@ -250,13 +268,17 @@ class SharedTensor:
         except OSError:
             return
         with self._cond:  # counted before the consumer can see the handoff
+            if self._closed:  # close() began: a release since may have freed the memory
+                conn.close()
+                return
             self._active += 1
             self._served += 1
         try:
             conn.settimeout(self._timeout)
             sent = 0 if self._fd is None else socket.send_fds(
                 conn, [self._message[:IPC_ALIGN]], [self._fd])
-            conn.sendall(self._message[sent:])
+            if sent < len(self._message):
+                conn.sendall(self._message[sent:])
             sel.register(conn, selectors.EVENT_READ, self._release)
             self._conns.add(conn)
         except OSError:  # the consumer went away before it got the handoff
@@ -280,7 +302,8 @@ class SharedTensor:
 
 class _Loop:
     """One daemon thread per process serves every SharedTensor: a thread per share would cost
-    its start and join on every handoff."""
+    its start and join on every handoff. Handlers run under ``mutex``, and so does :meth:`call`
+    from other threads, which so closes sockets without a round trip through the loop."""
 
     _current: _Loop | None = None
     _lock = threading.Lock()
@@ -288,9 +311,7 @@ class _Loop:
     def __init__(self) -> None:
         self.pid = os.getpid()
         self.sel = selectors.DefaultSelector()
-        self.wake_r, self.wake_w = socket.socketpair()
-        self.sel.register(self.wake_r, selectors.EVENT_READ, None)
-        self.calls: list[tuple[Callable[[selectors.BaseSelector], Any], threading.Event]] = []
+        self.mutex = threading.Lock()
         threading.Thread(target=self._run, name="hurray_gpu ipc", daemon=True).start()
 
     @classmethod
@@ -302,37 +323,25 @@ class _Loop:
             return cls._current
 
     def register(self, sock: socket.socket, handler: Callable[..., Any]) -> None:
-        """Call ``handler(selector, sock)`` on the loop thread whenever ``sock`` is readable
-        (epoll takes a new socket while another thread waits on it)."""
-        self.sel.register(sock, selectors.EVENT_READ, handler)
+        """Call ``handler(selector, sock)`` on the loop thread whenever ``sock`` is readable."""
+        with self.mutex:
+            self.sel.register(sock, selectors.EVENT_READ, handler)
 
     def call(self, fn: Callable[[selectors.BaseSelector], Any]) -> None:
-        """Run ``fn(selector)`` on the loop thread and wait for it."""
-        done = threading.Event()
-        with self._lock:
-            self.calls.append((fn, done))
-        self.wake_w.send(b"x")
-        done.wait()
+        """Run ``fn(selector)`` here, while no handler runs."""
+        with self.mutex:
+            fn(self.sel)
 
     def _run(self) -> None:
         while True:
             for key, _ in self.sel.select():
-                if self.sel.get_map().get(key.fd) is not key:
-                    continue  # an earlier handler of this batch closed it
-                if key.data is not None:
+                with self.mutex:
+                    if self.sel.get_map().get(key.fd) is not key:
+                        continue  # unregistered since select() returned
                     try:
                         key.data(self.sel, key.fileobj)
                     except Exception as exc:  # the loop serves every share: it must go on
                         warnings.warn(f"hurray_gpu ipc: {exc!r}", RuntimeWarning, stacklevel=1)
-                    continue
-                self.wake_r.recv(4096)
-                with self._lock:
-                    calls, self.calls = self.calls, []
-                for fn, done in calls:
-                    try:
-                        fn(self.sel)
-                    finally:
-                        done.set()
 
 
 def share(tensor: Any, path: str, *, timeout: float = 10.0, host: bool = False,
@@ -423,10 +432,12 @@ def _receive(sock: socket.socket, deadline: float) -> tuple[int | None, bytes]:
     """The handoff's fd (None without one) and body; the fd is closed here on any error."""
     fds: list[int] = []
     try:
+        # The producer sends the first IPC_ALIGN bytes with the fd in one message: a small
+        # handoff arrives whole in this first read.
         head = b""
         while len(head) < 8:
             sock.settimeout(max(deadline - time.monotonic(), 0.001))
-            data, got, flags, _ = socket.recv_fds(sock, 8 - len(head), 1)
+            data, got, flags, _ = socket.recv_fds(sock, IPC_ALIGN - len(head), 1)
             fds += got
             if flags & socket.MSG_CTRUNC:
                 raise ProtocolError("the handoff carried more than one file descriptor",
@@ -438,12 +449,15 @@ def _receive(sock: socket.socket, deadline: float) -> tuple[int | None, bytes]:
         if head[:4] != _MAGIC:
             raise ProtocolError(f"not a hurray_gpu IPC handoff (magic {head[:4]!r})",
                                 fix=_FIX_MSG)
-        (length,) = struct.unpack("<I", head[4:])
+        (length,) = struct.unpack_from("<I", head, 4)
         if length > MAX_MESSAGE:
             raise ProtocolError(f"handoff message of {length} bytes exceeds {MAX_MESSAGE}",
                                 fix=_FIX_MSG)
-        body = bytearray(length)
-        view, got_n = memoryview(body), 0
+        if len(head) > 8 + length:
+            raise ProtocolError(f"{len(head) - 8 - length} bytes follow the {length}-byte "
+                                "handoff message", fix=_FIX_MSG)
+        body = bytearray(head[8:].ljust(length, b"\0"))
+        view, got_n = memoryview(body), len(head) - 8
         while got_n < length:
             sock.settimeout(max(deadline - time.monotonic(), 0.001))
             n = sock.recv_into(view[got_n:])
@@ -520,9 +534,7 @@ def _build(nodes: list[tuple[int, bytes]], descs: list[Any], buffers: list[Any],
     def build() -> Any:  # _parse checked that the member counts form one tree
         (members, raw), desc = next(order)
         kids = [build() for _ in range(members)]
-        t = Tensor(raw, [next(parts) for _ in codec.handles(desc)], kids)
-        return make_tensor(t.descriptor, t.buffers, members=kids, raw=raw, device=t.device,
-                           memory_class=t.memory_class, sync=state)
+        return assemble(raw, [next(parts) for _ in codec.handles(desc)], kids, sync=state)
 
     return build()
 
@@ -539,8 +551,9 @@ def _map(fd: int, nodes: list[tuple[int, bytes]], on_release: Callable[[], Any])
     size = os.fstat(fd).st_size
     descs, offsets, sizes = _layout(nodes, size)
     segment = np.frombuffer(mmap.mmap(fd, size, prot=mmap.PROT_READ), dtype=np.uint8)
-    arrays = [segment[o:o + n] for o, n in zip(offsets, sizes, strict=True)]
-    return _build(nodes, descs, arrays, SyncState(SyncMode.PRODUCER_SYNCED,
+    cpu = resolve_device("cpu")  # cpu Buffers: the descriptors must declare cpu memory
+    buffers = [Buffer.wrap(segment[o:o + n], cpu) for o, n in zip(offsets, sizes, strict=True)]
+    return _build(nodes, descs, buffers, SyncState(SyncMode.PRODUCER_SYNCED,
                                                   on_release=on_release))
 
 

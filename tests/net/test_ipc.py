@@ -15,6 +15,7 @@ import sys
 import tempfile
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -26,8 +27,12 @@ import hurray_gpu as hg
 from hurray_gpu.errors import HurrayFormatError, ProtocolError, TransportError
 from hurray_gpu.format import codec
 from hurray_gpu.format import descriptor as d
+from hurray_gpu.format.descriptor.buffers import DeviceTag, SyncMode
 from hurray_gpu.net import ipc
+from hurray_gpu.net.transport import tensor_nodes
+from hurray_gpu.runtime.memory import MemoryClass
 from hurray_gpu.tensor import Tensor
+from tests._support import stable_rng
 
 ROOT = Path(__file__).resolve().parents[2]
 SEGMENT = "memfd:hurray_gpu-ipc"
@@ -322,6 +327,14 @@ HOSTILE: dict[str, tuple[Callable[[socket.socket], None], type[Exception], str |
     "extra nodes": (_with_fd(_message([(0, _dense_desc(4)), (0, _dense_desc(0))])),
                     ProtocolError, "outside"),
     "silent producer": (lambda conn: None, TransportError, "did not arrive"),
+    "host segment declared as device memory": (
+        _with_fd(_message([(0, ipc._ipc_raw(codec.decode(_dense_desc(4)), _dense_desc(4),
+                                            DeviceTag.VULKAN, MemoryClass.PEER,
+                                            SyncMode.PRODUCER_SYNCED))])),
+        HurrayFormatError, "declares device_tag 0x"),
+    # Read with the header in one go: what follows the declared message is no handoff.
+    "bytes past the message": (_with_fd(_message([(0, _dense_desc(4))]) + b"xy"),
+                               ProtocolError, "2 bytes follow"),
 }
 
 
@@ -336,8 +349,8 @@ def test_hostile_handoff_is_a_typed_error(case: str, sock_path: str) -> None:
     assert "Fix:" in str(info.value)
     del info  # its traceback would keep a mapping alive
     gc.collect()
+    thread.join(5)  # the forger closes its own copies of the fds after sending them
     assert _segments() == before == (0, 0)  # nothing mapped, every received fd closed
-    thread.join(5)
 
 
 def test_forged_messages_follow_the_producers_format(sock_path: str) -> None:
@@ -347,3 +360,95 @@ def test_forged_messages_follow_the_producers_format(sock_path: str) -> None:
         nodes, record = ipc._parse(shared._message[8:])
     assert [m for m, _ in nodes] == [2, 0, 0] and record == b""
     assert _message(nodes) == shared._message
+
+
+# -- the small-handoff fast paths -----------------------------------------------------------
+
+_DECLARATIONS = [(DeviceTag.CPU, MemoryClass.STANDARD, SyncMode.PRODUCER_SYNCED),
+                 (DeviceTag.VULKAN, MemoryClass.PEER, SyncMode.PRODUCER_SYNCED)]
+
+
+def test_memoized_descriptors_are_the_fresh_encoding() -> None:
+    for t in SAMPLES.values():
+        for node in tensor_nodes(t):
+            for tag, mclass, mode in _DECLARATIONS:
+                args = (node.descriptor, node.descriptor_bytes, tag, mclass, mode)
+                ipc._IPC_RAW.clear()
+                fresh = ipc._ipc_raw(*args)
+                assert ipc._ipc_raw(*args) is fresh  # memoized
+                desc = codec.decode(fresh)
+                assert desc.shape == node.descriptor.shape and desc.dtype == node.descriptor.dtype
+                assert [(h.device_tag, h.memory_class, h.sync_mode, h.byte_size,
+                         h.alignment if h.byte_size else 0) for h in desc.buffers] == [
+                    (tag, mclass, mode, h.byte_size, 4096 if h.byte_size else 0)
+                    for h in node.descriptor.buffers]
+    for n in range(300):  # bounded, however many shapes one producer shares
+        t = hg.from_numpy(np.zeros(n, np.uint8))
+        ipc._ipc_raw(t.descriptor, t.descriptor_bytes, *_DECLARATIONS[0])
+        assert len(ipc._IPC_RAW) <= 256
+
+
+def test_same_shape_of_another_dtype_gets_its_own_descriptor(sock_path: str) -> None:
+    """Shares of one shape in turn (float32, then its bits as int32 and uint32): each consumer
+    gets its tensor's element type and bytes, never a descriptor memoized for another."""
+    data = stable_rng("ipc", "memo").standard_normal(1000).astype(np.float32)
+    for arr in (data, data.view(np.int32), data.view(np.uint32), data):
+        with hg.share(hg.from_numpy(arr), sock_path) as shared:
+            got = hg.attach(sock_path)
+            assert got.dtype.name == str(arr.dtype) and got.shape == (1000,)
+            assert np.array_equal(got.numpy(), arr)
+            got.release()
+            assert shared.wait_released(10)
+
+
+def test_a_handoff_message_larger_than_its_first_read(sock_path: str) -> None:
+    """A group of 100 members: descriptors past the first IPC_ALIGN bytes read, which arrive
+    in later reads after the ones that came with the fd."""
+    rng = stable_rng("ipc", "large message")
+    members = [hg.from_numpy(rng.integers(-99, 99, i + 1).astype(np.int16)) for i in range(100)]
+    head = d.TensorDescriptor(hg.by_name("float32"), (1,), d.Composite(3, 0, 100), ())
+    t = Tensor.from_parts(codec.encode(head), [], members)
+    with hg.share(t, sock_path) as shared:
+        assert len(shared._message) > ipc.IPC_ALIGN
+        got = hg.attach(sock_path)
+        assert _same(got, t)
+        got.release()
+        assert shared.wait_released(10)
+
+
+def test_close_racing_consumers_leaks_nothing(sock_path: str) -> None:
+    """close() takes the sockets from under the loop's handlers (one mutex, no round trip):
+    consumers attaching meanwhile get the tensor or a TransportError, and every segment
+    descriptor and mapping goes."""
+    t = SAMPLES["dense"]
+    expected = t.numpy()
+    outcomes: list[str] = []
+
+    def consume() -> None:
+        try:
+            got = hg.attach(sock_path, timeout=10)
+        except TransportError:
+            outcomes.append("refused")
+            return
+        except Exception as exc:  # noqa: BLE001 - reported by the assertion below
+            outcomes.append(repr(exc))
+            return
+        ok = np.array_equal(got.numpy(), expected)
+        got.release()
+        outcomes.append("attached" if ok else "wrong data")
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(20):
+            shared = hg.share(t, sock_path)
+            threads = [threading.Thread(target=consume) for _ in range(3)]
+            for thread in threads:
+                thread.start()
+            shared.close()
+            for thread in threads:
+                thread.join(30)
+            assert shared.active == 0
+    assert len(outcomes) == 60 and set(outcomes) <= {"attached", "refused"}, set(outcomes)
+    assert not [w for w in caught if "hurray_gpu ipc" in str(w.message)]
+    gc.collect()
+    assert _segments() == (0, 0)

@@ -220,8 +220,8 @@ def test_event_mode_needs_an_ipc_event(vk, sock_path: str) -> None:
 # -- hostile device records -----------------------------------------------------------------
 
 def _peer_desc(n: int, mode: SyncMode = SyncMode.PRODUCER_SYNCED) -> bytes:
-    return codec.encode(ipc._ipc_desc(codec.decode(_dense_desc(n)), DeviceTag.VULKAN,
-                                      MemoryClass.PEER, mode))
+    return ipc._ipc_raw(codec.decode(_dense_desc(n)), _dense_desc(n), DeviceTag.VULKAN,
+                        MemoryClass.PEER, mode)
 
 
 def _envelope(tag: int, ident: bytes, record: bytes, nfds: int = 1) -> bytes:
