@@ -257,7 +257,7 @@ class Client:
                                         fix="the server is out of step; reconnect.")
                 with lock:
                     if not shared:
-                        desc = self._checked(msg, [self.max_tensor_bytes, 0], whole=False)
+                        desc = self._plan(msg, [self.max_tensor_bytes, 0], whole=False)[0]
                         shared.update(desc=desc, raw=msg.descriptor, arrays=host_arrays(desc))
                     elif msg.descriptor != shared["raw"]:
                         raise ProtocolError(f"shard {index}'s descriptor differs from another "
@@ -291,16 +291,11 @@ class Client:
             raise errors[0]
         return Tensor.from_parts(declare(shared["desc"], DeviceTag.CPU, 0, 0), shared["arrays"])
 
-    def _checked(self, msg: P.TensorDescriptorMsg, budget: list[int], whole: bool = True
-                 ) -> Any:
-        """The descriptor of ``msg`` after every check that precedes allocating for it."""
-        return self._plan(msg, budget, whole)[0]
-
     def _plan(self, msg: P.TensorDescriptorMsg, budget: list[int], whole: bool = True
               ) -> _Plan:
-        """What :meth:`_checked` checks, and how to receive and wrap the data: remembered per
-        descriptor message (the checks are a function of its bytes; the budget is not, and
-        is charged every time)."""
+        """The descriptor of ``msg`` after every check that precedes allocating for it, and
+        how to receive and wrap its data: remembered per descriptor message (the checks are
+        a function of its bytes; the budget is not, and is charged every time)."""
         plan = self._plans.get((msg, whole))
         if plan is None:
             desc = self._check(msg, whole)

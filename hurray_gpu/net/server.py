@@ -35,7 +35,6 @@ from hurray_gpu.io.file_format import DEFAULT_ALIGNMENT
 from hurray_gpu.kv_cache import PagedKVCache
 from hurray_gpu.net.transport import (
     DEFAULT_PORT,
-    FRAME_BYTES,
     Connection,
     StreamError,
     TransportError,
@@ -423,13 +422,12 @@ class _Reply:
             self._message(P.encode(P.TensorDescriptorMsg(
                 raw_of(node.descriptor), sum(b.nbytes for b in node.buffers)), 1))
             offset = 0
-            for buf in node.buffers:  # framed as send_buffers frames host memory
-                for chunk in range(0, buf.nbytes, FRAME_BYTES):
-                    for start in range(chunk, min(chunk + FRAME_BYTES, buf.nbytes), frame):
-                        n = min(frame, buf.nbytes - start, chunk + FRAME_BYTES - start)
-                        self._message(P.data_header(1, offset, n))
-                        self.plan.append((j, start, start + n))
-                        offset += n
+            for buf in node.buffers:
+                for start in range(0, buf.nbytes, frame):
+                    n = min(frame, buf.nbytes - start)
+                    self._message(P.data_header(1, offset, n))
+                    self.plan.append((j, start, start + n))
+                    offset += n
                 j += 1
             self._message(P.encode(P.TensorDataEnd(), 1))
 
