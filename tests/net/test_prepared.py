@@ -14,7 +14,7 @@ import hurray_gpu as hg
 from hurray_gpu.format import protocol as P
 from tests._support import stable_rng
 from tests.net.conftest import TRANSPORTS, RawPeer, Start
-from tests.net.test_net_roundtrip import samples, same
+from tests.net.test_net_roundtrip import same, samples
 
 
 def _bytes(seed: int, n: int) -> np.ndarray:
