@@ -169,11 +169,14 @@ class Connection:
         max_message_size: the largest payload this side accepts (checked before allocating).
         timeout: seconds one message may take once its first byte arrived, and one send.
         idle_timeout: seconds to wait for the next message to begin.
+        idle_polls: wait for the next message before reading it (a server, whose client
+            is seldom quicker than its answer) instead of trying to read it at once.
     """
 
     def __init__(self, sock: socket.socket, *, max_message_size: int = P.DEFAULT_MAX_MESSAGE,
-                 timeout: float = 30.0, idle_timeout: float | None = None) -> None:
-        self.sock = sock
+                 timeout: float = 30.0, idle_timeout: float | None = None,
+                 idle_polls: bool = False) -> None:
+        self.sock, self.idle_polls = sock, idle_polls
         self.max_message_size = max_message_size
         self.peer_max = P.DEFAULT_MAX_MESSAGE  # what the peer accepts (set by the hello)
         self.timeout = timeout
@@ -216,7 +219,7 @@ class Connection:
         self.sock.close()
 
     # -- receive ---------------------------------------------------------------------------
-    def _recv_into(self, view: memoryview, deadline: float) -> None:
+    def _recv_into(self, view: memoryview, deadline: float, wait: bool = False) -> None:
         # Bytes already read ahead come first; a large remainder goes with recv_into straight
         # into ``view``, a small one through the read-ahead buffer, so that one recv brings a
         # small tensor's descriptor, data frames and DATA_END together.
@@ -225,7 +228,7 @@ class Connection:
             got = min(got, want)
             view[:got] = self._rbuf[self._rpos:self._rpos + got]
             self._rpos += got
-        wait = self._tls  # a plain socket is read at once, then waited on for the rest
+        wait = wait or self._tls  # a plain socket is read at once, then waited on for the rest
         while got < want:
             if wait and not self._ready(False, deadline):
                 raise TransportError(f"the peer sent {got} of {want} expected bytes within "
@@ -264,7 +267,7 @@ class Connection:
             self._rpos += P.HEADER_SIZE
             self._deadline = time.monotonic() + self.timeout
         else:
-            self._recv_into(view[:1], time.monotonic() + self.idle_timeout)
+            self._recv_into(view[:1], time.monotonic() + self.idle_timeout, self.idle_polls)
             self._deadline = time.monotonic() + self.timeout
             self._recv_into(view[1:], self._deadline)
         try:
