@@ -63,11 +63,11 @@ PER_FILE_CAP = 800
 # - +101: host small calls: prepared repeats via Program.host_call, Allocator.take, Buffer.adopt.
 # - +135: SCALE8 of small float tables by exponent arithmetic (a per-chunk check of the
 #   table, no per-code loads for 6-/8-bit codes, 4-bit bf16 tables shifted per run).
-# - +117: repeated network gets: the server's prepared replies per connection (re-stamped
+# - +129: repeated network gets: the server's prepared replies per connection (re-stamped
 #   headers, valid while the key names the same tensor, held weakly), the client's checked
 #   descriptor plans and small-call tensor builds, non-blocking plain sockets polled only when
 #   a call would block (no per-call timeout ioctl and poll).
-TOTAL_BUDGET = 36_777
+TOTAL_BUDGET = 36_789
 PACKAGES = ("hurray_gpu", "vyre")
 
 

@@ -639,11 +639,8 @@ class _Session:
                 self.conn.send(P.Pong(), sid)
             elif isinstance(msg, P.Pong | P.ErrorMsg):
                 continue  # an answer to nothing pending, or a client giving up a stream
-            elif isinstance(msg, P.TensorRequest) and sid > self.last_stream and (
-                    reply := self.replies.get(msg)) is not None and (
-                    views := reply.pieces(sid, self.server)) is not None:
-                self.last_stream = sid
-                self.conn.send_views(views)  # the request was answered before: see _Reply
+            elif isinstance(msg, P.TensorRequest) and self._again(sid, msg):
+                continue
             elif isinstance(msg, P.TensorRequest | P.TensorPut):
                 # A GET's answer is corked: a small tensor leaves in one send. (A PUT's is
                 # not: a PING among its data frames is answered at once.)
@@ -652,6 +649,18 @@ class _Session:
                     skip = self._request(sid, msg)
             else:
                 raise _misplaced(header)
+
+    def _again(self, sid: int, msg: P.TensorRequest) -> bool:
+        """Answer a request answered before from its prepared reply (see _Reply); False
+        when there is none or it no longer holds (a separate frame: no view outlives it)."""
+        reply = self.replies.get(msg)
+        views = None if reply is None or sid <= self.last_stream else reply.pieces(sid,
+                                                                                 self.server)
+        if views is None:
+            return False
+        self.last_stream = sid
+        self.conn.send_views(views)
+        return True
 
     def _request(self, sid: int, msg: P.TensorRequest | P.TensorPut) -> int | None:
         """Answer a GET or PUT; returns the stream whose remaining data frames to drop."""

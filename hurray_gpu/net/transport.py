@@ -205,7 +205,7 @@ class Connection:
             return False
         if self._tls:
             self.sock.settimeout(left)
-        else:
+        elif not self.closed:  # closed: the call fails at once (its fd may be reused)
             self._polls[writing].poll(math.ceil(left * 1000))
         return True
 
