@@ -653,9 +653,8 @@ class _Session:
     def _again(self, sid: int, msg: P.TensorRequest) -> bool:
         """Answer a request answered before from its prepared reply (see _Reply); False
         when there is none or it no longer holds (a separate frame: no view outlives it)."""
-        reply = self.replies.get(msg)
-        views = None if reply is None or sid <= self.last_stream else reply.pieces(sid,
-                                                                                 self.server)
+        reply = self.replies.get(msg) if sid > self.last_stream else None
+        views = None if reply is None else reply.pieces(sid, self.server)
         if views is None:
             return False
         self.last_stream = sid
@@ -754,6 +753,7 @@ class _Session:
             reply = _Reply(request.key, t, raw_of, self.conn.frame_bytes)
             views = reply.pieces(sid, server) if len(reply.plan) <= _REPLY_PIECES else None
             if views is not None:
+                self.replies.pop(asked, None)  # a stale reply to the same request
                 if len(self.replies) >= _REPLIES:
                     del self.replies[next(iter(self.replies))]  # the oldest
                 self.replies[asked] = reply
