@@ -58,7 +58,7 @@ class Tensor:
 
     # _sync: handoff state (sync/handoff.py); _dl: DLPack export templates (sync/dlpack.py).
     __slots__ = ("_descriptor", "_buffers", "_members", "_raw", "_device", "_mclass", "_sync",
-                 "_dl", "seq_lens")
+                 "_dl", "seq_lens", "__weakref__")
 
     def __init__(self, descriptor: Any, buffers: Sequence[Any] = (),
                  members: Sequence[Tensor] = ()) -> None:

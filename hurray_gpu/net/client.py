@@ -34,9 +34,9 @@ from hurray_gpu.net.transport import (
     recv_data,
     shard_span,
 )
-from hurray_gpu.parts import Placement, as_tensor, check_room, release
+from hurray_gpu.parts import Placement, as_tensor, check_room, release, tensor_builder
 from hurray_gpu.runtime.buffer import Buffer
-from hurray_gpu.runtime.hostmem import aligned_empty
+from hurray_gpu.runtime.hostmem import aligned_empty, host_alignment
 from hurray_gpu.runtime.memory import MemoryClass
 from hurray_gpu.runtime.registry import resolve_device
 from hurray_gpu.runtime.transfer import Progress
@@ -49,6 +49,9 @@ MAX_MEMBERS = 1 << 16  # members of one composite (and its nested composites) to
 MAX_DEPTH = 8  # composite nesting, as for files and streams
 _RECONNECT = "the server is out of step; reconnect."
 _TAGS = {name: tag for tag, name in LAYOUT_NAMES.items()}
+_PLANS, _PLAN_BYTES = 64, 2048  # remembered descriptor messages per client, and their size
+# (checked descriptor, its bytes, declared cpu bytes, their descriptor, (size, alignment)s)
+_Plan = tuple[Any, int, bytes, Any, tuple[tuple[int, int], ...]]
 
 
 def _entries(layouts: Sequence[Any] | None, dtype: str | None) -> tuple[P.LayoutEntry, ...]:
@@ -120,6 +123,8 @@ class Client:
                                 max_message_size=max_message_size, timeout=timeout)
         self._lock = threading.Lock()
         self._next = 2
+        self._plans: dict[tuple[P.TensorDescriptorMsg, bool], _Plan] = {}  # see _plan
+        self._cpu, self._build = resolve_device("cpu"), tensor_builder()
         try:
             self.server_hello = self._hello(max_message_size)
         except BaseException:
@@ -252,7 +257,7 @@ class Client:
                                         fix="the server is out of step; reconnect.")
                 with lock:
                     if not shared:
-                        desc = self._checked(msg, [self.max_tensor_bytes, 0], whole=False)
+                        desc = self._plan(msg, [self.max_tensor_bytes, 0], whole=False)[0]
                         shared.update(desc=desc, raw=msg.descriptor, arrays=host_arrays(desc))
                     elif msg.descriptor != shared["raw"]:
                         raise ProtocolError(f"shard {index}'s descriptor differs from another "
@@ -286,9 +291,33 @@ class Client:
             raise errors[0]
         return Tensor.from_parts(declare(shared["desc"], DeviceTag.CPU, 0, 0), shared["arrays"])
 
-    def _checked(self, msg: P.TensorDescriptorMsg, budget: list[int], whole: bool = True
-                 ) -> Any:
-        """The descriptor of ``msg`` after every check that precedes allocating for it."""
+    def _plan(self, msg: P.TensorDescriptorMsg, budget: list[int], whole: bool = True
+              ) -> _Plan:
+        """The descriptor of ``msg`` after every check that precedes allocating for it, and
+        how to receive and wrap its data: remembered per descriptor message (the checks are
+        a function of its bytes; the budget is not, and is charged every time)."""
+        plan = self._plans.get((msg, whole))
+        if plan is None:
+            desc = self._check(msg, whole)
+            raw = declare(desc, DeviceTag.CPU, 0, 0)  # the bytes will be in host memory
+            plan = (desc, sum(int(h.byte_size) for h in handles(desc)), raw,
+                    decode_descriptor(raw), tuple(
+                        (int(h.byte_size), host_alignment(h.alignment, int(h.byte_size)))
+                        for h in handles(desc)))
+            if len(msg.descriptor) <= _PLAN_BYTES:
+                if len(self._plans) >= _PLANS:
+                    del self._plans[next(iter(self._plans))]  # the oldest
+                self._plans[(msg, whole)] = plan
+        budget[0] -= plan[1]
+        if budget[0] < 0:
+            raise ProtocolError(f"the server declared {plan[1]} bytes, past this client's "
+                                f"max_tensor_bytes {self.max_tensor_bytes}",
+                                code=P.ErrorCode.MESSAGE_TOO_LARGE,
+                                fix="pass connect(..., max_tensor_bytes=) if it is expected.")
+        return plan
+
+    @staticmethod
+    def _check(msg: P.TensorDescriptorMsg, whole: bool) -> Any:
         desc = decode_descriptor(msg.descriptor)
         sizes = [int(h.byte_size) for h in handles(desc)]
         if whole and sum(sizes) != msg.total_data_bytes:
@@ -301,12 +330,6 @@ class Client:
         if any(h.sync_mode for h in handles(desc)):
             raise ProtocolError("a buffer arrived with a sync_mode other than producer-synced",
                                 fix="the server must declare sync_mode 0 across machines.")
-        budget[0] -= sum(sizes)
-        if budget[0] < 0:
-            raise ProtocolError(f"the server declared {sum(sizes)} bytes, past this client's "
-                                f"max_tensor_bytes {self.max_tensor_bytes}",
-                                code=P.ErrorCode.MESSAGE_TOO_LARGE,
-                                fix="pass connect(..., max_tensor_bytes=) if it is expected.")
         return desc
 
     def _next_message(self, sid: int) -> Any:
@@ -333,10 +356,10 @@ class Client:
             raise ProtocolError(f"shard {msg.shard_index} of {msg.total_shards} of an unsharded "
                                 "request", code=P.ErrorCode.SHARD_MISMATCH,
                                 fix="the server must send the whole tensor as shard 0 of 1.")
-        desc = self._checked(msg, budget)
+        desc, _, raw, declared, allocs = self._plan(msg, budget)
         if target is not None and not is_head(desc):
             return self._receive_on(sid, desc, msg.total_data_bytes, target)
-        arrays = host_arrays(desc)
+        arrays = [aligned_empty(n, align) for n, align in allocs]
         self._recv(sid, [a.data for a in arrays], msg.total_data_bytes)
         members = []
         if is_head(desc):
@@ -350,8 +373,12 @@ class Client:
             members = [self._receive(sid, depth + 1, budget, target) for _ in range(count)]
         if target is not None:  # a head: its members are on the device already
             return Tensor.from_parts(target.retag(desc), [], members)
-        raw = declare(desc, DeviceTag.CPU, 0, 0)  # the bytes are in host memory now
-        return Tensor.from_parts(raw, arrays, members)
+        if members:  # a head: from_parts checks its members against it
+            return Tensor.from_parts(raw, arrays, members)
+        # Allocated here from the checked descriptor, so no part needs checking again.
+        cpu = self._cpu
+        return self._build(declared, tuple(Buffer.wrap(a, cpu) for a in arrays), (), raw, cpu,
+                           MemoryClass.STANDARD, None, None)  # type: ignore[no-any-return]
 
     def _recv(self, sid: int, views: Iterable[memoryview], total: int) -> None:
         try:

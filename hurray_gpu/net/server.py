@@ -18,6 +18,7 @@ import socket
 import ssl
 import struct
 import threading
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -64,6 +65,8 @@ MAX_SHARDS = 64
 DEFAULT_TRANSCODE_LIMIT = 1 << 30
 DEFAULT_MAX_PUT = 1 << 30
 _MAX_KEY = 4096
+_REPLIES, _REPLY_PIECES = 64, 512  # prepared answers per connection; iovecs in one of them
+_U32 = struct.Struct("<I")
 _KV_KEY = re.compile(r"kv/([\w.-]+)(?:/(\d+)(?:/(key|value))?)?")
 
 
@@ -398,6 +401,58 @@ def send_tensor(conn: Connection, sid: int, t: Any, raw_of: Callable[[Any], byte
         send_tensor(conn, sid, member, raw_of)
 
 
+class _Reply:
+    """A GET's answer prepared for the next identical request on the connection: the
+    messages send_tensor sends, encoded once (stream id 1, re-stamped per request) with the
+    data as (buffer, start, stop) views of the tensor's host buffers.
+
+    Valid while the server's lookup of ``key`` returns this very tensor (a PUT or any other
+    replacement of the key is a miss); the tensor is held weakly, so a replaced tensor's
+    memory is not kept alive by the cache.
+    """
+
+    __slots__ = ("key", "tensor", "plan", "stamps")
+
+    def __init__(self, key: str, t: Tensor, raw_of: Callable[[Any], bytes], frame: int) -> None:
+        self.key, self.tensor = key, weakref.ref(t)
+        self.plan: list[bytearray | tuple[int, int, int]] = []
+        self.stamps: list[tuple[bytearray, int]] = []  # where each header's stream id goes
+        j = 0
+        for node in tensor_nodes(t):
+            self._message(P.encode(P.TensorDescriptorMsg(
+                raw_of(node.descriptor), sum(b.nbytes for b in node.buffers)), 1))
+            offset = 0
+            for buf in node.buffers:
+                for start in range(0, buf.nbytes, frame):
+                    n = min(frame, buf.nbytes - start)
+                    self._message(P.data_header(1, offset, n))
+                    self.plan.append((j, start, start + n))
+                    offset += n
+                j += 1
+            self._message(P.encode(P.TensorDataEnd(), 1))
+
+    def _message(self, encoded: bytes) -> None:
+        last = self.plan[-1] if self.plan else None
+        if not isinstance(last, bytearray):
+            self.plan.append(last := bytearray())
+        self.stamps.append((last, len(last) + 4))
+        last += encoded
+
+    def pieces(self, sid: int, server: Server) -> list[Any] | None:
+        """The answer on stream ``sid``, or None when the key now names another tensor (or
+        none: the request then takes the full path, which reports why)."""
+        t = self.tensor()
+        try:
+            if t is None or server.lookup(self.key) is not t:
+                return None
+        except HurrayGPUError:
+            return None
+        views = [b.array.data for node in tensor_nodes(t) for b in node.buffers]
+        for buf, at in self.stamps:
+            _U32.pack_into(buf, at, sid)
+        return [p if isinstance(p, bytearray) else views[p[0]][p[1]:p[2]] for p in self.plan]
+
+
 # -- the server --------------------------------------------------------------------------------
 class Server:
     """A running tensor server; build it with :func:`serve`.
@@ -517,7 +572,8 @@ class Server:
                 sock.settimeout(self.timeout)
                 sock = self._ssl.wrap_socket(sock, server_side=True)
             conn = Connection(sock, max_message_size=self.max_message_size,
-                              timeout=self.timeout, idle_timeout=self.idle_timeout)
+                              timeout=self.timeout, idle_timeout=self.idle_timeout,
+                              idle_polls=True)
             with self._lock:
                 self._conns[threading.current_thread()] = conn
             if self._stop.is_set():
@@ -558,6 +614,7 @@ class _Session:
         self.hello: P.Hello = P.ClientHello(1, 0, 0, (), (), ())
         self.last_stream = 1
         self.devices: tuple[int, ...] = (DeviceTag.CPU,)
+        self.replies: dict[P.TensorRequest, _Reply] = {}  # see _Reply
 
     def run(self) -> None:
         self._hello()
@@ -582,6 +639,8 @@ class _Session:
                 self.conn.send(P.Pong(), sid)
             elif isinstance(msg, P.Pong | P.ErrorMsg):
                 continue  # an answer to nothing pending, or a client giving up a stream
+            elif isinstance(msg, P.TensorRequest) and self._again(sid, msg):
+                continue
             elif isinstance(msg, P.TensorRequest | P.TensorPut):
                 # A GET's answer is corked: a small tensor leaves in one send. (A PUT's is
                 # not: a PING among its data frames is answered at once.)
@@ -590,6 +649,17 @@ class _Session:
                     skip = self._request(sid, msg)
             else:
                 raise _misplaced(header)
+
+    def _again(self, sid: int, msg: P.TensorRequest) -> bool:
+        """Answer a request answered before from its prepared reply (see _Reply); False
+        when there is none or it no longer holds (a separate frame: no view outlives it)."""
+        reply = self.replies.get(msg) if sid > self.last_stream else None
+        views = None if reply is None else reply.pieces(sid, self.server)
+        if views is None:
+            return False
+        self.last_stream = sid
+        self.conn.send_views(views)
+        return True
 
     def _request(self, sid: int, msg: P.TensorRequest | P.TensorPut) -> int | None:
         """Answer a GET or PUT; returns the stream whose remaining data frames to drop."""
@@ -655,9 +725,10 @@ class _Session:
             raise Refused(P.ErrorCode.INVALID_MESSAGE, f"min_alignment {align} is not 0 or a "
                           "power of two up to 1 MiB", fix="send 0 or a power of two.")
         tag, mclass = self._place(request)
-        request, shard = _shard_of(request)
+        asked, (request, shard) = request, _shard_of(request)
         server = self.server
-        t = negotiate(server.lookup(request.key), request, self.hello, server.transcode_limit)
+        found = server.lookup(request.key)
+        t = negotiate(found, request, self.hello, server.transcode_limit)
         if shard != (0, 1) and t.is_composite:
             raise Refused(P.ErrorCode.SHARD_MISMATCH, "a composite cannot be sharded",
                           fix="request composites over one connection (parallel=1).")
@@ -672,8 +743,22 @@ class _Session:
                               fix="raise the client's max_message_size.")
             return raw
 
-        for node in tensor_nodes(t):  # every descriptor is checked before the first byte
+        nodes = tensor_nodes(t)
+        for node in nodes:  # every descriptor is checked before the first byte
             raw_of(node.descriptor)
+        # A stored tensor sent as it is (no transcode, copy or shard) from host memory is
+        # answered from a prepared reply, now and for the same request again (see _Reply).
+        if t is found and shard == (0, 1) and all(b.is_host for n in nodes for b in n.buffers) \
+                and any(isinstance(s, dict) and s.get(request.key) is t for s in server._sources):
+            reply = _Reply(request.key, t, raw_of, self.conn.frame_bytes)
+            views = reply.pieces(sid, server) if len(reply.plan) <= _REPLY_PIECES else None
+            if views is not None:
+                self.replies.pop(asked, None)  # a stale reply to the same request
+                if len(self.replies) >= _REPLIES:
+                    del self.replies[next(iter(self.replies))]  # the oldest
+                self.replies[asked] = reply
+                self.conn.send_views(views)
+                return
         send_tensor(self.conn, sid, t, raw_of, shard)
 
     def _put(self, sid: int, msg: P.TensorPut) -> None:

@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import math
 import os
+import select
 import socket
 import ssl
 import struct
@@ -167,11 +169,14 @@ class Connection:
         max_message_size: the largest payload this side accepts (checked before allocating).
         timeout: seconds one message may take once its first byte arrived, and one send.
         idle_timeout: seconds to wait for the next message to begin.
+        idle_polls: wait for the next message before reading it (a server, whose client
+            is seldom quicker than its answer) instead of trying to read it at once.
     """
 
     def __init__(self, sock: socket.socket, *, max_message_size: int = P.DEFAULT_MAX_MESSAGE,
-                 timeout: float = 30.0, idle_timeout: float | None = None) -> None:
-        self.sock = sock
+                 timeout: float = 30.0, idle_timeout: float | None = None,
+                 idle_polls: bool = False) -> None:
+        self.sock, self.idle_polls = sock, idle_polls
         self.max_message_size = max_message_size
         self.peer_max = P.DEFAULT_MAX_MESSAGE  # what the peer accepts (set by the hello)
         self.timeout = timeout
@@ -182,7 +187,27 @@ class Connection:
         self._rpos = self._rend = 0
         self._out: bytearray | None = None  # corked small messages, sent together
         self._tls = isinstance(sock, ssl.SSLSocket)
+        # A plain socket is non-blocking: a receive or send is tried first and polled for
+        # only when it would block (Python's socket timeouts cost an ioctl and a poll per
+        # call). TLS keeps socket timeouts (its records may need reads to write, and back).
+        self._polls = (select.poll(), select.poll())
+        if not self._tls:
+            sock.settimeout(0.0)
+            self._polls[0].register(sock.fileno(), select.POLLIN)
+            self._polls[1].register(sock.fileno(), select.POLLOUT)
         self.closed = False
+
+    def _ready(self, writing: bool, deadline: float) -> bool:
+        """Wait until the socket can be read (written) or ``deadline`` passes; False then.
+        With TLS, sets the socket's timeout for the call that waits itself."""
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return False
+        if self._tls:
+            self.sock.settimeout(left)
+        elif not self.closed:  # closed: the call fails at once (its fd may be reused)
+            self._polls[writing].poll(math.ceil(left * 1000))
+        return True
 
     def close(self) -> None:
         """Shut the socket down (wakes a thread blocked on it) and close it; idempotent."""
@@ -194,7 +219,7 @@ class Connection:
         self.sock.close()
 
     # -- receive ---------------------------------------------------------------------------
-    def _recv_into(self, view: memoryview, deadline: float) -> None:
+    def _recv_into(self, view: memoryview, deadline: float, wait: bool = False) -> None:
         # Bytes already read ahead come first; a large remainder goes with recv_into straight
         # into ``view``, a small one through the read-ahead buffer, so that one recv brings a
         # small tensor's descriptor, data frames and DATA_END together.
@@ -203,18 +228,17 @@ class Connection:
             got = min(got, want)
             view[:got] = self._rbuf[self._rpos:self._rpos + got]
             self._rpos += got
+        wait = wait or self._tls  # a plain socket is read at once, then waited on for the rest
         while got < want:
-            left = deadline - time.monotonic()
-            if left <= 0:
+            if wait and not self._ready(False, deadline):
                 raise TransportError(f"the peer sent {got} of {want} expected bytes within "
                                      f"the time limit; closing", fix="send each message "
                                      "whole and promptly, or raise the timeout.")
-            self.sock.settimeout(left)
-            direct = want - got >= _READAHEAD // 2
+            direct, wait = want - got >= _READAHEAD // 2, True
             try:
                 n = self.sock.recv_into(view[got:] if direct else self._rbuf)
-            except TimeoutError:
-                continue  # the loop's deadline check reports it
+            except (BlockingIOError, TimeoutError):
+                continue  # nothing there yet (or the TLS wait ran out: checked above)
             except (OSError, ssl.SSLError) as exc:
                 raise TransportError(f"the connection failed: {exc}",
                                      fix="check the peer and the network, then reconnect."
@@ -243,7 +267,7 @@ class Connection:
             self._rpos += P.HEADER_SIZE
             self._deadline = time.monotonic() + self.timeout
         else:
-            self._recv_into(view[:1], time.monotonic() + self.idle_timeout)
+            self._recv_into(view[:1], time.monotonic() + self.idle_timeout, self.idle_polls)
             self._deadline = time.monotonic() + self.timeout
             self._recv_into(view[1:], self._deadline)
         try:
@@ -302,9 +326,11 @@ class Connection:
         finally:
             out, self._out = self._out, None
             if out and not failed:
-                self._send_views([out])
+                self.send_views([out])
 
-    def _send_views(self, views: Sequence[memoryview | bytes | bytearray]) -> None:
+    def send_views(self, views: Sequence[memoryview | bytes | bytearray]) -> None:
+        """Send whole, already encoded messages (``views`` concatenated; at most a few
+        hundred pieces) from the caller's memory (corked: small ones are gathered)."""
         if self._out is not None:
             size = sum(len(v) for v in views)
             if len(self._out) + size <= _READAHEAD:
@@ -322,8 +348,12 @@ class Connection:
                 return
             pending = [memoryview(v).cast("B") for v in views if len(v)]
             while pending:
-                self.sock.settimeout(max(deadline - time.monotonic(), 0.001))
-                sent = self.sock.sendmsg(pending)
+                try:
+                    sent = self.sock.sendmsg(pending)
+                except BlockingIOError:
+                    if not self._ready(True, deadline):
+                        raise TimeoutError("timed out") from None
+                    continue
                 while pending and sent >= len(pending[0]):
                     sent -= len(pending[0])
                     pending.pop(0)
@@ -334,9 +364,14 @@ class Connection:
                                  fix="check that the peer is still reading, then reconnect."
                                  ) from exc
 
+    @property
+    def frame_bytes(self) -> int:
+        """The most data bytes one TENSOR_DATA frame to this peer carries."""
+        return max(1, min(FRAME_BYTES, self.peer_max - 8))
+
     def send(self, msg: Any, stream_id: int) -> None:
         """Encode and send one message."""
-        self._send_views([P.encode(msg, stream_id)])
+        self.send_views([P.encode(msg, stream_id)])
 
     def send_buffers(self, stream_id: int, buffers: Sequence[Buffer],
                      span: tuple[int, int] | None = None, *, head: Any = None,
@@ -345,7 +380,7 @@ class Connection:
         their concatenation), each within the peer's maximum message size, after the message
         ``head`` (if given) and followed by TENSOR_DATA_END (if ``end``); returns the bytes
         sent. Host memory goes out without a copy, gathered into as few sends as possible."""
-        frame = max(1, min(FRAME_BYTES, self.peer_max - 8))
+        frame = self.frame_bytes
         offset, hi = span or (0, sum(b.nbytes for b in buffers))
         pending: list[Any] = [] if head is None else [P.encode(head, stream_id)]
         size = 0
@@ -356,15 +391,15 @@ class Connection:
                 offset += len(piece)
                 size += len(piece)
                 if size >= FRAME_BYTES or len(pending) >= _GATHER:
-                    self._send_views(pending)
+                    self.send_views(pending)
                     pending, size = [], 0
             if reused and pending:  # the staging array is refilled by the next piece
-                self._send_views(pending)
+                self.send_views(pending)
                 pending, size = [], 0
         if end:
             pending.append(P.encode(P.TensorDataEnd(), stream_id))
         if pending:
-            self._send_views(pending)
+            self.send_views(pending)
         return offset
 
 

@@ -1,0 +1,130 @@
+"""The repeated-request fast paths: the server's prepared replies (per connection, per whole
+request, valid only while the key names the same stored tensor) and the client's remembered
+descriptor plans. Every answer is compared with what is stored, byte for byte."""
+
+from __future__ import annotations
+
+import gc
+import weakref
+
+import numpy as np
+import pytest
+
+import hurray_gpu as hg
+from hurray_gpu.format import protocol as P
+from tests._support import stable_rng
+from tests.net.conftest import TRANSPORTS, RawPeer, Start
+from tests.net.test_net_roundtrip import same, samples
+
+
+def _bytes(seed: int, n: int) -> np.ndarray:
+    return stable_rng(seed).integers(0, 256, n, dtype=np.uint8)
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_every_replacement_of_a_key_is_seen_by_the_next_get(start: Start,
+                                                            transport: str) -> None:
+    """The same request again after a PUT, after a PUT of another shape and dtype, and after
+    the served dict was changed directly: each get returns what the key names now (the
+    replaced tensors are kept alive here, so only the key's lookup can tell)."""
+    first = _bytes(1, 4096)
+    server, kw = start({"k": hg.from_numpy(first)}, transport)
+    replaced = []
+    with hg.connect(server.url, **kw) as client:
+        for _ in range(3):  # the second and third come from the prepared reply
+            assert np.array_equal(client.get("k").numpy(), first)
+        second = _bytes(2, 4096)
+        replaced.append(server.registry["k"])
+        client.put("k", hg.from_numpy(second))  # same descriptor, other bytes
+        assert np.array_equal(client.get("k").numpy(), second)
+        third = stable_rng(3).standard_normal((7, 9)).astype(np.float16)
+        replaced.append(server.registry["k"])
+        client.put("k", hg.from_numpy(third))  # another descriptor
+        for _ in range(2):
+            got = client.get("k")
+            assert got.shape == (7, 9) and np.array_equal(got.numpy(), third)
+        fourth = _bytes(4, 100_000)
+        replaced.append(server.registry["k"])
+        server.registry["k"] = hg.from_numpy(fourth)  # no PUT: replaced in the dict itself
+        assert np.array_equal(client.get("k").numpy(), fourth)
+        replaced.append(server.registry["k"])
+        del server.registry["k"]
+        with pytest.raises(hg.RemoteError) as err:
+            client.get("k")
+        assert err.value.code == P.ErrorCode.UNKNOWN_TENSOR
+
+
+def test_a_replaced_tensor_is_not_kept_alive_by_a_prepared_reply(start: Start) -> None:
+    server, _ = start({"k": hg.from_numpy(_bytes(5, 1 << 20))})
+    old = weakref.ref(server.registry["k"])
+    with hg.connect(server.url) as client:
+        client.get("k")
+        client.get("k")
+        server.registry["k"] = hg.from_numpy(_bytes(6, 16))
+        gc.collect()
+        assert old() is None
+        assert np.array_equal(client.get("k").numpy(), _bytes(6, 16))
+
+
+def test_every_sample_twice_bit_exact(start: Start) -> None:
+    """Every dtype, layout, quantization and composite (the prepared reply carries several
+    buffers and members), first through the full path, then from the prepared reply."""
+    tensors = samples()
+    server, _ = start(dict(tensors), "unix")
+    with hg.connect(server.url) as client:
+        for _ in range(2):
+            for key, t in tensors.items():
+                assert same(client.get(key), t), key
+
+
+def test_a_prepared_reply_is_restamped_framed_and_keeps_stream_checks(start: Start) -> None:
+    """A peer accepting 4 KiB messages: the answer comes in frames of at most 4088 data
+    bytes on the request's own stream, the same for the first request and the repeats; a
+    repeated request on a stream that does not ascend is still refused."""
+    data = _bytes(7, 10_000)
+    server, _ = start({"k": hg.from_numpy(data)})
+    peer = RawPeer(server.url)
+    peer.hello(max_message_size=4096)
+    request = P.TensorRequest("k", (), 0, 0, 0)
+    answers = []
+    for stream in (2, 3, 7):
+        peer.send_msg(request, stream)
+        header, desc = peer.recv()
+        assert header.stream_id == stream and isinstance(desc, P.TensorDescriptorMsg)
+        got, frames = bytearray(), []
+        while True:
+            header, msg = peer.recv()
+            assert header.stream_id == stream
+            if isinstance(msg, P.TensorDataEnd):
+                break
+            assert isinstance(msg, P.TensorData) and msg.offset == len(got)
+            frames.append(len(msg.data))
+            got += msg.data
+        assert bytes(got) == data.tobytes()
+        answers.append((desc, frames))
+    assert answers[0] == answers[1] == answers[2]
+    assert answers[0][1] == [4088, 4088, 10_000 - 2 * 4088]
+    peer.send_msg(request, 7)  # streams must ascend, repeated request or not
+    assert peer.recv_error() == (7, P.ErrorCode.INVALID_MESSAGE)
+    peer.send_msg(request, 8)
+    header, msg = peer.recv()
+    assert header.stream_id == 8 and isinstance(msg, P.TensorDescriptorMsg)
+    peer.close()
+
+
+def test_the_client_remembers_plans_per_descriptor_message(start: Start) -> None:
+    """A remembered plan is keyed by the whole descriptor message: another shape under the
+    same key gets its own; the byte limit is charged on every get."""
+    small, large = _bytes(8, 4096), _bytes(9, 8192)
+    server, _ = start({"a": hg.from_numpy(small), "b": hg.from_numpy(large)})
+    with hg.connect(server.url, max_tensor_bytes=4096) as client:
+        for _ in range(2):
+            assert np.array_equal(client.get("a").numpy(), small)
+        assert len(client._plans) == 1
+        with pytest.raises(hg.ProtocolError) as err:
+            client.get("b")
+        assert err.value.code == P.ErrorCode.MESSAGE_TOO_LARGE
+    with hg.connect(server.url) as client:
+        server.registry["a"] = hg.from_numpy(large.reshape(64, 128))
+        got = client.get("a")
+        assert got.shape == (64, 128) and np.array_equal(got.numpy().reshape(-1), large)
