@@ -130,8 +130,10 @@ static inline int32_t hg_imax(int32_t a, int32_t b) { return a > b ? a : b; }
 # Chunks hold 4096 work items, 128 for kernels tagged LONG_ITEMS (about 128k elements): counted
 # in items alone, a 4 Mi-element dequantization was one chunk and one thread; at 32 a 64k one
 # went parallel and paid more to wake the team than it saved.
-# A launch of one chunk runs on the calling thread: waking the OpenMP team costs more than
-# a small kernel (measured: small KV decode steps +25%, small gathers +70%). Larger launches
+# A launch of one chunk runs on the calling thread, outside any parallel region: waking the
+# OpenMP team costs more than a small kernel (measured: small KV decode steps +25%, small
+# gathers +70%), and even a region of one thread (``if(0)``) costs libgomp a team set-up and a
+# futex wake, a system call per launch. Larger launches
 # are cut into at least 8 chunks per thread, handed out as threads free up: with one chunk
 # per thread (or 9 chunks on 2 threads) the wall time was that of the slowest or most loaded
 # thread.
@@ -140,7 +142,7 @@ void {name}(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0, int64_t hg_
             int64_t hg_n2) {{
 {unpack}
     int64_t hg_total = hg_n0 * hg_n1 * hg_n2;
-    int64_t hg_size = {chunk};
+    int64_t hg_size = {size};
     int64_t hg_chunks = (hg_total + hg_size - 1) / hg_size;
 #ifdef _OPENMP
     int64_t hg_want = 8 * (int64_t)omp_get_max_threads();
@@ -148,9 +150,16 @@ void {name}(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0, int64_t hg_
         hg_size = (hg_total + hg_want - 1) / hg_want;
         hg_chunks = (hg_total + hg_size - 1) / hg_size;
     }}
+    if (hg_chunks > 1) {{
+        #pragma omp parallel for schedule(dynamic, 1)
+        for (int64_t hg_c = 0; hg_c < hg_chunks; hg_c++) {{{chunk}}}
+        return;
+    }}
 #endif
-    #pragma omp parallel for schedule(dynamic, 1) if(hg_chunks > 1)
-    for (int64_t hg_c = 0; hg_c < hg_chunks; hg_c++) {{
+    for (int64_t hg_c = 0; hg_c < hg_chunks; hg_c++) {{{chunk}}}
+}}"""
+# One chunk of work items, walked with carried ids (see _HOST_ENTRY).
+_HOST_CHUNK = """
         int64_t hg_t = hg_c * hg_size;
         int64_t hg_end = hg_t + hg_size < hg_total ? hg_t + hg_size : hg_total;
         uint32_t hg_x = (uint32_t)(hg_t % hg_n0), hg_y = (uint32_t)((hg_t / hg_n0) % hg_n1);
@@ -162,8 +171,7 @@ void {name}(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0, int64_t hg_
                 if (++hg_y == (uint32_t)hg_n1) {{ hg_y = 0; hg_z++; }}
             }}
         }}{fence}
-    }}
-}}"""
+    """
 
 
 # SCALE8_<T> on the host (AVX2; -march=native names it where the CPU has it): a group's eight
@@ -603,7 +611,8 @@ class HostCRenderer(CStyleRenderer):
         # Non-temporal stores are weakly ordered: drained before the chunk counts as done.
         fence = "\n        hg_s8_fence();" if s8 else ""
         init = "\n        hg_s8_fmt_t hg_s8_c;\n        hg_s8_c.tab = NULL;" if s8 else ""
-        chunk = 128 if LONG_ITEMS in kernel.tags else 4096
-        entry = _HOST_ENTRY.format(name=kernel.name, unpack="\n".join(unpack), args=args,
-                                   fence=fence, chunk=chunk, chunk_init=init)
+        size = 128 if LONG_ITEMS in kernel.tags else 4096
+        walk = _HOST_CHUNK.format(name=kernel.name, args=args, fence=fence, chunk_init=init)
+        entry = _HOST_ENTRY.format(name=kernel.name, unpack="\n".join(unpack), size=size,
+                                   chunk=walk)
         return f"{item}\n\n{entry}"
