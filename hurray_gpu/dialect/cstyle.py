@@ -7,6 +7,7 @@ SCALE8 hooks.
 from __future__ import annotations
 
 import re
+import textwrap
 from typing import ClassVar
 
 from hurray_gpu.dialect.kernel import LONG_ITEMS, KernelDef
@@ -152,14 +153,18 @@ void {name}(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0, int64_t hg_
     }}
     if (hg_chunks > 1) {{
         #pragma omp parallel for schedule(dynamic, 1)
-        for (int64_t hg_c = 0; hg_c < hg_chunks; hg_c++) {{{chunk}}}
+        for (int64_t hg_c = 0; hg_c < hg_chunks; hg_c++) {{
+{parallel}
+        }}
         return;
     }}
 #endif
-    for (int64_t hg_c = 0; hg_c < hg_chunks; hg_c++) {{{chunk}}}
+    for (int64_t hg_c = 0; hg_c < hg_chunks; hg_c++) {{
+{chunk}
+    }}
 }}"""
 # One chunk of work items, walked with carried ids (see _HOST_ENTRY).
-_HOST_CHUNK = """
+_HOST_CHUNK = """\
         int64_t hg_t = hg_c * hg_size;
         int64_t hg_end = hg_t + hg_size < hg_total ? hg_t + hg_size : hg_total;
         uint32_t hg_x = (uint32_t)(hg_t % hg_n0), hg_y = (uint32_t)((hg_t / hg_n0) % hg_n1);
@@ -170,8 +175,7 @@ _HOST_CHUNK = """
                 hg_x = 0;
                 if (++hg_y == (uint32_t)hg_n1) {{ hg_y = 0; hg_z++; }}
             }}
-        }}{fence}
-    """
+        }}{fence}"""
 
 
 # SCALE8_<T> on the host (AVX2; -march=native names it where the CPU has it): a group's eight
@@ -614,5 +618,5 @@ class HostCRenderer(CStyleRenderer):
         size = 128 if LONG_ITEMS in kernel.tags else 4096
         walk = _HOST_CHUNK.format(name=kernel.name, args=args, fence=fence, chunk_init=init)
         entry = _HOST_ENTRY.format(name=kernel.name, unpack="\n".join(unpack), size=size,
-                                   chunk=walk)
+                                   chunk=walk, parallel=textwrap.indent(walk, "    "))
         return f"{item}\n\n{entry}"

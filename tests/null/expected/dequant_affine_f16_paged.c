@@ -638,8 +638,27 @@ void dequant_affine_f16_paged(void **hg_bufs, const uint32_t *hg_words, int64_t 
         hg_size = (hg_total + hg_want - 1) / hg_want;
         hg_chunks = (hg_total + hg_size - 1) / hg_size;
     }
+    if (hg_chunks > 1) {
+        #pragma omp parallel for schedule(dynamic, 1)
+        for (int64_t hg_c = 0; hg_c < hg_chunks; hg_c++) {
+            int64_t hg_t = hg_c * hg_size;
+            int64_t hg_end = hg_t + hg_size < hg_total ? hg_t + hg_size : hg_total;
+            uint32_t hg_x = (uint32_t)(hg_t % hg_n0), hg_y = (uint32_t)((hg_t / hg_n0) % hg_n1);
+            uint32_t hg_z = (uint32_t)(hg_t / (hg_n0 * hg_n1));
+            hg_s8_fmt_t hg_s8_c;
+            hg_s8_c.tab = NULL;
+            for (; hg_t < hg_end; hg_t++) {
+                dequant_affine_f16_paged_item(hg_x, hg_y, hg_z, &hg_s8_c, dst, data, scales, zps, err, ix, n, ept, doff, bits, sgn, mode, stype, zmode, zoff, nparam, inner, ssize, omul, kshift, zlo, zhi, sval, zval, row, ntok, nix);
+                if (++hg_x == (uint32_t)hg_n0) {
+                    hg_x = 0;
+                    if (++hg_y == (uint32_t)hg_n1) { hg_y = 0; hg_z++; }
+                }
+            }
+            hg_s8_fence();
+        }
+        return;
+    }
 #endif
-    #pragma omp parallel for schedule(dynamic, 1) if(hg_chunks > 1)
     for (int64_t hg_c = 0; hg_c < hg_chunks; hg_c++) {
         int64_t hg_t = hg_c * hg_size;
         int64_t hg_end = hg_t + hg_size < hg_total ? hg_t + hg_size : hg_total;

@@ -50,8 +50,24 @@ void layout_add_f32(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0, int
         hg_size = (hg_total + hg_want - 1) / hg_want;
         hg_chunks = (hg_total + hg_size - 1) / hg_size;
     }
+    if (hg_chunks > 1) {
+        #pragma omp parallel for schedule(dynamic, 1)
+        for (int64_t hg_c = 0; hg_c < hg_chunks; hg_c++) {
+            int64_t hg_t = hg_c * hg_size;
+            int64_t hg_end = hg_t + hg_size < hg_total ? hg_t + hg_size : hg_total;
+            uint32_t hg_x = (uint32_t)(hg_t % hg_n0), hg_y = (uint32_t)((hg_t / hg_n0) % hg_n1);
+            uint32_t hg_z = (uint32_t)(hg_t / (hg_n0 * hg_n1));
+            for (; hg_t < hg_end; hg_t++) {
+                layout_add_f32_item(hg_x, hg_y, hg_z, dst, src, tx, ty, tz, nx, ny, nz, ndst);
+                if (++hg_x == (uint32_t)hg_n0) {
+                    hg_x = 0;
+                    if (++hg_y == (uint32_t)hg_n1) { hg_y = 0; hg_z++; }
+                }
+            }
+        }
+        return;
+    }
 #endif
-    #pragma omp parallel for schedule(dynamic, 1) if(hg_chunks > 1)
     for (int64_t hg_c = 0; hg_c < hg_chunks; hg_c++) {
         int64_t hg_t = hg_c * hg_size;
         int64_t hg_end = hg_t + hg_size < hg_total ? hg_t + hg_size : hg_total;
