@@ -212,7 +212,7 @@ def run(n: int, dev: Any, runs: int, calls: int, layouts: list[str],
         op = f"KV gather, {tokens} tokens, 8 x 128 fp16 (PagedKVCache.gather)"
         cases[op], elements[op] = (ours, peer, peer_name), 2 * tokens * 8 * 128
     # Calls per sample shrink with the size: a sample stays about as long at every size.
-    calls = max(3, calls * min(1, 65536 / n))
+    calls = max(3, calls * 65536 // max(n, 65536))
     timed: dict[str, Timed] = {}
     for op, (ours, peer, _) in cases.items():
         timed[op] = per_call(ours, calls)
