@@ -168,8 +168,8 @@ def materialize_case(n: int, dev: Any, layout: str
 
 
 def kv_case(tokens: int, dev: Any) -> tuple[Callable[[], Any], Callable[[], Any] | None, str]:
-    """(our gather, torch's or None, its name) of a cache of 16 sequences of 1..64 tokens grown
-    by decode steps to about ``tokens`` tokens."""
+    """(our gather, torch's or None, its name) of a cache of 16 sequences of 1..64 tokens, each
+    longer by the decode steps that bring the total to ``tokens`` or just above (573: three)."""
     lens = np.random.default_rng(0).integers(1, 65, 16)
     steps = max(0, -(-(tokens - int(lens.sum())) // len(lens)))
     shape = Shape(lens + steps, 1, 8, 128, samples=1)
