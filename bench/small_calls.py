@@ -1,24 +1,34 @@
-"""The fixed cost of a small call: microseconds per ``hg.dequantize`` and ``hg.materialize``
-call on a host device, against the peer doing the same work through its public API.
+"""The fixed cost of a small call: microseconds per ``hg.dequantize``, ``hg.materialize`` and
+KV-cache gather call on a host device, against the peer doing the same work through its public
+API.
 
-Rows, at 4096 and 65536 elements (``--elements``):
+Rows, at 4096, 65536, 262144 and 1048576 elements (``--elements``):
   * NF4 -> float32 (one f32 absmax per 64): ``hg.dequantize`` against bitsandbytes
     ``dequantize_4bit`` on its own quantization of the same data (the codes are handed to us
     with the nibbles swapped into Hurray's order; both outputs are checked bit-identical);
   * int4 per-block -> float32 (one f32 scale per 64): ``hg.dequantize`` against bitsandbytes
     ``dequantize_4bit`` with ``quant_type="fp4"``, the closest 4-bit block-scaled format it
     has (the same shapes and bytes; the values differ, so ours is checked against NumPy);
-  * tiled 32x32 float32 -> row-major: ``hg.materialize`` against the NumPy copy
-    ``np.ascontiguousarray(a.reshape(gy, gx, 32, 32).transpose(0, 2, 1, 3))`` (outputs
-    checked equal).
+  * a square float32 layout -> row-major (``--layouts``): ``hg.materialize`` against the NumPy
+    reshape/transpose copy of the stored elements (outputs checked equal): tiled 32x32
+    ``np.ascontiguousarray(a.reshape(gy, gx, 32, 32).transpose(0, 2, 1, 3))``, nested 64x64
+    tiles of 8x8 tiles (a 6-axis transpose), Morton (one axis per address bit, the y bits
+    first) and column-major (``a.reshape(nx, ny).T``).
+And once (``--kv-tokens``, 0 to leave it out): a paged KV-cache gather of one layer's K and V
+(16 sequences of 1..64 tokens plus decode steps, 8 x 128 float16, pages of 16) into reused
+outputs, ``PagedKVCache.gather(out=...)`` against the same cache written by hand with torch
+(bench/kv_cache.py's peer: its slot map, then ``index_select(out=...)`` per role; outputs
+checked equal).
 
-Both sides allocate a fresh output every call, as their public APIs do. One sample is a loop
-of ``--calls`` calls timed with ``time.perf_counter_ns`` (a single call is too short for the
-clock on a shared machine); the calls take turns in every round (bench/_timing.py), after a
+Both sides allocate as their public APIs do (a fresh output per call, or both into reused
+outputs). One sample is a loop of ``--calls`` calls (at 2^16 elements or fewer; larger sizes
+take proportionally fewer) timed with ``time.perf_counter_ns`` (a single call is too short for
+the clock on a shared machine); the calls take turns in every round (bench/_timing.py), after a
 warm-up round. Reported: min/median/max microseconds per call over ``--runs`` rounds, and the
 peer's time over ours (``vs_peer``: above 1, ours is faster), min/median/max of the per-round
 ratios. A peer that is not installed is left out with a note.
-Usage: python bench/small_calls.py [--quick] [--elements 4096,65536] [--runs 5] [--calls 2000]
+Usage: python bench/small_calls.py [--quick] [--elements 4096,65536] [--layouts tiled,morton]
+       [--kv-tokens 573] [--runs 5] [--calls 2000]
 """
 
 from __future__ import annotations
@@ -37,13 +47,16 @@ from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
 import numpy as np  # noqa: E402
+from kv_cache import PAGE, Shape, TorchPeer, _fill  # noqa: E402
 
 import hurray_gpu as hg  # noqa: E402
 from hurray_gpu.format.descriptor import BufferHandle, RowMajor, TensorDescriptor  # noqa: E402
-from hurray_gpu.format.descriptor.layouts import Tiled  # noqa: E402
+from hurray_gpu.format.descriptor.layouts import ColMajor, Morton, Tiled  # noqa: E402
 from hurray_gpu.format.descriptor.quant import NF4, PerBlockAffine  # noqa: E402
 from hurray_gpu.format.dtypes import by_name  # noqa: E402
+from hurray_gpu.kv_cache import PagedKVCache  # noqa: E402
 from hurray_gpu.parts import assemble  # noqa: E402
+from hurray_gpu.runtime.buffer import Buffer  # noqa: E402
 
 from _timing import Timed, interleaved, parse_args, ratio  # noqa: E402
 
@@ -107,34 +120,99 @@ def dequant_case(kind: str, n: int, rng: np.random.Generator, dev: Any
         "bitsandbytes dequantize_4bit" + ("" if kind == "nf4" else " (fp4)")
 
 
-def materialize_case(n: int, dev: Any) -> tuple[Callable[[], Any], Callable[[], Any], str]:
-    """(ours, NumPy's untile copy, its name) for a side x side tiled 32x32 float32 tensor."""
+def _untile(grid: int, tile: int) -> Callable[[np.ndarray], np.ndarray]:
+    return lambda a: a.reshape(grid, grid, tile, tile).transpose(0, 2, 1, 3)
+
+
+def _layouts(side: int) -> dict[str, tuple[Any, Callable[[np.ndarray], np.ndarray]]]:
+    """Each layout the rows cover, with the NumPy view that reads its storage in row-major
+    order (the peer copies it with ``np.ascontiguousarray``)."""
+    bits = (side - 1).bit_length()
+
+    def nested(a: np.ndarray) -> np.ndarray:  # [gy, gx, 8, 8 (tiles of a tile), 8, 8]
+        grid = side // 64
+        return a.reshape(grid, grid, 8, 8, 8, 8).transpose(0, 2, 4, 1, 3, 5)
+
+    def morton(a: np.ndarray) -> np.ndarray:  # address bits ... y1 x1 y0 x0 (Hurray's order)
+        axes = list(range(1, 2 * bits, 2)) + list(range(0, 2 * bits, 2))
+        return a.reshape((2,) * (2 * bits)).transpose(axes)
+
+    return {"tiled": (Tiled((TILE, TILE)), _untile(side // TILE, TILE)),
+            "nested": (Tiled((64, 64), inner_layout=4, inner=Tiled((8, 8))), nested),
+            "morton": (Morton((bits, bits)), morton),
+            "col_major": (ColMajor(), lambda a: a.reshape(side, side).T)}
+
+
+LAYOUT_NAMES = {"tiled": f"tiled {TILE}x{TILE}", "nested": "nested tiles 64x64 of 8x8",
+                "morton": "Morton", "col_major": "column-major"}
+
+
+def materialize_case(n: int, dev: Any, layout: str
+                     ) -> tuple[Callable[[], Any], Callable[[], Any], str]:
+    """(ours, NumPy's reshape/transpose copy, its name) for a side x side float32 tensor
+    stored in ``layout``."""
     side = int(round(n ** 0.5))
-    grid = side // TILE
-    tiles = np.arange(side * side, dtype=np.float32).reshape(grid, grid, TILE, TILE)
-    dense = np.ascontiguousarray(tiles.transpose(0, 2, 1, 3)).reshape(side, side)
-    host = hg.relayout(hg.from_numpy(dense), Tiled((TILE, TILE)))
-    stored = np.asarray(host.buffers[0]).view(np.float32)  # tile after tile, as the peer reads
+    lay, view = _layouts(side)[layout]
+    dense = np.random.default_rng(7).standard_normal((side, side)).astype(np.float32)
+    host = hg.relayout(hg.from_numpy(dense), lay)
+    stored = np.asarray(host.buffers[0]).view(np.float32)  # the storage order, as the peer reads
     t = host.to(dev)
 
     def peer() -> np.ndarray:
-        return np.ascontiguousarray(stored.reshape(grid, grid, TILE, TILE)
-                                    .transpose(0, 2, 1, 3)).reshape(side, side)
+        return np.ascontiguousarray(view(stored)).reshape(side, side)
 
     if not (np.array_equal(peer(), dense)
             and np.array_equal(hg.materialize(t).to("cpu").numpy(), dense)):
-        raise SystemExit(f"tiled {side}x{side}: the materialized tensors differ")
+        raise SystemExit(f"{layout} {side}x{side}: the materialized tensors differ")
     return lambda: hg.materialize(t), peer, "NumPy reshape/transpose copy"
 
 
-def run(n: int, dev: Any, runs: int, calls: int) -> list[dict[str, Any]]:
-    """Every row at ``n`` elements on ``dev``: ours and the peers, interleaved."""
+def kv_case(tokens: int, dev: Any) -> tuple[Callable[[], Any], Callable[[], Any] | None, str]:
+    """(our gather, torch's or None, its name) of a cache of 16 sequences of 1..64 tokens, each
+    longer by the decode steps that bring the total to ``tokens`` or just above (573: three)."""
+    lens = np.random.default_rng(0).integers(1, 65, 16)
+    steps = max(0, -(-(tokens - int(lens.sum())) // len(lens)))
+    shape = Shape(lens + steps, 1, 8, 128, samples=1)
+    cache = PagedKVCache(dev.spec, 1, 8, 128, shape.pages, PAGE, "float16")
+    seqs = [cache.add_sequence() for _ in lens]
+    _fill(cache, seqs, shape)
+    total = int(shape.lens.sum())
+    outs = tuple(Buffer(cache.device, total * shape.row_bytes) for _ in range(2))
+
+    def ours() -> Any:
+        return cache.gather(seqs, 0, out=outs)
+
+    try:
+        import torch
+    except ImportError as exc:
+        print(f"  torch peer skipped: {exc}", file=sys.stderr)
+        return ours, None, ""
+    peer = TorchPeer(torch, shape, torch.device("cpu"))
+    peer.gather()
+    if not np.array_equal(ours()[0].numpy().view(np.uint16).reshape(total, -1),
+                          peer.outs[0].numpy().view(np.uint16)):
+        raise SystemExit("KV gather: ours differs from torch's")
+    return ours, peer.gather, "torch index_select (bench/kv_cache.py's paged cache)"
+
+
+def run(n: int, dev: Any, runs: int, calls: int, layouts: list[str],
+        kv_tokens: int = 0) -> list[dict[str, Any]]:
+    """Every row at ``n`` elements on ``dev`` (and the KV gather of ``kv_tokens`` tokens):
+    ours and the peers, interleaved."""
     rng = np.random.default_rng(19)
     cases: dict[str, tuple[Callable[[], Any], Callable[[], Any] | None, str]] = {
         "NF4 -> float32 (hg.dequantize)": dequant_case("nf4", n, rng, dev),
         "int4 per-block -> float32 (hg.dequantize)": dequant_case("int4", n, rng, dev),
-        f"tiled {TILE}x{TILE} float32 (hg.materialize)": materialize_case(n, dev),
-    }
+        **{f"{LAYOUT_NAMES[lay]} float32 (hg.materialize)": materialize_case(n, dev, lay)
+           for lay in layouts}}
+    elements = dict.fromkeys(cases, n)
+    if kv_tokens:
+        ours, peer, peer_name = kv_case(kv_tokens, dev)
+        tokens = int(ours()[2][-1])
+        op = f"KV gather, {tokens} tokens, 8 x 128 fp16 (PagedKVCache.gather)"
+        cases[op], elements[op] = (ours, peer, peer_name), 2 * tokens * 8 * 128
+    # Calls per sample shrink with the size: a sample stays about as long at every size.
+    calls = max(3, calls * 65536 // max(n, 65536))
     timed: dict[str, Timed] = {}
     for op, (ours, peer, _) in cases.items():
         timed[op] = per_call(ours, calls)
@@ -144,7 +222,7 @@ def run(n: int, dev: Any, runs: int, calls: int) -> list[dict[str, Any]]:
     rows = []
     for op, (_, peer, peer_name) in cases.items():
         mine = took[op]
-        row: dict[str, Any] = {"op": op, "device": dev.spec, "elements": n,
+        row: dict[str, Any] = {"op": op, "device": dev.spec, "elements": elements[op],
                                "us_per_call": mine.median * 1e6,
                                "us_per_call_range": [mine.min * 1e6, mine.max * 1e6]}
         if peer is not None:
@@ -159,17 +237,25 @@ def run(n: int, dev: Any, runs: int, calls: int) -> list[dict[str, Any]]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--elements", default="4096,65536",
-                        help="comma-separated element counts (squares of multiples of 32)")
+    parser.add_argument("--elements", default="4096,65536,262144,1048576",
+                        help="comma-separated element counts (squares of powers of 2, >= 4096)")
+    parser.add_argument("--layouts", default=",".join(LAYOUT_NAMES),
+                        help=f"materialized layouts, of {', '.join(LAYOUT_NAMES)}")
+    parser.add_argument("--kv-tokens", type=int, default=573,
+                        help="tokens of the KV gather row (0: none)")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--calls", type=int, default=2000, help="calls per timed sample")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--json", default="bench/out/small_calls.json")
-    args = parse_args(parser, {"runs": 3, "calls": 200}, argv)
+    args = parse_args(parser, {"runs": 3, "calls": 200, "elements": "4096,65536"}, argv)
     dev = hg.device(args.device)
+    layouts = [x for x in args.layouts.split(",") if x]
+    if unknown := set(layouts) - set(LAYOUT_NAMES):
+        raise SystemExit(f"unknown layouts {sorted(unknown)}; have {', '.join(LAYOUT_NAMES)}")
     rows: list[dict[str, Any]] = []
-    for n in (int(x) for x in args.elements.split(",") if x):
-        rows += run(n, dev, max(3, args.runs), max(1, args.calls))
+    for i, n in enumerate(int(x) for x in args.elements.split(",") if x):
+        rows += run(n, dev, max(3, args.runs), max(1, args.calls), layouts,
+                    args.kv_tokens if i == 0 else 0)
     print(f"{'operation':44s} {'elements':>8s} {'us/call (min-max)':>22s} "
           f"{'peer us/call':>13s} {'vs peer (min-max)':>20s}  peer")
     for r in rows:

@@ -11,6 +11,7 @@ device (``Tensor.to``, and readers that load straight onto a device).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
@@ -38,7 +39,8 @@ from hurray_gpu.runtime.memory import MemoryClass
 from hurray_gpu.runtime.registry import resolve_device
 from hurray_gpu.runtime.transfer import Progress, copy_buffer, show_progress
 
-__all__ = ["Placement", "TensorLike", "as_tensor", "assemble", "check_room", "from_numpy", "host_buffers",
+__all__ = ["Placement", "TensorLike", "as_tensor", "assemble", "check_room", "dense_descriptor",
+           "from_numpy", "host_buffers",
            "is_tensor", "make_tensor", "place_tensor", "register_tensor_class", "release",
            "resolve_place", "subtree_bytes", "to_device"]
 
@@ -100,6 +102,16 @@ def tensor_builder() -> Callable[..., Any]:
     if not _TENSOR:
         importlib.import_module("hurray_gpu.tensor")  # see make_tensor
     return _TENSOR[0]
+
+
+@functools.lru_cache(maxsize=256)
+def dense_descriptor(dtype: Any, shape: tuple[int, ...], tag: int
+                     ) -> tuple[TensorDescriptor, bytes]:
+    """The row-major descriptor of ``dtype`` and ``shape`` on device tag ``tag``, and its
+    encoding: immutable values, built and encoded once per shape (results of repeated
+    calls: materialize, KV gathers)."""
+    desc = TensorDescriptor.dense(dtype, shape, device_tag=tag)
+    return desc, desc.encode()
 
 
 def make_tensor(desc: TensorDescriptor, buffers: Sequence[Buffer], *,

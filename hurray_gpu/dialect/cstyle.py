@@ -130,17 +130,35 @@ static inline int32_t hg_imax(int32_t a, int32_t b) { return a > b ? a : b; }
 # Chunks hold 4096 work items, 128 for kernels tagged LONG_ITEMS (about 128k elements): counted
 # in items alone, a 4 Mi-element dequantization was one chunk and one thread; at 32 a 64k one
 # went parallel and paid more to wake the team than it saved.
-# A launch of one chunk runs on the calling thread: waking the OpenMP team costs more than
-# a small kernel (measured: small KV decode steps +25%, small gathers +70%). Larger launches
-# are cut into at least 8 chunks per thread, handed out as threads free up: with one chunk
-# per thread (or 9 chunks on 2 threads) the wall time was that of the slowest or most loaded
-# thread.
+# A launch of one chunk runs on the calling thread, outside any parallel region: waking the
+# OpenMP team costs more than a small kernel (measured: small KV decode steps +25%, small
+# gathers +70%), and even a region of one thread (``if(0)``) costs libgomp a team set-up and a
+# futex wake, a system call per launch. Larger launches are cut into at least 8 chunks per
+# thread, handed out as threads free up: with one chunk per thread (or 9 chunks on 2 threads)
+# the wall time was that of the slowest or most loaded thread. Both run one chunk walk, kept
+# out of line so that it stays the item's only caller (GCC then inlines the item into its
+# loop; with the walk inlined twice it called large items, such as the layout gather's).
 _HOST_ENTRY = """\
+static __attribute__((noinline)) void {name}_chunk(int64_t hg_c, int64_t hg_size,
+        int64_t hg_total, int64_t hg_n0, int64_t hg_n1{params}) {{
+    int64_t hg_t = hg_c * hg_size;
+    int64_t hg_end = hg_t + hg_size < hg_total ? hg_t + hg_size : hg_total;
+    uint32_t hg_x = (uint32_t)(hg_t % hg_n0), hg_y = (uint32_t)((hg_t / hg_n0) % hg_n1);
+    uint32_t hg_z = (uint32_t)(hg_t / (hg_n0 * hg_n1));{chunk_init}
+    for (; hg_t < hg_end; hg_t++) {{
+        {name}_item(hg_x, hg_y, hg_z, {args});
+        if (++hg_x == (uint32_t)hg_n0) {{
+            hg_x = 0;
+            if (++hg_y == (uint32_t)hg_n1) {{ hg_y = 0; hg_z++; }}
+        }}
+    }}{fence}
+}}
+
 void {name}(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0, int64_t hg_n1,
             int64_t hg_n2) {{
 {unpack}
     int64_t hg_total = hg_n0 * hg_n1 * hg_n2;
-    int64_t hg_size = {chunk};
+    int64_t hg_size = {size};
     int64_t hg_chunks = (hg_total + hg_size - 1) / hg_size;
 #ifdef _OPENMP
     int64_t hg_want = 8 * (int64_t)omp_get_max_threads();
@@ -148,21 +166,15 @@ void {name}(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0, int64_t hg_
         hg_size = (hg_total + hg_want - 1) / hg_want;
         hg_chunks = (hg_total + hg_size - 1) / hg_size;
     }}
-#endif
-    #pragma omp parallel for schedule(dynamic, 1) if(hg_chunks > 1)
-    for (int64_t hg_c = 0; hg_c < hg_chunks; hg_c++) {{
-        int64_t hg_t = hg_c * hg_size;
-        int64_t hg_end = hg_t + hg_size < hg_total ? hg_t + hg_size : hg_total;
-        uint32_t hg_x = (uint32_t)(hg_t % hg_n0), hg_y = (uint32_t)((hg_t / hg_n0) % hg_n1);
-        uint32_t hg_z = (uint32_t)(hg_t / (hg_n0 * hg_n1));{chunk_init}
-        for (; hg_t < hg_end; hg_t++) {{
-            {name}_item(hg_x, hg_y, hg_z, {args});
-            if (++hg_x == (uint32_t)hg_n0) {{
-                hg_x = 0;
-                if (++hg_y == (uint32_t)hg_n1) {{ hg_y = 0; hg_z++; }}
-            }}
-        }}{fence}
+    if (hg_chunks > 1) {{
+        #pragma omp parallel for schedule(dynamic, 1)
+        for (int64_t hg_c = 0; hg_c < hg_chunks; hg_c++)
+            {name}_chunk(hg_c, hg_size, hg_total, hg_n0, hg_n1{names});
+        return;
     }}
+#endif
+    for (int64_t hg_c = 0; hg_c < hg_chunks; hg_c++)
+        {name}_chunk(hg_c, hg_size, hg_total, hg_n0, hg_n1{names});
 }}"""
 
 
@@ -599,11 +611,13 @@ class HostCRenderer(CStyleRenderer):
             elif param.dtype == "i32":
                 value = f"(int32_t){value}"
             unpack.append(f"    {self.render_param(param)} = {value};")
-        args = ("&hg_s8_c, " if s8 else "") + ", ".join(p.name for p in kernel.params)
+        names, params = ", ".join(p.name for p in kernel.params), self.render_params(kernel)
         # Non-temporal stores are weakly ordered: drained before the chunk counts as done.
-        fence = "\n        hg_s8_fence();" if s8 else ""
-        init = "\n        hg_s8_fmt_t hg_s8_c;\n        hg_s8_c.tab = NULL;" if s8 else ""
-        chunk = 128 if LONG_ITEMS in kernel.tags else 4096
-        entry = _HOST_ENTRY.format(name=kernel.name, unpack="\n".join(unpack), args=args,
-                                   fence=fence, chunk=chunk, chunk_init=init)
+        fence = "\n    hg_s8_fence();" if s8 else ""
+        init = "\n    hg_s8_fmt_t hg_s8_c;\n    hg_s8_c.tab = NULL;" if s8 else ""
+        size = 128 if LONG_ITEMS in kernel.tags else 4096
+        entry = _HOST_ENTRY.format(name=kernel.name, unpack="\n".join(unpack), size=size,
+                                   params=params and ", " + params, names=names and ", " + names,
+                                   args=("&hg_s8_c, " if s8 else "") + names, fence=fence,
+                                   chunk_init=init)
         return f"{item}\n\n{entry}"

@@ -219,6 +219,14 @@ _SEP_WORD_MOVE = """
         u32 f = (z * ny + y) * nx;
         u32 b = woff + oy;
         u32 x = x0;
+        for (; xd == 0u && (brk & 31u) == 0u && x + 32u <= x1; x += 32u) {
+            u32 s = b + LOAD(tx, x);
+            if (s + 31u >= nsrc || s + 31u < s) break;
+            COPY8(dst, f + x, src, s);
+            COPY8(dst, f + x + 8u, src, s + 8u);
+            COPY8(dst, f + x + 16u, src, s + 16u);
+            COPY8(dst, f + x + 24u, src, s + 24u);
+        }
         for (; xd == 0u && x + 8u <= x1; x += 8u) {
             u32 s = b + LOAD(tx, x);
             if (s + 7u >= nsrc || s + 7u < s) break;

@@ -6,6 +6,7 @@ Buffer on the cache's device, without a copy when they are already there.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -19,8 +20,8 @@ from hurray_gpu.format.descriptor import (
     DeviceTag,
     TensorDescriptor,
 )
-from hurray_gpu.format.dtypes import DType
-from hurray_gpu.parts import TensorLike, is_tensor, make_tensor
+from hurray_gpu.format.dtypes import DType, buffer_size
+from hurray_gpu.parts import TensorLike, dense_descriptor, is_tensor, make_tensor
 from hurray_gpu.runtime.buffer import Buffer
 from hurray_gpu.runtime.device import Device
 from hurray_gpu.runtime.memory import MemoryClass
@@ -203,6 +204,10 @@ def out_buffers(device: Device, out: Any, nbytes: int,
 def dense_tensor(device: Device, buffer: Buffer, dtype: DType,
                  shape: tuple[int, ...]) -> TensorLike:
     """A row-major Tensor over ``buffer`` (no copy)."""
+    if buffer.nbytes == buffer_size(dtype, math.prod(shape)):
+        # The usual case (a gather's exact outputs): the descriptor built and encoded once.
+        desc, raw = dense_descriptor(dtype, shape, device.tag)
+        return make_tensor(desc, [buffer], raw=raw)
     host = device.tag == DeviceTag.CPU
     align = MIN_DATA_ALIGNMENT if host else DEVICE_ALIGNMENT
     handle = BufferHandle(buffer.nbytes, align, device.tag, 0, MemoryClass.STANDARD)

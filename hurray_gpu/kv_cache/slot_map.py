@@ -16,22 +16,29 @@ from hurray_gpu.kv_cache.state import SeqState
 __all__ = ["dense_slots", "slot_map"]
 
 
-def dense_slots(flat: np.ndarray, sizes: np.ndarray, lens: np.ndarray, ps: int) -> np.ndarray:
-    """u32 slots of every token: the used pages of each table (``sizes`` pages each, back to
-    back in ``flat``) as page x ps grids, less the unwritten tail of each last page.
+def dense_slots(tables: Sequence[Sequence[int]], lens: Sequence[int], ps: int) -> np.ndarray:
+    """u32 slots of every token: the used pages of each block table, less the unwritten tail
+    of each last page.
 
-    Per page, not per token, until the last two passes.
+    The first slot and token count of each used page are listed in Python (whole-list
+    operations, a few per sequence), then expanded to tokens in one NumPy pass: a decode
+    step's gather calls this every step, and per-call NumPy overhead dominated the former
+    ten passes at a few hundred tokens.
     """
-    used = -(-lens // ps)
-    ends = np.cumsum(used)
-    count = int(ends[-1]) if used.size else 0
-    pick = np.arange(count, dtype=np.int64) + np.repeat(np.cumsum(sizes) - sizes - ends + used,
-                                                        used)
-    fill = np.full(count, ps, np.int64)
-    full = used > 0
-    fill[ends[full] - 1] = lens[full] - (used[full] - 1) * ps
-    grid = flat[pick].astype(np.uint32)[:, None] * np.uint32(ps) + np.arange(ps, dtype=np.uint32)
-    return grid[np.arange(ps) < fill[:, None]]
+    firsts: list[int] = []
+    counts: list[int] = []
+    for table, n in zip(tables, lens, strict=True):
+        used = -(-n // ps)
+        if used:
+            firsts += table[:used]
+            counts += [ps] * (used - 1)
+            counts.append(n - (used - 1) * ps)
+    count = np.array(counts, np.int64)
+    ends = np.cumsum(count)
+    total = int(ends[-1]) if count.size else 0
+    # Token i of a page starting at token e holds slot first * ps + (i - e).
+    base = np.array(firsts, np.int64) * ps - (ends - count)
+    return (np.repeat(base, count) + np.arange(total, dtype=np.int64)).astype(np.uint32)
 
 
 def slot_map(states: Sequence[SeqState], layer: int, ps: int,
@@ -41,11 +48,11 @@ def slot_map(states: Sequence[SeqState], layer: int, ps: int,
     With ``pad_to`` each sequence covers ``pad_to`` positions, PAD_SLOT past its end.
     """
     lens = np.fromiter((st.lens[layer] for st in states), np.int64, len(states))
+    if pad_to is None:
+        return dense_slots([st.pages for st in states], lens.tolist(), ps), lens
     sizes = np.fromiter((len(st.pages) for st in states), np.int64, len(states))
     flat = np.fromiter(chain.from_iterable(st.pages for st in states), np.int64,
                        int(sizes.sum()))
-    if pad_to is None:
-        return dense_slots(flat, sizes, lens, ps), lens
     width = np.full(len(states), pad_to, np.int64)
     total = int(width.sum())
     pos = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(width) - width, width)

@@ -19,7 +19,6 @@ from typing import Any
 import numpy as np
 
 from hurray_gpu.errors import DeviceError, HurrayFormatError, UnsupportedOpError
-from hurray_gpu.format.descriptor import TensorDescriptor
 from hurray_gpu.format.descriptor.layouts import RowMajor
 from hurray_gpu.format.descriptor.quant import (
     MXFP,
@@ -44,7 +43,7 @@ from hurray_gpu.kernels.dequant import (
     lut_kernel_name,
     ref_u32_at,
 )
-from hurray_gpu.parts import make_tensor, tensor_builder
+from hurray_gpu.parts import dense_descriptor, make_tensor, tensor_builder
 from hurray_gpu.runtime.buffer import Buffer
 from hurray_gpu.runtime.cache import LRUCache
 from hurray_gpu.runtime.memory import MemoryClass
@@ -634,15 +633,6 @@ PREPARED_CALLS = 256
 def clear_prepared() -> None:
     """Drop every prepared call (and the device tables they hold)."""
     _PREPARED.clear()
-
-
-@functools.lru_cache(maxsize=256)
-def dense_descriptor(dtype: Any, shape: tuple[int, ...], tag: int
-                     ) -> tuple[TensorDescriptor, bytes]:
-    """The row-major descriptor of ``dtype`` and ``shape`` on device tag ``tag``, and its
-    encoding: immutable values, built and encoded once per shape."""
-    desc = TensorDescriptor.dense(dtype, shape, device_tag=tag)
-    return desc, desc.encode()
 
 
 def repeat(key: tuple[Any, ...], t: Any) -> Any:

@@ -39,11 +39,13 @@ def _fake_runs(n: int) -> np.ndarray:
 
 
 def _check(word: str, tx: np.ndarray, ty: np.ndarray, tz: np.ndarray, nsrc: int, *,
-           wpe: int = 1, woff: int = 0, block: tuple[int, int] = (16, 8)) -> np.ndarray:
-    """Run the gather on cpu:0 and its reference on the same inputs; return the output."""
+           wpe: int = 1, woff: int = 0, block: tuple[int, int] = (16, 8),
+           slack: int = 0) -> np.ndarray:
+    """Run the gather on cpu:0 and its reference on the same inputs; return the output.
+    ``slack`` nonzero words follow the nsrc words of src: a read past nsrc shows up."""
     kernel, dt = gather_kernel("sepblk", word), numpy_dtype(word)
     rng = np.random.default_rng(11)
-    src = rng.integers(1, np.iinfo(dt).max, nsrc, dtype=np.uint64).astype(dt)
+    src = rng.integers(1, np.iinfo(dt).max, nsrc + slack, dtype=np.uint64).astype(dt)
     n = tx.size * ty.size * tz.size * wpe
     tables = {k: (np.asarray(v, np.int64) & 0xFFFFFFFF).astype(np.uint32)
               for k, v in (("tx", tx), ("ty", ty), ("tz", tz))}
@@ -71,6 +73,20 @@ def test_row_runs_cut_by_the_end_of_src(nx: int, word: str, block: tuple[int, in
     span = int(tx.max() + ty.max()) + 1
     got = _check(word, tx, ty, np.array([0]), span - 5, block=block)
     assert (got == 0).sum() == 5
+
+
+@pytest.mark.parametrize("block", [(128, 32), (64, 8), (40, 8), (96, 5)])
+@pytest.mark.parametrize(("nx", "cut"), [(96, 5), (100, 5), (96, 33), (64, 1)])
+def test_tile_rows_of_32_cut_by_the_end_of_src(nx: int, cut: int,
+                                               block: tuple[int, int]) -> None:
+    # nx x 40 in 32 x 32 tiles: every aligned 32 columns of a block are one storage run
+    # (copied whole after one table read) when the block is 32 wide or a multiple of it, else
+    # in runs of 8. src ends `cut` words before the last tile row does, inside a 32-word run,
+    # and nonzero words follow: those `cut` words must read 0, the ones before them must not.
+    tx, ty = _tiles(nx, 32, 1, 1024), _tiles(40, 32, 32, 1024 * -(-nx // 32))
+    span = int(tx.max() + ty.max()) + 1
+    got = _check("u32", tx, ty, np.array([0]), span - cut, block=block, slack=64)
+    assert (got == 0).sum() == ((ty[:, None] + tx[None, :]) >= span - cut).sum() > 0
 
 
 @pytest.mark.parametrize("block", [(16, 16), (8, 24), (5, 3), (128, 128)])

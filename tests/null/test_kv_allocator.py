@@ -298,5 +298,6 @@ def test_dense_slot_map_follows_each_block_table(tables: list[tuple[int, int]],
         table = flat[start:start + size]
         start += size
         want += [int(table[p // page_size]) * page_size + p % page_size for p in range(n)]
-    got = dense_slots(flat.astype(np.int64), sizes, lens, page_size)
+    tables_in = np.split(flat, np.cumsum(sizes)[:-1]) if sizes.size else []
+    got = dense_slots([t.tolist() for t in tables_in], lens.tolist(), page_size)
     assert got.dtype == np.uint32 and got.tolist() == want

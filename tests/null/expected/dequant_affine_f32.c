@@ -559,6 +559,24 @@ static inline void dequant_affine_f32_item(uint32_t hg_gid0, uint32_t hg_gid1, u
     }
 }
 
+static __attribute__((noinline)) void dequant_affine_f32_chunk(int64_t hg_c, int64_t hg_size,
+        int64_t hg_total, int64_t hg_n0, int64_t hg_n1, float *restrict dst, const uint8_t *restrict data, const uint8_t *restrict scales, const uint8_t *restrict zps, uint32_t *restrict err, uint32_t n, uint32_t ept, uint32_t doff, uint32_t bits, uint32_t sgn, uint32_t mode, uint32_t stype, uint32_t zmode, uint32_t zoff, uint32_t nparam, uint32_t inner, uint32_t dm1, uint32_t dsh1, uint32_t ssize, uint32_t dm2, uint32_t dsh2, uint32_t omul, uint32_t kshift, int32_t zlo, int32_t zhi, float sval, int32_t zval) {
+    int64_t hg_t = hg_c * hg_size;
+    int64_t hg_end = hg_t + hg_size < hg_total ? hg_t + hg_size : hg_total;
+    uint32_t hg_x = (uint32_t)(hg_t % hg_n0), hg_y = (uint32_t)((hg_t / hg_n0) % hg_n1);
+    uint32_t hg_z = (uint32_t)(hg_t / (hg_n0 * hg_n1));
+    hg_s8_fmt_t hg_s8_c;
+    hg_s8_c.tab = NULL;
+    for (; hg_t < hg_end; hg_t++) {
+        dequant_affine_f32_item(hg_x, hg_y, hg_z, &hg_s8_c, dst, data, scales, zps, err, n, ept, doff, bits, sgn, mode, stype, zmode, zoff, nparam, inner, dm1, dsh1, ssize, dm2, dsh2, omul, kshift, zlo, zhi, sval, zval);
+        if (++hg_x == (uint32_t)hg_n0) {
+            hg_x = 0;
+            if (++hg_y == (uint32_t)hg_n1) { hg_y = 0; hg_z++; }
+        }
+    }
+    hg_s8_fence();
+}
+
 void dequant_affine_f32(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0, int64_t hg_n1,
             int64_t hg_n2) {
     float *restrict dst = (float *)hg_bufs[0];
@@ -597,22 +615,13 @@ void dequant_affine_f32(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0,
         hg_size = (hg_total + hg_want - 1) / hg_want;
         hg_chunks = (hg_total + hg_size - 1) / hg_size;
     }
-#endif
-    #pragma omp parallel for schedule(dynamic, 1) if(hg_chunks > 1)
-    for (int64_t hg_c = 0; hg_c < hg_chunks; hg_c++) {
-        int64_t hg_t = hg_c * hg_size;
-        int64_t hg_end = hg_t + hg_size < hg_total ? hg_t + hg_size : hg_total;
-        uint32_t hg_x = (uint32_t)(hg_t % hg_n0), hg_y = (uint32_t)((hg_t / hg_n0) % hg_n1);
-        uint32_t hg_z = (uint32_t)(hg_t / (hg_n0 * hg_n1));
-        hg_s8_fmt_t hg_s8_c;
-        hg_s8_c.tab = NULL;
-        for (; hg_t < hg_end; hg_t++) {
-            dequant_affine_f32_item(hg_x, hg_y, hg_z, &hg_s8_c, dst, data, scales, zps, err, n, ept, doff, bits, sgn, mode, stype, zmode, zoff, nparam, inner, dm1, dsh1, ssize, dm2, dsh2, omul, kshift, zlo, zhi, sval, zval);
-            if (++hg_x == (uint32_t)hg_n0) {
-                hg_x = 0;
-                if (++hg_y == (uint32_t)hg_n1) { hg_y = 0; hg_z++; }
-            }
-        }
-        hg_s8_fence();
+    if (hg_chunks > 1) {
+        #pragma omp parallel for schedule(dynamic, 1)
+        for (int64_t hg_c = 0; hg_c < hg_chunks; hg_c++)
+            dequant_affine_f32_chunk(hg_c, hg_size, hg_total, hg_n0, hg_n1, dst, data, scales, zps, err, n, ept, doff, bits, sgn, mode, stype, zmode, zoff, nparam, inner, dm1, dsh1, ssize, dm2, dsh2, omul, kshift, zlo, zhi, sval, zval);
+        return;
     }
+#endif
+    for (int64_t hg_c = 0; hg_c < hg_chunks; hg_c++)
+        dequant_affine_f32_chunk(hg_c, hg_size, hg_total, hg_n0, hg_n1, dst, data, scales, zps, err, n, ept, doff, bits, sgn, mode, stype, zmode, zoff, nparam, inner, dm1, dsh1, ssize, dm2, dsh2, omul, kshift, zlo, zhi, sval, zval);
 }

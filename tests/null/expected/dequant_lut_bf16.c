@@ -745,6 +745,24 @@ static inline void dequant_lut_bf16_item(uint32_t hg_gid0, uint32_t hg_gid1, uin
     }
 }
 
+static __attribute__((noinline)) void dequant_lut_bf16_chunk(int64_t hg_c, int64_t hg_size,
+        int64_t hg_total, int64_t hg_n0, int64_t hg_n1, uint16_t *restrict dst, const uint8_t *restrict data, const float *restrict lut, const uint8_t *restrict scales, uint32_t *restrict err, uint32_t n, uint32_t ept, uint32_t doff, uint32_t bits, uint32_t chk, uint32_t mode, uint32_t nparam, uint32_t inner, uint32_t dm1, uint32_t dsh1, uint32_t ssize, uint32_t dm2, uint32_t dsh2, uint32_t omul, uint32_t kshift) {
+    int64_t hg_t = hg_c * hg_size;
+    int64_t hg_end = hg_t + hg_size < hg_total ? hg_t + hg_size : hg_total;
+    uint32_t hg_x = (uint32_t)(hg_t % hg_n0), hg_y = (uint32_t)((hg_t / hg_n0) % hg_n1);
+    uint32_t hg_z = (uint32_t)(hg_t / (hg_n0 * hg_n1));
+    hg_s8_fmt_t hg_s8_c;
+    hg_s8_c.tab = NULL;
+    for (; hg_t < hg_end; hg_t++) {
+        dequant_lut_bf16_item(hg_x, hg_y, hg_z, &hg_s8_c, dst, data, lut, scales, err, n, ept, doff, bits, chk, mode, nparam, inner, dm1, dsh1, ssize, dm2, dsh2, omul, kshift);
+        if (++hg_x == (uint32_t)hg_n0) {
+            hg_x = 0;
+            if (++hg_y == (uint32_t)hg_n1) { hg_y = 0; hg_z++; }
+        }
+    }
+    hg_s8_fence();
+}
+
 void dequant_lut_bf16(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0, int64_t hg_n1,
             int64_t hg_n2) {
     uint16_t *restrict dst = (uint16_t *)hg_bufs[0];
@@ -776,22 +794,13 @@ void dequant_lut_bf16(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0, i
         hg_size = (hg_total + hg_want - 1) / hg_want;
         hg_chunks = (hg_total + hg_size - 1) / hg_size;
     }
-#endif
-    #pragma omp parallel for schedule(dynamic, 1) if(hg_chunks > 1)
-    for (int64_t hg_c = 0; hg_c < hg_chunks; hg_c++) {
-        int64_t hg_t = hg_c * hg_size;
-        int64_t hg_end = hg_t + hg_size < hg_total ? hg_t + hg_size : hg_total;
-        uint32_t hg_x = (uint32_t)(hg_t % hg_n0), hg_y = (uint32_t)((hg_t / hg_n0) % hg_n1);
-        uint32_t hg_z = (uint32_t)(hg_t / (hg_n0 * hg_n1));
-        hg_s8_fmt_t hg_s8_c;
-        hg_s8_c.tab = NULL;
-        for (; hg_t < hg_end; hg_t++) {
-            dequant_lut_bf16_item(hg_x, hg_y, hg_z, &hg_s8_c, dst, data, lut, scales, err, n, ept, doff, bits, chk, mode, nparam, inner, dm1, dsh1, ssize, dm2, dsh2, omul, kshift);
-            if (++hg_x == (uint32_t)hg_n0) {
-                hg_x = 0;
-                if (++hg_y == (uint32_t)hg_n1) { hg_y = 0; hg_z++; }
-            }
-        }
-        hg_s8_fence();
+    if (hg_chunks > 1) {
+        #pragma omp parallel for schedule(dynamic, 1)
+        for (int64_t hg_c = 0; hg_c < hg_chunks; hg_c++)
+            dequant_lut_bf16_chunk(hg_c, hg_size, hg_total, hg_n0, hg_n1, dst, data, lut, scales, err, n, ept, doff, bits, chk, mode, nparam, inner, dm1, dsh1, ssize, dm2, dsh2, omul, kshift);
+        return;
     }
+#endif
+    for (int64_t hg_c = 0; hg_c < hg_chunks; hg_c++)
+        dequant_lut_bf16_chunk(hg_c, hg_size, hg_total, hg_n0, hg_n1, dst, data, lut, scales, err, n, ept, doff, bits, chk, mode, nparam, inner, dm1, dsh1, ssize, dm2, dsh2, omul, kshift);
 }

@@ -150,6 +150,21 @@ static inline void dequant_lut_f32_sep_item(uint32_t hg_gid0, uint32_t hg_gid1, 
     }
 }
 
+static __attribute__((noinline)) void dequant_lut_f32_sep_chunk(int64_t hg_c, int64_t hg_size,
+        int64_t hg_total, int64_t hg_n0, int64_t hg_n1, float *restrict dst, const uint8_t *restrict data, const float *restrict lut, const uint8_t *restrict scales, uint32_t *restrict err, uint32_t n, uint32_t ept, uint32_t doff, uint32_t bits, uint32_t chk, uint32_t mode, uint32_t nparam, uint32_t inner, uint32_t dm1, uint32_t dsh1, uint32_t ssize, uint32_t dm2, uint32_t dsh2, uint32_t omul, uint32_t kshift, uint32_t ntt, uint32_t nspan) {
+    int64_t hg_t = hg_c * hg_size;
+    int64_t hg_end = hg_t + hg_size < hg_total ? hg_t + hg_size : hg_total;
+    uint32_t hg_x = (uint32_t)(hg_t % hg_n0), hg_y = (uint32_t)((hg_t / hg_n0) % hg_n1);
+    uint32_t hg_z = (uint32_t)(hg_t / (hg_n0 * hg_n1));
+    for (; hg_t < hg_end; hg_t++) {
+        dequant_lut_f32_sep_item(hg_x, hg_y, hg_z, dst, data, lut, scales, err, n, ept, doff, bits, chk, mode, nparam, inner, dm1, dsh1, ssize, dm2, dsh2, omul, kshift, ntt, nspan);
+        if (++hg_x == (uint32_t)hg_n0) {
+            hg_x = 0;
+            if (++hg_y == (uint32_t)hg_n1) { hg_y = 0; hg_z++; }
+        }
+    }
+}
+
 void dequant_lut_f32_sep(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0, int64_t hg_n1,
             int64_t hg_n2) {
     float *restrict dst = (float *)hg_bufs[0];
@@ -183,19 +198,13 @@ void dequant_lut_f32_sep(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0
         hg_size = (hg_total + hg_want - 1) / hg_want;
         hg_chunks = (hg_total + hg_size - 1) / hg_size;
     }
-#endif
-    #pragma omp parallel for schedule(dynamic, 1) if(hg_chunks > 1)
-    for (int64_t hg_c = 0; hg_c < hg_chunks; hg_c++) {
-        int64_t hg_t = hg_c * hg_size;
-        int64_t hg_end = hg_t + hg_size < hg_total ? hg_t + hg_size : hg_total;
-        uint32_t hg_x = (uint32_t)(hg_t % hg_n0), hg_y = (uint32_t)((hg_t / hg_n0) % hg_n1);
-        uint32_t hg_z = (uint32_t)(hg_t / (hg_n0 * hg_n1));
-        for (; hg_t < hg_end; hg_t++) {
-            dequant_lut_f32_sep_item(hg_x, hg_y, hg_z, dst, data, lut, scales, err, n, ept, doff, bits, chk, mode, nparam, inner, dm1, dsh1, ssize, dm2, dsh2, omul, kshift, ntt, nspan);
-            if (++hg_x == (uint32_t)hg_n0) {
-                hg_x = 0;
-                if (++hg_y == (uint32_t)hg_n1) { hg_y = 0; hg_z++; }
-            }
-        }
+    if (hg_chunks > 1) {
+        #pragma omp parallel for schedule(dynamic, 1)
+        for (int64_t hg_c = 0; hg_c < hg_chunks; hg_c++)
+            dequant_lut_f32_sep_chunk(hg_c, hg_size, hg_total, hg_n0, hg_n1, dst, data, lut, scales, err, n, ept, doff, bits, chk, mode, nparam, inner, dm1, dsh1, ssize, dm2, dsh2, omul, kshift, ntt, nspan);
+        return;
     }
+#endif
+    for (int64_t hg_c = 0; hg_c < hg_chunks; hg_c++)
+        dequant_lut_f32_sep_chunk(hg_c, hg_size, hg_total, hg_n0, hg_n1, dst, data, lut, scales, err, n, ept, doff, bits, chk, mode, nparam, inner, dm1, dsh1, ssize, dm2, dsh2, omul, kshift, ntt, nspan);
 }

@@ -174,6 +174,21 @@ static inline void dequant_lut_f32_sparse_tree_item(uint32_t hg_gid0, uint32_t h
     }
 }
 
+static __attribute__((noinline)) void dequant_lut_f32_sparse_tree_chunk(int64_t hg_c, int64_t hg_size,
+        int64_t hg_total, int64_t hg_n0, int64_t hg_n1, float *restrict dst, const uint8_t *restrict data, const float *restrict lut, const uint8_t *restrict scales, uint32_t *restrict err, const uint32_t *restrict ix, const uint32_t *restrict mt, uint32_t n, uint32_t doff, uint32_t bits, uint32_t chk, uint32_t mode, uint32_t nparam, uint32_t inner, uint32_t ssize, uint32_t omul, uint32_t kshift, uint32_t nnz, uint32_t nix, uint32_t nlev) {
+    int64_t hg_t = hg_c * hg_size;
+    int64_t hg_end = hg_t + hg_size < hg_total ? hg_t + hg_size : hg_total;
+    uint32_t hg_x = (uint32_t)(hg_t % hg_n0), hg_y = (uint32_t)((hg_t / hg_n0) % hg_n1);
+    uint32_t hg_z = (uint32_t)(hg_t / (hg_n0 * hg_n1));
+    for (; hg_t < hg_end; hg_t++) {
+        dequant_lut_f32_sparse_tree_item(hg_x, hg_y, hg_z, dst, data, lut, scales, err, ix, mt, n, doff, bits, chk, mode, nparam, inner, ssize, omul, kshift, nnz, nix, nlev);
+        if (++hg_x == (uint32_t)hg_n0) {
+            hg_x = 0;
+            if (++hg_y == (uint32_t)hg_n1) { hg_y = 0; hg_z++; }
+        }
+    }
+}
+
 void dequant_lut_f32_sparse_tree(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0, int64_t hg_n1,
             int64_t hg_n2) {
     float *restrict dst = (float *)hg_bufs[0];
@@ -205,19 +220,13 @@ void dequant_lut_f32_sparse_tree(void **hg_bufs, const uint32_t *hg_words, int64
         hg_size = (hg_total + hg_want - 1) / hg_want;
         hg_chunks = (hg_total + hg_size - 1) / hg_size;
     }
-#endif
-    #pragma omp parallel for schedule(dynamic, 1) if(hg_chunks > 1)
-    for (int64_t hg_c = 0; hg_c < hg_chunks; hg_c++) {
-        int64_t hg_t = hg_c * hg_size;
-        int64_t hg_end = hg_t + hg_size < hg_total ? hg_t + hg_size : hg_total;
-        uint32_t hg_x = (uint32_t)(hg_t % hg_n0), hg_y = (uint32_t)((hg_t / hg_n0) % hg_n1);
-        uint32_t hg_z = (uint32_t)(hg_t / (hg_n0 * hg_n1));
-        for (; hg_t < hg_end; hg_t++) {
-            dequant_lut_f32_sparse_tree_item(hg_x, hg_y, hg_z, dst, data, lut, scales, err, ix, mt, n, doff, bits, chk, mode, nparam, inner, ssize, omul, kshift, nnz, nix, nlev);
-            if (++hg_x == (uint32_t)hg_n0) {
-                hg_x = 0;
-                if (++hg_y == (uint32_t)hg_n1) { hg_y = 0; hg_z++; }
-            }
-        }
+    if (hg_chunks > 1) {
+        #pragma omp parallel for schedule(dynamic, 1)
+        for (int64_t hg_c = 0; hg_c < hg_chunks; hg_c++)
+            dequant_lut_f32_sparse_tree_chunk(hg_c, hg_size, hg_total, hg_n0, hg_n1, dst, data, lut, scales, err, ix, mt, n, doff, bits, chk, mode, nparam, inner, ssize, omul, kshift, nnz, nix, nlev);
+        return;
     }
+#endif
+    for (int64_t hg_c = 0; hg_c < hg_chunks; hg_c++)
+        dequant_lut_f32_sparse_tree_chunk(hg_c, hg_size, hg_total, hg_n0, hg_n1, dst, data, lut, scales, err, ix, mt, n, doff, bits, chk, mode, nparam, inner, ssize, omul, kshift, nnz, nix, nlev);
 }

@@ -31,6 +31,21 @@ static inline void f16_to_f32_item(uint32_t hg_gid0, uint32_t hg_gid1, uint32_t 
     store_dst(i, load_src(i));
 }
 
+static __attribute__((noinline)) void f16_to_f32_chunk(int64_t hg_c, int64_t hg_size,
+        int64_t hg_total, int64_t hg_n0, int64_t hg_n1, float *restrict dst, const uint16_t *restrict src, uint32_t n) {
+    int64_t hg_t = hg_c * hg_size;
+    int64_t hg_end = hg_t + hg_size < hg_total ? hg_t + hg_size : hg_total;
+    uint32_t hg_x = (uint32_t)(hg_t % hg_n0), hg_y = (uint32_t)((hg_t / hg_n0) % hg_n1);
+    uint32_t hg_z = (uint32_t)(hg_t / (hg_n0 * hg_n1));
+    for (; hg_t < hg_end; hg_t++) {
+        f16_to_f32_item(hg_x, hg_y, hg_z, dst, src, n);
+        if (++hg_x == (uint32_t)hg_n0) {
+            hg_x = 0;
+            if (++hg_y == (uint32_t)hg_n1) { hg_y = 0; hg_z++; }
+        }
+    }
+}
+
 void f16_to_f32(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0, int64_t hg_n1,
             int64_t hg_n2) {
     float *restrict dst = (float *)hg_bufs[0];
@@ -45,19 +60,13 @@ void f16_to_f32(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0, int64_t
         hg_size = (hg_total + hg_want - 1) / hg_want;
         hg_chunks = (hg_total + hg_size - 1) / hg_size;
     }
-#endif
-    #pragma omp parallel for schedule(dynamic, 1) if(hg_chunks > 1)
-    for (int64_t hg_c = 0; hg_c < hg_chunks; hg_c++) {
-        int64_t hg_t = hg_c * hg_size;
-        int64_t hg_end = hg_t + hg_size < hg_total ? hg_t + hg_size : hg_total;
-        uint32_t hg_x = (uint32_t)(hg_t % hg_n0), hg_y = (uint32_t)((hg_t / hg_n0) % hg_n1);
-        uint32_t hg_z = (uint32_t)(hg_t / (hg_n0 * hg_n1));
-        for (; hg_t < hg_end; hg_t++) {
-            f16_to_f32_item(hg_x, hg_y, hg_z, dst, src, n);
-            if (++hg_x == (uint32_t)hg_n0) {
-                hg_x = 0;
-                if (++hg_y == (uint32_t)hg_n1) { hg_y = 0; hg_z++; }
-            }
-        }
+    if (hg_chunks > 1) {
+        #pragma omp parallel for schedule(dynamic, 1)
+        for (int64_t hg_c = 0; hg_c < hg_chunks; hg_c++)
+            f16_to_f32_chunk(hg_c, hg_size, hg_total, hg_n0, hg_n1, dst, src, n);
+        return;
     }
+#endif
+    for (int64_t hg_c = 0; hg_c < hg_chunks; hg_c++)
+        f16_to_f32_chunk(hg_c, hg_size, hg_total, hg_n0, hg_n1, dst, src, n);
 }

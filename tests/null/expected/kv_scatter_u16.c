@@ -45,6 +45,21 @@ static inline void kv_scatter_u16_item(uint32_t hg_gid0, uint32_t hg_gid1, uint3
     }
 }
 
+static __attribute__((noinline)) void kv_scatter_u16_chunk(int64_t hg_c, int64_t hg_size,
+        int64_t hg_total, int64_t hg_n0, int64_t hg_n1, uint16_t *restrict kpool, uint16_t *restrict vpool, const uint16_t *restrict ksrc, const uint16_t *restrict vsrc, const uint32_t *restrict slots, uint32_t n, uint32_t lanes, uint32_t row, uint32_t num_slots) {
+    int64_t hg_t = hg_c * hg_size;
+    int64_t hg_end = hg_t + hg_size < hg_total ? hg_t + hg_size : hg_total;
+    uint32_t hg_x = (uint32_t)(hg_t % hg_n0), hg_y = (uint32_t)((hg_t / hg_n0) % hg_n1);
+    uint32_t hg_z = (uint32_t)(hg_t / (hg_n0 * hg_n1));
+    for (; hg_t < hg_end; hg_t++) {
+        kv_scatter_u16_item(hg_x, hg_y, hg_z, kpool, vpool, ksrc, vsrc, slots, n, lanes, row, num_slots);
+        if (++hg_x == (uint32_t)hg_n0) {
+            hg_x = 0;
+            if (++hg_y == (uint32_t)hg_n1) { hg_y = 0; hg_z++; }
+        }
+    }
+}
+
 void kv_scatter_u16(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0, int64_t hg_n1,
             int64_t hg_n2) {
     uint16_t *restrict kpool = (uint16_t *)hg_bufs[0];
@@ -65,19 +80,13 @@ void kv_scatter_u16(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0, int
         hg_size = (hg_total + hg_want - 1) / hg_want;
         hg_chunks = (hg_total + hg_size - 1) / hg_size;
     }
-#endif
-    #pragma omp parallel for schedule(dynamic, 1) if(hg_chunks > 1)
-    for (int64_t hg_c = 0; hg_c < hg_chunks; hg_c++) {
-        int64_t hg_t = hg_c * hg_size;
-        int64_t hg_end = hg_t + hg_size < hg_total ? hg_t + hg_size : hg_total;
-        uint32_t hg_x = (uint32_t)(hg_t % hg_n0), hg_y = (uint32_t)((hg_t / hg_n0) % hg_n1);
-        uint32_t hg_z = (uint32_t)(hg_t / (hg_n0 * hg_n1));
-        for (; hg_t < hg_end; hg_t++) {
-            kv_scatter_u16_item(hg_x, hg_y, hg_z, kpool, vpool, ksrc, vsrc, slots, n, lanes, row, num_slots);
-            if (++hg_x == (uint32_t)hg_n0) {
-                hg_x = 0;
-                if (++hg_y == (uint32_t)hg_n1) { hg_y = 0; hg_z++; }
-            }
-        }
+    if (hg_chunks > 1) {
+        #pragma omp parallel for schedule(dynamic, 1)
+        for (int64_t hg_c = 0; hg_c < hg_chunks; hg_c++)
+            kv_scatter_u16_chunk(hg_c, hg_size, hg_total, hg_n0, hg_n1, kpool, vpool, ksrc, vsrc, slots, n, lanes, row, num_slots);
+        return;
     }
+#endif
+    for (int64_t hg_c = 0; hg_c < hg_chunks; hg_c++)
+        kv_scatter_u16_chunk(hg_c, hg_size, hg_total, hg_n0, hg_n1, kpool, vpool, ksrc, vsrc, slots, n, lanes, row, num_slots);
 }

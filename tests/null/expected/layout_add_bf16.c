@@ -41,6 +41,21 @@ static inline void layout_add_bf16_item(uint32_t hg_gid0, uint32_t hg_gid1, uint
     store_dst(d, hg_f32_to_bf16(hg_bf16_to_f32(load_dst(d)) + hg_bf16_to_f32(load_src(f))));
 }
 
+static __attribute__((noinline)) void layout_add_bf16_chunk(int64_t hg_c, int64_t hg_size,
+        int64_t hg_total, int64_t hg_n0, int64_t hg_n1, uint16_t *restrict dst, const uint16_t *restrict src, const uint32_t *restrict tx, const uint32_t *restrict ty, const uint32_t *restrict tz, uint32_t nx, uint32_t ny, uint32_t nz, uint32_t ndst) {
+    int64_t hg_t = hg_c * hg_size;
+    int64_t hg_end = hg_t + hg_size < hg_total ? hg_t + hg_size : hg_total;
+    uint32_t hg_x = (uint32_t)(hg_t % hg_n0), hg_y = (uint32_t)((hg_t / hg_n0) % hg_n1);
+    uint32_t hg_z = (uint32_t)(hg_t / (hg_n0 * hg_n1));
+    for (; hg_t < hg_end; hg_t++) {
+        layout_add_bf16_item(hg_x, hg_y, hg_z, dst, src, tx, ty, tz, nx, ny, nz, ndst);
+        if (++hg_x == (uint32_t)hg_n0) {
+            hg_x = 0;
+            if (++hg_y == (uint32_t)hg_n1) { hg_y = 0; hg_z++; }
+        }
+    }
+}
+
 void layout_add_bf16(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0, int64_t hg_n1,
             int64_t hg_n2) {
     uint16_t *restrict dst = (uint16_t *)hg_bufs[0];
@@ -61,19 +76,13 @@ void layout_add_bf16(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0, in
         hg_size = (hg_total + hg_want - 1) / hg_want;
         hg_chunks = (hg_total + hg_size - 1) / hg_size;
     }
-#endif
-    #pragma omp parallel for schedule(dynamic, 1) if(hg_chunks > 1)
-    for (int64_t hg_c = 0; hg_c < hg_chunks; hg_c++) {
-        int64_t hg_t = hg_c * hg_size;
-        int64_t hg_end = hg_t + hg_size < hg_total ? hg_t + hg_size : hg_total;
-        uint32_t hg_x = (uint32_t)(hg_t % hg_n0), hg_y = (uint32_t)((hg_t / hg_n0) % hg_n1);
-        uint32_t hg_z = (uint32_t)(hg_t / (hg_n0 * hg_n1));
-        for (; hg_t < hg_end; hg_t++) {
-            layout_add_bf16_item(hg_x, hg_y, hg_z, dst, src, tx, ty, tz, nx, ny, nz, ndst);
-            if (++hg_x == (uint32_t)hg_n0) {
-                hg_x = 0;
-                if (++hg_y == (uint32_t)hg_n1) { hg_y = 0; hg_z++; }
-            }
-        }
+    if (hg_chunks > 1) {
+        #pragma omp parallel for schedule(dynamic, 1)
+        for (int64_t hg_c = 0; hg_c < hg_chunks; hg_c++)
+            layout_add_bf16_chunk(hg_c, hg_size, hg_total, hg_n0, hg_n1, dst, src, tx, ty, tz, nx, ny, nz, ndst);
+        return;
     }
+#endif
+    for (int64_t hg_c = 0; hg_c < hg_chunks; hg_c++)
+        layout_add_bf16_chunk(hg_c, hg_size, hg_total, hg_n0, hg_n1, dst, src, tx, ty, tz, nx, ny, nz, ndst);
 }

@@ -49,6 +49,21 @@ static inline void layout_axis_table_item(uint32_t hg_gid0, uint32_t hg_gid1, ui
     store_dst(dat + j, off);
 }
 
+static __attribute__((noinline)) void layout_axis_table_chunk(int64_t hg_c, int64_t hg_size,
+        int64_t hg_total, int64_t hg_n0, int64_t hg_n1, uint32_t *restrict dst, const uint32_t *restrict lp, uint32_t n, uint32_t d0, uint32_t nd, uint32_t base, uint32_t dat) {
+    int64_t hg_t = hg_c * hg_size;
+    int64_t hg_end = hg_t + hg_size < hg_total ? hg_t + hg_size : hg_total;
+    uint32_t hg_x = (uint32_t)(hg_t % hg_n0), hg_y = (uint32_t)((hg_t / hg_n0) % hg_n1);
+    uint32_t hg_z = (uint32_t)(hg_t / (hg_n0 * hg_n1));
+    for (; hg_t < hg_end; hg_t++) {
+        layout_axis_table_item(hg_x, hg_y, hg_z, dst, lp, n, d0, nd, base, dat);
+        if (++hg_x == (uint32_t)hg_n0) {
+            hg_x = 0;
+            if (++hg_y == (uint32_t)hg_n1) { hg_y = 0; hg_z++; }
+        }
+    }
+}
+
 void layout_axis_table(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0, int64_t hg_n1,
             int64_t hg_n2) {
     uint32_t *restrict dst = (uint32_t *)hg_bufs[0];
@@ -67,19 +82,13 @@ void layout_axis_table(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0, 
         hg_size = (hg_total + hg_want - 1) / hg_want;
         hg_chunks = (hg_total + hg_size - 1) / hg_size;
     }
-#endif
-    #pragma omp parallel for schedule(dynamic, 1) if(hg_chunks > 1)
-    for (int64_t hg_c = 0; hg_c < hg_chunks; hg_c++) {
-        int64_t hg_t = hg_c * hg_size;
-        int64_t hg_end = hg_t + hg_size < hg_total ? hg_t + hg_size : hg_total;
-        uint32_t hg_x = (uint32_t)(hg_t % hg_n0), hg_y = (uint32_t)((hg_t / hg_n0) % hg_n1);
-        uint32_t hg_z = (uint32_t)(hg_t / (hg_n0 * hg_n1));
-        for (; hg_t < hg_end; hg_t++) {
-            layout_axis_table_item(hg_x, hg_y, hg_z, dst, lp, n, d0, nd, base, dat);
-            if (++hg_x == (uint32_t)hg_n0) {
-                hg_x = 0;
-                if (++hg_y == (uint32_t)hg_n1) { hg_y = 0; hg_z++; }
-            }
-        }
+    if (hg_chunks > 1) {
+        #pragma omp parallel for schedule(dynamic, 1)
+        for (int64_t hg_c = 0; hg_c < hg_chunks; hg_c++)
+            layout_axis_table_chunk(hg_c, hg_size, hg_total, hg_n0, hg_n1, dst, lp, n, d0, nd, base, dat);
+        return;
     }
+#endif
+    for (int64_t hg_c = 0; hg_c < hg_chunks; hg_c++)
+        layout_axis_table_chunk(hg_c, hg_size, hg_total, hg_n0, hg_n1, dst, lp, n, d0, nd, base, dat);
 }

@@ -42,6 +42,21 @@ static inline void layout_paged_u16_item(uint32_t hg_gid0, uint32_t hg_gid1, uin
     }
 }
 
+static __attribute__((noinline)) void layout_paged_u16_chunk(int64_t hg_c, int64_t hg_size,
+        int64_t hg_total, int64_t hg_n0, int64_t hg_n1, uint16_t *restrict dst, const uint16_t *restrict pool, const uint32_t *restrict bt, const uint32_t *restrict sp, const uint32_t *restrict ts, uint32_t row, uint32_t ntok, uint32_t nseq, uint32_t ps, uint32_t npages, uint32_t nbt, uint32_t iw, uint32_t wpe, uint32_t npool) {
+    int64_t hg_t = hg_c * hg_size;
+    int64_t hg_end = hg_t + hg_size < hg_total ? hg_t + hg_size : hg_total;
+    uint32_t hg_x = (uint32_t)(hg_t % hg_n0), hg_y = (uint32_t)((hg_t / hg_n0) % hg_n1);
+    uint32_t hg_z = (uint32_t)(hg_t / (hg_n0 * hg_n1));
+    for (; hg_t < hg_end; hg_t++) {
+        layout_paged_u16_item(hg_x, hg_y, hg_z, dst, pool, bt, sp, ts, row, ntok, nseq, ps, npages, nbt, iw, wpe, npool);
+        if (++hg_x == (uint32_t)hg_n0) {
+            hg_x = 0;
+            if (++hg_y == (uint32_t)hg_n1) { hg_y = 0; hg_z++; }
+        }
+    }
+}
+
 void layout_paged_u16(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0, int64_t hg_n1,
             int64_t hg_n2) {
     uint16_t *restrict dst = (uint16_t *)hg_bufs[0];
@@ -67,19 +82,13 @@ void layout_paged_u16(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0, i
         hg_size = (hg_total + hg_want - 1) / hg_want;
         hg_chunks = (hg_total + hg_size - 1) / hg_size;
     }
-#endif
-    #pragma omp parallel for schedule(dynamic, 1) if(hg_chunks > 1)
-    for (int64_t hg_c = 0; hg_c < hg_chunks; hg_c++) {
-        int64_t hg_t = hg_c * hg_size;
-        int64_t hg_end = hg_t + hg_size < hg_total ? hg_t + hg_size : hg_total;
-        uint32_t hg_x = (uint32_t)(hg_t % hg_n0), hg_y = (uint32_t)((hg_t / hg_n0) % hg_n1);
-        uint32_t hg_z = (uint32_t)(hg_t / (hg_n0 * hg_n1));
-        for (; hg_t < hg_end; hg_t++) {
-            layout_paged_u16_item(hg_x, hg_y, hg_z, dst, pool, bt, sp, ts, row, ntok, nseq, ps, npages, nbt, iw, wpe, npool);
-            if (++hg_x == (uint32_t)hg_n0) {
-                hg_x = 0;
-                if (++hg_y == (uint32_t)hg_n1) { hg_y = 0; hg_z++; }
-            }
-        }
+    if (hg_chunks > 1) {
+        #pragma omp parallel for schedule(dynamic, 1)
+        for (int64_t hg_c = 0; hg_c < hg_chunks; hg_c++)
+            layout_paged_u16_chunk(hg_c, hg_size, hg_total, hg_n0, hg_n1, dst, pool, bt, sp, ts, row, ntok, nseq, ps, npages, nbt, iw, wpe, npool);
+        return;
     }
+#endif
+    for (int64_t hg_c = 0; hg_c < hg_chunks; hg_c++)
+        layout_paged_u16_chunk(hg_c, hg_size, hg_total, hg_n0, hg_n1, dst, pool, bt, sp, ts, row, ntok, nseq, ps, npages, nbt, iw, wpe, npool);
 }

@@ -29,6 +29,21 @@ static inline void layout_put_u32_item(uint32_t hg_gid0, uint32_t hg_gid1, uint3
     for (uint32_t w = 0u; w < wpe; w++) store_dst(d * wpe + w, load_src(f * wpe + w));
 }
 
+static __attribute__((noinline)) void layout_put_u32_chunk(int64_t hg_c, int64_t hg_size,
+        int64_t hg_total, int64_t hg_n0, int64_t hg_n1, uint32_t *restrict dst, const uint32_t *restrict src, const uint32_t *restrict tx, const uint32_t *restrict ty, const uint32_t *restrict tz, uint32_t nx, uint32_t ny, uint32_t nz, uint32_t ndst, uint32_t wpe) {
+    int64_t hg_t = hg_c * hg_size;
+    int64_t hg_end = hg_t + hg_size < hg_total ? hg_t + hg_size : hg_total;
+    uint32_t hg_x = (uint32_t)(hg_t % hg_n0), hg_y = (uint32_t)((hg_t / hg_n0) % hg_n1);
+    uint32_t hg_z = (uint32_t)(hg_t / (hg_n0 * hg_n1));
+    for (; hg_t < hg_end; hg_t++) {
+        layout_put_u32_item(hg_x, hg_y, hg_z, dst, src, tx, ty, tz, nx, ny, nz, ndst, wpe);
+        if (++hg_x == (uint32_t)hg_n0) {
+            hg_x = 0;
+            if (++hg_y == (uint32_t)hg_n1) { hg_y = 0; hg_z++; }
+        }
+    }
+}
+
 void layout_put_u32(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0, int64_t hg_n1,
             int64_t hg_n2) {
     uint32_t *restrict dst = (uint32_t *)hg_bufs[0];
@@ -50,19 +65,13 @@ void layout_put_u32(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0, int
         hg_size = (hg_total + hg_want - 1) / hg_want;
         hg_chunks = (hg_total + hg_size - 1) / hg_size;
     }
-#endif
-    #pragma omp parallel for schedule(dynamic, 1) if(hg_chunks > 1)
-    for (int64_t hg_c = 0; hg_c < hg_chunks; hg_c++) {
-        int64_t hg_t = hg_c * hg_size;
-        int64_t hg_end = hg_t + hg_size < hg_total ? hg_t + hg_size : hg_total;
-        uint32_t hg_x = (uint32_t)(hg_t % hg_n0), hg_y = (uint32_t)((hg_t / hg_n0) % hg_n1);
-        uint32_t hg_z = (uint32_t)(hg_t / (hg_n0 * hg_n1));
-        for (; hg_t < hg_end; hg_t++) {
-            layout_put_u32_item(hg_x, hg_y, hg_z, dst, src, tx, ty, tz, nx, ny, nz, ndst, wpe);
-            if (++hg_x == (uint32_t)hg_n0) {
-                hg_x = 0;
-                if (++hg_y == (uint32_t)hg_n1) { hg_y = 0; hg_z++; }
-            }
-        }
+    if (hg_chunks > 1) {
+        #pragma omp parallel for schedule(dynamic, 1)
+        for (int64_t hg_c = 0; hg_c < hg_chunks; hg_c++)
+            layout_put_u32_chunk(hg_c, hg_size, hg_total, hg_n0, hg_n1, dst, src, tx, ty, tz, nx, ny, nz, ndst, wpe);
+        return;
     }
+#endif
+    for (int64_t hg_c = 0; hg_c < hg_chunks; hg_c++)
+        layout_put_u32_chunk(hg_c, hg_size, hg_total, hg_n0, hg_n1, dst, src, tx, ty, tz, nx, ny, nz, ndst, wpe);
 }

@@ -133,6 +133,14 @@ static inline void layout_sepblk_u16_item(uint32_t hg_gid0, uint32_t hg_gid1, ui
         uint32_t f = (z * ny + y) * nx;
         uint32_t b = woff + oy;
         uint32_t x = x0;
+        for (; xd == 0u && (brk & 31u) == 0u && x + 32u <= x1; x += 32u) {
+            uint32_t s = b + load_tx(x);
+            if (s + 31u >= nsrc || s + 31u < s) break;
+            memcpy(&dst[f + x], &src[s], 8 * sizeof dst[0]);
+            memcpy(&dst[f + x + 8u], &src[s + 8u], 8 * sizeof dst[0]);
+            memcpy(&dst[f + x + 16u], &src[s + 16u], 8 * sizeof dst[0]);
+            memcpy(&dst[f + x + 24u], &src[s + 24u], 8 * sizeof dst[0]);
+        }
         for (; xd == 0u && x + 8u <= x1; x += 8u) {
             uint32_t s = b + load_tx(x);
             if (s + 7u >= nsrc || s + 7u < s) break;
@@ -150,6 +158,21 @@ static inline void layout_sepblk_u16_item(uint32_t hg_gid0, uint32_t hg_gid1, ui
                 if (s + w < nsrc && s + w >= s) v = load_src(s + w);
                 store_dst((f + x) * wpe + w, v);
             }
+        }
+    }
+}
+
+static __attribute__((noinline)) void layout_sepblk_u16_chunk(int64_t hg_c, int64_t hg_size,
+        int64_t hg_total, int64_t hg_n0, int64_t hg_n1, uint16_t *restrict dst, const uint16_t *restrict src, const uint32_t *restrict tx, const uint32_t *restrict ty, const uint32_t *restrict tz, uint32_t nx, uint32_t ny, uint32_t nz, uint32_t wpe, uint32_t woff, uint32_t nsrc, uint32_t bx, uint32_t by) {
+    int64_t hg_t = hg_c * hg_size;
+    int64_t hg_end = hg_t + hg_size < hg_total ? hg_t + hg_size : hg_total;
+    uint32_t hg_x = (uint32_t)(hg_t % hg_n0), hg_y = (uint32_t)((hg_t / hg_n0) % hg_n1);
+    uint32_t hg_z = (uint32_t)(hg_t / (hg_n0 * hg_n1));
+    for (; hg_t < hg_end; hg_t++) {
+        layout_sepblk_u16_item(hg_x, hg_y, hg_z, dst, src, tx, ty, tz, nx, ny, nz, wpe, woff, nsrc, bx, by);
+        if (++hg_x == (uint32_t)hg_n0) {
+            hg_x = 0;
+            if (++hg_y == (uint32_t)hg_n1) { hg_y = 0; hg_z++; }
         }
     }
 }
@@ -178,19 +201,13 @@ void layout_sepblk_u16(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0, 
         hg_size = (hg_total + hg_want - 1) / hg_want;
         hg_chunks = (hg_total + hg_size - 1) / hg_size;
     }
-#endif
-    #pragma omp parallel for schedule(dynamic, 1) if(hg_chunks > 1)
-    for (int64_t hg_c = 0; hg_c < hg_chunks; hg_c++) {
-        int64_t hg_t = hg_c * hg_size;
-        int64_t hg_end = hg_t + hg_size < hg_total ? hg_t + hg_size : hg_total;
-        uint32_t hg_x = (uint32_t)(hg_t % hg_n0), hg_y = (uint32_t)((hg_t / hg_n0) % hg_n1);
-        uint32_t hg_z = (uint32_t)(hg_t / (hg_n0 * hg_n1));
-        for (; hg_t < hg_end; hg_t++) {
-            layout_sepblk_u16_item(hg_x, hg_y, hg_z, dst, src, tx, ty, tz, nx, ny, nz, wpe, woff, nsrc, bx, by);
-            if (++hg_x == (uint32_t)hg_n0) {
-                hg_x = 0;
-                if (++hg_y == (uint32_t)hg_n1) { hg_y = 0; hg_z++; }
-            }
-        }
+    if (hg_chunks > 1) {
+        #pragma omp parallel for schedule(dynamic, 1)
+        for (int64_t hg_c = 0; hg_c < hg_chunks; hg_c++)
+            layout_sepblk_u16_chunk(hg_c, hg_size, hg_total, hg_n0, hg_n1, dst, src, tx, ty, tz, nx, ny, nz, wpe, woff, nsrc, bx, by);
+        return;
     }
+#endif
+    for (int64_t hg_c = 0; hg_c < hg_chunks; hg_c++)
+        layout_sepblk_u16_chunk(hg_c, hg_size, hg_total, hg_n0, hg_n1, dst, src, tx, ty, tz, nx, ny, nz, wpe, woff, nsrc, bx, by);
 }

@@ -71,6 +71,14 @@ extern "C" __global__ void __launch_bounds__(64) layout_sepblk_u8(unsigned char*
         unsigned int f = (z * ny + y) * nx;
         unsigned int b = woff + oy;
         unsigned int x = x0;
+        for (; xd == 0u && (brk & 31u) == 0u && x + 32u <= x1; x += 32u) {
+            unsigned int s = b + load_tx(x);
+            if (s + 31u >= nsrc || s + 31u < s) break;
+            for (unsigned int c8k = 0u; c8k < 8u; c8k++) { store_dst((f + x) + c8k, load_src((s) + c8k)); }
+            for (unsigned int c8k = 0u; c8k < 8u; c8k++) { store_dst((f + x + 8u) + c8k, load_src((s + 8u) + c8k)); }
+            for (unsigned int c8k = 0u; c8k < 8u; c8k++) { store_dst((f + x + 16u) + c8k, load_src((s + 16u) + c8k)); }
+            for (unsigned int c8k = 0u; c8k < 8u; c8k++) { store_dst((f + x + 24u) + c8k, load_src((s + 24u) + c8k)); }
+        }
         for (; xd == 0u && x + 8u <= x1; x += 8u) {
             unsigned int s = b + load_tx(x);
             if (s + 7u >= nsrc || s + 7u < s) break;

@@ -84,6 +84,21 @@ static inline void sparse_csr_rows_u8_item(uint32_t hg_gid0, uint32_t hg_gid1, u
     }
 }
 
+static __attribute__((noinline)) void sparse_csr_rows_u8_chunk(int64_t hg_c, int64_t hg_size,
+        int64_t hg_total, int64_t hg_n0, int64_t hg_n1, uint8_t *restrict dst, const uint8_t *restrict vals, const uint32_t *restrict ci, const uint32_t *restrict rp, uint32_t *restrict err, uint32_t nrows, uint32_t ncols, uint32_t nnz, uint32_t wpe, uint32_t seg) {
+    int64_t hg_t = hg_c * hg_size;
+    int64_t hg_end = hg_t + hg_size < hg_total ? hg_t + hg_size : hg_total;
+    uint32_t hg_x = (uint32_t)(hg_t % hg_n0), hg_y = (uint32_t)((hg_t / hg_n0) % hg_n1);
+    uint32_t hg_z = (uint32_t)(hg_t / (hg_n0 * hg_n1));
+    for (; hg_t < hg_end; hg_t++) {
+        sparse_csr_rows_u8_item(hg_x, hg_y, hg_z, dst, vals, ci, rp, err, nrows, ncols, nnz, wpe, seg);
+        if (++hg_x == (uint32_t)hg_n0) {
+            hg_x = 0;
+            if (++hg_y == (uint32_t)hg_n1) { hg_y = 0; hg_z++; }
+        }
+    }
+}
+
 void sparse_csr_rows_u8(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0, int64_t hg_n1,
             int64_t hg_n2) {
     uint8_t *restrict dst = (uint8_t *)hg_bufs[0];
@@ -105,19 +120,13 @@ void sparse_csr_rows_u8(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0,
         hg_size = (hg_total + hg_want - 1) / hg_want;
         hg_chunks = (hg_total + hg_size - 1) / hg_size;
     }
-#endif
-    #pragma omp parallel for schedule(dynamic, 1) if(hg_chunks > 1)
-    for (int64_t hg_c = 0; hg_c < hg_chunks; hg_c++) {
-        int64_t hg_t = hg_c * hg_size;
-        int64_t hg_end = hg_t + hg_size < hg_total ? hg_t + hg_size : hg_total;
-        uint32_t hg_x = (uint32_t)(hg_t % hg_n0), hg_y = (uint32_t)((hg_t / hg_n0) % hg_n1);
-        uint32_t hg_z = (uint32_t)(hg_t / (hg_n0 * hg_n1));
-        for (; hg_t < hg_end; hg_t++) {
-            sparse_csr_rows_u8_item(hg_x, hg_y, hg_z, dst, vals, ci, rp, err, nrows, ncols, nnz, wpe, seg);
-            if (++hg_x == (uint32_t)hg_n0) {
-                hg_x = 0;
-                if (++hg_y == (uint32_t)hg_n1) { hg_y = 0; hg_z++; }
-            }
-        }
+    if (hg_chunks > 1) {
+        #pragma omp parallel for schedule(dynamic, 1)
+        for (int64_t hg_c = 0; hg_c < hg_chunks; hg_c++)
+            sparse_csr_rows_u8_chunk(hg_c, hg_size, hg_total, hg_n0, hg_n1, dst, vals, ci, rp, err, nrows, ncols, nnz, wpe, seg);
+        return;
     }
+#endif
+    for (int64_t hg_c = 0; hg_c < hg_chunks; hg_c++)
+        sparse_csr_rows_u8_chunk(hg_c, hg_size, hg_total, hg_n0, hg_n1, dst, vals, ci, rp, err, nrows, ncols, nnz, wpe, seg);
 }

@@ -51,6 +51,21 @@ static inline void sparse_tree_u16_item(uint32_t hg_gid0, uint32_t hg_gid1, uint
     for (uint32_t w = 0u; w < wpe; w++) store_dst(fi * wpe + w, load_vals(i * wpe + w));
 }
 
+static __attribute__((noinline)) void sparse_tree_u16_chunk(int64_t hg_c, int64_t hg_size,
+        int64_t hg_total, int64_t hg_n0, int64_t hg_n1, uint16_t *restrict dst, const uint16_t *restrict vals, const uint32_t *restrict ix, const uint32_t *restrict mt, uint32_t nnz, uint32_t n, uint32_t wpe, uint32_t nix, uint32_t nlev) {
+    int64_t hg_t = hg_c * hg_size;
+    int64_t hg_end = hg_t + hg_size < hg_total ? hg_t + hg_size : hg_total;
+    uint32_t hg_x = (uint32_t)(hg_t % hg_n0), hg_y = (uint32_t)((hg_t / hg_n0) % hg_n1);
+    uint32_t hg_z = (uint32_t)(hg_t / (hg_n0 * hg_n1));
+    for (; hg_t < hg_end; hg_t++) {
+        sparse_tree_u16_item(hg_x, hg_y, hg_z, dst, vals, ix, mt, nnz, n, wpe, nix, nlev);
+        if (++hg_x == (uint32_t)hg_n0) {
+            hg_x = 0;
+            if (++hg_y == (uint32_t)hg_n1) { hg_y = 0; hg_z++; }
+        }
+    }
+}
+
 void sparse_tree_u16(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0, int64_t hg_n1,
             int64_t hg_n2) {
     uint16_t *restrict dst = (uint16_t *)hg_bufs[0];
@@ -71,19 +86,13 @@ void sparse_tree_u16(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0, in
         hg_size = (hg_total + hg_want - 1) / hg_want;
         hg_chunks = (hg_total + hg_size - 1) / hg_size;
     }
-#endif
-    #pragma omp parallel for schedule(dynamic, 1) if(hg_chunks > 1)
-    for (int64_t hg_c = 0; hg_c < hg_chunks; hg_c++) {
-        int64_t hg_t = hg_c * hg_size;
-        int64_t hg_end = hg_t + hg_size < hg_total ? hg_t + hg_size : hg_total;
-        uint32_t hg_x = (uint32_t)(hg_t % hg_n0), hg_y = (uint32_t)((hg_t / hg_n0) % hg_n1);
-        uint32_t hg_z = (uint32_t)(hg_t / (hg_n0 * hg_n1));
-        for (; hg_t < hg_end; hg_t++) {
-            sparse_tree_u16_item(hg_x, hg_y, hg_z, dst, vals, ix, mt, nnz, n, wpe, nix, nlev);
-            if (++hg_x == (uint32_t)hg_n0) {
-                hg_x = 0;
-                if (++hg_y == (uint32_t)hg_n1) { hg_y = 0; hg_z++; }
-            }
-        }
+    if (hg_chunks > 1) {
+        #pragma omp parallel for schedule(dynamic, 1)
+        for (int64_t hg_c = 0; hg_c < hg_chunks; hg_c++)
+            sparse_tree_u16_chunk(hg_c, hg_size, hg_total, hg_n0, hg_n1, dst, vals, ix, mt, nnz, n, wpe, nix, nlev);
+        return;
     }
+#endif
+    for (int64_t hg_c = 0; hg_c < hg_chunks; hg_c++)
+        sparse_tree_u16_chunk(hg_c, hg_size, hg_total, hg_n0, hg_n1, dst, vals, ix, mt, nnz, n, wpe, nix, nlev);
 }
