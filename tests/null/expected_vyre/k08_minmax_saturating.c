@@ -54,6 +54,21 @@ static inline void vyre_ed6cb5d0d1bc3b12_item(uint32_t hg_gid0, uint32_t hg_gid1
     }
 }
 
+static __attribute__((noinline)) void vyre_ed6cb5d0d1bc3b12_chunk(int64_t hg_c, int64_t hg_size,
+        int64_t hg_total, int64_t hg_n0, int64_t hg_n1, const uint32_t *restrict b0_a, const uint32_t *restrict b1_b, uint32_t *restrict b2_out, uint32_t n0, uint32_t n1, uint32_t n2) {
+    int64_t hg_t = hg_c * hg_size;
+    int64_t hg_end = hg_t + hg_size < hg_total ? hg_t + hg_size : hg_total;
+    uint32_t hg_x = (uint32_t)(hg_t % hg_n0), hg_y = (uint32_t)((hg_t / hg_n0) % hg_n1);
+    uint32_t hg_z = (uint32_t)(hg_t / (hg_n0 * hg_n1));
+    for (; hg_t < hg_end; hg_t++) {
+        vyre_ed6cb5d0d1bc3b12_item(hg_x, hg_y, hg_z, b0_a, b1_b, b2_out, n0, n1, n2);
+        if (++hg_x == (uint32_t)hg_n0) {
+            hg_x = 0;
+            if (++hg_y == (uint32_t)hg_n1) { hg_y = 0; hg_z++; }
+        }
+    }
+}
+
 void vyre_ed6cb5d0d1bc3b12(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0, int64_t hg_n1,
             int64_t hg_n2) {
     const uint32_t *restrict b0_a = (const uint32_t *)hg_bufs[0];
@@ -71,19 +86,13 @@ void vyre_ed6cb5d0d1bc3b12(void **hg_bufs, const uint32_t *hg_words, int64_t hg_
         hg_size = (hg_total + hg_want - 1) / hg_want;
         hg_chunks = (hg_total + hg_size - 1) / hg_size;
     }
-#endif
-    #pragma omp parallel for schedule(dynamic, 1) if(hg_chunks > 1)
-    for (int64_t hg_c = 0; hg_c < hg_chunks; hg_c++) {
-        int64_t hg_t = hg_c * hg_size;
-        int64_t hg_end = hg_t + hg_size < hg_total ? hg_t + hg_size : hg_total;
-        uint32_t hg_x = (uint32_t)(hg_t % hg_n0), hg_y = (uint32_t)((hg_t / hg_n0) % hg_n1);
-        uint32_t hg_z = (uint32_t)(hg_t / (hg_n0 * hg_n1));
-        for (; hg_t < hg_end; hg_t++) {
-            vyre_ed6cb5d0d1bc3b12_item(hg_x, hg_y, hg_z, b0_a, b1_b, b2_out, n0, n1, n2);
-            if (++hg_x == (uint32_t)hg_n0) {
-                hg_x = 0;
-                if (++hg_y == (uint32_t)hg_n1) { hg_y = 0; hg_z++; }
-            }
-        }
+    if (hg_chunks > 1) {
+        #pragma omp parallel for schedule(dynamic, 1)
+        for (int64_t hg_c = 0; hg_c < hg_chunks; hg_c++)
+            vyre_ed6cb5d0d1bc3b12_chunk(hg_c, hg_size, hg_total, hg_n0, hg_n1, b0_a, b1_b, b2_out, n0, n1, n2);
+        return;
     }
+#endif
+    for (int64_t hg_c = 0; hg_c < hg_chunks; hg_c++)
+        vyre_ed6cb5d0d1bc3b12_chunk(hg_c, hg_size, hg_total, hg_n0, hg_n1, b0_a, b1_b, b2_out, n0, n1, n2);
 }
