@@ -209,6 +209,7 @@ typedef struct {
     const float *tab;
     int bits, m, k, elo, ehi;
     __m256i sp[2], bp[2], t16, nz;  // sp: T of the top 16 magnitudes; bp: bf16-rule NaNs
+    __m256i lo16, nz16, hi16;  // bf16 T of magnitudes below 8 (nz16: 2^M > m > 0), bp's top 8
 } hg_s8_fmt_t;
 static inline void hg_s8_fence(void) { _mm_sfence(); }
 static inline __m256i hg_s8_codes(const uint8_t *p, int bits) {
@@ -222,6 +223,19 @@ static inline __m256i hg_s8_codes(const uint8_t *p, int bits) {
                          3, 4, 5, -1, 3, 4, 5, -1, 3, 4, 5, -1, 3, 4, 5, -1));
     return _mm256_and_si256(_mm256_srlv_epi32(b, _mm256_setr_epi32(0, 6, 12, 18, 0, 6, 12, 18)),
                             _mm256_set1_epi32(63));
+}
+// Sixteen codes (two groups) in 16-bit lanes. 6-bit: each lane takes the two bytes holding its
+// code (the first byte alone, in the high half, for a code in one byte) and a multiply-high by
+// 2^(16 - shift) shifts it into place; the 12 bytes are read as two overlapping 8-byte words.
+static inline __m256i hg_s8_codes16(const uint8_t *p, int bits) {
+    if (bits == 8) return _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(const void *)p));
+    __m256i w = _mm256_set_m128i(_mm_loadl_epi64((const __m128i *)(const void *)(p + 4)),
+                                 _mm_loadl_epi64((const __m128i *)(const void *)p));
+    w = _mm256_shuffle_epi8(w, _mm256_setr_epi8(-1, 0, 0, 1, 1, 2, -1, 2, -1, 3, 3, 4, 4, 5, -1, 5,
+                                                -1, 2, 2, 3, 3, 4, -1, 4, -1, 5, 5, 6, 6, 7, -1, 7));
+    return _mm256_and_si256(_mm256_mulhi_epu16(w, _mm256_setr_epi16(
+        256, 1024, 4096, 64, 256, 1024, 4096, 64, 256, 1024, 4096, 64, 256, 1024, 4096, 64)),
+        _mm256_set1_epi16(63));
 }
 // The f32 bits of s * T(c) for eight codes, x = e - 127 - bias - M (see above).
 static inline __m256i hg_s8_fast(__m256i c, const hg_s8_fmt_t *f, int x, __m256i sp0,
@@ -242,6 +256,23 @@ static inline __m256i hg_s8_fast(__m256i c, const hg_s8_fmt_t *f, int x, __m256i
             _mm256_cmpgt_epi32(mag, _mm256_set1_epi32(f->k - 1)));
     return _mm256_or_si256(b, _mm256_slli_epi32(_mm256_srl_epi32(
         c, _mm_cvtsi32_si128(f->bits - 1)), 31));
+}
+// bf16 bits of s * T(c) for 16 codes in 16-bit lanes, x = (e - bias) << 7: a normal magnitude
+// shifted into place plus x; subnormal ones (below 2^M <= 8) and those from k up (k >= top 8)
+// by byte shuffles of 8-entry tables, lo16 with e - 127 added to its nonzero entries.
+static inline __m256i hg_s8_b16(__m256i c, const hg_s8_fmt_t *f, __m256i x, __m256i lo16) {
+    __m256i mag = _mm256_and_si256(c, _mm256_set1_epi16((short)((1 << (f->bits - 1)) - 1)));
+    __m256i ix = _mm256_add_epi16(_mm256_mullo_epi16(_mm256_and_si256(mag, _mm256_set1_epi16(7)),
+                                                     _mm256_set1_epi16(0x0202)),
+                                  _mm256_set1_epi16(0x0100));
+    __m256i b = _mm256_add_epi16(_mm256_sll_epi16(mag, _mm_cvtsi32_si128(7 - f->m)), x);
+    b = _mm256_blendv_epi8(b, _mm256_shuffle_epi8(lo16, ix),
+                           _mm256_cmpgt_epi16(_mm256_set1_epi16((short)(1 << f->m)), mag));
+    if (f->k < 1 << (f->bits - 1))
+        b = _mm256_blendv_epi8(b, _mm256_shuffle_epi8(f->hi16, ix),
+                               _mm256_cmpgt_epi16(mag, _mm256_set1_epi16((short)(f->k - 1))));
+    return _mm256_or_si256(b, _mm256_and_si256(_mm256_sll_epi16(c, _mm_cvtsi32_si128(
+        16 - f->bits)), _mm256_set1_epi16((short)0x8000)));
 }
 static __attribute__((noinline)) void hg_s8_fmt_check(hg_s8_fmt_t *out, const float *tab,
                                                       int bits) {
@@ -300,6 +331,18 @@ static __attribute__((noinline)) void hg_s8_fmt_check(hg_s8_fmt_t *out, const fl
     for (int h = 0; h < 2; h++)
         f.bp[h] = _mm256_blendv_epi8(f.sp[h], _mm256_set1_epi32(0x7fc00000),
                                      _mm256_cmpgt_epi32(f.sp[h], _mm256_set1_epi32(0x7f800000)));
+    if (bits > 4 && f.k) {
+        uint16_t lo[16], nz[16], hi[16];
+        for (int c = 0; c < 16; c++) {
+            uint32_t top = t[half - 8 + (c & 7)];
+            lo[c] = (c & 7) < 1 << f.m ? (uint16_t)(t[c & 7] >> 16) : 0u;
+            nz[c] = (c & 7) && (c & 7) < 1 << f.m ? 0xffffu : 0u;
+            hi[c] = (uint16_t)(((top & 0x7fffffffu) > 0x7f800000u ? 0x7fc00000u : top) >> 16);
+        }
+        f.lo16 = _mm256_loadu_si256((const __m256i *)(const void *)lo);
+        f.nz16 = _mm256_loadu_si256((const __m256i *)(const void *)nz);
+        f.hi16 = _mm256_loadu_si256((const __m256i *)(const void *)hi);
+    }
     *out = f;
 }
 // e when s = 2^(e-127) keeps every arithmetic value of the table normal, else 0.
@@ -406,6 +449,15 @@ static inline __attribute__((always_inline)) void hg_s8_run(
         hg_s8_fmt_t h = *f;
         __m256i sp0 = conv == 1 ? h.bp[0] : h.sp[0], sp1 = conv == 1 ? h.bp[1] : h.sp[1];
         int x = e - 127 - ((1 << (bits - 2 - h.m)) - 1) - h.m;
+        if (conv == 1 && bits > 4 && h.k >= (1 << (bits - 1)) - 8) {
+            __m256i x16 = _mm256_set1_epi16((short)((x + 127 + h.m) << 7));
+            __m256i lo16 = _mm256_add_epi16(h.lo16, _mm256_and_si256(
+                h.nz16, _mm256_set1_epi16((short)((e - 127) << 7))));
+            for (; j + 2u <= g; j += 2u) {
+                hg_s8_st32((uint16_t *)d + 8u * j, hg_s8_b16(hg_s8_codes16(p + (size_t)bits * j,
+                                                                   bits), &h, x16, lo16), big);
+            }
+        }
         for (; conv == 0 && j < g; j++)
             hg_s8_st32((float *)d + 8u * j, hg_s8_fast(hg_s8_codes(p + (size_t)bits * j, bits),
                                                        &h, x, sp0, sp1), big);

@@ -36,6 +36,7 @@ typedef struct {
     const float *tab;
     int bits, m, k, elo, ehi;
     __m256i sp[2], bp[2], t16, nz;  // sp: T of the top 16 magnitudes; bp: bf16-rule NaNs
+    __m256i lo16, nz16, hi16;  // bf16 T of magnitudes below 8 (nz16: 2^M > m > 0), bp's top 8
 } hg_s8_fmt_t;
 static inline void hg_s8_fence(void) { _mm_sfence(); }
 static inline __m256i hg_s8_codes(const uint8_t *p, int bits) {
@@ -49,6 +50,19 @@ static inline __m256i hg_s8_codes(const uint8_t *p, int bits) {
                          3, 4, 5, -1, 3, 4, 5, -1, 3, 4, 5, -1, 3, 4, 5, -1));
     return _mm256_and_si256(_mm256_srlv_epi32(b, _mm256_setr_epi32(0, 6, 12, 18, 0, 6, 12, 18)),
                             _mm256_set1_epi32(63));
+}
+// Sixteen codes (two groups) in 16-bit lanes. 6-bit: each lane takes the two bytes holding its
+// code (the first byte alone, in the high half, for a code in one byte) and a multiply-high by
+// 2^(16 - shift) shifts it into place; the 12 bytes are read as two overlapping 8-byte words.
+static inline __m256i hg_s8_codes16(const uint8_t *p, int bits) {
+    if (bits == 8) return _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(const void *)p));
+    __m256i w = _mm256_set_m128i(_mm_loadl_epi64((const __m128i *)(const void *)(p + 4)),
+                                 _mm_loadl_epi64((const __m128i *)(const void *)p));
+    w = _mm256_shuffle_epi8(w, _mm256_setr_epi8(-1, 0, 0, 1, 1, 2, -1, 2, -1, 3, 3, 4, 4, 5, -1, 5,
+                                                -1, 2, 2, 3, 3, 4, -1, 4, -1, 5, 5, 6, 6, 7, -1, 7));
+    return _mm256_and_si256(_mm256_mulhi_epu16(w, _mm256_setr_epi16(
+        256, 1024, 4096, 64, 256, 1024, 4096, 64, 256, 1024, 4096, 64, 256, 1024, 4096, 64)),
+        _mm256_set1_epi16(63));
 }
 // The float bits of s * T(c) for eight codes, x = e - 127 - bias - M (see above).
 static inline __m256i hg_s8_fast(__m256i c, const hg_s8_fmt_t *f, int x, __m256i sp0,
@@ -69,6 +83,23 @@ static inline __m256i hg_s8_fast(__m256i c, const hg_s8_fmt_t *f, int x, __m256i
             _mm256_cmpgt_epi32(mag, _mm256_set1_epi32(f->k - 1)));
     return _mm256_or_si256(b, _mm256_slli_epi32(_mm256_srl_epi32(
         c, _mm_cvtsi32_si128(f->bits - 1)), 31));
+}
+// bf16 bits of s * T(c) for 16 codes in 16-bit lanes, x = (e - bias) << 7: a normal magnitude
+// shifted into place plus x; subnormal ones (below 2^M <= 8) and those from k up (k >= top 8)
+// by byte shuffles of 8-entry tables, lo16 with e - 127 added to its nonzero entries.
+static inline __m256i hg_s8_b16(__m256i c, const hg_s8_fmt_t *f, __m256i x, __m256i lo16) {
+    __m256i mag = _mm256_and_si256(c, _mm256_set1_epi16((short)((1 << (f->bits - 1)) - 1)));
+    __m256i ix = _mm256_add_epi16(_mm256_mullo_epi16(_mm256_and_si256(mag, _mm256_set1_epi16(7)),
+                                                     _mm256_set1_epi16(0x0202)),
+                                  _mm256_set1_epi16(0x0100));
+    __m256i b = _mm256_add_epi16(_mm256_sll_epi16(mag, _mm_cvtsi32_si128(7 - f->m)), x);
+    b = _mm256_blendv_epi8(b, _mm256_shuffle_epi8(lo16, ix),
+                           _mm256_cmpgt_epi16(_mm256_set1_epi16((short)(1 << f->m)), mag));
+    if (f->k < 1 << (f->bits - 1))
+        b = _mm256_blendv_epi8(b, _mm256_shuffle_epi8(f->hi16, ix),
+                               _mm256_cmpgt_epi16(mag, _mm256_set1_epi16((short)(f->k - 1))));
+    return _mm256_or_si256(b, _mm256_and_si256(_mm256_sll_epi16(c, _mm_cvtsi32_si128(
+        16 - f->bits)), _mm256_set1_epi16((short)0x8000)));
 }
 static __attribute__((noinline)) void hg_s8_fmt_check(hg_s8_fmt_t *out, const float *tab,
                                                       int bits) {
@@ -127,6 +158,18 @@ static __attribute__((noinline)) void hg_s8_fmt_check(hg_s8_fmt_t *out, const fl
     for (int h = 0; h < 2; h++)
         f.bp[h] = _mm256_blendv_epi8(f.sp[h], _mm256_set1_epi32(0x7fc00000),
                                      _mm256_cmpgt_epi32(f.sp[h], _mm256_set1_epi32(0x7f800000)));
+    if (bits > 4 && f.k) {
+        uint16_t lo[16], nz[16], hi[16];
+        for (int c = 0; c < 16; c++) {
+            uint32_t top = t[half - 8 + (c & 7)];
+            lo[c] = (c & 7) < 1 << f.m ? (uint16_t)(t[c & 7] >> 16) : 0u;
+            nz[c] = (c & 7) && (c & 7) < 1 << f.m ? 0xffffu : 0u;
+            hi[c] = (uint16_t)(((top & 0x7fffffffu) > 0x7f800000u ? 0x7fc00000u : top) >> 16);
+        }
+        f.lo16 = _mm256_loadu_si256((const __m256i *)(const void *)lo);
+        f.nz16 = _mm256_loadu_si256((const __m256i *)(const void *)nz);
+        f.hi16 = _mm256_loadu_si256((const __m256i *)(const void *)hi);
+    }
     *out = f;
 }
 // e when s = 2^(e-127) keeps every arithmetic value of the table normal, else 0.
@@ -233,6 +276,15 @@ static inline __attribute__((always_inline)) void hg_s8_run(
         hg_s8_fmt_t h = *f;
         __m256i sp0 = conv == 1 ? h.bp[0] : h.sp[0], sp1 = conv == 1 ? h.bp[1] : h.sp[1];
         int x = e - 127 - ((1 << (bits - 2 - h.m)) - 1) - h.m;
+        if (conv == 1 && bits > 4 && h.k >= (1 << (bits - 1)) - 8) {
+            __m256i x16 = _mm256_set1_epi16((short)((x + 127 + h.m) << 7));
+            __m256i lo16 = _mm256_add_epi16(h.lo16, _mm256_and_si256(
+                h.nz16, _mm256_set1_epi16((short)((e - 127) << 7))));
+            for (; j + 2u <= g; j += 2u) {
+                hg_s8_st32((uint16_t *)d + 8u * j, hg_s8_b16(hg_s8_codes16(p + (size_t)bits * j,
+                                                                   bits), &h, x16, lo16), big);
+            }
+        }
         for (; conv == 0 && j < g; j++)
             hg_s8_st32((float *)d + 8u * j, hg_s8_fast(hg_s8_codes(p + (size_t)bits * j, bits),
                                                        &h, x, sp0, sp1), big);
@@ -442,6 +494,72 @@ static inline void dequant_affine_f32_paged_item(uint32_t hg_gid0, uint32_t hg_g
                     // Branch-free sign extension: random signs would mispredict a branch.
                     int32_t q = (int32_t)(code << sx) >> sx;
                     store_dst(k + shift, s * (float)((int32_t)((uint32_t)(q) - (uint32_t)(z))));
+                }
+            }
+            if (inner == 1u && mode != 0u && (i & 7u) == 0u && (1u << kshift) >= 32u
+                && (a & ((1u << kshift) - 1u)) == 0u && a < ssize) {
+                uint32_t p = o * omul + (a >> kshift);
+                uint32_t nblk = hg_umin(ssize - a, last - i) >> kshift;
+                if (p >= nparam) nblk = 0u;
+                nblk = hg_umin(nblk, nparam - hg_umin(p, nparam));
+                uint32_t gb = 1u << (kshift - 3u);
+                uint32_t pend = p + nblk;
+                if (bits == 4u) {
+                    for (; p < pend; p++) {
+                        if (stype == 3u) {
+                            uint32_t at = p * 4u;
+                            uint32_t w = load_scales(at) | (load_scales(at + 1u) << 8u)
+                                    | (load_scales(at + 2u) << 16u) | (load_scales(at + 3u) << 24u);
+                            if ((w & 0x7f800000u) == 0x7f800000u || (w & 0x7fffffffu) == 0u) {
+                                store_err(0u, 1u);
+                            }
+                            s = hg_as_f32(w);
+                        } else {
+                            uint32_t at = p * 2u;
+                            uint32_t h = load_scales(at) | (load_scales(at + 1u) << 8u);
+                            if (stype == 1u) {
+                                if ((h & 0x7c00u) == 0x7c00u || (h & 0x7fffu) == 0u) store_err(0u, 1u);
+                                s = hg_f16_to_f32(h);
+                            } else {
+                                if ((h & 0x7f80u) == 0x7f80u || (h & 0x7fffu) == 0u) store_err(0u, 1u);
+                                s = hg_bf16_to_f32(h);
+                            }
+                        }
+                        if (zmode != 0u) {
+                            // Zero points may start at 2 mod 4 in a shared [scales | zero_points] buffer.
+                            uint32_t at = zoff + p * 4u;
+                            z = (int32_t)(load_zps(at) | (load_zps(at + 1u) << 8u)
+                                    | (load_zps(at + 2u) << 16u) | (load_zps(at + 3u) << 24u));
+                            if (z < zlo || z > zhi) store_err(0u, 1u);
+                        }
+                        if (zmode != 0u || built == 0u) {
+                            for (uint32_t c = 0u; c < 16u; c++) {
+                                {
+                                    uint32_t code = c;
+                                    uint32_t k = c;
+                                    // Branch-free sign extension: random signs would mispredict a branch.
+                                    int32_t q = (int32_t)(code << sx) >> sx;
+                                    store_tf(k, (float)((int32_t)((uint32_t)(q) - (uint32_t)(z))));
+                                }
+                            }
+                            built = 1u;
+                        }
+                        uint32_t bat = doff + (i >> 3u) * bits;
+
+    #if defined(__AVX2__)
+    hg_s8_run(dst + (i + shift), tf, data + (bat), 4, s, gb, hg_big(n, 4u), 0, NULL);
+    #else
+    for (uint32_t hg_j = 0u; hg_j < gb; hg_j++) { uint32_t hg_at = bat + 4u * hg_j; uint32_t hg_k = i + shift + 8u * hg_j; float t0 = load_tf(load_data(hg_at) & 15u); store_dst(hg_k, (float)((hg_as_u32(t0) & 0x7fffffffu) > 0x7f800000u ? t0 : s * t0)); float t1 = load_tf((load_data(hg_at) >> 4u) & 15u); store_dst(hg_k + 1u, (float)((hg_as_u32(t1) & 0x7fffffffu) > 0x7f800000u ? t1 : s * t1)); float t2 = load_tf(load_data(hg_at + 1u) & 15u); store_dst(hg_k + 2u, (float)((hg_as_u32(t2) & 0x7fffffffu) > 0x7f800000u ? t2 : s * t2)); float t3 = load_tf((load_data(hg_at + 1u) >> 4u) & 15u); store_dst(hg_k + 3u, (float)((hg_as_u32(t3) & 0x7fffffffu) > 0x7f800000u ? t3 : s * t3)); float t4 = load_tf(load_data(hg_at + 2u) & 15u); store_dst(hg_k + 4u, (float)((hg_as_u32(t4) & 0x7fffffffu) > 0x7f800000u ? t4 : s * t4)); float t5 = load_tf((load_data(hg_at + 2u) >> 4u) & 15u); store_dst(hg_k + 5u, (float)((hg_as_u32(t5) & 0x7fffffffu) > 0x7f800000u ? t5 : s * t5)); float t6 = load_tf(load_data(hg_at + 3u) & 15u); store_dst(hg_k + 6u, (float)((hg_as_u32(t6) & 0x7fffffffu) > 0x7f800000u ? t6 : s * t6)); float t7 = load_tf((load_data(hg_at + 3u) >> 4u) & 15u); store_dst(hg_k + 7u, (float)((hg_as_u32(t7) & 0x7fffffffu) > 0x7f800000u ? t7 : s * t7)); }
+    #endif
+
+                        i = i + 8u * gb;
+                    }
+                } else {
+                }
+                a = a + (nblk << kshift);
+                if (a == ssize) {
+                    a = 0u;
+                    o = o + 1u;
                 }
             }
         }
