@@ -258,7 +258,6 @@ _MORE = Piece("whole blocks", """
         && (a & ((1u << kshift) - 1u)) == 0u && a < ssize) {
         u32 p = o * omul + (a >> kshift);
         u32 nblk = UMIN(ssize - a, last - i) >> kshift;
-        if (p >= nparam) nblk = 0u;
         nblk = UMIN(nblk, nparam - UMIN(p, nparam));
         u32 gb = 1u << (kshift - 3u);
         u32 pend = p + nblk;

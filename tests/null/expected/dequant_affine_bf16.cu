@@ -174,7 +174,6 @@ extern "C" __global__ void __launch_bounds__(64) dequant_affine_bf16(unsigned sh
                 && (a & ((1u << kshift) - 1u)) == 0u && a < ssize) {
                 unsigned int p = o * omul + (a >> kshift);
                 unsigned int nblk = min(ssize - a, last - i) >> kshift;
-                if (p >= nparam) nblk = 0u;
                 nblk = min(nblk, nparam - min(p, nparam));
                 unsigned int gb = 1u << (kshift - 3u);
                 unsigned int pend = p + nblk;

@@ -201,7 +201,6 @@ __kernel __attribute__((reqd_work_group_size(64, 1, 1))) void dequant_affine_bf1
                 && (a & ((1u << kshift) - 1u)) == 0u && a < ssize) {
                 uint p = o * omul + (a >> kshift);
                 uint nblk = min(ssize - a, last - i) >> kshift;
-                if (p >= nparam) nblk = 0u;
                 nblk = min(nblk, nparam - min(p, nparam));
                 uint gb = 1u << (kshift - 3u);
                 uint pend = p + nblk;

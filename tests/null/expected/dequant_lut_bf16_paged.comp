@@ -181,7 +181,6 @@ void main() {
                     && (a & ((1u << kshift) - 1u)) == 0u && a < ssize) {
                     uint p = o * omul + (a >> kshift);
                     uint nblk = min(ssize - a, last - i) >> kshift;
-                    if (p >= nparam) nblk = 0u;
                     nblk = min(nblk, nparam - min(p, nparam));
                     uint gb = 1u << (kshift - 3u);
                     uint pend = p + nblk;
@@ -447,7 +446,6 @@ void main() {
                     && (a & ((1u << kshift) - 1u)) == 0u && a < ssize) {
                     uint p = o * omul + (a >> kshift);
                     uint nblk = min(ssize - a, last - i) >> kshift;
-                    if (p >= nparam) nblk = 0u;
                     nblk = min(nblk, nparam - min(p, nparam));
                     uint gb = 1u << (kshift - 3u);
                     uint pend = p + nblk;

@@ -486,7 +486,6 @@ static inline void dequant_lut_f16_item(uint32_t hg_gid0, uint32_t hg_gid1, uint
                     && (a & ((1u << kshift) - 1u)) == 0u && a < ssize) {
                     uint32_t p = o * omul + (a >> kshift);
                     uint32_t nblk = hg_umin(ssize - a, last - i) >> kshift;
-                    if (p >= nparam) nblk = 0u;
                     nblk = hg_umin(nblk, nparam - hg_umin(p, nparam));
                     uint32_t gb = 1u << (kshift - 3u);
                     uint32_t pend = p + nblk;
@@ -788,7 +787,6 @@ static inline void dequant_lut_f16_item(uint32_t hg_gid0, uint32_t hg_gid1, uint
                     && (a & ((1u << kshift) - 1u)) == 0u && a < ssize) {
                     uint32_t p = o * omul + (a >> kshift);
                     uint32_t nblk = hg_umin(ssize - a, last - i) >> kshift;
-                    if (p >= nparam) nblk = 0u;
                     nblk = hg_umin(nblk, nparam - hg_umin(p, nparam));
                     uint32_t gb = 1u << (kshift - 3u);
                     uint32_t pend = p + nblk;
