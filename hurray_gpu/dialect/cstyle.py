@@ -197,7 +197,13 @@ void {name}(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0, int64_t hg_
 # per run, is never checked: hg_s8_run's last argument is NULL). 6- and 8-bit codes then need no table loads (f32
 # bits computed for eight codes at once, bf16 outputs their exact high halves); 4-bit tables
 # (no inf/NaN codes) keep their 16 values as bf16 bits (t16; nz: the nonzero ones), which only
-# get e - 127 added to their exponent per run. Other tables and scales take the paths above.
+# get e - 127 added to their exponent per run. 6- and 8-bit codes go 16 at a time in 16-bit
+# lanes where the output allows (hg_s8_b16): as bf16 (and f32, bf16 widened: every value of
+# such a table has at most four significant bits, so its f32 low half is zero) and as f16 when
+# every arithmetic value stays f16-normal at that scale, a normal magnitude is its bits
+# shifted into place plus the exponent offset, and the few subnormal (below 2^M) and inf/NaN
+# magnitudes are byte-shuffle lookups: half the instructions of the eight-code f32 path and
+# its narrowing. Other tables and scales take the paths above.
 _SCALE8_HELPERS = """\
 #ifndef HG_STREAM_BYTES
 #define HG_STREAM_BYTES (32u << 20)
