@@ -276,6 +276,9 @@ static inline __attribute__((always_inline)) void hg_s8_run(
         void *restrict d, const float *tab, const uint8_t *restrict p, int bits, float s,
         uint32_t g, int big, int conv, hg_s8_fmt_t *f) {
     uint32_t j = 0;
+    // Codes 2 KiB ahead: runs of single MX blocks read so few bytes per call that the hardware
+    // prefetchers fell behind once non-temporal stores took the memory bus (loads stalled).
+    _mm_prefetch((const char *)p + 2048, _MM_HINT_T0);
     __m256 lo = _mm256_loadu_ps(tab), hi = bits == 4 ? _mm256_loadu_ps(tab + 8) : lo;
     int e = 0;
     if (f && (bits != 4 || (conv == 1 && g >= 4u))) {
