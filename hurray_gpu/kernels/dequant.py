@@ -246,6 +246,41 @@ _SCALED = Piece("scaled loop", """
     }
     i = i + 8u * ngrp;
     $tail
+    $more
+""")
+# After a run, the whole parameter blocks that follow it along the innermost axis (inner == 1)
+# in the same row and item: one lookup and one SCALE8 each, without the run loop's
+# bookkeeping, which for MX's 32-element blocks cost more than the block's own decoding. A
+# loop per code width keeps the width a constant; a block from the first p the lookup would
+# reject on range is left to the run loop, which reports it.
+_MORE = Piece("whole blocks", """
+    if (inner == 1u && mode != 0u && (i & 7u) == 0u && (1u << kshift) >= $run
+        && (a & ((1u << kshift) - 1u)) == 0u && a < ssize) {
+        u32 p = o * omul + (a >> kshift);
+        u32 nblk = UMIN(ssize - a, last - i) >> kshift;
+        nblk = UMIN(nblk, nparam - UMIN(p, nparam));
+        u32 gb = 1u << (kshift - 3u);
+        u32 pend = p + nblk;
+        $widths
+        a = a + (nblk << kshift);
+        if (a == ssize) {
+            a = 0u;
+            o = o + 1u;
+        }
+    }
+""")
+_MORE_WIDTH = Piece("whole blocks of one width", """
+    if (bits == $bits) {
+        for (; p < pend; p++) {
+            $lookup
+            $build
+            u32 bat = doff + (i >> 3u) * bits;
+            $scale8
+            i = i + 8u * gb;
+        }
+    } else {
+        $rest
+    }
 """)
 _SIX_CODE = ("((LOAD(data, doff + ((i * 6u) >> 3u)) | (((i * 6u) & 7u) > 2u ? "
              "LOAD(data, doff + ((i * 6u) >> 3u) + 1u) << 8u : 0u)) >> ((i * 6u) & 7u)) & 63u")
@@ -318,7 +353,7 @@ def _general(element: Element, variant: Variant, kind: str) -> Piece:
                          formula=_formula(element, variant.store, kind))
 
 
-def _hoisted(element: Element, variant: Variant, kind: str) -> Piece:
+def _hoisted(element: Element, variant: Variant, kind: str, lookup: Piece) -> Piece:
     """The loop over elements ``[i, end)``, with the hot storage widths hoisted: long runs of
     s * T(code) eight codes at a time (``_SCALED``), 4-bit codes one byte per two elements (the
     low nibble is the even element), 8-bit codes one byte each, 6-bit codes four per three
@@ -352,10 +387,19 @@ def _hoisted(element: Element, variant: Variant, kind: str) -> Piece:
         }
     """).fill(rebuild=element.rebuild, one=one("c", "c", Piece("tf", "STORE(tf, $k, $v);"),
                                                  Element(element.formula, element.unscaled)))
-    scaled = _SCALED.fill(build=build, head=general, tail=general, **{
-        f"s{b}": f"SCALE8_{kind.upper()}(dst, {variant.dst_k}, {element.table or 'tf'}, data, "
-                 f"gat, {b}, s, n, ngrp);" if element.table or b == 4 else "" for b in (4, 6, 8)}) \
-        if variant.dst_k else ""
+    def s8(at: str, groups: str) -> dict[str, str]:
+        return {f"s{b}": f"SCALE8_{kind.upper()}(dst, {variant.dst_k}, {element.table or 'tf'}, "
+                f"data, {at}, {b}, s, n, {groups});" if element.table or b == 4 else ""
+                for b in (4, 6, 8)}
+
+    widths: Piece | str = ""
+    for b, call in reversed(list(zip((4, 6, 8), s8("bat", "gb").values(), strict=True))):
+        if call:
+            widths = _MORE_WIDTH.fill(bits=f"{b}u", lookup=lookup, build=build, scale8=call,
+                                      rest=widths)
+    more = _MORE.fill(run=f"{TABLE_RUN}u", widths=widths)
+    scaled = _SCALED.fill(build=build, head=general, tail=general, more=more,
+                          **s8("gat", "ngrp")) if variant.dst_k else ""
     return _HOISTED.fill(run=f"{TABLE_RUN}u", ifs=element.scaled if scaled else "0u != 0u",
                          scaled=scaled, if4=f"bits == 4u{fast}",
                          if8=f"bits == 8u && doff == 0u{fast}", if6=f"bits == 6u{fast}",
@@ -374,8 +418,8 @@ def dequant_kernel(scheme: Scheme, kind: str, variant: Variant, *, suffix: str =
     Raises:
         UnsupportedOpError: the composition does not check (hurray_gpu/dialect/compose.py).
     """
-    loop = _general if variant.code_at else _hoisted
-    loops = scheme.loops.fill(**{f"e{n}": loop(e, variant, kind)
+    loops = scheme.loops.fill(**{f"e{n}": _general(e, variant, kind) if variant.code_at
+                                 else _hoisted(e, variant, kind, scheme.lookup)
                                  for n, e in enumerate(scheme.elements)})
     body = _RUNS.fill(items=variant.items, prelude=scheme.prelude, lookup=scheme.lookup,
                       loops=loops)

@@ -16,6 +16,7 @@ import pytest
 
 from hurray_gpu.dialect.kernel import KernelDef, buf, scalar
 from hurray_gpu.dialect.render import lint_body
+from hurray_gpu.errors import HurrayFormatError
 from hurray_gpu.format.descriptor import BufferHandle, RowMajor, TensorDescriptor
 from hurray_gpu.format.descriptor.quant import MXFP
 from hurray_gpu.format.dtypes import buffer_size, by_name
@@ -246,3 +247,46 @@ def test_scale8_format_tables(kernel_device: Device, conv: str, storage: str) ->
         got = out.numpy(want.dtype)
         assert np.array_equal(got, want), \
             f"{'odd ' if table is odd else ''}s={s} g={g}: {np.flatnonzero(got != want)[:8]}"
+
+
+_WHOLE = [*(("mxfp", s) for s in _MX_STORAGES), ("nf4", "uint4"), ("per_block", "int4"),
+          ("per_block", "uint4")]
+
+
+@pytest.mark.parametrize("shape", [(2100, 64), (300, 1000)])
+@pytest.mark.parametrize("scheme,storage", _WHOLE)
+def test_whole_block_runs(kernel_device: Device, scheme: str, storage: str,
+                          shape: tuple[int, int]) -> None:
+    """Runs of whole blocks (host C: one lookup and one SCALE8 per block after a run): rows of
+    whole blocks, which the block loop continues into within an item, and rows of 1000
+    elements (MX: 31 blocks, no partial ones; others: a partial block, left to the run loop;
+    items start mid-row); enough elements for several host chunks; int4 without zero points,
+    uint4 with them."""
+    if scheme == "mxfp" and shape[1] == 1000:
+        shape = (shape[0], 992)
+    t = random_quantized(_rng("whole blocks", scheme, storage, *shape), scheme, storage, shape,
+                         axis=1, block_size=64 if scheme == "nf4" else 32,
+                         symmetric=storage == "int4", scale_type="float16")
+    for out in ("float32", "float16", "bfloat16"):
+        want = _bits(dequantize(t, out, device="reference"))
+        assert np.array_equal(_bits(dequantize(t, out, device=kernel_device)), want), out
+
+
+@pytest.mark.parametrize("bad", [0, 255])
+@pytest.mark.parametrize("storage", ["float8_e4m3", "float6_e2m3", "float4_e2m1"])
+def test_whole_block_runs_flag_invalid_scales(kernel_device: Device, storage: str,
+                                              bad: int) -> None:
+    """An invalid e8m0 byte in the third block of a row of whole blocks (host C reads it in
+    its block loop, not in the run loop) is reported, for every output."""
+    rows, cols = 4, 256
+    data = _rng("whole blocks bad", storage).integers(
+        0, 256, buffer_size(by_name(storage), rows * cols), dtype=np.uint8)
+    scales = np.full(rows * cols // 32, 127, np.uint8)
+    scales[cols // 32 + 2] = bad
+    desc = TensorDescriptor(by_name(storage), (rows, cols), RowMajor(),
+                            (BufferHandle(data.nbytes, 64), BufferHandle(scales.nbytes, 64)),
+                            quantization=MXFP(1, 32, 1))
+    t = assemble(desc, [data, scales])
+    for out in ("float32", "bfloat16"):
+        with pytest.raises(HurrayFormatError, match="Fix:"):
+            dequantize(t, out, device=kernel_device)

@@ -163,6 +163,79 @@ extern "C" __global__ void __launch_bounds__(64) dequant_lut_f16_paged(unsigned 
                         store_dst(k + shift, hg_f32_to_f16(v));
                     }
                 }
+                if (inner == 1u && mode != 0u && (i & 7u) == 0u && (1u << kshift) >= 32u
+                    && (a & ((1u << kshift) - 1u)) == 0u && a < ssize) {
+                    unsigned int p = o * omul + (a >> kshift);
+                    unsigned int nblk = min(ssize - a, last - i) >> kshift;
+                    nblk = min(nblk, nparam - min(p, nparam));
+                    unsigned int gb = 1u << (kshift - 3u);
+                    unsigned int pend = p + nblk;
+                    if (bits == 4u) {
+                        for (; p < pend; p++) {
+                            if (mode == 1u) {
+                                unsigned int at = p * 4u;
+                                unsigned int w = load_scales(at) | (load_scales(at + 1u) << 8u)
+                                        | (load_scales(at + 2u) << 16u) | (load_scales(at + 3u) << 24u);
+                                // absmax must be finite and >= 0 (-0.0 included).
+                                if ((w & 0x7f800000u) == 0x7f800000u || w > 0x80000000u) store_err(0u, 1u);
+                                s = __uint_as_float(w);
+                            } else {
+                                unsigned int e = load_scales(p);
+                                if (e == 0u || e == 255u) store_err(0u, 1u);
+                                s = __uint_as_float(e << 23u);
+                            }
+                            unsigned int bat = doff + (i >> 3u) * bits;
+                            for (unsigned int hg_j = 0u; hg_j < gb; hg_j++) { unsigned int hg_at = bat + 4u * hg_j; unsigned int hg_k = i + shift + 8u * hg_j; float t0 = load_lut(load_data(hg_at) & 15u); store_dst(hg_k, hg_f32_to_f16((__float_as_uint(t0) & 0x7fffffffu) > 0x7f800000u ? t0 : s * t0)); float t1 = load_lut((load_data(hg_at) >> 4u) & 15u); store_dst(hg_k + 1u, hg_f32_to_f16((__float_as_uint(t1) & 0x7fffffffu) > 0x7f800000u ? t1 : s * t1)); float t2 = load_lut(load_data(hg_at + 1u) & 15u); store_dst(hg_k + 2u, hg_f32_to_f16((__float_as_uint(t2) & 0x7fffffffu) > 0x7f800000u ? t2 : s * t2)); float t3 = load_lut((load_data(hg_at + 1u) >> 4u) & 15u); store_dst(hg_k + 3u, hg_f32_to_f16((__float_as_uint(t3) & 0x7fffffffu) > 0x7f800000u ? t3 : s * t3)); float t4 = load_lut(load_data(hg_at + 2u) & 15u); store_dst(hg_k + 4u, hg_f32_to_f16((__float_as_uint(t4) & 0x7fffffffu) > 0x7f800000u ? t4 : s * t4)); float t5 = load_lut((load_data(hg_at + 2u) >> 4u) & 15u); store_dst(hg_k + 5u, hg_f32_to_f16((__float_as_uint(t5) & 0x7fffffffu) > 0x7f800000u ? t5 : s * t5)); float t6 = load_lut(load_data(hg_at + 3u) & 15u); store_dst(hg_k + 6u, hg_f32_to_f16((__float_as_uint(t6) & 0x7fffffffu) > 0x7f800000u ? t6 : s * t6)); float t7 = load_lut((load_data(hg_at + 3u) >> 4u) & 15u); store_dst(hg_k + 7u, hg_f32_to_f16((__float_as_uint(t7) & 0x7fffffffu) > 0x7f800000u ? t7 : s * t7)); }
+                            i = i + 8u * gb;
+                        }
+                    } else {
+                        if (bits == 6u) {
+                            for (; p < pend; p++) {
+                                if (mode == 1u) {
+                                    unsigned int at = p * 4u;
+                                    unsigned int w = load_scales(at) | (load_scales(at + 1u) << 8u)
+                                            | (load_scales(at + 2u) << 16u) | (load_scales(at + 3u) << 24u);
+                                    // absmax must be finite and >= 0 (-0.0 included).
+                                    if ((w & 0x7f800000u) == 0x7f800000u || w > 0x80000000u) store_err(0u, 1u);
+                                    s = __uint_as_float(w);
+                                } else {
+                                    unsigned int e = load_scales(p);
+                                    if (e == 0u || e == 255u) store_err(0u, 1u);
+                                    s = __uint_as_float(e << 23u);
+                                }
+                                unsigned int bat = doff + (i >> 3u) * bits;
+                                for (unsigned int hg_j = 0u; hg_j < gb; hg_j++) { unsigned int hg_at = bat + 6u * hg_j; unsigned int hg_k = i + shift + 8u * hg_j; float t0 = load_lut(load_data(hg_at) & 63u); store_dst(hg_k, hg_f32_to_f16((__float_as_uint(t0) & 0x7fffffffu) > 0x7f800000u ? t0 : s * t0)); float t1 = load_lut(((load_data(hg_at) | (load_data(hg_at + 1u) << 8u)) >> 6u) & 63u); store_dst(hg_k + 1u, hg_f32_to_f16((__float_as_uint(t1) & 0x7fffffffu) > 0x7f800000u ? t1 : s * t1)); float t2 = load_lut(((load_data(hg_at + 1u) | (load_data(hg_at + 2u) << 8u)) >> 4u) & 63u); store_dst(hg_k + 2u, hg_f32_to_f16((__float_as_uint(t2) & 0x7fffffffu) > 0x7f800000u ? t2 : s * t2)); float t3 = load_lut((load_data(hg_at + 2u) >> 2u) & 63u); store_dst(hg_k + 3u, hg_f32_to_f16((__float_as_uint(t3) & 0x7fffffffu) > 0x7f800000u ? t3 : s * t3)); float t4 = load_lut(load_data(hg_at + 3u) & 63u); store_dst(hg_k + 4u, hg_f32_to_f16((__float_as_uint(t4) & 0x7fffffffu) > 0x7f800000u ? t4 : s * t4)); float t5 = load_lut(((load_data(hg_at + 3u) | (load_data(hg_at + 4u) << 8u)) >> 6u) & 63u); store_dst(hg_k + 5u, hg_f32_to_f16((__float_as_uint(t5) & 0x7fffffffu) > 0x7f800000u ? t5 : s * t5)); float t6 = load_lut(((load_data(hg_at + 4u) | (load_data(hg_at + 5u) << 8u)) >> 4u) & 63u); store_dst(hg_k + 6u, hg_f32_to_f16((__float_as_uint(t6) & 0x7fffffffu) > 0x7f800000u ? t6 : s * t6)); float t7 = load_lut((load_data(hg_at + 5u) >> 2u) & 63u); store_dst(hg_k + 7u, hg_f32_to_f16((__float_as_uint(t7) & 0x7fffffffu) > 0x7f800000u ? t7 : s * t7)); }
+                                i = i + 8u * gb;
+                            }
+                        } else {
+                            if (bits == 8u) {
+                                for (; p < pend; p++) {
+                                    if (mode == 1u) {
+                                        unsigned int at = p * 4u;
+                                        unsigned int w = load_scales(at) | (load_scales(at + 1u) << 8u)
+                                                | (load_scales(at + 2u) << 16u) | (load_scales(at + 3u) << 24u);
+                                        // absmax must be finite and >= 0 (-0.0 included).
+                                        if ((w & 0x7f800000u) == 0x7f800000u || w > 0x80000000u) store_err(0u, 1u);
+                                        s = __uint_as_float(w);
+                                    } else {
+                                        unsigned int e = load_scales(p);
+                                        if (e == 0u || e == 255u) store_err(0u, 1u);
+                                        s = __uint_as_float(e << 23u);
+                                    }
+                                    unsigned int bat = doff + (i >> 3u) * bits;
+                                    for (unsigned int hg_j = 0u; hg_j < gb; hg_j++) { unsigned int hg_at = bat + 8u * hg_j; unsigned int hg_k = i + shift + 8u * hg_j; float t0 = load_lut(load_data(hg_at) & 255u); store_dst(hg_k, hg_f32_to_f16((__float_as_uint(t0) & 0x7fffffffu) > 0x7f800000u ? t0 : s * t0)); float t1 = load_lut(load_data(hg_at + 1u) & 255u); store_dst(hg_k + 1u, hg_f32_to_f16((__float_as_uint(t1) & 0x7fffffffu) > 0x7f800000u ? t1 : s * t1)); float t2 = load_lut(load_data(hg_at + 2u) & 255u); store_dst(hg_k + 2u, hg_f32_to_f16((__float_as_uint(t2) & 0x7fffffffu) > 0x7f800000u ? t2 : s * t2)); float t3 = load_lut(load_data(hg_at + 3u) & 255u); store_dst(hg_k + 3u, hg_f32_to_f16((__float_as_uint(t3) & 0x7fffffffu) > 0x7f800000u ? t3 : s * t3)); float t4 = load_lut(load_data(hg_at + 4u) & 255u); store_dst(hg_k + 4u, hg_f32_to_f16((__float_as_uint(t4) & 0x7fffffffu) > 0x7f800000u ? t4 : s * t4)); float t5 = load_lut(load_data(hg_at + 5u) & 255u); store_dst(hg_k + 5u, hg_f32_to_f16((__float_as_uint(t5) & 0x7fffffffu) > 0x7f800000u ? t5 : s * t5)); float t6 = load_lut(load_data(hg_at + 6u) & 255u); store_dst(hg_k + 6u, hg_f32_to_f16((__float_as_uint(t6) & 0x7fffffffu) > 0x7f800000u ? t6 : s * t6)); float t7 = load_lut(load_data(hg_at + 7u) & 255u); store_dst(hg_k + 7u, hg_f32_to_f16((__float_as_uint(t7) & 0x7fffffffu) > 0x7f800000u ? t7 : s * t7)); }
+                                    i = i + 8u * gb;
+                                }
+                            } else {
+                            }
+                        }
+                    }
+                    a = a + (nblk << kshift);
+                    if (a == ssize) {
+                        a = 0u;
+                        o = o + 1u;
+                    }
+                }
             }
             else if (bits == 4u) {
                 if ((i & 1u) != 0u && i < end) {
@@ -353,6 +426,79 @@ extern "C" __global__ void __launch_bounds__(64) dequant_lut_f16_paged(unsigned 
                         float v = load_lut(code);
                         if (mode != 0u && (__float_as_uint(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
                         store_dst(k + shift, hg_f32_to_f16(v));
+                    }
+                }
+                if (inner == 1u && mode != 0u && (i & 7u) == 0u && (1u << kshift) >= 32u
+                    && (a & ((1u << kshift) - 1u)) == 0u && a < ssize) {
+                    unsigned int p = o * omul + (a >> kshift);
+                    unsigned int nblk = min(ssize - a, last - i) >> kshift;
+                    nblk = min(nblk, nparam - min(p, nparam));
+                    unsigned int gb = 1u << (kshift - 3u);
+                    unsigned int pend = p + nblk;
+                    if (bits == 4u) {
+                        for (; p < pend; p++) {
+                            if (mode == 1u) {
+                                unsigned int at = p * 4u;
+                                unsigned int w = load_scales(at) | (load_scales(at + 1u) << 8u)
+                                        | (load_scales(at + 2u) << 16u) | (load_scales(at + 3u) << 24u);
+                                // absmax must be finite and >= 0 (-0.0 included).
+                                if ((w & 0x7f800000u) == 0x7f800000u || w > 0x80000000u) store_err(0u, 1u);
+                                s = __uint_as_float(w);
+                            } else {
+                                unsigned int e = load_scales(p);
+                                if (e == 0u || e == 255u) store_err(0u, 1u);
+                                s = __uint_as_float(e << 23u);
+                            }
+                            unsigned int bat = doff + (i >> 3u) * bits;
+                            for (unsigned int hg_j = 0u; hg_j < gb; hg_j++) { unsigned int hg_at = bat + 4u * hg_j; unsigned int hg_k = i + shift + 8u * hg_j; float t0 = load_lut(load_data(hg_at) & 15u); store_dst(hg_k, hg_f32_to_f16((__float_as_uint(t0) & 0x7fffffffu) > 0x7f800000u ? t0 : s * t0)); float t1 = load_lut((load_data(hg_at) >> 4u) & 15u); store_dst(hg_k + 1u, hg_f32_to_f16((__float_as_uint(t1) & 0x7fffffffu) > 0x7f800000u ? t1 : s * t1)); float t2 = load_lut(load_data(hg_at + 1u) & 15u); store_dst(hg_k + 2u, hg_f32_to_f16((__float_as_uint(t2) & 0x7fffffffu) > 0x7f800000u ? t2 : s * t2)); float t3 = load_lut((load_data(hg_at + 1u) >> 4u) & 15u); store_dst(hg_k + 3u, hg_f32_to_f16((__float_as_uint(t3) & 0x7fffffffu) > 0x7f800000u ? t3 : s * t3)); float t4 = load_lut(load_data(hg_at + 2u) & 15u); store_dst(hg_k + 4u, hg_f32_to_f16((__float_as_uint(t4) & 0x7fffffffu) > 0x7f800000u ? t4 : s * t4)); float t5 = load_lut((load_data(hg_at + 2u) >> 4u) & 15u); store_dst(hg_k + 5u, hg_f32_to_f16((__float_as_uint(t5) & 0x7fffffffu) > 0x7f800000u ? t5 : s * t5)); float t6 = load_lut(load_data(hg_at + 3u) & 15u); store_dst(hg_k + 6u, hg_f32_to_f16((__float_as_uint(t6) & 0x7fffffffu) > 0x7f800000u ? t6 : s * t6)); float t7 = load_lut((load_data(hg_at + 3u) >> 4u) & 15u); store_dst(hg_k + 7u, hg_f32_to_f16((__float_as_uint(t7) & 0x7fffffffu) > 0x7f800000u ? t7 : s * t7)); }
+                            i = i + 8u * gb;
+                        }
+                    } else {
+                        if (bits == 6u) {
+                            for (; p < pend; p++) {
+                                if (mode == 1u) {
+                                    unsigned int at = p * 4u;
+                                    unsigned int w = load_scales(at) | (load_scales(at + 1u) << 8u)
+                                            | (load_scales(at + 2u) << 16u) | (load_scales(at + 3u) << 24u);
+                                    // absmax must be finite and >= 0 (-0.0 included).
+                                    if ((w & 0x7f800000u) == 0x7f800000u || w > 0x80000000u) store_err(0u, 1u);
+                                    s = __uint_as_float(w);
+                                } else {
+                                    unsigned int e = load_scales(p);
+                                    if (e == 0u || e == 255u) store_err(0u, 1u);
+                                    s = __uint_as_float(e << 23u);
+                                }
+                                unsigned int bat = doff + (i >> 3u) * bits;
+                                for (unsigned int hg_j = 0u; hg_j < gb; hg_j++) { unsigned int hg_at = bat + 6u * hg_j; unsigned int hg_k = i + shift + 8u * hg_j; float t0 = load_lut(load_data(hg_at) & 63u); store_dst(hg_k, hg_f32_to_f16((__float_as_uint(t0) & 0x7fffffffu) > 0x7f800000u ? t0 : s * t0)); float t1 = load_lut(((load_data(hg_at) | (load_data(hg_at + 1u) << 8u)) >> 6u) & 63u); store_dst(hg_k + 1u, hg_f32_to_f16((__float_as_uint(t1) & 0x7fffffffu) > 0x7f800000u ? t1 : s * t1)); float t2 = load_lut(((load_data(hg_at + 1u) | (load_data(hg_at + 2u) << 8u)) >> 4u) & 63u); store_dst(hg_k + 2u, hg_f32_to_f16((__float_as_uint(t2) & 0x7fffffffu) > 0x7f800000u ? t2 : s * t2)); float t3 = load_lut((load_data(hg_at + 2u) >> 2u) & 63u); store_dst(hg_k + 3u, hg_f32_to_f16((__float_as_uint(t3) & 0x7fffffffu) > 0x7f800000u ? t3 : s * t3)); float t4 = load_lut(load_data(hg_at + 3u) & 63u); store_dst(hg_k + 4u, hg_f32_to_f16((__float_as_uint(t4) & 0x7fffffffu) > 0x7f800000u ? t4 : s * t4)); float t5 = load_lut(((load_data(hg_at + 3u) | (load_data(hg_at + 4u) << 8u)) >> 6u) & 63u); store_dst(hg_k + 5u, hg_f32_to_f16((__float_as_uint(t5) & 0x7fffffffu) > 0x7f800000u ? t5 : s * t5)); float t6 = load_lut(((load_data(hg_at + 4u) | (load_data(hg_at + 5u) << 8u)) >> 4u) & 63u); store_dst(hg_k + 6u, hg_f32_to_f16((__float_as_uint(t6) & 0x7fffffffu) > 0x7f800000u ? t6 : s * t6)); float t7 = load_lut((load_data(hg_at + 5u) >> 2u) & 63u); store_dst(hg_k + 7u, hg_f32_to_f16((__float_as_uint(t7) & 0x7fffffffu) > 0x7f800000u ? t7 : s * t7)); }
+                                i = i + 8u * gb;
+                            }
+                        } else {
+                            if (bits == 8u) {
+                                for (; p < pend; p++) {
+                                    if (mode == 1u) {
+                                        unsigned int at = p * 4u;
+                                        unsigned int w = load_scales(at) | (load_scales(at + 1u) << 8u)
+                                                | (load_scales(at + 2u) << 16u) | (load_scales(at + 3u) << 24u);
+                                        // absmax must be finite and >= 0 (-0.0 included).
+                                        if ((w & 0x7f800000u) == 0x7f800000u || w > 0x80000000u) store_err(0u, 1u);
+                                        s = __uint_as_float(w);
+                                    } else {
+                                        unsigned int e = load_scales(p);
+                                        if (e == 0u || e == 255u) store_err(0u, 1u);
+                                        s = __uint_as_float(e << 23u);
+                                    }
+                                    unsigned int bat = doff + (i >> 3u) * bits;
+                                    for (unsigned int hg_j = 0u; hg_j < gb; hg_j++) { unsigned int hg_at = bat + 8u * hg_j; unsigned int hg_k = i + shift + 8u * hg_j; float t0 = load_lut(load_data(hg_at) & 255u); store_dst(hg_k, hg_f32_to_f16((__float_as_uint(t0) & 0x7fffffffu) > 0x7f800000u ? t0 : s * t0)); float t1 = load_lut(load_data(hg_at + 1u) & 255u); store_dst(hg_k + 1u, hg_f32_to_f16((__float_as_uint(t1) & 0x7fffffffu) > 0x7f800000u ? t1 : s * t1)); float t2 = load_lut(load_data(hg_at + 2u) & 255u); store_dst(hg_k + 2u, hg_f32_to_f16((__float_as_uint(t2) & 0x7fffffffu) > 0x7f800000u ? t2 : s * t2)); float t3 = load_lut(load_data(hg_at + 3u) & 255u); store_dst(hg_k + 3u, hg_f32_to_f16((__float_as_uint(t3) & 0x7fffffffu) > 0x7f800000u ? t3 : s * t3)); float t4 = load_lut(load_data(hg_at + 4u) & 255u); store_dst(hg_k + 4u, hg_f32_to_f16((__float_as_uint(t4) & 0x7fffffffu) > 0x7f800000u ? t4 : s * t4)); float t5 = load_lut(load_data(hg_at + 5u) & 255u); store_dst(hg_k + 5u, hg_f32_to_f16((__float_as_uint(t5) & 0x7fffffffu) > 0x7f800000u ? t5 : s * t5)); float t6 = load_lut(load_data(hg_at + 6u) & 255u); store_dst(hg_k + 6u, hg_f32_to_f16((__float_as_uint(t6) & 0x7fffffffu) > 0x7f800000u ? t6 : s * t6)); float t7 = load_lut(load_data(hg_at + 7u) & 255u); store_dst(hg_k + 7u, hg_f32_to_f16((__float_as_uint(t7) & 0x7fffffffu) > 0x7f800000u ? t7 : s * t7)); }
+                                    i = i + 8u * gb;
+                                }
+                            } else {
+                            }
+                        }
+                    }
+                    a = a + (nblk << kshift);
+                    if (a == ssize) {
+                        a = 0u;
+                        o = o + 1u;
                     }
                 }
             }

@@ -22,6 +22,10 @@ typedef struct {
     const float *tab;
     int bits, m, k, elo, ehi;
     __m256i sp[2], bp[2], t16, nz;  // sp: T of the top 16 magnitudes; bp: bf16-rule NaNs
+    // Magnitudes m below 8 (nz16: 2^M > m > 0): T's exponent fields and mantissas as bf16 and
+    // f16 mantissas; the top 8 as each output writes them (float: high halves, top0 when exact).
+    __m256i ex16, mb16, mh16, nz16, hi16[3];
+    int top0;
 } hg_s8_fmt_t;
 static inline void hg_s8_fence(void) { _mm_sfence(); }
 static inline __m256i hg_s8_codes(const uint8_t *p, int bits) {
@@ -35,6 +39,19 @@ static inline __m256i hg_s8_codes(const uint8_t *p, int bits) {
                          3, 4, 5, -1, 3, 4, 5, -1, 3, 4, 5, -1, 3, 4, 5, -1));
     return _mm256_and_si256(_mm256_srlv_epi32(b, _mm256_setr_epi32(0, 6, 12, 18, 0, 6, 12, 18)),
                             _mm256_set1_epi32(63));
+}
+// Sixteen codes (two groups) in 16-bit lanes. 6-bit: each lane takes the two bytes holding its
+// code (the first byte alone, in the high half, for a code in one byte) and a multiply-high by
+// 2^(16 - shift) shifts it into place; the 12 bytes are read as two overlapping 8-byte words.
+static inline __m256i hg_s8_codes16(const uint8_t *p, int bits) {
+    if (bits == 8) return _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(const void *)p));
+    __m256i w = _mm256_set_m128i(_mm_loadl_epi64((const __m128i *)(const void *)(p + 4)),
+                                 _mm_loadl_epi64((const __m128i *)(const void *)p));
+    w = _mm256_shuffle_epi8(w, _mm256_setr_epi8(-1, 0, 0, 1, 1, 2, -1, 2, -1, 3, 3, 4, 4, 5, -1, 5,
+                                                -1, 2, 2, 3, 3, 4, -1, 4, -1, 5, 5, 6, 6, 7, -1, 7));
+    return _mm256_and_si256(_mm256_mulhi_epu16(w, _mm256_setr_epi16(
+        256, 1024, 4096, 64, 256, 1024, 4096, 64, 256, 1024, 4096, 64, 256, 1024, 4096, 64)),
+        _mm256_set1_epi16(63));
 }
 // The float bits of s * T(c) for eight codes, x = e - 127 - bias - M (see above).
 static inline __m256i hg_s8_fast(__m256i c, const hg_s8_fmt_t *f, int x, __m256i sp0,
@@ -55,6 +72,25 @@ static inline __m256i hg_s8_fast(__m256i c, const hg_s8_fmt_t *f, int x, __m256i
             _mm256_cmpgt_epi32(mag, _mm256_set1_epi32(f->k - 1)));
     return _mm256_or_si256(b, _mm256_slli_epi32(_mm256_srl_epi32(
         c, _mm_cvtsi32_si128(f->bits - 1)), 31));
+}
+// 16-bit bits (w mantissa bits: bf16 7, f16 10) of s * T(c) for 16 codes in 16-bit lanes, x
+// the exponent offset << w: a normal magnitude shifted into place plus x; subnormal ones
+// (below 2^M <= 8) and those from k up (k >= top 8) by byte shuffles of 8-entry tables (lo16:
+// this run's values; hi: the output's inf/NaN bits).
+static inline __m256i hg_s8_b16(__m256i c, const hg_s8_fmt_t *f, __m256i x, __m256i lo16,
+                                __m256i hi, int w) {
+    __m256i mag = _mm256_and_si256(c, _mm256_set1_epi16((short)((1 << (f->bits - 1)) - 1)));
+    __m256i ix = _mm256_add_epi16(_mm256_mullo_epi16(_mm256_and_si256(mag, _mm256_set1_epi16(7)),
+                                                     _mm256_set1_epi16(0x0202)),
+                                  _mm256_set1_epi16(0x0100));
+    __m256i b = _mm256_add_epi16(_mm256_sll_epi16(mag, _mm_cvtsi32_si128(w - f->m)), x);
+    b = _mm256_blendv_epi8(b, _mm256_shuffle_epi8(lo16, ix),
+                           _mm256_cmpgt_epi16(_mm256_set1_epi16((short)(1 << f->m)), mag));
+    if (f->k < 1 << (f->bits - 1))
+        b = _mm256_blendv_epi8(b, _mm256_shuffle_epi8(hi, ix),
+                               _mm256_cmpgt_epi16(mag, _mm256_set1_epi16((short)(f->k - 1))));
+    return _mm256_or_si256(b, _mm256_and_si256(_mm256_sll_epi16(c, _mm_cvtsi32_si128(
+        16 - f->bits)), _mm256_set1_epi16((short)0x8000)));
 }
 static __attribute__((noinline)) void hg_s8_fmt_check(hg_s8_fmt_t *out, const float *tab,
                                                       int bits) {
@@ -113,6 +149,24 @@ static __attribute__((noinline)) void hg_s8_fmt_check(hg_s8_fmt_t *out, const fl
     for (int h = 0; h < 2; h++)
         f.bp[h] = _mm256_blendv_epi8(f.sp[h], _mm256_set1_epi32(0x7fc00000),
                                      _mm256_cmpgt_epi32(f.sp[h], _mm256_set1_epi32(0x7f800000)));
+    if (bits > 4 && f.k) {
+        uint16_t v[7][16];  // ex, mb, mh, nz, hi per output
+        f.top0 = 1;
+        for (int c = 0; c < 16; c++) {
+            uint32_t top = t[half - 8 + (c & 7)], sub = (c & 7) && (c & 7) < 1 << f.m;
+            uint32_t nan = (top & 0x7fffffffu) > 0x7f800000u, hm = (top >> 13) & 0x3ffu;
+            v[0][c] = (uint16_t)(sub ? t[c & 7] >> 23 : 0u);
+            v[1][c] = (uint16_t)(sub ? (t[c & 7] >> 16) & 0x7fu : 0u);
+            v[2][c] = (uint16_t)(sub ? (t[c & 7] >> 13) & 0x3ffu : 0u);
+            v[3][c] = (uint16_t)(sub ? 0xffffu : 0u);
+            v[4][c] = (uint16_t)(top >> 16);
+            v[5][c] = (uint16_t)(nan ? 0x7fc0u : top >> 16);
+            v[6][c] = (uint16_t)(nan ? 0x7c00u | (hm ? hm : 1u) : 0x7c00u);
+            f.top0 &= half - 8 + (c & 7) < f.k || (top & 0xffffu) == 0u;
+        }
+        __m256i *to[7] = {&f.ex16, &f.mb16, &f.mh16, &f.nz16, &f.hi16[0], &f.hi16[1], &f.hi16[2]};
+        for (int h = 0; h < 7; h++) *to[h] = _mm256_loadu_si256((const __m256i *)(const void *)v[h]);
+    }
     *out = f;
 }
 // e when s = 2^(e-127) keeps every arithmetic value of the table normal, else 0.
@@ -190,6 +244,9 @@ static inline __attribute__((always_inline)) void hg_s8_run(
         void *restrict d, const float *tab, const uint8_t *restrict p, int bits, float s,
         uint32_t g, int big, int conv, hg_s8_fmt_t *f) {
     uint32_t j = 0;
+    // Codes 2 KiB ahead: runs of single MX blocks read so few bytes per call that the hardware
+    // prefetchers fell behind once non-temporal stores took the memory bus (loads stalled).
+    _mm_prefetch((const char *)p + 2048, _MM_HINT_T0);
     __m256 lo = _mm256_loadu_ps(tab), hi = bits == 4 ? _mm256_loadu_ps(tab + 8) : lo;
     int e = 0;
     if (f && (bits != 4 || (conv == 1 && g >= 4u))) {
@@ -219,6 +276,28 @@ static inline __attribute__((always_inline)) void hg_s8_run(
         hg_s8_fmt_t h = *f;
         __m256i sp0 = conv == 1 ? h.bp[0] : h.sp[0], sp1 = conv == 1 ? h.bp[1] : h.sp[1];
         int x = e - 127 - ((1 << (bits - 2 - h.m)) - 1) - h.m;
+        // 16 codes at a time in 16-bit lanes: f16 where every value is normal there, float as
+        // bf16 widened (exact: values of at most four significant bits) when the top entries are.
+        int w = conv == 2 ? 10 : 7, ob = conv == 2 ? 15 : 127;
+        if (bits > 4 && h.k >= (1 << (bits - 1)) - 8 && (conv != 0 || h.top0)
+                && (conv != 2 || (e >= h.elo + 112 && e <= h.ehi - 112))) {
+            __m256i x16 = _mm256_set1_epi16((short)((x + h.m + ob) << w));
+            __m256i lo16 = _mm256_and_si256(h.nz16, _mm256_or_si256(
+                conv == 2 ? h.mh16 : h.mb16, _mm256_sll_epi16(_mm256_add_epi16(
+                    h.ex16, _mm256_set1_epi16((short)(e - 254 + ob))), _mm_cvtsi32_si128(w))));
+            for (; j + 2u <= g; j += 2u) {
+                __m256i v = hg_s8_b16(hg_s8_codes16(p + (size_t)bits * j, bits), &h, x16, lo16,
+                                      h.hi16[conv], w);
+                if (conv == 0) {
+                    __m256i a = _mm256_unpacklo_epi16(_mm256_setzero_si256(), v);
+                    __m256i b = _mm256_unpackhi_epi16(_mm256_setzero_si256(), v);
+                    hg_s8_st32((float *)d + 8u * j, _mm256_permute2x128_si256(a, b, 0x20), big);
+                    hg_s8_st32((float *)d + 8u * j + 8, _mm256_permute2x128_si256(a, b, 0x31), big);
+                } else {
+                    hg_s8_st32((uint16_t *)d + 8u * j, v, big);
+                }
+            }
+        }
         for (; conv == 0 && j < g; j++)
             hg_s8_st32((float *)d + 8u * j, hg_s8_fast(hg_s8_codes(p + (size_t)bits * j, bits),
                                                        &h, x, sp0, sp1), big);
@@ -409,6 +488,97 @@ static inline void dequant_lut_f32_paged_item(uint32_t hg_gid0, uint32_t hg_gid1
                         uint32_t k = i;
                         float v = s * load_lut(code);
                         store_dst(k + shift, v);
+                    }
+                }
+                if (inner == 1u && mode != 0u && (i & 7u) == 0u && (1u << kshift) >= 32u
+                    && (a & ((1u << kshift) - 1u)) == 0u && a < ssize) {
+                    uint32_t p = o * omul + (a >> kshift);
+                    uint32_t nblk = hg_umin(ssize - a, last - i) >> kshift;
+                    nblk = hg_umin(nblk, nparam - hg_umin(p, nparam));
+                    uint32_t gb = 1u << (kshift - 3u);
+                    uint32_t pend = p + nblk;
+                    if (bits == 4u) {
+                        for (; p < pend; p++) {
+                            if (mode == 1u) {
+                                uint32_t at = p * 4u;
+                                uint32_t w = load_scales(at) | (load_scales(at + 1u) << 8u)
+                                        | (load_scales(at + 2u) << 16u) | (load_scales(at + 3u) << 24u);
+                                // absmax must be finite and >= 0 (-0.0 included).
+                                if ((w & 0x7f800000u) == 0x7f800000u || w > 0x80000000u) store_err(0u, 1u);
+                                s = hg_as_f32(w);
+                            } else {
+                                uint32_t e = load_scales(p);
+                                if (e == 0u || e == 255u) store_err(0u, 1u);
+                                s = hg_as_f32(e << 23u);
+                            }
+                            uint32_t bat = doff + (i >> 3u) * bits;
+
+    #if defined(__AVX2__)
+    hg_s8_run(dst + (i + shift), lut, data + (bat), 4, s, gb, hg_big(n, 4u), 0, hg_s8_c);
+    #else
+    for (uint32_t hg_j = 0u; hg_j < gb; hg_j++) { uint32_t hg_at = bat + 4u * hg_j; uint32_t hg_k = i + shift + 8u * hg_j; float t0 = load_lut(load_data(hg_at) & 15u); store_dst(hg_k, (float)((hg_as_u32(t0) & 0x7fffffffu) > 0x7f800000u ? t0 : s * t0)); float t1 = load_lut((load_data(hg_at) >> 4u) & 15u); store_dst(hg_k + 1u, (float)((hg_as_u32(t1) & 0x7fffffffu) > 0x7f800000u ? t1 : s * t1)); float t2 = load_lut(load_data(hg_at + 1u) & 15u); store_dst(hg_k + 2u, (float)((hg_as_u32(t2) & 0x7fffffffu) > 0x7f800000u ? t2 : s * t2)); float t3 = load_lut((load_data(hg_at + 1u) >> 4u) & 15u); store_dst(hg_k + 3u, (float)((hg_as_u32(t3) & 0x7fffffffu) > 0x7f800000u ? t3 : s * t3)); float t4 = load_lut(load_data(hg_at + 2u) & 15u); store_dst(hg_k + 4u, (float)((hg_as_u32(t4) & 0x7fffffffu) > 0x7f800000u ? t4 : s * t4)); float t5 = load_lut((load_data(hg_at + 2u) >> 4u) & 15u); store_dst(hg_k + 5u, (float)((hg_as_u32(t5) & 0x7fffffffu) > 0x7f800000u ? t5 : s * t5)); float t6 = load_lut(load_data(hg_at + 3u) & 15u); store_dst(hg_k + 6u, (float)((hg_as_u32(t6) & 0x7fffffffu) > 0x7f800000u ? t6 : s * t6)); float t7 = load_lut((load_data(hg_at + 3u) >> 4u) & 15u); store_dst(hg_k + 7u, (float)((hg_as_u32(t7) & 0x7fffffffu) > 0x7f800000u ? t7 : s * t7)); }
+    #endif
+
+                            i = i + 8u * gb;
+                        }
+                    } else {
+                        if (bits == 6u) {
+                            for (; p < pend; p++) {
+                                if (mode == 1u) {
+                                    uint32_t at = p * 4u;
+                                    uint32_t w = load_scales(at) | (load_scales(at + 1u) << 8u)
+                                            | (load_scales(at + 2u) << 16u) | (load_scales(at + 3u) << 24u);
+                                    // absmax must be finite and >= 0 (-0.0 included).
+                                    if ((w & 0x7f800000u) == 0x7f800000u || w > 0x80000000u) store_err(0u, 1u);
+                                    s = hg_as_f32(w);
+                                } else {
+                                    uint32_t e = load_scales(p);
+                                    if (e == 0u || e == 255u) store_err(0u, 1u);
+                                    s = hg_as_f32(e << 23u);
+                                }
+                                uint32_t bat = doff + (i >> 3u) * bits;
+
+    #if defined(__AVX2__)
+    hg_s8_run(dst + (i + shift), lut, data + (bat), 6, s, gb, hg_big(n, 4u), 0, hg_s8_c);
+    #else
+    for (uint32_t hg_j = 0u; hg_j < gb; hg_j++) { uint32_t hg_at = bat + 6u * hg_j; uint32_t hg_k = i + shift + 8u * hg_j; float t0 = load_lut(load_data(hg_at) & 63u); store_dst(hg_k, (float)((hg_as_u32(t0) & 0x7fffffffu) > 0x7f800000u ? t0 : s * t0)); float t1 = load_lut(((load_data(hg_at) | (load_data(hg_at + 1u) << 8u)) >> 6u) & 63u); store_dst(hg_k + 1u, (float)((hg_as_u32(t1) & 0x7fffffffu) > 0x7f800000u ? t1 : s * t1)); float t2 = load_lut(((load_data(hg_at + 1u) | (load_data(hg_at + 2u) << 8u)) >> 4u) & 63u); store_dst(hg_k + 2u, (float)((hg_as_u32(t2) & 0x7fffffffu) > 0x7f800000u ? t2 : s * t2)); float t3 = load_lut((load_data(hg_at + 2u) >> 2u) & 63u); store_dst(hg_k + 3u, (float)((hg_as_u32(t3) & 0x7fffffffu) > 0x7f800000u ? t3 : s * t3)); float t4 = load_lut(load_data(hg_at + 3u) & 63u); store_dst(hg_k + 4u, (float)((hg_as_u32(t4) & 0x7fffffffu) > 0x7f800000u ? t4 : s * t4)); float t5 = load_lut(((load_data(hg_at + 3u) | (load_data(hg_at + 4u) << 8u)) >> 6u) & 63u); store_dst(hg_k + 5u, (float)((hg_as_u32(t5) & 0x7fffffffu) > 0x7f800000u ? t5 : s * t5)); float t6 = load_lut(((load_data(hg_at + 4u) | (load_data(hg_at + 5u) << 8u)) >> 4u) & 63u); store_dst(hg_k + 6u, (float)((hg_as_u32(t6) & 0x7fffffffu) > 0x7f800000u ? t6 : s * t6)); float t7 = load_lut((load_data(hg_at + 5u) >> 2u) & 63u); store_dst(hg_k + 7u, (float)((hg_as_u32(t7) & 0x7fffffffu) > 0x7f800000u ? t7 : s * t7)); }
+    #endif
+
+                                i = i + 8u * gb;
+                            }
+                        } else {
+                            if (bits == 8u) {
+                                for (; p < pend; p++) {
+                                    if (mode == 1u) {
+                                        uint32_t at = p * 4u;
+                                        uint32_t w = load_scales(at) | (load_scales(at + 1u) << 8u)
+                                                | (load_scales(at + 2u) << 16u) | (load_scales(at + 3u) << 24u);
+                                        // absmax must be finite and >= 0 (-0.0 included).
+                                        if ((w & 0x7f800000u) == 0x7f800000u || w > 0x80000000u) store_err(0u, 1u);
+                                        s = hg_as_f32(w);
+                                    } else {
+                                        uint32_t e = load_scales(p);
+                                        if (e == 0u || e == 255u) store_err(0u, 1u);
+                                        s = hg_as_f32(e << 23u);
+                                    }
+                                    uint32_t bat = doff + (i >> 3u) * bits;
+
+    #if defined(__AVX2__)
+    hg_s8_run(dst + (i + shift), lut, data + (bat), 8, s, gb, hg_big(n, 4u), 0, hg_s8_c);
+    #else
+    for (uint32_t hg_j = 0u; hg_j < gb; hg_j++) { uint32_t hg_at = bat + 8u * hg_j; uint32_t hg_k = i + shift + 8u * hg_j; float t0 = load_lut(load_data(hg_at) & 255u); store_dst(hg_k, (float)((hg_as_u32(t0) & 0x7fffffffu) > 0x7f800000u ? t0 : s * t0)); float t1 = load_lut(load_data(hg_at + 1u) & 255u); store_dst(hg_k + 1u, (float)((hg_as_u32(t1) & 0x7fffffffu) > 0x7f800000u ? t1 : s * t1)); float t2 = load_lut(load_data(hg_at + 2u) & 255u); store_dst(hg_k + 2u, (float)((hg_as_u32(t2) & 0x7fffffffu) > 0x7f800000u ? t2 : s * t2)); float t3 = load_lut(load_data(hg_at + 3u) & 255u); store_dst(hg_k + 3u, (float)((hg_as_u32(t3) & 0x7fffffffu) > 0x7f800000u ? t3 : s * t3)); float t4 = load_lut(load_data(hg_at + 4u) & 255u); store_dst(hg_k + 4u, (float)((hg_as_u32(t4) & 0x7fffffffu) > 0x7f800000u ? t4 : s * t4)); float t5 = load_lut(load_data(hg_at + 5u) & 255u); store_dst(hg_k + 5u, (float)((hg_as_u32(t5) & 0x7fffffffu) > 0x7f800000u ? t5 : s * t5)); float t6 = load_lut(load_data(hg_at + 6u) & 255u); store_dst(hg_k + 6u, (float)((hg_as_u32(t6) & 0x7fffffffu) > 0x7f800000u ? t6 : s * t6)); float t7 = load_lut(load_data(hg_at + 7u) & 255u); store_dst(hg_k + 7u, (float)((hg_as_u32(t7) & 0x7fffffffu) > 0x7f800000u ? t7 : s * t7)); }
+    #endif
+
+                                    i = i + 8u * gb;
+                                }
+                            } else {
+                            }
+                        }
+                    }
+                    a = a + (nblk << kshift);
+                    if (a == ssize) {
+                        a = 0u;
+                        o = o + 1u;
                     }
                 }
             }
@@ -619,6 +789,97 @@ static inline void dequant_lut_f32_paged_item(uint32_t hg_gid0, uint32_t hg_gid1
                         float v = load_lut(code);
                         if (mode != 0u && (hg_as_u32(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
                         store_dst(k + shift, v);
+                    }
+                }
+                if (inner == 1u && mode != 0u && (i & 7u) == 0u && (1u << kshift) >= 32u
+                    && (a & ((1u << kshift) - 1u)) == 0u && a < ssize) {
+                    uint32_t p = o * omul + (a >> kshift);
+                    uint32_t nblk = hg_umin(ssize - a, last - i) >> kshift;
+                    nblk = hg_umin(nblk, nparam - hg_umin(p, nparam));
+                    uint32_t gb = 1u << (kshift - 3u);
+                    uint32_t pend = p + nblk;
+                    if (bits == 4u) {
+                        for (; p < pend; p++) {
+                            if (mode == 1u) {
+                                uint32_t at = p * 4u;
+                                uint32_t w = load_scales(at) | (load_scales(at + 1u) << 8u)
+                                        | (load_scales(at + 2u) << 16u) | (load_scales(at + 3u) << 24u);
+                                // absmax must be finite and >= 0 (-0.0 included).
+                                if ((w & 0x7f800000u) == 0x7f800000u || w > 0x80000000u) store_err(0u, 1u);
+                                s = hg_as_f32(w);
+                            } else {
+                                uint32_t e = load_scales(p);
+                                if (e == 0u || e == 255u) store_err(0u, 1u);
+                                s = hg_as_f32(e << 23u);
+                            }
+                            uint32_t bat = doff + (i >> 3u) * bits;
+
+    #if defined(__AVX2__)
+    hg_s8_run(dst + (i + shift), lut, data + (bat), 4, s, gb, hg_big(n, 4u), 0, hg_s8_c);
+    #else
+    for (uint32_t hg_j = 0u; hg_j < gb; hg_j++) { uint32_t hg_at = bat + 4u * hg_j; uint32_t hg_k = i + shift + 8u * hg_j; float t0 = load_lut(load_data(hg_at) & 15u); store_dst(hg_k, (float)((hg_as_u32(t0) & 0x7fffffffu) > 0x7f800000u ? t0 : s * t0)); float t1 = load_lut((load_data(hg_at) >> 4u) & 15u); store_dst(hg_k + 1u, (float)((hg_as_u32(t1) & 0x7fffffffu) > 0x7f800000u ? t1 : s * t1)); float t2 = load_lut(load_data(hg_at + 1u) & 15u); store_dst(hg_k + 2u, (float)((hg_as_u32(t2) & 0x7fffffffu) > 0x7f800000u ? t2 : s * t2)); float t3 = load_lut((load_data(hg_at + 1u) >> 4u) & 15u); store_dst(hg_k + 3u, (float)((hg_as_u32(t3) & 0x7fffffffu) > 0x7f800000u ? t3 : s * t3)); float t4 = load_lut(load_data(hg_at + 2u) & 15u); store_dst(hg_k + 4u, (float)((hg_as_u32(t4) & 0x7fffffffu) > 0x7f800000u ? t4 : s * t4)); float t5 = load_lut((load_data(hg_at + 2u) >> 4u) & 15u); store_dst(hg_k + 5u, (float)((hg_as_u32(t5) & 0x7fffffffu) > 0x7f800000u ? t5 : s * t5)); float t6 = load_lut(load_data(hg_at + 3u) & 15u); store_dst(hg_k + 6u, (float)((hg_as_u32(t6) & 0x7fffffffu) > 0x7f800000u ? t6 : s * t6)); float t7 = load_lut((load_data(hg_at + 3u) >> 4u) & 15u); store_dst(hg_k + 7u, (float)((hg_as_u32(t7) & 0x7fffffffu) > 0x7f800000u ? t7 : s * t7)); }
+    #endif
+
+                            i = i + 8u * gb;
+                        }
+                    } else {
+                        if (bits == 6u) {
+                            for (; p < pend; p++) {
+                                if (mode == 1u) {
+                                    uint32_t at = p * 4u;
+                                    uint32_t w = load_scales(at) | (load_scales(at + 1u) << 8u)
+                                            | (load_scales(at + 2u) << 16u) | (load_scales(at + 3u) << 24u);
+                                    // absmax must be finite and >= 0 (-0.0 included).
+                                    if ((w & 0x7f800000u) == 0x7f800000u || w > 0x80000000u) store_err(0u, 1u);
+                                    s = hg_as_f32(w);
+                                } else {
+                                    uint32_t e = load_scales(p);
+                                    if (e == 0u || e == 255u) store_err(0u, 1u);
+                                    s = hg_as_f32(e << 23u);
+                                }
+                                uint32_t bat = doff + (i >> 3u) * bits;
+
+    #if defined(__AVX2__)
+    hg_s8_run(dst + (i + shift), lut, data + (bat), 6, s, gb, hg_big(n, 4u), 0, hg_s8_c);
+    #else
+    for (uint32_t hg_j = 0u; hg_j < gb; hg_j++) { uint32_t hg_at = bat + 6u * hg_j; uint32_t hg_k = i + shift + 8u * hg_j; float t0 = load_lut(load_data(hg_at) & 63u); store_dst(hg_k, (float)((hg_as_u32(t0) & 0x7fffffffu) > 0x7f800000u ? t0 : s * t0)); float t1 = load_lut(((load_data(hg_at) | (load_data(hg_at + 1u) << 8u)) >> 6u) & 63u); store_dst(hg_k + 1u, (float)((hg_as_u32(t1) & 0x7fffffffu) > 0x7f800000u ? t1 : s * t1)); float t2 = load_lut(((load_data(hg_at + 1u) | (load_data(hg_at + 2u) << 8u)) >> 4u) & 63u); store_dst(hg_k + 2u, (float)((hg_as_u32(t2) & 0x7fffffffu) > 0x7f800000u ? t2 : s * t2)); float t3 = load_lut((load_data(hg_at + 2u) >> 2u) & 63u); store_dst(hg_k + 3u, (float)((hg_as_u32(t3) & 0x7fffffffu) > 0x7f800000u ? t3 : s * t3)); float t4 = load_lut(load_data(hg_at + 3u) & 63u); store_dst(hg_k + 4u, (float)((hg_as_u32(t4) & 0x7fffffffu) > 0x7f800000u ? t4 : s * t4)); float t5 = load_lut(((load_data(hg_at + 3u) | (load_data(hg_at + 4u) << 8u)) >> 6u) & 63u); store_dst(hg_k + 5u, (float)((hg_as_u32(t5) & 0x7fffffffu) > 0x7f800000u ? t5 : s * t5)); float t6 = load_lut(((load_data(hg_at + 4u) | (load_data(hg_at + 5u) << 8u)) >> 4u) & 63u); store_dst(hg_k + 6u, (float)((hg_as_u32(t6) & 0x7fffffffu) > 0x7f800000u ? t6 : s * t6)); float t7 = load_lut((load_data(hg_at + 5u) >> 2u) & 63u); store_dst(hg_k + 7u, (float)((hg_as_u32(t7) & 0x7fffffffu) > 0x7f800000u ? t7 : s * t7)); }
+    #endif
+
+                                i = i + 8u * gb;
+                            }
+                        } else {
+                            if (bits == 8u) {
+                                for (; p < pend; p++) {
+                                    if (mode == 1u) {
+                                        uint32_t at = p * 4u;
+                                        uint32_t w = load_scales(at) | (load_scales(at + 1u) << 8u)
+                                                | (load_scales(at + 2u) << 16u) | (load_scales(at + 3u) << 24u);
+                                        // absmax must be finite and >= 0 (-0.0 included).
+                                        if ((w & 0x7f800000u) == 0x7f800000u || w > 0x80000000u) store_err(0u, 1u);
+                                        s = hg_as_f32(w);
+                                    } else {
+                                        uint32_t e = load_scales(p);
+                                        if (e == 0u || e == 255u) store_err(0u, 1u);
+                                        s = hg_as_f32(e << 23u);
+                                    }
+                                    uint32_t bat = doff + (i >> 3u) * bits;
+
+    #if defined(__AVX2__)
+    hg_s8_run(dst + (i + shift), lut, data + (bat), 8, s, gb, hg_big(n, 4u), 0, hg_s8_c);
+    #else
+    for (uint32_t hg_j = 0u; hg_j < gb; hg_j++) { uint32_t hg_at = bat + 8u * hg_j; uint32_t hg_k = i + shift + 8u * hg_j; float t0 = load_lut(load_data(hg_at) & 255u); store_dst(hg_k, (float)((hg_as_u32(t0) & 0x7fffffffu) > 0x7f800000u ? t0 : s * t0)); float t1 = load_lut(load_data(hg_at + 1u) & 255u); store_dst(hg_k + 1u, (float)((hg_as_u32(t1) & 0x7fffffffu) > 0x7f800000u ? t1 : s * t1)); float t2 = load_lut(load_data(hg_at + 2u) & 255u); store_dst(hg_k + 2u, (float)((hg_as_u32(t2) & 0x7fffffffu) > 0x7f800000u ? t2 : s * t2)); float t3 = load_lut(load_data(hg_at + 3u) & 255u); store_dst(hg_k + 3u, (float)((hg_as_u32(t3) & 0x7fffffffu) > 0x7f800000u ? t3 : s * t3)); float t4 = load_lut(load_data(hg_at + 4u) & 255u); store_dst(hg_k + 4u, (float)((hg_as_u32(t4) & 0x7fffffffu) > 0x7f800000u ? t4 : s * t4)); float t5 = load_lut(load_data(hg_at + 5u) & 255u); store_dst(hg_k + 5u, (float)((hg_as_u32(t5) & 0x7fffffffu) > 0x7f800000u ? t5 : s * t5)); float t6 = load_lut(load_data(hg_at + 6u) & 255u); store_dst(hg_k + 6u, (float)((hg_as_u32(t6) & 0x7fffffffu) > 0x7f800000u ? t6 : s * t6)); float t7 = load_lut(load_data(hg_at + 7u) & 255u); store_dst(hg_k + 7u, (float)((hg_as_u32(t7) & 0x7fffffffu) > 0x7f800000u ? t7 : s * t7)); }
+    #endif
+
+                                    i = i + 8u * gb;
+                                }
+                            } else {
+                            }
+                        }
+                    }
+                    a = a + (nblk << kshift);
+                    if (a == ssize) {
+                        a = 0u;
+                        o = o + 1u;
                     }
                 }
             }

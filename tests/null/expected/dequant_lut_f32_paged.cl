@@ -145,6 +145,79 @@ __kernel __attribute__((reqd_work_group_size(64, 1, 1))) void dequant_lut_f32_pa
                         store_dst(k + shift, v);
                     }
                 }
+                if (inner == 1u && mode != 0u && (i & 7u) == 0u && (1u << kshift) >= 32u
+                    && (a & ((1u << kshift) - 1u)) == 0u && a < ssize) {
+                    uint p = o * omul + (a >> kshift);
+                    uint nblk = min(ssize - a, last - i) >> kshift;
+                    nblk = min(nblk, nparam - min(p, nparam));
+                    uint gb = 1u << (kshift - 3u);
+                    uint pend = p + nblk;
+                    if (bits == 4u) {
+                        for (; p < pend; p++) {
+                            if (mode == 1u) {
+                                uint at = p * 4u;
+                                uint w = load_scales(at) | (load_scales(at + 1u) << 8u)
+                                        | (load_scales(at + 2u) << 16u) | (load_scales(at + 3u) << 24u);
+                                // absmax must be finite and >= 0 (-0.0 included).
+                                if ((w & 0x7f800000u) == 0x7f800000u || w > 0x80000000u) store_err(0u, 1u);
+                                s = as_float(w);
+                            } else {
+                                uint e = load_scales(p);
+                                if (e == 0u || e == 255u) store_err(0u, 1u);
+                                s = as_float(e << 23u);
+                            }
+                            uint bat = doff + (i >> 3u) * bits;
+                            for (uint hg_j = 0u; hg_j < gb; hg_j++) { uint hg_at = bat + 4u * hg_j; uint hg_k = i + shift + 8u * hg_j; float t0 = load_lut(load_data(hg_at) & 15u); store_dst(hg_k, (float)((as_uint(t0) & 0x7fffffffu) > 0x7f800000u ? t0 : s * t0)); float t1 = load_lut((load_data(hg_at) >> 4u) & 15u); store_dst(hg_k + 1u, (float)((as_uint(t1) & 0x7fffffffu) > 0x7f800000u ? t1 : s * t1)); float t2 = load_lut(load_data(hg_at + 1u) & 15u); store_dst(hg_k + 2u, (float)((as_uint(t2) & 0x7fffffffu) > 0x7f800000u ? t2 : s * t2)); float t3 = load_lut((load_data(hg_at + 1u) >> 4u) & 15u); store_dst(hg_k + 3u, (float)((as_uint(t3) & 0x7fffffffu) > 0x7f800000u ? t3 : s * t3)); float t4 = load_lut(load_data(hg_at + 2u) & 15u); store_dst(hg_k + 4u, (float)((as_uint(t4) & 0x7fffffffu) > 0x7f800000u ? t4 : s * t4)); float t5 = load_lut((load_data(hg_at + 2u) >> 4u) & 15u); store_dst(hg_k + 5u, (float)((as_uint(t5) & 0x7fffffffu) > 0x7f800000u ? t5 : s * t5)); float t6 = load_lut(load_data(hg_at + 3u) & 15u); store_dst(hg_k + 6u, (float)((as_uint(t6) & 0x7fffffffu) > 0x7f800000u ? t6 : s * t6)); float t7 = load_lut((load_data(hg_at + 3u) >> 4u) & 15u); store_dst(hg_k + 7u, (float)((as_uint(t7) & 0x7fffffffu) > 0x7f800000u ? t7 : s * t7)); }
+                            i = i + 8u * gb;
+                        }
+                    } else {
+                        if (bits == 6u) {
+                            for (; p < pend; p++) {
+                                if (mode == 1u) {
+                                    uint at = p * 4u;
+                                    uint w = load_scales(at) | (load_scales(at + 1u) << 8u)
+                                            | (load_scales(at + 2u) << 16u) | (load_scales(at + 3u) << 24u);
+                                    // absmax must be finite and >= 0 (-0.0 included).
+                                    if ((w & 0x7f800000u) == 0x7f800000u || w > 0x80000000u) store_err(0u, 1u);
+                                    s = as_float(w);
+                                } else {
+                                    uint e = load_scales(p);
+                                    if (e == 0u || e == 255u) store_err(0u, 1u);
+                                    s = as_float(e << 23u);
+                                }
+                                uint bat = doff + (i >> 3u) * bits;
+                                for (uint hg_j = 0u; hg_j < gb; hg_j++) { uint hg_at = bat + 6u * hg_j; uint hg_k = i + shift + 8u * hg_j; float t0 = load_lut(load_data(hg_at) & 63u); store_dst(hg_k, (float)((as_uint(t0) & 0x7fffffffu) > 0x7f800000u ? t0 : s * t0)); float t1 = load_lut(((load_data(hg_at) | (load_data(hg_at + 1u) << 8u)) >> 6u) & 63u); store_dst(hg_k + 1u, (float)((as_uint(t1) & 0x7fffffffu) > 0x7f800000u ? t1 : s * t1)); float t2 = load_lut(((load_data(hg_at + 1u) | (load_data(hg_at + 2u) << 8u)) >> 4u) & 63u); store_dst(hg_k + 2u, (float)((as_uint(t2) & 0x7fffffffu) > 0x7f800000u ? t2 : s * t2)); float t3 = load_lut((load_data(hg_at + 2u) >> 2u) & 63u); store_dst(hg_k + 3u, (float)((as_uint(t3) & 0x7fffffffu) > 0x7f800000u ? t3 : s * t3)); float t4 = load_lut(load_data(hg_at + 3u) & 63u); store_dst(hg_k + 4u, (float)((as_uint(t4) & 0x7fffffffu) > 0x7f800000u ? t4 : s * t4)); float t5 = load_lut(((load_data(hg_at + 3u) | (load_data(hg_at + 4u) << 8u)) >> 6u) & 63u); store_dst(hg_k + 5u, (float)((as_uint(t5) & 0x7fffffffu) > 0x7f800000u ? t5 : s * t5)); float t6 = load_lut(((load_data(hg_at + 4u) | (load_data(hg_at + 5u) << 8u)) >> 4u) & 63u); store_dst(hg_k + 6u, (float)((as_uint(t6) & 0x7fffffffu) > 0x7f800000u ? t6 : s * t6)); float t7 = load_lut((load_data(hg_at + 5u) >> 2u) & 63u); store_dst(hg_k + 7u, (float)((as_uint(t7) & 0x7fffffffu) > 0x7f800000u ? t7 : s * t7)); }
+                                i = i + 8u * gb;
+                            }
+                        } else {
+                            if (bits == 8u) {
+                                for (; p < pend; p++) {
+                                    if (mode == 1u) {
+                                        uint at = p * 4u;
+                                        uint w = load_scales(at) | (load_scales(at + 1u) << 8u)
+                                                | (load_scales(at + 2u) << 16u) | (load_scales(at + 3u) << 24u);
+                                        // absmax must be finite and >= 0 (-0.0 included).
+                                        if ((w & 0x7f800000u) == 0x7f800000u || w > 0x80000000u) store_err(0u, 1u);
+                                        s = as_float(w);
+                                    } else {
+                                        uint e = load_scales(p);
+                                        if (e == 0u || e == 255u) store_err(0u, 1u);
+                                        s = as_float(e << 23u);
+                                    }
+                                    uint bat = doff + (i >> 3u) * bits;
+                                    for (uint hg_j = 0u; hg_j < gb; hg_j++) { uint hg_at = bat + 8u * hg_j; uint hg_k = i + shift + 8u * hg_j; float t0 = load_lut(load_data(hg_at) & 255u); store_dst(hg_k, (float)((as_uint(t0) & 0x7fffffffu) > 0x7f800000u ? t0 : s * t0)); float t1 = load_lut(load_data(hg_at + 1u) & 255u); store_dst(hg_k + 1u, (float)((as_uint(t1) & 0x7fffffffu) > 0x7f800000u ? t1 : s * t1)); float t2 = load_lut(load_data(hg_at + 2u) & 255u); store_dst(hg_k + 2u, (float)((as_uint(t2) & 0x7fffffffu) > 0x7f800000u ? t2 : s * t2)); float t3 = load_lut(load_data(hg_at + 3u) & 255u); store_dst(hg_k + 3u, (float)((as_uint(t3) & 0x7fffffffu) > 0x7f800000u ? t3 : s * t3)); float t4 = load_lut(load_data(hg_at + 4u) & 255u); store_dst(hg_k + 4u, (float)((as_uint(t4) & 0x7fffffffu) > 0x7f800000u ? t4 : s * t4)); float t5 = load_lut(load_data(hg_at + 5u) & 255u); store_dst(hg_k + 5u, (float)((as_uint(t5) & 0x7fffffffu) > 0x7f800000u ? t5 : s * t5)); float t6 = load_lut(load_data(hg_at + 6u) & 255u); store_dst(hg_k + 6u, (float)((as_uint(t6) & 0x7fffffffu) > 0x7f800000u ? t6 : s * t6)); float t7 = load_lut(load_data(hg_at + 7u) & 255u); store_dst(hg_k + 7u, (float)((as_uint(t7) & 0x7fffffffu) > 0x7f800000u ? t7 : s * t7)); }
+                                    i = i + 8u * gb;
+                                }
+                            } else {
+                            }
+                        }
+                    }
+                    a = a + (nblk << kshift);
+                    if (a == ssize) {
+                        a = 0u;
+                        o = o + 1u;
+                    }
+                }
             }
             else if (bits == 4u) {
                 if ((i & 1u) != 0u && i < end) {
@@ -335,6 +408,79 @@ __kernel __attribute__((reqd_work_group_size(64, 1, 1))) void dequant_lut_f32_pa
                         float v = load_lut(code);
                         if (mode != 0u && (as_uint(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
                         store_dst(k + shift, v);
+                    }
+                }
+                if (inner == 1u && mode != 0u && (i & 7u) == 0u && (1u << kshift) >= 32u
+                    && (a & ((1u << kshift) - 1u)) == 0u && a < ssize) {
+                    uint p = o * omul + (a >> kshift);
+                    uint nblk = min(ssize - a, last - i) >> kshift;
+                    nblk = min(nblk, nparam - min(p, nparam));
+                    uint gb = 1u << (kshift - 3u);
+                    uint pend = p + nblk;
+                    if (bits == 4u) {
+                        for (; p < pend; p++) {
+                            if (mode == 1u) {
+                                uint at = p * 4u;
+                                uint w = load_scales(at) | (load_scales(at + 1u) << 8u)
+                                        | (load_scales(at + 2u) << 16u) | (load_scales(at + 3u) << 24u);
+                                // absmax must be finite and >= 0 (-0.0 included).
+                                if ((w & 0x7f800000u) == 0x7f800000u || w > 0x80000000u) store_err(0u, 1u);
+                                s = as_float(w);
+                            } else {
+                                uint e = load_scales(p);
+                                if (e == 0u || e == 255u) store_err(0u, 1u);
+                                s = as_float(e << 23u);
+                            }
+                            uint bat = doff + (i >> 3u) * bits;
+                            for (uint hg_j = 0u; hg_j < gb; hg_j++) { uint hg_at = bat + 4u * hg_j; uint hg_k = i + shift + 8u * hg_j; float t0 = load_lut(load_data(hg_at) & 15u); store_dst(hg_k, (float)((as_uint(t0) & 0x7fffffffu) > 0x7f800000u ? t0 : s * t0)); float t1 = load_lut((load_data(hg_at) >> 4u) & 15u); store_dst(hg_k + 1u, (float)((as_uint(t1) & 0x7fffffffu) > 0x7f800000u ? t1 : s * t1)); float t2 = load_lut(load_data(hg_at + 1u) & 15u); store_dst(hg_k + 2u, (float)((as_uint(t2) & 0x7fffffffu) > 0x7f800000u ? t2 : s * t2)); float t3 = load_lut((load_data(hg_at + 1u) >> 4u) & 15u); store_dst(hg_k + 3u, (float)((as_uint(t3) & 0x7fffffffu) > 0x7f800000u ? t3 : s * t3)); float t4 = load_lut(load_data(hg_at + 2u) & 15u); store_dst(hg_k + 4u, (float)((as_uint(t4) & 0x7fffffffu) > 0x7f800000u ? t4 : s * t4)); float t5 = load_lut((load_data(hg_at + 2u) >> 4u) & 15u); store_dst(hg_k + 5u, (float)((as_uint(t5) & 0x7fffffffu) > 0x7f800000u ? t5 : s * t5)); float t6 = load_lut(load_data(hg_at + 3u) & 15u); store_dst(hg_k + 6u, (float)((as_uint(t6) & 0x7fffffffu) > 0x7f800000u ? t6 : s * t6)); float t7 = load_lut((load_data(hg_at + 3u) >> 4u) & 15u); store_dst(hg_k + 7u, (float)((as_uint(t7) & 0x7fffffffu) > 0x7f800000u ? t7 : s * t7)); }
+                            i = i + 8u * gb;
+                        }
+                    } else {
+                        if (bits == 6u) {
+                            for (; p < pend; p++) {
+                                if (mode == 1u) {
+                                    uint at = p * 4u;
+                                    uint w = load_scales(at) | (load_scales(at + 1u) << 8u)
+                                            | (load_scales(at + 2u) << 16u) | (load_scales(at + 3u) << 24u);
+                                    // absmax must be finite and >= 0 (-0.0 included).
+                                    if ((w & 0x7f800000u) == 0x7f800000u || w > 0x80000000u) store_err(0u, 1u);
+                                    s = as_float(w);
+                                } else {
+                                    uint e = load_scales(p);
+                                    if (e == 0u || e == 255u) store_err(0u, 1u);
+                                    s = as_float(e << 23u);
+                                }
+                                uint bat = doff + (i >> 3u) * bits;
+                                for (uint hg_j = 0u; hg_j < gb; hg_j++) { uint hg_at = bat + 6u * hg_j; uint hg_k = i + shift + 8u * hg_j; float t0 = load_lut(load_data(hg_at) & 63u); store_dst(hg_k, (float)((as_uint(t0) & 0x7fffffffu) > 0x7f800000u ? t0 : s * t0)); float t1 = load_lut(((load_data(hg_at) | (load_data(hg_at + 1u) << 8u)) >> 6u) & 63u); store_dst(hg_k + 1u, (float)((as_uint(t1) & 0x7fffffffu) > 0x7f800000u ? t1 : s * t1)); float t2 = load_lut(((load_data(hg_at + 1u) | (load_data(hg_at + 2u) << 8u)) >> 4u) & 63u); store_dst(hg_k + 2u, (float)((as_uint(t2) & 0x7fffffffu) > 0x7f800000u ? t2 : s * t2)); float t3 = load_lut((load_data(hg_at + 2u) >> 2u) & 63u); store_dst(hg_k + 3u, (float)((as_uint(t3) & 0x7fffffffu) > 0x7f800000u ? t3 : s * t3)); float t4 = load_lut(load_data(hg_at + 3u) & 63u); store_dst(hg_k + 4u, (float)((as_uint(t4) & 0x7fffffffu) > 0x7f800000u ? t4 : s * t4)); float t5 = load_lut(((load_data(hg_at + 3u) | (load_data(hg_at + 4u) << 8u)) >> 6u) & 63u); store_dst(hg_k + 5u, (float)((as_uint(t5) & 0x7fffffffu) > 0x7f800000u ? t5 : s * t5)); float t6 = load_lut(((load_data(hg_at + 4u) | (load_data(hg_at + 5u) << 8u)) >> 4u) & 63u); store_dst(hg_k + 6u, (float)((as_uint(t6) & 0x7fffffffu) > 0x7f800000u ? t6 : s * t6)); float t7 = load_lut((load_data(hg_at + 5u) >> 2u) & 63u); store_dst(hg_k + 7u, (float)((as_uint(t7) & 0x7fffffffu) > 0x7f800000u ? t7 : s * t7)); }
+                                i = i + 8u * gb;
+                            }
+                        } else {
+                            if (bits == 8u) {
+                                for (; p < pend; p++) {
+                                    if (mode == 1u) {
+                                        uint at = p * 4u;
+                                        uint w = load_scales(at) | (load_scales(at + 1u) << 8u)
+                                                | (load_scales(at + 2u) << 16u) | (load_scales(at + 3u) << 24u);
+                                        // absmax must be finite and >= 0 (-0.0 included).
+                                        if ((w & 0x7f800000u) == 0x7f800000u || w > 0x80000000u) store_err(0u, 1u);
+                                        s = as_float(w);
+                                    } else {
+                                        uint e = load_scales(p);
+                                        if (e == 0u || e == 255u) store_err(0u, 1u);
+                                        s = as_float(e << 23u);
+                                    }
+                                    uint bat = doff + (i >> 3u) * bits;
+                                    for (uint hg_j = 0u; hg_j < gb; hg_j++) { uint hg_at = bat + 8u * hg_j; uint hg_k = i + shift + 8u * hg_j; float t0 = load_lut(load_data(hg_at) & 255u); store_dst(hg_k, (float)((as_uint(t0) & 0x7fffffffu) > 0x7f800000u ? t0 : s * t0)); float t1 = load_lut(load_data(hg_at + 1u) & 255u); store_dst(hg_k + 1u, (float)((as_uint(t1) & 0x7fffffffu) > 0x7f800000u ? t1 : s * t1)); float t2 = load_lut(load_data(hg_at + 2u) & 255u); store_dst(hg_k + 2u, (float)((as_uint(t2) & 0x7fffffffu) > 0x7f800000u ? t2 : s * t2)); float t3 = load_lut(load_data(hg_at + 3u) & 255u); store_dst(hg_k + 3u, (float)((as_uint(t3) & 0x7fffffffu) > 0x7f800000u ? t3 : s * t3)); float t4 = load_lut(load_data(hg_at + 4u) & 255u); store_dst(hg_k + 4u, (float)((as_uint(t4) & 0x7fffffffu) > 0x7f800000u ? t4 : s * t4)); float t5 = load_lut(load_data(hg_at + 5u) & 255u); store_dst(hg_k + 5u, (float)((as_uint(t5) & 0x7fffffffu) > 0x7f800000u ? t5 : s * t5)); float t6 = load_lut(load_data(hg_at + 6u) & 255u); store_dst(hg_k + 6u, (float)((as_uint(t6) & 0x7fffffffu) > 0x7f800000u ? t6 : s * t6)); float t7 = load_lut(load_data(hg_at + 7u) & 255u); store_dst(hg_k + 7u, (float)((as_uint(t7) & 0x7fffffffu) > 0x7f800000u ? t7 : s * t7)); }
+                                    i = i + 8u * gb;
+                                }
+                            } else {
+                            }
+                        }
+                    }
+                    a = a + (nblk << kshift);
+                    if (a == ssize) {
+                        a = 0u;
+                        o = o + 1u;
                     }
                 }
             }
