@@ -191,7 +191,7 @@ void {name}(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0, int64_t hg_
 # only look codes up: f32 by the permutes, 16-bit outputs 32 codes at a time by byte shuffles
 # (hg_s8_sh32) of tables of the entries' low and high bytes (both 128-bit lanes hold all 16).
 # hg_s8_run is always inlined so that the code width is a constant. An output larger than
-# HG_STREAM_BYTES (the cpu backend passes the last-level cache size) is written with
+# HG_STREAM_BYTES (the cpu backend passes its cache size, see _stream_bytes) is written with
 # non-temporal stores where aligned: no read of each line before it is overwritten (an output
 # that fits the cache is faster with plain stores); the entry fences them before its items
 # count as done.
