@@ -16,6 +16,7 @@ import os
 import re
 import socket
 import ssl
+import stat
 import struct
 import threading
 import weakref
@@ -93,6 +94,77 @@ def _unknown(key: str) -> Refused:
 
 
 # -- sources ---------------------------------------------------------------------------------
+_Stamp = tuple[int, int, int, int]  # a file's (st_dev, st_ino, st_size, st_mtime_ns)
+
+
+class _Files:
+    """Open ``.hrry`` files by path, each with the tensors read from it so far.
+
+    A file is stat'ed on every lookup and reopened when its (device, inode, size, mtime)
+    differ from those it was opened with: a file replaced on disk (the server's own PUT
+    rewrite included) or rewritten in place is seen by the next lookup, and its old tensors
+    are dropped with its old map. While the file is unchanged, a key returns the very same
+    Tensor (zero-copy views of the map), so a prepared reply holds (see _Reply) and a repeated
+    get does not decode the descriptor again.
+    """
+
+    def __init__(self) -> None:
+        self._open: dict[str, tuple[_Stamp, HrryFile, dict[str, Tensor]]] = {}
+        self._lock = threading.Lock()  # HrryFile builds its order tables lazily, unlocked
+
+    def opened(self, path: str) -> tuple[_Stamp, HrryFile, dict[str, Tensor]] | None:
+        """(stamp, open file, tensors read) of the file at ``path`` as it is on disk now;
+        None when there is no such regular file."""
+        try:
+            info = os.stat(path)
+        except OSError:
+            return None
+        if not stat.S_ISREG(info.st_mode):
+            return None
+        stamp = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+        with self._lock:
+            known = self._open.get(path)
+            if known is None or known[0] != stamp:
+                known = self._open[path] = (stamp, open_file(path), {})
+            return known
+
+    def tensor(self, path: str, name: str) -> Tensor | None:
+        """Tensor ``name`` of the file at ``path``; None when the file or the name is not
+        there."""
+        opened = self.opened(path)
+        if opened is None or name not in opened[1]:
+            return None
+        with self._lock:
+            t = opened[2].get(name)
+            if t is None:
+                t = opened[2][name] = opened[1].read(name)
+            return t
+
+    def others(self, path: str, name: str) -> tuple[HrryFile | None, dict[str, Any]]:
+        """The open file at ``path`` (None when there is none) and every top-level tensor
+        in it but ``name``: what a PUT's rewrite keeps, all from the same open file."""
+        opened = self.opened(path)
+        if opened is None:
+            return None, {}
+        with self._lock:
+            hrry, held = opened[1], opened[2]
+            for n in hrry.top_level_names():
+                if n != name and n not in held:
+                    held[n] = hrry.read(n)
+            return hrry, {n: held[n] for n in hrry.top_level_names() if n != name}
+
+    def held(self, path: str, name: str) -> Tensor | None:
+        """The tensor already read for ``name`` from the file at ``path`` (no stat)."""
+        opened = self._open.get(path)
+        return None if opened is None else opened[2].get(name)
+
+    def close(self) -> None:
+        with self._lock:
+            for _, hrry, _ in self._open.values():
+                hrry.close()
+            self._open.clear()
+
+
 class _Directory:
     """``.hrry`` files under a root, keyed ``<relative file path>/<tensor name>``; with
     ``writable``, a PUT of such a key writes the tensor into that file (see :meth:`put`)."""
@@ -100,8 +172,7 @@ class _Directory:
     def __init__(self, root: str, writable: bool = False) -> None:
         self.root = os.path.realpath(root)
         self.writable = writable
-        self._open: dict[str, tuple[tuple[int, int, int], HrryFile]] = {}
-        self._lock = threading.Lock()
+        self._files = _Files()
         self._writing = threading.Lock()  # one rewrite at a time; readers never wait on it
 
     def _split(self, key: str) -> tuple[str, str] | None:
@@ -123,11 +194,12 @@ class _Directory:
 
     def lookup(self, key: str) -> Tensor | None:
         found = self._split(key)
-        hrry = None if found is None else self._file(found[0])
-        if found is None or hrry is None or found[1] not in hrry:
-            return None
-        with self._lock:  # HrryFile builds its order tables lazily, unlocked
-            return hrry.read(found[1])
+        return None if found is None else self._files.tensor(*found)
+
+    def held(self, key: str) -> Tensor | None:
+        """The tensor the last lookup of ``key`` returned, if it is still held."""
+        found = self._split(key)
+        return None if found is None else self._files.held(*found)
 
     def put(self, key: str, t: Tensor) -> bool:
         """Write a pushed ``<file>.hrry/<name>`` tensor into that file; False for other keys.
@@ -147,10 +219,7 @@ class _Directory:
         with self._writing:
             try:
                 os.makedirs(os.path.dirname(path), exist_ok=True)
-                old = self._file(path)
-                with self._lock:  # the lazy order tables again (see lookup)
-                    tensors: dict[str, Any] = {} if old is None else {
-                        n: old.read(n) for n in old.top_level_names() if n != name}
+                old, tensors = self._files.others(path, name)
                 tensors[name] = t
                 save(path, tensors, None if old is None else old.metadata,
                      alignment=DEFAULT_ALIGNMENT if old is None else old.header.alignment)
@@ -160,42 +229,30 @@ class _Directory:
                               ) from exc
         return True
 
-    def _file(self, path: str) -> HrryFile | None:
-        try:
-            info = os.stat(path)
-        except OSError:
-            return None
-        if not os.path.isfile(path):
-            return None
-        stamp = (info.st_ino, info.st_size, info.st_mtime_ns)
-        with self._lock:
-            known = self._open.get(path)
-            if known is not None and known[0] == stamp:
-                return known[1]
-            hrry = open_file(path)  # a file replaced on disk is reopened
-            self._open[path] = (stamp, hrry)
-            return hrry
-
     def close(self) -> None:
-        with self._lock:
-            for _, hrry in self._open.values():
-                hrry.close()
-            self._open.clear()
+        self._files.close()
 
 
 class _File:
+    """One ``.hrry`` file; its tensor names are the keys."""
+
     def __init__(self, path: str) -> None:
-        self.hrry = open_file(path)
-        self._lock = threading.Lock()
+        self.path = path
+        self._files = _Files()
+        os.stat(path)  # opened now: a missing (OSError) or malformed file fails serve()
+        if self._files.opened(path) is None:
+            raise UnsupportedOpError(f"{path} is not a regular file",
+                                     fix="serve a .hrry file, or a directory of them.")
 
     def lookup(self, key: str) -> Tensor | None:
-        if key not in self.hrry:
-            return None
-        with self._lock:  # HrryFile builds its order tables lazily, unlocked
-            return self.hrry.read(key)
+        return self._files.tensor(self.path, key)
+
+    def held(self, key: str) -> Tensor | None:
+        """The tensor the last lookup of ``key`` returned, if it is still held."""
+        return self._files.held(self.path, key)
 
     def close(self) -> None:
-        self.hrry.close()
+        self._files.close()
 
 
 class _KV:
@@ -407,8 +464,9 @@ class _Reply:
     data as (buffer, start, stop) views of the tensor's host buffers.
 
     Valid while the server's lookup of ``key`` returns this very tensor (a PUT or any other
-    replacement of the key is a miss); the tensor is held weakly, so a replaced tensor's
-    memory is not kept alive by the cache.
+    replacement of the key is a miss; a ``.hrry`` source returns the same tensor only while
+    its file is unchanged on disk, see _Files); the tensor is held weakly, so a replaced
+    tensor's memory (or map) is not kept alive by the cache.
     """
 
     __slots__ = ("key", "tensor", "plan", "stamps")
@@ -749,7 +807,8 @@ class _Session:
         # A stored tensor sent as it is (no transcode, copy or shard) from host memory is
         # answered from a prepared reply, now and for the same request again (see _Reply).
         if t is found and shard == (0, 1) and all(b.is_host for n in nodes for b in n.buffers) \
-                and any(isinstance(s, dict) and s.get(request.key) is t for s in server._sources):
+                and any((s.get(request.key) if isinstance(s, dict) else s.held(request.key))
+                        is t for s in server._sources if not isinstance(s, _KV)):
             reply = _Reply(request.key, t, raw_of, self.conn.frame_bytes)
             views = reply.pieces(sid, server) if len(reply.plan) <= _REPLY_PIECES else None
             if views is not None:
