@@ -70,7 +70,10 @@ PER_FILE_CAP = 800
 #   headers, valid while the key names the same tensor, held weakly), the client's checked
 #   descriptor plans and small-call tensor builds, non-blocking plain sockets polled only when
 #   a call would block (no per-call timeout ioctl and poll).
-TOTAL_BUDGET = 36_797
+# - +25: prepared replies for .hrry sources: the tensors read are kept per file identity
+#   (device, inode, size, mtime; a replaced or rewritten file is reopened, a served single file
+#   too), and a header read takes the rest of itself from the read-ahead in the same call.
+TOTAL_BUDGET = 36_822
 PACKAGES = ("hurray_gpu", "vyre")
 
 

@@ -97,8 +97,8 @@ def _unknown(key: str) -> Refused:
 _Stamp = tuple[int, int, int, int]  # a file's (st_dev, st_ino, st_size, st_mtime_ns)
 
 
-class _Files:
-    """Open ``.hrry`` files by path, each with the tensors read from it so far.
+class _File:
+    """One ``.hrry`` file, its tensor names the keys; the base of :class:`_Directory`.
 
     A file is stat'ed on every lookup and reopened when its (device, inode, size, mtime)
     differ from those it was opened with: a file replaced on disk (the server's own PUT
@@ -108,9 +108,31 @@ class _Files:
     get does not decode the descriptor again.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, path: str) -> None:
+        self.path = path
         self._open: dict[str, tuple[_Stamp, HrryFile, dict[str, Tensor]]] = {}
         self._lock = threading.Lock()  # HrryFile builds its order tables lazily, unlocked
+
+    def _split(self, key: str) -> tuple[str, str] | None:
+        """(file path, tensor name) of a key."""
+        return self.path, key
+
+    def lookup(self, key: str) -> Tensor | None:
+        found = self._split(key)
+        opened = None if found is None else self.opened(found[0])
+        if found is None or opened is None or found[1] not in opened[1]:
+            return None
+        with self._lock:
+            t = opened[2].get(found[1])
+            if t is None:
+                t = opened[2][found[1]] = opened[1].read(found[1])
+            return t
+
+    def held(self, key: str) -> Tensor | None:
+        """What the last lookup of ``key`` returned, if it is still held (no stat)."""
+        found = self._split(key)
+        opened = None if found is None else self._open.get(found[0])
+        return None if found is None or opened is None else opened[2].get(found[1])
 
     def opened(self, path: str) -> tuple[_Stamp, HrryFile, dict[str, Tensor]] | None:
         """(stamp, open file, tensors read) of the file at ``path`` as it is on disk now;
@@ -128,36 +150,6 @@ class _Files:
                 known = self._open[path] = (stamp, open_file(path), {})
             return known
 
-    def tensor(self, path: str, name: str) -> Tensor | None:
-        """Tensor ``name`` of the file at ``path``; None when the file or the name is not
-        there."""
-        opened = self.opened(path)
-        if opened is None or name not in opened[1]:
-            return None
-        with self._lock:
-            t = opened[2].get(name)
-            if t is None:
-                t = opened[2][name] = opened[1].read(name)
-            return t
-
-    def others(self, path: str, name: str) -> tuple[HrryFile | None, dict[str, Any]]:
-        """The open file at ``path`` (None when there is none) and every top-level tensor
-        in it but ``name``: what a PUT's rewrite keeps, all from the same open file."""
-        opened = self.opened(path)
-        if opened is None:
-            return None, {}
-        with self._lock:
-            hrry, held = opened[1], opened[2]
-            for n in hrry.top_level_names():
-                if n != name and n not in held:
-                    held[n] = hrry.read(n)
-            return hrry, {n: held[n] for n in hrry.top_level_names() if n != name}
-
-    def held(self, path: str, name: str) -> Tensor | None:
-        """The tensor already read for ``name`` from the file at ``path`` (no stat)."""
-        opened = self._open.get(path)
-        return None if opened is None else opened[2].get(name)
-
     def close(self) -> None:
         with self._lock:
             for _, hrry, _ in self._open.values():
@@ -165,14 +157,13 @@ class _Files:
             self._open.clear()
 
 
-class _Directory:
+class _Directory(_File):
     """``.hrry`` files under a root, keyed ``<relative file path>/<tensor name>``; with
     ``writable``, a PUT of such a key writes the tensor into that file (see :meth:`put`)."""
 
     def __init__(self, root: str, writable: bool = False) -> None:
-        self.root = os.path.realpath(root)
-        self.writable = writable
-        self._files = _Files()
+        super().__init__(os.path.realpath(root))
+        self.root, self.writable = self.path, writable
         self._writing = threading.Lock()  # one rewrite at a time; readers never wait on it
 
     def _split(self, key: str) -> tuple[str, str] | None:
@@ -192,15 +183,6 @@ class _Directory:
                 return path, "/".join(parts[i + 1:])
         return None
 
-    def lookup(self, key: str) -> Tensor | None:
-        found = self._split(key)
-        return None if found is None else self._files.tensor(*found)
-
-    def held(self, key: str) -> Tensor | None:
-        """The tensor the last lookup of ``key`` returned, if it is still held."""
-        found = self._split(key)
-        return None if found is None else self._files.held(*found)
-
     def put(self, key: str, t: Tensor) -> bool:
         """Write a pushed ``<file>.hrry/<name>`` tensor into that file; False for other keys.
 
@@ -219,8 +201,14 @@ class _Directory:
         with self._writing:
             try:
                 os.makedirs(os.path.dirname(path), exist_ok=True)
-                old, tensors = self._files.others(path, name)
+                opened = self.opened(path)
+                tensors: dict[str, Any] = {}
+                if opened is not None:
+                    with self._lock:  # the lazy order tables again; one open file for all
+                        tensors = {n: opened[2][n] if n in opened[2] else opened[1].read(n)
+                                   for n in opened[1].top_level_names() if n != name}
                 tensors[name] = t
+                old = None if opened is None else opened[1]
                 save(path, tensors, None if old is None else old.metadata,
                      alignment=DEFAULT_ALIGNMENT if old is None else old.header.alignment)
             except OSError as exc:
@@ -228,31 +216,6 @@ class _Directory:
                               fix="check the served directory's free space and permissions."
                               ) from exc
         return True
-
-    def close(self) -> None:
-        self._files.close()
-
-
-class _File:
-    """One ``.hrry`` file; its tensor names are the keys."""
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self._files = _Files()
-        os.stat(path)  # opened now: a missing (OSError) or malformed file fails serve()
-        if self._files.opened(path) is None:
-            raise UnsupportedOpError(f"{path} is not a regular file",
-                                     fix="serve a .hrry file, or a directory of them.")
-
-    def lookup(self, key: str) -> Tensor | None:
-        return self._files.tensor(self.path, key)
-
-    def held(self, key: str) -> Tensor | None:
-        """The tensor the last lookup of ``key`` returned, if it is still held."""
-        return self._files.held(self.path, key)
-
-    def close(self) -> None:
-        self._files.close()
 
 
 class _KV:
@@ -350,7 +313,12 @@ def _open_source(item: Any, writable: bool) -> Any:
         path = os.fspath(item)
         if os.path.isdir(path):
             return _Directory(path, writable)
-        return _File(path)
+        os.stat(path)  # a missing file fails serve() here (OSError), a malformed one below
+        source = _File(path)
+        if source.opened(path) is None:
+            raise UnsupportedOpError(f"{path} is not a regular file",
+                                     fix="serve a .hrry file, or a directory of them.")
+        return source
     raise UnsupportedOpError(f"cannot serve a {type(item).__name__}",
                              fix="pass a .hrry path, a directory, a dict of Tensors, a "
                                  "PagedKVCache, or a list of those.")
@@ -465,7 +433,7 @@ class _Reply:
 
     Valid while the server's lookup of ``key`` returns this very tensor (a PUT or any other
     replacement of the key is a miss; a ``.hrry`` source returns the same tensor only while
-    its file is unchanged on disk, see _Files); the tensor is held weakly, so a replaced
+    its file is unchanged on disk, see _File); the tensor is held weakly, so a replaced
     tensor's memory (or map) is not kept alive by the cache.
     """
 
@@ -807,7 +775,7 @@ class _Session:
         # A stored tensor sent as it is (no transcode, copy or shard) from host memory is
         # answered from a prepared reply, now and for the same request again (see _Reply).
         if t is found and shard == (0, 1) and all(b.is_host for n in nodes for b in n.buffers) \
-                and any((s.get(request.key) if isinstance(s, dict) else s.held(request.key))
+                and any((s.held(request.key) if isinstance(s, _File) else s.get(request.key))
                         is t for s in server._sources if not isinstance(s, _KV)):
             reply = _Reply(request.key, t, raw_of, self.conn.frame_bytes)
             views = reply.pieces(sid, server) if len(reply.plan) <= _REPLY_PIECES else None
