@@ -16,6 +16,7 @@ import os
 import re
 import socket
 import ssl
+import stat
 import struct
 import threading
 import weakref
@@ -93,15 +94,76 @@ def _unknown(key: str) -> Refused:
 
 
 # -- sources ---------------------------------------------------------------------------------
-class _Directory:
+_Stamp = tuple[int, int, int, int]  # a file's (st_dev, st_ino, st_size, st_mtime_ns)
+
+
+class _File:
+    """One ``.hrry`` file, its tensor names the keys; the base of :class:`_Directory`.
+
+    A file is stat'ed on every lookup and reopened when its (device, inode, size, mtime)
+    differ from those it was opened with: a file replaced on disk (the server's own PUT
+    rewrite included) or rewritten in place is seen by the next lookup, and its old tensors
+    are dropped with its old map. While the file is unchanged, a key returns the very same
+    Tensor (zero-copy views of the map), so a prepared reply holds (see _Reply) and a repeated
+    get does not decode the descriptor again.
+    """
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._open: dict[str, tuple[_Stamp, HrryFile, dict[str, Tensor]]] = {}
+        self._lock = threading.Lock()  # HrryFile builds its order tables lazily, unlocked
+
+    def _split(self, key: str) -> tuple[str, str] | None:
+        """(file path, tensor name) of a key."""
+        return self.path, key
+
+    def lookup(self, key: str) -> Tensor | None:
+        found = self._split(key)
+        opened = None if found is None else self.opened(found[0])
+        if found is None or opened is None or found[1] not in opened[1]:
+            return None
+        with self._lock:
+            t = opened[2].get(found[1])
+            if t is None:
+                t = opened[2][found[1]] = opened[1].read(found[1])
+            return t
+
+    def held(self, key: str) -> Tensor | None:
+        """What the last lookup of ``key`` returned, if it is still held (no stat)."""
+        found = self._split(key)
+        opened = None if found is None else self._open.get(found[0])
+        return None if found is None or opened is None else opened[2].get(found[1])
+
+    def opened(self, path: str) -> tuple[_Stamp, HrryFile, dict[str, Tensor]] | None:
+        """(stamp, open file, tensors read) of the file at ``path`` as it is on disk now;
+        None when there is no such regular file."""
+        try:
+            info = os.stat(path)
+        except OSError:
+            return None
+        if not stat.S_ISREG(info.st_mode):
+            return None
+        stamp = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+        with self._lock:
+            known = self._open.get(path)
+            if known is None or known[0] != stamp:
+                known = self._open[path] = (stamp, open_file(path), {})
+            return known
+
+    def close(self) -> None:
+        with self._lock:
+            for _, hrry, _ in self._open.values():
+                hrry.close()
+            self._open.clear()
+
+
+class _Directory(_File):
     """``.hrry`` files under a root, keyed ``<relative file path>/<tensor name>``; with
     ``writable``, a PUT of such a key writes the tensor into that file (see :meth:`put`)."""
 
     def __init__(self, root: str, writable: bool = False) -> None:
-        self.root = os.path.realpath(root)
-        self.writable = writable
-        self._open: dict[str, tuple[tuple[int, int, int], HrryFile]] = {}
-        self._lock = threading.Lock()
+        super().__init__(os.path.realpath(root))
+        self.root, self.writable = self.path, writable
         self._writing = threading.Lock()  # one rewrite at a time; readers never wait on it
 
     def _split(self, key: str) -> tuple[str, str] | None:
@@ -121,14 +183,6 @@ class _Directory:
                 return path, "/".join(parts[i + 1:])
         return None
 
-    def lookup(self, key: str) -> Tensor | None:
-        found = self._split(key)
-        hrry = None if found is None else self._file(found[0])
-        if found is None or hrry is None or found[1] not in hrry:
-            return None
-        with self._lock:  # HrryFile builds its order tables lazily, unlocked
-            return hrry.read(found[1])
-
     def put(self, key: str, t: Tensor) -> bool:
         """Write a pushed ``<file>.hrry/<name>`` tensor into that file; False for other keys.
 
@@ -147,11 +201,14 @@ class _Directory:
         with self._writing:
             try:
                 os.makedirs(os.path.dirname(path), exist_ok=True)
-                old = self._file(path)
-                with self._lock:  # the lazy order tables again (see lookup)
-                    tensors: dict[str, Any] = {} if old is None else {
-                        n: old.read(n) for n in old.top_level_names() if n != name}
+                opened = self.opened(path)
+                tensors: dict[str, Any] = {}
+                if opened is not None:
+                    with self._lock:  # the lazy order tables again; one open file for all
+                        tensors = {n: opened[2][n] if n in opened[2] else opened[1].read(n)
+                                   for n in opened[1].top_level_names() if n != name}
                 tensors[name] = t
+                old = None if opened is None else opened[1]
                 save(path, tensors, None if old is None else old.metadata,
                      alignment=DEFAULT_ALIGNMENT if old is None else old.header.alignment)
             except OSError as exc:
@@ -159,43 +216,6 @@ class _Directory:
                               fix="check the served directory's free space and permissions."
                               ) from exc
         return True
-
-    def _file(self, path: str) -> HrryFile | None:
-        try:
-            info = os.stat(path)
-        except OSError:
-            return None
-        if not os.path.isfile(path):
-            return None
-        stamp = (info.st_ino, info.st_size, info.st_mtime_ns)
-        with self._lock:
-            known = self._open.get(path)
-            if known is not None and known[0] == stamp:
-                return known[1]
-            hrry = open_file(path)  # a file replaced on disk is reopened
-            self._open[path] = (stamp, hrry)
-            return hrry
-
-    def close(self) -> None:
-        with self._lock:
-            for _, hrry in self._open.values():
-                hrry.close()
-            self._open.clear()
-
-
-class _File:
-    def __init__(self, path: str) -> None:
-        self.hrry = open_file(path)
-        self._lock = threading.Lock()
-
-    def lookup(self, key: str) -> Tensor | None:
-        if key not in self.hrry:
-            return None
-        with self._lock:  # HrryFile builds its order tables lazily, unlocked
-            return self.hrry.read(key)
-
-    def close(self) -> None:
-        self.hrry.close()
 
 
 class _KV:
@@ -293,7 +313,12 @@ def _open_source(item: Any, writable: bool) -> Any:
         path = os.fspath(item)
         if os.path.isdir(path):
             return _Directory(path, writable)
-        return _File(path)
+        os.stat(path)  # a missing file fails serve() here (OSError), a malformed one below
+        source = _File(path)
+        if source.opened(path) is None:
+            raise UnsupportedOpError(f"{path} is not a regular file",
+                                     fix="serve a .hrry file, or a directory of them.")
+        return source
     raise UnsupportedOpError(f"cannot serve a {type(item).__name__}",
                              fix="pass a .hrry path, a directory, a dict of Tensors, a "
                                  "PagedKVCache, or a list of those.")
@@ -407,8 +432,9 @@ class _Reply:
     data as (buffer, start, stop) views of the tensor's host buffers.
 
     Valid while the server's lookup of ``key`` returns this very tensor (a PUT or any other
-    replacement of the key is a miss); the tensor is held weakly, so a replaced tensor's
-    memory is not kept alive by the cache.
+    replacement of the key is a miss; a ``.hrry`` source returns the same tensor only while
+    its file is unchanged on disk, see _File); the tensor is held weakly, so a replaced
+    tensor's memory (or map) is not kept alive by the cache.
     """
 
     __slots__ = ("key", "tensor", "plan", "stamps")
@@ -749,7 +775,8 @@ class _Session:
         # A stored tensor sent as it is (no transcode, copy or shard) from host memory is
         # answered from a prepared reply, now and for the same request again (see _Reply).
         if t is found and shard == (0, 1) and all(b.is_host for n in nodes for b in n.buffers) \
-                and any(isinstance(s, dict) and s.get(request.key) is t for s in server._sources):
+                and any((s.held(request.key) if isinstance(s, _File) else s.get(request.key))
+                        is t for s in server._sources if not isinstance(s, _KV)):
             reply = _Reply(request.key, t, raw_of, self.conn.frame_bytes)
             views = reply.pieces(sid, server) if len(reply.plan) <= _REPLY_PIECES else None
             if views is not None:

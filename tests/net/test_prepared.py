@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gc
 import weakref
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -128,3 +129,50 @@ def test_the_client_remembers_plans_per_descriptor_message(start: Start) -> None
         server.registry["a"] = hg.from_numpy(large.reshape(64, 128))
         got = client.get("a")
         assert got.shape == (64, 128) and np.array_equal(got.numpy().reshape(-1), large)
+
+
+def _hrry(path: Path, **arrays: np.ndarray) -> None:
+    hg.save(path, {k: hg.from_numpy(a) for k, a in arrays.items()})
+
+
+@pytest.mark.parametrize("served", ["directory", "file"])
+def test_a_changed_hrry_file_is_seen_by_the_next_repeated_get(start: Start, tmp_path: Path,
+                                                              served: str) -> None:
+    """A key of a ``.hrry`` source names the very same tensor while its file is unchanged
+    (so repeats take the prepared reply), and the next get after the file is replaced
+    (the server's own PUT rewrite, or hg.save from outside) or rewritten in place (another
+    size) returns the new bytes; the old map's tensor is then no longer held."""
+    root = tmp_path / "d"
+    root.mkdir()
+    path = root / "m.hrry"
+    _hrry(path, w=_bytes(10, 70_000), other=_bytes(11, 100))
+    server, _ = start(root if served == "directory" else path, writable=True)
+    key = "m.hrry/w" if served == "directory" else "w"
+    first = server.lookup(key)
+    assert server.lookup(key) is first
+    old = weakref.ref(first)
+    del first
+    with hg.connect(server.url) as client:
+        for _ in range(3):
+            assert np.array_equal(client.get(key).numpy(), _bytes(10, 70_000))
+        if served == "directory":  # the server's atomic rewrite, same shape, other bytes
+            client.put(key, hg.from_numpy(_bytes(12, 70_000)))
+            assert np.array_equal(client.get(key).numpy(), _bytes(12, 70_000))
+            assert np.array_equal(client.get("m.hrry/other").numpy(), _bytes(11, 100))
+        gc.collect()
+        assert old() is None or served == "file"
+        _hrry(path, w=_bytes(13, 70_000))  # replaced from outside (a new inode)
+        for _ in range(2):
+            assert np.array_equal(client.get(key).numpy(), _bytes(13, 70_000))
+        gc.collect()
+        assert old() is None
+        _hrry(tmp_path / "next.hrry", w=_bytes(14, 50_000))
+        with open(path, "r+b") as f:  # rewritten in place: same inode, another size
+            f.truncate(0)
+            f.write((tmp_path / "next.hrry").read_bytes())
+        for _ in range(2):
+            assert np.array_equal(client.get(key).numpy(), _bytes(14, 50_000))
+        path.unlink()
+        with pytest.raises(hg.RemoteError) as err:
+            client.get(key)
+        assert err.value.code == P.ErrorCode.UNKNOWN_TENSOR
