@@ -380,7 +380,7 @@ def _hoisted(element: Element, variant: Variant, kind: str, lookup: Piece) -> Pi
     general = _general(element, variant, kind)
     build = "" if element.table else Piece("table build", """
         if ($rebuild) {
-            for (u32 c = 0u; c < 16u; c++) {
+            for (u32 c = 0u; c < (1u << bits); c++) {
                 $one
             }
             built = 1u;
@@ -389,7 +389,7 @@ def _hoisted(element: Element, variant: Variant, kind: str, lookup: Piece) -> Pi
                                                  Element(element.formula, element.unscaled)))
     def s8(at: str, groups: str) -> dict[str, str]:
         return {f"s{b}": f"SCALE8_{kind.upper()}(dst, {variant.dst_k}, {element.table or 'tf'}, "
-                f"data, {at}, {b}, s, n, {groups});" if element.table or b == 4 else ""
+                f"data, {at}, {b}, s, n, {groups});" if element.table or b != 6 else ""
                 for b in (4, 6, 8)}
 
     widths: Piece | str = ""
@@ -426,7 +426,7 @@ def dequant_kernel(scheme: Scheme, kind: str, variant: Variant, *, suffix: str =
     params = (buf("dst", DST_TYPES[kind], "w"), *(scheme.inputs if inputs is None else inputs),
               *(p for p in scheme.scalars if p.name not in variant.drops), *extra)
     if not variant.code_at and any(not e.table for e in scheme.elements):
-        fields.setdefault("private", (("tf", "f32", 16),))
+        fields.setdefault("private", (("tf", "f32", 256),))
     return compose_kernel(body, name=f"dequant_{scheme.family}_{kind}{suffix}", params=params,
                           **fields)
 
@@ -558,7 +558,7 @@ _AFFINE_ELEMENT = Element(Piece("affine element", """
             // Branch-free sign extension: random signs would mispredict a branch.
             i32 q = I32(code << sx) >> sx;
             $store
-"""), AFFINE_RESULT, scaled="bits == 4u", unscaled=AFFINE_UNSCALED,
+"""), AFFINE_RESULT, scaled="bits == 4u || bits == 8u", unscaled=AFFINE_UNSCALED,
     # T depends on the zero point only: built once per item without per-block ones.
     rebuild="zmode != 0u || built == 0u")
 
@@ -663,7 +663,7 @@ _LUT_ELEMENT = Element(Piece("lut element", """
 """), "v", "chk == 0u", "if (chk != 0u && (code == 0u || code == 255u)) STORE(err, 0u, 1u);",
     # T = lut (mode 0: s is 1.0, exact for every table value, none of which is subnormal);
     # 8-bit unpacking keeps its byte loop, which compilers vectorise.
-    scaled="chk == 0u && (bits == 4u || bits == 6u || (bits == 8u && mode != 0u))", table="lut")
+    scaled="chk == 0u && (bits == 4u || bits == 6u || bits == 8u)", table="lut")
 
 
 def lut_kernel_name(out: str) -> str:
