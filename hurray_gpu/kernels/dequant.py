@@ -296,8 +296,8 @@ class Element:
     check: str = ""  # (which skip it) run only then; a per-code test of the general loop
     # A condition (on 4- or 8-bit codes) under which ``value`` is ``s * T(code)`` (a NaN T
     # kept): T is ``table``'s buffer (2^bits entries), or when that is "" ``unscaled`` (``value``
-    # without the factor s) of the 16 4-bit codes, built into ``tf`` when ``rebuild`` holds
-    # (the prelude declares ``built``, set to 1 by a build).
+    # without the factor s) of the 2^bits codes (16 or 256), built into ``tf`` when ``rebuild``
+    # holds (the prelude declares ``built``, set to 1 by a build).
     scaled: str = "0u != 0u"
     table: str = ""
     unscaled: str = ""
@@ -558,9 +558,10 @@ _AFFINE_ELEMENT = Element(Piece("affine element", """
             // Branch-free sign extension: random signs would mispredict a branch.
             i32 q = I32(code << sx) >> sx;
             $store
-"""), AFFINE_RESULT, scaled="bits == 4u || bits == 8u", unscaled=AFFINE_UNSCALED,
-    # T depends on the zero point only: built once per item without per-block ones.
-    rebuild="zmode != 0u || built == 0u")
+"""), AFFINE_RESULT, unscaled=AFFINE_UNSCALED,
+    # T depends on the zero point only: built once per item without per-block ones. 8-bit
+    # codes (Q8_0) only then: 256 entries per block would cost more than the run they scale.
+    scaled="bits == 4u || (bits == 8u && zmode == 0u)", rebuild="zmode != 0u || built == 0u")
 
 
 def affine_kernel_name(out: str) -> str:
@@ -661,8 +662,10 @@ _LUT_ELEMENT = Element(Piece("lut element", """
             if (mode != 0u && (AS_U32(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
             $store
 """), "v", "chk == 0u", "if (chk != 0u && (code == 0u || code == 255u)) STORE(err, 0u, 1u);",
-    # T = lut (mode 0: s is 1.0, exact for every table value, none of which is subnormal);
-    # 8-bit unpacking keeps its byte loop, which compilers vectorise.
+    # T = lut (mode 0: s is 1.0, exact for every table value, none of which is subnormal).
+    # float8 unpacking too: past HG_STREAM_BYTES SCALE8 streams the output, where the
+    # compiler-vectorised byte loop read every output line before writing it (e4m3 -> f32
+    # 0.70 of copy bandwidth, 1.29 through SCALE8, one thread).
     scaled="chk == 0u && (bits == 4u || bits == 6u || bits == 8u)", table="lut")
 
 
