@@ -78,7 +78,9 @@ PER_FILE_CAP = 800
 #   in 16-bit lanes (bf16, f16 where normal, f32 widened), codes prefetched ahead: MXFP6/8 ->
 #   bf16 twice as fast.
 # - +5: host kernels stream outputs past 16 MiB per CPU, not past a VM's reported host cache.
-TOTAL_BUDGET = 36_949
+# - +4: Q8_0 (int8 without zero points) and float8 unpacking through SCALE8, streamed past the
+#   cache (bf16 Q8_0 keeps its byte loop).
+TOTAL_BUDGET = 36_953
 PACKAGES = ("hurray_gpu", "vyre")
 
 

@@ -302,6 +302,7 @@ class Element:
     table: str = ""
     unscaled: str = ""
     rebuild: str = ""
+    byte_kinds: tuple[str, ...] = ()  # outputs whose 8-bit codes keep the byte loop instead
 
 
 @dataclass(frozen=True)
@@ -387,10 +388,13 @@ def _hoisted(element: Element, variant: Variant, kind: str, lookup: Piece) -> Pi
         }
     """).fill(rebuild=element.rebuild, one=one("c", "c", Piece("tf", "STORE(tf, $k, $v);"),
                                                  Element(element.formula, element.unscaled)))
+    # The code widths SCALE8 takes (T is built for 4- or 8-bit codes where it is no buffer).
+    s8_bits = [b for b in (4, 6, 8) if (element.table or b != 6)
+               and (b != 8 or kind not in element.byte_kinds)]
+
     def s8(at: str, groups: str) -> dict[str, str]:
         return {f"s{b}": f"SCALE8_{kind.upper()}(dst, {variant.dst_k}, {element.table or 'tf'}, "
-                f"data, {at}, {b}, s, n, {groups});" if element.table or b != 6 else ""
-                for b in (4, 6, 8)}
+                f"data, {at}, {b}, s, n, {groups});" if b in s8_bits else "" for b in (4, 6, 8)}
 
     widths: Piece | str = ""
     for b, call in reversed(list(zip((4, 6, 8), s8("bat", "gb").values(), strict=True))):
@@ -400,7 +404,8 @@ def _hoisted(element: Element, variant: Variant, kind: str, lookup: Piece) -> Pi
     more = _MORE.fill(run=f"{TABLE_RUN}u", widths=widths)
     scaled = _SCALED.fill(build=build, head=general, tail=general, more=more,
                           **s8("gat", "ngrp")) if variant.dst_k else ""
-    return _HOISTED.fill(run=f"{TABLE_RUN}u", ifs=element.scaled if scaled else "0u != 0u",
+    ifs = element.scaled if 8 in s8_bits else f"({element.scaled}) && bits != 8u"
+    return _HOISTED.fill(run=f"{TABLE_RUN}u", ifs=ifs if scaled else "0u != 0u",
                          scaled=scaled, if4=f"bits == 4u{fast}",
                          if8=f"bits == 8u && doff == 0u{fast}", if6=f"bits == 6u{fast}",
                          pairs=pairs, byte=one("LOAD(data, i)", "i"), sixes=sixes,
@@ -561,7 +566,10 @@ _AFFINE_ELEMENT = Element(Piece("affine element", """
 """), AFFINE_RESULT, unscaled=AFFINE_UNSCALED,
     # T depends on the zero point only: built once per item without per-block ones. 8-bit
     # codes (Q8_0) only then: 256 entries per block would cost more than the run they scale.
-    scaled="bits == 4u || (bits == 8u && zmode == 0u)", rebuild="zmode != 0u || built == 0u")
+    scaled="bits == 4u || (bits == 8u && zmode == 0u)", rebuild="zmode != 0u || built == 0u",
+    # bf16 8-bit runs: the byte loop (0.52 of copy bandwidth, one thread) beats SCALE8's eight
+    # table loads per group (0.42), even streamed; f32 0.59 -> 0.92 and f16 0.11 -> 0.38.
+    byte_kinds=("bf16",))
 
 
 def affine_kernel_name(out: str) -> str:
