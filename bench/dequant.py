@@ -107,6 +107,10 @@ def cases(n: int) -> list[tuple[str, str, Callable[[np.random.Generator], Tensor
          lambda r: _blocked(r, "int4", "per_block", n)),
         ("Q8_0 (int8, f16 scale/32) -> float32", "float32",
          lambda r: _blocked(r, "int8", "per_block", n)),
+        ("Q8_0 (int8, f16 scale/32) -> float16", "float16",
+         lambda r: _blocked(r, "int8", "per_block", n)),
+        ("Q8_0 (int8, f16 scale/32) -> bfloat16", "bfloat16",
+         lambda r: _blocked(r, "int8", "per_block", n)),
         ("MXFP4 (e2m1, e8m0/32) -> bfloat16", "bfloat16",
          lambda r: _blocked(r, "float4_e2m1", "mxfp", n)),
         ("MXFP6 (e2m3, e8m0/32) -> bfloat16", "bfloat16",
@@ -117,6 +121,9 @@ def cases(n: int) -> list[tuple[str, str, Callable[[np.random.Generator], Tensor
     for storage in ("float8_e4m3", "float8_e5m2", "float6_e2m3", "float6_e3m2",
                     "float4_e2m1"):
         out.append((f"{storage} -> float32", "float32", _unpacked(storage, n)))
+    for storage in ("float8_e4m3", "float8_e5m2"):
+        for o in ("float16", "bfloat16"):
+            out.append((f"{storage} -> {o}", o, _unpacked(storage, n)))
     return out
 
 

@@ -296,12 +296,13 @@ class Element:
     check: str = ""  # (which skip it) run only then; a per-code test of the general loop
     # A condition (on 4- or 8-bit codes) under which ``value`` is ``s * T(code)`` (a NaN T
     # kept): T is ``table``'s buffer (2^bits entries), or when that is "" ``unscaled`` (``value``
-    # without the factor s) of the 16 4-bit codes, built into ``tf`` when ``rebuild`` holds
-    # (the prelude declares ``built``, set to 1 by a build).
+    # without the factor s) of the 2^bits codes (16 or 256), built into ``tf`` when ``rebuild``
+    # holds (the prelude declares ``built``, set to 1 by a build).
     scaled: str = "0u != 0u"
     table: str = ""
     unscaled: str = ""
     rebuild: str = ""
+    byte_kinds: tuple[str, ...] = ()  # outputs whose 8-bit codes keep the byte loop instead
 
 
 @dataclass(frozen=True)
@@ -380,17 +381,20 @@ def _hoisted(element: Element, variant: Variant, kind: str, lookup: Piece) -> Pi
     general = _general(element, variant, kind)
     build = "" if element.table else Piece("table build", """
         if ($rebuild) {
-            for (u32 c = 0u; c < 16u; c++) {
+            for (u32 c = 0u; c < (1u << bits); c++) {
                 $one
             }
             built = 1u;
         }
     """).fill(rebuild=element.rebuild, one=one("c", "c", Piece("tf", "STORE(tf, $k, $v);"),
                                                  Element(element.formula, element.unscaled)))
+    # The code widths SCALE8 takes (T is built for 4- or 8-bit codes where it is no buffer).
+    s8_bits = [b for b in (4, 6, 8) if (element.table or b != 6)
+               and (b != 8 or kind not in element.byte_kinds)]
+
     def s8(at: str, groups: str) -> dict[str, str]:
         return {f"s{b}": f"SCALE8_{kind.upper()}(dst, {variant.dst_k}, {element.table or 'tf'}, "
-                f"data, {at}, {b}, s, n, {groups});" if element.table or b == 4 else ""
-                for b in (4, 6, 8)}
+                f"data, {at}, {b}, s, n, {groups});" if b in s8_bits else "" for b in (4, 6, 8)}
 
     widths: Piece | str = ""
     for b, call in reversed(list(zip((4, 6, 8), s8("bat", "gb").values(), strict=True))):
@@ -400,7 +404,8 @@ def _hoisted(element: Element, variant: Variant, kind: str, lookup: Piece) -> Pi
     more = _MORE.fill(run=f"{TABLE_RUN}u", widths=widths)
     scaled = _SCALED.fill(build=build, head=general, tail=general, more=more,
                           **s8("gat", "ngrp")) if variant.dst_k else ""
-    return _HOISTED.fill(run=f"{TABLE_RUN}u", ifs=element.scaled if scaled else "0u != 0u",
+    ifs = element.scaled if 8 in s8_bits else f"({element.scaled}) && bits != 8u"
+    return _HOISTED.fill(run=f"{TABLE_RUN}u", ifs=ifs if scaled else "0u != 0u",
                          scaled=scaled, if4=f"bits == 4u{fast}",
                          if8=f"bits == 8u && doff == 0u{fast}", if6=f"bits == 6u{fast}",
                          pairs=pairs, byte=one("LOAD(data, i)", "i"), sixes=sixes,
@@ -426,7 +431,7 @@ def dequant_kernel(scheme: Scheme, kind: str, variant: Variant, *, suffix: str =
     params = (buf("dst", DST_TYPES[kind], "w"), *(scheme.inputs if inputs is None else inputs),
               *(p for p in scheme.scalars if p.name not in variant.drops), *extra)
     if not variant.code_at and any(not e.table for e in scheme.elements):
-        fields.setdefault("private", (("tf", "f32", 16),))
+        fields.setdefault("private", (("tf", "f32", 256),))
     return compose_kernel(body, name=f"dequant_{scheme.family}_{kind}{suffix}", params=params,
                           **fields)
 
@@ -558,9 +563,13 @@ _AFFINE_ELEMENT = Element(Piece("affine element", """
             // Branch-free sign extension: random signs would mispredict a branch.
             i32 q = I32(code << sx) >> sx;
             $store
-"""), AFFINE_RESULT, scaled="bits == 4u", unscaled=AFFINE_UNSCALED,
-    # T depends on the zero point only: built once per item without per-block ones.
-    rebuild="zmode != 0u || built == 0u")
+"""), AFFINE_RESULT, unscaled=AFFINE_UNSCALED,
+    # T depends on the zero point only: built once per item without per-block ones. 8-bit
+    # codes (Q8_0) only then: 256 entries per block would cost more than the run they scale.
+    scaled="bits == 4u || (bits == 8u && zmode == 0u)", rebuild="zmode != 0u || built == 0u",
+    # bf16 8-bit runs: the byte loop (0.52 of copy bandwidth, one thread) beats SCALE8's eight
+    # table loads per group (0.42), even streamed; f32 0.59 -> 0.92 and f16 0.11 -> 0.38.
+    byte_kinds=("bf16",))
 
 
 def affine_kernel_name(out: str) -> str:
@@ -661,9 +670,11 @@ _LUT_ELEMENT = Element(Piece("lut element", """
             if (mode != 0u && (AS_U32(v) & 0x7fffffffu) <= 0x7f800000u) v = s * v;
             $store
 """), "v", "chk == 0u", "if (chk != 0u && (code == 0u || code == 255u)) STORE(err, 0u, 1u);",
-    # T = lut (mode 0: s is 1.0, exact for every table value, none of which is subnormal);
-    # 8-bit unpacking keeps its byte loop, which compilers vectorise.
-    scaled="chk == 0u && (bits == 4u || bits == 6u || (bits == 8u && mode != 0u))", table="lut")
+    # T = lut (mode 0: s is 1.0, exact for every table value, none of which is subnormal).
+    # float8 unpacking too: past HG_STREAM_BYTES SCALE8 streams the output, where the
+    # compiler-vectorised byte loop read every output line before writing it (e4m3 -> f32
+    # 0.70 of copy bandwidth, 1.29 through SCALE8, one thread).
+    scaled="chk == 0u && (bits == 4u || bits == 6u || bits == 8u)", table="lut")
 
 
 def lut_kernel_name(out: str) -> str:

@@ -1,8 +1,8 @@
 """"Lookup, then scale": SCALE8_<T> statements and the dequant runs that use them.
 
-Values ``s * T(code)`` (MX, NF4, per-block int4 without zero points, 6-bit unpacking) go eight
-codes at a time through one statement (host C: vector lookups, one multiply, a vector
-conversion). Checked bit-exact against NumPy on every backend: NaN table entries keep their
+Values ``s * T(code)`` (MX, NF4, per-block int4 and int8 without zero points, 6- and 8-bit
+unpacking) go eight codes at a time through one statement (host C: vector lookups, one multiply,
+a vector conversion). Checked bit-exact against NumPy on every backend: NaN table entries keep their
 bits, products overflow or round into subnormal halves, runs start off the 8-element groups,
 end short of them and split across work items.
 """
@@ -150,7 +150,8 @@ def test_mx_extreme_scales_and_nan_codes(kernel_device: Device, storage: str,
 
 
 _CASES = [("mxfp", "float8_e4m3"), ("mxfp", "float6_e2m3"), ("mxfp", "float4_e2m1"),
-          ("nf4", "uint4"), ("per_block", "int4"), ("per_block", "uint4")]
+          ("nf4", "uint4"), ("per_block", "int4"), ("per_block", "uint4"),
+          ("per_block", "int8"), ("per_block", "uint8")]
 
 
 @pytest.mark.parametrize("ept", [32, 37, 1024])
@@ -162,7 +163,10 @@ def test_scaled_runs_off_the_groups(kernel_device: Device, scheme: str, storage:
     block = 64 if scheme == "nf4" else 32
     cols = 224 if scheme == "mxfp" else 203
     t = random_quantized(_rng("scaled runs", scheme, storage), scheme, storage, (5, cols),
-                         axis=1, block_size=block, scale_type="float16")
+                         axis=1, block_size=block, scale_type="float16",
+                         # int8 as Q8_0 (no zero points: 8-bit codes through SCALE8), uint8
+                         # with them (the byte loop)
+                         symmetric=storage == "int8")
     dev_t = t.to(kernel_device)
     for out, width in (("float32", 4), ("float16", 2), ("bfloat16", 2)):
         want = _bits(dequantize(t, out, device="reference"))

@@ -15,9 +15,11 @@ from hurray_gpu.dialect.kernel import KernelDef
 from hurray_gpu.dialect.render import lint_body
 from hurray_gpu.kernels.dequant import TABLE_RUN
 from hurray_gpu.ops import dequantize, unpack
+from hurray_gpu.ops.plan import bind_inputs, launch, plan_dequantize
 from hurray_gpu.ops.quantize import random_quantized, random_values
 from hurray_gpu.runtime.buffer import Buffer
 from hurray_gpu.runtime.device import Device
+from hurray_gpu.runtime.registry import resolve_device
 from hurray_gpu.tensor import Tensor
 from tests._support import stable_rng as _rng
 
@@ -117,18 +119,42 @@ def test_private_arrays_are_checked() -> None:
             kernel("", bad)
 
 
-@pytest.mark.parametrize("out", ["float32", "bfloat16"])
-def test_outputs_past_the_last_level_cache(out: str) -> None:
+# (scheme, storage, output): NF4, Q8_0-style int8 with f16 scales per 32 and float8 unpacking
+# (mode 0, no scales), each output kind at least once.
+_BIG = [("nf4", "uint4", "float32"), ("nf4", "uint4", "bfloat16"),
+        ("per_block", "int8", "float32"), ("per_block", "int8", "float16"),
+        ("unpack", "float8_e4m3", "float32"), ("unpack", "float8_e5m2", "bfloat16"),
+        ("unpack", "float8_e4m3", "float16")]
+
+
+@pytest.mark.parametrize("scheme,storage,out", _BIG)
+def test_outputs_past_the_last_level_cache(scheme: str, storage: str, out: str) -> None:
     # Outputs larger than the host's cache bypass it (non-temporal stores where a lookup's
     # destination is aligned, plain ones where a row starts mid-vector).
     from hurray_gpu.backends.cpu import _stream_bytes
 
     cols = 4097  # odd rows: half the rows start mid-byte and off the vector alignment
     rows = _stream_bytes() // 2 // cols + 8
-    t = random_quantized(_rng("big", out), "nf4", "uint4", (rows, cols), axis=1, block_size=64)
-    want = _bits(dequantize(t, out, device="reference"))
+    rng = _rng("big", scheme, storage, out)
+    if scheme == "unpack":
+        t = Tensor.from_numpy(random_values(rng, storage, (rows, cols)))
+        want = _bits(unpack(t, out, device="reference"))
+    else:
+        t = random_quantized(rng, scheme, storage, (rows, cols), axis=1,
+                             block_size=64 if scheme == "nf4" else 32, scale_type="float16",
+                             symmetric=True)  # Q8_0: no zero points
+        want = _bits(dequantize(t, out, device="reference"))
     assert want.nbytes > _stream_bytes()
-    assert np.array_equal(_bits(dequantize(t, out, device="cpu")), want)
+    dev = resolve_device("cpu")
+    dev_t = t.to(dev)
+    bufs = [b if isinstance(b, Buffer) else Buffer.from_bytes(dev, np.ascontiguousarray(b))
+            for b in dev_t.buffers]
+    # ept 1021: work items (and with them single-item runs) start at every residue mod 8.
+    for ept in (1024, 1021):
+        plan = plan_dequantize(dev_t.descriptor, out, ept=ept)
+        got = Buffer(dev, want.nbytes)
+        launch(plan, dev, bind_inputs(plan, dev, bufs), got)
+        assert np.array_equal(got.numpy(want.dtype), want), f"{t} -> {out} with ept={ept}"
 
 
 @pytest.mark.parametrize("storage", ["float6_e2m3", "float6_e3m2"])

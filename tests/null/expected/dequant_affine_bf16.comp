@@ -39,7 +39,7 @@ uint load_data(uint hg_i) { return ((data[hg_i >> 2u] >> ((hg_i & 3u) * 8u)) & 0
 uint load_scales(uint hg_i) { return ((scales[hg_i >> 2u] >> ((hg_i & 3u) * 8u)) & 0xffu); }
 uint load_zps(uint hg_i) { return ((zps[hg_i >> 2u] >> ((hg_i & 3u) * 8u)) & 0xffu); }
 void store_err(uint hg_i, uint hg_v) { err[hg_i] = hg_v; }
-float tf[16];
+float tf[256];
 float load_tf(uint hg_i) { return tf[hg_i]; }
 void store_tf(uint hg_i, float hg_v) { tf[hg_i] = hg_v; }
 
@@ -133,9 +133,9 @@ void main() {
                 o = o + 1u;
             }
         }
-        if (end - i >= 32u && (bits == 4u)) {
+        if (end - i >= 32u && ((bits == 4u || (bits == 8u && zmode == 0u)) && bits != 8u)) {
             if (zmode != 0u || built == 0u) {
-                for (uint c = 0u; c < 16u; c++) {
+                for (uint c = 0u; c < (1u << bits); c++) {
                     {
                         uint code = c;
                         uint k = c;
@@ -245,7 +245,7 @@ void main() {
                             if (z < zlo || z > zhi) store_err(0u, 1u);
                         }
                         if (zmode != 0u || built == 0u) {
-                            for (uint c = 0u; c < 16u; c++) {
+                            for (uint c = 0u; c < (1u << bits); c++) {
                                 {
                                     uint code = c;
                                     uint k = c;

@@ -34,7 +34,7 @@ uint load_scales(uint hg_i) { return ((scales[hg_i >> 2u] >> ((hg_i & 3u) * 8u))
 uint load_zps(uint hg_i) { return ((zps[hg_i >> 2u] >> ((hg_i & 3u) * 8u)) & 0xffu); }
 void store_err(uint hg_i, uint hg_v) { err[hg_i] = hg_v; }
 uint load_ix(uint hg_i) { return ix[hg_i]; }
-float tf[16];
+float tf[256];
 float load_tf(uint hg_i) { return tf[hg_i]; }
 void store_tf(uint hg_i, float hg_v) { tf[hg_i] = hg_v; }
 
@@ -153,9 +153,9 @@ void main() {
                 o = o + 1u;
             }
         }
-        if (end - i >= 32u && (bits == 4u)) {
+        if (end - i >= 32u && ((bits == 4u || (bits == 8u && zmode == 0u)) && bits != 8u)) {
             if (zmode != 0u || built == 0u) {
-                for (uint c = 0u; c < 16u; c++) {
+                for (uint c = 0u; c < (1u << bits); c++) {
                     {
                         uint code = c;
                         uint k = c;
@@ -265,7 +265,7 @@ void main() {
                             if (z < zlo || z > zhi) store_err(0u, 1u);
                         }
                         if (zmode != 0u || built == 0u) {
-                            for (uint c = 0u; c < 16u; c++) {
+                            for (uint c = 0u; c < (1u << bits); c++) {
                                 {
                                     uint code = c;
                                     uint k = c;

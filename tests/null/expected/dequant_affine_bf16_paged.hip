@@ -29,7 +29,7 @@ __device__ static inline unsigned int hg_f32_to_bf16(float v) {
 #define store_tf(hg_i, hg_v) (tf[(hg_i)] = (hg_v))
 
 extern "C" __global__ void __launch_bounds__(64) dequant_affine_bf16_paged(unsigned short* __restrict__ dst, const unsigned char* __restrict__ data, const unsigned char* __restrict__ scales, const unsigned char* __restrict__ zps, unsigned int* __restrict__ err, const unsigned int* __restrict__ ix, unsigned int n, unsigned int ept, unsigned int doff, unsigned int bits, unsigned int sgn, unsigned int mode, unsigned int stype, unsigned int zmode, unsigned int zoff, unsigned int nparam, unsigned int inner, unsigned int ssize, unsigned int omul, unsigned int kshift, int zlo, int zhi, float sval, int zval, unsigned int row, unsigned int ntok, unsigned int nix) {
-    float tf[16];
+    float tf[256];
     unsigned int first = 0u;
     unsigned int last = 0u;
     unsigned int shift = 0u;
@@ -121,9 +121,9 @@ extern "C" __global__ void __launch_bounds__(64) dequant_affine_bf16_paged(unsig
                 o = o + 1u;
             }
         }
-        if (end - i >= 32u && (bits == 4u)) {
+        if (end - i >= 32u && ((bits == 4u || (bits == 8u && zmode == 0u)) && bits != 8u)) {
             if (zmode != 0u || built == 0u) {
-                for (unsigned int c = 0u; c < 16u; c++) {
+                for (unsigned int c = 0u; c < (1u << bits); c++) {
                     {
                         unsigned int code = c;
                         unsigned int k = c;
@@ -233,7 +233,7 @@ extern "C" __global__ void __launch_bounds__(64) dequant_affine_bf16_paged(unsig
                             if (z < zlo || z > zhi) store_err(0u, 1u);
                         }
                         if (zmode != 0u || built == 0u) {
-                            for (unsigned int c = 0u; c < 16u; c++) {
+                            for (unsigned int c = 0u; c < (1u << bits); c++) {
                                 {
                                     unsigned int code = c;
                                     unsigned int k = c;

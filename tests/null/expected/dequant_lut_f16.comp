@@ -365,7 +365,7 @@ void main() {
                 }
             }
         } else {
-            if (end - i >= 32u && (chk == 0u && (bits == 4u || bits == 6u || (bits == 8u && mode != 0u)))) {
+            if (end - i >= 32u && (chk == 0u && (bits == 4u || bits == 6u || bits == 8u))) {
                 uint stop = end;
                 end = min(stop, (i + 7u) & 0xfffffff8u);
                 for (; i < end; i++) {

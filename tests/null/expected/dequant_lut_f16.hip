@@ -333,7 +333,7 @@ extern "C" __global__ void __launch_bounds__(64) dequant_lut_f16(unsigned short*
                 }
             }
         } else {
-            if (end - i >= 32u && (chk == 0u && (bits == 4u || bits == 6u || (bits == 8u && mode != 0u)))) {
+            if (end - i >= 32u && (chk == 0u && (bits == 4u || bits == 6u || bits == 8u))) {
                 unsigned int stop = end;
                 end = min(stop, (i + 7u) & 0xfffffff8u);
                 for (; i < end; i++) {

@@ -723,7 +723,7 @@ static inline void dequant_lut_f16_paged_item(uint32_t hg_gid0, uint32_t hg_gid1
                 }
             }
         } else {
-            if (end - i >= 32u && (chk == 0u && (bits == 4u || bits == 6u || (bits == 8u && mode != 0u)))) {
+            if (end - i >= 32u && (chk == 0u && (bits == 4u || bits == 6u || bits == 8u))) {
                 uint32_t stop = end;
                 end = hg_umin(stop, (i + 7u) & 0xfffffff8u);
                 for (; i < end; i++) {

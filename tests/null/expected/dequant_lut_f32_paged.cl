@@ -342,7 +342,7 @@ __kernel __attribute__((reqd_work_group_size(64, 1, 1))) void dequant_lut_f32_pa
                 }
             }
         } else {
-            if (end - i >= 32u && (chk == 0u && (bits == 4u || bits == 6u || (bits == 8u && mode != 0u)))) {
+            if (end - i >= 32u && (chk == 0u && (bits == 4u || bits == 6u || bits == 8u))) {
                 uint stop = end;
                 end = min(stop, (i + 7u) & 0xfffffff8u);
                 for (; i < end; i++) {
