@@ -430,8 +430,11 @@ def dequant_kernel(scheme: Scheme, kind: str, variant: Variant, *, suffix: str =
                       loops=loops)
     params = (buf("dst", DST_TYPES[kind], "w"), *(scheme.inputs if inputs is None else inputs),
               *(p for p in scheme.scalars if p.name not in variant.drops), *extra)
-    if not variant.code_at and any(not e.table for e in scheme.elements):
-        fields.setdefault("private", (("tf", "f32", 256),))
+    built = [e for e in scheme.elements if not e.table]
+    if not variant.code_at and built:
+        # 256 entries only where 8-bit codes build it: a GPU reserves private memory for it.
+        wide = any("bits == 8u" in e.scaled and kind not in e.byte_kinds for e in built)
+        fields.setdefault("private", (("tf", "f32", 256 if wide else 16),))
     return compose_kernel(body, name=f"dequant_{scheme.family}_{kind}{suffix}", params=params,
                           **fields)
 
@@ -567,9 +570,11 @@ _AFFINE_ELEMENT = Element(Piece("affine element", """
     # T depends on the zero point only: built once per item without per-block ones. 8-bit
     # codes (Q8_0) only then: 256 entries per block would cost more than the run they scale.
     scaled="bits == 4u || (bits == 8u && zmode == 0u)", rebuild="zmode != 0u || built == 0u",
-    # bf16 8-bit runs: the byte loop (0.52 of copy bandwidth, one thread) beats SCALE8's eight
-    # table loads per group (0.42), even streamed; f32 0.59 -> 0.92 and f16 0.11 -> 0.38.
-    byte_kinds=("bf16",))
+    # bf16 and f32 8-bit runs keep the byte loop, which compilers vectorise: SCALE8's eight
+    # table loads per group lose to it in cache (f32 at 1 Mi elements, one thread: 0.35 of
+    # copy bandwidth against 0.53) and, for bf16, even streamed (0.42 against 0.52); f16
+    # gains at every size (0.11 -> 0.38 of copy streamed, 0.06 -> 0.19 in cache).
+    byte_kinds=("bf16", "f32"))
 
 
 def affine_kernel_name(out: str) -> str:

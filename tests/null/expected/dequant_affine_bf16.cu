@@ -28,7 +28,7 @@ __device__ static inline unsigned int hg_f32_to_bf16(float v) {
 #define store_tf(hg_i, hg_v) (tf[(hg_i)] = (hg_v))
 
 extern "C" __global__ void __launch_bounds__(64) dequant_affine_bf16(unsigned short* __restrict__ dst, const unsigned char* __restrict__ data, const unsigned char* __restrict__ scales, const unsigned char* __restrict__ zps, unsigned int* __restrict__ err, unsigned int n, unsigned int ept, unsigned int doff, unsigned int bits, unsigned int sgn, unsigned int mode, unsigned int stype, unsigned int zmode, unsigned int zoff, unsigned int nparam, unsigned int inner, unsigned int dm1, unsigned int dsh1, unsigned int ssize, unsigned int dm2, unsigned int dsh2, unsigned int omul, unsigned int kshift, int zlo, int zhi, float sval, int zval) {
-    float tf[256];
+    float tf[16];
     unsigned int first = (blockIdx.x * blockDim.x + threadIdx.x) * ept;
     if (first >= n) return;
     unsigned int last = min(first + ept, n);

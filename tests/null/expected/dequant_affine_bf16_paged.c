@@ -356,7 +356,7 @@ static inline void hg_s8_fence(void) {}
 #define store_tf(hg_i, hg_v) (tf[(hg_i)] = (hg_v))
 
 static inline void dequant_affine_bf16_paged_item(uint32_t hg_gid0, uint32_t hg_gid1, uint32_t hg_gid2, hg_s8_fmt_t *restrict hg_s8_c, uint16_t *restrict dst, const uint8_t *restrict data, const uint8_t *restrict scales, const uint8_t *restrict zps, uint32_t *restrict err, const uint32_t *restrict ix, uint32_t n, uint32_t ept, uint32_t doff, uint32_t bits, uint32_t sgn, uint32_t mode, uint32_t stype, uint32_t zmode, uint32_t zoff, uint32_t nparam, uint32_t inner, uint32_t ssize, uint32_t omul, uint32_t kshift, int32_t zlo, int32_t zhi, float sval, int32_t zval, uint32_t row, uint32_t ntok, uint32_t nix) {
-    float tf[256];
+    float tf[16];
     uint32_t first = 0u;
     uint32_t last = 0u;
     uint32_t shift = 0u;

@@ -29,7 +29,7 @@ static inline uint hg_f32_to_bf16(float v) {
 #define store_tf(hg_i, hg_v) (tf[(hg_i)] = (hg_v))
 
 __kernel __attribute__((reqd_work_group_size(64, 1, 1))) void dequant_affine_bf16_paged(__global ushort* restrict dst, __global const uchar* restrict data, __global const uchar* restrict scales, __global const uchar* restrict zps, __global uint* restrict err, __global const uint* restrict ix, uint n, uint ept, uint doff, uint bits, uint sgn, uint mode, uint stype, uint zmode, uint zoff, uint nparam, uint inner, uint ssize, uint omul, uint kshift, int zlo, int zhi, float sval, int zval, uint row, uint ntok, uint nix) {
-    float tf[256];
+    float tf[16];
     uint first = 0u;
     uint last = 0u;
     uint shift = 0u;

@@ -34,7 +34,7 @@ uint load_scales(uint hg_i) { return ((scales[hg_i >> 2u] >> ((hg_i & 3u) * 8u))
 uint load_zps(uint hg_i) { return ((zps[hg_i >> 2u] >> ((hg_i & 3u) * 8u)) & 0xffu); }
 void store_err(uint hg_i, uint hg_v) { err[hg_i] = hg_v; }
 uint load_ix(uint hg_i) { return ix[hg_i]; }
-float tf[256];
+float tf[16];
 float load_tf(uint hg_i) { return tf[hg_i]; }
 void store_tf(uint hg_i, float hg_v) { tf[hg_i] = hg_v; }
 

@@ -349,7 +349,7 @@ static inline void hg_s8_fence(void) {}
 #define store_tf(hg_i, hg_v) (tf[(hg_i)] = (hg_v))
 
 static inline void dequant_affine_f32_paged_item(uint32_t hg_gid0, uint32_t hg_gid1, uint32_t hg_gid2, hg_s8_fmt_t *restrict hg_s8_c, float *restrict dst, const uint8_t *restrict data, const uint8_t *restrict scales, const uint8_t *restrict zps, uint32_t *restrict err, const uint32_t *restrict ix, uint32_t n, uint32_t ept, uint32_t doff, uint32_t bits, uint32_t sgn, uint32_t mode, uint32_t stype, uint32_t zmode, uint32_t zoff, uint32_t nparam, uint32_t inner, uint32_t ssize, uint32_t omul, uint32_t kshift, int32_t zlo, int32_t zhi, float sval, int32_t zval, uint32_t row, uint32_t ntok, uint32_t nix) {
-    float tf[256];
+    float tf[16];
     uint32_t first = 0u;
     uint32_t last = 0u;
     uint32_t shift = 0u;
@@ -441,7 +441,7 @@ static inline void dequant_affine_f32_paged_item(uint32_t hg_gid0, uint32_t hg_g
                 o = o + 1u;
             }
         }
-        if (end - i >= 32u && (bits == 4u || (bits == 8u && zmode == 0u))) {
+        if (end - i >= 32u && ((bits == 4u || (bits == 8u && zmode == 0u)) && bits != 8u)) {
             if (zmode != 0u || built == 0u) {
                 for (uint32_t c = 0u; c < (1u << bits); c++) {
                     {
@@ -495,13 +495,6 @@ static inline void dequant_affine_f32_paged_item(uint32_t hg_gid0, uint32_t hg_g
 
             } else if (bits == 6u) {
             } else if (bits == 8u) {
-
-    #if defined(__AVX2__)
-    hg_s8_run(dst + (i + shift), tf, data + (gat), 8, s, ngrp, hg_big(n, 4u), 0, NULL);
-    #else
-    for (uint32_t hg_j = 0u; hg_j < ngrp; hg_j++) { uint32_t hg_at = gat + 8u * hg_j; uint32_t hg_k = i + shift + 8u * hg_j; float t0 = load_tf(load_data(hg_at) & 255u); store_dst(hg_k, (float)((hg_as_u32(t0) & 0x7fffffffu) > 0x7f800000u ? t0 : s * t0)); float t1 = load_tf(load_data(hg_at + 1u) & 255u); store_dst(hg_k + 1u, (float)((hg_as_u32(t1) & 0x7fffffffu) > 0x7f800000u ? t1 : s * t1)); float t2 = load_tf(load_data(hg_at + 2u) & 255u); store_dst(hg_k + 2u, (float)((hg_as_u32(t2) & 0x7fffffffu) > 0x7f800000u ? t2 : s * t2)); float t3 = load_tf(load_data(hg_at + 3u) & 255u); store_dst(hg_k + 3u, (float)((hg_as_u32(t3) & 0x7fffffffu) > 0x7f800000u ? t3 : s * t3)); float t4 = load_tf(load_data(hg_at + 4u) & 255u); store_dst(hg_k + 4u, (float)((hg_as_u32(t4) & 0x7fffffffu) > 0x7f800000u ? t4 : s * t4)); float t5 = load_tf(load_data(hg_at + 5u) & 255u); store_dst(hg_k + 5u, (float)((hg_as_u32(t5) & 0x7fffffffu) > 0x7f800000u ? t5 : s * t5)); float t6 = load_tf(load_data(hg_at + 6u) & 255u); store_dst(hg_k + 6u, (float)((hg_as_u32(t6) & 0x7fffffffu) > 0x7f800000u ? t6 : s * t6)); float t7 = load_tf(load_data(hg_at + 7u) & 255u); store_dst(hg_k + 7u, (float)((hg_as_u32(t7) & 0x7fffffffu) > 0x7f800000u ? t7 : s * t7)); }
-    #endif
-
             }
             i = i + 8u * ngrp;
             for (; i < end; i++) {
@@ -588,58 +581,6 @@ static inline void dequant_affine_f32_paged_item(uint32_t hg_gid0, uint32_t hg_g
                         i = i + 8u * gb;
                     }
                 } else {
-                    if (bits == 8u) {
-                        for (; p < pend; p++) {
-                            if (stype == 3u) {
-                                uint32_t at = p * 4u;
-                                uint32_t w = load_scales(at) | (load_scales(at + 1u) << 8u)
-                                        | (load_scales(at + 2u) << 16u) | (load_scales(at + 3u) << 24u);
-                                if ((w & 0x7f800000u) == 0x7f800000u || (w & 0x7fffffffu) == 0u) {
-                                    store_err(0u, 1u);
-                                }
-                                s = hg_as_f32(w);
-                            } else {
-                                uint32_t at = p * 2u;
-                                uint32_t h = load_scales(at) | (load_scales(at + 1u) << 8u);
-                                if (stype == 1u) {
-                                    if ((h & 0x7c00u) == 0x7c00u || (h & 0x7fffu) == 0u) store_err(0u, 1u);
-                                    s = hg_f16_to_f32(h);
-                                } else {
-                                    if ((h & 0x7f80u) == 0x7f80u || (h & 0x7fffu) == 0u) store_err(0u, 1u);
-                                    s = hg_bf16_to_f32(h);
-                                }
-                            }
-                            if (zmode != 0u) {
-                                // Zero points may start at 2 mod 4 in a shared [scales | zero_points] buffer.
-                                uint32_t at = zoff + p * 4u;
-                                z = (int32_t)(load_zps(at) | (load_zps(at + 1u) << 8u)
-                                        | (load_zps(at + 2u) << 16u) | (load_zps(at + 3u) << 24u));
-                                if (z < zlo || z > zhi) store_err(0u, 1u);
-                            }
-                            if (zmode != 0u || built == 0u) {
-                                for (uint32_t c = 0u; c < (1u << bits); c++) {
-                                    {
-                                        uint32_t code = c;
-                                        uint32_t k = c;
-                                        // Branch-free sign extension: random signs would mispredict a branch.
-                                        int32_t q = (int32_t)(code << sx) >> sx;
-                                        store_tf(k, (float)((int32_t)((uint32_t)(q) - (uint32_t)(z))));
-                                    }
-                                }
-                                built = 1u;
-                            }
-                            uint32_t bat = doff + (i >> 3u) * bits;
-
-    #if defined(__AVX2__)
-    hg_s8_run(dst + (i + shift), tf, data + (bat), 8, s, gb, hg_big(n, 4u), 0, NULL);
-    #else
-    for (uint32_t hg_j = 0u; hg_j < gb; hg_j++) { uint32_t hg_at = bat + 8u * hg_j; uint32_t hg_k = i + shift + 8u * hg_j; float t0 = load_tf(load_data(hg_at) & 255u); store_dst(hg_k, (float)((hg_as_u32(t0) & 0x7fffffffu) > 0x7f800000u ? t0 : s * t0)); float t1 = load_tf(load_data(hg_at + 1u) & 255u); store_dst(hg_k + 1u, (float)((hg_as_u32(t1) & 0x7fffffffu) > 0x7f800000u ? t1 : s * t1)); float t2 = load_tf(load_data(hg_at + 2u) & 255u); store_dst(hg_k + 2u, (float)((hg_as_u32(t2) & 0x7fffffffu) > 0x7f800000u ? t2 : s * t2)); float t3 = load_tf(load_data(hg_at + 3u) & 255u); store_dst(hg_k + 3u, (float)((hg_as_u32(t3) & 0x7fffffffu) > 0x7f800000u ? t3 : s * t3)); float t4 = load_tf(load_data(hg_at + 4u) & 255u); store_dst(hg_k + 4u, (float)((hg_as_u32(t4) & 0x7fffffffu) > 0x7f800000u ? t4 : s * t4)); float t5 = load_tf(load_data(hg_at + 5u) & 255u); store_dst(hg_k + 5u, (float)((hg_as_u32(t5) & 0x7fffffffu) > 0x7f800000u ? t5 : s * t5)); float t6 = load_tf(load_data(hg_at + 6u) & 255u); store_dst(hg_k + 6u, (float)((hg_as_u32(t6) & 0x7fffffffu) > 0x7f800000u ? t6 : s * t6)); float t7 = load_tf(load_data(hg_at + 7u) & 255u); store_dst(hg_k + 7u, (float)((hg_as_u32(t7) & 0x7fffffffu) > 0x7f800000u ? t7 : s * t7)); }
-    #endif
-
-                            i = i + 8u * gb;
-                        }
-                    } else {
-                    }
                 }
                 a = a + (nblk << kshift);
                 if (a == ssize) {
