@@ -328,10 +328,11 @@ class CPUProgram(Program):
         self._fn(ptrs, packed[1], *global_size)
         return time.perf_counter() - start if wait else None
 
-    def host_call(self, launch: Any) -> Any:
+    def host_call(self, launch: Any, fixed: Any = None) -> Any:
         # The entry without argtypes, its words and grid as ready ctypes values, and one
-        # address array refilled per call: ctypes then converts nothing (a thread that finds
-        # the array in use by another builds its own).
+        # address array per call site, filled once with the fixed addresses and per call with
+        # the others: ctypes then converts nothing (a thread that finds the array in use by
+        # another builds its own).
         if launch.grid is None or not launch.grid[0] * launch.grid[1] * launch.grid[2]:
             return None  # the checked launch raises why, or runs nothing
         fn = self._lib[self.kernel.name]
@@ -339,18 +340,22 @@ class CPUProgram(Program):
         words = self._words.from_buffer_copy(b"".join([s.tobytes() for s in launch.typed])
                                              or bytes(4))
         grid = [ctypes.c_int64(n) for n in launch.grid]
-        ptrs, mine, busy = self._ptrs, self._ptrs(), threading.Lock()
+        fixed = dict(fixed or {})
+        base = [_address(fixed[i]) if i in fixed else None for i in range(len(self.kernel.buffers))]
+        moving = [i for i in range(len(base)) if i not in fixed]
+        ptrs, busy = self._ptrs, threading.Lock()
+        mine = ptrs(*base)
 
         def call(allocations: Sequence[Allocation]) -> None:
-            addresses = [a.address or _address(a) for a in allocations]
-            if not busy.acquire(False):
-                fn(ptrs(*addresses), words, *grid)
-                return
+            held = busy.acquire(False)
+            into = mine if held else ptrs(*base)
             try:
-                mine[:] = addresses
-                fn(mine, words, *grid)
+                for i, a in zip(moving, allocations, strict=True):
+                    into[i] = a.address or _address(a)
+                fn(into, words, *grid)
             finally:
-                busy.release()
+                if held:
+                    busy.release()
 
         return call
 

@@ -368,8 +368,11 @@ def blocks(dev: Any, plan: DensePlan) -> tuple[int, int]:
     every row is one storage run (few streams for the prefetcher), as many as still leave
     every core chunks of items; when rows are runs of tiles, 64 x 64 for outer tiles at least
     64 rows tall (nested tiles: a block inside one tile) and 128 x 32 otherwise (a band of
-    whole tiles); 128 x 128 when columns are runs (column-major: each column's lines are read
-    whole while the block's rows are written); else 64 x 64 (Morton: one storage run).
+    whole tiles), widened to whole rows when the launch is one chunk of items anyway (so no
+    core loses work: each output row is then written in one run, and the block's table scans
+    run once per band); 128 x 128 when columns are runs (column-major: each column's lines
+    are read whole while the block's rows are written); else 64 x 64 (Morton: one storage
+    run).
     """
     if getattr(dev, "dialect", "") != "c":
         return 1, 1
@@ -381,6 +384,9 @@ def blocks(dev: Any, plan: DensePlan) -> tuple[int, int]:
     yrec = plan.records.reshape(-1, REC_WORDS)[max(len(plan.shape) - 2, 0)]
     tall = plan.xcontig and len(plan.shape) >= 2 and yrec[1] == 0 and yrec[2] and yrec[4] >= 64
     bx, by = (128, 32) if plan.xcontig and not tall else (128, 128) if plan.ycontig else (64, 64)
+    if (bx, by) == (128, 32) and (-(-nx // bx) * -(-ny // by) * int(plan.scalars["nz"])
+                                  <= _HOST_CHUNK):
+        bx = nx
     return min(bx, nx), min(by, ny)
 
 

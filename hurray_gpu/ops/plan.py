@@ -530,6 +530,11 @@ def _cleared_flag(dev: Any, err: Buffer | None = None) -> tuple[Buffer, np.ndarr
     return err.copyin(_ZERO), None
 
 
+def _picker(order: list[int]) -> Callable[[Sequence[Any]], tuple[Any, ...]]:
+    """The items of a sequence at ``order``, as a tuple."""
+    return operator.itemgetter(*order) if len(order) > 1 else lambda a: tuple(a[i] for i in order)
+
+
 class Prepared:
     """A repeat of a kernel call over a tensor's buffers, planned for one descriptor object, a
     device and the buffers' sizes (:func:`prepare`): the launch with its scalars checked
@@ -541,11 +546,12 @@ class Prepared:
     """
 
     __slots__ = ("desc", "sizes", "launch", "plan", "flagged", "out_bytes", "result", "raw",
-                 "host", "tables", "pick", "build")
+                 "host", "tables", "pick", "build", "dev", "fixed", "moving")
 
     def __init__(self, desc: Any, sizes: list[int], launch: Launch, feeds: tuple[Any, ...],
                  out_bytes: int, result: tuple[Any, bytes], plan: DequantPlan | None) -> None:
         self.desc, self.sizes, self.launch, self.plan = desc, sizes, launch, plan
+        self.dev = launch.program.device
         self.flagged = "err" in feeds
         self.out_bytes, (self.result, self.raw) = out_bytes, result
         # The arguments in signature order, picked from [tensor buffers, tables, dst, err]
@@ -554,16 +560,21 @@ class Prepared:
         n, k = len(sizes), len(self.tables)
         order = [s if s.__class__ is int else n + k if s == "dst" else n + k + 1 if s == "err"
                  else n + self.tables.index(s) for s in feeds]
-        self.pick = operator.itemgetter(*order) if len(order) > 1 else lambda a: (a[order[0]],)
+        self.pick = _picker(order)
+        # The host call's: the tables' addresses are set once, the rest picked per call from
+        # [tensor buffers, dst, err].
+        self.fixed = [t.allocation for t in self.tables]
+        self.moving = _picker([i if i < n else i - k for i in order if not n <= i < n + k])
         read_only = all(p.access == "r" for p, s in zip(launch.program.kernel.buffers, feeds,
                                                         strict=True) if s not in ("dst", "err"))
-        self.host = launch.program.host_call(launch) if read_only and out_bytes else None
+        fixed = {p: self.fixed[i - n] for p, i in enumerate(order) if n <= i < n + k}
+        self.host = launch.program.host_call(launch, fixed) if read_only and out_bytes else None
         self.build = tensor_builder()
 
     def run(self, bufs: Sequence[Buffer]) -> Any:
         """The result over ``bufs`` (see :meth:`__call__`), or None when their sizes are not
         the planned ones (the call must be planned for them)."""
-        host, dev = self.host, self.launch.program.device
+        host, dev = self.host, self.dev
         if host is None:
             return self(bufs) if [b.allocation.nbytes for b in bufs] == self.sizes else None
         allocs = []
@@ -574,15 +585,17 @@ class Prepared:
             if b.device is not dev or a.base is not None or a.freed:
                 return self(bufs)  # a view, or the checked launch says what is wrong
             allocs.append(a)
-        for t in self.tables:
-            if t.allocation.freed:
+        for a in self.fixed:
+            if a.freed:  # its address was taken when prepared: the checked launch refuses it
                 return self(bufs)
-            allocs.append(t.allocation)
         out = dev.allocator.take(self.out_bytes, MemoryClass.STANDARD)
         allocs.append(out)
-        flag, words = _cleared_flag(dev) if self.flagged else (None, None)
+        flag = words = None
+        if self.flagged:
+            flag, words = _cleared_flag(dev)
+            allocs.append(flag.allocation)
         try:
-            host(self.pick(allocs + [flag.allocation] if flag is not None else allocs))
+            host(self.moving(allocs))
             result = Buffer.adopt(dev, out)
         except BaseException:
             dev.allocator.free(out)

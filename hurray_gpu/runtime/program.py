@@ -289,11 +289,14 @@ class Program:
             grid = None
         return typed, needs, grid
 
-    def host_call(self, launch: Launch) -> Callable[[Sequence[Allocation]], None] | None:
+    def host_call(self, launch: Launch, fixed: Mapping[int, Allocation] | None = None
+                  ) -> Callable[[Sequence[Allocation]], None] | None:
         """Where kernels run on the launching thread in host memory (the cpu backend): a call
         of ``launch`` taking its allocations in parameter order, which the caller has checked
         as :meth:`Launch.__call__` does (it checks nothing, for callers that checked once);
-        None elsewhere, and where launches are guarded (debug canaries)."""
+        None elsewhere, and where launches are guarded (debug canaries). ``fixed``: allocations
+        by parameter index that the caller holds and checks live before every call (their
+        addresses are taken once); the call then takes only the other parameters'."""
         return None
 
     def launch_prechecked(self, buffers: list[Allocation], scalars: Sequence[np.generic],

@@ -19,6 +19,7 @@ from hurray_gpu.errors import HurrayFormatError
 from hurray_gpu.format.descriptor import validate as validate_mod
 from hurray_gpu.format.descriptor.layouts import Tiled
 from hurray_gpu.format.descriptor.validate import validate_descriptor
+from hurray_gpu.ops.layout_plan import clear_table_cache
 from hurray_gpu.ops.plan import plan_dequantize
 from hurray_gpu.ops.quantize import quantized_tensor
 from hurray_gpu.runtime.canary import CanaryAllocator
@@ -265,6 +266,27 @@ def test_a_freed_buffer_is_refused_on_a_prepared_call() -> None:
     with pytest.raises(UnsupportedOpError, match="freed"):
         hg.dequantize(t2)
 
+
+
+def test_freed_tables_of_a_prepared_host_call_are_refused() -> None:
+    # The host call took the axis tables' addresses when it was prepared: once a table is
+    # freed (its memory back in the pool), a repeat must refuse it, not read that memory.
+    from hurray_gpu.errors import UnsupportedOpError
+    from hurray_gpu.ops import plan as plan_mod
+
+    t = hg.relayout(hg.from_numpy(stable_rng("small-calls-freed-tables").standard_normal(
+        (96, 160)).astype(np.float32)), Tiled((32, 32)))
+    want = hg.materialize(t).numpy()
+    assert np.array_equal(hg.materialize(t).numpy(), want)
+    prepared = [p for p in plan_mod._PREPARED.values() if p.desc is t.descriptor]
+    assert len(prepared) == 1 and prepared[0].tables  # (guarded launches: no host call)
+    try:
+        prepared[0].tables[1].free()
+        with pytest.raises(UnsupportedOpError, match="freed"):
+            hg.materialize(t)
+    finally:  # the freed table is cached for this layout: no later test may get it
+        clear_table_cache()
+        plan_mod.clear_prepared()
 
 def test_a_flagged_parameter_raises_on_every_prepared_repeat() -> None:
     scales = np.full(32, 0.5, np.float32)

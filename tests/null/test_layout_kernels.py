@@ -105,13 +105,19 @@ def test_host_blocks_follow_the_storage_runs() -> None:
     from hurray_gpu.format.descriptor.layouts import ColMajor, RowMajor
     from hurray_gpu.ops.layout_plan import blocks
 
-    def plan(layout: object, side: int = 256) -> object:
-        dtype = by_name("float32")
-        desc = TensorDescriptor(dtype, (side, side), layout, (BufferHandle(4 * side * side, 64),))
-        return plan_dense(desc, 4 * side * side)
+    def plan(layout: object, side: int = 256, outer: tuple[int, ...] = ()) -> object:
+        dtype, shape = by_name("float32"), (*outer, side, side)
+        size = 4 * math.prod(shape)
+        return plan_dense(TensorDescriptor(dtype, shape, layout, (BufferHandle(size, 64),)), size)
 
     lays = (RowMajor(), Tiled((32, 32)), ColMajor(), Morton((8, 8)))
     assert [(plan(lay).xcontig, plan(lay).ycontig) for lay in lays] == [
         (2, 0), (1, 0), (0, 2), (0, 0)]
-    assert [blocks(CPU, plan(lay)) for lay in lays] == [(64, 8), (128, 32), (128, 128),
+    assert [blocks(CPU, plan(lay)) for lay in lays] == [(64, 8), (256, 32), (128, 128),
                                                         (64, 64)]
+    # Bands of tiles take whole rows only while the launch is one chunk of 128 items (so no
+    # core goes without work): 1024 x 1024 is 8 x 32 blocks of 128 x 32, 2 x 256 x 256 is 2 x
+    # 8 x 2 (so whole rows), 9 x 256 x 256 is 9 x 8 x 2 = 144.
+    assert [blocks(CPU, plan(Tiled((1,) * len(outer) + (32, 32)), side, outer))
+            for side, outer in ((1024, ()), (512, ()), (256, (2,)), (256, (9,)))] == [
+        (128, 32), (512, 32), (256, 32), (128, 32)]
