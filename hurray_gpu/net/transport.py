@@ -5,7 +5,7 @@ A :class:`Connection` sends and receives whole messages. Every receive checks th
 header (type, stream, the receiver's maximum payload) before it allocates anything; a
 TENSOR_DATA payload is never decoded into a new bytes: its 8-byte offset is read, then the data
 goes with ``recv_into`` straight into the caller's destination (small messages come out of a
-64 KiB read-ahead). TENSOR_DATA is sent with one ``sendmsg`` of its header and a view of the
+16 KiB read-ahead). TENSOR_DATA is sent with one ``sendmsg`` of its header and a view of the
 data (TLS: ``sendall`` of each, no copy); :meth:`Connection.corked` gathers small messages.
 
 Time bounds: waiting for the first byte of the next message may take ``idle_timeout``; once a
