@@ -30,13 +30,14 @@ from hurray_gpu.net.transport import (
     TransportError,
     declare,
     dial,
+    host_allocs,
     host_arrays,
     recv_data,
     shard_span,
 )
 from hurray_gpu.parts import Placement, as_tensor, check_room, release, tensor_builder
 from hurray_gpu.runtime.buffer import Buffer
-from hurray_gpu.runtime.hostmem import aligned_empty, host_alignment
+from hurray_gpu.runtime.hostmem import aligned_empty
 from hurray_gpu.runtime.memory import MemoryClass
 from hurray_gpu.runtime.registry import resolve_device
 from hurray_gpu.runtime.transfer import Progress
@@ -301,9 +302,7 @@ class Client:
             desc = self._check(msg, whole)
             raw = declare(desc, DeviceTag.CPU, 0, 0)  # the bytes will be in host memory
             plan = (desc, sum(int(h.byte_size) for h in handles(desc)), raw,
-                    decode_descriptor(raw), tuple(
-                        (int(h.byte_size), host_alignment(h.alignment, int(h.byte_size)))
-                        for h in handles(desc)))
+                    decode_descriptor(raw), host_allocs(desc))
             if len(msg.descriptor) <= _PLAN_BYTES:
                 if len(self._plans) >= _PLANS:
                     del self._plans[next(iter(self._plans))]  # the oldest

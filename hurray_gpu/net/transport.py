@@ -433,11 +433,16 @@ _DECLARED_LOCK = threading.Lock()
 _DECLARED_ENTRIES, _DECLARED_BYTES = 256, 2048
 
 
+def host_allocs(desc: Any) -> tuple[tuple[int, int], ...]:
+    """(bytes, alignment) of the host array :func:`host_arrays` allocates per buffer handle."""
+    return tuple((int(h.byte_size), host_alignment(h.alignment, int(h.byte_size)))
+                 for h in desc.buffers)
+
+
 def host_arrays(desc: Any) -> list[np.ndarray]:
     """One aligned, uninitialised host array per buffer handle of ``desc`` (the destination a
     receiver allocates once, from the descriptor, before any data arrives)."""
-    return [aligned_empty(int(h.byte_size), host_alignment(h.alignment, int(h.byte_size)))
-            for h in desc.buffers]
+    return [aligned_empty(n, align) for n, align in host_allocs(desc)]
 
 
 def recv_data(conn: Connection, stream_id: int, dests: Iterable[memoryview], total: int,
@@ -503,4 +508,4 @@ def recv_data(conn: Connection, stream_id: int, dests: Iterable[memoryview], tot
 
 
 __all__ = ["DEFAULT_PORT", "FRAME_BYTES", "Connection", "StreamError", "TransportError",
-           "declare", "dial", "host_arrays", "listen", "parse_url", "recv_data", "shard_span"]
+           "declare", "dial", "host_allocs", "host_arrays", "listen", "parse_url", "recv_data", "shard_span"]
