@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from hurray_gpu.errors import ConversionError
+from hurray_gpu.errors import ConversionError, HurrayFormatError
 from hurray_gpu.io.convert.gguf_file import GGUF_MAGIC, GGUFSource
 from hurray_gpu.io.convert.plain import NpzSource, SafetensorsSource, TorchSource
 from hurray_gpu.io.convert.source import Converted, SourceFile, SourceTensor
@@ -73,12 +73,10 @@ def detect_format(path: str | os.PathLike[str]) -> str:
         with contextlib.suppress(zipfile.BadZipFile, OSError), zipfile.ZipFile(path) as z:
             names = z.namelist()
             return "torch" if any(n.endswith("data.pkl") for n in names) else "npz"
-    if head[:1] == b"\x80":  # a pickle protocol opcode: torch.save's legacy format
-        return "torch"
-    if len(head) == 9 and head[8:9] == b"{":
-        n = int.from_bytes(head[:8], "little")
-        if 8 + n <= size:
-            return "safetensors"
+    if len(head) == 9 and head[8:9] == b"{" and 8 + int.from_bytes(head[:8], "little") <= size:
+        return "safetensors"  # before pickles: a header length of 128..255 starts with 0x80
+    if head[:1] == b"\x80" and head[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05"):
+        return "torch"  # the PROTO opcode of a pickle: torch.save's legacy format
     raise ConversionError("not a GGUF, safetensors, PyTorch or NumPy .npz file (first bytes "
                           f"{head[:8].hex()})", source=os.fspath(path), fix=_FIX_FORMAT)
 
@@ -171,7 +169,7 @@ def convert(src: str | os.PathLike[str], dst: str | os.PathLike[str], *, device:
         with atomic_output(dst) as handle, Progress(total, label,
                                                     show_progress(total, progress)) as bar:
             writer = FileWriter(handle, alignment=alignment)
-            writer.set_metadata(reader.metadata())
+            _set_metadata(reader, writer)
             for entry in reader.entries:
                 converted = reader.load(entry)
                 if dev is not None:
@@ -187,6 +185,15 @@ def convert(src: str | os.PathLike[str], dst: str | os.PathLike[str], *, device:
     result.output_bytes = os.path.getsize(dst)
     result.seconds = time.perf_counter() - start
     return result
+
+
+def _set_metadata(reader: Source, writer: FileWriter) -> None:
+    try:
+        writer.set_metadata(reader.metadata())
+    except HurrayFormatError as exc:  # e.g. a key longer than Hurray's 65535 bytes
+        raise reader.src.fail(f"its metadata cannot be stored as Hurray KV ({exc})",
+                              fix="remove or shorten that metadata entry in the source (gguf-py"
+                                  "'s gguf_new_metadata.py can), then convert again.") from None
 
 
 _SCHEMES = {0x01: "per-tensor affine", 0x02: "per-channel affine", 0x03: "per-block affine",

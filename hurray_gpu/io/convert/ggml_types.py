@@ -31,7 +31,8 @@ from hurray_gpu.parts import TensorLike, assemble
 
 __all__ = ["MAPPINGS", "GGMLMapping", "TYPES", "mapping", "type_name"]
 
-# ggml type id -> (name, elements per block, bytes per block), as ggml.h / gguf-py define them.
+# ggml type id -> (name, elements per block, bytes per block), as ggml.c defines them (gguf-py
+# 0.19 agrees except for Q8_1, which it lists as 40 bytes; ggml's block_q8_1 is 36).
 TYPES: dict[int, tuple[str, int, int]] = {
     0: ("F32", 1, 4), 1: ("F16", 1, 2), 2: ("Q4_0", 32, 18), 3: ("Q4_1", 32, 20),
     6: ("Q5_0", 32, 22), 7: ("Q5_1", 32, 24), 8: ("Q8_0", 32, 34), 9: ("Q8_1", 32, 36),

@@ -89,7 +89,10 @@ class _KVParser:
         if elem in _NP:  # one bounded read, not n Python calls
             values = np.frombuffer(self.cur.take(n * size, what), _NP[elem]).tolist()
             return [UInt64(v) for v in values] if elem == 10 else values
-        return [self.value(elem, depth, what) for _ in range(n)]
+        values = [self.value(elem, depth, what) for _ in range(n)]
+        if elem == _STRING and any(isinstance(v, bytes) for v in values):
+            return [v.encode("utf-8") if isinstance(v, str) else v for v in values]  # one type
+        return values
 
     def entry(self, out: dict[str, Any]) -> None:
         at = self.cur.base + self.cur.pos
