@@ -82,8 +82,12 @@ def detect_format(path: str | os.PathLike[str]) -> str:
 
 
 @contextlib.contextmanager
-def open_source(path: str | os.PathLike[str], format: str | None = None) -> Iterator[Source]:
+def open_source(path: str | os.PathLike[str], format: str | None = None, *,
+                reuse: bool = False) -> Iterator[Source]:
     """Open ``path`` as a source (format detected from its bytes unless given) and plan it.
+
+    With ``reuse``, a loaded tensor may share memory with the next one loaded: use (or write)
+    each before loading the next (see :class:`SourceFile`).
 
     Raises:
         ConversionError: an unknown, malformed or hostile source.
@@ -93,7 +97,7 @@ def open_source(path: str | os.PathLike[str], format: str | None = None) -> Iter
     if kind not in _READERS:
         raise ConversionError(f"unknown source format {kind!r}", source=os.fspath(path),
                               fix=f"use one of {', '.join(FORMATS)}.")
-    src = SourceFile(path)
+    src = SourceFile(path, reuse)
     try:
         reader = _READERS[kind](src)
         try:
@@ -162,7 +166,7 @@ def convert(src: str | os.PathLike[str], dst: str | os.PathLike[str], *, device:
         from hurray_gpu.runtime.registry import resolve_device
 
         dev = resolve_device(device)
-    with open_source(src, format) as reader:
+    with open_source(src, format, reuse=True) as reader:
         result = ConvertResult(reader.format, checked_on=None if dev is None else dev.spec)
         total = sum(e.nbytes for e in reader.entries)
         label = f"convert {os.path.basename(os.fspath(src))}"

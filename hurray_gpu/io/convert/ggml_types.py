@@ -158,12 +158,20 @@ def _repair_scales(src: SourceFile, entry: SourceTensor, d: np.ndarray,
 
 
 def _scales(blocks: np.ndarray) -> np.ndarray:
-    return blocks[:, :2].copy().view("<u2").reshape(-1)
+    """The f16 bits of each block's leading scale (blocks are an even number of bytes, and
+    the buffers 64-byte aligned: one strided u16 copy, 3x a copy of 2-byte rows)."""
+    return blocks.reshape(-1).view("<u2").reshape(blocks.shape[0], -1)[:, 0].copy()
+
+
+def _codes(src: SourceFile, blocks: np.ndarray, per_block: int) -> np.ndarray:
+    """The (blocks, per_block) uint8 output of a mapping (reused across tensors)."""
+    return src.buffer(blocks.shape[0] * per_block, "codes").reshape(-1, per_block)
 
 
 def _q8_0(src: SourceFile, entry: SourceTensor, raw: np.ndarray) -> Converted:
     blocks = raw.reshape(-1, 34)
-    d, codes = _scales(blocks), blocks[:, 2:].copy().view(np.int8)
+    d, codes = _scales(blocks), _codes(src, blocks, 32).view(np.int8)
+    np.copyto(codes, blocks[:, 2:].view(np.int8))
     codes[_repair_scales(src, entry, d, lambda i: codes[i])] = 0
     return Converted(_per_block("int8", entry.shape, codes, d), lambda: decode_q8_0(raw, entry))
 
@@ -174,32 +182,50 @@ def _q4_nibbles(qs: np.ndarray) -> np.ndarray:
     return np.concatenate([qs & 0x0F, qs >> 4], axis=1)
 
 
+# Per 16-bit lane (source bytes 2k, 2k + 1): keep nibbles 0 and 3, swap nibbles 1 and 2, so
+# the low byte holds both low nibbles (Hurray byte k) and the high byte both high nibbles
+# (Hurray byte 8 + k); xor 0x8 per nibble turns each code q into q - 8 (int4).
+_KEEP, _DOWN, _UP = (np.uint64(m) for m in (0xF00FF00FF00FF00F, 0x0F000F000F000F00,
+                                            0x00F000F000F000F0))
+_FOUR, _MINUS8 = np.uint64(4), np.uint64(0x8888888888888888)
+
+
 def _q4_0(src: SourceFile, entry: SourceTensor, raw: np.ndarray) -> Converted:
     blocks = raw.reshape(-1, 18)
     d, qs = _scales(blocks), blocks[:, 2:]
-    # Hurray packs element 2k in the low and 2k + 1 in the high nibble of byte k. Output byte
-    # k < 8 takes the low nibbles of source bytes 2k and 2k + 1, byte 8 + k their high
-    # nibbles; xor 0x88 turns each code q into q - 8 in two's complement (int4).
-    codes = np.empty((blocks.shape[0], 16), np.uint8)
-    even, odd = qs[:, 0::2], qs[:, 1::2]
-    np.bitwise_or(even & 0x0F, odd << 4, out=codes[:, :8])
-    np.bitwise_or(even >> 4, odd & 0xF0, out=codes[:, 8:])
-    codes ^= 0x88
+    # GGUF element j < 16 is the low nibble of byte j, j + 16 its high nibble; Hurray packs
+    # element 2k low and 2k + 1 high in byte k (LSB first). 64-bit lanes: 1.6x byte ops.
+    lanes = np.ascontiguousarray(qs).view("<u8")
+    mixed = (lanes & _KEEP) | ((lanes & _DOWN) >> _FOUR)
+    mixed |= (lanes & _UP) << _FOUR
+    mixed ^= _MINUS8
+    pairs = mixed.view(np.uint8).reshape(-1, 8, 2)
+    codes = _codes(src, blocks, 16)
+    np.copyto(codes[:, :8], pairs[:, :, 0])
+    np.copyto(codes[:, 8:], pairs[:, :, 1])
     codes[_repair_scales(src, entry, d, lambda i: _q4_nibbles(qs[i]).astype(np.int8) - 8)] = 0
     return Converted(_per_block("int4", entry.shape, codes, d), lambda: decode_q4_0(raw, entry))
 
 
-def _q5_codes(blocks: np.ndarray) -> np.ndarray:
-    """Q5_0 codes ``q - 16`` as int8: the low 4 bits as in Q4_0, bit 4 of element j is bit j
-    of the little-endian u32 ``qh``."""
-    high = np.unpackbits(blocks[:, 2:6], axis=1, bitorder="little")
-    low = _q4_nibbles(blocks[:, 6:])
-    return ((low | (high << 4)).view(np.int8) - np.int8(16)).astype(np.int8)
+# Bit 4 of the eight Q5_0 codes that one byte of qh covers, already minus 16 (int8 bytes):
+# 0x00 where the bit is set (q - 16 = low nibble), 0xF0 where it is clear (low nibble - 16).
+_Q5_HIGH = np.where((np.arange(256)[:, None] >> np.arange(8)) & 1, 0x00, 0xF0).astype(
+    np.uint8).view("<u8").reshape(256)
+
+
+def _q5_codes(blocks: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """Q5_0 codes ``q - 16`` as int8 into ``out`` (blocks x 32): the low 4 bits as in Q4_0;
+    bit 4 of element j is bit j of the little-endian u32 ``qh``."""
+    np.take(_Q5_HIGH, blocks[:, 2:6], out=out.view("<u8"))
+    qs = blocks[:, 6:]
+    out[:, :16] |= qs & 0x0F
+    out[:, 16:] |= qs >> 4
+    return out.view(np.int8)
 
 
 def _q5_0(src: SourceFile, entry: SourceTensor, raw: np.ndarray) -> Converted:
     blocks = raw.reshape(-1, 22)
-    d, codes = _scales(blocks), _q5_codes(blocks)
+    d, codes = _scales(blocks), _q5_codes(blocks, _codes(src, blocks, 32))
     codes[_repair_scales(src, entry, d, lambda i: codes[i])] = 0
     return Converted(_per_block("int8", entry.shape, codes, d), lambda: decode_q5_0(raw, entry))
 
@@ -225,7 +251,8 @@ def decode_q4_0(raw: np.ndarray, entry: SourceTensor) -> np.ndarray:
 def decode_q5_0(raw: np.ndarray, entry: SourceTensor) -> np.ndarray:
     """gguf-py's Q5_0 formula (``d * (q - 16)`` in float32) in NumPy."""
     blocks = raw.reshape(-1, 22)
-    return (_f32_scales(blocks) * _q5_codes(blocks).astype(np.float32)).reshape(entry.shape)
+    codes = _q5_codes(blocks, np.empty((blocks.shape[0], 32), np.uint8))
+    return (_f32_scales(blocks) * codes.astype(np.float32)).reshape(entry.shape)
 
 
 MAPPINGS: dict[str, GGMLMapping] = {

@@ -194,5 +194,5 @@ class GGUFSource:
     def load(self, entry: SourceTensor) -> Converted:
         """Read one tensor's bytes and map them (see :mod:`ggml_types`)."""
         raw = self.src.read(entry.offset, entry.nbytes, "the tensor's data", tensor=entry.name,
-                            kind=entry.kind)
+                            kind=entry.kind, scratch="read")
         return ggml_types.MAPPINGS[entry.kind].convert(self.src, entry, raw)

@@ -30,7 +30,6 @@ from hurray_gpu.io.convert.source import (
     refuse,
 )
 from hurray_gpu.parts import TensorLike, assemble
-from hurray_gpu.runtime.hostmem import aligned_empty
 
 __all__ = ["NpzSource", "SafetensorsSource", "TorchSource", "plain_tensor"]
 
@@ -157,7 +156,7 @@ class SafetensorsSource:
     def load(self, entry: SourceTensor) -> Converted:
         """Read one tensor's bytes into a dense Hurray tensor."""
         raw = self.src.read(entry.offset, entry.nbytes, "the tensor's data", tensor=entry.name,
-                            kind=entry.kind)
+                            kind=entry.kind, scratch="read")
         return _load_checked(self.src, entry, self._types[entry.name], raw)
 
 
@@ -219,7 +218,7 @@ class NpzSource:
     def load(self, entry: SourceTensor) -> Converted:
         """Decompress one member into a dense Hurray tensor (byte-swapped if big-endian)."""
         info, dtype, fortran, header_len = self._plans[entry.name]
-        raw = aligned_empty(entry.nbytes, 64)
+        raw = self.src.buffer(entry.nbytes, "read")
         with self._zip.open(info) as f:
             f.seek(header_len)
             got = cast(Any, f).readinto(raw.data)
