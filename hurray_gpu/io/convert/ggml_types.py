@@ -188,6 +188,17 @@ def _q4_nibbles(qs: np.ndarray) -> np.ndarray:
 _KEEP, _DOWN, _UP = (np.uint64(m) for m in (0xF00FF00FF00FF00F, 0x0F000F000F000F00,
                                             0x00F000F000F000F0))
 _FOUR, _MINUS8 = np.uint64(4), np.uint64(0x8888888888888888)
+_PART_BLOCKS = 1 << 15  # 32768 blocks: 0.5-1 MiB of temporaries per step
+
+
+def _q4_repack(qs: np.ndarray, codes: np.ndarray) -> None:
+    lanes = np.ascontiguousarray(qs).view("<u8")
+    mixed = (lanes & _KEEP) | ((lanes & _DOWN) >> _FOUR)
+    mixed |= (lanes & _UP) << _FOUR
+    mixed ^= _MINUS8
+    pairs = mixed.view(np.uint8).reshape(-1, 8, 2)
+    np.copyto(codes[:, :8], pairs[:, :, 0])
+    np.copyto(codes[:, 8:], pairs[:, :, 1])
 
 
 def _q4_0(src: SourceFile, entry: SourceTensor, raw: np.ndarray) -> Converted:
@@ -195,16 +206,17 @@ def _q4_0(src: SourceFile, entry: SourceTensor, raw: np.ndarray) -> Converted:
     d, qs = _scales(blocks), blocks[:, 2:]
     # GGUF element j < 16 is the low nibble of byte j, j + 16 its high nibble; Hurray packs
     # element 2k low and 2k + 1 high in byte k (LSB first). 64-bit lanes: 1.6x byte ops.
-    lanes = np.ascontiguousarray(qs).view("<u8")
-    mixed = (lanes & _KEEP) | ((lanes & _DOWN) >> _FOUR)
-    mixed |= (lanes & _UP) << _FOUR
-    mixed ^= _MINUS8
-    pairs = mixed.view(np.uint8).reshape(-1, 8, 2)
     codes = _codes(src, blocks, 16)
-    np.copyto(codes[:, :8], pairs[:, :, 0])
-    np.copyto(codes[:, 8:], pairs[:, :, 1])
+    for part in _parts(blocks.shape[0]):
+        _q4_repack(qs[part], codes[part])
     codes[_repair_scales(src, entry, d, lambda i: _q4_nibbles(qs[i]).astype(np.int8) - 8)] = 0
     return Converted(_per_block("int4", entry.shape, codes, d), lambda: decode_q4_0(raw, entry))
+
+
+def _parts(blocks: int) -> list[slice]:
+    """Slices of at most _PART_BLOCKS blocks: the repacking's temporaries stay in the cache,
+    and peak memory stays the tensor's bytes in and out plus a constant."""
+    return [slice(i, i + _PART_BLOCKS) for i in range(0, blocks, _PART_BLOCKS)]
 
 
 # Bit 4 of the eight Q5_0 codes that one byte of qh covers, already minus 16 (int8 bytes):
@@ -216,10 +228,11 @@ _Q5_HIGH = np.where((np.arange(256)[:, None] >> np.arange(8)) & 1, 0x00, 0xF0).a
 def _q5_codes(blocks: np.ndarray, out: np.ndarray) -> np.ndarray:
     """Q5_0 codes ``q - 16`` as int8 into ``out`` (blocks x 32): the low 4 bits as in Q4_0;
     bit 4 of element j is bit j of the little-endian u32 ``qh``."""
-    np.take(_Q5_HIGH, blocks[:, 2:6], out=out.view("<u8"))
-    qs = blocks[:, 6:]
-    out[:, :16] |= qs & 0x0F
-    out[:, 16:] |= qs >> 4
+    for part in _parts(blocks.shape[0]):
+        chunk, qs = out[part], blocks[part, 6:]
+        np.take(_Q5_HIGH, blocks[part, 2:6], out=chunk.view("<u8"))
+        chunk[:, :16] |= qs & 0x0F
+        chunk[:, 16:] |= qs >> 4
     return out.view(np.int8)
 
 
