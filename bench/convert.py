@@ -30,7 +30,8 @@ GOAL_MB_PER_S = 500.0  # issue 22: direct mappings at >= 500 MB/s of source on a
 ROW = 4096  # elements per row of every synthetic tensor
 # (name in the report, GGML types of the file's tensors, share of --size-mib)
 CASES = (("direct (F32, F16, BF16)", ("F32", "F16", "BF16"), 1.0), ("Q8_0", ("Q8_0",), 0.25),
-         ("Q4_0", ("Q4_0",), 0.25), ("Q5_0", ("Q5_0",), 0.25))
+         ("Q4_0", ("Q4_0",), 0.25), ("Q5_0", ("Q5_0",), 0.25), ("Q4_1", ("Q4_1",), 0.25),
+         ("Q5_1", ("Q5_1",), 0.25))
 
 RSS_CHILD = r"""
 import json, sys
@@ -75,8 +76,9 @@ def write_synthetic(path: Path, kinds: tuple[str, ...], total_bytes: int,
     writer.write_ti_data_to_file()
     for _, qtype, block, size, rows, row_bytes in plan:
         raw = rng.integers(0, 256, (rows, row_bytes), dtype=np.uint8)
-        if block > 1:  # f16 scale 0.01 in every block: finite and nonzero, as Hurray needs
-            raw.reshape(-1, size)[:, :2] = np.frombuffer(np.float16(0.01).tobytes(), np.uint8)
+        if block > 1:  # f16 scale (and Q4_1/Q5_1 offset) 0.01: finite and nonzero
+            raw.reshape(-1, size)[:, :4] = np.frombuffer(np.float16([0.01, 0.01]).tobytes(),
+                                                         np.uint8)
         elif qtype.name in ("F16", "BF16"):
             raw &= 0x3F  # finite values
         writer.write_tensor_data(raw)

@@ -14,7 +14,7 @@ from hurray_gpu.ops import dequantize, materialize
 from tests._support import require_peer
 from tests.hurray._convert_samples import MAPPED, SHAPES, write_gguf
 
-QUANTIZED = ("Q8_0", "Q4_0", "Q5_0")
+QUANTIZED = ("Q8_0", "Q4_0", "Q5_0", "Q4_1", "Q5_1")
 
 
 def _f32_on(t: object, device: object) -> np.ndarray:
@@ -53,10 +53,15 @@ def test_every_mapped_type_dequantizes_like_gguf_py(device, kind: str, converted
 def test_quantized_types_take_their_hurray_forms(converted) -> None:
     path, _ = converted
     forms = {"Q8_0": "int8", "Q4_0": "int4", "Q5_0": "int8", "F32": "float32",
-             "F16": "float16", "BF16": "bfloat16"}
+             "F16": "float16", "BF16": "bfloat16", "Q4_1": "uint4", "Q5_1": "uint8"}
     with hg.open_file(path) as f:
         for kind, storage in forms.items():
             t = f.read(f"{kind}.1")
+            if kind in ("Q4_1", "Q5_1"):  # float32 overlay add: base d * q, correction m
+                assert t.dtype.name == "float32" and t.layout.combine_op == 2
+                base, offsets = t.members
+                assert (base.dtype.name, offsets.dtype.name) == (storage, "uint2")
+                t = base
             assert t.dtype.name == storage
             quant = t.descriptor.quantization
             if kind in QUANTIZED:  # symmetric per-block, block 32 on the innermost axis, f16
@@ -66,16 +71,17 @@ def test_quantized_types_take_their_hurray_forms(converted) -> None:
                 assert quant is None
 
 
-def _one_block(path: Path, kind: str, d_bits: int, codes: np.ndarray) -> Path:
-    """A GGUF file with one hand-made block (scale bits ``d_bits``, 4-bit/8-bit ``codes``)."""
+def _one_block(path: Path, kind: str, d_bits: int, codes: np.ndarray,
+               m_bits: int | None = None) -> Path:
+    """A GGUF file with one hand-made block (scale bits ``d_bits``, offset bits ``m_bits`` for
+    Q4_1, 4-bit/8-bit ``codes``)."""
     gguf = require_peer("gguf")
+    head = np.array([d_bits] + ([] if m_bits is None else [m_bits]), "<u2").view(np.uint8)
     if kind == "Q8_0":
-        block = np.concatenate([np.array([d_bits], "<u2").view(np.uint8),
-                                codes.astype(np.int8).view(np.uint8)])
-    else:  # Q4_0: element j in the low nibble of byte j, element j + 16 in its high nibble
+        block = np.concatenate([head, codes.astype(np.int8).view(np.uint8)])
+    else:  # Q4_0/Q4_1: element j in the low nibble of byte j, element j + 16 in its high one
         nib = codes.astype(np.uint8)
-        block = np.concatenate([np.array([d_bits], "<u2").view(np.uint8),
-                                nib[:16] | (nib[16:] << 4)])
+        block = np.concatenate([head, nib[:16] | (nib[16:] << 4)])
     writer = gguf.GGUFWriter(str(path), "llama")
     writer.add_tensor("t", block.reshape(1, -1), raw_dtype=getattr(gguf.GGMLQuantizationType,
                                                                    kind))
@@ -86,18 +92,22 @@ def _one_block(path: Path, kind: str, d_bits: int, codes: np.ndarray) -> Path:
     return path
 
 
-@pytest.mark.parametrize(("kind", "d_bits", "codes"), [
-    ("Q8_0", 0x8000, np.zeros(32)),                  # d = -0: every element -0.0
-    ("Q8_0", 0x0000, -np.arange(1, 33)),             # d = +0, negative codes: -0.0
-    ("Q4_0", 0x8000, np.full(32, 9)),                # d = -0, codes q - 8 = 1: -0.0
-    ("Q4_0", 0x0000, np.full(32, 8)),                # d = +0, codes 0: +0.0
+@pytest.mark.parametrize(("kind", "d_bits", "codes", "m_bits"), [
+    ("Q8_0", 0x8000, np.zeros(32), None),            # d = -0: every element -0.0
+    ("Q8_0", 0x0000, -np.arange(1, 33), None),       # d = +0, negative codes: -0.0
+    ("Q4_0", 0x8000, np.full(32, 9), None),          # d = -0, codes q - 8 = 1: -0.0
+    ("Q4_0", 0x0000, np.full(32, 8), None),          # d = +0, codes 0: +0.0
+    ("Q4_1", 0x8000, np.arange(32) % 16, 0x8000),    # -0 * q + -0 = -0.0
+    ("Q4_1", 0x0000, np.arange(32) % 16, 0x8000),    # +0 * q + -0 = +0.0
+    ("Q4_1", 0x3C00, np.arange(32) % 16, 0x0000),    # q + +0: the offset a signed zero
+    ("Q4_1", 0x2E66, np.arange(32) % 16, 0xB4CD),    # 0.1 q - 0.3: each sum rounded once
 ])
 def test_zero_scales_keep_the_sign_of_each_zero(device, tmp_path: Path, kind: str, d_bits: int,
-                                                codes: np.ndarray) -> None:
+                                                codes: np.ndarray, m_bits: int | None) -> None:
     gguf = require_peer("gguf")
     from gguf.quants import dequantize as gguf_dequantize
 
-    src = _one_block(tmp_path / "z.gguf", kind, d_bits, codes)
+    src = _one_block(tmp_path / "z.gguf", kind, d_bits, codes, m_bits)
     hg.convert(src, tmp_path / "z.hrry", device=device)
     raw = gguf.GGUFReader(str(src)).tensors[0].data
     want = np.asarray(gguf_dequantize(raw, getattr(gguf.GGMLQuantizationType, kind)),
@@ -116,10 +126,13 @@ def test_a_zero_scale_with_mixed_signs_is_refused(tmp_path: Path) -> None:
     assert not (tmp_path / "m.hrry").exists()
 
 
-def test_an_infinite_scale_is_refused(tmp_path: Path) -> None:
+def test_an_infinite_scale_or_offset_is_refused(tmp_path: Path) -> None:
     src = _one_block(tmp_path / "i.gguf", "Q4_0", 0x7C00, np.full(32, 3))
     with pytest.raises(UnsupportedConversionError, match="infinite or NaN f16 scale"):
         hg.convert(src, tmp_path / "i.hrry")
+    src = _one_block(tmp_path / "n.gguf", "Q4_1", 0x3C00, np.full(32, 3), 0x7E00)
+    with pytest.raises(UnsupportedConversionError, match="infinite or NaN f16 offset m"):
+        hg.convert(src, tmp_path / "n.hrry")
 
 
 def test_convert_checks_every_tensor_on_the_device(device, tmp_path: Path) -> None:

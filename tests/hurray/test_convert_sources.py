@@ -86,7 +86,7 @@ def test_the_format_comes_from_the_bytes_not_the_suffix(gguf_file: Path,
 
 
 @pytest.mark.parametrize(("kind", "reason"), [
-    ("Q4_K", "K-quant"), ("Q4_1", "float offset m"), ("IQ2_XXS", "lattice codebook"),
+    ("Q4_K", "K-quant"), ("TQ1_0", "base 3"), ("IQ2_XXS", "lattice codebook"),
     ("MXFP4", "not yet supported by this converter"), ("Q8_1", "activations")])
 def test_unmapped_types_are_refused_by_name_before_writing(tmp_path: Path, kind: str,
                                                           reason: str) -> None:

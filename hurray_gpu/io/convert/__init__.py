@@ -205,6 +205,8 @@ _SCHEMES = {0x01: "per-tensor affine", 0x02: "per-channel affine", 0x03: "per-bl
 
 
 def _form(t: Any) -> str:
+    if t.is_composite:
+        return "overlay add of " + " + ".join(_form(m) for m in t.members)
     quant = t.descriptor.quantization
     if quant is None:
         return f"{t.dtype.name} dense"
@@ -216,10 +218,13 @@ def _form(t: Any) -> str:
 def _check(reader: Source, entry: SourceTensor, converted: Converted, dev: Any) -> None:
     """Compare the tensor decoded on ``dev`` with the source's own decoding, bit for bit."""
     from hurray_gpu.ops.dequantize import dequantize
+    from hurray_gpu.ops.materialize import materialize
 
     t = converted.tensor
     if t.descriptor.quantization is not None:
         got = dequantize(t, "float32", device=dev).to("cpu").numpy()
+    elif t.is_composite:  # an overlay: materialized in its head's type (float32)
+        got = materialize(t.to(dev)).to("cpu").numpy()  # type: ignore[attr-defined]
     else:
         got = t.to(dev).to("cpu").numpy()  # type: ignore[attr-defined]
     want = converted.expected()
