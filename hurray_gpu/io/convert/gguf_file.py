@@ -132,7 +132,7 @@ class GGUFSource:
             raise src.fail(f"GGUF version {version} (0x{version:08X}) is not 2 or 3; big-endian "
                            "GGUF files are not supported either", offset=4, fix=_FIX_NEWER)
         n_tensors = cur.count("Q", 8 + 4 + 4 + 8, "tensor_count")
-        n_kv = cur.count("Q", 8 + 1 + 4 + 1, "kv_count")
+        n_kv = cur.count("Q", 8 + 4 + 1, "kv_count")  # key length, type, a 1-byte value
         if n_tensors > MAX_TENSORS:
             raise src.fail(f"tensor_count {n_tensors} exceeds {MAX_TENSORS}", offset=8)
         kv = _KVParser(cur)
