@@ -167,6 +167,7 @@ def _q5(blocks: np.ndarray, out: np.ndarray, minus: int) -> np.ndarray:
         np.bitwise_or(high[:, 2:], low, out=lanes[:, 2:])
     return out
 
+
 def _q8_0(src: SourceFile, entry: SourceTensor, raw: np.ndarray) -> Converted:
     blocks = raw.reshape(-1, 34)
     d, codes = _half(blocks, 0), _codes(src, blocks, 32).view(np.int8)
@@ -203,9 +204,10 @@ def _q5_x(src: SourceFile, entry: SourceTensor, raw: np.ndarray, size: int) -> C
     base = _per_block("int8" if signed else "uint8", entry.shape, view, d,
                       None if signed else _BASE)
 
-    def expected() -> np.ndarray:
-        q = _q5(blocks, np.empty_like(codes), 16 if signed else 0)
-        value = _f32(blocks, 0) * (q.view(np.int8) if signed else q).astype(np.float32)
+    def expected() -> np.ndarray:  # gguf-py's own steps, not the lanes above
+        high = np.unpackbits(blocks[:, size - 20:size - 16], axis=1, bitorder="little")
+        q = (_nibbles(blocks[:, size - 16:]) | (high << 4)).astype(np.int8) - (16 * signed)
+        value = _f32(blocks, 0) * q.astype(np.float32)
         return value if signed else value + _f32(blocks, 1)
     if signed:
         return Converted(base, _shaped(entry, expected))
