@@ -140,3 +140,21 @@ def test_convert_checks_every_tensor_on_the_device(device, tmp_path: Path) -> No
     write_gguf(tmp_path / "c.gguf", specs)
     result = hg.convert(tmp_path / "c.gguf", tmp_path / "c.hrry", device=device)
     assert result.checked_on == device.spec and result.tensors == len(MAPPED)
+
+
+def test_empty_quantized_tensors_convert(device, tmp_path: Path) -> None:
+    # Found by fuzz/convert.py: a block type with no blocks once failed to reshape its scales.
+    gguf = require_peer("gguf")
+    writer = gguf.GGUFWriter(str(tmp_path / "e.gguf"), "llama")
+    for kind in QUANTIZED:
+        block, size = gguf.GGML_QUANT_SIZES[getattr(gguf.GGMLQuantizationType, kind)]
+        writer.add_tensor(kind, np.zeros((0, size), np.uint8),
+                          raw_dtype=getattr(gguf.GGMLQuantizationType, kind))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    hg.convert(tmp_path / "e.gguf", tmp_path / "e.hrry", device=device)
+    with hg.open_file(tmp_path / "e.hrry") as f:
+        for kind in QUANTIZED:
+            assert _f32_on(f.read(kind), device).shape == (0, 32)

@@ -55,7 +55,8 @@ def _parts(blocks: int) -> list[slice]:
 def _half(blocks: np.ndarray, index: int) -> np.ndarray:
     """The f16 bits at u16 ``index`` of every block (blocks are an even number of bytes in a
     64-byte aligned buffer: one strided u16 copy, 3x a copy of 2-byte rows)."""
-    return blocks.reshape(-1).view("<u2").reshape(blocks.shape[0], -1)[:, index].copy()
+    count, size = blocks.shape
+    return blocks.reshape(-1).view("<u2").reshape(count, size // 2)[:, index].copy()
 
 
 def _f32(blocks: np.ndarray, index: int) -> np.ndarray:

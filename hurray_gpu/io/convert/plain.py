@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import json
 import zipfile
+import zlib
 from typing import Any, cast
 
 import numpy as np
@@ -31,13 +32,17 @@ from hurray_gpu.io.convert.source import (
 )
 from hurray_gpu.parts import TensorLike, assemble
 
-__all__ = ["NpzSource", "SafetensorsSource", "TorchSource", "plain_tensor"]
+__all__ = ["ZIP_ERRORS", "NpzSource", "SafetensorsSource", "TorchSource", "plain_tensor"]
 
 # safetensors dtype -> Hurray type (F8_E4M3 is the OCP "fn" variant: no infinities)
 _ST_TYPES = {"BOOL": "bool", "U8": "uint8", "I8": "int8", "U16": "uint16", "I16": "int16",
              "F16": "float16", "BF16": "bfloat16", "U32": "uint32", "I32": "int32",
              "F32": "float32", "U64": "uint64", "I64": "int64", "F64": "float64",
              "F8_E4M3": "float8_e4m3", "F8_E5M2": "float8_e5m2", "C64": "complex64"}
+# What zipfile raises for a damaged archive: bad headers, bad deflate data or CRC, a member that
+# ends early, an unsupported compression method, an encrypted member (RuntimeError).
+ZIP_ERRORS = (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError,
+               NotImplementedError, RuntimeError)
 _FIX_DTYPE = ("cast the tensor to a type Hurray has (float32, float16, bfloat16, int8, ...) "
               "before saving it, then convert again.")
 
@@ -174,7 +179,7 @@ class NpzSource:
         try:
             self._zip = zipfile.ZipFile(src.path)
             infos = self._zip.infolist()
-        except (zipfile.BadZipFile, OSError, ValueError) as exc:
+        except ZIP_ERRORS as exc:
             raise src.fail(f"not a readable zip archive ({exc})") from None
         if len(infos) > MAX_TENSORS:
             raise src.fail(f"{len(infos)} members exceed {MAX_TENSORS}")
@@ -190,7 +195,7 @@ class NpzSource:
                                else np.lib.format.read_array_header_2_0)
                 shape, fortran, dtype = read_header(f, max_header_size=1 << 16)
                 header_len = f.tell()
-        except (ValueError, OSError, zipfile.BadZipFile, EOFError) as exc:
+        except ZIP_ERRORS as exc:
             raise self.src.fail(f"member is not a .npy array ({exc})", tensor=name) from None
         kind = str(dtype)
         check_shape(self.src, name, kind, tuple(shape))
@@ -219,9 +224,13 @@ class NpzSource:
         """Decompress one member into a dense Hurray tensor (byte-swapped if big-endian)."""
         info, dtype, fortran, header_len = self._plans[entry.name]
         raw = self.src.buffer(entry.nbytes, "read")
-        with self._zip.open(info) as f:
-            f.seek(header_len)
-            got = cast(Any, f).readinto(raw.data)
+        try:
+            with self._zip.open(info) as f:
+                f.seek(header_len)
+                got = cast(Any, f).readinto(raw.data)
+        except ZIP_ERRORS as exc:
+            raise self.src.fail(f"the member cannot be read ({exc})", tensor=entry.name,
+                                kind=entry.kind) from None
         if got != entry.nbytes:
             raise self.src.fail(f"the member ended after {got} of {entry.nbytes} bytes",
                                 tensor=entry.name, kind=entry.kind)
