@@ -202,7 +202,7 @@ def _load(src: SourceFile, entry: SourceTensor, weight: SourceTensor,
     absmax = _absmax_f32(src, parts, state)
     bad = np.flatnonzero(~(absmax >= 0) | ~np.isfinite(absmax))
     if bad.size:
-        raise refuse(src, entry, f"block {bad[0]} decodes to absmax {absmax[bad[0]]!r}, and "
+        raise refuse(src, entry, f"block {bad[0]} decodes to absmax {float(absmax[bad[0]])!r}, and "
                      "Hurray NF4 absmax values must be finite and >= 0", _FIX_BNB)
     codes = src.buffer(raw.size, "codes")
     np.left_shift(raw, 4, out=codes)  # bnb: element 2i high nibble; Hurray: low nibble
