@@ -19,6 +19,7 @@ from hurray_gpu.errors import HurrayFormatError, UnsupportedOpError
 from hurray_gpu.format.dtypes import by_name, from_numpy_dtype
 from hurray_gpu.format.packing import pack
 from hurray_gpu.io.convert.bnb import plan_bnb
+from hurray_gpu.io.convert.compressed import plan_compressed
 from hurray_gpu.io.convert.source import (
     MAX_HEADER_BYTES,
     MAX_TENSORS,
@@ -119,6 +120,7 @@ class SafetensorsSource:
         check_disjoint(src, entries)
         named = {e.name: e for e in entries}  # quantized weights' parts grouped into one
         self._loaders = plan_bnb(src, named, self._metadata)
+        self._loaders.update(plan_compressed(src, named, self._metadata))
         self.entries = sorted(named.values(), key=lambda e: e.offset)
 
     def _parse(self, text: bytes) -> dict[str, Any]:
