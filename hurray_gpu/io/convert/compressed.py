@@ -54,7 +54,7 @@ def _config(src: SourceFile) -> dict[str, Any]:
         raise refuse(src, where, f"its weight_packed tensors need the quantization_config of "
                      f"{path}, which cannot be read", fix) from None
     try:
-        config = json.loads(text) if len(text) <= _MAX_CONFIG else None
+        config: Any = json.loads(text) if len(text) <= _MAX_CONFIG else None
         qc = config.get("quantization_config") or config.get("compression_config")
     except (ValueError, RecursionError, AttributeError):
         qc = None
