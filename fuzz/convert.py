@@ -1,5 +1,5 @@
-"""Fuzz harness for the checkpoint converter (hurray_gpu.io.convert: GGUF, safetensors and
-.npz sources; PyTorch checkpoints are torch.load's to decode).
+"""Fuzz harness for the checkpoint converter (hurray_gpu.io.convert: GGUF, safetensors with
+bitsandbytes NF4 weights, and .npz sources; PyTorch checkpoints are torch.load's to decode).
 
 The converter takes a path, so each input is written to a tmpfs scratch file and converted to
 another. Control byte: bits 0-1 the format (0 detected from the bytes, 1 gguf, 2 safetensors,
@@ -95,7 +95,7 @@ def _blocks(rng: np.random.Generator, n: int, size: int, halves: int) -> bytes:
 
 def _safetensors(tensors: dict[str, np.ndarray]) -> bytes:
     header, blobs, at = {"__metadata__": {"format": "pt"}}, b"", 0
-    kinds = {"float32": "F32", "float16": "F16", "int8": "I8", "bool": "BOOL"}
+    kinds = {"float32": "F32", "float16": "F16", "int8": "I8", "bool": "BOOL", "uint8": "U8"}
     for name, value in tensors.items():
         header[name] = {"dtype": kinds[value.dtype.name], "shape": list(value.shape),
                         "data_offsets": [at, at + value.nbytes]}
@@ -112,9 +112,32 @@ def _npz(compressed: bool) -> bytes:
     return out.getvalue()
 
 
+def _nf4(rng: np.random.Generator, shape: tuple[int, ...], nested: bool) -> dict[str, np.ndarray]:
+    """One bitsandbytes NF4 weight ``w`` as QuantState.as_dict(packed=True) lays it out (blocks
+    of 64; double-quantized absmax: codes, 256-entry map, one nested block)."""
+    from hurray_gpu.ops.plan import nf4_table
+
+    n = int(np.prod(shape))
+    blocks = -(-n // 64)
+    state: dict[str, object] = {"quant_type": "nf4", "blocksize": 64, "dtype": "float32",
+                                "shape": list(shape)}
+    parts = {"w": rng.integers(0, 256, (n + 1) // 2, dtype=np.uint8),
+             "w.quant_map": nf4_table()}
+    if nested:
+        state.update(nested_blocksize=256, nested_dtype="float32", nested_offset=0.5)
+        parts.update({"w.absmax": rng.integers(0, 256, blocks, dtype=np.uint8),
+                      "w.nested_absmax": np.array([0.25], np.float32),
+                      "w.nested_quant_map": np.linspace(-1, 1, 256, dtype=np.float32)})
+    else:
+        parts["w.absmax"] = rng.uniform(0, 2, blocks).astype(np.float32)
+    blob = np.frombuffer(json.dumps(state).encode(), np.uint8)
+    return {**parts, "w.quant_state.bitsandbytes__nf4": blob}
+
+
 def seeds() -> list[bytes]:
     """tests/golden/gguf/tiny.gguf (gguf-py's own), GGUF files of every mapped block type,
-    safetensors and .npz files; each with the control bytes that reach it."""
+    safetensors (plain, and NF4 weights kept in shape or stored flat) and .npz files; each
+    with the control bytes that reach it."""
     rng = np.random.default_rng(22)
     gguf = [gguf_bytes([("q5_0", 6, (64, 2), _blocks(rng, 4, 22, 1)),
                         ("q5_1", 7, (32, 3), _blocks(rng, 3, 24, 2))]),
@@ -125,8 +148,10 @@ def seeds() -> list[bytes]:
                         ("q4_0", 2, (96,), _blocks(rng, 3, 18, 1))])]
     st = _safetensors({"a": np.ones((2, 3), np.float32), "b": np.array([1, 0], bool),
                        "c": np.arange(-3, 3, dtype=np.int8)})
+    nf4 = [_safetensors(_nf4(rng, (4, 96), True)), _safetensors(_nf4(rng, (5, 33), False))]
     files = [(_SAMPLE.read_bytes(), 0), (_SAMPLE.read_bytes(), 5), (gguf[0], 4),
-             (gguf[1], 1), (gguf[2], 0), (st, 0), (st, 6), (_npz(False), 0), (_npz(True), 7)]
+             (gguf[1], 1), (gguf[2], 0), (st, 0), (st, 6), (_npz(False), 0), (_npz(True), 7),
+             (nf4[0], 4), (nf4[1], 6)]
     return [bytes([ctl]) + raw for raw, ctl in files]
 
 
