@@ -16,7 +16,8 @@ from tests.hurray._convert_samples import write_safetensors
 # absmax), and that share none (stored flat), 1-D and 3-D, the smallest and largest blocks.
 SPECS = [((16, 96), 64, True), ((8, 256), 128, False), ((5, 33), 64, True),
          ((3, 40), 64, False), ((70,), 64, True), ((4, 6, 32), 256, True),
-         ((2, 4096), 4096, True), ((600, 64), 32, True), ((0, 64), 64, False)]
+         ((2, 4096), 4096, True), ((600, 64), 32, True), ((0, 64), 64, False),
+         ((1023, 1032), 64, True)]  # 2 steps of nibble swapping and 4 tail bytes
 
 
 def quantize(shape: tuple[int, ...], blocksize: int, nested: bool,

@@ -47,6 +47,9 @@ _FIX_BNB = ("quantize the weight again with bitsandbytes as NF4 (bnb_4bit_quant_
 _DTYPES = ("float32", "float16", "bfloat16")
 _PARTS = ("absmax", "quant_map", "nested_absmax", "nested_quant_map")
 Loader = Callable[[SourceTensor], Converted]
+_STEP = 1 << 15  # 64-bit lanes per nibble-swapping step: temporaries stay in the cache
+_FOUR = np.uint64(4)
+_HIGH, _LOW = np.uint64(0xF0F0F0F0F0F0F0F0), np.uint64(0x0F0F0F0F0F0F0F0F)
 
 
 def _nf4_levels() -> np.ndarray:
@@ -204,9 +207,7 @@ def _load(src: SourceFile, entry: SourceTensor, weight: SourceTensor,
     if bad.size:
         raise refuse(src, entry, f"block {bad[0]} decodes to absmax {float(absmax[bad[0]])!r}, and "
                      "Hurray NF4 absmax values must be finite and >= 0", _FIX_BNB)
-    codes = src.buffer(raw.size, "codes")
-    np.left_shift(raw, 4, out=codes)  # bnb: element 2i high nibble; Hurray: low nibble
-    codes |= raw >> 4
+    codes = _swap_nibbles(raw, src.buffer(raw.size, "codes"))
     if n % 2:
         codes[-1] &= 0x0F  # the missing element 2i + 1 is padding: zero
     per_axis = entry.shape[-1] if entry.shape else 0
@@ -217,6 +218,22 @@ def _load(src: SourceFile, entry: SourceTensor, weight: SourceTensor,
                             quantization=NF4(max(len(entry.shape) - 1, 0), block, 1))
     tensor = assemble(desc, [codes, scales.view(np.uint8)])
     return Converted(tensor, lambda: _bnb_decode(raw, absmax, bs, n).reshape(entry.shape))
+
+
+def _swap_nibbles(raw: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    """bnb's element 2i is the high nibble of byte i, Hurray's the low one: swap the nibbles
+    of every byte, in 64-bit lanes and steps of 256 KiB (2.5x byte operations)."""
+    whole = raw.size // 8 * 8
+    lanes, out = raw[:whole].view("<u8"), codes[:whole].view("<u8")
+    for at in range(0, lanes.size, _STEP):
+        part = slice(at, at + _STEP)
+        high = lanes[part] << _FOUR
+        high &= _HIGH
+        np.right_shift(lanes[part], _FOUR, out=out[part])
+        out[part] &= _LOW
+        out[part] |= high
+    codes[whole:] = (raw[whole:] << 4) | (raw[whole:] >> 4)
+    return codes
 
 
 def _bnb_decode(raw: np.ndarray, absmax: np.ndarray, bs: int, n: int) -> np.ndarray:
