@@ -33,8 +33,8 @@ ROW = 4096  # elements per row of every synthetic tensor
 CASES = (("direct (F32, F16, BF16)", ("F32", "F16", "BF16"), 1.0), ("Q8_0", ("Q8_0",), 0.25),
          ("Q4_0", ("Q4_0",), 0.25), ("Q5_0", ("Q5_0",), 0.25), ("Q4_1", ("Q4_1",), 0.25),
          ("Q5_1", ("Q5_1",), 0.25),
-         ("bitsandbytes NF4 (safetensors)", ("bnb-nf4",), 0.25),
-         ("compressed-tensors int4 (safetensors)", ("ct-int4",), 0.25))
+         ("bnb NF4 (safetensors)", ("bnb-nf4",), 0.25),
+         ("CT int4 (safetensors)", ("ct-int4",), 0.25))
 
 RSS_CHILD = r"""
 import json, sys

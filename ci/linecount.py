@@ -91,7 +91,10 @@ PER_FILE_CAP = 800
 #   Q4_0, Q5_0, and Q4_1/Q5_1 as overlay-add composites; every other type refused by name),
 #   safetensors, PyTorch and .npz checkpoints, with hostile-input checks of every source
 #   length and offset.
-TOTAL_BUDGET = 38_177
+# - +421: bitsandbytes NF4 safetensors (double-quantized absmax decoded as bnb does, blocks kept
+#   inside rows or the weight stored flat) and compressed-tensors pack-quantized int4/int8
+#   (group and channel) converted bit-exactly; fp4, LLM.int8 and act-order refused by name.
+TOTAL_BUDGET = 38_598
 PACKAGES = ("hurray_gpu", "vyre")
 
 
