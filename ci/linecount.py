@@ -87,11 +87,11 @@ PER_FILE_CAP = 800
 # - +22: prepared host calls set their tables' addresses once (only the tensor's buffers and the
 #   result per call); one-chunk host launches copy tiled bands as whole rows.
 # - +2: one host_allocs rule for the receive plan and host_arrays (was written twice).
-# - +1176: hg.convert / `hurray-gpu convert`: streaming conversion of GGUF (direct types, Q8_0,
-#   Q4_0, Q5_0, and Q4_1/Q5_1 as overlay-add composites; every other type refused by name),
-#   safetensors, PyTorch and .npz checkpoints, with hostile-input checks of every source
-#   length and offset.
-TOTAL_BUDGET = 38_180
+# - +1268: hg.convert / `hurray-gpu convert`: streaming conversion of GGUF (direct types copied
+#   file to file by the kernel, Q8_0, Q4_0, Q5_0, and Q4_1/Q5_1 as overlay-add composites;
+#   every other type refused by name), safetensors, PyTorch and .npz checkpoints, with
+#   hostile-input checks of every source length and offset.
+TOTAL_BUDGET = 38_272
 PACKAGES = ("hurray_gpu", "vyre")
 
 

@@ -293,3 +293,26 @@ def test_files_the_safetensors_package_writes(tmp_path: Path) -> None:
             assert got.shape == tuple(want.shape)
             raw = want.view(torch.int16) if want.dtype == torch.bfloat16 else want
             assert _bits(got) == _bits(raw.numpy()), name
+
+
+def test_copy_to_works_without_a_file_descriptor_and_checks_the_span(tmp_path: Path) -> None:
+    import io
+
+    from hurray_gpu.io.convert.source import SourceFile
+
+    data = stable_rng("copy_to").integers(0, 256, 100_000, dtype=np.uint8).tobytes()
+    (tmp_path / "s.bin").write_bytes(data)
+    src = SourceFile(tmp_path / "s.bin", reuse=True)
+    try:
+        out = io.BytesIO()  # no fileno: the bounded-read path
+        src.copy_to(out, 123, 70_000, "a span")
+        assert out.getvalue() == data[123:70_123]
+        with open(tmp_path / "o.bin", "wb") as f:  # a file: the kernel copies
+            f.write(b"head")
+            src.copy_to(f, 5, 1000, "a span")
+            f.write(b"tail")
+        assert (tmp_path / "o.bin").read_bytes() == b"head" + data[5:1005] + b"tail"
+        with pytest.raises(ConversionError, match="runs past the end"):
+            src.copy_to(io.BytesIO(), 99_000, 2000, "a span")
+    finally:
+        src.close()
