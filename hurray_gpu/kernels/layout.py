@@ -188,6 +188,23 @@ _SEP_WORD_MOVE = """
         }
     }
     u32 yt = y0;
+    u32 sc = LOAD(tx, x0 + UMIN(x1 - x0 - 1u, 1u)) - LOAD(tx, x0);
+    u32 t16 = yd == 0u && inb == 1u && ((x1 - x0) & 15u) == 0u && ((y1 - y0) & 15u) == 0u ? 1u : 0u;
+    for (u32 x = x0; x < x1 && t16 == 1u; x++) {
+        if (LOAD(tx, x) != LOAD(tx, x0) + (x - x0) * sc) t16 = 0u;
+    }
+    for (u32 y = y0; y < y1 && t16 == 1u; y += 16u) {
+        if (LOAD(ty, y + 8u) != LOAD(ty, y) + 8u) t16 = 0u;
+    }
+    u32 nall = nx * ny * nz;
+    for (; t16 == 1u && yt < y1; yt += 16u) {
+        u32 sb = hi + LOAD(ty, yt);
+        u32 f = (z * ny + yt) * nx;
+        for (u32 x = x0; x < x1; x += 16u) {
+            u32 s0 = sb + LOAD(tx, x);
+            TRANSPOSE16(dst, f + x, nx, src, s0, sc, nall);
+        }
+    }
     for (; (yd == 0u || zd == 0u) && yt + 8u <= y1; yt += 8u) {
         u32 sb = hi + LOAD(ty, yt);
         u32 f = (z * ny + yt) * nx;
