@@ -149,7 +149,10 @@ _WORD_MOVE = Piece("word mover", """
 # element). Else the block is walked in 8 x 8 groups when every aligned 8 rows are one run
 # (column-major: TRANSPOSE8 of 8 evenly spaced runs) or every aligned 8 x 8 group is 64 words
 # in rank-2 Morton order (ZORDER8), so the source is read in whole lines; a group not wholly
-# inside src (or not evenly spaced, or cut by the block's edge) goes element by element. When
+# inside src (or not evenly spaced, or cut by the block's edge) goes element by element. A
+# column-major block wholly inside src, its sides multiples of 16, its columns evenly spaced
+# and every aligned 16 rows one run goes in 16 x 16 groups (TRANSPOSE16: whole-line rows, which
+# host C streams past the cache for large outputs). When
 # the block's largest offsets sum below nsrc without wrapping, elements are read without a
 # bounds test. Reads outside src (nsrc words) yield 0.
 _SEP_WORD_MOVE = """
