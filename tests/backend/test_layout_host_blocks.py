@@ -123,7 +123,7 @@ def test_column_runs_in_any_order(spacing: str, word: str, block: tuple[int, int
 def test_column_runs_in_16x16_groups(nx: int, ny: int, word: str,
                                      block: tuple[int, int]) -> None:
     # Column-major slices under a 7-word offset: blocks whose sides are multiples of 16 go
-    # in 16 x 16 groups, the ragged ones (70 rows, 40 x 35) in 8 x 8 groups and elements.
+    # in 16 x 16 groups, ragged ones (of 70 rows, of 40 x 35) in 8 x 8 groups and elements.
     _check(word, np.arange(nx) * ny, np.arange(ny), np.array([0, nx * ny]), 7 + 2 * nx * ny,
            woff=7, block=block, slack=16)
 
@@ -219,6 +219,16 @@ def test_materialize_odd_shapes_on_host(layout: object, dtype: str) -> None:
     shape = (3, 45, 53) if isinstance(layout, ColMajor) else (45, 53)
     want = (rng.standard_normal(shape) * 50).astype(dtype)
     got = materialize(relayout(Tensor.from_numpy(want), layout).to(CPU)).numpy()
+    assert got.dtype == want.dtype and np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "int8", "float64"])
+@pytest.mark.parametrize("shape", [(160, 96), (48, 64), (300, 200)])
+def test_materialize_column_major_in_16x16_groups(shape: tuple[int, ...], dtype: str) -> None:
+    # Sides that are multiples of 16 (whole 16 x 16 groups for 4-byte words, the same blocks in
+    # u8/u16 words, the element path for 8-byte ones), and 300 x 200 with ragged last blocks.
+    want = (stable_rng("colmajor", shape, dtype).standard_normal(shape) * 50).astype(dtype)
+    got = materialize(relayout(Tensor.from_numpy(want), ColMajor()).to(CPU)).numpy()
     assert got.dtype == want.dtype and np.array_equal(got, want)
 
 
