@@ -15,19 +15,25 @@ static inline int32_t hg_imax(int32_t a, int32_t b) { return a > b ? a : b; }
 #if defined(__AVX2__) && !defined(HG_T8_ROWS)
 #define HG_T8_ROWS
 #include <immintrin.h>
+// The 32-bit, then 64-bit unpack stages of a register transpose of n vectors r (P: the
+// intrinsics' prefix, _mm256 or _mm512); then u[4i + k] holds, in 128-bit lane l, row 4l + k
+// of columns 4i..4i+3.
+#define HG_T_UNPACK(P, n, r, t, u) do { \
+    for (int k = 0; k < (n); k += 2) { \
+        t[k] = P##_unpacklo_epi32(r[k], r[k + 1]); \
+        t[k + 1] = P##_unpackhi_epi32(r[k], r[k + 1]); \
+    } \
+    for (int k = 0; k < (n); k += 4) { \
+        u[k] = P##_unpacklo_epi64(t[k], t[k + 2]); \
+        u[k + 1] = P##_unpackhi_epi64(t[k], t[k + 2]); \
+        u[k + 2] = P##_unpacklo_epi64(t[k + 1], t[k + 3]); \
+        u[k + 3] = P##_unpackhi_epi64(t[k + 1], t[k + 3]); \
+    } \
+} while (0)
 static inline void hg_t8_rows(__m256i o[8], const uint32_t *restrict s, uint32_t si, uint32_t sn) {
     __m256i r[8], t[8], u[8];
     for (int k = 0; k < 8; k++) r[k] = _mm256_loadu_si256((const void *)(s + (uint32_t)(si + k * sn)));
-    for (int k = 0; k < 8; k += 2) {
-        t[k] = _mm256_unpacklo_epi32(r[k], r[k + 1]);
-        t[k + 1] = _mm256_unpackhi_epi32(r[k], r[k + 1]);
-    }
-    for (int k = 0; k < 8; k += 4) {
-        u[k] = _mm256_unpacklo_epi64(t[k], t[k + 2]);
-        u[k + 1] = _mm256_unpackhi_epi64(t[k], t[k + 2]);
-        u[k + 2] = _mm256_unpacklo_epi64(t[k + 1], t[k + 3]);
-        u[k + 3] = _mm256_unpackhi_epi64(t[k + 1], t[k + 3]);
-    }
+    HG_T_UNPACK(_mm256, 8, r, t, u);
     for (int j = 0; j < 4; j++) {
         o[j] = _mm256_permute2x128_si256(u[j], u[j + 4], 0x20);
         o[j + 4] = _mm256_permute2x128_si256(u[j], u[j + 4], 0x31);
@@ -67,19 +73,25 @@ static inline void hg_z8_u32(uint32_t *restrict d, uint32_t di, uint32_t dn,
 #if defined(__AVX2__) && !defined(HG_T8_ROWS)
 #define HG_T8_ROWS
 #include <immintrin.h>
+// The 32-bit, then 64-bit unpack stages of a register transpose of n vectors r (P: the
+// intrinsics' prefix, _mm256 or _mm512); then u[4i + k] holds, in 128-bit lane l, row 4l + k
+// of columns 4i..4i+3.
+#define HG_T_UNPACK(P, n, r, t, u) do { \
+    for (int k = 0; k < (n); k += 2) { \
+        t[k] = P##_unpacklo_epi32(r[k], r[k + 1]); \
+        t[k + 1] = P##_unpackhi_epi32(r[k], r[k + 1]); \
+    } \
+    for (int k = 0; k < (n); k += 4) { \
+        u[k] = P##_unpacklo_epi64(t[k], t[k + 2]); \
+        u[k + 1] = P##_unpackhi_epi64(t[k], t[k + 2]); \
+        u[k + 2] = P##_unpacklo_epi64(t[k + 1], t[k + 3]); \
+        u[k + 3] = P##_unpackhi_epi64(t[k + 1], t[k + 3]); \
+    } \
+} while (0)
 static inline void hg_t8_rows(__m256i o[8], const uint32_t *restrict s, uint32_t si, uint32_t sn) {
     __m256i r[8], t[8], u[8];
     for (int k = 0; k < 8; k++) r[k] = _mm256_loadu_si256((const void *)(s + (uint32_t)(si + k * sn)));
-    for (int k = 0; k < 8; k += 2) {
-        t[k] = _mm256_unpacklo_epi32(r[k], r[k + 1]);
-        t[k + 1] = _mm256_unpackhi_epi32(r[k], r[k + 1]);
-    }
-    for (int k = 0; k < 8; k += 4) {
-        u[k] = _mm256_unpacklo_epi64(t[k], t[k + 2]);
-        u[k + 1] = _mm256_unpackhi_epi64(t[k], t[k + 2]);
-        u[k + 2] = _mm256_unpacklo_epi64(t[k + 1], t[k + 3]);
-        u[k + 3] = _mm256_unpackhi_epi64(t[k + 1], t[k + 3]);
-    }
+    HG_T_UNPACK(_mm256, 8, r, t, u);
     for (int j = 0; j < 4; j++) {
         o[j] = _mm256_permute2x128_si256(u[j], u[j + 4], 0x20);
         o[j + 4] = _mm256_permute2x128_si256(u[j], u[j + 4], 0x31);
@@ -107,17 +119,7 @@ static inline void hg_t16_u32(uint32_t *restrict d, uint32_t di, uint32_t dn,
     __m512i r[16], t[16], u[16], o[16];
     int nt = big && ((((uintptr_t)(d + di)) | ((uintptr_t)dn << 2)) & 63u) == 0u;
     for (int k = 0; k < 16; k++) r[k] = _mm512_loadu_si512((const void *)(s + (uint32_t)(si + k * sn)));
-    for (int k = 0; k < 16; k += 2) {
-        t[k] = _mm512_unpacklo_epi32(r[k], r[k + 1]);
-        t[k + 1] = _mm512_unpackhi_epi32(r[k], r[k + 1]);
-    }
-    for (int k = 0; k < 16; k += 4) {
-        u[k] = _mm512_unpacklo_epi64(t[k], t[k + 2]);
-        u[k + 1] = _mm512_unpackhi_epi64(t[k], t[k + 2]);
-        u[k + 2] = _mm512_unpacklo_epi64(t[k + 1], t[k + 3]);
-        u[k + 3] = _mm512_unpackhi_epi64(t[k + 1], t[k + 3]);
-    }
-    // u[4i + k] holds, in 128-bit lane l, row 4l + k of columns 4i..4i+3.
+    HG_T_UNPACK(_mm512, 16, r, t, u);
     for (int k = 0; k < 4; k++) {
         __m512i v0 = _mm512_shuffle_i32x4(u[k], u[k + 4], 0x44);
         __m512i v1 = _mm512_shuffle_i32x4(u[k], u[k + 4], 0xEE);
