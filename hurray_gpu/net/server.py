@@ -454,17 +454,14 @@ class _Reply:
     def __init__(self, key: str, t: Tensor, plan: FramePlan) -> None:
         self.key, self.tensor, self.plan = key, weakref.ref(t), plan
 
-    def send(self, conn: Connection, sid: int, server: Server) -> bool:
-        """Send the answer on stream ``sid``; False (nothing sent) when the key now names
-        another tensor, or none: the request then takes the full path, which reports why."""
+    def holds(self, server: Server) -> Tensor | None:
+        """The tensor, while the key still names it; else None (the request then takes the
+        full path, which reports why)."""
         t = self.tensor()
         try:
-            if t is None or server.lookup(self.key) is not t:
-                return False
+            return t if t is not None and server.find(self.key) is t else None
         except HurrayGPUError:
-            return False
-        conn.send_plan(self.plan, _buffers(t), sid)
-        return True
+            return None
 
 
 # -- the server --------------------------------------------------------------------------------
@@ -613,6 +610,10 @@ class Server:
             Refused: UNKNOWN_TENSOR.
         """
         check_key(key)
+        return self.find(key)
+
+    def find(self, key: str) -> Tensor:
+        """:meth:`lookup` of a key that passed ``check_key`` before."""
         for source in self._sources:
             found = source.get(key) if isinstance(source, dict) else source.lookup(key)
             if found is not None:
@@ -634,6 +635,8 @@ class _Session:
         self._hello()
         skip: int | None = None  # a refused PUT's stream: its data frames are dropped
         while not self.server._stop.is_set():
+            if skip is None and self.replies and self._again():
+                continue
             header = self.conn.recv_header()
             if header.stream_id == skip and header.type in (P.MessageType.TENSOR_DATA,
                                                             P.MessageType.TENSOR_DATA_END):
@@ -645,8 +648,6 @@ class _Session:
                 raise _misplaced(header)
             sid = header.stream_id
             payload = bytes(self.conn.recv_payload(header))
-            if header.type == P.MessageType.TENSOR_REQUEST and self._again(sid, payload):
-                continue
             try:
                 msg = P.decode(header, payload)
             except ProtocolError as exc:
@@ -665,14 +666,24 @@ class _Session:
             else:
                 raise _misplaced(header)
 
-    def _again(self, sid: int, payload: bytes) -> bool:
-        """Answer a request answered before from its prepared reply, found by the request's
-        bytes (which decode to the same request again: the codec is deterministic); False
-        when there is none or it no longer holds."""
-        reply = self.replies.get(payload) if sid > self.last_stream else None
-        if reply is None or not reply.send(self.conn, sid, self.server):
+    def _again(self) -> bool:
+        """Answer the next message, once it is read ahead whole, if it is a request answered
+        before and its prepared reply still holds; the reply is found by the request's bytes
+        (they decode to the same request again: the codec is deterministic, so their checks
+        passed before). False, with nothing consumed, otherwise."""
+        conn = self.conn
+        whole = conn.read_ahead()
+        if whole is None:
             return False
+        mtype, sid, payload = whole
+        reply = self.replies.get(payload) if mtype == P.MessageType.TENSOR_REQUEST and \
+            sid > self.last_stream else None
+        t = None if reply is None else reply.holds(self.server)
+        if t is None or reply is None:
+            return False
+        conn.drop(P.HEADER_SIZE + len(payload))
         self.last_stream = sid
+        conn.send_plan(reply.plan, _buffers(t), sid)
         return True
 
     def _request(self, sid: int, msg: P.TensorRequest | P.TensorPut, payload: bytes

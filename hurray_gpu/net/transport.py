@@ -197,6 +197,7 @@ class FramePlan:
 
 
 _U32 = struct.Struct("<I")
+_HEADER = struct.Struct("<III")  # a message header: type, stream id, payload length
 _DATA_END = P.encode(P.TensorDataEnd(), 1)
 
 
@@ -466,7 +467,9 @@ class Connection:
         is copied to the host one frame at a time into one reused array, sent before it is
         refilled."""
         plan.stamp(stream_id)
-        hosts = [b.array.data.cast("B") if b.is_host else None for b in buffers]
+        # The allocation's own array: no view that pins the buffer is built (the caller
+        # holds the buffers until this returns).
+        hosts = [b.device.allocator.host_array(b.allocation) for b in buffers]
         pending: list[Any] = []
         size = 0
         staging: np.ndarray | None = None
@@ -476,14 +479,14 @@ class Connection:
                 continue
             j, start, stop = piece
             host = hosts[j]
-            if host is None:
+            if host is None:  # device memory
                 if staging is None:
                     staging = np.empty(self.frame_bytes, np.uint8)
                 buffers[j].copyout(staging[:stop - start], start)
                 pending.append(staging.data[:stop - start])
                 size = FRAME_BYTES  # flush now: the staging array is refilled next
             else:
-                pending.append(host[start:stop])
+                pending.append(host.data[start:stop])
                 size += stop - start
             if size >= FRAME_BYTES or len(pending) >= _GATHER:
                 self.send_views(pending)
@@ -492,17 +495,19 @@ class Connection:
             self.send_views(pending)
 
     # -- the expected answer (see FramePlan) -----------------------------------------------
-    def peek(self, n: int) -> memoryview:
+    def peek(self, n: int, idle: bool = False) -> memoryview:
         """The next ``n`` (at most 16 KiB) bytes, read ahead and left unconsumed; the time
         limit of a message applies (the caller asks only for bytes a header it has seen
-        promised, or for the 12 bytes of a header the peer owes it)."""
+        promised, or for the 12 bytes of a header the peer owes it), or with ``idle`` the
+        wait for the next message to begin."""
         have = self._rend - self._rpos
         if have < n:
-            rbuf, deadline = self._rbuf, time.monotonic() + self.timeout
+            rbuf = self._rbuf
+            deadline = time.monotonic() + (self.idle_timeout if idle else self.timeout)
             if self._rpos:
                 rbuf[:have] = rbuf[self._rpos:self._rend]
                 self._rpos, self._rend = 0, have
-            wait = self._tls
+            wait = self._tls or (idle and self.idle_polls)
             while self._rend < n:
                 if wait and not self._ready(False, deadline):
                     raise TransportError(f"the peer sent {self._rend} of {n} expected bytes "
@@ -511,6 +516,23 @@ class Connection:
                 wait = True
                 self._rend += self._recv_some(rbuf[self._rend:], self._rend, n)
         return self._rbuf[self._rpos:self._rpos + n]
+
+    def read_ahead(self) -> tuple[int, int, bytes] | None:
+        """Wait (idle_timeout) for the next message to begin; if all of it has been read
+        ahead, its (type, stream id, payload), left unconsumed (see :meth:`drop`); else None
+        (a message that is larger, or still arriving, is read by :meth:`recv_header`)."""
+        self.peek(1, idle=True)
+        pos, have = self._rpos, self._rend - self._rpos
+        if have < P.HEADER_SIZE:
+            return None
+        mtype, sid, length = _HEADER.unpack_from(self._rraw, pos)
+        if have - P.HEADER_SIZE < length:
+            return None
+        return mtype, sid, bytes(self._rbuf[pos + P.HEADER_SIZE:pos + P.HEADER_SIZE + length])
+
+    def drop(self, n: int) -> None:
+        """Consume ``n`` bytes :meth:`read_ahead` or :meth:`peek` showed."""
+        self._rpos += n
 
     def expect(self, message: bytes | bytearray) -> bool:
         """Consume the next message if it is exactly ``message`` (its header first: a
