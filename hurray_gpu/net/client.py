@@ -181,15 +181,16 @@ class Client:
         sid, self._next = self._next, self._next + 1
         return sid
 
-    def _call(self, work: Any) -> Any:
-        """Run one request; a broken or lying server closes the connection (it cannot be
-        trusted to be in step any more), a RemoteError leaves it open."""
+    def _call(self, work: Any, *args: Any) -> Any:
+        """Run one request, ``work(stream id, *args)``; a broken or lying server closes the
+        connection (it cannot be trusted to be in step any more), a RemoteError leaves it
+        open."""
         with self._lock:
             if self._conn.closed:
                 raise TransportError(f"the connection to {self.url} is closed",
                                      fix="connect again with hg.connect(url).")
             try:
-                return work(self._stream())
+                return work(self._stream(), *args)
             except RemoteError:
                 raise
             except (HurrayGPUError, OSError):
@@ -226,7 +227,7 @@ class Client:
             parallel == 1 else None
         seen = None if plain is None else self._repeats.get(plain)
         if seen is not None:
-            return self._call(lambda sid: self._again(sid, plain, seen))  # type: ignore[arg-type]
+            return self._call(self._again, plain, seen)  # type: ignore[no-any-return]
         entries = _entries(layouts, dtype)
         dest = None if device is None else resolve_device(device)
         tag = dest.tag if dest is not None and dest.tag in self.server_hello.devices \
@@ -271,28 +272,18 @@ class Client:
         decode), the data received straight into new arrays; at the first message that
         differs, the general receive takes over where this one stopped."""
         request, plan = seen
-        _U32.pack_into(request, 4, sid)
-        conn = self._conn
-        conn.send_views([request])
+        self._conn.send_views([_stamp(request, sid)])
         _, nbytes, raw, declared, allocs, steps = plan
-        if steps is not None:
-            _U32.pack_into(steps[0], 4, sid)
-        if steps is None or nbytes > self.max_tensor_bytes or not conn.expect(steps[0]):
+        if steps is None or nbytes > self.max_tensor_bytes or not self._conn.expect(
+                _stamp(steps[0], sid)):  # another descriptor, or an ERROR: nothing consumed
             t = self._receive(sid, 0, [self.max_tensor_bytes, MAX_MEMBERS])
             self._remember(plain, request, t)
             return t
         buffers = self._host_buffers(allocs)
         views = _views(buffers)
-        done = 0
-        for step in steps[1]:
-            if isinstance(step, tuple):
-                conn.recv_into(views[step[0]][step[1]:step[2]])
-                done += step[2] - step[1]
-                continue
-            _U32.pack_into(step, 4, sid)
-            if not conn.expect(step):  # framed otherwise, or an ERROR or a PING
-                self._recv(sid, views, nbytes, (done, nbytes))
-                break
+        done, whole = self._conn.recv_planned(steps[1], views, sid)
+        if not whole:  # framed otherwise, or an ERROR or a PING in the middle
+            self._recv(sid, views, nbytes, (done, nbytes))
         return self._build(declared, buffers, (), raw, self._cpu,  # type: ignore[no-any-return]
                            MemoryClass.STANDARD, None, None)
 
@@ -398,11 +389,11 @@ class Client:
         shard (those are never repeated this way)."""
         if not whole or is_head(desc):
             return None
-        plan = FramePlan()
+        plan = FramePlan(gather=False)
         plan.tensor(P.encode(msg, 1), [n for n, _ in allocs],
                     max(1, min(FRAME_BYTES, self._conn.max_message_size - 8)))
-        first, *rest = (m if isinstance(m, tuple) else bytearray(m) for m in plan.messages())
-        return bytearray(first), tuple(rest)  # type: ignore[arg-type]
+        first = plan.pieces[0]
+        return (first, tuple(plan.pieces[1:])) if isinstance(first, bytearray) else None
 
     @staticmethod
     def _check(msg: P.TensorDescriptorMsg, whole: bool) -> Any:
@@ -533,6 +524,12 @@ class Client:
             return time.perf_counter() - start
 
         return float(self._call(work))
+
+
+def _stamp(message: bytearray, sid: int) -> bytearray:
+    """``message`` with ``sid`` written as its stream id."""
+    _U32.pack_into(message, 4, sid)
+    return message
 
 
 def _views(buffers: Sequence[Buffer]) -> list[memoryview]:

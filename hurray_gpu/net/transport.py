@@ -135,24 +135,25 @@ def listen(host: str, port: int, unix: str | None) -> socket.socket:
 
 class FramePlan:
     """The messages of tensor answers (a head message, TENSOR_DATA frames, TENSOR_DATA_END)
-    laid out once, to be sent or expected again: ``pieces`` are encoded messages (runs of
-    them in one bytearray, stream id 1 until :meth:`stamp` writes another) and ``(buffer,
-    start, stop)`` byte ranges of the data, numbered over the buffers of every
-    :meth:`tensor` added. The one framing rule of this package: a sender's answer, its
-    prepared repeat and a receiver's expectation of that repeat all come from it.
+    laid out once, to be sent or expected again: ``pieces`` are encoded messages (with
+    ``gather``, consecutive ones in one bytearray, one iovec; stream id 1 until :meth:`stamp`
+    writes another) and ``(buffer, start, stop)`` byte ranges of the data, numbered over the
+    buffers of every :meth:`tensor` added. The one framing rule of this package: a sender's
+    answer, its prepared repeat and a receiver's expectation of that repeat all come from it.
     """
 
-    __slots__ = ("pieces", "starts", "buffers")
+    __slots__ = ("pieces", "starts", "buffers", "gather")
 
-    def __init__(self) -> None:
+    def __init__(self, gather: bool = True) -> None:
         self.pieces: list[bytearray | tuple[int, int, int]] = []
         self.starts: list[tuple[bytearray, int]] = []  # where each message begins
         self.buffers = 0
+        self.gather = gather  # consecutive messages in one piece (False: one per piece)
 
     def message(self, encoded: bytes) -> None:
         """Append one encoded message (header and payload)."""
         last = self.pieces[-1] if self.pieces else None
-        if not isinstance(last, bytearray):
+        if not isinstance(last, bytearray) or not self.gather:
             self.pieces.append(last := bytearray())
         self.starts.append((last, len(last)))
         last += encoded
@@ -180,20 +181,6 @@ class FramePlan:
         """Write ``stream_id`` into every message header."""
         for run, at in self.starts:
             _U32.pack_into(run, at + 4, stream_id)
-
-    def messages(self) -> Iterator[bytes | tuple[int, int, int]]:
-        """The pieces with each run of messages split into its messages (what a receiver
-        compares one message at a time)."""
-        cuts: dict[int, list[int]] = {}
-        for run, at in self.starts:
-            cuts.setdefault(id(run), []).append(at)
-        for piece in self.pieces:
-            if isinstance(piece, tuple):
-                yield piece
-                continue
-            ats = cuts[id(piece)]
-            for at, stop in zip(ats, [*ats[1:], len(piece)], strict=True):
-                yield bytes(piece[at:stop])
 
 
 _U32 = struct.Struct("<I")
@@ -479,16 +466,15 @@ class Connection:
                 continue
             j, start, stop = piece
             host = hosts[j]
-            if host is None:  # device memory
-                if staging is None:
-                    staging = np.empty(self.frame_bytes, np.uint8)
+            if host is None:  # device memory: flushed now, the staging array is refilled next
+                if staging is None or len(staging) < stop - start:
+                    staging = np.empty(stop - start, np.uint8)
                 buffers[j].copyout(staging[:stop - start], start)
                 pending.append(staging.data[:stop - start])
-                size = FRAME_BYTES  # flush now: the staging array is refilled next
             else:
                 pending.append(host.data[start:stop])
                 size += stop - start
-            if size >= FRAME_BYTES or len(pending) >= _GATHER:
+            if host is None or size >= FRAME_BYTES or len(pending) >= _GATHER:
                 self.send_views(pending)
                 pending, size = [], 0
         if pending:
@@ -534,18 +520,47 @@ class Connection:
         """Consume ``n`` bytes :meth:`read_ahead` or :meth:`peek` showed."""
         self._rpos += n
 
+    def recv_planned(self, steps: Sequence[bytearray | tuple[int, int, int]],
+                     views: Sequence[memoryview], stream_id: int) -> tuple[int, bool]:
+        """Receive the rest of an answer laid out as ``steps`` (messages and ``(view, start,
+        stop)`` data ranges: a FramePlan's pieces, one message each), each message stamped with
+        ``stream_id`` and compared whole, the data read into ``views``.
+
+        Returns:
+            (data bytes received, True) when all of it arrived as laid out, else (data
+            bytes received before it, False) for the first message that differed, which is
+            left unread.
+        """
+        done, rraw = 0, self._rraw
+        for step in steps:
+            if isinstance(step, tuple):
+                j, start, stop = step
+                self._recv_into(views[j][start:stop], self._deadline)
+                done += stop - start
+                continue
+            _U32.pack_into(step, 4, stream_id)
+            n = len(step)
+            if self._rend - self._rpos < n or not rraw.startswith(step, self._rpos):
+                if not self.expect(step):
+                    return done, False
+            else:  # all read ahead already: one comparison
+                self._rpos += n
+        return done, True
+
     def expect(self, message: bytes | bytearray) -> bool:
         """Consume the next message if it is exactly ``message`` (its header first: a
         different one is left unread, for the general path to read)."""
         n = len(message)
-        if self._rend - self._rpos < n and (self.peek(P.HEADER_SIZE) != message[:P.HEADER_SIZE]
-                                            or self.peek(n) != message):
-            return False
-        if not self._rraw.startswith(message, self._rpos):  # the bytes are all there now
+        if self._rend - self._rpos < n:
+            if self.peek(P.HEADER_SIZE) != message[:P.HEADER_SIZE]:
+                return False
+            self.peek(n)  # the same header: the peer owes n bytes
+        if not self._rraw.startswith(message, self._rpos):
             return False
         self._rpos += n
         self._deadline = time.monotonic() + self.timeout
         return True
+
 
 def declare(desc: Any, tag: int, mclass: int, min_alignment: int) -> bytes:
     """``desc``'s bytes with every handle re-declared: device ``tag``, memory class, producer
