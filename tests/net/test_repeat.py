@@ -227,3 +227,17 @@ def test_a_repeated_get_answered_out_of_order_closes_the_connection() -> None:
             client.get("k")
         with pytest.raises(hg.TransportError):
             client.get("k")
+
+
+def test_a_kept_view_of_a_dropped_result_survives_later_gets(start: Start) -> None:
+    """Results come from the cpu pool: a NumPy view of a result pins its memory, so gets
+    after the result itself was dropped (which reuse pooled memory) never write into it."""
+    first, other = _bytes(20, 4096), _bytes(21, 4096)
+    server, _ = start({"a": hg.from_numpy(first), "b": hg.from_numpy(other)})
+    with hg.connect(server.url) as client:
+        for _ in range(3):
+            client.get("a")
+        kept = client.get("a").numpy()
+        for _ in range(5):
+            assert np.array_equal(client.get("b").numpy(), other)
+        assert np.array_equal(kept, first)
