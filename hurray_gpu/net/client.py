@@ -54,6 +54,7 @@ MAX_DEPTH = 8  # composite nesting, as for files and streams
 _RECONNECT = "the server is out of step; reconnect."
 _TAGS = {name: tag for tag, name in LAYOUT_NAMES.items()}
 _PLANS, _PLAN_BYTES = 64, 2048  # remembered descriptor messages per client, and their size
+_STEPS = 256  # data frames of an answer remembered for a repeat (16 MiB each: 4 GiB by default)
 # (checked descriptor, its bytes, declared cpu bytes, their descriptor, (size, alignment)s,
 # the answer expected when the same descriptor comes again: see _expected)
 _Plan = tuple[Any, int, bytes, Any, tuple[tuple[int, int], ...], "_Steps | None"]
@@ -387,11 +388,12 @@ class Client:
         """The answer to a request that this descriptor message answers, as this package's
         server frames it for this client (see FramePlan); None for a composite head or a
         shard (those are never repeated this way)."""
-        if not whole or is_head(desc):
-            return None
+        frame = max(1, min(FRAME_BYTES, self._conn.max_message_size - 8))
+        if not whole or is_head(desc) or len(msg.descriptor) > _PLAN_BYTES or sum(
+                -(-n // frame) for n, _ in allocs) > _STEPS:
+            return None  # (a message compared is read ahead whole: it must fit that buffer)
         plan = FramePlan(gather=False)
-        plan.tensor(P.encode(msg, 1), [n for n, _ in allocs],
-                    max(1, min(FRAME_BYTES, self._conn.max_message_size - 8)))
+        plan.tensor(P.encode(msg, 1), [n for n, _ in allocs], frame)
         first = plan.pieces[0]
         return (first, tuple(plan.pieces[1:])) if isinstance(first, bytearray) else None
 

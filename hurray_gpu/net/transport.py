@@ -552,9 +552,11 @@ class Connection:
         different one is left unread, for the general path to read)."""
         n = len(message)
         if self._rend - self._rpos < n:
-            if self.peek(P.HEADER_SIZE) != message[:P.HEADER_SIZE]:
-                return False
-            self.peek(n)  # the same header: the peer owes n bytes
+            head = self.peek(P.HEADER_SIZE)  # one receive most often brings all of it
+            if self._rend - self._rpos < n:
+                if head != message[:P.HEADER_SIZE]:
+                    return False
+                self.peek(n)  # the same header: the peer owes n bytes
         if not self._rraw.startswith(message, self._rpos):
             return False
         self._rpos += n

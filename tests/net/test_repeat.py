@@ -241,3 +241,17 @@ def test_a_kept_view_of_a_dropped_result_survives_later_gets(start: Start) -> No
         for _ in range(5):
             assert np.array_equal(client.get("b").numpy(), other)
         assert np.array_equal(kept, first)
+
+
+def test_only_answers_of_bounded_size_are_remembered(start: Start) -> None:
+    """An answer of more data frames than the client keeps for a repeat (here 300 frames of
+    a peer accepting 4 KiB messages) is received the general way every time."""
+    big, small = _bytes(22, 4088 * 300), _bytes(23, 4088 * 200)
+    server, _ = start({"big": hg.from_numpy(big), "small": hg.from_numpy(small)})
+    with hg.connect(server.url, max_message_size=4096) as client:
+        for _ in range(2):
+            assert np.array_equal(client.get("big").numpy(), big)
+        assert not client._repeats
+        for _ in range(2):
+            assert np.array_equal(client.get("small").numpy(), small)
+        assert list(client._repeats) == [("small", False, None)]
