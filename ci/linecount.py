@@ -87,12 +87,12 @@ PER_FILE_CAP = 800
 # - +22: prepared host calls set their tables' addresses once (only the tensor's buffers and the
 #   result per call); one-chunk host launches copy tiled bands as whole rows.
 # - +2: one host_allocs rule for the receive plan and host_arrays (was written twice).
-# - +211: one framing routine (FramePlan) for a GET's answer, its prepared repeat and the
+# - +212: one framing routine (FramePlan) for a GET's answer, its prepared repeat and the
 #   client's expected repeat (bytes compared per message, no decode, general receive resumed
 #   at the first difference); the server answers a repeat from the read-ahead request bytes;
 #   results from the cpu pool (warm memory: no page faults on a repeated 1 MiB get); the
 #   repeats a client keeps are bounded (descriptor size, frames).
-TOTAL_BUDGET = 37_215
+TOTAL_BUDGET = 37_216
 PACKAGES = ("hurray_gpu", "vyre")
 
 

@@ -439,7 +439,8 @@ class Client:
                                 fix="the server must send the whole tensor as shard 0 of 1.")
         plan = self._plan(msg, budget)
         desc, _, raw, declared, allocs, _ = plan
-        self._answered = plan if depth == 0 else None
+        if depth == 0:
+            self._answered = plan
         if target is not None and not is_head(desc):
             return self._receive_on(sid, desc, msg.total_data_bytes, target)
         buffers = self._host_buffers(allocs)
@@ -565,4 +566,3 @@ def connect(url: str, *, ssl_context: ssl.SSLContext | None = None, timeout: flo
 
 
 __all__ = ["DEFAULT_MAX_TENSOR", "Client", "connect"]
-
