@@ -89,7 +89,12 @@ PER_FILE_CAP = 800
 # - +2: one host_allocs rule for the receive plan and host_arrays (was written twice).
 # - +89: TRANSPOSE16 (16 x 16 register transposes of whole cache lines, streamed past the cache)
 #   and the column-major host gather's 16 x 16 blocks.
-TOTAL_BUDGET = 37_093
+# - +212: one framing routine (FramePlan) for a GET's answer, its prepared repeat and the
+#   client's expected repeat (bytes compared per message, no decode, general receive resumed
+#   at the first difference); the server answers a repeat from the read-ahead request bytes;
+#   results from the cpu pool (warm memory: no page faults on a repeated 1 MiB get); the
+#   repeats a client keeps are bounded (descriptor size, frames).
+TOTAL_BUDGET = 37_305
 PACKAGES = ("hurray_gpu", "vyre")
 
 
