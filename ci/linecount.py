@@ -87,11 +87,18 @@ PER_FILE_CAP = 800
 # - +22: prepared host calls set their tables' addresses once (only the tensor's buffers and the
 #   result per call); one-chunk host launches copy tiled bands as whole rows.
 # - +2: one host_allocs rule for the receive plan and host_arrays (was written twice).
+# - +89: TRANSPOSE16 (16 x 16 register transposes of whole cache lines, streamed past the cache)
+#   and the column-major host gather's 16 x 16 blocks.
+# - +212: one framing routine (FramePlan) for a GET's answer, its prepared repeat and the
+#   client's expected repeat (bytes compared per message, no decode, general receive resumed
+#   at the first difference); the server answers a repeat from the read-ahead request bytes;
+#   results from the cpu pool (warm memory: no page faults on a repeated 1 MiB get); the
+#   repeats a client keeps are bounded (descriptor size, frames).
 # - +1268: hg.convert / `hurray-gpu convert`: streaming conversion of GGUF (direct types copied
 #   file to file by the kernel, Q8_0, Q4_0, Q5_0, and Q4_1/Q5_1 as overlay-add composites;
 #   every other type refused by name), safetensors, PyTorch and .npz checkpoints, with
 #   hostile-input checks of every source length and offset.
-TOTAL_BUDGET = 38_272
+TOTAL_BUDGET = 38_573
 PACKAGES = ("hurray_gpu", "vyre")
 
 
