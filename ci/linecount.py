@@ -94,7 +94,11 @@ PER_FILE_CAP = 800
 #   at the first difference); the server answers a repeat from the read-ahead request bytes;
 #   results from the cpu pool (warm memory: no page faults on a repeated 1 MiB get); the
 #   repeats a client keeps are bounded (descriptor size, frames).
-TOTAL_BUDGET = 37_305
+# - +1268: hg.convert / `hurray-gpu convert`: streaming conversion of GGUF (direct types copied
+#   file to file by the kernel, Q8_0, Q4_0, Q5_0, and Q4_1/Q5_1 as overlay-add composites;
+#   every other type refused by name), safetensors, PyTorch and .npz checkpoints, with
+#   hostile-input checks of every source length and offset.
+TOTAL_BUDGET = 38_573
 PACKAGES = ("hurray_gpu", "vyre")
 
 

@@ -5,4 +5,4 @@ Run ``python -m fuzz --help``; ``ci/fuzz.sh`` drives the long atheris runs.
 
 from __future__ import annotations
 
-HARNESS_NAMES = ("descriptor", "stream", "hrry", "vir0", "kv_import", "protocol")
+HARNESS_NAMES = ("descriptor", "stream", "hrry", "vir0", "kv_import", "protocol", "convert")

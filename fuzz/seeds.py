@@ -196,11 +196,12 @@ def write_seeds(harness: str, folder: str | os.PathLike[str]) -> int:
     Returns:
         The number of seeds written.
     """
+    from .convert import seeds as convert_seeds
     from .kv_seeds import kv_import_seeds
 
     seeds = {"descriptor": descriptor_seeds, "stream": stream_seeds, "hrry": hrry_seeds,
              "vir0": vir0_seeds, "kv_import": kv_import_seeds,
-             "protocol": protocol_seeds}[harness]()
+             "protocol": protocol_seeds, "convert": convert_seeds}[harness]()
     os.makedirs(folder, exist_ok=True)
     for i, data in enumerate(seeds):
         Path(folder, f"seed-{i:04d}").write_bytes(data)

@@ -13,6 +13,7 @@ from hurray_gpu.errors import (
     BackendUnavailableError,
     BoundsViolation,
     CompileError,
+    ConversionError,
     DeviceError,
     HurrayFormatError,
     HurrayGPUError,
@@ -20,6 +21,7 @@ from hurray_gpu.errors import (
     ProtocolError,
     RemoteError,
     TransportError,
+    UnsupportedConversionError,
     UnsupportedOpError,
 )
 
@@ -30,6 +32,7 @@ _LAZY_FROM = {
                                     "decode_descriptor_prefix",
     "hurray_gpu.format.descriptor.buffers": "DeviceTag",
     "hurray_gpu.format.dtypes": "DType by_name by_tag",
+    "hurray_gpu.io.convert": "convert",
     "hurray_gpu.io": "FileWriter HrryFile StreamReader StreamWriter UInt64 load open_file save",
     "hurray_gpu.kv_cache": "OutOfPagesError PagedKVCache",
     "hurray_gpu.net": "connect serve",
@@ -69,6 +72,7 @@ if TYPE_CHECKING:
         open_file,
         save,
     )
+    from hurray_gpu.io.convert import convert
     from hurray_gpu.kv_cache import OutOfPagesError, PagedKVCache
     from hurray_gpu.net import connect, serve
     from hurray_gpu.net.ipc import SharedTensor, attach, share
@@ -127,6 +131,7 @@ __all__ = [
     "Buffer",
     "BufferHandle",
     "CompileError",
+    "ConversionError",
     "DType",
     "Device",
     "DeviceError",
@@ -151,12 +156,14 @@ __all__ = [
     "TensorDescriptor",
     "TransportError",
     "UInt64",
+    "UnsupportedConversionError",
     "UnsupportedOpError",
     "__version__",
     "attach",
     "by_name",
     "by_tag",
     "connect",
+    "convert",
     "decode_descriptor",
     "decode_descriptor_prefix",
     "default_device",

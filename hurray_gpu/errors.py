@@ -195,3 +195,35 @@ class RemoteError(ProtocolError):
 class TransportError(HurrayGPUError, ConnectionError):
     """A network interchange connection broke: the peer closed it, a timeout passed, or the URL
     is unusable (docs/interchange.md)."""
+
+
+class ConversionError(HurrayGPUError, ValueError):
+    """A source checkpoint (GGUF, safetensors, PyTorch, NumPy) that cannot be converted to
+    Hurray: malformed or hostile structure (lengths, offsets, sizes that do not fit the file).
+
+    Args:
+        message: what is wrong.
+        source: the source file's path.
+        tensor: the tensor's name, or None for file-level problems.
+        source_type: the tensor's type as the source names it (``"Q4_K"``, ``"BF16"``), or None.
+        offset: the byte offset in the source file, or None.
+        fix: the ``Fix:`` hint.
+    """
+
+    def __init__(self, message: str, *, source: str, tensor: str | None = None,
+                 source_type: str | None = None, offset: int | None = None,
+                 fix: str | None = None) -> None:
+        self.source, self.tensor, self.source_type, self.offset = source, tensor, source_type, offset
+        where = [f"tensor {tensor!r}"] if tensor is not None else []
+        where += [f"type {source_type}"] if source_type is not None else []
+        where += [f"byte offset {offset}"] if offset is not None else []
+        text = f"{source}: {', '.join(where) + ': ' if where else ''}{message}"
+        super().__init__(text, fix=fix)
+        self._args = (message,)
+        self._kwargs = {"source": source, "tensor": tensor, "source_type": source_type,
+                        "offset": offset, "fix": fix}
+
+
+class UnsupportedConversionError(ConversionError):
+    """A well-formed source tensor whose type (or shape) this converter does not map to Hurray:
+    the message names the tensor, its type and why."""

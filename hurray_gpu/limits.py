@@ -74,6 +74,14 @@ LIMITS: tuple[Limit, ...] = (
     _l(f"{_IO}.file_format", "MAX_ALIGNMENT", "reader",
        "largest data_buffer_alignment of a .hrry file (smallest: MIN_ALIGNMENT)"),
     _l(f"{_IO}.kv", "MAX_KEY_BYTES", "reader", "length of one metadata key (u16 on the wire)"),
+    _l(f"{_IO}.convert.source", "MAX_HEADER_BYTES", "converter",
+       "header of a source checkpoint (GGUF key/values and tensor infos, safetensors JSON) "
+       "parsed in memory; larger is ConversionError"),
+    _l(f"{_IO}.convert.source", "MAX_TENSORS", "converter",
+       "tensors one source checkpoint may declare"),
+    _l(f"{_IO}.convert.gguf_file", "MAX_DIMS", "converter", "n_dims of one GGUF tensor"),
+    _l(f"{_IO}.convert.gguf_file", "MAX_ARRAY_DEPTH", "converter",
+       "nesting of GGUF metadata arrays"),
     _l("hurray_gpu.format.composite", "MAX_COVER_CORNERS", "reader",
        "average box corners per member the partition cover check enumerates (time and memory "
        "grow with the members, never with the head); more is HurrayFormatError"),

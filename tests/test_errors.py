@@ -22,6 +22,10 @@ from hurray_gpu import errors as E
         E.CompileError("nvrtc failed", "int x", ("-arch=sm_90",), "error: x"),
         E.BoundsViolation("fill_u32", "dst", "after", 64, 64),
         E.BoundsViolation("k", "src", "before", -4, 8, fix="fix the index."),
+        E.ConversionError("offset past the end", source="m.gguf", tensor="w", source_type="Q4_0",
+                          offset=96, fix="export it again."),
+        E.UnsupportedConversionError("a K-quant", source="m.gguf", tensor="w",
+                                     source_type="Q4_K", fix="re-quantize it."),
     ],
 )
 def test_every_error_has_a_fix_and_pickles(exc: E.HurrayGPUError) -> None:

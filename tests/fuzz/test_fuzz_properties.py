@@ -54,6 +54,12 @@ def test_kv_import_mutants(data: st.DataObject) -> None:
     _check("kv_import", data.draw(mutated("kv_import")))
 
 
+@settings(SETTINGS, max_examples=300)
+@given(st.data())
+def test_convert_mutants(data: st.DataObject) -> None:
+    _check("convert", data.draw(mutated("convert")))
+
+
 @SETTINGS
 @given(st.data())
 def test_vir0_mutants(data: st.DataObject) -> None:

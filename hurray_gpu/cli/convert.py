@@ -1,0 +1,68 @@
+"""``hurray-gpu convert SRC OUT.hrry``: convert a GGUF, safetensors, PyTorch or NumPy checkpoint
+to a ``.hrry`` file, one tensor at a time (docs/convert.md)."""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+from hurray_gpu.cli.common import dump_json, format_table
+from hurray_gpu.errors import HurrayGPUError
+from hurray_gpu.io.convert import FORMATS, ConvertResult, convert
+
+__all__ = ["add_parser", "report"]
+
+
+def add_parser(sub: Any) -> None:
+    """Register ``convert``."""
+    p = sub.add_parser("convert", help="convert a GGUF/safetensors/PyTorch/.npz checkpoint to "
+                       ".hrry", description=__doc__ + " Types that have no exact Hurray form "
+                       "are refused before anything is written.")
+    p.add_argument("src", help="the source checkpoint (format detected from its first bytes)")
+    p.add_argument("out", help="the .hrry file to write (atomically)")
+    p.add_argument("--device", default=None, help="also decode every tensor on this device and "
+                   "compare it bit for bit with the source's own decoding")
+    p.add_argument("--format", choices=FORMATS, default=None,
+                   help="the source format (default: detected)")
+    p.add_argument("--force", action="store_true", help="replace OUT when it exists")
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                   help="draw a progress bar (default: on a terminal, for large sources)")
+    p.add_argument("--json", action="store_true", help="print what was done as JSON")
+    p.set_defaults(run=run)
+
+
+def report(result: ConvertResult, src: str, out: str, width: int | None = None) -> str:
+    """The text summary of a conversion, each line cut to ``width`` (default: the terminal's
+    width when stdout is one; piped output is not cut)."""
+    if width is None:
+        width = shutil.get_terminal_size().columns if sys.stdout.isatty() else 1 << 16
+    mb = result.source_bytes / 1e6
+    rate = mb / result.seconds if result.seconds > 0 else 0.0
+    head = (f"{src} ({result.source_format}) -> {out}: {result.tensors} tensors, {mb:,.1f} MB "
+            f"in {result.seconds:.2f} s ({rate:,.0f} MB/s)")
+    if result.checked_on:
+        head += f", every tensor checked on {result.checked_on}"
+    rows = [(kind, count, result.forms.get(kind, "")) for kind, count in result.kinds.items()]
+    text = head + "\n" + format_table(("source type", "tensors", "Hurray form"), rows)
+    return "\n".join(_cut(line, width) for line in text.splitlines())
+
+
+def _cut(line: str, width: int) -> str:
+    return line if len(line) <= width else line[:max(width - 3, 1)] + "..."
+
+
+def run(args: argparse.Namespace) -> int:
+    """Convert ``args.src`` to ``args.out`` and print the summary."""
+    if not args.force and Path(args.out).exists():
+        raise HurrayGPUError(f"{args.out} exists", fix="pass --force to replace it, or choose "
+                             "another output path.")
+    result = convert(args.src, args.out, device=args.device, progress=args.progress,
+                     format=args.format)
+    if args.json:
+        print(dump_json({"src": args.src, "out": args.out, **vars(result)}))
+    else:
+        print(report(result, args.src, args.out))
+    return 0

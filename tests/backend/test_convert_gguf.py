@@ -1,0 +1,160 @@
+"""hg.convert of GGUF files gguf-py writes: every mapped type, on every device, bit for bit
+equal to gguf-py's own dequantization (float32)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import hurray_gpu as hg
+from hurray_gpu.errors import UnsupportedConversionError
+from hurray_gpu.ops import dequantize, materialize
+from tests._support import require_peer
+from tests.hurray._convert_samples import MAPPED, SHAPES, write_gguf
+
+QUANTIZED = ("Q8_0", "Q4_0", "Q5_0", "Q4_1", "Q5_1")
+
+
+def _f32_on(t: object, device: object) -> np.ndarray:
+    moved = t.to(device)  # type: ignore[attr-defined]
+    if moved.descriptor.quantization is not None:
+        out = dequantize(moved, "float32")
+    else:
+        out = materialize(moved, "float32")
+    return out.to("cpu").numpy()
+
+
+@pytest.fixture(scope="module")
+def converted(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
+    folder = tmp_path_factory.mktemp("gguf")
+    specs = [(f"{kind}.{i}", kind, shape) for kind in MAPPED for i, shape in enumerate(SHAPES)]
+    raw = write_gguf(folder / "model.gguf", specs)
+    hg.convert(folder / "model.gguf", folder / "model.hrry")
+    return folder / "model.hrry", raw
+
+
+@pytest.mark.parametrize("kind", MAPPED)
+def test_every_mapped_type_dequantizes_like_gguf_py(device, kind: str, converted) -> None:
+    from gguf.quants import dequantize as gguf_dequantize
+
+    path, raw = converted
+    with hg.open_file(path) as f:
+        for i, shape in enumerate(SHAPES):
+            data, qtype = raw[f"{kind}.{i}"]
+            want = np.asarray(gguf_dequantize(data, qtype), np.float32)
+            t = f.read(f"{kind}.{i}")
+            assert t.shape == shape == want.shape
+            got = _f32_on(t, device)
+            assert np.array_equal(got.view(np.uint32), want.view(np.uint32)), (kind, shape)
+
+
+def test_quantized_types_take_their_hurray_forms(converted) -> None:
+    path, _ = converted
+    forms = {"Q8_0": "int8", "Q4_0": "int4", "Q5_0": "int8", "F32": "float32",
+             "F16": "float16", "BF16": "bfloat16", "Q4_1": "uint4", "Q5_1": "uint8"}
+    with hg.open_file(path) as f:
+        for kind, storage in forms.items():
+            t = f.read(f"{kind}.1")
+            if kind in ("Q4_1", "Q5_1"):  # float32 overlay add: base d * q, correction m
+                assert t.dtype.name == "float32" and t.layout.combine_op == 2
+                base, offsets = t.members
+                assert (base.dtype.name, offsets.dtype.name) == (storage, "uint2")
+                t = base
+            assert t.dtype.name == storage
+            quant = t.descriptor.quantization
+            if kind in QUANTIZED:  # symmetric per-block, block 32 on the innermost axis, f16
+                assert (quant.SCHEME, quant.axis, quant.block_size) == (0x03, 1, 32)
+                assert quant.symmetric and quant.scale_type_tag == 0x01
+            else:
+                assert quant is None
+
+
+def _one_block(path: Path, kind: str, d_bits: int, codes: np.ndarray,
+               m_bits: int | None = None) -> Path:
+    """A GGUF file with one hand-made block (scale bits ``d_bits``, offset bits ``m_bits`` for
+    Q4_1, 4-bit/8-bit ``codes``)."""
+    gguf = require_peer("gguf")
+    head = np.array([d_bits] + ([] if m_bits is None else [m_bits]), "<u2").view(np.uint8)
+    if kind == "Q8_0":
+        block = np.concatenate([head, codes.astype(np.int8).view(np.uint8)])
+    else:  # Q4_0/Q4_1: element j in the low nibble of byte j, element j + 16 in its high one
+        nib = codes.astype(np.uint8)
+        block = np.concatenate([head, nib[:16] | (nib[16:] << 4)])
+    writer = gguf.GGUFWriter(str(path), "llama")
+    writer.add_tensor("t", block.reshape(1, -1), raw_dtype=getattr(gguf.GGMLQuantizationType,
+                                                                   kind))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path
+
+
+@pytest.mark.parametrize(("kind", "d_bits", "codes", "m_bits"), [
+    ("Q8_0", 0x8000, np.zeros(32), None),            # d = -0: every element -0.0
+    ("Q8_0", 0x0000, -np.arange(1, 33), None),       # d = +0, negative codes: -0.0
+    ("Q4_0", 0x8000, np.full(32, 9), None),          # d = -0, codes q - 8 = 1: -0.0
+    ("Q4_0", 0x0000, np.full(32, 8), None),          # d = +0, codes 0: +0.0
+    ("Q4_1", 0x8000, np.arange(32) % 16, 0x8000),    # -0 * q + -0 = -0.0
+    ("Q4_1", 0x0000, np.arange(32) % 16, 0x8000),    # +0 * q + -0 = +0.0
+    ("Q4_1", 0x3C00, np.arange(32) % 16, 0x0000),    # q + +0: the offset a signed zero
+    ("Q4_1", 0x2E66, np.arange(32) % 16, 0xB4CD),    # 0.1 q - 0.3: each sum rounded once
+])
+def test_zero_scales_keep_the_sign_of_each_zero(device, tmp_path: Path, kind: str, d_bits: int,
+                                                codes: np.ndarray, m_bits: int | None) -> None:
+    gguf = require_peer("gguf")
+    from gguf.quants import dequantize as gguf_dequantize
+
+    src = _one_block(tmp_path / "z.gguf", kind, d_bits, codes, m_bits)
+    hg.convert(src, tmp_path / "z.hrry", device=device)
+    raw = gguf.GGUFReader(str(src)).tensors[0].data
+    want = np.asarray(gguf_dequantize(raw, getattr(gguf.GGMLQuantizationType, kind)),
+                      np.float32)
+    with hg.open_file(tmp_path / "z.hrry") as f:
+        got = _f32_on(f.read("t"), device)
+    assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
+
+
+def test_a_zero_scale_with_mixed_signs_is_refused(tmp_path: Path) -> None:
+    codes = np.concatenate([np.full(16, 3), np.full(16, -3)])
+    src = _one_block(tmp_path / "m.gguf", "Q8_0", 0x0000, codes)
+    with pytest.raises(UnsupportedConversionError, match=r"'t'.*Q8_0.*block 0 has a zero "
+                                                         r"scale and codes of both signs"):
+        hg.convert(src, tmp_path / "m.hrry")
+    assert not (tmp_path / "m.hrry").exists()
+
+
+def test_an_infinite_scale_or_offset_is_refused(tmp_path: Path) -> None:
+    src = _one_block(tmp_path / "i.gguf", "Q4_0", 0x7C00, np.full(32, 3))
+    with pytest.raises(UnsupportedConversionError, match="infinite or NaN f16 scale"):
+        hg.convert(src, tmp_path / "i.hrry")
+    src = _one_block(tmp_path / "n.gguf", "Q4_1", 0x3C00, np.full(32, 3), 0x7E00)
+    with pytest.raises(UnsupportedConversionError, match="infinite or NaN f16 offset m"):
+        hg.convert(src, tmp_path / "n.hrry")
+
+
+def test_convert_checks_every_tensor_on_the_device(device, tmp_path: Path) -> None:
+    specs = [(f"{kind}", kind, (2, 64)) for kind in MAPPED]
+    write_gguf(tmp_path / "c.gguf", specs)
+    result = hg.convert(tmp_path / "c.gguf", tmp_path / "c.hrry", device=device)
+    assert result.checked_on == device.spec and result.tensors == len(MAPPED)
+
+
+def test_empty_quantized_tensors_convert(device, tmp_path: Path) -> None:
+    # Found by fuzz/convert.py: a block type with no blocks once failed to reshape its scales.
+    gguf = require_peer("gguf")
+    writer = gguf.GGUFWriter(str(tmp_path / "e.gguf"), "llama")
+    for kind in QUANTIZED:
+        block, size = gguf.GGML_QUANT_SIZES[getattr(gguf.GGMLQuantizationType, kind)]
+        writer.add_tensor(kind, np.zeros((0, size), np.uint8),
+                          raw_dtype=getattr(gguf.GGMLQuantizationType, kind))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    hg.convert(tmp_path / "e.gguf", tmp_path / "e.hrry", device=device)
+    with hg.open_file(tmp_path / "e.hrry") as f:
+        for kind in QUANTIZED:
+            assert _f32_on(f.read(kind), device).shape == (0, 32)
