@@ -85,16 +85,19 @@ static inline __m256i hg_s8_fast(__m256i c, const hg_s8_fmt_t *f, int x, __m256i
         c, _mm_cvtsi32_si128(f->bits - 1)), 31));
 }
 // 16-bit bits (w mantissa bits: bf16 7, f16 10) of s * T(c) for 16 codes in 16-bit lanes, x
-// the exponent offset << w: a normal magnitude shifted into place plus x; subnormal ones
-// (below 2^M <= 8) and those from k up (k >= top 8) by byte shuffles of 8-entry tables (lo16:
-// this run's values; hi: the output's inf/NaN bits).
+// the exponent offset << w: a normal magnitude shifted into place plus x, capped at infinity
+// (f16 at scales past its range: a value of at most four significant bits is exact below
+// 2^16 and rounds to infinity from there; the add saturates); subnormal ones (below 2^M <= 8)
+// and those from k up (k >= top 8) by byte shuffles of 8-entry tables (lo16: this run's
+// values; hi: the output's inf/NaN bits).
 static inline __m256i hg_s8_b16(__m256i c, const hg_s8_fmt_t *f, __m256i x, __m256i lo16,
                                 __m256i hi, int w) {
     __m256i mag = _mm256_and_si256(c, _mm256_set1_epi16((short)((1 << (f->bits - 1)) - 1)));
     __m256i ix = _mm256_add_epi16(_mm256_mullo_epi16(_mm256_and_si256(mag, _mm256_set1_epi16(7)),
                                                      _mm256_set1_epi16(0x0202)),
                                   _mm256_set1_epi16(0x0100));
-    __m256i b = _mm256_add_epi16(_mm256_sll_epi16(mag, _mm_cvtsi32_si128(w - f->m)), x);
+    __m256i b = _mm256_adds_epu16(_mm256_sll_epi16(mag, _mm_cvtsi32_si128(w - f->m)), x);
+    if (w == 10) b = _mm256_min_epu16(b, _mm256_set1_epi16(0x7c00));  // (bf16 stays in range)
     b = _mm256_blendv_epi8(b, _mm256_shuffle_epi8(lo16, ix),
                            _mm256_cmpgt_epi16(_mm256_set1_epi16((short)(1 << f->m)), mag));
     if (f->k < 1 << (f->bits - 1))
@@ -288,11 +291,12 @@ static inline __attribute__((always_inline)) void hg_s8_run(
         hg_s8_fmt_t h = *f;
         __m256i sp0 = conv == 1 ? h.bp[0] : h.sp[0], sp1 = conv == 1 ? h.bp[1] : h.sp[1];
         int x = e - 127 - ((1 << (bits - 2 - h.m)) - 1) - h.m;
-        // 16 codes at a time in 16-bit lanes: f16 where every normal code's value is normal, float
-        // as bf16 widened (exact: values of at most four significant bits) when the top are.
+        // 16 codes at a time in 16-bit lanes: f16 where no normal code's value is subnormal
+        // (the exponent offset in 6 bits), float as bf16 widened (exact: values of at most four
+        // significant bits) when the top entries are.
         int w = conv == 2 ? 10 : 7, ob = conv == 2 ? 15 : 127;
         if (bits > 4 && h.k >= (1 << (bits - 1)) - 8 && (conv != 0 || h.top0)
-                && (conv != 2 || (e >= h.eln + 112 && e <= h.ehi - 112))) {
+                && (conv != 2 || (e >= h.eln + 112 && x + h.m + ob < 64))) {
             __m256i x16 = _mm256_set1_epi16((short)((x + h.m + ob) << w));
             __m256i lo16 = _mm256_and_si256(h.nz16, _mm256_or_si256(
                 h.mb16, _mm256_sll_epi16(_mm256_add_epi16(
