@@ -87,14 +87,24 @@ PER_FILE_CAP = 800
 # - +22: prepared host calls set their tables' addresses once (only the tensor's buffers and the
 #   result per call); one-chunk host launches copy tiled bands as whole rows.
 # - +2: one host_allocs rule for the receive plan and host_arrays (was written twice).
-# - +1173: hg.convert / `hurray-gpu convert`: streaming conversion of GGUF (direct types, Q8_0,
-#   Q4_0, Q5_0, and Q4_1/Q5_1 as overlay-add composites; every other type refused by name),
-#   safetensors, PyTorch and .npz checkpoints, with hostile-input checks of every source
-#   length and offset.
-# - +421: bitsandbytes NF4 safetensors (double-quantized absmax decoded as bnb does, blocks kept
+# - +89: TRANSPOSE16 (16 x 16 register transposes of whole cache lines, streamed past the cache)
+#   and the column-major host gather's 16 x 16 blocks.
+# - +212: one framing routine (FramePlan) for a GET's answer, its prepared repeat and the
+#   client's expected repeat (bytes compared per message, no decode, general receive resumed
+#   at the first difference); the server answers a repeat from the read-ahead request bytes;
+#   results from the cpu pool (warm memory: no page faults on a repeated 1 MiB get); the
+#   repeats a client keeps are bounded (descriptor size, frames).
+# - +1268: hg.convert / `hurray-gpu convert`: streaming conversion of GGUF (direct types copied
+#   file to file by the kernel, Q8_0, Q4_0, Q5_0, and Q4_1/Q5_1 as overlay-add composites;
+#   every other type refused by name), safetensors, PyTorch and .npz checkpoints, with
+#   hostile-input checks of every source length and offset.
+# - +5: float8_e5m2 (f16-subnormal codes) -> f16 through the 16-bit-lane SCALE8 path.
+# - +9: the pool's lock taken without a with-block; prepared results wrapped before the launch.
+# - +4: MX into f16 at scales past f16's range through the 16-bit lanes (capped at infinity).
+# - +424: bitsandbytes NF4 safetensors (double-quantized absmax decoded as bnb does, blocks kept
 #   inside rows or the weight stored flat) and compressed-tensors pack-quantized int4/int8
 #   (group and channel) converted bit-exactly; fp4, LLM.int8 and act-order refused by name.
-TOTAL_BUDGET = 38_598
+TOTAL_BUDGET = 39_015
 PACKAGES = ("hurray_gpu", "vyre")
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -34,8 +35,10 @@ def add_parser(sub: Any) -> None:
 
 
 def report(result: ConvertResult, src: str, out: str, width: int | None = None) -> str:
-    """The text summary of a conversion, each line cut to the terminal's ``width``."""
-    width = width or shutil.get_terminal_size((1 << 16, 24)).columns  # piped: no cut
+    """The text summary of a conversion, each line cut to ``width`` (default: the terminal's
+    width when stdout is one; piped output is not cut)."""
+    if width is None:
+        width = shutil.get_terminal_size().columns if sys.stdout.isatty() else 1 << 16
     mb = result.source_bytes / 1e6
     rate = mb / result.seconds if result.seconds > 0 else 0.0
     head = (f"{src} ({result.source_format}) -> {out}: {result.tensors} tensors, {mb:,.1f} MB "

@@ -16,6 +16,7 @@ from hurray_gpu.dialect.render import (
     LIBM_INTRINSICS,
     SCALE8_CALL,
     SCALE8_CONV,
+    TRANSPOSE16_CALL,
     CStyleRenderer,
     expand_block8,
     expand_scale8,
@@ -212,10 +213,10 @@ void {name}(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0, int64_t hg_
 # get e - 127 added to their exponent per run. 6- and 8-bit codes go 16 at a time in 16-bit
 # lanes where the output allows (hg_s8_b16): as bf16 (and f32, bf16 widened: every value of
 # such a table has at most four significant bits, so its f32 low half is zero) and as f16 when
-# every arithmetic value stays f16-normal at that scale, a normal magnitude is its bits
-# shifted into place plus the exponent offset, and the few subnormal (below 2^M) and inf/NaN
-# magnitudes are byte-shuffle lookups: half the instructions of the eight-code f32 path and
-# its narrowing. Other tables and scales take the paths above.
+# every normal code's value stays f16-normal at that scale, a normal magnitude is its bits
+# shifted into place plus the exponent offset, and the few subnormal (below 2^M; f16: F16C
+# rounds them per run, so float8_e5m2's f16 subnormals qualify) and inf/NaN magnitudes are
+# byte-shuffle lookups: half the instructions of the eight-code f32 path and its narrowing.
 _SCALE8_HELPERS = """\
 #ifndef HG_STREAM_BYTES
 #define HG_STREAM_BYTES (32u << 20)
@@ -225,11 +226,11 @@ _SCALE8_HELPERS = """\
 #include <immintrin.h>
 typedef struct {
     const float *tab;
-    int bits, m, k, elo, ehi;
+    int bits, m, k, elo, eln, ehi;  // eln: elo of the normal codes (from 2^M) alone
     __m256i sp[2], bp[2], t16, nz;  // sp: T of the top 16 magnitudes; bp: bf16-rule NaNs
-    // Magnitudes m below 8 (nz16: 2^M > m > 0): T's exponent fields and mantissas as bf16 and
-    // f16 mantissas; the top 8 as each output writes them (f32: high halves, top0 when exact).
-    __m256i ex16, mb16, mh16, nz16, hi16[3];
+    // Magnitudes m below 8 (nz16: 2^M > m > 0): T's exponent fields and bf16 mantissas; the
+    // top 8 as each output writes them (f32: high halves, top0 when exact).
+    __m256i ex16, mb16, nz16, hi16[3];
     int top0;
 } hg_s8_fmt_t;
 static inline void hg_s8_fence(void) { _mm_sfence(); }
@@ -279,16 +280,19 @@ static inline __m256i hg_s8_fast(__m256i c, const hg_s8_fmt_t *f, int x, __m256i
         c, _mm_cvtsi32_si128(f->bits - 1)), 31));
 }
 // 16-bit bits (w mantissa bits: bf16 7, f16 10) of s * T(c) for 16 codes in 16-bit lanes, x
-// the exponent offset << w: a normal magnitude shifted into place plus x; subnormal ones
-// (below 2^M <= 8) and those from k up (k >= top 8) by byte shuffles of 8-entry tables (lo16:
-// this run's values; hi: the output's inf/NaN bits).
+// the exponent offset << w: a normal magnitude shifted into place plus x, capped at infinity
+// (f16 at scales past its range: a value of at most four significant bits is exact below
+// 2^16 and rounds to infinity from there; the add saturates); subnormal ones (below 2^M <= 8)
+// and those from k up (k >= top 8) by byte shuffles of 8-entry tables (lo16: this run's
+// values; hi: the output's inf/NaN bits).
 static inline __m256i hg_s8_b16(__m256i c, const hg_s8_fmt_t *f, __m256i x, __m256i lo16,
                                 __m256i hi, int w) {
     __m256i mag = _mm256_and_si256(c, _mm256_set1_epi16((short)((1 << (f->bits - 1)) - 1)));
     __m256i ix = _mm256_add_epi16(_mm256_mullo_epi16(_mm256_and_si256(mag, _mm256_set1_epi16(7)),
                                                      _mm256_set1_epi16(0x0202)),
                                   _mm256_set1_epi16(0x0100));
-    __m256i b = _mm256_add_epi16(_mm256_sll_epi16(mag, _mm_cvtsi32_si128(w - f->m)), x);
+    __m256i b = _mm256_adds_epu16(_mm256_sll_epi16(mag, _mm_cvtsi32_si128(w - f->m)), x);
+    if (w == 10) b = _mm256_min_epu16(b, _mm256_set1_epi16(0x7c00));  // (bf16 stays in range)
     b = _mm256_blendv_epi8(b, _mm256_shuffle_epi8(lo16, ix),
                            _mm256_cmpgt_epi16(_mm256_set1_epi16((short)(1 << f->m)), mag));
     if (f->k < 1 << (f->bits - 1))
@@ -307,7 +311,7 @@ static __attribute__((noinline)) void hg_s8_fmt_check(hg_s8_fmt_t *out, const fl
     f.bits = bits;
     memcpy(t, tab, sizeof(float) << bits);
     for (int m = bits == 4 ? 1 : 2; m <= (bits == 4 ? 1 : 3); m++) {
-        int k = 0, bias = (1 << (bits - 2 - m)) - 1, ok = 1, lo = 255, hi = 0;
+        int k = 0, bias = (1 << (bits - 2 - m)) - 1, ok = 1, lo = 255, ln = 255, hi = 0;
         g = f;
         g.m = m;
         g.k = half;
@@ -330,6 +334,7 @@ static __attribute__((noinline)) void hg_s8_fmt_check(hg_s8_fmt_t *out, const fl
                 ok &= (t[c] & 0x7f800000u) == 0x7f800000u && c >= half - 16 && bits > 4;
             else if (c > 0) {
                 lo = (int)(t[c] >> 23) < lo ? (int)(t[c] >> 23) : lo;
+                ln = c >= 1 << m && (int)(t[c] >> 23) < ln ? (int)(t[c] >> 23) : ln;
                 hi = (int)(t[c] >> 23) > hi ? (int)(t[c] >> 23) : hi;
             }
         }
@@ -337,6 +342,7 @@ static __attribute__((noinline)) void hg_s8_fmt_check(hg_s8_fmt_t *out, const fl
             f = g;
             f.k = k;
             f.elo = 128 - lo;
+            f.eln = 128 - ln;
             f.ehi = 381 - hi;
             if (bits > 4) {
                 f.sp[0] = _mm256_loadu_si256((const __m256i *)(const void *)(t + half - 16));
@@ -355,22 +361,21 @@ static __attribute__((noinline)) void hg_s8_fmt_check(hg_s8_fmt_t *out, const fl
         f.bp[h] = _mm256_blendv_epi8(f.sp[h], _mm256_set1_epi32(0x7fc00000),
                                      _mm256_cmpgt_epi32(f.sp[h], _mm256_set1_epi32(0x7f800000)));
     if (bits > 4 && f.k) {
-        uint16_t v[7][16];  // ex, mb, mh, nz, hi per output
+        uint16_t v[6][16];  // ex, mb, nz, hi per output
         f.top0 = 1;
         for (int c = 0; c < 16; c++) {
             uint32_t top = t[half - 8 + (c & 7)], sub = (c & 7) && (c & 7) < 1 << f.m;
             uint32_t nan = (top & 0x7fffffffu) > 0x7f800000u, hm = (top >> 13) & 0x3ffu;
             v[0][c] = (uint16_t)(sub ? t[c & 7] >> 23 : 0u);
             v[1][c] = (uint16_t)(sub ? (t[c & 7] >> 16) & 0x7fu : 0u);
-            v[2][c] = (uint16_t)(sub ? (t[c & 7] >> 13) & 0x3ffu : 0u);
-            v[3][c] = (uint16_t)(sub ? 0xffffu : 0u);
-            v[4][c] = (uint16_t)(top >> 16);
-            v[5][c] = (uint16_t)(nan ? 0x7fc0u : top >> 16);
-            v[6][c] = (uint16_t)(nan ? 0x7c00u | (hm ? hm : 1u) : 0x7c00u);
+            v[2][c] = (uint16_t)(sub ? 0xffffu : 0u);
+            v[3][c] = (uint16_t)(top >> 16);
+            v[4][c] = (uint16_t)(nan ? 0x7fc0u : top >> 16);
+            v[5][c] = (uint16_t)(nan ? 0x7c00u | (hm ? hm : 1u) : 0x7c00u);
             f.top0 &= half - 8 + (c & 7) < f.k || (top & 0xffffu) == 0u;
         }
-        __m256i *to[7] = {&f.ex16, &f.mb16, &f.mh16, &f.nz16, &f.hi16[0], &f.hi16[1], &f.hi16[2]};
-        for (int h = 0; h < 7; h++) *to[h] = _mm256_loadu_si256((const __m256i *)(const void *)v[h]);
+        __m256i *to[6] = {&f.ex16, &f.mb16, &f.nz16, &f.hi16[0], &f.hi16[1], &f.hi16[2]};
+        for (int h = 0; h < 6; h++) *to[h] = _mm256_loadu_si256((const __m256i *)(const void *)v[h]);
     }
     *out = f;
 }
@@ -481,15 +486,22 @@ static inline __attribute__((always_inline)) void hg_s8_run(
         hg_s8_fmt_t h = *f;
         __m256i sp0 = conv == 1 ? h.bp[0] : h.sp[0], sp1 = conv == 1 ? h.bp[1] : h.sp[1];
         int x = e - 127 - ((1 << (bits - 2 - h.m)) - 1) - h.m;
-        // 16 codes at a time in 16-bit lanes: f16 where every value is normal there, f32 as
-        // bf16 widened (exact: values of at most four significant bits) when the top entries are.
+        // 16 codes at a time in 16-bit lanes: f16 where no normal code's value is subnormal
+        // (the exponent offset in 6 bits), f32 as bf16 widened (exact: values of at most four
+        // significant bits) when the top entries are.
         int w = conv == 2 ? 10 : 7, ob = conv == 2 ? 15 : 127;
         if (bits > 4 && h.k >= (1 << (bits - 1)) - 8 && (conv != 0 || h.top0)
-                && (conv != 2 || (e >= h.elo + 112 && e <= h.ehi - 112))) {
+                && (conv != 2 || (e >= h.eln + 112 && x + h.m + ob < 64))) {
             __m256i x16 = _mm256_set1_epi16((short)((x + h.m + ob) << w));
             __m256i lo16 = _mm256_and_si256(h.nz16, _mm256_or_si256(
-                conv == 2 ? h.mh16 : h.mb16, _mm256_sll_epi16(_mm256_add_epi16(
+                h.mb16, _mm256_sll_epi16(_mm256_add_epi16(
                     h.ex16, _mm256_set1_epi16((short)(e - 254 + ob))), _mm_cvtsi32_si128(w))));
+#if defined(__F16C__)
+            // f16 (asked for only with F16C): s * T(c) rounded as the oracle rounds it.
+            if (conv == 2)
+                lo16 = _mm256_and_si256(h.nz16, _mm256_broadcastsi128_si256(_mm256_cvtps_ph(
+                    _mm256_mul_ps(lo, _mm256_set1_ps(s)), _MM_FROUND_TO_NEAREST_INT)));
+#endif
             for (; j + 2u <= g; j += 2u) {
                 __m256i v = hg_s8_b16(hg_s8_codes16(p + (size_t)bits * j, bits), &h, x16, lo16,
                                       h.hi16[conv], w);
@@ -537,29 +549,40 @@ _SCALE8_STORES = {("f32", "F32"): 0, ("u16", "BF16"): 1, ("u16", "F16"): 2}
 # register transpose. ZORDER8: a vector's lane bits are (j0 k0 j1) and its index (k1 j2 k2);
 # swapping lanes 1 and 2, then 64-bit halves with the neighbouring vector, then 128-bit halves
 # with the vector 4 away leaves lanes (k0 k1 k2) and index (j0 j2 j1): row j.
+# hg_t8_rows: rows j of the 8 x 8 transpose in o[j] (TRANSPOSE16's AVX2 form shares it).
 _T8_HELPER = """\
-#if defined(__AVX2__)
+#if defined(__AVX2__) && !defined(HG_T8_ROWS)
+#define HG_T8_ROWS
 #include <immintrin.h>
-static inline void hg_t8_u32(uint32_t *restrict d, uint32_t di, uint32_t dn,
-                             const uint32_t *restrict s, uint32_t si, uint32_t sn) {
+// The 32-bit, then 64-bit unpack stages of a register transpose of n vectors r (P: the
+// intrinsics' prefix, _mm256 or _mm512); then u[4i + k] holds, in 128-bit lane l, row 4l + k
+// of columns 4i..4i+3.
+#define HG_T_UNPACK(P, n, r, t, u) do { \\
+    for (int k = 0; k < (n); k += 2) { \\
+        t[k] = P##_unpacklo_epi32(r[k], r[k + 1]); \\
+        t[k + 1] = P##_unpackhi_epi32(r[k], r[k + 1]); \\
+    } \\
+    for (int k = 0; k < (n); k += 4) { \\
+        u[k] = P##_unpacklo_epi64(t[k], t[k + 2]); \\
+        u[k + 1] = P##_unpackhi_epi64(t[k], t[k + 2]); \\
+        u[k + 2] = P##_unpacklo_epi64(t[k + 1], t[k + 3]); \\
+        u[k + 3] = P##_unpackhi_epi64(t[k + 1], t[k + 3]); \\
+    } \\
+} while (0)
+static inline void hg_t8_rows(__m256i o[8], const uint32_t *restrict s, uint32_t si, uint32_t sn) {
     __m256i r[8], t[8], u[8];
     for (int k = 0; k < 8; k++) r[k] = _mm256_loadu_si256((const void *)(s + (uint32_t)(si + k * sn)));
-    for (int k = 0; k < 8; k += 2) {
-        t[k] = _mm256_unpacklo_epi32(r[k], r[k + 1]);
-        t[k + 1] = _mm256_unpackhi_epi32(r[k], r[k + 1]);
-    }
-    for (int k = 0; k < 8; k += 4) {
-        u[k] = _mm256_unpacklo_epi64(t[k], t[k + 2]);
-        u[k + 1] = _mm256_unpackhi_epi64(t[k], t[k + 2]);
-        u[k + 2] = _mm256_unpacklo_epi64(t[k + 1], t[k + 3]);
-        u[k + 3] = _mm256_unpackhi_epi64(t[k + 1], t[k + 3]);
-    }
+    HG_T_UNPACK(_mm256, 8, r, t, u);
     for (int j = 0; j < 4; j++) {
-        _mm256_storeu_si256((void *)(d + (uint32_t)(di + j * dn)),
-                            _mm256_permute2x128_si256(u[j], u[j + 4], 0x20));
-        _mm256_storeu_si256((void *)(d + (uint32_t)(di + (j + 4) * dn)),
-                            _mm256_permute2x128_si256(u[j], u[j + 4], 0x31));
+        o[j] = _mm256_permute2x128_si256(u[j], u[j + 4], 0x20);
+        o[j + 4] = _mm256_permute2x128_si256(u[j], u[j + 4], 0x31);
     }
+}
+static inline void hg_t8_u32(uint32_t *restrict d, uint32_t di, uint32_t dn,
+                             const uint32_t *restrict s, uint32_t si, uint32_t sn) {
+    __m256i o[8];
+    hg_t8_rows(o, s, si, sn);
+    for (int j = 0; j < 8; j++) _mm256_storeu_si256((void *)(d + (uint32_t)(di + j * dn)), o[j]);
 }
 #endif"""
 _Z8_HELPER = """\
@@ -584,6 +607,67 @@ static inline void hg_z8_u32(uint32_t *restrict d, uint32_t di, uint32_t dn,
         _mm256_storeu_si256((void *)(d + (uint32_t)(di + j * dn)), v[i]);
     }
 }
+#endif"""
+
+
+# TRANSPOSE16 of u32 words on the host: rows of 16 words are whole cache lines, so an output past
+# the cache (hg_big, as SCALE8's) is written with non-temporal stores where every row starts on
+# a line: measured on a 4096^2 f32 column-major source, 8 x 8 transposes with plain stores
+# moved 0.2-0.4 of copy bandwidth (each destination line is read, then filled in two halves
+# while the 16 KiB-strided source and destination rows evict each other in L1); whole-line
+# streaming stores 0.7-0.9. AVX-512: one 16 x 16 register transpose (unpacks, then 128-bit
+# lane shuffles); AVX2: four 8 x 8 ones (hg_t8_rows), each row's halves stored back to back.
+_T16_HELPER = _T8_HELPER + """
+#ifndef HG_STREAM_BYTES
+#define HG_STREAM_BYTES (32u << 20)
+#endif
+#ifndef hg_big
+#define hg_big(total, size) ((uint64_t)(total) * (size) > (uint64_t)HG_STREAM_BYTES)
+#endif
+#if defined(__AVX2__)
+#include <immintrin.h>
+static inline void hg_t16_fence(void) { _mm_sfence(); }
+#if defined(__AVX512F__)
+static inline void hg_t16_u32(uint32_t *restrict d, uint32_t di, uint32_t dn,
+                              const uint32_t *restrict s, uint32_t si, uint32_t sn, int big) {
+    __m512i r[16], t[16], u[16], o[16];
+    int nt = big && ((((uintptr_t)(d + di)) | ((uintptr_t)dn << 2)) & 63u) == 0u;
+    for (int k = 0; k < 16; k++) r[k] = _mm512_loadu_si512((const void *)(s + (uint32_t)(si + k * sn)));
+    HG_T_UNPACK(_mm512, 16, r, t, u);
+    for (int k = 0; k < 4; k++) {
+        __m512i v0 = _mm512_shuffle_i32x4(u[k], u[k + 4], 0x44);
+        __m512i v1 = _mm512_shuffle_i32x4(u[k], u[k + 4], 0xEE);
+        __m512i w0 = _mm512_shuffle_i32x4(u[k + 8], u[k + 12], 0x44);
+        __m512i w1 = _mm512_shuffle_i32x4(u[k + 8], u[k + 12], 0xEE);
+        o[k] = _mm512_shuffle_i32x4(v0, w0, 0x88);
+        o[k + 4] = _mm512_shuffle_i32x4(v0, w0, 0xDD);
+        o[k + 8] = _mm512_shuffle_i32x4(v1, w1, 0x88);
+        o[k + 12] = _mm512_shuffle_i32x4(v1, w1, 0xDD);
+    }
+    for (int j = 0; j < 16; j++) {
+        void *p = (void *)(d + (uint32_t)(di + j * dn));
+        if (nt) _mm512_stream_si512(p, o[j]);
+        else _mm512_storeu_si512(p, o[j]);
+    }
+}
+#else
+static inline void hg_t16_u32(uint32_t *restrict d, uint32_t di, uint32_t dn,
+                              const uint32_t *restrict s, uint32_t si, uint32_t sn, int big) {
+    int nt = big && ((((uintptr_t)(d + di)) | ((uintptr_t)dn << 2)) & 63u) == 0u;
+    for (uint32_t h = 0; h < 16u; h += 8u) {
+        __m256i a[8], b[8];
+        hg_t8_rows(a, s, si + h, sn);
+        hg_t8_rows(b, s, si + h + 8u * sn, sn);
+        for (uint32_t j = 0; j < 8u; j++) {
+            __m256i *p = (__m256i *)(void *)(d + (uint32_t)(di + (h + j) * dn));
+            if (nt) { _mm256_stream_si256(p, a[j]); _mm256_stream_si256(p + 1, b[j]); }
+            else { _mm256_storeu_si256(p, a[j]); _mm256_storeu_si256(p + 1, b[j]); }
+        }
+    }
+}
+#endif
+#else
+static inline void hg_t16_fence(void) {}
 #endif"""
 
 
@@ -624,7 +708,7 @@ class HostCRenderer(CStyleRenderer):
                       "    __atomic_compare_exchange_n(p, &e, v, 0, __ATOMIC_SEQ_CST,\n"
                       "                                __ATOMIC_SEQ_CST);\n    return e;\n}",
         **{f"SCALE8_{t}": _SCALE8_HELPERS for t in SCALE8_CONV}, "TRANSPOSE8": _T8_HELPER,
-        "ZORDER8": _Z8_HELPER}
+        "ZORDER8": _Z8_HELPER, "TRANSPOSE16": _T16_HELPER}
     atomic_map: ClassVar[dict[str, str]] = {
         **{op: f"__atomic_{fn}(&{{b}}[{{i}}], {{v}}, __ATOMIC_SEQ_CST)" for op, fn in (
             ("ATOMIC_ADD", "fetch_add"), ("ATOMIC_OR", "fetch_or"), ("ATOMIC_AND", "fetch_and"),
@@ -669,6 +753,14 @@ class HostCRenderer(CStyleRenderer):
                 return expand_block8(m[0])
             return f"memcpy(&{dst}[{di}], &{src}[{si}], 8 * sizeof {dst}[0]);"
 
+        def t16(m: re.Match[str]) -> str:
+            dst, di, dn, src, si, sn, total = m.groups()
+            if types.get(dst) != "u32" or types.get(src) != "u32":
+                return expand_block8(m[0])
+            return (f"\n#if defined(__AVX2__)\nhg_t16_u32({dst}, {di}, {dn}, {src}, {si}, {sn}, "
+                    f"hg_big({total}, 4u));\n#else\n{expand_block8(m[0])}\n#endif\n")
+
+        text = TRANSPOSE16_CALL.sub(t16, text)
         return BLOCK8_CALL.sub(vector, COPY8_CALL.sub(copy, text))
 
     def render_entry(self, kernel: KernelDef) -> str:
@@ -699,6 +791,8 @@ class HostCRenderer(CStyleRenderer):
         names, params = ", ".join(p.name for p in kernel.params), self.render_params(kernel)
         # Non-temporal stores are weakly ordered: drained before the chunk counts as done.
         fence = "\n    hg_s8_fence();" if s8 else ""
+        if TRANSPOSE16_CALL.search(kernel.body):
+            fence += "\n    hg_t16_fence();"
         init = "\n    hg_s8_fmt_t hg_s8_c;\n    hg_s8_c.tab = NULL;" if s8 else ""
         size = 128 if LONG_ITEMS in kernel.tags else 4096
         entry = _HOST_ENTRY.format(name=kernel.name, unpack="\n".join(unpack), size=size,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import IO, Any
 
 import numpy as np
@@ -129,6 +129,36 @@ class FileWriter:
         if name in self._names:
             raise HurrayFormatError(f"duplicate tensor name {name!r}", field="name",
                                     fix="give every tensor (and composite member) a unique name.")
+
+    def write_copied(self, name: str, descriptor: Any,
+                     copy: Callable[[IO[bytes]], None]) -> None:
+        """Append a tensor whose buffer 0 (its only one) ``copy`` writes to the file itself,
+        at the file's current position: a byte range of another file, which the kernel can
+        copy without passing it through this process (hg.convert's direct types).
+
+        Args:
+            name: as in :meth:`write`.
+            descriptor: the tensor's TensorDescriptor (one buffer, no members).
+            copy: writes exactly ``descriptor.buffers[0].byte_size`` bytes to the handle.
+
+        Raises:
+            HurrayFormatError: a bad or duplicate name, or a closed writer.
+        """
+        if self._closed:
+            raise HurrayFormatError("write_copied() after close()", fix="open a new FileWriter.")
+        self._check_name(name)
+        self._names.add(name)
+        raw = descriptor.encode()
+        desc_offset = self._pos
+        self._emit(raw)
+        self._pad_to(self.alignment)
+        data_offset = self._pos
+        self._file.flush()
+        copy(self._file)
+        length = descriptor.buffers[0].byte_size
+        self._pos += length
+        self._pad_to(8)
+        self._entries.append(IndexEntry(name, desc_offset, len(raw), data_offset, length))
 
     def _write_one(self, name: str, tensor: TensorLike) -> None:
         raw = tensor.descriptor_bytes

@@ -149,7 +149,10 @@ _WORD_MOVE = Piece("word mover", """
 # element). Else the block is walked in 8 x 8 groups when every aligned 8 rows are one run
 # (column-major: TRANSPOSE8 of 8 evenly spaced runs) or every aligned 8 x 8 group is 64 words
 # in rank-2 Morton order (ZORDER8), so the source is read in whole lines; a group not wholly
-# inside src (or not evenly spaced, or cut by the block's edge) goes element by element. When
+# inside src (or not evenly spaced, or cut by the block's edge) goes element by element. A
+# column-major block wholly inside src, its sides multiples of 16, its columns evenly spaced
+# and every aligned 16 rows one run goes in 16 x 16 groups (TRANSPOSE16: whole-line rows, which
+# host C streams past the cache for large outputs). When
 # the block's largest offsets sum below nsrc without wrapping, elements are read without a
 # bounds test. Reads outside src (nsrc words) yield 0.
 _SEP_WORD_MOVE = """
@@ -188,6 +191,23 @@ _SEP_WORD_MOVE = """
         }
     }
     u32 yt = y0;
+    u32 sc = LOAD(tx, x0 + UMIN(x1 - x0 - 1u, 1u)) - LOAD(tx, x0);
+    u32 t16 = yd == 0u && inb == 1u && ((x1 - x0) & 15u) == 0u && ((y1 - y0) & 15u) == 0u ? 1u : 0u;
+    for (u32 x = x0; x < x1 && t16 == 1u; x++) {
+        if (LOAD(tx, x) != LOAD(tx, x0) + (x - x0) * sc) t16 = 0u;
+    }
+    for (u32 y = y0; y < y1 && t16 == 1u; y += 16u) {
+        if (LOAD(ty, y + 8u) != LOAD(ty, y) + 8u) t16 = 0u;
+    }
+    u32 nall = nx * ny * nz;
+    for (; t16 == 1u && yt < y1; yt += 16u) {
+        u32 sb = hi + LOAD(ty, yt);
+        u32 f = (z * ny + yt) * nx;
+        for (u32 x = x0; x < x1; x += 16u) {
+            u32 s0 = sb + LOAD(tx, x);
+            TRANSPOSE16(dst, f + x, nx, src, s0, sc, nall);
+        }
+    }
     for (; (yd == 0u || zd == 0u) && yt + 8u <= y1; yt += 8u) {
         u32 sb = hi + LOAD(ty, yt);
         u32 f = (z * ny + yt) * nx;

@@ -37,6 +37,7 @@ from hurray_gpu.kv_cache import PagedKVCache
 from hurray_gpu.net.transport import (
     DEFAULT_PORT,
     Connection,
+    FramePlan,
     StreamError,
     TransportError,
     declare,
@@ -67,7 +68,6 @@ DEFAULT_TRANSCODE_LIMIT = 1 << 30
 DEFAULT_MAX_PUT = 1 << 30
 _MAX_KEY = 4096
 _REPLIES, _REPLY_PIECES = 64, 512  # prepared answers per connection; iovecs in one of them
-_U32 = struct.Struct("<I")
 _KV_KEY = re.compile(r"kv/([\w.-]+)(?:/(\d+)(?:/(key|value))?)?")
 
 
@@ -413,23 +413,35 @@ def negotiate(t: Tensor, request: P.TensorRequest, hello: P.Hello, limit: int) -
                   fix="accept the stored layout, or set allow_transcode=True.")
 
 
+def tensor_plan(t: Any, raw_of: Callable[[Any], bytes], frame: int,
+                shard: tuple[int, int] = (0, 1)) -> FramePlan:
+    """The answer to a GET of ``t`` (or one shard of its bytes) in frames of ``frame`` bytes:
+    descriptor, data frames, DATA_END; a composite head's members follow, each the same way
+    (the spec's composite streaming). Every descriptor is declared (and checked by
+    ``raw_of``) before anything is sent."""
+    plan = FramePlan()
+    for node in tensor_nodes(t):
+        sizes = [b.nbytes for b in node.buffers]
+        lo, hi = shard_span(sum(sizes), *shard)
+        plan.tensor(P.encode(P.TensorDescriptorMsg(raw_of(node.descriptor), hi - lo, *shard), 1),
+                    sizes, frame, (lo, hi))
+        shard = (0, 1)  # members are never sharded
+    return plan
+
+
 def send_tensor(conn: Connection, sid: int, t: Any, raw_of: Callable[[Any], bytes],
                 shard: tuple[int, int] = (0, 1)) -> None:
-    """Stream ``t`` (or one shard of its bytes) on ``sid``: descriptor, data frames,
-    DATA_END; a composite head's members follow, each the same way (the spec's composite
-    streaming)."""
-    raw = raw_of(t.descriptor)
-    lo, hi = shard_span(sum(int(h.byte_size) for h in t.descriptor.buffers), *shard)
-    conn.send_buffers(sid, t.buffers, (lo, hi), head=P.TensorDescriptorMsg(raw, hi - lo, *shard),
-                      end=True)
-    for member in t.members:
-        send_tensor(conn, sid, member, raw_of)
+    """Stream ``t`` (or one shard of its bytes) on ``sid`` (see :func:`tensor_plan`)."""
+    conn.send_plan(tensor_plan(t, raw_of, conn.frame_bytes, shard), _buffers(t), sid)
+
+
+def _buffers(t: Any) -> list[Any]:
+    return [b for node in tensor_nodes(t) for b in node.buffers]
 
 
 class _Reply:
-    """A GET's answer prepared for the next identical request on the connection: the
-    messages send_tensor sends, encoded once (stream id 1, re-stamped per request) with the
-    data as (buffer, start, stop) views of the tensor's host buffers.
+    """A GET's answer (its :func:`tensor_plan`) kept for the next identical request on the
+    connection, re-stamped with that request's stream id.
 
     Valid while the server's lookup of ``key`` returns this very tensor (a PUT or any other
     replacement of the key is a miss; a ``.hrry`` source returns the same tensor only while
@@ -437,46 +449,19 @@ class _Reply:
     tensor's memory (or map) is not kept alive by the cache.
     """
 
-    __slots__ = ("key", "tensor", "plan", "stamps")
+    __slots__ = ("key", "tensor", "plan")
 
-    def __init__(self, key: str, t: Tensor, raw_of: Callable[[Any], bytes], frame: int) -> None:
-        self.key, self.tensor = key, weakref.ref(t)
-        self.plan: list[bytearray | tuple[int, int, int]] = []
-        self.stamps: list[tuple[bytearray, int]] = []  # where each header's stream id goes
-        j = 0
-        for node in tensor_nodes(t):
-            self._message(P.encode(P.TensorDescriptorMsg(
-                raw_of(node.descriptor), sum(b.nbytes for b in node.buffers)), 1))
-            offset = 0
-            for buf in node.buffers:
-                for start in range(0, buf.nbytes, frame):
-                    n = min(frame, buf.nbytes - start)
-                    self._message(P.data_header(1, offset, n))
-                    self.plan.append((j, start, start + n))
-                    offset += n
-                j += 1
-            self._message(P.encode(P.TensorDataEnd(), 1))
+    def __init__(self, key: str, t: Tensor, plan: FramePlan) -> None:
+        self.key, self.tensor, self.plan = key, weakref.ref(t), plan
 
-    def _message(self, encoded: bytes) -> None:
-        last = self.plan[-1] if self.plan else None
-        if not isinstance(last, bytearray):
-            self.plan.append(last := bytearray())
-        self.stamps.append((last, len(last) + 4))
-        last += encoded
-
-    def pieces(self, sid: int, server: Server) -> list[Any] | None:
-        """The answer on stream ``sid``, or None when the key now names another tensor (or
-        none: the request then takes the full path, which reports why)."""
+    def holds(self, server: Server) -> Tensor | None:
+        """The tensor, while the key still names it; else None (the request then takes the
+        full path, which reports why)."""
         t = self.tensor()
         try:
-            if t is None or server.lookup(self.key) is not t:
-                return None
+            return t if t is not None and server.find(self.key) is t else None
         except HurrayGPUError:
             return None
-        views = [b.array.data for node in tensor_nodes(t) for b in node.buffers]
-        for buf, at in self.stamps:
-            _U32.pack_into(buf, at, sid)
-        return [p if isinstance(p, bytearray) else views[p[0]][p[1]:p[2]] for p in self.plan]
 
 
 # -- the server --------------------------------------------------------------------------------
@@ -625,6 +610,10 @@ class Server:
             Refused: UNKNOWN_TENSOR.
         """
         check_key(key)
+        return self.find(key)
+
+    def find(self, key: str) -> Tensor:
+        """:meth:`lookup` of a key that passed ``check_key`` before."""
         for source in self._sources:
             found = source.get(key) if isinstance(source, dict) else source.lookup(key)
             if found is not None:
@@ -640,12 +629,14 @@ class _Session:
         self.hello: P.Hello = P.ClientHello(1, 0, 0, (), (), ())
         self.last_stream = 1
         self.devices: tuple[int, ...] = (DeviceTag.CPU,)
-        self.replies: dict[P.TensorRequest, _Reply] = {}  # see _Reply
+        self.replies: dict[bytes, _Reply] = {}  # by the request's payload; see _Reply
 
     def run(self) -> None:
         self._hello()
         skip: int | None = None  # a refused PUT's stream: its data frames are dropped
         while not self.server._stop.is_set():
+            if skip is None and self.replies and self._again():
+                continue
             header = self.conn.recv_header()
             if header.stream_id == skip and header.type in (P.MessageType.TENSOR_DATA,
                                                             P.MessageType.TENSOR_DATA_END):
@@ -656,8 +647,9 @@ class _Session:
             if header.type == P.MessageType.TENSOR_DATA:
                 raise _misplaced(header)
             sid = header.stream_id
+            payload = bytes(self.conn.recv_payload(header))
             try:
-                msg = P.decode(header, memoryview(self.conn.recv_payload(header)))
+                msg = P.decode(header, payload)
             except ProtocolError as exc:
                 exc.stream_id = sid  # type: ignore[attr-defined]
                 raise
@@ -665,29 +657,37 @@ class _Session:
                 self.conn.send(P.Pong(), sid)
             elif isinstance(msg, P.Pong | P.ErrorMsg):
                 continue  # an answer to nothing pending, or a client giving up a stream
-            elif isinstance(msg, P.TensorRequest) and self._again(sid, msg):
-                continue
             elif isinstance(msg, P.TensorRequest | P.TensorPut):
                 # A GET's answer is corked: a small tensor leaves in one send. (A PUT's is
                 # not: a PING among its data frames is answered at once.)
                 with self.conn.corked() if isinstance(msg, P.TensorRequest) else \
                         contextlib.nullcontext():
-                    skip = self._request(sid, msg)
+                    skip = self._request(sid, msg, payload)
             else:
                 raise _misplaced(header)
 
-    def _again(self, sid: int, msg: P.TensorRequest) -> bool:
-        """Answer a request answered before from its prepared reply (see _Reply); False
-        when there is none or it no longer holds (a separate frame: no view outlives it)."""
-        reply = self.replies.get(msg) if sid > self.last_stream else None
-        views = None if reply is None else reply.pieces(sid, self.server)
-        if views is None:
+    def _again(self) -> bool:
+        """Answer the next message, once it is read ahead whole, if it is a request answered
+        before and its prepared reply still holds; the reply is found by the request's bytes
+        (they decode to the same request again: the codec is deterministic, so their checks
+        passed before). False, with nothing consumed, otherwise."""
+        conn = self.conn
+        whole = conn.read_ahead()
+        if whole is None:
             return False
+        mtype, sid, payload = whole
+        reply = self.replies.get(payload) if mtype == P.MessageType.TENSOR_REQUEST and \
+            sid > self.last_stream else None
+        t = None if reply is None else reply.holds(self.server)
+        if t is None or reply is None:
+            return False
+        conn.drop(P.HEADER_SIZE + len(payload))
         self.last_stream = sid
-        self.conn.send_views(views)
+        conn.send_plan(reply.plan, _buffers(t), sid)
         return True
 
-    def _request(self, sid: int, msg: P.TensorRequest | P.TensorPut) -> int | None:
+    def _request(self, sid: int, msg: P.TensorRequest | P.TensorPut, payload: bytes
+                 ) -> int | None:
         """Answer a GET or PUT; returns the stream whose remaining data frames to drop."""
         try:
             if sid <= self.last_stream:
@@ -696,7 +696,7 @@ class _Session:
                               f"{self.last_stream}", fix="number requests 2, 3, 4, ...")
             self.last_stream = sid
             if isinstance(msg, P.TensorRequest):
-                self._get(sid, msg)
+                self._get(sid, msg, payload)
             else:
                 self._put(sid, msg)
         except StreamError as exc:
@@ -745,13 +745,13 @@ class _Session:
                       f"none of the client's memory classes {list(classes)} is valid for "
                       f"device tag 0x{request.device:02X}", fix="list STANDARD (0) in the hello.")
 
-    def _get(self, sid: int, request: P.TensorRequest) -> None:
+    def _get(self, sid: int, request: P.TensorRequest, payload: bytes) -> None:
         align = request.min_alignment
         if align & (align - 1) or align > 1 << 20:
             raise Refused(P.ErrorCode.INVALID_MESSAGE, f"min_alignment {align} is not 0 or a "
                           "power of two up to 1 MiB", fix="send 0 or a power of two.")
         tag, mclass = self._place(request)
-        asked, (request, shard) = request, _shard_of(request)
+        request, shard = _shard_of(request)
         server = self.server
         found = server.lookup(request.key)
         t = negotiate(found, request, self.hello, server.transcode_limit)
@@ -769,24 +769,19 @@ class _Session:
                               fix="raise the client's max_message_size.")
             return raw
 
-        nodes = tensor_nodes(t)
-        for node in nodes:  # every descriptor is checked before the first byte
-            raw_of(node.descriptor)
-        # A stored tensor sent as it is (no transcode, copy or shard) from host memory is
-        # answered from a prepared reply, now and for the same request again (see _Reply).
-        if t is found and shard == (0, 1) and all(b.is_host for n in nodes for b in n.buffers) \
+        plan = tensor_plan(t, raw_of, self.conn.frame_bytes, shard)
+        # A stored tensor sent as it is (no transcode, copy or shard) from host memory: its
+        # answer is kept for the same request again (see _Reply).
+        buffers = _buffers(t)
+        if t is found and shard == (0, 1) and len(plan.pieces) <= _REPLY_PIECES \
+                and all(b.is_host for b in buffers) \
                 and any((s.held(request.key) if isinstance(s, _File) else s.get(request.key))
                         is t for s in server._sources if not isinstance(s, _KV)):
-            reply = _Reply(request.key, t, raw_of, self.conn.frame_bytes)
-            views = reply.pieces(sid, server) if len(reply.plan) <= _REPLY_PIECES else None
-            if views is not None:
-                self.replies.pop(asked, None)  # a stale reply to the same request
-                if len(self.replies) >= _REPLIES:
-                    del self.replies[next(iter(self.replies))]  # the oldest
-                self.replies[asked] = reply
-                self.conn.send_views(views)
-                return
-        send_tensor(self.conn, sid, t, raw_of, shard)
+            self.replies.pop(payload, None)  # a stale reply to the same request
+            if len(self.replies) >= _REPLIES:
+                del self.replies[next(iter(self.replies))]  # the oldest
+            self.replies[payload] = _Reply(request.key, t, plan)
+        self.conn.send_plan(plan, buffers, sid)
 
     def _put(self, sid: int, msg: P.TensorPut) -> None:
         check_key(msg.key)

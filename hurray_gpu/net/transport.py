@@ -35,7 +35,7 @@ from hurray_gpu.errors import HurrayGPUError, ProtocolError, RemoteError, Transp
 from hurray_gpu.format import protocol as P
 from hurray_gpu.format.descriptor.buffers import BufferHandle, SyncMode
 from hurray_gpu.runtime.buffer import Buffer
-from hurray_gpu.runtime.hostmem import CHUNK, aligned_empty, host_alignment
+from hurray_gpu.runtime.hostmem import aligned_empty, host_alignment
 
 DEFAULT_PORT = 7740
 # The largest TENSOR_DATA frame we send: big enough that the per-frame cost vanishes, small
@@ -133,25 +133,59 @@ def listen(host: str, port: int, unix: str | None) -> socket.socket:
     return sock
 
 
-def _views(buffers: Sequence[Buffer], lo: int, hi: int) -> Iterator[tuple[memoryview, bool]]:
-    """Host views of bytes [lo, hi) of the concatenated ``buffers`` in pieces of at most
-    FRAME_BYTES, each with True when it is the reused staging array (device memory is copied
-    to host one bounded chunk at a time into it: send it before taking the next piece)."""
-    staging: np.ndarray | None = None
-    base = 0
-    for buf in buffers:
-        first, end = max(lo - base, 0), min(hi - base, buf.nbytes)
-        base += buf.nbytes
-        step = FRAME_BYTES if buf.is_host else CHUNK
-        for start in range(first, end, step):
-            n = min(step, end - start)
-            if buf.is_host:
-                yield buf.array.data.cast("B")[start:start + n], False
-                continue
-            if staging is None:
-                staging = np.empty(min(CHUNK, hi - lo), np.uint8)
-            buf.copyout(staging[:n], start)
-            yield staging.data[:n], True
+class FramePlan:
+    """The messages of tensor answers (a head message, TENSOR_DATA frames, TENSOR_DATA_END)
+    laid out once, to be sent or expected again: ``pieces`` are encoded messages (with
+    ``gather``, consecutive ones in one bytearray, one iovec; stream id 1 until :meth:`stamp`
+    writes another) and ``(buffer, start, stop)`` byte ranges of the data, numbered over the
+    buffers of every :meth:`tensor` added. The one framing rule of this package: a sender's
+    answer, its prepared repeat and a receiver's expectation of that repeat all come from it.
+    """
+
+    __slots__ = ("pieces", "starts", "buffers", "gather")
+
+    def __init__(self, gather: bool = True) -> None:
+        self.pieces: list[bytearray | tuple[int, int, int]] = []
+        self.starts: list[tuple[bytearray, int]] = []  # where each message begins
+        self.buffers = 0
+        self.gather = gather  # consecutive messages in one piece (False: one per piece)
+
+    def message(self, encoded: bytes) -> None:
+        """Append one encoded message (header and payload)."""
+        last = self.pieces[-1] if self.pieces else None
+        if not isinstance(last, bytearray) or not self.gather:
+            self.pieces.append(last := bytearray())
+        self.starts.append((last, len(last)))
+        last += encoded
+
+    def tensor(self, head: bytes | None, sizes: Sequence[int], frame: int,
+               span: tuple[int, int] | None = None, end: bool = True) -> None:
+        """Append ``head`` (an encoded message), then bytes ``span`` (default all) of buffers
+        of ``sizes`` as TENSOR_DATA frames of at most ``frame`` data bytes (offsets over the
+        buffers concatenated; no frame crosses a buffer), then TENSOR_DATA_END (``end``)."""
+        if head is not None:
+            self.message(head)
+        lo, hi = span or (0, sum(sizes))
+        base = 0
+        for j, size in enumerate(sizes, start=self.buffers):
+            for start in range(max(lo - base, 0), min(hi - base, size), frame):
+                n = min(frame, hi - base - start, size - start)
+                self.message(P.data_header(1, base + start, n))
+                self.pieces.append((j, start, start + n))
+            base += size
+        self.buffers += len(sizes)
+        if end:
+            self.message(_DATA_END)
+
+    def stamp(self, stream_id: int) -> None:
+        """Write ``stream_id`` into every message header."""
+        for run, at in self.starts:
+            _U32.pack_into(run, at + 4, stream_id)
+
+
+_U32 = struct.Struct("<I")
+_HEADER = struct.Struct("<III")  # a message header: type, stream id, payload length
+_DATA_END = P.encode(P.TensorDataEnd(), 1)
 
 
 def shard_span(total: int, index: int, count: int) -> tuple[int, int]:
@@ -185,7 +219,8 @@ class Connection:
         self.idle_timeout = timeout if idle_timeout is None else idle_timeout
         self._deadline = 0.0
         self._header = bytearray(P.HEADER_SIZE)
-        self._rbuf = memoryview(bytearray(_READAHEAD))  # bytes read ahead: [_rpos, _rend)
+        self._rraw = bytearray(_READAHEAD)  # bytes read ahead: [_rpos, _rend)
+        self._rbuf = memoryview(self._rraw)
         self._rpos = self._rend = 0
         self._out: bytearray | None = None  # corked small messages, sent together
         self._tls = isinstance(sock, ssl.SSLSocket)
@@ -237,23 +272,30 @@ class Connection:
                                      f"the time limit; closing", fix="send each message "
                                      "whole and promptly, or raise the timeout.")
             direct, wait = want - got >= _READAHEAD // 2, True
-            try:
-                n = self.sock.recv_into(view[got:] if direct else self._rbuf)
-            except (BlockingIOError, TimeoutError):
-                continue  # nothing there yet (or the TLS wait ran out: checked above)
-            except (OSError, ssl.SSLError) as exc:
-                raise TransportError(f"the connection failed: {exc}",
-                                     fix="check the peer and the network, then reconnect."
-                                     ) from exc
+            n = self._recv_some(view[got:] if direct else self._rbuf, got, want)
             if not n:
-                raise TransportError(f"the peer closed the connection after {got} of "
-                                     f"{want} expected bytes",
-                                     fix="reconnect; check the peer's log for why it closed.")
+                continue  # nothing there yet (or the TLS wait ran out: checked above)
             if not direct:
                 step = min(n, want - got)
                 view[got:got + step] = self._rbuf[:step]
                 self._rpos, self._rend, n = step, n, step
             got += n
+
+    def _recv_some(self, view: memoryview, got: int, want: int) -> int:
+        """One receive into ``view``: the bytes it brought, 0 when none were there yet."""
+        try:
+            n = self.sock.recv_into(view)
+        except (BlockingIOError, TimeoutError):
+            return 0
+        except (OSError, ssl.SSLError) as exc:
+            raise TransportError(f"the connection failed: {exc}",
+                                 fix="check the peer and the network, then reconnect."
+                                 ) from exc
+        if not n:
+            raise TransportError(f"the peer closed the connection after {got} of {want} "
+                                 "expected bytes",
+                                 fix="reconnect; check the peer's log for why it closed.")
+        return n
 
     def recv_header(self) -> P.Header:
         """The next message's header, checked (size limit before anything is allocated).
@@ -343,6 +385,10 @@ class Connection:
                 return
             out, self._out = self._out, bytearray()
             views = [out, *views]
+        if len(views) == 1 and not self._tls and isinstance(views[0], bytes | bytearray):
+            views = self._send_one(views[0])  # one message: most often sent at once
+            if not views:
+                return
         deadline = time.monotonic() + self.timeout
         try:
             if self._tls:  # SSLSocket has no sendmsg; sendall of a view does not copy it
@@ -368,6 +414,17 @@ class Connection:
                                  fix="check that the peer is still reading, then reconnect."
                                  ) from exc
 
+    def _send_one(self, message: bytes | bytearray) -> list[memoryview]:
+        """Try to send ``message`` with one ``send``; what is left of it."""
+        try:
+            sent = self.sock.send(message)
+        except BlockingIOError:
+            sent = 0
+        except OSError as exc:
+            raise TransportError(f"sending failed: {exc}", fix="check that the peer is still "
+                                 "reading, then reconnect.") from exc
+        return [memoryview(message)[sent:]] if sent < len(message) else []
+
     @property
     def frame_bytes(self) -> int:
         """The most data bytes one TENSOR_DATA frame to this peer carries."""
@@ -383,28 +440,128 @@ class Connection:
         """Bytes ``span`` (default all) of ``buffers`` as TENSOR_DATA frames (offsets run over
         their concatenation), each within the peer's maximum message size, after the message
         ``head`` (if given) and followed by TENSOR_DATA_END (if ``end``); returns the bytes
-        sent. Host memory goes out without a copy, gathered into as few sends as possible."""
-        frame = self.frame_bytes
-        offset, hi = span or (0, sum(b.nbytes for b in buffers))
-        pending: list[Any] = [] if head is None else [P.encode(head, stream_id)]
+        sent (see :meth:`send_plan`)."""
+        plan = FramePlan()
+        lo, hi = span or (0, sum(b.nbytes for b in buffers))
+        plan.tensor(None if head is None else P.encode(head, 1), [b.nbytes for b in buffers],
+                    self.frame_bytes, (lo, hi), end)
+        self.send_plan(plan, buffers, stream_id)
+        return hi
+
+    def send_plan(self, plan: FramePlan, buffers: Sequence[Buffer], stream_id: int) -> None:
+        """Send ``plan`` on ``stream_id`` with its data ranges taken from ``buffers``. Host
+        memory goes out without a copy, gathered into as few sends as possible; device memory
+        is copied to the host one frame at a time into one reused array, sent before it is
+        refilled."""
+        plan.stamp(stream_id)
+        # The allocation's own array: no view that pins the buffer is built (the caller
+        # holds the buffers until this returns).
+        hosts = [b.device.allocator.host_array(b.allocation) for b in buffers]
+        pending: list[Any] = []
         size = 0
-        for view, reused in _views(buffers, offset, hi):
-            for start in range(0, len(view), frame):
-                piece = view[start:start + frame]
-                pending += (P.data_header(stream_id, offset, len(piece)), piece)
-                offset += len(piece)
-                size += len(piece)
-                if size >= FRAME_BYTES or len(pending) >= _GATHER:
-                    self.send_views(pending)
-                    pending, size = [], 0
-            if reused and pending:  # the staging array is refilled by the next piece
+        staging: np.ndarray | None = None
+        for piece in plan.pieces:
+            if isinstance(piece, bytearray):
+                pending.append(piece)
+                continue
+            j, start, stop = piece
+            host = hosts[j]
+            if host is None:  # device memory: flushed now, the staging array is refilled next
+                if staging is None or len(staging) < stop - start:
+                    staging = np.empty(stop - start, np.uint8)
+                buffers[j].copyout(staging[:stop - start], start)
+                pending.append(staging.data[:stop - start])
+            else:
+                pending.append(host.data[start:stop])
+                size += stop - start
+            if host is None or size >= FRAME_BYTES or len(pending) >= _GATHER:
                 self.send_views(pending)
                 pending, size = [], 0
-        if end:
-            pending.append(P.encode(P.TensorDataEnd(), stream_id))
         if pending:
             self.send_views(pending)
-        return offset
+
+    # -- the expected answer (see FramePlan) -----------------------------------------------
+    def peek(self, n: int, idle: bool = False) -> memoryview:
+        """The next ``n`` (at most 16 KiB) bytes, read ahead and left unconsumed; the time
+        limit of a message applies (the caller asks only for bytes a header it has seen
+        promised, or for the 12 bytes of a header the peer owes it), or with ``idle`` the
+        wait for the next message to begin."""
+        have = self._rend - self._rpos
+        if have < n:
+            rbuf = self._rbuf
+            deadline = time.monotonic() + (self.idle_timeout if idle else self.timeout)
+            if self._rpos:
+                rbuf[:have] = rbuf[self._rpos:self._rend]
+                self._rpos, self._rend = 0, have
+            wait = self._tls or (idle and self.idle_polls)
+            while self._rend < n:
+                if wait and not self._ready(False, deadline):
+                    raise TransportError(f"the peer sent {self._rend} of {n} expected bytes "
+                                         "within the time limit; closing", fix="send each "
+                                         "message whole and promptly, or raise the timeout.")
+                wait = True
+                self._rend += self._recv_some(rbuf[self._rend:], self._rend, n)
+        return self._rbuf[self._rpos:self._rpos + n]
+
+    def read_ahead(self) -> tuple[int, int, bytes] | None:
+        """Wait (idle_timeout) for the next message to begin; if all of it has been read
+        ahead, its (type, stream id, payload), left unconsumed (see :meth:`drop`); else None
+        (a message that is larger, or still arriving, is read by :meth:`recv_header`)."""
+        self.peek(1, idle=True)
+        pos, have = self._rpos, self._rend - self._rpos
+        if have < P.HEADER_SIZE:
+            return None
+        mtype, sid, length = _HEADER.unpack_from(self._rraw, pos)
+        if have - P.HEADER_SIZE < length:
+            return None
+        return mtype, sid, bytes(self._rbuf[pos + P.HEADER_SIZE:pos + P.HEADER_SIZE + length])
+
+    def drop(self, n: int) -> None:
+        """Consume ``n`` bytes :meth:`read_ahead` or :meth:`peek` showed."""
+        self._rpos += n
+
+    def recv_planned(self, steps: Sequence[bytearray | tuple[int, int, int]],
+                     views: Sequence[memoryview], stream_id: int) -> tuple[int, bool]:
+        """Receive the rest of an answer laid out as ``steps`` (messages and ``(view, start,
+        stop)`` data ranges: a FramePlan's pieces, one message each), each message stamped with
+        ``stream_id`` and compared whole, the data read into ``views``.
+
+        Returns:
+            (data bytes received, True) when all of it arrived as laid out, else (data
+            bytes received before it, False) for the first message that differed, which is
+            left unread.
+        """
+        done, rraw = 0, self._rraw
+        for step in steps:
+            if isinstance(step, tuple):
+                j, start, stop = step
+                self._recv_into(views[j][start:stop], self._deadline)
+                done += stop - start
+                continue
+            _U32.pack_into(step, 4, stream_id)
+            n = len(step)
+            if self._rend - self._rpos < n or not rraw.startswith(step, self._rpos):
+                if not self.expect(step):
+                    return done, False
+            else:  # all read ahead already: one comparison
+                self._rpos += n
+        return done, True
+
+    def expect(self, message: bytes | bytearray) -> bool:
+        """Consume the next message if it is exactly ``message`` (its header first: a
+        different one is left unread, for the general path to read)."""
+        n = len(message)
+        if self._rend - self._rpos < n:
+            head = self.peek(P.HEADER_SIZE)  # one receive most often brings all of it
+            if self._rend - self._rpos < n:
+                if head != message[:P.HEADER_SIZE]:
+                    return False
+                self.peek(n)  # the same header: the peer owes n bytes
+        if not self._rraw.startswith(message, self._rpos):
+            return False
+        self._rpos += n
+        self._deadline = time.monotonic() + self.timeout
+        return True
 
 
 def declare(desc: Any, tag: int, mclass: int, min_alignment: int) -> bytes:
@@ -507,5 +664,5 @@ def recv_data(conn: Connection, stream_id: int, dests: Iterable[memoryview], tot
             n, done, view = n - step, done + step, view[step:]
 
 
-__all__ = ["DEFAULT_PORT", "FRAME_BYTES", "Connection", "StreamError", "TransportError",
-           "declare", "dial", "host_allocs", "host_arrays", "listen", "parse_url", "recv_data", "shard_span"]
+__all__ = ["DEFAULT_PORT", "FRAME_BYTES", "Connection", "FramePlan", "StreamError",
+           "TransportError", "declare", "dial", "host_allocs", "host_arrays", "listen", "parse_url", "recv_data", "shard_span"]

@@ -370,9 +370,9 @@ def blocks(dev: Any, plan: DensePlan) -> tuple[int, int]:
     64 rows tall (nested tiles: a block inside one tile) and 128 x 32 otherwise (a band of
     whole tiles), widened to whole rows when the launch is one chunk of items anyway (so no
     core loses work: each output row is then written in one run, and the block's table scans
-    run once per band); 128 x 128 when columns are runs (column-major: each column's lines
-    are read whole while the block's rows are written); else 64 x 64 (Morton: one storage
-    run).
+    run once per band); 128 x 128 when columns are runs (column-major, 16 x 16 transposes:
+    each column's lines are read whole while the block's rows are written); else 64 x 64
+    (Morton: one storage run).
     """
     if getattr(dev, "dialect", "") != "c":
         return 1, 1

@@ -65,6 +65,7 @@ NF4_BITS = (
 
 _CACHE: weakref.WeakKeyDictionary[Any, dict[str, Buffer]] = weakref.WeakKeyDictionary()
 _LOCK = threading.Lock()
+_STANDARD = MemoryClass.STANDARD  # Prepared.run reads it per call: a global beats an enum
 
 
 def nf4_table() -> np.ndarray:
@@ -588,22 +589,24 @@ class Prepared:
         for a in self.fixed:
             if a.freed:  # its address was taken when prepared: the checked launch refuses it
                 return self(bufs)
-        out = dev.allocator.take(self.out_bytes, MemoryClass.STANDARD)
+        out = dev.allocator.take(self.out_bytes, _STANDARD)
         allocs.append(out)
         flag = words = None
         if self.flagged:
             flag, words = _cleared_flag(dev)
             allocs.append(flag.allocation)
+        # The result is wrapped before the launch: a kernel that streams about the cache's size
+        # evicts what Python touches, and each object touched after it costs a miss.
+        result = Buffer.adopt(dev, out)
+        tensor = self.build(self.result, (result,), (), self.raw, dev, _STANDARD, None, None)
         try:
             host(self.moving(allocs))
-            result = Buffer.adopt(dev, out)
         except BaseException:
-            dev.allocator.free(out)
+            result.free()
             raise
         if words is not None and words[0]:
             self._flagged(flag, bufs, result)  # type: ignore[arg-type]
-        return self.build(self.result, (result,), (), self.raw, dev, MemoryClass.STANDARD,
-                          None, None)
+        return tensor
 
     def _flagged(self, err: Buffer, bufs: Sequence[Buffer], out: Buffer) -> None:
         """Raise what the kernel flagged in ``err``, if anything (the result is dropped)."""

@@ -13,6 +13,7 @@ import pytest
 
 from hurray_gpu.dialect.kernel import KernelDef
 from hurray_gpu.dialect.render import lint_body
+from hurray_gpu.format.dtypes import by_name
 from hurray_gpu.kernels.dequant import TABLE_RUN
 from hurray_gpu.ops import dequantize, unpack
 from hurray_gpu.ops.plan import bind_inputs, launch, plan_dequantize
@@ -124,7 +125,7 @@ def test_private_arrays_are_checked() -> None:
 _BIG = [("nf4", "uint4", "float32"), ("nf4", "uint4", "bfloat16"),
         ("per_block", "int8", "float32"), ("per_block", "int8", "float16"),
         ("unpack", "float8_e4m3", "float32"), ("unpack", "float8_e5m2", "bfloat16"),
-        ("unpack", "float8_e4m3", "float16")]
+        ("unpack", "float8_e4m3", "float16"), ("unpack", "float8_e5m2", "float16")]
 
 
 @pytest.mark.parametrize("scheme,storage,out", _BIG)
@@ -155,6 +156,20 @@ def test_outputs_past_the_last_level_cache(scheme: str, storage: str, out: str) 
         got = Buffer(dev, want.nbytes)
         launch(plan, dev, bind_inputs(plan, dev, bufs), got)
         assert np.array_equal(got.numpy(want.dtype), want), f"{t} -> {out} with ept={ept}"
+
+
+def test_float8_e5m2_unpacks_to_the_float16_high_byte(kernel_device: Device) -> None:
+    # float8_e5m2 has binary16's exponent width and bias: every code but the NaNs is the
+    # float16 whose high byte it is (subnormals, infinities and -0 included); the NaN codes
+    # become the quiet NaN of their sign, as the table decodes them. Rows of 1000 every-code
+    # elements run long (host C: 16 codes per vector), two start mid-vector (offset 500).
+    codes = np.resize(_rng("e5m2 high byte").permutation(256).astype(np.uint8), (5, 1000))
+    t = Tensor.from_numpy(codes.view(by_name("float8_e5m2").numpy))
+    wide = codes.astype(np.uint16)
+    want = np.where((codes & 0x7F) > 0x7C, (wide & 0x80) << 8 | 0x7E00, wide << 8)
+    got = _bits(unpack(t, "float16", device=kernel_device)).view(np.uint16).reshape(codes.shape)
+    assert np.array_equal(got, want), np.argwhere(got != want)[:8]
+    assert np.array_equal(got.view(np.uint8).ravel(), _bits(unpack(t, "float16", device="reference")))
 
 
 @pytest.mark.parametrize("storage", ["float6_e2m3", "float6_e3m2"])

@@ -1,5 +1,6 @@
 """The host C blocked gather (``layout_sepblk_*``) on cpu:0 against its NumPy reference where its
-paths switch: 8-word row runs, 8 x 8 transposes of column runs (TRANSPOSE8), 8 x 8 Morton groups
+paths switch: 8-word row runs, 8 x 8 transposes of column runs (TRANSPOSE8), blocks of 16 x 16
+ones (TRANSPOSE16, streamed past the cache), 8 x 8 Morton groups
 (ZORDER8), tables that only look like runs or Morton groups,
 runs cut by the end of src or by u32 wrap-around, sizes that are not multiples of 8 or of the
 block, wpe > 1 and u8/u16 words; and materialize() of such layouts end to end."""
@@ -19,6 +20,7 @@ from hurray_gpu.ops.materialize import materialize
 from hurray_gpu.runtime.buffer import Buffer
 from hurray_gpu.runtime.registry import resolve_device
 from hurray_gpu.tensor import Tensor
+from tests._support import stable_rng
 
 CPU = resolve_device("cpu")
 
@@ -101,17 +103,50 @@ def test_column_runs_transposed_and_cut(nx: int, word: str, block: tuple[int, in
     assert (got.reshape(ny, nx)[-5:, -1] == 0).all() and (got == 0).sum() == 5
 
 
+@pytest.mark.parametrize("block", [(24, 32), (32, 32)])
 @pytest.mark.parametrize("word", ["u32", "u16"])
 @pytest.mark.parametrize("spacing", ["even", "descending", "uneven", "shuffled"])
-def test_column_runs_in_any_order(spacing: str, word: str) -> None:
-    # Column runs of 8 whose starts are evenly spaced (one TRANSPOSE8 per 8 x 8), descending
-    # (a stride that wraps as u32), unevenly spaced or shuffled (transposed through p), in
-    # blocks with ragged edges (43 x 45).
+def test_column_runs_in_any_order(spacing: str, word: str, block: tuple[int, int]) -> None:
+    # Column runs of 8 whose starts are evenly spaced (one TRANSPOSE8 per 8 x 8; TRANSPOSE16
+    # per 16 x 16 in the whole 32 x 32 blocks), descending (a stride that wraps as u32),
+    # unevenly spaced or shuffled (transposed through p), in blocks with ragged edges (43 x 45).
     ny, nx = 45, 43
     col = {"even": np.arange(nx), "descending": np.arange(nx)[::-1],
            "uneven": np.arange(nx) + (np.arange(nx) >= 3),
            "shuffled": np.random.default_rng(3).permutation(nx)}[spacing]
-    _check(word, col * 64, np.arange(ny), np.array([0, 64 * 45]), 64 * 45 * 2, block=(24, 32))
+    _check(word, col * 64, np.arange(ny), np.array([0, 64 * 45]), 64 * 45 * 2, block=block)
+
+
+@pytest.mark.parametrize("block", [(32, 16), (16, 48), (128, 128)])
+@pytest.mark.parametrize("word", ["u32", "u16", "u8"])
+@pytest.mark.parametrize(("nx", "ny"), [(64, 48), (48, 70), (40, 35)])
+def test_column_runs_in_16x16_groups(nx: int, ny: int, word: str,
+                                     block: tuple[int, int]) -> None:
+    # Column-major slices under a 7-word offset: blocks whose sides are multiples of 16 go
+    # in 16 x 16 groups, ragged ones (of 70 rows, of 40 x 35) in 8 x 8 groups and elements.
+    _check(word, np.arange(nx) * ny, np.arange(ny), np.array([0, nx * ny]), 7 + 2 * nx * ny,
+           woff=7, block=block, slack=16)
+
+
+@pytest.mark.parametrize("word", ["u32", "u16"])
+def test_column_runs_of_8_but_not_16(word: str) -> None:
+    # Columns are runs of 8 rows, one 8-row band after another (a source in 8-row tiles):
+    # every aligned 8 rows is one run, 16 never are, so no block may go in 16 x 16 groups.
+    nx, ny = 48, 64
+    _check(word, np.arange(nx) * 8, _tiles(ny, 8, 1, 8 * nx), np.array([0]), nx * ny,
+           block=(32, 32))
+
+
+@pytest.mark.parametrize("cols", [3008, 3000])
+def test_column_major_past_the_last_level_cache(cols: int) -> None:
+    # An output larger than the host's cache: 16 x 16 groups stream their rows past it when
+    # every row starts on a cache line (3008 columns), plain stores otherwise (3000).
+    from hurray_gpu.backends.cpu import _stream_bytes
+
+    rows = _stream_bytes() // 4 // cols + 40
+    want = stable_rng("colmajor", cols).integers(0, 2**32, (rows, cols), dtype=np.uint32)
+    got = materialize(relayout(Tensor.from_numpy(want), ColMajor()).to(CPU)).numpy()
+    assert want.nbytes > _stream_bytes() and np.array_equal(got, want)
 
 
 def _zorder(n: int, pos: int) -> np.ndarray:
@@ -184,6 +219,16 @@ def test_materialize_odd_shapes_on_host(layout: object, dtype: str) -> None:
     shape = (3, 45, 53) if isinstance(layout, ColMajor) else (45, 53)
     want = (rng.standard_normal(shape) * 50).astype(dtype)
     got = materialize(relayout(Tensor.from_numpy(want), layout).to(CPU)).numpy()
+    assert got.dtype == want.dtype and np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "int8", "float64"])
+@pytest.mark.parametrize("shape", [(160, 96), (48, 64), (300, 200)])
+def test_materialize_column_major_in_16x16_groups(shape: tuple[int, ...], dtype: str) -> None:
+    # Sides that are multiples of 16 (whole 16 x 16 groups for 4-byte words, the same blocks in
+    # u8/u16 words, the element path for 8-byte ones), and 300 x 200 with ragged last blocks.
+    want = (stable_rng("colmajor", shape, dtype).standard_normal(shape) * 50).astype(dtype)
+    got = materialize(relayout(Tensor.from_numpy(want), ColMajor()).to(CPU)).numpy()
     assert got.dtype == want.dtype and np.array_equal(got, want)
 
 

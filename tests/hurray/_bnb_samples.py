@@ -1,5 +1,6 @@
 """bitsandbytes NF4 checkpoints written from bitsandbytes' own quantizer and quant state
-(``quantize_4bit`` + ``QuantState.as_dict(packed=True)``, the tensors transformers saves)."""
+(``quantize_4bit`` + ``QuantState.as_dict(packed=True)``, the tensors transformers saves) by
+the safetensors package's own ``save_file``, as transformers writes them."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ from typing import Any
 import numpy as np
 
 from tests._support import require_peer, stable_rng
-from tests.hurray._convert_samples import write_safetensors
 
 # (shape, blocksize, double quantization): last dimensions that are multiples of the block
 # size, that share only a smaller power of two with it (blocks of 8..32 with repeated
@@ -33,6 +33,14 @@ def quantize(shape: tuple[int, ...], blocksize: int, nested: bool,
     return q, state, parts
 
 
+def save_file(tensors: dict[str, np.ndarray], path: Path) -> None:
+    """``safetensors.torch.save_file`` of the tensors (the file transformers writes)."""
+    torch = require_peer("torch")
+    st = require_peer("safetensors.torch", "safetensors")
+    st.save_file({k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in tensors.items()},
+                 str(path))
+
+
 def write_bnb(path: Path, specs: list[tuple[tuple[int, ...], int, bool]] = SPECS,
               extra: dict[str, np.ndarray] | None = None) -> dict[str, tuple[Any, Any]]:
     """A safetensors file of one NF4 weight ``l<i>.weight`` per spec; returns bnb's packed
@@ -44,5 +52,5 @@ def write_bnb(path: Path, specs: list[tuple[tuple[int, ...], int, bool]] = SPECS
         tensors[f"l{i}.weight"] = q.numpy()
         tensors.update({f"l{i}.weight.{k}": v for k, v in parts.items()})
         peers[f"l{i}.weight"] = (q, state)
-    write_safetensors(path, tensors)
+    save_file(tensors, path)
     return peers

@@ -271,3 +271,48 @@ def test_torch_state_dict_round_trip(tmp_path: Path) -> None:
         assert _bits(f.read("layer.bias").numpy()) == _bits(sd["layer.bias"].numpy())
         assert f.read("mask").numpy().tolist() == [True, False]
         assert f.read("opt.ids").numpy().tolist() == [0, 1, 2, 3, 4]
+
+
+def test_files_the_safetensors_package_writes(tmp_path: Path) -> None:
+    torch = require_peer("torch")
+    save_file = require_peer("safetensors.torch").save_file
+    safe_open = require_peer("safetensors").safe_open
+    gen = torch.Generator().manual_seed(22)
+    tensors = {"w": torch.randn(5, 7, generator=gen).to(torch.bfloat16),
+               "h": torch.randn(3, generator=gen).half(), "f": torch.randn(2, 2, 2, generator=gen),
+               "i": torch.arange(-4, 4, dtype=torch.int8), "b": torch.tensor([True, False, True]),
+               "l": torch.arange(3, dtype=torch.int64)}
+    save_file(tensors, tmp_path / "t.safetensors", metadata={"format": "pt"})
+    hg.convert(tmp_path / "t.safetensors", tmp_path / "t.hrry")
+    with hg.open_file(tmp_path / "t.hrry") as f, safe_open(tmp_path / "t.safetensors",
+                                                           "pt") as peer:
+        assert f.metadata == {"safetensors.format": "pt"}
+        for name in peer.keys():  # noqa: SIM118 - safe_open has no __iter__
+            want = peer.get_tensor(name)
+            got = f.read(name).numpy()
+            assert got.shape == tuple(want.shape)
+            raw = want.view(torch.int16) if want.dtype == torch.bfloat16 else want
+            assert _bits(got) == _bits(raw.numpy()), name
+
+
+def test_copy_to_works_without_a_file_descriptor_and_checks_the_span(tmp_path: Path) -> None:
+    import io
+
+    from hurray_gpu.io.convert.source import SourceFile
+
+    data = stable_rng("copy_to").integers(0, 256, 100_000, dtype=np.uint8).tobytes()
+    (tmp_path / "s.bin").write_bytes(data)
+    src = SourceFile(tmp_path / "s.bin", reuse=True)
+    try:
+        out = io.BytesIO()  # no fileno: the bounded-read path
+        src.copy_to(out, 123, 70_000, "a span")
+        assert out.getvalue() == data[123:70_123]
+        with open(tmp_path / "o.bin", "wb") as f:  # a file: the kernel copies
+            f.write(b"head")
+            src.copy_to(f, 5, 1000, "a span")
+            f.write(b"tail")
+        assert (tmp_path / "o.bin").read_bytes() == b"head" + data[5:1005] + b"tail"
+        with pytest.raises(ConversionError, match="runs past the end"):
+            src.copy_to(io.BytesIO(), 99_000, 2000, "a span")
+    finally:
+        src.close()

@@ -25,8 +25,8 @@ from tests.net.conftest import Start
 
 
 class Counting:
-    """A real socket whose ``sendmsg`` and ``recv_into`` calls are counted: those that moved
-    bytes. (Sockets are non-blocking: a try before the peer's bytes arrive raises
+    """A real socket whose ``send``/``sendmsg`` (counted together as ``sends``) and
+    ``recv_into`` calls are counted: those that moved bytes. (Sockets are non-blocking: a try before the peer's bytes arrive raises
     BlockingIOError and is counted apart, as ``blocked``; how often that happens depends on
     the machine's load, not on the framing.)"""
 
@@ -35,7 +35,7 @@ class Counting:
 
     def __getattr__(self, name: str) -> Any:
         attr = getattr(self.sock, name)
-        if name not in ("sendmsg", "recv_into"):
+        if name not in ("send", "sendmsg", "recv_into"):
             return attr
 
         def counted(*args: Any, **kwargs: Any) -> Any:
@@ -44,7 +44,7 @@ class Counting:
             except BlockingIOError:
                 self.calls["blocked"] += 1
                 raise
-            self.calls[name] += 1
+            self.calls["sends" if name.startswith("send") else name] += 1
             return done
 
         return counted
@@ -70,8 +70,8 @@ def test_corked_messages_leave_in_one_sendmsg_and_arrive_whole(nbytes: int) -> N
     raw = declare(t.descriptor, DeviceTag.CPU, 0, 0)
     with sender.corked():
         sender.send_buffers(2, t.buffers, head=P.TensorDescriptorMsg(raw, nbytes), end=True)
-        assert out.calls["sendmsg"] == (0 if nbytes < 1 << 16 else 1)  # small ones queued
-    assert out.calls["sendmsg"] == 1
+        assert out.calls["sends"] == (0 if nbytes < 1 << 16 else 1)  # small ones queued
+    assert out.calls["sends"] == 1
     header, msg = receiver.recv_message()
     assert isinstance(msg, P.TensorDescriptorMsg) and msg.descriptor == raw
     got = np.empty(nbytes, np.uint8)
@@ -113,7 +113,7 @@ def test_a_small_get_is_one_send_and_one_receive_per_side(start: Start) -> None:
         counting.calls.clear()
         for _ in range(20):
             client.get("small")
-        assert counting.calls["sendmsg"] == 20  # one request each
+        assert counting.calls["sends"] == 20  # one request each
         assert counting.calls["recv_into"] <= 25  # before: descriptor, frame, data, END...
 
 

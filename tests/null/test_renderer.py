@@ -91,6 +91,9 @@ def _kernel(body: str, **kw: object) -> KernelDef:
     "u32 hg_t = 0u;",
     "COPY8(dst, 0u);",  # a malformed COPY8
     "COPY8(src, 0u, dst, 0u);",  # stores into a read-only buffer once expanded
+    "TRANSPOSE16(dst, 0u, n, src, 0u, n);",  # no total hint
+    "TRANSPOSE16(dst, 0u, n, src, LOAD(src, 0u), n, n);",  # an index that is not a sum
+    "TRANSPOSE16(src, 0u, n, dst, 0u, n, n);",  # stores into a read-only buffer once expanded
 ])
 def test_lint_rejects_non_portable_bodies(body: str) -> None:
     with pytest.raises(UnsupportedOpError):
@@ -111,6 +114,19 @@ def test_reserved_or_bad_param_names_rejected(name: str) -> None:
 def test_duplicate_params_rejected() -> None:
     with pytest.raises(ValueError, match="duplicate"):
         _kernel("", params=(buf("a", "u32"), scalar("a")))
+
+
+def test_transpose16_is_a_register_transpose_in_host_c_and_a_loop_elsewhere() -> None:
+    kernel = _kernel("u32 i = GLOBAL_ID(0); TRANSPOSE16(dst, i * 16u, n, src, i + 2u, n, n);")
+    host = get_renderer("c").render(kernel)
+    assert "hg_t16_u32(dst, i * 16u, n, src, i + 2u, n, hg_big(n, 4u));" in host
+    assert "hg_t16_fence();\n}" in host  # streamed rows are fenced before a chunk is done
+    for dialect in ("opencl", "cuda", "glsl"):
+        text = get_renderer(dialect).render(kernel)
+        assert "hg_t16_u32" not in text and re.search(r"t8k < 16u; t8k\+\+", text), dialect
+    narrow = _kernel("TRANSPOSE16(dst, 0u, n, src, 0u, n, n);",
+                     params=(buf("dst", "u16", "w"), buf("src", "u16", "r"), scalar("n")))
+    assert "hg_t16_u32(dst" not in get_renderer("c").render(narrow)  # u16 words: the loop
 
 
 def test_copy8_is_one_block_copy_in_host_c_and_a_loop_elsewhere() -> None:

@@ -46,6 +46,10 @@ class Source(Protocol):
     def load(self, entry: SourceTensor) -> Converted:
         """Read and map one planned tensor."""
 
+    def span(self, entry: SourceTensor) -> Any:
+        """The TensorDescriptor of a tensor whose Hurray bytes are exactly its source bytes
+        (copied file to file), or None."""
+
 
 _READERS: dict[str, Any] = {"gguf": GGUFSource, "safetensors": SafetensorsSource,
                             "torch": TorchSource, "npz": NpzSource}
@@ -178,20 +182,32 @@ def convert(src: str | os.PathLike[str], dst: str | os.PathLike[str], *, device:
             writer = FileWriter(handle, alignment=alignment)
             _set_metadata(reader, writer)
             for entry in reader.entries:
-                converted = reader.load(entry)
-                if dev is not None:
-                    _check(reader, entry, converted, dev)
-                writer.write(entry.name, converted.tensor)
+                form = _write(reader, writer, entry, dev)
                 result.tensors += 1
                 result.source_bytes += entry.nbytes
                 result.kinds[entry.kind] = result.kinds.get(entry.kind, 0) + 1
-                result.forms.setdefault(entry.kind, _form(converted.tensor))
+                result.forms.setdefault(entry.kind, form)
                 bar.advance(entry.nbytes)
-                del converted  # drop the tensor before reading the next one
             writer.close()
     result.output_bytes = os.path.getsize(dst)
     result.seconds = time.perf_counter() - start
     return result
+
+
+def _write(reader: Source, writer: FileWriter, entry: SourceTensor, dev: Any) -> str:
+    """Convert and write one tensor; returns its Hurray form. Tensors whose bytes stay as
+    they are go file to file (the kernel copies them) unless a device check needs them."""
+    desc = reader.span(entry) if dev is None else None
+    if desc is not None:
+        writer.write_copied(entry.name, desc, lambda out: reader.src.copy_to(
+            out, entry.offset, entry.nbytes, "the tensor's data", tensor=entry.name,
+            kind=entry.kind))
+        return f"{desc.dtype.name} dense"
+    converted = reader.load(entry)
+    if dev is not None:
+        _check(reader, entry, converted, dev)
+    writer.write(entry.name, converted.tensor)
+    return _form(converted.tensor)
 
 
 def _set_metadata(reader: Source, writer: FileWriter) -> None:

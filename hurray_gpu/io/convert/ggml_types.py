@@ -23,7 +23,7 @@ from hurray_gpu.io.convert.source import (
     refuse,
 )
 
-__all__ = ["MAPPINGS", "GGMLMapping", "TYPES", "mapping", "type_name"]
+__all__ = ["DIRECT", "MAPPINGS", "GGMLMapping", "TYPES", "mapping", "type_name"]
 
 # ggml type id -> (name, elements per block, bytes per block), as ggml.c defines them (gguf-py
 # 0.19 agrees except for Q8_1, which it lists as 40 bytes; ggml's block_q8_1 is 36).
@@ -110,12 +110,13 @@ def _direct(hurray: str, np_dtype: Any) -> Callable[..., Converted]:
     return convert
 
 
+_DIRECT = (("F32", "float32", "<f4", 4), ("F16", "float16", "<f2", 2),
+           ("BF16", "bfloat16", ml_dtypes.bfloat16, 2), ("F64", "float64", "<f8", 8),
+           ("I8", "int8", "<i1", 1), ("I16", "int16", "<i2", 2), ("I32", "int32", "<i4", 4),
+           ("I64", "int64", "<i8", 8))
+# GGML type -> the Hurray type whose bytes are the same (copied file to file when unchecked).
+DIRECT = {kind: hurray for kind, hurray, _, _ in _DIRECT}
 MAPPINGS: dict[str, GGMLMapping] = {
     kind: GGMLMapping(kind, 1, size, _direct(hurray, np_dtype))
-    for kind, hurray, np_dtype, size in (
-        ("F32", "float32", "<f4", 4), ("F16", "float16", "<f2", 2),
-        ("BF16", "bfloat16", ml_dtypes.bfloat16, 2), ("F64", "float64", "<f8", 8),
-        ("I8", "int8", "<i1", 1), ("I16", "int16", "<i2", 2), ("I32", "int32", "<i4", 4),
-        ("I64", "int64", "<i8", 8))
-}
+    for kind, hurray, np_dtype, size in _DIRECT}
 MAPPINGS.update({kind: GGMLMapping(kind, 32, size, fn) for kind, (size, fn) in QUANTS.items()})

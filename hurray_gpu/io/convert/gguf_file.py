@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from hurray_gpu.format.descriptor import TensorDescriptor
 from hurray_gpu.io.convert import ggml_types
 from hurray_gpu.io.convert.source import (
     MAX_TENSORS,
@@ -190,6 +191,12 @@ class GGUFSource:
         """``gguf.<key>`` for every GGUF key/value, plus ``gguf.version`` and
         ``gguf.value_types``."""
         return self._metadata
+
+    def span(self, entry: SourceTensor) -> TensorDescriptor | None:
+        """The descriptor of a tensor whose Hurray bytes are its source bytes (the direct
+        types), which the converter copies file to file; None for the others."""
+        hurray = ggml_types.DIRECT.get(entry.kind)
+        return None if hurray is None else TensorDescriptor.dense(hurray, entry.shape)
 
     def load(self, entry: SourceTensor) -> Converted:
         """Read one tensor's bytes and map them (see :mod:`ggml_types`)."""

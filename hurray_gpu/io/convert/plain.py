@@ -163,6 +163,15 @@ class SafetensorsSource:
         """``safetensors.<key>`` for every ``__metadata__`` entry."""
         return self._metadata
 
+    def span(self, entry: SourceTensor) -> Any:
+        """The descriptor of a tensor whose Hurray bytes are its source bytes (every type but
+        BOOL, which is packed, and quantized weights), which the converter copies file to
+        file; else None."""
+        if entry.name in self._loaders:
+            return None
+        hurray = self._types[entry.name]
+        return None if hurray == "bool" else _desc(by_name(hurray), entry.shape, False)
+
     def load(self, entry: SourceTensor) -> Converted:
         """Read one tensor's bytes into a dense Hurray tensor (a quantized weight's parts
         into one quantized tensor)."""
@@ -227,6 +236,10 @@ class NpzSource:
     def metadata(self) -> dict[str, Any]:
         """An npz archive carries no metadata."""
         return {}
+
+    def span(self, entry: SourceTensor) -> None:
+        """None: members may be compressed (no byte range to copy)."""
+        return None
 
     def load(self, entry: SourceTensor) -> Converted:
         """Decompress one member into a dense Hurray tensor (byte-swapped if big-endian)."""
@@ -304,6 +317,10 @@ class TorchSource:
     def metadata(self) -> dict[str, Any]:
         """``torch.<name>`` for every scalar or string in the checkpoint."""
         return self._metadata
+
+    def span(self, entry: SourceTensor) -> None:
+        """None: torch owns the file's layout (tensors are read through it)."""
+        return None
 
     def load(self, entry: SourceTensor) -> Converted:
         """One tensor's bytes (a view of the mapped file when contiguous) as a Hurray tensor."""

@@ -7,12 +7,13 @@ that remain before anything is allocated or read.
 
 from __future__ import annotations
 
+import errno
 import math
 import os
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 
@@ -31,6 +32,7 @@ __all__ = ["Converted", "Cursor", "MAX_HEADER_BYTES", "MAX_TENSORS", "SourceFile
 MAX_HEADER_BYTES = 1 << 30
 # Tensors one source may declare; each costs a Python entry in the plan before any is read.
 MAX_TENSORS = 1 << 20
+_COPY_CHUNK = 16 << 20  # bounded reads where copy_file_range cannot copy
 
 
 @dataclass(frozen=True)
@@ -134,6 +136,42 @@ class SourceFile:
                                 kind=kind, offset=offset + got)
             got += step
         return out
+
+
+    def copy_to(self, out: IO[bytes], offset: int, nbytes: int, what: str, *,
+                tensor: str | None = None, kind: str | None = None) -> None:
+        """Write the file's ``[offset, offset + nbytes)`` to ``out`` at its position: by
+        ``os.copy_file_range`` (the kernel copies, nothing passes through this process),
+        else by bounded reads where the platform or the file systems cannot.
+
+        Raises:
+            ConversionError: the span is outside the file, or the file shrank meanwhile.
+        """
+        self.check_span(offset, nbytes, what, tensor=tensor, kind=kind)
+        done = 0
+        try:
+            out_fd = out.fileno() if hasattr(os, "copy_file_range") else None
+        except (OSError, ValueError):  # not backed by a file descriptor (io.BytesIO)
+            out_fd = None
+        if out_fd is not None:
+            out.flush()  # what the handle buffered goes first
+            try:
+                while done < nbytes:
+                    step = os.copy_file_range(self._handle.fileno(), out_fd, nbytes - done,
+                                              offset + done)
+                    if not step:
+                        raise self.fail(f"the file ended at byte {offset + done} inside "
+                                        f"{what}", tensor=tensor, kind=kind, offset=offset + done)
+                    done += step
+            except OSError as exc:  # no such copy between these file systems or file types
+                if exc.errno not in (errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP,
+                                     errno.EBADF):
+                    raise
+            finally:
+                out.seek(0, os.SEEK_CUR)  # the handle takes its position from the fd again
+        for at in range(offset + done, offset + nbytes, _COPY_CHUNK):
+            out.write(self.read(at, min(_COPY_CHUNK, offset + nbytes - at), what,
+                                tensor=tensor, kind=kind, scratch="copy").data)
 
 
 class Cursor:

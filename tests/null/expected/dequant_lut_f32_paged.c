@@ -20,11 +20,11 @@ static inline int32_t hg_imax(int32_t a, int32_t b) { return a > b ? a : b; }
 #include <immintrin.h>
 typedef struct {
     const float *tab;
-    int bits, m, k, elo, ehi;
+    int bits, m, k, elo, eln, ehi;  // eln: elo of the normal codes (from 2^M) alone
     __m256i sp[2], bp[2], t16, nz;  // sp: T of the top 16 magnitudes; bp: bf16-rule NaNs
-    // Magnitudes m below 8 (nz16: 2^M > m > 0): T's exponent fields and mantissas as bf16 and
-    // f16 mantissas; the top 8 as each output writes them (float: high halves, top0 when exact).
-    __m256i ex16, mb16, mh16, nz16, hi16[3];
+    // Magnitudes m below 8 (nz16: 2^M > m > 0): T's exponent fields and bf16 mantissas; the
+    // top 8 as each output writes them (float: high halves, top0 when exact).
+    __m256i ex16, mb16, nz16, hi16[3];
     int top0;
 } hg_s8_fmt_t;
 static inline void hg_s8_fence(void) { _mm_sfence(); }
@@ -74,16 +74,19 @@ static inline __m256i hg_s8_fast(__m256i c, const hg_s8_fmt_t *f, int x, __m256i
         c, _mm_cvtsi32_si128(f->bits - 1)), 31));
 }
 // 16-bit bits (w mantissa bits: bf16 7, f16 10) of s * T(c) for 16 codes in 16-bit lanes, x
-// the exponent offset << w: a normal magnitude shifted into place plus x; subnormal ones
-// (below 2^M <= 8) and those from k up (k >= top 8) by byte shuffles of 8-entry tables (lo16:
-// this run's values; hi: the output's inf/NaN bits).
+// the exponent offset << w: a normal magnitude shifted into place plus x, capped at infinity
+// (f16 at scales past its range: a value of at most four significant bits is exact below
+// 2^16 and rounds to infinity from there; the add saturates); subnormal ones (below 2^M <= 8)
+// and those from k up (k >= top 8) by byte shuffles of 8-entry tables (lo16: this run's
+// values; hi: the output's inf/NaN bits).
 static inline __m256i hg_s8_b16(__m256i c, const hg_s8_fmt_t *f, __m256i x, __m256i lo16,
                                 __m256i hi, int w) {
     __m256i mag = _mm256_and_si256(c, _mm256_set1_epi16((short)((1 << (f->bits - 1)) - 1)));
     __m256i ix = _mm256_add_epi16(_mm256_mullo_epi16(_mm256_and_si256(mag, _mm256_set1_epi16(7)),
                                                      _mm256_set1_epi16(0x0202)),
                                   _mm256_set1_epi16(0x0100));
-    __m256i b = _mm256_add_epi16(_mm256_sll_epi16(mag, _mm_cvtsi32_si128(w - f->m)), x);
+    __m256i b = _mm256_adds_epu16(_mm256_sll_epi16(mag, _mm_cvtsi32_si128(w - f->m)), x);
+    if (w == 10) b = _mm256_min_epu16(b, _mm256_set1_epi16(0x7c00));  // (bf16 stays in range)
     b = _mm256_blendv_epi8(b, _mm256_shuffle_epi8(lo16, ix),
                            _mm256_cmpgt_epi16(_mm256_set1_epi16((short)(1 << f->m)), mag));
     if (f->k < 1 << (f->bits - 1))
@@ -102,7 +105,7 @@ static __attribute__((noinline)) void hg_s8_fmt_check(hg_s8_fmt_t *out, const fl
     f.bits = bits;
     memcpy(t, tab, sizeof(float) << bits);
     for (int m = bits == 4 ? 1 : 2; m <= (bits == 4 ? 1 : 3); m++) {
-        int k = 0, bias = (1 << (bits - 2 - m)) - 1, ok = 1, lo = 255, hi = 0;
+        int k = 0, bias = (1 << (bits - 2 - m)) - 1, ok = 1, lo = 255, ln = 255, hi = 0;
         g = f;
         g.m = m;
         g.k = half;
@@ -125,6 +128,7 @@ static __attribute__((noinline)) void hg_s8_fmt_check(hg_s8_fmt_t *out, const fl
                 ok &= (t[c] & 0x7f800000u) == 0x7f800000u && c >= half - 16 && bits > 4;
             else if (c > 0) {
                 lo = (int)(t[c] >> 23) < lo ? (int)(t[c] >> 23) : lo;
+                ln = c >= 1 << m && (int)(t[c] >> 23) < ln ? (int)(t[c] >> 23) : ln;
                 hi = (int)(t[c] >> 23) > hi ? (int)(t[c] >> 23) : hi;
             }
         }
@@ -132,6 +136,7 @@ static __attribute__((noinline)) void hg_s8_fmt_check(hg_s8_fmt_t *out, const fl
             f = g;
             f.k = k;
             f.elo = 128 - lo;
+            f.eln = 128 - ln;
             f.ehi = 381 - hi;
             if (bits > 4) {
                 f.sp[0] = _mm256_loadu_si256((const __m256i *)(const void *)(t + half - 16));
@@ -150,22 +155,21 @@ static __attribute__((noinline)) void hg_s8_fmt_check(hg_s8_fmt_t *out, const fl
         f.bp[h] = _mm256_blendv_epi8(f.sp[h], _mm256_set1_epi32(0x7fc00000),
                                      _mm256_cmpgt_epi32(f.sp[h], _mm256_set1_epi32(0x7f800000)));
     if (bits > 4 && f.k) {
-        uint16_t v[7][16];  // ex, mb, mh, nz, hi per output
+        uint16_t v[6][16];  // ex, mb, nz, hi per output
         f.top0 = 1;
         for (int c = 0; c < 16; c++) {
             uint32_t top = t[half - 8 + (c & 7)], sub = (c & 7) && (c & 7) < 1 << f.m;
             uint32_t nan = (top & 0x7fffffffu) > 0x7f800000u, hm = (top >> 13) & 0x3ffu;
             v[0][c] = (uint16_t)(sub ? t[c & 7] >> 23 : 0u);
             v[1][c] = (uint16_t)(sub ? (t[c & 7] >> 16) & 0x7fu : 0u);
-            v[2][c] = (uint16_t)(sub ? (t[c & 7] >> 13) & 0x3ffu : 0u);
-            v[3][c] = (uint16_t)(sub ? 0xffffu : 0u);
-            v[4][c] = (uint16_t)(top >> 16);
-            v[5][c] = (uint16_t)(nan ? 0x7fc0u : top >> 16);
-            v[6][c] = (uint16_t)(nan ? 0x7c00u | (hm ? hm : 1u) : 0x7c00u);
+            v[2][c] = (uint16_t)(sub ? 0xffffu : 0u);
+            v[3][c] = (uint16_t)(top >> 16);
+            v[4][c] = (uint16_t)(nan ? 0x7fc0u : top >> 16);
+            v[5][c] = (uint16_t)(nan ? 0x7c00u | (hm ? hm : 1u) : 0x7c00u);
             f.top0 &= half - 8 + (c & 7) < f.k || (top & 0xffffu) == 0u;
         }
-        __m256i *to[7] = {&f.ex16, &f.mb16, &f.mh16, &f.nz16, &f.hi16[0], &f.hi16[1], &f.hi16[2]};
-        for (int h = 0; h < 7; h++) *to[h] = _mm256_loadu_si256((const __m256i *)(const void *)v[h]);
+        __m256i *to[6] = {&f.ex16, &f.mb16, &f.nz16, &f.hi16[0], &f.hi16[1], &f.hi16[2]};
+        for (int h = 0; h < 6; h++) *to[h] = _mm256_loadu_si256((const __m256i *)(const void *)v[h]);
     }
     *out = f;
 }
@@ -276,15 +280,22 @@ static inline __attribute__((always_inline)) void hg_s8_run(
         hg_s8_fmt_t h = *f;
         __m256i sp0 = conv == 1 ? h.bp[0] : h.sp[0], sp1 = conv == 1 ? h.bp[1] : h.sp[1];
         int x = e - 127 - ((1 << (bits - 2 - h.m)) - 1) - h.m;
-        // 16 codes at a time in 16-bit lanes: f16 where every value is normal there, float as
-        // bf16 widened (exact: values of at most four significant bits) when the top entries are.
+        // 16 codes at a time in 16-bit lanes: f16 where no normal code's value is subnormal
+        // (the exponent offset in 6 bits), float as bf16 widened (exact: values of at most four
+        // significant bits) when the top entries are.
         int w = conv == 2 ? 10 : 7, ob = conv == 2 ? 15 : 127;
         if (bits > 4 && h.k >= (1 << (bits - 1)) - 8 && (conv != 0 || h.top0)
-                && (conv != 2 || (e >= h.elo + 112 && e <= h.ehi - 112))) {
+                && (conv != 2 || (e >= h.eln + 112 && x + h.m + ob < 64))) {
             __m256i x16 = _mm256_set1_epi16((short)((x + h.m + ob) << w));
             __m256i lo16 = _mm256_and_si256(h.nz16, _mm256_or_si256(
-                conv == 2 ? h.mh16 : h.mb16, _mm256_sll_epi16(_mm256_add_epi16(
+                h.mb16, _mm256_sll_epi16(_mm256_add_epi16(
                     h.ex16, _mm256_set1_epi16((short)(e - 254 + ob))), _mm_cvtsi32_si128(w))));
+#if defined(__F16C__)
+            // f16 (asked for only with F16C): s * T(c) rounded as the oracle rounds it.
+            if (conv == 2)
+                lo16 = _mm256_and_si256(h.nz16, _mm256_broadcastsi128_si256(_mm256_cvtps_ph(
+                    _mm256_mul_ps(lo, _mm256_set1_ps(s)), _MM_FROUND_TO_NEAREST_INT)));
+#endif
             for (; j + 2u <= g; j += 2u) {
                 __m256i v = hg_s8_b16(hg_s8_codes16(p + (size_t)bits * j, bits), &h, x16, lo16,
                                       h.hi16[conv], w);

@@ -12,28 +12,38 @@ static inline int32_t hg_imax(int32_t a, int32_t b) { return a > b ? a : b; }
 #include <omp.h>
 #endif
 
-#if defined(__AVX2__)
+#if defined(__AVX2__) && !defined(HG_T8_ROWS)
+#define HG_T8_ROWS
 #include <immintrin.h>
-static inline void hg_t8_u32(uint32_t *restrict d, uint32_t di, uint32_t dn,
-                             const uint32_t *restrict s, uint32_t si, uint32_t sn) {
+// The 32-bit, then 64-bit unpack stages of a register transpose of n vectors r (P: the
+// intrinsics' prefix, _mm256 or _mm512); then u[4i + k] holds, in 128-bit lane l, row 4l + k
+// of columns 4i..4i+3.
+#define HG_T_UNPACK(P, n, r, t, u) do { \
+    for (int k = 0; k < (n); k += 2) { \
+        t[k] = P##_unpacklo_epi32(r[k], r[k + 1]); \
+        t[k + 1] = P##_unpackhi_epi32(r[k], r[k + 1]); \
+    } \
+    for (int k = 0; k < (n); k += 4) { \
+        u[k] = P##_unpacklo_epi64(t[k], t[k + 2]); \
+        u[k + 1] = P##_unpackhi_epi64(t[k], t[k + 2]); \
+        u[k + 2] = P##_unpacklo_epi64(t[k + 1], t[k + 3]); \
+        u[k + 3] = P##_unpackhi_epi64(t[k + 1], t[k + 3]); \
+    } \
+} while (0)
+static inline void hg_t8_rows(__m256i o[8], const uint32_t *restrict s, uint32_t si, uint32_t sn) {
     __m256i r[8], t[8], u[8];
     for (int k = 0; k < 8; k++) r[k] = _mm256_loadu_si256((const void *)(s + (uint32_t)(si + k * sn)));
-    for (int k = 0; k < 8; k += 2) {
-        t[k] = _mm256_unpacklo_epi32(r[k], r[k + 1]);
-        t[k + 1] = _mm256_unpackhi_epi32(r[k], r[k + 1]);
-    }
-    for (int k = 0; k < 8; k += 4) {
-        u[k] = _mm256_unpacklo_epi64(t[k], t[k + 2]);
-        u[k + 1] = _mm256_unpackhi_epi64(t[k], t[k + 2]);
-        u[k + 2] = _mm256_unpacklo_epi64(t[k + 1], t[k + 3]);
-        u[k + 3] = _mm256_unpackhi_epi64(t[k + 1], t[k + 3]);
-    }
+    HG_T_UNPACK(_mm256, 8, r, t, u);
     for (int j = 0; j < 4; j++) {
-        _mm256_storeu_si256((void *)(d + (uint32_t)(di + j * dn)),
-                            _mm256_permute2x128_si256(u[j], u[j + 4], 0x20));
-        _mm256_storeu_si256((void *)(d + (uint32_t)(di + (j + 4) * dn)),
-                            _mm256_permute2x128_si256(u[j], u[j + 4], 0x31));
+        o[j] = _mm256_permute2x128_si256(u[j], u[j + 4], 0x20);
+        o[j + 4] = _mm256_permute2x128_si256(u[j], u[j + 4], 0x31);
     }
+}
+static inline void hg_t8_u32(uint32_t *restrict d, uint32_t di, uint32_t dn,
+                             const uint32_t *restrict s, uint32_t si, uint32_t sn) {
+    __m256i o[8];
+    hg_t8_rows(o, s, si, sn);
+    for (int j = 0; j < 8; j++) _mm256_storeu_si256((void *)(d + (uint32_t)(di + j * dn)), o[j]);
 }
 #endif
 
@@ -58,6 +68,92 @@ static inline void hg_z8_u32(uint32_t *restrict d, uint32_t di, uint32_t dn,
         _mm256_storeu_si256((void *)(d + (uint32_t)(di + j * dn)), v[i]);
     }
 }
+#endif
+
+#if defined(__AVX2__) && !defined(HG_T8_ROWS)
+#define HG_T8_ROWS
+#include <immintrin.h>
+// The 32-bit, then 64-bit unpack stages of a register transpose of n vectors r (P: the
+// intrinsics' prefix, _mm256 or _mm512); then u[4i + k] holds, in 128-bit lane l, row 4l + k
+// of columns 4i..4i+3.
+#define HG_T_UNPACK(P, n, r, t, u) do { \
+    for (int k = 0; k < (n); k += 2) { \
+        t[k] = P##_unpacklo_epi32(r[k], r[k + 1]); \
+        t[k + 1] = P##_unpackhi_epi32(r[k], r[k + 1]); \
+    } \
+    for (int k = 0; k < (n); k += 4) { \
+        u[k] = P##_unpacklo_epi64(t[k], t[k + 2]); \
+        u[k + 1] = P##_unpackhi_epi64(t[k], t[k + 2]); \
+        u[k + 2] = P##_unpacklo_epi64(t[k + 1], t[k + 3]); \
+        u[k + 3] = P##_unpackhi_epi64(t[k + 1], t[k + 3]); \
+    } \
+} while (0)
+static inline void hg_t8_rows(__m256i o[8], const uint32_t *restrict s, uint32_t si, uint32_t sn) {
+    __m256i r[8], t[8], u[8];
+    for (int k = 0; k < 8; k++) r[k] = _mm256_loadu_si256((const void *)(s + (uint32_t)(si + k * sn)));
+    HG_T_UNPACK(_mm256, 8, r, t, u);
+    for (int j = 0; j < 4; j++) {
+        o[j] = _mm256_permute2x128_si256(u[j], u[j + 4], 0x20);
+        o[j + 4] = _mm256_permute2x128_si256(u[j], u[j + 4], 0x31);
+    }
+}
+static inline void hg_t8_u32(uint32_t *restrict d, uint32_t di, uint32_t dn,
+                             const uint32_t *restrict s, uint32_t si, uint32_t sn) {
+    __m256i o[8];
+    hg_t8_rows(o, s, si, sn);
+    for (int j = 0; j < 8; j++) _mm256_storeu_si256((void *)(d + (uint32_t)(di + j * dn)), o[j]);
+}
+#endif
+#ifndef HG_STREAM_BYTES
+#define HG_STREAM_BYTES (32u << 20)
+#endif
+#ifndef hg_big
+#define hg_big(total, size) ((uint64_t)(total) * (size) > (uint64_t)HG_STREAM_BYTES)
+#endif
+#if defined(__AVX2__)
+#include <immintrin.h>
+static inline void hg_t16_fence(void) { _mm_sfence(); }
+#if defined(__AVX512F__)
+static inline void hg_t16_u32(uint32_t *restrict d, uint32_t di, uint32_t dn,
+                              const uint32_t *restrict s, uint32_t si, uint32_t sn, int big) {
+    __m512i r[16], t[16], u[16], o[16];
+    int nt = big && ((((uintptr_t)(d + di)) | ((uintptr_t)dn << 2)) & 63u) == 0u;
+    for (int k = 0; k < 16; k++) r[k] = _mm512_loadu_si512((const void *)(s + (uint32_t)(si + k * sn)));
+    HG_T_UNPACK(_mm512, 16, r, t, u);
+    for (int k = 0; k < 4; k++) {
+        __m512i v0 = _mm512_shuffle_i32x4(u[k], u[k + 4], 0x44);
+        __m512i v1 = _mm512_shuffle_i32x4(u[k], u[k + 4], 0xEE);
+        __m512i w0 = _mm512_shuffle_i32x4(u[k + 8], u[k + 12], 0x44);
+        __m512i w1 = _mm512_shuffle_i32x4(u[k + 8], u[k + 12], 0xEE);
+        o[k] = _mm512_shuffle_i32x4(v0, w0, 0x88);
+        o[k + 4] = _mm512_shuffle_i32x4(v0, w0, 0xDD);
+        o[k + 8] = _mm512_shuffle_i32x4(v1, w1, 0x88);
+        o[k + 12] = _mm512_shuffle_i32x4(v1, w1, 0xDD);
+    }
+    for (int j = 0; j < 16; j++) {
+        void *p = (void *)(d + (uint32_t)(di + j * dn));
+        if (nt) _mm512_stream_si512(p, o[j]);
+        else _mm512_storeu_si512(p, o[j]);
+    }
+}
+#else
+static inline void hg_t16_u32(uint32_t *restrict d, uint32_t di, uint32_t dn,
+                              const uint32_t *restrict s, uint32_t si, uint32_t sn, int big) {
+    int nt = big && ((((uintptr_t)(d + di)) | ((uintptr_t)dn << 2)) & 63u) == 0u;
+    for (uint32_t h = 0; h < 16u; h += 8u) {
+        __m256i a[8], b[8];
+        hg_t8_rows(a, s, si + h, sn);
+        hg_t8_rows(b, s, si + h + 8u * sn, sn);
+        for (uint32_t j = 0; j < 8u; j++) {
+            __m256i *p = (__m256i *)(void *)(d + (uint32_t)(di + (h + j) * dn));
+            if (nt) { _mm256_stream_si256(p, a[j]); _mm256_stream_si256(p + 1, b[j]); }
+            else { _mm256_storeu_si256(p, a[j]); _mm256_storeu_si256(p + 1, b[j]); }
+        }
+    }
+}
+#endif
+#else
+static inline void hg_t16_fence(void) {}
 #endif
 
 #define store_dst(hg_i, hg_v) (dst[(hg_i)] = (uint8_t)((hg_v)))
@@ -102,6 +198,23 @@ static inline void layout_sepblk_u8_item(uint32_t hg_gid0, uint32_t hg_gid1, uin
         }
     }
     uint32_t yt = y0;
+    uint32_t sc = load_tx(x0 + hg_umin(x1 - x0 - 1u, 1u)) - load_tx(x0);
+    uint32_t t16 = yd == 0u && inb == 1u && ((x1 - x0) & 15u) == 0u && ((y1 - y0) & 15u) == 0u ? 1u : 0u;
+    for (uint32_t x = x0; x < x1 && t16 == 1u; x++) {
+        if (load_tx(x) != load_tx(x0) + (x - x0) * sc) t16 = 0u;
+    }
+    for (uint32_t y = y0; y < y1 && t16 == 1u; y += 16u) {
+        if (load_ty(y + 8u) != load_ty(y) + 8u) t16 = 0u;
+    }
+    uint32_t nall = nx * ny * nz;
+    for (; t16 == 1u && yt < y1; yt += 16u) {
+        uint32_t sb = hi + load_ty(yt);
+        uint32_t f = (z * ny + yt) * nx;
+        for (uint32_t x = x0; x < x1; x += 16u) {
+            uint32_t s0 = sb + load_tx(x);
+            for (uint32_t t8j = 0u; t8j < 16u; t8j++) { for (uint32_t t8k = 0u; t8k < 16u; t8k++) { store_dst((f + x) + t8j * nx + t8k, load_src((s0) + t8k * sc + t8j)); } }
+        }
+    }
     for (; (yd == 0u || zd == 0u) && yt + 8u <= y1; yt += 8u) {
         uint32_t sb = hi + load_ty(yt);
         uint32_t f = (z * ny + yt) * nx;
@@ -175,6 +288,7 @@ static __attribute__((noinline)) void layout_sepblk_u8_chunk(int64_t hg_c, int64
             if (++hg_y == (uint32_t)hg_n1) { hg_y = 0; hg_z++; }
         }
     }
+    hg_t16_fence();
 }
 
 void layout_sepblk_u8(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0, int64_t hg_n1,
