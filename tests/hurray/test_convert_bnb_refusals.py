@@ -1,4 +1,5 @@
-"""bitsandbytes checkpoints that do not map, or lie: refusals by name and typed errors."""
+"""bitsandbytes checkpoints that do not map, or lie: refusals by name and typed errors; and
+the forms that map beside the common one (plain tensors beside NF4 weights, quant_storage)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 import hurray_gpu as hg
 from hurray_gpu.cli import main
 from hurray_gpu.errors import ConversionError, UnsupportedConversionError
+from tests._support import require_peer, stable_rng
 from tests.hurray._bnb_samples import quantize, write_bnb
 from tests.hurray._convert_samples import write_safetensors
 
@@ -119,3 +121,21 @@ def test_the_cli_converts_and_names_the_form(tmp_path: Path,
                  "--device", "reference"]) == 0
     text = capsys.readouterr().out
     assert "bnb-nf4" in text and "uint4 NF4, block 64" in text and "checked on reference" in text
+
+
+@pytest.mark.parametrize("storage", ["bfloat16", "float32"])
+def test_other_quant_storage_types_map(tmp_path: Path, storage: str) -> None:
+    # bnb's quant_storage (for FSDP) only relabels the packed bytes: they map as uint8 would
+    torch = require_peer("torch")
+    bnb = require_peer("bitsandbytes")
+    w = torch.tensor(stable_rng("storage", storage).standard_normal((8, 128)), dtype=torch.float32)
+    q, state = bnb.functional.quantize_4bit(w, quant_type="nf4", blocksize=64,
+                                            compress_statistics=True,
+                                            quant_storage=getattr(torch, storage))
+    tensors = {"w": q, **{f"w.{k}": v for k, v in state.as_dict(packed=True).items()}}
+    require_peer("safetensors.torch", "safetensors").save_file(tensors, str(tmp_path / "q.st"))
+    hg.convert(tmp_path / "q.st", tmp_path / "q.hrry", device="reference")
+    with hg.open_file(tmp_path / "q.hrry") as f:
+        got = hg.dequantize(f.read("w"), "float32").numpy()
+    want = bnb.functional.dequantize_4bit(q, state).numpy()
+    assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
