@@ -119,10 +119,10 @@ def write_ct(folder: Path, specs: list[tuple[str, int, int, dict[str, Any], str]
     groups, peers = {}, {}
     for i, (prefix, rows, cols, args, dtype) in enumerate(specs):
         rng = stable_rng("ct", prefix, rows, cols)
-        bits, size = args["num_bits"], args["group_size"] or cols
+        bits, size = args["num_bits"], args["group_size"]
         lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
         q = torch.tensor(rng.integers(lo, hi, (rows, cols), endpoint=True), dtype=torch.int8)
-        scale = torch.tensor(rng.uniform(1e-3, 0.1, (rows, -(-cols // size))),
+        scale = torch.tensor(rng.uniform(1e-3, 0.1, (rows, cols // size if size else 1)),
                              dtype=torch.float32).to(getattr(torch, dtype))
         tensors[f"{prefix}.weight_packed"] = pack_to_int32(q, bits).numpy()
         tensors[f"{prefix}.weight_scale"] = _st(scale)

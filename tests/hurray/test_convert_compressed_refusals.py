@@ -119,3 +119,21 @@ def test_the_config_lands_in_the_kv_section(tmp_path: Path) -> None:
     with hg.open_file(tmp_path / "m.hrry") as f:
         qc = json.loads(f.metadata["compressed-tensors.quantization_config"])
         assert qc["format"] == "pack-quantized" and f.names == ["w.weight"]
+
+
+def test_a_weight_stored_twice_is_a_typed_error(tmp_path: Path) -> None:
+    _one(tmp_path, weights_args(4, "group", 32, True))
+    tensors = _tensors(tmp_path)
+    tensors["w.weight"] = np.zeros((16, 64), np.float32)
+    write_safetensors(tmp_path / "model.safetensors", tensors)
+    with pytest.raises(ConversionError, match="stored both as w.weight and packed"):
+        _convert(tmp_path)
+
+
+@pytest.mark.parametrize(("rows", "cols", "bits"), [(0, 64, 4), (16, 0, 8), (0, 0, 4)])
+def test_empty_weights_convert(tmp_path: Path, rows: int, cols: int, bits: int) -> None:
+    _one(tmp_path, weights_args(bits, "channel", None, False), rows=rows, cols=cols)
+    _convert(tmp_path)
+    with hg.open_file(tmp_path / "m.hrry") as f:
+        t = f.read("w.weight")
+        assert t.shape == (rows, cols) and hg.dequantize(t, "float32").numpy().size == 0

@@ -27,6 +27,7 @@ import numpy as np
 
 from hurray_gpu.format.descriptor import BufferHandle, RowMajor, TensorDescriptor
 from hurray_gpu.format.descriptor.quant import NF4
+from hurray_gpu.format.descriptor.validate import MAX_RANK
 from hurray_gpu.format.dtypes import by_name
 from hurray_gpu.io.convert.source import (
     Converted,
@@ -98,11 +99,10 @@ def _state(src: SourceFile, entry: SourceTensor, name: str) -> dict[str, Any]:
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise src.fail(f"its quant state is not JSON ({exc})", tensor=name,
                        kind="bnb-nf4") from None
-    shape, bs = state.get("shape") if isinstance(state, dict) else None, None
-    if isinstance(state, dict):
-        bs = state.get("blocksize")
+    state = state if isinstance(state, dict) else {}
+    shape, bs = state.get("shape"), state.get("blocksize")
     if (not isinstance(shape, list) or not all(type(d) is int and d >= 0 for d in shape)
-            or len(shape) > 8 or type(bs) is not int or bs < 8 or bs & (bs - 1)
+            or len(shape) > MAX_RANK or type(bs) is not int or bs < 8 or bs & (bs - 1)
             or state.get("quant_type") != "nf4" or state.get("dtype") not in _DTYPES):
         raise src.fail(f"its quant state {text[:200]!r} needs quant_type 'nf4', a shape of "
                        "non-negative ints, a power-of-two blocksize >= 8 and a float dtype",

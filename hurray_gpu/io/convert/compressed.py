@@ -86,6 +86,10 @@ def plan_compressed(src: SourceFile, entries: dict[str, SourceTensor],
     out: dict[str, Loader] = {}
     for prefix in prefixes:
         name = prefix + ".weight"
+        if name in entries:
+            raise src.fail(f"it is stored both as {name} and packed as {prefix}.weight_packed",
+                           tensor=name, kind="pack-quantized", fix="keep one of the two (the "
+                           "checkpoint was saved twice into one file), then convert again.")
         if f"{prefix}.weight_g_idx" in entries:
             raise refuse(src, (name, "pack-quantized"), "act-order (weight_g_idx) groups are "
                          "a permutation of the input axis, which no Hurray scheme carries",
@@ -176,7 +180,7 @@ def _scheme(src: SourceFile, name: str, groups: list[Any], qc: dict[str, Any],
 def _unpack(words: np.ndarray, bits: int, count: int) -> np.ndarray:
     """The tool's codes ``q`` (int8) of each row of little-endian int32 ``words``: element
     ``i`` at bit ``i * bits`` of the row, stored as ``q + 2^(bits-1)``."""
-    raw = words.view(np.uint8).reshape(words.shape[0], -1)
+    raw = words.view(np.uint8).reshape(words.shape[0], words.shape[1] * 4)
     if bits == 8:
         return (raw[:, :count] ^ 0x80).view(np.int8)
     nib = np.empty((raw.shape[0], raw.shape[1] * 2), np.uint8)
@@ -189,7 +193,7 @@ def _load(src: SourceFile, entry: SourceTensor, packed: SourceTensor, scale: Sou
     rows, cols = entry.shape
     words = src.read(packed.offset, packed.nbytes, "weight_packed", tensor=entry.name,
                      kind=entry.kind, scratch="read").view("<i4").reshape(packed.shape)
-    raw = words.view(np.uint8).reshape(rows, -1)
+    raw = words.view(np.uint8).reshape(rows, packed.shape[1] * 4)
     if bits == 8 or cols % 2 == 0:  # whole bytes per row: flip the offset bit of each code
         row = cols * bits // 8
         data = src.buffer(rows * row, "codes")  # reused: no page faults per tensor
