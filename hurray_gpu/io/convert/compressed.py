@@ -48,13 +48,14 @@ def _config(src: SourceFile) -> dict[str, Any]:
     where = ("(checkpoint)", "pack-quantized")
     fix = "put the model's config.json (with its quantization_config) beside the file."
     try:
-        with open(path, "rb") as f:
-            text = f.read(_MAX_CONFIG + 1)
+        with open(path, "rb") as f:  # sized first: read(n) would allocate n bytes up front
+            size = os.fstat(f.fileno()).st_size
+            text = f.read(size) if size <= _MAX_CONFIG else b""
     except OSError:
         raise refuse(src, where, f"its weight_packed tensors need the quantization_config of "
                      f"{path}, which cannot be read", fix) from None
     try:
-        config: Any = json.loads(text) if len(text) <= _MAX_CONFIG else None
+        config: Any = json.loads(text) if text else None
         qc = config.get("quantization_config") or config.get("compression_config")
     except (ValueError, RecursionError, AttributeError):
         qc = None
