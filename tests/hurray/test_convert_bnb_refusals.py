@@ -42,6 +42,14 @@ def test_fp4_is_refused_with_the_reason(tmp_path: Path) -> None:
 
 
 def test_llm_int8_is_refused_with_the_reason(tmp_path: Path) -> None:
+    # the reason holds: bnb's (CB * SCB) * (1/127) is not one product by f32(SCB / 127)
+    torch = require_peer("torch")
+    bnb = require_peer("bitsandbytes")
+    w = torch.tensor(stable_rng("int8").standard_normal((64, 256)), dtype=torch.float16)
+    cb, scb, _ = bnb.functional.int8_vectorwise_quant(w)
+    want = bnb.functional.int8_vectorwise_dequant(cb, scb).numpy()
+    one = cb.numpy().astype(np.float32) * (scb.numpy() * np.float32(1 / 127))[:, None]
+    assert not np.array_equal(one, want)
     tensors = {"fc.weight": np.ones((2, 8), np.int8), "fc.SCB": np.ones(2, np.float32)}
     with pytest.raises(UnsupportedConversionError, match=r"'fc.weight'.*two roundings"):
         _convert(tmp_path, tensors)

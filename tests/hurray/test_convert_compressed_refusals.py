@@ -137,3 +137,15 @@ def test_empty_weights_convert(tmp_path: Path, rows: int, cols: int, bits: int) 
     with hg.open_file(tmp_path / "m.hrry") as f:
         t = f.read("w.weight")
         assert t.shape == (rows, cols) and hg.dequantize(t, "float32").numpy().size == 0
+
+
+def test_the_cli_converts_and_names_the_form(tmp_path: Path,
+                                             capsys: pytest.CaptureFixture) -> None:
+    from hurray_gpu.cli import main
+
+    _one(tmp_path, weights_args(4, "group", 32, False))
+    assert main(["convert", str(tmp_path / "model.safetensors"), str(tmp_path / "m.hrry"),
+                 "--device", "reference", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["kinds"] == {"pack-quantized int4 group": 1}
+    assert data["forms"] == {"pack-quantized int4 group": "int4 per-block affine, block 32"}
