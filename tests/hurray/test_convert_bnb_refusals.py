@@ -147,3 +147,11 @@ def test_other_quant_storage_types_map(tmp_path: Path, storage: str) -> None:
         got = hg.dequantize(f.read("w"), "float32").numpy()
     want = bnb.functional.dequantize_4bit(q, state).numpy()
     assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
+
+
+def test_the_fp4_reason_holds() -> None:
+    bnb = require_peer("bitsandbytes")
+    levels = bnb.functional.get_4bit_type("fp4", device="cpu").numpy()[:8] * 12
+    e2m1 = np.array([0, 0.5, 1, 1.5, 2, 3, 4, 6], np.float32) * 2
+    assert sorted(np.round(levels, 4).tolist()) == [0, 0.0625, 2, 3, 4, 6, 8, 12]
+    assert sorted(set(levels.round(4).tolist()) ^ set(e2m1.tolist())) == [0.0625, 1.0]

@@ -12,8 +12,8 @@ bitsandbytes' blocks run over the flattened tensor; Hurray's along one axis. Whe
 two ``k`` (>= 8) divides both the block size and the last dimension, the tensor keeps its
 shape with blocks of ``k`` along the last axis (each absmax repeated ``blocksize / k``
 times): no block straddles a row. Otherwise it is stored 1-D (``numel``) and its shape is
-kept in the KV entry ``bitsandbytes.shape.<name>``. ``fp4`` is not OCP e2m1 and LLM.int8
-weights decode with two roundings: both are refused.
+kept in the KV entry ``bitsandbytes.shape.<name>``. ``fp4`` is not OCP e2m1 (its smallest
+level differs) and LLM.int8 weights decode with two roundings: both are refused.
 """
 
 from __future__ import annotations
@@ -81,9 +81,10 @@ def plan_bnb(src: SourceFile, entries: dict[str, SourceTensor],
     for state in [n for n in entries if BNB_STATE in n]:
         name, kind = state.split(BNB_STATE)[0], "bnb-" + state.split(BNB_STATE)[1]
         if kind != "bnb-nf4":
-            raise refuse(src, (name, kind), "bitsandbytes fp4 is not OCP e2m1: its 16 levels "
-                         "(with bnb's own exponent bias and no subnormal half step) differ "
-                         "from Hurray's float4_e2m1 values", _FIX_BNB)
+            raise refuse(src, (name, kind), "bitsandbytes fp4 is not OCP e2m1: its levels times "
+                         "12 (0, 0.0625, 2, 3, 4, 6, 8, 12) are e2m1's times 2 but for the "
+                         "smallest (0.0625, not 1), which no float4_e2m1 scale reproduces",
+                         _FIX_BNB)
         entries[name], out[name] = _plan_one(src, entries, name,
                                              _state(src, entries.pop(state), name), metadata)
     return out
