@@ -1,5 +1,6 @@
-"""Checkpoint conversion: `hg.convert` of synthetic GGUF files, MB/s of source per GGUF type,
-and the peak memory of converting the largest file.
+"""Checkpoint conversion: `hg.convert` of synthetic GGUF files (MB/s of source per GGUF type)
+and of bitsandbytes NF4 and compressed-tensors int4 safetensors, and the peak memory of
+converting the largest file.
 
 The limit it is compared with is the work a streaming converter cannot avoid: copying the same
 file (read, write, fsync; `hg.convert` writes atomically and fsyncs too), timed in the same
@@ -31,7 +32,9 @@ ROW = 4096  # elements per row of every synthetic tensor
 # (name in the report, GGML types of the file's tensors, share of --size-mib)
 CASES = (("direct (F32, F16, BF16)", ("F32", "F16", "BF16"), 1.0), ("Q8_0", ("Q8_0",), 0.25),
          ("Q4_0", ("Q4_0",), 0.25), ("Q5_0", ("Q5_0",), 0.25), ("Q4_1", ("Q4_1",), 0.25),
-         ("Q5_1", ("Q5_1",), 0.25))
+         ("Q5_1", ("Q5_1",), 0.25),
+         ("bnb NF4 (safetensors)", ("bnb-nf4",), 0.25),
+         ("CT int4 (safetensors)", ("ct-int4",), 0.25))
 
 RSS_CHILD = r"""
 import json, sys
@@ -86,6 +89,78 @@ def write_synthetic(path: Path, kinds: tuple[str, ...], total_bytes: int,
     return max(p[4] * p[5] for p in plan)
 
 
+def _safetensors(path: Path, plan: list[tuple[str, str, tuple[int, ...], Any]]) -> None:
+    """A safetensors file of ``(name, dtype, shape, make)`` tensors, each made (``make()``,
+    bytes) and written one at a time."""
+    header, at = {}, 0
+    for name, dtype, shape, _ in plan:
+        size = int(np.prod(shape)) * {"U8": 1, "F32": 4, "I32": 4, "I64": 8, "BF16": 2}[dtype]
+        header[name] = {"dtype": dtype, "shape": list(shape), "data_offsets": [at, at + size]}
+        at += size
+    text = json.dumps(header).encode()
+    with open(path, "wb") as f:
+        f.write(len(text).to_bytes(8, "little") + text)
+        for *_, make in plan:
+            f.write(make())
+
+
+def write_nf4(path: Path, total_bytes: int, tensor_bytes: int = 128 << 20) -> int:
+    """bitsandbytes NF4 weights of ``ROW`` columns (blocks of 64, double-quantized absmax, as
+    QuantState.as_dict(packed=True) lays them out) with random codes; the largest packed
+    weight's bytes."""
+    from hurray_gpu.ops.plan import nf4_table
+
+    rng, plan, left, rows = np.random.default_rng(22), [], total_bytes, 0
+    while left > 0:
+        rows = max(1, min(left, tensor_bytes) // (ROW // 2))
+        blocks, w = rows * ROW // 64, f"blk.{len(plan) // 6}.weight"
+        state = json.dumps({"quant_type": "nf4", "blocksize": 64, "dtype": "bfloat16",
+                            "shape": [rows, ROW], "nested_blocksize": 256,
+                            "nested_dtype": "float32", "nested_offset": 0.5}).encode()
+        plan += [(w, "U8", (rows * ROW // 2,), lambda n=rows * ROW // 2: rng.bytes(n)),
+                 (w + ".absmax", "U8", (blocks,), lambda n=blocks: rng.bytes(n)),
+                 (w + ".quant_map", "F32", (16,), lambda: nf4_table().tobytes()),
+                 (w + ".nested_absmax", "F32", (-(-blocks // 256),),
+                  lambda n=-(-blocks // 256): np.full(n, 0.25, np.float32).tobytes()),
+                 (w + ".nested_quant_map", "F32", (256,),
+                  lambda: np.linspace(0, 1, 256, dtype=np.float32).tobytes()),
+                 (w + ".quant_state.bitsandbytes__nf4", "U8", (len(state),), lambda s=state: s)]
+        left -= rows * ROW // 2
+    _safetensors(path, plan)
+    return max(p[2][0] for p in plan if p[1] == "U8")
+
+
+def write_ct(path: Path, total_bytes: int, tensor_bytes: int = 128 << 20) -> int:
+    """compressed-tensors pack-quantized int4 weights of ``ROW`` columns (symmetric, group
+    128, bf16 scales) with random codes, and the config.json beside; the largest packed
+    weight's bytes."""
+    rng, plan, left = np.random.default_rng(22), [], total_bytes
+    while left > 0:
+        rows = max(1, min(left, tensor_bytes) // (ROW // 2))
+        p = f"blk.{len(plan) // 3}"
+        plan += [(p + ".weight_packed", "I32", (rows, ROW // 8),
+                  lambda n=rows * ROW // 2: rng.bytes(n)),
+                 (p + ".weight_scale", "BF16", (rows, ROW // 128),
+                  lambda n=rows * ROW // 128: np.full(n, 0x3C23, np.uint16).tobytes()),
+                 (p + ".weight_shape", "I64", (2,), lambda r=rows: np.int64([r, ROW]).tobytes())]
+        left -= rows * ROW // 2
+    _safetensors(path, plan)
+    weights = {"num_bits": 4, "type": "int", "symmetric": True, "strategy": "group",
+               "group_size": 128, "actorder": None}
+    (path.parent / "config.json").write_text(json.dumps({"quantization_config": {
+        "format": "pack-quantized", "config_groups": {"group_0": {"weights": weights}}}}))
+    return max(int(np.prod(p[2])) * 4 for p in plan if p[1] == "I32")
+
+
+def _write(folder: Path, kinds: tuple[str, ...], total: int) -> tuple[Path, int]:
+    """The case's source file and its largest tensor's bytes."""
+    if kinds[0] == "bnb-nf4":
+        return folder / "nf4.safetensors", write_nf4(folder / "nf4.safetensors", total)
+    if kinds[0] == "ct-int4":
+        return folder / "model.safetensors", write_ct(folder / "model.safetensors", total)
+    return folder / f"{kinds[0]}.gguf", write_synthetic(folder / f"{kinds[0]}.gguf", kinds, total)
+
+
 def peak_rss(src: Path, dst: Path) -> dict[str, Any]:
     """Convert ``src`` in a fresh process: its RSS before (KiB) and its peak while converting."""
     done = subprocess.run([sys.executable, "-c", RSS_CHILD, str(src), str(dst)],
@@ -121,8 +196,7 @@ def measure(folder: Path, size_mib: int, runs: int) -> list[dict[str, Any]]:
 
     rows = []
     for name, kinds, share in CASES:
-        src = folder / f"{kinds[0]}.gguf"
-        largest = write_synthetic(src, kinds, int(size_mib * share) << 20)
+        src, largest = _write(folder, kinds, int(size_mib * share) << 20)
         out, copy = folder / "out.hrry", folder / "copy.bin"
         calls = {"convert": _fresh(out, lambda s=src, o=out: hg.convert(s, o, progress=False)),
                  "copy": _fresh(copy, lambda s=src, c=copy: _copy(s, c))}
@@ -142,7 +216,7 @@ def measure(folder: Path, size_mib: int, runs: int) -> list[dict[str, Any]]:
             rows[-1].update(peak_rss_mib=round(rss["peak_kib"] / 1024, 1),
                             rss_growth_mib=round(grown, 1),
                             rss_growth_over_largest_tensor=round(grown * 2**20 / largest, 2))
-        for path in (src, out, copy):
+        for path in (src, out, copy, folder / "config.json"):
             path.unlink(missing_ok=True)
     return rows
 

@@ -101,7 +101,10 @@ PER_FILE_CAP = 800
 # - +5: float8_e5m2 (f16-subnormal codes) -> f16 through the 16-bit-lane SCALE8 path.
 # - +9: the pool's lock taken without a with-block; prepared results wrapped before the launch.
 # - +4: MX into f16 at scales past f16's range through the 16-bit lanes (capped at infinity).
-TOTAL_BUDGET = 38_591
+# - +430: bitsandbytes NF4 safetensors (double-quantized absmax decoded as bnb does, blocks kept
+#   inside rows or the weight stored flat) and compressed-tensors pack-quantized int4/int8
+#   (group and channel) converted bit-exactly; fp4, LLM.int8 and act-order refused by name.
+TOTAL_BUDGET = 39_021
 PACKAGES = ("hurray_gpu", "vyre")
 
 

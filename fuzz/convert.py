@@ -1,4 +1,5 @@
-"""Fuzz harness for the checkpoint converter (hurray_gpu.io.convert: GGUF, safetensors and
+"""Fuzz harness for the checkpoint converter (hurray_gpu.io.convert: GGUF, safetensors with
+bitsandbytes NF4 or compressed-tensors weights (a fixed config.json beside every input), and
 .npz sources; PyTorch checkpoints are torch.load's to decode).
 
 The converter takes a path, so each input is written to a tmpfs scratch file and converted to
@@ -55,6 +56,7 @@ def one_input(data: bytes, *, measure_memory: bool = False, stats: Stats | None 
     if not data:
         return False
     ctl, payload = data[0], data[1:]
+    scratch_file("config.json", _CT_CONFIG)
     src, dst = scratch_file("input.src", payload), scratch_file("output.hrry", b"")
     fmt = _FORMATS[ctl & 3]
     device = "reference" if ctl & 4 else None
@@ -95,7 +97,8 @@ def _blocks(rng: np.random.Generator, n: int, size: int, halves: int) -> bytes:
 
 def _safetensors(tensors: dict[str, np.ndarray]) -> bytes:
     header, blobs, at = {"__metadata__": {"format": "pt"}}, b"", 0
-    kinds = {"float32": "F32", "float16": "F16", "int8": "I8", "bool": "BOOL"}
+    kinds = {"float32": "F32", "float16": "F16", "int8": "I8", "bool": "BOOL", "uint8": "U8",
+             "int32": "I32", "int64": "I64"}
     for name, value in tensors.items():
         header[name] = {"dtype": kinds[value.dtype.name], "shape": list(value.shape),
                         "data_offsets": [at, at + value.nbytes]}
@@ -112,9 +115,52 @@ def _npz(compressed: bool) -> bytes:
     return out.getvalue()
 
 
+def _nf4(rng: np.random.Generator, shape: tuple[int, ...], nested: bool) -> dict[str, np.ndarray]:
+    """One bitsandbytes NF4 weight ``w`` as QuantState.as_dict(packed=True) lays it out (blocks
+    of 64; double-quantized absmax: codes, 256-entry map, one nested block)."""
+    from hurray_gpu.ops.plan import nf4_table
+
+    n = int(np.prod(shape))
+    blocks = -(-n // 64)
+    state: dict[str, object] = {"quant_type": "nf4", "blocksize": 64, "dtype": "float32",
+                                "shape": list(shape)}
+    parts = {"w": rng.integers(0, 256, (n + 1) // 2, dtype=np.uint8),
+             "w.quant_map": nf4_table()}
+    if nested:
+        state.update(nested_blocksize=256, nested_dtype="float32", nested_offset=0.5)
+        parts.update({"w.absmax": rng.integers(0, 256, blocks, dtype=np.uint8),
+                      "w.nested_absmax": np.array([0.25], np.float32),
+                      "w.nested_quant_map": np.linspace(-1, 1, 256, dtype=np.float32)})
+    else:
+        parts["w.absmax"] = rng.uniform(0, 2, blocks).astype(np.float32)
+    blob = np.frombuffer(json.dumps(state).encode(), np.uint8)
+    return {**parts, "w.quant_state.bitsandbytes__nf4": blob}
+
+
+# The config.json every input finds beside it (compressed-tensors reads its scheme there).
+_CT_CONFIG = json.dumps({"quantization_config": {"format": "pack-quantized", "config_groups": {
+    "g0": {"weights": {"num_bits": 4, "type": "int", "symmetric": True, "strategy": "group",
+                       "group_size": 32}},
+    "g1": {"weights": {"num_bits": 8, "type": "int", "symmetric": False,
+                       "strategy": "channel"}}}}}).encode()
+
+
+def _ct(rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """Two pack-quantized weights: int4 group 32 symmetric (4 x 64) and int8 channel with
+    packed zero points (9 x 12)."""
+    def words(*shape: int) -> np.ndarray:
+        return rng.integers(-2**31, 2**31, shape, dtype=np.int64).astype(np.int32)
+    return {"a.weight_packed": words(4, 8), "a.weight_shape": np.array([4, 64], np.int64),
+            "a.weight_scale": rng.uniform(0.01, 1, (4, 2)).astype(np.float32),
+            "b.weight_packed": words(9, 3), "b.weight_shape": np.array([9, 12], np.int64),
+            "b.weight_scale": rng.uniform(0.01, 1, (9, 1)).astype(np.float32),
+            "b.weight_zero_point": words(3, 1)}
+
+
 def seeds() -> list[bytes]:
     """tests/golden/gguf/tiny.gguf (gguf-py's own), GGUF files of every mapped block type,
-    safetensors and .npz files; each with the control bytes that reach it."""
+    safetensors (plain, NF4 weights kept in shape or stored flat, pack-quantized weights) and
+    .npz files; each with the control bytes that reach it."""
     rng = np.random.default_rng(22)
     gguf = [gguf_bytes([("q5_0", 6, (64, 2), _blocks(rng, 4, 22, 1)),
                         ("q5_1", 7, (32, 3), _blocks(rng, 3, 24, 2))]),
@@ -125,8 +171,10 @@ def seeds() -> list[bytes]:
                         ("q4_0", 2, (96,), _blocks(rng, 3, 18, 1))])]
     st = _safetensors({"a": np.ones((2, 3), np.float32), "b": np.array([1, 0], bool),
                        "c": np.arange(-3, 3, dtype=np.int8)})
+    nf4 = [_safetensors(_nf4(rng, (4, 96), True)), _safetensors(_nf4(rng, (5, 33), False))]
     files = [(_SAMPLE.read_bytes(), 0), (_SAMPLE.read_bytes(), 5), (gguf[0], 4),
-             (gguf[1], 1), (gguf[2], 0), (st, 0), (st, 6), (_npz(False), 0), (_npz(True), 7)]
+             (gguf[1], 1), (gguf[2], 0), (st, 0), (st, 6), (_npz(False), 0), (_npz(True), 7),
+             (nf4[0], 4), (nf4[1], 6), (_safetensors(_ct(rng)), 4)]
     return [bytes([ctl]) + raw for raw, ctl in files]
 
 

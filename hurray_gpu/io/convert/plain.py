@@ -18,6 +18,8 @@ import numpy as np
 from hurray_gpu.errors import HurrayFormatError, UnsupportedOpError
 from hurray_gpu.format.dtypes import by_name, from_numpy_dtype
 from hurray_gpu.format.packing import pack
+from hurray_gpu.io.convert.bnb import plan_bnb
+from hurray_gpu.io.convert.compressed import plan_compressed
 from hurray_gpu.io.convert.source import (
     MAX_HEADER_BYTES,
     MAX_TENSORS,
@@ -115,8 +117,11 @@ class SafetensorsSource:
             raise src.fail(f"{len(header)} tensors exceed {MAX_TENSORS}", offset=8)
         self._types: dict[str, str] = {}
         entries = [self._entry(name, info, 8 + n) for name, info in header.items()]
-        self.entries = sorted(entries, key=lambda e: e.offset)
-        check_disjoint(src, self.entries)
+        check_disjoint(src, entries)
+        named = {e.name: e for e in entries}  # quantized weights' parts grouped into one
+        self._loaders = plan_bnb(src, named, self._metadata)
+        self._loaders.update(plan_compressed(src, named, self._metadata))
+        self.entries = sorted(named.values(), key=lambda e: e.offset)
 
     def _parse(self, text: bytes) -> dict[str, Any]:
         def no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -160,12 +165,18 @@ class SafetensorsSource:
 
     def span(self, entry: SourceTensor) -> Any:
         """The descriptor of a tensor whose Hurray bytes are its source bytes (every type but
-        BOOL, which is packed), which the converter copies file to file; else None."""
+        BOOL, which is packed, and quantized weights), which the converter copies file to
+        file; else None."""
+        if entry.name in self._loaders:
+            return None
         hurray = self._types[entry.name]
         return None if hurray == "bool" else _desc(by_name(hurray), entry.shape, False)
 
     def load(self, entry: SourceTensor) -> Converted:
-        """Read one tensor's bytes into a dense Hurray tensor."""
+        """Read one tensor's bytes into a dense Hurray tensor (a quantized weight's parts
+        into one quantized tensor)."""
+        if entry.name in self._loaders:
+            return self._loaders[entry.name](entry)
         raw = self.src.read(entry.offset, entry.nbytes, "the tensor's data", tensor=entry.name,
                             kind=entry.kind, scratch="read")
         return _load_checked(self.src, entry, self._types[entry.name], raw)
