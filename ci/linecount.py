@@ -101,7 +101,9 @@ PER_FILE_CAP = 800
 # - +5: float8_e5m2 (f16-subnormal codes) -> f16 through the 16-bit-lane SCALE8 path.
 # - +9: the pool's lock taken without a with-block; prepared results wrapped before the launch.
 # - +4: MX into f16 at scales past f16's range through the 16-bit lanes (capped at infinity).
-TOTAL_BUDGET = 38_591
+# - +134: HIP compiled in CI: hipRTC found inside libamdhip64 (ROCm < 5.3), gfx targets read
+#   from comgr (an arch hipRTC lacks is refused, not an abort), vyre's programs in the check.
+TOTAL_BUDGET = 38_725
 PACKAGES = ("hurray_gpu", "vyre")
 
 
