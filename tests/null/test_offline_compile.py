@@ -175,6 +175,21 @@ def test_cli_check_hip_refuses_an_arch_hiprtc_cannot_target() -> None:
     assert "Fix: pass one of those archs" in done.stderr
 
 
+def test_hip_renderings_compile_with_hipcc_too(tmp_path: Path) -> None:
+    """The headers hipRTC must not see (#if !defined(__HIPCC_RTC__)) are the ones hipcc needs."""
+    if shutil.which("hipcc") is None:
+        skip_or_fail("hipcc is not on PATH", "apt-get install hipcc")
+    for name in ("f16_to_f32", "fill_u32"):
+        src, out = tmp_path / f"{name}.hip", tmp_path / f"{name}.co"
+        src.write_text(render(get_kernel(name), "hip"))
+        argv = ["hipcc", f"--offload-arch={HIP_ARCH}", "--genco", *ROCmCompiler.codegen, str(src),
+                "-o", str(out)]
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=300,
+                              env={**os.environ, "HIP_PLATFORM": "amd"})
+        assert done.returncode == 0, done.stderr
+        assert out.read_bytes().startswith(b"__CLANG_OFFLOAD_BUNDLE__")  # holds the gfx90a ELF
+
+
 def test_cli_check_cuda() -> None:
     _nvrtc("sm_80")
     done = subprocess.run(
