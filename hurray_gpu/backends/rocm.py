@@ -10,6 +10,8 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from hurray_gpu.backends.cuda import CUDAAllocator, CUDACompiler, CUDADevice, CUDAProgram, check
+from hurray_gpu.backends.rtc import amdgpu_targets
+from hurray_gpu.errors import BackendUnavailableError
 
 __all__ = ["DEVICE", "ROCmAllocator", "ROCmCompiler", "ROCmDevice", "ROCmProgram", "check"]
 
@@ -31,9 +33,32 @@ class ROCmCompiler(CUDACompiler):
     # ask for, as on CUDA.
     codegen: ClassVar[tuple[str, ...]] = ("-ffp-contract=off",)
 
+    @classmethod
+    def offline(cls, arch: str) -> CUDACompiler:
+        """The compiler without a device for ``arch`` (``gfx90a``, ``gfx90a:xnack-``), refusing
+        a target its hipRTC cannot compile for: ROCm 5.2's hipRTC aborts the whole process on
+        one (gfx942, gfx1100), so the target is checked against comgr's list first.
+
+        Raises:
+            BackendUnavailableError: no hipRTC, or one that cannot target ``arch``.
+        """
+        compiler = super().offline(arch)
+        targets = amdgpu_targets(compiler.rtc)
+        if targets is not None and arch.split(":")[0] not in targets:
+            raise BackendUnavailableError(
+                f"{compiler.version()} ({compiler.rtc.origin}) cannot compile for {arch}; it "
+                f"targets {', '.join(sorted(targets, key=_gfx_order))}",
+                fix=f"pass one of those archs, or install a ROCm whose hipRTC targets {arch}.")
+        return compiler
+
     def binary_getter(self, options: Sequence[str]) -> str:
         """``Code``: hipRTC's code object (HIP has no cubin/PTX split)."""
         return "Code"
+
+
+def _gfx_order(target: str) -> tuple[int, str]:
+    """Generation order: gfx90a before gfx1030 (shorter names first, then by spelling)."""
+    return len(target), target
 
 
 class ROCmProgram(CUDAProgram):

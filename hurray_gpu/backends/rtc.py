@@ -19,8 +19,8 @@ from typing import Any, Protocol
 
 from hurray_gpu.errors import BackendUnavailableError
 
-__all__ = ["Binding", "CtypesBinding", "CupyBinding", "binding", "hiprtc", "include_dirs",
-           "nvrtc"]
+__all__ = ["Binding", "CtypesBinding", "CupyBinding", "amdgpu_targets", "binding", "hiprtc",
+           "include_dirs", "nvrtc"]
 
 
 class Binding(Protocol):
@@ -96,6 +96,12 @@ class CtypesBinding:
     def version(self) -> str:
         major, minor = ctypes.c_int(), ctypes.c_int()
         self._call("Version", ctypes.byref(major), ctypes.byref(minor))
+        runtime = ctypes.c_int()
+        # hipRTC inside libamdhip64 (ROCm < 5.3) always says 9.0: the HIP runtime's version
+        # (major * 10^7 + minor * 10^5 + patch, no GPU needed) tells such compilers apart.
+        get_runtime = getattr(self.lib, "hipRuntimeGetVersion", None)
+        if get_runtime is not None and get_runtime(ctypes.byref(runtime)) == 0:
+            return f"{self.library} {major.value}.{minor.value} hip {runtime.value}"
         return f"{self.library} {major.value}.{minor.value}"
 
     def create(self, source: str, name: str) -> int:
@@ -138,14 +144,22 @@ def _roots(names: Sequence[str], default: str) -> list[str]:
     return [os.environ[n] for n in names if os.environ.get(n)] + [default]
 
 
-def _load(paths: Sequence[str], library: str, fix: str) -> CtypesBinding:
-    system = ctypes.util.find_library(library)
+def _load(paths: Sequence[str], library: str, fix: str, system: Sequence[str] = (),
+          symbol: str = "") -> CtypesBinding:
+    """The first of ``paths``, then of the system's ``lib<name>`` for each of ``system`` (default
+    ``library``), that loads and (when given) exports ``symbol``."""
+    found = [ctypes.util.find_library(name) for name in system or (library,)]
     errors = []
-    for path in [*paths, *([system] if system else [])]:
+    for path in [*paths, *[f for f in found if f]]:
         try:
-            return CtypesBinding(ctypes.CDLL(path), library, path)
+            lib = ctypes.CDLL(path)
         except OSError as exc:
             errors.append(f"{path}: {exc}")
+            continue
+        if symbol and not hasattr(lib, symbol):
+            errors.append(f"{path}: no {symbol}")
+            continue
+        return CtypesBinding(lib, library, path)
     raise BackendUnavailableError(f"lib{library} not found ({'; '.join(errors) or 'no candidates'})",
                                   fix=fix)
 
@@ -172,15 +186,52 @@ def nvrtc() -> CtypesBinding:
 
 @functools.lru_cache(maxsize=1)
 def hiprtc() -> CtypesBinding:
-    """hipRTC from a ROCm install (``$ROCM_PATH``, ``$ROCM_HOME``, ``/opt/rocm``).
+    """hipRTC from a ROCm install (``$ROCM_PATH``, ``$ROCM_HOME``, ``/opt/rocm``) or the system.
+
+    ROCm before 5.3 (Debian 12's 5.2 among them) has no libhiprtc: hipRTC lives inside
+    libamdhip64, so that library is the last candidate, taken only if it exports hipRTC.
 
     Raises:
-        BackendUnavailableError: no libhiprtc could be loaded.
+        BackendUnavailableError: neither libhiprtc nor a libamdhip64 with hipRTC loads.
     """
-    return _load([p for root in _roots(("ROCM_PATH", "ROCM_HOME"), "/opt/rocm")
-                  for p in sorted(glob.glob(os.path.join(root, "lib*", "libhiprtc.so*")))],
-                 "hiprtc", "install ROCm (hipRTC ships with it, it is not on PyPI) and set "
-                 "ROCM_PATH to its root if it is not /opt/rocm.")
+    roots = _roots(("ROCM_PATH", "ROCM_HOME"), "/opt/rocm")
+    paths = [p for name in ("libhiprtc.so*", "libamdhip64.so*") for root in roots
+             for p in sorted(glob.glob(os.path.join(root, "lib*", name)))]
+    return _load(paths, "hiprtc", "install ROCm (hipRTC ships with it, it is not on PyPI; on "
+                 "Debian/Ubuntu: apt-get install libamdhip64-dev) and set ROCM_PATH to its root "
+                 "if it is not /opt/rocm.", system=("hiprtc", "amdhip64"),
+                 symbol="hiprtcCreateProgram")
+
+
+def _comgr(rtc: CtypesBinding) -> Any:
+    """The code-object manager (comgr) hipRTC compiles through: linked into it (its symbols
+    resolve through its handle), else the one beside it or on the loader path (ROCm 5.2's
+    libamdhip64 dlopens libamd_comgr.so.2 by name), else None."""
+    if getattr(rtc.lib, "amd_comgr_get_isa_count", None) is not None:
+        return rtc.lib
+    near = sorted(glob.glob(os.path.join(os.path.dirname(rtc.origin), "libamd_comgr.so*")))
+    for path in [*near, "libamd_comgr.so.2", ctypes.util.find_library("amd_comgr")]:
+        try:
+            return ctypes.CDLL(path) if path else None
+        except OSError:
+            continue
+    return None
+
+
+def amdgpu_targets(rtc: Binding) -> frozenset[str] | None:
+    """The gfx targets (``gfx90a``, no feature flags) a ctypes-loaded hipRTC can compile for,
+    as its comgr lists them; None where they cannot be listed (CuPy's binding, no comgr)."""
+    comgr = _comgr(rtc) if isinstance(rtc, CtypesBinding) and rtc.library == "hiprtc" else None
+    count = ctypes.c_size_t()
+    if comgr is None or comgr.amd_comgr_get_isa_count(ctypes.byref(count)) != 0:
+        return None
+    names = set()
+    for index in range(count.value):
+        name = ctypes.c_char_p()
+        if comgr.amd_comgr_get_isa_name(ctypes.c_size_t(index), ctypes.byref(name)) == 0:
+            # "amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-" -> "gfx90a"
+            names.add((name.value or b"").decode().rpartition("--")[2].split(":")[0])
+    return frozenset(names - {""})
 
 
 def binding(hip: bool, cupy: Any | None) -> Binding:

@@ -53,7 +53,7 @@ def _nvrtc() -> dict[str, Any]:
 
 
 def _hiprtc() -> dict[str, Any]:
-    return _rtc("hipRTC", "hiprtc", "rocm")
+    return _rtc("hipRTC", "hiprtc", "rocm (and `python -m hurray_gpu.kernels check`)")
 
 
 def _opencl() -> dict[str, Any]:

@@ -76,7 +76,10 @@ class HIPRenderer(CUDARenderer):
 
     dialect = "hip"
     extension = "hip"
-    f16_prelude = "#include <hip/hip_fp16.h>"
+    # hipRTC's built-in header already has the runtime and __half: including hip_fp16.h there
+    # again redefines it (ROCm 5.2's hipRTC rejects that); hipcc needs both headers.
+    prelude = "#if !defined(__HIPCC_RTC__)\n#include <hip/hip_runtime.h>\n#endif"
+    f16_prelude = "#if !defined(__HIPCC_RTC__)\n#include <hip/hip_fp16.h>\n#endif"
 
 
 class OpenCLRenderer(CStyleRenderer):

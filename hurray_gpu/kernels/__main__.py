@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 
 from hurray_gpu.dialect import DIALECTS, render
-from hurray_gpu.errors import BackendUnavailableError
+from hurray_gpu.errors import BackendUnavailableError, UnsupportedOpError
 from hurray_gpu.kernels import get_kernel, kernel_names
 from hurray_gpu.kernels.check import CHECKERS, check_dialect
 
@@ -21,13 +21,16 @@ def _parser() -> argparse.ArgumentParser:
     show.add_argument("--dialect", default="cuda", choices=sorted(DIALECTS))
     check = sub.add_parser("check", help="compile every kernel's rendering offline")
     check.add_argument("--dialect", required=True, choices=sorted(CHECKERS))
-    check.add_argument("--arch", default="", help="comma-separated, e.g. sm_80,sm_90")
-    check.add_argument("--kernel", action="append", default=[], help="only this kernel")
+    check.add_argument("--arch", default="", help="comma-separated, e.g. sm_80,sm_90 (default: "
+                       "each dialect's DEFAULT_ARCHS; one the toolchain cannot target: exit 2)")
+    check.add_argument("--kernel", action="append", default=[],
+                       help="only this kernel (vyre.<program> for a vyre program's kernels)")
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit status (1: a kernel failed, 2: no toolchain)."""
+    """Run the command line; returns the exit status (1: a kernel failed, 2: no toolchain, an
+    arch it cannot target, or an unknown kernel)."""
     args = _parser().parse_args(argv)
     if args.command == "list":
         for name in kernel_names():
@@ -39,7 +42,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     archs = [a for a in args.arch.split(",") if a]
     try:
         results = check_dialect(args.dialect, archs, args.kernel)
-    except BackendUnavailableError as exc:
+    except (BackendUnavailableError, UnsupportedOpError) as exc:
         print(f"error: cannot check {args.dialect}: {exc}", file=sys.stderr)
         return 2
     for r in results:

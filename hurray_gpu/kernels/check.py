@@ -1,9 +1,11 @@
 """Offline compile checks of every kernel's rendering, per dialect, with no GPU needed.
 
+Every built-in kernel, then every kernel vyre's own programs (``vyre.programs``) lower to.
 cuda/hip: the cuda/rocm backends' own compiler (``CUDACompiler.offline``/``ROCmCompiler``) per
-``sm_XX``/``gfxNNN``, with the options, headers and binary getter a device uses; glsl:
-glslangValidator to SPIR-V; opencl: a build on the first OpenCL device; c: the host C compiler.
-A missing toolchain raises BackendUnavailableError.
+``sm_XX``/``gfxNNN``, with the options, headers and binary getter a device uses, through the
+kernel disk cache (a binary compiled once is not compiled again); glsl: glslangValidator to
+SPIR-V; opencl: a build on the first OpenCL device; c: the host C compiler. A missing toolchain,
+or one that cannot target a requested arch, raises BackendUnavailableError before any kernel.
 """
 
 from __future__ import annotations
@@ -18,13 +20,14 @@ from typing import TYPE_CHECKING, Any
 
 from hurray_gpu.dialect import render
 from hurray_gpu.dialect.kernel import KernelDef
-from hurray_gpu.errors import BackendUnavailableError, CompileError
+from hurray_gpu.errors import BackendUnavailableError, CompileError, UnsupportedOpError
 from hurray_gpu.kernels import get_kernel, kernel_names
 
 if TYPE_CHECKING:
     from hurray_gpu.backends.cuda import CUDACompiler
+    from vyre.ir import Program
 
-__all__ = ["CheckResult", "check_dialect", "DEFAULT_ARCHS", "offline_compiler"]
+__all__ = ["CheckResult", "check_dialect", "DEFAULT_ARCHS", "offline_compiler", "vyre_kernels"]
 
 DEFAULT_ARCHS = {"cuda": ("sm_80", "sm_90"), "hip": ("gfx90a", "gfx942"), "glsl": ("vulkan1.1",),
                  "opencl": ("device",), "c": ("host",)}
@@ -60,10 +63,11 @@ def offline_compiler(dialect: str, arch: str) -> CUDACompiler:
 def _rtc(dialect: str) -> Callable[[KernelDef, str], str]:
     def build(kernel: KernelDef, arch: str) -> str:
         compiler = offline_compiler(dialect, arch)
-        options = compiler.options(arch)
-        binary = compiler.compile(render(kernel, dialect), options)
+        options, before = compiler.options(arch), compiler.compile_count
+        binary = compiler.compile_cached(render(kernel, dialect), options)
+        cached = ", cached" if compiler.compile_count == before else ""
         return (f"{len(binary)} bytes {compiler.binary_getter(options)} "
-                f"({compiler.version()} via {compiler.rtc.origin})")
+                f"({compiler.version()} via {compiler.rtc.origin}{cached})")
 
     return build
 
@@ -104,23 +108,95 @@ CHECKERS: dict[str, Callable[[KernelDef, str], str]] = {
     "c": _device_build("cpu")}
 
 
+def _vyre_programs() -> dict[str, Callable[[], Program]]:
+    """vyre's own programs by label, each builder once per shape of kernel it lowers to."""
+    from vyre import programs as P
+    from vyre.ir import AtomicOp as A
+
+    # Atomics the lowering supports (CompareExchange has its own program).
+    atomics = (A.ADD, A.OR, A.AND, A.XOR, A.MIN, A.MAX, A.EXCHANGE)
+    table: dict[str, Callable[[], Program]] = {
+        "adler32": P.adler32_program, "aho_corasick": P.aho_corasick_program,
+        "aho_corasick_window": lambda: P.aho_corasick_program(8),
+        "atomic_compare_exchange": lambda: P.atomic_compare_exchange_program(64),
+        "blake3_chunks": P.blake3_chunks_program, "blake3_compress": P.blake3_compress_program,
+        "blake3_parents": P.blake3_parents_program, "crc32": P.crc32_program,
+        "dot": lambda: P.dot_program(1024), "fnv1a32": P.fnv1a32_program,
+        "fnv1a64": P.fnv1a64_program, "histogram": lambda: P.histogram_program(1024, 16),
+        "histogram_atomic": lambda: P.histogram_atomic_program(1024, 16),
+        "matmul": lambda: P.matmul_program(32), "matmul_tiled": lambda: P.matmul_tiled_program(32),
+        "multi_block_scan": lambda: P.multi_block_scan_program(300, 64),
+        "prefix_scan": lambda: P.prefix_scan_program(256),
+        "prefix_scan_exclusive": lambda: P.prefix_scan_program(256, exclusive=True),
+        "softmax": lambda: P.softmax_program(256), "square": lambda: P.square_program(256),
+        "subgroup_add": lambda: P.subgroup_add_program(256),
+        "subgroup_reduce_add": lambda: P.subgroup_reduce_add_program(256),
+        "substring": lambda: P.substring_program(256, 4)}
+    table.update({f"atomic_{op.name.lower()}": functools.partial(P.atomic_serial_program, op, 64)
+                  for op in atomics})
+    table.update({f"elementwise_{name}": functools.partial(P.elementwise_program, name, 256)
+                  for name in P.ELEMENTWISE})
+    return dict(sorted(table.items()))
+
+
+def vyre_kernels(names: Sequence[str] = ()) -> list[tuple[str, KernelDef]]:
+    """``(vyre.<label>.<kernel name>, kernel)`` for every distinct kernel vyre's own programs
+    (or those whose label is in ``names``) lower to. Programs needing the host libm are left
+    out: the cuda and rocm devices refuse them before compiling (their libm is not the
+    reference's).
+
+    Raises:
+        UnsupportedOpError: a name is no ``vyre.<label>`` of those programs.
+    """
+    from vyre.execute import lower_cached
+
+    programs = _vyre_programs()
+    unknown = sorted(set(names) - {f"vyre.{label}" for label in programs})
+    if unknown:
+        raise UnsupportedOpError(f"no vyre program labelled {', '.join(unknown)}",
+                                 fix=f"use vyre.<label> with a label of {list(programs)}.")
+    seen: dict[str, tuple[str, KernelDef]] = {}
+    for label, build in programs.items():
+        if names and f"vyre.{label}" not in names:
+            continue
+        lowered = lower_cached(build())
+        if "libm" not in lowered.features:
+            for kernel in lowered.kernels:
+                seen.setdefault(kernel.name, (f"vyre.{label}.{kernel.name}", kernel))
+    return list(seen.values())
+
+
+def _kernels(names: Sequence[str]) -> list[tuple[str, KernelDef]]:
+    """The built-in kernels then vyre's, all or those named (``vyre.<label>`` for vyre's)."""
+    builtin = [n for n in names if not n.startswith("vyre.")]
+    vyre = [n for n in names if n.startswith("vyre.")]
+    found = [(n, get_kernel(n)) for n in (builtin if names else kernel_names())]
+    return found + (vyre_kernels(vyre) if vyre or not names else [])
+
+
 def check_dialect(dialect: str, archs: Sequence[str] = (),
                   names: Sequence[str] = ()) -> list[CheckResult]:
-    """Compile every (or each named) kernel's rendering for each arch.
+    """Compile every (or each named) kernel's rendering for each arch: the built-in kernels,
+    then the kernels vyre's own programs lower to (named ``vyre.<program>``).
 
     Returns:
         One result per (kernel, arch).
 
     Raises:
         ValueError: unknown dialect.
-        BackendUnavailableError: the dialect's toolchain is missing here.
+        BackendUnavailableError: the dialect's toolchain is missing here, or cannot target one
+            of ``archs`` (checked before any kernel is compiled).
+        UnsupportedOpError: a name is no built-in kernel or vyre program label.
     """
     if dialect not in CHECKERS:
         raise ValueError(f"unknown dialect {dialect!r}; use one of {sorted(CHECKERS)}")
+    archs = tuple(archs or DEFAULT_ARCHS[dialect])
+    if dialect in ("cuda", "hip"):
+        for arch in archs:
+            offline_compiler(dialect, arch)
     results = []
-    for name in names or kernel_names():
-        kernel = get_kernel(name)
-        for arch in archs or DEFAULT_ARCHS[dialect]:
+    for name, kernel in _kernels(names):
+        for arch in archs:
             try:
                 detail = CHECKERS[dialect](kernel, arch)
                 results.append(CheckResult(name, dialect, arch, "ok", detail))

@@ -3,9 +3,12 @@ devices to run them on and a parity check against the reference interpreter."""
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -16,7 +19,11 @@ from vyre import builder as b  # noqa: E402
 from vyre import ir, reference  # noqa: E402
 from vyre.ir import BinOp, Scalar, UnOp  # noqa: E402
 
+if TYPE_CHECKING:
+    from hurray_gpu.dialect.kernel import KernelDef
+
 LANES = 32
+GOLDEN = Path(__file__).parents[1] / "golden" / "vyre"
 KINDS = {Scalar.U32: "u32", Scalar.I32: "i32", Scalar.F32: "f32", Scalar.BOOL: "bool"}
 U32_BINOPS = [BinOp.ADD, BinOp.SUB, BinOp.MUL, BinOp.DIV, BinOp.MOD, BinOp.BIT_AND,
               BinOp.BIT_OR, BinOp.BIT_XOR, BinOp.SHL, BinOp.SHR, BinOp.EQ, BinOp.NE, BinOp.LT,
@@ -140,3 +147,35 @@ def fill(edges: Sequence[int], rng: np.random.Generator, draw: Callable[[int], n
     rotated = list(edges[offset % len(edges):]) + list(edges[:offset % len(edges)])
     out[:len(rotated)] = np.array(rotated[:LANES], dtype=np.uint64).astype(np.uint32)
     return out
+
+
+def corpus_kernels() -> list[KernelDef]:
+    """Every distinct kernel the vyre test programs lower to (the known-answer cases, the op
+    and workgroup programs, the golden KATs; libm ones are host-only): what the offline compile
+    checks build beside the built-in kernels."""
+    from tests.vyre.program_cases import all_cases
+    from tests.vyre.test_lower_ops import PROGRAMS
+    from tests.vyre.test_lower_workgroup import prefix_scan, subgroup_program, tiled_dot
+    from vyre import from_wire
+    from vyre import programs as P
+    from vyre.execute import lower_cached
+
+    programs = [c.build() for c in all_cases()] + [p for p, _ in PROGRAMS.values()]
+    programs += [P.blake3_chunks_program(), P.blake3_parents_program(), prefix_scan(64),
+                 tiled_dot(), subgroup_program(48)]
+    x, y = b.var("x"), b.var("y")
+    # x*y+x and x*x+y*y as a multiply then an add (contractible in plain C; vyre's per-op
+    # float canonicalization already keeps them apart), and an explicit fma.
+    programs.append(elementwise(Scalar.F32, [(b.add(b.mul(x, y), x), "f32"),
+                                             (b.add(b.mul(x, x), b.mul(y, y)), "f32")]))
+    programs.append(elementwise(Scalar.F32, [(b.fma(x, y, x), "f32")]))
+    for kat in sorted(GOLDEN.glob("k*.kat.json")):
+        wire = GOLDEN / json.loads(kat.read_text())["program"]
+        programs.append(from_wire(wire.read_bytes()))
+    kernels: dict[str, KernelDef] = {}
+    for program in programs:
+        lowered = lower_cached(program)
+        if "libm" not in lowered.features:
+            for kernel in lowered.kernels:
+                kernels.setdefault(kernel.name, kernel)
+    return list(kernels.values())

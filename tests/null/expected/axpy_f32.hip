@@ -1,3 +1,7 @@
+#if !defined(__HIPCC_RTC__)
+#include <hip/hip_runtime.h>
+#endif
+
 #define load_y(hg_i) (y[(hg_i)])
 #define store_y(hg_i, hg_v) (y[(hg_i)] = (float)((hg_v)))
 #define load_x(hg_i) (x[(hg_i)])

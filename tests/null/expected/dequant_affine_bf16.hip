@@ -1,3 +1,7 @@
+#if !defined(__HIPCC_RTC__)
+#include <hip/hip_runtime.h>
+#endif
+
 __device__ static inline float hg_f16_to_f32(unsigned int h) {
     unsigned int sign = (h & 0x8000u) << 16u;
     unsigned int expo = (h >> 10u) & 0x1fu;

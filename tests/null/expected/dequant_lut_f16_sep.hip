@@ -1,3 +1,7 @@
+#if !defined(__HIPCC_RTC__)
+#include <hip/hip_runtime.h>
+#endif
+
 __device__ static inline unsigned int hg_f32_to_f16(float v) {
     unsigned int b = __float_as_uint(v);
     unsigned int sign = (b >> 16u) & 0x8000u;

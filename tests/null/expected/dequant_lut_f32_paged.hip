@@ -1,3 +1,7 @@
+#if !defined(__HIPCC_RTC__)
+#include <hip/hip_runtime.h>
+#endif
+
 #define store_dst(hg_i, hg_v) (dst[(hg_i)] = (float)((hg_v)))
 #define load_data(hg_i) ((unsigned int)(data[(hg_i)]))
 #define load_lut(hg_i) (lut[(hg_i)])

@@ -1,4 +1,10 @@
+#if !defined(__HIPCC_RTC__)
+#include <hip/hip_runtime.h>
+#endif
+
+#if !defined(__HIPCC_RTC__)
 #include <hip/hip_fp16.h>
+#endif
 
 #define store_dst(hg_i, hg_v) (dst[(hg_i)] = __float2half_rn((hg_v)))
 #define load_src(hg_i) (src[(hg_i)])

@@ -1,3 +1,7 @@
+#if !defined(__HIPCC_RTC__)
+#include <hip/hip_runtime.h>
+#endif
+
 #define load_kpool(hg_i) (kpool[(hg_i)])
 #define store_kpool(hg_i, hg_v) (kpool[(hg_i)] = (unsigned int)((hg_v)))
 #define load_vpool(hg_i) (vpool[(hg_i)])

@@ -1,3 +1,7 @@
+#if !defined(__HIPCC_RTC__)
+#include <hip/hip_runtime.h>
+#endif
+
 #define store_kdst(hg_i, hg_v) (kdst[(hg_i)] = (unsigned int)((hg_v)))
 #define store_vdst(hg_i, hg_v) (vdst[(hg_i)] = (unsigned int)((hg_v)))
 #define load_kpool(hg_i) (kpool[(hg_i)])

@@ -1,3 +1,7 @@
+#if !defined(__HIPCC_RTC__)
+#include <hip/hip_runtime.h>
+#endif
+
 __device__ static inline float hg_bf16_to_f32(unsigned int h) {
     return __uint_as_float((h & 0xffffu) << 16u);
 }

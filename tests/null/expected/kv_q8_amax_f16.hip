@@ -1,4 +1,10 @@
+#if !defined(__HIPCC_RTC__)
+#include <hip/hip_runtime.h>
+#endif
+
+#if !defined(__HIPCC_RTC__)
 #include <hip/hip_fp16.h>
+#endif
 
 #define store_kpart(hg_i, hg_v) (kpart[(hg_i)] = (unsigned int)((hg_v)))
 #define store_vpart(hg_i, hg_v) (vpart[(hg_i)] = (unsigned int)((hg_v)))

@@ -1,3 +1,7 @@
+#if !defined(__HIPCC_RTC__)
+#include <hip/hip_runtime.h>
+#endif
+
 #define store_kpart(hg_i, hg_v) (kpart[(hg_i)] = (unsigned int)((hg_v)))
 #define store_vpart(hg_i, hg_v) (vpart[(hg_i)] = (unsigned int)((hg_v)))
 #define load_ksrc(hg_i) (ksrc[(hg_i)])

@@ -1,4 +1,10 @@
+#if !defined(__HIPCC_RTC__)
+#include <hip/hip_runtime.h>
+#endif
+
+#if !defined(__HIPCC_RTC__)
 #include <hip/hip_fp16.h>
+#endif
 
 #define store_kdst(hg_i, hg_v) (kdst[(hg_i)] = __float2half_rn((hg_v)))
 #define store_vdst(hg_i, hg_v) (vdst[(hg_i)] = __float2half_rn((hg_v)))

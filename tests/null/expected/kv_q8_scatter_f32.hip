@@ -1,3 +1,7 @@
+#if !defined(__HIPCC_RTC__)
+#include <hip/hip_runtime.h>
+#endif
+
 #define store_kpool(hg_i, hg_v) (kpool[(hg_i)] = (signed char)((hg_v)))
 #define store_vpool(hg_i, hg_v) (vpool[(hg_i)] = (signed char)((hg_v)))
 #define store_kscales(hg_i, hg_v) (kscales[(hg_i)] = (float)((hg_v)))

@@ -1,3 +1,7 @@
+#if !defined(__HIPCC_RTC__)
+#include <hip/hip_runtime.h>
+#endif
+
 #define load_kpool(hg_i) ((unsigned int)(kpool[(hg_i)]))
 #define store_kpool(hg_i, hg_v) (kpool[(hg_i)] = (unsigned short)((hg_v)))
 #define load_vpool(hg_i) ((unsigned int)(vpool[(hg_i)]))

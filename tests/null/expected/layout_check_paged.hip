@@ -1,3 +1,7 @@
+#if !defined(__HIPCC_RTC__)
+#include <hip/hip_runtime.h>
+#endif
+
 #define store_err(hg_i, hg_v) (err[(hg_i)] = (unsigned int)((hg_v)))
 #define load_bt(hg_i) (bt[(hg_i)])
 #define load_sp(hg_i) (sp[(hg_i)])

@@ -1,3 +1,7 @@
+#if !defined(__HIPCC_RTC__)
+#include <hip/hip_runtime.h>
+#endif
+
 #define store_err(hg_i, hg_v) (err[(hg_i)] = (unsigned int)((hg_v)))
 #define load_mark(hg_i) (mark[(hg_i)])
 #define load_ix(hg_i) (ix[(hg_i)])

@@ -1,3 +1,7 @@
+#if !defined(__HIPCC_RTC__)
+#include <hip/hip_runtime.h>
+#endif
+
 #define store_mark(hg_i, hg_v) (mark[(hg_i)] = (unsigned int)((hg_v)))
 #define load_ix(hg_i) (ix[(hg_i)])
 #define load_mt(hg_i) (mt[(hg_i)])

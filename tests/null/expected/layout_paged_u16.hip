@@ -1,3 +1,7 @@
+#if !defined(__HIPCC_RTC__)
+#include <hip/hip_runtime.h>
+#endif
+
 #define store_dst(hg_i, hg_v) (dst[(hg_i)] = (unsigned short)((hg_v)))
 #define load_pool(hg_i) ((unsigned int)(pool[(hg_i)]))
 #define load_bt(hg_i) (bt[(hg_i)])

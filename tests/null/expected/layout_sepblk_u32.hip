@@ -1,3 +1,7 @@
+#if !defined(__HIPCC_RTC__)
+#include <hip/hip_runtime.h>
+#endif
+
 #define store_dst(hg_i, hg_v) (dst[(hg_i)] = (unsigned int)((hg_v)))
 #define load_src(hg_i) (src[(hg_i)])
 #define load_tx(hg_i) (tx[(hg_i)])

@@ -1,3 +1,7 @@
+#if !defined(__HIPCC_RTC__)
+#include <hip/hip_runtime.h>
+#endif
+
 #define load_b0_x(hg_i) (b0_x[(hg_i)])
 #define load_b1_y(hg_i) (b1_y[(hg_i)])
 #define store_b1_y(hg_i, hg_v) (b1_y[(hg_i)] = (unsigned int)((hg_v)))

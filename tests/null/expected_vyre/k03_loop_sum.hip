@@ -1,3 +1,7 @@
+#if !defined(__HIPCC_RTC__)
+#include <hip/hip_runtime.h>
+#endif
+
 #define load_b0_a(hg_i) (b0_a[(hg_i)])
 #define load_b1_out(hg_i) (b1_out[(hg_i)])
 #define store_b1_out(hg_i, hg_v) (b1_out[(hg_i)] = (unsigned int)((hg_v)))

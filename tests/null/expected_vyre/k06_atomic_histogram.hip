@@ -1,3 +1,7 @@
+#if !defined(__HIPCC_RTC__)
+#include <hip/hip_runtime.h>
+#endif
+
 #define load_b0_data(hg_i) (b0_data[(hg_i)])
 #define load_b1_hist(hg_i) (b1_hist[(hg_i)])
 #define store_b1_hist(hg_i, hg_v) (b1_hist[(hg_i)] = (unsigned int)((hg_v)))

@@ -1,3 +1,7 @@
+#if !defined(__HIPCC_RTC__)
+#include <hip/hip_runtime.h>
+#endif
+
 #define load_b0_a(hg_i) (b0_a[(hg_i)])
 #define load_b1_b(hg_i) (b1_b[(hg_i)])
 #define load_b2_out(hg_i) (b2_out[(hg_i)])
