@@ -106,7 +106,8 @@ PER_FILE_CAP = 800
 #   (group and channel) converted bit-exactly; fp4, LLM.int8 and act-order refused by name.
 # - +134: HIP compiled in CI: hipRTC found inside libamdhip64 (ROCm < 5.3), gfx targets read
 #   from comgr (an arch hipRTC lacks is refused, not an abort), vyre's programs in the check.
-TOTAL_BUDGET = 39_155
+# - +1: compressed-tensors config groups' own format (mixed-precision models convert).
+TOTAL_BUDGET = 39_022
 PACKAGES = ("hurray_gpu", "vyre")
 
 
