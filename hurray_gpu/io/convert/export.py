@@ -18,7 +18,7 @@ from typing import IO, Any
 
 import numpy as np
 
-from hurray_gpu.errors import ConversionError, UnsupportedConversionError
+from hurray_gpu.errors import ConversionError, HurrayFormatError, UnsupportedConversionError
 from hurray_gpu.io.convert.gguf_write import encode_block, gguf_kv, write_gguf_header
 from hurray_gpu.io.file_reader import HrryFile, open_file
 from hurray_gpu.io.file_writer import atomic_output
@@ -202,14 +202,14 @@ def _encode_gguf(kind: str, shape: tuple[int, ...]) -> Callable[[Any], np.ndarra
     code_bytes = 16 if kind in ("Q4_0", "Q4_1") else 32
 
     def encode(t: Any) -> np.ndarray:
-        if kind in ("Q4_1", "Q5_1"):
-            base, corr = t.members if t.members[0].descriptor.composite_member.member_role \
-                else t.members[::-1]
-            offsets = _offsets(corr, blocks)
-            parts = [*_buffers(base, blocks, code_bytes), offsets]
-        else:
-            parts = _buffers(t, blocks, code_bytes)
-        return encode_block(kind, parts).reshape(-1)
+        if kind not in ("Q4_1", "Q5_1"):
+            return encode_block(kind, _buffers(t, blocks, code_bytes)).reshape(-1)
+        base, corr = _overlay_parts(t) or (None, None)  # planned from the same bytes
+        offsets = None if corr is None else _offsets(corr, blocks)
+        if offsets is None:
+            raise HurrayFormatError(f"composite {t.descriptor.layout} changed since it was "
+                                    "planned", fix="do not modify the file while exporting.")
+        return encode_block(kind, [*_buffers(base, blocks, code_bytes), offsets]).reshape(-1)
     return encode
 
 
@@ -335,7 +335,7 @@ def export(src: str | os.PathLike[str], dst: str | os.PathLike[str], *,
                     raise ConversionError(f"encoded to {data.nbytes} bytes, not the planned "
                                           f"{p.nbytes}", source=path, tensor=p.name,
                                           fix="check the file with `hurray-gpu inspect`.")
-                handle.write(memoryview(data))
+                handle.write(data.data)
                 handle.write(b"\0" * pad)
                 result.tensors += 1
                 result.kinds[p.kind] = result.kinds.get(p.kind, 0) + 1
