@@ -64,12 +64,13 @@ def test_hurray_quantized_tensors_become_the_smallest_exact_ggml_type(tmp_path: 
     scales = rng.uniform(0.01, 2, 8).astype(np.float16)
     made = {name: quantized_tensor(rng.integers(lo, hi + 1, (4, 64)), "int8", "per_block",
                                    axis=1, scales=scales, scale_type="float16")
-            for name, lo, hi in (("wide", -127, 127), ("narrow", -16, 15))}
+            for name, lo, hi in (("wide", -127, 127), ("narrow", -16, 15), ("over", 16, 16),
+                                 ("under", -17, -17))}
     hg.save(tmp_path / "q.hrry", made, metadata={"note": "mine", "n": 3})
     hg.export(tmp_path / "q.hrry", tmp_path / "q.gguf")
     reader = gguf.GGUFReader(tmp_path / "q.gguf")
     kinds = {t.name: t.tensor_type.name for t in reader.tensors}
-    assert kinds == {"wide": "Q8_0", "narrow": "Q5_0"}
+    assert kinds == {"wide": "Q8_0", "narrow": "Q5_0", "over": "Q8_0", "under": "Q8_0"}
     for t in reader.tensors:
         want = hg.materialize(made[t.name], "float32").numpy()
         got = gguf.quants.dequantize(t.data, t.tensor_type).reshape(want.shape)
@@ -165,3 +166,24 @@ def test_cli_export(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     assert main(["export", str(tmp_path / "m.hrry"), str(tmp_path / "o.safetensors"),
                  "--dequantize", "float32", "--json"]) == 0
     assert '"dequantized"' in capsys.readouterr().out
+
+
+def test_gguf_metadata_types_are_restored_and_bad_ones_refused(tmp_path: Path) -> None:
+    gguf = require_peer("gguf")
+    meta = {"gguf.version": 3, "gguf.a.empty": "[]", "gguf.a.small": [1, 2, 3],
+            "gguf.a.f": 0.5, "gguf.a.name": "x",
+            "gguf.value_types": ["a.empty=ARRAY[INT32]", "a.small=ARRAY[UINT16]",
+                                 "a.f=FLOAT32", "a.name=STRING"]}
+    hg.save(tmp_path / "m.hrry", {"w": np.ones(4, np.float32)}, metadata=meta)
+    hg.export(tmp_path / "m.hrry", tmp_path / "m.gguf")
+    fields = gguf.GGUFReader(tmp_path / "m.gguf").fields
+    assert [f.types for f in (fields["a.small"], fields["a.f"])] == [
+        [gguf.GGUFValueType.ARRAY, gguf.GGUFValueType.UINT16], [gguf.GGUFValueType.FLOAT32]]
+    assert fields["a.small"].contents() == [1, 2, 3] and fields["a.f"].contents() == 0.5
+    # an empty array: type ARRAY, element type INT32, length 0 (gguf-py keeps no types for it)
+    assert [int(p[0]) for p in fields["a.empty"].parts[2:]] == [9, 5, 0]
+    meta["gguf.value_types"] = ["a.small=ARRAY[ARRAY[?]]"]
+    hg.save(tmp_path / "bad.hrry", {"w": np.ones(4, np.float32)}, metadata=meta)
+    with pytest.raises(UnsupportedConversionError, match=r"'a.small'.*Fix:"):
+        hg.export(tmp_path / "bad.hrry", tmp_path / "bad.gguf")
+    assert not (tmp_path / "bad.gguf").exists()

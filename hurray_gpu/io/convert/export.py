@@ -271,7 +271,7 @@ def _write_gguf(handle: IO[bytes], f: HrryFile, plans: list[_Plan],
     for p in plans:
         infos.append((p.name, p.shape, p.kind, at))
         at += p.nbytes + (-p.nbytes % align)
-    write_gguf_header(handle, version, kv, infos, align)
+    write_gguf_header(handle, version, kv, infos, align, f.path)
     for p in plans:
         write(p, -p.nbytes % align)
 

@@ -17,6 +17,7 @@ from typing import IO, Any
 
 import numpy as np
 
+from hurray_gpu.errors import UnsupportedConversionError
 from hurray_gpu.io.kv import UInt64
 
 __all__ = ["GGML_IDS", "encode_block", "gguf_kv", "write_gguf_header"]
@@ -182,12 +183,22 @@ def gguf_kv(metadata: dict[str, Any]) -> tuple[int, list[tuple[str, str, Any]]]:
 
 def write_gguf_header(handle: IO[bytes], version: int, kv: list[tuple[str, str, Any]],
                       infos: list[tuple[str, tuple[int, ...], str, int]],
-                      alignment: int) -> int:
+                      alignment: int, source: str) -> int:
     """Write the header, key/values and tensor infos ``(name, shape, type, offset)`` and pad
-    to ``alignment``; returns the bytes written (the data section starts there)."""
+    to ``alignment``; returns the bytes written (the data section starts there).
+
+    Raises:
+        UnsupportedConversionError: a value that its GGUF type cannot hold (names the key).
+    """
     head = [b"GGUF", struct.pack("<IQQ", version, len(infos), len(kv))]
     for key, vtype, value in kv:
-        head += [_string(key), struct.pack("<I", _type_of(vtype)), _value(vtype, value)]
+        try:
+            head += [_string(key), struct.pack("<I", _type_of(vtype)), _value(vtype, value)]
+        except (ValueError, SyntaxError, KeyError, TypeError, struct.error) as exc:
+            raise UnsupportedConversionError(
+                f"metadata key {key!r} ({vtype}) cannot be written to GGUF: {exc}",
+                source=source, fix="remove or fix that KV entry (and its gguf.value_types "
+                "item) with hg.save, then export again.") from None
     for name, shape, kind, offset in infos:
         ne = tuple(reversed(shape))  # GGUF lists the innermost dimension first
         head += [_string(name), struct.pack(f"<I{len(ne)}QIQ", len(ne), *ne, GGML_IDS[kind],
