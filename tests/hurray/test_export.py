@@ -187,3 +187,21 @@ def test_gguf_metadata_types_are_restored_and_bad_ones_refused(tmp_path: Path) -
     with pytest.raises(UnsupportedConversionError, match=r"'a.small'.*Fix:"):
         hg.export(tmp_path / "bad.hrry", tmp_path / "bad.gguf")
     assert not (tmp_path / "bad.gguf").exists()
+
+
+def test_other_layouts_are_written_row_major(tmp_path: Path) -> None:
+    st = require_peer("safetensors.numpy")
+    gguf = require_peer("gguf")
+    from hurray_gpu.format.descriptor.layouts import Morton, Strided, Tiled
+
+    x = stable_rng("export", "layouts").normal(size=(6, 8)).astype(np.float32)
+    layouts = {"tiled": Tiled((4, 4)), "morton": Morton((3, 3)), "reversed": Strided((-8, 1))}
+    made = {name: hg.relayout(hg.Tensor.from_numpy(x), lay) for name, lay in layouts.items()}
+    assert {t.descriptor.layout_tag for t in made.values()} == {0x03, 0x04, 0x05}
+    hg.save(tmp_path / "l.hrry", made)
+    hg.export(tmp_path / "l.hrry", tmp_path / "l.safetensors")
+    hg.export(tmp_path / "l.hrry", tmp_path / "l.gguf")
+    back = st.load_file(str(tmp_path / "l.safetensors"))
+    assert all(np.array_equal(back[name], x) for name in layouts)
+    for t in gguf.GGUFReader(tmp_path / "l.gguf").tensors:
+        assert np.array_equal(np.asarray(t.data).reshape(6, 8), x), t.name
