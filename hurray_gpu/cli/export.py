@@ -4,11 +4,9 @@ metadata back to safetensors or GGUF, one tensor at a time (docs/convert.md, Exp
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
 
-from hurray_gpu.cli.common import dump_json, format_table
-from hurray_gpu.errors import HurrayGPUError
+from hurray_gpu.cli.common import check_overwrite, dump_json, format_table
 from hurray_gpu.io.convert.export import export
 
 __all__ = ["add_parser"]
@@ -34,9 +32,7 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Export ``args.src`` to ``args.out`` and print the summary."""
-    if not args.force and Path(args.out).exists():
-        raise HurrayGPUError(f"{args.out} exists", fix="pass --force to replace it, or choose "
-                             "another output path.")
+    check_overwrite(args.out, args.force)
     result = export(args.src, args.out, format=args.format, dequantize=args.dequantize,
                     progress=args.progress)
     if args.json:
