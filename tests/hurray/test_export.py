@@ -20,6 +20,8 @@ from tests.hurray._convert_samples import MAPPED, write_gguf
 GGUF_SPECS = [(f"{kind}.{i}", kind, shape) for kind in MAPPED
               for i, shape in enumerate(((4, 64), (3, 5, 32), (13, 160)))]
 GGUF_SPECS += [("ids8", "I8", (7,)), ("ids16", "I16", (2, 3)), ("ids32", "I32", (9,))]
+# more blocks than one encoding step (32768)
+GGUF_SPECS += [(f"big.{kind}", kind, (2, 17, 32 * 1217)) for kind in ("Q4_0", "Q5_1")]
 
 
 def _gguf_model(tmp_path: Path) -> tuple[Path, dict]:
@@ -137,6 +139,9 @@ def test_refusals_are_typed_and_write_nothing(tmp_path: Path) -> None:
         hg.export(tmp_path / "u.hrry", tmp_path / "u.bin")
     with pytest.raises(ConversionError, match="not a float type"):
         hg.export(tmp_path / "u.hrry", tmp_path / "u.gguf", dequantize="int8")
+    hg.save(tmp_path / "r.hrry", {"__metadata__": np.ones(2, np.float32)})
+    with pytest.raises(UnsupportedConversionError, match="reserves this name"):
+        hg.export(tmp_path / "r.hrry", tmp_path / "r.safetensors")
 
 
 def test_dequantize_writes_the_dequantized_values(tmp_path: Path) -> None:
@@ -159,7 +164,7 @@ def test_cli_export(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     hg.convert(model, tmp_path / "m.hrry")
     out = tmp_path / "o.gguf"
     assert main(["export", str(tmp_path / "m.hrry"), str(out)]) == 0
-    assert "27 tensors" in capsys.readouterr().out and out.read_bytes() == model.read_bytes()
+    assert "29 tensors" in capsys.readouterr().out and out.read_bytes() == model.read_bytes()
     assert main(["export", str(tmp_path / "m.hrry"), str(out)]) == 1  # exists: --force
     assert main(["export", str(tmp_path / "m.hrry"), str(tmp_path / "o.safetensors")]) == 1
     assert "Fix:" in capsys.readouterr().err

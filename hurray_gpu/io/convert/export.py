@@ -129,6 +129,9 @@ def _plan_dense_or_dequant(path: str, t: Any, name: str, kinds: dict[str, str],
 
 
 def _plan_safetensors(path: str, t: Any, name: str, dequantize: str | None) -> _Plan:
+    if name == "__metadata__":
+        raise _refuse(path, t, name, "safetensors reserves this name for its metadata",
+                      "rename the tensor (hg.save under another name), then export again.")
     return _plan_dense_or_dequant(path, t, name, _ST, dequantize, (
         "safetensors stores dense elements of its own types only (no quantization schemes, "
         "composites, or sub-byte types)"))
@@ -147,9 +150,13 @@ def _per_block32(t: Any, storage: tuple[str, ...]) -> bool:
 
 
 def _buffers(t: Any, blocks: int, code_bytes: int) -> list[np.ndarray]:
-    codes = t.buffers[0].numpy()[:blocks * code_bytes].reshape(blocks, code_bytes)
-    scales = t.buffers[1].numpy()[:blocks * 2].view("<u2")
-    return [codes, scales]
+    codes, scales = t.buffers[0].numpy(), t.buffers[1].numpy()
+    if codes.size < blocks * code_bytes or scales.size < blocks * 2:
+        raise HurrayFormatError(f"a {t.dtype.name} per-block tensor of {blocks} blocks has "
+                                f"buffers of {codes.size} and {scales.size} bytes",
+                                fix="the file is damaged; re-create it.")
+    return [codes[:blocks * code_bytes].reshape(blocks, code_bytes),
+            scales[:blocks * 2].view("<u2")]
 
 
 def _overlay_parts(t: Any) -> tuple[Any, Any] | None:
