@@ -82,6 +82,10 @@ LIMITS: tuple[Limit, ...] = (
     _l(f"{_IO}.convert.gguf_file", "MAX_DIMS", "converter", "n_dims of one GGUF tensor"),
     _l(f"{_IO}.convert.gguf_file", "MAX_ARRAY_DEPTH", "converter",
        "nesting of GGUF metadata arrays"),
+    _l(f"{_IO}.convert.bnb", "_MAX_STATE", "converter",
+       "bitsandbytes quant_state JSON blob of one weight"),
+    _l(f"{_IO}.convert.compressed", "_MAX_CONFIG", "converter",
+       "config.json read beside a compressed-tensors checkpoint"),
     _l("hurray_gpu.format.composite", "MAX_COVER_CORNERS", "reader",
        "average box corners per member the partition cover check enumerates (time and memory "
        "grow with the members, never with the head); more is HurrayFormatError"),
