@@ -12,7 +12,7 @@ import hurray_gpu as hg
 from hurray_gpu.errors import UnsupportedConversionError
 from hurray_gpu.ops import dequantize, materialize
 from tests._support import require_peer
-from tests.hurray._convert_samples import MAPPED, SHAPES, write_gguf
+from tests.hurray._convert_samples import K_MAPPED, K_SHAPES, MAPPED, SHAPES, write_gguf
 
 QUANTIZED = ("Q8_0", "Q4_0", "Q5_0", "Q4_1", "Q5_1")
 
@@ -26,22 +26,27 @@ def _f32_on(t: object, device: object) -> np.ndarray:
     return out.to("cpu").numpy()
 
 
+def _shapes(kind: str) -> tuple[tuple[int, ...], ...]:
+    return K_SHAPES if kind in K_MAPPED else SHAPES
+
+
 @pytest.fixture(scope="module")
 def converted(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
     folder = tmp_path_factory.mktemp("gguf")
-    specs = [(f"{kind}.{i}", kind, shape) for kind in MAPPED for i, shape in enumerate(SHAPES)]
+    specs = [(f"{kind}.{i}", kind, shape) for kind in MAPPED + K_MAPPED
+             for i, shape in enumerate(_shapes(kind))]
     raw = write_gguf(folder / "model.gguf", specs)
     hg.convert(folder / "model.gguf", folder / "model.hrry")
     return folder / "model.hrry", raw
 
 
-@pytest.mark.parametrize("kind", MAPPED)
+@pytest.mark.parametrize("kind", MAPPED + K_MAPPED)
 def test_every_mapped_type_dequantizes_like_gguf_py(device, kind: str, converted) -> None:
     from gguf.quants import dequantize as gguf_dequantize
 
     path, raw = converted
     with hg.open_file(path) as f:
-        for i, shape in enumerate(SHAPES):
+        for i, shape in enumerate(_shapes(kind)):
             data, qtype = raw[f"{kind}.{i}"]
             want = np.asarray(gguf_dequantize(data, qtype), np.float32)
             t = f.read(f"{kind}.{i}")
@@ -53,20 +58,29 @@ def test_every_mapped_type_dequantizes_like_gguf_py(device, kind: str, converted
 def test_quantized_types_take_their_hurray_forms(converted) -> None:
     path, _ = converted
     forms = {"Q8_0": "int8", "Q4_0": "int4", "Q5_0": "int8", "F32": "float32",
-             "F16": "float16", "BF16": "bfloat16", "Q4_1": "uint4", "Q5_1": "uint8"}
+             "F16": "float16", "BF16": "bfloat16", "Q4_1": "uint4", "Q5_1": "uint8",
+             "Q6_K": "int8", "Q3_K": "int4", "Q2_K": "uint2", "Q4_K": "uint4", "Q5_K": "uint8",
+             "IQ4_NL": "int8", "IQ4_XS": "int8", "MXFP4": "float4_e2m1"}
+    # block size and scale type of the per-block affine types (f32: K-quant sub-block scales)
+    blocks = {**dict.fromkeys(QUANTIZED, (32, 0x01)), "IQ4_NL": (32, 0x03),
+              "IQ4_XS": (32, 0x03), "Q4_K": (32, 0x03), "Q5_K": (32, 0x03),
+              "Q6_K": (16, 0x03), "Q3_K": (16, 0x03), "Q2_K": (16, 0x03)}
     with hg.open_file(path) as f:
         for kind, storage in forms.items():
             t = f.read(f"{kind}.1")
-            if kind in ("Q4_1", "Q5_1"):  # float32 overlay add: base d * q, correction m
+            if kind in ("Q4_1", "Q5_1", "Q2_K", "Q4_K", "Q5_K"):  # overlay add of the offsets
                 assert t.dtype.name == "float32" and t.layout.combine_op == 2
                 base, offsets = t.members
                 assert (base.dtype.name, offsets.dtype.name) == (storage, "uint2")
+                assert offsets.descriptor.quantization.block_size == blocks[kind][0]
                 t = base
             assert t.dtype.name == storage
             quant = t.descriptor.quantization
-            if kind in QUANTIZED:  # symmetric per-block, block 32 on the innermost axis, f16
-                assert (quant.SCHEME, quant.axis, quant.block_size) == (0x03, 1, 32)
-                assert quant.symmetric and quant.scale_type_tag == 0x01
+            if kind in blocks:  # symmetric per-block on the innermost axis
+                assert (quant.SCHEME, quant.axis) == (0x03, 1) and quant.symmetric
+                assert (quant.block_size, quant.scale_type_tag) == blocks[kind]
+            elif kind == "MXFP4":
+                assert (quant.SCHEME, quant.axis, quant.block_size) == (0x05, 1, 32)
             else:
                 assert quant is None
 

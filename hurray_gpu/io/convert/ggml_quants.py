@@ -101,10 +101,11 @@ def _repair(src: SourceFile, entry: SourceTensor, d: np.ndarray, what: str,
 
 
 def _per_block(storage: str, shape: tuple[int, ...], codes: np.ndarray, scales: np.ndarray,
-               role: int | None = None) -> TensorLike:
-    """Scheme 0x03 along the innermost axis: block 32, symmetric, f16 scales (buffer 1); an
-    overlay member spanning ``shape`` when ``role`` is given."""
-    quant = PerBlockAffine(max(len(shape) - 1, 0), 32, 1, None, 0x01)
+               role: int | None = None, block: int = 32, scale_tag: int = 0x01) -> TensorLike:
+    """Scheme 0x03 along the innermost axis: symmetric, ``block`` elements per scale
+    (``scale_tag`` 0x01 f16, 0x03 f32; buffer 1); an overlay member spanning ``shape`` when
+    ``role`` is given."""
+    quant = PerBlockAffine(max(len(shape) - 1, 0), block, 1, None, scale_tag)
     handles = (BufferHandle(codes.nbytes, 64), BufferHandle(scales.nbytes, 64))
     shard = None if role is None else Shard(shape, (0,) * len(shape))
     desc = TensorDescriptor(by_name(storage), shape, RowMajor(), handles, quantization=quant,
