@@ -11,7 +11,7 @@ import pytest
 import hurray_gpu as hg
 from hurray_gpu.errors import UnsupportedConversionError
 from hurray_gpu.ops import dequantize, materialize
-from tests._support import require_peer
+from tests._support import require_peer, stable_rng
 from tests.hurray._convert_samples import K_MAPPED, K_SHAPES, MAPPED, SHAPES, write_gguf
 
 QUANTIZED = ("Q8_0", "Q4_0", "Q5_0", "Q4_1", "Q5_1")
@@ -89,13 +89,18 @@ def _one_block(path: Path, kind: str, d_bits: int, codes: np.ndarray,
                m_bits: int | None = None) -> Path:
     """A GGUF file with one hand-made block (scale bits ``d_bits``, offset bits ``m_bits`` for
     Q4_1, 4-bit/8-bit ``codes``)."""
-    gguf = require_peer("gguf")
     head = np.array([d_bits] + ([] if m_bits is None else [m_bits]), "<u2").view(np.uint8)
     if kind == "Q8_0":
         block = np.concatenate([head, codes.astype(np.int8).view(np.uint8)])
     else:  # Q4_0/Q4_1: element j in the low nibble of byte j, element j + 16 in its high one
         nib = codes.astype(np.uint8)
         block = np.concatenate([head, nib[:16] | (nib[16:] << 4)])
+    return _raw_block(path, kind, block)
+
+
+def _raw_block(path: Path, kind: str, block: np.ndarray) -> Path:
+    """A GGUF file holding one tensor ``t`` of the block bytes ``block``."""
+    gguf = require_peer("gguf")
     writer = gguf.GGUFWriter(str(path), "llama")
     writer.add_tensor("t", block.reshape(1, -1), raw_dtype=getattr(gguf.GGMLQuantizationType,
                                                                    kind))
@@ -147,6 +152,69 @@ def test_an_infinite_scale_or_offset_is_refused(tmp_path: Path) -> None:
     src = _one_block(tmp_path / "n.gguf", "Q4_1", 0x3C00, np.full(32, 3), 0x7E00)
     with pytest.raises(UnsupportedConversionError, match="infinite or NaN f16 offset m"):
         hg.convert(src, tmp_path / "n.hrry")
+
+
+def _q6_k(d_bits: int, scales: list[int], low: int = 0, high: int = 0) -> np.ndarray:
+    """One Q6_K super-block: ql bytes ``low``, qh bytes alternately ``high`` and 0 (codes
+    q - 32), int8 sub-block scales."""
+    ql, qh = np.full(128, low, np.uint8), np.resize(np.array([high, 0], np.uint8), 64)
+    sc = np.array(scales, np.int8).view(np.uint8)
+    return np.concatenate([ql, qh, sc, np.array([d_bits], "<u2").view(np.uint8)])
+
+
+def _q4_k(d_bits: int, dmin_bits: int) -> np.ndarray:
+    """One Q4_K super-block with random scales, mins and codes."""
+    rest = stable_rng("q4_k", d_bits, dmin_bits).integers(0, 256, 140, dtype=np.uint8)
+    return np.concatenate([np.array([d_bits, dmin_bits], "<u2").view(np.uint8), rest])
+
+
+def _mxfp4(e: int, codes: list[int]) -> np.ndarray:
+    """One MXFP4 block: e8m0 byte ``e``, 4-bit codes in gguf-py's order (element j low nibble of
+    byte j, element j + 16 its high nibble)."""
+    nib = np.resize(np.array(codes, np.uint8), 32)
+    return np.concatenate([[np.uint8(e)], nib[:16] | (nib[16:] << 4)]).astype(np.uint8)
+
+
+@pytest.mark.parametrize(("kind", "block"), [
+    ("Q6_K", _q6_k(0x3C00, [0] + [1] * 15)),           # sc 0, codes -32: -0.0 in sub-block 0
+    ("Q6_K", _q6_k(0xBC00, [0, -3] * 8, low=0x99)),    # d < 0, sc 0, codes -23: +0.0
+    ("Q6_K", _q6_k(0x0000, [5] * 16, low=0xFF)),       # d = +0, codes -17: -0.0 everywhere
+    ("Q4_K", _q4_k(0x0000, 0x8000)),                   # +0 * q - (-0 * m) = +0
+    ("Q4_K", _q4_k(0x8000, 0x0000)),                   # -0 * q - (+0 * m) = -0
+    ("Q4_K", _q4_k(0x2E66, 0x8001)),                   # dmin a negative subnormal
+    ("MXFP4", _mxfp4(0x00, [0, 8])),                   # e8m0 0x00, zero codes: re-encoded
+    ("MXFP4", _mxfp4(0x7F, list(range(16)))),          # nibble 8 is +0.0 in gguf-py
+    ("MXFP4", _mxfp4(0x01, list(range(16)))),          # 2^-127 * v: subnormal values
+    ("MXFP4", _mxfp4(0xFE, [1, 9, 2, 10])),            # 2^126 * v, finite
+])
+def test_hand_made_super_blocks_dequantize_like_gguf_py(device, tmp_path: Path, kind: str,
+                                                        block: np.ndarray) -> None:
+    gguf = require_peer("gguf")
+    from gguf.quants import dequantize as gguf_dequantize
+
+    src = _raw_block(tmp_path / "k.gguf", kind, block)
+    hg.convert(src, tmp_path / "k.hrry", device=device)
+    raw = gguf.GGUFReader(str(src)).tensors[0].data
+    want = np.asarray(gguf_dequantize(raw, getattr(gguf.GGMLQuantizationType, kind)),
+                      np.float32)
+    with hg.open_file(tmp_path / "k.hrry") as f:
+        got = _f32_on(f.read("t"), device)
+    assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
+
+
+@pytest.mark.parametrize(("kind", "block", "why"), [
+    ("Q6_K", _q6_k(0x3C00, [1] * 3 + [0] * 13, 0x5A, 0xFF), "sub-block 3 has a zero scale and "
+     "codes of both signs"),
+    ("Q6_K", _q6_k(0x7C00, [1] * 16), "sub-block 0 has an infinite or NaN scale"),
+    ("MXFP4", _mxfp4(0x00, [0, 1]), "block 0 has e8m0 scale byte 0x00 and nonzero codes"),
+    ("MXFP4", _mxfp4(0xFF, [0]), "block 0 has e8m0 scale byte 0xFF"),
+])
+def test_super_blocks_hurray_cannot_reproduce_are_refused(tmp_path: Path, kind: str,
+                                                          block: np.ndarray, why: str) -> None:
+    src = _raw_block(tmp_path / "r.gguf", kind, block)
+    with pytest.raises(UnsupportedConversionError, match=f"'t'.*{kind}.*{why}"):
+        hg.convert(src, tmp_path / "r.hrry")
+    assert not (tmp_path / "r.hrry").exists()
 
 
 def test_convert_checks_every_tensor_on_the_device(device, tmp_path: Path) -> None:
