@@ -118,7 +118,7 @@ def _q5_k(b: np.ndarray) -> _Decoded:
 def _iq4_nl(b: np.ndarray) -> _Decoded:
     n = b.shape[0]
     q = _shifts(b[:, 2:], n, 16, (0, 4)).reshape(n, -1) & 0x0F
-    return _Decoded(_IQ4[q], _f16(b, 0))
+    return _Decoded(np.take(_IQ4, q), _f16(b, 0))
 
 
 def _iq4_xs(b: np.ndarray) -> _Decoded:
@@ -127,7 +127,7 @@ def _iq4_xs(b: np.ndarray) -> _Decoded:
     high = np.ascontiguousarray(b[:, 2:4]).view("<u2") >> np.arange(0, 16, 2, dtype=np.uint16)
     sc = (low | ((high.astype(np.uint8) & 3) << 4)).astype(np.int8) - np.int8(32)
     q = _shifts(b[:, 8:], n, 16, (0, 4)).reshape(n, -1) & 0x0F
-    return _Decoded(_IQ4[q], _f16(b, 0) * sc.astype(np.float32))
+    return _Decoded(np.take(_IQ4, q), _f16(b, 0) * sc.astype(np.float32))
 
 
 def _pack(q: np.ndarray, bits: int, out: np.ndarray) -> None:
@@ -157,14 +157,15 @@ def _repair(src: SourceFile, entry: SourceTensor, scale: np.ndarray, q: np.ndarr
                      f"({scale.reshape(-1)[bad[0]]}), which Hurray scales cannot be",
                      FIX_REQUANT)
     zero = scale == 0
-    if zero.any():
-        neg = np.signbit(scale)[:, :, None] ^ (q.reshape(*scale.shape, -1) < 0)
-        mixed = np.flatnonzero(zero & neg.any(axis=2) & ~neg.all(axis=2))
+    at = np.flatnonzero(zero)
+    if at.size:  # only the zero sub-blocks' codes are read (1 in 64 of random 6-bit scales)
+        neg = np.signbit(scale.reshape(-1)[at])[:, None] ^ (q.reshape(scale.size, -1)[at] < 0)
+        mixed = np.flatnonzero(neg.any(axis=1) & ~neg.all(axis=1))
         if mixed.size:
-            raise refuse(src, entry, f"sub-block {first + mixed[0]} has a zero {what} and "
+            raise refuse(src, entry, f"sub-block {first + at[mixed[0]]} has a zero {what} and "
                          "codes of both signs (it decodes to +0.0 and -0.0 mixed), which one "
                          "nonzero Hurray scale cannot reproduce", FIX_REQUANT)
-        scale[zero] = np.where(neg[:, :, 0], -1.0, 1.0)[zero]
+        scale.reshape(-1)[at] = np.where(neg[:, 0], -1.0, 1.0)
     return zero
 
 
@@ -182,12 +183,13 @@ class _KQuant(NamedTuple):
         blocks = raw.reshape(-1, self.size)
         n, per = blocks.shape[0], self.per
         subs, bits = per // self.sub, _BITS[self.storage]
-        codes = src.buffer(n * per * bits // 8, "codes").reshape(n, -1)
+        codes = src.buffer(n * per * bits // 8, "codes").reshape(n, per * bits // 8)
         dl = np.empty((n, subs), np.float32)
         ml = np.empty((n, subs), np.float32) if self.storage.startswith("u") else None  # mins
-        for part in _parts(n):
+        for part in _parts(n, per):
             first = (part.start or 0) * subs
-            got = self.decode(blocks[part])
+            with np.errstate(invalid="ignore"):  # inf * 0: a NaN scale, refused below
+                got = self.decode(blocks[part])
             dl[part] = got.dl
             q = got.q.reshape(got.dl.shape[0], subs, self.sub)
             q[_repair(src, entry, dl[part], q, "scale", first)] = 0
@@ -214,7 +216,7 @@ def _minus_mins(src: SourceFile, entry: SourceTensor, base: TensorLike, neg_ml: 
     """``base + (-ml)[sub-block]`` as an overlay-add composite: uint2 codes 1 with scale
     ``-ml``, or 0 with scale +-1 where ``-ml`` is a signed zero."""
     zero = _repair(src, entry, neg_ml, np.zeros((*neg_ml.shape, 1), np.int8), "min", 0)
-    ones = src.buffer(neg_ml.size * sub // 4, "offsets").reshape(*neg_ml.shape, -1)
+    ones = src.buffer(neg_ml.size * sub // 4, "offsets").reshape(*neg_ml.shape, sub // 4)
     ones.fill(0x55)  # 0b01010101: four codes of 1, LSB first
     ones[zero] = 0
     corr = _per_block("uint2", entry.shape, ones, neg_ml, _CORRECTION, sub, 0x03)

@@ -46,10 +46,11 @@ _REP, _SEL = np.uint64(0x0101010101010101), np.uint64(0x8040201008040201)
 _ROUND, _TOP = np.uint64(0x7F7F7F7F7F7F7F7F), np.uint64(0x8080808080808080)
 _BIT4, _THREE, _FIFTEEN = np.uint64(0x1010101010101010), np.uint64(3), np.uint64(15)
 
-def _parts(blocks: int) -> list[slice]:
-    """Steps of _PART_BLOCKS blocks: temporaries stay in the cache, and peak memory stays the
-    tensor's bytes in and out plus a constant."""
-    return [slice(i, i + _PART_BLOCKS) for i in range(0, blocks, _PART_BLOCKS)]
+def _parts(blocks: int, per: int = 32) -> list[slice]:
+    """Steps of _PART_BLOCKS 32-element blocks (fewer blocks of ``per`` elements): temporaries
+    stay in the cache, and peak memory stays the tensor's bytes in and out plus a constant."""
+    step = _PART_BLOCKS * 32 // per
+    return [slice(i, i + step) for i in range(0, blocks, step)]
 
 
 def _half(blocks: np.ndarray, index: int) -> np.ndarray:
