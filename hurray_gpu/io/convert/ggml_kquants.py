@@ -40,10 +40,9 @@ __all__ = ["KQUANTS"]
 _BITS = {"int8": 8, "uint8": 8, "int4": 4, "uint4": 4, "uint2": 2}
 _IQ4 = np.array((-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113),
                 np.int8)
-# gguf-py decodes MXFP4 nibble 8 as +0 (its table holds 0 twice); e2m1 code 8 is -0: each byte
-# with a nibble 8 maps to the same byte with that nibble 0.
-_NO_MINUS_ZERO = np.array([(b & 0xF0 if b & 0x0F == 8 else b) & (0x0F if b >> 4 == 8 else 0xFF)
-                           for b in range(256)], np.uint8)
+# gguf-py decodes MXFP4 nibble 8 as +0 (its table holds 0 twice); e2m1 code 8 is -0. In 64-bit
+# lanes: a nibble's low 3 bits plus 7 set its bit 3 unless they are 0 (no carry: at most 14).
+_SEVENS, _EIGHTS = np.uint64(0x7777777777777777), np.uint64(0x8888888888888888)
 
 
 class _Decoded(NamedTuple):
@@ -102,9 +101,15 @@ def _q2_k(b: np.ndarray) -> _Decoded:
 
 def _q4_k(b: np.ndarray) -> _Decoded:
     n = b.shape[0]
-    sc, mn = _k_scale_min(b[:, 4:16])
     q = _shifts(b[:, 16:], n, 32, (0, 4)).reshape(n, -1) & 0x0F
-    return _Decoded(q, _f16(b, 0) * sc, _f16(b, 2) * mn)
+    return _Decoded(q, *_q4_k_scales(b)[1:])
+
+
+def _q4_k_scales(b: np.ndarray) -> _Decoded:
+    """Q4_K's scales and mins; its codes (rows of 32 bytes in GGML nibble order) are repacked
+    in 64-bit lanes, not decoded (unsigned: a zero scale's sign alone decides)."""
+    sc, mn = _k_scale_min(b[:, 4:16])
+    return _Decoded(np.zeros((b.shape[0] * 8, 1), np.uint8), _f16(b, 0) * sc, _f16(b, 2) * mn)
 
 
 def _q5_k(b: np.ndarray) -> _Decoded:
@@ -178,6 +183,7 @@ class _KQuant(NamedTuple):
     sub: int
     storage: str
     decode: Callable[[np.ndarray], _Decoded]
+    lanes: Callable[[np.ndarray], _Decoded] | None = None  # scales only; codes via _repack4
 
     def convert(self, src: SourceFile, entry: SourceTensor, raw: np.ndarray) -> Converted:
         blocks = raw.reshape(-1, self.size)
@@ -189,11 +195,17 @@ class _KQuant(NamedTuple):
         for part in _parts(n, per):
             first = (part.start or 0) * subs
             with np.errstate(invalid="ignore"):  # inf * 0: a NaN scale, refused below
-                got = self.decode(blocks[part])
+                got = (self.lanes or self.decode)(blocks[part])
             dl[part] = got.dl
-            q = got.q.reshape(got.dl.shape[0], subs, self.sub)
-            q[_repair(src, entry, dl[part], q, "scale", first)] = 0
-            _pack(q.reshape(q.shape[0], -1), bits, codes[part])
+            q = got.q.reshape(got.dl.shape[0], subs, -1)
+            zero = _repair(src, entry, dl[part], q, "scale", first)
+            if self.lanes is not None:
+                _repack4(blocks[part, self.size - 128:].reshape(-1, 32),
+                         codes[part].reshape(-1, 32), np.uint64(0))
+                codes[part].reshape(*zero.shape, -1)[zero] = 0
+            else:
+                q[zero] = 0
+                _pack(q.reshape(q.shape[0], -1), bits, codes[part])
             if ml is not None and got.ml is not None:
                 np.negative(got.ml, out=ml[part])
         base = _per_block(self.storage, entry.shape, codes, dl, None if ml is None else _BASE,
@@ -228,8 +240,13 @@ def _mxfp4(src: SourceFile, entry: SourceTensor, raw: np.ndarray) -> Converted:
     blocks = raw.reshape(-1, 17)
     e = blocks[:, 0].copy()
     codes = src.buffer(blocks.shape[0] * 16, "codes").reshape(-1, 16)
-    _repack4(np.ascontiguousarray(blocks[:, 1:]), codes, np.uint64(0))
-    np.take(_NO_MINUS_ZERO, codes, out=codes)
+    _repack4(blocks[:, 1:], codes, np.uint64(0))
+    for part in _parts(codes.shape[0]):
+        lanes = codes[part].view("<u8")
+        low = lanes & _SEVENS
+        low += _SEVENS
+        np.bitwise_and(lanes, ~low & _EIGHTS, out=low)  # bit 3 of each nibble that is 8
+        lanes ^= low
     bad = np.flatnonzero(e == 0xFF)
     if bad.size:
         raise refuse(src, entry, f"block {bad[0]} has e8m0 scale byte 0xFF (2^127 in gguf-py, "
@@ -260,7 +277,7 @@ KQUANTS: dict[str, tuple[int, int, Callable[[SourceFile, SourceTensor, np.ndarra
     "Q6_K": (256, 210, _KQuant(210, 256, 16, "int8", _q6_k).convert),
     "Q3_K": (256, 110, _KQuant(110, 256, 16, "int4", _q3_k).convert),
     "Q2_K": (256, 84, _KQuant(84, 256, 16, "uint2", _q2_k).convert),
-    "Q4_K": (256, 144, _KQuant(144, 256, 32, "uint4", _q4_k).convert),
+    "Q4_K": (256, 144, _KQuant(144, 256, 32, "uint4", _q4_k, _q4_k_scales).convert),
     "Q5_K": (256, 176, _KQuant(176, 256, 32, "uint8", _q5_k).convert),
     "IQ4_NL": (32, 18, _KQuant(18, 32, 32, "int8", _iq4_nl).convert),
     "IQ4_XS": (256, 136, _KQuant(136, 256, 32, "int8", _iq4_xs).convert),

@@ -135,16 +135,18 @@ def _nibbles(qs: np.ndarray) -> np.ndarray:
 
 
 def _repack4(qs: np.ndarray, codes: np.ndarray, flip: np.uint64) -> None:
-    """GGML nibble order -> Hurray's (element 2k low, 2k + 1 high in byte k, LSB first), in
+    """GGML nibble order (rows of 2h bytes: element j < 2h the low nibble of byte j, element
+    j + 2h its high nibble) -> Hurray's (element 2k low, 2k + 1 high in byte k, LSB first), in
     64-bit lanes (1.6x byte operations), xor ``flip`` per lane."""
+    half = qs.shape[1] // 2
     for part in _parts(qs.shape[0]):
         lanes = np.ascontiguousarray(qs[part]).view("<u8")
         mixed = (lanes & _KEEP) | ((lanes & _DOWN) >> _FOUR)
         mixed |= (lanes & _UP) << _FOUR
         mixed ^= flip
-        pairs = mixed.view(np.uint8).reshape(-1, 8, 2)
-        np.copyto(codes[part, :8], pairs[:, :, 0])
-        np.copyto(codes[part, 8:], pairs[:, :, 1])
+        pairs = mixed.view(np.uint8).reshape(-1, half, 2)
+        np.copyto(codes[part, :half], pairs[:, :, 0])
+        np.copyto(codes[part, half:], pairs[:, :, 1])
 
 
 def _q5(blocks: np.ndarray, out: np.ndarray, minus: int) -> np.ndarray:
