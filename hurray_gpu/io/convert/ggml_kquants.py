@@ -250,13 +250,13 @@ def _mxfp4(src: SourceFile, entry: SourceTensor, raw: np.ndarray) -> Converted:
     bad = np.flatnonzero(e == 0xFF)
     if bad.size:
         raise refuse(src, entry, f"block {bad[0]} has e8m0 scale byte 0xFF (2^127 in gguf-py, "
-                     "which Hurray forbids and cannot re-encode exactly)", FIX_REQUANT)
-    low = np.flatnonzero(e == 0)  # 2^-127: forbidden; exact only when every code is 0
-    if low.size and codes[low].any():
-        raise refuse(src, entry, f"block {low[np.flatnonzero(codes[low].any(axis=1))[0]]} has "
-                     "e8m0 scale byte 0x00 and nonzero codes (Hurray forbids 0x00, and no "
-                     "other scale gives the same values)", FIX_REQUANT)
-    e[low] = 1
+                     "whose own quantizer never writes it), which Hurray forbids", FIX_REQUANT)
+    tiny = np.flatnonzero(e == 0)  # forbidden in Hurray; 0x01 gives the same zeros
+    if tiny.size and codes[tiny].any():
+        raise refuse(src, entry, f"block {tiny[np.flatnonzero(codes[tiny].any(axis=1))[0]]} "
+                     "has e8m0 scale byte 0x00 and nonzero codes: Hurray forbids 0x00, and "
+                     "only an all-zero block is re-encoded (as 0x01)", FIX_REQUANT)
+    e[tiny] = 1
     quant = MXFP(max(len(entry.shape) - 1, 0), 32, 1)
     desc = TensorDescriptor(by_name("float4_e2m1"), entry.shape, RowMajor(),
                             (BufferHandle(codes.nbytes, 64), BufferHandle(e.nbytes, 64)),
