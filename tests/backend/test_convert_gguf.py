@@ -206,6 +206,7 @@ def test_hand_made_super_blocks_dequantize_like_gguf_py(device, tmp_path: Path, 
     ("Q6_K", _q6_k(0x3C00, [1] * 3 + [0] * 13, 0x5A, 0xFF), "sub-block 3 has a zero scale and "
      "codes of both signs"),
     ("Q6_K", _q6_k(0x7C00, [1] * 16), "sub-block 0 has an infinite or NaN scale"),
+    ("Q4_K", _q4_k(0x3C00, 0x7E00), "sub-block 0 has an infinite or NaN min"),
     ("MXFP4", _mxfp4(0x00, [0, 1]), "block 0 has e8m0 scale byte 0x00 and nonzero codes"),
     ("MXFP4", _mxfp4(0xFF, [0]), "block 0 has e8m0 scale byte 0xFF"),
 ])
