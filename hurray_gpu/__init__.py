@@ -33,6 +33,7 @@ _LAZY_FROM = {
     "hurray_gpu.format.descriptor.buffers": "DeviceTag",
     "hurray_gpu.format.dtypes": "DType by_name by_tag",
     "hurray_gpu.io.convert": "convert",
+    "hurray_gpu.io.convert.export": "export",
     "hurray_gpu.io": "FileWriter HrryFile StreamReader StreamWriter UInt64 load open_file save",
     "hurray_gpu.kv_cache": "OutOfPagesError PagedKVCache",
     "hurray_gpu.net": "connect serve",
@@ -73,6 +74,7 @@ if TYPE_CHECKING:
         save,
     )
     from hurray_gpu.io.convert import convert
+    from hurray_gpu.io.convert.export import export
     from hurray_gpu.kv_cache import OutOfPagesError, PagedKVCache
     from hurray_gpu.net import connect, serve
     from hurray_gpu.net.ipc import SharedTensor, attach, share
@@ -164,6 +166,7 @@ __all__ = [
     "by_tag",
     "connect",
     "convert",
+    "export",
     "decode_descriptor",
     "decode_descriptor_prefix",
     "default_device",

@@ -21,7 +21,7 @@ __all__ = ["build_parser", "main"]
 
 # Subcommand modules under hurray_gpu.cli: each has ``add_parser(subparsers)``, and the parser
 # it adds sets ``run(args) -> int``. Listed in help order.
-COMMANDS = ("devices", "inspect", "materialize", "convert", "demo", "bench", "net_cmd", "vyre_cmd")
+COMMANDS = ("devices", "inspect", "materialize", "convert", "export", "demo", "bench", "net_cmd", "vyre_cmd")
 
 
 class _Parser(argparse.ArgumentParser):

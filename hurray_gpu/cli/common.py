@@ -4,9 +4,19 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
-__all__ = ["dump_json", "format_table", "one_line"]
+from hurray_gpu.errors import HurrayGPUError
+
+__all__ = ["check_overwrite", "dump_json", "format_table", "one_line"]
+
+
+def check_overwrite(out: str, force: bool) -> None:
+    """Raise unless ``out`` may be written: it does not exist, or ``force`` (``--force``)."""
+    if not force and Path(out).exists():
+        raise HurrayGPUError(f"{out} exists", fix="pass --force to replace it, or choose "
+                             "another output path.")
 
 
 def one_line(text: str) -> str:

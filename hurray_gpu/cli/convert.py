@@ -6,11 +6,9 @@ from __future__ import annotations
 import argparse
 import shutil
 import sys
-from pathlib import Path
 from typing import Any
 
-from hurray_gpu.cli.common import dump_json, format_table
-from hurray_gpu.errors import HurrayGPUError
+from hurray_gpu.cli.common import check_overwrite, dump_json, format_table
 from hurray_gpu.io.convert import FORMATS, ConvertResult, convert
 
 __all__ = ["add_parser", "report"]
@@ -56,9 +54,7 @@ def _cut(line: str, width: int) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Convert ``args.src`` to ``args.out`` and print the summary."""
-    if not args.force and Path(args.out).exists():
-        raise HurrayGPUError(f"{args.out} exists", fix="pass --force to replace it, or choose "
-                             "another output path.")
+    check_overwrite(args.out, args.force)
     result = convert(args.src, args.out, device=args.device, progress=args.progress,
                      format=args.format)
     if args.json:

@@ -12,7 +12,14 @@ import hurray_gpu as hg
 from hurray_gpu.errors import UnsupportedConversionError
 from hurray_gpu.ops import dequantize, materialize
 from tests._support import require_peer, stable_rng
-from tests.hurray._convert_samples import K_MAPPED, K_SHAPES, MAPPED, SHAPES, write_gguf
+from tests.hurray._convert_samples import (
+    IMPORTED,
+    K_MAPPED,
+    K_SHAPES,
+    MAPPED,
+    SHAPES,
+    write_gguf,
+)
 
 QUANTIZED = ("Q8_0", "Q4_0", "Q5_0", "Q4_1", "Q5_1")
 
@@ -33,14 +40,14 @@ def _shapes(kind: str) -> tuple[tuple[int, ...], ...]:
 @pytest.fixture(scope="module")
 def converted(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
     folder = tmp_path_factory.mktemp("gguf")
-    specs = [(f"{kind}.{i}", kind, shape) for kind in MAPPED + K_MAPPED
+    specs = [(f"{kind}.{i}", kind, shape) for kind in MAPPED + IMPORTED + K_MAPPED
              for i, shape in enumerate(_shapes(kind))]
     raw = write_gguf(folder / "model.gguf", specs)
     hg.convert(folder / "model.gguf", folder / "model.hrry")
     return folder / "model.hrry", raw
 
 
-@pytest.mark.parametrize("kind", MAPPED + K_MAPPED)
+@pytest.mark.parametrize("kind", MAPPED + IMPORTED + K_MAPPED)
 def test_every_mapped_type_dequantizes_like_gguf_py(device, kind: str, converted) -> None:
     from gguf.quants import dequantize as gguf_dequantize
 
@@ -229,7 +236,7 @@ def test_empty_quantized_tensors_convert(device, tmp_path: Path) -> None:
     # Found by fuzz/convert.py: a block type with no blocks once failed to reshape its scales.
     gguf = require_peer("gguf")
     writer = gguf.GGUFWriter(str(tmp_path / "e.gguf"), "llama")
-    kinds = QUANTIZED + K_MAPPED + ("IQ4_NL", "MXFP4")
+    kinds = QUANTIZED + IMPORTED + K_MAPPED
     for kind in kinds:
         block, size = gguf.GGML_QUANT_SIZES[getattr(gguf.GGMLQuantizationType, kind)]
         writer.add_tensor(kind, np.zeros((0, size), np.uint8),

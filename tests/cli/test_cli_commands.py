@@ -23,7 +23,8 @@ K02_B = "0a000000140000001e00000028000000320000000100000002000000ffffffff"
 K02_OUT = "0a0000001700000024000000310000005e01000003000000ffffffff14000000"
 
 
-@pytest.mark.parametrize("argv", [[], ["devices"], ["inspect"], ["materialize"], ["convert"], ["demo"],
+@pytest.mark.parametrize("argv", [[], ["devices"], ["inspect"], ["materialize"], ["convert"],
+                                  ["export"], ["demo"],
                                   ["bench"], ["vyre"], ["vyre", "inspect"], ["vyre", "run"]])
 def test_help_works_for_every_command(argv: list[str], capsys: pytest.CaptureFixture) -> None:
     assert main([*argv, "--help"]) == 0

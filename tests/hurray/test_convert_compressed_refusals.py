@@ -1,4 +1,7 @@
-"""compressed-tensors checkpoints that do not map, or lie: refusals by name and typed errors."""
+"""compressed-tensors checkpoints that do not map, or lie: refusals by name and typed errors.
+
+Each starts as a checkpoint compressed-tensors writes itself; what it will not write (act-order
+groups it has dropped, parts that disagree) is made by editing that checkpoint."""
 
 from __future__ import annotations
 
@@ -29,20 +32,33 @@ def _convert(folder: Path) -> None:
     hg.convert(folder / "model.safetensors", folder / "m.hrry", device="reference")
 
 
-def _one(folder: Path, args: dict[str, Any], fmt: str = "pack-quantized",
+def _one(folder: Path, args: dict[str, Any], fmt: str | None = None,
          rows: int = 16, cols: int = 64) -> None:
     write_ct(folder, [("w", rows, cols, args, "float32")], fmt)
 
 
-@pytest.mark.parametrize(("args", "fmt", "message"), [
-    (weights_args(4, "group", 32, True, "group"), "pack-quantized", "actorder 'group' permutes"),
-    (weights_args(4, "group", 32, True, "dynamic"), "pack-quantized", "actorder 'dynamic'"),
-    (weights_args(2, "channel", None, True), "pack-quantized", "only pack-quantized int4 and"),
-    (weights_args(4, "channel", None, True), "marlin-24", "format 'marlin-24'"),
+def _edit_weights(folder: Path, **changes: Any) -> None:
+    """Set ``changes`` in every config group's weight arguments of ``folder/config.json``."""
+    config = json.loads((folder / "config.json").read_text())
+    for group in config["quantization_config"]["config_groups"].values():
+        group["weights"].update(changes)
+    (folder / "config.json").write_text(json.dumps(config))
+
+
+# compressed-tensors 0.20 rejects actorder "group"/"dynamic" (and True, their older spelling),
+# but checkpoints saved by earlier versions carry them: written as actorder None, then edited.
+@pytest.mark.parametrize(("args", "fmt", "actorder", "message"), [
+    (weights_args(4, "group", 32, True), None, "group", "actorder 'group' permutes"),
+    (weights_args(4, "group", 32, True), None, "dynamic", "actorder 'dynamic'"),
+    (weights_args(4, "group", 32, True), None, True, "actorder True"),
+    (weights_args(2, "channel", None, True), None, None, "only pack-quantized int4 and"),
+    (weights_args(4, "channel", None, True), "marlin-24", None, "format 'marlin-24'"),
 ])
-def test_unmapped_schemes_are_refused_with_the_reason(tmp_path: Path, args, fmt: str,
-                                                      message: str) -> None:
+def test_unmapped_schemes_are_refused_with_the_reason(tmp_path: Path, args, fmt: str | None,
+                                                      actorder: Any, message: str) -> None:
     _one(tmp_path, args, fmt)
+    if actorder is not None:
+        _edit_weights(tmp_path, actorder=actorder)
     with pytest.raises(UnsupportedConversionError, match=rf"'w.weight'.*{message}"):
         _convert(tmp_path)
     assert not (tmp_path / "m.hrry").exists()
@@ -110,6 +126,17 @@ def test_a_zero_scale_is_refused(tmp_path: Path) -> None:
     write_safetensors(tmp_path / "model.safetensors", tensors)
     with pytest.raises(UnsupportedConversionError, match="scale 5 is 0.0"):
         _convert(tmp_path)
+
+
+def test_a_mixed_precision_model_converts_its_pack_quantized_groups(tmp_path: Path) -> None:
+    # the tool names the model's format "mixed-precision" and each group's on the group
+    write_ct(tmp_path, [("w", 16, 64, weights_args(4, "group", 32, False), "float32"),
+                        ("n", 16, 64, weights_args(8, "channel", None, True), "float32")],
+             formats={"n": "naive-quantized"})
+    config = json.loads((tmp_path / "config.json").read_text())["quantization_config"]
+    assert config["format"] == "mixed-precision"
+    result = hg.convert(tmp_path / "model.safetensors", tmp_path / "m.hrry", device="reference")
+    assert result.kinds["pack-quantized int4 group"] == 1
 
 
 def test_the_config_lands_in_the_kv_section(tmp_path: Path) -> None:

@@ -6,7 +6,8 @@ bit ``i * num_bits`` of the row's little-endian bit stream, each row padded to a
 stored as ``q + 2^(num_bits-1)``), ``P.weight_scale`` (one scale per group or per output
 channel, in the model's float type), ``P.weight_shape`` and, asymmetric, ``P.weight_zero_point``
 (packed the same way along dimension 0). The scheme (num_bits, strategy, group_size,
-actorder) comes from ``quantization_config`` in the ``config.json`` beside the file.
+actorder) and the format (the group's own, else the model's) come from
+``quantization_config`` in the ``config.json`` beside the file.
 
 int4 / int8 ``group`` becomes per-block affine (scheme 0x03) along the input axis with the
 scales in their own type (f16, bf16 or f32) and i32 zero points; ``channel`` becomes
@@ -83,7 +84,10 @@ def plan_compressed(src: SourceFile, entries: dict[str, SourceTensor],
         return {}
     qc = _config(src)
     metadata["compressed-tensors.quantization_config"] = json.dumps(qc)
-    groups = [g.get("weights") for g in qc["config_groups"].values() if isinstance(g, dict)]
+    # compressed-tensors writes each group's own format (the model's is "mixed-precision"
+    # when groups differ); older configs carry only the model's.
+    groups = [(g.get("weights"), g.get("format") or qc.get("format"))
+              for g in qc["config_groups"].values() if isinstance(g, dict)]
     out: dict[str, Loader] = {}
     for prefix in prefixes:
         name = prefix + ".weight"
@@ -95,7 +99,7 @@ def plan_compressed(src: SourceFile, entries: dict[str, SourceTensor],
             raise refuse(src, (name, "pack-quantized"), "act-order (weight_g_idx) groups are "
                          "a permutation of the input axis, which no Hurray scheme carries",
                          _FIX_CT)
-        entries[name], out[name] = _plan_one(src, entries, prefix, groups, qc)
+        entries[name], out[name] = _plan_one(src, entries, prefix, groups)
     return out
 
 
@@ -110,7 +114,7 @@ def _take(src: SourceFile, entries: dict[str, SourceTensor], name: str, part: st
 
 
 def _plan_one(src: SourceFile, entries: dict[str, SourceTensor], prefix: str,
-              groups: list[Any], qc: dict[str, Any]) -> tuple[SourceTensor, Loader]:
+              groups: list[Any]) -> tuple[SourceTensor, Loader]:
     name = prefix + ".weight"
     packed = _take(src, entries, name, f"{prefix}.weight_packed", ("I32",))
     scale = _take(src, entries, name, f"{prefix}.weight_scale", tuple(_SCALES))
@@ -120,7 +124,7 @@ def _plan_one(src: SourceFile, entries: dict[str, SourceTensor], prefix: str,
     dims = src.read(shape_entry.offset, shape_entry.nbytes, "weight_shape", tensor=name)
     rows, cols = (int(v) for v in dims.view("<i8" if shape_entry.kind == "I64" else "<i4"))
     zp = entries.pop(f"{prefix}.weight_zero_point", None)
-    args = _scheme(src, name, groups, qc, packed, scale, zp, rows, cols)
+    args = _scheme(src, name, groups, packed, scale, zp, rows, cols)
     bits = int(args["num_bits"])
     kind = f"pack-quantized int{bits} {args['strategy']}"
     if zp is not None:
@@ -135,8 +139,8 @@ def _plan_one(src: SourceFile, entries: dict[str, SourceTensor], prefix: str,
     return planned, lambda e: _load(src, e, packed, scale, zp, bits, group)
 
 
-def _scheme(src: SourceFile, name: str, groups: list[Any], qc: dict[str, Any],
-            packed: SourceTensor, scale: SourceTensor, zp: SourceTensor | None, rows: int,
+def _scheme(src: SourceFile, name: str, groups: list[tuple[Any, Any]], packed: SourceTensor,
+            scale: SourceTensor, zp: SourceTensor | None, rows: int,
             cols: int) -> dict[str, Any]:
     """The config group whose weight arguments fit this tensor's parts (there must be one).
 
@@ -146,7 +150,7 @@ def _scheme(src: SourceFile, name: str, groups: list[Any], qc: dict[str, Any],
     point's presence."""
     where = (name, "pack-quantized")
     fits = []
-    for args in groups:
+    for args, fmt in groups:
         if not isinstance(args, dict):
             continue
         bits, strategy, size = args.get("num_bits"), args.get("strategy"), args.get("group_size")
@@ -157,18 +161,18 @@ def _scheme(src: SourceFile, name: str, groups: list[Any], qc: dict[str, Any],
         if scale.shape == (rows, 1) and strategy == "channel" or (
                 strategy == "group" and type(size) is int and size > 0
                 and cols % size == 0 and scale.shape == (rows, cols // size)):
-            fits.append(args)
+            fits.append((args, fmt))
     if len({json.dumps(a, sort_keys=True) for a in fits}) != 1:
         raise src.fail(f"{len(fits)} distinct config groups fit weight_packed "
                        f"{list(packed.shape)}, weight_scale {list(scale.shape)} and "
                        f"weight_shape [{rows}, {cols}] (one must)", tensor=name,
                        kind="pack-quantized", fix="convert with the config.json saved with "
                        "this checkpoint.")
-    args, fmt = fits[0], qc.get("format")
+    args, fmt = fits[0]
     if fmt != "pack-quantized" or args.get("type", "int") != "int" or args["num_bits"] not in (4, 8):
         raise refuse(src, where, f"format {fmt!r} with {args.get('type')} {args['num_bits']}-bit"
                      " weights: only pack-quantized int4 and int8 map", _FIX_CT)
-    if args.get("actorder") in ("group", "dynamic"):
+    if args.get("actorder") in ("group", "dynamic", True):  # True: older configs' "group"
         raise refuse(src, where, f"actorder {args['actorder']!r} permutes the input axis into "
                      "groups (g_idx), which no Hurray scheme carries", _FIX_CT)
     size = args.get("group_size") or 0

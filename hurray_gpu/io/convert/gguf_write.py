@@ -1,0 +1,209 @@
+"""Hurray tensors and KV back to GGUF (version 3): the inverse of :mod:`ggml_quants` for the
+32-element block types, and the container (header, key/values with their GGUF types, tensor
+infos, aligned data).
+
+Each encoder takes the importer's Hurray form and returns the GGML blocks: 4-bit codes repacked
+to GGML's nibble order, Q5 bit 4 gathered into ``qh``, and the zero-scale repair reversed (a
+block of all-zero codes with scale +-1 was a block with ``d = +-0``: both decode to the same
+bits, and a quantizer writes the zero).
+"""
+
+from __future__ import annotations
+
+import ast
+import struct
+from collections.abc import Callable
+from typing import IO, Any
+
+import numpy as np
+
+from hurray_gpu.errors import UnsupportedConversionError
+from hurray_gpu.io.kv import UInt64
+
+__all__ = ["GGML_IDS", "encode_block", "gguf_kv", "write_gguf_header"]
+
+# GGML type name -> type id (ggml.c), for the types the exporter writes.
+GGML_IDS = {"F32": 0, "F16": 1, "Q4_0": 2, "Q4_1": 3, "Q5_0": 6, "Q5_1": 7, "Q8_0": 8,
+            "I8": 24, "I16": 25, "I32": 26, "I64": 27, "F64": 28, "BF16": 30}
+_ONE, _SIGN = 0x3C00, 0x8000
+# GGUF value type ids and struct formats (the GGUF specification's table).
+_TYPES = {"UINT8": (0, "B"), "INT8": (1, "b"), "UINT16": (2, "H"), "INT16": (3, "h"),
+          "UINT32": (4, "I"), "INT32": (5, "i"), "FLOAT32": (6, "f"), "BOOL": (7, "?"),
+          "STRING": (8, ""), "ARRAY": (9, ""), "UINT64": (10, "Q"), "INT64": (11, "q"),
+          "FLOAT64": (12, "d")}
+_PART = 1 << 15  # blocks per encoding step: temporaries stay in the cache
+
+
+def _unrepair(d: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    """The f16 bits ``d`` with the importer's zero-scale repair undone: scale +-1 over codes
+    that are all zero becomes +-0 (the same decoded bits)."""
+    zero = ~codes.any(axis=1) & ((d & 0x7FFF) == _ONE)
+    return np.where(zero, d & _SIGN, d).astype("<u2")
+
+
+def _nibbles(codes: np.ndarray) -> np.ndarray:
+    """Hurray's packed 4-bit codes (element 2k low nibble of byte k) as one code a byte."""
+    out = np.empty((codes.shape[0], codes.shape[1] * 2), np.uint8)
+    out[:, 0::2], out[:, 1::2] = codes & 0x0F, codes >> 4
+    return out
+
+
+def _ggml_qs(q: np.ndarray) -> np.ndarray:
+    """32 codes a block (low 4 bits) -> GGML's 16 bytes: element j low, j + 16 high."""
+    return (q[:, :16] & 0x0F) | ((q[:, 16:] & 0x0F) << 4)
+
+
+def _qh(q: np.ndarray) -> np.ndarray:
+    """Bit 4 of each of 32 codes -> GGML's little-endian u32 ``qh`` (bit j = element j)."""
+    return np.packbits((q >> 4) & 1, axis=1, bitorder="little")
+
+
+def _halves(*values: np.ndarray) -> list[np.ndarray]:
+    return [v.astype("<u2").reshape(-1, 1).view(np.uint8) for v in values]
+
+
+def encode_block(kind: str, parts: list[np.ndarray]) -> np.ndarray:
+    """GGML blocks of ``kind`` from the Hurray buffers of the importer's form.
+
+    Args:
+        kind: ``Q8_0``, ``Q4_0``, ``Q5_0`` (parts: codes, f16 scales) or ``Q4_1``, ``Q5_1``
+            (parts: base codes, base scales, offsets ``m`` as f16 bits).
+
+    Returns:
+        The blocks, one row of bytes each.
+    """
+    blocks = parts[1].size
+    out = []
+    for at in range(0, blocks, _PART):
+        part = [p[at:at + _PART] for p in parts]
+        out.append(_ENCODERS[kind](*part))
+    return np.concatenate(out) if out else np.empty((0, 0), np.uint8)
+
+
+def _q8_0(codes: np.ndarray, d: np.ndarray) -> np.ndarray:
+    codes = codes.reshape(-1, 32)
+    return np.concatenate(_halves(_unrepair(d, codes)) + [codes.view(np.uint8)], axis=1)
+
+
+def _q4_0(codes: np.ndarray, d: np.ndarray) -> np.ndarray:
+    q = _nibbles(codes.reshape(-1, 16))  # int4 nibbles of q - 8: zero exactly where q - 8 is
+    return np.concatenate(_halves(_unrepair(d, q)) + [_ggml_qs(q ^ 8)], axis=1)
+
+
+def _q5_0(codes: np.ndarray, d: np.ndarray) -> np.ndarray:
+    codes = codes.reshape(-1, 32)
+    q = (codes.view(np.int8) + 16).astype(np.uint8)
+    return np.concatenate(_halves(_unrepair(d, codes)) + [_qh(q), _ggml_qs(q)], axis=1)
+
+
+def _q4_1(codes: np.ndarray, d: np.ndarray, m: np.ndarray) -> np.ndarray:
+    q = _nibbles(codes.reshape(-1, 16))
+    return np.concatenate(_halves(_unrepair(d, q), m) + [_ggml_qs(q)], axis=1)
+
+
+def _q5_1(codes: np.ndarray, d: np.ndarray, m: np.ndarray) -> np.ndarray:
+    q = codes.reshape(-1, 32)
+    return np.concatenate(_halves(_unrepair(d, q), m) + [_qh(q), _ggml_qs(q)], axis=1)
+
+
+_ENCODERS: dict[str, Callable[..., np.ndarray]] = {
+    "Q8_0": _q8_0, "Q4_0": _q4_0, "Q5_0": _q5_0, "Q4_1": _q4_1, "Q5_1": _q5_1}
+
+
+# -- the container --------------------------------------------------------------------------
+def _string(text: str | bytes) -> bytes:
+    raw = text.encode("utf-8") if isinstance(text, str) else bytes(text)
+    return struct.pack("<Q", len(raw)) + raw
+
+
+def _value(vtype: str, value: Any) -> bytes:
+    """One GGUF value (without its type id) of GGUF type ``vtype`` (``ARRAY[UINT32]``)."""
+    if vtype.startswith("ARRAY["):
+        elem = vtype[6:-1]
+        if isinstance(value, str):  # the importer kept empty arrays as their repr
+            value = ast.literal_eval(value)
+        if not isinstance(value, (list, tuple)) or elem not in _TYPES or elem == "ARRAY":
+            raise ValueError(f"a {vtype} value must be a flat list, not {value!r:.60}")
+        return (struct.pack("<IQ", _TYPES[elem][0], len(value))
+                + b"".join(_value(elem, v) for v in value))
+    if vtype == "STRING":
+        if not isinstance(value, (str, bytes)):
+            raise ValueError(f"a STRING value must be a string, not {type(value).__name__}")
+        return _string(value)
+    if vtype not in _TYPES:
+        raise ValueError(f"unknown GGUF value type {vtype}")
+    return struct.pack("<" + _TYPES[vtype][1], value)
+
+
+def _type_of(vtype: str) -> int:
+    return _TYPES["ARRAY" if vtype.startswith("ARRAY[") else vtype][0]
+
+
+def _natural(value: Any) -> str:
+    """The GGUF type a Hurray KV value of no recorded GGUF type is written as."""
+    if isinstance(value, bool):
+        return "BOOL"
+    if isinstance(value, UInt64):
+        return "UINT64"
+    if isinstance(value, int):
+        return "INT64"
+    if isinstance(value, float):
+        return "FLOAT64"
+    if isinstance(value, (bytes, bytearray)):
+        return "ARRAY[UINT8]"
+    if isinstance(value, list) and value:
+        return f"ARRAY[{_natural(value[0])}]"
+    return "STRING"
+
+
+def gguf_kv(metadata: dict[str, Any]) -> tuple[int, list[tuple[str, str, Any]]]:
+    """The GGUF version and key/values of a ``.hrry``'s KV section.
+
+    ``gguf.<key>`` entries get back their GGUF types from ``gguf.value_types``, in that
+    (the source file's) order; every other KV entry is written as ``hurray.<key>`` with the
+    natural GGUF type of its value (bytes as ``ARRAY[UINT8]``).
+
+    Returns:
+        ``(version, [(key, GGUF type, value), ...])``.
+    """
+    types = metadata.get("gguf.value_types", [])
+    out = []
+    for item in types if isinstance(types, list) else []:
+        key, _, vtype = str(item).partition("=")
+        if f"gguf.{key}" in metadata:
+            out.append((key, vtype, metadata[f"gguf.{key}"]))
+    for key, value in metadata.items():
+        if not key.startswith("gguf."):
+            if isinstance(value, (bytes, bytearray)):
+                value = list(bytes(value))
+            out.append((f"hurray.{key}", _natural(value), value))
+    version = metadata.get("gguf.version", 3)
+    return (version if version in (2, 3) else 3), out
+
+
+def write_gguf_header(handle: IO[bytes], version: int, kv: list[tuple[str, str, Any]],
+                      infos: list[tuple[str, tuple[int, ...], str, int]],
+                      alignment: int, source: str) -> int:
+    """Write the header, key/values and tensor infos ``(name, shape, type, offset)`` and pad
+    to ``alignment``; returns the bytes written (the data section starts there).
+
+    Raises:
+        UnsupportedConversionError: a value that its GGUF type cannot hold (names the key).
+    """
+    head = [b"GGUF", struct.pack("<IQQ", version, len(infos), len(kv))]
+    for key, vtype, value in kv:
+        try:
+            head += [_string(key), struct.pack("<I", _type_of(vtype)), _value(vtype, value)]
+        except (ValueError, SyntaxError, KeyError, TypeError, struct.error) as exc:
+            raise UnsupportedConversionError(
+                f"metadata key {key!r} ({vtype}) cannot be written to GGUF: {exc}",
+                source=source, fix="remove or fix that KV entry (and its gguf.value_types "
+                "item) with hg.save, then export again.") from None
+    for name, shape, kind, offset in infos:
+        ne = tuple(reversed(shape))  # GGUF lists the innermost dimension first
+        head += [_string(name), struct.pack(f"<I{len(ne)}QIQ", len(ne), *ne, GGML_IDS[kind],
+                                            offset)]
+    data = b"".join(head)
+    data += b"\0" * (-len(data) % alignment)
+    handle.write(data)
+    return len(data)

@@ -1,0 +1,212 @@
+"""hg.export and ``hurray-gpu export``: GGUF -> .hrry -> GGUF and safetensors -> .hrry ->
+safetensors byte for byte (checked with gguf-py and the safetensors package), .npz and torch
+sources to safetensors, refusals, dequantized export, the CLI."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import hurray_gpu as hg
+from hurray_gpu.cli import main
+from hurray_gpu.errors import ConversionError, UnsupportedConversionError
+from hurray_gpu.ops.quantize import quantized_tensor
+from tests._support import require_peer, stable_rng
+from tests.hurray._convert_samples import MAPPED, write_gguf
+
+GGUF_SPECS = [(f"{kind}.{i}", kind, shape) for kind in MAPPED
+              for i, shape in enumerate(((4, 64), (3, 5, 32), (13, 160)))]
+GGUF_SPECS += [("ids8", "I8", (7,)), ("ids16", "I16", (2, 3)), ("ids32", "I32", (9,))]
+# more blocks than one encoding step (32768)
+GGUF_SPECS += [(f"big.{kind}", kind, (2, 17, 32 * 1217)) for kind in ("Q4_0", "Q5_1")]
+
+
+def _gguf_model(tmp_path: Path) -> tuple[Path, dict]:
+    gguf = require_peer("gguf")
+    meta = {"general.name": ("tiny", gguf.GGUFValueType.STRING),
+            "llama.context_length": (4096, gguf.GGUFValueType.UINT32),
+            "llama.rope.freq_base": (10000.0, gguf.GGUFValueType.FLOAT32),
+            "general.file_type": (7, gguf.GGUFValueType.UINT64),
+            "tokenizer.ggml.tokens": (["<s>", "a", "b"], gguf.GGUFValueType.ARRAY),
+            "tokenizer.ggml.scores": ([0.5, -1.0, 2.0], gguf.GGUFValueType.ARRAY),
+            "tokenizer.ggml.add_bos_token": (True, gguf.GGUFValueType.BOOL)}
+    sources = write_gguf(tmp_path / "m.gguf", GGUF_SPECS, meta)
+    return tmp_path / "m.gguf", sources
+
+
+def test_gguf_round_trip_is_byte_identical(tmp_path: Path) -> None:
+    gguf = require_peer("gguf")
+    from gguf.quants import dequantize
+
+    model, sources = _gguf_model(tmp_path)
+    hg.convert(model, tmp_path / "m.hrry")
+    result = hg.export(tmp_path / "m.hrry", tmp_path / "back.gguf")
+    assert result.tensors == len(GGUF_SPECS) and result.kinds["Q5_0"] == 3
+    assert (tmp_path / "back.gguf").read_bytes() == model.read_bytes()
+    want, got = gguf.GGUFReader(model), gguf.GGUFReader(tmp_path / "back.gguf")
+    assert list(got.fields) == list(want.fields)
+    for key, field in want.fields.items():
+        assert got.fields[key].types == field.types, key
+        assert [bytes(p) for p in got.fields[key].parts] == [bytes(p) for p in field.parts], key
+    for t in got.tensors:
+        raw, qtype = sources[t.name]
+        assert t.tensor_type == qtype and bytes(t.data) == raw.tobytes(), t.name
+        if t.tensor_type.name.startswith("I"):
+            continue  # gguf-py dequantizes no integer types; their bytes are equal above
+        back = dequantize(t.data, t.tensor_type)
+        assert np.array_equal(back.view(np.uint8), dequantize(raw, qtype).view(np.uint8))
+
+
+def test_hurray_quantized_tensors_become_the_smallest_exact_ggml_type(tmp_path: Path) -> None:
+    gguf = require_peer("gguf")
+    rng = stable_rng("export", "requant")
+    scales = rng.uniform(0.01, 2, 8).astype(np.float16)
+    made = {name: quantized_tensor(rng.integers(lo, hi + 1, (4, 64)), "int8", "per_block",
+                                   axis=1, scales=scales, scale_type="float16")
+            for name, lo, hi in (("wide", -127, 127), ("narrow", -16, 15), ("over", 16, 16),
+                                 ("under", -17, -17))}
+    hg.save(tmp_path / "q.hrry", made, metadata={"note": "mine", "n": 3})
+    hg.export(tmp_path / "q.hrry", tmp_path / "q.gguf")
+    reader = gguf.GGUFReader(tmp_path / "q.gguf")
+    kinds = {t.name: t.tensor_type.name for t in reader.tensors}
+    assert kinds == {"wide": "Q8_0", "narrow": "Q5_0", "over": "Q8_0", "under": "Q8_0"}
+    for t in reader.tensors:
+        want = hg.materialize(made[t.name], "float32").numpy()
+        got = gguf.quants.dequantize(t.data, t.tensor_type).reshape(want.shape)
+        assert np.array_equal(got.view(np.uint32), want.view(np.uint32)), t.name
+    assert bytes(reader.fields["hurray.note"].parts[-1]) == b"mine"
+    assert int(reader.fields["hurray.n"].parts[-1][0]) == 3
+
+
+def test_safetensors_round_trip_matches_the_package_byte_for_byte(tmp_path: Path) -> None:
+    st = require_peer("safetensors.numpy")
+    rng = stable_rng("export", "safetensors")
+    kinds = [np.bool_, np.uint8, np.int8, np.int16, np.uint16, np.float16, ml_dtypes.bfloat16,
+             np.int32, np.uint32, np.float32, np.float64, np.int64, np.uint64,
+             ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2, np.complex64]
+    arrays = {f"t{i}.{np.dtype(k).name}": (rng.normal(size=(3, 5)) * 4).astype(k)
+              for i, k in enumerate(kinds)}
+    arrays["empty"] = np.zeros((0, 4), np.float32)
+    st.save_file(arrays, str(tmp_path / "a.safetensors"), metadata={"format": "pt"})
+    hg.convert(tmp_path / "a.safetensors", tmp_path / "a.hrry")
+    hg.export(tmp_path / "a.hrry", tmp_path / "b.safetensors")
+    assert (tmp_path / "b.safetensors").read_bytes() == (tmp_path / "a.safetensors").read_bytes()
+    from safetensors import safe_open
+
+    with safe_open(str(tmp_path / "b.safetensors"), "numpy") as f:
+        for name, a in arrays.items():
+            if "float8" in name:
+                continue  # safetensors.numpy cannot load them; their bytes are equal above
+            assert f.get_tensor(name).tobytes() == a.tobytes(), name
+
+
+def test_npz_and_torch_sources_export_to_safetensors(tmp_path: Path) -> None:
+    st = require_peer("safetensors.numpy")
+    torch = require_peer("torch")
+    rng = stable_rng("export", "npz")
+    fortran = np.asfortranarray(rng.normal(size=(3, 4)))
+    swapped = rng.integers(-9, 9, 6).astype(">i4")
+    np.savez(tmp_path / "a.npz", f=fortran, s=swapped, b=np.array([True, False, True]))
+    hg.convert(tmp_path / "a.npz", tmp_path / "a.hrry")
+    hg.export(tmp_path / "a.hrry", tmp_path / "a.safetensors")
+    back = st.load_file(str(tmp_path / "a.safetensors"))
+    assert np.array_equal(back["f"], fortran) and back["f"].flags.c_contiguous
+    assert back["s"].dtype == np.int32 and np.array_equal(back["s"], swapped)
+    assert np.array_equal(back["b"], [True, False, True])
+    w = torch.randn(4, 8, generator=torch.Generator().manual_seed(5)).to(torch.bfloat16)
+    torch.save({"w": w, "step": 3}, tmp_path / "sd.pt")
+    hg.convert(tmp_path / "sd.pt", tmp_path / "sd.hrry")
+    hg.export(tmp_path / "sd.hrry", tmp_path / "sd.safetensors")
+    from safetensors import safe_open
+
+    with safe_open(str(tmp_path / "sd.safetensors"), "pt") as f:
+        assert torch.equal(f.get_tensor("w"), w) and f.metadata() == {"torch.step": "3"}
+
+
+def test_refusals_are_typed_and_write_nothing(tmp_path: Path) -> None:
+    model, _ = _gguf_model(tmp_path)
+    hg.convert(model, tmp_path / "m.hrry")
+    with pytest.raises(UnsupportedConversionError, match=r"tensor 'Q8_0.0'.*Fix:.*dequantize"):
+        hg.export(tmp_path / "m.hrry", tmp_path / "m.safetensors")
+    assert not (tmp_path / "m.safetensors").exists()
+    hg.save(tmp_path / "u.hrry", {"u": np.arange(4, dtype=np.uint16)})
+    with pytest.raises(UnsupportedConversionError, match="'u'.*uint16.*GGUF carries"):
+        hg.export(tmp_path / "u.hrry", tmp_path / "u.gguf")
+    with pytest.raises(ConversionError, match="export format"):
+        hg.export(tmp_path / "u.hrry", tmp_path / "u.bin")
+    with pytest.raises(ConversionError, match="not a float type"):
+        hg.export(tmp_path / "u.hrry", tmp_path / "u.gguf", dequantize="int8")
+    hg.save(tmp_path / "r.hrry", {"__metadata__": np.ones(2, np.float32)})
+    with pytest.raises(UnsupportedConversionError, match="reserves this name"):
+        hg.export(tmp_path / "r.hrry", tmp_path / "r.safetensors")
+
+
+def test_dequantize_writes_the_dequantized_values(tmp_path: Path) -> None:
+    st = require_peer("safetensors.numpy")
+    model, _ = _gguf_model(tmp_path)
+    hg.convert(model, tmp_path / "m.hrry")
+    result = hg.export(tmp_path / "m.hrry", tmp_path / "m.safetensors", dequantize="bfloat16")
+    assert "Q4_1.2" in result.dequantized and "F32.0" not in result.dequantized
+    back = st.load_file(str(tmp_path / "m.safetensors"))
+    with hg.open_file(tmp_path / "m.hrry") as f:
+        for name in ("Q4_1.2", "Q5_0.1", "Q8_0.0"):
+            want = hg.materialize(f.read(name), "bfloat16").numpy()
+            assert back[name].dtype == ml_dtypes.bfloat16
+            assert back[name].tobytes() == want.tobytes(), name
+        assert back["F16.1"].tobytes() == f.read("F16.1").numpy().tobytes()
+
+
+def test_cli_export(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    model, _ = _gguf_model(tmp_path)
+    hg.convert(model, tmp_path / "m.hrry")
+    out = tmp_path / "o.gguf"
+    assert main(["export", str(tmp_path / "m.hrry"), str(out)]) == 0
+    assert "29 tensors" in capsys.readouterr().out and out.read_bytes() == model.read_bytes()
+    assert main(["export", str(tmp_path / "m.hrry"), str(out)]) == 1  # exists: --force
+    assert main(["export", str(tmp_path / "m.hrry"), str(tmp_path / "o.safetensors")]) == 1
+    assert "Fix:" in capsys.readouterr().err
+    assert main(["export", str(tmp_path / "m.hrry"), str(tmp_path / "o.safetensors"),
+                 "--dequantize", "float32", "--json"]) == 0
+    assert '"dequantized"' in capsys.readouterr().out
+
+
+def test_gguf_metadata_types_are_restored_and_bad_ones_refused(tmp_path: Path) -> None:
+    gguf = require_peer("gguf")
+    meta = {"gguf.version": 3, "gguf.a.empty": "[]", "gguf.a.small": [1, 2, 3],
+            "gguf.a.f": 0.5, "gguf.a.name": "x",
+            "gguf.value_types": ["a.empty=ARRAY[INT32]", "a.small=ARRAY[UINT16]",
+                                 "a.f=FLOAT32", "a.name=STRING"]}
+    hg.save(tmp_path / "m.hrry", {"w": np.ones(4, np.float32)}, metadata=meta)
+    hg.export(tmp_path / "m.hrry", tmp_path / "m.gguf")
+    fields = gguf.GGUFReader(tmp_path / "m.gguf").fields
+    assert [f.types for f in (fields["a.small"], fields["a.f"])] == [
+        [gguf.GGUFValueType.ARRAY, gguf.GGUFValueType.UINT16], [gguf.GGUFValueType.FLOAT32]]
+    assert fields["a.small"].contents() == [1, 2, 3] and fields["a.f"].contents() == 0.5
+    # an empty array: type ARRAY, element type INT32, length 0 (gguf-py keeps no types for it)
+    assert [int(p[0]) for p in fields["a.empty"].parts[2:]] == [9, 5, 0]
+    meta["gguf.value_types"] = ["a.small=ARRAY[ARRAY[?]]"]
+    hg.save(tmp_path / "bad.hrry", {"w": np.ones(4, np.float32)}, metadata=meta)
+    with pytest.raises(UnsupportedConversionError, match=r"'a.small'.*Fix:"):
+        hg.export(tmp_path / "bad.hrry", tmp_path / "bad.gguf")
+    assert not (tmp_path / "bad.gguf").exists()
+
+
+def test_other_layouts_are_written_row_major(tmp_path: Path) -> None:
+    st = require_peer("safetensors.numpy")
+    gguf = require_peer("gguf")
+    from hurray_gpu.format.descriptor.layouts import Morton, Strided, Tiled
+
+    x = stable_rng("export", "layouts").normal(size=(6, 8)).astype(np.float32)
+    layouts = {"tiled": Tiled((4, 4)), "morton": Morton((3, 3)), "reversed": Strided((-8, 1))}
+    made = {name: hg.relayout(hg.Tensor.from_numpy(x), lay) for name, lay in layouts.items()}
+    assert {t.descriptor.layout_tag for t in made.values()} == {0x03, 0x04, 0x05}
+    hg.save(tmp_path / "l.hrry", made)
+    hg.export(tmp_path / "l.hrry", tmp_path / "l.safetensors")
+    hg.export(tmp_path / "l.hrry", tmp_path / "l.gguf")
+    back = st.load_file(str(tmp_path / "l.safetensors"))
+    assert all(np.array_equal(back[name], x) for name in layouts)
+    for t in gguf.GGUFReader(tmp_path / "l.gguf").tensors:
+        assert np.array_equal(np.asarray(t.data).reshape(6, 8), x), t.name
