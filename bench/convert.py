@@ -32,7 +32,8 @@ ROW = 4096  # elements per row of every synthetic tensor
 # (name in the report, GGML types of the file's tensors, share of --size-mib)
 CASES = (("direct (F32, F16, BF16)", ("F32", "F16", "BF16"), 1.0), ("Q8_0", ("Q8_0",), 0.25),
          ("Q4_0", ("Q4_0",), 0.25), ("Q5_0", ("Q5_0",), 0.25), ("Q4_1", ("Q4_1",), 0.25),
-         ("Q5_1", ("Q5_1",), 0.25),
+         ("Q5_1", ("Q5_1",), 0.25), ("Q4_K", ("Q4_K",), 0.25), ("Q5_K", ("Q5_K",), 0.25),
+         ("MXFP4", ("MXFP4",), 0.25),
          ("bnb NF4 (safetensors)", ("bnb-nf4",), 0.25),
          ("CT int4 (safetensors)", ("ct-int4",), 0.25))
 
@@ -79,7 +80,8 @@ def write_synthetic(path: Path, kinds: tuple[str, ...], total_bytes: int,
     writer.write_ti_data_to_file()
     for _, qtype, block, size, rows, row_bytes in plan:
         raw = rng.integers(0, 256, (rows, row_bytes), dtype=np.uint8)
-        if block > 1:  # f16 scale (and Q4_1/Q5_1 offset) 0.01: finite and nonzero
+        if block > 1:  # f16 scale (and Q4_1/Q5_1/Q4_K/Q5_K offset) 0.01: finite and nonzero;
+            # MXFP4's e8m0 byte 0x1F and three code bytes
             raw.reshape(-1, size)[:, :4] = np.frombuffer(np.float16([0.01, 0.01]).tobytes(),
                                                          np.uint8)
         elif qtype.name in ("F16", "BF16"):

@@ -111,7 +111,9 @@ PER_FILE_CAP = 800
 #   GGML block re-encoding with the zero-scale repair reversed, GGUF KV with its value types
 #   restored), `hurray-gpu export`, typed refusals and --dequantize.
 # - +4: the converter's two private bounds (bnb quant_state, compressed-tensors config.json) registered.
-TOTAL_BUDGET = 39_652
+# - +234: GGUF Q2_K to Q6_K, IQ4_NL, IQ4_XS and MXFP4 converted bit-exactly (f32 sub-block
+#   scales, overlay-add mins, e8m0 0x00 re-encoded for zero blocks; the rest refused by name).
+TOTAL_BUDGET = 39_886
 PACKAGES = ("hurray_gpu", "vyre")
 
 

@@ -11,8 +11,15 @@ import pytest
 import hurray_gpu as hg
 from hurray_gpu.errors import UnsupportedConversionError
 from hurray_gpu.ops import dequantize, materialize
-from tests._support import require_peer
-from tests.hurray._convert_samples import MAPPED, SHAPES, write_gguf
+from tests._support import require_peer, stable_rng
+from tests.hurray._convert_samples import (
+    IMPORTED,
+    K_MAPPED,
+    K_SHAPES,
+    MAPPED,
+    SHAPES,
+    write_gguf,
+)
 
 QUANTIZED = ("Q8_0", "Q4_0", "Q5_0", "Q4_1", "Q5_1")
 
@@ -26,22 +33,27 @@ def _f32_on(t: object, device: object) -> np.ndarray:
     return out.to("cpu").numpy()
 
 
+def _shapes(kind: str) -> tuple[tuple[int, ...], ...]:
+    return K_SHAPES if kind in K_MAPPED else SHAPES
+
+
 @pytest.fixture(scope="module")
 def converted(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
     folder = tmp_path_factory.mktemp("gguf")
-    specs = [(f"{kind}.{i}", kind, shape) for kind in MAPPED for i, shape in enumerate(SHAPES)]
+    specs = [(f"{kind}.{i}", kind, shape) for kind in MAPPED + IMPORTED + K_MAPPED
+             for i, shape in enumerate(_shapes(kind))]
     raw = write_gguf(folder / "model.gguf", specs)
     hg.convert(folder / "model.gguf", folder / "model.hrry")
     return folder / "model.hrry", raw
 
 
-@pytest.mark.parametrize("kind", MAPPED)
+@pytest.mark.parametrize("kind", MAPPED + IMPORTED + K_MAPPED)
 def test_every_mapped_type_dequantizes_like_gguf_py(device, kind: str, converted) -> None:
     from gguf.quants import dequantize as gguf_dequantize
 
     path, raw = converted
     with hg.open_file(path) as f:
-        for i, shape in enumerate(SHAPES):
+        for i, shape in enumerate(_shapes(kind)):
             data, qtype = raw[f"{kind}.{i}"]
             want = np.asarray(gguf_dequantize(data, qtype), np.float32)
             t = f.read(f"{kind}.{i}")
@@ -53,20 +65,29 @@ def test_every_mapped_type_dequantizes_like_gguf_py(device, kind: str, converted
 def test_quantized_types_take_their_hurray_forms(converted) -> None:
     path, _ = converted
     forms = {"Q8_0": "int8", "Q4_0": "int4", "Q5_0": "int8", "F32": "float32",
-             "F16": "float16", "BF16": "bfloat16", "Q4_1": "uint4", "Q5_1": "uint8"}
+             "F16": "float16", "BF16": "bfloat16", "Q4_1": "uint4", "Q5_1": "uint8",
+             "Q6_K": "int8", "Q3_K": "int4", "Q2_K": "uint2", "Q4_K": "uint4", "Q5_K": "uint8",
+             "IQ4_NL": "int8", "IQ4_XS": "int8", "MXFP4": "float4_e2m1"}
+    # block size and scale type of the per-block affine types (f32: K-quant sub-block scales)
+    blocks = {**dict.fromkeys(QUANTIZED, (32, 0x01)), "IQ4_NL": (32, 0x03),
+              "IQ4_XS": (32, 0x03), "Q4_K": (32, 0x03), "Q5_K": (32, 0x03),
+              "Q6_K": (16, 0x03), "Q3_K": (16, 0x03), "Q2_K": (16, 0x03)}
     with hg.open_file(path) as f:
         for kind, storage in forms.items():
             t = f.read(f"{kind}.1")
-            if kind in ("Q4_1", "Q5_1"):  # float32 overlay add: base d * q, correction m
+            if kind in ("Q4_1", "Q5_1", "Q2_K", "Q4_K", "Q5_K"):  # overlay add of the offsets
                 assert t.dtype.name == "float32" and t.layout.combine_op == 2
                 base, offsets = t.members
                 assert (base.dtype.name, offsets.dtype.name) == (storage, "uint2")
+                assert offsets.descriptor.quantization.block_size == blocks[kind][0]
                 t = base
             assert t.dtype.name == storage
             quant = t.descriptor.quantization
-            if kind in QUANTIZED:  # symmetric per-block, block 32 on the innermost axis, f16
-                assert (quant.SCHEME, quant.axis, quant.block_size) == (0x03, 1, 32)
-                assert quant.symmetric and quant.scale_type_tag == 0x01
+            if kind in blocks:  # symmetric per-block on the innermost axis
+                assert (quant.SCHEME, quant.axis) == (0x03, 1) and quant.symmetric
+                assert (quant.block_size, quant.scale_type_tag) == blocks[kind]
+            elif kind == "MXFP4":
+                assert (quant.SCHEME, quant.axis, quant.block_size) == (0x05, 1, 32)
             else:
                 assert quant is None
 
@@ -75,13 +96,18 @@ def _one_block(path: Path, kind: str, d_bits: int, codes: np.ndarray,
                m_bits: int | None = None) -> Path:
     """A GGUF file with one hand-made block (scale bits ``d_bits``, offset bits ``m_bits`` for
     Q4_1, 4-bit/8-bit ``codes``)."""
-    gguf = require_peer("gguf")
     head = np.array([d_bits] + ([] if m_bits is None else [m_bits]), "<u2").view(np.uint8)
     if kind == "Q8_0":
         block = np.concatenate([head, codes.astype(np.int8).view(np.uint8)])
     else:  # Q4_0/Q4_1: element j in the low nibble of byte j, element j + 16 in its high one
         nib = codes.astype(np.uint8)
         block = np.concatenate([head, nib[:16] | (nib[16:] << 4)])
+    return _raw_block(path, kind, block)
+
+
+def _raw_block(path: Path, kind: str, block: np.ndarray) -> Path:
+    """A GGUF file holding one tensor ``t`` of the block bytes ``block``."""
+    gguf = require_peer("gguf")
     writer = gguf.GGUFWriter(str(path), "llama")
     writer.add_tensor("t", block.reshape(1, -1), raw_dtype=getattr(gguf.GGMLQuantizationType,
                                                                    kind))
@@ -135,6 +161,70 @@ def test_an_infinite_scale_or_offset_is_refused(tmp_path: Path) -> None:
         hg.convert(src, tmp_path / "n.hrry")
 
 
+def _q6_k(d_bits: int, scales: list[int], low: int = 0, high: int = 0) -> np.ndarray:
+    """One Q6_K super-block: ql bytes ``low``, qh bytes alternately ``high`` and 0 (codes
+    q - 32), int8 sub-block scales."""
+    ql, qh = np.full(128, low, np.uint8), np.resize(np.array([high, 0], np.uint8), 64)
+    sc = np.array(scales, np.int8).view(np.uint8)
+    return np.concatenate([ql, qh, sc, np.array([d_bits], "<u2").view(np.uint8)])
+
+
+def _q4_k(d_bits: int, dmin_bits: int) -> np.ndarray:
+    """One Q4_K super-block with random scales, mins and codes."""
+    rest = stable_rng("q4_k", d_bits, dmin_bits).integers(0, 256, 140, dtype=np.uint8)
+    return np.concatenate([np.array([d_bits, dmin_bits], "<u2").view(np.uint8), rest])
+
+
+def _mxfp4(e: int, codes: list[int]) -> np.ndarray:
+    """One MXFP4 block: e8m0 byte ``e``, 4-bit codes in gguf-py's order (element j low nibble of
+    byte j, element j + 16 its high nibble)."""
+    nib = np.resize(np.array(codes, np.uint8), 32)
+    return np.concatenate([[np.uint8(e)], nib[:16] | (nib[16:] << 4)]).astype(np.uint8)
+
+
+@pytest.mark.parametrize(("kind", "block"), [
+    ("Q6_K", _q6_k(0x3C00, [0] + [1] * 15)),           # sc 0, codes -32: -0.0 in sub-block 0
+    ("Q6_K", _q6_k(0xBC00, [0, -3] * 8, low=0x99)),    # d < 0, sc 0, codes -23: +0.0
+    ("Q6_K", _q6_k(0x0000, [5] * 16, low=0xFF)),       # d = +0, codes -17: -0.0 everywhere
+    ("Q4_K", _q4_k(0x0000, 0x8000)),                   # +0 * q - (-0 * m) = +0
+    ("Q4_K", _q4_k(0x8000, 0x0000)),                   # -0 * q - (+0 * m) = -0
+    ("Q4_K", _q4_k(0x2E66, 0x8001)),                   # dmin a negative subnormal
+    ("MXFP4", _mxfp4(0x00, [0, 8])),                   # e8m0 0x00, zero codes: re-encoded
+    ("MXFP4", _mxfp4(0x7F, list(range(16)))),          # nibble 8 is +0.0 in gguf-py
+    ("MXFP4", _mxfp4(0x01, list(range(16)))),          # 2^-127 * v: subnormal values
+    ("MXFP4", _mxfp4(0xFE, [1, 9, 2, 10])),            # 2^126 * v, finite
+])
+def test_hand_made_super_blocks_dequantize_like_gguf_py(device, tmp_path: Path, kind: str,
+                                                        block: np.ndarray) -> None:
+    gguf = require_peer("gguf")
+    from gguf.quants import dequantize as gguf_dequantize
+
+    src = _raw_block(tmp_path / "k.gguf", kind, block)
+    hg.convert(src, tmp_path / "k.hrry", device=device)
+    raw = gguf.GGUFReader(str(src)).tensors[0].data
+    want = np.asarray(gguf_dequantize(raw, getattr(gguf.GGMLQuantizationType, kind)),
+                      np.float32)
+    with hg.open_file(tmp_path / "k.hrry") as f:
+        got = _f32_on(f.read("t"), device)
+    assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
+
+
+@pytest.mark.parametrize(("kind", "block", "why"), [
+    ("Q6_K", _q6_k(0x3C00, [1] * 3 + [0] * 13, 0x5A, 0xFF), "sub-block 3 has a zero scale and "
+     "codes of both signs"),
+    ("Q6_K", _q6_k(0x7C00, [1] * 16), "sub-block 0 has an infinite or NaN scale"),
+    ("Q4_K", _q4_k(0x3C00, 0x7E00), "sub-block 0 has an infinite or NaN min"),
+    ("MXFP4", _mxfp4(0x00, [0, 1]), "block 0 has e8m0 scale byte 0x00 and nonzero codes"),
+    ("MXFP4", _mxfp4(0xFF, [0]), "block 0 has e8m0 scale byte 0xFF"),
+])
+def test_super_blocks_hurray_cannot_reproduce_are_refused(tmp_path: Path, kind: str,
+                                                          block: np.ndarray, why: str) -> None:
+    src = _raw_block(tmp_path / "r.gguf", kind, block)
+    with pytest.raises(UnsupportedConversionError, match=f"'t'.*{kind}.*{why}"):
+        hg.convert(src, tmp_path / "r.hrry")
+    assert not (tmp_path / "r.hrry").exists()
+
+
 def test_convert_checks_every_tensor_on_the_device(device, tmp_path: Path) -> None:
     specs = [(f"{kind}", kind, (2, 64)) for kind in MAPPED]
     write_gguf(tmp_path / "c.gguf", specs)
@@ -146,7 +236,8 @@ def test_empty_quantized_tensors_convert(device, tmp_path: Path) -> None:
     # Found by fuzz/convert.py: a block type with no blocks once failed to reshape its scales.
     gguf = require_peer("gguf")
     writer = gguf.GGUFWriter(str(tmp_path / "e.gguf"), "llama")
-    for kind in QUANTIZED:
+    kinds = QUANTIZED + IMPORTED + K_MAPPED
+    for kind in kinds:
         block, size = gguf.GGML_QUANT_SIZES[getattr(gguf.GGMLQuantizationType, kind)]
         writer.add_tensor(kind, np.zeros((0, size), np.uint8),
                           raw_dtype=getattr(gguf.GGMLQuantizationType, kind))
@@ -156,5 +247,5 @@ def test_empty_quantized_tensors_convert(device, tmp_path: Path) -> None:
     writer.close()
     hg.convert(tmp_path / "e.gguf", tmp_path / "e.hrry", device=device)
     with hg.open_file(tmp_path / "e.hrry") as f:
-        for kind in QUANTIZED:
-            assert _f32_on(f.read(kind), device).shape == (0, 32)
+        for kind in kinds:
+            assert _f32_on(f.read(kind), device).shape == (0, 256 if kind in K_MAPPED else 32)

@@ -210,3 +210,22 @@ def test_other_layouts_are_written_row_major(tmp_path: Path) -> None:
     assert all(np.array_equal(back[name], x) for name in layouts)
     for t in gguf.GGUFReader(tmp_path / "l.gguf").tensors:
         assert np.array_equal(np.asarray(t.data).reshape(6, 8), x), t.name
+
+
+def test_k_quant_iq4_and_mxfp4_forms_export_only_dequantized(tmp_path: Path) -> None:
+    # Their Hurray forms (f32 sub-block scales, table codes, MXFP) have no GGML encoder yet.
+    gguf = require_peer("gguf")
+    from gguf.quants import dequantize
+
+    specs = [("k4", "Q4_K", (2, 256)), ("k6", "Q6_K", (3, 256)), ("mx", "MXFP4", (2, 64)),
+             ("nl", "IQ4_NL", (2, 64))]
+    sources = write_gguf(tmp_path / "k.gguf", specs)
+    hg.convert(tmp_path / "k.gguf", tmp_path / "k.hrry")
+    with pytest.raises(UnsupportedConversionError, match="tensor 'k4'"):
+        hg.export(tmp_path / "k.hrry", tmp_path / "k2.gguf")
+    hg.export(tmp_path / "k.hrry", tmp_path / "k2.gguf", dequantize="float32")
+    for t in gguf.GGUFReader(tmp_path / "k2.gguf").tensors:
+        want = dequantize(*sources[t.name]).astype(np.float32)
+        got = np.asarray(t.data).reshape(want.shape)
+        assert t.tensor_type.name == "F32" and np.array_equal(got.view(np.uint32),
+                                                               want.view(np.uint32)), t.name

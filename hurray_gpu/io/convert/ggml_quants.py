@@ -46,10 +46,11 @@ _REP, _SEL = np.uint64(0x0101010101010101), np.uint64(0x8040201008040201)
 _ROUND, _TOP = np.uint64(0x7F7F7F7F7F7F7F7F), np.uint64(0x8080808080808080)
 _BIT4, _THREE, _FIFTEEN = np.uint64(0x1010101010101010), np.uint64(3), np.uint64(15)
 
-def _parts(blocks: int) -> list[slice]:
-    """Steps of _PART_BLOCKS blocks: temporaries stay in the cache, and peak memory stays the
-    tensor's bytes in and out plus a constant."""
-    return [slice(i, i + _PART_BLOCKS) for i in range(0, blocks, _PART_BLOCKS)]
+def _parts(blocks: int, per: int = 32) -> list[slice]:
+    """Steps of _PART_BLOCKS 32-element blocks (fewer blocks of ``per`` elements): temporaries
+    stay in the cache, and peak memory stays the tensor's bytes in and out plus a constant."""
+    step = _PART_BLOCKS * 32 // per
+    return [slice(i, i + step) for i in range(0, blocks, step)]
 
 
 def _half(blocks: np.ndarray, index: int) -> np.ndarray:
@@ -101,10 +102,11 @@ def _repair(src: SourceFile, entry: SourceTensor, d: np.ndarray, what: str,
 
 
 def _per_block(storage: str, shape: tuple[int, ...], codes: np.ndarray, scales: np.ndarray,
-               role: int | None = None) -> TensorLike:
-    """Scheme 0x03 along the innermost axis: block 32, symmetric, f16 scales (buffer 1); an
-    overlay member spanning ``shape`` when ``role`` is given."""
-    quant = PerBlockAffine(max(len(shape) - 1, 0), 32, 1, None, 0x01)
+               role: int | None = None, block: int = 32, scale_tag: int = 0x01) -> TensorLike:
+    """Scheme 0x03 along the innermost axis: symmetric, ``block`` elements per scale
+    (``scale_tag`` 0x01 f16, 0x03 f32; buffer 1); an overlay member spanning ``shape`` when
+    ``role`` is given."""
+    quant = PerBlockAffine(max(len(shape) - 1, 0), block, 1, None, scale_tag)
     handles = (BufferHandle(codes.nbytes, 64), BufferHandle(scales.nbytes, 64))
     shard = None if role is None else Shard(shape, (0,) * len(shape))
     desc = TensorDescriptor(by_name(storage), shape, RowMajor(), handles, quantization=quant,
@@ -133,16 +135,18 @@ def _nibbles(qs: np.ndarray) -> np.ndarray:
 
 
 def _repack4(qs: np.ndarray, codes: np.ndarray, flip: np.uint64) -> None:
-    """GGML nibble order -> Hurray's (element 2k low, 2k + 1 high in byte k, LSB first), in
+    """GGML nibble order (rows of 2h bytes: element j < 2h the low nibble of byte j, element
+    j + 2h its high nibble) -> Hurray's (element 2k low, 2k + 1 high in byte k, LSB first), in
     64-bit lanes (1.6x byte operations), xor ``flip`` per lane."""
+    half = qs.shape[1] // 2
     for part in _parts(qs.shape[0]):
         lanes = np.ascontiguousarray(qs[part]).view("<u8")
         mixed = (lanes & _KEEP) | ((lanes & _DOWN) >> _FOUR)
         mixed |= (lanes & _UP) << _FOUR
         mixed ^= flip
-        pairs = mixed.view(np.uint8).reshape(-1, 8, 2)
-        np.copyto(codes[part, :8], pairs[:, :, 0])
-        np.copyto(codes[part, 8:], pairs[:, :, 1])
+        pairs = mixed.view(np.uint8).reshape(-1, half, 2)
+        np.copyto(codes[part, :half], pairs[:, :, 0])
+        np.copyto(codes[part, half:], pairs[:, :, 1])
 
 
 def _q5(blocks: np.ndarray, out: np.ndarray, minus: int) -> np.ndarray:

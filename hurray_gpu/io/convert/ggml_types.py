@@ -1,7 +1,7 @@
 """GGML tensor types -> Hurray tensors: the type table, one mapping per type (bit-exact with
 gguf-py's own dequantization, ``gguf.quants``), and for every other type a refusal that says
-why. Direct types keep their bytes; the block types are in :mod:`ggml_quants`. Later slices
-(K-quants, IQ4_NL, MXFP4) add entries to MAPPINGS and remove them from _REFUSED.
+why. Direct types keep their bytes; the 32-element block types are in :mod:`ggml_quants`, the
+K-quants, IQ4_NL/IQ4_XS and MXFP4 in :mod:`ggml_kquants`.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
+from hurray_gpu.io.convert.ggml_kquants import KQUANTS
 from hurray_gpu.io.convert.ggml_quants import FIX_REQUANT, QUANTS
 from hurray_gpu.io.convert.source import (
     Converted,
@@ -44,15 +45,9 @@ _REFUSED = {
     "Q8_1": "Q8_1 is llama.cpp's intermediate type for activations (it also stores d * sum(q)),"
             " not a weight type; nothing to carry",
     "Q8_K": "Q8_K is llama.cpp's intermediate type for dot products, not a weight type",
-    "IQ4_NL": f"4-bit codes into a fixed 16-entry non-uniform table: {_LATER}",
-    "IQ4_XS": f"IQ4_NL codes with 6-bit sub-block scales in 256-element super-blocks: {_LATER}",
-    "MXFP4": f"maps to Hurray MXFP (float4_e2m1 elements, e8m0 scales, block 32): {_LATER}",
     "TQ1_0": f"ternary values packed five to a byte in base 3: {_LATER}",
     "TQ2_0": f"ternary values as 2-bit codes with one f16 scale per 256: {_LATER}",
 }
-for _k in ("Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K"):
-    _REFUSED[_k] = (f"a K-quant: 256-element super-blocks with quantized sub-block scales (and "
-                    f"float mins for Q2_K/Q4_K/Q5_K): {_LATER}")
 for _k in ("IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ3_XXS", "IQ3_S", "IQ1_S", "IQ1_M"):
     _REFUSED[_k] = ("an i-quant: values are entries of a lattice codebook (grid tables) with "
                     "sign masks, which no Hurray quantization scheme expresses")
@@ -99,7 +94,7 @@ def mapping(src: SourceFile, name: str, kind: str, type_id: int) -> GGMLMapping:
         raise refuse(src, (name, kind), "this GGML type id is unknown to this converter "
                      "(a newer or private ggml type)", "convert the model with a llama.cpp "
                      "quantization this converter supports (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, "
-                     "Q5_1).")
+                     "Q5_1, Q2_K to Q6_K, IQ4_NL, IQ4_XS, MXFP4).")
     raise refuse(src, (name, kind), _REFUSED[kind], FIX_REQUANT)
 
 
@@ -120,3 +115,5 @@ MAPPINGS: dict[str, GGMLMapping] = {
     kind: GGMLMapping(kind, 1, size, _direct(hurray, np_dtype))
     for kind, hurray, np_dtype, size in _DIRECT}
 MAPPINGS.update({kind: GGMLMapping(kind, 32, size, fn) for kind, (size, fn) in QUANTS.items()})
+MAPPINGS.update({kind: GGMLMapping(kind, block, size, fn)
+                 for kind, (block, size, fn) in KQUANTS.items()})
