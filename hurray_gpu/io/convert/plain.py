@@ -32,6 +32,7 @@ from hurray_gpu.io.convert.source import (
     element_count,
     refuse,
 )
+from hurray_gpu.io.convert.torchao_mx import is_mx, load_mx, mx_entry, safe_globals
 from hurray_gpu.parts import TensorLike, assemble
 
 __all__ = ["ZIP_ERRORS", "NpzSource", "SafetensorsSource", "TorchSource", "plain_tensor"]
@@ -279,8 +280,10 @@ class TorchSource:
             raise refuse(src, ("(file)", "pytorch"), "reading PyTorch checkpoints needs torch",
                          "pip install torch (the CPU build is enough).") from None
         try:
-            obj = self._torch.load(src.path, map_location="cpu", weights_only=True,
-                                   mmap=zipfile.is_zipfile(src.path))
+            # torchao MX tensors load as stand-ins (torchao_mx.safe_globals): no torchao code runs
+            with self._torch.serialization.safe_globals(safe_globals(self._torch)):
+                obj = self._torch.load(src.path, map_location="cpu", weights_only=True,
+                                       mmap=zipfile.is_zipfile(src.path))
         except Exception as exc:  # torch raises many types for a bad or unsafe pickle
             raise src.fail(f"torch.load(weights_only=True) refused it ({type(exc).__name__}: "
                            f"{str(exc)[:200]})", fix="save the checkpoint with torch.save("
@@ -306,6 +309,8 @@ class TorchSource:
                              "and str/int/float/bool values can be carried", _FIX_DTYPE)
 
     def _entry(self, name: str, t: Any) -> SourceTensor:
+        if is_mx(t):
+            return mx_entry(self.src, name, t, self._torch)
         kind = str(t.dtype).removeprefix("torch.")
         hurray = {"float8_e4m3fn": "float8_e4m3", "complex64": "complex64"}.get(kind, kind)
         if t.layout != self._torch.strided or t.is_quantized or hurray not in _ST_TYPES.values():
@@ -324,6 +329,8 @@ class TorchSource:
 
     def load(self, entry: SourceTensor) -> Converted:
         """One tensor's bytes (a view of the mapped file when contiguous) as a Hurray tensor."""
+        if entry.kind.startswith("mx-"):
+            return load_mx(self.src, entry, self._tensors.pop(entry.name), self._torch)
         t = self._tensors.pop(entry.name).contiguous().reshape(-1)
         raw = t.view(self._torch.uint8).numpy() if t.numel() else np.empty(0, np.uint8)
         return _load_checked(self.src, entry, entry.kind, raw)
