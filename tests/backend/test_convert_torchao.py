@@ -1,0 +1,74 @@
+"""hg.convert of torchao MX tensors (a ``torch.save`` state dict that torchao itself wrote):
+every device decodes each weight bit for bit as torchao's ``MXTensor.dequantize`` does, in
+float32 and bfloat16, for every MX element type, with plain and swizzled scales and with the
+all-zero blocks torchao gives the scale byte 0x00."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import hurray_gpu as hg
+from hurray_gpu.ops import dequantize
+from tests._support import require_peer, stable_rng
+
+ELEMS = ["float8_e4m3fn", "float8_e5m2", "fp6_e2m3", "fp6_e3m2", "float4_e2m1fn_x2"]
+
+
+def write_mx(path: Path) -> dict[str, Any]:
+    """torchao's MXTensor.to_mx of seeded weights (rows 3 and 5 hold all-zero blocks, +0 and
+    -0), saved by torch.save; returns the MXTensors."""
+    torch = require_peer("torch")
+    require_peer("torchao")
+    from torchao.prototype.mx_formats.mx_tensor import MXTensor
+
+    sd: dict[str, Any] = {}
+    for elem in ELEMS:
+        kind = getattr(torch, elem, elem)
+        for swizzled in (False, True):
+            shape = (130, 64) if swizzled else (2, 65, 96)
+            rng = stable_rng("torchao", elem, swizzled)
+            w = torch.from_numpy(rng.normal(size=shape).astype(np.float32)).to(torch.bfloat16)
+            w[..., 3, :32], w[..., 5, 32:64] = 0.0, -0.0
+            sd[f"{elem}.{'swizzled' if swizzled else 'plain'}"] = MXTensor.to_mx(
+                w, kind, block_size=32, is_swizzled_scales=swizzled)
+    torch.save(sd, path)
+    return sd
+
+
+@pytest.fixture(scope="module")
+def converted(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    folder = tmp_path_factory.mktemp("torchao")
+    sd = write_mx(folder / "mx.pt")
+    result = hg.convert(folder / "mx.pt", folder / "mx.hrry")
+    assert result.kinds == {f"mx-{e}": 2 for e in ELEMS}
+    return folder / "mx.hrry", sd
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_mx_decodes_like_torchao(device, converted, dtype: str) -> None:
+    torch = require_peer("torch")
+    path, sd = converted
+    bits = np.int32 if dtype == "float32" else np.int16
+    with hg.open_file(path) as f:
+        for name, mx in sd.items():
+            want = mx.dequantize(getattr(torch, dtype)).view(getattr(torch, bits.__name__))
+            got = dequantize(f.read(name).to(device), dtype).to("cpu").numpy().view(bits)
+            assert got.shape == tuple(want.shape), name
+            assert np.array_equal(got, want.numpy()), (name, dtype)
+
+
+def test_zero_blocks_keep_their_signed_zeros(converted) -> None:
+    torch = require_peer("torch")
+    path, sd = converted
+    mx = sd["float4_e2m1fn_x2.plain"]
+    assert (mx.scale.view(torch.uint8)[..., 3:6, :2] == 0).sum() >= 2  # torchao wrote 2^-127
+    with hg.open_file(path) as f:
+        t = f.read("float4_e2m1fn_x2.plain")
+        assert t.descriptor.quantization.block_size == 32
+        got = dequantize(t, "float32").numpy()
+    assert np.signbit(got[..., 5, 32:64]).all() and not np.signbit(got[..., 3, :32]).any()
+    assert not got[..., 3, :32].any() and not got[..., 5, 32:64].any()
