@@ -1,4 +1,5 @@
-"""hg.convert of torchao MX tensors (a ``torch.save`` state dict that torchao itself wrote):
+"""hg.convert of torchao MX tensors (a ``torch.save`` state dict that torchao itself wrote, and
+the safetensors form torchao's ``flatten_tensor_state_dict`` gives):
 every device decodes each weight bit for bit as torchao's ``MXTensor.dequantize`` does, in
 float32 and bfloat16, for every MX element type, with plain and swizzled scales and with the
 all-zero blocks torchao gives the scale byte 0x00."""
@@ -39,11 +40,27 @@ def write_mx(path: Path) -> dict[str, Any]:
     return sd
 
 
-@pytest.fixture(scope="module")
-def converted(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+def write_mx_safetensors(path: Path, sd: dict[str, Any]) -> None:
+    """The same tensors as torchao's ``flatten_tensor_state_dict`` flattens them for
+    safetensors (``P._W_qdata``, ``P._W_scale``, the state as JSON in ``__metadata__``)."""
+    require_peer("torchao")
+    st = require_peer("safetensors.torch", "safetensors")
+    from torchao.prototype.safetensors.safetensors_support import flatten_tensor_state_dict
+
+    data, metadata = flatten_tensor_state_dict({f"m.{k}": v for k, v in sd.items()})
+    st.save_file(data, str(path), metadata=metadata)
+
+
+@pytest.fixture(scope="module", params=["torch.save", "safetensors"])
+def converted(request: pytest.FixtureRequest,
+              tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
     folder = tmp_path_factory.mktemp("torchao")
     sd = write_mx(folder / "mx.pt")
-    result = hg.convert(folder / "mx.pt", folder / "mx.hrry")
+    if request.param == "safetensors":
+        write_mx_safetensors(folder / "mx.safetensors", sd)
+        sd = {f"m.{k}": v for k, v in sd.items()}
+    result = hg.convert(folder / ("mx.pt" if request.param == "torch.save"
+                                  else "mx.safetensors"), folder / "mx.hrry")
     assert result.kinds == {f"mx-{e}": 2 for e in ELEMS}
     return folder / "mx.hrry", sd
 
@@ -64,10 +81,11 @@ def test_mx_decodes_like_torchao(device, converted, dtype: str) -> None:
 def test_zero_blocks_keep_their_signed_zeros(converted) -> None:
     torch = require_peer("torch")
     path, sd = converted
-    mx = sd["float4_e2m1fn_x2.plain"]
+    name = next(k for k in sd if k.endswith("float4_e2m1fn_x2.plain"))
+    mx = sd[name]
     assert (mx.scale.view(torch.uint8)[..., 3:6, :2] == 0).sum() >= 2  # torchao wrote 2^-127
     with hg.open_file(path) as f:
-        t = f.read("float4_e2m1fn_x2.plain")
+        t = f.read(name)
         assert t.descriptor.quantization.block_size == 32
         got = dequantize(t, "float32").numpy()
     assert np.signbit(got[..., 5, 32:64]).all() and not np.signbit(got[..., 3, :32]).any()

@@ -32,7 +32,13 @@ from hurray_gpu.io.convert.source import (
     element_count,
     refuse,
 )
-from hurray_gpu.io.convert.torchao_mx import is_mx, load_mx, mx_entry, safe_globals
+from hurray_gpu.io.convert.torchao_mx import (
+    is_mx,
+    load_mx,
+    mx_entry,
+    plan_torchao_safetensors,
+    safe_globals,
+)
 from hurray_gpu.parts import TensorLike, assemble
 
 __all__ = ["ZIP_ERRORS", "NpzSource", "SafetensorsSource", "TorchSource", "plain_tensor"]
@@ -122,6 +128,12 @@ class SafetensorsSource:
         named = {e.name: e for e in entries}  # quantized weights' parts grouped into one
         self._loaders = plan_bnb(src, named, self._metadata)
         self._loaders.update(plan_compressed(src, named, self._metadata))
+        self._loaders.update(plan_torchao_safetensors(src, named, self._metadata))
+        for e in named.values():
+            if e.kind == "F8_E8M0":  # e8m0 bytes only as an MX tensor's scales
+                raise refuse(src, e, "Hurray's float8_e8m0 forbids the bytes 0x00 and 0xFF "
+                             "that this type allows (only the scales of a torchao MX tensor "
+                             "are mapped)", _FIX_DTYPE)
         self.entries = sorted(named.values(), key=lambda e: e.offset)
 
     def _parse(self, text: bytes) -> dict[str, Any]:
@@ -146,6 +158,12 @@ class SafetensorsSource:
                                 "data_offsets", tensor=name, offset=8)
         dims, (begin, end) = tuple(cast(list, shape)), cast(list, offsets)
         check_shape(self.src, name, kind, dims)
+        if kind == "F8_E8M0":  # MX scales: grouped by plan_torchao_safetensors, else refused
+            self.src.check_span(data_start + begin, end - begin, "the tensor's data", tensor=name)
+            if end < begin or end - begin != element_count(dims):
+                raise self.src.fail(f"data_offsets [{begin}, {end}] do not hold {shape} x {kind}",
+                                    tensor=name, kind=kind, offset=8)
+            return SourceTensor(name, kind, dims, data_start + begin, end - begin)
         if kind not in _ST_TYPES:
             raise refuse(self.src, (name, kind), "this safetensors dtype has no Hurray element "
                          "type that keeps its bits (not yet supported by this converter for "

@@ -17,19 +17,30 @@ and a 0 in any other block is refused.
 from __future__ import annotations
 
 import functools
+import json
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from hurray_gpu.format.descriptor import BufferHandle, RowMajor, TensorDescriptor
 from hurray_gpu.format.descriptor.quant import MXFP
+from hurray_gpu.format.descriptor.validate import MAX_RANK
 from hurray_gpu.format.dtypes import by_name
 from hurray_gpu.format.packing import pack_codes
-from hurray_gpu.io.convert.source import Converted, SourceFile, SourceTensor, refuse
+from hurray_gpu.io.convert.source import (
+    Converted,
+    SourceFile,
+    SourceTensor,
+    element_count,
+    refuse,
+)
 from hurray_gpu.parts import assemble
 
-__all__ = ["is_mx", "load_mx", "mx_entry", "safe_globals"]
+__all__ = ["convert_mx", "is_mx", "load_mx", "mx_entry", "plan_mx", "plan_torchao_safetensors",
+           "safe_globals"]
 
+Loader = Callable[[SourceTensor], Converted]
 _MX = "torchao.prototype.mx_formats.mx_tensor."
 # torch / torchao element dtype -> Hurray storage type.
 _ELEMS = {"float8_e4m3fn": "float8_e4m3", "float8_e5m2": "float8_e5m2",
@@ -81,48 +92,136 @@ def _fail(src: SourceFile, name: str, kind: str, why: str) -> Exception:
 
 
 def mx_entry(src: SourceFile, name: str, t: Any, torch: Any) -> SourceTensor:
-    """Plan one MX tensor: check its state (element type, block size, part types and sizes)
-    before anything is converted.
+    """Plan one MX tensor of a PyTorch checkpoint: check its state (element type, block size,
+    part types and sizes) before anything is converted.
 
     Raises:
         ConversionError: parts of the wrong type or size.
         UnsupportedConversionError: an element type or layout Hurray MXFP cannot carry.
     """
     elem = str(getattr(t, "elem_dtype", "?")).removeprefix("torch.")
+    q, s = getattr(t, "qdata", None), getattr(t, "scale", None)
+    if not isinstance(q, torch.Tensor) or not isinstance(s, torch.Tensor) or is_mx(q):
+        raise _fail(src, name, f"mx-{elem}", "its qdata and scale are not plain tensors")
+    if s.dtype != torch.float8_e8m0fnu or q.layout != torch.strided:
+        raise _fail(src, name, f"mx-{elem}", f"its scale is {s.dtype}, not float8_e8m0fnu")
+    if not q.is_contiguous():
+        raise refuse(src, (name, f"mx-{elem}"), "its qdata is transposed: blocks that run "
+                     "along another axis than the stored last one are not mapped yet", _FIX_MX)
+    return plan_mx(src, name, (elem, getattr(t, "block_size", 0),
+                               getattr(t, "is_swizzled_scales", False)),
+                   str(q.dtype).removeprefix("torch."), tuple(int(d) for d in q.shape),
+                   int(s.numel()), -1)
+
+
+def plan_mx(src: SourceFile, name: str, state: tuple[str, Any, Any], qkind: str,
+            qshape: tuple[int, ...], scales: int, offset: int) -> SourceTensor:
+    """Plan one MX tensor from its state ``(elem_dtype, block_size, is_swizzled_scales)``, its
+    qdata's torch dtype name and shape, and its count of scale bytes: the planned entry has
+    kind ``mx-<elem_dtype>`` and the logical shape (fp4's last dimension doubled)."""
+    elem, bs, swizzled = state
     kind = f"mx-{elem}"
-    q, s, bs = getattr(t, "qdata", None), getattr(t, "scale", None), getattr(t, "block_size", 0)
     if elem not in _ELEMS:
         raise refuse(src, (name, kind), f"element type {elem!r} is not one of torchao's MX "
                      f"types {sorted(_ELEMS)}", _FIX_MX)
     if type(bs) is not int or bs & (bs - 1) or not 16 <= bs <= 2048:
         raise refuse(src, (name, kind), f"block_size {bs!r} is not a power of two in [16, "
                      "2048], the block sizes Hurray MXFP has", _FIX_MX)
-    if not isinstance(q, torch.Tensor) or not isinstance(s, torch.Tensor) or is_mx(q):
-        raise _fail(src, name, kind, "its qdata and scale are not plain tensors")
-    want = getattr(torch, elem) if elem.startswith("float8") else torch.uint8
-    if q.dtype != want or s.dtype != torch.float8_e8m0fnu or q.layout != torch.strided:
-        raise _fail(src, name, kind, f"qdata is {q.dtype} and scale {s.dtype}, but "
-                    f"{elem} needs {want} and torch.float8_e8m0fnu")
-    if not q.is_contiguous() or q.dim() == 0 or q.dim() > 8:
-        raise refuse(src, (name, kind), "its qdata is transposed (or of rank 0 or above 8): "
-                     "blocks that run along another axis than the stored last one are not "
-                     "mapped yet", _FIX_MX)
-    shape = tuple(int(d) for d in q.shape)
-    if elem == "float4_e2m1fn_x2":
-        shape = (*shape[:-1], shape[-1] * 2)
+    want = elem if elem.startswith("float8") else "uint8"
+    if qkind != want or type(swizzled) is not bool:
+        raise _fail(src, name, kind, f"its qdata is {qkind}, but {elem} needs {want} (and "
+                    "is_swizzled_scales must be a bool)")
+    if not 1 <= len(qshape) <= MAX_RANK or (swizzled and len(qshape) < 2):
+        raise _fail(src, name, kind, f"its qdata has rank {len(qshape)}: MX tensors have "
+                    f"1 to {MAX_RANK} dimensions (2 or more with swizzled scales)")
+    shape = qshape if bits(elem) != 4 else (*qshape[:-1], qshape[-1] * 2)
     if shape[-1] == 0 or shape[-1] % bs:
         raise _fail(src, name, kind, f"the last dimension {shape[-1]} is not a positive "
                     f"multiple of block_size {bs}")
-    blocks = int(q.numel()) * (2 if elem == "float4_e2m1fn_x2" else 1) // bs
-    need = _swizzled_count(shape, bs) if getattr(t, "is_swizzled_scales", False) else blocks
-    if int(s.numel()) != need:
-        raise _fail(src, name, kind, f"its scale holds {int(s.numel())} bytes, but shape "
+    blocks = element_count(shape) // bs
+    need = _swizzled_count(shape, bs) if swizzled else blocks
+    if scales != need:
+        raise _fail(src, name, kind, f"its scale holds {scales} bytes, but shape "
                     f"{list(shape)} in blocks of {bs} needs {need}")
-    return SourceTensor(name, kind, shape, -1, int(q.numel()) + int(s.numel()))
+    return SourceTensor(name, kind, shape, offset, element_count(qshape) + need)
+
+
+def bits(elem: str) -> int:
+    """Bits per element of a torchao MX element type."""
+    return by_name(_ELEMS[elem]).bits
+
+
+# safetensors dtype of an MX part -> the torch dtype name of the tensor torchao flattened
+_ST_PARTS = {"U8": "uint8", "F8_E4M3": "float8_e4m3fn", "F8_E5M2": "float8_e5m2"}
+
+
+def plan_torchao_safetensors(src: SourceFile, entries: dict[str, SourceTensor],
+                             metadata: dict[str, Any]) -> dict[str, Loader]:
+    """Group the MX tensors torchao's ``flatten_tensor_state_dict`` wrote (a tensor ``P.W``
+    becomes ``P._W_qdata`` and ``P._W_scale``, its state JSON in ``__metadata__[P.W]``, every
+    name in ``__metadata__["tensor_names"]``), in place, as :func:`plan_bnb` does.
+
+    Returns:
+        ``{weight name: loader}``.
+
+    Raises:
+        ConversionError: malformed state JSON, or parts missing or of the wrong type or size.
+        UnsupportedConversionError: another torchao tensor subclass, or an MX state Hurray
+            MXFP cannot carry.
+    """
+    names = _json(src, metadata.get("safetensors.tensor_names"), "tensor_names")
+    if names is None:
+        return {}
+    out: dict[str, Loader] = {}
+    for name in names if isinstance(names, list) else [None]:
+        state = _json(src, metadata.get(f"safetensors.{name}"), str(name))
+        if not isinstance(name, str) or not isinstance(state, dict) or "." not in name:
+            raise src.fail(f"__metadata__ tensor_names lists {name!r}, which has no torchao "
+                           "state JSON (or no '.' in its name)", tensor=str(name))
+        kind = state.get("_type")
+        if kind in ("Tensor", "torch.Tensor"):
+            continue
+        if kind != "MXTensor":
+            raise refuse(src, (name, f"torchao-{kind}"), f"torchao's {kind} is not mapped: "
+                         "this converter carries torchao's MXTensor only", _FIX_MX)
+        data: dict[str, Any] = state.get("_data") or {}
+        data = data if isinstance(data, dict) else {}
+        elem = data.get("elem_dtype")
+        elem = elem.get("_data") if isinstance(elem, dict) else elem
+        prefix = "{}._{}_".format(*name.rsplit(".", 1))
+        q, s = entries.pop(prefix + "qdata", None), entries.pop(prefix + "scale", None)
+        if q is None or s is None or s.kind != "F8_E8M0" or q.kind not in _ST_PARTS:
+            raise src.fail(f"its parts {prefix}qdata (U8 or F8_E4M3/F8_E5M2) and {prefix}scale "
+                           "(F8_E8M0) are missing or of another type", tensor=name,
+                           kind=f"mx-{elem}")
+        planned = plan_mx(src, name, (str(elem), data.get("block_size"),
+                                      data.get("is_swizzled_scales")),
+                          _ST_PARTS[q.kind], q.shape, s.nbytes, q.offset)
+        entries[name] = planned
+        out[name] = functools.partial(_load_parts, src, q, s, int(data["block_size"]),
+                                      bool(data["is_swizzled_scales"]))
+    return out
+
+
+def _json(src: SourceFile, text: Any, what: str) -> Any:
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise src.fail(f"__metadata__ {what} is not JSON ({exc})", tensor=what) from None
+
+
+def _load_parts(src: SourceFile, q: SourceTensor, s: SourceTensor, bs: int, swizzled: bool,
+                entry: SourceTensor) -> Converted:
+    raw = src.read(q.offset, q.nbytes, "the MX codes", tensor=entry.name, kind=entry.kind,
+                   scratch="read")
+    scale = src.read(s.offset, s.nbytes, "the MX scales", tensor=entry.name, kind=entry.kind)
+    return convert_mx(src, entry, raw, scale, bs, swizzled)
 
 
 def _swizzled_count(shape: tuple[int, ...], bs: int) -> int:
-    rows, cols = int(np.prod(shape[:-1], dtype=object)), shape[-1] // bs
+    rows, cols = element_count(shape[:-1]), shape[-1] // bs
     return -(-rows // 128) * 128 * -(-cols // 4) * 4
 
 
@@ -135,21 +234,26 @@ def _unswizzle(scale: np.ndarray, rows: int, cols: int) -> np.ndarray:
 
 
 def load_mx(src: SourceFile, entry: SourceTensor, t: Any, torch: Any) -> Converted:
-    """Convert one planned MX tensor (see the module docstring for the scale repairs).
+    """Convert one planned MX tensor of a PyTorch checkpoint (see :func:`convert_mx`)."""
+    raw = t.qdata.contiguous().reshape(-1).view(torch.uint8).numpy()
+    scale = t.scale.contiguous().reshape(-1).view(torch.uint8).numpy()
+    return convert_mx(src, entry, raw, scale, int(t.block_size), bool(t.is_swizzled_scales))
+
+
+def convert_mx(src: SourceFile, entry: SourceTensor, raw: np.ndarray, scale: np.ndarray,
+               bs: int, swizzled: bool) -> Converted:
+    """One planned MX tensor from its qdata bytes and its e8m0 scale bytes (see the module
+    docstring for the scale repairs).
 
     Raises:
         ConversionError: fp6 codes above 6 bits.
         UnsupportedConversionError: a NaN scale (255), or a 2^-127 scale (0) on a block with
             nonzero codes.
     """
-    elem, shape, bs = entry.kind.removeprefix("mx-"), entry.shape, int(t.block_size)
-    hurray = by_name(_ELEMS[elem])
-    raw = t.qdata.contiguous().reshape(-1).view(torch.uint8).numpy()
-    scale = t.scale.contiguous().reshape(-1).view(torch.uint8).numpy()
-    rows, cols = int(np.prod(shape[:-1], dtype=object)), shape[-1] // bs
-    if getattr(t, "is_swizzled_scales", False):
-        scale = _unswizzle(scale, rows, cols)
-    scale = np.ascontiguousarray(scale).reshape(-1)
+    shape, hurray = entry.shape, by_name(_ELEMS[entry.kind.removeprefix("mx-")])
+    rows, cols = element_count(shape[:-1]), shape[-1] // bs
+    if swizzled:
+        scale = np.ascontiguousarray(_unswizzle(scale, rows, cols)).reshape(-1)
     if hurray.bits == 6 and raw.size and int(raw.max()) > 0x3F:
         raise _fail(src, entry.name, entry.kind, f"an fp6 code {int(raw.max()):#x} does not "
                     "fit in 6 bits")
@@ -162,8 +266,8 @@ def load_mx(src: SourceFile, entry: SourceTensor, t: Any, torch: Any) -> Convert
     if zero.any():
         # A block of +-0 codes keeps its signed zeros under any scale; any other code would
         # decode to a different value under the smallest scale Hurray allows (2^-126).
-        sign = 0x80 if hurray.bits == 8 else 1 << (hurray.bits - 1)
-        nonzero = ((codes[zero] & ~np.uint8(sign)) != 0).any(axis=1)
+        sign = np.uint8(1 << (hurray.bits - 1))
+        nonzero = ((codes[zero] & ~sign) != 0).any(axis=1)
         if nonzero.any():
             block = int(np.flatnonzero(zero)[np.argmax(nonzero)])
             raise refuse(src, entry, f"block {block} has scale byte 0x00 (2^-127) and nonzero "
