@@ -98,3 +98,45 @@ def test_the_cli_converts_and_names_the_form(tmp_path: Path,
                  "--device", "reference"]) == 0
     text = capsys.readouterr().out
     assert "mx-float8_e5m2" in text and "checked on reference" in text
+
+
+def _flat(tmp_path: Path, sd: dict[str, Any], edit: Any = None) -> None:
+    """Write ``sd`` as torchao flattens it for safetensors, after ``edit(data, metadata)``."""
+    st = require_peer("safetensors.torch", "safetensors")
+    from torchao.prototype.safetensors.safetensors_support import flatten_tensor_state_dict
+
+    data, metadata = flatten_tensor_state_dict(sd)
+    if edit:
+        edit(data, metadata)
+    st.save_file(data, str(tmp_path / "m.safetensors"), metadata=metadata)
+    hg.convert(tmp_path / "m.safetensors", tmp_path / "m.hrry", device="reference")
+
+
+def test_flattened_parts_that_lie_are_conversion_errors(tmp_path: Path) -> None:
+    torch = require_peer("torch")
+    sd = {"l.weight": _mx("fp6_e3m2"), "l.bias": torch.zeros(4)}
+    with pytest.raises(ConversionError, match=r"'l.weight'.*l._weight_scale \(F8_E8M0\) are "
+                       "missing"):
+        _flat(tmp_path, sd, lambda data, meta: data.pop("l._weight_scale"))
+    with pytest.raises(ConversionError, match=r"scale holds 4 bytes.*needs 8"):
+        _flat(tmp_path, sd, lambda data, meta: data.update(
+            {"l._weight_scale": data["l._weight_scale"][:2].contiguous()}))
+    with pytest.raises(ConversionError, match=r"tensor_names is not JSON"):
+        _flat(tmp_path, sd, lambda data, meta: meta.update({"tensor_names": "[l.weight"}))
+    with pytest.raises(ConversionError, match=r"lists 'l.w2', which has no torchao state"):
+        _flat(tmp_path, sd, lambda data, meta: meta.update(
+            {"tensor_names": '["l.weight", "l.bias", "l.w2"]'}))
+
+
+def test_other_torchao_subclasses_and_stray_e8m0_are_refused(tmp_path: Path) -> None:
+    torch = require_peer("torch")
+    sd = {"l.weight": _mx("float8_e4m3fn"), "l.bias": torch.zeros(4)}
+
+    def relabel(data: dict, meta: dict) -> None:
+        meta["l.weight"] = meta["l.weight"].replace('"MXTensor"', '"Float8Tensor"')
+
+    with pytest.raises(UnsupportedConversionError, match=r"torchao's Float8Tensor is not mapped"):
+        _flat(tmp_path, sd, relabel)
+    with pytest.raises(UnsupportedConversionError, match=r"'s'.*F8_E8M0.*forbids the bytes"):
+        _flat(tmp_path, sd, lambda data, meta: data.update({"s": data["l._weight_scale"]
+                                                            .clone()}))
