@@ -123,7 +123,9 @@ def test_flattened_parts_that_lie_are_conversion_errors(tmp_path: Path) -> None:
             {"l._weight_scale": data["l._weight_scale"][:2].contiguous()}))
     with pytest.raises(ConversionError, match=r"tensor_names is not JSON"):
         _flat(tmp_path, sd, lambda data, meta: meta.update({"tensor_names": "[l.weight"}))
-    with pytest.raises(ConversionError, match=r"lists 'l.w2', which has no torchao state"):
+    with pytest.raises(ConversionError, match=r"holds both a tensor of this name"):
+        _flat(tmp_path, sd, lambda data, meta: data.update({"l.weight": torch.zeros(2)}))
+    with pytest.raises(ConversionError, match=r"lists .l.w2., which has no torchao state"):
         _flat(tmp_path, sd, lambda data, meta: meta.update(
             {"tensor_names": '["l.weight", "l.bias", "l.w2"]'}))
 
@@ -140,3 +142,21 @@ def test_other_torchao_subclasses_and_stray_e8m0_are_refused(tmp_path: Path) -> 
     with pytest.raises(UnsupportedConversionError, match=r"'s'.*F8_E8M0.*forbids the bytes"):
         _flat(tmp_path, sd, lambda data, meta: data.update({"s": data["l._weight_scale"]
                                                             .clone()}))
+
+
+@pytest.mark.parametrize(("elem", "code"), [("float8_e4m3fn", 0x7F), ("float8_e4m3fn", 0xFF),
+                                            ("float8_e5m2", 0x7D), ("float8_e5m2", 0xFE)])
+def test_nan_element_codes_are_refused(tmp_path: Path, elem: str, code: int) -> None:
+    # torch decodes an fp8 NaN keeping payload bits (0x7FF00000), Hurray to 0x7FC00000
+    torch = require_peer("torch")
+    t = _mx(elem)
+    q = t.qdata.view(torch.uint8).clone()
+    q.view(-1)[37] = code
+    with pytest.raises(UnsupportedConversionError, match=r"element 37 is a NaN code"):
+        _convert(tmp_path, _mx(elem, qdata=q.view(t.qdata.dtype)))
+    q.view(-1)[37] = 0x7C  # e5m2 infinity (e4m3 448): decodes to the same bits
+    _convert(tmp_path, _mx(elem, qdata=q.view(t.qdata.dtype)))
+    with hg.open_file(tmp_path / "m.hrry") as f:
+        got = hg.dequantize(f.read("w"), "float32").numpy().view(np.int32)
+    assert np.array_equal(got, _mx(elem, qdata=q.view(t.qdata.dtype)).dequantize(
+        torch.float32).view(torch.int32).numpy())

@@ -3,7 +3,8 @@
 
 The checkpoint is read by ``torch.load(weights_only=True)`` with stand-ins registered under
 torchao's class names (:func:`safe_globals`): no torchao code runs, and torchao need not be
-installed. A stand-in keeps the pickled state as plain attributes: ``qdata`` (fp8 elements,
+installed (where torchao itself registered its class in this process, torch may build that
+instead; only the same attributes are read). A stand-in keeps the pickled state as plain attributes: ``qdata`` (fp8 elements,
 fp4 two per byte with element ``2i`` in the low nibble, as Hurray packs them, or fp6 one
 code per byte), ``scale`` (e8m0 bytes, one per block of ``block_size`` along the last axis,
 in cuBLAS's blocked order when ``is_swizzled_scales``), ``elem_dtype`` and ``block_size``.
@@ -11,7 +12,8 @@ in cuBLAS's blocked order when ``is_swizzled_scales``), ``elem_dtype`` and ``blo
 torchao decodes ``f32(value(q)) * 2^(e - 127)`` with ``e = 0`` as 2^-127 and ``e = 255`` as
 NaN. Hurray forbids both bytes: a 255 is refused; a 0 in a block whose codes are all +-0
 (torchao writes it for all-zero blocks) becomes 127, which decodes to the same signed zeros,
-and a 0 in any other block is refused.
+and a 0 in any other block is refused. So is an fp8 NaN code (torchao writes none): torch
+decodes it keeping payload bits that Hurray's quiet NaN does not.
 """
 
 from __future__ import annotations
@@ -46,6 +48,9 @@ _MX = "torchao.prototype.mx_formats.mx_tensor."
 _ELEMS = {"float8_e4m3fn": "float8_e4m3", "float8_e5m2": "float8_e5m2",
           "fp6_e2m3": "float6_e2m3", "fp6_e3m2": "float6_e3m2",
           "float4_e2m1fn_x2": "float4_e2m1"}
+# The smallest fp8 code (sign masked off) that is a NaN; torchao writes none (a block with a NaN
+# gets scale 0xFF), but other writers could.
+_NAN_CODES = {"float8_e4m3": 0x7F, "float8_e5m2": 0x7D}
 _FIX_MX = ("quantize the weight again with torchao (MXTensor.to_mx of the float weight), or "
            "save it unquantized (bfloat16/float32), then convert again.")
 _FIX_BAD = "save the state dict again with torch.save(model.state_dict(), path) from torchao."
@@ -197,6 +202,9 @@ def plan_torchao_safetensors(src: SourceFile, entries: dict[str, SourceTensor],
         planned = plan_mx(src, name, (str(elem), data.get("block_size"),
                                       data.get("is_swizzled_scales")),
                           _ST_PARTS[q.kind], q.shape, s.nbytes, q.offset)
+        if name in entries:
+            raise src.fail("the file holds both a tensor of this name and torchao MX parts "
+                           f"{prefix}qdata/scale for it", tensor=name, kind=planned.kind)
         entries[name] = planned
         out[name] = functools.partial(_load_parts, src, q, s, int(data["block_size"]),
                                       bool(data["is_swizzled_scales"]))
@@ -247,8 +255,8 @@ def convert_mx(src: SourceFile, entry: SourceTensor, raw: np.ndarray, scale: np.
 
     Raises:
         ConversionError: fp6 codes above 6 bits.
-        UnsupportedConversionError: a NaN scale (255), or a 2^-127 scale (0) on a block with
-            nonzero codes.
+        UnsupportedConversionError: a NaN scale (255), a 2^-127 scale (0) on a block with
+            nonzero codes, or an fp8 NaN code.
     """
     shape, hurray = entry.shape, by_name(_ELEMS[entry.kind.removeprefix("mx-")])
     rows, cols = element_count(shape[:-1]), shape[-1] // bs
@@ -261,6 +269,11 @@ def convert_mx(src: SourceFile, entry: SourceTensor, raw: np.ndarray, scale: np.
     if nan.size:
         raise refuse(src, entry, f"block {int(nan[0])} has scale byte 0xFF, which torchao "
                      "decodes as NaN for the whole block and Hurray forbids", _FIX_MX)
+    nan = np.flatnonzero((raw & 0x7F) >= _NAN_CODES[hurray.name]) if hurray.bits == 8 else nan
+    if nan.size:  # (fp4 and fp6 have no NaN codes)
+        raise refuse(src, entry, f"element {int(nan[0])} is a NaN code, which torch decodes "
+                     "keeping its payload bits and Hurray to the canonical quiet NaN",
+                     _FIX_MX)
     codes = _codes(raw, hurray.bits).reshape(scale.size, bs)
     zero = scale == 0
     if zero.any():
