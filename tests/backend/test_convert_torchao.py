@@ -53,22 +53,22 @@ def write_mx_safetensors(path: Path, sd: dict[str, Any]) -> None:
 
 @pytest.fixture(scope="module", params=["torch.save", "safetensors"])
 def converted(request: pytest.FixtureRequest,
-              tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+              tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any], Path]:
     folder = tmp_path_factory.mktemp("torchao")
     sd = write_mx(folder / "mx.pt")
     if request.param == "safetensors":
         write_mx_safetensors(folder / "mx.safetensors", sd)
         sd = {f"m.{k}": v for k, v in sd.items()}
-    result = hg.convert(folder / ("mx.pt" if request.param == "torch.save"
-                                  else "mx.safetensors"), folder / "mx.hrry")
+    source = folder / ("mx.pt" if request.param == "torch.save" else "mx.safetensors")
+    result = hg.convert(source, folder / "mx.hrry")
     assert result.kinds == {f"mx-{e}": 2 for e in ELEMS}
-    return folder / "mx.hrry", sd
+    return folder / "mx.hrry", sd, source
 
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 def test_mx_decodes_like_torchao(device, converted, dtype: str) -> None:
     torch = require_peer("torch")
-    path, sd = converted
+    path, sd, _ = converted
     bits = np.int32 if dtype == "float32" else np.int16
     with hg.open_file(path) as f:
         for name, mx in sd.items():
@@ -80,7 +80,7 @@ def test_mx_decodes_like_torchao(device, converted, dtype: str) -> None:
 
 def test_zero_blocks_keep_their_signed_zeros(converted) -> None:
     torch = require_peer("torch")
-    path, sd = converted
+    path, sd, _ = converted
     name = next(k for k in sd if k.endswith("float4_e2m1fn_x2.plain"))
     mx = sd[name]
     assert (mx.scale.view(torch.uint8)[..., 3:6, :2] == 0).sum() >= 2  # torchao wrote 2^-127
@@ -90,3 +90,11 @@ def test_zero_blocks_keep_their_signed_zeros(converted) -> None:
         got = dequantize(t, "float32").numpy()
     assert np.signbit(got[..., 5, 32:64]).all() and not np.signbit(got[..., 3, :32]).any()
     assert not got[..., 3, :32].any() and not got[..., 5, 32:64].any()
+
+
+def test_convert_checks_every_tensor_on_the_device(device, converted, tmp_path: Path) -> None:
+    # convert(device=) compares the device's decoding with the converter's transcription of
+    # torchao's, so that transcription must itself agree with torchao
+    _, _, source = converted
+    result = hg.convert(source, tmp_path / "again.hrry", device=device)
+    assert result.kinds == {f"mx-{e}": 2 for e in ELEMS}
