@@ -158,17 +158,12 @@ class SafetensorsSource:
                                 "data_offsets", tensor=name, offset=8)
         dims, (begin, end) = tuple(cast(list, shape)), cast(list, offsets)
         check_shape(self.src, name, kind, dims)
-        if kind == "F8_E8M0":  # MX scales: grouped by plan_torchao_safetensors, else refused
-            self.src.check_span(data_start + begin, end - begin, "the tensor's data", tensor=name)
-            if end < begin or end - begin != element_count(dims):
-                raise self.src.fail(f"data_offsets [{begin}, {end}] do not hold {shape} x {kind}",
-                                    tensor=name, kind=kind, offset=8)
-            return SourceTensor(name, kind, dims, data_start + begin, end - begin)
-        if kind not in _ST_TYPES:
+        if kind not in _ST_TYPES and kind != "F8_E8M0":
             raise refuse(self.src, (name, kind), "this safetensors dtype has no Hurray element "
                          "type that keeps its bits (not yet supported by this converter for "
                          "F4/F6/F8_E8M0)", _FIX_DTYPE)
-        hurray = _ST_TYPES[kind]
+        # F8_E8M0: the scales of a torchao MX tensor (plan_torchao_safetensors), else refused
+        hurray = _ST_TYPES.get(kind, "float8_e8m0")
         itemsize = 1 if hurray == "bool" else by_name(hurray).bits // 8
         if end < begin or end - begin != element_count(dims) * itemsize:
             raise self.src.fail(f"data_offsets [{begin}, {end}] do not hold {shape} x {kind}",
@@ -298,7 +293,8 @@ class TorchSource:
             raise refuse(src, ("(file)", "pytorch"), "reading PyTorch checkpoints needs torch",
                          "pip install torch (the CPU build is enough).") from None
         try:
-            # torchao MX tensors load as stand-ins (torchao_mx.safe_globals): no torchao code runs
+            # torchao MX tensors load as stand-ins (torchao_mx.safe_globals), torchao's classes
+            # registered under their names: torchao itself need not be installed
             with self._torch.serialization.safe_globals(safe_globals(self._torch)):
                 obj = self._torch.load(src.path, map_location="cpu", weights_only=True,
                                        mmap=zipfile.is_zipfile(src.path))

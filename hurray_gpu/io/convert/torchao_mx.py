@@ -1,13 +1,15 @@
-"""torchao MX tensors (``MXTensor`` in a ``torch.save`` state dict) as Hurray MXFP (scheme
-0x05), bit-exact with torchao's own ``MXTensor.dequantize``.
+"""torchao MX tensors (``MXTensor`` in a ``torch.save`` state dict or flattened to safetensors)
+as Hurray MXFP (scheme 0x05), bit-exact with torchao's own ``MXTensor.dequantize``.
 
 The checkpoint is read by ``torch.load(weights_only=True)`` with stand-ins registered under
-torchao's class names (:func:`safe_globals`): no torchao code runs, and torchao need not be
-installed (where torchao itself registered its class in this process, torch may build that
-instead; only the same attributes are read). A stand-in keeps the pickled state as plain attributes: ``qdata`` (fp8 elements,
+torchao's class names (:func:`safe_globals`): torchao need not be installed (where torchao
+registered its own class in this process, torch may build that instead; the same attributes
+are read). A stand-in keeps the pickled state as plain attributes: ``qdata`` (fp8 elements,
 fp4 two per byte with element ``2i`` in the low nibble, as Hurray packs them, or fp6 one
 code per byte), ``scale`` (e8m0 bytes, one per block of ``block_size`` along the last axis,
 in cuBLAS's blocked order when ``is_swizzled_scales``), ``elem_dtype`` and ``block_size``.
+The safetensors form of torchao's ``flatten_tensor_state_dict`` holds the same parts
+(:func:`plan_torchao_safetensors`).
 
 torchao decodes ``f32(value(q)) * 2^(e - 127)`` with ``e = 0`` as 2^-127 and ``e = 255`` as
 NaN. Hurray forbids both bytes: a 255 is refused; a 0 in a block whose codes are all +-0
