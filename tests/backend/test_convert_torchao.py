@@ -98,3 +98,48 @@ def test_convert_checks_every_tensor_on_the_device(device, converted, tmp_path: 
     _, _, source = converted
     result = hg.convert(source, tmp_path / "again.hrry", device=device)
     assert result.kinds == {f"mx-{e}": 2 for e in ELEMS}
+
+
+SCALES = [1, 2, 3, 100, 127, 128, 200, 253, 254]  # 2^-126 (products go subnormal) .. 2^127
+
+
+def every_code(elem: str) -> Any:
+    """A torchao MXTensor holding every code of ``elem`` but fp8 NaNs (refused), under every
+    scale of SCALES (row r: scale SCALES[r]), and a last row of +0 and -0 codes with scale 0x00
+    (torchao's for all-zero blocks)."""
+    torch = require_peer("torch")
+    require_peer("torchao")
+    from torchao.prototype.mx_formats.mx_tensor import MXTensor
+
+    if elem.startswith("float8"):
+        nan = 0x7F if elem == "float8_e4m3fn" else 0x7D
+        codes = np.array([c for c in range(256) if c & 0x7F < nan], np.uint8)
+    else:
+        codes = np.arange(64 if elem.startswith("fp6") else 16, dtype=np.uint8)
+    row = np.resize(codes, -(-codes.size // 32) * 32)
+    sign = 0x80 if elem.startswith("float8") else 0x20 if elem.startswith("fp6") else 0x08
+    zeros = np.where(np.arange(row.size) % 2, sign, 0).astype(np.uint8)  # +0, -0, +0, ...
+    rows = np.stack([row] * len(SCALES) + [zeros])
+    scale = np.repeat(np.array([*SCALES, 0], np.uint8)[:, None], row.size // 32, axis=1)
+    q = torch.from_numpy(rows[:, 0::2] | rows[:, 1::2] << 4 if elem == "float4_e2m1fn_x2"
+                         else rows)
+    q = q.view(getattr(torch, elem)) if elem.startswith("float8") else q
+    return MXTensor(q, torch.from_numpy(scale).view(torch.float8_e8m0fnu),
+                    getattr(torch, elem, elem), 32, torch.float32, None, None, False)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_every_code_under_every_scale(device, tmp_path_factory, dtype: str) -> None:
+    # torchao's decoding agrees with OCP's element values and e8m0 scales (subnormal
+    # products, and 448 * 2^127 overflowing to inf, included), so Hurray's does on every device
+    torch = require_peer("torch")
+    folder = tmp_path_factory.mktemp("codes")
+    sd = {elem: every_code(elem) for elem in ELEMS}
+    torch.save(sd, folder / "codes.pt")
+    hg.convert(folder / "codes.pt", folder / "codes.hrry")
+    bits = np.int32 if dtype == "float32" else np.int16
+    with hg.open_file(folder / "codes.hrry") as f:
+        for elem, mx in sd.items():
+            want = mx.dequantize(getattr(torch, dtype)).view(getattr(torch, bits.__name__))
+            got = dequantize(f.read(elem).to(device), dtype).to("cpu").numpy().view(bits)
+            assert np.array_equal(got, want.numpy()), (elem, dtype)
