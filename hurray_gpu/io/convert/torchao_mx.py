@@ -276,19 +276,19 @@ def convert_mx(src: SourceFile, entry: SourceTensor, raw: np.ndarray, scale: np.
         raise refuse(src, entry, f"element {int(nan[0])} is a NaN code, which torch decodes "
                      "keeping its payload bits and Hurray to the canonical quiet NaN",
                      _FIX_MX)
-    codes = _codes(raw, hurray.bits).reshape(scale.size, bs)
     zero = scale == 0
     if zero.any():
         # A block of +-0 codes keeps its signed zeros under any scale; any other code would
         # decode to a different value under the smallest scale Hurray allows (2^-126).
         sign = np.uint8(1 << (hurray.bits - 1))
-        nonzero = ((codes[zero] & ~sign) != 0).any(axis=1)
+        codes = _codes(raw.reshape(scale.size, -1)[zero].reshape(-1), hurray.bits)
+        nonzero = ((codes.reshape(-1, bs) & ~sign) != 0).any(axis=1)
         if nonzero.any():
             block = int(np.flatnonzero(zero)[np.argmax(nonzero)])
             raise refuse(src, entry, f"block {block} has scale byte 0x00 (2^-127) and nonzero "
                          "codes: Hurray forbids that scale, and no other one decodes those "
                          "codes to the same values", _FIX_MX)
-    expected = functools.partial(_decode, codes, scale.copy(), hurray, shape)
+    expected = functools.partial(_decode, raw, scale.copy(), hurray, shape)
     fixed = np.where(zero, np.uint8(127), scale)
     data = raw if hurray.bits != 6 else pack_codes(raw, hurray)
     handles = (BufferHandle(data.nbytes, 64), BufferHandle(fixed.nbytes, 64))
@@ -304,9 +304,11 @@ def _codes(raw: np.ndarray, bits: int) -> np.ndarray:
     return np.stack([raw & 0x0F, raw >> 4], axis=1).reshape(-1)
 
 
-def _decode(codes: np.ndarray, scale: np.ndarray, hurray: Any, shape: tuple[int, ...]) -> np.ndarray:
+def _decode(raw: np.ndarray, scale: np.ndarray, hurray: Any,
+            shape: tuple[int, ...]) -> np.ndarray:
     """torchao's ``to_dtype`` in float32: ``f32(value(q)) * 2^(e - 127)``, one product per
     element (exact except where it falls below float32's subnormals, rounded as torch does)."""
-    values = codes.view(hurray.numpy).astype(np.float32)
+    values = _codes(raw, hurray.bits).view(hurray.numpy).astype(np.float32)
+    values = values.reshape(scale.size, -1)
     factor = np.ldexp(np.float32(1), scale.astype(np.int32) - 127).astype(np.float32)
     return (values * factor[:, None]).reshape(shape)
