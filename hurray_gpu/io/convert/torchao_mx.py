@@ -31,7 +31,6 @@ from hurray_gpu.format.descriptor import BufferHandle, RowMajor, TensorDescripto
 from hurray_gpu.format.descriptor.quant import MXFP
 from hurray_gpu.format.descriptor.validate import MAX_RANK
 from hurray_gpu.format.dtypes import by_name
-from hurray_gpu.format.packing import pack_codes
 from hurray_gpu.io.convert.source import (
     Converted,
     SourceFile,
@@ -53,6 +52,8 @@ _ELEMS = {"float8_e4m3fn": "float8_e4m3", "float8_e5m2": "float8_e5m2",
 # The smallest fp8 code (sign masked off) that is a NaN; torchao writes none (a block with a NaN
 # gets scale 0xFF), but other writers could.
 _NAN_CODES = {"float8_e4m3": 0x7F, "float8_e5m2": 0x7D}
+_STEP = 1 << 15  # u32 words per fp6 packing step
+_SIX = tuple(np.uint32(m) for m in (0x3F, 0xFC0, 0x3F000, 0xFC0000))  # codes 0..3 of a word
 _FIX_MX = ("quantize the weight again with torchao (MXTensor.to_mx of the float weight), or "
            "save it unquantized (bfloat16/float32), then convert again.")
 _FIX_BAD = "save the state dict again with torch.save(model.state_dict(), path) from torchao."
@@ -290,11 +291,26 @@ def convert_mx(src: SourceFile, entry: SourceTensor, raw: np.ndarray, scale: np.
                          "codes to the same values", _FIX_MX)
     expected = functools.partial(_decode, raw, scale.copy(), hurray, shape)
     fixed = np.where(zero, np.uint8(127), scale)
-    data = raw if hurray.bits != 6 else pack_codes(raw, hurray)
+    data = raw if hurray.bits != 6 else _pack6(raw, src.buffer(raw.size // 4 * 3, "codes"))
     handles = (BufferHandle(data.nbytes, 64), BufferHandle(fixed.nbytes, 64))
     desc = TensorDescriptor(hurray, shape, RowMajor(), handles,
                             quantization=MXFP(len(shape) - 1, bs, 1))
     return Converted(assemble(desc, [data, fixed]), expected)
+
+
+def _pack6(raw: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """Hurray's 6-bit packing of one code per byte (``raw.size`` a multiple of 4, as every
+    MX block is): each little-endian u32 of four codes loses the two high bits of each byte
+    and keeps its low three bytes; in steps of 32768 words, so temporaries stay in the cache
+    (several times faster than ``format.packing.pack_codes`` over the whole array)."""
+    words, groups = raw.view("<u4"), out.reshape(-1, 3)
+    for at in range(0, words.size, _STEP):
+        w = words[at:at + _STEP]
+        packed = w & _SIX[0]
+        for shift, mask in zip((2, 4, 6), _SIX[1:], strict=True):
+            packed |= (w >> np.uint32(shift)) & mask
+        groups[at:at + _STEP] = packed.view(np.uint8).reshape(-1, 4)[:, :3]
+    return out
 
 
 def _codes(raw: np.ndarray, bits: int) -> np.ndarray:
