@@ -272,9 +272,9 @@ def convert_mx(src: SourceFile, entry: SourceTensor, raw: np.ndarray, scale: np.
     if nan.size:
         raise refuse(src, entry, f"block {int(nan[0])} has scale byte 0xFF, which torchao "
                      "decodes as NaN for the whole block and Hurray forbids", _FIX_MX)
-    nan = np.flatnonzero((raw & 0x7F) >= _NAN_CODES[hurray.name]) if hurray.bits == 8 else nan
-    if nan.size:  # (fp4 and fp6 have no NaN codes)
-        raise refuse(src, entry, f"element {int(nan[0])} is a NaN code, which torch decodes "
+    at = _first_nan(raw, _NAN_CODES[hurray.name]) if hurray.bits == 8 else -1
+    if at >= 0:  # (fp4 and fp6 have no NaN codes)
+        raise refuse(src, entry, f"element {at} is a NaN code, which torch decodes "
                      "keeping its payload bits and Hurray to the canonical quiet NaN",
                      _FIX_MX)
     zero = scale == 0
@@ -296,6 +296,17 @@ def convert_mx(src: SourceFile, entry: SourceTensor, raw: np.ndarray, scale: np.
     desc = TensorDescriptor(hurray, shape, RowMajor(), handles,
                             quantization=MXFP(len(shape) - 1, bs, 1))
     return Converted(assemble(desc, [data, fixed]), expected)
+
+
+def _first_nan(raw: np.ndarray, nan_from: int) -> int:
+    """The index of the first fp8 NaN code in ``raw`` (-1: none), in cache-sized steps."""
+    limit = np.uint8(nan_from)
+    for at in range(0, raw.size, _STEP * 4):
+        magnitude = raw[at:at + _STEP * 4] & np.uint8(0x7F)
+        hit = np.flatnonzero(magnitude >= limit)
+        if hit.size:
+            return at + int(hit[0])
+    return -1
 
 
 def _pack6(raw: np.ndarray, out: np.ndarray) -> np.ndarray:
