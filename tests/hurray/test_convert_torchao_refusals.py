@@ -77,6 +77,37 @@ def test_parts_of_the_wrong_size_or_type_are_conversion_errors(tmp_path: Path) -
         _convert(tmp_path, _mx("fp6_e2m3", qdata=bad.qdata | 0x40))
 
 
+@pytest.mark.parametrize("elem", ["float8_e4m3fn", "float4_e2m1fn_x2"])
+def test_quantize_workflow_converts_without_torchao(tmp_path: Path, elem: str) -> None:
+    # torchao's inference workflow: quantize_ a bf16 Linear, save its state dict (swizzled
+    # scales, activation settings and kernel preference pickled beside the weight)
+    torch = require_peer("torch")
+    require_peer("torchao")
+    from torchao.prototype.mx_formats.inference_workflow import (
+        MXDynamicActivationMXWeightConfig,
+    )
+    from torchao.quantization import quantize_
+
+    torch.manual_seed(int(stable_rng("workflow", elem).integers(1 << 31)))
+    model = torch.nn.Sequential(torch.nn.Linear(256, 160)).to(torch.bfloat16)
+    kind = getattr(torch, elem)
+    quantize_(model, MXDynamicActivationMXWeightConfig(activation_dtype=kind, weight_dtype=kind))
+    sd = model.state_dict()
+    assert sd["0.weight"].is_swizzled_scales and sd["0.weight"].act_quant_kwargs is not None
+    torch.save(sd, tmp_path / "m.pt")
+    script = ("import sys; sys.modules['torchao'] = None\n"  # importing torchao now fails
+              "import hurray_gpu as hg\n"
+              f"hg.convert({str(tmp_path / 'm.pt')!r}, {str(tmp_path / 'm.hrry')!r})\n")
+    subprocess.run([sys.executable, "-c", script], check=True)
+    with hg.open_file(tmp_path / "m.hrry") as f:
+        for dtype, bits in (("float32", torch.int32), ("bfloat16", torch.int16)):
+            got = hg.dequantize(f.read("0.weight"), dtype).numpy()
+            want = sd["0.weight"].dequantize(getattr(torch, dtype)).view(bits).numpy()
+            assert np.array_equal(got.view(want.dtype), want), dtype
+        assert np.array_equal(f.read("0.bias").numpy().view(np.int16),
+                              sd["0.bias"].view(torch.int16).numpy())
+
+
 def test_converting_needs_no_torchao_code(tmp_path: Path) -> None:
     torch = require_peer("torch")
     t = _mx("float4_e2m1fn_x2")
