@@ -35,8 +35,8 @@
 # tests/gpu/conftest.py), HURRAY_GPU_TEST_REQUIRE=cuda (no cuda device fails instead of
 # skipping) and PYTHONPATH=<repository root>:$SITE, so `import hurray_gpu` needs no install.
 # The selected tests need no peer the image lacks: gguf comes in .whl/; bitsandbytes (too
-# large to carry) and compressed-tensors (transformers and its kin) are deselected; tests of
-# pocl/lavapipe/JAX-on-CPU are not cuda:0 tests.
+# large to carry), compressed-tensors (transformers and its kin) and torchao are deselected;
+# tests of pocl/lavapipe/JAX-on-CPU are not cuda:0 tests.
 #
 # GPU_CHECK_DRY=1 replaces every GPU step by its CPU equivalent (cpu:0, the benches' --quick
 # sizes, tests that run without a GPU) so the plumbing - wheel install, PYTHONPATH, exit
@@ -204,9 +204,10 @@ else
   step gpu-tests 100 40 "$PYTHON" -m pytest -q -p no:cacheprovider -m "gpu or cuda" tests/gpu \
     --junitxml="$OUT_DIR/junit_gpu.xml" "${EXTRA[@]}"
   # The bitsandbytes peer is not carried (its wheel alone is over the transfer limit), nor is
-  # compressed-tensors (it imports transformers, huggingface_hub and more the image lacks).
+  # compressed-tensors (it imports transformers, huggingface_hub and more the image lacks),
+  # nor torchao (26 MB installed, its CUDA extensions built for another torch).
   step backend 150 60 "$PYTHON" -m pytest -q -p no:cacheprovider -n "$XDIST" tests/backend \
-    tests/vyre -k "$DEVICE and not bitsandbytes and not convert_compressed" \
+    tests/vyre -k "$DEVICE and not bitsandbytes and not convert_compressed and not convert_torchao" \
     --junitxml="$OUT_DIR/junit_backend.xml" "${EXTRA[@]}"
   # 2^27 elements: 512 MiB of float32 out, far past the 60 MB L2, with codes drawn on the host
   # in about a second per case; 16 layers of 1 GiB K and V pools, for ours and the torch peer

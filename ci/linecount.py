@@ -113,7 +113,9 @@ PER_FILE_CAP = 800
 # - +4: the converter's two private bounds (bnb quant_state, compressed-tensors config.json) registered.
 # - +234: GGUF Q2_K to Q6_K, IQ4_NL, IQ4_XS and MXFP4 converted bit-exactly (f32 sub-block
 #   scales, overlay-add mins, e8m0 0x00 re-encoded for zero blocks; the rest refused by name).
-TOTAL_BUDGET = 39_886
+# - +299: torchao MX tensors (torch.save state dicts read through stand-ins, and the
+#   flattened safetensors form) as Hurray MXFP: fp8/fp6/fp4, swizzled scales, e8m0 repairs.
+TOTAL_BUDGET = 40_185
 PACKAGES = ("hurray_gpu", "vyre")
 
 

@@ -1,6 +1,6 @@
 """Fuzz harness for the checkpoint converter (hurray_gpu.io.convert: GGUF, safetensors with
-bitsandbytes NF4 or compressed-tensors weights (a fixed config.json beside every input), and
-.npz sources; PyTorch checkpoints are torch.load's to decode).
+bitsandbytes NF4, compressed-tensors (a fixed config.json beside every input) or torchao MX
+weights, and .npz sources; PyTorch checkpoints are torch.load's to decode).
 
 The converter takes a path, so each input is written to a tmpfs scratch file and converted to
 another. Control byte: bits 0-1 the format (0 detected from the bytes, 1 gguf, 2 safetensors,
@@ -95,12 +95,13 @@ def _blocks(rng: np.random.Generator, n: int, size: int, halves: int) -> bytes:
     return raw.tobytes()
 
 
-def _safetensors(tensors: dict[str, np.ndarray]) -> bytes:
-    header, blobs, at = {"__metadata__": {"format": "pt"}}, b"", 0
+def _safetensors(tensors: dict[str, np.ndarray], meta: dict[str, str] | None = None) -> bytes:
+    header, blobs, at = {"__metadata__": meta or {"format": "pt"}}, b"", 0
     kinds = {"float32": "F32", "float16": "F16", "int8": "I8", "bool": "BOOL", "uint8": "U8",
              "int32": "I32", "int64": "I64"}
     for name, value in tensors.items():
-        header[name] = {"dtype": kinds[value.dtype.name], "shape": list(value.shape),
+        kind = "F8_E8M0" if name.endswith("._weight_scale") else kinds[value.dtype.name]
+        header[name] = {"dtype": kind, "shape": list(value.shape),
                         "data_offsets": [at, at + value.nbytes]}
         blobs, at = blobs + value.tobytes(), at + value.nbytes
     text = json.dumps(header).encode()
@@ -157,9 +158,25 @@ def _ct(rng: np.random.Generator) -> dict[str, np.ndarray]:
             "b.weight_zero_point": words(3, 1)}
 
 
+def _mx(rng: np.random.Generator, swizzled: bool) -> bytes:
+    """torchao's flattened MXTensor: fp4 codes two a byte, e8m0 scales (some 0x00 on +-0
+    blocks), its state JSON in __metadata__."""
+    codes = rng.integers(0, 256, (4, 32), np.uint8)
+    codes[1, :16] = 0x88  # an all -0 block, its scale 0x00 below
+    scale = rng.integers(100, 140, 512 if swizzled else 8, np.uint8).reshape(-1, 2)
+    scale[8 if swizzled else 1, 0] = 0  # block (row 1, column 0): flat 16 when swizzled
+    state = {"elem_dtype": {"_type": "torch.dtype", "_data": "float4_e2m1fn_x2"},
+             "block_size": 32, "is_swizzled_scales": swizzled}
+    meta = {"tensor_names": json.dumps(["l.weight"]),
+            "l.weight": json.dumps({"_type": "MXTensor", "_data": state,
+                                    "_tensor_data_names": ["qdata", "scale"]})}
+    return _safetensors({"l._weight_qdata": codes, "l._weight_scale": scale}, meta)
+
+
 def seeds() -> list[bytes]:
     """tests/golden/gguf/tiny.gguf (gguf-py's own), GGUF files of every mapped block type,
-    safetensors (plain, NF4 weights kept in shape or stored flat, pack-quantized weights) and
+    safetensors (plain, NF4 weights kept in shape or stored flat, pack-quantized weights,
+    torchao MX weights with plain and swizzled scales) and
     .npz files; each with the control bytes that reach it."""
     rng = np.random.default_rng(22)
     gguf = [gguf_bytes([("q5_0", 6, (64, 2), _blocks(rng, 4, 22, 1)),
@@ -174,7 +191,8 @@ def seeds() -> list[bytes]:
     nf4 = [_safetensors(_nf4(rng, (4, 96), True)), _safetensors(_nf4(rng, (5, 33), False))]
     files = [(_SAMPLE.read_bytes(), 0), (_SAMPLE.read_bytes(), 5), (gguf[0], 4),
              (gguf[1], 1), (gguf[2], 0), (st, 0), (st, 6), (_npz(False), 0), (_npz(True), 7),
-             (nf4[0], 4), (nf4[1], 6), (_safetensors(_ct(rng)), 4)]
+             (nf4[0], 4), (nf4[1], 6), (_safetensors(_ct(rng)), 4), (_mx(rng, False), 4),
+             (_mx(rng, True), 6)]
     return [bytes([ctl]) + raw for raw, ctl in files]
 
 

@@ -32,6 +32,13 @@ from hurray_gpu.io.convert.source import (
     element_count,
     refuse,
 )
+from hurray_gpu.io.convert.torchao_mx import (
+    is_mx,
+    load_mx,
+    mx_entry,
+    plan_torchao_safetensors,
+    safe_globals,
+)
 from hurray_gpu.parts import TensorLike, assemble
 
 __all__ = ["ZIP_ERRORS", "NpzSource", "SafetensorsSource", "TorchSource", "plain_tensor"]
@@ -121,6 +128,12 @@ class SafetensorsSource:
         named = {e.name: e for e in entries}  # quantized weights' parts grouped into one
         self._loaders = plan_bnb(src, named, self._metadata)
         self._loaders.update(plan_compressed(src, named, self._metadata))
+        self._loaders.update(plan_torchao_safetensors(src, named, self._metadata))
+        for e in named.values():
+            if e.kind == "F8_E8M0":  # e8m0 bytes only as an MX tensor's scales
+                raise refuse(src, e, "Hurray's float8_e8m0 forbids the bytes 0x00 and 0xFF "
+                             "that this type allows (only the scales of a torchao MX tensor "
+                             "are mapped)", _FIX_DTYPE)
         self.entries = sorted(named.values(), key=lambda e: e.offset)
 
     def _parse(self, text: bytes) -> dict[str, Any]:
@@ -145,11 +158,12 @@ class SafetensorsSource:
                                 "data_offsets", tensor=name, offset=8)
         dims, (begin, end) = tuple(cast(list, shape)), cast(list, offsets)
         check_shape(self.src, name, kind, dims)
-        if kind not in _ST_TYPES:
+        if kind not in _ST_TYPES and kind != "F8_E8M0":
             raise refuse(self.src, (name, kind), "this safetensors dtype has no Hurray element "
                          "type that keeps its bits (not yet supported by this converter for "
                          "F4/F6/F8_E8M0)", _FIX_DTYPE)
-        hurray = _ST_TYPES[kind]
+        # F8_E8M0: the scales of a torchao MX tensor (plan_torchao_safetensors), else refused
+        hurray = _ST_TYPES.get(kind, "float8_e8m0")
         itemsize = 1 if hurray == "bool" else by_name(hurray).bits // 8
         if end < begin or end - begin != element_count(dims) * itemsize:
             raise self.src.fail(f"data_offsets [{begin}, {end}] do not hold {shape} x {kind}",
@@ -279,8 +293,11 @@ class TorchSource:
             raise refuse(src, ("(file)", "pytorch"), "reading PyTorch checkpoints needs torch",
                          "pip install torch (the CPU build is enough).") from None
         try:
-            obj = self._torch.load(src.path, map_location="cpu", weights_only=True,
-                                   mmap=zipfile.is_zipfile(src.path))
+            # torchao MX tensors load as stand-ins (torchao_mx.safe_globals), torchao's classes
+            # registered under their names: torchao itself need not be installed
+            with self._torch.serialization.safe_globals(safe_globals(self._torch)):
+                obj = self._torch.load(src.path, map_location="cpu", weights_only=True,
+                                       mmap=zipfile.is_zipfile(src.path))
         except Exception as exc:  # torch raises many types for a bad or unsafe pickle
             raise src.fail(f"torch.load(weights_only=True) refused it ({type(exc).__name__}: "
                            f"{str(exc)[:200]})", fix="save the checkpoint with torch.save("
@@ -306,6 +323,8 @@ class TorchSource:
                              "and str/int/float/bool values can be carried", _FIX_DTYPE)
 
     def _entry(self, name: str, t: Any) -> SourceTensor:
+        if is_mx(t):
+            return mx_entry(self.src, name, t, self._torch)
         kind = str(t.dtype).removeprefix("torch.")
         hurray = {"float8_e4m3fn": "float8_e4m3", "complex64": "complex64"}.get(kind, kind)
         if t.layout != self._torch.strided or t.is_quantized or hurray not in _ST_TYPES.values():
@@ -324,6 +343,8 @@ class TorchSource:
 
     def load(self, entry: SourceTensor) -> Converted:
         """One tensor's bytes (a view of the mapped file when contiguous) as a Hurray tensor."""
+        if entry.kind.startswith("mx-"):
+            return load_mx(self.src, entry, self._tensors.pop(entry.name), self._torch)
         t = self._tensors.pop(entry.name).contiguous().reshape(-1)
         raw = t.view(self._torch.uint8).numpy() if t.numel() else np.empty(0, np.uint8)
         return _load_checked(self.src, entry, entry.kind, raw)
