@@ -281,6 +281,20 @@ def _transport(d: _Fields) -> tuple[str, list[Row]]:
     return caption, out
 
 
+def _convert(d: _Fields) -> tuple[str, list[Row]]:
+    out: list[Row] = []
+    for r in d.rows("results"):
+        goal = r.get("goal_mb_per_s")
+        rss = (f"; peak RSS +{num(r['rss_growth_mib'])} MiB (largest tensor "
+               f"{num(r['largest_tensor_mib'])} MiB)" if r.get("rss_growth_mib") is not None else "")
+        out.append((None, f"{r['case']}, {r['source_mib']:,.0f} MiB of source",
+                    r.span("convert_mb_per_s", "MB/s") + rss,
+                    f"copying the same file {num(r['copy_mb_per_s'])} MB/s"
+                    + (f"; goal {num(goal)} MB/s" if goal else ""),
+                    r.ratio("convert_over_copy_ratio", "of copy")))
+    return f"source file to .hrry, interleaved with a copy of the same file, {d['runs']} runs", out
+
+
 # (suite, title, row builder), in the README's order.
 SUITES: tuple[tuple[str, str, Callable[[_Fields], tuple[str, list[Row]]]], ...] = (
     ("dequant", "Dequantization", _dequant), ("layout", "Layout conversion", _layout),
@@ -288,7 +302,7 @@ SUITES: tuple[tuple[str, str, Callable[[_Fields], tuple[str, list[Row]]]], ...] 
     ("vyre_exec", "vyre programs", _vyre_exec),
     ("vyre_loop_bound", "vyre loop pass bound", _loop_bound),
     ("dlpack", "DLPack hand-off", _dlpack), ("transport", "Network protocol", _transport),
-    ("codec", "Codecs", _codec),
+    ("codec", "Codecs", _codec), ("convert", "Checkpoint conversion", _convert),
     ("cold_start", "Cold start", _cold_start))
 
 

@@ -1,5 +1,5 @@
 """``hurray-gpu convert SRC OUT.hrry``: convert a GGUF, safetensors, PyTorch or NumPy checkpoint
-to a ``.hrry`` file, one tensor at a time (docs/convert.md)."""
+to a ``.hrry`` file, one tensor at a time (docs/importing.md)."""
 
 from __future__ import annotations
 

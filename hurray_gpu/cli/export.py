@@ -1,5 +1,5 @@
 """``hurray-gpu export IN.hrry OUT.{safetensors,gguf}``: write a ``.hrry`` file's tensors and
-metadata back to safetensors or GGUF, one tensor at a time (docs/convert.md, Export)."""
+metadata back to safetensors or GGUF, one tensor at a time (docs/importing.md, Export)."""
 
 from __future__ import annotations
 

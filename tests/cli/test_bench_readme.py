@@ -162,6 +162,16 @@ def fixture() -> dict[str, Any]:
              "over_steady_ratio_range": [20.0, 30.0], "goal_ms": 10.0,
              "median_over_goal_ratio": 0.45, "over_goal_ratio_range": [0.4, 0.7]}],
             "unavailable": [{"device": "vulkan:0", "error": "no Vulkan loader"}]},
+        "convert": {"runs": 3, "results": [
+            {"case": "direct (F32, F16, BF16)", "source_mib": 2048.0, "largest_tensor_mib": 128.0,
+             "convert_mb_per_s": 900.0, "convert_mb_per_s_range": [800.0, 950.0],
+             "copy_mb_per_s": 1200.0, "convert_over_copy_ratio": 0.75,
+             "convert_over_copy_ratio_range": [0.7, 0.8], "goal_mb_per_s": 500.0,
+             "rss_growth_mib": 2.5},
+            {"case": "Q4_0", "source_mib": 512.0, "largest_tensor_mib": 128.0,
+             "convert_mb_per_s": 300.0, "convert_mb_per_s_range": [250.0, 320.0],
+             "copy_mb_per_s": 1500.0, "convert_over_copy_ratio": 0.2,
+             "convert_over_copy_ratio_range": [0.15, 0.25], "goal_mb_per_s": None}]},
     })
 
 
@@ -222,6 +232,11 @@ ROWS = [
     "(0.180-0.250) ms | 0.400 / 0.450 / 0.700 of goal; 20.0 / 22.0 / 30.0 x the steady call's "
     "time |",
     "| vulkan:0: not measured | no Vulkan loader |  |  |",
+    "| direct (F32, F16, BF16), 2,048 MiB of source | 900 (800-950) MB/s; peak RSS +2.50 MiB "
+    "(largest tensor 128 MiB) | copying the same file 1,200 MB/s; goal 500 MB/s | "
+    "0.700 / 0.750 / 0.800 of copy |",
+    "| Q4_0, 512 MiB of source | 300 (250-320) MB/s | copying the same file 1,500 MB/s | "
+    "0.150 / 0.200 / 0.250 of copy |",
 ]
 
 

@@ -1,5 +1,5 @@
 """Convert checkpoints (GGUF, safetensors, PyTorch state dicts, NumPy ``.npz``) to ``.hrry``
-files, one tensor at a time (docs/convert.md).
+files, one tensor at a time (docs/importing.md).
 
 Each source reader plans every tensor first (types, shapes, offsets checked against the file,
 so a refusal comes before anything is written), then yields one converted tensor at a time:
@@ -146,7 +146,7 @@ def convert(src: str | os.PathLike[str], dst: str | os.PathLike[str], *, device:
     """Convert a checkpoint to a ``.hrry`` file, streaming one tensor at a time.
 
     Every tensor becomes a Hurray tensor whose dequantization equals the source tool's own
-    (docs/convert.md lists the mappings and the refusals). The source's metadata goes into
+    (docs/importing.md lists the mappings and the refusals). The source's metadata goes into
     the KV section. The output is written atomically: on any error ``dst`` is left as it was.
 
     Args:

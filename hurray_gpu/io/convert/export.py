@@ -1,4 +1,4 @@
-"""Export a ``.hrry`` file back to safetensors or GGUF, one tensor at a time (docs/convert.md).
+"""Export a ``.hrry`` file back to safetensors or GGUF, one tensor at a time (docs/importing.md).
 
 Every tensor is planned first from the file (target type and byte count; a tensor the target
 cannot carry is refused before anything is written), then each is read, encoded, written and
@@ -304,7 +304,7 @@ def export(src: str | os.PathLike[str], dst: str | os.PathLike[str], *,
     safetensors gets every dense tensor of a type it has, element bytes as they are (other
     layouts materialized to row-major). GGUF gets F32/F16/BF16/F64/I8..I64 and the importer's
     forms of Q8_0, Q4_0, Q5_0, Q4_1 and Q5_1 back as those block types, byte for byte.
-    The KV section becomes the target's metadata (docs/convert.md). On any error ``dst`` is
+    The KV section becomes the target's metadata (docs/importing.md). On any error ``dst`` is
     left as it was.
 
     Args:
