@@ -116,7 +116,8 @@ PER_FILE_CAP = 800
 # - +299: torchao MX tensors (torch.save state dicts read through stand-ins, and the
 #   flattened safetensors form) as Hurray MXFP: fp8/fp6/fp4, swizzled scales, e8m0 repairs.
 # - +12: the README's checkpoint-conversion table (bench_readme._convert).
-TOTAL_BUDGET = 40_197
+# - +64: GGUF TQ1_0 and TQ2_0 as int2 per-block affine (block 256, f16 scales), bit-exact.
+TOTAL_BUDGET = 40_261
 PACKAGES = ("hurray_gpu", "vyre")
 
 
