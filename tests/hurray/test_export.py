@@ -212,6 +212,32 @@ def test_other_layouts_are_written_row_major(tmp_path: Path) -> None:
         assert np.array_equal(np.asarray(t.data).reshape(6, 8), x), t.name
 
 
+def test_ternary_forms_export_as_tq1_0(tmp_path: Path) -> None:
+    # TQ1_0 written by gguf-py comes back byte for byte; TQ2_0 (whose codes 0..2 int2 holds)
+    # as TQ1_0, the smaller type of the same values; int2 codes -2 have no ternary type.
+    gguf = require_peer("gguf")
+    from gguf.quants import dequantize
+
+    specs = [("t1", "TQ1_0", (3, 512)), ("t2", "TQ2_0", (2, 256)),
+             ("big", "TQ1_0", (2, 3, 256 * 700))]  # > one encoding step; every byte value
+    sources = write_gguf(tmp_path / "t.gguf", specs)
+    hg.convert(tmp_path / "t.gguf", tmp_path / "t.hrry")
+    hg.export(tmp_path / "t.hrry", tmp_path / "t2.gguf")
+    for t in gguf.GGUFReader(tmp_path / "t2.gguf").tensors:
+        raw, qtype = sources[t.name]
+        assert t.tensor_type.name == "TQ1_0", t.name
+        if qtype.name == "TQ1_0":
+            assert bytes(t.data) == raw.tobytes(), t.name
+        want = dequantize(raw, qtype)
+        assert np.array_equal(dequantize(t.data, t.tensor_type).view(np.uint32),
+                              want.view(np.uint32)), t.name
+    minus2 = quantized_tensor(np.full((1, 256), -2), "int2", "per_block", axis=1, block_size=256,
+                              scales=np.ones(1, np.float16), scale_type="float16")
+    hg.save(tmp_path / "m.hrry", {"m": minus2})
+    with pytest.raises(UnsupportedConversionError, match="tensor 'm'.*TQ1_0/TQ2_0"):
+        hg.export(tmp_path / "m.hrry", tmp_path / "m.gguf")
+
+
 def test_k_quant_iq4_and_mxfp4_forms_export_only_dequantized(tmp_path: Path) -> None:
     # Their Hurray forms (f32 sub-block scales, table codes, MXFP) have no GGML encoder yet.
     gguf = require_peer("gguf")
