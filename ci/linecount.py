@@ -116,7 +116,10 @@ PER_FILE_CAP = 800
 # - +299: torchao MX tensors (torch.save state dicts read through stand-ins, and the
 #   flattened safetensors form) as Hurray MXFP: fp8/fp6/fp4, swizzled scales, e8m0 repairs.
 # - +12: the README's checkpoint-conversion table (bench_readme._convert).
-TOTAL_BUDGET = 40_197
+# - +64: GGUF TQ1_0 and TQ2_0 as int2 per-block affine (block 256, f16 scales), bit-exact.
+# - +18: int2 block-256 forms exported back to GGUF as TQ1_0 (base-3 bytes as ggml writes them).
+# - +34: the IQ4_NL form (int8 table codes, f32 scales that are f16 values) exported as IQ4_NL.
+TOTAL_BUDGET = 40_313
 PACKAGES = ("hurray_gpu", "vyre")
 
 

@@ -67,11 +67,13 @@ def test_quantized_types_take_their_hurray_forms(converted) -> None:
     forms = {"Q8_0": "int8", "Q4_0": "int4", "Q5_0": "int8", "F32": "float32",
              "F16": "float16", "BF16": "bfloat16", "Q4_1": "uint4", "Q5_1": "uint8",
              "Q6_K": "int8", "Q3_K": "int4", "Q2_K": "uint2", "Q4_K": "uint4", "Q5_K": "uint8",
-             "IQ4_NL": "int8", "IQ4_XS": "int8", "MXFP4": "float4_e2m1"}
+             "IQ4_NL": "int8", "IQ4_XS": "int8", "MXFP4": "float4_e2m1", "TQ1_0": "int2",
+             "TQ2_0": "int2"}
     # block size and scale type of the per-block affine types (f32: K-quant sub-block scales)
     blocks = {**dict.fromkeys(QUANTIZED, (32, 0x01)), "IQ4_NL": (32, 0x03),
               "IQ4_XS": (32, 0x03), "Q4_K": (32, 0x03), "Q5_K": (32, 0x03),
-              "Q6_K": (16, 0x03), "Q3_K": (16, 0x03), "Q2_K": (16, 0x03)}
+              "Q6_K": (16, 0x03), "Q3_K": (16, 0x03), "Q2_K": (16, 0x03),
+              "TQ1_0": (256, 0x01), "TQ2_0": (256, 0x01)}
     with hg.open_file(path) as f:
         for kind, storage in forms.items():
             t = f.read(f"{kind}.1")
@@ -182,7 +184,29 @@ def _mxfp4(e: int, codes: list[int]) -> np.ndarray:
     return np.concatenate([[np.uint8(e)], nib[:16] | (nib[16:] << 4)]).astype(np.uint8)
 
 
+def _tq2_0(d_bits: int, code: int, last: int | None = None) -> np.ndarray:
+    """One TQ2_0 block: every 2-bit code ``code`` (value ``d * (code - 1)``), the last one
+    ``last``."""
+    qs = np.full(64, code * 0x55, np.uint8)
+    if last is not None:
+        qs[-1] = (qs[-1] & 0x3F) | (last << 6)
+    return np.concatenate([qs, np.array([d_bits], "<u2").view(np.uint8)])
+
+
+def _tq1_0(d_bits: int, byte: int) -> np.ndarray:
+    """One TQ1_0 block: every qs and qh byte ``byte`` (five base-3 trits, four in qh)."""
+    return np.concatenate([np.full(52, byte, np.uint8), np.array([d_bits], "<u2").view(
+        np.uint8)])
+
+
 @pytest.mark.parametrize(("kind", "block"), [
+    ("TQ2_0", _tq2_0(0x0000, 0)),                      # d = +0, t - 1 = -1: -0.0 everywhere
+    ("TQ2_0", _tq2_0(0x8000, 1)),                      # d = -0, t - 1 = 0: -0.0
+    ("TQ2_0", _tq2_0(0xBC00, 2)),                      # d = -1: -1.0 everywhere
+    ("TQ1_0", _tq1_0(0x8000, 0)),                      # d = -0, trits 0: +0.0
+    ("TQ1_0", _tq1_0(0x0000, 0xFF)),                   # d = +0, trits 2: +0.0
+    ("TQ1_0", _tq1_0(0x3555, 0x5A)),                   # mixed trits, d = 1/3 (rounded)
+    ("TQ1_0", _tq1_0(0x0001, 0xC3)),                   # a subnormal d
     ("Q6_K", _q6_k(0x3C00, [0] + [1] * 15)),           # sc 0, codes -32: -0.0 in sub-block 0
     ("Q6_K", _q6_k(0xBC00, [0, -3] * 8, low=0x99)),    # d < 0, sc 0, codes -23: +0.0
     ("Q6_K", _q6_k(0x0000, [5] * 16, low=0xFF)),       # d = +0, codes -17: -0.0 everywhere
@@ -213,6 +237,9 @@ def test_hand_made_super_blocks_dequantize_like_gguf_py(device, tmp_path: Path, 
     ("Q6_K", _q6_k(0x3C00, [1] * 3 + [0] * 13, 0x5A, 0xFF), "sub-block 3 has a zero scale and "
      "codes of both signs"),
     ("Q6_K", _q6_k(0x7C00, [1] * 16), "sub-block 0 has an infinite or NaN scale"),
+    ("TQ2_0", _tq2_0(0x3C00, 1, last=3), "block 0 has 2-bit code 3"),
+    ("TQ2_0", _tq2_0(0x0000, 1, last=0), "block 0 has a zero scale and codes of both signs"),
+    ("TQ1_0", _tq1_0(0xFC00, 0x5A), "block 0 has an infinite or NaN f16 scale"),
     ("Q4_K", _q4_k(0x3C00, 0x7E00), "sub-block 0 has an infinite or NaN min"),
     ("MXFP4", _mxfp4(0x00, [0, 1]), "block 0 has e8m0 scale byte 0x00 and nonzero codes"),
     ("MXFP4", _mxfp4(0xFF, [0]), "block 0 has e8m0 scale byte 0xFF"),

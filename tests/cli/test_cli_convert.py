@@ -49,15 +49,15 @@ def test_a_refusal_is_one_line_with_fix(tmp_path: Path, capsys: pytest.CaptureFi
     gguf = require_peer("gguf")
     writer = gguf.GGUFWriter(str(tmp_path / "k.gguf"), "llama")
     writer.add_tensor("blk.0.attn_q", np.zeros((1, 66), np.uint8),
-                      raw_dtype=gguf.GGMLQuantizationType.TQ2_0)
+                      raw_dtype=gguf.GGMLQuantizationType.IQ2_XXS)
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
     writer.close()
     assert main(["convert", str(tmp_path / "k.gguf"), str(tmp_path / "k.hrry")]) == 1
     err = capsys.readouterr().err.strip()
-    assert "\n" not in err and "'blk.0.attn_q'" in err and "type TQ2_0" in err
-    assert "not yet supported by this converter" in err and "Fix:" in err
+    assert "\n" not in err and "'blk.0.attn_q'" in err and "type IQ2_XXS" in err
+    assert "lattice codebook" in err and "Fix:" in err
     assert not (tmp_path / "k.hrry").exists()
 
 

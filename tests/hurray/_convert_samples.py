@@ -21,7 +21,7 @@ IMPORTED = ("IQ4_NL", "MXFP4")
 SHAPES = ((96,), (4, 64), (3, 5, 32), (13, 160), (2, 17, 32 * 1217))  # the last: > 32768 blocks
 # The 256-element super-block types, and their shapes (the last: > 4096 super-blocks, more
 # than one repacking step).
-K_MAPPED = ("Q6_K", "Q3_K", "Q2_K", "Q4_K", "Q5_K", "IQ4_XS")
+K_MAPPED = ("Q6_K", "Q3_K", "Q2_K", "Q4_K", "Q5_K", "IQ4_XS", "TQ1_0", "TQ2_0")
 K_SHAPES = ((256,), (4, 512), (3, 2, 256), (13, 768), (2, 3, 256 * 700))
 # Types gguf-py 0.19 can dequantize but not quantize: random blocks with finite nonzero f16
 # ``d`` (and ``dmin``); for the signed types no sub-block scale is zero (llama.cpp's zero

@@ -86,8 +86,8 @@ def test_the_format_comes_from_the_bytes_not_the_suffix(gguf_file: Path,
 
 
 @pytest.mark.parametrize(("kind", "reason"), [
-    ("Q8_K", "dot products"), ("TQ1_0", "base 3"), ("IQ2_XXS", "lattice codebook"),
-    ("TQ2_0", "not yet supported by this converter"), ("Q8_1", "activations")])
+    ("Q8_K", "dot products"), ("IQ1_S", "lattice codebook"), ("IQ2_XXS", "lattice codebook"),
+    ("IQ3_S", "sign masks"), ("Q8_1", "activations")])
 def test_unmapped_types_are_refused_by_name_before_writing(tmp_path: Path, kind: str,
                                                           reason: str) -> None:
     gguf = require_peer("gguf")

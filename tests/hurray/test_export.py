@@ -212,13 +212,75 @@ def test_other_layouts_are_written_row_major(tmp_path: Path) -> None:
         assert np.array_equal(np.asarray(t.data).reshape(6, 8), x), t.name
 
 
+def test_ternary_forms_export_as_tq1_0(tmp_path: Path) -> None:
+    # TQ1_0 written by gguf-py comes back byte for byte; TQ2_0 (whose codes 0..2 int2 holds)
+    # as TQ1_0, the smaller type of the same values; int2 codes -2 have no ternary type.
+    gguf = require_peer("gguf")
+    from gguf.quants import dequantize
+
+    specs = [("t1", "TQ1_0", (3, 512)), ("t2", "TQ2_0", (2, 256)),
+             ("big", "TQ1_0", (2, 3, 256 * 700))]  # > one encoding step; every byte value
+    sources = write_gguf(tmp_path / "t.gguf", specs)
+    hg.convert(tmp_path / "t.gguf", tmp_path / "t.hrry")
+    hg.export(tmp_path / "t.hrry", tmp_path / "t2.gguf")
+    for t in gguf.GGUFReader(tmp_path / "t2.gguf").tensors:
+        raw, qtype = sources[t.name]
+        assert t.tensor_type.name == "TQ1_0", t.name
+        if qtype.name == "TQ1_0":
+            assert bytes(t.data) == raw.tobytes(), t.name
+        want = dequantize(raw, qtype)
+        assert np.array_equal(dequantize(t.data, t.tensor_type).view(np.uint32),
+                              want.view(np.uint32)), t.name
+    minus2 = quantized_tensor(np.full((1, 256), -2), "int2", "per_block", axis=1, block_size=256,
+                              scales=np.ones(1, np.float16), scale_type="float16")
+    hg.save(tmp_path / "m.hrry", {"m": minus2})
+    with pytest.raises(UnsupportedConversionError, match="tensor 'm'.*TQ1_0/TQ2_0"):
+        hg.export(tmp_path / "m.hrry", tmp_path / "m.gguf")
+
+
+def test_iq4_nl_forms_export_as_iq4_nl(tmp_path: Path) -> None:
+    # Byte for byte from random IQ4_NL blocks; a d = 0 block (repaired on import) to the same
+    # values; f32 scales that are no f16, or int8 codes outside the table, have no IQ4_NL.
+    gguf = require_peer("gguf")
+    from gguf.quants import dequantize
+
+    specs = [("nl", "IQ4_NL", (3, 64)), ("big", "IQ4_NL", (2, 17, 32 * 1217))]
+    sources = write_gguf(tmp_path / "n.gguf", specs)
+    zero = np.zeros((2, 18), np.uint8)  # d = -0 over index 9 (13); d = +0 over index 0 (-127)
+    zero[0, 1], zero[0, 2:] = 0x80, 0x99
+    writer = gguf.GGUFWriter(str(tmp_path / "z.gguf"), "llama")
+    writer.add_tensor("z", zero.reshape(1, -1), raw_dtype=gguf.GGMLQuantizationType.IQ4_NL)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    for name in ("n", "z"):
+        hg.convert(tmp_path / f"{name}.gguf", tmp_path / f"{name}.hrry")
+        hg.export(tmp_path / f"{name}.hrry", tmp_path / f"{name}2.gguf")
+        for t in gguf.GGUFReader(tmp_path / f"{name}2.gguf").tensors:
+            src, qtype = sources.get(t.name, (zero, gguf.GGMLQuantizationType.IQ4_NL))
+            assert t.tensor_type == qtype, t.name
+            if name == "n":
+                assert bytes(t.data) == src.tobytes(), t.name
+            want = dequantize(src, qtype)
+            assert np.array_equal(dequantize(t.data, qtype).reshape(want.shape).view(np.uint32),
+                                  want.view(np.uint32)), t.name
+    made = {"scale": quantized_tensor(np.full((1, 32), 13), "int8", "per_block", axis=1,
+                                      scales=np.array([0.1], np.float32)),
+            "code": quantized_tensor(np.full((1, 32), 12), "int8", "per_block", axis=1,
+                                     scales=np.array([0.5], np.float32))}
+    for name, t in made.items():
+        hg.save(tmp_path / f"{name}.hrry", {name: t})
+        with pytest.raises(UnsupportedConversionError, match=f"tensor '{name}'.*IQ4_NL"):
+            hg.export(tmp_path / f"{name}.hrry", tmp_path / f"{name}.gguf")
+
+
 def test_k_quant_iq4_and_mxfp4_forms_export_only_dequantized(tmp_path: Path) -> None:
     # Their Hurray forms (f32 sub-block scales, table codes, MXFP) have no GGML encoder yet.
     gguf = require_peer("gguf")
     from gguf.quants import dequantize
 
-    specs = [("k4", "Q4_K", (2, 256)), ("k6", "Q6_K", (3, 256)), ("mx", "MXFP4", (2, 64)),
-             ("nl", "IQ4_NL", (2, 64))]
+    specs = [("k4", "Q4_K", (2, 256)), ("k6", "Q6_K", (3, 256)), ("mx", "MXFP4", (2, 64))]
     sources = write_gguf(tmp_path / "k.gguf", specs)
     hg.convert(tmp_path / "k.gguf", tmp_path / "k.hrry")
     with pytest.raises(UnsupportedConversionError, match="tensor 'k4'"):

@@ -19,6 +19,7 @@ from typing import IO, Any
 import numpy as np
 
 from hurray_gpu.errors import ConversionError, HurrayFormatError, UnsupportedConversionError
+from hurray_gpu.io.convert.ggml_kquants import IQ4_VALUES
 from hurray_gpu.io.convert.gguf_write import encode_block, gguf_kv, write_gguf_header
 from hurray_gpu.io.file_reader import HrryFile, open_file
 from hurray_gpu.io.file_writer import atomic_output
@@ -37,7 +38,9 @@ _ST = {"uint64": "U64", "int64": "I64", "float64": "F64", "complex64": "C64",
 _ST_ORDER = {kind: i for i, kind in enumerate(_ST.values())}
 _GGUF_DIRECT = {"float32": "F32", "float16": "F16", "bfloat16": "BF16", "float64": "F64",
                 "int8": "I8", "int16": "I16", "int32": "I32", "int64": "I64"}
-_BLOCK_BYTES = {"Q8_0": 34, "Q4_0": 18, "Q5_0": 22, "Q4_1": 20, "Q5_1": 24}
+# GGML block type -> (elements, bytes) per block
+_BLOCKS = {"Q8_0": (32, 34), "Q4_0": (32, 18), "Q5_0": (32, 22), "Q4_1": (32, 20),
+           "Q5_1": (32, 24), "TQ1_0": (256, 54), "IQ4_NL": (32, 18)}
 _ALIGNMENT = 32  # GGUF's default general.alignment
 _ROW_MAJOR, _NUMPY_LAYOUTS = 0x01, (0x01, 0x02, 0x03)  # row/column-major, strided
 _FIX_DEQUANT = ("export with dequantize='float32' (or 'bfloat16', 'float16'; the CLI's "
@@ -138,14 +141,14 @@ def _plan_safetensors(path: str, t: Any, name: str, dequantize: str | None) -> _
 
 
 # -- GGUF: which Hurray forms are GGML block types -------------------------------------------
-def _per_block32(t: Any, storage: tuple[str, ...]) -> bool:
-    """Scheme 0x03 along the last axis, block 32, symmetric, f16 scales, row-major: the
-    importer's form of GGML's ``d * q``."""
+def _per_block32(t: Any, storage: tuple[str, ...], block: int = 32, scale: int = 0x01) -> bool:
+    """Scheme 0x03 along the last axis, ``block`` elements, symmetric, ``scale``-tagged (f16)
+    scales, row-major: the importer's form of GGML's ``d * q``."""
     desc, quant = t.descriptor, t.descriptor.quantization
     return (quant is not None and quant.SCHEME == 0x03 and t.dtype.name in storage
             and not t.is_composite and desc.layout_tag == _ROW_MAJOR and len(t.shape) >= 1
-            and quant.axis == len(t.shape) - 1 and quant.block_size == 32 and quant.symmetric
-            and quant.scale_type_tag == 0x01 and desc.byte_offset == 0
+            and quant.axis == len(t.shape) - 1 and quant.block_size == block and quant.symmetric
+            and quant.scale_type_tag == scale and desc.byte_offset == 0
             and quant.scale_buffer_index == 1)
 
 
@@ -185,7 +188,29 @@ def _offsets(corr: Any, blocks: int) -> np.ndarray | None:
     return np.where(ones, scales, scales & 0x8000).astype("<u2")
 
 
+def _iq4_nl(t: Any) -> list[np.ndarray] | None:
+    """(codes, f16 bits of ``d``) of an int8 block-32 form with f32 scales that IQ4_NL holds
+    exactly: every scale an f16, every code an IQ4 table value (or a repaired zero block:
+    codes 0, scale +-1), else None."""
+    blocks = math.prod(t.shape) // 32
+    codes, scales = t.buffers[0].numpy(), t.buffers[1].numpy()
+    if codes.size < blocks * 32 or scales.size < blocks * 4:
+        return None
+    codes, d = codes[:blocks * 32].reshape(blocks, 32), scales[:blocks * 4].view("<f4")
+    half = d.astype(np.float16)
+    zero = ~codes.any(axis=1) & (np.abs(d) == 1)
+    if not (np.isin(codes.view(np.int8), IQ4_VALUES).all(axis=1) | zero).all() or not (
+            np.array_equal(half.astype(np.float32), d)):
+        return None
+    return [codes, half.view("<u2")]
+
+
 def _gguf_block_kind(t: Any) -> str | None:
+    if _per_block32(t, ("int8",), 32, 0x03) and t.shape[-1] % 32 == 0:
+        return "IQ4_NL" if _iq4_nl(t) is not None else None
+    if _per_block32(t, ("int2",), 256) and t.shape[-1] % 256 == 0:  # t - 1 in {-1, 0, 1}
+        codes = t.buffers[0].numpy()[:math.prod(t.shape) // 4]
+        return None if ((codes >> 1) & ~codes & 0x55).any() else "TQ1_0"
     if _per_block32(t, ("int4",)):
         return "Q4_0"
     if _per_block32(t, ("int8",)):  # the smallest GGML type that holds every code exactly
@@ -205,16 +230,19 @@ def _gguf_block_kind(t: Any) -> str | None:
 
 
 def _encode_gguf(kind: str, shape: tuple[int, ...]) -> Callable[[Any], np.ndarray]:
-    blocks = math.prod(shape) // 32
-    code_bytes = 16 if kind in ("Q4_0", "Q4_1") else 32
+    blocks = math.prod(shape) // _BLOCKS[kind][0]
+    code_bytes = {"Q4_0": 16, "Q4_1": 16, "TQ1_0": 64}.get(kind, 32)
 
     def encode(t: Any) -> np.ndarray:
-        if kind not in ("Q4_1", "Q5_1"):
+        if kind not in ("Q4_1", "Q5_1", "IQ4_NL"):
             return encode_block(kind, _buffers(t, blocks, code_bytes)).reshape(-1)
+        iq4 = _iq4_nl(t) if kind == "IQ4_NL" else None
+        if iq4 is not None:
+            return encode_block(kind, iq4).reshape(-1)
         base, corr = _overlay_parts(t) or (None, None)  # planned from the same bytes
         offsets = None if corr is None else _offsets(corr, blocks)
-        if offsets is None:
-            raise HurrayFormatError(f"composite {t.descriptor.layout} changed since it was "
+        if offsets is None or kind == "IQ4_NL":
+            raise HurrayFormatError(f"tensor {t.descriptor.layout} changed since it was "
                                     "planned", fix="do not modify the file while exporting.")
         return encode_block(kind, [*_buffers(base, blocks, code_bytes), offsets]).reshape(-1)
     return encode
@@ -225,11 +253,12 @@ def _plan_gguf(path: str, t: Any, name: str, dequantize: str | None) -> _Plan:
     if kind is None:
         return _plan_dense_or_dequant(path, t, name, _GGUF_DIRECT, dequantize, (
             "GGUF carries F32/F16/BF16/F64/I8..I64 elements and the importer's forms of Q8_0, "
-            "Q4_0, Q5_0, Q4_1 and Q5_1 (per-block affine along the last axis, block 32, "
-            "f16 scales, symmetric; Q4_1/Q5_1 as an overlay add of the offsets); this tensor "
-            "is none of them"))
+            "Q4_0, Q5_0, Q4_1, Q5_1 (per-block affine along the last axis, block 32, "
+            "f16 scales, symmetric; Q4_1/Q5_1 as an overlay add of the offsets) and TQ1_0/TQ2_0 "
+            "(int2 codes -1..1, block 256) and IQ4_NL (int8 table codes, block 32, f32 scales "
+            "that are f16 values); this tensor is none of them"))
     shape = _shape(path, t, name)
-    return _Plan(name, kind, shape, math.prod(shape) // 32 * _BLOCK_BYTES[kind],
+    return _Plan(name, kind, shape, math.prod(shape) // _BLOCKS[kind][0] * _BLOCKS[kind][1],
                  _encode_gguf(kind, shape))
 
 

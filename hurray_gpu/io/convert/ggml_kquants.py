@@ -35,11 +35,11 @@ from hurray_gpu.io.convert.ggml_quants import (
 from hurray_gpu.io.convert.source import Converted, SourceFile, SourceTensor, refuse
 from hurray_gpu.parts import TensorLike, assemble
 
-__all__ = ["KQUANTS"]
+__all__ = ["IQ4_VALUES", "KQUANTS"]
 
 _BITS = {"int8": 8, "uint8": 8, "int4": 4, "uint4": 4, "uint2": 2}
-_IQ4 = np.array((-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113),
-                np.int8)
+IQ4_VALUES = np.array((-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113),
+                      np.int8)
 # gguf-py decodes MXFP4 nibble 8 as +0 (its table holds 0 twice); e2m1 code 8 is -0. In 64-bit
 # lanes: a nibble's low 3 bits plus 7 set its bit 3 unless they are 0 (no carry: at most 14).
 _SEVENS, _EIGHTS = np.uint64(0x7777777777777777), np.uint64(0x8888888888888888)
@@ -123,7 +123,7 @@ def _q5_k(b: np.ndarray) -> _Decoded:
 def _iq4_nl(b: np.ndarray) -> _Decoded:
     n = b.shape[0]
     q = _shifts(b[:, 2:], n, 16, (0, 4)).reshape(n, -1) & 0x0F
-    return _Decoded(np.take(_IQ4, q), _f16(b, 0))
+    return _Decoded(np.take(IQ4_VALUES, q), _f16(b, 0))
 
 
 def _iq4_xs(b: np.ndarray) -> _Decoded:
@@ -132,7 +132,7 @@ def _iq4_xs(b: np.ndarray) -> _Decoded:
     high = np.ascontiguousarray(b[:, 2:4]).view("<u2") >> np.arange(0, 16, 2, dtype=np.uint16)
     sc = (low | ((high.astype(np.uint8) & 3) << 4)).astype(np.int8) - np.int8(32)
     q = _shifts(b[:, 8:], n, 16, (0, 4)).reshape(n, -1) & 0x0F
-    return _Decoded(np.take(_IQ4, q), _f16(b, 0) * sc.astype(np.float32))
+    return _Decoded(np.take(IQ4_VALUES, q), _f16(b, 0) * sc.astype(np.float32))
 
 
 def _pack(q: np.ndarray, bits: int, out: np.ndarray) -> None:

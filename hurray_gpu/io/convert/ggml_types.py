@@ -1,7 +1,7 @@
 """GGML tensor types -> Hurray tensors: the type table, one mapping per type (bit-exact with
 gguf-py's own dequantization, ``gguf.quants``), and for every other type a refusal that says
 why. Direct types keep their bytes; the 32-element block types are in :mod:`ggml_quants`, the
-K-quants, IQ4_NL/IQ4_XS and MXFP4 in :mod:`ggml_kquants`.
+K-quants, IQ4_NL/IQ4_XS and MXFP4 in :mod:`ggml_kquants`, TQ1_0/TQ2_0 in :mod:`ggml_ternary`.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import numpy as np
 
 from hurray_gpu.io.convert.ggml_kquants import KQUANTS
 from hurray_gpu.io.convert.ggml_quants import FIX_REQUANT, QUANTS
+from hurray_gpu.io.convert.ggml_ternary import TERNARY
 from hurray_gpu.io.convert.source import (
     Converted,
     SourceFile,
@@ -39,14 +40,11 @@ TYPES: dict[int, tuple[str, int, int]] = {
     26: ("I32", 1, 4), 27: ("I64", 1, 8), 28: ("F64", 1, 8), 29: ("IQ1_M", 256, 56),
     30: ("BF16", 1, 2), 34: ("TQ1_0", 256, 54), 35: ("TQ2_0", 256, 66), 39: ("MXFP4", 32, 17),
 }
-_LATER = "not yet supported by this converter"
 # Why a known type is refused; every entry that Hurray could carry later says so.
 _REFUSED = {
     "Q8_1": "Q8_1 is llama.cpp's intermediate type for activations (it also stores d * sum(q)),"
             " not a weight type; nothing to carry",
     "Q8_K": "Q8_K is llama.cpp's intermediate type for dot products, not a weight type",
-    "TQ1_0": f"ternary values packed five to a byte in base 3: {_LATER}",
-    "TQ2_0": f"ternary values as 2-bit codes with one f16 scale per 256: {_LATER}",
 }
 for _k in ("IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ3_XXS", "IQ3_S", "IQ1_S", "IQ1_M"):
     _REFUSED[_k] = ("an i-quant: values are entries of a lattice codebook (grid tables) with "
@@ -94,7 +92,7 @@ def mapping(src: SourceFile, name: str, kind: str, type_id: int) -> GGMLMapping:
         raise refuse(src, (name, kind), "this GGML type id is unknown to this converter "
                      "(a newer or private ggml type)", "convert the model with a llama.cpp "
                      "quantization this converter supports (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, "
-                     "Q5_1, Q2_K to Q6_K, IQ4_NL, IQ4_XS, MXFP4).")
+                     "Q5_1, Q2_K to Q6_K, IQ4_NL, IQ4_XS, MXFP4, TQ1_0, TQ2_0).")
     raise refuse(src, (name, kind), _REFUSED[kind], FIX_REQUANT)
 
 
@@ -116,4 +114,4 @@ MAPPINGS: dict[str, GGMLMapping] = {
     for kind, hurray, np_dtype, size in _DIRECT}
 MAPPINGS.update({kind: GGMLMapping(kind, 32, size, fn) for kind, (size, fn) in QUANTS.items()})
 MAPPINGS.update({kind: GGMLMapping(kind, block, size, fn)
-                 for kind, (block, size, fn) in KQUANTS.items()})
+                 for kind, (block, size, fn) in {**KQUANTS, **TERNARY}.items()})

@@ -18,13 +18,15 @@ from typing import IO, Any
 import numpy as np
 
 from hurray_gpu.errors import UnsupportedConversionError
+from hurray_gpu.io.convert.ggml_kquants import IQ4_VALUES
 from hurray_gpu.io.kv import UInt64
 
 __all__ = ["GGML_IDS", "encode_block", "gguf_kv", "write_gguf_header"]
 
 # GGML type name -> type id (ggml.c), for the types the exporter writes.
 GGML_IDS = {"F32": 0, "F16": 1, "Q4_0": 2, "Q4_1": 3, "Q5_0": 6, "Q5_1": 7, "Q8_0": 8,
-            "I8": 24, "I16": 25, "I32": 26, "I64": 27, "F64": 28, "BF16": 30}
+            "I8": 24, "I16": 25, "I32": 26, "I64": 27, "F64": 28, "BF16": 30, "IQ4_NL": 20,
+            "TQ1_0": 34}
 _ONE, _SIGN = 0x3C00, 0x8000
 # GGUF value type ids and struct formats (the GGUF specification's table).
 _TYPES = {"UINT8": (0, "B"), "INT8": (1, "b"), "UINT16": (2, "H"), "INT16": (3, "h"),
@@ -32,6 +34,10 @@ _TYPES = {"UINT8": (0, "B"), "INT8": (1, "b"), "UINT16": (2, "H"), "INT16": (3, 
           "STRING": (8, ""), "ARRAY": (9, ""), "UINT64": (10, "Q"), "INT64": (11, "q"),
           "FLOAT64": (12, "d")}
 _PART = 1 << 15  # blocks per encoding step: temporaries stay in the cache
+# TQ1_0's base-3 weights: the first trit is the most significant (read back first by ggml).
+_POW3 = np.array((81, 27, 9, 3, 1), np.uint16).reshape(1, 5, 1)
+_IQ4_INDEX = np.zeros(256, np.uint8)  # int8 table value (as a byte) -> its 4-bit index
+_IQ4_INDEX[IQ4_VALUES.view(np.uint8)] = np.arange(16, dtype=np.uint8)
 
 
 def _unrepair(d: np.ndarray, codes: np.ndarray) -> np.ndarray:
@@ -66,8 +72,8 @@ def encode_block(kind: str, parts: list[np.ndarray]) -> np.ndarray:
     """GGML blocks of ``kind`` from the Hurray buffers of the importer's form.
 
     Args:
-        kind: ``Q8_0``, ``Q4_0``, ``Q5_0`` (parts: codes, f16 scales) or ``Q4_1``, ``Q5_1``
-            (parts: base codes, base scales, offsets ``m`` as f16 bits).
+        kind: ``Q8_0``, ``Q4_0``, ``Q5_0``, ``TQ1_0``, ``IQ4_NL`` (parts: codes, f16 scales) or
+            ``Q4_1``, ``Q5_1`` (parts: base codes, base scales, offsets ``m`` as f16 bits).
 
     Returns:
         The blocks, one row of bytes each.
@@ -106,8 +112,35 @@ def _q5_1(codes: np.ndarray, d: np.ndarray, m: np.ndarray) -> np.ndarray:
     return np.concatenate(_halves(_unrepair(d, q), m) + [_qh(q), _ggml_qs(q)], axis=1)
 
 
+def _base3(t: np.ndarray, count: int, group: int) -> np.ndarray:
+    """``count`` trits per byte (rows of ``count * group``, trit k of byte j at element
+    ``k * group + j``) -> ggml's bytes ``ceil(x * 256 / 243)``, whose top trit after each
+    multiplication by 3 (mod 256) is the next one."""
+    x = (t.reshape(t.shape[0], count, group) * _POW3[:, :count]).sum(axis=1, dtype=np.uint16)
+    return ((x * 256 + 242) // 243).astype(np.uint8)
+
+
+def _tq1_0(codes: np.ndarray, d: np.ndarray) -> np.ndarray:
+    """int2 codes ``t - 1`` in {-1, 0, 1} (block 256) -> TQ1_0's 48 ``qs``, 4 ``qh``, ``d``."""
+    codes = codes.reshape(-1, 64)
+    t = ((codes[:, :, None] >> np.array((0, 2, 4, 6), np.uint8)) + 1) & 3  # int2 -> t
+    t = t.reshape(-1, 256)
+    return np.concatenate([_base3(t[:, :160], 5, 32), _base3(t[:, 160:240], 5, 16),
+                           _base3(t[:, 240:], 4, 4)] + _halves(_unrepair(d, codes)), axis=1)
+
+
+def _iq4_nl(codes: np.ndarray, d: np.ndarray) -> np.ndarray:
+    """int8 IQ4 table values -> their indices in GGML nibble order; a repaired zero block
+    (codes 0, scale +-1) gets ``d = +-0`` and index 8 (value 1): the same signed zeros."""
+    codes = codes.reshape(-1, 32)
+    q = _IQ4_INDEX[codes.view(np.uint8)]
+    q[~codes.any(axis=1)] = 8
+    return np.concatenate(_halves(_unrepair(d, codes)) + [_ggml_qs(q)], axis=1)
+
+
 _ENCODERS: dict[str, Callable[..., np.ndarray]] = {
-    "Q8_0": _q8_0, "Q4_0": _q4_0, "Q5_0": _q5_0, "Q4_1": _q4_1, "Q5_1": _q5_1}
+    "Q8_0": _q8_0, "Q4_0": _q4_0, "Q5_0": _q5_0, "Q4_1": _q4_1, "Q5_1": _q5_1, "TQ1_0": _tq1_0,
+    "IQ4_NL": _iq4_nl}
 
 
 # -- the container --------------------------------------------------------------------------
