@@ -11,9 +11,11 @@ copies.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import threading
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
@@ -136,6 +138,33 @@ def call(fn: Callable[..., Any], *args: Any) -> Any:
 
 
 # -- timeline-semaphore submission, shared with the stream threads of vulkan_sync -----------
+
+
+_HOLD_LOCK = threading.Lock()
+_holds = [0, False]  # sections inside no_collection; whether it turned the collector off
+
+
+@contextlib.contextmanager
+def no_collection() -> Iterator[None]:
+    """Hold off Python's automatic cyclic collection from taking a stream's next timeline value
+    until its submission is queued. A collection there runs ``__del__`` methods (a canary
+    allocator's free records an event on the same stream), whose nested submission would take
+    the next value and be submitted first: the timeline is then signalled backwards (lavapipe
+    lowers the counter) and the stream never reads as done. Explicit ``gc.collect()`` still
+    runs; other threads' collections wait until the section ends."""
+    with _HOLD_LOCK:
+        if _holds[0] == 0:
+            _holds[1] = gc.isenabled()
+            gc.disable()
+        _holds[0] += 1
+    try:
+        yield
+    finally:
+        with _HOLD_LOCK:
+            _holds[0] -= 1
+            if _holds[0] == 0 and _holds[1]:
+                gc.enable()
+
 
 def submit_info(ctx: Any, cmd: Any, waits: list[tuple[Any, int]],
                 signal: tuple[Any, int] | None) -> Any:
@@ -423,12 +452,13 @@ class VulkanContext:
                 signal = None
                 try:
                     self.record_into(cmd, record)
-                    signal = stream.next_signal() if stream is not None else None
-                    value = signal[1] if signal is not None else 0
-                    info = submit_info(self, cmd, waits, signal)
-                    call(vk.vkResetFences, self.device, 1, [self.fence])
-                    with self.queue_lock:
-                        call(vk.vkQueueSubmit, self.queue, 1, [info], self.fence)
+                    with no_collection():  # no nested submission between value and submit
+                        signal = stream.next_signal() if stream is not None else None
+                        value = signal[1] if signal is not None else 0
+                        info = submit_info(self, cmd, waits, signal)
+                        call(vk.vkResetFences, self.device, 1, [self.fence])
+                        with self.queue_lock:
+                            call(vk.vkQueueSubmit, self.queue, 1, [info], self.fence)
                     signal = None
                     call(vk.vkWaitForFences, self.device, 1, [self.fence], vk.VK_TRUE,
                          FENCE_TIMEOUT_NS)

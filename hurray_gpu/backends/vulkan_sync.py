@@ -20,6 +20,7 @@ from hurray_gpu.backends.vulkan_context import (
     create_memory,
     destroy_memory,
     host_signal,
+    no_collection,
     submit_info,
 )
 from hurray_gpu.errors import DeviceError, UnsupportedOpError
@@ -175,10 +176,11 @@ class _Lane:
             except BaseException:
                 vk.vkFreeCommandBuffers(ctx.device, self.pool, 1, [cmd])
                 raise
-            waits, self.waits = self.waits, fresh
-            self.value += 1
-            signal = (self.sem, self.value)
-        self.items.put(_Item(cmd, waits, signal, cleanup))
+            with no_collection():  # values reach the thread in the order they are taken
+                waits, self.waits = self.waits, fresh
+                self.value += 1
+                signal = (self.sem, self.value)
+                self.items.put(_Item(cmd, waits, signal, cleanup))
         return signal[1]
 
     def defer(self, value: int, fn: Callable[[], Any]) -> None:

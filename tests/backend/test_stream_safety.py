@@ -208,3 +208,54 @@ def test_consumer_of_a_two_writer_handoff_runs_after_both(kind: str, mode: str) 
         opener()
     consumer.synchronize()
     assert np.all(out.numpy(np.uint32) == VALUE)
+
+
+class _Trap:
+    """A garbage cycle whose finalizer records on ``stream``, as a canary free run by the
+    cyclic collector does."""
+
+    def __init__(self, stream: Stream, fired: list[object]) -> None:
+        self.me, self.stream, self.fired = self, stream, fired
+
+    def __del__(self) -> None:
+        self.fired.append(self.stream.record())
+
+
+def test_a_collection_while_submitting_keeps_the_timeline_in_order(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A collection that runs between a stream taking its next timeline value and queueing the
+    submission must not submit a later value first (the counter would go backwards and the
+    stream would never read as done)."""
+    import gc
+
+    from hurray_gpu.backends import vulkan_context
+
+    dev = _async_device("vulkan")
+    stream = dev.default_stream
+    stream.synchronize()
+    fired: list[object] = []
+    armed = [True]
+    real_submit = vulkan_context.submit_info
+
+    def trap_then(real: Callable[..., object]) -> Callable[..., object]:
+        def inner(*args: object) -> object:
+            if armed and armed.pop():
+                _Trap(stream, fired)  # collected by the next allocation, if collection runs
+                junk = [[] for _ in range(4)]  # allocations: an automatic collection's trigger
+                del junk
+            return real(*args)
+        return inner
+
+    monkeypatch.setattr(vulkan_context, "submit_info", trap_then(real_submit))
+    old = gc.get_threshold()
+    gc.set_threshold(1, 1, 1)
+    try:
+        stream.record()
+    finally:
+        gc.set_threshold(*old)
+    gc.collect()  # after the submission, the trap runs if it has not yet
+    assert fired, "the trap never ran"
+    deadline = time.monotonic() + 10
+    while not stream.query() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert stream.query(), "the stream's timeline went out of order: it never reads as done"
