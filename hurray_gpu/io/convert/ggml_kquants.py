@@ -31,6 +31,7 @@ from hurray_gpu.io.convert.ggml_quants import (
     _per_block,
     _repack4,
     _shaped,
+    zero_signs,
 )
 from hurray_gpu.io.convert.source import Converted, SourceFile, SourceTensor, refuse
 from hurray_gpu.parts import TensorLike, assemble
@@ -164,13 +165,9 @@ def _repair(src: SourceFile, entry: SourceTensor, scale: np.ndarray, q: np.ndarr
     zero = scale == 0
     at = np.flatnonzero(zero)
     if at.size:  # only the zero sub-blocks' codes are read (1 in 64 of random 6-bit scales)
-        neg = np.signbit(scale.reshape(-1)[at])[:, None] ^ (q.reshape(scale.size, -1)[at] < 0)
-        mixed = np.flatnonzero(neg.any(axis=1) & ~neg.all(axis=1))
-        if mixed.size:
-            raise refuse(src, entry, f"sub-block {first + at[mixed[0]]} has a zero {what} and "
-                         "codes of both signs (it decodes to +0.0 and -0.0 mixed), which one "
-                         "nonzero Hurray scale cannot reproduce", FIX_REQUANT)
-        scale.reshape(-1)[at] = np.where(neg[:, 0], -1.0, 1.0)
+        neg = zero_signs(src, entry, np.signbit(scale.reshape(-1)[at]),
+                         q.reshape(scale.size, -1)[at], first + at, "sub-block", what)
+        scale.reshape(-1)[at] = np.where(neg, -1.0, 1.0)
     return zero
 
 

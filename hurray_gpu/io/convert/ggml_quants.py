@@ -24,7 +24,7 @@ from hurray_gpu.format.dtypes import by_name
 from hurray_gpu.io.convert.source import Converted, SourceFile, SourceTensor, refuse
 from hurray_gpu.parts import TensorLike, assemble
 
-__all__ = ["FIX_REQUANT", "QUANTS"]
+__all__ = ["FIX_REQUANT", "QUANTS", "zero_signs"]
 
 FIX_REQUANT = ("re-quantize the model to Q8_0 or Q4_0 (llama-quantize), or keep that tensor "
                "in F16/BF16/F32, then convert again.")
@@ -91,14 +91,23 @@ def _repair(src: SourceFile, entry: SourceTensor, d: np.ndarray, what: str,
                      f"0x{int(d[bad[0]]):04X}), which Hurray scales cannot be", FIX_REQUANT)
     zero = np.flatnonzero((d & 0x7FFF) == 0)
     if zero.size:
-        neg = ((d[zero] >> 15) == 1)[:, None] ^ (signed(zero) < 0)
-        mixed = np.flatnonzero(neg.any(axis=1) & ~neg.all(axis=1))
-        if mixed.size:
-            raise refuse(src, entry, f"block {zero[mixed[0]]} has a zero {what} and codes of "
-                         "both signs (it decodes to +0.0 and -0.0 mixed), which one nonzero "
-                         "Hurray scale cannot reproduce", FIX_REQUANT)
-        d[zero] = np.where(neg[:, 0], _F16_MINUS_ONE, _F16_ONE)
+        neg = zero_signs(src, entry, (d[zero] >> 15) == 1, signed(zero), zero, "block", what)
+        d[zero] = np.where(neg, _F16_MINUS_ONE, _F16_ONE)
     return zero
+
+
+def zero_signs(src: SourceFile, entry: SourceTensor, negative: np.ndarray, codes: np.ndarray,
+               at: np.ndarray, unit: str, what: str) -> np.ndarray:
+    """Whether each zero-scale (sub-)block decodes to -0.0: ``negative`` is its scale's sign
+    bit, ``codes`` (one row per block) its codes; zeros of both signs in one block (which one
+    nonzero Hurray scale cannot reproduce) are refused, naming block ``at[i]``."""
+    neg = negative[:, None] ^ (codes < 0)
+    mixed = np.flatnonzero(neg.any(axis=1) & ~neg.all(axis=1))
+    if mixed.size:
+        raise refuse(src, entry, f"{unit} {at[mixed[0]]} has a zero {what} and codes of both "
+                     "signs (it decodes to +0.0 and -0.0 mixed), which one nonzero Hurray scale "
+                     "cannot reproduce", FIX_REQUANT)
+    return np.asarray(neg[:, 0])
 
 
 def _per_block(storage: str, shape: tuple[int, ...], codes: np.ndarray, scales: np.ndarray,
