@@ -18,7 +18,7 @@ from hurray_gpu.runtime.buffer import Buffer
 from vyre import ir
 from vyre.lower import PASS_PARAM, TRAP_PARAM, Lowered, TrapError, lower
 from vyre.lower.ops import DEFAULT_MAX_LOOP_PASSES, LoopBudgetError, loop_passes, unsupported
-from vyre.reference import DEFAULT_MAX_BUFFER_BYTES, _as_program, _check_grid
+from vyre.reference import _DTYPES, DEFAULT_MAX_BUFFER_BYTES, _as_program, _check_grid
 from vyre.reference import run as reference_run
 from vyre.reference.memory import Inputs, bind_inputs, element_count, infer_grid, output_bytes
 from vyre.wire.fingerprint import fingerprint
@@ -27,8 +27,6 @@ __all__ = ["DEFAULT_MAX_LOOP_PASSES", "check_flags", "lower_cached", "program_ke
            "run_bytes"]
 
 _U32_MAX = 0xFFFFFFFF
-_DTYPES: dict[object, str] = {ir.Scalar.U32: "<u4", ir.Scalar.BOOL: "<u4", ir.Scalar.I32: "<i4",
-           ir.Scalar.F32: "<f4"}
 _LOWERED: OrderedDict[bytes, Lowered] = OrderedDict()
 _LOWERED_LOCK = threading.Lock()
 _LOWERED_MAX = 256

@@ -24,6 +24,7 @@ from vyre.lower.body import (
     zero_fill,
 )
 from vyre.lower.ops import Ctx, TrapError, UnsupportedOpError, sanitize, unsupported
+from vyre.lower.wide import WIDE
 from vyre.reference.memory import is_backend_allocated
 from vyre.reference.prepare import prepare, walk_exprs
 from vyre.reference.scalar import split_grid_sync
@@ -93,11 +94,14 @@ class Lowered:
 MAX_SHARED_BYTES = 16384
 
 
-def _check_element(decl: ir.BufferDecl) -> None:
-    if decl.element not in ELEMENT_KINDS:
-        raise unsupported(f"buffer {decl.name!r} of element {decl.element!r} (only 8, 16 and "
-                          "32-bit integer, f32 and bool buffers are lowered)",
+def _check_element(decl: ir.BufferDecl) -> str:
+    kind = ELEMENT_KINDS.get(decl.element)
+    if kind is None:
+        raise unsupported(f"buffer {decl.name!r} of element {decl.element!r} (8, 16, 32 and "
+                          "64-bit integers, f32, f64, bool and vec2/vec4<u32> buffers are "
+                          "lowered; narrow floats and packed 4-bit types are not)",
                           "store the data in 32-bit words.")
+    return kind
 
 
 def _shared(program: ir.Program) -> dict[str, tuple[str, int]]:
@@ -105,8 +109,8 @@ def _shared(program: ir.Program) -> dict[str, tuple[str, int]]:
     out = {}
     for index, decl in enumerate(program.buffers):
         if decl.access == ir.BufferAccess.WORKGROUP:
-            _check_element(decl)
-            out[decl.name] = (f"s{index}_{sanitize(decl.name, 12)}", decl.count)
+            words = WIDE.get(_check_element(decl), 1)
+            out[decl.name] = (f"s{index}_{sanitize(decl.name, 12)}", decl.count * words)
     if 4 * sum(count for _, count in out.values()) > MAX_SHARED_BYTES:
         raise unsupported(f"workgroup buffers of more than {MAX_SHARED_BYTES} bytes",
                           "use smaller workgroup buffers.")
@@ -118,10 +122,7 @@ def _slots(program: ir.Program) -> tuple[BufferSlot, ...]:
     for index, decl in enumerate(program.buffers):
         if decl.access == ir.BufferAccess.WORKGROUP:
             continue
-        if decl.element not in ELEMENT_KINDS:
-            raise unsupported(f"buffer {decl.name!r} of element {decl.element!r} (only u32, "
-                              "i32, f32 and bool buffers are lowered)",
-                              "store the data in 32-bit words.")
+        _check_element(decl)
         stem = f"b{index}_{sanitize(decl.name, 12)}"
         slots.append(BufferSlot(decl, stem, f"n{index}"))
     return tuple(slots)
@@ -171,8 +172,8 @@ def _lower(program: ir.Program, callees: Mapping[str, ir.Program] | None,
     slots = _slots(prog)
     shared = _shared(prog)
     # Name lookup tries storage buffers first, as the reference's does.
-    table = {d.name: (name, f"{count}u", ELEMENT_KINDS[d.element], True)
-             for d in prog.buffers for name, count in [shared.get(d.name, ("", 0))] if name}
+    table = {d.name: (shared[d.name][0], f"{d.count}u", ELEMENT_KINDS[d.element], True)
+             for d in prog.buffers if d.name in shared}
     table.update({s.decl.name: (s.param, s.length, ELEMENT_KINDS[s.decl.element],
                                 _writable(s.decl)) for s in slots})
     # GridSync splits the body into segments, one launch each (fresh locals and workgroup
@@ -223,7 +224,9 @@ def _lower(program: ir.Program, callees: Mapping[str, ir.Program] | None,
 
 def _extents(slots: tuple[BufferSlot, ...]) -> Any:
     def extents(scalars: Mapping[str, Any]) -> dict[str, int]:
-        return {s.param: int(scalars.get(s.length, 0)) for s in slots}
+        # Words, for the 64-bit and vector elements the kernel reads as u32 words.
+        return {s.param: int(scalars.get(s.length, 0)) * WIDE.get(ELEMENT_KINDS[s.decl.element], 1)
+                for s in slots}
     return extents
 
 

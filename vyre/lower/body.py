@@ -32,6 +32,18 @@ from vyre.lower.ops import (
     truth,
     unsupported,
 )
+from vyre.lower.wide import (
+    WIDE,
+    WIDE_ELEMENTS,
+    cast_wide,
+    load_wide,
+    wide_binop,
+    wide_local,
+    wide_select,
+    wide_store,
+    wide_unop,
+    words_of,
+)
 from vyre.validate_types import expr_children, iter_exprs
 
 __all__ = [
@@ -46,7 +58,8 @@ __all__ = [
 # Keyed by object: lookups pass the wider DataType / op unions and treat a miss as "unsupported".
 ELEMENT_KINDS: dict[object, str] = {
     Scalar.U32: "u32", Scalar.BOOL: "u32", Scalar.I32: "i32", Scalar.F32: "f32",
-    Scalar.U8: "bytes8", Scalar.I8: "bytes8", Scalar.U16: "bytes16", Scalar.I16: "bytes16"}
+    Scalar.U8: "bytes8", Scalar.I8: "bytes8", Scalar.U16: "bytes16", Scalar.I16: "bytes16",
+    **WIDE_ELEMENTS}
 # The kernel parameter type of each element: narrow ones unsigned, so loads zero-extend.
 PARAM_DTYPES = {"bytes8": "u8", "bytes16": "u16"}
 _ATOMICS: dict[object, str] = {
@@ -94,6 +107,8 @@ def _ids(ctx: Ctx, expr: ir.Expr) -> Value | None:
 def load_value(ctx: Ctx, buffer: str, index: Value) -> Value:
     """A guarded load: out of bounds reads the element type's zero."""
     param, length, kind, _ = ctx.buffer(buffer)
+    if kind in WIDE:
+        return load_wide(ctx, param, length, kind, index)
     raw = ctx.temp("u32", f"({index.text} < {length}) ? LOAD({param}, {index.text}) : 0u")
     if kind == "u32":
         return raw
@@ -115,6 +130,8 @@ def store_text(ctx: Ctx, buffer: str, value: Value, kind: str | None = None) -> 
         # Narrow memory keeps the low bytes of the value's little-endian encoding.
         word = store_text(ctx, "", value, "u32")
         return f"({word}) & {'0xffu' if kind == 'bytes8' else '0xffffu'}"
+    if value.words:  # the low word, as the reference fits the bytes; f32 memory stores 0.0
+        return "0u" if kind == "f32" else words_of(value, 1)[0]
     if value.kind == "f32":
         return f"AS_U32({value.text})"
     if kind == "f32":
@@ -160,6 +177,8 @@ def lower_expr(ctx: Ctx, expr: ir.Expr) -> Value:
         return value
     if isinstance(expr, ir.Var):
         local = ctx.lookup(expr.name)
+        if local.kind in WIDE:
+            return wide_local(ctx, local.name, local.kind, None)
         return Value(local.name, local.kind)
     if isinstance(expr, ir.BufLen):
         return Value(ctx.buffer(expr.buffer)[1], "u32")
@@ -169,13 +188,20 @@ def lower_expr(ctx: Ctx, expr: ir.Expr) -> Value:
         if not isinstance(expr.op, BinOp):
             raise unsupported(f"opaque binop {expr.op!r}", "use a core BinOp.")
         left = lower_expr(ctx, expr.left)
-        return lower_binop(ctx, expr.op, left, lower_expr(ctx, expr.right))
+        right = lower_expr(ctx, expr.right)
+        if left.words or right.words:
+            return wide_binop(ctx, expr.op, left, right)
+        return lower_binop(ctx, expr.op, left, right)
     if isinstance(expr, ir.Unary):
         if not isinstance(expr.op, UnOp):
             raise unsupported(f"opaque unop {expr.op!r}", "use a core UnOp.")
-        return lower_unop(ctx, expr.op, lower_expr(ctx, expr.operand))
+        operand = lower_expr(ctx, expr.operand)
+        if operand.words:
+            return wide_unop(ctx, expr.op, operand)
+        return lower_unop(ctx, expr.op, operand)
     if isinstance(expr, ir.Cast):
-        return lower_cast(ctx, expr.target, lower_expr(ctx, expr.value))
+        value = lower_expr(ctx, expr.value)
+        return cast_wide(ctx, expr.target, value) or lower_cast(ctx, expr.target, value)
     if isinstance(expr, ir.Select):
         return _select(ctx, expr)
     if isinstance(expr, ir.Fma):
@@ -215,6 +241,8 @@ def _select(ctx: Ctx, expr: ir.Select) -> Value:
     no = lower_expr(ctx, expr.false_val)
     if yes.kind != no.kind:
         raise unsupported(f"Select of {yes.kind} and {no.kind}", "make both arms one type.")
+    if yes.words:
+        return wide_select(ctx, truth(cond), yes, no)
     return ctx.temp(yes.kind, f"{truth(cond)} ? {yes.text} : {no.text}")
 
 
@@ -337,7 +365,10 @@ def _lower_node(ctx: Ctx, node: ir.Node) -> None:
     if isinstance(node, ir.Let):
         value = lower_expr(ctx, node.value)
         local = ctx.bind(node.name, value.kind)
-        ctx.emit(f"{ctype(value.kind)} {local.name} = {value.text};")
+        if value.words:
+            wide_local(ctx, local.name, value.kind, value)
+        else:
+            ctx.emit(f"{ctype(value.kind)} {local.name} = {value.text};")
     elif isinstance(node, ir.Assign):
         _assign(ctx, node)
     elif isinstance(node, ir.Store):
@@ -388,6 +419,11 @@ def _assign(ctx: Ctx, node: ir.Assign) -> None:
     if local.kind != value.kind:
         raise unsupported(f"assignment of {value.kind} to {local.kind} local {node.name!r}",
                           "cast the value to the local's type.")
+    if value.words:
+        for word, text in zip(wide_local(ctx, local.name, local.kind, None).words, value.words,
+                              strict=True):
+            ctx.emit(f"{word} = {text};")
+        return
     ctx.emit(f"{local.name} = {value.text};")
 
 
@@ -396,7 +432,13 @@ def _store(ctx: Ctx, node: ir.Store) -> None:
     if index.kind != "u32":
         raise unsupported(f"{index.kind} store index", "index buffers with a u32 expression.")
     value = lower_expr(ctx, node.value)
-    param, length, _, _ = ctx.buffer(node.buffer)
+    param, length, kind, writable = ctx.buffer(node.buffer)
+    if kind in WIDE:
+        if not writable:
+            raise unsupported(f"store to read-only buffer {node.buffer!r}",
+                              "declare it ReadWrite.")
+        wide_store(ctx, param, length, kind, index, value)
+        return
     word = store_text(ctx, node.buffer, value)
     ctx.emit(f"if ({index.text} < {length}) {{ STORE({param}, {index.text}, {word}); }}")
 

@@ -19,7 +19,7 @@ from vyre.reference.semantics import ReferenceExecutionError
 
 __all__ = [
     "DEFAULT_MAX_LOOP_PASSES", "MIN_I32", "Ctx", "Local", "LoopBudgetError", "TrapError",
-    "UnsupportedOpError", "Value", "canon", "canonical_bits", "ctype", "f32_lit", "f32_rounding",
+    "UnsupportedOpError", "Value", "bit_count", "canon", "canonical_bits", "ctype", "f32_lit", "f32_rounding",
     "is_nan", "loop_passes", "lower_binop", "lower_cast", "lower_unop", "sanitize", "truth",
     "unsupported"]
 
@@ -81,6 +81,8 @@ class Value:
 
     text: str
     kind: str
+    # The u32 words, low first, of a 64-bit or vector value (vyre.lower.wide).
+    words: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -270,7 +272,10 @@ _F32_ARITH = {BinOp.ADD: "+", BinOp.SUB: "-", BinOp.MUL: "*", BinOp.DIV: "/"}
 
 
 def truth(v: Value) -> str:
-    """The reference's truthiness of ``v`` as subset bool text (f32 NaN is true)."""
+    """The reference's truthiness of ``v`` as subset bool text (f32 NaN is true; raw bytes
+    longer than a word are always true)."""
+    if v.words:
+        return f"(({v.words[0]} | {v.words[1]}) != 0u)" if v.kind == "u64" else "(0u == 0u)"
     if v.kind == "bool":
         return v.text
     if v.kind == "f32":
@@ -425,17 +430,21 @@ def _reverse(ctx: Ctx, x: str) -> Value:
     return ctx.temp("u32", f"({t.text} >> 16u) | ({t.text} << 16u)")
 
 
+def bit_count(ctx: Ctx, op: UnOp, x: str) -> Value:
+    """Popcount, Clz, Ctz or ReverseBits of the u32 text ``x``."""
+    if op == UnOp.POPCOUNT:
+        return _popcount(ctx, x)
+    if op == UnOp.CLZ:
+        return _clz(ctx, x)
+    if op == UnOp.CTZ:
+        low = ctx.temp("u32", f"({x} & (0u - {x})) - 1u")  # ones below the lowest set bit
+        return _popcount(ctx, low.text)
+    return _reverse(ctx, x)
+
+
 def _bits(ctx: Ctx, op: UnOp, v: Value) -> Value:
     x = v.text if v.kind == "u32" else f"U32({v.text})"
-    if op == UnOp.POPCOUNT:
-        out = _popcount(ctx, x)
-    elif op == UnOp.CLZ:
-        out = _clz(ctx, x)
-    elif op == UnOp.CTZ:
-        low = ctx.temp("u32", f"({x} & (0u - {x})) - 1u")  # ones below the lowest set bit
-        out = _popcount(ctx, low.text)
-    else:
-        out = _reverse(ctx, x)
+    out = bit_count(ctx, op, x)
     return out if v.kind == "u32" else ctx.temp("i32", f"I32({out.text})")
 
 
