@@ -182,7 +182,8 @@ def _walk(stmts: list[_Stmt]) -> list[_Stmt]:
 def _source(stmt: _Stmt) -> str:
     """Subset text of a statement (every branch braced)."""
     def block(items: list[_Stmt]) -> str:
-        return "{\n" + "\n".join(_source(s) for s in items) + "\n}"
+        inner = "\n".join(_source(s) for s in items)
+        return "{\n" + "\n".join("    " + line for line in inner.splitlines()) + "\n}"
     if stmt.kind == "simple":
         return stmt.text
     if stmt.kind == "block":
