@@ -171,6 +171,15 @@ def _flatten(seq: list[_Stmt], out: list[_Piece],
             out.append(("close",))
 
 
+def _top_level_comma(text: str) -> bool:
+    depth = 0
+    for char in text:
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if char == "," and depth == 0:
+            return True
+    return False
+
+
 def _walk(stmts: list[_Stmt]) -> list[_Stmt]:
     out = []
     for stmt in stmts:
@@ -201,7 +210,9 @@ def _check_jumps(stmts: list[_Stmt], loops: int, fail: Callable[[str], Unsupport
             jump = _JUMP.search(stmt.text)
             if jump and (jump[1] in ("return", "goto") or loops == 0):
                 raise fail(f"'{jump[1]}'")
-        inner = loops + (stmt.kind == "for")
+        # A loop that holds a barrier becomes the group's control flow: a break in it would
+        # leave a region's loop over the items, not the loop.
+        inner = loops + (stmt.kind == "for" and not stmt.sync)
         _check_jumps([*stmt.body, *(stmt.other or [])], inner, fail)
 
 
@@ -244,6 +255,8 @@ def _plan(kernel: KernelDef, text: str) -> _Plan:
                 decl = _DECL.match(stmt.text) if stmt.kind == "simple" else None
                 if stmt.kind == "simple" and re.match(r"(u32|i32|f32|bool)\b", stmt.text) \
                         and decl is None:
+                    raise fail(f"declaration {stmt.text!r}")
+                if decl and _top_level_comma(decl[3] or ""):
                     raise fail(f"declaration {stmt.text!r}")
                 if decl:
                     if decl[2] in declared or decl[2] in taken or decl[2].startswith("hg_"):
