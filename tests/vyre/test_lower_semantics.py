@@ -195,9 +195,9 @@ def test_lower_refuses_what_it_cannot_give_exactly() -> None:
                     [b.if_(b.lt(b.invocation_id(0), 3),
                            [b.store("o", 0, b.subgroup_add(b.load("o", 0)))])],
                     workgroup_size=(8, 1, 1))
-    wide = b.program([b.read_write("o", 0, Scalar.U32)],
-                     [b.store("o", 0, b.cast(Scalar.U32, b.cast(Scalar.U64, b.load("o", 0))))])
-    for prog in (grid_sync, big, sub, wide):
+    packed = b.program([b.read("q", 0, Scalar.I4), b.read_write("o", 1, Scalar.U32)],
+                       [b.store("o", 0, 1)])  # the reference indexes bytes, BufLen nibbles
+    for prog in (grid_sync, big, sub, packed):
         with pytest.raises(UnsupportedOpError, match="Fix:"):
             lower(prog)
 

@@ -98,9 +98,10 @@ def _check_element(decl: ir.BufferDecl) -> str:
     kind = ELEMENT_KINDS.get(decl.element)
     if kind is None:
         raise unsupported(f"buffer {decl.name!r} of element {decl.element!r} (8, 16, 32 and "
-                          "64-bit integers, f32, f64, bool and vec2/vec4<u32> buffers are "
-                          "lowered; narrow floats and packed 4-bit types are not)",
-                          "store the data in 32-bit words.")
+                          "64-bit integers, f8, f16, bf16, f32, f64, bool and vec2/vec4<u32> "
+                          "buffers are lowered; packed 4-bit ones are not: the reference "
+                          "indexes their bytes while BufLen counts nibbles)",
+                          "store the codes one per byte (u8).")
     return kind
 
 

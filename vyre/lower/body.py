@@ -59,9 +59,11 @@ __all__ = [
 ELEMENT_KINDS: dict[object, str] = {
     Scalar.U32: "u32", Scalar.BOOL: "u32", Scalar.I32: "i32", Scalar.F32: "f32",
     Scalar.U8: "bytes8", Scalar.I8: "bytes8", Scalar.U16: "bytes16", Scalar.I16: "bytes16",
+    Scalar.F16: "f16", Scalar.BF16: "bf16", Scalar.F8E4M3: "bytes8", Scalar.F8E5M2: "bytes8",
     **WIDE_ELEMENTS}
-# The kernel parameter type of each element: narrow ones unsigned, so loads zero-extend.
-PARAM_DTYPES = {"bytes8": "u8", "bytes16": "u16"}
+# The kernel parameter type of each element: narrow ones unsigned, so loads zero-extend (f16
+# and bf16 too: their bits are converted in the body, exactly as the reference converts them).
+PARAM_DTYPES = {"bytes8": "u8", "bytes16": "u16", "f16": "u16", "bf16": "u16"}
 _ATOMICS: dict[object, str] = {
     AtomicOp.ADD: "ATOMIC_ADD", AtomicOp.OR: "ATOMIC_OR", AtomicOp.AND: "ATOMIC_AND",
     AtomicOp.XOR: "ATOMIC_XOR", AtomicOp.MIN: "ATOMIC_MIN", AtomicOp.MAX: "ATOMIC_MAX",
@@ -114,6 +116,10 @@ def load_value(ctx: Ctx, buffer: str, index: Value) -> Value:
         return raw
     if kind.startswith("bytes"):
         return Value(raw.text, "bytes")
+    if kind == "f16":  # exact in f32 (f16 subnormals are f32 normals), then canonical
+        return canon(ctx, f"F16_BITS_TO_F32({raw.text})")
+    if kind == "bf16":
+        return canon(ctx, f"AS_F32({raw.text} << 16u)")
     if kind == "i32":
         return ctx.temp("i32", f"I32({raw.text})")
     return canon(ctx, f"AS_F32({raw.text})")
@@ -126,6 +132,11 @@ def store_text(ctx: Ctx, buffer: str, value: Value, kind: str | None = None) -> 
         _, _, kind, writable = ctx.buffer(buffer)
         if not writable:
             raise unsupported(f"store to read-only buffer {buffer!r}", "declare it ReadWrite.")
+    if kind in ("f16", "bf16"):
+        if value.kind == "f32":  # f16 rounds to nearest even as NumPy does; bf16 truncates
+            return (f"F32_TO_F16_BITS({value.text})" if kind == "f16"
+                    else f"AS_U32({value.text}) >> 16u")
+        kind = "bytes16"
     if kind.startswith("bytes"):
         # Narrow memory keeps the low bytes of the value's little-endian encoding.
         word = store_text(ctx, "", value, "u32")
@@ -201,6 +212,8 @@ def lower_expr(ctx: Ctx, expr: ir.Expr) -> Value:
         return lower_unop(ctx, expr.op, operand)
     if isinstance(expr, ir.Cast):
         value = lower_expr(ctx, expr.value)
+        if expr.target in (Scalar.F16, Scalar.BF16) and value.kind == "f32":
+            return _cast_half(ctx, expr.target, value)
         return cast_wide(ctx, expr.target, value) or lower_cast(ctx, expr.target, value)
     if isinstance(expr, ir.Select):
         return _select(ctx, expr)
@@ -220,6 +233,16 @@ def lower_expr(ctx: Ctx, expr: ir.Expr) -> Value:
 
 _FIXES: dict[type, str] = {
     ir.Call: "pass callees= so the call is inlined before lowering."}
+
+
+def _cast_half(ctx: Ctx, target: object, value: Value) -> Value:
+    """f32 rounded to f16 or bf16 (nearest even; NaN and infinities kept), held as an f32."""
+    if target == Scalar.F16:
+        return canon(ctx, f"F16_BITS_TO_F32(F32_TO_F16_BITS({value.text}))")
+    bits = ctx.temp("u32", f"AS_U32({value.text})")
+    special = f"({bits.text} & 0x7f800000u) == 0x7f800000u"
+    rounded = f"({bits.text} + 0x7fffu + (({bits.text} >> 16u) & 1u)) & 0xffff0000u"
+    return canon(ctx, f"AS_F32({special} ? {bits.text} : {rounded})")
 
 
 def as_u32_index(value: Value) -> Value:

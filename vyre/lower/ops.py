@@ -548,8 +548,8 @@ def lower_cast(ctx: Ctx, target: DataType, v: Value) -> Value:
         return ctx.temp("i32", f"I32({x} << {32 - width}u) >> {32 - width}")
     kind = _TARGETS.get(target)
     if kind is None:
-        raise unsupported(f"cast to {target!r} (64-bit, vector and narrow float types are not "
-                          "lowered)", "cast to u32, i32, f32 or bool.")
+        raise unsupported(f"cast of {v.kind} to {target!r} (the reference errors, or the type "
+                          "is not lowered)", "cast to u32, i32, f32 or bool.")
     if kind == v.kind:
         return v
     if kind == "bool":
