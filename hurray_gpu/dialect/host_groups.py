@@ -142,8 +142,7 @@ def _mark(stmt: _Stmt) -> _Stmt:
 _Piece = tuple
 
 
-def _flatten(seq: list[_Stmt], out: list[_Piece],
-             fail: Callable[[str], UnsupportedOpError]) -> None:
+def _flatten(seq: list[_Stmt], out: list[_Piece]) -> None:
     for stmt in seq:
         if not stmt.sync:
             if out and out[-1][0] == "items":
@@ -153,21 +152,21 @@ def _flatten(seq: list[_Stmt], out: list[_Piece],
         elif stmt.kind == "barrier":
             out.append(("sync",))
         elif stmt.kind == "block":
-            _flatten(stmt.body, out, fail)
+            _flatten(stmt.body, out)
         elif stmt.kind == "if":
             out.append(("open", "if ({})", stmt.text))
-            _flatten(stmt.body, out, fail)
+            _flatten(stmt.body, out)
             if stmt.other is not None:
                 out.append(("else",))
-                _flatten(stmt.other, out, fail)
+                _flatten(stmt.other, out)
             out.append(("close",))
         else:  # a loop holding a barrier: the group steps every item's counter together
             if stmt.init:
-                _flatten([_Stmt("simple", text=stmt.init + ";")], out, fail)
+                _flatten([_Stmt("simple", text=stmt.init + ";")], out)
             out.append(("open", "while ({})", stmt.text))
-            _flatten(stmt.body, out, fail)
+            _flatten(stmt.body, out)
             if stmt.step:
-                _flatten([_Stmt("simple", text=stmt.step + ";")], out, fail)
+                _flatten([_Stmt("simple", text=stmt.step + ";")], out)
             out.append(("close",))
 
 
@@ -244,7 +243,7 @@ def _plan(kernel: KernelDef, text: str) -> _Plan:
     tree = _Parser(text, fail).seq(False)
     _check_jumps(tree, 0, fail)
     pieces: list[_Piece] = []
-    _flatten(tree, pieces, fail)
+    _flatten(tree, pieces)
     declared: dict[str, tuple[int, str]] = {}
     taken = {p.name for p in kernel.params} | {n for n, _ in kernel.shared}
     uses: list[set[str]] = []
