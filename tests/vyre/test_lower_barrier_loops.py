@@ -14,6 +14,7 @@ from vyre import builder as b
 from vyre import programs as P
 from vyre.execute import run
 from vyre.ir import Scalar
+from vyre.lower import TrapError
 
 DEVICES = kernel_devices()
 ON_DEVICES = pytest.mark.parametrize("device", DEVICES, ids=[d.spec for d in DEVICES])
@@ -102,3 +103,20 @@ def test_barrier_in_divergent_control_flow_is_invalid() -> None:
                      workgroup_size=(4, 1, 1))
     with pytest.raises(ValidationError, match="V010"):
         run(prog, {"o": np.zeros(4, np.uint32)}, grid=(1, 1, 1), device=DEVICES[0])
+
+
+@ON_DEVICES
+def test_trap_in_a_program_with_barriers(device: object) -> None:
+    # A trapping lane sets the flag and goes on to the barrier (returning would leave the
+    # group's other lanes waiting on a device): the run raises TrapError on every device.
+    prog = b.program([b.read("inp", 0, Scalar.U32), b.workgroup("sh", 8, Scalar.U32),
+                      b.read_write("out", 1, Scalar.U32)],
+                     [b.if_(b.eq(b.load("inp", GID), 7), [ir.Trap(b.lit_u32(0), "seven")]),
+                      b.store("sh", LID, b.load("inp", GID)), b.barrier(),
+                      b.store("out", GID, b.load("sh", b.sub(7, LID)))],
+                     workgroup_size=(8, 1, 1))
+    fine = {"inp": np.arange(16, dtype=np.uint32) * 2, "out": np.zeros(16, np.uint32)}
+    assert_parity(prog, fine, device, grid=(2, 1, 1))
+    with pytest.raises(TrapError):
+        run(prog, {"inp": np.arange(16, dtype=np.uint32), "out": np.zeros(16, np.uint32)},
+            grid=(2, 1, 1), device=device)

@@ -28,6 +28,7 @@ from vyre.lower.wide import WIDE
 from vyre.reference.memory import is_backend_allocated
 from vyre.reference.prepare import prepare, walk_exprs
 from vyre.reference.scalar import split_grid_sync
+from vyre.validate_nodes import iter_nodes
 from vyre.wire.fingerprint import fingerprint
 
 __all__ = ["PASS_PARAM", "TRAP_PARAM", "BufferSlot", "Lowered", "TrapError",
@@ -190,9 +191,13 @@ def _lower(program: ir.Program, callees: Mapping[str, ir.Program] | None,
     nonuniform = nonuniform_locals(prog)
     read_only = {d.name for d in prog.buffers
                  if d.access in (ir.BufferAccess.READ_ONLY, ir.BufferAccess.UNIFORM)}
+    synchronizing = any(isinstance(n, ir.Barrier) for node in prog.entry
+                        for n in iter_nodes(node)) or any(
+        isinstance(e, _SUBGROUP) for e in walk_exprs(prog.entry))
     for segment in split_grid_sync(prog.entry):
         ctx = Ctx(table, tuple(prog.workgroup_size), nonuniform=nonuniform,  # type: ignore
-                  read_only=read_only, pass_budget=loop_budget is None)
+                  read_only=read_only, pass_budget=loop_budget is None,
+                  synchronizing=synchronizing)
         if shared:
             zero_fill(ctx, list(shared.values()))
         lower_nodes(ctx, segment)

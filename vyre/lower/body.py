@@ -420,9 +420,10 @@ def _lower_node(ctx: Ctx, node: ir.Node) -> None:
     elif isinstance(node, ir.Trap):
         lower_expr(ctx, node.address)
         ctx.needs_trap = True
-        ctx.features.add("return")
         ctx.emit("STORE(trapflag, 0u, 1u);")
-        ctx.emit("return;")
+        if not ctx.synchronizing:
+            ctx.features.add("return")
+            ctx.emit("return;")
     elif isinstance(node, ir.Barrier):
         if node.ordering == MemoryOrdering.GRID_SYNC:
             raise unsupported("GridSync inside If or Loop (the reference only splits the "

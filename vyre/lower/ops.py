@@ -125,6 +125,9 @@ class Ctx:
     flow: list[bool] = field(default_factory=lambda: [True])
     pass_budget: bool = False
     counters: set[str] = field(default_factory=set)
+    # The program meets barriers (Barrier nodes, subgroup emulation): a Trap sets its flag and
+    # the lane goes on (the outputs are void either way), so no lane leaves before a barrier.
+    synchronizing: bool = False
     _counter: int = 0
     _loops: list[tuple[str, str]] = field(default_factory=list)
 
