@@ -14,7 +14,7 @@ from vyre import builder as b
 from vyre import programs as P
 from vyre.execute import run
 from vyre.ir import Scalar
-from vyre.lower import TrapError
+from vyre.lower import TrapError, UnsupportedOpError
 
 DEVICES = kernel_devices()
 ON_DEVICES = pytest.mark.parametrize("device", DEVICES, ids=[d.spec for d in DEVICES])
@@ -120,3 +120,25 @@ def test_trap_in_a_program_with_barriers(device: object) -> None:
     with pytest.raises(TrapError):
         run(prog, {"inp": np.arange(16, dtype=np.uint32), "out": np.zeros(16, np.uint32)},
             grid=(2, 1, 1), device=device)
+
+
+@ON_DEVICES
+def test_workgroup_memory_past_16_kib_where_the_dialect_takes_it(device: object) -> None:
+    # 24 KiB: more than Vulkan guarantees (refused there with a Fix), within OpenCL's 32 KiB
+    # and host C's bound.
+    words = 6144
+    prog = b.program([b.read("inp", 0, Scalar.U32), b.workgroup("big", words, Scalar.U32),
+                      b.read_write("out", 1, Scalar.U32)],
+                     [b.loop("k", 0, words // 64, [
+                         b.store("big", b.add(b.mul(b.var("k"), 64), LID),
+                                 b.add(b.load("inp", GID), b.var("k")))]),
+                      b.barrier(),
+                      b.store("out", GID, b.load("big", b.sub(words - 1, LID)))],
+                     workgroup_size=(64, 1, 1))
+    inputs = {"inp": np.arange(128, dtype=np.uint32) * 3, "out": np.zeros(128, np.uint32)}
+    if device.dialect == "glsl":  # type: ignore[attr-defined]
+        with pytest.raises(UnsupportedOpError, match="guarantees 16384"):
+            run(prog, inputs, grid=(2, 1, 1), device=device)
+        return
+    got = assert_parity(prog, inputs, device, grid=(2, 1, 1))
+    assert np.frombuffer(got["out"], "<u4")[0] == 3 * 63 + 95

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from hurray_gpu.dialect.host_groups import MAX_GROUP_BYTES
 from hurray_gpu.dialect.kernel import KernelDef, Param, buf, scalar
 from vyre import ir
 from vyre.lower.body import (
@@ -31,7 +32,7 @@ from vyre.reference.scalar import split_grid_sync
 from vyre.validate_nodes import iter_nodes
 from vyre.wire.fingerprint import fingerprint
 
-__all__ = ["PASS_PARAM", "TRAP_PARAM", "BufferSlot", "Lowered", "TrapError",
+__all__ = ["PASS_PARAM", "SHARED_BYTES", "TRAP_PARAM", "BufferSlot", "Lowered", "TrapError",
            "UnsupportedOpError", "lower"]
 
 TRAP_PARAM = "trapflag"
@@ -67,6 +68,8 @@ class Lowered:
             :data:`PASS_PARAM` with the ``"loop_passes"`` feature.
         slots: the storage buffers, in declaration order.
         uses_trap: the body may set the trap flags (i32 division, Trap; a loop cut short).
+        shared_bytes: the work-group memory the kernels declare (launchers compare it with
+            their dialect's :data:`SHARED_BYTES`).
         features: what the body uses (``"fma"``, ``"atomics"``, ``"barrier"``, ``"subgroups"``,
             ``"grid_sync"``, ``"return"``, ``"loop_passes"``); launchers refuse dialects
             that cannot give one.
@@ -77,6 +80,7 @@ class Lowered:
     slots: tuple[BufferSlot, ...]
     uses_trap: bool
     features: frozenset[str]
+    shared_bytes: int = 0
 
     @property
     def kernel(self) -> KernelDef:
@@ -91,8 +95,13 @@ class Lowered:
         return self.kernels[0]
 
 
-# Work-group memory a lowered kernel may declare: Vulkan guarantees only 16 KiB.
-MAX_SHARED_BYTES = 16384
+# Work-group memory each dialect's API guarantees a kernel: Vulkan 16 KiB, OpenCL 1.2 32 KiB,
+# CUDA 48 KiB of static shared memory, HIP 64 KiB of LDS; host C keeps a group's arrays on its
+# thread's stack (with the values kept per item, at most MAX_GROUP_BYTES). Launchers refuse a
+# kernel over its dialect's; the lowering refuses one over every dialect's.
+SHARED_BYTES = {"glsl": 16384, "opencl": 32768, "cuda": 49152, "hip": 65536,
+                "c": MAX_GROUP_BYTES}
+MAX_SHARED_BYTES = max(SHARED_BYTES.values())
 
 
 def _check_element(decl: ir.BufferDecl) -> str:
@@ -114,8 +123,8 @@ def _shared(program: ir.Program) -> dict[str, tuple[str, int]]:
             words = WIDE.get(_check_element(decl), 1)
             out[decl.name] = (f"s{index}_{sanitize(decl.name, 12)}", decl.count * words)
     if 4 * sum(count for _, count in out.values()) > MAX_SHARED_BYTES:
-        raise unsupported(f"workgroup buffers of more than {MAX_SHARED_BYTES} bytes",
-                          "use smaller workgroup buffers.")
+        raise unsupported(f"workgroup buffers of more than {MAX_SHARED_BYTES} bytes (no "
+                          "device takes more)", "use smaller workgroup buffers.")
     return out
 
 
@@ -225,7 +234,8 @@ def _lower(program: ir.Program, callees: Mapping[str, ir.Program] | None,
                   local_size=tuple(prog.workgroup_size),  # type: ignore[arg-type]
                   doc="a lowered vyre program", tags=("vyre",), shared=tuple(arrays))
         for k, body in enumerate(bodies))
-    return Lowered(prog, kernels, slots, needs_trap, frozenset(features))
+    return Lowered(prog, kernels, slots, needs_trap, frozenset(features),
+                   4 * sum(count for _, count in arrays))
 
 
 def _extents(slots: tuple[BufferSlot, ...]) -> Any:
