@@ -68,11 +68,11 @@ class Lowered:
             :data:`PASS_PARAM` with the ``"loop_passes"`` feature.
         slots: the storage buffers, in declaration order.
         uses_trap: the body may set the trap flags (i32 division, Trap; a loop cut short).
-        shared_bytes: the work-group memory the kernels declare (launchers compare it with
-            their dialect's :data:`SHARED_BYTES`).
         features: what the body uses (``"fma"``, ``"atomics"``, ``"barrier"``, ``"subgroups"``,
             ``"grid_sync"``, ``"return"``, ``"loop_passes"``); launchers refuse dialects
             that cannot give one.
+        shared_bytes: the work-group memory the kernels declare (launchers compare it with
+            their dialect's :data:`SHARED_BYTES`).
     """
 
     program: ir.Program
@@ -240,9 +240,9 @@ def _lower(program: ir.Program, callees: Mapping[str, ir.Program] | None,
 
 def _extents(slots: tuple[BufferSlot, ...]) -> Any:
     def extents(scalars: Mapping[str, Any]) -> dict[str, int]:
-        # Words, for the 64-bit and vector elements the kernel reads as u32 words.
-        return {s.param: int(scalars.get(s.length, 0)) * WIDE.get(ELEMENT_KINDS[s.decl.element], 1)
-                for s in slots}
+        # In words for the 64-bit and vector elements, which the kernel reads as u32 words.
+        return {s.param: int(scalars.get(s.length, 0)) * words[s.param] for s in slots}
+    words = {s.param: WIDE.get(ELEMENT_KINDS[s.decl.element], 1) for s in slots}
     return extents
 
 

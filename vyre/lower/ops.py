@@ -19,9 +19,9 @@ from vyre.reference.semantics import ReferenceExecutionError
 
 __all__ = [
     "DEFAULT_MAX_LOOP_PASSES", "MIN_I32", "Ctx", "Local", "LoopBudgetError", "TrapError",
-    "UnsupportedOpError", "Value", "bit_count", "canon", "canonical_bits", "ctype", "f32_lit", "f32_rounding",
-    "is_nan", "loop_passes", "lower_binop", "lower_cast", "lower_unop", "sanitize", "truth",
-    "unsupported"]
+    "UnsupportedOpError", "Value", "bit_count", "canon", "canonical_bits", "ctype", "f32_lit",
+    "f32_rounding", "is_nan", "loop_passes", "lower_binop", "lower_cast", "lower_unop",
+    "sanitize", "truth", "unsupported"]
 
 
 # Loop passes one invocation may run (vyre.run's max_loop_passes), on devices without a driver
