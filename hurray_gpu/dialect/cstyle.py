@@ -113,6 +113,12 @@ class OpenCLRenderer(CStyleRenderer):
     store_map = {**CStyleRenderer.store_map, "f16": "vstore_half_rte({v}, {i}, {b})"}
 
 
+# Without OpenMP (zig cc ships no libgomp) a compiler given -DHG_THREADS runs the entry's chunks
+# on POSIX threads: a team made per launch (no thread outlives a call, so a kernel library
+# holds no state to tear down), one thread per CPU this process may run on or OMP_NUM_THREADS,
+# taking chunks from a shared counter as OpenMP's schedule(dynamic, 1) does; the calling thread
+# is one of them. 64 at most: the chunk sizing wants 8 chunks per thread, and far fewer
+# launches are that large. A failed pthread_create leaves fewer threads, not an error.
 _HOST_PRELUDE = """\
 #if defined(HG_THREADS) && !defined(_OPENMP) && !defined(_GNU_SOURCE)
 #define _GNU_SOURCE
@@ -159,7 +165,7 @@ static void *hg_worker(void *arg) {
 static void hg_parallel(void (*task)(const hg_job_t *, int64_t), const hg_job_t *job,
                         int64_t chunks) {
     hg_team_t team = {task, job, chunks, 0};
-    pthread_t ids[63];
+    pthread_t ids[63];  /* with the caller: 64 */
     int64_t want = HG_MAX_THREADS() < chunks ? HG_MAX_THREADS() : chunks;
     int started = 0;
     while (started < want - 1 && started < 63

@@ -43,7 +43,7 @@ static void *hg_worker(void *arg) {
 static void hg_parallel(void (*task)(const hg_job_t *, int64_t), const hg_job_t *job,
                         int64_t chunks) {
     hg_team_t team = {task, job, chunks, 0};
-    pthread_t ids[63];
+    pthread_t ids[63];  /* with the caller: 64 */
     int64_t want = HG_MAX_THREADS() < chunks ? HG_MAX_THREADS() : chunks;
     int started = 0;
     while (started < want - 1 && started < 63
