@@ -65,9 +65,9 @@ class Toolchain:
 
     def describe(self) -> str:
         """One line for ``hurray-gpu devices``: what builds kernels and how they run."""
-        how = "OpenMP" if self.openmp else "threads (no OpenMP)"
         if not self.command:
             return f"none installed; kernels cached here by {self.version} still load"
+        how = "OpenMP" if self.openmp else "threads (no OpenMP)"
         return f"{shlex.join(self.command)} [{self.origin}]: {self.version}; {how}"
 
 

@@ -18,6 +18,7 @@ static inline int32_t hg_imax(int32_t a, int32_t b) { return a > b ? a : b; }
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
+#include <unistd.h>
 typedef struct { void **bufs; const uint32_t *words; int64_t n0, n1, size, total; } hg_job_t;
 typedef struct { void (*task)(const hg_job_t *, int64_t); const hg_job_t *job;
                  int64_t chunks, next; } hg_team_t;
@@ -26,9 +27,13 @@ static int hg_threads(void) {
     int n = __atomic_load_n(&hg_n, __ATOMIC_RELAXED);
     if (n == 0) {
         const char *env = getenv("OMP_NUM_THREADS");
+#ifdef __linux__
         cpu_set_t set;
-        n = env && atoi(env) > 0 ? atoi(env)
-            : sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+        n = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+#else
+        n = sysconf(_SC_NPROCESSORS_ONLN) > 0 ? (int)sysconf(_SC_NPROCESSORS_ONLN) : 1;
+#endif
+        n = env && atoi(env) > 0 ? atoi(env) : n;
         __atomic_store_n(&hg_n, n, __ATOMIC_RELAXED);
     }
     return n;
