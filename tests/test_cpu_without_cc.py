@@ -148,3 +148,22 @@ def test_a_named_compiler_that_is_missing_is_refused(monkeypatch: pytest.MonkeyP
     if found is None or not found[0][0].endswith("gcc"):
         skip_or_fail("gcc is not on PATH", "apt-get install gcc")
     assert found == ((found[0][0], "-O1"), "HURRAY_GPU_CC")
+
+
+def test_zig_builds_for_the_baseline_unless_a_kernel_opts_into_this_cpu(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # zig cc targets the CPU it runs on by default: portable kernels must say -mcpu=baseline,
+    # and a host-ISA kernel's flags (its cache key) must name this CPU, as gcc's spelled-out
+    # -march=native flags do.
+    _need_zig()
+    monkeypatch.setenv("HURRAY_GPU_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("HURRAY_GPU_NO_CACHE", raising=False)
+    hostcc.probe.cache_clear()
+    zig = hostcc.probe((str(hostcc._zig()), "cc"), "ziglang")
+    hostcc.probe.cache_clear()
+    assert zig.portable == ("-mcpu=baseline",) and not zig.openmp
+    assert zig.parallel == ("-DHG_THREADS", "-pthread")
+    digest = [f for f in zig.native if f.startswith("-DHG_BUILT_FOR_CPU=")]
+    assert zig.native[0] == "-march=native" and len(digest) == 1
+    assert digest[0].split("=")[1] == hostcc.blake3.blake3(
+        hostcc._host_cpu().encode()).hexdigest()[:16]
