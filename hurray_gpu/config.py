@@ -14,6 +14,7 @@ from hurray_gpu.errors import UnsupportedOpError
 
 __all__ = [
     "c_compiler",
+    "c_compiler_setting",
     "cache_dir",
     "cache_fatal",
     "debug_bounds",
@@ -93,12 +94,21 @@ def pool_idle(default_bytes: int, default_seconds: float) -> tuple[int, float]:
     return int(found[0]), found[1]
 
 
-def c_compiler() -> str | None:
-    """The host C compiler: ``HURRAY_GPU_CC``, else ``CC``, else ``cc`` on PATH (None if none)."""
+def c_compiler_setting() -> tuple[str, str] | None:
+    """The C compiler a user named: ``("HURRAY_GPU_CC", value)``, else ``("CC", value)``;
+    None when neither is set."""
     for name in ("HURRAY_GPU_CC", "CC"):
         value = os.environ.get(name, "").strip()
         if value:
-            return shutil.which(value) or (value if Path(value).is_file() else None)
+            return name, value
+    return None
+
+
+def c_compiler() -> str | None:
+    """The host C compiler: ``HURRAY_GPU_CC``, else ``CC``, else ``cc`` on PATH (None if none)."""
+    named = c_compiler_setting()
+    if named is not None:
+        return shutil.which(named[1]) or (named[1] if Path(named[1]).is_file() else None)
     return shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
 
 

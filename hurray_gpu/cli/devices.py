@@ -11,8 +11,7 @@ import subprocess
 from collections.abc import Callable
 from typing import Any
 
-from hurray_gpu import config
-from hurray_gpu.backends import rtc
+from hurray_gpu.backends import hostcc, rtc
 from hurray_gpu.cli.common import dump_json, format_table, one_line
 from hurray_gpu.errors import HurrayGPUError
 from hurray_gpu.format.descriptor.buffers import DeviceTag
@@ -85,15 +84,15 @@ def _glslang() -> dict[str, Any]:
 
 
 def _host_cc() -> dict[str, Any]:
-    used_by = "cpu (C11 + OpenMP)"
-    cc = config.c_compiler()
-    if cc is None:
-        return _missing("host C compiler", "no cc on PATH and HURRAY_GPU_CC/CC unset. Fix: "
-                        "apt install gcc.", used_by)
+    used_by = "cpu (C11 + OpenMP or threads)"
     try:
-        return _ok("host C compiler", f"{cc}: {_first_line([cc, '--version'])}", used_by)
-    except (OSError, subprocess.SubprocessError) as exc:
-        return _missing("host C compiler", f"{cc} --version failed: {exc}", used_by)
+        found = hostcc.find_toolchain()
+    except HurrayGPUError as exc:
+        return _missing("host C compiler", str(exc), used_by)
+    if found is None or not found.command:
+        what = found.describe() if found else f"none found (looked for {hostcc.SEARCHED})"
+        return _missing("host C compiler", f"{what}. Fix: {hostcc.INSTALL_FIX}", used_by)
+    return _ok("host C compiler", found.describe(), used_by)
 
 
 PROBES: tuple[Callable[[], dict[str, Any]], ...] = (_nvrtc, _hiprtc, _opencl, _glslang, _host_cc)
@@ -131,6 +130,9 @@ def _device_info(dev: Any) -> dict[str, Any]:
     info: dict[str, Any] = {"spec": dev.spec, "name": dev.name,
                             "memory_classes": [m.label for m in dev.memory_classes],
                             "emulated": bool(dev.emulated)}
+    info["kernels"], why = dev.kernel_support()  # all, cached (cannot compile) or none
+    if why:
+        info["kernels_reason"] = one_line(why)
     pool = dev.allocator
     info["pool"] = {"limit_bytes": pool.pool_limit, "idle_budget_bytes": pool.pool_idle_budget,
                     "idle_seconds": pool.pool_idle_seconds, "pooled_bytes": pool.pooled_bytes}
@@ -191,8 +193,11 @@ def render(inv: dict[str, Any]) -> str:
         if b["devices"]:
             for d in b["devices"]:
                 note = " (emulated on the CPU)" if d["emulated"] else ""
-                rows.append([d["spec"], b["tag"], "yes", ",".join(d["memory_classes"]),
-                             d["name"] + note])
+                usable = {"all": "yes", "cached": "cached kernels only"}.get(d["kernels"],
+                                                                            "memory only")
+                why = f"; {d['kernels_reason']}" if d.get("kernels_reason") else ""
+                rows.append([d["spec"], b["tag"], usable, ",".join(d["memory_classes"]),
+                             d["name"] + note + why])
         else:
             rows.append([b["backend"], b["tag"], "no", "-", b.get("reason", "")])
     out = ["Backends", format_table(["device", "tag", "usable", "memory classes", "details"],
