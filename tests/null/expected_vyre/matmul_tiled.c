@@ -1,3 +1,6 @@
+#if defined(HG_THREADS) && !defined(_OPENMP) && !defined(_GNU_SOURCE)
+#define _GNU_SOURCE
+#endif
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -10,6 +13,50 @@ static inline int32_t hg_imin(int32_t a, int32_t b) { return a < b ? a : b; }
 static inline int32_t hg_imax(int32_t a, int32_t b) { return a > b ? a : b; }
 #ifdef _OPENMP
 #include <omp.h>
+#define HG_MAX_THREADS() omp_get_max_threads()
+#elif defined(HG_THREADS)
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <unistd.h>
+typedef struct { void **bufs; const uint32_t *words; int64_t n0, n1, size, total; } hg_job_t;
+typedef struct { void (*task)(const hg_job_t *, int64_t); const hg_job_t *job;
+                 int64_t chunks, next; } hg_team_t;
+static int hg_threads(void) {
+    static int hg_n;
+    int n = __atomic_load_n(&hg_n, __ATOMIC_RELAXED);
+    if (n == 0) {
+        const char *env = getenv("OMP_NUM_THREADS");
+#ifdef __linux__
+        cpu_set_t set;
+        n = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+#else
+        n = sysconf(_SC_NPROCESSORS_ONLN) > 0 ? (int)sysconf(_SC_NPROCESSORS_ONLN) : 1;
+#endif
+        n = env && atoi(env) > 0 ? atoi(env) : n;
+        __atomic_store_n(&hg_n, n, __ATOMIC_RELAXED);
+    }
+    return n;
+}
+#define HG_MAX_THREADS() hg_threads()
+static void *hg_worker(void *arg) {
+    hg_team_t *team = (hg_team_t *)arg;
+    for (int64_t c; (c = __atomic_fetch_add(&team->next, 1, __ATOMIC_RELAXED)) < team->chunks;)
+        team->task(team->job, c);
+    return NULL;
+}
+static void hg_parallel(void (*task)(const hg_job_t *, int64_t), const hg_job_t *job,
+                        int64_t chunks) {
+    hg_team_t team = {task, job, chunks, 0};
+    pthread_t ids[63];  /* with the caller: 64 */
+    int64_t want = HG_MAX_THREADS() < chunks ? HG_MAX_THREADS() : chunks;
+    int started = 0;
+    while (started < want - 1 && started < 63
+           && pthread_create(&ids[started], NULL, hg_worker, &team) == 0)
+        started++;
+    hg_worker(&team);
+    for (int i = 0; i < started; i++) pthread_join(ids[i], NULL);
+}
 #endif
 
 #define load_b0_a(hg_i) (b0_a[(hg_i)])
