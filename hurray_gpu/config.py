@@ -16,6 +16,7 @@ __all__ = [
     "c_compiler",
     "cache_dir",
     "cache_fatal",
+    "cache_max_bytes",
     "debug_bounds",
     "debug_level",
     "device_override",
@@ -44,6 +45,36 @@ def cache_dir() -> Path:
     xdg = os.environ.get("XDG_CACHE_HOME", "").strip()
     base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
     return base / "hurray_gpu"
+
+
+# The disk kernel cache's default size limit: far above the few MiB a session's kernels take,
+# low enough that a cache left to grow for months (new drivers, new renderer versions: keys
+# that never hit again) stays small next to what a GPU toolchain installs.
+DEFAULT_CACHE_MAX_BYTES = 1 << 30
+_SIZE_SUFFIXES = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+
+
+def cache_max_bytes() -> int:
+    """``HURRAY_GPU_CACHE_MAX_BYTES``: the disk kernel cache's size limit in bytes (default 1 GiB).
+
+    Accepts a whole number with an optional binary suffix (``512M``, ``2G``, ``64KiB``); least
+    recently used kernels are evicted beyond it.
+
+    Raises:
+        UnsupportedOpError: a value that is not a size >= 1 MiB.
+    """
+    raw = os.environ.get("HURRAY_GPU_CACHE_MAX_BYTES", "").strip()
+    if not raw:
+        return DEFAULT_CACHE_MAX_BYTES
+    text = raw.lower().removesuffix("ib").removesuffix("b")
+    digits, suffix = text.rstrip("kmgt"), text[len(text.rstrip("kmgt")):]
+    if digits.isdigit() and suffix in _SIZE_SUFFIXES and len(digits) <= 15:
+        value = int(digits) * _SIZE_SUFFIXES[suffix]
+        if value >= 1 << 20:
+            return value
+    raise UnsupportedOpError(f"HURRAY_GPU_CACHE_MAX_BYTES={raw!r} is not a size of 1 MiB or more",
+                             fix="set it to bytes or a size such as 512M or 2G, or unset it for "
+                                 "the 1 GiB default.")
 
 
 def cache_fatal() -> bool:
