@@ -138,6 +138,10 @@ def plot_labels(header: list[str], rows: list[list[Any]]) -> tuple[list[int], st
     return [], "", ""
 
 
+def _short(label: str, limit: int = 40) -> str:
+    return label if len(label) <= limit else label[:limit - 3] + "..."
+
+
 def _plot(out: Path, suite: str, header: list[str], rows: list[list[Any]]) -> str | None:
     cols, xlabel, ylabel = plot_labels(header, rows)
     labels = [i for i in range(len(header)) if i not in _numeric_columns(header, rows)][:3]
@@ -152,7 +156,7 @@ def _plot(out: Path, suite: str, header: list[str], rows: list[list[Any]]) -> st
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    names = [" ".join(str(r[i]) for i in labels) or str(n) for n, r in enumerate(rows)]
+    names = [_short(" ".join(str(r[i]) for i in labels) or str(n)) for n, r in enumerate(rows)]
     fig, ax = plt.subplots(figsize=(max(6.0, 0.9 * len(rows) + 3), 4))
     width = 0.8 / len(cols)
     for k, i in enumerate(cols):

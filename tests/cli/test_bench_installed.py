@@ -59,6 +59,32 @@ def test_plot_axes_carry_units(column: str, unit: str) -> None:
     assert cols == [2] and ylabel.startswith(unit) and xlabel == "op / size"
 
 
+def test_progress_on_a_terminal_shows_the_running_suite(tmp_path: Path) -> None:
+    import pty
+
+    master, slave = pty.openpty()
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "100"}
+    proc = subprocess.Popen([sys.executable, "-m", "hurray_gpu.cli", "bench", "--quick",
+                             "--suite", "codec", "--out", str(tmp_path)], stdin=slave,
+                            stdout=subprocess.DEVNULL, stderr=slave, env=env, cwd=ROOT)
+    os.close(slave)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # the terminal closed: the command has ended
+            break
+        if not chunk:
+            break
+        seen += chunk
+    os.close(master)
+    assert proc.wait(timeout=300) == 0
+    text = seen.decode(errors="replace")
+    assert "0/1" in text and "codec" in text  # the bar, while the suite ran
+    assert "codec: exit 0 in" in text  # the line each finished suite leaves
+    assert "bench: [1/1]" not in text  # the plain lines are for pipes
+
+
 @pytest.mark.slow
 def test_bench_runs_from_a_wheel_install(tmp_path: Path) -> None:
     wheels = tmp_path / "wheels"
