@@ -212,15 +212,27 @@ def cache_entries(root: str | os.PathLike[str]) -> list[CacheEntry]:
     ``last_used`` is the file's modification time, which the cache itself sets on every save
     and every load (file systems mounted noatime or relatime do not keep access times).
     """
-    out = []
-    for folder, _, files in os.walk(root):
-        for name in files:
-            if _RECORD.fullmatch(name) and os.path.basename(folder) == name[:2]:
-                path = Path(folder, name)
-                with contextlib.suppress(FileNotFoundError):  # evicted meanwhile
-                    st = path.stat()
-                    out.append(CacheEntry(path, st.st_size, st.st_mtime))
+    out: list[CacheEntry] = []
+    _scan(os.fspath(root), out, depth=2)
     return out
+
+
+def _scan(folder: str, out: list[CacheEntry], depth: int) -> None:
+    # Records sit at <backend>/<key[:2]>/<key>.bin: two folder levels at most under the root.
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:  # missing, or removed meanwhile
+        return
+    parent = os.path.basename(folder)
+    for entry in entries:
+        try:
+            if depth and entry.is_dir(follow_symlinks=False):
+                _scan(entry.path, out, depth - 1)
+            elif _RECORD.fullmatch(entry.name) and entry.name[:2] == parent:
+                st = entry.stat(follow_symlinks=False)
+                out.append(CacheEntry(Path(entry.path), st.st_size, st.st_mtime))
+        except FileNotFoundError:  # evicted meanwhile
+            continue
 
 
 def cache_info(root: str | os.PathLike[str]) -> dict[str, Any]:
