@@ -46,7 +46,7 @@ def _run(argv: list[str], capsys: pytest.CaptureFixture) -> str:
 
 @pytest.mark.parametrize("columns", [80, 100])
 def test_every_command_fits_the_terminal(columns: int, demo_run: tuple[Path, str, str],
-                                         monkeypatch: pytest.MonkeyPatch,
+                                         tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                          capsys: pytest.CaptureFixture) -> None:
     out_dir, demo_text, _ = demo_run
     monkeypatch.setenv("COLUMNS", str(columns))
@@ -54,7 +54,12 @@ def test_every_command_fits_the_terminal(columns: int, demo_run: tuple[Path, str
              "devices": _run(["devices"], capsys),
              "inspect": _run(["inspect", str(out_dir / "demo.hrry")], capsys),
              "cache info": _run(["cache", "info"], capsys),
-             "vyre inspect": _run(["vyre", "inspect", str(VYRE / "k02_add_mul.vir")], capsys)}
+             "vyre inspect": _run(["vyre", "inspect", str(VYRE / "k02_add_mul.vir")], capsys),
+             "vyre run": _run(["vyre", "run", str(VYRE / "k02_add_mul.vir"), "--kat",
+                               str(VYRE / "k02_add_mul.kat.json")], capsys),
+             "materialize": _run(["materialize", str(out_dir / "demo.hrry"),
+                                  "layers.0.attn.out.weight", "--device", "cpu", "--out",
+                                  str(tmp_path / "w.npy")], capsys)}
     for name, text in texts.items():
         assert text.strip(), name
         assert _widest(text) <= columns, (name, [ln for ln in text.splitlines()
