@@ -125,9 +125,9 @@ PER_FILE_CAP = 800
 #   which had been written twice.
 # - +516: a CLI that fits the terminal (rich tables, inspect naming every coded field, quiet
 #   broken pipes, --version, -v/--log-level logging of device opens, compiles and cache hits),
-#   `hurray-gpu cache info|clear` and the disk
-#   cache's LRU size limit shared safely by processes, integer dtypes from materialize, and
-#   bench suites run from an installed package with progress.
+#   `hurray-gpu cache info|clear` and the disk cache's LRU size limit shared safely by
+#   processes, integer dtypes from materialize, and bench suites run from an installed package
+#   with progress.
 TOTAL_BUDGET = 40_860
 PACKAGES = ("hurray_gpu", "vyre")
 
