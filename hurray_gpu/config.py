@@ -88,7 +88,8 @@ def no_cache() -> bool:
 
 
 def debug_level() -> int:
-    """``HURRAY_GPU_DEBUG`` as an integer (0 when unset or not a number)."""
+    """``HURRAY_GPU_DEBUG`` as an integer (0 when unset or not a number): the command line's
+    default log level on stderr (1 info, 2 debug; the library itself only logs)."""
     try:
         return int(os.environ.get("HURRAY_GPU_DEBUG", "0"))
     except ValueError:

@@ -124,18 +124,19 @@ def _numeric_columns(header: list[str], rows: list[list[Any]]) -> list[int]:
     return out
 
 
-def plot_labels(header: list[str], rows: list[list[Any]]) -> tuple[list[int], str, str]:
+def plot_labels(header: list[str], rows: list[list[Any]]
+                ) -> tuple[list[int], list[int], str, str]:
     """What a suite's plot shows: the rate columns plotted (up to two of the first kind found
-    in RATE_HINTS), the x axis label (the text columns naming each bar) and the y axis label
-    (the rate's unit)."""
+    in RATE_HINTS), the text columns naming each bar, the x axis label (their names) and the
+    y axis label (the rate's unit)."""
     numeric = _numeric_columns(header, rows)
+    labels = [i for i in range(len(header)) if i not in numeric][:3]
     for hint, unit in RATE_HINTS.items():
         cols = [i for i in numeric
                 if hint in header[i].lower().replace(" ", "_").replace("/", "_")][:2]
         if cols:
-            labels = [i for i in range(len(header)) if i not in numeric][:3]
-            return cols, " / ".join(header[i] for i in labels) or "row", unit
-    return [], "", ""
+            return cols, labels, " / ".join(header[i] for i in labels) or "row", unit
+    return [], labels, "", ""
 
 
 def _short(label: str, limit: int = 40) -> str:
@@ -143,8 +144,7 @@ def _short(label: str, limit: int = 40) -> str:
 
 
 def _plot(out: Path, suite: str, header: list[str], rows: list[list[Any]]) -> str | None:
-    cols, xlabel, ylabel = plot_labels(header, rows)
-    labels = [i for i in range(len(header)) if i not in _numeric_columns(header, rows)][:3]
+    cols, labels, xlabel, ylabel = plot_labels(header, rows)
     rows = [r for r in rows if any(_is_num(r[i]) for i in cols)]
     if not cols or not rows:
         return None
@@ -245,7 +245,7 @@ def add_parser(sub: Any) -> None:
 
 
 # Where an installed (non-editable) package carries the suites: bench/ is shipped inside the
-# package under this name (pyproject.toml's package-dir), so `hurray-gpu bench` runs from a
+# package under this name (setup.py's package_dir), so `hurray-gpu bench` runs from a
 # wheel as from a checkout.
 INSTALLED_SUITES = "bench_suites"
 

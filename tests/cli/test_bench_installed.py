@@ -55,8 +55,9 @@ def test_dlpack_rows_name_paths_and_ratios() -> None:
 def test_plot_axes_carry_units(column: str, unit: str) -> None:
     header = ["op", "size", column]
     rows = [["a", "1 MiB", 2.0], ["b", "2 MiB", 3.0]]
-    cols, xlabel, ylabel = plot_labels(header, rows)
-    assert cols == [2] and ylabel.startswith(unit) and xlabel == "op / size"
+    cols, labels, xlabel, ylabel = plot_labels(header, rows)
+    assert cols == [2] and labels == [0, 1]
+    assert ylabel.startswith(unit) and xlabel == "op / size"
 
 
 def test_progress_on_a_terminal_shows_the_running_suite(tmp_path: Path) -> None:
