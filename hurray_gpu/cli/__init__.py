@@ -23,7 +23,7 @@ from hurray_gpu import __version__, config
 from hurray_gpu.cli.common import one_line
 from hurray_gpu.errors import HurrayGPUError
 
-__all__ = ["build_parser", "main"]
+__all__ = ["build_parser", "configure_logging", "main"]
 
 # Subcommand modules under hurray_gpu.cli: each has ``add_parser(subparsers)``, and the parser
 # it adds sets ``run(args) -> int``. Listed in help order.
