@@ -428,7 +428,12 @@ def run(args: argparse.Namespace) -> int:
     if args.readme is not None:
         from hurray_gpu.cli.bench_readme import update_readme
 
-        problems = update_readme(Path(args.readme), find_bench_dir().parent)
+        root = find_bench_dir().parent
+        if not (root / "README.md").is_file():  # an installed package: no README to rewrite
+            raise HurrayGPUError(f"--readme rewrites a source checkout's README.md; {root} "
+                                 "has none", fix="run `hurray-gpu bench --readme DIR` in a "
+                                 "checkout of hurray_gpu (pip install -e .).")
+        problems = update_readme(Path(args.readme), root)
         print(f"wrote README.md and docs/bench/ from {args.readme}")
         for line in problems:
             print(f"not shown: {line}", file=sys.stderr)

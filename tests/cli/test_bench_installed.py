@@ -129,4 +129,9 @@ def test_bench_runs_from_a_wheel_install(tmp_path: Path) -> None:
                             "print(b.find_bench_dir())"], capture_output=True, text=True,
                            env=env, cwd=elsewhere, timeout=120, check=True)
     assert Path(where.stdout.strip()) == target / "hurray_gpu" / INSTALLED_SUITES
+    readme = subprocess.run([sys.executable, "-m", "hurray_gpu.cli", "bench", "--readme",
+                             str(out)], capture_output=True, text=True, env=env, cwd=elsewhere,
+                            timeout=120, check=False)
+    assert readme.returncode == 1 and "has none Fix: run" in readme.stderr  # no README there
+    assert not (target / "hurray_gpu" / "README.md").exists()
     shutil.rmtree(target)
