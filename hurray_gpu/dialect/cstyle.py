@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from typing import ClassVar
 
+from hurray_gpu.dialect.host_groups import render_group_entry
 from hurray_gpu.dialect.kernel import LONG_ITEMS, KernelDef
 from hurray_gpu.dialect.render import (
     BLOCK8_CALL,
@@ -21,7 +22,6 @@ from hurray_gpu.dialect.render import (
     expand_block8,
     expand_scale8,
 )
-from hurray_gpu.errors import UnsupportedOpError
 
 __all__ = ["CUDARenderer", "HIPRenderer", "HostCRenderer", "OpenCLRenderer"]
 
@@ -767,18 +767,6 @@ class HostCRenderer(CStyleRenderer):
         return BLOCK8_CALL.sub(vector, COPY8_CALL.sub(copy, text))
 
     def render_entry(self, kernel: KernelDef) -> str:
-        if kernel.shared or "BARRIER(" in kernel.body:
-            # Work items run one after another here, so a barrier could never be met.
-            raise UnsupportedOpError(
-                f"kernel {kernel.name} uses work-group barriers or shared arrays, which host C "
-                "(one work item at a time) cannot run", fix="run it on an opencl, vulkan, cuda "
-                "or rocm device.")
-        # SCALE8 kernels: a chunk's table checks (hg_s8_fmt_t), passed to its items.
-        s8 = bool(SCALE8_CALL.search(kernel.body))
-        params = "uint32_t hg_gid0, uint32_t hg_gid1, uint32_t hg_gid2, " + \
-            ("hg_s8_fmt_t *restrict hg_s8_c, " if s8 else "")
-        item = (f"static inline void {kernel.name}_item({params}{self.render_params(kernel)}) "
-                f"{{\n{self.body(kernel)}\n}}")
         unpack = []
         for index, param in enumerate(kernel.buffers):
             decl = self.render_param(param)
@@ -792,6 +780,18 @@ class HostCRenderer(CStyleRenderer):
                 value = f"(int32_t){value}"
             unpack.append(f"    {self.render_param(param)} = {value};")
         names, params = ", ".join(p.name for p in kernel.params), self.render_params(kernel)
+        if kernel.shared or "BARRIER(" in kernel.body:
+            # Work items run one after another here: a barrier splits the body into regions,
+            # each a loop over the group's items (host_groups).
+            text = expand_block8(expand_scale8(re.sub(r"//[^\n]*", "", kernel.body)))
+            return render_group_entry(kernel, text, self.translate, params, "\n".join(unpack),
+                                      lambda t: self.type_map[t])
+        # SCALE8 kernels: a chunk's table checks (hg_s8_fmt_t), passed to its items.
+        s8 = bool(SCALE8_CALL.search(kernel.body))
+        item_params = "uint32_t hg_gid0, uint32_t hg_gid1, uint32_t hg_gid2, " + \
+            ("hg_s8_fmt_t *restrict hg_s8_c, " if s8 else "")
+        item = (f"static inline void {kernel.name}_item({item_params}{params}) "
+                f"{{\n{self.body(kernel)}\n}}")
         # Non-temporal stores are weakly ordered: drained before the chunk counts as done.
         fence = "\n    hg_s8_fence();" if s8 else ""
         if TRANSPOSE16_CALL.search(kernel.body):
