@@ -33,7 +33,8 @@ import blake3
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+if (ROOT / "hurray_gpu").is_dir():  # a checkout (the package's own copy imports the package)
+    sys.path.insert(0, str(ROOT))
 
 import vyre  # noqa: E402
 from hurray_gpu.runtime.buffer import Buffer  # noqa: E402

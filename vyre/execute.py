@@ -251,7 +251,7 @@ def run(program: ir.Program | bytes, inputs: Inputs = None, *,
         The errors of :func:`run_bytes`.
     """
     prog = _as_program(program)
-    if device == "reference":
+    if device == "reference" or getattr(device, "kind", None) == "reference":  # or its Device
         options.pop("max_loop_passes", None)  # bounds device runs; the reference has max_steps
         return reference_run(prog, inputs, grid=grid, **options)
     out = run_bytes(prog, inputs, grid=grid, device=device, **options)

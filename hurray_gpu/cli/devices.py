@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from hurray_gpu.backends import hostcc, rtc
-from hurray_gpu.cli.common import dump_json, format_table, one_line
+from hurray_gpu.cli.common import dump_json, one_line, show, table
 from hurray_gpu.errors import HurrayGPUError
 from hurray_gpu.format.descriptor.buffers import DeviceTag
 from hurray_gpu.runtime.registry import BACKENDS, default_device, device_count, resolve_device
@@ -186,8 +186,9 @@ def collect() -> dict[str, Any]:
             "default": default, "toolchains": probe_toolchains()}
 
 
-def render(inv: dict[str, Any]) -> str:
-    """The inventory as text: a backend table, device lines, the default, the toolchains."""
+def render(inv: dict[str, Any]) -> list[Any]:
+    """The inventory as tables and text lines: the backends, their buffer pools, the default
+    device, the toolchains (rich renderables, see :func:`~hurray_gpu.cli.common.show`)."""
     rows = []
     for b in inv["backends"]:
         if b["devices"]:
@@ -196,27 +197,27 @@ def render(inv: dict[str, Any]) -> str:
                 usable = {"all": "yes", "cached": "cached kernels only"}.get(d["kernels"],
                                                                             "memory only")
                 why = f"; {d['kernels_reason']}" if d.get("kernels_reason") else ""
-                rows.append([d["spec"], b["tag"], usable, ",".join(d["memory_classes"]),
+                rows.append([d["spec"], b["tag"], usable, ", ".join(d["memory_classes"]),
                              d["name"] + note + why])
         else:
             rows.append([b["backend"], b["tag"], "no", "-", b.get("reason", "")])
-    out = ["Backends", format_table(["device", "tag", "usable", "memory classes", "details"],
-                                    rows)]
+    out: list[Any] = [table(["device", "tag", "usable", "memory classes", "details"], rows,
+                            title="Backends")]
     pools = [[d["spec"], *(_mib(p[k]) for k in ("limit_bytes", "idle_budget_bytes")),
               f"{p['idle_seconds']:g}", _mib(p["pooled_bytes"])]
              for b in inv["backends"] for d in b["devices"] for p in [d["pool"]]]
-    out += ["", "Buffer pools (how to size them: docs/reliability.md)",
-            format_table(["device", "limit", "idle budget", "idle seconds", "pooled now"], pools),
-            "Pooled bytes over the idle budget left unused for the idle seconds are freed;",
+    out += ["", table(["device", "limit", "idle budget", "idle seconds", "pooled now"], pools,
+                      title="Buffer pools (how to size them: docs/reliability.md)"),
+            "Pooled bytes over the idle budget left unused for the idle seconds are freed; "
             "set both with HURRAY_GPU_POOL_IDLE_BYTES and HURRAY_GPU_POOL_IDLE_SECONDS."]
     out += ["", f"reference: {inv['reference']}"]
     default = inv["default"]
     out.append(f"default: {default['spec'] or 'none (' + default['reason'] + ')'}")
     tc_rows = [[t["name"], "yes" if t["available"] else "no", t["used_by"],
                 t.get("version") or t.get("reason", "")] for t in inv["toolchains"]]
-    out += ["", "Kernel toolchains",
-            format_table(["toolchain", "available", "used by", "version / why not"], tc_rows)]
-    return "\n".join(out)
+    out += ["", table(["toolchain", "available", "used by", "version / why not"], tc_rows,
+                      title="Kernel toolchains")]
+    return out
 
 
 def _mib(nbytes: int) -> str:
@@ -226,5 +227,8 @@ def _mib(nbytes: int) -> str:
 def run(args: argparse.Namespace) -> int:
     """Print the inventory; always 0 (an unusable backend is information, not an error)."""
     inv = collect()
-    print(dump_json(inv) if args.json else render(inv))
+    if args.json:
+        print(dump_json(inv))
+    else:
+        show(*render(inv))
     return 0
