@@ -20,7 +20,7 @@ import stat
 import struct
 import threading
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -68,6 +68,7 @@ DEFAULT_TRANSCODE_LIMIT = 1 << 30
 DEFAULT_MAX_PUT = 1 << 30
 _MAX_KEY = 4096
 _REPLIES, _REPLY_PIECES = 64, 512  # prepared answers per connection; iovecs in one of them
+_REQUEST = int(P.MessageType.TENSOR_REQUEST)
 _KV_KEY = re.compile(r"kv/([\w.-]+)(?:/(\d+)(?:/(key|value))?)?")
 
 
@@ -435,8 +436,8 @@ def send_tensor(conn: Connection, sid: int, t: Any, raw_of: Callable[[Any], byte
     conn.send_plan(tensor_plan(t, raw_of, conn.frame_bytes, shard), _buffers(t), sid)
 
 
-def _buffers(t: Any) -> list[Any]:
-    return [b for node in tensor_nodes(t) for b in node.buffers]
+def _buffers(t: Any) -> Sequence[Any]:
+    return [b for node in tensor_nodes(t) for b in node.buffers] if t.members else t.buffers
 
 
 class _Reply:
@@ -667,24 +668,29 @@ class _Session:
                 raise _misplaced(header)
 
     def _again(self) -> bool:
-        """Answer the next message, once it is read ahead whole, if it is a request answered
-        before and its prepared reply still holds; the reply is found by the request's bytes
-        (they decode to the same request again: the codec is deterministic, so their checks
-        passed before). False, with nothing consumed, otherwise."""
-        conn = self.conn
-        whole = conn.read_ahead()
-        if whole is None:
-            return False
-        mtype, sid, payload = whole
-        reply = self.replies.get(payload) if mtype == P.MessageType.TENSOR_REQUEST and \
-            sid > self.last_stream else None
-        t = None if reply is None else reply.holds(self.server)
-        if t is None or reply is None:
-            return False
-        conn.drop(P.HEADER_SIZE + len(payload))
-        self.last_stream = sid
-        conn.send_plan(reply.plan, _buffers(t), sid)
-        return True
+        """Answer the next messages, each once it is read ahead whole, while they are
+        requests answered before whose prepared replies still hold; a reply is found by the
+        request's bytes (they decode to the same request again: the codec is deterministic,
+        so their checks passed before). Whether any was answered; the first message that is
+        not such a request is left unconsumed."""
+        conn, replies, server = self.conn, self.replies, self.server
+        stop, served = server._stop, False
+        while not stop.is_set():
+            whole = conn.read_ahead()
+            if whole is None:
+                break
+            mtype, sid, payload = whole
+            reply = replies.get(payload) if mtype == _REQUEST and sid > self.last_stream \
+                else None
+            t = None if reply is None else reply.holds(server)
+            if t is None or reply is None:
+                break
+            conn.drop(P.HEADER_SIZE + len(payload))
+            self.last_stream = sid
+            conn.send_plan(reply.plan, _buffers(t), sid)
+            del t  # not held while the next request is awaited: a replaced tensor is freed
+            served = True
+        return served
 
     def _request(self, sid: int, msg: P.TensorRequest | P.TensorPut, payload: bytes
                  ) -> int | None:

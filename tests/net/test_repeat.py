@@ -85,12 +85,11 @@ def test_the_client_expects_what_the_server_sends(start: Start) -> None:
         client.get("q")
         (request, plan), = client._repeats.values()
         assert bytes(request[:4]) == P.MessageType.TENSOR_REQUEST.to_bytes(4, "little")
-        steps = plan[5]
-        assert steps is not None
-        first, rest = steps
+        answer = plan[5]
+        assert answer is not None
         data = [b.numpy().tobytes() for b in t.buffers]
-        expected = bytes(first) + b"".join(
-            data[p[0]][p[1]:p[2]] if isinstance(p, tuple) else bytes(p) for p in rest)
+        expected = b"".join(data[p[0]][p[1]:p[2]] if isinstance(p, tuple) else bytes(p)
+                            for p in answer.frames.pieces)
     stream = 5
     peer = RawPeer(server.url)
     peer.hello(max_message_size=4096)
