@@ -668,29 +668,24 @@ class _Session:
                 raise _misplaced(header)
 
     def _again(self) -> bool:
-        """Answer the next messages, each once it is read ahead whole, while they are
-        requests answered before whose prepared replies still hold; a reply is found by the
-        request's bytes (they decode to the same request again: the codec is deterministic,
-        so their checks passed before). Whether any was answered; the first message that is
-        not such a request is left unconsumed."""
-        conn, replies, server = self.conn, self.replies, self.server
-        stop, served = server._stop, False
-        while not stop.is_set():
-            whole = conn.read_ahead()
-            if whole is None:
-                break
-            mtype, sid, payload = whole
-            reply = replies.get(payload) if mtype == _REQUEST and sid > self.last_stream \
-                else None
-            t = None if reply is None else reply.holds(server)
-            if t is None or reply is None:
-                break
-            conn.drop(P.HEADER_SIZE + len(payload))
-            self.last_stream = sid
-            conn.send_plan(reply.plan, _buffers(t), sid)
-            del t  # not held while the next request is awaited: a replaced tensor is freed
-            served = True
-        return served
+        """Answer the next message, once it is read ahead whole, if it is a request answered
+        before and its prepared reply still holds; the reply is found by the request's bytes
+        (they decode to the same request again: the codec is deterministic, so their checks
+        passed before). False, with nothing consumed, otherwise."""
+        conn = self.conn
+        whole = conn.read_ahead()
+        if whole is None:
+            return False
+        mtype, sid, payload = whole
+        reply = self.replies.get(payload) if mtype == _REQUEST and sid > self.last_stream \
+            else None
+        t = None if reply is None else reply.holds(self.server)
+        if t is None or reply is None:
+            return False
+        conn.drop(P.HEADER_SIZE + len(payload))
+        self.last_stream = sid
+        conn.send_plan(reply.plan, _buffers(t), sid)
+        return True
 
     def _request(self, sid: int, msg: P.TensorRequest | P.TensorPut, payload: bytes
                  ) -> int | None:

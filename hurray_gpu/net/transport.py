@@ -271,9 +271,7 @@ class Connection:
         wait = wait or self._tls  # a plain socket is read at once, then waited on for the rest
         while got < want:
             if wait and not self._ready(False, deadline):
-                raise TransportError(f"the peer sent {got} of {want} expected bytes within "
-                                     f"the time limit; closing", fix="send each message "
-                                     "whole and promptly, or raise the timeout.")
+                raise _late(got, want)
             direct, wait = want - got >= _READAHEAD // 2, True
             n = self._recv_some(view[got:] if direct else self._rbuf, got, want)
             if not n:
@@ -523,9 +521,7 @@ class Connection:
             wait = self._tls or (idle and self.idle_polls)
             while self._rend < n:
                 if wait and not self._ready(False, deadline):
-                    raise TransportError(f"the peer sent {self._rend} of {n} expected bytes "
-                                         "within the time limit; closing", fix="send each "
-                                         "message whole and promptly, or raise the timeout.")
+                    raise _late(self._rend, n)
                 wait = True
                 self._rend += self._recv_some(rbuf[self._rend:], self._rend, n)
         return self._rbuf[self._rpos:self._rpos + n]
@@ -637,9 +633,7 @@ class Connection:
                     at += len(view)
                 return True
             if not self._ready(False, deadline):
-                raise TransportError(f"the peer sent {got} of {size} expected bytes within "
-                                     "the time limit; closing", fix="send each message "
-                                     "whole and promptly, or raise the timeout.")
+                raise _late(got, size)
             got += self._recv_some(rbuf[got:size], got, size)
         self._rpos, self._rend = 0, got
         return False
@@ -647,6 +641,12 @@ class Connection:
     def readahead_view(self) -> memoryview:
         """The read-ahead buffer (see :meth:`recv_small`)."""
         return self._rbuf
+
+
+def _late(got: int, want: int) -> TransportError:
+    return TransportError(f"the peer sent {got} of {want} expected bytes within the time "
+                          "limit; closing", fix="send each message whole and promptly, or "
+                          "raise the timeout.")
 
 
 def declare(desc: Any, tag: int, mclass: int, min_alignment: int) -> bytes:
