@@ -123,9 +123,9 @@ PER_FILE_CAP = 800
 #   (a collection there ran a canary free whose nested submission signalled the timeline backwards).
 # - +4: one zero-scale sign check (zero_signs) for the f16 block and f32 sub-block repairs,
 #   which had been written twice.
-# - +104: a repeated small get received with one recvmsg_into (runs compared in place, anything
+# - +97: a repeated small get received with one recvmsg_into (runs compared in place, anything
 #   else put back read ahead) and a prepared reply sent with one sendmsg (issue 20 latency).
-TOTAL_BUDGET = 40_448
+TOTAL_BUDGET = 40_441
 PACKAGES = ("hurray_gpu", "vyre")
 
 

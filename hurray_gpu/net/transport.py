@@ -389,7 +389,7 @@ class Connection:
             out, self._out = self._out, bytearray()
             views = [out, *views]
         if len(views) == 1 and not self._tls and isinstance(views[0], bytes | bytearray):
-            views = self._send_one(views[0])  # one message: most often sent at once
+            views = self._try_send(views, len(views[0]))  # one message: most often all sent
             if not views:
                 return
         deadline = time.monotonic() + self.timeout
@@ -417,33 +417,23 @@ class Connection:
                                  fix="check that the peer is still reading, then reconnect."
                                  ) from exc
 
-    def _send_iov(self, iov: list[Any], size: int) -> None:
-        """Send ``iov`` (byte buffers of ``size`` bytes in all; a plain socket, not corked)
-        with one ``sendmsg``, and what did not fit with :meth:`send_views`."""
+    def _try_send(self, views: Sequence[Any], size: int) -> list[Any]:
+        """One ``sendmsg`` of ``views`` (byte buffers of ``size`` bytes in all; a plain
+        socket) without waiting; what it did not take."""
         try:
-            sent = self.sock.sendmsg(iov)
+            sent = self.sock.sendmsg(views)
         except BlockingIOError:
             sent = 0
         except OSError as exc:
             raise TransportError(f"sending failed: {exc}", fix="check that the peer is still "
                                  "reading, then reconnect.") from exc
-        if sent < size:
-            i = 0
-            while sent >= len(iov[i]):
-                sent -= len(iov[i])
-                i += 1
-            self.send_views([memoryview(iov[i])[sent:], *iov[i + 1:]])
-
-    def _send_one(self, message: bytes | bytearray) -> list[memoryview]:
-        """Try to send ``message`` with one ``send``; what is left of it."""
-        try:
-            sent = self.sock.send(message)
-        except BlockingIOError:
-            sent = 0
-        except OSError as exc:
-            raise TransportError(f"sending failed: {exc}", fix="check that the peer is still "
-                                 "reading, then reconnect.") from exc
-        return [memoryview(message)[sent:]] if sent < len(message) else []
+        if sent == size:
+            return []
+        i = 0
+        while sent >= len(views[i]):
+            sent -= len(views[i])
+            i += 1
+        return [memoryview(views[i])[sent:], *views[i + 1:]]
 
     @property
     def frame_bytes(self) -> int:
@@ -479,8 +469,10 @@ class Connection:
         hosts = [b.device.allocator.host_array(b.allocation) for b in buffers]
         if self._out is None and not self._tls and len(plan.pieces) <= _GATHER and all(
                 h is not None for h in hosts):  # host memory: one sendmsg, most often all
-            self._send_iov([p if isinstance(p, bytearray) else hosts[p[0]].data[  # type: ignore[union-attr]
+            rest = self._try_send([p if isinstance(p, bytearray) else hosts[p[0]].data[  # type: ignore[union-attr]
                 p[1]:p[2]] for p in plan.pieces], plan.size)
+            if rest:
+                self.send_views(rest)
             return
         pending: list[Any] = []
         size = 0
