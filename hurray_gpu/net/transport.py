@@ -419,9 +419,9 @@ class Connection:
 
     def _try_send(self, views: Sequence[Any], size: int) -> list[Any]:
         """One ``sendmsg`` of ``views`` (byte buffers of ``size`` bytes in all; a plain
-        socket) without waiting; what it did not take."""
+        socket; one view: ``send``, a little cheaper) without waiting; what it did not take."""
         try:
-            sent = self.sock.sendmsg(views)
+            sent = self.sock.send(views[0]) if len(views) == 1 else self.sock.sendmsg(views)
         except BlockingIOError:
             sent = 0
         except OSError as exc:
