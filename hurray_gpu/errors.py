@@ -268,10 +268,10 @@ class TensorNotFoundError(HurrayGPUError, KeyError):
 
 
 # How many names a hint lists before it says how many more there are.
-MAX_LISTED_NAMES = 8
+SHOWN_NAMES = 8
 
 
-def listed(names: Sequence[str], limit: int = MAX_LISTED_NAMES) -> str:
+def listed(names: Sequence[str], limit: int = SHOWN_NAMES) -> str:
     """``names`` joined with ", ", the first ``limit`` of them and "(and N more)" after."""
     shown = ", ".join(repr(n) for n in names[:limit])
     rest = len(names) - limit
@@ -282,7 +282,7 @@ def close_names_fix(name: str, names: Sequence[str]) -> str:
     """A Fix naming the entries of ``names`` closest to ``name`` (never silently cut short)."""
     if not names:
         return "the container holds no tensors; write some first."
-    close = difflib.get_close_matches(name, list(names), n=MAX_LISTED_NAMES, cutoff=0.5)
+    close = difflib.get_close_matches(name, list(names), n=SHOWN_NAMES, cutoff=0.5)
     if close:
         return f"did you mean {listed(close)}? ({len(names)} names in all: f.keys() lists them)."
     return f"use one of {listed(list(names))}."

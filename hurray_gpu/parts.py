@@ -206,9 +206,14 @@ def is_tensor(value: Any) -> bool:
     return bool(_TENSOR_TYPE) and isinstance(value, _TENSOR_TYPE[0])
 
 
+def _kind(value: Any) -> str:
+    """``numpy.ndarray``, ``torch.Tensor``, ``list``: the type as a user would spell it."""
+    return f"{type(value).__module__}.{type(value).__name__}".removeprefix("builtins.")
+
+
 def not_a_tensor(value: Any, what: str) -> ArgumentTypeError:
     """The error for passing ``value`` (not a Tensor) where ``what`` needs one."""
-    kind = f"{type(value).__module__}.{type(value).__name__}".removeprefix("builtins.")
+    kind = _kind(value)
     if isinstance(value, np.ndarray) or np.isscalar(value):
         fix = f"wrap the array first: {what}(hg.from_numpy(x))."
     elif hasattr(value, "__dlpack__"):
@@ -248,9 +253,8 @@ def from_numpy(array: Any, order: str = "C") -> Any:
     try:
         arr = np.asarray(array)
     except (TypeError, ValueError, RuntimeError) as exc:  # e.g. torch bfloat16, CUDA tensors
-        kind = f"{type(array).__module__}.{type(array).__name__}".removeprefix("builtins.")
         raise ArgumentTypeError(
-            f"from_numpy() cannot view a {kind} as a NumPy array ({exc})",
+            f"from_numpy() cannot view a {_kind(array)} as a NumPy array ({exc})",
             fix="import it with hg.from_dlpack(x) (zero-copy, bfloat16 and float8 included), "
                 "or convert it to a NumPy array first.") from None
     dtype = from_numpy_dtype(arr.dtype)

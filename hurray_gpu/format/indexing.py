@@ -2,7 +2,7 @@
 
 A view keeps the tensor's buffers and changes only the shape, the layout and ``byte_offset``:
 row-major or column-major when the selected elements are still contiguous that way, strided
-otherwise. Strides are in logical elements (docs/format.md, Strided), so any basic index of a
+otherwise. Strides count logical elements (Hurray spec, Memory Layout), so any basic index of a
 whole-byte tensor is a view; a sub-byte view must start on a byte (6-bit: 3-byte group)
 boundary, because ``byte_offset`` cannot address a bit.
 """

@@ -219,7 +219,7 @@ class HrryFile(Mapping[str, _T]):
                 read-only zero-copy views of the mapping.
             device: stream the buffers straight from the mapping into this device's memory
                 (bounded chunks; the file is never materialised on the host). The result
-                equals ``read(name).to(device, memory_class)``.
+                equals ``read(name).to(device, memory_class=memory_class)``.
             memory_class: the memory class on ``device``.
             progress: progress bar on/off (None: large transfers on a terminal).
 
