@@ -30,6 +30,7 @@ def roundtrip(folder: Path) -> float:
         assert names == ["b", "w"] and "w" in f and len(f) == 2
         w: hg.Tensor = f["w"]
         dense: hg.Tensor = hg.dequantize(w, "float32")
+        assert np.array_equal(hg.materialize(w, "float32").numpy(), dense.numpy())
         first_row: hg.Tensor = dense[0]
         values: np.ndarray = np.asarray(first_row)
         assert values.shape == (128,) and f["b"].dtype == np.float32

@@ -72,17 +72,44 @@ def test_py_typed_ships_with_the_package() -> None:
     assert '"py.typed"' in text  # listed as package data, so wheels carry it
 
 
+# What type checkers must infer for calls a user makes (reveal_type notes, one per line).
+REVEALS = {
+    "hg.dequantize(t)": "hurray_gpu.tensor.Tensor",
+    "hg.materialize(t)": "hurray_gpu.tensor.Tensor",
+    "hg.unpack(t)": "hurray_gpu.tensor.Tensor",
+    "hg.quantize(x)": "hurray_gpu.tensor.Tensor",
+    "hg.from_numpy(x)": "hurray_gpu.tensor.Tensor",
+    "hg.from_dlpack(x)": "hurray_gpu.tensor.Tensor",
+    "hg.load('m.hrry')": "dict[str, hurray_gpu.tensor.Tensor]",
+    "hg.open_file('m.hrry')['w']": "hurray_gpu.tensor.Tensor",
+    "hg.open_file('m.hrry').read('w')": "hurray_gpu.tensor.Tensor",
+    "t[0]": "hurray_gpu.tensor.Tensor",
+    "t.to('cpu', 'float16')": "hurray_gpu.tensor.Tensor",
+    "t.materialize()": "hurray_gpu.tensor.Tensor",
+    "t.dtype == 'float32'": "bool",
+}
+
+
 def test_user_example_passes_mypy_strict(tmp_path: Path) -> None:
+    """The example is clean under --strict, and public calls infer Tensor, never Any."""
     try:
         import mypy.api  # noqa: F401
     except ImportError:
         skip_or_fail("mypy is not installed", "pip install mypy")
+    probe = tmp_path / "reveal_probe.py"
+    probe.write_text("import numpy as np\nimport hurray_gpu as hg\n"
+                     "x = np.zeros(4, np.float32)\nt = hg.from_numpy(x)\n"
+                     + "".join(f"reveal_type({call})\n" for call in REVEALS), encoding="utf-8")
     env = {**os.environ, "PYTHONPATH": str(ROOT), "MYPYPATH": str(ROOT)}
     run = subprocess.run(
         [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "--cache-dir",
-         str(tmp_path / "cache"), "--follow-imports=silent", str(EXAMPLE)],
+         str(tmp_path / "cache"), "--follow-imports=silent", str(EXAMPLE), str(probe)],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
-    assert run.returncode == 0, run.stdout + run.stderr
+    out = run.stdout + run.stderr
+    assert " error: " not in out and run.returncode == 0, out
+    revealed = [line.split('Revealed type is "', 1)[1].rstrip('"')
+                for line in out.splitlines() if "Revealed type is" in line]
+    assert revealed == list(REVEALS.values()), out
 
 
 def test_user_example_runs(tmp_path: Path) -> None:
