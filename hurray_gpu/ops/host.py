@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from hurray_gpu.errors import HurrayFormatError, UnsupportedOpError
+from hurray_gpu.errors import ArgumentTypeError, HurrayFormatError, UnsupportedOpError
 from hurray_gpu.format.addressing import (
     block_paged_lookup,
     dense_offsets,
@@ -20,7 +20,15 @@ from hurray_gpu.format.addressing import (
     offset_range,
 )
 from hurray_gpu.format.descriptor import BufferHandle, TensorDescriptor
-from hurray_gpu.format.descriptor.layouts import COO, CSC, CSF, CSR, BlockPaged, RowMajor
+from hurray_gpu.format.descriptor.layouts import (
+    COO,
+    CSC,
+    CSF,
+    CSR,
+    DENSE_TAGS,
+    BlockPaged,
+    RowMajor,
+)
 from hurray_gpu.format.packing import unpack
 from hurray_gpu.ops.dequantize import dequantize
 from hurray_gpu.ops.layout_plan import codes_at, pack_codes
@@ -156,6 +164,10 @@ def relayout(t: Any, layout: Any) -> Any:
         UnsupportedOpError: ``t`` is not row-major.
     """
     host, codes, dims = _host_row_major(t, "hg.relayout")
+    if getattr(layout, "TAG", None) not in DENSE_TAGS:
+        raise ArgumentTypeError(f"relayout() takes a dense layout object, not {layout!r}",
+                                fix="pass ColMajor(), Strided(...), Tiled(...), Morton(...) or "
+                                    "Hilbert(...) from hurray_gpu.format.descriptor.")
     desc, dtype = host.descriptor, host.descriptor.dtype
     lo, hi = offset_range(layout, dims)
     per = {1: 8, 2: 4, 4: 2, 6: 4}.get(dtype.bits, 1)
