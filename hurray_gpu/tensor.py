@@ -25,7 +25,7 @@ from hurray_gpu.errors import (
 )
 from hurray_gpu.format.descriptor.buffers import SyncMode
 from hurray_gpu.format.descriptor.layouts import LAYOUT_NAMES, Strided, layout_name
-from hurray_gpu.format.dtypes import DType, as_dtype, buffer_size, coerce_dtype
+from hurray_gpu.format.dtypes import DType, as_dtype, buffer_size, coerce_dtype, named_dtype
 from hurray_gpu.format.indexing import view_descriptor
 from hurray_gpu.format.packing import unpack
 from hurray_gpu.ops import dequantize as _dequantize
@@ -583,8 +583,10 @@ def _unindexable(t: Tensor) -> str | None:
 def _to_args(t: Tensor, device: Any, dtype: Any) -> tuple[Any, DType | None]:
     """``(device, target DType)`` of a :meth:`Tensor.to` call (see its docstring)."""
     if dtype is None and device is not None and not isinstance(device, Device):
-        named = coerce_dtype(device)
-        if named is not None:  # t.to(np.float16): torch's to(dtype)
+        # t.to(np.float16): torch's to(dtype). A device spec string is only looked up by
+        # name: NumPy's parse of "cpu" would raise (and cost microseconds) on every move.
+        named = named_dtype(device) if isinstance(device, str) else coerce_dtype(device)
+        if named is not None:
             return None, named
     if isinstance(dtype, MemoryClass) or (
             isinstance(dtype, str) and dtype.strip().upper() in MemoryClass.__members__):

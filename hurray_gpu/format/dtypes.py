@@ -23,6 +23,7 @@ __all__ = [
     "buffer_size",
     "by_name",
     "coerce_dtype",
+    "named_dtype",
     "by_tag",
     "extension_buffer_size",
     "from_numpy_dtype",
@@ -110,8 +111,8 @@ class DType:
         """Equal to the same DType, to its name (``"float32"``, or ``"float8_e4m3fn"`` as
         ml_dtypes spells it) and to the NumPy / ml_dtypes / torch dtype of one element
         (``t.dtype == np.float32``). Anything else compares unequal."""
-        if type(other) is DType:
-            return self is other or _fields(self) == _fields(other)
+        if type(other) is DType:  # table types are singletons: most checks end at a name
+            return self is other or (self.name == other.name and _fields(self) == _fields(other))
         found = coerce_dtype(other)
         return found is not None and _fields(found) == _fields(self)
 
@@ -224,12 +225,17 @@ def _fields(d: DType) -> tuple[object, ...]:
             d.private, d.unknown, d.dlpack, d.dlpack_ext)
 
 
+def named_dtype(name: str) -> DType | None:
+    """The DType of a canonical, ml_dtypes or torch name (``"torch.float16"``), or None."""
+    return _ALIASES.get(name.removeprefix("torch."))
+
+
 def coerce_dtype(x: object) -> DType | None:
     """The DType ``x`` names (see :func:`as_dtype`), or None; never raises."""
     if isinstance(x, DType):
         return x
     if isinstance(x, str):
-        found = _ALIASES.get(x.removeprefix("torch."))
+        found = named_dtype(x)
         if found is not None or x.startswith("torch."):
             return found
     elif type(x).__module__ == "torch" and type(x).__name__ == "dtype":
