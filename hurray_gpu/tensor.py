@@ -508,7 +508,8 @@ class Tensor:
 
         Args:
             copy: always return a fresh writable array (otherwise the result may be a view of
-                the buffer, read-only when the buffer is).
+                the buffer: read-only when the buffer is, and always for strided layouts,
+                whose elements may overlap).
 
         Returns:
             An array of ``dtype.numpy`` (ml_dtypes types one element per byte) and ``shape``.
