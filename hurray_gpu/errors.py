@@ -241,6 +241,11 @@ class CopyRequiredError(HurrayGPUError, ValueError):
     protocol raises ValueError then); ``except ValueError`` catches it."""
 
 
+class MissingFileError(HurrayGPUError, FileNotFoundError):
+    """A file to read does not exist; a FileNotFoundError (an OSError), so ``except OSError``
+    keeps working."""
+
+
 class TensorIndexError(HurrayGPUError, IndexError):
     """An index outside a tensor's shape; an IndexError, so iteration protocols still stop."""
 

@@ -30,6 +30,7 @@ from hurray_gpu import errors as E
         E.CopyRequiredError("copy=False of packed data", fix="drop copy=False."),
         E.TensorIndexError("index 9 is out of bounds", fix="use an index in [-3, 3)."),
         E.TensorNotFoundError("wieght", "m.hrry", ["weight", "bias"]),
+        E.MissingFileError("no such file: m.hrry", fix="check the path."),
     ],
 )
 def test_every_error_has_a_fix_and_pickles(exc: E.HurrayGPUError) -> None:

@@ -21,7 +21,12 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from hurray_gpu.errors import ArgumentTypeError, HurrayFormatError, TensorNotFoundError
+from hurray_gpu.errors import (
+    ArgumentTypeError,
+    HurrayFormatError,
+    MissingFileError,
+    TensorNotFoundError,
+)
 from hurray_gpu.format import codec as _codec
 from hurray_gpu.format.composite import validate_members
 from hurray_gpu.io.crc32c import crc32c
@@ -72,7 +77,12 @@ class HrryFile(Mapping[str, _T]):
         self.permissive = permissive
         self.max_composite_depth = max_composite_depth
         self._mm: mmap.mmap | None = None
-        self._handle = open(self.path, "rb")  # noqa: SIM115 - closed by close()
+        try:
+            self._handle = open(self.path, "rb")  # noqa: SIM115 - closed by close()
+        except FileNotFoundError:
+            raise MissingFileError(f"no such file: {self.path}",
+                                   fix="check the path; hg.save(path, tensors) writes one."
+                                   ) from None
         self._fd = self._handle.fileno()
         try:
             info = os.fstat(self._fd)
@@ -386,7 +396,8 @@ def open_file(path: str | os.PathLike[str], *, permissive: bool = False,
 
     Raises:
         HurrayFormatError: a malformed header, trailer, index, CRC or KV section.
-        OSError: the file cannot be opened.
+        MissingFileError: no file at ``path`` (a FileNotFoundError).
+        OSError: the file cannot be opened otherwise (permissions, a directory).
     """
     return HrryFile(path, permissive=permissive, max_composite_depth=max_composite_depth)
 
