@@ -76,19 +76,19 @@ def measure(dev: Any, memory_class: Any, nbytes: int, runs: int) -> dict[str, An
 
 def measure_tensor_to(dev: Any, memory_class: Any, host: np.ndarray,
                       runs: int) -> tuple[float | None, float | None, bool]:
-    """Median seconds of ``Tensor.to(dev, class)`` (allocation included) and of ``.to("cpu")``.
+    """Median seconds of ``Tensor.to(dev, memory_class=...)`` (allocation included) and of ``.to("cpu")``.
 
     Returns (None, None, True) where the tensor would not move (the cpu's standard memory) or
     the class cannot hold it (pinned memory over the locked-memory limit).
     """
     t = Tensor.from_numpy(host)
     try:
-        on = t.to(dev, memory_class, progress=False)
+        on = t.to(dev, memory_class=memory_class, progress=False)
     except UnsupportedOpError:
         return None, None, True
     if on is t:
         return None, None, True
-    to_s = median_s(lambda: t.to(dev, memory_class, progress=False), runs)
+    to_s = median_s(lambda: t.to(dev, memory_class=memory_class, progress=False), runs)
     back_s = median_s(lambda: on.to("cpu", progress=False), runs)
     exact = bool(np.array_equal(on.to("cpu").buffers[0].array, t.buffers[0].array))
     return to_s, back_s, exact

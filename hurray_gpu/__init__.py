@@ -11,16 +11,21 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from hurray_gpu.errors import (
+    ArgumentTypeError,
     BackendUnavailableError,
     BoundsViolation,
     CompileError,
     ConversionError,
+    CopyRequiredError,
     DeviceError,
     HurrayFormatError,
     HurrayGPUError,
+    MissingFileError,
     OutOfMemoryError,
     ProtocolError,
     RemoteError,
+    TensorIndexError,
+    TensorNotFoundError,
     TransportError,
     UnsupportedConversionError,
     UnsupportedOpError,
@@ -60,6 +65,12 @@ _LAZY = {name: (module, name) for module, names in _LAZY_FROM.items() for name i
 _LAZY["device"] = ("hurray_gpu.runtime.registry", "resolve_device")
 
 if TYPE_CHECKING:
+    import os
+    from collections.abc import Sequence
+    from typing import TypeAlias
+
+    import numpy as np
+
     from hurray_gpu.format.descriptor import (
         BufferHandle,
         SyncMode,
@@ -69,25 +80,14 @@ if TYPE_CHECKING:
     )
     from hurray_gpu.format.descriptor.buffers import DeviceTag
     from hurray_gpu.format.dtypes import DType, by_name, by_tag
-    from hurray_gpu.io import (
-        FileWriter,
-        HrryFile,
-        StreamReader,
-        StreamWriter,
-        UInt64,
-        load,
-        open_file,
-        save,
-    )
+    from hurray_gpu.io import FileWriter, StreamReader, StreamWriter, UInt64, save
+    from hurray_gpu.io import HrryFile as _HrryFile
     from hurray_gpu.io.convert import convert
     from hurray_gpu.io.convert.export import export
     from hurray_gpu.kv_cache import OutOfPagesError, PagedKVCache
     from hurray_gpu.net import connect, serve
-    from hurray_gpu.net.ipc import SharedTensor, attach, share
-    from hurray_gpu.ops.dequantize import dequantize, unpack
-    from hurray_gpu.ops.host import element, relayout, sparsify
-    from hurray_gpu.ops.materialize import materialize
-    from hurray_gpu.ops.quantize import quantize
+    from hurray_gpu.net.ipc import SharedTensor, share
+    from hurray_gpu.ops.host import element
     from hurray_gpu.runtime.buffer import Buffer
     from hurray_gpu.runtime.device import Device
     from hurray_gpu.runtime.memory import MemoryClass
@@ -95,8 +95,45 @@ if TYPE_CHECKING:
     from hurray_gpu.runtime.registry import default_device, describe_devices, devices
     from hurray_gpu.runtime.registry import resolve_device as device
     from hurray_gpu.sync import Event, Stream
-    from hurray_gpu.sync.dlpack_import import from_dlpack
     from hurray_gpu.tensor import Tensor
+
+    # What type checkers see of the functions that return tensors: the services below the
+    # Tensor layer cannot name the class, so their own annotations say Any. Each declaration
+    # mirrors its implementation's parameters (tests/null/test_typed_api.py compares them).
+    HrryFile = _HrryFile[Tensor]
+    DeviceSpec: TypeAlias = "Device | str | int | None"
+
+    def dequantize(t: Tensor, dtype: str = "float32", device: DeviceSpec = None, *,
+                   seq_lens: Sequence[int] | np.ndarray | None = None,
+                   max_output_bytes: int | None = None) -> Tensor: ...
+
+    def unpack(t: Tensor, dtype: str | None = None, device: DeviceSpec = None) -> Tensor: ...
+
+    def materialize(t: Tensor, dtype: str | None = None, *,
+                    seq_lens: Sequence[int] | None = None,
+                    max_output_bytes: int | None = None) -> Tensor: ...
+
+    def quantize(array: object, scheme: str = "per_block", *, axis: int = 0,
+                 block_size: int = 32, dtype: str | None = None, symmetric: bool = True,
+                 scale_dtype: str = "float32", zero_point_bias: int = 0,
+                 scales: object = None, zero_points: object = None,
+                 shared: bool = False) -> Tensor: ...
+
+    def relayout(t: Tensor, layout: object) -> Tensor: ...
+
+    def sparsify(t: Tensor, fmt: str, *, mode_order: Sequence[int] | None = None,
+                 keep: object = None) -> Tensor: ...
+
+    def from_dlpack(x: object, *, stream: object = None, copy: bool | None = None) -> Tensor: ...
+
+    def attach(path: str, *, timeout: float = 10.0) -> Tensor: ...
+
+    def open_file(path: str | os.PathLike[str], *, permissive: bool = False,
+                  max_composite_depth: int = 8) -> HrryFile: ...
+
+    def load(path: str | os.PathLike[str], names: list[str] | None = None, *,
+             device: DeviceSpec = None, memory_class: MemoryClass | str = "standard",
+             progress: bool | None = None) -> dict[str, Tensor]: ...
 
 
 def __getattr__(name: str) -> Any:
@@ -135,12 +172,14 @@ def from_numpy(array: object, *, order: str = "C") -> Tensor:
 
 
 __all__ = [
+    "ArgumentTypeError",
     "BackendUnavailableError",
     "BoundsViolation",
     "Buffer",
     "BufferHandle",
     "CompileError",
     "ConversionError",
+    "CopyRequiredError",
     "DType",
     "Device",
     "DeviceError",
@@ -151,6 +190,7 @@ __all__ = [
     "HurrayFormatError",
     "HurrayGPUError",
     "MemoryClass",
+    "MissingFileError",
     "OutOfMemoryError",
     "OutOfPagesError",
     "PagedKVCache",
@@ -163,6 +203,8 @@ __all__ = [
     "SyncMode",
     "Tensor",
     "TensorDescriptor",
+    "TensorIndexError",
+    "TensorNotFoundError",
     "TransportError",
     "UInt64",
     "UnsupportedConversionError",

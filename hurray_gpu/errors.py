@@ -6,6 +6,8 @@ Every message says what went wrong and ends with a ``Fix:`` hint. Every exceptio
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Sequence
 from typing import Any
 
 
@@ -227,3 +229,65 @@ class ConversionError(HurrayGPUError, ValueError):
 class UnsupportedConversionError(ConversionError):
     """A well-formed source tensor whose type (or shape) this converter does not map to Hurray:
     the message names the tensor, its type and why."""
+
+
+class ArgumentTypeError(HurrayGPUError, TypeError):
+    """An argument of the wrong kind: a NumPy array where a Tensor is needed, a torch tensor
+    where an array is, a memory class where a dtype goes; ``except TypeError`` catches it."""
+
+
+class CopyRequiredError(HurrayGPUError, ValueError):
+    """``copy=False`` was asked for but the result needs a copy (NumPy's ``__array__``
+    protocol raises ValueError then); ``except ValueError`` catches it."""
+
+
+class MissingFileError(HurrayGPUError, FileNotFoundError):
+    """A file to read does not exist; a FileNotFoundError (an OSError), so ``except OSError``
+    keeps working."""
+
+
+class TensorIndexError(HurrayGPUError, IndexError):
+    """An index outside a tensor's shape; an IndexError, so iteration protocols still stop."""
+
+
+class TensorNotFoundError(HurrayGPUError, KeyError):
+    """No tensor of that name in a file or mapping; a KeyError, so ``except KeyError`` and
+    ``Mapping.get`` keep working.
+
+    Args:
+        name: the missing name.
+        where: the file (or container) it was looked up in.
+        names: the names it does have (the Fix lists the closest ones).
+        fix: the ``Fix:`` hint; by default the close names and how to list them all.
+    """
+
+    def __init__(self, name: str, where: str, names: Sequence[str] = (), *,
+                 fix: str | None = None) -> None:
+        self.name, self.where = name, where
+        super().__init__(f"no tensor named {name!r} in {where}",
+                         fix=fix or close_names_fix(name, names))
+        self._args, self._kwargs = (name, where, tuple(names)), {"fix": fix}
+
+    def __str__(self) -> str:  # KeyError's own __str__ would repr() the message
+        return Exception.__str__(self)
+
+
+# How many names a hint lists before it says how many more there are.
+SHOWN_NAMES = 8
+
+
+def listed(names: Sequence[str], limit: int = SHOWN_NAMES) -> str:
+    """``names`` joined with ", ", the first ``limit`` of them and "(and N more)" after."""
+    shown = ", ".join(repr(n) for n in names[:limit])
+    rest = len(names) - limit
+    return f"{shown} (and {rest} more)" if rest > 0 else shown
+
+
+def close_names_fix(name: str, names: Sequence[str]) -> str:
+    """A Fix naming the entries of ``names`` closest to ``name`` (never silently cut short)."""
+    if not names:
+        return "the container holds no tensors; write some first."
+    close = difflib.get_close_matches(name, list(names), n=SHOWN_NAMES, cutoff=0.5)
+    if close:
+        return f"did you mean {listed(close)}? ({len(names)} names in all: f.keys() lists them)."
+    return f"use one of {listed(list(names))}."

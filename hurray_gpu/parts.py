@@ -18,7 +18,12 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from hurray_gpu.errors import HurrayFormatError, OutOfMemoryError, UnsupportedOpError
+from hurray_gpu.errors import (
+    ArgumentTypeError,
+    HurrayFormatError,
+    OutOfMemoryError,
+    UnsupportedOpError,
+)
 from hurray_gpu.format import codec as _codec
 from hurray_gpu.format.composite import validate_members
 from hurray_gpu.format.descriptor.buffers import (
@@ -41,7 +46,7 @@ from hurray_gpu.runtime.transfer import Progress, copy_buffer, show_progress
 
 __all__ = ["Placement", "TensorLike", "as_tensor", "assemble", "check_room", "dense_descriptor",
            "from_numpy", "host_buffers",
-           "is_tensor", "make_tensor", "place_tensor", "register_tensor_class", "release",
+           "is_tensor", "make_tensor", "not_a_tensor", "place_tensor", "register_tensor_class", "release",
            "resolve_place", "subtree_bytes", "to_device"]
 
 
@@ -78,7 +83,7 @@ class TensorLike(Protocol):
     def seq_lens(self) -> np.ndarray | None: ...
     @property
     def sync_state(self) -> Any: ...
-    def to(self, device: Any, memory_class: Any = ..., *,
+    def to(self, device: Any = ..., dtype: Any = ..., *, memory_class: Any = ...,
            progress: bool | None = ...) -> TensorLike: ...
     def numpy(self, *, copy: bool = ...) -> np.ndarray: ...
 
@@ -201,6 +206,23 @@ def is_tensor(value: Any) -> bool:
     return bool(_TENSOR_TYPE) and isinstance(value, _TENSOR_TYPE[0])
 
 
+def _kind(value: Any) -> str:
+    """``numpy.ndarray``, ``torch.Tensor``, ``list``: the type as a user would spell it."""
+    return f"{type(value).__module__}.{type(value).__name__}".removeprefix("builtins.")
+
+
+def not_a_tensor(value: Any, what: str) -> ArgumentTypeError:
+    """The error for passing ``value`` (not a Tensor) where ``what`` needs one."""
+    kind = _kind(value)
+    if isinstance(value, np.ndarray) or np.isscalar(value):
+        fix = f"wrap the array first: {what}(hg.from_numpy(x))."
+    elif hasattr(value, "__dlpack__"):
+        fix = f"import it first (zero-copy): {what}(hg.from_dlpack(x))."
+    else:
+        fix = "pass a hurray_gpu Tensor (hg.from_numpy, hg.load, hg.open_file(...)[name])."
+    return ArgumentTypeError(f"{what}() takes a hurray_gpu Tensor, not {kind}", fix=fix)
+
+
 def as_tensor(value: Any) -> Any:
     """``value`` itself when it is a Tensor; a NumPy / ml_dtypes array becomes one.
 
@@ -225,7 +247,16 @@ def from_numpy(array: Any, order: str = "C") -> Any:
     if order not in ("C", "F"):
         raise HurrayFormatError(f"order must be 'C' or 'F', got {order!r}", field="order",
                                 fix="use order='C' (row-major) or order='F' (col-major).")
-    arr = np.asarray(array)
+    if is_tensor(array):
+        raise ArgumentTypeError("from_numpy() got a hurray_gpu Tensor, which needs no wrapping",
+                                fix="use the tensor itself (t.to(...) copies it).")
+    try:
+        arr = np.asarray(array)
+    except (TypeError, ValueError, RuntimeError) as exc:  # e.g. torch bfloat16, CUDA tensors
+        raise ArgumentTypeError(
+            f"from_numpy() cannot view a {_kind(array)} as a NumPy array ({exc})",
+            fix="import it with hg.from_dlpack(x) (zero-copy, bfloat16 and float8 included), "
+                "or convert it to a NumPy array first.") from None
     dtype = from_numpy_dtype(arr.dtype)
     col = order == "F" and arr.ndim > 1
     data = pack(arr.T if col else arr, dtype)

@@ -9,17 +9,24 @@ device a Buffer is host memory NumPy uses in place, so host and device tensors s
 
 from __future__ import annotations
 
+import math
 import pickle
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
 
 from hurray_gpu import parts
-from hurray_gpu.errors import HurrayFormatError, UnsupportedOpError
+from hurray_gpu.errors import (
+    ArgumentTypeError,
+    CopyRequiredError,
+    HurrayFormatError,
+    UnsupportedOpError,
+)
 from hurray_gpu.format.descriptor.buffers import SyncMode
-from hurray_gpu.format.descriptor.layouts import LAYOUT_NAMES, layout_name
-from hurray_gpu.format.dtypes import DType
+from hurray_gpu.format.descriptor.layouts import LAYOUT_NAMES, Strided, layout_name
+from hurray_gpu.format.dtypes import DType, as_dtype, buffer_size, coerce_dtype, named_dtype
+from hurray_gpu.format.indexing import view_descriptor
 from hurray_gpu.format.packing import unpack
 from hurray_gpu.ops import dequantize as _dequantize
 from hurray_gpu.ops import materialize as _materialize
@@ -166,31 +173,59 @@ class Tensor:
         """True when the buffers are host memory NumPy can address (the cpu device)."""
         return self._device.allocator.host_memory and all(m.is_host for m in self._members)
 
-    def to(self, device: Any, memory_class: Any = "standard", *,
+    def to(self, device: Any = None, dtype: Any = None, *, memory_class: Any = None,
            progress: bool | None = None) -> Tensor:
-        """Copy every buffer (members too) to ``device``; bit-exact, descriptor re-declared.
+        """Copy to ``device`` and/or convert to ``dtype``, with ``torch.Tensor.to``'s argument
+        order: ``t.to("cpu", "float16")`` and ``t.to(np.float16)`` mean what they mean there.
 
-        The result's buffer handles carry the device's device_tag and ``memory_class``,
-        sync_mode 0, and alignment >= 4096 off the CPU (64 on it). Same-device copies stay on
-        the device; host memory moves by direct copyin/copyout; other pairs are staged through
-        the host one bounded chunk at a time.
+        Moving copies every buffer (members too) bit-exactly and re-declares the descriptor:
+        buffer handles carry the device's device_tag and ``memory_class``, sync_mode 0, and
+        alignment >= 4096 off the CPU (64 on it). Same-device copies stay on the device; host
+        memory moves by direct copyin/copyout; other pairs are staged through the host one
+        bounded chunk at a time. Converting is :func:`hurray_gpu.materialize` (dequantize,
+        unpack or widen/narrow floats into a dense row-major result), run on whichever side
+        of the move has fewer bytes to carry.
 
         Args:
-            device: a Device or spec (``"cpu"``, ``"opencl:0"``, ``"vulkan"``...).
-            memory_class: ``"standard"``, ``"host_pinned"``, ``"unified"``, ``"peer"`` or a
-                MemoryClass the device offers.
+            device: a Device or spec (``"cpu"``, ``"opencl:0"``, ``"vulkan"``...); None keeps
+                the tensor's device. A dtype here (``t.to(np.float16)``) is taken as ``dtype``.
+            dtype: the element type of the result: a name, NumPy / ml_dtypes / torch dtype or
+                DType (see :func:`hurray_gpu.format.dtypes.as_dtype`); None keeps the type.
+            memory_class: keyword-only, so that it is never taken for a dtype:
+                ``"standard"``, ``"host_pinned"``, ``"unified"``, ``"peer"`` or a MemoryClass
+                the device offers. None: the tensor's own class when ``device`` is None,
+                else standard.
             progress: True/False force a progress bar on/off; None shows one for large
                 transfers on a terminal (``HURRAY_GPU_PROGRESS=0`` turns that off).
 
         Returns:
-            ``self`` when already there (same device, class and handles), else a new Tensor.
+            ``self`` when nothing changes (same device, class, handles and type), else a new
+            Tensor.
 
         Raises:
+            ArgumentTypeError: a memory class passed as ``dtype`` (pass ``memory_class=``).
+            HurrayFormatError: ``dtype`` names no element type.
             BackendUnavailableError: the device cannot be opened.
-            UnsupportedOpError: the device does not offer ``memory_class``.
+            UnsupportedOpError: the device does not offer ``memory_class``, or a conversion
+                :func:`hurray_gpu.materialize` cannot do.
             OutOfMemoryError: the device has no room (checked before allocating).
         """
-        return parts.to_device(self, device, memory_class, progress)  # type: ignore[no-any-return]
+        device, target = _to_args(self, device, dtype)
+        if memory_class is None:
+            memory_class = self._mclass if device is None else MemoryClass.STANDARD
+        if device is None:
+            device = self._device
+        if target is None or (target == self.dtype and self.quantization is None):
+            return parts.to_device(self, device, memory_class, progress)  # type: ignore[no-any-return]
+        if _out_bytes(self, target) < parts.subtree_bytes(self):  # narrowing: convert first
+            return self.materialize(target.name).to(device, memory_class=memory_class,
+                                                    progress=progress)
+        moved = parts.to_device(self, device, memory_class, progress)
+        return moved.materialize(target.name)  # type: ignore[no-any-return]
+
+    def cpu(self) -> Tensor:
+        """This tensor on the host (``self`` when it already is): ``t.to("cpu")``."""
+        return self.to("cpu")
 
     def dequantize(self, dtype: str = "float32", device: Any = None, *,
                    seq_lens: Any = None) -> Tensor:
@@ -201,9 +236,9 @@ class Tensor:
         """Unpack sub-byte or small-float data on the device; see :func:`hurray_gpu.ops.unpack`."""
         return _unpack(self, dtype, device)  # type: ignore[no-any-return]
 
-    def materialize(self, dtype: str | None = None, *, seq_lens: Any = None) -> Any:
+    def materialize(self, dtype: str | None = None, *, seq_lens: Any = None) -> Tensor:
         """Dense row-major copy on this device; see :func:`hurray_gpu.ops.materialize`."""
-        return _materialize(self, dtype, seq_lens=seq_lens)
+        return _materialize(self, dtype, seq_lens=seq_lens)  # type: ignore[no-any-return]
 
     @property
     def members(self) -> tuple[Tensor, ...]:
@@ -374,10 +409,88 @@ class Tensor:
     def __repr__(self) -> str:
         sizes = [int(h.byte_size) for h in self._descriptor.buffers]
         extra = f", members={len(self._members)}" if self.is_composite else ""
+        if self.quantization is not None:
+            extra += f", quantization={_scheme_label(self.quantization)}"
         if not self.is_host or self._mclass != MemoryClass.STANDARD:
             extra += f", device={self._device.spec}, memory_class={self._mclass.label}"
         return (f"Tensor(dtype={self.dtype.name}, shape={self.shape}, "
-                f"layout={self.layout_name}, buffers={sizes}{extra})")
+                f"layout={_layout_label(self)}, buffers={sizes}{extra})")
+
+    # -- Python and NumPy conventions ------------------------------------------------------
+    def __len__(self) -> int:
+        """The size of dimension 0, as for a NumPy array.
+
+        Raises:
+            ArgumentTypeError: a scalar (rank 0) has no length.
+            UnsupportedOpError: dimension 0 is dynamic.
+        """
+        if not self._descriptor.shape:
+            raise ArgumentTypeError("len() of a scalar (rank-0) tensor",
+                                    fix="use t.shape, or t.numpy().item() for its value.")
+        first = self._descriptor.shape[0]
+        if first is None:
+            raise UnsupportedOpError("len() of a tensor whose dimension 0 is dynamic",
+                                     fix="resolve the shape first; t.shape shows None there.")
+        return int(first)
+
+    def __iter__(self) -> Iterator[Tensor]:
+        """The views ``t[0]``, ``t[1]``, ... along dimension 0."""
+        for i in range(len(self)):
+            yield self[i]
+
+    def __getitem__(self, key: Any) -> Tensor:
+        """Basic indexing (ints, slices, ``...``, ``None``) as a view sharing the buffers.
+
+        Row-major, column-major and strided tensors can be indexed; the result is row- or
+        column-major when still contiguous, else strided (docs/concepts.md, Python
+        conventions). On a device, the view stays there: ``hg.materialize(view)`` makes it
+        dense.
+
+        Raises:
+            TensorIndexError: an index out of range, or too many indices.
+            ArgumentTypeError: advanced indexing (lists, arrays, masks), which NumPy does on
+                ``t.numpy()``.
+            UnsupportedOpError: quantized, composite, sparse, paged, tiled or curve layouts,
+                dynamic shapes, and packed (sub-byte) views that would start inside a byte.
+        """
+        desc = self._descriptor
+        why = _unindexable(self)
+        if why:
+            raise UnsupportedOpError(f"cannot index {self!r}: {why}", fix=_INDEX_FIX)
+        return parts.make_tensor(view_descriptor(desc, key), self.buffers,  # type: ignore[no-any-return]
+                                 device=self._device, memory_class=self._mclass)
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        """NumPy's conversion protocol (``np.asarray(t)``, ``np.array(t, copy=...)``).
+
+        Host tensors convert without a copy where :meth:`numpy` can (whole-byte row-major,
+        column-major and strided data); ``copy=True`` always copies. A device tensor is
+        copied to the host (``np.asarray`` asks for host memory), which ``copy=False``
+        refuses.
+
+        Raises:
+            CopyRequiredError: ``copy=False`` when the result needs a copy (a device tensor,
+                packed sub-byte data, or a ``dtype`` other than the tensor's).
+            UnsupportedOpError: what :meth:`numpy` cannot convert (quantized, sparse, ...).
+        """
+        if not self.is_host:
+            if copy is False:
+                raise CopyRequiredError(
+                    f"np.asarray(copy=False) of {self!r}: its buffers are on {self.device}",
+                    fix="copy it to the host explicitly: np.asarray(t.cpu()).")
+            host = self.cpu()
+            return host.__array__(dtype, None)
+        out = self.numpy(copy=bool(copy))
+        if copy is False and out.size and not np.may_share_memory(out, self.buffers[0].array):
+            raise CopyRequiredError(
+                f"np.asarray(copy=False) of {self!r}: {self.dtype.name} data in this layout "
+                "is decoded into new memory", fix="drop copy=False (or pass copy=None).")
+        if dtype is None or np.dtype(dtype) == out.dtype:
+            return out
+        if copy is False:
+            raise CopyRequiredError(f"np.asarray(copy=False) of {self!r} as {np.dtype(dtype)}",
+                                    fix="drop copy=False, or ask for the tensor's own dtype.")
+        return out.astype(dtype)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Tensor):
@@ -395,7 +508,8 @@ class Tensor:
 
         Args:
             copy: always return a fresh writable array (otherwise the result may be a view of
-                the buffer, read-only when the buffer is).
+                the buffer: read-only when the buffer is, and always for strided layouts,
+                whose elements may overlap).
 
         Returns:
             An array of ``dtype.numpy`` (ml_dtypes types one element per byte) and ``shape``.
@@ -433,6 +547,64 @@ def _unpickle(raw: Any, buffers: Any, members: Any, seq_lens: Any) -> Tensor:
     return t
 
 
+_SCHEMES = {0x01: "per_tensor", 0x02: "per_channel", 0x03: "per_block", 0x04: "nf4",
+            0x05: "mxfp"}
+_INDEX_FIX = "index t.materialize() (dense row-major, dequantized) instead."
+
+
+def _scheme_label(q: Any) -> str:
+    """``per_block(axis=1, block_size=32)``: the scheme as hg.quantize names it."""
+    name = _SCHEMES.get(q.SCHEME, f"scheme_0x{q.SCHEME:02X}")
+    fields = [f"{k}={getattr(q, k)}" for k in ("axis", "block_size", "scale", "zero_point")
+              if hasattr(q, k)]
+    return f"{name}({', '.join(fields)})"
+
+
+def _layout_label(t: Tensor) -> str:
+    lay = t.layout
+    if isinstance(lay, Strided):
+        return f"strided{tuple(lay.strides)}"
+    return t.layout_name
+
+
+def _unindexable(t: Tensor) -> str | None:
+    """Why ``t`` cannot be indexed as a view, or None."""
+    desc = t.descriptor
+    if desc.layout_tag not in (0x01, 0x02, 0x03):
+        return f"layout {t.layout_name} has no view of a slice"
+    if desc.quantization is not None:
+        return "a quantized tensor's parameters cover the whole tensor"
+    if None in desc.shape:
+        return "the shape has a dynamic dimension"
+    if not desc.dtype.interpretable:
+        return f"{desc.dtype.name} elements cannot be interpreted"
+    return None
+
+
+def _to_args(t: Tensor, device: Any, dtype: Any) -> tuple[Any, DType | None]:
+    """``(device, target DType)`` of a :meth:`Tensor.to` call (see its docstring)."""
+    if dtype is None and device is not None and not isinstance(device, Device):
+        # t.to(np.float16): torch's to(dtype). A device spec string is only looked up by
+        # name: NumPy's parse of "cpu" would raise (and cost microseconds) on every move.
+        named = named_dtype(device) if isinstance(device, str) else coerce_dtype(device)
+        if named is not None:
+            return None, named
+    if isinstance(dtype, MemoryClass) or (
+            isinstance(dtype, str) and dtype.strip().upper() in MemoryClass.__members__):
+        label = MemoryClass.parse(dtype).label
+        raise ArgumentTypeError(
+            f"t.to(device, {dtype!r}): the second argument is the dtype (torch's order), and "
+            f"{label} is a memory class", fix=f"pass memory_class={label!r}.")
+    return device, None if dtype is None else as_dtype(dtype)
+
+
+def _out_bytes(t: Tensor, target: DType) -> int:
+    shape = t.shape
+    if None in shape:
+        return 0
+    return buffer_size(target, math.prod([int(d) for d in shape if d is not None]))
+
+
 def _unsupported(t: Tensor, why: str, fix: str) -> UnsupportedOpError:
     return UnsupportedOpError(f"cannot convert {t!r} to NumPy: {why}", fix=fix)
 
@@ -465,16 +637,16 @@ def _to_numpy(t: Tensor) -> np.ndarray:
 
 def _strided(buf: np.ndarray, dtype: DType, shape: tuple[int, ...], strides: tuple[int, ...],
              byte_offset: int, count: int) -> np.ndarray:
-    """Gather a strided view: element offsets are in logical elements from byte_offset."""
+    """A strided view (packed types: a gather); offsets are in elements from byte_offset."""
     if count == 0:
         return np.empty(shape, dtype=dtype.numpy)
     lo = sum(min(0, (d - 1) * s) for d, s in zip(shape, strides, strict=True))
     hi = sum(max(0, (d - 1) * s) for d, s in zip(shape, strides, strict=True))
-    offsets = np.zeros(shape, dtype=np.int64)
-    for axis, (d, s) in enumerate(zip(shape, strides, strict=True)):
-        idx = np.arange(d, dtype=np.int64) * s
-        offsets += idx.reshape((d,) + (1,) * (len(shape) - axis - 1))
     if dtype.sub_byte:
+        offsets = np.zeros(shape, dtype=np.int64)
+        for axis, (d, s) in enumerate(zip(shape, strides, strict=True)):
+            idx = np.arange(d, dtype=np.int64) * s
+            offsets += idx.reshape((d,) + (1,) * (len(shape) - axis - 1))
         per, group = dtype.packing_group
         base = byte_offset // group * per  # byte_offset is byte- (6-bit: group-) aligned
         if base + lo < 0:
@@ -488,7 +660,10 @@ def _strided(buf: np.ndarray, dtype: DType, shape: tuple[int, ...], strides: tup
         raise HurrayFormatError("strided element lies before the start of buffer 0",
                                 field="strides", fix="fix the strides or byte_offset.")
     flat = unpack(buf[start:], dtype, hi - lo + 1)
-    return flat[offsets - lo]
+    # A read-only strided view of the buffer (no gather): writes through overlapping or
+    # zero strides would alias, so the view is never writable (numpy(copy=True) copies).
+    return np.lib.stride_tricks.as_strided(flat[-lo:], shape, [s * size for s in strides],
+                                           writeable=False)
 
 
 parts.register_tensor_class(Tensor, Tensor._build)

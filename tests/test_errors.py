@@ -26,6 +26,11 @@ from hurray_gpu import errors as E
                           offset=96, fix="export it again."),
         E.UnsupportedConversionError("a K-quant", source="m.gguf", tensor="w",
                                      source_type="Q4_K", fix="re-quantize it."),
+        E.ArgumentTypeError("dequantize() takes a Tensor", fix="wrap it with hg.from_numpy."),
+        E.CopyRequiredError("copy=False of packed data", fix="drop copy=False."),
+        E.TensorIndexError("index 9 is out of bounds", fix="use an index in [-3, 3)."),
+        E.TensorNotFoundError("wieght", "m.hrry", ["weight", "bias"]),
+        E.MissingFileError("no such file: m.hrry", fix="check the path."),
     ],
 )
 def test_every_error_has_a_fix_and_pickles(exc: E.HurrayGPUError) -> None:
@@ -70,3 +75,13 @@ def test_bounds_violation_keeps_kernel_buffer_side_and_offset() -> None:
     assert isinstance(exc, E.HurrayGPUError) and isinstance(exc, RuntimeError)
     assert "kernel fill_u32" in str(exc) and "buffer dst" in str(exc)
     assert "byte offset -4" in str(exc) and "Fix:" in str(exc)
+
+
+def test_new_errors_keep_their_python_bases() -> None:
+    missing = E.TensorNotFoundError("wieght", "m.hrry", ["weight", "bias"])
+    assert isinstance(missing, KeyError) and str(missing).startswith("no tensor named 'wieght'")
+    assert str(missing).endswith("Fix: did you mean 'weight'? (2 names in all: f.keys() "
+                                 "lists them).")
+    assert isinstance(E.TensorIndexError("x", fix="y."), IndexError)
+    assert isinstance(E.ArgumentTypeError("x", fix="y."), TypeError)
+    assert isinstance(E.CopyRequiredError("x", fix="y."), ValueError)

@@ -19,8 +19,11 @@ __all__ = [
     "DTYPES",
     "DType",
     "TypeTag",
+    "as_dtype",
     "buffer_size",
     "by_name",
+    "coerce_dtype",
+    "named_dtype",
     "by_tag",
     "extension_buffer_size",
     "from_numpy_dtype",
@@ -103,6 +106,19 @@ class DType:
 
     def __str__(self) -> str:
         return self.name
+
+    def __eq__(self, other: object) -> bool:
+        """Equal to the same DType, to its name (``"float32"``, or ``"float8_e4m3fn"`` as
+        ml_dtypes spells it) and to the NumPy / ml_dtypes / torch dtype of one element
+        (``t.dtype == np.float32``). Anything else compares unequal."""
+        if type(other) is DType:  # table types are singletons: most checks end at a name
+            return self is other or (self.name == other.name and _fields(self) == _fields(other))
+        found = coerce_dtype(other)
+        return found is not None and _fields(found) == _fields(self)
+
+    def __hash__(self) -> int:
+        # Equal DTypes share a name, and a name compares equal to its DType: hash by it.
+        return hash(self.name)
 
     @property
     def numpy(self) -> np.dtype | None:
@@ -198,6 +214,54 @@ _TABLE = (
 
 DTYPES: dict[int, DType] = {d.tag: d for d in _TABLE}
 _BY_NAME: dict[str, DType] = {d.name: d for d in _TABLE}
+# Names other libraries use for the same element: ml_dtypes' and torch's (``float8_e4m3fn``,
+# ``float8_e8m0fnu``, ``bool``); the canonical names above win.
+_ALIASES: dict[str, DType] = {
+    **{d.np_name.removeprefix("ml_dtypes."): d for d in _TABLE if d.np_name}, **_BY_NAME}
+
+
+def _fields(d: DType) -> tuple[object, ...]:
+    return (d.name, d.tag, d.tier, d.bits, d.sub_byte, d.align, d.signed, d.np_name, d.kind,
+            d.private, d.unknown, d.dlpack, d.dlpack_ext)
+
+
+def named_dtype(name: str) -> DType | None:
+    """The DType of a canonical, ml_dtypes or torch name (``"torch.float16"``), or None."""
+    return _ALIASES.get(name.removeprefix("torch."))
+
+
+def coerce_dtype(x: object) -> DType | None:
+    """The DType ``x`` names (see :func:`as_dtype`), or None; never raises."""
+    if isinstance(x, DType):
+        return x
+    if isinstance(x, str):
+        found = named_dtype(x)
+        if found is not None or x.startswith("torch."):
+            return found
+    elif type(x).__module__ == "torch" and type(x).__name__ == "dtype":
+        return _ALIASES.get(str(x).removeprefix("torch."))
+    elif not (isinstance(x, np.dtype) or (isinstance(x, type) and issubclass(x, np.generic))):
+        return None  # np.dtype(None) is float64 and np.dtype(int) int64: not element types
+    try:
+        return from_numpy_dtype(x)
+    except UnsupportedOpError:
+        return None
+
+
+def as_dtype(x: object) -> DType:
+    """The element type ``x`` names: a DType, a canonical name (``"float16"``), an ml_dtypes
+    or torch spelling (``"float8_e4m3fn"``, ``torch.bfloat16``), or a NumPy / ml_dtypes dtype
+    or scalar type (``np.float32``, ``"<f4"``).
+
+    Raises:
+        HurrayFormatError: (field ``"dtype"``) ``x`` names no Hurray element type.
+    """
+    found = coerce_dtype(x)
+    if found is None:
+        raise HurrayFormatError(
+            f"dtype {x!r} is not a Hurray element type", field="dtype",
+            fix=f"use one of: {', '.join(sorted(_BY_NAME))} (or the NumPy dtype of one).")
+    return found
 _TAG_FIX = "use an assigned type_tag (Hurray spec, Element Types) or a private tag 0xF0-0xFE."
 
 

@@ -16,11 +16,17 @@ import contextlib
 import mmap
 import os
 import struct
-from typing import Any
+from collections.abc import Iterator, Mapping
+from typing import Any, TypeVar
 
 import numpy as np
 
-from hurray_gpu.errors import HurrayFormatError
+from hurray_gpu.errors import (
+    ArgumentTypeError,
+    HurrayFormatError,
+    MissingFileError,
+    TensorNotFoundError,
+)
 from hurray_gpu.format import codec as _codec
 from hurray_gpu.format.composite import validate_members
 from hurray_gpu.io.crc32c import crc32c
@@ -45,8 +51,19 @@ from hurray_gpu.runtime.hostmem import aligned_empty, host_alignment
 _FIX = "the file is damaged or not a .hrry file; re-create it with a conforming writer."
 
 
-class HrryFile:
+_T = TypeVar("_T")  # the tensor class (hg.HrryFile is HrryFile[Tensor] to type checkers)
+
+
+class HrryFile(Mapping[str, _T]):
     """An open ``.hrry`` file; use :func:`open_file`.
+
+    A read-only mapping from index names to tensors, like safetensors' ``safe_open``:
+    ``f.keys()``, ``f["name"]`` (:meth:`read` with its defaults: zero-copy views of the
+    mapping), ``"name" in f``, ``len(f)``, iteration, ``.items()``, ``.values()`` and
+    ``.get()``. The keys are every index name, composite members (``head/0``) included; a
+    missing name raises :class:`~hurray_gpu.errors.TensorNotFoundError`, a KeyError. Two
+    file objects compare equal only when they are the same object (comparing contents would
+    read every tensor).
 
     Attributes:
         header: the decoded :class:`FileHeader`.
@@ -60,7 +77,12 @@ class HrryFile:
         self.permissive = permissive
         self.max_composite_depth = max_composite_depth
         self._mm: mmap.mmap | None = None
-        self._handle = open(self.path, "rb")  # noqa: SIM115 - closed by close()
+        try:
+            self._handle = open(self.path, "rb")  # noqa: SIM115 - closed by close()
+        except FileNotFoundError:
+            raise MissingFileError(f"no such file: {self.path}",
+                                   fix="check the path; hg.save(path, tensors) writes one."
+                                   ) from None
         self._fd = self._handle.fileno()
         try:
             info = os.fstat(self._fd)
@@ -100,7 +122,7 @@ class HrryFile:
         self._order: list[IndexEntry] | None = None
 
     # -- context management ---------------------------------------------------------------
-    def __enter__(self) -> HrryFile:
+    def __enter__(self) -> HrryFile[_T]:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -153,6 +175,21 @@ class HrryFile:
     def __len__(self) -> int:
         return len(self.entries)
 
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.names)
+
+    def __getitem__(self, name: str) -> _T:
+        return self.read(name)  # type: ignore[no-any-return]
+
+    def __eq__(self, other: object) -> bool:
+        return self is other
+
+    __hash__ = object.__hash__
+
+    def __repr__(self) -> str:
+        state = "closed" if self._mm is None else f"{len(self)} tensors"
+        return f"<HrryFile {self.path!r}: {state}>"
+
     def top_level_names(self) -> list[str]:
         """Names of the tensors that are not members of a composite, in file order.
 
@@ -170,15 +207,20 @@ class HrryFile:
         """The index entry of ``name``.
 
         Raises:
-            KeyError: no tensor has that name.
+            TensorNotFoundError: no tensor has that name (a KeyError; its Fix lists the
+                closest names).
         """
         try:
             return self._by_name[name]
-        except KeyError:
-            raise KeyError(f"no tensor named {name!r} in {self.path}") from None
+        except (KeyError, TypeError):
+            if not isinstance(name, str):
+                raise ArgumentTypeError(f"tensor names are str, not {type(name).__name__}",
+                                        fix="pass the name as a str (f.keys() lists them)."
+                                        ) from None
+            raise TensorNotFoundError(name, self.path, self.names) from None
 
     def read(self, name: str, *, copy: bool = False, device: Any = None,
-             memory_class: Any = "standard", progress: bool | None = None) -> Any:
+             memory_class: Any = "standard", progress: bool | None = None) -> _T:
         """Read one tensor (a composite head comes with its members).
 
         Args:
@@ -187,7 +229,7 @@ class HrryFile:
                 read-only zero-copy views of the mapping.
             device: stream the buffers straight from the mapping into this device's memory
                 (bounded chunks; the file is never materialised on the host). The result
-                equals ``read(name).to(device, memory_class)``.
+                equals ``read(name).to(device, memory_class=memory_class)``.
             memory_class: the memory class on ``device``.
             progress: progress bar on/off (None: large transfers on a terminal).
 
@@ -195,7 +237,7 @@ class HrryFile:
             The Tensor.
 
         Raises:
-            KeyError: unknown name.
+            TensorNotFoundError: unknown name (a KeyError).
             HurrayFormatError: a malformed descriptor or buffer range, or a torn composite
                 (all checked before device memory is allocated for the tensor).
             BackendUnavailableError, UnsupportedOpError, OutOfMemoryError: from the device.
@@ -340,7 +382,7 @@ class HrryFile:
 
 
 def open_file(path: str | os.PathLike[str], *, permissive: bool = False,
-              max_composite_depth: int = DEFAULT_MAX_COMPOSITE_DEPTH) -> HrryFile:
+              max_composite_depth: int = DEFAULT_MAX_COMPOSITE_DEPTH) -> HrryFile[Any]:
     """Open a ``.hrry`` file lazily (memory-mapped); use as a context manager.
 
     Args:
@@ -349,11 +391,13 @@ def open_file(path: str | os.PathLike[str], *, permissive: bool = False,
         max_composite_depth: deepest composite nesting accepted (default 8).
 
     Returns:
-        An :class:`HrryFile` with ``.names``, ``.metadata`` and ``.read(name)``.
+        An :class:`HrryFile`: a read-only mapping of names to tensors, with ``.metadata``
+        and ``.read(name, copy=..., device=...)``.
 
     Raises:
         HurrayFormatError: a malformed header, trailer, index, CRC or KV section.
-        OSError: the file cannot be opened.
+        MissingFileError: no file at ``path`` (a FileNotFoundError).
+        OSError: the file cannot be opened otherwise (permissions, a directory).
     """
     return HrryFile(path, permissive=permissive, max_composite_depth=max_composite_depth)
 
@@ -377,7 +421,7 @@ def load(path: str | os.PathLike[str], names: list[str] | None = None, *, device
         name -> Tensor, in file (index) order or in the order of ``names``.
 
     Raises:
-        KeyError: a requested name is missing.
+        TensorNotFoundError: a requested name is missing (a KeyError).
         HurrayFormatError: malformed input.
         BackendUnavailableError, UnsupportedOpError, OutOfMemoryError: from the device.
     """

@@ -15,7 +15,7 @@ from typing import IO, Any
 
 import numpy as np
 
-from hurray_gpu.errors import HurrayFormatError
+from hurray_gpu.errors import ArgumentTypeError, HurrayFormatError
 from hurray_gpu.io.crc32c import crc32c
 from hurray_gpu.io.file_format import (
     DEFAULT_ALIGNMENT,
@@ -218,6 +218,10 @@ def save(path: str | os.PathLike[str], tensors: Mapping[str, TensorLike | np.nda
         HurrayFormatError: bad names, values or alignment.
         UnsupportedOpError: an array dtype with no Hurray element type.
     """
+    if not isinstance(tensors, Mapping):
+        raise ArgumentTypeError(f"save() takes a mapping of names to tensors, not "
+                                f"{type(tensors).__name__}",
+                                fix="pass a dict: hg.save(path, {'name': tensor, ...}).")
     with atomic_output(path) as handle:
         writer = FileWriter(handle, alignment=alignment, sorted_index=sorted_index)
         if metadata:

@@ -65,7 +65,7 @@ class StreamReader:
         cross_machine: reject buffers whose sync_mode is not 0 (producer synced).
         permissive: pass-through to the descriptor decoder's permissive mode.
         device: read buffers straight into this device's memory, one bounded host chunk at a
-            time; tensors equal ``tensor.to(device, memory_class)``.
+            time; tensors equal ``tensor.to(device, memory_class=memory_class)``.
         memory_class: the memory class on ``device``.
         progress: progress bar for large buffers on/off (None: on a terminal only).
 

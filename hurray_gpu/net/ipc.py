@@ -50,7 +50,7 @@ from hurray_gpu.format import codec
 from hurray_gpu.format.descriptor.buffers import DeviceTag, SyncMode
 from hurray_gpu.net.client import MAX_DEPTH, MAX_MEMBERS
 from hurray_gpu.net.transport import tensor_nodes
-from hurray_gpu.parts import assemble
+from hurray_gpu.parts import assemble, is_tensor, not_a_tensor
 from hurray_gpu.runtime.buffer import Buffer
 from hurray_gpu.runtime.memory import MemoryClass
 from hurray_gpu.runtime.registry import device_count, resolve_device, tag_name
@@ -371,6 +371,8 @@ def share(tensor: Any, path: str, *, timeout: float = 10.0, host: bool = False,
             cannot carry an IPC event (host segments, Vulkan).
         OSError: the socket path is taken or unwritable.
     """
+    if not is_tensor(tensor):
+        raise not_a_tensor(tensor, "hg.share")
     return SharedTensor(tensor, path, timeout=timeout, host=host, sync=sync)
 
 

@@ -41,6 +41,7 @@ from hurray_gpu.ops.plan import (
     prepare,
     repeat,
 )
+from hurray_gpu.parts import not_a_tensor
 from hurray_gpu.runtime.buffer import Buffer
 
 __all__ = ["check_output", "convert", "dequantize", "dequantize_paged", "token_slots", "unpack"]
@@ -119,7 +120,10 @@ def dequantize(t: Any, dtype: str = "float32", device: Any = None, *,
     """
     # A repeat call on the same descriptor object, device and buffer sizes runs prepared:
     # everything below depends on nothing else, and passed when the call was prepared.
-    key = (plan_dequantize, id(t.descriptor), dtype, t.device, max_output_bytes)
+    try:
+        key = (plan_dequantize, id(t.descriptor), dtype, t.device, max_output_bytes)
+    except AttributeError:
+        raise not_a_tensor(t, "hg.dequantize") from None
     if device is None and seq_lens is None and (done := repeat(key, t)) is not None:
         return done
     _out_dtype(dtype)
@@ -151,7 +155,10 @@ def unpack(t: Any, dtype: str | None = None, device: Any = None) -> Any:
         HurrayFormatError: a malformed descriptor, or float8_e8m0 data with code 0x00/0xFF.
         UnsupportedOpError: a quantized tensor or an impossible target type.
     """
-    key = (plan_unpack, id(t.descriptor), dtype, t.device)
+    try:
+        key = (plan_unpack, id(t.descriptor), dtype, t.device)
+    except AttributeError:
+        raise not_a_tensor(t, "hg.unpack") from None
     if device is None:
         done = repeat(key, t)
         return done if done is not None else _run(t, plan_unpack, dtype, None, key)

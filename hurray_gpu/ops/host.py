@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from hurray_gpu.errors import HurrayFormatError, UnsupportedOpError
+from hurray_gpu.errors import ArgumentTypeError, HurrayFormatError, UnsupportedOpError
 from hurray_gpu.format.addressing import (
     block_paged_lookup,
     dense_offsets,
@@ -20,12 +20,20 @@ from hurray_gpu.format.addressing import (
     offset_range,
 )
 from hurray_gpu.format.descriptor import BufferHandle, TensorDescriptor
-from hurray_gpu.format.descriptor.layouts import COO, CSC, CSF, CSR, BlockPaged, RowMajor
+from hurray_gpu.format.descriptor.layouts import (
+    COO,
+    CSC,
+    CSF,
+    CSR,
+    DENSE_TAGS,
+    BlockPaged,
+    RowMajor,
+)
 from hurray_gpu.format.packing import unpack
 from hurray_gpu.ops.dequantize import dequantize
 from hurray_gpu.ops.layout_plan import codes_at, pack_codes
 from hurray_gpu.ops.plan import moved_params
-from hurray_gpu.parts import assemble
+from hurray_gpu.parts import assemble, is_tensor, not_a_tensor
 
 __all__ = ["element", "lookup_offset", "relayout", "sparsify"]
 
@@ -122,9 +130,15 @@ def lookup_offset(t: Any, idx: np.ndarray, seq_lens: Sequence[int] | None
     return None if at is None else (t.buffers[0], 0, at)
 
 
-def _host_row_major(t: Any) -> tuple[Any, np.ndarray, tuple[int, ...]]:
+def _on_host(t: Any, what: str) -> Any:
+    if not is_tensor(t):
+        raise not_a_tensor(t, what)
+    return t.to("cpu")
+
+
+def _host_row_major(t: Any, what: str) -> tuple[Any, np.ndarray, tuple[int, ...]]:
     """(host tensor, row-major codes, shape) of a row-major tensor on any device."""
-    host = t.to("cpu")
+    host = _on_host(t, what)
     desc = host.descriptor
     if not isinstance(desc.layout, RowMajor):
         raise UnsupportedOpError(f"{host!r} is not row-major",
@@ -149,7 +163,11 @@ def relayout(t: Any, layout: Any) -> Any:
         HurrayFormatError: a layout invalid for the shape.
         UnsupportedOpError: ``t`` is not row-major.
     """
-    host, codes, dims = _host_row_major(t)
+    host, codes, dims = _host_row_major(t, "hg.relayout")
+    if getattr(layout, "TAG", None) not in DENSE_TAGS:
+        raise ArgumentTypeError(f"relayout() takes a dense layout object, not {layout!r}",
+                                fix="pass ColMajor(), Strided(...), Tiled(...), Morton(...) or "
+                                    "Hilbert(...) from hurray_gpu.format.descriptor.")
     desc, dtype = host.descriptor, host.descriptor.dtype
     lo, hi = offset_range(layout, dims)
     per = {1: 8, 2: 4, 4: 2, 6: 4}.get(dtype.bits, 1)
@@ -162,7 +180,7 @@ def relayout(t: Any, layout: Any) -> Any:
     new = dataclasses.replace(desc, layout=layout, byte_offset=shift * dtype.bits // 8,
                               buffers=(handle, *desc.buffers[1:]))
     out = assemble(new, [data, *host.buffers[1:]])
-    return out.to(t.device, t.memory_class)
+    return out.to(t.device, memory_class=t.memory_class)
 
 
 def _u64(values: np.ndarray) -> np.ndarray:
@@ -228,7 +246,7 @@ def sparsify(t: Any, fmt: str, *, mode_order: Sequence[int] | None = None,
         UnsupportedOpError: a non-row-major tensor, or a bad format/rank.
         HurrayFormatError: the result breaks a rule of the spec (e.g. a bad mode_order).
     """
-    host, codes, dims = _host_row_major(t)
+    host, codes, dims = _host_row_major(t, "hg.sparsify")
     desc = host.descriptor
     if keep is not None:
         mask = np.asarray(keep)
@@ -252,7 +270,7 @@ def sparsify(t: Any, fmt: str, *, mode_order: Sequence[int] | None = None,
         bufs += [np.asarray(host.buffers[i], np.uint8) for i in params]
     handles = tuple(BufferHandle(int(b.size), 64) for b in bufs)
     new = TensorDescriptor(desc.dtype, dims, layout, handles, quantization=quant)
-    return assemble(new, bufs).to(t.device, t.memory_class)
+    return assemble(new, bufs).to(t.device, memory_class=t.memory_class)
 
 
 def element(t: Any, index: Sequence[int], *, seq_lens: Sequence[int] | None = None) -> Any:
@@ -273,7 +291,7 @@ def element(t: Any, index: Sequence[int], *, seq_lens: Sequence[int] | None = No
         HurrayFormatError: an index out of range or malformed index buffers.
         UnsupportedOpError: composite heads and types without a NumPy dtype.
     """
-    host = t.to("cpu")
+    host = _on_host(t, "hg.element")
     desc = host.descriptor
     if desc.layout_tag == 0x0B:
         raise UnsupportedOpError("a composite head has no elements of its own",

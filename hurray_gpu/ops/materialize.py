@@ -46,6 +46,7 @@ from hurray_gpu.ops.plan import (
     repeat,
 )
 from hurray_gpu.ops.sparse import materialize_sparse
+from hurray_gpu.parts import not_a_tensor
 from hurray_gpu.runtime.buffer import Buffer
 
 __all__ = [
@@ -236,16 +237,20 @@ def materialize_composite(t: Any, dtype: str | None, limit: int) -> Any:
     """Materialize a composite head (see :func:`~hurray_gpu.ops.materialize.materialize`).
 
     Returns:
-        group: a tuple of the materialized members; partition and overlay: one row-major
-        Tensor of the head's shape, in the head's dtype (then converted to ``dtype``).
+        One row-major Tensor of the head's shape, in the head's dtype (then converted to
+        ``dtype``).
 
     Raises:
-        UnsupportedOpError: private composition rules, head types not assembled here, or a
-            group member of a partition or overlay.
+        UnsupportedOpError: a group (its members are independent tensors), private
+            composition rules, head types not assembled here, or a group member of a
+            partition or overlay.
     """
     lay = t.layout
     if lay.composition_rule == 3:
-        return tuple(materialize(m, dtype, max_output_bytes=limit) for m in t.members)
+        raise UnsupportedOpError(
+            f"a group composite has no single dense value: its {len(t.members)} members are "
+            "independent tensors", fix="materialize the members one by one: "
+            "[hg.materialize(m) for m in t.members].")
     if lay.composition_rule not in (1, 2):
         raise UnsupportedOpError(f"composition rule {lay.composition_rule} is private",
                                  fix="private composites need an out-of-band agreement.")
@@ -335,7 +340,7 @@ def materialize(t: Any, dtype: str | None = None, *, seq_lens: Sequence[int] | N
             least 256 MiB; docs/reliability.md), checked before anything is allocated.
 
     Returns:
-        A row-major Tensor (a composite group returns a tuple of its materialized members).
+        A row-major Tensor (a group composite has none: materialize its members).
 
     Raises:
         HurrayFormatError: a descriptor or index buffer that breaks the spec (checked
@@ -345,7 +350,10 @@ def materialize(t: Any, dtype: str | None = None, *, seq_lens: Sequence[int] | N
     """
     # A repeat call on the same descriptor object, device and buffer sizes runs prepared:
     # everything below depends on nothing else, and passed when the call was prepared.
-    key = (materialize, id(t.descriptor), dtype, t.device, max_output_bytes)
+    try:
+        key = (materialize, id(t.descriptor), dtype, t.device, max_output_bytes)
+    except AttributeError:
+        raise not_a_tensor(t, "hg.materialize") from None
     if seq_lens is None and (done := repeat(key, t)) is not None:
         return done
     if dtype is not None and dtype not in _FLOAT_OUT:

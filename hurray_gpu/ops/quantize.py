@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from hurray_gpu.errors import HurrayFormatError, UnsupportedOpError
+from hurray_gpu.errors import ArgumentTypeError, HurrayFormatError, UnsupportedOpError
 from hurray_gpu.format.descriptor import BufferHandle, RowMajor, TensorDescriptor
 from hurray_gpu.format.descriptor.quant import (
     MXFP,
@@ -453,7 +453,12 @@ def quantize(array: Any, scheme: str = "per_block", *, axis: int = 0, block_size
             wrong count or out of range, or a scale overflowing its type.
     """
     storage = dtype or DEFAULT_STORAGE.get(scheme, "")
-    x = np.asarray(array, dtype=np.float64)
+    try:
+        x = np.asarray(array, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ArgumentTypeError(f"quantize() needs real numbers, got {type(array).__name__} "
+                                f"({exc})", fix="pass a float NumPy array (or a Tensor's "
+                                "t.numpy()).") from None
     axis = _check_args(x, scheme, storage, axis, block_size, scale_dtype)
     st = by_name(storage)
     asym = not symmetric or zero_points is not None

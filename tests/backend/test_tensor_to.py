@@ -123,19 +123,19 @@ def test_every_memory_class(device: Device) -> None:
     for mclass in device.memory_classes:
         if mclass == MemoryClass.HOST_PINNED and device.kind == "cpu":
             mclass_note = "pinned host memory stays a host tensor"
-            on = t.to(device, "host_pinned")
+            on = t.to(device, memory_class="host_pinned")
             pinned = on.members[0].buffers[0]
             assert on.is_host and pinned.memory_class == MemoryClass.HOST_PINNED, mclass_note
             assert on.members[0].buffers[0].array.tobytes() == t.members[0].buffers[0].array.tobytes()
         elif not d.is_valid_pair(device.tag, mclass):
             with pytest.raises(UnsupportedOpError, match="Fix:"):
-                t.to(device, mclass)
+                t.to(device, memory_class=mclass)
             continue
         else:
-            on = t.to(device, mclass.label)
+            on = t.to(device, memory_class=mclass.label)
         _check_placed(on, device, mclass)
         _same_data(on.to("cpu"), t)
-        assert on.to(device, mclass) is on  # already there: no copy
+        assert on.to(device, memory_class=mclass) is on  # already there: no copy
 
 
 @pytest.mark.parametrize("src", MOVABLE, ids=[dv.spec for dv in MOVABLE])
@@ -146,7 +146,7 @@ def test_device_to_device(src: Device, dst: Device) -> None:
     classes = [m for m in dst.memory_classes if m != MemoryClass.HOST_PINNED or
                dst.kind != "cpu"]
     for mclass in classes:
-        moved = on_src.to(dst, mclass)
+        moved = on_src.to(dst, memory_class=mclass)
         _check_placed(moved, dst, mclass)
         _same_data(moved.to("cpu"), t)
 
@@ -411,7 +411,7 @@ def test_chunked_paths_between_devices(monkeypatch: pytest.MonkeyPatch) -> None:
     on = t
     for dev in chain:
         for mclass in dev.memory_classes:
-            on = on.to(dev, mclass)
+            on = on.to(dev, memory_class=mclass)
             assert on.to("cpu") == t, (dev.spec, mclass)
     sink = io.BytesIO()
     StreamWriter(sink).write(on)  # a device tensor streams out chunk by chunk
@@ -425,7 +425,7 @@ def test_host_arrays_over_cpu_buffers_keep_them_alive() -> None:
     classes = [m for m in (MemoryClass.HOST_PINNED, MemoryClass.STANDARD)
                if m in cpu.memory_classes]
     desc = d.TensorDescriptor.dense("uint8", (4096,))
-    made = [Tensor.from_numpy(np.arange(4096, dtype=np.uint8)).to(cpu, classes[0]),
+    made = [Tensor.from_numpy(np.arange(4096, dtype=np.uint8)).to(cpu, memory_class=classes[0]),
             Tensor.from_parts(desc, [Buffer.from_bytes(cpu, np.arange(4096, dtype=np.uint8))])]
     while made:
         t = made.pop(0)

@@ -122,7 +122,7 @@ def test_host_readable_export_to_numpy_waits_for_the_producer(gpu, mclass: str,
         pytest.skip("ROCm managed memory has no DLPack device type")
     warm(gpu, N)
     producer = Stream(gpu)
-    t = hg.from_numpy(np.zeros(N, np.uint32)).to(gpu, mclass)
+    t = hg.from_numpy(np.zeros(N, np.uint32)).to(gpu, memory_class=mclass)
     kdl = {"host_pinned": 3 if gpu.tag == 1 else 11, "unified": 13}[mclass]
     assert t.__dlpack_device__() == (kdl, gpu.index)
     with Gate(gpu, producer) as gate:

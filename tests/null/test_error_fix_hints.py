@@ -23,7 +23,7 @@ FILLER = "see the message above and the hurray_gpu documentation"
 ALWAYS_HINTED = {
     "OutOfMemoryError", "BoundsViolation", "CompileError", "OutOfPagesError",
     "WireFormatError", "VersionMismatchError", "WireValidationError", "EncodeError",
-    "UnknownExtensionError",
+    "UnknownExtensionError", "TensorNotFoundError",
 }
 
 
@@ -144,6 +144,8 @@ def test_an_unhinted_base_error_gets_no_filler() -> None:
     lambda: errors.OutOfMemoryError(10, 1, 2),
     lambda: errors.BoundsViolation("k", "out", "after", 9, 8),
     lambda: errors.CompileError("cc failed"),
+    lambda: errors.TensorNotFoundError("w", "m.hrry", ["weight", "bias"]),
+    lambda: errors.TensorNotFoundError("w", "m.hrry"),
 ])
 def test_class_defaults_are_concrete(make) -> None:  # type: ignore[no-untyped-def]
     text = str(make())

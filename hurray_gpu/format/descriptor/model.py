@@ -11,7 +11,7 @@ import functools
 import struct
 from dataclasses import dataclass
 
-from hurray_gpu.errors import HurrayFormatError
+from hurray_gpu.errors import ArgumentTypeError, HurrayFormatError
 from hurray_gpu.format.descriptor.buffers import (
     DEVICE_ALIGNMENT,
     HANDLE_SIZE,
@@ -273,9 +273,16 @@ def decode_descriptor(data: Data, *, permissive: bool = False) -> TensorDescript
     Raises:
         HurrayFormatError: for any malformed or non-conforming input.
     """
-    if not permissive and len(data) <= _MEMO_BYTES:
-        return _decode_memo(bytes(data))
-    return _decode_whole(data, permissive)
+    try:
+        if not permissive and len(data) <= _MEMO_BYTES:
+            return _decode_memo(bytes(data))
+        return _decode_whole(data, permissive)
+    except TypeError:  # checked here, off the hot path of valid bytes
+        if isinstance(data, (bytes, bytearray, memoryview)):
+            raise
+        raise ArgumentTypeError(f"a descriptor is bytes, not {type(data).__name__}",
+                                fix="pass the descriptor's wire bytes (t.descriptor_bytes)."
+                                ) from None
 
 
 def _decode_whole(data: Data, permissive: bool = False) -> TensorDescriptor:
