@@ -22,6 +22,7 @@ import numpy as np
 from hurray_gpu.format.descriptor import BufferHandle, RowMajor, TensorDescriptor
 from hurray_gpu.format.descriptor.layouts import Composite
 from hurray_gpu.format.descriptor.quant import MXFP
+from hurray_gpu.format.descriptor.sections import CompositeMember, Shard
 from hurray_gpu.format.dtypes import by_name
 from hurray_gpu.io.convert.ggml_quants import (
     _BASE,
@@ -149,13 +150,17 @@ def _pack(q: np.ndarray, bits: int, out: np.ndarray) -> None:
 
 
 def _repair(src: SourceFile, entry: SourceTensor, scale: np.ndarray, q: np.ndarray,
-            what: str, first: int) -> np.ndarray:
+            what: str, first: int, kept: list[tuple[np.ndarray, np.ndarray]] | None = None,
+            ) -> np.ndarray:
     """Make the f32 ``scale`` (n, subs) valid Hurray scales, in place; returns the zero-scale
     mask, whose sub-blocks' codes the caller sets to 0.
 
     A zero scale decodes to zeros of sign ``sign(scale) xor sign(q)``: scale +-1 with codes 0
-    reproduces them when the signs agree within the sub-block; otherwise (llama.cpp can leave
-    a sub-block's codes when its scale rounds to 0) the tensor is refused.
+    reproduces them when the signs agree within the sub-block. llama.cpp can leave a
+    sub-block's codes of both signs when its scale rounds to 0: with ``kept`` given, such a
+    sub-block keeps its codes under scale +-1 of the zero scale's sign (what an exporter needs
+    to rebuild the block) and ``(sub-block indices from first, f32 bits of its exact zeros)``
+    is appended to ``kept`` for an overlay to replace its values; otherwise it is refused.
     """
     bad = np.flatnonzero(~np.isfinite(scale))
     if bad.size:
@@ -165,10 +170,36 @@ def _repair(src: SourceFile, entry: SourceTensor, scale: np.ndarray, q: np.ndarr
     zero = scale == 0
     at = np.flatnonzero(zero)
     if at.size:  # only the zero sub-blocks' codes are read (1 in 64 of random 6-bit scales)
-        neg = zero_signs(src, entry, np.signbit(scale.reshape(-1)[at]),
-                         q.reshape(scale.size, -1)[at], first + at, "sub-block", what)
-        scale.reshape(-1)[at] = np.where(neg, -1.0, 1.0)
+        flat, rows = scale.reshape(-1), q.reshape(scale.size, -1)[at]
+        sign = np.signbit(flat[at])
+        mixed: list[np.ndarray] | None = [] if kept is not None else None
+        neg = zero_signs(src, entry, sign, rows, first + at, "sub-block", what, mixed)
+        if mixed and kept is not None:
+            both = mixed[0]
+            neg[both] = sign[both]
+            zero.reshape(-1)[at[both]] = False  # the codes stay; the overlay hides them
+            bits = np.where(sign[both, None] ^ (rows[both] < 0), 1 << 31, 0).astype("<u4")
+            kept.append((first + at[both], bits))
+        flat[at] = np.where(neg, -1.0, 1.0)
     return zero
+
+
+def _replace_zeros(entry: SourceTensor, base: TensorLike,
+                   kept: list[tuple[np.ndarray, np.ndarray]], sub: int) -> TensorLike:
+    """``base`` with each kept sub-block's values replaced by its exact signed zeros: an
+    overlay-replace composite (float32 head) whose corrections are float32 boxes (dense members
+    take the head's type) of one sub-block each (sub-blocks never cross a row: GGUF rows are whole super-blocks)."""
+    members, box = [base], (1,) * (len(entry.shape) - 1) + (sub,)
+    for at, zeros in kept:
+        for index, row in zip(at.tolist(), zeros, strict=True):
+            offset = tuple(int(i) for i in np.unravel_index(index * sub, entry.shape))
+            desc = TensorDescriptor(by_name("float32"), box, RowMajor(),
+                                    (BufferHandle(row.nbytes, 64),),
+                                    shard=Shard(entry.shape, offset),
+                                    composite_member=CompositeMember(_CORRECTION))
+            members.append(assemble(desc, [np.ascontiguousarray(row).view(np.uint8)]))
+    head = TensorDescriptor(by_name("float32"), entry.shape, Composite(2, 1, len(members)), ())
+    return assemble(head, [], members)
 
 
 class _KQuant(NamedTuple):
@@ -189,13 +220,15 @@ class _KQuant(NamedTuple):
         codes = src.buffer(n * per * bits // 8, "codes").reshape(n, per * bits // 8)
         dl = np.empty((n, subs), np.float32)
         ml = np.empty((n, subs), np.float32) if self.storage.startswith("u") else None  # mins
+        kept: list[tuple[np.ndarray, np.ndarray]] = []  # mixed +-0 sub-blocks (signed types)
         for part in _parts(n, per):
             first = (part.start or 0) * subs
             with np.errstate(invalid="ignore"):  # inf * 0: a NaN scale, refused below
                 got = (self.lanes or self.decode)(blocks[part])
             dl[part] = got.dl
             q = got.q.reshape(got.dl.shape[0], subs, -1)
-            zero = _repair(src, entry, dl[part], q, "scale", first)
+            zero = _repair(src, entry, dl[part], q, "scale", first,
+                           None if ml is not None else kept)
             if self.lanes is not None:
                 _repack4(blocks[part, self.size - 128:].reshape(-1, 32),
                          codes[part].reshape(-1, 32), np.uint64(0))
@@ -205,9 +238,11 @@ class _KQuant(NamedTuple):
                 _pack(q.reshape(q.shape[0], -1), bits, codes[part])
             if ml is not None and got.ml is not None:
                 np.negative(got.ml, out=ml[part])
-        base = _per_block(self.storage, entry.shape, codes, dl, None if ml is None else _BASE,
-                          self.sub, 0x03)
+        base = _per_block(self.storage, entry.shape, codes, dl,
+                          None if ml is None and not kept else _BASE, self.sub, 0x03)
         expected = _shaped(entry, lambda: self.expected(blocks))
+        if kept:
+            return Converted(_replace_zeros(entry, base, kept, self.sub), expected)
         if ml is None:
             return Converted(base, expected)
         return Converted(_minus_mins(src, entry, base, ml, self.sub), expected)
