@@ -285,7 +285,8 @@ def _k_blocks(kind: str, count: int) -> np.ndarray:
     """Valid random ``kind`` super-blocks as llama.cpp's quantizers shape them: random codes,
     random f16 d (and dmin), integer scales (and mins) with one sub-block at the range's
     extreme; some zero scales (signed types: over random codes of both signs; unsigned: over
-    zero codes); block 0 all zero scales (d = +0; signed: over random codes)."""
+    zero codes); block 0 all zero scales (d = +0; signed: over random codes); signed types'
+    block 1 a zero scale over codes of one sign."""
     gguf = require_peer("gguf")
     lo, hi, sc0, mins = _K_RANGES[kind]
     size = gguf.GGML_QUANT_SIZES[getattr(gguf.GGMLQuantizationType, kind)][1]
@@ -305,6 +306,12 @@ def _k_blocks(kind: str, count: int) -> np.ndarray:
 
     sc, m = scales(), scales()
     sc[0], m[0] = sc0, 0
+    sc[1, :2] = (lo if lo < 0 else hi), 0  # block 1: sub-block 1's zero scale over ...
+    if not mins:  # ... codes of one sign that are not the quantizers' zero bytes
+        at, byte = {"Q6_K": (slice(0, 192), [0x99] * 128 + [0] * 64),
+                    "Q3_K": (slice(0, 96), [0xFF] * 32 + [0x55] * 64),
+                    "IQ4_XS": (slice(8, 136), [0x99] * 128)}[kind]
+        raw[1, at] = byte  # Q6_K q = -23, Q3_K q = 1, IQ4_XS value 13
     u = (sc - lo if lo < 0 else sc).astype(np.uint8)  # 6-bit raw (signed) or the value
     zero = sc == 0
     if kind == "Q6_K":

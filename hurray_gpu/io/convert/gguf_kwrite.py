@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from hurray_gpu.io.convert.ggml_kquants import IQ4_VALUES
+from hurray_gpu.io.convert.ggml_kquants import IQ4_VALUES, ZERO_CODES
 
 __all__ = ["KBLOCKS", "Unfit", "encode_kquant", "kquant_kind", "per_block"]
 
@@ -54,12 +54,12 @@ class _Spec(NamedTuple):
     q_pos: int
 
 
-KBLOCKS = {"Q6_K": _Spec(256, 210, 16, "int8", -128, 127, False, 0, -32, 0),
-           "Q3_K": _Spec(256, 110, 16, "int4", -32, 31, False, -32, -4, 0),
+KBLOCKS = {"Q6_K": _Spec(256, 210, 16, "int8", -128, 127, False, 0, *ZERO_CODES["Q6_K"]),
+           "Q3_K": _Spec(256, 110, 16, "int4", -32, 31, False, -32, *ZERO_CODES["Q3_K"]),
            "Q2_K": _Spec(256, 84, 16, "uint2", 0, 15, True, 0, 0, 0),
            "Q4_K": _Spec(256, 144, 32, "uint4", 0, 63, True, 0, 0, 0),
            "Q5_K": _Spec(256, 176, 32, "uint8", 0, 63, True, 0, 0, 0),
-           "IQ4_XS": _Spec(256, 136, 32, "int8", -32, 31, False, -32, -127, 1)}
+           "IQ4_XS": _Spec(256, 136, 32, "int8", -32, 31, False, -32, *ZERO_CODES["IQ4_XS"])}
 _BITS = {"int8": 8, "uint8": 8, "int4": 4, "uint4": 4, "uint2": 2}
 
 
