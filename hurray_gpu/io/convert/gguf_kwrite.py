@@ -144,19 +144,19 @@ def kquant_kind(t: Any) -> str | None:
 
 
 def _unpack(raw: np.ndarray, storage: str, count: int) -> np.ndarray:
-    """Hurray's packed codes (element i at bit ``i * bits``, LSB first) as int16 values."""
+    """Hurray's packed codes (element i at bit ``i * bits``, LSB first) as int8/uint8 values."""
     bits = _BITS[storage]
     if raw.size * 8 < count * bits:
         raise Unfit(f"its codes buffer holds {raw.size} bytes, not the {count * bits // 8} "
                     "its shape needs")
+    signed = storage[0] == "i"
     if bits == 8:
-        v = raw[:count].view(np.int8 if storage[0] == "i" else np.uint8).astype(np.int16)
-        return v
+        return raw[:count].view(np.int8 if signed else np.uint8)
     shifts = np.arange(0, 8, bits, dtype=np.uint8)
-    v = ((raw[:count * bits // 8, None] >> shifts) & ((1 << bits) - 1)).reshape(-1)
-    v = v.astype(np.int16)
-    if storage[0] == "i":
-        v = np.where(v >= 1 << (bits - 1), v - (1 << bits), v)
+    v = ((raw[:count * bits // 8, None] >> shifts) & np.uint8((1 << bits) - 1)).reshape(-1)
+    if signed:  # two's complement of ``bits`` bits, sign-extended
+        half = np.uint8(1 << (bits - 1))
+        return (v ^ half).view(np.int8) - np.int8(half)
     return v
 
 
@@ -224,7 +224,7 @@ def _zero_codes(spec: _Spec, q: np.ndarray, d: np.ndarray, sc: np.ndarray, sign:
     flip = sign ^ product  # zeros of the other sign than the product: a negative code
     if spec.lo >= 0:
         _signs_agree(flip & repaired, "scale")
-    code = np.where(flip, spec.q_neg, spec.q_pos).astype(np.int16)
+    code = np.where(flip, spec.q_neg, spec.q_pos).astype(q.dtype)
     q[repaired] = np.broadcast_to(code[..., None], q.shape)[repaired]
 
 
@@ -289,9 +289,13 @@ def _mins(corr: Any, spec: _Spec, n: int) -> list[np.ndarray]:
     """(f16 ``dmin`` bits, integer mins) from the correction: codes all 1 with scale
     ``-(dmin * m)``, or all 0 with scale +-1 where ``dmin * m`` is a signed zero."""
     subs = spec.per // spec.sub
-    codes = _unpack(corr.buffers[0].numpy(), "uint2", n * spec.per).reshape(n, subs, -1)
+    raw = corr.buffers[0].numpy()
+    if raw.size < n * spec.per // 4:
+        raise Unfit(f"its mins correction holds {raw.size} bytes, not {n * spec.per // 4}")
+    codes = raw[:n * spec.per // 4].reshape(n, subs, -1)  # four uint2 codes a byte
     scale = _scales(corr, n * subs).reshape(n, subs)
-    ones, zeros = (codes == 1).all(axis=2), (codes == 0).all(axis=2) & (np.abs(scale) == 1)
+    ones = (codes == 0x55).all(axis=2)
+    zeros = (codes == 0).all(axis=2) & (np.abs(scale) == 1)
     if not (ones | zeros).all():
         raise Unfit("its mins correction is not one code per sub-block")
     d, m, live = _factor(-scale, zeros, 0, spec.hi, "sub-block mins")
