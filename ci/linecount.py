@@ -140,7 +140,14 @@ PER_FILE_CAP = 800
 # - +502: Python conventions on Tensor (__array__ with copy=, dtype comparison, to(device,
 #   dtype), len/iteration, basic indexing as descriptor views, cpu, repr), the .hrry file as a
 #   read-only mapping, hinted errors for API misuse, and the typed public declarations.
-TOTAL_BUDGET = 42_254
+# +38 (session 9, conv9): K-quant/IQ4 sub-blocks whose zero scale keeps +-0 codes of both
+#   signs convert exactly (an overlay-replace of their signed zeros) instead of being refused.
+# +339 (session 9, conv9): GGUF export of the K-quant (Q2_K..Q6_K), IQ4_XS and MXFP4 forms
+#   (f16 d and integer sub-scales recovered from the f32 products, verified bit for bit).
+# +13 (session 9, conv9): signed K-quant zero sub-blocks keep one-sign codes other than the
+#   quantizers' zero bytes too, so those files export back byte for byte; the export reads
+#   the mins correction packed, without unpacking it.
+TOTAL_BUDGET = 42_644
 PACKAGES = ("hurray_gpu", "vyre")
 
 

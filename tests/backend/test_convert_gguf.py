@@ -177,6 +177,22 @@ def _q4_k(d_bits: int, dmin_bits: int) -> np.ndarray:
     return np.concatenate([np.array([d_bits, dmin_bits], "<u2").view(np.uint8), rest])
 
 
+def _q3_k(zero_low: int) -> np.ndarray:
+    """One Q3_K super-block with random codes (hmask, qs), d = 1 and sub-block scales 1 (raw
+    33) except sub-block 0, whose scale is 0 (raw 32: low nibble ``zero_low`` & 0xF = 0)."""
+    rest = stable_rng("q3_k", zero_low).integers(0, 256, 96, dtype=np.uint8)
+    scales = np.array([zero_low] + [0x11] * 7 + [0xAA] * 4, np.uint8)
+    return np.concatenate([rest, scales, np.array([0x3C00], "<u2").view(np.uint8)])
+
+
+def _iq4_xs(d_bits: int) -> np.ndarray:
+    """One IQ4_XS super-block with random table indices, sub-block 0's scale 0 and the others
+    1 (6-bit raw 32 and 33)."""
+    qs = stable_rng("iq4_xs", d_bits).integers(0, 256, 128, dtype=np.uint8)
+    head = np.array([d_bits, 0xAAAA], "<u2").view(np.uint8)
+    return np.concatenate([head, np.array([0x10, 0x11, 0x11, 0x11], np.uint8), qs])
+
+
 def _mxfp4(e: int, codes: list[int]) -> np.ndarray:
     """One MXFP4 block: e8m0 byte ``e``, 4-bit codes in gguf-py's order (element j low nibble of
     byte j, element j + 16 its high nibble)."""
@@ -210,6 +226,11 @@ def _tq1_0(d_bits: int, byte: int) -> np.ndarray:
     ("Q6_K", _q6_k(0x3C00, [0] + [1] * 15)),           # sc 0, codes -32: -0.0 in sub-block 0
     ("Q6_K", _q6_k(0xBC00, [0, -3] * 8, low=0x99)),    # d < 0, sc 0, codes -23: +0.0
     ("Q6_K", _q6_k(0x0000, [5] * 16, low=0xFF)),       # d = +0, codes -17: -0.0 everywhere
+    ("Q6_K", _q6_k(0x3C00, [1] * 3 + [0] * 13, 0x5A, 0xFF)),  # sc 0, +-0 mixed: replaced
+    ("Q6_K", _q6_k(0xBC00, [0] * 16, 0x5A, 0xFF)),     # every sc 0, d < 0, +-0 mixed
+    ("Q3_K", _q3_k(0x10)),                             # sc 0 over random codes -4..3
+    ("IQ4_XS", _iq4_xs(0x3C00)),                       # sc 0 over table values of both signs
+    ("IQ4_XS", _iq4_xs(0x8000)),                       # d = -0: every sub-block +-0 mixed
     ("Q4_K", _q4_k(0x0000, 0x8000)),                   # +0 * q - (-0 * m) = +0
     ("Q4_K", _q4_k(0x8000, 0x0000)),                   # -0 * q - (+0 * m) = -0
     ("Q4_K", _q4_k(0x2E66, 0x8001)),                   # dmin a negative subnormal
@@ -234,8 +255,6 @@ def test_hand_made_super_blocks_dequantize_like_gguf_py(device, tmp_path: Path, 
 
 
 @pytest.mark.parametrize(("kind", "block", "why"), [
-    ("Q6_K", _q6_k(0x3C00, [1] * 3 + [0] * 13, 0x5A, 0xFF), "sub-block 3 has a zero scale and "
-     "codes of both signs"),
     ("Q6_K", _q6_k(0x7C00, [1] * 16), "sub-block 0 has an infinite or NaN scale"),
     ("TQ2_0", _tq2_0(0x3C00, 1, last=3), "block 0 has 2-bit code 3"),
     ("TQ2_0", _tq2_0(0x0000, 1, last=0), "block 0 has a zero scale and codes of both signs"),
@@ -276,3 +295,17 @@ def test_empty_quantized_tensors_convert(device, tmp_path: Path) -> None:
     with hg.open_file(tmp_path / "e.hrry") as f:
         for kind in kinds:
             assert _f32_on(f.read(kind), device).shape == (0, 256 if kind in K_MAPPED else 32)
+
+
+def test_mixed_signed_zeros_become_an_overlay_replace_of_their_sub_blocks(tmp_path: Path) -> None:
+    src = _raw_block(tmp_path / "x.gguf", "Q6_K", _q6_k(0x3C00, [1] * 3 + [0] * 13, 0x5A, 0xFF))
+    hg.convert(src, tmp_path / "x.hrry")
+    with hg.open_file(tmp_path / "x.hrry") as f:
+        t = f.read("t")
+        layout = t.descriptor.layout
+        assert (layout.composition_rule, layout.combine_op, len(t.members)) == (2, 1, 14)
+        offsets = [m.descriptor.shard.shard_offset for m in t.members[1:]]
+        assert offsets == [(0, 16 * i) for i in range(3, 16)]
+        base = t.members[0]  # the base keeps the codes; scale +1, the sign of d = +1
+        assert np.array_equal(base.buffers[1].numpy().view("<f4")[3:], np.ones(13, np.float32))
+        assert base.buffers[0].numpy()[48:].view(np.int8).any()

@@ -275,19 +275,128 @@ def test_iq4_nl_forms_export_as_iq4_nl(tmp_path: Path) -> None:
             hg.export(tmp_path / f"{name}.hrry", tmp_path / f"{name}.gguf")
 
 
-def test_k_quant_iq4_and_mxfp4_forms_export_only_dequantized(tmp_path: Path) -> None:
-    # Their Hurray forms (f32 sub-block scales, table codes, MXFP) have no GGML encoder yet.
+# Sub-block scale ranges: (lo, hi, scale of raw byte 0, mins).
+_K_RANGES = {"Q6_K": (-128, 127, 0, False), "Q3_K": (-32, 31, -32, False),
+             "IQ4_XS": (-32, 31, -32, False), "Q2_K": (0, 15, 0, True),
+             "Q4_K": (0, 63, 0, True), "Q5_K": (0, 63, 0, True)}
+
+
+def _k_blocks(kind: str, count: int) -> np.ndarray:
+    """Valid random ``kind`` super-blocks as llama.cpp's quantizers shape them: random codes,
+    random f16 d (and dmin), integer scales (and mins) with one sub-block at the range's
+    extreme; some zero scales (signed types: over random codes of both signs; unsigned: over
+    zero codes); block 0 all zero scales (d = +0; signed: over random codes); signed types'
+    block 1 a zero scale over codes of one sign."""
+    gguf = require_peer("gguf")
+    lo, hi, sc0, mins = _K_RANGES[kind]
+    size = gguf.GGML_QUANT_SIZES[getattr(gguf.GGMLQuantizationType, kind)][1]
+    subs = 16 if kind in ("Q6_K", "Q3_K", "Q2_K") else 8
+    rng = stable_rng("k_blocks", kind, count)
+    raw = rng.integers(0, 256, (count, size), dtype=np.uint8)
+
+    def scales() -> np.ndarray:
+        sc = rng.integers(lo, hi + 1, (count, subs))
+        sc[np.arange(count), rng.integers(0, subs, count)] = lo if lo < 0 else hi
+        sc[(rng.random((count, subs)) < 0.15) & (np.abs(sc) != max(-lo, hi))] = 0
+        return sc
+
+    def halves() -> np.ndarray:
+        d = rng.normal(0, 0.05, count).astype(np.float16)
+        return np.where(d == 0, np.float16(0.01), d).view("<u2").reshape(-1, 1).view(np.uint8)
+
+    sc, m = scales(), scales()
+    sc[0], m[0] = sc0, 0
+    sc[1, :2] = (lo if lo < 0 else hi), 0  # block 1: sub-block 1's zero scale over ...
+    if not mins:  # ... codes of one sign that are not the quantizers' zero bytes
+        at, byte = {"Q6_K": (slice(0, 192), [0x99] * 128 + [0] * 64),
+                    "Q3_K": (slice(0, 96), [0xFF] * 32 + [0x55] * 64),
+                    "IQ4_XS": (slice(8, 136), [0x99] * 128)}[kind]
+        raw[1, at] = byte  # Q6_K q = -23, Q3_K q = 1, IQ4_XS value 13
+    u = (sc - lo if lo < 0 else sc).astype(np.uint8)  # 6-bit raw (signed) or the value
+    zero = sc == 0
+    if kind == "Q6_K":
+        raw[:, 192:208], raw[:, 208:] = sc.astype(np.int8).view(np.uint8), halves()
+    elif kind == "Q3_K":
+        raw[:, 96:104] = (u[:, :8] & 15) | ((u[:, 8:] & 15) << 4)
+        raw[:, 104:108] = sum((u[:, 4 * k:4 * k + 4] >> 4) << (2 * k) for k in range(4))
+        raw[:, 108:] = halves()
+    elif kind == "IQ4_XS":
+        raw[:, :2] = halves()
+        high = sum((u[:, i].astype(np.uint16) >> 4) << (2 * i) for i in range(8))
+        raw[:, 2:4] = high.astype("<u2").reshape(-1, 1).view(np.uint8)
+        raw[:, 4:8] = (u[:, 0::2] & 15) | ((u[:, 1::2] & 15) << 4)
+    elif kind == "Q2_K":
+        raw[:, :16], raw[:, 80:82], raw[:, 82:] = u | (m.astype(np.uint8) << 4), halves(), halves()
+        for b, s in zip(*np.nonzero(zero), strict=True):  # codes 0 under a zero scale
+            j = 16 + (s // 8) * 32 + (s % 2) * 16
+            raw[b, j:j + 16] &= ~np.uint8(3 << (2 * ((s % 8) // 2)))
+    else:  # Q4_K, Q5_K
+        mn = m.astype(np.uint8)
+        raw[:, :2], raw[:, 2:4] = halves(), halves()
+        raw[:, 4:8] = (u[:, :4] & 63) | ((u[:, 4:] >> 4) << 6)
+        raw[:, 8:12] = (mn[:, :4] & 63) | ((mn[:, 4:] >> 4) << 6)
+        raw[:, 12:16] = (u[:, 4:] & 15) | ((mn[:, 4:] & 15) << 4)
+        at = 16 if kind == "Q4_K" else 48
+        for b, s in zip(*np.nonzero(zero), strict=True):
+            j = at + (s // 2) * 32
+            raw[b, j:j + 32] &= np.uint8(0xF0 if s % 2 == 0 else 0x0F)
+            if kind == "Q5_K":
+                raw[b, 16:48] &= ~np.uint8(1 << s)
+    if mins:
+        raw[0] = 0  # llama.cpp's zero block: every byte 0
+    else:
+        raw[0, {"Q6_K": 208, "Q3_K": 108, "IQ4_XS": 0}[kind]:][:2] = 0  # d = +0
+    return raw
+
+
+@pytest.mark.parametrize("kind", list(_K_RANGES))
+def test_k_quant_and_iq4_xs_forms_export_byte_for_byte(tmp_path: Path, kind: str) -> None:
     gguf = require_peer("gguf")
     from gguf.quants import dequantize
 
-    specs = [("k4", "Q4_K", (2, 256)), ("k6", "Q6_K", (3, 256)), ("mx", "MXFP4", (2, 64))]
+    qtype = getattr(gguf.GGMLQuantizationType, kind)
+    blocks = _k_blocks(kind, 3 * 40)
+    writer = gguf.GGUFWriter(str(tmp_path / "k.gguf"), "llama")
+    writer.add_tensor("k", blocks.reshape(3, -1), raw_dtype=qtype)
+    for key in ("write_header_to_file", "write_kv_data_to_file", "write_tensors_to_file",
+                "close"):
+        getattr(writer, key)()
+    hg.convert(tmp_path / "k.gguf", tmp_path / "k.hrry")
+    with hg.open_file(tmp_path / "k.hrry") as f:  # the +-0 sub-blocks kept their codes
+        assert f.read("k").is_composite
+    hg.export(tmp_path / "k.hrry", tmp_path / "k2.gguf")
+    assert (tmp_path / "k2.gguf").read_bytes() == (tmp_path / "k.gguf").read_bytes()
+    t = gguf.GGUFReader(tmp_path / "k2.gguf").tensors[0]
+    assert np.array_equal(dequantize(t.data, qtype).view(np.uint32),
+                          dequantize(blocks.reshape(3, -1), qtype).view(np.uint32))
+
+
+def test_k_quant_iq4_and_mxfp4_from_gguf_py_export_exactly(tmp_path: Path) -> None:
+    # MXFP4 as gguf-py quantizes it comes back byte for byte; random K-quant bytes (scales
+    # not at the range's extreme) to the same values; products that are no f16 times
+    # integers are refused by name unless dequantized.
+    gguf = require_peer("gguf")
+    from gguf.quants import dequantize
+
+    specs = [("k4", "Q4_K", (2, 256)), ("k6", "Q6_K", (3, 256)), ("mx", "MXFP4", (2, 64)),
+             ("x", "IQ4_XS", (2, 512)), ("k3", "Q3_K", (1, 768))]
     sources = write_gguf(tmp_path / "k.gguf", specs)
     hg.convert(tmp_path / "k.gguf", tmp_path / "k.hrry")
-    with pytest.raises(UnsupportedConversionError, match="tensor 'k4'"):
-        hg.export(tmp_path / "k.hrry", tmp_path / "k2.gguf")
-    hg.export(tmp_path / "k.hrry", tmp_path / "k2.gguf", dequantize="float32")
+    hg.export(tmp_path / "k.hrry", tmp_path / "k2.gguf")
     for t in gguf.GGUFReader(tmp_path / "k2.gguf").tensors:
-        want = dequantize(*sources[t.name]).astype(np.float32)
-        got = np.asarray(t.data).reshape(want.shape)
-        assert t.tensor_type.name == "F32" and np.array_equal(got.view(np.uint32),
-                                                               want.view(np.uint32)), t.name
+        raw, qtype = sources[t.name]
+        assert t.tensor_type == qtype, t.name
+        want = dequantize(raw, qtype)
+        assert np.array_equal(dequantize(t.data, qtype).reshape(want.shape).view(np.uint32),
+                              want.view(np.uint32)), t.name
+        assert t.name != "mx" or bytes(t.data) == raw.tobytes()
+    odd = quantized_tensor(np.full((1, 256), 3), "int8", "per_block", axis=1, block_size=16,
+                           scales=np.array([0.1, 0.3] * 8, np.float32))
+    hg.save(tmp_path / "odd.hrry", {"odd": odd})
+    with pytest.raises(UnsupportedConversionError, match="tensor 'odd'.*Q6_K form, but "
+                                                         "super-block 0's sub-block scales"):
+        hg.export(tmp_path / "odd.hrry", tmp_path / "odd.gguf")
+    hg.export(tmp_path / "odd.hrry", tmp_path / "odd.gguf", dequantize="float32")
+    got = np.asarray(gguf.GGUFReader(tmp_path / "odd.gguf").tensors[0].data)
+    want = np.repeat(np.tile(np.float32([0.1, 0.3]), 8), 16) * np.float32(3)
+    assert np.array_equal(got.reshape(-1).view(np.uint32), want.view(np.uint32))

@@ -20,6 +20,13 @@ import numpy as np
 
 from hurray_gpu.errors import ConversionError, HurrayFormatError, UnsupportedConversionError
 from hurray_gpu.io.convert.ggml_kquants import IQ4_VALUES
+from hurray_gpu.io.convert.gguf_kwrite import (
+    KBLOCKS,
+    Unfit,
+    encode_kquant,
+    kquant_kind,
+    per_block,
+)
 from hurray_gpu.io.convert.gguf_write import encode_block, gguf_kv, write_gguf_header
 from hurray_gpu.io.file_reader import HrryFile, open_file
 from hurray_gpu.io.file_writer import atomic_output
@@ -40,7 +47,8 @@ _GGUF_DIRECT = {"float32": "F32", "float16": "F16", "bfloat16": "BF16", "float64
                 "int8": "I8", "int16": "I16", "int32": "I32", "int64": "I64"}
 # GGML block type -> (elements, bytes) per block
 _BLOCKS = {"Q8_0": (32, 34), "Q4_0": (32, 18), "Q5_0": (32, 22), "Q4_1": (32, 20),
-           "Q5_1": (32, 24), "TQ1_0": (256, 54), "IQ4_NL": (32, 18)}
+           "Q5_1": (32, 24), "TQ1_0": (256, 54), "IQ4_NL": (32, 18), "MXFP4": (32, 17),
+           **{kind: (spec.per, spec.size) for kind, spec in KBLOCKS.items()}}
 _ALIGNMENT = 32  # GGUF's default general.alignment
 _ROW_MAJOR, _NUMPY_LAYOUTS = 0x01, (0x01, 0x02, 0x03)  # row/column-major, strided
 _FIX_DEQUANT = ("export with dequantize='float32' (or 'bfloat16', 'float16'; the CLI's "
@@ -141,17 +149,6 @@ def _plan_safetensors(path: str, t: Any, name: str, dequantize: str | None) -> _
 
 
 # -- GGUF: which Hurray forms are GGML block types -------------------------------------------
-def _per_block32(t: Any, storage: tuple[str, ...], block: int = 32, scale: int = 0x01) -> bool:
-    """Scheme 0x03 along the last axis, ``block`` elements, symmetric, ``scale``-tagged (f16)
-    scales, row-major: the importer's form of GGML's ``d * q``."""
-    desc, quant = t.descriptor, t.descriptor.quantization
-    return (quant is not None and quant.SCHEME == 0x03 and t.dtype.name in storage
-            and not t.is_composite and desc.layout_tag == _ROW_MAJOR and len(t.shape) >= 1
-            and quant.axis == len(t.shape) - 1 and quant.block_size == block and quant.symmetric
-            and quant.scale_type_tag == scale and desc.byte_offset == 0
-            and quant.scale_buffer_index == 1)
-
-
 def _buffers(t: Any, blocks: int, code_bytes: int) -> list[np.ndarray]:
     codes, scales = t.buffers[0].numpy(), t.buffers[1].numpy()
     if codes.size < blocks * code_bytes or scales.size < blocks * 2:
@@ -171,8 +168,8 @@ def _overlay_parts(t: Any) -> tuple[Any, Any] | None:
     roles = {m.descriptor.composite_member.member_role: m for m in t.members
              if m.descriptor.composite_member is not None}
     base, corr = roles.get(1), roles.get(0)
-    if base is None or corr is None or not _per_block32(base, ("uint4", "uint8")) or (
-            not _per_block32(corr, ("uint2",))) or base.shape != t.shape != corr.shape:
+    if base is None or corr is None or not per_block(base, ("uint4", "uint8")) or (
+            not per_block(corr, ("uint2",))) or base.shape != t.shape != corr.shape:
         return None
     return base, corr
 
@@ -206,20 +203,20 @@ def _iq4_nl(t: Any) -> list[np.ndarray] | None:
 
 
 def _gguf_block_kind(t: Any) -> str | None:
-    if _per_block32(t, ("int8",), 32, 0x03) and t.shape[-1] % 32 == 0:
-        return "IQ4_NL" if _iq4_nl(t) is not None else None
-    if _per_block32(t, ("int2",), 256) and t.shape[-1] % 256 == 0:  # t - 1 in {-1, 0, 1}
+    if per_block(t, ("int8",), 32, 0x03) and t.shape[-1] % 32 == 0:
+        return "IQ4_NL" if _iq4_nl(t) is not None else kquant_kind(t)
+    if per_block(t, ("int2",), 256) and t.shape[-1] % 256 == 0:  # t - 1 in {-1, 0, 1}
         codes = t.buffers[0].numpy()[:math.prod(t.shape) // 4]
         return None if ((codes >> 1) & ~codes & 0x55).any() else "TQ1_0"
-    if _per_block32(t, ("int4",)):
+    if per_block(t, ("int4",)):
         return "Q4_0"
-    if _per_block32(t, ("int8",)):  # the smallest GGML type that holds every code exactly
+    if per_block(t, ("int8",)):  # the smallest GGML type that holds every code exactly
         codes = t.buffers[0].numpy()[:math.prod(t.shape)].view(np.int8)
         small = codes.size == 0 or (int(codes.min()) >= -16 and int(codes.max()) <= 15)
         return "Q5_0" if small else "Q8_0"
     parts = _overlay_parts(t)
     if parts is None:
-        return None
+        return kquant_kind(t)
     base, corr = parts
     if _offsets(corr, math.prod(t.shape) // 32) is None:
         return None
@@ -234,6 +231,8 @@ def _encode_gguf(kind: str, shape: tuple[int, ...]) -> Callable[[Any], np.ndarra
     code_bytes = {"Q4_0": 16, "Q4_1": 16, "TQ1_0": 64}.get(kind, 32)
 
     def encode(t: Any) -> np.ndarray:
+        if kind in KBLOCKS or kind == "MXFP4":
+            return encode_kquant(kind, t).reshape(-1)
         if kind not in ("Q4_1", "Q5_1", "IQ4_NL"):
             return encode_block(kind, _buffers(t, blocks, code_bytes)).reshape(-1)
         iq4 = _iq4_nl(t) if kind == "IQ4_NL" else None
@@ -256,8 +255,17 @@ def _plan_gguf(path: str, t: Any, name: str, dequantize: str | None) -> _Plan:
             "Q4_0, Q5_0, Q4_1, Q5_1 (per-block affine along the last axis, block 32, "
             "f16 scales, symmetric; Q4_1/Q5_1 as an overlay add of the offsets) and TQ1_0/TQ2_0 "
             "(int2 codes -1..1, block 256) and IQ4_NL (int8 table codes, block 32, f32 scales "
-            "that are f16 values); this tensor is none of them"))
+            "that are f16 values), and the K-quant, IQ4_XS and MXFP4 forms; this tensor is "
+            "none of them"))
     shape = _shape(path, t, name)
+    if kind in KBLOCKS or kind == "MXFP4":
+        try:  # the f32 sub-block products must factor back into GGML's bytes
+            encode_kquant(kind, t)
+        except Unfit as exc:
+            if dequantize is None:
+                raise _refuse(path, t, name, f"it has the importer's {kind} form, but {exc}"
+                              ) from None
+            return _plan_dense_or_dequant(path, t, name, _GGUF_DIRECT, dequantize, str(exc))
     return _Plan(name, kind, shape, math.prod(shape) // _BLOCKS[kind][0] * _BLOCKS[kind][1],
                  _encode_gguf(kind, shape))
 
@@ -332,7 +340,9 @@ def export(src: str | os.PathLike[str], dst: str | os.PathLike[str], *,
 
     safetensors gets every dense tensor of a type it has, element bytes as they are (other
     layouts materialized to row-major). GGUF gets F32/F16/BF16/F64/I8..I64 and the importer's
-    forms of Q8_0, Q4_0, Q5_0, Q4_1 and Q5_1 back as those block types, byte for byte.
+    forms of Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, TQ1_0, IQ4_NL, Q2_K..Q6_K, IQ4_XS and MXFP4 back as
+    those block types, byte for byte where the source wrote what its quantizer writes (a
+    K-quant tensor whose sub-block products do not factor into an f16 and integers is refused).
     The KV section becomes the target's metadata (docs/importing.md). On any error ``dst`` is
     left as it was.
 

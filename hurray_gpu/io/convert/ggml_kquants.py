@@ -22,6 +22,7 @@ import numpy as np
 from hurray_gpu.format.descriptor import BufferHandle, RowMajor, TensorDescriptor
 from hurray_gpu.format.descriptor.layouts import Composite
 from hurray_gpu.format.descriptor.quant import MXFP
+from hurray_gpu.format.descriptor.sections import CompositeMember, Shard
 from hurray_gpu.format.dtypes import by_name
 from hurray_gpu.io.convert.ggml_quants import (
     _BASE,
@@ -36,13 +37,17 @@ from hurray_gpu.io.convert.ggml_quants import (
 from hurray_gpu.io.convert.source import Converted, SourceFile, SourceTensor, refuse
 from hurray_gpu.parts import TensorLike, assemble
 
-__all__ = ["IQ4_VALUES", "KQUANTS"]
+__all__ = ["IQ4_VALUES", "KQUANTS", "ZERO_CODES"]
 
 _BITS = {"int8": 8, "uint8": 8, "int4": 4, "uint4": 4, "uint2": 2}
 IQ4_VALUES = np.array((-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113),
                       np.int8)
 # gguf-py decodes MXFP4 nibble 8 as +0 (its table holds 0 twice); e2m1 code 8 is -0. In 64-bit
 # lanes: a nibble's low 3 bits plus 7 set its bit 3 unless they are 0 (no carry: at most 14).
+# The codes (as values) a zero sub-block of the signed super-block types is rebuilt with on
+# export, for zeros of the other sign than its scale and of the same: llama.cpp's all-zero
+# bytes where their sign fits. A zero sub-block holding other codes keeps them (see _repair).
+ZERO_CODES = {"Q6_K": (-32, 0), "Q3_K": (-4, 0), "IQ4_XS": (-127, 1)}
 _SEVENS, _EIGHTS = np.uint64(0x7777777777777777), np.uint64(0x8888888888888888)
 
 
@@ -149,13 +154,20 @@ def _pack(q: np.ndarray, bits: int, out: np.ndarray) -> None:
 
 
 def _repair(src: SourceFile, entry: SourceTensor, scale: np.ndarray, q: np.ndarray,
-            what: str, first: int) -> np.ndarray:
+            what: str, first: int, kept: list[tuple[np.ndarray, np.ndarray]] | None = None,
+            zeros: tuple[int, int] | None = None) -> np.ndarray:
     """Make the f32 ``scale`` (n, subs) valid Hurray scales, in place; returns the zero-scale
     mask, whose sub-blocks' codes the caller sets to 0.
 
     A zero scale decodes to zeros of sign ``sign(scale) xor sign(q)``: scale +-1 with codes 0
-    reproduces them when the signs agree within the sub-block; otherwise (llama.cpp can leave
-    a sub-block's codes when its scale rounds to 0) the tensor is refused.
+    reproduces them when the signs agree within the sub-block. llama.cpp can leave a
+    sub-block's codes of both signs when its scale rounds to 0: with ``kept`` given, such a
+    sub-block keeps its codes under scale +-1 of the zero scale's sign (what an exporter needs
+    to rebuild the block) and ``(sub-block indices from first, f32 bits of its exact zeros)``
+    is appended to ``kept`` for an overlay to replace its values; otherwise it is refused.
+    With ``zeros`` (the codes an exporter rebuilds for zeros of the other and the same sign
+    as the scale, :data:`ZERO_CODES`), a sub-block of one sign holding other codes is kept
+    the same way, so that its bytes come back.
     """
     bad = np.flatnonzero(~np.isfinite(scale))
     if bad.size:
@@ -165,10 +177,39 @@ def _repair(src: SourceFile, entry: SourceTensor, scale: np.ndarray, q: np.ndarr
     zero = scale == 0
     at = np.flatnonzero(zero)
     if at.size:  # only the zero sub-blocks' codes are read (1 in 64 of random 6-bit scales)
-        neg = zero_signs(src, entry, np.signbit(scale.reshape(-1)[at]),
-                         q.reshape(scale.size, -1)[at], first + at, "sub-block", what)
-        scale.reshape(-1)[at] = np.where(neg, -1.0, 1.0)
+        flat, rows = scale.reshape(-1), q.reshape(scale.size, -1)[at]
+        sign = np.signbit(flat[at])
+        mixed: list[np.ndarray] | None = [] if kept is not None else None
+        neg = zero_signs(src, entry, sign, rows, first + at, "sub-block", what, mixed)
+        if zeros is not None and mixed is not None:  # one sign, but not the rebuilt codes
+            odd = np.flatnonzero(~(rows == np.where(rows[:, :1] < 0, *zeros)).all(axis=1))
+            mixed = [np.union1d(odd, mixed[0] if mixed else odd).astype(np.intp)]
+        if mixed and mixed[0].size and kept is not None:
+            both = mixed[0]
+            neg[both] = sign[both]
+            zero.reshape(-1)[at[both]] = False  # the codes stay; the overlay hides them
+            bits = np.where(sign[both, None] ^ (rows[both] < 0), 1 << 31, 0).astype("<u4")
+            kept.append((first + at[both], bits))
+        flat[at] = np.where(neg, -1.0, 1.0)
     return zero
+
+
+def _replace_zeros(entry: SourceTensor, base: TensorLike,
+                   kept: list[tuple[np.ndarray, np.ndarray]], sub: int) -> TensorLike:
+    """``base`` with each kept sub-block's values replaced by its exact signed zeros: an
+    overlay-replace composite (float32 head) whose corrections are float32 boxes (dense members
+    take the head's type) of one sub-block each (sub-blocks never cross a row: GGUF rows are whole super-blocks)."""
+    members, box = [base], (1,) * (len(entry.shape) - 1) + (sub,)
+    for at, zeros in kept:
+        for index, row in zip(at.tolist(), zeros, strict=True):
+            offset = tuple(int(i) for i in np.unravel_index(index * sub, entry.shape))
+            desc = TensorDescriptor(by_name("float32"), box, RowMajor(),
+                                    (BufferHandle(row.nbytes, 64),),
+                                    shard=Shard(entry.shape, offset),
+                                    composite_member=CompositeMember(_CORRECTION))
+            members.append(assemble(desc, [np.ascontiguousarray(row).view(np.uint8)]))
+    head = TensorDescriptor(by_name("float32"), entry.shape, Composite(2, 1, len(members)), ())
+    return assemble(head, [], members)
 
 
 class _KQuant(NamedTuple):
@@ -181,6 +222,7 @@ class _KQuant(NamedTuple):
     storage: str
     decode: Callable[[np.ndarray], _Decoded]
     lanes: Callable[[np.ndarray], _Decoded] | None = None  # scales only; codes via _repack4
+    zeros: tuple[int, int] | None = None  # ZERO_CODES of the type
 
     def convert(self, src: SourceFile, entry: SourceTensor, raw: np.ndarray) -> Converted:
         blocks = raw.reshape(-1, self.size)
@@ -189,13 +231,15 @@ class _KQuant(NamedTuple):
         codes = src.buffer(n * per * bits // 8, "codes").reshape(n, per * bits // 8)
         dl = np.empty((n, subs), np.float32)
         ml = np.empty((n, subs), np.float32) if self.storage.startswith("u") else None  # mins
+        kept: list[tuple[np.ndarray, np.ndarray]] = []  # mixed +-0 sub-blocks (signed types)
         for part in _parts(n, per):
             first = (part.start or 0) * subs
             with np.errstate(invalid="ignore"):  # inf * 0: a NaN scale, refused below
                 got = (self.lanes or self.decode)(blocks[part])
             dl[part] = got.dl
             q = got.q.reshape(got.dl.shape[0], subs, -1)
-            zero = _repair(src, entry, dl[part], q, "scale", first)
+            zero = _repair(src, entry, dl[part], q, "scale", first,
+                           None if ml is not None else kept, self.zeros)
             if self.lanes is not None:
                 _repack4(blocks[part, self.size - 128:].reshape(-1, 32),
                          codes[part].reshape(-1, 32), np.uint64(0))
@@ -205,9 +249,11 @@ class _KQuant(NamedTuple):
                 _pack(q.reshape(q.shape[0], -1), bits, codes[part])
             if ml is not None and got.ml is not None:
                 np.negative(got.ml, out=ml[part])
-        base = _per_block(self.storage, entry.shape, codes, dl, None if ml is None else _BASE,
-                          self.sub, 0x03)
+        base = _per_block(self.storage, entry.shape, codes, dl,
+                          None if ml is None and not kept else _BASE, self.sub, 0x03)
         expected = _shaped(entry, lambda: self.expected(blocks))
+        if kept:
+            return Converted(_replace_zeros(entry, base, kept, self.sub), expected)
         if ml is None:
             return Converted(base, expected)
         return Converted(_minus_mins(src, entry, base, ml, self.sub), expected)
@@ -271,12 +317,13 @@ def _mxfp4(src: SourceFile, entry: SourceTensor, raw: np.ndarray) -> Converted:
 # GGML type -> (elements per block, block bytes, mapping).
 KQUANTS: dict[str, tuple[int, int, Callable[[SourceFile, SourceTensor, np.ndarray],
                                             Converted]]] = {
-    "Q6_K": (256, 210, _KQuant(210, 256, 16, "int8", _q6_k).convert),
-    "Q3_K": (256, 110, _KQuant(110, 256, 16, "int4", _q3_k).convert),
+    "Q6_K": (256, 210, _KQuant(210, 256, 16, "int8", _q6_k, None, ZERO_CODES["Q6_K"]).convert),
+    "Q3_K": (256, 110, _KQuant(110, 256, 16, "int4", _q3_k, None, ZERO_CODES["Q3_K"]).convert),
     "Q2_K": (256, 84, _KQuant(84, 256, 16, "uint2", _q2_k).convert),
     "Q4_K": (256, 144, _KQuant(144, 256, 32, "uint4", _q4_k, _q4_k_scales).convert),
     "Q5_K": (256, 176, _KQuant(176, 256, 32, "uint8", _q5_k).convert),
     "IQ4_NL": (32, 18, _KQuant(18, 32, 32, "int8", _iq4_nl).convert),
-    "IQ4_XS": (256, 136, _KQuant(136, 256, 32, "int8", _iq4_xs).convert),
+    "IQ4_XS": (256, 136, _KQuant(136, 256, 32, "int8", _iq4_xs, None,
+                                 ZERO_CODES["IQ4_XS"]).convert),
     "MXFP4": (32, 17, _mxfp4),
 }

@@ -97,14 +97,19 @@ def _repair(src: SourceFile, entry: SourceTensor, d: np.ndarray, what: str,
 
 
 def zero_signs(src: SourceFile, entry: SourceTensor, negative: np.ndarray, codes: np.ndarray,
-               at: np.ndarray, unit: str, what: str) -> np.ndarray:
+               at: np.ndarray, unit: str, what: str,
+               mixed: list[np.ndarray] | None = None) -> np.ndarray:
     """Whether each zero-scale (sub-)block decodes to -0.0: ``negative`` is its scale's sign
-    bit, ``codes`` (one row per block) its codes; zeros of both signs in one block (which one
-    nonzero Hurray scale cannot reproduce) are refused, naming block ``at[i]``."""
+    bit, ``codes`` (one row per block) its codes. Zeros of both signs in one block (which one
+    nonzero Hurray scale cannot reproduce) are refused, naming block ``at[i]``, or, when
+    ``mixed`` is given, their rows (indices into ``codes``) are appended to it for the caller
+    to reproduce another way (their result entries are then meaningless)."""
     neg = negative[:, None] ^ (codes < 0)
-    mixed = np.flatnonzero(neg.any(axis=1) & ~neg.all(axis=1))
-    if mixed.size:
-        raise refuse(src, entry, f"{unit} {at[mixed[0]]} has a zero {what} and codes of both "
+    both = np.flatnonzero(neg.any(axis=1) & ~neg.all(axis=1))
+    if both.size and mixed is not None:
+        mixed.append(both)
+    elif both.size:
+        raise refuse(src, entry, f"{unit} {at[both[0]]} has a zero {what} and codes of both "
                      "signs (it decodes to +0.0 and -0.0 mixed), which one nonzero Hurray scale "
                      "cannot reproduce", FIX_REQUANT)
     return np.asarray(neg[:, 0])

@@ -26,7 +26,8 @@ __all__ = ["GGML_IDS", "encode_block", "gguf_kv", "write_gguf_header"]
 # GGML type name -> type id (ggml.c), for the types the exporter writes.
 GGML_IDS = {"F32": 0, "F16": 1, "Q4_0": 2, "Q4_1": 3, "Q5_0": 6, "Q5_1": 7, "Q8_0": 8,
             "I8": 24, "I16": 25, "I32": 26, "I64": 27, "F64": 28, "BF16": 30, "IQ4_NL": 20,
-            "TQ1_0": 34}
+            "TQ1_0": 34, "Q2_K": 10, "Q3_K": 11, "Q4_K": 12, "Q5_K": 13, "Q6_K": 14,
+            "IQ4_XS": 23, "MXFP4": 39}
 _ONE, _SIGN = 0x3C00, 0x8000
 # GGUF value type ids and struct formats (the GGUF specification's table).
 _TYPES = {"UINT8": (0, "B"), "INT8": (1, "b"), "UINT16": (2, "H"), "INT16": (3, "h"),
