@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import math
 import os
 import shutil
 import struct
@@ -36,6 +35,7 @@ from hurray_gpu.backends.windows import (
     Limits,
     Span,
     Step,
+    WindowedProgram,
     plan_launch,
 )
 from hurray_gpu.dialect.glsl import GLSLRenderer
@@ -51,7 +51,7 @@ from hurray_gpu.runtime.buffer import Buffer
 from hurray_gpu.runtime.cache import KernelCacheBackend
 from hurray_gpu.runtime.device import Device
 from hurray_gpu.runtime.memory import Allocation, Allocator, MemoryClass
-from hurray_gpu.runtime.program import Compiler, Program
+from hurray_gpu.runtime.program import Compiler
 
 __all__ = ["DEVICE", "Limits", "Span", "Step", "VulkanAllocator", "VulkanCompiler",
            "VulkanDevice", "VulkanGLSLRenderer", "VulkanPipeline", "VulkanProgram", "check",
@@ -401,7 +401,7 @@ class VulkanCompiler(Compiler):
                 return handle.read()
 
 
-class VulkanProgram(Program):
+class VulkanProgram(WindowedProgram):
     """A compute pipeline; a launch is planned into dispatches over buffer windows.
 
     Raises (on load):
@@ -430,17 +430,7 @@ class VulkanProgram(Program):
                 global_size: tuple[int, int, int], local_size: tuple[int, int, int],
                 wait: bool) -> float | None:
         dev: VulkanDevice = self.device  # type: ignore[assignment]
-        sizes, invocations = dev.local_limits
-        if math.prod(local_size) > invocations or any(map(int.__gt__, local_size, sizes)):
-            raise UnsupportedOpError(
-                f"work-group size {local_size} is over {dev.name}'s limits ({invocations} "
-                f"invocations, {sizes} per axis); the driver would launch it anyway",
-                fix=f"use a work group of at most {invocations} invocations on this device.")
-        roots = [dev.binding_of(a) for a in buffers]
-        spans = [Span(mem.size, offset, nbytes) for (mem, offset, _), nbytes
-                 in zip(roots, self._needed(buffers, scalars), strict=True)]
-        steps = plan_launch(spans, global_size, local_size, dev.plan_limits)
-        words = np.array([np.asarray(s).view(np.uint32) for s in scalars], np.uint32).tobytes()
+        roots, spans, steps, words = self._windows(buffers, scalars, global_size, local_size)
         stream = dev.async_stream()
         fault = ((dev.fault if stream is None else stream.lane.fault).buffer, 0, 4),
         dispatches = [
@@ -464,35 +454,8 @@ class VulkanProgram(Program):
             elapsed = time.perf_counter() - start
             faulted = int(dev.fault.mapped[:4].view(np.uint32)[0])  # type: ignore[index]
         if faulted:
-            self._raise_fault(len(steps) > 1 and any(s.nbytes > dev.plan_limits.max_range
-                                                     for s in spans))
+            self._raise_fault(spans, steps)
         return elapsed if wait else None
-
-    def _needed(self, buffers: list[Allocation], scalars: Sequence[np.generic]) -> list[int]:
-        """Bytes of each buffer the launch touches: its extent, capped by the buffer.
-
-        Windows of big buffers are proportional to these, so a small launch over a huge
-        buffer binds only the part it uses.
-        """
-        values = {p.name: v.item() for p, v in zip(self.kernel.scalars, scalars, strict=True)}
-        extents = self.kernel.extents(values)
-        out = []
-        for param, allocation in zip(self.kernel.buffers, buffers, strict=True):
-            need = int(extents.get(param.name, 0)) * param.itemsize
-            out.append(min(allocation.nbytes, need) if need > 0 else allocation.nbytes)
-        return out
-
-    def _raise_fault(self, chunked: bool) -> None:
-        name = self.kernel.name
-        if chunked:
-            raise UnsupportedOpError(
-                f"kernel {name} indexed outside the window of a buffer larger than "
-                "maxStorageBufferRange: its accesses are not proportional to its work items, "
-                "so the launch cannot be split; the outputs are not valid",
-                fix="run it on smaller buffers (split the data), or on another backend.")
-        raise UnsupportedOpError(
-            f"kernel {name} indexed outside its buffers; the outputs are not valid",
-            fix="check the kernel's extents() and its index arithmetic.")
 
     def __del__(self) -> None:
         pipeline = getattr(self, "_pipeline", None)

@@ -11,14 +11,13 @@ block, the fault word).
 Ordering: WebGPU has one queue per device and runs submissions in order, each visible to the
 next, and every host read (a buffer map) waits for the submissions before it. So every
 stream of a webgpu device is the host stream (its work is done for every observer once
-issued); ``synchronize`` waits for the queue's submitted work (onSubmittedWorkDone, polling the
-device). A launch reads the fault word back before it returns, as Vulkan's default stream does.
+issued); ``synchronize`` waits for the queue's submitted work (a word copied after them is read
+back). A launch reads the fault word back before it returns, as Vulkan's default stream does.
 """
 
 from __future__ import annotations
 
 import functools
-import math
 import threading
 import time
 from collections.abc import Sequence
@@ -27,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from hurray_gpu.backends.windows import LOOP_PROBE, PROBE_PASSES, WORD, Limits, Span, plan_launch
+from hurray_gpu.backends.windows import LOOP_PROBE, PROBE_PASSES, WORD, Limits, WindowedProgram
 from hurray_gpu.dialect.kernel import KernelDef
 from hurray_gpu.dialect.wgsl import uniform_words
 from hurray_gpu.errors import (
@@ -40,7 +39,7 @@ from hurray_gpu.runtime.buffer import Buffer
 from hurray_gpu.runtime.cache import KernelCacheBackend
 from hurray_gpu.runtime.device import Device
 from hurray_gpu.runtime.memory import CHUNK, Allocation, Allocator, MemoryClass
-from hurray_gpu.runtime.program import Compiler, Program
+from hurray_gpu.runtime.program import Compiler
 
 __all__ = ["DEVICE", "WebGPUAllocator", "WebGPUCompiler", "WebGPUDevice", "WebGPUMemory",
            "WebGPUProgram", "adapters"]
@@ -216,7 +215,7 @@ class WebGPUCompiler(Compiler):
         return source.encode()
 
 
-class WebGPUProgram(Program):
+class WebGPUProgram(WindowedProgram):
     """A compute pipeline with storage bindings 0..n-1, the uniform block (n) and the fault
     word (n + 1); a launch is one compute pass of one dispatch per planned window."""
 
@@ -254,17 +253,7 @@ class WebGPUProgram(Program):
                 global_size: tuple[int, int, int], local_size: tuple[int, int, int],
                 wait: bool) -> float | None:
         dev: WebGPUDevice = self.device  # type: ignore[assignment]
-        sizes, invocations = dev.local_limits
-        if math.prod(local_size) > invocations or any(map(int.__gt__, local_size, sizes)):
-            raise UnsupportedOpError(
-                f"work-group size {local_size} is over {dev.name}'s limits ({invocations} "
-                f"invocations, {sizes} per axis)",
-                fix=f"use a work group of at most {invocations} invocations on this device.")
-        roots = [dev.binding_of(a) for a in buffers]
-        spans = [Span(mem.size, offset, nbytes) for (mem, offset, _), nbytes
-                 in zip(roots, self._needed(buffers, scalars), strict=True)]
-        steps = plan_launch(spans, global_size, local_size, dev.plan_limits)
-        words = np.array([np.asarray(s).view(np.uint32) for s in scalars], np.uint32).tobytes()
+        roots, spans, steps, words = self._windows(buffers, scalars, global_size, local_size)
         stride = _round_up(self._uniform_size, UNIFORM_ALIGN)
         block = bytearray(stride * len(steps))
         for k, step in enumerate(steps):
@@ -299,25 +288,8 @@ class WebGPUProgram(Program):
             elapsed = time.perf_counter() - start
             uniform.destroy()
         if int(fault[0]):
-            chunked = len(steps) > 1 and any(s.nbytes > dev.plan_limits.max_range for s in spans)
-            raise UnsupportedOpError(
-                f"kernel {self.kernel.name} indexed outside "
-                + ("the window of a buffer larger than one binding: its accesses are not "
-                   "proportional to its work items, so the launch cannot be split"
-                   if chunked else "its buffers") + "; the outputs are not valid",
-                fix="run it on smaller buffers (split the data), or on another backend."
-                if chunked else "check the kernel's extents() and its index arithmetic.")
+            self._raise_fault(spans, steps)
         return elapsed if wait else None
-
-    def _needed(self, buffers: list[Allocation], scalars: Sequence[np.generic]) -> list[int]:
-        """Bytes of each buffer the launch touches: its extent, capped by the buffer."""
-        values = {p.name: v.item() for p, v in zip(self.kernel.scalars, scalars, strict=True)}
-        extents = self.kernel.extents(values)
-        out = []
-        for param, allocation in zip(self.kernel.buffers, buffers, strict=True):
-            need = int(extents.get(param.name, 0)) * param.itemsize
-            out.append(min(allocation.nbytes, need) if need > 0 else allocation.nbytes)
-        return out
 
 
 class WebGPUDevice(Device):
@@ -435,9 +407,11 @@ class WebGPUDevice(Device):
         return passes if passes < PROBE_PASSES else None
 
     def synchronize(self) -> None:
-        """Wait for every submission so far (the queue's onSubmittedWorkDone)."""
-        with self.lock:
-            self.gpu.queue.on_submitted_work_done_sync()
+        """Wait for every submission so far: a word copied in a submission after them is read
+        back (a map waits for the submissions before it, which the queue runs in order).
+        wgpu-py 0.32's onSubmittedWorkDone does not run: its callback's C type differs from
+        the bundled wgpu-native's."""
+        self.read(self.fault, 0, memoryview(bytearray(WORD)))
 
     def finalize(self) -> None:
         """Release pooled memory, loaded programs and the staging buffer."""

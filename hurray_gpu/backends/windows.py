@@ -10,14 +10,20 @@ ends long loops silently, under Vulkan and WebGPU alike).
 from __future__ import annotations
 
 import itertools
+import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from hurray_gpu.dialect.kernel import KernelDef, buf, scalar
 from hurray_gpu.errors import UnsupportedOpError
+from hurray_gpu.runtime.memory import Allocation
+from hurray_gpu.runtime.program import Program
 
 __all__ = ["LOOP_PROBE", "PROBE_PASSES", "WINDOW_SLACK", "WORD", "Limits", "Span", "Step",
-           "plan_launch"]
+           "WindowedProgram", "plan_launch"]
 
 # Bytes added on both sides of a proportional window, so kernels whose accesses run a little
 # ahead of or behind their share (block headers, packed neighbours) still land inside it.
@@ -169,3 +175,60 @@ def plan_launch(
         groups = tuple(-(-(piece[1] - piece[0]) // local_size[d]) for d, piece in enumerate(pieces))
         plan.append(Step(tuple(windows), deltas, base, groups))  # type: ignore[arg-type]
     return plan
+
+
+class WindowedProgram(Program):
+    """A program launched as planned dispatches over buffer windows. The device provides
+    ``local_limits`` ((max per axis), max invocations), ``plan_limits`` (:class:`Limits`) and
+    ``binding_of(allocation)`` -> (root raw handle with a ``size``, byte offset, nbytes)."""
+
+    def _windows(self, buffers: list[Allocation], scalars: Sequence[np.generic],
+              global_size: tuple[int, int, int], local_size: tuple[int, int, int]
+              ) -> tuple[list[Any], list[Span], list[Step], bytes]:
+        """(bound roots, spans, dispatch steps, the scalars' words) of one launch.
+
+        Raises:
+            UnsupportedOpError: a work group over the device's limits, or an unplannable
+                launch (see :func:`plan_launch`).
+        """
+        dev: Any = self.device
+        sizes, invocations = dev.local_limits
+        if math.prod(local_size) > invocations or any(map(int.__gt__, local_size, sizes)):
+            raise UnsupportedOpError(
+                f"work-group size {local_size} is over {dev.name}'s limits ({invocations} "
+                f"invocations, {sizes} per axis); the driver would launch it anyway",
+                fix=f"use a work group of at most {invocations} invocations on this device.")
+        roots = [dev.binding_of(a) for a in buffers]
+        spans = [Span(mem.size, offset, nbytes) for (mem, offset, _), nbytes
+                 in zip(roots, self._needed(buffers, scalars), strict=True)]
+        steps = plan_launch(spans, global_size, local_size, dev.plan_limits)
+        words = np.array([np.asarray(s).view(np.uint32) for s in scalars], np.uint32).tobytes()
+        return roots, spans, steps, words
+
+    def _needed(self, buffers: list[Allocation], scalars: Sequence[np.generic]) -> list[int]:
+        """Bytes of each buffer the launch touches: its extent, capped by the buffer.
+
+        Windows of big buffers are proportional to these, so a small launch over a huge
+        buffer binds only the part it uses.
+        """
+        values = {p.name: v.item() for p, v in zip(self.kernel.scalars, scalars, strict=True)}
+        extents = self.kernel.extents(values)
+        out = []
+        for param, allocation in zip(self.kernel.buffers, buffers, strict=True):
+            need = int(extents.get(param.name, 0)) * param.itemsize
+            out.append(min(allocation.nbytes, need) if need > 0 else allocation.nbytes)
+        return out
+
+    def _raise_fault(self, spans: list[Span], steps: list[Step]) -> None:
+        """The error of a launch whose shader flagged an index outside its window."""
+        name, limits = self.kernel.name, self.device.plan_limits  # type: ignore[attr-defined]
+        if len(steps) > 1 and any(s.nbytes > limits.max_range for s in spans):
+            raise UnsupportedOpError(
+                f"kernel {name} indexed outside the window of a buffer larger than one "
+                "binding (Vulkan's maxStorageBufferRange, WebGPU's "
+                "maxStorageBufferBindingSize): its accesses are not proportional to its work "
+                "items, so the launch cannot be split; the outputs are not valid",
+                fix="run it on smaller buffers (split the data), or on another backend.")
+        raise UnsupportedOpError(
+            f"kernel {name} indexed outside its buffers; the outputs are not valid",
+            fix="check the kernel's extents() and its index arithmetic.")
