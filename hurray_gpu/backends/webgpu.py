@@ -179,7 +179,7 @@ class WebGPUAllocator(Allocator):
 
 
 class WebGPUCompiler(Compiler):
-    """WGSL validated (and compiled for the adapter) by wgpu; the WGSL text is the binary.
+    """WGSL validated by wgpu (naga); the WGSL text is the binary.
 
     Args:
         device: the device whose GPUDevice builds the shader modules.
@@ -199,16 +199,14 @@ class WebGPUCompiler(Compiler):
         return f"wgpu {_wgpu().__version__}"
 
     def compile(self, source: str, options: Sequence[str] = ()) -> bytes:
-        """Validate ``source`` and build its compute pipeline once (naga, then the driver).
+        """Validate ``source`` (naga parses and checks the whole module); the program builds
+        its pipeline once, from the binary.
 
         Raises:
-            CompileError: wgpu rejected the module or the pipeline.
+            CompileError: wgpu rejected the module.
         """
-        gpu = self._device.gpu
         try:
-            module = gpu.create_shader_module(code=source)
-            gpu.create_compute_pipeline(layout="auto",
-                                        compute={"module": module, "entry_point": "main"})
+            self._device.gpu.create_shader_module(code=source)
         except Exception as exc:  # noqa: BLE001 - wgpu raises GPUValidationError and others
             raise CompileError("wgpu rejected the WGSL module", source, tuple(options),
                                str(exc)) from exc
@@ -243,10 +241,16 @@ class WebGPUProgram(WindowedProgram):
                         "buffer": storage})
         with dev.lock:
             self._layout = gpu.create_bind_group_layout(entries=entries)
-            module = gpu.create_shader_module(code=binary.decode())
-            self._pipeline = gpu.create_compute_pipeline(
-                layout=gpu.create_pipeline_layout(bind_group_layouts=[self._layout]),
-                compute={"module": module, "entry_point": "main"})
+            try:
+                module = gpu.create_shader_module(code=binary.decode())
+                self._pipeline = gpu.create_compute_pipeline(
+                    layout=gpu.create_pipeline_layout(bind_group_layouts=[self._layout]),
+                    compute={"module": module, "entry_point": "main"})
+            except Exception as exc:  # noqa: BLE001 - wgpu's validation errors are untyped
+                raise CompileError(f"wgpu could not build the pipeline of {kernel.name}",
+                                   binary.decode(errors="replace"), (), str(exc),
+                                   fix="clear HURRAY_GPU_CACHE_DIR and retry; report the log "
+                                   "if it persists.") from exc
         self._uniform_size = _round_up(4 * uniform_words(kernel), 16)
 
     def _launch(self, buffers: list[Allocation], scalars: Sequence[np.generic],

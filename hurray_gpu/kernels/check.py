@@ -5,7 +5,7 @@ cuda/hip: the cuda/rocm backends' own compiler (``CUDACompiler.offline``/``ROCmC
 ``sm_XX``/``gfxNNN``, with the options, headers and binary getter a device uses, through the
 kernel disk cache (a binary compiled once is not compiled again); glsl: glslangValidator to
 SPIR-V; opencl: a build on the first OpenCL device; wgsl: wgpu's shader module and compute
-pipeline on the first WebGPU adapter (naga validates the module); c: the host C compiler. A missing toolchain,
+pipeline on the first WebGPU adapter (its program load: naga validates the module); c: the host C compiler. A missing toolchain,
 or one that cannot target a requested arch, raises BackendUnavailableError before any kernel.
 """
 
@@ -104,9 +104,20 @@ def _device_build(kind: str) -> Callable[[KernelDef, str], str]:
     return build
 
 
+def _program_build(kind: str) -> Callable[[KernelDef, str], str]:
+    """The device's own program load: render, compile (cached), then the pipeline."""
+    def build(kernel: KernelDef, arch: str) -> str:
+        from hurray_gpu.runtime.registry import resolve_device
+
+        dev = resolve_device(kind)
+        return f"{len(dev.program(kernel).binary)} bytes on {dev.spec}"
+
+    return build
+
+
 CHECKERS: dict[str, Callable[[KernelDef, str], str]] = {
     "cuda": _rtc("cuda"), "hip": _rtc("hip"), "glsl": _glslang, "opencl": _device_build("opencl"),
-    "wgsl": _device_build("webgpu"), "c": _device_build("cpu")}
+    "wgsl": _program_build("webgpu"), "c": _device_build("cpu")}
 
 
 def _vyre_programs() -> dict[str, Callable[[], Program]]:

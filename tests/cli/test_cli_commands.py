@@ -107,7 +107,7 @@ def test_devices_text_and_json(capsys: pytest.CaptureFixture) -> None:
     assert "\ncpu:0 " in pools and "HURRAY_GPU_POOL_IDLE_SECONDS" in pools
     assert max(len(line) for line in pools.splitlines()) <= 100
     names = [t["name"] for t in inv["toolchains"]]
-    assert names == ["NVRTC", "hipRTC", "OpenCL", "glslang", "host C compiler"]
+    assert names == ["NVRTC", "hipRTC", "OpenCL", "glslang", "wgpu", "host C compiler"]
     cc = inv["toolchains"][-1]
     assert cc["available"] and cc["version"]  # the cpu backend needs it, so it is here
     assert inv["default"]["spec"]
