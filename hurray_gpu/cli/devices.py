@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import shutil
 import subprocess
+import textwrap
 from collections.abc import Callable
 from typing import Any
 
@@ -144,8 +145,8 @@ def _device_info(dev: Any) -> dict[str, Any]:
     info: dict[str, Any] = {"spec": dev.spec, "name": dev.name,
                             "memory_classes": [m.label for m in dev.memory_classes],
                             "emulated": bool(dev.emulated)}
-    if getattr(dev, "features", None) is not None:  # webgpu: the adapter's features
-        info["features"] = list(dev.features)
+    if getattr(dev, "features", None) is not None:  # webgpu: the adapter, its features
+        info["adapter_backend"], info["features"] = dev.backend, list(dev.features)
     pool = dev.allocator
     info["pool"] = {"limit_bytes": pool.pool_limit, "idle_budget_bytes": pool.pool_idle_budget,
                     "idle_seconds": pool.pool_idle_seconds, "pooled_bytes": pool.pooled_bytes}
@@ -213,7 +214,9 @@ def render(inv: dict[str, Any]) -> str:
     out = ["Backends", format_table(["device", "tag", "usable", "memory classes", "details"],
                                     rows)]
     for d in (d for b in inv["backends"] for d in b["devices"] if "features" in d):
-        out.append(f"{d['spec']} features: {', '.join(d['features']) or 'none'}")
+        out += textwrap.wrap(f"{d['spec']} ({d['adapter_backend']} adapter) features: "
+                             f"{', '.join(d['features']) or 'none'}", 100,
+                             subsequent_indent="    ", break_on_hyphens=False)
     pools = [[d["spec"], *(_mib(p[k]) for k in ("limit_bytes", "idle_budget_bytes")),
               f"{p['idle_seconds']:g}", _mib(p["pooled_bytes"])]
              for b in inv["backends"] for d in b["devices"] for p in [d["pool"]]]

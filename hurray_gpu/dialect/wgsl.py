@@ -317,8 +317,8 @@ class _Emitter:
 
 def _guard(name: str, word: str, zero: str) -> str:
     """The start of an accessor: ``hg_k``, the word in the bound window, or a fault."""
-    return (f"    let hg_k = {word} + hg_u.hg_d_{name};\n"
-            f"    if (hg_k >= arrayLength(&hg_m_{name})) {{\n"
+    return (f"    let hg_k = {word} + hg_w_{name}.x;\n"
+            f"    if (hg_k >= hg_w_{name}.y) {{\n"
             f"        atomicOr(&hg_fault, 1u);\n        return{zero};\n    }}\n")
 
 
@@ -411,6 +411,10 @@ class WGSLRenderer(CStyleRenderer):
         out.append(f"@group(0) @binding({n}) var<uniform> hg_u: HgUniform;")
         out.append(f"@group(0) @binding({n + 1}) var<storage, read_write> hg_fault: "
                    "atomic<u32>;")
+        # Each buffer's (delta, bound words), read once per work item: private copies stay in
+        # registers, where the uniform block and arrayLength would be read again after every
+        # store (the compiler cannot tell a store does not change them).
+        out += [f"var<private> hg_w_{p.name}: vec2<u32>;" for p in kernel.buffers]
         for name, count in kernel.shared:
             elem = "atomic<u32>" if name in memory else "u32"
             out.append(f"var<workgroup> hg_s_{name}: array<{elem}, {count}>;")
@@ -449,8 +453,8 @@ class WGSLRenderer(CStyleRenderer):
             if shared:
                 head = "    let hg_k = hg_i;\n"
             else:
-                head = (f"    let hg_k = hg_i + hg_u.hg_d_{name};\n"
-                        f"    if (hg_k >= arrayLength(&{arr})) {{\n"
+                head = (f"    let hg_k = hg_i + hg_w_{name}.x;\n"
+                        f"    if (hg_k >= hg_w_{name}.y) {{\n"
                         "        atomicOr(&hg_fault, 1u);\n        return 0u;\n    }\n")
             if op == "ATOMIC_CAS":
                 # WGSL's exchange is weak (may fail spuriously): retried until it either
@@ -512,6 +516,9 @@ class WGSLRenderer(CStyleRenderer):
         lx, ly, lz = kernel.local_size
         assigned = _assigned(body)
         head = []
+        for p in kernel.buffers:
+            head.append(f"hg_w_{p.name} = vec2<u32>(hg_u.hg_d_{p.name}, "
+                        f"arrayLength(&hg_m_{p.name}));")
         for d, axis in enumerate("xyz"):
             head.append(f"let hg_gid{d} = hg_id.{axis} + hg_u.hg_base{d};")
         for p in kernel.scalars:

@@ -78,16 +78,19 @@ def test_loops_and_reserved_names():
 def test_every_buffer_access_checks_its_window():
     for name in kernel_names():
         text = render(get_kernel(name), "wgsl")
-        accessors = re.findall(r"fn (?:load|store|atomic_\w+?)_\w+\(hg_i[^{]*\{(.*?)\n\}",
+        accessors = re.findall(r"fn (?:load|store|atomic_\w+?)_\w+\(hg_i[^{]*\{\n(.*?)\n\}",
                                text, re.S)
         for body in accessors:
             if "hg_m_" in body:
-                assert "arrayLength(&hg_m_" in body and "atomicOr(&hg_fault, 1u)" in body, \
-                    (name, body)
+                b = re.search(r"hg_m_(\w+)\[", body)[1]
+                assert f"if (hg_k >= hg_w_{b}.y) {{" in body, (name, body)
+                assert "atomicOr(&hg_fault, 1u)" in body, (name, body)
+                # the bound is the binding's length, read once per work item
+                assert f"hg_w_{b} = vec2<u32>(hg_u.hg_d_{b}, arrayLength(&hg_m_{b}));" in text
         # no buffer is indexed outside an accessor
         outside = re.sub(r"fn (?:load|store|atomic_)\w+\(hg_i.*?\n\}", "", text, flags=re.S)
-        assert "hg_m_" not in outside.split("var<uniform>")[-1].replace(
-            "var<storage, read_write> hg_m_", ""), name
+        outside = re.sub(r"arrayLength\(&hg_m_\w+\)", "", outside.split("var<uniform>")[-1])
+        assert "hg_m_" not in outside, name
 
 
 def test_sub_word_outputs_are_atomic_words():

@@ -39,6 +39,13 @@ struct HgUniform {
 }
 @group(0) @binding(7) var<uniform> hg_u: HgUniform;
 @group(0) @binding(8) var<storage, read_write> hg_fault: atomic<u32>;
+var<private> hg_w_dst: vec2<u32>;
+var<private> hg_w_data: vec2<u32>;
+var<private> hg_w_scales: vec2<u32>;
+var<private> hg_w_zps: vec2<u32>;
+var<private> hg_w_err: vec2<u32>;
+var<private> hg_w_ix: vec2<u32>;
+var<private> hg_w_mt: vec2<u32>;
 
 fn hg_f16_to_f32(h: u32) -> f32 {
     var sign: u32 = (h & 0x8000u) << 16u;
@@ -58,56 +65,56 @@ fn hg_bf16_to_f32(h: u32) -> f32 {
 }
 
 fn store_dst(hg_i: u32, hg_v: f32) {
-    let hg_k = hg_i + hg_u.hg_d_dst;
-    if (hg_k >= arrayLength(&hg_m_dst)) {
+    let hg_k = hg_i + hg_w_dst.x;
+    if (hg_k >= hg_w_dst.y) {
         atomicOr(&hg_fault, 1u);
         return;
     }
     hg_m_dst[hg_k] = bitcast<u32>(hg_v);
 }
 fn load_data(hg_i: u32) -> u32 {
-    let hg_k = (hg_i >> 2u) + hg_u.hg_d_data;
-    if (hg_k >= arrayLength(&hg_m_data)) {
+    let hg_k = (hg_i >> 2u) + hg_w_data.x;
+    if (hg_k >= hg_w_data.y) {
         atomicOr(&hg_fault, 1u);
         return 0u;
     }
     return ((hg_m_data[hg_k] >> ((hg_i & 3u) * 8u)) & 0xffu);
 }
 fn load_scales(hg_i: u32) -> u32 {
-    let hg_k = (hg_i >> 2u) + hg_u.hg_d_scales;
-    if (hg_k >= arrayLength(&hg_m_scales)) {
+    let hg_k = (hg_i >> 2u) + hg_w_scales.x;
+    if (hg_k >= hg_w_scales.y) {
         atomicOr(&hg_fault, 1u);
         return 0u;
     }
     return ((hg_m_scales[hg_k] >> ((hg_i & 3u) * 8u)) & 0xffu);
 }
 fn load_zps(hg_i: u32) -> u32 {
-    let hg_k = (hg_i >> 2u) + hg_u.hg_d_zps;
-    if (hg_k >= arrayLength(&hg_m_zps)) {
+    let hg_k = (hg_i >> 2u) + hg_w_zps.x;
+    if (hg_k >= hg_w_zps.y) {
         atomicOr(&hg_fault, 1u);
         return 0u;
     }
     return ((hg_m_zps[hg_k] >> ((hg_i & 3u) * 8u)) & 0xffu);
 }
 fn store_err(hg_i: u32, hg_v: u32) {
-    let hg_k = hg_i + hg_u.hg_d_err;
-    if (hg_k >= arrayLength(&hg_m_err)) {
+    let hg_k = hg_i + hg_w_err.x;
+    if (hg_k >= hg_w_err.y) {
         atomicOr(&hg_fault, 1u);
         return;
     }
     hg_m_err[hg_k] = hg_v;
 }
 fn load_ix(hg_i: u32) -> u32 {
-    let hg_k = hg_i + hg_u.hg_d_ix;
-    if (hg_k >= arrayLength(&hg_m_ix)) {
+    let hg_k = hg_i + hg_w_ix.x;
+    if (hg_k >= hg_w_ix.y) {
         atomicOr(&hg_fault, 1u);
         return 0u;
     }
     return hg_m_ix[hg_k];
 }
 fn load_mt(hg_i: u32) -> u32 {
-    let hg_k = hg_i + hg_u.hg_d_mt;
-    if (hg_k >= arrayLength(&hg_m_mt)) {
+    let hg_k = hg_i + hg_w_mt.x;
+    if (hg_k >= hg_w_mt.y) {
         atomicOr(&hg_fault, 1u);
         return 0u;
     }
@@ -116,6 +123,13 @@ fn load_mt(hg_i: u32) -> u32 {
 
 @compute @workgroup_size(64, 1, 1)
 fn main(@builtin(global_invocation_id) hg_id: vec3<u32>) {
+    hg_w_dst = vec2<u32>(hg_u.hg_d_dst, arrayLength(&hg_m_dst));
+    hg_w_data = vec2<u32>(hg_u.hg_d_data, arrayLength(&hg_m_data));
+    hg_w_scales = vec2<u32>(hg_u.hg_d_scales, arrayLength(&hg_m_scales));
+    hg_w_zps = vec2<u32>(hg_u.hg_d_zps, arrayLength(&hg_m_zps));
+    hg_w_err = vec2<u32>(hg_u.hg_d_err, arrayLength(&hg_m_err));
+    hg_w_ix = vec2<u32>(hg_u.hg_d_ix, arrayLength(&hg_m_ix));
+    hg_w_mt = vec2<u32>(hg_u.hg_d_mt, arrayLength(&hg_m_mt));
     let hg_gid0 = hg_id.x + hg_u.hg_base0;
     let hg_gid1 = hg_id.y + hg_u.hg_base1;
     let hg_gid2 = hg_id.z + hg_u.hg_base2;

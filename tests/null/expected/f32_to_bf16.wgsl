@@ -10,6 +10,8 @@ struct HgUniform {
 }
 @group(0) @binding(2) var<uniform> hg_u: HgUniform;
 @group(0) @binding(3) var<storage, read_write> hg_fault: atomic<u32>;
+var<private> hg_w_dst: vec2<u32>;
+var<private> hg_w_src: vec2<u32>;
 
 fn hg_f32_to_bf16(v: f32) -> u32 {
     var b: u32 = bitcast<u32>(v);
@@ -20,8 +22,8 @@ fn hg_f32_to_bf16(v: f32) -> u32 {
 }
 
 fn store_dst(hg_i: u32, hg_v: f32) {
-    let hg_k = (hg_i >> 1u) + hg_u.hg_d_dst;
-    if (hg_k >= arrayLength(&hg_m_dst)) {
+    let hg_k = (hg_i >> 1u) + hg_w_dst.x;
+    if (hg_k >= hg_w_dst.y) {
         atomicOr(&hg_fault, 1u);
         return;
     }
@@ -30,8 +32,8 @@ fn store_dst(hg_i: u32, hg_v: f32) {
     atomicOr(&hg_m_dst[hg_k], (hg_f32_to_bf16(hg_v) & 0xffffu) << hg_s);
 }
 fn load_src(hg_i: u32) -> f32 {
-    let hg_k = hg_i + hg_u.hg_d_src;
-    if (hg_k >= arrayLength(&hg_m_src)) {
+    let hg_k = hg_i + hg_w_src.x;
+    if (hg_k >= hg_w_src.y) {
         atomicOr(&hg_fault, 1u);
         return 0.0f;
     }
@@ -40,6 +42,8 @@ fn load_src(hg_i: u32) -> f32 {
 
 @compute @workgroup_size(64, 1, 1)
 fn main(@builtin(global_invocation_id) hg_id: vec3<u32>) {
+    hg_w_dst = vec2<u32>(hg_u.hg_d_dst, arrayLength(&hg_m_dst));
+    hg_w_src = vec2<u32>(hg_u.hg_d_src, arrayLength(&hg_m_src));
     let hg_gid0 = hg_id.x + hg_u.hg_base0;
     let hg_gid1 = hg_id.y + hg_u.hg_base1;
     let hg_gid2 = hg_id.z + hg_u.hg_base2;

@@ -19,18 +19,23 @@ struct HgUniform {
 }
 @group(0) @binding(5) var<uniform> hg_u: HgUniform;
 @group(0) @binding(6) var<storage, read_write> hg_fault: atomic<u32>;
+var<private> hg_w_kpool: vec2<u32>;
+var<private> hg_w_vpool: vec2<u32>;
+var<private> hg_w_kfrom: vec2<u32>;
+var<private> hg_w_vfrom: vec2<u32>;
+var<private> hg_w_pairs: vec2<u32>;
 
 fn load_kpool(hg_i: u32) -> u32 {
-    let hg_k = (hg_i >> 2u) + hg_u.hg_d_kpool;
-    if (hg_k >= arrayLength(&hg_m_kpool)) {
+    let hg_k = (hg_i >> 2u) + hg_w_kpool.x;
+    if (hg_k >= hg_w_kpool.y) {
         atomicOr(&hg_fault, 1u);
         return 0u;
     }
     return ((atomicLoad(&hg_m_kpool[hg_k]) >> ((hg_i & 3u) * 8u)) & 0xffu);
 }
 fn store_kpool(hg_i: u32, hg_v: u32) {
-    let hg_k = (hg_i >> 2u) + hg_u.hg_d_kpool;
-    if (hg_k >= arrayLength(&hg_m_kpool)) {
+    let hg_k = (hg_i >> 2u) + hg_w_kpool.x;
+    if (hg_k >= hg_w_kpool.y) {
         atomicOr(&hg_fault, 1u);
         return;
     }
@@ -39,16 +44,16 @@ fn store_kpool(hg_i: u32, hg_v: u32) {
     atomicOr(&hg_m_kpool[hg_k], (hg_v & 0xffu) << hg_s);
 }
 fn load_vpool(hg_i: u32) -> u32 {
-    let hg_k = (hg_i >> 2u) + hg_u.hg_d_vpool;
-    if (hg_k >= arrayLength(&hg_m_vpool)) {
+    let hg_k = (hg_i >> 2u) + hg_w_vpool.x;
+    if (hg_k >= hg_w_vpool.y) {
         atomicOr(&hg_fault, 1u);
         return 0u;
     }
     return ((atomicLoad(&hg_m_vpool[hg_k]) >> ((hg_i & 3u) * 8u)) & 0xffu);
 }
 fn store_vpool(hg_i: u32, hg_v: u32) {
-    let hg_k = (hg_i >> 2u) + hg_u.hg_d_vpool;
-    if (hg_k >= arrayLength(&hg_m_vpool)) {
+    let hg_k = (hg_i >> 2u) + hg_w_vpool.x;
+    if (hg_k >= hg_w_vpool.y) {
         atomicOr(&hg_fault, 1u);
         return;
     }
@@ -57,24 +62,24 @@ fn store_vpool(hg_i: u32, hg_v: u32) {
     atomicOr(&hg_m_vpool[hg_k], (hg_v & 0xffu) << hg_s);
 }
 fn load_kfrom(hg_i: u32) -> u32 {
-    let hg_k = (hg_i >> 2u) + hg_u.hg_d_kfrom;
-    if (hg_k >= arrayLength(&hg_m_kfrom)) {
+    let hg_k = (hg_i >> 2u) + hg_w_kfrom.x;
+    if (hg_k >= hg_w_kfrom.y) {
         atomicOr(&hg_fault, 1u);
         return 0u;
     }
     return ((hg_m_kfrom[hg_k] >> ((hg_i & 3u) * 8u)) & 0xffu);
 }
 fn load_vfrom(hg_i: u32) -> u32 {
-    let hg_k = (hg_i >> 2u) + hg_u.hg_d_vfrom;
-    if (hg_k >= arrayLength(&hg_m_vfrom)) {
+    let hg_k = (hg_i >> 2u) + hg_w_vfrom.x;
+    if (hg_k >= hg_w_vfrom.y) {
         atomicOr(&hg_fault, 1u);
         return 0u;
     }
     return ((hg_m_vfrom[hg_k] >> ((hg_i & 3u) * 8u)) & 0xffu);
 }
 fn load_pairs(hg_i: u32) -> u32 {
-    let hg_k = hg_i + hg_u.hg_d_pairs;
-    if (hg_k >= arrayLength(&hg_m_pairs)) {
+    let hg_k = hg_i + hg_w_pairs.x;
+    if (hg_k >= hg_w_pairs.y) {
         atomicOr(&hg_fault, 1u);
         return 0u;
     }
@@ -83,6 +88,11 @@ fn load_pairs(hg_i: u32) -> u32 {
 
 @compute @workgroup_size(64, 1, 1)
 fn main(@builtin(global_invocation_id) hg_id: vec3<u32>) {
+    hg_w_kpool = vec2<u32>(hg_u.hg_d_kpool, arrayLength(&hg_m_kpool));
+    hg_w_vpool = vec2<u32>(hg_u.hg_d_vpool, arrayLength(&hg_m_vpool));
+    hg_w_kfrom = vec2<u32>(hg_u.hg_d_kfrom, arrayLength(&hg_m_kfrom));
+    hg_w_vfrom = vec2<u32>(hg_u.hg_d_vfrom, arrayLength(&hg_m_vfrom));
+    hg_w_pairs = vec2<u32>(hg_u.hg_d_pairs, arrayLength(&hg_m_pairs));
     let hg_gid0 = hg_id.x + hg_u.hg_base0;
     let hg_gid1 = hg_id.y + hg_u.hg_base1;
     let hg_gid2 = hg_id.z + hg_u.hg_base2;

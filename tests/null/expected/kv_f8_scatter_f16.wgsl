@@ -19,6 +19,11 @@ struct HgUniform {
 }
 @group(0) @binding(5) var<uniform> hg_u: HgUniform;
 @group(0) @binding(6) var<storage, read_write> hg_fault: atomic<u32>;
+var<private> hg_w_kpool: vec2<u32>;
+var<private> hg_w_vpool: vec2<u32>;
+var<private> hg_w_ksrc: vec2<u32>;
+var<private> hg_w_vsrc: vec2<u32>;
+var<private> hg_w_slots: vec2<u32>;
 
 fn hg_f16_to_f32(h: u32) -> f32 {
     var sign: u32 = (h & 0x8000u) << 16u;
@@ -34,8 +39,8 @@ fn hg_f16_to_f32(h: u32) -> f32 {
 }
 
 fn store_kpool(hg_i: u32, hg_v: u32) {
-    let hg_k = (hg_i >> 2u) + hg_u.hg_d_kpool;
-    if (hg_k >= arrayLength(&hg_m_kpool)) {
+    let hg_k = (hg_i >> 2u) + hg_w_kpool.x;
+    if (hg_k >= hg_w_kpool.y) {
         atomicOr(&hg_fault, 1u);
         return;
     }
@@ -44,8 +49,8 @@ fn store_kpool(hg_i: u32, hg_v: u32) {
     atomicOr(&hg_m_kpool[hg_k], (hg_v & 0xffu) << hg_s);
 }
 fn store_vpool(hg_i: u32, hg_v: u32) {
-    let hg_k = (hg_i >> 2u) + hg_u.hg_d_vpool;
-    if (hg_k >= arrayLength(&hg_m_vpool)) {
+    let hg_k = (hg_i >> 2u) + hg_w_vpool.x;
+    if (hg_k >= hg_w_vpool.y) {
         atomicOr(&hg_fault, 1u);
         return;
     }
@@ -54,24 +59,24 @@ fn store_vpool(hg_i: u32, hg_v: u32) {
     atomicOr(&hg_m_vpool[hg_k], (hg_v & 0xffu) << hg_s);
 }
 fn load_ksrc(hg_i: u32) -> f32 {
-    let hg_k = (hg_i >> 1u) + hg_u.hg_d_ksrc;
-    if (hg_k >= arrayLength(&hg_m_ksrc)) {
+    let hg_k = (hg_i >> 1u) + hg_w_ksrc.x;
+    if (hg_k >= hg_w_ksrc.y) {
         atomicOr(&hg_fault, 1u);
         return 0.0f;
     }
     return hg_f16_to_f32((hg_m_ksrc[hg_k] >> ((hg_i & 1u) * 16u)) & 0xffffu);
 }
 fn load_vsrc(hg_i: u32) -> f32 {
-    let hg_k = (hg_i >> 1u) + hg_u.hg_d_vsrc;
-    if (hg_k >= arrayLength(&hg_m_vsrc)) {
+    let hg_k = (hg_i >> 1u) + hg_w_vsrc.x;
+    if (hg_k >= hg_w_vsrc.y) {
         atomicOr(&hg_fault, 1u);
         return 0.0f;
     }
     return hg_f16_to_f32((hg_m_vsrc[hg_k] >> ((hg_i & 1u) * 16u)) & 0xffffu);
 }
 fn load_slots(hg_i: u32) -> u32 {
-    let hg_k = hg_i + hg_u.hg_d_slots;
-    if (hg_k >= arrayLength(&hg_m_slots)) {
+    let hg_k = hg_i + hg_w_slots.x;
+    if (hg_k >= hg_w_slots.y) {
         atomicOr(&hg_fault, 1u);
         return 0u;
     }
@@ -80,6 +85,11 @@ fn load_slots(hg_i: u32) -> u32 {
 
 @compute @workgroup_size(64, 1, 1)
 fn main(@builtin(global_invocation_id) hg_id: vec3<u32>) {
+    hg_w_kpool = vec2<u32>(hg_u.hg_d_kpool, arrayLength(&hg_m_kpool));
+    hg_w_vpool = vec2<u32>(hg_u.hg_d_vpool, arrayLength(&hg_m_vpool));
+    hg_w_ksrc = vec2<u32>(hg_u.hg_d_ksrc, arrayLength(&hg_m_ksrc));
+    hg_w_vsrc = vec2<u32>(hg_u.hg_d_vsrc, arrayLength(&hg_m_vsrc));
+    hg_w_slots = vec2<u32>(hg_u.hg_d_slots, arrayLength(&hg_m_slots));
     let hg_gid0 = hg_id.x + hg_u.hg_base0;
     let hg_gid1 = hg_id.y + hg_u.hg_base1;
     let hg_gid2 = hg_id.z + hg_u.hg_base2;

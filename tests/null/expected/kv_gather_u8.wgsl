@@ -19,10 +19,15 @@ struct HgUniform {
 }
 @group(0) @binding(5) var<uniform> hg_u: HgUniform;
 @group(0) @binding(6) var<storage, read_write> hg_fault: atomic<u32>;
+var<private> hg_w_kdst: vec2<u32>;
+var<private> hg_w_vdst: vec2<u32>;
+var<private> hg_w_kpool: vec2<u32>;
+var<private> hg_w_vpool: vec2<u32>;
+var<private> hg_w_slots: vec2<u32>;
 
 fn store_kdst(hg_i: u32, hg_v: u32) {
-    let hg_k = (hg_i >> 2u) + hg_u.hg_d_kdst;
-    if (hg_k >= arrayLength(&hg_m_kdst)) {
+    let hg_k = (hg_i >> 2u) + hg_w_kdst.x;
+    if (hg_k >= hg_w_kdst.y) {
         atomicOr(&hg_fault, 1u);
         return;
     }
@@ -31,8 +36,8 @@ fn store_kdst(hg_i: u32, hg_v: u32) {
     atomicOr(&hg_m_kdst[hg_k], (hg_v & 0xffu) << hg_s);
 }
 fn store_vdst(hg_i: u32, hg_v: u32) {
-    let hg_k = (hg_i >> 2u) + hg_u.hg_d_vdst;
-    if (hg_k >= arrayLength(&hg_m_vdst)) {
+    let hg_k = (hg_i >> 2u) + hg_w_vdst.x;
+    if (hg_k >= hg_w_vdst.y) {
         atomicOr(&hg_fault, 1u);
         return;
     }
@@ -41,24 +46,24 @@ fn store_vdst(hg_i: u32, hg_v: u32) {
     atomicOr(&hg_m_vdst[hg_k], (hg_v & 0xffu) << hg_s);
 }
 fn load_kpool(hg_i: u32) -> u32 {
-    let hg_k = (hg_i >> 2u) + hg_u.hg_d_kpool;
-    if (hg_k >= arrayLength(&hg_m_kpool)) {
+    let hg_k = (hg_i >> 2u) + hg_w_kpool.x;
+    if (hg_k >= hg_w_kpool.y) {
         atomicOr(&hg_fault, 1u);
         return 0u;
     }
     return ((hg_m_kpool[hg_k] >> ((hg_i & 3u) * 8u)) & 0xffu);
 }
 fn load_vpool(hg_i: u32) -> u32 {
-    let hg_k = (hg_i >> 2u) + hg_u.hg_d_vpool;
-    if (hg_k >= arrayLength(&hg_m_vpool)) {
+    let hg_k = (hg_i >> 2u) + hg_w_vpool.x;
+    if (hg_k >= hg_w_vpool.y) {
         atomicOr(&hg_fault, 1u);
         return 0u;
     }
     return ((hg_m_vpool[hg_k] >> ((hg_i & 3u) * 8u)) & 0xffu);
 }
 fn load_slots(hg_i: u32) -> u32 {
-    let hg_k = hg_i + hg_u.hg_d_slots;
-    if (hg_k >= arrayLength(&hg_m_slots)) {
+    let hg_k = hg_i + hg_w_slots.x;
+    if (hg_k >= hg_w_slots.y) {
         atomicOr(&hg_fault, 1u);
         return 0u;
     }
@@ -67,6 +72,11 @@ fn load_slots(hg_i: u32) -> u32 {
 
 @compute @workgroup_size(64, 1, 1)
 fn main(@builtin(global_invocation_id) hg_id: vec3<u32>) {
+    hg_w_kdst = vec2<u32>(hg_u.hg_d_kdst, arrayLength(&hg_m_kdst));
+    hg_w_vdst = vec2<u32>(hg_u.hg_d_vdst, arrayLength(&hg_m_vdst));
+    hg_w_kpool = vec2<u32>(hg_u.hg_d_kpool, arrayLength(&hg_m_kpool));
+    hg_w_vpool = vec2<u32>(hg_u.hg_d_vpool, arrayLength(&hg_m_vpool));
+    hg_w_slots = vec2<u32>(hg_u.hg_d_slots, arrayLength(&hg_m_slots));
     let hg_gid0 = hg_id.x + hg_u.hg_base0;
     let hg_gid1 = hg_id.y + hg_u.hg_base1;
     let hg_gid2 = hg_id.z + hg_u.hg_base2;

@@ -17,34 +17,38 @@ struct HgUniform {
 }
 @group(0) @binding(4) var<uniform> hg_u: HgUniform;
 @group(0) @binding(5) var<storage, read_write> hg_fault: atomic<u32>;
+var<private> hg_w_kpart: vec2<u32>;
+var<private> hg_w_vpart: vec2<u32>;
+var<private> hg_w_ksrc: vec2<u32>;
+var<private> hg_w_vsrc: vec2<u32>;
 
 fn store_kpart(hg_i: u32, hg_v: u32) {
-    let hg_k = hg_i + hg_u.hg_d_kpart;
-    if (hg_k >= arrayLength(&hg_m_kpart)) {
+    let hg_k = hg_i + hg_w_kpart.x;
+    if (hg_k >= hg_w_kpart.y) {
         atomicOr(&hg_fault, 1u);
         return;
     }
     hg_m_kpart[hg_k] = hg_v;
 }
 fn store_vpart(hg_i: u32, hg_v: u32) {
-    let hg_k = hg_i + hg_u.hg_d_vpart;
-    if (hg_k >= arrayLength(&hg_m_vpart)) {
+    let hg_k = hg_i + hg_w_vpart.x;
+    if (hg_k >= hg_w_vpart.y) {
         atomicOr(&hg_fault, 1u);
         return;
     }
     hg_m_vpart[hg_k] = hg_v;
 }
 fn load_ksrc(hg_i: u32) -> f32 {
-    let hg_k = hg_i + hg_u.hg_d_ksrc;
-    if (hg_k >= arrayLength(&hg_m_ksrc)) {
+    let hg_k = hg_i + hg_w_ksrc.x;
+    if (hg_k >= hg_w_ksrc.y) {
         atomicOr(&hg_fault, 1u);
         return 0.0f;
     }
     return bitcast<f32>(hg_m_ksrc[hg_k]);
 }
 fn load_vsrc(hg_i: u32) -> f32 {
-    let hg_k = hg_i + hg_u.hg_d_vsrc;
-    if (hg_k >= arrayLength(&hg_m_vsrc)) {
+    let hg_k = hg_i + hg_w_vsrc.x;
+    if (hg_k >= hg_w_vsrc.y) {
         atomicOr(&hg_fault, 1u);
         return 0.0f;
     }
@@ -53,6 +57,10 @@ fn load_vsrc(hg_i: u32) -> f32 {
 
 @compute @workgroup_size(64, 1, 1)
 fn main(@builtin(global_invocation_id) hg_id: vec3<u32>) {
+    hg_w_kpart = vec2<u32>(hg_u.hg_d_kpart, arrayLength(&hg_m_kpart));
+    hg_w_vpart = vec2<u32>(hg_u.hg_d_vpart, arrayLength(&hg_m_vpart));
+    hg_w_ksrc = vec2<u32>(hg_u.hg_d_ksrc, arrayLength(&hg_m_ksrc));
+    hg_w_vsrc = vec2<u32>(hg_u.hg_d_vsrc, arrayLength(&hg_m_vsrc));
     let hg_gid0 = hg_id.x + hg_u.hg_base0;
     let hg_gid1 = hg_id.y + hg_u.hg_base1;
     let hg_gid2 = hg_id.z + hg_u.hg_base2;

@@ -19,6 +19,11 @@ struct HgUniform {
 }
 @group(0) @binding(5) var<uniform> hg_u: HgUniform;
 @group(0) @binding(6) var<storage, read_write> hg_fault: atomic<u32>;
+var<private> hg_w_dst: vec2<u32>;
+var<private> hg_w_src: vec2<u32>;
+var<private> hg_w_tx: vec2<u32>;
+var<private> hg_w_ty: vec2<u32>;
+var<private> hg_w_tz: vec2<u32>;
 
 fn hg_f16_to_f32(h: u32) -> f32 {
     var sign: u32 = (h & 0x8000u) << 16u;
@@ -57,16 +62,16 @@ fn hg_f32_to_f16(v: f32) -> u32 {
 }
 
 fn load_dst(hg_i: u32) -> u32 {
-    let hg_k = (hg_i >> 1u) + hg_u.hg_d_dst;
-    if (hg_k >= arrayLength(&hg_m_dst)) {
+    let hg_k = (hg_i >> 1u) + hg_w_dst.x;
+    if (hg_k >= hg_w_dst.y) {
         atomicOr(&hg_fault, 1u);
         return 0u;
     }
     return ((atomicLoad(&hg_m_dst[hg_k]) >> ((hg_i & 1u) * 16u)) & 0xffffu);
 }
 fn store_dst(hg_i: u32, hg_v: u32) {
-    let hg_k = (hg_i >> 1u) + hg_u.hg_d_dst;
-    if (hg_k >= arrayLength(&hg_m_dst)) {
+    let hg_k = (hg_i >> 1u) + hg_w_dst.x;
+    if (hg_k >= hg_w_dst.y) {
         atomicOr(&hg_fault, 1u);
         return;
     }
@@ -75,32 +80,32 @@ fn store_dst(hg_i: u32, hg_v: u32) {
     atomicOr(&hg_m_dst[hg_k], (hg_v & 0xffffu) << hg_s);
 }
 fn load_src(hg_i: u32) -> u32 {
-    let hg_k = (hg_i >> 1u) + hg_u.hg_d_src;
-    if (hg_k >= arrayLength(&hg_m_src)) {
+    let hg_k = (hg_i >> 1u) + hg_w_src.x;
+    if (hg_k >= hg_w_src.y) {
         atomicOr(&hg_fault, 1u);
         return 0u;
     }
     return ((hg_m_src[hg_k] >> ((hg_i & 1u) * 16u)) & 0xffffu);
 }
 fn load_tx(hg_i: u32) -> u32 {
-    let hg_k = hg_i + hg_u.hg_d_tx;
-    if (hg_k >= arrayLength(&hg_m_tx)) {
+    let hg_k = hg_i + hg_w_tx.x;
+    if (hg_k >= hg_w_tx.y) {
         atomicOr(&hg_fault, 1u);
         return 0u;
     }
     return hg_m_tx[hg_k];
 }
 fn load_ty(hg_i: u32) -> u32 {
-    let hg_k = hg_i + hg_u.hg_d_ty;
-    if (hg_k >= arrayLength(&hg_m_ty)) {
+    let hg_k = hg_i + hg_w_ty.x;
+    if (hg_k >= hg_w_ty.y) {
         atomicOr(&hg_fault, 1u);
         return 0u;
     }
     return hg_m_ty[hg_k];
 }
 fn load_tz(hg_i: u32) -> u32 {
-    let hg_k = hg_i + hg_u.hg_d_tz;
-    if (hg_k >= arrayLength(&hg_m_tz)) {
+    let hg_k = hg_i + hg_w_tz.x;
+    if (hg_k >= hg_w_tz.y) {
         atomicOr(&hg_fault, 1u);
         return 0u;
     }
@@ -109,6 +114,11 @@ fn load_tz(hg_i: u32) -> u32 {
 
 @compute @workgroup_size(32, 8, 1)
 fn main(@builtin(global_invocation_id) hg_id: vec3<u32>) {
+    hg_w_dst = vec2<u32>(hg_u.hg_d_dst, arrayLength(&hg_m_dst));
+    hg_w_src = vec2<u32>(hg_u.hg_d_src, arrayLength(&hg_m_src));
+    hg_w_tx = vec2<u32>(hg_u.hg_d_tx, arrayLength(&hg_m_tx));
+    hg_w_ty = vec2<u32>(hg_u.hg_d_ty, arrayLength(&hg_m_ty));
+    hg_w_tz = vec2<u32>(hg_u.hg_d_tz, arrayLength(&hg_m_tz));
     let hg_gid0 = hg_id.x + hg_u.hg_base0;
     let hg_gid1 = hg_id.y + hg_u.hg_base1;
     let hg_gid2 = hg_id.z + hg_u.hg_base2;

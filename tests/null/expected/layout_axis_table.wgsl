@@ -14,18 +14,20 @@ struct HgUniform {
 }
 @group(0) @binding(2) var<uniform> hg_u: HgUniform;
 @group(0) @binding(3) var<storage, read_write> hg_fault: atomic<u32>;
+var<private> hg_w_dst: vec2<u32>;
+var<private> hg_w_lp: vec2<u32>;
 
 fn store_dst(hg_i: u32, hg_v: u32) {
-    let hg_k = hg_i + hg_u.hg_d_dst;
-    if (hg_k >= arrayLength(&hg_m_dst)) {
+    let hg_k = hg_i + hg_w_dst.x;
+    if (hg_k >= hg_w_dst.y) {
         atomicOr(&hg_fault, 1u);
         return;
     }
     hg_m_dst[hg_k] = hg_v;
 }
 fn load_lp(hg_i: u32) -> u32 {
-    let hg_k = hg_i + hg_u.hg_d_lp;
-    if (hg_k >= arrayLength(&hg_m_lp)) {
+    let hg_k = hg_i + hg_w_lp.x;
+    if (hg_k >= hg_w_lp.y) {
         atomicOr(&hg_fault, 1u);
         return 0u;
     }
@@ -34,6 +36,8 @@ fn load_lp(hg_i: u32) -> u32 {
 
 @compute @workgroup_size(64, 1, 1)
 fn main(@builtin(global_invocation_id) hg_id: vec3<u32>) {
+    hg_w_dst = vec2<u32>(hg_u.hg_d_dst, arrayLength(&hg_m_dst));
+    hg_w_lp = vec2<u32>(hg_u.hg_d_lp, arrayLength(&hg_m_lp));
     let hg_gid0 = hg_id.x + hg_u.hg_base0;
     let hg_gid1 = hg_id.y + hg_u.hg_base1;
     let hg_gid2 = hg_id.z + hg_u.hg_base2;

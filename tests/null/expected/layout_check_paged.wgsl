@@ -15,26 +15,29 @@ struct HgUniform {
 }
 @group(0) @binding(3) var<uniform> hg_u: HgUniform;
 @group(0) @binding(4) var<storage, read_write> hg_fault: atomic<u32>;
+var<private> hg_w_err: vec2<u32>;
+var<private> hg_w_bt: vec2<u32>;
+var<private> hg_w_sp: vec2<u32>;
 
 fn store_err(hg_i: u32, hg_v: u32) {
-    let hg_k = hg_i + hg_u.hg_d_err;
-    if (hg_k >= arrayLength(&hg_m_err)) {
+    let hg_k = hg_i + hg_w_err.x;
+    if (hg_k >= hg_w_err.y) {
         atomicOr(&hg_fault, 1u);
         return;
     }
     hg_m_err[hg_k] = hg_v;
 }
 fn load_bt(hg_i: u32) -> u32 {
-    let hg_k = hg_i + hg_u.hg_d_bt;
-    if (hg_k >= arrayLength(&hg_m_bt)) {
+    let hg_k = hg_i + hg_w_bt.x;
+    if (hg_k >= hg_w_bt.y) {
         atomicOr(&hg_fault, 1u);
         return 0u;
     }
     return hg_m_bt[hg_k];
 }
 fn load_sp(hg_i: u32) -> u32 {
-    let hg_k = hg_i + hg_u.hg_d_sp;
-    if (hg_k >= arrayLength(&hg_m_sp)) {
+    let hg_k = hg_i + hg_w_sp.x;
+    if (hg_k >= hg_w_sp.y) {
         atomicOr(&hg_fault, 1u);
         return 0u;
     }
@@ -43,6 +46,9 @@ fn load_sp(hg_i: u32) -> u32 {
 
 @compute @workgroup_size(256, 1, 1)
 fn main(@builtin(global_invocation_id) hg_id: vec3<u32>) {
+    hg_w_err = vec2<u32>(hg_u.hg_d_err, arrayLength(&hg_m_err));
+    hg_w_bt = vec2<u32>(hg_u.hg_d_bt, arrayLength(&hg_m_bt));
+    hg_w_sp = vec2<u32>(hg_u.hg_d_sp, arrayLength(&hg_m_sp));
     let hg_gid0 = hg_id.x + hg_u.hg_base0;
     let hg_gid1 = hg_id.y + hg_u.hg_base1;
     let hg_gid2 = hg_id.z + hg_u.hg_base2;

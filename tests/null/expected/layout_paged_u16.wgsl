@@ -24,10 +24,15 @@ struct HgUniform {
 }
 @group(0) @binding(5) var<uniform> hg_u: HgUniform;
 @group(0) @binding(6) var<storage, read_write> hg_fault: atomic<u32>;
+var<private> hg_w_dst: vec2<u32>;
+var<private> hg_w_pool: vec2<u32>;
+var<private> hg_w_bt: vec2<u32>;
+var<private> hg_w_sp: vec2<u32>;
+var<private> hg_w_ts: vec2<u32>;
 
 fn store_dst(hg_i: u32, hg_v: u32) {
-    let hg_k = (hg_i >> 1u) + hg_u.hg_d_dst;
-    if (hg_k >= arrayLength(&hg_m_dst)) {
+    let hg_k = (hg_i >> 1u) + hg_w_dst.x;
+    if (hg_k >= hg_w_dst.y) {
         atomicOr(&hg_fault, 1u);
         return;
     }
@@ -36,32 +41,32 @@ fn store_dst(hg_i: u32, hg_v: u32) {
     atomicOr(&hg_m_dst[hg_k], (hg_v & 0xffffu) << hg_s);
 }
 fn load_pool(hg_i: u32) -> u32 {
-    let hg_k = (hg_i >> 1u) + hg_u.hg_d_pool;
-    if (hg_k >= arrayLength(&hg_m_pool)) {
+    let hg_k = (hg_i >> 1u) + hg_w_pool.x;
+    if (hg_k >= hg_w_pool.y) {
         atomicOr(&hg_fault, 1u);
         return 0u;
     }
     return ((hg_m_pool[hg_k] >> ((hg_i & 1u) * 16u)) & 0xffffu);
 }
 fn load_bt(hg_i: u32) -> u32 {
-    let hg_k = hg_i + hg_u.hg_d_bt;
-    if (hg_k >= arrayLength(&hg_m_bt)) {
+    let hg_k = hg_i + hg_w_bt.x;
+    if (hg_k >= hg_w_bt.y) {
         atomicOr(&hg_fault, 1u);
         return 0u;
     }
     return hg_m_bt[hg_k];
 }
 fn load_sp(hg_i: u32) -> u32 {
-    let hg_k = hg_i + hg_u.hg_d_sp;
-    if (hg_k >= arrayLength(&hg_m_sp)) {
+    let hg_k = hg_i + hg_w_sp.x;
+    if (hg_k >= hg_w_sp.y) {
         atomicOr(&hg_fault, 1u);
         return 0u;
     }
     return hg_m_sp[hg_k];
 }
 fn load_ts(hg_i: u32) -> u32 {
-    let hg_k = hg_i + hg_u.hg_d_ts;
-    if (hg_k >= arrayLength(&hg_m_ts)) {
+    let hg_k = hg_i + hg_w_ts.x;
+    if (hg_k >= hg_w_ts.y) {
         atomicOr(&hg_fault, 1u);
         return 0u;
     }
@@ -70,6 +75,11 @@ fn load_ts(hg_i: u32) -> u32 {
 
 @compute @workgroup_size(64, 4, 1)
 fn main(@builtin(global_invocation_id) hg_id: vec3<u32>) {
+    hg_w_dst = vec2<u32>(hg_u.hg_d_dst, arrayLength(&hg_m_dst));
+    hg_w_pool = vec2<u32>(hg_u.hg_d_pool, arrayLength(&hg_m_pool));
+    hg_w_bt = vec2<u32>(hg_u.hg_d_bt, arrayLength(&hg_m_bt));
+    hg_w_sp = vec2<u32>(hg_u.hg_d_sp, arrayLength(&hg_m_sp));
+    hg_w_ts = vec2<u32>(hg_u.hg_d_ts, arrayLength(&hg_m_ts));
     let hg_gid0 = hg_id.x + hg_u.hg_base0;
     let hg_gid1 = hg_id.y + hg_u.hg_base1;
     let hg_gid2 = hg_id.z + hg_u.hg_base2;

@@ -20,50 +20,55 @@ struct HgUniform {
 }
 @group(0) @binding(5) var<uniform> hg_u: HgUniform;
 @group(0) @binding(6) var<storage, read_write> hg_fault: atomic<u32>;
+var<private> hg_w_dst: vec2<u32>;
+var<private> hg_w_vals: vec2<u32>;
+var<private> hg_w_ci: vec2<u32>;
+var<private> hg_w_rp: vec2<u32>;
+var<private> hg_w_err: vec2<u32>;
 
 fn store_dst(hg_i: u32, hg_v: u32) {
-    let hg_k = hg_i + hg_u.hg_d_dst;
-    if (hg_k >= arrayLength(&hg_m_dst)) {
+    let hg_k = hg_i + hg_w_dst.x;
+    if (hg_k >= hg_w_dst.y) {
         atomicOr(&hg_fault, 1u);
         return;
     }
     hg_m_dst[hg_k] = hg_v;
 }
 fn load_vals(hg_i: u32) -> u32 {
-    let hg_k = hg_i + hg_u.hg_d_vals;
-    if (hg_k >= arrayLength(&hg_m_vals)) {
+    let hg_k = hg_i + hg_w_vals.x;
+    if (hg_k >= hg_w_vals.y) {
         atomicOr(&hg_fault, 1u);
         return 0u;
     }
     return hg_m_vals[hg_k];
 }
 fn load_ci(hg_i: u32) -> u32 {
-    let hg_k = hg_i + hg_u.hg_d_ci;
-    if (hg_k >= arrayLength(&hg_m_ci)) {
+    let hg_k = hg_i + hg_w_ci.x;
+    if (hg_k >= hg_w_ci.y) {
         atomicOr(&hg_fault, 1u);
         return 0u;
     }
     return hg_m_ci[hg_k];
 }
 fn load_rp(hg_i: u32) -> u32 {
-    let hg_k = hg_i + hg_u.hg_d_rp;
-    if (hg_k >= arrayLength(&hg_m_rp)) {
+    let hg_k = hg_i + hg_w_rp.x;
+    if (hg_k >= hg_w_rp.y) {
         atomicOr(&hg_fault, 1u);
         return 0u;
     }
     return hg_m_rp[hg_k];
 }
 fn load_err(hg_i: u32) -> u32 {
-    let hg_k = hg_i + hg_u.hg_d_err;
-    if (hg_k >= arrayLength(&hg_m_err)) {
+    let hg_k = hg_i + hg_w_err.x;
+    if (hg_k >= hg_w_err.y) {
         atomicOr(&hg_fault, 1u);
         return 0u;
     }
     return hg_m_err[hg_k];
 }
 fn store_err(hg_i: u32, hg_v: u32) {
-    let hg_k = hg_i + hg_u.hg_d_err;
-    if (hg_k >= arrayLength(&hg_m_err)) {
+    let hg_k = hg_i + hg_w_err.x;
+    if (hg_k >= hg_w_err.y) {
         atomicOr(&hg_fault, 1u);
         return;
     }
@@ -72,6 +77,11 @@ fn store_err(hg_i: u32, hg_v: u32) {
 
 @compute @workgroup_size(64, 4, 1)
 fn main(@builtin(global_invocation_id) hg_id: vec3<u32>) {
+    hg_w_dst = vec2<u32>(hg_u.hg_d_dst, arrayLength(&hg_m_dst));
+    hg_w_vals = vec2<u32>(hg_u.hg_d_vals, arrayLength(&hg_m_vals));
+    hg_w_ci = vec2<u32>(hg_u.hg_d_ci, arrayLength(&hg_m_ci));
+    hg_w_rp = vec2<u32>(hg_u.hg_d_rp, arrayLength(&hg_m_rp));
+    hg_w_err = vec2<u32>(hg_u.hg_d_err, arrayLength(&hg_m_err));
     let hg_gid0 = hg_id.x + hg_u.hg_base0;
     let hg_gid1 = hg_id.y + hg_u.hg_base1;
     let hg_gid2 = hg_id.z + hg_u.hg_base2;

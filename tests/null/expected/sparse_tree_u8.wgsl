@@ -18,10 +18,14 @@ struct HgUniform {
 }
 @group(0) @binding(4) var<uniform> hg_u: HgUniform;
 @group(0) @binding(5) var<storage, read_write> hg_fault: atomic<u32>;
+var<private> hg_w_dst: vec2<u32>;
+var<private> hg_w_vals: vec2<u32>;
+var<private> hg_w_ix: vec2<u32>;
+var<private> hg_w_mt: vec2<u32>;
 
 fn store_dst(hg_i: u32, hg_v: u32) {
-    let hg_k = (hg_i >> 2u) + hg_u.hg_d_dst;
-    if (hg_k >= arrayLength(&hg_m_dst)) {
+    let hg_k = (hg_i >> 2u) + hg_w_dst.x;
+    if (hg_k >= hg_w_dst.y) {
         atomicOr(&hg_fault, 1u);
         return;
     }
@@ -30,24 +34,24 @@ fn store_dst(hg_i: u32, hg_v: u32) {
     atomicOr(&hg_m_dst[hg_k], (hg_v & 0xffu) << hg_s);
 }
 fn load_vals(hg_i: u32) -> u32 {
-    let hg_k = (hg_i >> 2u) + hg_u.hg_d_vals;
-    if (hg_k >= arrayLength(&hg_m_vals)) {
+    let hg_k = (hg_i >> 2u) + hg_w_vals.x;
+    if (hg_k >= hg_w_vals.y) {
         atomicOr(&hg_fault, 1u);
         return 0u;
     }
     return ((hg_m_vals[hg_k] >> ((hg_i & 3u) * 8u)) & 0xffu);
 }
 fn load_ix(hg_i: u32) -> u32 {
-    let hg_k = hg_i + hg_u.hg_d_ix;
-    if (hg_k >= arrayLength(&hg_m_ix)) {
+    let hg_k = hg_i + hg_w_ix.x;
+    if (hg_k >= hg_w_ix.y) {
         atomicOr(&hg_fault, 1u);
         return 0u;
     }
     return hg_m_ix[hg_k];
 }
 fn load_mt(hg_i: u32) -> u32 {
-    let hg_k = hg_i + hg_u.hg_d_mt;
-    if (hg_k >= arrayLength(&hg_m_mt)) {
+    let hg_k = hg_i + hg_w_mt.x;
+    if (hg_k >= hg_w_mt.y) {
         atomicOr(&hg_fault, 1u);
         return 0u;
     }
@@ -56,6 +60,10 @@ fn load_mt(hg_i: u32) -> u32 {
 
 @compute @workgroup_size(256, 1, 1)
 fn main(@builtin(global_invocation_id) hg_id: vec3<u32>) {
+    hg_w_dst = vec2<u32>(hg_u.hg_d_dst, arrayLength(&hg_m_dst));
+    hg_w_vals = vec2<u32>(hg_u.hg_d_vals, arrayLength(&hg_m_vals));
+    hg_w_ix = vec2<u32>(hg_u.hg_d_ix, arrayLength(&hg_m_ix));
+    hg_w_mt = vec2<u32>(hg_u.hg_d_mt, arrayLength(&hg_m_mt));
     let hg_gid0 = hg_id.x + hg_u.hg_base0;
     let hg_gid1 = hg_id.y + hg_u.hg_base1;
     let hg_gid2 = hg_id.z + hg_u.hg_base2;

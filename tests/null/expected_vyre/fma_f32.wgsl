@@ -11,6 +11,8 @@ struct HgUniform {
 }
 @group(0) @binding(2) var<uniform> hg_u: HgUniform;
 @group(0) @binding(3) var<storage, read_write> hg_fault: atomic<u32>;
+var<private> hg_w_b0_x: vec2<u32>;
+var<private> hg_w_b1_y: vec2<u32>;
 
 fn hg_umulhi(a: u32, b: u32) -> u32 {
     // The high word of the 64-bit product from 16-bit halves (WGSL has no umulExtended).
@@ -113,24 +115,24 @@ fn hg_fma_rn(fa: f32, fb: f32, fc: f32) -> f32 {
 }
 
 fn load_b0_x(hg_i: u32) -> u32 {
-    let hg_k = hg_i + hg_u.hg_d_b0_x;
-    if (hg_k >= arrayLength(&hg_m_b0_x)) {
+    let hg_k = hg_i + hg_w_b0_x.x;
+    if (hg_k >= hg_w_b0_x.y) {
         atomicOr(&hg_fault, 1u);
         return 0u;
     }
     return hg_m_b0_x[hg_k];
 }
 fn load_b1_y(hg_i: u32) -> u32 {
-    let hg_k = hg_i + hg_u.hg_d_b1_y;
-    if (hg_k >= arrayLength(&hg_m_b1_y)) {
+    let hg_k = hg_i + hg_w_b1_y.x;
+    if (hg_k >= hg_w_b1_y.y) {
         atomicOr(&hg_fault, 1u);
         return 0u;
     }
     return hg_m_b1_y[hg_k];
 }
 fn store_b1_y(hg_i: u32, hg_v: u32) {
-    let hg_k = hg_i + hg_u.hg_d_b1_y;
-    if (hg_k >= arrayLength(&hg_m_b1_y)) {
+    let hg_k = hg_i + hg_w_b1_y.x;
+    if (hg_k >= hg_w_b1_y.y) {
         atomicOr(&hg_fault, 1u);
         return;
     }
@@ -139,6 +141,8 @@ fn store_b1_y(hg_i: u32, hg_v: u32) {
 
 @compute @workgroup_size(4, 1, 1)
 fn main(@builtin(global_invocation_id) hg_id: vec3<u32>) {
+    hg_w_b0_x = vec2<u32>(hg_u.hg_d_b0_x, arrayLength(&hg_m_b0_x));
+    hg_w_b1_y = vec2<u32>(hg_u.hg_d_b1_y, arrayLength(&hg_m_b1_y));
     let hg_gid0 = hg_id.x + hg_u.hg_base0;
     let hg_gid1 = hg_id.y + hg_u.hg_base1;
     let hg_gid2 = hg_id.z + hg_u.hg_base2;

@@ -14,42 +14,45 @@ struct HgUniform {
 }
 @group(0) @binding(3) var<uniform> hg_u: HgUniform;
 @group(0) @binding(4) var<storage, read_write> hg_fault: atomic<u32>;
+var<private> hg_w_b0_a: vec2<u32>;
+var<private> hg_w_b1_out: vec2<u32>;
+var<private> hg_w_trapflag: vec2<u32>;
 
 fn load_b0_a(hg_i: u32) -> u32 {
-    let hg_k = hg_i + hg_u.hg_d_b0_a;
-    if (hg_k >= arrayLength(&hg_m_b0_a)) {
+    let hg_k = hg_i + hg_w_b0_a.x;
+    if (hg_k >= hg_w_b0_a.y) {
         atomicOr(&hg_fault, 1u);
         return 0u;
     }
     return hg_m_b0_a[hg_k];
 }
 fn load_b1_out(hg_i: u32) -> u32 {
-    let hg_k = hg_i + hg_u.hg_d_b1_out;
-    if (hg_k >= arrayLength(&hg_m_b1_out)) {
+    let hg_k = hg_i + hg_w_b1_out.x;
+    if (hg_k >= hg_w_b1_out.y) {
         atomicOr(&hg_fault, 1u);
         return 0u;
     }
     return hg_m_b1_out[hg_k];
 }
 fn store_b1_out(hg_i: u32, hg_v: u32) {
-    let hg_k = hg_i + hg_u.hg_d_b1_out;
-    if (hg_k >= arrayLength(&hg_m_b1_out)) {
+    let hg_k = hg_i + hg_w_b1_out.x;
+    if (hg_k >= hg_w_b1_out.y) {
         atomicOr(&hg_fault, 1u);
         return;
     }
     hg_m_b1_out[hg_k] = hg_v;
 }
 fn load_trapflag(hg_i: u32) -> u32 {
-    let hg_k = hg_i + hg_u.hg_d_trapflag;
-    if (hg_k >= arrayLength(&hg_m_trapflag)) {
+    let hg_k = hg_i + hg_w_trapflag.x;
+    if (hg_k >= hg_w_trapflag.y) {
         atomicOr(&hg_fault, 1u);
         return 0u;
     }
     return hg_m_trapflag[hg_k];
 }
 fn store_trapflag(hg_i: u32, hg_v: u32) {
-    let hg_k = hg_i + hg_u.hg_d_trapflag;
-    if (hg_k >= arrayLength(&hg_m_trapflag)) {
+    let hg_k = hg_i + hg_w_trapflag.x;
+    if (hg_k >= hg_w_trapflag.y) {
         atomicOr(&hg_fault, 1u);
         return;
     }
@@ -58,6 +61,9 @@ fn store_trapflag(hg_i: u32, hg_v: u32) {
 
 @compute @workgroup_size(4, 1, 1)
 fn main(@builtin(global_invocation_id) hg_id: vec3<u32>) {
+    hg_w_b0_a = vec2<u32>(hg_u.hg_d_b0_a, arrayLength(&hg_m_b0_a));
+    hg_w_b1_out = vec2<u32>(hg_u.hg_d_b1_out, arrayLength(&hg_m_b1_out));
+    hg_w_trapflag = vec2<u32>(hg_u.hg_d_trapflag, arrayLength(&hg_m_trapflag));
     let hg_gid0 = hg_id.x + hg_u.hg_base0;
     let hg_gid1 = hg_id.y + hg_u.hg_base1;
     let hg_gid2 = hg_id.z + hg_u.hg_base2;

@@ -11,26 +11,28 @@ struct HgUniform {
 }
 @group(0) @binding(2) var<uniform> hg_u: HgUniform;
 @group(0) @binding(3) var<storage, read_write> hg_fault: atomic<u32>;
+var<private> hg_w_b0_a: vec2<u32>;
+var<private> hg_w_b1_out: vec2<u32>;
 
 fn load_b0_a(hg_i: u32) -> u32 {
-    let hg_k = hg_i + hg_u.hg_d_b0_a;
-    if (hg_k >= arrayLength(&hg_m_b0_a)) {
+    let hg_k = hg_i + hg_w_b0_a.x;
+    if (hg_k >= hg_w_b0_a.y) {
         atomicOr(&hg_fault, 1u);
         return 0u;
     }
     return hg_m_b0_a[hg_k];
 }
 fn load_b1_out(hg_i: u32) -> u32 {
-    let hg_k = hg_i + hg_u.hg_d_b1_out;
-    if (hg_k >= arrayLength(&hg_m_b1_out)) {
+    let hg_k = hg_i + hg_w_b1_out.x;
+    if (hg_k >= hg_w_b1_out.y) {
         atomicOr(&hg_fault, 1u);
         return 0u;
     }
     return hg_m_b1_out[hg_k];
 }
 fn store_b1_out(hg_i: u32, hg_v: u32) {
-    let hg_k = hg_i + hg_u.hg_d_b1_out;
-    if (hg_k >= arrayLength(&hg_m_b1_out)) {
+    let hg_k = hg_i + hg_w_b1_out.x;
+    if (hg_k >= hg_w_b1_out.y) {
         atomicOr(&hg_fault, 1u);
         return;
     }
@@ -39,6 +41,8 @@ fn store_b1_out(hg_i: u32, hg_v: u32) {
 
 @compute @workgroup_size(4, 1, 1)
 fn main(@builtin(global_invocation_id) hg_id: vec3<u32>) {
+    hg_w_b0_a = vec2<u32>(hg_u.hg_d_b0_a, arrayLength(&hg_m_b0_a));
+    hg_w_b1_out = vec2<u32>(hg_u.hg_d_b1_out, arrayLength(&hg_m_b1_out));
     let hg_gid0 = hg_id.x + hg_u.hg_base0;
     let hg_gid1 = hg_id.y + hg_u.hg_base1;
     let hg_gid2 = hg_id.z + hg_u.hg_base2;

@@ -11,34 +11,36 @@ struct HgUniform {
 }
 @group(0) @binding(2) var<uniform> hg_u: HgUniform;
 @group(0) @binding(3) var<storage, read_write> hg_fault: atomic<u32>;
+var<private> hg_w_b0_data: vec2<u32>;
+var<private> hg_w_b1_hist: vec2<u32>;
 
 fn load_b0_data(hg_i: u32) -> u32 {
-    let hg_k = hg_i + hg_u.hg_d_b0_data;
-    if (hg_k >= arrayLength(&hg_m_b0_data)) {
+    let hg_k = hg_i + hg_w_b0_data.x;
+    if (hg_k >= hg_w_b0_data.y) {
         atomicOr(&hg_fault, 1u);
         return 0u;
     }
     return hg_m_b0_data[hg_k];
 }
 fn load_b1_hist(hg_i: u32) -> u32 {
-    let hg_k = hg_i + hg_u.hg_d_b1_hist;
-    if (hg_k >= arrayLength(&hg_m_b1_hist)) {
+    let hg_k = hg_i + hg_w_b1_hist.x;
+    if (hg_k >= hg_w_b1_hist.y) {
         atomicOr(&hg_fault, 1u);
         return 0u;
     }
     return atomicLoad(&hg_m_b1_hist[hg_k]);
 }
 fn store_b1_hist(hg_i: u32, hg_v: u32) {
-    let hg_k = hg_i + hg_u.hg_d_b1_hist;
-    if (hg_k >= arrayLength(&hg_m_b1_hist)) {
+    let hg_k = hg_i + hg_w_b1_hist.x;
+    if (hg_k >= hg_w_b1_hist.y) {
         atomicOr(&hg_fault, 1u);
         return;
     }
     atomicStore(&hg_m_b1_hist[hg_k], hg_v);
 }
 fn atomic_add_b1_hist(hg_i: u32, hg_v: u32) -> u32 {
-    let hg_k = hg_i + hg_u.hg_d_b1_hist;
-    if (hg_k >= arrayLength(&hg_m_b1_hist)) {
+    let hg_k = hg_i + hg_w_b1_hist.x;
+    if (hg_k >= hg_w_b1_hist.y) {
         atomicOr(&hg_fault, 1u);
         return 0u;
     }
@@ -47,6 +49,8 @@ fn atomic_add_b1_hist(hg_i: u32, hg_v: u32) -> u32 {
 
 @compute @workgroup_size(4, 1, 1)
 fn main(@builtin(global_invocation_id) hg_id: vec3<u32>) {
+    hg_w_b0_data = vec2<u32>(hg_u.hg_d_b0_data, arrayLength(&hg_m_b0_data));
+    hg_w_b1_hist = vec2<u32>(hg_u.hg_d_b1_hist, arrayLength(&hg_m_b1_hist));
     let hg_gid0 = hg_id.x + hg_u.hg_base0;
     let hg_gid1 = hg_id.y + hg_u.hg_base1;
     let hg_gid2 = hg_id.z + hg_u.hg_base2;
