@@ -3,7 +3,7 @@
 WebGPU reaches Vulkan, Metal and D3D12 GPUs through one API. Memory: only the standard class
 (a GPUBuffer with STORAGE | COPY_SRC | COPY_DST usage; the Hurray format defines no pinned,
 unified or peer WebGPU memory). Host copies: ``queue.write_buffer`` in, a mapped MAP_READ
-staging buffer out (reused, one CHUNK at a time). Kernels: the WGSL module is validated by
+staging buffer out (one CHUNK at a time). Kernels: the WGSL module is validated by
 wgpu's shader compiler (naga) when compiled and its text is the cached "binary"; a program
 owns its compute pipeline with an explicit bind-group layout (storage windows, one uniform
 block, the fault word).
@@ -339,7 +339,6 @@ class WebGPUDevice(Device):
         # Bound in place of zero-byte buffers: WebGPU has no empty storage binding.
         self.empty = WebGPUMemory(self.gpu.create_buffer(size=WORD, usage=self.storage_usage),
                                   WORD)
-        self._staging: Any = None
         name = str(info.get("device") or info.get("description") or "WebGPU adapter")
         super().__init__(index, name, WebGPUAllocator(self),
                          WebGPUCompiler(self, self.identity_of(info)), (MemoryClass.STANDARD,))
@@ -372,13 +371,11 @@ class WebGPUDevice(Device):
                 start = offset + pos
                 low = start // WORD * WORD
                 size = min(CHUNK, _round_up(offset + n, WORD) - low)
-                staging = self._staging
-                if staging is None or staging.size < size:
-                    if staging is not None:
-                        staging.destroy()
-                    staging = self._staging = gpu.create_buffer(
-                        size=max(size, 1 << 16),
-                        usage=wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST)
+                # A new staging buffer per copy: one reused across reads was seen mapped
+                # with the previous read's bytes (wgpu 0.32 on lavapipe; the canary tests
+                # caught it), as if the map did not wait for the new copy.
+                staging = gpu.create_buffer(
+                    size=size, usage=wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST)
                 encoder = gpu.create_command_encoder()
                 encoder.copy_buffer_to_buffer(buffer, low, staging, 0, size)
                 gpu.queue.submit([encoder.finish()])
@@ -389,6 +386,7 @@ class WebGPUDevice(Device):
                     dest[pos:pos + take] = data[start - low:start - low + take]
                 finally:
                     staging.unmap()
+                    staging.destroy()
                 pos += take
 
     def binding_of(self, allocation: Allocation) -> tuple[WebGPUMemory, int, int]:
@@ -416,14 +414,6 @@ class WebGPUDevice(Device):
         wgpu-py 0.32's onSubmittedWorkDone does not run: its callback's C type differs from
         the bundled wgpu-native's."""
         self.read(self.fault, 0, memoryview(bytearray(WORD)))
-
-    def finalize(self) -> None:
-        """Release pooled memory, loaded programs and the staging buffer."""
-        super().finalize()
-        with self.lock:
-            if self._staging is not None:
-                self._staging.destroy()
-                self._staging = None
 
 
 DEVICE = WebGPUDevice
