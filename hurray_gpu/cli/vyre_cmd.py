@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 import vyre.reference
-from hurray_gpu.cli.common import dump_json
+from hurray_gpu.cli.common import dump_json, show
 from hurray_gpu.errors import HurrayGPUError, UnsupportedOpError
 from vyre.execute import DEFAULT_MAX_LOOP_PASSES, run_bytes
 from vyre.inspect import inspect_blob
@@ -58,7 +58,7 @@ def add_parser(sub: Any) -> None:
 def _run_inspect(args: argparse.Namespace) -> int:
 
     text, ok = inspect_blob(Path(args.path).read_bytes(), preserve_unknown=not args.strict)
-    print(text)
+    show(text)
     return 0 if ok else 1
 
 
@@ -171,5 +171,5 @@ def _run_program_cmd(args: argparse.Namespace) -> int:
         print(dump_json({"engine": engine, "outputs": {k: v.hex() for k, v in outputs.items()},
                          "kat_match": checks}))
     else:
-        print(_render(outputs, checks, engine))
+        show(_render(outputs, checks, engine))
     return 0 if all(checks.values()) else 1
