@@ -20,7 +20,10 @@ Clocks: ``device`` (default) times our kernel and the copy on the device (CUDA e
 profiling, Vulkan timestamps; the host clock on the cpu); ``wall`` and ``cpu`` time every call
 plus a synchronize on the host (``cpu``: CPU time of every thread, fairer on a loaded host).
 Usage: python bench/dequant.py [--quick] [--elements 67108864] [--runs 5]
-       [--devices cpu,opencl,vulkan] [--no-peers] [--threads 1 --clock cpu]
+       [--devices cpu,opencl,vulkan,webgpu] [--no-peers] [--threads 1 --clock cpu]
+Devices after the first also report ``time_vs_<first>``: their kernel's seconds over the first
+device's in each round (``--devices vulkan:0,webgpu:0 --clock wall``: WGSL over GLSL on
+lavapipe).
 """
 
 from __future__ import annotations
@@ -255,6 +258,12 @@ def run_case(label: str, out_dtype: str, make: Callable[[np.random.Generator], T
                "roof_fraction": gbps["median"] / roof_gbps["median"],
                "roof_fraction_range": ratio(list(roof.samples), list(ours.samples),
                                             moved[dev.spec] / moved[f"{dev.spec} copy"])[1]}
+        if dev is not devs[0]:
+            # The same kernels on another backend of the same hardware (webgpu:0 beside
+            # vulkan:0, both lavapipe): its seconds over the first device's, per round.
+            first = devs[0].spec
+            row[f"time_vs_{first}"], row[f"time_vs_{first}_range"] = ratio(
+                list(ours.samples), list(took[first].samples))
         if peer is not None:
             row["peer"] = peer.name
             row["vs_peer"], row["vs_peer_range"] = ratio(
@@ -284,6 +293,8 @@ def table(rows: list[dict[str, Any]]) -> str:
         ratio = f"{r['vs_peer']:7.2f}x" if r.get("vs_peer") else " " * 8
         if r.get("kernel_vs_peer"):
             ratio += f" kernel {r['kernel_vs_peer']:.2f}x"
+        ratio += "".join(f" time/{k[8:]} {v:.2f}" for k, v in r.items()
+                         if k.startswith("time_vs_") and not k.endswith("_range"))
         lines.append(f"{r['op']:38s} {r['impl']:28s} {r['device']:9s} {r['gelem_s']:8.3f} "
                      f"{gbps} {roof} {roof_f} {ratio}")
     return "\n".join(lines)

@@ -181,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--densities", default="0.01,0.05,0.2", help="CSR densities")
     parser.add_argument("--csr-only", action="store_true", help="only CSR -> dense vs scipy")
     parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--devices", default="cpu,opencl,vulkan")
+    parser.add_argument("--devices", default="cpu,opencl,vulkan,webgpu")
     parser.add_argument("--json", type=Path, default=Path(__file__).parent / "out" / "layout.json")
     args = parser.parse_args(argv)
     sides = [args.side] if args.side else [int(v) for v in args.sides.split(",") if v]

@@ -1,6 +1,6 @@
 """``hurray-gpu devices``: every backend, whether it works here and why not, its devices, their
 memory classes and buffer pools, and the kernel compilers this machine offers (NVRTC, hipRTC,
-OpenCL, glslang, host cc). A toolchain probe never raises: a missing one is information, not a
+OpenCL, glslang, wgpu, host cc). A toolchain probe never raises: a missing one is information, not a
 failure."""
 
 from __future__ import annotations
@@ -83,6 +83,16 @@ def _glslang() -> dict[str, Any]:
         return _missing("glslang", f"{exe} --version failed: {exc}", used_by)
 
 
+def _wgpu() -> dict[str, Any]:
+    used_by = "webgpu (WGSL, validated by naga)"
+    try:
+        import wgpu
+    except ImportError as exc:
+        return _missing("wgpu", f"wgpu is not installed ({exc}). Fix: pip install "
+                        "'hurray_gpu[webgpu]'.", used_by)
+    return _ok("wgpu", f"wgpu-py {wgpu.__version__}", used_by)
+
+
 def _host_cc() -> dict[str, Any]:
     used_by = "cpu (C11 + OpenMP or threads)"
     try:
@@ -95,7 +105,8 @@ def _host_cc() -> dict[str, Any]:
     return _ok("host C compiler", found.describe(), used_by)
 
 
-PROBES: tuple[Callable[[], dict[str, Any]], ...] = (_nvrtc, _hiprtc, _opencl, _glslang, _host_cc)
+PROBES: tuple[Callable[[], dict[str, Any]], ...] = (_nvrtc, _hiprtc, _opencl, _glslang, _wgpu,
+                                                     _host_cc)
 
 
 def probe_toolchains() -> list[dict[str, Any]]:
@@ -113,6 +124,8 @@ NO_DEVICE_HINTS = {
     "cuda": "the CUDA driver sees no NVIDIA GPU. Fix: check nvidia-smi and the driver install.",
     "rocm": "HIP sees no AMD GPU. Fix: check rocm-smi and that the user is in group 'render'.",
     "vulkan": "no Vulkan device. Fix: apt install mesa-vulkan-drivers (lavapipe) or a GPU ICD.",
+    "webgpu": "wgpu finds no Vulkan, Metal or D3D12 adapter. Fix: apt install "
+              "mesa-vulkan-drivers (lavapipe) or a GPU driver.",
     "opencl": "no OpenCL device found. Fix: apt install pocl-opencl-icd (or a GPU vendor ICD).",
     "cpu": "the cpu backend found no host compiler. Fix: apt install gcc.",
 }
@@ -133,6 +146,8 @@ def _device_info(dev: Any) -> dict[str, Any]:
     info["kernels"], why = dev.kernel_support()  # all, cached (cannot compile) or none
     if why:
         info["kernels_reason"] = one_line(why)
+    if getattr(dev, "features", None) is not None:  # webgpu: the adapter, its features
+        info["adapter_backend"], info["features"] = dev.backend, list(dev.features)
     pool = dev.allocator
     info["pool"] = {"limit_bytes": pool.pool_limit, "idle_budget_bytes": pool.pool_idle_budget,
                     "idle_seconds": pool.pool_idle_seconds, "pooled_bytes": pool.pooled_bytes}
@@ -203,6 +218,9 @@ def render(inv: dict[str, Any]) -> list[Any]:
             rows.append([b["backend"], b["tag"], "no", "-", b.get("reason", "")])
     out: list[Any] = [table(["device", "tag", "usable", "memory classes", "details"], rows,
                             title="Backends")]
+    for d in (d for b in inv["backends"] for d in b["devices"] if "features" in d):
+        out.append(f"{d['spec']} ({d['adapter_backend']} adapter) features: "
+                   f"{', '.join(d['features']) or 'none'}")
     pools = [[d["spec"], *(_mib(p[k]) for k in ("limit_bytes", "idle_budget_bytes")),
               f"{p['idle_seconds']:g}", _mib(p["pooled_bytes"])]
              for b in inv["backends"] for d in b["devices"] for p in [d["pool"]]]

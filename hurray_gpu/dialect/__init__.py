@@ -48,6 +48,7 @@ from hurray_gpu.dialect.cstyle import (
 from hurray_gpu.dialect.glsl import GLSLRenderer
 from hurray_gpu.dialect.kernel import KernelDef, Param, buf, scalar
 from hurray_gpu.dialect.render import RENDER_VERSION, CStyleRenderer, lint_body
+from hurray_gpu.dialect.wgsl import WGSLRenderer
 from hurray_gpu.errors import UnsupportedOpError
 
 __all__ = [
@@ -60,6 +61,7 @@ __all__ = [
     "HostCRenderer",
     "KernelDef",
     "OpenCLRenderer",
+    "WGSLRenderer",
     "Param",
     "buf",
     "get_renderer",
@@ -70,12 +72,13 @@ __all__ = [
 
 DIALECTS: dict[str, CStyleRenderer] = {
     r.dialect: r for r in (CUDARenderer(), HIPRenderer(), OpenCLRenderer(), GLSLRenderer(),
-                           HostCRenderer())
+                           HostCRenderer(), WGSLRenderer())
 }
 
 
 def get_renderer(dialect: str) -> CStyleRenderer:
-    """Return the renderer for ``dialect`` (``cuda``, ``hip``, ``opencl``, ``glsl``, ``c``).
+    """Return the renderer for ``dialect`` (``cuda``, ``hip``, ``opencl``, ``glsl``, ``c``,
+    ``wgsl``).
 
     Raises:
         UnsupportedOpError: unknown dialect.

@@ -4,7 +4,8 @@ Every built-in kernel, then every kernel vyre's own programs (``vyre.programs``)
 cuda/hip: the cuda/rocm backends' own compiler (``CUDACompiler.offline``/``ROCmCompiler``) per
 ``sm_XX``/``gfxNNN``, with the options, headers and binary getter a device uses, through the
 kernel disk cache (a binary compiled once is not compiled again); glsl: glslangValidator to
-SPIR-V; opencl: a build on the first OpenCL device; c: the host C compiler. A missing toolchain,
+SPIR-V; opencl: a build on the first OpenCL device; wgsl: wgpu's shader module and compute
+pipeline on the first WebGPU adapter (its program load: naga validates the module); c: the host C compiler. A missing toolchain,
 or one that cannot target a requested arch, raises BackendUnavailableError before any kernel.
 """
 
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
 __all__ = ["CheckResult", "check_dialect", "DEFAULT_ARCHS", "offline_compiler", "vyre_kernels"]
 
 DEFAULT_ARCHS = {"cuda": ("sm_80", "sm_90"), "hip": ("gfx90a", "gfx942"), "glsl": ("vulkan1.1",),
-                 "opencl": ("device",), "c": ("host",)}
+                 "opencl": ("device",), "wgsl": ("device",), "c": ("host",)}
 GLSLANG_TIMEOUT_S = 120
 
 
@@ -103,9 +104,20 @@ def _device_build(kind: str) -> Callable[[KernelDef, str], str]:
     return build
 
 
+def _program_build(kind: str) -> Callable[[KernelDef, str], str]:
+    """The device's own program load: render, compile (cached), then the pipeline."""
+    def build(kernel: KernelDef, arch: str) -> str:
+        from hurray_gpu.runtime.registry import resolve_device
+
+        dev = resolve_device(kind)
+        return f"{len(dev.program(kernel).binary)} bytes on {dev.spec}"
+
+    return build
+
+
 CHECKERS: dict[str, Callable[[KernelDef, str], str]] = {
     "cuda": _rtc("cuda"), "hip": _rtc("hip"), "glsl": _glslang, "opencl": _device_build("opencl"),
-    "c": _device_build("cpu")}
+    "wgsl": _program_build("webgpu"), "c": _device_build("cpu")}
 
 
 def _vyre_programs() -> dict[str, Callable[[], Program]]:

@@ -6,8 +6,8 @@ hurray_gpu never imports a driver). :func:`resolve_device` turns any device spec
 memoised Device; it is the only place specs are parsed, and ``None`` always means
 :func:`default_device`.
 
-Specs are ``"cpu"``, ``"reference"``, ``"opencl:0"``, ``"vulkan:1"``, ``"cuda:0"``,
-``"rocm:0"``, a ``(device_tag, index)`` pair, a bare tag int, a Device, or None.
+Specs are ``"cpu"``, ``"reference"``, ``"opencl:0"``, ``"vulkan:1"``, ``"webgpu:0"``,
+``"cuda:0"``, ``"rocm:0"``, a ``(device_tag, index)`` pair, a bare tag int, a Device, or None.
 """
 
 from __future__ import annotations
@@ -53,15 +53,19 @@ BACKENDS: dict[int, str] = {
     DeviceTag.CUDA: "cuda",
     DeviceTag.ROCM: "rocm",
     DeviceTag.VULKAN: "vulkan",
+    DeviceTag.WEBGPU: "webgpu",
     DeviceTag.OPENCL: "opencl",
 }
 # Devices that are not Hurray tags: the NumPy oracle and the no-op test device.
 SPECIAL_BACKENDS: dict[str, str] = {"reference": "reference", "null": "null"}
 # The pip extra that brings each backend's driver package.
-EXTRAS: dict[str, str] = {"cuda": "cuda", "rocm": "rocm", "vulkan": "vulkan", "opencl": "opencl"}
+EXTRAS: dict[str, str] = {"cuda": "cuda", "rocm": "rocm", "vulkan": "vulkan", "webgpu": "webgpu",
+                          "opencl": "opencl"}
 # default_device() order: the first available non-emulated device wins.
+# WebGPU after Vulkan (the same GPU through a narrower API) and before OpenCL (on macOS it is
+# the way to the GPU: Metal).
 PREFERENCE: tuple[int, ...] = (DeviceTag.CUDA, DeviceTag.ROCM, DeviceTag.VULKAN,
-                               DeviceTag.OPENCL, DeviceTag.CPU)
+                               DeviceTag.WEBGPU, DeviceTag.OPENCL, DeviceTag.CPU)
 # Longest accepted spec string; anything longer is not a device name.
 MAX_SPEC_LEN = 64
 
@@ -90,7 +94,7 @@ def module_name(tag: int | str) -> str:
     """The backend module name for a tag (or special name such as ``"reference"``).
 
     Raises:
-        BackendUnavailableError: the tag has no backend (metal, webgpu, private, reserved...).
+        BackendUnavailableError: the tag has no backend (metal, hexagon, private, reserved...).
     """
     if isinstance(tag, str):
         if tag in SPECIAL_BACKENDS:
@@ -215,7 +219,7 @@ def resolve_device(spec: Any = None) -> Device:
         The opened (memoised) device.
 
     Raises:
-        BackendUnavailableError: malformed spec, a tag with no backend (metal, webgpu,
+        BackendUnavailableError: malformed spec, a tag with no backend (metal,
             hexagon, level zero, private...), a missing driver package (the message names the
             pip extra), or no such device index.
     """
@@ -233,7 +237,7 @@ def devices() -> list[Device]:
     """Every device actually available here: cpu, the reference oracle, then GPU backends.
 
     Returns:
-        Opened devices, in the order cpu, reference, cuda, rocm, vulkan, opencl.
+        Opened devices, in the order cpu, reference, cuda, rocm, vulkan, webgpu, opencl.
     """
     found: list[Device] = []
     order: list[int | str] = [DeviceTag.CPU, "reference"]
@@ -250,9 +254,10 @@ def devices() -> list[Device]:
 
 
 def default_device() -> Device:
-    """The best device: ``HURRAY_GPU_DEVICE`` if set, else cuda > rocm > vulkan > opencl > cpu.
+    """The best device: ``HURRAY_GPU_DEVICE`` if set, else cuda > rocm > vulkan > webgpu >
+    opencl > cpu.
 
-    Vulkan or OpenCL devices that emulate a GPU on the CPU (lavapipe, pocl) are skipped: the
+    Vulkan, WebGPU or OpenCL devices that emulate a GPU on the CPU (lavapipe, pocl) are skipped: the
     native cpu backend does the same work faster.
 
     Raises:

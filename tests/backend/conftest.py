@@ -1,4 +1,5 @@
-"""Backend test fixtures: one parameter per available device; CI insists on cpu/opencl/vulkan."""
+"""Backend test fixtures: one parameter per available device; CI insists on cpu, opencl, vulkan
+and webgpu."""
 
 from __future__ import annotations
 
@@ -13,8 +14,8 @@ os.environ.setdefault("HURRAY_GPU_CACHE_DIR", tempfile.mkdtemp(prefix="hurray_gp
 from hurray_gpu.runtime.registry import devices  # noqa: E402
 from tests._support import in_ci  # noqa: E402
 
-# Backends CI must see (pocl and lavapipe are installed there); missing one fails the run.
-REQUIRED_IN_CI = ("cpu", "opencl", "vulkan")
+# Backends CI must see (pocl, lavapipe and wgpu are installed there); missing one fails the run.
+REQUIRED_IN_CI = ("cpu", "opencl", "vulkan", "webgpu")
 
 
 def _available() -> list:
@@ -48,7 +49,7 @@ def _required_backends_in_ci() -> None:
     if missing:
         pytest.fail(
             f"CI=true but backends {missing} are not available. Fix: install "
-            "pocl-opencl-icd and mesa-vulkan-drivers and pip install .[opencl,vulkan]",
+            "pocl-opencl-icd and mesa-vulkan-drivers and pip install .[opencl,vulkan,webgpu]",
             pytrace=False)
 
 

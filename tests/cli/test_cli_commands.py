@@ -107,7 +107,11 @@ def test_devices_text_and_json(capsys: pytest.CaptureFixture) -> None:
     assert "\ncpu:0 " in pools and "HURRAY_GPU_POOL_IDLE_SECONDS" in pools
     assert max(len(line) for line in pools.splitlines()) <= 100
     names = [t["name"] for t in inv["toolchains"]]
-    assert names == ["NVRTC", "hipRTC", "OpenCL", "glslang", "host C compiler"]
+    assert names == ["NVRTC", "hipRTC", "OpenCL", "glslang", "wgpu", "host C compiler"]
+    for d in inv["backends"][5]["devices"]:  # webgpu: the adapter's backend and features
+        assert d["adapter_backend"] in ("Vulkan", "Metal", "D3D12")
+        assert f"{d['spec']} ({d['adapter_backend']} adapter) features: " in text
+        assert all(len(line) <= 100 for line in text.splitlines() if d["spec"] + " (" in line)
     cc = inv["toolchains"][-1]
     assert cc["available"] and cc["version"]  # the cpu backend needs it, so it is here
     assert inv["default"]["spec"]

@@ -70,6 +70,20 @@ def test_rejected_source_carries_the_log() -> None:
     assert "Fix:" in str(info.value)
 
 
+def test_every_kernel_compiles_to_wgsl() -> None:
+    """Every built-in and vyre kernel's WGSL passes naga and builds a pipeline (wgpu)."""
+    from hurray_gpu.runtime.registry import is_available
+
+    if not is_available(0x05):
+        skip_or_fail("no WebGPU adapter", "pip install .[webgpu]; apt-get install "
+                     "mesa-vulkan-drivers")
+    results = check_dialect("wgsl")
+    bad = [(r.kernel, r.detail) for r in results if r.status != "ok"]
+    assert not bad, bad
+    assert len(results) == len(kernel_names()) + len(vyre_kernels())
+    assert all(" bytes on webgpu:0" in r.detail for r in results)
+
+
 def test_every_kernel_compiles_to_spirv() -> None:
     if shutil.which("glslangValidator") is None:
         skip_or_fail("glslangValidator is not on PATH", "apt-get install glslang-tools")

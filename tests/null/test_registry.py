@@ -24,12 +24,13 @@ from hurray_gpu.runtime.registry import resolve_device as device
 
 
 def test_table_rows_are_the_hurray_tags() -> None:
-    assert BACKENDS == {0x00: "cpu", 0x01: "cuda", 0x02: "rocm", 0x04: "vulkan", 0x08: "opencl"}
+    assert BACKENDS == {0x00: "cpu", 0x01: "cuda", 0x02: "rocm", 0x04: "vulkan", 0x05: "webgpu",
+                        0x08: "opencl"}
     assert [int(t) for t in DeviceTag] == list(range(9))
 
 
-@pytest.mark.parametrize(("tag", "name"), [(0x03, "metal"), (0x05, "webgpu"),
-                                           (0x06, "hexagon"), (0x07, "level_zero")])
+@pytest.mark.parametrize(("tag", "name"), [(0x03, "metal"), (0x06, "hexagon"),
+                                           (0x07, "level_zero")])
 def test_tags_without_backend_name_the_tag_and_the_supported_ones(tag: int, name: str) -> None:
     with pytest.raises(BackendUnavailableError) as info:
         device((tag, 0))

@@ -95,11 +95,11 @@ class Lowered:
         return self.kernels[0]
 
 
-# Work-group memory each dialect's API guarantees a kernel: Vulkan 16 KiB, OpenCL 1.2 32 KiB,
+# Work-group memory each dialect's API guarantees a kernel: Vulkan and WebGPU 16 KiB, OpenCL 1.2 32 KiB,
 # CUDA 48 KiB of static shared memory, HIP 64 KiB of LDS; host C keeps a group's arrays on its
 # thread's stack (with the values kept per item, at most MAX_GROUP_BYTES). Launchers refuse a
 # kernel over its dialect's; the lowering refuses one over every dialect's.
-SHARED_BYTES = {"glsl": 16384, "opencl": 32768, "cuda": 49152, "hip": 65536,
+SHARED_BYTES = {"glsl": 16384, "wgsl": 16384, "opencl": 32768, "cuda": 49152, "hip": 65536,
                 "c": MAX_GROUP_BYTES}
 MAX_SHARED_BYTES = max(SHARED_BYTES.values())
 

@@ -1,0 +1,195 @@
+"""WebGPU backend (wgpu-py; lavapipe here): the device, copies, launches, windows, faults,
+the compile cache and what an adapter without wgpu or a feature says."""
+
+from __future__ import annotations
+
+import gc
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from hurray_gpu.dialect import KernelDef, buf, scalar
+from hurray_gpu.errors import CompileError, UnsupportedOpError
+from hurray_gpu.format.descriptor.buffers import DeviceTag
+from hurray_gpu.kernels import get_kernel
+from hurray_gpu.runtime.buffer import Buffer
+from hurray_gpu.runtime.memory import MemoryClass
+from hurray_gpu.runtime.registry import default_device, describe_devices, is_available
+from tests._support import skip_or_fail, stable_rng
+
+
+@pytest.fixture(scope="module")
+def wg():
+    from hurray_gpu.runtime.registry import resolve_device
+
+    if not is_available(DeviceTag.WEBGPU):
+        skip_or_fail("no WebGPU adapter", "pip install .[webgpu]; apt-get install "
+                     "mesa-vulkan-drivers")
+    return resolve_device("webgpu:0")
+
+
+def test_device_identity_features_and_classes(wg):
+    assert wg.tag == 0x05 and wg.kind == "webgpu" and wg.dialect == "wgsl"
+    assert wg.memory_classes == (MemoryClass.STANDARD,)
+    assert wg.backend in ("Vulkan", "Metal", "D3D12")
+    assert wg.identity().startswith("webgpu:") and "wgsl-abi-" in wg.identity()
+    assert all(isinstance(f, str) for f in wg.features)
+    assert wg.max_alloc >= 1 << 28
+    with pytest.raises(UnsupportedOpError, match="host_pinned"):
+        Buffer(wg, 64, MemoryClass.HOST_PINNED)
+    listing = describe_devices()
+    assert "webgpu:0" in listing and wg.name in listing
+
+
+def test_default_device_skips_an_emulated_adapter(wg):
+    if wg.emulated:
+        assert default_device() is not wg
+
+
+@pytest.mark.parametrize("nbytes", [1, 3, 4, 5, 4097, (1 << 20) + 3])
+def test_round_trip(wg, nbytes):
+    data = stable_rng("webgpu-round-trip", nbytes).integers(0, 256, nbytes, dtype=np.uint8)
+    b = Buffer.from_bytes(wg, data)
+    assert np.array_equal(b.numpy(), data)
+
+
+def test_unaligned_view_writes_keep_their_neighbours(wg):
+    rng = stable_rng("webgpu-unaligned")
+    data = rng.integers(0, 256, 64, dtype=np.uint8)
+    b = Buffer.from_bytes(wg, data)
+    patch = rng.integers(0, 256, 9, dtype=np.uint8)
+    view = b.view(5, 9)
+    view.copyin(patch)
+    want = data.copy()
+    want[5:14] = patch
+    assert np.array_equal(b.numpy(), want)
+    assert np.array_equal(b.view(3, 13).numpy(), want[3:16])
+
+
+def test_device_copy_and_unaligned_copy(wg):
+    rng = stable_rng("webgpu-copy")
+    data = rng.integers(0, 256, 1000, dtype=np.uint8)
+    src = Buffer.from_bytes(wg, data)
+    dst = Buffer(wg, 1000)
+    dst.copy_from(src)
+    assert np.array_equal(dst.numpy(), data)
+    odd = Buffer(wg, 7)
+    odd.copy_from(src.view(3, 7))
+    assert np.array_equal(odd.numpy(), data[3:10])
+
+
+def test_sub_word_stores_from_neighbouring_items_never_race(wg):
+    n = 4099
+    src = stable_rng("webgpu-bytes").integers(0, 256, n, dtype=np.uint8)
+    a, b = Buffer.from_bytes(wg, src), Buffer(wg, n)
+    wg.run("copy_bytes", b, a, n=n, wait=True)
+    assert np.array_equal(b.numpy(), src)
+
+
+_OOB = KernelDef(
+    name="wg_oob", params=(buf("res", "u32", "w"), scalar("n")),
+    body="u32 i = GLOBAL_ID(0); if (i < n) { STORE(res, i + n, i); }",
+    grid=lambda s: (s["n"],), extents=lambda s: {"res": s["n"]},
+    reference=lambda a: None, doc="stores past its extent: the guard must catch it")
+
+
+def test_an_index_outside_the_binding_faults_and_touches_nothing(wg):
+    out = Buffer.from_bytes(wg, np.full(16, 7, np.uint32).view(np.uint8))
+    big = Buffer.from_bytes(wg, np.full(64, 9, np.uint32).view(np.uint8))
+    view = big.view(0, 64)  # out's neighbour words stay put: stores past the window fault
+    with pytest.raises(UnsupportedOpError, match="indexed outside its buffers"):
+        wg.run(_OOB, out, n=16, wait=True)
+    assert np.array_equal(out.numpy(np.uint32), np.full(16, 7, np.uint32))
+    with pytest.raises(UnsupportedOpError, match="indexed outside"):
+        wg.run(_OOB, view, n=16, wait=True)
+    assert np.array_equal(big.numpy(np.uint32), np.full(64, 9, np.uint32))
+
+
+def test_views_at_word_offsets_run_as_their_own_buffers(wg):
+    x = np.arange(300, dtype=np.float32)
+    y = np.ones(300, np.float32)
+    bx, by = Buffer.from_bytes(wg, x.view(np.uint8)), Buffer.from_bytes(wg, y.view(np.uint8))
+    wg.run("axpy_f32", by.view(40, 400), bx.view(4, 400), n=100, a=2.0, wait=True)
+    want = y.copy()
+    want[10:110] = 2.0 * x[1:101] + 1.0
+    assert np.array_equal(by.numpy(np.float32), want)
+
+
+def test_a_launch_over_a_buffer_larger_than_a_binding_is_split(wg, monkeypatch):
+    from hurray_gpu.backends.windows import Limits
+
+    small = Limits(1 << 16, wg.plan_limits.align, wg.plan_limits.max_groups)
+    monkeypatch.setattr(wg, "plan_limits", small)
+    n = 1 << 16  # 256 KiB of f32: four windows at least
+    x = stable_rng("webgpu-split").standard_normal(n).astype(np.float32)
+    bx, by = Buffer.from_bytes(wg, x.view(np.uint8)), Buffer(wg, 4 * n)
+    by.copyin(np.zeros(n, np.float32).view(np.uint8))
+    wg.run("axpy_f32", by, bx, n=n, a=3.0, wait=True)
+    assert np.array_equal(by.numpy(np.float32), np.float32(3.0) * x)
+
+
+def test_compile_cache_keys_and_rejected_wgsl(wg):
+    with pytest.raises(CompileError) as info:
+        wg.compiler.compile("fn main() { let x: u32 = undefined_name; }")
+    assert "undefined_name" in (info.value.log or "") and "Fix:" in str(info.value)
+    prog = wg.program(get_kernel("axpy_f32"))
+    assert prog.binary.decode().startswith("@group(0) @binding(0)")
+
+
+def test_work_group_memory_over_the_limit_is_refused(wg):
+    limit = wg.limits["max-compute-workgroup-storage-size"]
+    kernel = KernelDef(
+        name="wg_big_shared", params=(buf("res", "u32", "w"),),
+        body="STORE(big, 0u, 1u); BARRIER(); STORE(res, 0u, LOAD(big, 0u));",
+        grid=lambda s: (1,), extents=lambda s: {"res": 1}, reference=lambda a: None,
+        shared=(("big", limit // 4 + 1),))
+    with pytest.raises(UnsupportedOpError, match="work-group memory") as info:
+        wg.program(kernel)
+    assert "Fix:" in str(info.value)
+
+
+def test_without_wgpu_the_backend_names_the_install_command():
+    code = ("import sys; sys.modules['wgpu'] = None\n"
+            "from hurray_gpu.runtime.registry import resolve_device\n"
+            "try:\n    resolve_device('webgpu:0')\n"
+            "except Exception as exc:\n    print(type(exc).__name__, exc)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, check=True)
+    assert done.stdout.startswith("BackendUnavailableError")
+    assert "pip install 'hurray_gpu[webgpu]'" in done.stdout
+
+
+
+def test_a_buffer_freed_by_the_cyclic_collector_is_still_usable_from_the_pool(wg):
+    # The collector finalizes every object of a garbage cycle, wgpu's GPUBuffer included,
+    # while the Buffer's own finalizer pools it: the pool must not hand out a released handle.
+    nbytes = 3 * 4096 + 12  # a size no other test pools
+
+    class Holder:
+        pass
+
+    for _ in range(3):
+        holder = Holder()
+        holder.cycle, holder.buf = holder, Buffer(wg, nbytes)
+        del holder
+        gc.collect()
+        data = stable_rng("webgpu-cycle").integers(0, 256, nbytes, dtype=np.uint8)
+        assert np.array_equal(Buffer.from_bytes(wg, data).numpy(), data)
+
+
+_NEXT = KernelDef(
+    name="wg_next", params=(buf("dst", "u32", "w"), buf("src", "u32"), scalar("n")),
+    body="u32 i = GLOBAL_ID(0); if (i < n) { STORE(dst, i, i + 1u < n ? LOAD(src, i + 1u) : 7u); }",
+    grid=lambda s: (s["n"],), extents=lambda s: {"dst": s["n"], "src": s["n"]},
+    reference=lambda a: None, doc="dst[i] = src[i + 1], 7 past the end")
+
+
+def test_a_conditional_load_past_the_end_is_never_made(wg):
+    # WGSL's select() evaluates both sides: the load of src[n] would fault the launch.
+    n = 100
+    src = np.arange(n, dtype=np.uint32) * 3
+    bs, bd = Buffer.from_bytes(wg, src.view(np.uint8)), Buffer(wg, 4 * n)
+    wg.run(_NEXT, bd, bs, n=n, wait=True)
+    assert np.array_equal(bd.numpy(np.uint32), np.append(src[1:], 7))

@@ -1,0 +1,311 @@
+@group(0) @binding(0) var<storage, read_write> hg_m_dst: array<u32>;
+@group(0) @binding(1) var<storage, read_write> hg_m_data: array<u32>;
+@group(0) @binding(2) var<storage, read_write> hg_m_scales: array<u32>;
+@group(0) @binding(3) var<storage, read_write> hg_m_zps: array<u32>;
+@group(0) @binding(4) var<storage, read_write> hg_m_err: array<u32>;
+struct HgUniform {
+    hg_base0: u32,
+    hg_base1: u32,
+    hg_base2: u32,
+    hg_d_dst: u32,
+    hg_d_data: u32,
+    hg_d_scales: u32,
+    hg_d_zps: u32,
+    hg_d_err: u32,
+    hg_a_n: u32,
+    hg_a_ept: u32,
+    hg_a_doff: u32,
+    hg_a_bits: u32,
+    hg_a_sgn: u32,
+    hg_a_mode: u32,
+    hg_a_stype: u32,
+    hg_a_zmode: u32,
+    hg_a_zoff: u32,
+    hg_a_nparam: u32,
+    hg_a_inner: u32,
+    hg_a_dm1: u32,
+    hg_a_dsh1: u32,
+    hg_a_ssize: u32,
+    hg_a_dm2: u32,
+    hg_a_dsh2: u32,
+    hg_a_omul: u32,
+    hg_a_kshift: u32,
+    hg_a_zlo: i32,
+    hg_a_zhi: i32,
+    hg_a_sval: f32,
+    hg_a_zval: i32,
+    hg_a_hp: u32,
+    hg_a_hr: u32,
+}
+@group(0) @binding(5) var<uniform> hg_u: HgUniform;
+@group(0) @binding(6) var<storage, read_write> hg_fault: atomic<u32>;
+var<private> hg_w_dst: vec2<u32>;
+var<private> hg_w_data: vec2<u32>;
+var<private> hg_w_scales: vec2<u32>;
+var<private> hg_w_zps: vec2<u32>;
+var<private> hg_w_err: vec2<u32>;
+
+fn hg_umulhi(a: u32, b: u32) -> u32 {
+    // The high word of the 64-bit product from 16-bit halves (WGSL has no umulExtended).
+    let al = a & 0xffffu;
+    let ah = a >> 16u;
+    let bl = b & 0xffffu;
+    let bh = b >> 16u;
+    let lh = al * bh;
+    let hl = ah * bl;
+    let mid = ((al * bl) >> 16u) + (lh & 0xffffu) + (hl & 0xffffu);
+    return ah * bh + (lh >> 16u) + (hl >> 16u) + (mid >> 16u);
+}
+
+fn hg_f16_to_f32(h: u32) -> f32 {
+    var sign: u32 = (h & 0x8000u) << 16u;
+    var expo: u32 = (h >> 10u) & 31u;
+    var mant: u32 = h & 0x3ffu;
+    if (expo == 31u) {
+        return bitcast<f32>((sign | 0x7f800000u) | (mant << 13u));
+    }
+    if (expo != 0u) {
+        return bitcast<f32>((sign | ((expo + 112u) << 23u)) | (mant << 13u));
+    }
+    return bitcast<f32>(sign | (bitcast<u32>(f32(mant) * (5.9604644775390625e-8f))));
+}
+
+fn hg_bf16_to_f32(h: u32) -> f32 {
+    return bitcast<f32>((h & 0xffffu) << 16u);
+}
+
+fn store_dst(hg_i: u32, hg_v: f32) {
+    let hg_k = hg_i + hg_w_dst.x;
+    if (hg_k >= hg_w_dst.y) {
+        atomicOr(&hg_fault, 1u);
+        return;
+    }
+    hg_m_dst[hg_k] = bitcast<u32>(hg_v);
+}
+fn load_data(hg_i: u32) -> u32 {
+    let hg_k = (hg_i >> 2u) + hg_w_data.x;
+    if (hg_k >= hg_w_data.y) {
+        atomicOr(&hg_fault, 1u);
+        return 0u;
+    }
+    return ((hg_m_data[hg_k] >> ((hg_i & 3u) * 8u)) & 0xffu);
+}
+fn load_scales(hg_i: u32) -> u32 {
+    let hg_k = (hg_i >> 2u) + hg_w_scales.x;
+    if (hg_k >= hg_w_scales.y) {
+        atomicOr(&hg_fault, 1u);
+        return 0u;
+    }
+    return ((hg_m_scales[hg_k] >> ((hg_i & 3u) * 8u)) & 0xffu);
+}
+fn load_zps(hg_i: u32) -> u32 {
+    let hg_k = (hg_i >> 2u) + hg_w_zps.x;
+    if (hg_k >= hg_w_zps.y) {
+        atomicOr(&hg_fault, 1u);
+        return 0u;
+    }
+    return ((hg_m_zps[hg_k] >> ((hg_i & 3u) * 8u)) & 0xffu);
+}
+fn load_err(hg_i: u32) -> u32 {
+    let hg_k = hg_i + hg_w_err.x;
+    if (hg_k >= hg_w_err.y) {
+        atomicOr(&hg_fault, 1u);
+        return 0u;
+    }
+    return hg_m_err[hg_k];
+}
+fn store_err(hg_i: u32, hg_v: u32) {
+    let hg_k = hg_i + hg_w_err.x;
+    if (hg_k >= hg_w_err.y) {
+        atomicOr(&hg_fault, 1u);
+        return;
+    }
+    hg_m_err[hg_k] = hg_v;
+}
+
+@compute @workgroup_size(64, 1, 1)
+fn main(@builtin(global_invocation_id) hg_id: vec3<u32>) {
+    hg_w_dst = vec2<u32>(hg_u.hg_d_dst, arrayLength(&hg_m_dst));
+    hg_w_data = vec2<u32>(hg_u.hg_d_data, arrayLength(&hg_m_data));
+    hg_w_scales = vec2<u32>(hg_u.hg_d_scales, arrayLength(&hg_m_scales));
+    hg_w_zps = vec2<u32>(hg_u.hg_d_zps, arrayLength(&hg_m_zps));
+    hg_w_err = vec2<u32>(hg_u.hg_d_err, arrayLength(&hg_m_err));
+    let hg_gid0 = hg_id.x + hg_u.hg_base0;
+    let hg_gid1 = hg_id.y + hg_u.hg_base1;
+    let hg_gid2 = hg_id.z + hg_u.hg_base2;
+    let n: u32 = hg_u.hg_a_n;
+    let ept: u32 = hg_u.hg_a_ept;
+    let doff: u32 = hg_u.hg_a_doff;
+    let bits: u32 = hg_u.hg_a_bits;
+    let sgn: u32 = hg_u.hg_a_sgn;
+    let mode: u32 = hg_u.hg_a_mode;
+    let stype: u32 = hg_u.hg_a_stype;
+    let zmode: u32 = hg_u.hg_a_zmode;
+    let zoff: u32 = hg_u.hg_a_zoff;
+    let nparam: u32 = hg_u.hg_a_nparam;
+    let inner: u32 = hg_u.hg_a_inner;
+    let dm1: u32 = hg_u.hg_a_dm1;
+    let dsh1: u32 = hg_u.hg_a_dsh1;
+    let ssize: u32 = hg_u.hg_a_ssize;
+    let dm2: u32 = hg_u.hg_a_dm2;
+    let dsh2: u32 = hg_u.hg_a_dsh2;
+    let omul: u32 = hg_u.hg_a_omul;
+    let kshift: u32 = hg_u.hg_a_kshift;
+    let zlo: i32 = hg_u.hg_a_zlo;
+    let zhi: i32 = hg_u.hg_a_zhi;
+    let sval: f32 = hg_u.hg_a_sval;
+    let zval: i32 = hg_u.hg_a_zval;
+    let hp: u32 = hg_u.hg_a_hp;
+    let hr: u32 = hg_u.hg_a_hr;
+    var first: u32 = hg_gid0 * ept;
+    if (first >= n) {
+        return;
+    }
+    var last: u32 = min(first + ept, n);
+    var t1: u32 = hg_umulhi(first, dm1);
+    var q1: u32 = (t1 + ((first - t1) >> (dsh1 & 255u))) >> (dsh1 >> 8u);
+    var r: u32 = first - (q1 * inner);
+    var t2: u32 = hg_umulhi(q1, dm2);
+    var o: u32 = (t2 + ((q1 - t2) >> (dsh2 & 255u))) >> (dsh2 >> 8u);
+    var a: u32 = q1 - (o * ssize);
+    var i: u32 = first;
+    var sx: u32 = select(0u, 32u - bits, (sgn != 0u) && (bits < 32u));
+    var s: f32 = sval;
+    var z: i32 = zval;
+    var built: u32 = 0u;
+    while (i < last) {
+        var end: u32 = last;
+        if (mode != 0u) {
+            var p: u32 = (((o * inner) + r) * omul) + (a >> kshift);
+            if (p >= nparam) {
+                store_err(0u, 2u);
+                return;
+            }
+            var run: u32 = 1u;
+            if (inner == 1u) {
+                run = min((1u << kshift) - (a & ((1u << kshift) - 1u)), ssize - a);
+            }
+            end = min(i + run, last);
+            if (stype == 3u) {
+                var at: u32 = p * 4u;
+                var w: u32 = ((load_scales(at) | (load_scales(at + 1u) << 8u)) | (load_scales(at + 2u) << 16u)) | (load_scales(at + 3u) << 24u);
+                if (((w & 0x7f800000u) == 0x7f800000u) || ((w & 0x7fffffffu) == 0u)) {
+                    store_err(0u, 1u);
+                }
+                s = bitcast<f32>(w);
+            } else {
+                var at: u32 = p * 2u;
+                var h: u32 = load_scales(at) | (load_scales(at + 1u) << 8u);
+                if (stype == 1u) {
+                    if (((h & 0x7c00u) == 0x7c00u) || ((h & 0x7fffu) == 0u)) {
+                        store_err(0u, 1u);
+                    }
+                    s = hg_f16_to_f32(h);
+                } else {
+                    if (((h & 0x7f80u) == 0x7f80u) || ((h & 0x7fffu) == 0u)) {
+                        store_err(0u, 1u);
+                    }
+                    s = hg_bf16_to_f32(h);
+                }
+            }
+            if (zmode != 0u) {
+                var at: u32 = zoff + (p * 4u);
+                z = i32(((load_zps(at) | (load_zps(at + 1u) << 8u)) | (load_zps(at + 2u) << 16u)) | (load_zps(at + 3u) << 24u));
+                if ((z < zlo) || (z > zhi)) {
+                    store_err(0u, 1u);
+                }
+            }
+            if (inner == 1u) {
+                a = a + run;
+            } else {
+                r = r + 1u;
+                if (r == inner) {
+                    r = 0u;
+                    a = a + 1u;
+                }
+            }
+            if (a == ssize) {
+                a = 0u;
+                o = o + 1u;
+            }
+        }
+        for (; i < end; i++) {
+            var f: u32 = i;
+            var hm: u32 = (1u << hp) - 1u;
+            var hx: u32 = 0u;
+            for (var k: u32 = 0u; k < hr; k++) {
+                hx = hx | (((f >> (hp * ((hr - 1u) - k))) & hm) << (k * hp));
+            }
+            var x0: u32 = hx & hm;
+            var hq: u32 = (1u << hp) >> 1u;
+            while (hq > 1u) {
+                var p: u32 = hq - 1u;
+                if ((x0 & hq) != 0u) {
+                    x0 = x0 ^ p;
+                }
+                for (var k: u32 = 1u; k < hr; k++) {
+                    var sh: u32 = k * hp;
+                    var xi: u32 = (hx >> sh) & hm;
+                    if ((xi & hq) != 0u) {
+                        x0 = x0 ^ p;
+                    } else {
+                        var t: u32 = (x0 ^ xi) & p;
+                        x0 = x0 ^ t;
+                        hx = hx ^ (t << sh);
+                    }
+                }
+                hq = hq >> 1u;
+            }
+            var prev: u32 = x0;
+            for (var k: u32 = 1u; k < hr; k++) {
+                var sh: u32 = k * hp;
+                var xi: u32 = ((hx >> sh) & hm) ^ prev;
+                hx = (hx & (~(hm << sh))) | (xi << sh);
+                prev = xi;
+            }
+            var tt: u32 = 0u;
+            hq = (1u << hp) >> 1u;
+            while (hq > 1u) {
+                if ((prev & hq) != 0u) {
+                    tt = tt ^ (hq - 1u);
+                }
+                hq = hq >> 1u;
+            }
+            x0 = x0 ^ tt;
+            var so: u32 = 0u;
+            for (var b: u32 = 0u; b < hp; b++) {
+                for (var d: u32 = 0u; d < hr; d++) {
+                    var xd: u32 = select(((hx >> (d * hp)) & hm) ^ tt, x0, d == 0u);
+                    so = so | (((xd >> b) & 1u) << ((((b * hr) + hr) - 1u) - d));
+                }
+            }
+            if (so >= n) {
+                so = 0u;
+            }
+            var code: u32 = 0u;
+            if (bits == 8u) {
+                code = load_data(doff + so);
+            } else if (bits < 8u) {
+                var bit: u32 = so * bits;
+                var at: u32 = doff + (bit >> 3u);
+                var sh: u32 = bit & 7u;
+                code = load_data(at) >> sh;
+                if ((sh + bits) > 8u) {
+                    code = code | (load_data(at + 1u) << (8u - sh));
+                }
+                code = code & ((1u << bits) - 1u);
+            } else if (bits == 16u) {
+                var at: u32 = doff + (so * 2u);
+                code = load_data(at) | (load_data(at + 1u) << 8u);
+            } else {
+                var at: u32 = doff + (so * 4u);
+                code = ((load_data(at) | (load_data(at + 1u) << 8u)) | (load_data(at + 2u) << 16u)) | (load_data(at + 3u) << 24u);
+            }
+            {
+                var k: u32 = i;
+                var q: i32 = i32(code << sx) >> sx;
+                store_dst(k, s * f32(i32(u32(q) - u32(z))));
+            }
+        }
+    }
+}

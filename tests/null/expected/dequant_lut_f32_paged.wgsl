@@ -1,0 +1,1033 @@
+@group(0) @binding(0) var<storage, read_write> hg_m_dst: array<u32>;
+@group(0) @binding(1) var<storage, read_write> hg_m_data: array<u32>;
+@group(0) @binding(2) var<storage, read_write> hg_m_lut: array<u32>;
+@group(0) @binding(3) var<storage, read_write> hg_m_scales: array<u32>;
+@group(0) @binding(4) var<storage, read_write> hg_m_err: array<u32>;
+@group(0) @binding(5) var<storage, read_write> hg_m_ix: array<u32>;
+struct HgUniform {
+    hg_base0: u32,
+    hg_base1: u32,
+    hg_base2: u32,
+    hg_d_dst: u32,
+    hg_d_data: u32,
+    hg_d_lut: u32,
+    hg_d_scales: u32,
+    hg_d_err: u32,
+    hg_d_ix: u32,
+    hg_a_n: u32,
+    hg_a_ept: u32,
+    hg_a_doff: u32,
+    hg_a_bits: u32,
+    hg_a_chk: u32,
+    hg_a_mode: u32,
+    hg_a_nparam: u32,
+    hg_a_inner: u32,
+    hg_a_ssize: u32,
+    hg_a_omul: u32,
+    hg_a_kshift: u32,
+    hg_a_row: u32,
+    hg_a_ntok: u32,
+    hg_a_nix: u32,
+}
+@group(0) @binding(6) var<uniform> hg_u: HgUniform;
+@group(0) @binding(7) var<storage, read_write> hg_fault: atomic<u32>;
+var<private> hg_w_dst: vec2<u32>;
+var<private> hg_w_data: vec2<u32>;
+var<private> hg_w_lut: vec2<u32>;
+var<private> hg_w_scales: vec2<u32>;
+var<private> hg_w_err: vec2<u32>;
+var<private> hg_w_ix: vec2<u32>;
+
+fn store_dst(hg_i: u32, hg_v: f32) {
+    let hg_k = hg_i + hg_w_dst.x;
+    if (hg_k >= hg_w_dst.y) {
+        atomicOr(&hg_fault, 1u);
+        return;
+    }
+    hg_m_dst[hg_k] = bitcast<u32>(hg_v);
+}
+fn load_data(hg_i: u32) -> u32 {
+    let hg_k = (hg_i >> 2u) + hg_w_data.x;
+    if (hg_k >= hg_w_data.y) {
+        atomicOr(&hg_fault, 1u);
+        return 0u;
+    }
+    return ((hg_m_data[hg_k] >> ((hg_i & 3u) * 8u)) & 0xffu);
+}
+fn load_lut(hg_i: u32) -> f32 {
+    let hg_k = hg_i + hg_w_lut.x;
+    if (hg_k >= hg_w_lut.y) {
+        atomicOr(&hg_fault, 1u);
+        return 0.0f;
+    }
+    return bitcast<f32>(hg_m_lut[hg_k]);
+}
+fn load_scales(hg_i: u32) -> u32 {
+    let hg_k = (hg_i >> 2u) + hg_w_scales.x;
+    if (hg_k >= hg_w_scales.y) {
+        atomicOr(&hg_fault, 1u);
+        return 0u;
+    }
+    return ((hg_m_scales[hg_k] >> ((hg_i & 3u) * 8u)) & 0xffu);
+}
+fn store_err(hg_i: u32, hg_v: u32) {
+    let hg_k = hg_i + hg_w_err.x;
+    if (hg_k >= hg_w_err.y) {
+        atomicOr(&hg_fault, 1u);
+        return;
+    }
+    hg_m_err[hg_k] = hg_v;
+}
+fn load_ix(hg_i: u32) -> u32 {
+    let hg_k = hg_i + hg_w_ix.x;
+    if (hg_k >= hg_w_ix.y) {
+        atomicOr(&hg_fault, 1u);
+        return 0u;
+    }
+    return hg_m_ix[hg_k];
+}
+
+@compute @workgroup_size(64, 1, 1)
+fn main(@builtin(global_invocation_id) hg_id: vec3<u32>) {
+    hg_w_dst = vec2<u32>(hg_u.hg_d_dst, arrayLength(&hg_m_dst));
+    hg_w_data = vec2<u32>(hg_u.hg_d_data, arrayLength(&hg_m_data));
+    hg_w_lut = vec2<u32>(hg_u.hg_d_lut, arrayLength(&hg_m_lut));
+    hg_w_scales = vec2<u32>(hg_u.hg_d_scales, arrayLength(&hg_m_scales));
+    hg_w_err = vec2<u32>(hg_u.hg_d_err, arrayLength(&hg_m_err));
+    hg_w_ix = vec2<u32>(hg_u.hg_d_ix, arrayLength(&hg_m_ix));
+    let hg_gid0 = hg_id.x + hg_u.hg_base0;
+    let hg_gid1 = hg_id.y + hg_u.hg_base1;
+    let hg_gid2 = hg_id.z + hg_u.hg_base2;
+    let n: u32 = hg_u.hg_a_n;
+    let ept: u32 = hg_u.hg_a_ept;
+    let doff: u32 = hg_u.hg_a_doff;
+    let bits: u32 = hg_u.hg_a_bits;
+    let chk: u32 = hg_u.hg_a_chk;
+    let mode: u32 = hg_u.hg_a_mode;
+    let nparam: u32 = hg_u.hg_a_nparam;
+    let inner: u32 = hg_u.hg_a_inner;
+    let ssize: u32 = hg_u.hg_a_ssize;
+    let omul: u32 = hg_u.hg_a_omul;
+    let kshift: u32 = hg_u.hg_a_kshift;
+    let row: u32 = hg_u.hg_a_row;
+    let ntok: u32 = hg_u.hg_a_ntok;
+    let nix: u32 = hg_u.hg_a_nix;
+    var first: u32 = 0u;
+    var last: u32 = 0u;
+    var shift: u32 = 0u;
+    {
+        var x0: u32 = hg_gid0 * ept;
+        var y: u32 = hg_gid1;
+        if (((x0 >= row) || (y >= ntok)) || (nix <= 5u)) {
+            return;
+        }
+        var top: u32 = nix - 1u;
+        var nseq: u32 = load_ix(0u);
+        var ps: u32 = max(load_ix(1u), 1u);
+        var npages: u32 = load_ix(2u);
+        var nbt: u32 = load_ix(3u);
+        var iw: u32 = load_ix(4u);
+        var spo: u32 = (5u + nseq) + 1u;
+        var bto: u32 = spo + ((nseq + 1u) * iw);
+        var lo: u32 = 0u;
+        var hi: u32 = nseq;
+        while ((hi - lo) > 1u) {
+            var md: u32 = lo + ((hi - lo) / 2u);
+            if (load_ix(min(5u + md, top)) <= y) {
+                lo = md;
+            } else {
+                hi = md;
+            }
+        }
+        var tk: u32 = y - load_ix(min(5u + lo, top));
+        var bslot: u32 = load_ix(min(spo + (lo * iw), top)) + (tk / ps);
+        var hg_t0: u32;
+        if (bslot < nbt) {
+            hg_t0 = load_ix(min(bto + (bslot * iw), top));
+        } else {
+            hg_t0 = npages;
+        }
+        var page: u32 = hg_t0;
+        if (page >= npages) {
+            return;
+        }
+        first = (((page * ps) + (tk % ps)) * row) + x0;
+        last = first + min(ept, row - x0);
+        if ((last > n) || (last < first)) {
+            return;
+        }
+        shift = ((y * row) + x0) - first;
+    }
+    var q1: u32 = first / inner;
+    var r: u32 = first - (q1 * inner);
+    var o: u32 = q1 / ssize;
+    var a: u32 = q1 - (o * ssize);
+    var i: u32 = first;
+    var s: f32 = 1.0f;
+    while (i < last) {
+        var end: u32 = last;
+        if (mode != 0u) {
+            var p: u32 = (((o * inner) + r) * omul) + (a >> kshift);
+            if (p >= nparam) {
+                store_err(0u, 2u);
+                return;
+            }
+            var run: u32 = 1u;
+            if (inner == 1u) {
+                run = min((1u << kshift) - (a & ((1u << kshift) - 1u)), ssize - a);
+            }
+            end = min(i + run, last);
+            if (mode == 1u) {
+                var at: u32 = p * 4u;
+                var w: u32 = ((load_scales(at) | (load_scales(at + 1u) << 8u)) | (load_scales(at + 2u) << 16u)) | (load_scales(at + 3u) << 24u);
+                if (((w & 0x7f800000u) == 0x7f800000u) || (w > 0x80000000u)) {
+                    store_err(0u, 1u);
+                }
+                s = bitcast<f32>(w);
+            } else {
+                var e: u32 = load_scales(p);
+                if ((e == 0u) || (e == 255u)) {
+                    store_err(0u, 1u);
+                }
+                s = bitcast<f32>(e << 23u);
+            }
+            if (inner == 1u) {
+                a = a + run;
+            } else {
+                r = r + 1u;
+                if (r == inner) {
+                    r = 0u;
+                    a = a + 1u;
+                }
+            }
+            if (a == ssize) {
+                a = 0u;
+                o = o + 1u;
+            }
+        }
+        if (mode == 1u) {
+            if (((end - i) >= 32u) && (mode == 1u)) {
+                var stop: u32 = end;
+                end = min(stop, (i + 7u) & 0xfffffff8u);
+                for (; i < end; i++) {
+                    var code: u32 = 0u;
+                    if (bits == 8u) {
+                        code = load_data(doff + i);
+                    } else if (bits < 8u) {
+                        var bit: u32 = i * bits;
+                        var at: u32 = doff + (bit >> 3u);
+                        var sh: u32 = bit & 7u;
+                        code = load_data(at) >> sh;
+                        if ((sh + bits) > 8u) {
+                            code = code | (load_data(at + 1u) << (8u - sh));
+                        }
+                        code = code & ((1u << bits) - 1u);
+                    } else if (bits == 16u) {
+                        var at: u32 = doff + (i * 2u);
+                        code = load_data(at) | (load_data(at + 1u) << 8u);
+                    } else {
+                        var at: u32 = doff + (i * 4u);
+                        code = ((load_data(at) | (load_data(at + 1u) << 8u)) | (load_data(at + 2u) << 16u)) | (load_data(at + 3u) << 24u);
+                    }
+                    {
+                        var k: u32 = i;
+                        var v: f32 = s * load_lut(code);
+                        store_dst(k + shift, v);
+                    }
+                }
+                end = stop;
+                var ngrp: u32 = (end - i) >> 3u;
+                var gat: u32 = doff + ((i >> 3u) * bits);
+                if (bits == 4u) {
+                    for (var hg_j: u32 = 0u; hg_j < ngrp; hg_j++) {
+                        var hg_at: u32 = gat + (4u * hg_j);
+                        var hg_k: u32 = (i + shift) + (8u * hg_j);
+                        var t0: f32 = load_lut(load_data(hg_at) & 15u);
+                        store_dst(hg_k, f32(select(s * t0, t0, ((bitcast<u32>(t0)) & 0x7fffffffu) > 0x7f800000u)));
+                        var t1: f32 = load_lut((load_data(hg_at) >> 4u) & 15u);
+                        store_dst(hg_k + 1u, f32(select(s * t1, t1, ((bitcast<u32>(t1)) & 0x7fffffffu) > 0x7f800000u)));
+                        var t2: f32 = load_lut(load_data(hg_at + 1u) & 15u);
+                        store_dst(hg_k + 2u, f32(select(s * t2, t2, ((bitcast<u32>(t2)) & 0x7fffffffu) > 0x7f800000u)));
+                        var t3: f32 = load_lut((load_data(hg_at + 1u) >> 4u) & 15u);
+                        store_dst(hg_k + 3u, f32(select(s * t3, t3, ((bitcast<u32>(t3)) & 0x7fffffffu) > 0x7f800000u)));
+                        var t4: f32 = load_lut(load_data(hg_at + 2u) & 15u);
+                        store_dst(hg_k + 4u, f32(select(s * t4, t4, ((bitcast<u32>(t4)) & 0x7fffffffu) > 0x7f800000u)));
+                        var t5: f32 = load_lut((load_data(hg_at + 2u) >> 4u) & 15u);
+                        store_dst(hg_k + 5u, f32(select(s * t5, t5, ((bitcast<u32>(t5)) & 0x7fffffffu) > 0x7f800000u)));
+                        var t6: f32 = load_lut(load_data(hg_at + 3u) & 15u);
+                        store_dst(hg_k + 6u, f32(select(s * t6, t6, ((bitcast<u32>(t6)) & 0x7fffffffu) > 0x7f800000u)));
+                        var t7: f32 = load_lut((load_data(hg_at + 3u) >> 4u) & 15u);
+                        store_dst(hg_k + 7u, f32(select(s * t7, t7, ((bitcast<u32>(t7)) & 0x7fffffffu) > 0x7f800000u)));
+                    }
+                } else if (bits == 6u) {
+                    for (var hg_j: u32 = 0u; hg_j < ngrp; hg_j++) {
+                        var hg_at: u32 = gat + (6u * hg_j);
+                        var hg_k: u32 = (i + shift) + (8u * hg_j);
+                        var t0: f32 = load_lut(load_data(hg_at) & 63u);
+                        store_dst(hg_k, f32(select(s * t0, t0, ((bitcast<u32>(t0)) & 0x7fffffffu) > 0x7f800000u)));
+                        var t1: f32 = load_lut(((load_data(hg_at) | (load_data(hg_at + 1u) << 8u)) >> 6u) & 63u);
+                        store_dst(hg_k + 1u, f32(select(s * t1, t1, ((bitcast<u32>(t1)) & 0x7fffffffu) > 0x7f800000u)));
+                        var t2: f32 = load_lut(((load_data(hg_at + 1u) | (load_data(hg_at + 2u) << 8u)) >> 4u) & 63u);
+                        store_dst(hg_k + 2u, f32(select(s * t2, t2, ((bitcast<u32>(t2)) & 0x7fffffffu) > 0x7f800000u)));
+                        var t3: f32 = load_lut((load_data(hg_at + 2u) >> 2u) & 63u);
+                        store_dst(hg_k + 3u, f32(select(s * t3, t3, ((bitcast<u32>(t3)) & 0x7fffffffu) > 0x7f800000u)));
+                        var t4: f32 = load_lut(load_data(hg_at + 3u) & 63u);
+                        store_dst(hg_k + 4u, f32(select(s * t4, t4, ((bitcast<u32>(t4)) & 0x7fffffffu) > 0x7f800000u)));
+                        var t5: f32 = load_lut(((load_data(hg_at + 3u) | (load_data(hg_at + 4u) << 8u)) >> 6u) & 63u);
+                        store_dst(hg_k + 5u, f32(select(s * t5, t5, ((bitcast<u32>(t5)) & 0x7fffffffu) > 0x7f800000u)));
+                        var t6: f32 = load_lut(((load_data(hg_at + 4u) | (load_data(hg_at + 5u) << 8u)) >> 4u) & 63u);
+                        store_dst(hg_k + 6u, f32(select(s * t6, t6, ((bitcast<u32>(t6)) & 0x7fffffffu) > 0x7f800000u)));
+                        var t7: f32 = load_lut((load_data(hg_at + 5u) >> 2u) & 63u);
+                        store_dst(hg_k + 7u, f32(select(s * t7, t7, ((bitcast<u32>(t7)) & 0x7fffffffu) > 0x7f800000u)));
+                    }
+                } else if (bits == 8u) {
+                    for (var hg_j: u32 = 0u; hg_j < ngrp; hg_j++) {
+                        var hg_at: u32 = gat + (8u * hg_j);
+                        var hg_k: u32 = (i + shift) + (8u * hg_j);
+                        var t0: f32 = load_lut(load_data(hg_at) & 255u);
+                        store_dst(hg_k, f32(select(s * t0, t0, ((bitcast<u32>(t0)) & 0x7fffffffu) > 0x7f800000u)));
+                        var t1: f32 = load_lut(load_data(hg_at + 1u) & 255u);
+                        store_dst(hg_k + 1u, f32(select(s * t1, t1, ((bitcast<u32>(t1)) & 0x7fffffffu) > 0x7f800000u)));
+                        var t2: f32 = load_lut(load_data(hg_at + 2u) & 255u);
+                        store_dst(hg_k + 2u, f32(select(s * t2, t2, ((bitcast<u32>(t2)) & 0x7fffffffu) > 0x7f800000u)));
+                        var t3: f32 = load_lut(load_data(hg_at + 3u) & 255u);
+                        store_dst(hg_k + 3u, f32(select(s * t3, t3, ((bitcast<u32>(t3)) & 0x7fffffffu) > 0x7f800000u)));
+                        var t4: f32 = load_lut(load_data(hg_at + 4u) & 255u);
+                        store_dst(hg_k + 4u, f32(select(s * t4, t4, ((bitcast<u32>(t4)) & 0x7fffffffu) > 0x7f800000u)));
+                        var t5: f32 = load_lut(load_data(hg_at + 5u) & 255u);
+                        store_dst(hg_k + 5u, f32(select(s * t5, t5, ((bitcast<u32>(t5)) & 0x7fffffffu) > 0x7f800000u)));
+                        var t6: f32 = load_lut(load_data(hg_at + 6u) & 255u);
+                        store_dst(hg_k + 6u, f32(select(s * t6, t6, ((bitcast<u32>(t6)) & 0x7fffffffu) > 0x7f800000u)));
+                        var t7: f32 = load_lut(load_data(hg_at + 7u) & 255u);
+                        store_dst(hg_k + 7u, f32(select(s * t7, t7, ((bitcast<u32>(t7)) & 0x7fffffffu) > 0x7f800000u)));
+                    }
+                }
+                i = i + (8u * ngrp);
+                for (; i < end; i++) {
+                    var code: u32 = 0u;
+                    if (bits == 8u) {
+                        code = load_data(doff + i);
+                    } else if (bits < 8u) {
+                        var bit: u32 = i * bits;
+                        var at: u32 = doff + (bit >> 3u);
+                        var sh: u32 = bit & 7u;
+                        code = load_data(at) >> sh;
+                        if ((sh + bits) > 8u) {
+                            code = code | (load_data(at + 1u) << (8u - sh));
+                        }
+                        code = code & ((1u << bits) - 1u);
+                    } else if (bits == 16u) {
+                        var at: u32 = doff + (i * 2u);
+                        code = load_data(at) | (load_data(at + 1u) << 8u);
+                    } else {
+                        var at: u32 = doff + (i * 4u);
+                        code = ((load_data(at) | (load_data(at + 1u) << 8u)) | (load_data(at + 2u) << 16u)) | (load_data(at + 3u) << 24u);
+                    }
+                    {
+                        var k: u32 = i;
+                        var v: f32 = s * load_lut(code);
+                        store_dst(k + shift, v);
+                    }
+                }
+                if ((((((inner == 1u) && (mode != 0u)) && ((i & 7u) == 0u)) && ((1u << kshift) >= 32u)) && ((a & ((1u << kshift) - 1u)) == 0u)) && (a < ssize)) {
+                    var p: u32 = (o * omul) + (a >> kshift);
+                    var nblk: u32 = min(ssize - a, last - i) >> kshift;
+                    nblk = min(nblk, nparam - min(p, nparam));
+                    var gb: u32 = 1u << (kshift - 3u);
+                    var pend: u32 = p + nblk;
+                    if (bits == 4u) {
+                        for (; p < pend; p++) {
+                            if (mode == 1u) {
+                                var at: u32 = p * 4u;
+                                var w: u32 = ((load_scales(at) | (load_scales(at + 1u) << 8u)) | (load_scales(at + 2u) << 16u)) | (load_scales(at + 3u) << 24u);
+                                if (((w & 0x7f800000u) == 0x7f800000u) || (w > 0x80000000u)) {
+                                    store_err(0u, 1u);
+                                }
+                                s = bitcast<f32>(w);
+                            } else {
+                                var e: u32 = load_scales(p);
+                                if ((e == 0u) || (e == 255u)) {
+                                    store_err(0u, 1u);
+                                }
+                                s = bitcast<f32>(e << 23u);
+                            }
+                            var bat: u32 = doff + ((i >> 3u) * bits);
+                            for (var hg_j: u32 = 0u; hg_j < gb; hg_j++) {
+                                var hg_at: u32 = bat + (4u * hg_j);
+                                var hg_k: u32 = (i + shift) + (8u * hg_j);
+                                var t0: f32 = load_lut(load_data(hg_at) & 15u);
+                                store_dst(hg_k, f32(select(s * t0, t0, ((bitcast<u32>(t0)) & 0x7fffffffu) > 0x7f800000u)));
+                                var t1: f32 = load_lut((load_data(hg_at) >> 4u) & 15u);
+                                store_dst(hg_k + 1u, f32(select(s * t1, t1, ((bitcast<u32>(t1)) & 0x7fffffffu) > 0x7f800000u)));
+                                var t2: f32 = load_lut(load_data(hg_at + 1u) & 15u);
+                                store_dst(hg_k + 2u, f32(select(s * t2, t2, ((bitcast<u32>(t2)) & 0x7fffffffu) > 0x7f800000u)));
+                                var t3: f32 = load_lut((load_data(hg_at + 1u) >> 4u) & 15u);
+                                store_dst(hg_k + 3u, f32(select(s * t3, t3, ((bitcast<u32>(t3)) & 0x7fffffffu) > 0x7f800000u)));
+                                var t4: f32 = load_lut(load_data(hg_at + 2u) & 15u);
+                                store_dst(hg_k + 4u, f32(select(s * t4, t4, ((bitcast<u32>(t4)) & 0x7fffffffu) > 0x7f800000u)));
+                                var t5: f32 = load_lut((load_data(hg_at + 2u) >> 4u) & 15u);
+                                store_dst(hg_k + 5u, f32(select(s * t5, t5, ((bitcast<u32>(t5)) & 0x7fffffffu) > 0x7f800000u)));
+                                var t6: f32 = load_lut(load_data(hg_at + 3u) & 15u);
+                                store_dst(hg_k + 6u, f32(select(s * t6, t6, ((bitcast<u32>(t6)) & 0x7fffffffu) > 0x7f800000u)));
+                                var t7: f32 = load_lut((load_data(hg_at + 3u) >> 4u) & 15u);
+                                store_dst(hg_k + 7u, f32(select(s * t7, t7, ((bitcast<u32>(t7)) & 0x7fffffffu) > 0x7f800000u)));
+                            }
+                            i = i + (8u * gb);
+                        }
+                    } else if (bits == 6u) {
+                        for (; p < pend; p++) {
+                            if (mode == 1u) {
+                                var at: u32 = p * 4u;
+                                var w: u32 = ((load_scales(at) | (load_scales(at + 1u) << 8u)) | (load_scales(at + 2u) << 16u)) | (load_scales(at + 3u) << 24u);
+                                if (((w & 0x7f800000u) == 0x7f800000u) || (w > 0x80000000u)) {
+                                    store_err(0u, 1u);
+                                }
+                                s = bitcast<f32>(w);
+                            } else {
+                                var e: u32 = load_scales(p);
+                                if ((e == 0u) || (e == 255u)) {
+                                    store_err(0u, 1u);
+                                }
+                                s = bitcast<f32>(e << 23u);
+                            }
+                            var bat: u32 = doff + ((i >> 3u) * bits);
+                            for (var hg_j: u32 = 0u; hg_j < gb; hg_j++) {
+                                var hg_at: u32 = bat + (6u * hg_j);
+                                var hg_k: u32 = (i + shift) + (8u * hg_j);
+                                var t0: f32 = load_lut(load_data(hg_at) & 63u);
+                                store_dst(hg_k, f32(select(s * t0, t0, ((bitcast<u32>(t0)) & 0x7fffffffu) > 0x7f800000u)));
+                                var t1: f32 = load_lut(((load_data(hg_at) | (load_data(hg_at + 1u) << 8u)) >> 6u) & 63u);
+                                store_dst(hg_k + 1u, f32(select(s * t1, t1, ((bitcast<u32>(t1)) & 0x7fffffffu) > 0x7f800000u)));
+                                var t2: f32 = load_lut(((load_data(hg_at + 1u) | (load_data(hg_at + 2u) << 8u)) >> 4u) & 63u);
+                                store_dst(hg_k + 2u, f32(select(s * t2, t2, ((bitcast<u32>(t2)) & 0x7fffffffu) > 0x7f800000u)));
+                                var t3: f32 = load_lut((load_data(hg_at + 2u) >> 2u) & 63u);
+                                store_dst(hg_k + 3u, f32(select(s * t3, t3, ((bitcast<u32>(t3)) & 0x7fffffffu) > 0x7f800000u)));
+                                var t4: f32 = load_lut(load_data(hg_at + 3u) & 63u);
+                                store_dst(hg_k + 4u, f32(select(s * t4, t4, ((bitcast<u32>(t4)) & 0x7fffffffu) > 0x7f800000u)));
+                                var t5: f32 = load_lut(((load_data(hg_at + 3u) | (load_data(hg_at + 4u) << 8u)) >> 6u) & 63u);
+                                store_dst(hg_k + 5u, f32(select(s * t5, t5, ((bitcast<u32>(t5)) & 0x7fffffffu) > 0x7f800000u)));
+                                var t6: f32 = load_lut(((load_data(hg_at + 4u) | (load_data(hg_at + 5u) << 8u)) >> 4u) & 63u);
+                                store_dst(hg_k + 6u, f32(select(s * t6, t6, ((bitcast<u32>(t6)) & 0x7fffffffu) > 0x7f800000u)));
+                                var t7: f32 = load_lut((load_data(hg_at + 5u) >> 2u) & 63u);
+                                store_dst(hg_k + 7u, f32(select(s * t7, t7, ((bitcast<u32>(t7)) & 0x7fffffffu) > 0x7f800000u)));
+                            }
+                            i = i + (8u * gb);
+                        }
+                    } else if (bits == 8u) {
+                        for (; p < pend; p++) {
+                            if (mode == 1u) {
+                                var at: u32 = p * 4u;
+                                var w: u32 = ((load_scales(at) | (load_scales(at + 1u) << 8u)) | (load_scales(at + 2u) << 16u)) | (load_scales(at + 3u) << 24u);
+                                if (((w & 0x7f800000u) == 0x7f800000u) || (w > 0x80000000u)) {
+                                    store_err(0u, 1u);
+                                }
+                                s = bitcast<f32>(w);
+                            } else {
+                                var e: u32 = load_scales(p);
+                                if ((e == 0u) || (e == 255u)) {
+                                    store_err(0u, 1u);
+                                }
+                                s = bitcast<f32>(e << 23u);
+                            }
+                            var bat: u32 = doff + ((i >> 3u) * bits);
+                            for (var hg_j: u32 = 0u; hg_j < gb; hg_j++) {
+                                var hg_at: u32 = bat + (8u * hg_j);
+                                var hg_k: u32 = (i + shift) + (8u * hg_j);
+                                var t0: f32 = load_lut(load_data(hg_at) & 255u);
+                                store_dst(hg_k, f32(select(s * t0, t0, ((bitcast<u32>(t0)) & 0x7fffffffu) > 0x7f800000u)));
+                                var t1: f32 = load_lut(load_data(hg_at + 1u) & 255u);
+                                store_dst(hg_k + 1u, f32(select(s * t1, t1, ((bitcast<u32>(t1)) & 0x7fffffffu) > 0x7f800000u)));
+                                var t2: f32 = load_lut(load_data(hg_at + 2u) & 255u);
+                                store_dst(hg_k + 2u, f32(select(s * t2, t2, ((bitcast<u32>(t2)) & 0x7fffffffu) > 0x7f800000u)));
+                                var t3: f32 = load_lut(load_data(hg_at + 3u) & 255u);
+                                store_dst(hg_k + 3u, f32(select(s * t3, t3, ((bitcast<u32>(t3)) & 0x7fffffffu) > 0x7f800000u)));
+                                var t4: f32 = load_lut(load_data(hg_at + 4u) & 255u);
+                                store_dst(hg_k + 4u, f32(select(s * t4, t4, ((bitcast<u32>(t4)) & 0x7fffffffu) > 0x7f800000u)));
+                                var t5: f32 = load_lut(load_data(hg_at + 5u) & 255u);
+                                store_dst(hg_k + 5u, f32(select(s * t5, t5, ((bitcast<u32>(t5)) & 0x7fffffffu) > 0x7f800000u)));
+                                var t6: f32 = load_lut(load_data(hg_at + 6u) & 255u);
+                                store_dst(hg_k + 6u, f32(select(s * t6, t6, ((bitcast<u32>(t6)) & 0x7fffffffu) > 0x7f800000u)));
+                                var t7: f32 = load_lut(load_data(hg_at + 7u) & 255u);
+                                store_dst(hg_k + 7u, f32(select(s * t7, t7, ((bitcast<u32>(t7)) & 0x7fffffffu) > 0x7f800000u)));
+                            }
+                            i = i + (8u * gb);
+                        }
+                    } else {
+                    }
+                    a = a + (nblk << kshift);
+                    if (a == ssize) {
+                        a = 0u;
+                        o = o + 1u;
+                    }
+                }
+            } else if (bits == 4u) {
+                if (((i & 1u) != 0u) && (i < end)) {
+                    {
+                        var code: u32 = load_data(doff + (i >> 1u)) >> 4u;
+                        var k: u32 = i;
+                        var v: f32 = s * load_lut(code);
+                        store_dst(k + shift, v);
+                    }
+                    i = i + 1u;
+                }
+                for (; (i + 1u) < end; i += 2u) {
+                    var pair: u32 = load_data(doff + (i >> 1u));
+                    {
+                        var code: u32 = pair & 15u;
+                        var k: u32 = i;
+                        var v: f32 = s * load_lut(code);
+                        store_dst(k + shift, v);
+                    }
+                    {
+                        var code: u32 = pair >> 4u;
+                        var k: u32 = i + 1u;
+                        var v: f32 = s * load_lut(code);
+                        store_dst(k + shift, v);
+                    }
+                }
+                if (i < end) {
+                    {
+                        var code: u32 = load_data(doff + (i >> 1u)) & 15u;
+                        var k: u32 = i;
+                        var v: f32 = s * load_lut(code);
+                        store_dst(k + shift, v);
+                    }
+                    i = i + 1u;
+                }
+            } else if ((bits == 8u) && (doff == 0u)) {
+                for (; i < end; i++) {
+                    {
+                        var code: u32 = load_data(i);
+                        var k: u32 = i;
+                        var v: f32 = s * load_lut(code);
+                        store_dst(k + shift, v);
+                    }
+                }
+            } else if (bits == 6u) {
+                for (; (i < end) && ((i & 3u) != 0u); i++) {
+                    {
+                        var hg_t1: u32;
+                        if (((i * 6u) & 7u) > 2u) {
+                            hg_t1 = load_data((doff + ((i * 6u) >> 3u)) + 1u) << 8u;
+                        } else {
+                            hg_t1 = 0u;
+                        }
+                        var code: u32 = ((load_data(doff + ((i * 6u) >> 3u)) | hg_t1) >> ((i * 6u) & 7u)) & 63u;
+                        var k: u32 = i;
+                        var v: f32 = s * load_lut(code);
+                        store_dst(k + shift, v);
+                    }
+                }
+                var ngroup: u32 = (end - i) >> 2u;
+                var gat: u32 = doff + ((i >> 2u) * 3u);
+                for (var j: u32 = 0u; j < ngroup; j++) {
+                    var b: u32 = gat + (3u * j);
+                    var w: u32 = (load_data(b) | (load_data(b + 1u) << 8u)) | (load_data(b + 2u) << 16u);
+                    var gk: u32 = i + (4u * j);
+                    {
+                        var code: u32 = w & 63u;
+                        var k: u32 = gk;
+                        var v: f32 = s * load_lut(code);
+                        store_dst(k + shift, v);
+                    }
+                    {
+                        var code: u32 = (w >> 6u) & 63u;
+                        var k: u32 = gk + 1u;
+                        var v: f32 = s * load_lut(code);
+                        store_dst(k + shift, v);
+                    }
+                    {
+                        var code: u32 = (w >> 12u) & 63u;
+                        var k: u32 = gk + 2u;
+                        var v: f32 = s * load_lut(code);
+                        store_dst(k + shift, v);
+                    }
+                    {
+                        var code: u32 = (w >> 18u) & 63u;
+                        var k: u32 = gk + 3u;
+                        var v: f32 = s * load_lut(code);
+                        store_dst(k + shift, v);
+                    }
+                }
+                i = i + (4u * ngroup);
+                for (; i < end; i++) {
+                    {
+                        var hg_t2: u32;
+                        if (((i * 6u) & 7u) > 2u) {
+                            hg_t2 = load_data((doff + ((i * 6u) >> 3u)) + 1u) << 8u;
+                        } else {
+                            hg_t2 = 0u;
+                        }
+                        var code: u32 = ((load_data(doff + ((i * 6u) >> 3u)) | hg_t2) >> ((i * 6u) & 7u)) & 63u;
+                        var k: u32 = i;
+                        var v: f32 = s * load_lut(code);
+                        store_dst(k + shift, v);
+                    }
+                }
+            } else {
+                for (; i < end; i++) {
+                    var code: u32 = 0u;
+                    if (bits == 8u) {
+                        code = load_data(doff + i);
+                    } else if (bits < 8u) {
+                        var bit: u32 = i * bits;
+                        var at: u32 = doff + (bit >> 3u);
+                        var sh: u32 = bit & 7u;
+                        code = load_data(at) >> sh;
+                        if ((sh + bits) > 8u) {
+                            code = code | (load_data(at + 1u) << (8u - sh));
+                        }
+                        code = code & ((1u << bits) - 1u);
+                    } else if (bits == 16u) {
+                        var at: u32 = doff + (i * 2u);
+                        code = load_data(at) | (load_data(at + 1u) << 8u);
+                    } else {
+                        var at: u32 = doff + (i * 4u);
+                        code = ((load_data(at) | (load_data(at + 1u) << 8u)) | (load_data(at + 2u) << 16u)) | (load_data(at + 3u) << 24u);
+                    }
+                    {
+                        var k: u32 = i;
+                        var v: f32 = s * load_lut(code);
+                        store_dst(k + shift, v);
+                    }
+                }
+            }
+        } else if (((end - i) >= 32u) && ((chk == 0u) && (((bits == 4u) || (bits == 6u)) || (bits == 8u)))) {
+            var stop: u32 = end;
+            end = min(stop, (i + 7u) & 0xfffffff8u);
+            for (; i < end; i++) {
+                var code: u32 = 0u;
+                if (bits == 8u) {
+                    code = load_data(doff + i);
+                } else if (bits < 8u) {
+                    var bit: u32 = i * bits;
+                    var at: u32 = doff + (bit >> 3u);
+                    var sh: u32 = bit & 7u;
+                    code = load_data(at) >> sh;
+                    if ((sh + bits) > 8u) {
+                        code = code | (load_data(at + 1u) << (8u - sh));
+                    }
+                    code = code & ((1u << bits) - 1u);
+                } else if (bits == 16u) {
+                    var at: u32 = doff + (i * 2u);
+                    code = load_data(at) | (load_data(at + 1u) << 8u);
+                } else {
+                    var at: u32 = doff + (i * 4u);
+                    code = ((load_data(at) | (load_data(at + 1u) << 8u)) | (load_data(at + 2u) << 16u)) | (load_data(at + 3u) << 24u);
+                }
+                {
+                    var k: u32 = i;
+                    if ((chk != 0u) && ((code == 0u) || (code == 255u))) {
+                        store_err(0u, 1u);
+                    }
+                    var v: f32 = load_lut(code);
+                    if ((mode != 0u) && (((bitcast<u32>(v)) & 0x7fffffffu) <= 0x7f800000u)) {
+                        v = s * v;
+                    }
+                    store_dst(k + shift, v);
+                }
+            }
+            end = stop;
+            var ngrp: u32 = (end - i) >> 3u;
+            var gat: u32 = doff + ((i >> 3u) * bits);
+            if (bits == 4u) {
+                for (var hg_j: u32 = 0u; hg_j < ngrp; hg_j++) {
+                    var hg_at: u32 = gat + (4u * hg_j);
+                    var hg_k: u32 = (i + shift) + (8u * hg_j);
+                    var t0: f32 = load_lut(load_data(hg_at) & 15u);
+                    store_dst(hg_k, f32(select(s * t0, t0, ((bitcast<u32>(t0)) & 0x7fffffffu) > 0x7f800000u)));
+                    var t1: f32 = load_lut((load_data(hg_at) >> 4u) & 15u);
+                    store_dst(hg_k + 1u, f32(select(s * t1, t1, ((bitcast<u32>(t1)) & 0x7fffffffu) > 0x7f800000u)));
+                    var t2: f32 = load_lut(load_data(hg_at + 1u) & 15u);
+                    store_dst(hg_k + 2u, f32(select(s * t2, t2, ((bitcast<u32>(t2)) & 0x7fffffffu) > 0x7f800000u)));
+                    var t3: f32 = load_lut((load_data(hg_at + 1u) >> 4u) & 15u);
+                    store_dst(hg_k + 3u, f32(select(s * t3, t3, ((bitcast<u32>(t3)) & 0x7fffffffu) > 0x7f800000u)));
+                    var t4: f32 = load_lut(load_data(hg_at + 2u) & 15u);
+                    store_dst(hg_k + 4u, f32(select(s * t4, t4, ((bitcast<u32>(t4)) & 0x7fffffffu) > 0x7f800000u)));
+                    var t5: f32 = load_lut((load_data(hg_at + 2u) >> 4u) & 15u);
+                    store_dst(hg_k + 5u, f32(select(s * t5, t5, ((bitcast<u32>(t5)) & 0x7fffffffu) > 0x7f800000u)));
+                    var t6: f32 = load_lut(load_data(hg_at + 3u) & 15u);
+                    store_dst(hg_k + 6u, f32(select(s * t6, t6, ((bitcast<u32>(t6)) & 0x7fffffffu) > 0x7f800000u)));
+                    var t7: f32 = load_lut((load_data(hg_at + 3u) >> 4u) & 15u);
+                    store_dst(hg_k + 7u, f32(select(s * t7, t7, ((bitcast<u32>(t7)) & 0x7fffffffu) > 0x7f800000u)));
+                }
+            } else if (bits == 6u) {
+                for (var hg_j: u32 = 0u; hg_j < ngrp; hg_j++) {
+                    var hg_at: u32 = gat + (6u * hg_j);
+                    var hg_k: u32 = (i + shift) + (8u * hg_j);
+                    var t0: f32 = load_lut(load_data(hg_at) & 63u);
+                    store_dst(hg_k, f32(select(s * t0, t0, ((bitcast<u32>(t0)) & 0x7fffffffu) > 0x7f800000u)));
+                    var t1: f32 = load_lut(((load_data(hg_at) | (load_data(hg_at + 1u) << 8u)) >> 6u) & 63u);
+                    store_dst(hg_k + 1u, f32(select(s * t1, t1, ((bitcast<u32>(t1)) & 0x7fffffffu) > 0x7f800000u)));
+                    var t2: f32 = load_lut(((load_data(hg_at + 1u) | (load_data(hg_at + 2u) << 8u)) >> 4u) & 63u);
+                    store_dst(hg_k + 2u, f32(select(s * t2, t2, ((bitcast<u32>(t2)) & 0x7fffffffu) > 0x7f800000u)));
+                    var t3: f32 = load_lut((load_data(hg_at + 2u) >> 2u) & 63u);
+                    store_dst(hg_k + 3u, f32(select(s * t3, t3, ((bitcast<u32>(t3)) & 0x7fffffffu) > 0x7f800000u)));
+                    var t4: f32 = load_lut(load_data(hg_at + 3u) & 63u);
+                    store_dst(hg_k + 4u, f32(select(s * t4, t4, ((bitcast<u32>(t4)) & 0x7fffffffu) > 0x7f800000u)));
+                    var t5: f32 = load_lut(((load_data(hg_at + 3u) | (load_data(hg_at + 4u) << 8u)) >> 6u) & 63u);
+                    store_dst(hg_k + 5u, f32(select(s * t5, t5, ((bitcast<u32>(t5)) & 0x7fffffffu) > 0x7f800000u)));
+                    var t6: f32 = load_lut(((load_data(hg_at + 4u) | (load_data(hg_at + 5u) << 8u)) >> 4u) & 63u);
+                    store_dst(hg_k + 6u, f32(select(s * t6, t6, ((bitcast<u32>(t6)) & 0x7fffffffu) > 0x7f800000u)));
+                    var t7: f32 = load_lut((load_data(hg_at + 5u) >> 2u) & 63u);
+                    store_dst(hg_k + 7u, f32(select(s * t7, t7, ((bitcast<u32>(t7)) & 0x7fffffffu) > 0x7f800000u)));
+                }
+            } else if (bits == 8u) {
+                for (var hg_j: u32 = 0u; hg_j < ngrp; hg_j++) {
+                    var hg_at: u32 = gat + (8u * hg_j);
+                    var hg_k: u32 = (i + shift) + (8u * hg_j);
+                    var t0: f32 = load_lut(load_data(hg_at) & 255u);
+                    store_dst(hg_k, f32(select(s * t0, t0, ((bitcast<u32>(t0)) & 0x7fffffffu) > 0x7f800000u)));
+                    var t1: f32 = load_lut(load_data(hg_at + 1u) & 255u);
+                    store_dst(hg_k + 1u, f32(select(s * t1, t1, ((bitcast<u32>(t1)) & 0x7fffffffu) > 0x7f800000u)));
+                    var t2: f32 = load_lut(load_data(hg_at + 2u) & 255u);
+                    store_dst(hg_k + 2u, f32(select(s * t2, t2, ((bitcast<u32>(t2)) & 0x7fffffffu) > 0x7f800000u)));
+                    var t3: f32 = load_lut(load_data(hg_at + 3u) & 255u);
+                    store_dst(hg_k + 3u, f32(select(s * t3, t3, ((bitcast<u32>(t3)) & 0x7fffffffu) > 0x7f800000u)));
+                    var t4: f32 = load_lut(load_data(hg_at + 4u) & 255u);
+                    store_dst(hg_k + 4u, f32(select(s * t4, t4, ((bitcast<u32>(t4)) & 0x7fffffffu) > 0x7f800000u)));
+                    var t5: f32 = load_lut(load_data(hg_at + 5u) & 255u);
+                    store_dst(hg_k + 5u, f32(select(s * t5, t5, ((bitcast<u32>(t5)) & 0x7fffffffu) > 0x7f800000u)));
+                    var t6: f32 = load_lut(load_data(hg_at + 6u) & 255u);
+                    store_dst(hg_k + 6u, f32(select(s * t6, t6, ((bitcast<u32>(t6)) & 0x7fffffffu) > 0x7f800000u)));
+                    var t7: f32 = load_lut(load_data(hg_at + 7u) & 255u);
+                    store_dst(hg_k + 7u, f32(select(s * t7, t7, ((bitcast<u32>(t7)) & 0x7fffffffu) > 0x7f800000u)));
+                }
+            }
+            i = i + (8u * ngrp);
+            for (; i < end; i++) {
+                var code: u32 = 0u;
+                if (bits == 8u) {
+                    code = load_data(doff + i);
+                } else if (bits < 8u) {
+                    var bit: u32 = i * bits;
+                    var at: u32 = doff + (bit >> 3u);
+                    var sh: u32 = bit & 7u;
+                    code = load_data(at) >> sh;
+                    if ((sh + bits) > 8u) {
+                        code = code | (load_data(at + 1u) << (8u - sh));
+                    }
+                    code = code & ((1u << bits) - 1u);
+                } else if (bits == 16u) {
+                    var at: u32 = doff + (i * 2u);
+                    code = load_data(at) | (load_data(at + 1u) << 8u);
+                } else {
+                    var at: u32 = doff + (i * 4u);
+                    code = ((load_data(at) | (load_data(at + 1u) << 8u)) | (load_data(at + 2u) << 16u)) | (load_data(at + 3u) << 24u);
+                }
+                {
+                    var k: u32 = i;
+                    if ((chk != 0u) && ((code == 0u) || (code == 255u))) {
+                        store_err(0u, 1u);
+                    }
+                    var v: f32 = load_lut(code);
+                    if ((mode != 0u) && (((bitcast<u32>(v)) & 0x7fffffffu) <= 0x7f800000u)) {
+                        v = s * v;
+                    }
+                    store_dst(k + shift, v);
+                }
+            }
+            if ((((((inner == 1u) && (mode != 0u)) && ((i & 7u) == 0u)) && ((1u << kshift) >= 32u)) && ((a & ((1u << kshift) - 1u)) == 0u)) && (a < ssize)) {
+                var p: u32 = (o * omul) + (a >> kshift);
+                var nblk: u32 = min(ssize - a, last - i) >> kshift;
+                nblk = min(nblk, nparam - min(p, nparam));
+                var gb: u32 = 1u << (kshift - 3u);
+                var pend: u32 = p + nblk;
+                if (bits == 4u) {
+                    for (; p < pend; p++) {
+                        if (mode == 1u) {
+                            var at: u32 = p * 4u;
+                            var w: u32 = ((load_scales(at) | (load_scales(at + 1u) << 8u)) | (load_scales(at + 2u) << 16u)) | (load_scales(at + 3u) << 24u);
+                            if (((w & 0x7f800000u) == 0x7f800000u) || (w > 0x80000000u)) {
+                                store_err(0u, 1u);
+                            }
+                            s = bitcast<f32>(w);
+                        } else {
+                            var e: u32 = load_scales(p);
+                            if ((e == 0u) || (e == 255u)) {
+                                store_err(0u, 1u);
+                            }
+                            s = bitcast<f32>(e << 23u);
+                        }
+                        var bat: u32 = doff + ((i >> 3u) * bits);
+                        for (var hg_j: u32 = 0u; hg_j < gb; hg_j++) {
+                            var hg_at: u32 = bat + (4u * hg_j);
+                            var hg_k: u32 = (i + shift) + (8u * hg_j);
+                            var t0: f32 = load_lut(load_data(hg_at) & 15u);
+                            store_dst(hg_k, f32(select(s * t0, t0, ((bitcast<u32>(t0)) & 0x7fffffffu) > 0x7f800000u)));
+                            var t1: f32 = load_lut((load_data(hg_at) >> 4u) & 15u);
+                            store_dst(hg_k + 1u, f32(select(s * t1, t1, ((bitcast<u32>(t1)) & 0x7fffffffu) > 0x7f800000u)));
+                            var t2: f32 = load_lut(load_data(hg_at + 1u) & 15u);
+                            store_dst(hg_k + 2u, f32(select(s * t2, t2, ((bitcast<u32>(t2)) & 0x7fffffffu) > 0x7f800000u)));
+                            var t3: f32 = load_lut((load_data(hg_at + 1u) >> 4u) & 15u);
+                            store_dst(hg_k + 3u, f32(select(s * t3, t3, ((bitcast<u32>(t3)) & 0x7fffffffu) > 0x7f800000u)));
+                            var t4: f32 = load_lut(load_data(hg_at + 2u) & 15u);
+                            store_dst(hg_k + 4u, f32(select(s * t4, t4, ((bitcast<u32>(t4)) & 0x7fffffffu) > 0x7f800000u)));
+                            var t5: f32 = load_lut((load_data(hg_at + 2u) >> 4u) & 15u);
+                            store_dst(hg_k + 5u, f32(select(s * t5, t5, ((bitcast<u32>(t5)) & 0x7fffffffu) > 0x7f800000u)));
+                            var t6: f32 = load_lut(load_data(hg_at + 3u) & 15u);
+                            store_dst(hg_k + 6u, f32(select(s * t6, t6, ((bitcast<u32>(t6)) & 0x7fffffffu) > 0x7f800000u)));
+                            var t7: f32 = load_lut((load_data(hg_at + 3u) >> 4u) & 15u);
+                            store_dst(hg_k + 7u, f32(select(s * t7, t7, ((bitcast<u32>(t7)) & 0x7fffffffu) > 0x7f800000u)));
+                        }
+                        i = i + (8u * gb);
+                    }
+                } else if (bits == 6u) {
+                    for (; p < pend; p++) {
+                        if (mode == 1u) {
+                            var at: u32 = p * 4u;
+                            var w: u32 = ((load_scales(at) | (load_scales(at + 1u) << 8u)) | (load_scales(at + 2u) << 16u)) | (load_scales(at + 3u) << 24u);
+                            if (((w & 0x7f800000u) == 0x7f800000u) || (w > 0x80000000u)) {
+                                store_err(0u, 1u);
+                            }
+                            s = bitcast<f32>(w);
+                        } else {
+                            var e: u32 = load_scales(p);
+                            if ((e == 0u) || (e == 255u)) {
+                                store_err(0u, 1u);
+                            }
+                            s = bitcast<f32>(e << 23u);
+                        }
+                        var bat: u32 = doff + ((i >> 3u) * bits);
+                        for (var hg_j: u32 = 0u; hg_j < gb; hg_j++) {
+                            var hg_at: u32 = bat + (6u * hg_j);
+                            var hg_k: u32 = (i + shift) + (8u * hg_j);
+                            var t0: f32 = load_lut(load_data(hg_at) & 63u);
+                            store_dst(hg_k, f32(select(s * t0, t0, ((bitcast<u32>(t0)) & 0x7fffffffu) > 0x7f800000u)));
+                            var t1: f32 = load_lut(((load_data(hg_at) | (load_data(hg_at + 1u) << 8u)) >> 6u) & 63u);
+                            store_dst(hg_k + 1u, f32(select(s * t1, t1, ((bitcast<u32>(t1)) & 0x7fffffffu) > 0x7f800000u)));
+                            var t2: f32 = load_lut(((load_data(hg_at + 1u) | (load_data(hg_at + 2u) << 8u)) >> 4u) & 63u);
+                            store_dst(hg_k + 2u, f32(select(s * t2, t2, ((bitcast<u32>(t2)) & 0x7fffffffu) > 0x7f800000u)));
+                            var t3: f32 = load_lut((load_data(hg_at + 2u) >> 2u) & 63u);
+                            store_dst(hg_k + 3u, f32(select(s * t3, t3, ((bitcast<u32>(t3)) & 0x7fffffffu) > 0x7f800000u)));
+                            var t4: f32 = load_lut(load_data(hg_at + 3u) & 63u);
+                            store_dst(hg_k + 4u, f32(select(s * t4, t4, ((bitcast<u32>(t4)) & 0x7fffffffu) > 0x7f800000u)));
+                            var t5: f32 = load_lut(((load_data(hg_at + 3u) | (load_data(hg_at + 4u) << 8u)) >> 6u) & 63u);
+                            store_dst(hg_k + 5u, f32(select(s * t5, t5, ((bitcast<u32>(t5)) & 0x7fffffffu) > 0x7f800000u)));
+                            var t6: f32 = load_lut(((load_data(hg_at + 4u) | (load_data(hg_at + 5u) << 8u)) >> 4u) & 63u);
+                            store_dst(hg_k + 6u, f32(select(s * t6, t6, ((bitcast<u32>(t6)) & 0x7fffffffu) > 0x7f800000u)));
+                            var t7: f32 = load_lut((load_data(hg_at + 5u) >> 2u) & 63u);
+                            store_dst(hg_k + 7u, f32(select(s * t7, t7, ((bitcast<u32>(t7)) & 0x7fffffffu) > 0x7f800000u)));
+                        }
+                        i = i + (8u * gb);
+                    }
+                } else if (bits == 8u) {
+                    for (; p < pend; p++) {
+                        if (mode == 1u) {
+                            var at: u32 = p * 4u;
+                            var w: u32 = ((load_scales(at) | (load_scales(at + 1u) << 8u)) | (load_scales(at + 2u) << 16u)) | (load_scales(at + 3u) << 24u);
+                            if (((w & 0x7f800000u) == 0x7f800000u) || (w > 0x80000000u)) {
+                                store_err(0u, 1u);
+                            }
+                            s = bitcast<f32>(w);
+                        } else {
+                            var e: u32 = load_scales(p);
+                            if ((e == 0u) || (e == 255u)) {
+                                store_err(0u, 1u);
+                            }
+                            s = bitcast<f32>(e << 23u);
+                        }
+                        var bat: u32 = doff + ((i >> 3u) * bits);
+                        for (var hg_j: u32 = 0u; hg_j < gb; hg_j++) {
+                            var hg_at: u32 = bat + (8u * hg_j);
+                            var hg_k: u32 = (i + shift) + (8u * hg_j);
+                            var t0: f32 = load_lut(load_data(hg_at) & 255u);
+                            store_dst(hg_k, f32(select(s * t0, t0, ((bitcast<u32>(t0)) & 0x7fffffffu) > 0x7f800000u)));
+                            var t1: f32 = load_lut(load_data(hg_at + 1u) & 255u);
+                            store_dst(hg_k + 1u, f32(select(s * t1, t1, ((bitcast<u32>(t1)) & 0x7fffffffu) > 0x7f800000u)));
+                            var t2: f32 = load_lut(load_data(hg_at + 2u) & 255u);
+                            store_dst(hg_k + 2u, f32(select(s * t2, t2, ((bitcast<u32>(t2)) & 0x7fffffffu) > 0x7f800000u)));
+                            var t3: f32 = load_lut(load_data(hg_at + 3u) & 255u);
+                            store_dst(hg_k + 3u, f32(select(s * t3, t3, ((bitcast<u32>(t3)) & 0x7fffffffu) > 0x7f800000u)));
+                            var t4: f32 = load_lut(load_data(hg_at + 4u) & 255u);
+                            store_dst(hg_k + 4u, f32(select(s * t4, t4, ((bitcast<u32>(t4)) & 0x7fffffffu) > 0x7f800000u)));
+                            var t5: f32 = load_lut(load_data(hg_at + 5u) & 255u);
+                            store_dst(hg_k + 5u, f32(select(s * t5, t5, ((bitcast<u32>(t5)) & 0x7fffffffu) > 0x7f800000u)));
+                            var t6: f32 = load_lut(load_data(hg_at + 6u) & 255u);
+                            store_dst(hg_k + 6u, f32(select(s * t6, t6, ((bitcast<u32>(t6)) & 0x7fffffffu) > 0x7f800000u)));
+                            var t7: f32 = load_lut(load_data(hg_at + 7u) & 255u);
+                            store_dst(hg_k + 7u, f32(select(s * t7, t7, ((bitcast<u32>(t7)) & 0x7fffffffu) > 0x7f800000u)));
+                        }
+                        i = i + (8u * gb);
+                    }
+                } else {
+                }
+                a = a + (nblk << kshift);
+                if (a == ssize) {
+                    a = 0u;
+                    o = o + 1u;
+                }
+            }
+        } else if ((bits == 4u) && (chk == 0u)) {
+            if (((i & 1u) != 0u) && (i < end)) {
+                {
+                    var code: u32 = load_data(doff + (i >> 1u)) >> 4u;
+                    var k: u32 = i;
+                    var v: f32 = load_lut(code);
+                    if ((mode != 0u) && (((bitcast<u32>(v)) & 0x7fffffffu) <= 0x7f800000u)) {
+                        v = s * v;
+                    }
+                    store_dst(k + shift, v);
+                }
+                i = i + 1u;
+            }
+            for (; (i + 1u) < end; i += 2u) {
+                var pair: u32 = load_data(doff + (i >> 1u));
+                {
+                    var code: u32 = pair & 15u;
+                    var k: u32 = i;
+                    var v: f32 = load_lut(code);
+                    if ((mode != 0u) && (((bitcast<u32>(v)) & 0x7fffffffu) <= 0x7f800000u)) {
+                        v = s * v;
+                    }
+                    store_dst(k + shift, v);
+                }
+                {
+                    var code: u32 = pair >> 4u;
+                    var k: u32 = i + 1u;
+                    var v: f32 = load_lut(code);
+                    if ((mode != 0u) && (((bitcast<u32>(v)) & 0x7fffffffu) <= 0x7f800000u)) {
+                        v = s * v;
+                    }
+                    store_dst(k + shift, v);
+                }
+            }
+            if (i < end) {
+                {
+                    var code: u32 = load_data(doff + (i >> 1u)) & 15u;
+                    var k: u32 = i;
+                    var v: f32 = load_lut(code);
+                    if ((mode != 0u) && (((bitcast<u32>(v)) & 0x7fffffffu) <= 0x7f800000u)) {
+                        v = s * v;
+                    }
+                    store_dst(k + shift, v);
+                }
+                i = i + 1u;
+            }
+        } else if (((bits == 8u) && (doff == 0u)) && (chk == 0u)) {
+            for (; i < end; i++) {
+                {
+                    var code: u32 = load_data(i);
+                    var k: u32 = i;
+                    var v: f32 = load_lut(code);
+                    if ((mode != 0u) && (((bitcast<u32>(v)) & 0x7fffffffu) <= 0x7f800000u)) {
+                        v = s * v;
+                    }
+                    store_dst(k + shift, v);
+                }
+            }
+        } else if ((bits == 6u) && (chk == 0u)) {
+            for (; (i < end) && ((i & 3u) != 0u); i++) {
+                {
+                    var hg_t3: u32;
+                    if (((i * 6u) & 7u) > 2u) {
+                        hg_t3 = load_data((doff + ((i * 6u) >> 3u)) + 1u) << 8u;
+                    } else {
+                        hg_t3 = 0u;
+                    }
+                    var code: u32 = ((load_data(doff + ((i * 6u) >> 3u)) | hg_t3) >> ((i * 6u) & 7u)) & 63u;
+                    var k: u32 = i;
+                    var v: f32 = load_lut(code);
+                    if ((mode != 0u) && (((bitcast<u32>(v)) & 0x7fffffffu) <= 0x7f800000u)) {
+                        v = s * v;
+                    }
+                    store_dst(k + shift, v);
+                }
+            }
+            var ngroup: u32 = (end - i) >> 2u;
+            var gat: u32 = doff + ((i >> 2u) * 3u);
+            for (var j: u32 = 0u; j < ngroup; j++) {
+                var b: u32 = gat + (3u * j);
+                var w: u32 = (load_data(b) | (load_data(b + 1u) << 8u)) | (load_data(b + 2u) << 16u);
+                var gk: u32 = i + (4u * j);
+                {
+                    var code: u32 = w & 63u;
+                    var k: u32 = gk;
+                    var v: f32 = load_lut(code);
+                    if ((mode != 0u) && (((bitcast<u32>(v)) & 0x7fffffffu) <= 0x7f800000u)) {
+                        v = s * v;
+                    }
+                    store_dst(k + shift, v);
+                }
+                {
+                    var code: u32 = (w >> 6u) & 63u;
+                    var k: u32 = gk + 1u;
+                    var v: f32 = load_lut(code);
+                    if ((mode != 0u) && (((bitcast<u32>(v)) & 0x7fffffffu) <= 0x7f800000u)) {
+                        v = s * v;
+                    }
+                    store_dst(k + shift, v);
+                }
+                {
+                    var code: u32 = (w >> 12u) & 63u;
+                    var k: u32 = gk + 2u;
+                    var v: f32 = load_lut(code);
+                    if ((mode != 0u) && (((bitcast<u32>(v)) & 0x7fffffffu) <= 0x7f800000u)) {
+                        v = s * v;
+                    }
+                    store_dst(k + shift, v);
+                }
+                {
+                    var code: u32 = (w >> 18u) & 63u;
+                    var k: u32 = gk + 3u;
+                    var v: f32 = load_lut(code);
+                    if ((mode != 0u) && (((bitcast<u32>(v)) & 0x7fffffffu) <= 0x7f800000u)) {
+                        v = s * v;
+                    }
+                    store_dst(k + shift, v);
+                }
+            }
+            i = i + (4u * ngroup);
+            for (; i < end; i++) {
+                {
+                    var hg_t4: u32;
+                    if (((i * 6u) & 7u) > 2u) {
+                        hg_t4 = load_data((doff + ((i * 6u) >> 3u)) + 1u) << 8u;
+                    } else {
+                        hg_t4 = 0u;
+                    }
+                    var code: u32 = ((load_data(doff + ((i * 6u) >> 3u)) | hg_t4) >> ((i * 6u) & 7u)) & 63u;
+                    var k: u32 = i;
+                    var v: f32 = load_lut(code);
+                    if ((mode != 0u) && (((bitcast<u32>(v)) & 0x7fffffffu) <= 0x7f800000u)) {
+                        v = s * v;
+                    }
+                    store_dst(k + shift, v);
+                }
+            }
+        } else {
+            for (; i < end; i++) {
+                var code: u32 = 0u;
+                if (bits == 8u) {
+                    code = load_data(doff + i);
+                } else if (bits < 8u) {
+                    var bit: u32 = i * bits;
+                    var at: u32 = doff + (bit >> 3u);
+                    var sh: u32 = bit & 7u;
+                    code = load_data(at) >> sh;
+                    if ((sh + bits) > 8u) {
+                        code = code | (load_data(at + 1u) << (8u - sh));
+                    }
+                    code = code & ((1u << bits) - 1u);
+                } else if (bits == 16u) {
+                    var at: u32 = doff + (i * 2u);
+                    code = load_data(at) | (load_data(at + 1u) << 8u);
+                } else {
+                    var at: u32 = doff + (i * 4u);
+                    code = ((load_data(at) | (load_data(at + 1u) << 8u)) | (load_data(at + 2u) << 16u)) | (load_data(at + 3u) << 24u);
+                }
+                {
+                    var k: u32 = i;
+                    if ((chk != 0u) && ((code == 0u) || (code == 255u))) {
+                        store_err(0u, 1u);
+                    }
+                    var v: f32 = load_lut(code);
+                    if ((mode != 0u) && (((bitcast<u32>(v)) & 0x7fffffffu) <= 0x7f800000u)) {
+                        v = s * v;
+                    }
+                    store_dst(k + shift, v);
+                }
+            }
+        }
+    }
+}

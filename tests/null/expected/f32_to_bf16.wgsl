@@ -1,0 +1,56 @@
+@group(0) @binding(0) var<storage, read_write> hg_m_dst: array<atomic<u32>>;
+@group(0) @binding(1) var<storage, read_write> hg_m_src: array<u32>;
+struct HgUniform {
+    hg_base0: u32,
+    hg_base1: u32,
+    hg_base2: u32,
+    hg_d_dst: u32,
+    hg_d_src: u32,
+    hg_a_n: u32,
+}
+@group(0) @binding(2) var<uniform> hg_u: HgUniform;
+@group(0) @binding(3) var<storage, read_write> hg_fault: atomic<u32>;
+var<private> hg_w_dst: vec2<u32>;
+var<private> hg_w_src: vec2<u32>;
+
+fn hg_f32_to_bf16(v: f32) -> u32 {
+    var b: u32 = bitcast<u32>(v);
+    if ((b & 0x7fffffffu) > 0x7f800000u) {
+        return ((b >> 16u) & 0x8000u) | 0x7fc0u;
+    }
+    return ((b + 0x7fffu) + ((b >> 16u) & 1u)) >> 16u;
+}
+
+fn store_dst(hg_i: u32, hg_v: f32) {
+    let hg_k = (hg_i >> 1u) + hg_w_dst.x;
+    if (hg_k >= hg_w_dst.y) {
+        atomicOr(&hg_fault, 1u);
+        return;
+    }
+    let hg_s = (hg_i & 1u) * 16u;
+    atomicAnd(&hg_m_dst[hg_k], ~(0xffffu << hg_s));
+    atomicOr(&hg_m_dst[hg_k], (hg_f32_to_bf16(hg_v) & 0xffffu) << hg_s);
+}
+fn load_src(hg_i: u32) -> f32 {
+    let hg_k = hg_i + hg_w_src.x;
+    if (hg_k >= hg_w_src.y) {
+        atomicOr(&hg_fault, 1u);
+        return 0.0f;
+    }
+    return bitcast<f32>(hg_m_src[hg_k]);
+}
+
+@compute @workgroup_size(64, 1, 1)
+fn main(@builtin(global_invocation_id) hg_id: vec3<u32>) {
+    hg_w_dst = vec2<u32>(hg_u.hg_d_dst, arrayLength(&hg_m_dst));
+    hg_w_src = vec2<u32>(hg_u.hg_d_src, arrayLength(&hg_m_src));
+    let hg_gid0 = hg_id.x + hg_u.hg_base0;
+    let hg_gid1 = hg_id.y + hg_u.hg_base1;
+    let hg_gid2 = hg_id.z + hg_u.hg_base2;
+    let n: u32 = hg_u.hg_a_n;
+    var i: u32 = hg_gid0;
+    if (i >= n) {
+        return;
+    }
+    store_dst(i, load_src(i));
+}

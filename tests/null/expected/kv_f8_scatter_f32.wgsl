@@ -1,0 +1,136 @@
+@group(0) @binding(0) var<storage, read_write> hg_m_kpool: array<atomic<u32>>;
+@group(0) @binding(1) var<storage, read_write> hg_m_vpool: array<atomic<u32>>;
+@group(0) @binding(2) var<storage, read_write> hg_m_ksrc: array<u32>;
+@group(0) @binding(3) var<storage, read_write> hg_m_vsrc: array<u32>;
+@group(0) @binding(4) var<storage, read_write> hg_m_slots: array<u32>;
+struct HgUniform {
+    hg_base0: u32,
+    hg_base1: u32,
+    hg_base2: u32,
+    hg_d_kpool: u32,
+    hg_d_vpool: u32,
+    hg_d_ksrc: u32,
+    hg_d_vsrc: u32,
+    hg_d_slots: u32,
+    hg_a_n: u32,
+    hg_a_lanes: u32,
+    hg_a_row: u32,
+    hg_a_num_slots: u32,
+}
+@group(0) @binding(5) var<uniform> hg_u: HgUniform;
+@group(0) @binding(6) var<storage, read_write> hg_fault: atomic<u32>;
+var<private> hg_w_kpool: vec2<u32>;
+var<private> hg_w_vpool: vec2<u32>;
+var<private> hg_w_ksrc: vec2<u32>;
+var<private> hg_w_vsrc: vec2<u32>;
+var<private> hg_w_slots: vec2<u32>;
+
+fn store_kpool(hg_i: u32, hg_v: u32) {
+    let hg_k = (hg_i >> 2u) + hg_w_kpool.x;
+    if (hg_k >= hg_w_kpool.y) {
+        atomicOr(&hg_fault, 1u);
+        return;
+    }
+    let hg_s = (hg_i & 3u) * 8u;
+    atomicAnd(&hg_m_kpool[hg_k], ~(0xffu << hg_s));
+    atomicOr(&hg_m_kpool[hg_k], (hg_v & 0xffu) << hg_s);
+}
+fn store_vpool(hg_i: u32, hg_v: u32) {
+    let hg_k = (hg_i >> 2u) + hg_w_vpool.x;
+    if (hg_k >= hg_w_vpool.y) {
+        atomicOr(&hg_fault, 1u);
+        return;
+    }
+    let hg_s = (hg_i & 3u) * 8u;
+    atomicAnd(&hg_m_vpool[hg_k], ~(0xffu << hg_s));
+    atomicOr(&hg_m_vpool[hg_k], (hg_v & 0xffu) << hg_s);
+}
+fn load_ksrc(hg_i: u32) -> f32 {
+    let hg_k = hg_i + hg_w_ksrc.x;
+    if (hg_k >= hg_w_ksrc.y) {
+        atomicOr(&hg_fault, 1u);
+        return 0.0f;
+    }
+    return bitcast<f32>(hg_m_ksrc[hg_k]);
+}
+fn load_vsrc(hg_i: u32) -> f32 {
+    let hg_k = hg_i + hg_w_vsrc.x;
+    if (hg_k >= hg_w_vsrc.y) {
+        atomicOr(&hg_fault, 1u);
+        return 0.0f;
+    }
+    return bitcast<f32>(hg_m_vsrc[hg_k]);
+}
+fn load_slots(hg_i: u32) -> u32 {
+    let hg_k = hg_i + hg_w_slots.x;
+    if (hg_k >= hg_w_slots.y) {
+        atomicOr(&hg_fault, 1u);
+        return 0u;
+    }
+    return hg_m_slots[hg_k];
+}
+
+@compute @workgroup_size(64, 1, 1)
+fn main(@builtin(global_invocation_id) hg_id: vec3<u32>) {
+    hg_w_kpool = vec2<u32>(hg_u.hg_d_kpool, arrayLength(&hg_m_kpool));
+    hg_w_vpool = vec2<u32>(hg_u.hg_d_vpool, arrayLength(&hg_m_vpool));
+    hg_w_ksrc = vec2<u32>(hg_u.hg_d_ksrc, arrayLength(&hg_m_ksrc));
+    hg_w_vsrc = vec2<u32>(hg_u.hg_d_vsrc, arrayLength(&hg_m_vsrc));
+    hg_w_slots = vec2<u32>(hg_u.hg_d_slots, arrayLength(&hg_m_slots));
+    let hg_gid0 = hg_id.x + hg_u.hg_base0;
+    let hg_gid1 = hg_id.y + hg_u.hg_base1;
+    let hg_gid2 = hg_id.z + hg_u.hg_base2;
+    let n: u32 = hg_u.hg_a_n;
+    let lanes: u32 = hg_u.hg_a_lanes;
+    let row: u32 = hg_u.hg_a_row;
+    let num_slots: u32 = hg_u.hg_a_num_slots;
+    var i: u32 = hg_gid0;
+    if (((((i >= n) || (lanes == 0u)) || (lanes > 0x1000u)) || (row == 0u)) || (row > 0xffffefffu)) {
+        return;
+    }
+    var t: u32 = i / lanes;
+    if (t >= (n / lanes)) {
+        return;
+    }
+    var lane: u32 = i - (t * lanes);
+    var slot: u32 = load_slots(t);
+    if (slot >= num_slots) {
+        return;
+    }
+    var from_: u32 = t * row;
+    var to: u32 = slot * row;
+    for (var w: u32 = lane; w < row; w += lanes) {
+        var b: u32 = bitcast<u32>(load_ksrc(from_ + w));
+        var a: u32 = b & 0x7fffffffu;
+        var code: u32 = 0u;
+        if (a > 0x7f800000u) {
+            code = 127u;
+        } else if (a >= 0x43e00000u) {
+            code = 126u;
+        } else if (a >= 0x3c800000u) {
+            code = (((a + 0x7ffffu) + ((a >> 20u) & 1u)) >> 20u) - 0x3c0u;
+        } else if ((a >> 23u) >= 117u) {
+            var m: u32 = (a & 0x7fffffu) | 0x800000u;
+            var s: u32 = 141u - (a >> 23u);
+            code = (((m + (1u << (s - 1u))) - 1u) + ((m >> s) & 1u)) >> s;
+        }
+        store_kpool(to + w, ((b >> 24u) & 128u) | code);
+    }
+    for (var w: u32 = lane; w < row; w += lanes) {
+        var b: u32 = bitcast<u32>(load_vsrc(from_ + w));
+        var a: u32 = b & 0x7fffffffu;
+        var code: u32 = 0u;
+        if (a > 0x7f800000u) {
+            code = 127u;
+        } else if (a >= 0x43e00000u) {
+            code = 126u;
+        } else if (a >= 0x3c800000u) {
+            code = (((a + 0x7ffffu) + ((a >> 20u) & 1u)) >> 20u) - 0x3c0u;
+        } else if ((a >> 23u) >= 117u) {
+            var m: u32 = (a & 0x7fffffu) | 0x800000u;
+            var s: u32 = 141u - (a >> 23u);
+            code = (((m + (1u << (s - 1u))) - 1u) + ((m >> s) & 1u)) >> s;
+        }
+        store_vpool(to + w, ((b >> 24u) & 128u) | code);
+    }
+}

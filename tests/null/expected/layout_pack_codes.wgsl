@@ -1,0 +1,63 @@
+@group(0) @binding(0) var<storage, read_write> hg_m_dst: array<atomic<u32>>;
+@group(0) @binding(1) var<storage, read_write> hg_m_src: array<u32>;
+struct HgUniform {
+    hg_base0: u32,
+    hg_base1: u32,
+    hg_base2: u32,
+    hg_d_dst: u32,
+    hg_d_src: u32,
+    hg_a_n: u32,
+    hg_a_bits: u32,
+    hg_a_epu: u32,
+    hg_a_upb: u32,
+}
+@group(0) @binding(2) var<uniform> hg_u: HgUniform;
+@group(0) @binding(3) var<storage, read_write> hg_fault: atomic<u32>;
+var<private> hg_w_dst: vec2<u32>;
+var<private> hg_w_src: vec2<u32>;
+
+fn store_dst(hg_i: u32, hg_v: u32) {
+    let hg_k = (hg_i >> 2u) + hg_w_dst.x;
+    if (hg_k >= hg_w_dst.y) {
+        atomicOr(&hg_fault, 1u);
+        return;
+    }
+    let hg_s = (hg_i & 3u) * 8u;
+    atomicAnd(&hg_m_dst[hg_k], ~(0xffu << hg_s));
+    atomicOr(&hg_m_dst[hg_k], (hg_v & 0xffu) << hg_s);
+}
+fn load_src(hg_i: u32) -> u32 {
+    let hg_k = (hg_i >> 2u) + hg_w_src.x;
+    if (hg_k >= hg_w_src.y) {
+        atomicOr(&hg_fault, 1u);
+        return 0u;
+    }
+    return ((hg_m_src[hg_k] >> ((hg_i & 3u) * 8u)) & 0xffu);
+}
+
+@compute @workgroup_size(256, 1, 1)
+fn main(@builtin(global_invocation_id) hg_id: vec3<u32>) {
+    hg_w_dst = vec2<u32>(hg_u.hg_d_dst, arrayLength(&hg_m_dst));
+    hg_w_src = vec2<u32>(hg_u.hg_d_src, arrayLength(&hg_m_src));
+    let hg_gid0 = hg_id.x + hg_u.hg_base0;
+    let hg_gid1 = hg_id.y + hg_u.hg_base1;
+    let hg_gid2 = hg_id.z + hg_u.hg_base2;
+    let n: u32 = hg_u.hg_a_n;
+    let bits: u32 = hg_u.hg_a_bits;
+    let epu: u32 = hg_u.hg_a_epu;
+    let upb: u32 = hg_u.hg_a_upb;
+    var u: u32 = hg_gid0;
+    if ((u * epu) >= n) {
+        return;
+    }
+    var acc: u32 = 0u;
+    for (var e: u32 = 0u; e < epu; e++) {
+        var f: u32 = (u * epu) + e;
+        if (f < n) {
+            acc = acc | ((load_src(f) & ((1u << bits) - 1u)) << (e * bits));
+        }
+    }
+    for (var b: u32 = 0u; b < upb; b++) {
+        store_dst((u * upb) + b, (acc >> (8u * b)) & 255u);
+    }
+}

@@ -1,0 +1,106 @@
+@group(0) @binding(0) var<storage, read_write> hg_m_dst: array<atomic<u32>>;
+@group(0) @binding(1) var<storage, read_write> hg_m_vals: array<u32>;
+@group(0) @binding(2) var<storage, read_write> hg_m_ix: array<u32>;
+@group(0) @binding(3) var<storage, read_write> hg_m_mt: array<u32>;
+struct HgUniform {
+    hg_base0: u32,
+    hg_base1: u32,
+    hg_base2: u32,
+    hg_d_dst: u32,
+    hg_d_vals: u32,
+    hg_d_ix: u32,
+    hg_d_mt: u32,
+    hg_a_nnz: u32,
+    hg_a_n: u32,
+    hg_a_bits: u32,
+    hg_a_nix: u32,
+    hg_a_rank: u32,
+}
+@group(0) @binding(4) var<uniform> hg_u: HgUniform;
+@group(0) @binding(5) var<storage, read_write> hg_fault: atomic<u32>;
+var<private> hg_w_dst: vec2<u32>;
+var<private> hg_w_vals: vec2<u32>;
+var<private> hg_w_ix: vec2<u32>;
+var<private> hg_w_mt: vec2<u32>;
+
+fn store_dst(hg_i: u32, hg_v: u32) {
+    let hg_k = (hg_i >> 2u) + hg_w_dst.x;
+    if (hg_k >= hg_w_dst.y) {
+        atomicOr(&hg_fault, 1u);
+        return;
+    }
+    let hg_s = (hg_i & 3u) * 8u;
+    atomicAnd(&hg_m_dst[hg_k], ~(0xffu << hg_s));
+    atomicOr(&hg_m_dst[hg_k], (hg_v & 0xffu) << hg_s);
+}
+fn load_vals(hg_i: u32) -> u32 {
+    let hg_k = (hg_i >> 2u) + hg_w_vals.x;
+    if (hg_k >= hg_w_vals.y) {
+        atomicOr(&hg_fault, 1u);
+        return 0u;
+    }
+    return ((hg_m_vals[hg_k] >> ((hg_i & 3u) * 8u)) & 0xffu);
+}
+fn load_ix(hg_i: u32) -> u32 {
+    let hg_k = hg_i + hg_w_ix.x;
+    if (hg_k >= hg_w_ix.y) {
+        atomicOr(&hg_fault, 1u);
+        return 0u;
+    }
+    return hg_m_ix[hg_k];
+}
+fn load_mt(hg_i: u32) -> u32 {
+    let hg_k = hg_i + hg_w_mt.x;
+    if (hg_k >= hg_w_mt.y) {
+        atomicOr(&hg_fault, 1u);
+        return 0u;
+    }
+    return hg_m_mt[hg_k];
+}
+
+@compute @workgroup_size(256, 1, 1)
+fn main(@builtin(global_invocation_id) hg_id: vec3<u32>) {
+    hg_w_dst = vec2<u32>(hg_u.hg_d_dst, arrayLength(&hg_m_dst));
+    hg_w_vals = vec2<u32>(hg_u.hg_d_vals, arrayLength(&hg_m_vals));
+    hg_w_ix = vec2<u32>(hg_u.hg_d_ix, arrayLength(&hg_m_ix));
+    hg_w_mt = vec2<u32>(hg_u.hg_d_mt, arrayLength(&hg_m_mt));
+    let hg_gid0 = hg_id.x + hg_u.hg_base0;
+    let hg_gid1 = hg_id.y + hg_u.hg_base1;
+    let hg_gid2 = hg_id.z + hg_u.hg_base2;
+    let nnz: u32 = hg_u.hg_a_nnz;
+    let n: u32 = hg_u.hg_a_n;
+    let bits: u32 = hg_u.hg_a_bits;
+    let nix: u32 = hg_u.hg_a_nix;
+    let rank: u32 = hg_u.hg_a_rank;
+    var i: u32 = hg_gid0;
+    if (i >= nnz) {
+        return;
+    }
+    var fi: u32 = 0u;
+    var ok: u32 = 1u;
+    for (var d: u32 = 0u; d < rank; d++) {
+        var c: u32 = 2u * ((i * rank) + d);
+        var hg_t0: u32;
+        if (c < nix) {
+            hg_t0 = load_ix(c);
+        } else {
+            hg_t0 = 0xffffffffu;
+        }
+        var coord: u32 = hg_t0;
+        if (coord >= load_mt(2u * d)) {
+            ok = 0u;
+        }
+        fi = fi + (coord * load_mt((2u * d) + 1u));
+    }
+    if ((ok == 0u) || (fi >= n)) {
+        return;
+    }
+    var bit: u32 = i * bits;
+    var at: u32 = bit >> 3u;
+    var sh: u32 = bit & 7u;
+    var code: u32 = load_vals(at) >> sh;
+    if ((sh + bits) > 8u) {
+        code = code | (load_vals(at + 1u) << (8u - sh));
+    }
+    store_dst(fi, code & ((1u << bits) - 1u));
+}
