@@ -15,13 +15,23 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 
 VERSIONS="${HURRAY_GPU_CORE_PYTHONS:-3.10 3.13}"
-# The pure layers (format, dialect renderings, io, vyre's codec and interpreter), the docs and
-# examples, and the device tiers' dequantization, layout and DLPack tests on every backend:
-# what runs Python- and C-API-version-dependent code (ctypes capsules, buffers, threads).
-CORE_TESTS=(tests/null tests/hurray tests/vyre tests/docs tests/test_errors.py
-            tests/backend/test_dequant.py tests/backend/test_materialize.py
+# A cross-section that stays a few minutes long: the import graph, kernel renderings and the
+# compile cache; the descriptor, stream, .hrry, pickle and protocol codecs; vyre's codec,
+# reference interpreter and lowering known answers; the docs (README tour and every page's
+# examples, the API reference build, the troubleshooting messages); the error hierarchy; and on
+# every backend the DLPack capsules (ctypes over the C API), transfers and round trips.
+CORE_TESTS=(tests/null/test_layers.py tests/null/test_renderer.py tests/null/test_cache.py
+            tests/null/test_registry.py tests/null/test_sync_host.py
+            tests/null/test_error_fix_hints.py
+            tests/hurray/test_descriptor_codec.py tests/hurray/test_golden_descriptors.py
+            tests/hurray/test_dtypes.py tests/hurray/test_packing.py tests/hurray/test_hrry.py
+            tests/hurray/test_stream.py tests/hurray/test_pickle.py tests/hurray/test_tensor.py
+            tests/hurray/test_protocol.py tests/hurray/test_cli.py
+            tests/vyre/test_vyre_golden.py tests/vyre/test_vyre_api.py tests/vyre/test_vyre_cli.py
+            tests/vyre/test_reference_kat.py tests/vyre/test_lower_kat.py
+            tests/docs tests/test_errors.py
             tests/backend/test_dlpack_host.py tests/backend/test_dlpack_capsule.py
-            tests/backend/test_roundtrip.py tests/backend/test_tensor_to.py)
+            tests/backend/test_tensor_to.py tests/backend/test_roundtrip.py)
 
 find_python() {
   local version="$1" root found
