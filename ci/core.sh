@@ -65,8 +65,11 @@ for version in $VERSIONS; do
     continue
   fi
   echo "   installed in $((SECONDS - start)) s"
+  # Deselected: the NVRTC compile checks (the nvrtc wheels are a peer here) and the 256 MiB and
+  # every-code round trips (minutes of CPU that test no Python-version-dependent code).
   CI=true HURRAY_GPU_TEST_TIER=core "$venv/bin/python" -m pytest -q -n 2 -m "not gpu" \
-    -p no:cacheprovider -W "error::DeprecationWarning" "${CORE_TESTS[@]}" "$@"
+    -p no:cacheprovider -W "error::DeprecationWarning" "${CORE_TESTS[@]}" \
+    -k "not nvrtc and not 256_mib and not round_trip_codes" "$@"
   code=$?
   if [ "$code" -eq 5 ]; then
     echo "ci/core.sh: no test ran on Python $version; failing." >&2

@@ -208,8 +208,8 @@ def main(argv: list[str] | None = None) -> int:
         argv: arguments (default ``sys.argv[1:]``).
 
     Returns:
-        0 on success, 1 when the blob does not decode, a run fails or a known answer does not
-        match (one ``error: ... Fix: ...`` line on stderr), 2 on a usage error.
+        0 on success; 1 when the blob does not decode, a run fails or a known answer does not
+        match; 2 on a usage or I/O error (errors: one ``error: ... Fix: ...`` line on stderr).
     """
     parser = argparse.ArgumentParser(prog="python -m vyre", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -219,6 +219,7 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.run(args))
     except HurrayGPUError as exc:
         print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 1
     except OSError as exc:
         print(f"error: {exc}. Fix: check that the path exists and is readable.", file=sys.stderr)
-    return 1
+        return 2

@@ -75,7 +75,7 @@ def test_run_json_values_of_float_and_signed_buffers(tmp_path: Path,
 
 
 def test_errors_are_one_line_with_a_fix(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    assert main(["run", str(tmp_path / "none.vir")]) == 1
+    assert main(["run", str(tmp_path / "none.vir")]) == 2  # an I/O error, as for inspect
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: ") and "Fix:" in err and "\n" not in err
     assert main(["run", str(VYRE / "k02_add_mul.vir"), "--inputs", "a"]) == 1
