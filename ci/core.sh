@@ -20,8 +20,8 @@ VERSIONS="${HURRAY_GPU_CORE_PYTHONS:-3.10 3.13}"
 # reference interpreter and lowering known answers; the docs (README tour and every page's
 # examples, the API reference build, the troubleshooting messages); the error hierarchy; and on
 # every backend the DLPack capsules (ctypes over the C API), transfers and round trips.
-CORE_TESTS=(tests/null/test_layers.py tests/null/test_renderer.py tests/null/test_cache.py
-            tests/null/test_registry.py tests/null/test_sync_host.py
+CORE_TESTS=(tests/null/test_layers.py tests/null/test_packaging.py tests/null/test_renderer.py
+            tests/null/test_cache.py tests/null/test_registry.py tests/null/test_sync_host.py
             tests/null/test_error_fix_hints.py
             tests/hurray/test_descriptor_codec.py tests/hurray/test_golden_descriptors.py
             tests/hurray/test_dtypes.py tests/hurray/test_packing.py tests/hurray/test_hrry.py
@@ -43,6 +43,9 @@ find_python() {
   command -v "python$version"
 }
 
+# One kernel cache for every version and run (compiled kernels do not depend on the Python), so
+# the second version and later runs load what the first compiled.
+export HURRAY_GPU_CACHE_DIR="${HURRAY_GPU_CACHE_DIR:-${TMPDIR:-/tmp}/hurray_gpu-core-cache}"
 status=0
 for version in $VERSIONS; do
   python="$(find_python "$version")"
