@@ -41,24 +41,29 @@ PEERS = {"hurray -> torch": "torch -> torch", "hurray -> numpy": "numpy -> numpy
 
 
 def measure(runs: int, loops: int) -> dict[str, Any]:
-    """Median microseconds per round trip for each path, and ours minus torch's; ``rows``: ours
-    against the peer as median and [min, max] over the runs, the speed ratio per run."""
-    import torch
-
+    """Median microseconds per round trip for each path, and ours minus the peer's; ``rows``:
+    ours against the peer as median and [min, max] over the runs, the speed ratio per run.
+    Without torch installed only the NumPy paths run (``skipped`` says why)."""
     import hurray_gpu as hg
 
     arr = np.arange(4096, dtype=np.float32).reshape(64, 64)
     ours = hg.from_numpy(arr)
-    peer = torch.from_numpy(arr.copy())
     paths: dict[str, Callable[[], object]] = {
-        "hurray -> torch": lambda: torch.from_dlpack(ours),
-        "torch -> torch": lambda: torch.from_dlpack(peer),
         "hurray -> numpy": lambda: np.from_dlpack(ours),
         "numpy -> numpy": lambda: np.from_dlpack(arr),
     }
-    # zero-copy: torch and NumPy see the same memory (works on checkouts of any age, for
-    # --against)
-    assert torch.from_dlpack(ours).data_ptr() == np.from_dlpack(ours).ctypes.data
+    skipped = []
+    try:
+        import torch
+    except ImportError as exc:
+        skipped.append(f"torch paths: {exc}")
+    else:
+        peer = torch.from_numpy(arr.copy())
+        paths["hurray -> torch"] = lambda: torch.from_dlpack(ours)
+        paths["torch -> torch"] = lambda: torch.from_dlpack(peer)
+        # zero-copy: torch and NumPy see the same memory (works on checkouts of any age, for
+        # --against)
+        assert torch.from_dlpack(ours).data_ptr() == np.from_dlpack(ours).ctypes.data
     for fn in paths.values():  # warm: templates cached, code paths hot
         _per_call_us(fn, 2000)
     samples: dict[str, list[float]] = {name: [] for name in paths}
@@ -66,16 +71,19 @@ def measure(runs: int, loops: int) -> dict[str, Any]:
         for name, fn in paths.items():
             samples[name].append(_per_call_us(fn, loops))
     out: dict[str, Any] = {name: statistics.median(vals) for name, vals in samples.items()}
-    out["overhead vs torch"] = out["hurray -> torch"] - out["torch -> torch"]
-    out["overhead vs numpy"] = out["hurray -> numpy"] - out["numpy -> numpy"]
     out["rows"] = []
-    for path, peer in PEERS.items():
-        ours, theirs = samples[path], samples[peer]
-        speed = [t / o for o, t in zip(ours, theirs, strict=True)]  # above 1: ours is faster
+    for path, peer_path in PEERS.items():
+        if path not in samples:
+            continue
+        out[f"overhead vs {peer_path.split()[0]}"] = out[path] - out[peer_path]
+        mine, theirs = samples[path], samples[peer_path]
+        speed = [t / o for o, t in zip(mine, theirs, strict=True)]  # above 1: ours is faster
         out["rows"].append({
-            "path": path, "peer": peer, "us": out[path], "us_range": [min(ours), max(ours)],
-            "peer_us": out[peer], "peer_us_range": [min(theirs), max(theirs)],
+            "path": path, "peer": peer_path, "us": out[path], "us_range": [min(mine), max(mine)],
+            "peer_us": out[peer_path], "peer_us_range": [min(theirs), max(theirs)],
             "vs_peer": statistics.median(speed), "vs_peer_range": [min(speed), max(speed)]})
+    if skipped:
+        out["skipped"] = skipped
     return out
 
 
@@ -123,12 +131,14 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     results = measure(args.runs, args.loops)
     for name, value in results.items():
-        if not args.quiet and name != "rows":
+        if not args.quiet and isinstance(value, float):
             print(f"{name:>20}: {value:7.2f} us")
+    for line in results.get("skipped", []):
+        print(f"skipped: {line}", file=sys.stderr)
     if args.json:
         with open(args.json, "w", encoding="utf-8") as handle:
-            json.dump({k: v if k == "rows" else round(v, 3) for k, v in results.items()},
-                      handle, indent=2)
+            json.dump({k: round(v, 3) if isinstance(v, float) else v
+                       for k, v in results.items()}, handle, indent=2)
     return 0
 
 

@@ -10,7 +10,9 @@
    device's subset bytes against the reference's.
 2. BLAKE3 over --blake3-mib MiB (chunk program + parent levels), checked against the blake3
    package; the reference hashes a 64 KiB message and is scaled linearly (16 KiB in --quick).
-3. Warm Kernel(...) overhead: time in Kernel.__call__ minus time inside the backend's enqueue
+3. The tiled matmul on cpu:0 (host C) against opencl:0 (pocl), interleaved rounds: the ratio
+   of their times, min/median/max.
+4. Warm Kernel(...) overhead: time in Kernel.__call__ minus time inside the backend's enqueue
    (measured by wrapping it), median and [min, max] over many calls, per device, against
    the goal (``goal_us``).
 Usage: python bench/vyre_exec.py [--quick] [--n 512] [--blake3-mib 16] [--json out.json]
@@ -31,7 +33,8 @@ import blake3
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+if (ROOT / "hurray_gpu").is_dir():  # a checkout (the package's own copy imports the package)
+    sys.path.insert(0, str(ROOT))
 
 import vyre  # noqa: E402
 from hurray_gpu.runtime.buffer import Buffer  # noqa: E402
@@ -137,10 +140,62 @@ def bench_matmul(n: int, ref_n: int | None, ref_wg: int, runs: int) -> dict[str,
             try:
                 seconds, out = _launch_matmul(dev, build(n), a, bm, grid, runs)
             except vyre.UnsupportedOpError:
-                continue  # host C has no workgroup barriers
+                continue  # a device without workgroup barriers
             assert np.array_equal(out, want), f"{dev.spec} {label}: wrong product"
             result["devices"][f"{dev.spec} {label}"] = _timing(seconds, ref["reference_s"])
     return result
+
+
+def bench_tiled_host_vs_opencl(n: int, rounds: int) -> dict[str, Any] | None:
+    """The workgroup-tiled matmul on cpu:0 (host C: barriers by region splitting) against the
+    same program on opencl:0 (pocl), interleaved: each round times one launch on each.
+    ``ratio`` is opencl seconds / cpu seconds (>= 1: the host is at least as fast)."""
+    devs = {d.spec: d for d in _devices()}
+    if "cpu:0" not in devs or "opencl:0" not in devs:
+        return None
+    rng = np.random.default_rng(5)
+    a, bm = (rng.integers(0, 2**32, n * n, dtype=np.uint64).astype(np.uint32) for _ in range(2))
+    want = ((a.reshape(n, n).astype(np.uint64) @ bm.reshape(n, n).astype(np.uint64))
+            % 2**32).astype(np.uint32).ravel()
+    grid = (-(-n // TILE), -(-n // TILE), 1)
+    launches = {}
+    for spec in ("cpu:0", "opencl:0"):
+        dev = devs[spec]
+        kernel = vyre.compile(matmul_tiled_program(n), dev)
+        bufs = [Buffer.from_bytes(dev, a.tobytes()), Buffer.from_bytes(dev, bm.tobytes()),
+                Buffer(dev, a.nbytes)]
+
+        def once(kernel: Any = kernel, bufs: list[Buffer] = bufs, dev: Any = dev) -> None:
+            kernel(bufs, grid)
+            dev.synchronize()
+
+        once()  # warm: compiled, first touch
+        out = np.frombuffer(bytes(bufs[2].copyout()), np.uint32)
+        assert np.array_equal(out, want), f"{spec}: wrong tiled product"
+        launches[spec] = (once, bufs)
+    # Wall time, and CPU time of the whole process (pocl's worker threads and OpenMP's are
+    # both in it), which a loaded machine distorts less.
+    times: dict[str, list[float]] = {"cpu:0": [], "opencl:0": []}
+    cpu_times: dict[str, list[float]] = {"cpu:0": [], "opencl:0": []}
+    try:
+        for _ in range(rounds):
+            for spec in times:
+                start = time.process_time()
+                times[spec] += _runs(launches[spec][0], 1)
+                cpu_times[spec].append(time.process_time() - start)
+    finally:
+        for _, bufs in launches.values():
+            for buf in bufs:
+                buf.free()
+
+    def spread(values: list[float], scale: float = 1.0) -> list[float]:
+        return [scale * min(values), scale * statistics.median(values), scale * max(values)]
+
+    ratios = [o / c for c, o in zip(times["cpu:0"], times["opencl:0"], strict=True)]
+    cpu_ratios = [o / c for c, o in zip(cpu_times["cpu:0"], cpu_times["opencl:0"], strict=True)]
+    return {"n": n, "rounds": rounds, "cpu_ms": spread(times["cpu:0"], 1e3),
+            "opencl_ms": spread(times["opencl:0"], 1e3), "ratio": spread(ratios),
+            "cpu_time_ratio": spread(cpu_ratios)}
 
 
 def _device_blake3(dev: Any, data: bytes, runs: int) -> list[float]:
@@ -227,6 +282,13 @@ def _report(result: dict[str, Any]) -> None:
     for name, row in bl["devices"].items():
         print(f"  {name:16s} {row['seconds'] * 1e3:9.1f} ms  {row['mib_per_s']:8.1f} MiB/s  "
               f"{row['speedup_vs_reference']:9.0f}x vs reference")
+    tiled = result["tiled_host_vs_opencl"]
+    if tiled is not None:
+        lo, mid, hi = tiled["ratio"]
+        print(f"Tiled {tiled['n']}x{tiled['n']} u32 matmul, {tiled['rounds']} interleaved rounds: "
+              f"cpu:0 {tiled['cpu_ms'][1]:.1f} ms, opencl:0 {tiled['opencl_ms'][1]:.1f} ms "
+              f"(median); opencl/cpu wall time {lo:.2f} / {mid:.2f} / {hi:.2f}, CPU time "
+              + " / ".join(f"{r:.2f}" for r in tiled["cpu_time_ratio"]) + " (min/median/max)")
     for name, row in result["kernel_overhead"].items():
         print(f"  Kernel(...) warm on {name:9s}: {row['call_us']:7.1f} us per call, "
               f"{row['overhead_us']:5.1f} us of it in Python outside the enqueue")
@@ -248,7 +310,8 @@ def main(argv: list[str] | None = None) -> int:
     result: dict[str, Any] = {
         "matmul": bench_matmul(n, args.ref_n, args.ref_workgroups, runs),
         "blake3": bench_blake3(mib, 16 if args.quick else 64, runs),
-        "kernel_overhead": bench_overhead(500 if args.quick else 3000)}
+        "kernel_overhead": bench_overhead(500 if args.quick else 3000),
+        "tiled_host_vs_opencl": bench_tiled_host_vs_opencl(n, max(5, runs))}
     # A flat table (one row per device) for `hurray-gpu bench`'s report.
     result["rows"] = [{"device": spec, "matmul_ms": row["seconds"] * 1e3,
                        "speedup_vs_reference": row["speedup_vs_reference"]}
@@ -256,6 +319,10 @@ def main(argv: list[str] | None = None) -> int:
     result["rows"] += [{"device": spec, "blake3_mib_per_s": row["mib_per_s"],
                         "kernel_overhead_us": result["kernel_overhead"][spec]["overhead_us"]}
                        for spec, row in result["blake3"]["devices"].items()]
+    tiled = result["tiled_host_vs_opencl"]
+    if tiled is not None:
+        result["rows"].append({"device": "cpu:0 vs opencl:0 tiled", "ratio": tiled["ratio"][1],
+                               "ratio_range": [tiled["ratio"][0], tiled["ratio"][2]]})
     _report(result)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)

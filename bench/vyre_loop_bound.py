@@ -18,7 +18,8 @@ from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+if (Path(__file__).resolve().parents[1] / "hurray_gpu").is_dir():  # a checkout, not a wheel
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import importlib  # noqa: E402
 

@@ -40,9 +40,11 @@ if externally_managed "$PYTHON"; then
   PYTHON=.venv/bin/python
 fi
 # The test extra (the dev tools and the peers), the OpenCL and Vulkan drivers' Python bindings,
-# the pinned NVRTC wheels that let CI compile every CUDA rendering without a GPU, and the bench
+# the pinned NVRTC wheels that let CI compile every CUDA rendering without a GPU, the bench
 # extra (matplotlib for the report's plots; pyarrow, whose Arrow Flight is bench/transport.py's
-# peer; Ray core, the object-store peer of bench/ipc.py).
-"$PYTHON" -m pip install -q --disable-pip-version-check -e ".[test,opencl,vulkan,nvrtc,bench]"
+# peer; Ray core, the object-store peer of bench/ipc.py) and the cpu extra (ziglang: zig cc, the
+# cpu backend's compiler where no system cc is, tested with cc hidden by
+# tests/test_cpu_without_cc.py).
+"$PYTHON" -m pip install -q --disable-pip-version-check -e ".[test,opencl,vulkan,nvrtc,bench,cpu]"
 # Under pyenv a new console script (hurray-gpu) needs a shim before the shell can find it.
 if command -v pyenv >/dev/null 2>&1; then pyenv rehash || true; fi

@@ -7,6 +7,7 @@ module is imported only when its device is first opened.
 from __future__ import annotations
 
 import importlib
+import logging
 from typing import TYPE_CHECKING, Any
 
 from hurray_gpu.errors import (
@@ -48,11 +49,16 @@ _LAZY_FROM = {
     "hurray_gpu.runtime.buffer": "Buffer",
     "hurray_gpu.runtime.device": "Device",
     "hurray_gpu.runtime.memory": "MemoryClass",
+    "hurray_gpu.runtime.program": "compile_stats",
     "hurray_gpu.runtime.registry": "default_device describe_devices devices",
     "hurray_gpu.sync": "Event Stream",
     "hurray_gpu.sync.dlpack_import": "from_dlpack",
     "hurray_gpu.tensor": "Tensor",
 }
+# Diagnostics go to the "hurray_gpu" logger hierarchy; the library adds no handler of its own
+# (an application, or the CLI's -v / --log-level, decides where they are shown).
+logging.getLogger(__name__).addHandler(logging.NullHandler())
+
 _LAZY = {name: (module, name) for module, names in _LAZY_FROM.items() for name in names.split()}
 _LAZY["device"] = ("hurray_gpu.runtime.registry", "resolve_device")
 
@@ -97,6 +103,7 @@ if TYPE_CHECKING:
     from hurray_gpu.runtime.buffer import Buffer
     from hurray_gpu.runtime.device import Device
     from hurray_gpu.runtime.memory import MemoryClass
+    from hurray_gpu.runtime.program import compile_stats
     from hurray_gpu.runtime.registry import default_device, describe_devices, devices
     from hurray_gpu.runtime.registry import resolve_device as device
     from hurray_gpu.sync import Event, Stream
@@ -194,6 +201,7 @@ __all__ = [
     "attach",
     "by_name",
     "by_tag",
+    "compile_stats",
     "connect",
     "convert",
     "export",

@@ -14,8 +14,10 @@ from hurray_gpu.errors import UnsupportedOpError
 
 __all__ = [
     "c_compiler",
+    "c_compiler_setting",
     "cache_dir",
     "cache_fatal",
+    "cache_max_bytes",
     "debug_bounds",
     "debug_level",
     "device_override",
@@ -46,6 +48,36 @@ def cache_dir() -> Path:
     return base / "hurray_gpu"
 
 
+# The disk kernel cache's default size limit: far above the few MiB a session's kernels take,
+# low enough that a cache left to grow for months (new drivers, new renderer versions: keys
+# that never hit again) stays small next to what a GPU toolchain installs.
+DEFAULT_CACHE_MAX_BYTES = 1 << 30
+_SIZE_SUFFIXES = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+
+
+def cache_max_bytes() -> int:
+    """``HURRAY_GPU_CACHE_MAX_BYTES``: the disk kernel cache's size limit in bytes (default 1 GiB).
+
+    Accepts a whole number with an optional binary suffix (``512M``, ``2G``, ``64KiB``); least
+    recently used kernels are evicted beyond it.
+
+    Raises:
+        UnsupportedOpError: a value that is not a size >= 1 MiB.
+    """
+    raw = os.environ.get("HURRAY_GPU_CACHE_MAX_BYTES", "").strip()
+    if not raw:
+        return DEFAULT_CACHE_MAX_BYTES
+    text = raw.lower().removesuffix("ib").removesuffix("b")
+    digits, suffix = text.rstrip("kmgt"), text[len(text.rstrip("kmgt")):]
+    if digits.isdigit() and suffix in _SIZE_SUFFIXES and len(digits) <= 15:
+        value = int(digits) * _SIZE_SUFFIXES[suffix]
+        if value >= 1 << 20:
+            return value
+    raise UnsupportedOpError(f"HURRAY_GPU_CACHE_MAX_BYTES={raw!r} is not a size of 1 MiB or more",
+                             fix="set it to bytes or a size such as 512M or 2G, or unset it for "
+                                 "the 1 GiB default.")
+
+
 def cache_fatal() -> bool:
     """True when ``HURRAY_GPU_CACHE_FATAL=1``: cache failures raise instead of warning."""
     return _flag("HURRAY_GPU_CACHE_FATAL")
@@ -57,7 +89,8 @@ def no_cache() -> bool:
 
 
 def debug_level() -> int:
-    """``HURRAY_GPU_DEBUG`` as an integer (0 when unset or not a number)."""
+    """``HURRAY_GPU_DEBUG`` as an integer (0 when unset or not a number): the command line's
+    default log level on stderr (1 info, 2 debug; the library itself only logs)."""
     try:
         return int(os.environ.get("HURRAY_GPU_DEBUG", "0"))
     except ValueError:
@@ -93,12 +126,21 @@ def pool_idle(default_bytes: int, default_seconds: float) -> tuple[int, float]:
     return int(found[0]), found[1]
 
 
-def c_compiler() -> str | None:
-    """The host C compiler: ``HURRAY_GPU_CC``, else ``CC``, else ``cc`` on PATH (None if none)."""
+def c_compiler_setting() -> tuple[str, str] | None:
+    """The C compiler a user named: ``("HURRAY_GPU_CC", value)``, else ``("CC", value)``;
+    None when neither is set."""
     for name in ("HURRAY_GPU_CC", "CC"):
         value = os.environ.get(name, "").strip()
         if value:
-            return shutil.which(value) or (value if Path(value).is_file() else None)
+            return name, value
+    return None
+
+
+def c_compiler() -> str | None:
+    """The host C compiler: ``HURRAY_GPU_CC``, else ``CC``, else ``cc`` on PATH (None if none)."""
+    named = c_compiler_setting()
+    if named is not None:
+        return shutil.which(named[1]) or (named[1] if Path(named[1]).is_file() else None)
     return shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
 
 

@@ -171,7 +171,10 @@ LIMITS: tuple[Limit, ...] = (
     _l("vyre.validate_nodes", "_MAX_EXIT_NESTING", "validator",
        "nesting the barrier-uniformity check walks"),
     _l("vyre.lower", "MAX_SHARED_BYTES", "kernel",
-       "work-group memory of a lowered kernel (Vulkan guarantees 16 KiB)"),
+       "work-group memory of a lowered kernel (per dialect: glsl 16 KiB, opencl 32 KiB, cuda "
+       "48 KiB, hip 64 KiB, host C this)"),
+    _l("hurray_gpu.dialect.host_groups", "MAX_GROUP_BYTES", "kernel",
+       "per-item values and work-group arrays of one group in host C (on its thread's stack)"),
     _l("vyre.reference", "DEFAULT_MAX_STEPS", "interpreter",
        "statements and expression nodes the reference interpreter runs before giving up"),
     _l("vyre.reference", "DEFAULT_MAX_SECONDS", "interpreter",

@@ -12,6 +12,7 @@ import argparse
 import json
 import math
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,14 +29,15 @@ SHOW_VALUES = 16
 ENGINE = "vyre reference interpreter (host, Python/NumPy oracle)"
 
 
-def add_commands(sub: Any) -> None:
+def add_commands(sub: Any, show: Callable[[str], None] = print) -> None:
     """Register ``inspect`` and ``run`` on an argparse subparsers object; each parser sets
-    ``run(args) -> int`` as its default."""
+    ``run(args) -> int`` as its default, and ``show`` (how text reports are printed; JSON is
+    always printed as it is)."""
     ins = sub.add_parser("inspect", help="print header, digest check, buffers and node tree")
     ins.add_argument("path", help="the VIR0 blob (.vir), or - for stdin")
     ins.add_argument("--strict", action="store_true",
                      help="fail on unregistered extensions instead of showing them as opaque")
-    ins.set_defaults(run=_run_inspect)
+    ins.set_defaults(run=_run_inspect, show=show)
     r = sub.add_parser("run", help="execute on the vyre reference interpreter or a device",
                        description="Inputs are NAME=hex:0a0b..., NAME=FILE.npy (its bytes) or "
                                    "NAME=FILE (raw little-endian bytes).")
@@ -54,7 +56,7 @@ def add_commands(sub: Any) -> None:
     r.add_argument("--max-loop-passes", type=int, default=None, metavar="N",
                    help="device runs: loop passes one invocation may run before the run stops "
                         f"with a loop-budget error (default {DEFAULT_MAX_LOOP_PASSES})")
-    r.set_defaults(run=_run_program_cmd)
+    r.set_defaults(run=_run_program_cmd, show=show)
 
 
 def _read(path: str) -> bytes:
@@ -63,7 +65,7 @@ def _read(path: str) -> bytes:
 
 def _run_inspect(args: argparse.Namespace) -> int:
     text, ok = inspect_blob(_read(args.path), preserve_unknown=not args.strict)
-    print(text)
+    args.show(text)
     return 0 if ok else 1
 
 
@@ -197,7 +199,7 @@ def _run_program_cmd(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(output_json(outputs, checks, engine), indent=2))
     else:
-        print(_render(outputs, checks, engine))
+        args.show(_render(outputs, checks, engine))
     return 0 if all(checks.values()) else 1
 
 

@@ -16,9 +16,9 @@ import numpy as np
 
 from hurray_gpu.runtime.buffer import Buffer
 from vyre import ir
-from vyre.lower import PASS_PARAM, TRAP_PARAM, Lowered, TrapError, lower
+from vyre.lower import PASS_PARAM, SHARED_BYTES, TRAP_PARAM, Lowered, TrapError, lower
 from vyre.lower.ops import DEFAULT_MAX_LOOP_PASSES, LoopBudgetError, loop_passes, unsupported
-from vyre.reference import DEFAULT_MAX_BUFFER_BYTES, _as_program, _check_grid
+from vyre.reference import _DTYPES, DEFAULT_MAX_BUFFER_BYTES, _as_program, _check_grid
 from vyre.reference import run as reference_run
 from vyre.reference.memory import Inputs, bind_inputs, element_count, infer_grid, output_bytes
 from vyre.wire.fingerprint import fingerprint
@@ -27,8 +27,6 @@ __all__ = ["DEFAULT_MAX_LOOP_PASSES", "check_flags", "lower_cached", "program_ke
            "run_bytes"]
 
 _U32_MAX = 0xFFFFFFFF
-_DTYPES: dict[object, str] = {ir.Scalar.U32: "<u4", ir.Scalar.BOOL: "<u4", ir.Scalar.I32: "<i4",
-           ir.Scalar.F32: "<f4"}
 _LOWERED: OrderedDict[bytes, Lowered] = OrderedDict()
 _LOWERED_LOCK = threading.Lock()
 _LOWERED_MAX = 256
@@ -125,6 +123,12 @@ def check_flags(flags: Buffer, device: Any, max_loop_passes: int = DEFAULT_MAX_L
 
 
 def _check_dialect(lowered: Lowered, dialect: str) -> None:
+    limit = SHARED_BYTES.get(dialect, min(SHARED_BYTES.values()))
+    if lowered.shared_bytes > limit:
+        raise unsupported(f"{lowered.shared_bytes} bytes of workgroup memory on the {dialect} "
+                          f"dialect, which guarantees {limit}",
+                          "use smaller workgroup buffers or workgroups, or run the program on "
+                          "a device that takes more (cpu takes the most).")
     if dialect != "c" and "libm" in lowered.features:
         raise unsupported(f"f32 transcendentals (sin, exp, log...) on the {dialect} dialect: "
                           "the device's math library differs from the reference's (the host "
@@ -247,7 +251,7 @@ def run(program: ir.Program | bytes, inputs: Inputs = None, *,
         The errors of :func:`run_bytes`.
     """
     prog = _as_program(program)
-    if device == "reference":
+    if device == "reference" or getattr(device, "kind", None) == "reference":  # or its Device
         options.pop("max_loop_passes", None)  # bounds device runs; the reference has max_steps
         return reference_run(prog, inputs, grid=grid, **options)
     out = run_bytes(prog, inputs, grid=grid, device=device, **options)

@@ -41,16 +41,14 @@ _CACHES_LOCK = threading.Lock()
 # -- arguments: Buffers, Tensors and DLPack arrays to device allocations ----------------------
 
 
-_BITS = {ir.Scalar.U8: 8, ir.Scalar.I8: 8, ir.Scalar.U16: 16, ir.Scalar.I16: 16}
-
-
 @dataclass(frozen=True)
 class SlotPlan:
     """What a launch needs to know about one storage buffer, computed once at compile time.
 
     Attributes:
         name: the vyre buffer name.
-        itemsize: bytes per element on the device (1, 2 or 4).
+        itemsize: bytes per element on the device (1, 2, 4, 8 or 16; the kernel reads
+            64-bit and vector elements as u32 words).
         min_bytes: the fewest bytes the caller's buffer may have.
         fixed_len: the element count the kernel sees (BufLen and guards) for backend-allocated
             outputs, which the reference sizes from the declaration; None: from the buffer.
@@ -69,7 +67,7 @@ def plan_slots(slots: tuple[BufferSlot, ...], writable: frozenset[str]) -> tuple
     plans = []
     for slot in slots:
         decl = slot.decl
-        itemsize = _BITS.get(decl.element, 32) // 8  # type: ignore[arg-type]
+        itemsize = ir.size_bytes(decl.element) or 4
         fixed = decl.count if is_backend_allocated(decl) else None
         plans.append(SlotPlan(decl.name, itemsize, decl.count * itemsize, fixed,
                               decl.name in writable))
@@ -89,8 +87,9 @@ def _host_allocation(array: np.ndarray, plan: SlotPlan) -> Allocation:
     if plan.writable and not array.flags.writeable:
         raise _bad(plan.name, "is read-only but the program writes it",
                    "pass a writable array.")
-    if array.nbytes and array.ctypes.data % plan.itemsize:
-        raise _bad(plan.name, f"is not {plan.itemsize}-byte aligned", "pass an aligned copy.")
+    align = min(plan.itemsize, 4)
+    if array.nbytes and array.ctypes.data % align:
+        raise _bad(plan.name, f"is not {align}-byte aligned", "pass an aligned copy.")
     return Allocation(array.reshape(-1).view(np.uint8), array.nbytes, MemoryClass.STANDARD,
                       external=True)
 

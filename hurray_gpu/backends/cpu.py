@@ -1,4 +1,5 @@
-"""CPU backend (device tag 0x00): host memory, kernels as C11 + OpenMP built by the host cc.
+"""CPU backend (device tag 0x00): host memory, kernels as C11 + OpenMP (or threads) built by the
+host cc or zig cc (see hostcc.py).
 
 The tinygrad ClangDevice model: render C, compile a shared object, load it with ctypes.
 """
@@ -9,9 +10,9 @@ import ctypes
 import ctypes.util
 import functools
 import glob
-import json
 import os
 import platform
+import shlex
 import subprocess
 import tempfile
 import threading
@@ -21,12 +22,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import blake3
 import numpy as np
 
 from hurray_gpu import config
+from hurray_gpu.backends.hostcc import INSTALL_FIX, SEARCHED, Toolchain, find_toolchain
 from hurray_gpu.errors import BackendUnavailableError, CompileError, DeviceError, UnsupportedOpError
-from hurray_gpu.runtime.cache import default_cache
 from hurray_gpu.runtime.device import Device
 from hurray_gpu.runtime.memory import Allocation, Allocator, MemoryClass
 from hurray_gpu.runtime.program import Compiler, Program
@@ -102,27 +102,6 @@ class CPUAllocator(Allocator):
         np.copyto(dest, src)  # a memmove: both are host memory
 
 
-@functools.lru_cache(maxsize=8)
-def _cc_version(cc: str) -> str:
-    try:
-        out = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise BackendUnavailableError(f"C compiler {cc} does not run: {exc}") from exc
-    return (out.stdout.splitlines() or [cc])[0].strip()
-
-
-@functools.lru_cache(maxsize=8)
-def _has_openmp(cc: str) -> bool:
-    source = "#include <omp.h>\nint f(void) { return omp_get_max_threads(); }\n"
-    with tempfile.TemporaryDirectory() as tmp:
-        cmd = [cc, "-fopenmp", "-shared", "-fPIC", "-x", "c", "-", "-o", f"{tmp}/t.so"]
-        try:
-            done = subprocess.run(cmd, input=source, capture_output=True, text=True, timeout=60)
-        except (OSError, subprocess.TimeoutExpired):
-            return False
-    return done.returncode == 0
-
-
 @functools.cache
 def _stream_bytes() -> int:
     """Output bytes beyond which host kernels write past the cache (non-temporal stores, see
@@ -143,66 +122,6 @@ def _stream_bytes() -> int:
     return min(max(sizes, default=32 << 20), (16 << 20) * (cpus or 1))
 
 
-@functools.lru_cache(maxsize=8)
-def _native_flags(cc: str) -> tuple[str, ...]:
-    """The instruction-set flags ``-march=native`` stands for with ``cc``, spelled out.
-
-    Spelled out, they are part of every kernel's cache key, so a shared object built for one
-    host's instruction set is never loaded on a host that lacks it. Empty when ``cc`` does
-    not print them (clang prints target features in another form): portable code then.
-    """
-    cmd = [cc, "-march=native", "-E", "-v", "-x", "c", "-", "-o", os.devnull]
-    try:
-        done = subprocess.run(cmd, input="", capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.TimeoutExpired):
-        return ()
-    for line in done.stderr.splitlines():
-        words = line.split()
-        if done.returncode == 0 and any(w.startswith("-march=") and w != "-march=native"
-                                         for w in words):
-            return tuple(w for w in words if w.startswith("-m") and w != "-march=native")
-    return ()
-
-
-def _host_cpu() -> str:
-    """What the host's instruction set depends on: the first processor's identity lines."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as handle:
-            first = handle.read(1 << 16).split("\n\n")[0]
-    except OSError:
-        return platform.processor()
-    keep = ("vendor_id", "cpu family", "model", "flags", "isa", "cpu part", "Features")
-    return "\n".join(line for line in first.splitlines() if line.startswith(keep))
-
-
-@functools.lru_cache(maxsize=8)
-def _toolchain(cc: str) -> tuple[str, bool, tuple[str, ...]]:
-    # (version line, OpenMP support, spelled-out native flags) of cc on this host. Finding
-    # them runs the compiler three times, far slower than a cached kernel load, so the answer
-    # is kept in the cpu kernel cache, keyed by the compiler binary's resolved path, size and
-    # mtime and by this host's CPU: an upgraded compiler, or another machine sharing the
-    # cache directory, asks again.
-    try:
-        real = os.path.realpath(cc)
-        st = os.stat(real)
-        key: str | None = blake3.blake3(json.dumps(
-            ["toolchain", 1, real, st.st_size, st.st_mtime_ns, _host_cpu()]).encode()).hexdigest()
-    except OSError:
-        key = None
-    cache = default_cache("cpu")
-    raw = cache.load(key) if key else None
-    if raw is not None:
-        try:
-            version, omp, flags = json.loads(raw)
-            return str(version), bool(omp), tuple(str(f) for f in flags)
-        except (ValueError, TypeError):
-            pass  # an unreadable record is a miss
-    found = (_cc_version(cc), _has_openmp(cc), _native_flags(cc))
-    if key:
-        cache.save(key, json.dumps(found).encode(), f"toolchain identity of {real}")
-    return found
-
-
 # Kernels that are faster with the host's instruction set opt in with this tag (the table
 # dequant kernels: AVX-512 vectorises their per-block table builds). Not every kernel: gcc
 # vectorises the affine 8-bit loop worse with AVX-512 than with the portable flags.
@@ -210,26 +129,38 @@ HOST_ISA_TAG = "host_isa"
 
 
 class CPUCompiler(Compiler):
-    """Compiles host C with ``cc`` into a shared object (the binary that is cached)."""
+    """Compiles host C into a shared object (the binary that is cached) with the toolchain
+    :mod:`hostcc` finds: a system cc, else the ziglang wheel's zig cc. With neither, the
+    cached kernels still load (keyed by the recorded identity of the compiler that built
+    them) and any other kernel is refused."""
 
     backend = "cpu"
 
     def __init__(self, identity: str) -> None:
-        self.cc = config.c_compiler()
         super().__init__(identity)
+        self._toolchain: Toolchain | None = None
 
-    def _require_cc(self) -> str:
-        if self.cc is None:
-            raise BackendUnavailableError(
-                "no C compiler found to build cpu kernels (looked for $HURRAY_GPU_CC, $CC, cc)",
-                fix="install gcc or clang (e.g. apt-get install gcc), or set CC=/path/to/cc.")
-        return self.cc
+    @property
+    def toolchain(self) -> Toolchain:
+        """The toolchain, found on first use (it may run the compiler: not at device open).
+
+        Raises:
+            BackendUnavailableError: no compiler, and none built kernels on this host before.
+        """
+        if self._toolchain is None:
+            found = find_toolchain()
+            if found is None:
+                raise BackendUnavailableError(
+                    f"no C compiler to build cpu kernels (looked for {SEARCHED}) and no "
+                    "kernels built on this machine before", fix=INSTALL_FIX)
+            self._toolchain = found
+        return self._toolchain
 
     def version(self) -> str:
-        return _toolchain(self._require_cc())[0]
+        return self.toolchain.version
 
     def options(self, host_isa: bool = False) -> tuple[str, ...]:
-        """Flags for a kernel: OpenMP only when the compiler supports it.
+        """Flags for a kernel: OpenMP where the compiler has it, else POSIX threads.
 
         Args:
             host_isa: also target this host's instruction set (kernels tagged
@@ -240,26 +171,36 @@ class CPUCompiler(Compiler):
         # multiply-adds beyond FMA(), so kernels round every operation as their references.
         # -fno-trapping-math lets a conditional multiply become a select (no kernel unmasks FP
         # traps, so results are unchanged), which keeps table lookups like MX scaling vectorised.
-        _, openmp, native = _toolchain(self._require_cc())
+        tc = self.toolchain
         flags: tuple[str, ...] = ("-O3", "-std=c11", "-fno-math-errno", "-ffp-contract=off",
                                   "-fno-trapping-math")
         if host_isa:
-            flags += (*native, f"-DHG_STREAM_BYTES={_stream_bytes()}u")
-        return flags + (("-fopenmp",) if openmp else ())
+            flags += (*tc.native, f"-DHG_STREAM_BYTES={_stream_bytes()}u")
+        else:
+            flags += tc.portable
+        return flags + tc.parallel
 
     def compile(self, source: str, options: Sequence[str] = ()) -> bytes:
-        cc = self._require_cc()
+        command = self.toolchain.command
+        if not command:
+            where = getattr(self.cache, "root", "the kernel cache")
+            raise BackendUnavailableError(
+                f"no C compiler to build this cpu kernel: it is not among the kernels cached "
+                f"here ({where}) by {self.toolchain.version}", fix=INSTALL_FIX)
         with tempfile.TemporaryDirectory(prefix="hurray_gpu_cc_") as tmp:
-            out = os.path.join(tmp, "kernel.so")
-            cmd = [cc, *options, "-shared", "-fPIC", "-x", "c", "-", "-o", out, "-lm"]
+            src, out = os.path.join(tmp, "kernel.c"), os.path.join(tmp, "kernel.so")
+            with open(src, "w", encoding="utf-8") as handle:
+                handle.write(source)
+            cmd = [*command, *options, "-shared", "-fPIC", src, "-o", out, "-lm"]
             try:
-                done = subprocess.run(cmd, input=source, capture_output=True, text=True,
-                                      timeout=COMPILE_TIMEOUT_S)
+                done = subprocess.run(cmd, capture_output=True, text=True,
+                                      timeout=COMPILE_TIMEOUT_S, check=False)
             except (OSError, subprocess.TimeoutExpired) as exc:
-                raise CompileError(f"{cc} failed to run: {exc}", source, tuple(options)) from exc
+                raise CompileError(f"{command[0]} failed to run: {exc}", source,
+                                   tuple(options)) from exc
             if done.returncode != 0:
-                raise CompileError(f"{cc} rejected the kernel", source, tuple(options),
-                                   done.stderr)
+                raise CompileError(f"{shlex.join(command)} rejected the kernel", source,
+                                   tuple(options), done.stderr)
             with open(out, "rb") as handle:
                 return handle.read()
 
@@ -297,8 +238,13 @@ class CPUProgram(Program):
         try:
             self._lib = ctypes.CDLL(path)
         except OSError as exc:
+            # A kernel built with OpenMP needs libgomp: a cache warmed where gcc was installed
+            # does not load where neither gcc nor libgomp is.
+            fix = ("install the library it names (libgomp.so.1: apt-get install libgomp1), or "
+                   "pip install ziglang, whose kernels need none." if "libgomp" in str(exc)
+                   else "clear HURRAY_GPU_CACHE_DIR and retry.")
             raise DeviceError(f"cannot load compiled kernel {kernel.name}: {exc}",
-                              fix="clear HURRAY_GPU_CACHE_DIR and retry.") from exc
+                              fix=fix) from exc
         finally:
             os.unlink(path)  # the mapping stays valid after unlink
         self._fn = getattr(self._lib, kernel.name)
@@ -433,6 +379,18 @@ class CPUDevice(Device):
         except (ValueError, OSError, AttributeError):
             return (0, 0)
         return (free, total)
+
+    def kernel_support(self) -> tuple[str, str]:
+        compiler: CPUCompiler = self.compiler  # type: ignore[assignment]
+        try:
+            toolchain = compiler.toolchain
+        except BackendUnavailableError as exc:
+            return "none", str(exc)
+        if toolchain.command:
+            return "all", ""
+        return "cached", (f"no C compiler (looked for {SEARCHED}): kernels cached here by "
+                          f"{toolchain.version} still run; others cannot be built. "
+                          f"Fix: {INSTALL_FIX}")
 
     def compile_options(self, kernel: Any) -> tuple[str, ...]:
         compiler: CPUCompiler = self.compiler  # type: ignore[assignment]

@@ -12,20 +12,27 @@ import os
 import platform
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from hurray_gpu.cli.common import console, show
 from hurray_gpu.errors import HurrayGPUError
 
 __all__ = [
-    "QUICK_ARGS", "add_parser", "find_bench_dir", "load_results", "machine_line", "run_suites",
-    "suite_table", "write_report", "write_run_record",
+    "QUICK_ARGS", "SuiteProgress", "add_parser", "find_bench_dir", "load_results",
+    "machine_line", "plot_labels", "run_suites", "suite_table", "write_report",
+    "write_run_record",
 ]
 
 
-# Column names that hold a rate worth plotting, most preferred first.
-RATE_HINTS = ("gbps", "gb_s", "gb_per_s", "mb_per_s", "per_second", "ratio", "speedup")
+# Column names that hold a rate worth plotting, most preferred first, with the unit of the
+# plot's value axis.
+RATE_HINTS = {"gbps": "GB/s", "gb_s": "GB/s", "gb_per_s": "GB/s", "mb_per_s": "MB/s",
+              "per_second": "operations per second", "ratio": "ratio (x)",
+              "speedup": "speedup (x)", "vs_peer": "speed vs peer (x, > 1: ours faster)"}
 
 
 def load_results(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -117,24 +124,39 @@ def _numeric_columns(header: list[str], rows: list[list[Any]]) -> list[int]:
     return out
 
 
-def _plot(out: Path, suite: str, header: list[str], rows: list[list[Any]]) -> str | None:
+def plot_labels(header: list[str], rows: list[list[Any]]
+                ) -> tuple[list[int], list[int], str, str]:
+    """What a suite's plot shows: the rate columns plotted (up to two of the first kind found
+    in RATE_HINTS), the text columns naming each bar, the x axis label (their names) and the
+    y axis label (the rate's unit)."""
     numeric = _numeric_columns(header, rows)
-    cols: list[int] = []
-    for hint in RATE_HINTS:
+    labels = [i for i in range(len(header)) if i not in numeric][:3]
+    for hint, unit in RATE_HINTS.items():
         cols = [i for i in numeric
                 if hint in header[i].lower().replace(" ", "_").replace("/", "_")][:2]
         if cols:
-            break
-    labels = [i for i, h in enumerate(header) if i not in numeric][:3]
+            return cols, labels, " / ".join(header[i] for i in labels) or "row", unit
+    return [], labels, "", ""
+
+
+def _short(label: str, limit: int = 40) -> str:
+    return label if len(label) <= limit else label[:limit - 3] + "..."
+
+
+def _plot(out: Path, suite: str, header: list[str], rows: list[list[Any]]) -> str | None:
+    cols, labels, xlabel, ylabel = plot_labels(header, rows)
     rows = [r for r in rows if any(_is_num(r[i]) for i in cols)]
     if not cols or not rows:
         return None
-    import matplotlib
+    try:
+        import matplotlib
+    except ImportError:  # plots are optional: the report's tables stand alone
+        return None
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    names = [" ".join(str(r[i]) for i in labels) or str(n) for n, r in enumerate(rows)]
+    names = [_short(" ".join(str(r[i]) for i in labels) or str(n)) for n, r in enumerate(rows)]
     fig, ax = plt.subplots(figsize=(max(6.0, 0.9 * len(rows) + 3), 4))
     width = 0.8 / len(cols)
     for k, i in enumerate(cols):
@@ -142,6 +164,8 @@ def _plot(out: Path, suite: str, header: list[str], rows: list[list[Any]]) -> st
                [float(r[i]) if _is_num(r[i]) else 0.0 for r in rows], width, label=header[i])
     ax.set_xticks([x + width * (len(cols) - 1) / 2 for x in range(len(rows))])
     ax.set_xticklabels(names, rotation=30, ha="right", fontsize=8)
+    ax.set_ylabel(ylabel, fontsize=8)
+    ax.set_xlabel(xlabel, fontsize=8)
     ax.set_title(f"{suite} ({machine_line().split(',')[0]})", fontsize=9)
     ax.legend(fontsize=8)
     fig.tight_layout()
@@ -220,19 +244,26 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(run=run)
 
 
+# Where an installed (non-editable) package carries the suites: bench/ is shipped inside the
+# package under this name (setup.py's package_dir), so `hurray-gpu bench` runs from a
+# wheel as from a checkout.
+INSTALLED_SUITES = "bench_suites"
+
+
 def find_bench_dir() -> Path:
-    """The repository's bench/ directory (benchmarks ship with the source tree, not the wheel).
+    """The benchmark suites: the source checkout's bench/, else the copy the package ships.
 
     Raises:
-        HurrayGPUError: no bench/ next to the hurray_gpu package.
+        HurrayGPUError: neither exists (a package built without its suites).
     """
-    root = Path(__file__).resolve().parents[2]
-    bench = root / "bench"
-    if not bench.is_dir():
-        raise HurrayGPUError(
-            f"no bench/ directory at {bench}",
-            fix="run `hurray-gpu bench` from a source checkout (pip install -e .).")
-    return bench
+    package = Path(__file__).resolve().parents[1]
+    for bench in (package.parent / "bench", package / INSTALLED_SUITES):
+        if (bench / "_timing.py").is_file():
+            return bench
+    raise HurrayGPUError(
+        f"no benchmark suites at {package.parent / 'bench'} or {package / INSTALLED_SUITES}",
+        fix="reinstall hurray_gpu from a wheel or source tree that includes bench/, or run "
+            "`hurray-gpu bench` from a source checkout.")
 
 
 def _suite_args(script: Path, quick: bool) -> list[str]:
@@ -244,34 +275,122 @@ def _suite_args(script: Path, quick: bool) -> list[str]:
     return list(FULL_ARGS.get(name, []))
 
 
+def _suite_env(bench: Path) -> tuple[dict[str, str], str | None]:
+    """The suites' environment and working directory: a checkout's root goes first on their
+    path (they measure that tree's code); an installed copy imports the installed package."""
+    env = dict(os.environ)
+    env.setdefault("HURRAY_GPU_PROGRESS", "0")
+    root = bench.parent
+    if not (root / "hurray_gpu").is_dir():
+        return env, None
+    env["PYTHONPATH"] = str(root) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH")
+                                     else "")
+    return env, str(root)
+
+
+def _run_suite(argv: list[str], env: dict[str, str], cwd: str | None,
+               on_line: Callable[[str], None]) -> tuple[int, str]:
+    """Run one suite, passing each line it prints to ``on_line``; (exit code, all output)."""
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env=env, cwd=cwd, bufsize=1)
+    timed_out = threading.Event()
+
+    def kill() -> None:
+        timed_out.set()
+        proc.kill()
+
+    timer = threading.Timer(SUITE_TIMEOUT_S, kill)
+    timer.start()
+    lines = []
+    try:
+        for line in proc.stdout or ():
+            lines.append(line)
+            on_line(line.rstrip())
+        code = proc.wait()
+    finally:
+        timer.cancel()
+        if proc.poll() is None:  # interrupted: leave no suite running
+            proc.kill()
+            proc.wait()
+    if timed_out.is_set():
+        return -1, "".join(lines) + f"\ntimed out after {SUITE_TIMEOUT_S} s"
+    return code, "".join(lines)
+
+
 def run_suites(bench: Path, out: Path, quick: bool, only: list[str]) -> list[dict[str, Any]]:
-    """Run each suite as its own process, writing ``out/<suite>.json``.
+    """Run each suite as its own process, writing ``out/<suite>.json``; show progress on
+    stderr (a rich bar with each suite's latest line on a terminal, plain lines otherwise).
 
     Returns:
         One record per suite: name, exit code, seconds, JSON path and the printed text.
     """
-    env = dict(os.environ)
-    root = str(bench.parent)
-    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    env.setdefault("HURRAY_GPU_PROGRESS", "0")
+    env, cwd = _suite_env(bench)
+    scripts = [p for p in sorted(bench.glob("*.py"))
+               if not p.stem.startswith("_") and (not only or p.stem in only)]
     records = []
-    for script in sorted(bench.glob("*.py")):
-        if script.stem.startswith("_") or (only and script.stem not in only):
-            continue
-        json_path = out / f"{script.stem}.json"
-        argv = [sys.executable, str(script), *_suite_args(script, quick), "--json", str(json_path)]
-        start = time.perf_counter()
-        try:
-            done = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=root,
-                                  timeout=SUITE_TIMEOUT_S, check=False)
-            code, text = done.returncode, done.stdout + done.stderr
-        except subprocess.TimeoutExpired:
-            code, text = -1, f"timed out after {SUITE_TIMEOUT_S} s"
-        records.append({"suite": script.stem, "returncode": code, "text": text,
-                        "seconds": time.perf_counter() - start, "json": json_path,
-                        "args": argv[2:-2]})
-        print(f"  {script.stem}: exit {code} in {records[-1]['seconds']:.1f} s", file=sys.stderr)
+    with SuiteProgress(len(scripts)) as progress:
+        for script in scripts:
+            json_path = out / f"{script.stem}.json"
+            argv = [sys.executable, str(script), *_suite_args(script, quick), "--json",
+                    str(json_path)]
+            progress.start(script.stem)
+            start = time.perf_counter()
+            code, text = _run_suite(argv, env, cwd, progress.line)
+            seconds = time.perf_counter() - start
+            records.append({"suite": script.stem, "returncode": code, "text": text,
+                            "seconds": seconds, "json": json_path, "args": argv[2:-2]})
+            progress.done(script.stem, code, seconds)
     return records
+
+
+class SuiteProgress:
+    """Progress of the suites on stderr: a rich bar (suite k of n, elapsed time, the suite's
+    latest output line) on a terminal; one line per suite start and end otherwise."""
+
+    def __init__(self, total: int) -> None:
+        self.total, self.count = total, 0
+        self._bar: Any = None
+        self._task: Any = None
+        self._name = ""
+        if sys.stderr.isatty():
+            from rich.progress import BarColumn, Progress, SpinnerColumn, TimeElapsedColumn
+
+            self._bar = Progress(SpinnerColumn(), "{task.description}", BarColumn(),
+                                 "{task.completed}/{task.total}", TimeElapsedColumn(),
+                                 console=console(stderr=True), transient=True)
+            self._task = self._bar.add_task("bench", total=total)
+
+    def __enter__(self) -> SuiteProgress:
+        if self._bar is not None:
+            self._bar.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+
+    def start(self, name: str) -> None:
+        """Suite ``name`` begins."""
+        self.count += 1
+        self._name = name
+        if self._bar is not None:
+            self._bar.update(self._task, description=name)
+        else:
+            print(f"bench: [{self.count}/{self.total}] {name} ...", file=sys.stderr, flush=True)
+
+    def line(self, text: str) -> None:
+        """The running suite printed ``text`` (shown on the bar, cut to fit)."""
+        if self._bar is not None and text.strip():
+            self._bar.update(self._task, description=f"{self._name}: {text.strip()[:60]}")
+
+    def done(self, name: str, code: int, seconds: float) -> None:
+        """Suite ``name`` ended with exit ``code`` after ``seconds``."""
+        line = f"  {name}: exit {code} in {seconds:.1f} s"
+        if self._bar is not None:
+            self._bar.console.print(line)
+            self._bar.update(self._task, advance=1, description=name)
+        else:
+            print(line, file=sys.stderr, flush=True)
 
 
 def _commit(root: Path) -> str:
@@ -309,7 +428,12 @@ def run(args: argparse.Namespace) -> int:
     if args.readme is not None:
         from hurray_gpu.cli.bench_readme import update_readme
 
-        problems = update_readme(Path(args.readme), find_bench_dir().parent)
+        root = find_bench_dir().parent
+        if not (root / "README.md").is_file():  # an installed package: no README to rewrite
+            raise HurrayGPUError(f"--readme rewrites a source checkout's README.md; {root} "
+                                 "has none", fix="run `hurray-gpu bench --readme DIR` in a "
+                                 "checkout of hurray_gpu (pip install -e .).")
+        problems = update_readme(Path(args.readme), root)
         print(f"wrote README.md and docs/bench/ from {args.readme}")
         for line in problems:
             print(f"not shown: {line}", file=sys.stderr)
@@ -327,6 +451,5 @@ def run(args: argparse.Namespace) -> int:
                              fix="check the --suite names against bench/*.py.")
     write_run_record(out, records, args.quick)
     summary = write_report(out, load_results(records), quick=args.quick)
-    print(summary)
-    print(f"\nwrote {out / 'report.md'} and {len(list(out.glob('*.png')))} plots")
+    show(summary, "", f"wrote {out / 'report.md'} and {len(list(out.glob('*.png')))} plots")
     return 0 if all(r["returncode"] == 0 for r in records) else 1

@@ -196,6 +196,14 @@ def _vyre_exec(d: _Fields) -> tuple[str, list[Row]]:
         out.append((spec, f"BLAKE3, {spec}", r.span("mib_per_s", "MiB/s", mid="mib_per_s_median"),
                     f"reference ~{num(b3['reference_s'])} s",
                     r.ratio("speedup_vs_reference", "x reference", "speedup_vs_reference_median")))
+    if d.data.get("tiled_host_vs_opencl"):  # host C's region splitting against pocl
+        t = d.sub("tiled_host_vs_opencl")
+        wall, cpu = t["ratio"], t["cpu_time_ratio"]
+        out.append(("cpu:0", f"tiled u32 matmul, cpu:0 vs opencl:0 ({t['rounds']} interleaved "
+                    "rounds)", span(t["cpu_ms"][1], t["cpu_ms"][0], t["cpu_ms"][2], "ms"),
+                    f"opencl:0 {span(t['opencl_ms'][1], t['opencl_ms'][0], t['opencl_ms'][2])} "
+                    "ms", f"{three(wall[1], wall[0], wall[2], 'x opencl wall time')}; "
+                    f"{three(cpu[1], cpu[0], cpu[2], 'x opencl CPU time')}"))
     for spec, r in ((k, d.sub("kernel_overhead").sub(k)) for k in d["kernel_overhead"]):
         goal = r["goal_us"]
         low, high = r["overhead_us_range"]

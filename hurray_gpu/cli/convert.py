@@ -4,11 +4,9 @@ to a ``.hrry`` file, one tensor at a time (docs/importing.md)."""
 from __future__ import annotations
 
 import argparse
-import shutil
-import sys
 from typing import Any
 
-from hurray_gpu.cli.common import check_overwrite, dump_json, format_table
+from hurray_gpu.cli.common import check_overwrite, dump_json, render_text, table
 from hurray_gpu.io.convert import FORMATS, ConvertResult, convert
 
 __all__ = ["add_parser", "report"]
@@ -33,10 +31,8 @@ def add_parser(sub: Any) -> None:
 
 
 def report(result: ConvertResult, src: str, out: str, width: int | None = None) -> str:
-    """The text summary of a conversion, each line cut to ``width`` (default: the terminal's
-    width when stdout is one; piped output is not cut)."""
-    if width is None:
-        width = shutil.get_terminal_size().columns if sys.stdout.isatty() else 1 << 16
+    """The text summary of a conversion, wrapped to ``width`` (default: the console's, see
+    :func:`~hurray_gpu.cli.common.console`)."""
     mb = result.source_bytes / 1e6
     rate = mb / result.seconds if result.seconds > 0 else 0.0
     head = (f"{src} ({result.source_format}) -> {out}: {result.tensors} tensors, {mb:,.1f} MB "
@@ -44,12 +40,7 @@ def report(result: ConvertResult, src: str, out: str, width: int | None = None) 
     if result.checked_on:
         head += f", every tensor checked on {result.checked_on}"
     rows = [(kind, count, result.forms.get(kind, "")) for kind, count in result.kinds.items()]
-    text = head + "\n" + format_table(("source type", "tensors", "Hurray form"), rows)
-    return "\n".join(_cut(line, width) for line in text.splitlines())
-
-
-def _cut(line: str, width: int) -> str:
-    return line if len(line) <= width else line[:max(width - 3, 1)] + "..."
+    return render_text(head, table(("source type", "tensors", "Hurray form"), rows), width=width)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -60,5 +51,5 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(dump_json({"src": args.src, "out": args.out, **vars(result)}))
     else:
-        print(report(result, args.src, args.out))
+        print(report(result, args.src, args.out), end="")
     return 0

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import logging
 import sys
 import tempfile
 import time
@@ -27,7 +28,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
-from hurray_gpu.cli.common import dump_json, format_table
+from hurray_gpu.cli.common import dump_json, show, table
 from hurray_gpu.format.descriptor import TensorDescriptor
 from hurray_gpu.format.descriptor.layouts import Composite, Tiled
 from hurray_gpu.format.descriptor.sections import CompositeMember, Shard
@@ -50,6 +51,8 @@ __all__ = [
     "load_weights", "recheck", "run_demo", "vyre_checksum",
 ]
 
+
+log = logging.getLogger(__name__)
 
 # Largest finite magnitude and exponent of the top binade of each MX element type.
 MX_ELEMENTS = {"float4_e2m1": (ml_dtypes.float4_e2m1fn, 6.0, 2),
@@ -261,6 +264,7 @@ class Recorder:
         yield row
         row.seconds = time.perf_counter() - start
         self.steps.append(row)
+        log.info("%s ... %.1f ms", step, row.seconds * 1e3)  # progress, shown with -v
         if self.echo is not None:
             self.echo(row)
 
@@ -526,16 +530,11 @@ def _row(s: Step) -> list[Any]:
     return [s.step, s.where, f"{s.seconds * 1e3:.1f}", gbps, mark, s.check]
 
 
-def _render(rec: Recorder, total: float) -> str:
-    table = format_table(["step", "ran on", "ms", "GB/s", "", "check"],
-                         [_row(s) for s in rec.steps])
-    notes = "\n".join(f"note: {n}" for n in rec.notes)
+def _render(rec: Recorder, total: float) -> list[Any]:
     verdict = "all checks passed" if rec.all_ok else "SOME CHECKS FAILED"
-    return f"{table}\n\n{notes}\n\n{verdict} ({len(rec.steps)} steps, {total:.1f} s)"
-
-
-def _echo(step: Step) -> None:
-    print(f"  {step.step} ... {step.seconds * 1e3:.1f} ms", file=sys.stderr)
+    return [table(["step", "ran on", "ms", "GB/s", "ok", "check"], [_row(s) for s in rec.steps]),
+            *(f"note: {n}" for n in rec.notes), "",
+            f"{verdict} ({len(rec.steps)} steps, {total:.1f} s)"]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -543,12 +542,11 @@ def run(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     # On a terminal the load always draws its bar (the automatic rule skips small transfers).
     progress = args.progress if args.progress is not None else (sys.stderr.isatty() or None)
-    rec = run_demo(args.device, quick=args.quick, out_dir=args.out_dir,
-                   progress=progress, echo=None if args.json else _echo)
+    rec = run_demo(args.device, quick=args.quick, out_dir=args.out_dir, progress=progress)
     total = time.perf_counter() - start
     if args.json:
         print(dump_json({"ok": rec.all_ok, "seconds": total, "notes": rec.notes,
                          "steps": [{**vars(s), "gbps": s.gbps} for s in rec.steps]}))
     else:
-        print(_render(rec, total))
+        show(*_render(rec, total))
     return 0 if rec.all_ok else 1

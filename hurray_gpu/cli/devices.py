@@ -11,9 +11,8 @@ import subprocess
 from collections.abc import Callable
 from typing import Any
 
-from hurray_gpu import config
-from hurray_gpu.backends import rtc
-from hurray_gpu.cli.common import dump_json, format_table, one_line
+from hurray_gpu.backends import hostcc, rtc
+from hurray_gpu.cli.common import dump_json, one_line, show, table
 from hurray_gpu.errors import HurrayGPUError
 from hurray_gpu.format.descriptor.buffers import DeviceTag
 from hurray_gpu.runtime.registry import BACKENDS, default_device, device_count, resolve_device
@@ -85,15 +84,15 @@ def _glslang() -> dict[str, Any]:
 
 
 def _host_cc() -> dict[str, Any]:
-    used_by = "cpu (C11 + OpenMP)"
-    cc = config.c_compiler()
-    if cc is None:
-        return _missing("host C compiler", "no cc on PATH and HURRAY_GPU_CC/CC unset. Fix: "
-                        "apt install gcc.", used_by)
+    used_by = "cpu (C11 + OpenMP or threads)"
     try:
-        return _ok("host C compiler", f"{cc}: {_first_line([cc, '--version'])}", used_by)
-    except (OSError, subprocess.SubprocessError) as exc:
-        return _missing("host C compiler", f"{cc} --version failed: {exc}", used_by)
+        found = hostcc.find_toolchain()
+    except HurrayGPUError as exc:
+        return _missing("host C compiler", str(exc), used_by)
+    if found is None or not found.command:
+        what = found.describe() if found else f"none found (looked for {hostcc.SEARCHED})"
+        return _missing("host C compiler", f"{what}. Fix: {hostcc.INSTALL_FIX}", used_by)
+    return _ok("host C compiler", found.describe(), used_by)
 
 
 PROBES: tuple[Callable[[], dict[str, Any]], ...] = (_nvrtc, _hiprtc, _opencl, _glslang, _host_cc)
@@ -131,6 +130,9 @@ def _device_info(dev: Any) -> dict[str, Any]:
     info: dict[str, Any] = {"spec": dev.spec, "name": dev.name,
                             "memory_classes": [m.label for m in dev.memory_classes],
                             "emulated": bool(dev.emulated)}
+    info["kernels"], why = dev.kernel_support()  # all, cached (cannot compile) or none
+    if why:
+        info["kernels_reason"] = one_line(why)
     pool = dev.allocator
     info["pool"] = {"limit_bytes": pool.pool_limit, "idle_budget_bytes": pool.pool_idle_budget,
                     "idle_seconds": pool.pool_idle_seconds, "pooled_bytes": pool.pooled_bytes}
@@ -184,34 +186,38 @@ def collect() -> dict[str, Any]:
             "default": default, "toolchains": probe_toolchains()}
 
 
-def render(inv: dict[str, Any]) -> str:
-    """The inventory as text: a backend table, device lines, the default, the toolchains."""
+def render(inv: dict[str, Any]) -> list[Any]:
+    """The inventory as tables and text lines: the backends, their buffer pools, the default
+    device, the toolchains (rich renderables, see :func:`~hurray_gpu.cli.common.show`)."""
     rows = []
     for b in inv["backends"]:
         if b["devices"]:
             for d in b["devices"]:
                 note = " (emulated on the CPU)" if d["emulated"] else ""
-                rows.append([d["spec"], b["tag"], "yes", ",".join(d["memory_classes"]),
-                             d["name"] + note])
+                usable = {"all": "yes", "cached": "cached kernels only"}.get(d["kernels"],
+                                                                            "memory only")
+                why = f"; {d['kernels_reason']}" if d.get("kernels_reason") else ""
+                rows.append([d["spec"], b["tag"], usable, ", ".join(d["memory_classes"]),
+                             d["name"] + note + why])
         else:
             rows.append([b["backend"], b["tag"], "no", "-", b.get("reason", "")])
-    out = ["Backends", format_table(["device", "tag", "usable", "memory classes", "details"],
-                                    rows)]
+    out: list[Any] = [table(["device", "tag", "usable", "memory classes", "details"], rows,
+                            title="Backends")]
     pools = [[d["spec"], *(_mib(p[k]) for k in ("limit_bytes", "idle_budget_bytes")),
               f"{p['idle_seconds']:g}", _mib(p["pooled_bytes"])]
              for b in inv["backends"] for d in b["devices"] for p in [d["pool"]]]
-    out += ["", "Buffer pools (how to size them: docs/reliability.md)",
-            format_table(["device", "limit", "idle budget", "idle seconds", "pooled now"], pools),
-            "Pooled bytes over the idle budget left unused for the idle seconds are freed;",
+    out += ["", table(["device", "limit", "idle budget", "idle seconds", "pooled now"], pools,
+                      title="Buffer pools (how to size them: docs/reliability.md)"),
+            "Pooled bytes over the idle budget left unused for the idle seconds are freed; "
             "set both with HURRAY_GPU_POOL_IDLE_BYTES and HURRAY_GPU_POOL_IDLE_SECONDS."]
     out += ["", f"reference: {inv['reference']}"]
     default = inv["default"]
     out.append(f"default: {default['spec'] or 'none (' + default['reason'] + ')'}")
     tc_rows = [[t["name"], "yes" if t["available"] else "no", t["used_by"],
                 t.get("version") or t.get("reason", "")] for t in inv["toolchains"]]
-    out += ["", "Kernel toolchains",
-            format_table(["toolchain", "available", "used by", "version / why not"], tc_rows)]
-    return "\n".join(out)
+    out += ["", table(["toolchain", "available", "used by", "version / why not"], tc_rows,
+                      title="Kernel toolchains")]
+    return out
 
 
 def _mib(nbytes: int) -> str:
@@ -221,5 +227,8 @@ def _mib(nbytes: int) -> str:
 def run(args: argparse.Namespace) -> int:
     """Print the inventory; always 0 (an unusable backend is information, not an error)."""
     inv = collect()
-    print(dump_json(inv) if args.json else render(inv))
+    if args.json:
+        print(dump_json(inv))
+    else:
+        show(*render(inv))
     return 0

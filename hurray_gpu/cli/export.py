@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from hurray_gpu.cli.common import check_overwrite, dump_json, format_table
+from hurray_gpu.cli.common import check_overwrite, dump_json, show, table
 from hurray_gpu.io.convert.export import export
 
 __all__ = ["add_parser"]
@@ -38,8 +38,8 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(dump_json({"src": args.src, "out": args.out, **vars(result)}))
         return 0
-    print(f"{args.src} -> {args.out} ({result.format}): {result.tensors} tensors, "
-          f"{result.output_bytes / 1e6:,.1f} MB in {result.seconds:.2f} s"
-          + (f", {len(result.dequantized)} dequantized" if result.dequantized else ""))
-    print(format_table(("type", "tensors"), sorted(result.kinds.items())))
+    show(f"{args.src} -> {args.out} ({result.format}): {result.tensors} tensors, "
+         f"{result.output_bytes / 1e6:,.1f} MB in {result.seconds:.2f} s"
+         + (f", {len(result.dequantized)} dequantized" if result.dequantized else ""),
+         table(("type", "tensors"), sorted(result.kinds.items())))
     return 0

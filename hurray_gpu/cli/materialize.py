@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from hurray_gpu.cli.common import dump_json
+from hurray_gpu.cli.common import dump_json, listing, show
 from hurray_gpu.dialect.kernel import FLOAT_TYPES
 from hurray_gpu.errors import HurrayGPUError, UnsupportedOpError
 from hurray_gpu.io import open_file, save
@@ -20,8 +20,14 @@ from hurray_gpu.runtime.registry import resolve_device
 
 __all__ = ["OUT_DTYPES", "add_parser", "materialize_tensor", "write_result"]
 
-OUT_DTYPES = tuple(FLOAT_TYPES)
+# Quantized tensors dequantize to a float type; unquantized ones keep their own type by default,
+# and an integer tensor is written as itself (sub-byte integers widened in .npy).
+INT_DTYPES = ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "int4",
+              "uint4", "int2", "uint2")
+OUT_DTYPES = (*FLOAT_TYPES, *INT_DTYPES)
 OUT_SUFFIXES = (".npy", ".hrry")
+# NumPy has no 2- or 4-bit integers: a .npy holds them widened to 8 bits (values unchanged).
+_WIDENED = {"int4": np.int8, "int2": np.int8, "uint4": np.uint8, "uint2": np.uint8}
 
 
 def add_parser(sub: Any) -> None:
@@ -32,7 +38,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("path", help="the .hrry file")
     p.add_argument("name", help="the tensor's name in the file")
     p.add_argument("--device", default=None, help="device spec (default: the best local one)")
-    p.add_argument("--dtype", default="float32", help=f"one of {', '.join(OUT_DTYPES)}")
+    p.add_argument("--dtype", default=None,
+                   help=f"one of {', '.join(OUT_DTYPES)} (default: float32 for a quantized "
+                        "tensor, else the tensor's own type)")
     p.add_argument("--out", required=True, help="output path ending in .npy or .hrry "
                    "(written atomically: a failed write leaves an existing file as it was)")
     p.add_argument("--force", action="store_true", help="replace --out when it exists")
@@ -40,8 +48,8 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(run=run)
 
 
-def _check_dtype(dtype: str) -> None:
-    if dtype not in OUT_DTYPES:
+def _check_dtype(dtype: str | None) -> None:
+    if dtype is not None and dtype not in OUT_DTYPES:
         raise UnsupportedOpError(f"unsupported --dtype {dtype!r}",
                                  fix=f"use one of {', '.join(OUT_DTYPES)}.")
 
@@ -59,8 +67,8 @@ def _read(path: str, name: str) -> tuple[Any, Any]:
     """The tensor and, for block-paged tensors, the ``NAME.seq_lens`` KV entry (or None)."""
     with open_file(path) as f:
         if name not in f.names:
-            listed = ", ".join(list(f.names)[:8])
-            raise HurrayGPUError(f"no tensor named {name!r} in {path} (it has: {listed})",
+            raise HurrayGPUError(f"no tensor named {name!r} in {path} (it has: "
+                                 f"{listing(f.names)})",
                                  fix=f"run `hurray-gpu inspect {path}` to list the names.")
         seq_lens = f.metadata.get(f"{name}.seq_lens")
         t = f.read(name)
@@ -72,18 +80,23 @@ def _read(path: str, name: str) -> tuple[Any, Any]:
     return t, (list(seq_lens) if isinstance(seq_lens, list) else None)
 
 
-def _convert(t: Any, dtype: str, seq_lens: Any) -> Any:
-    return materialize(t, dtype, seq_lens=seq_lens)
+def _default_dtype(t: Any) -> str | None:
+    """float32 for quantized tensors and 4- to 8-bit floats (no NumPy type holds them), else
+    None: the tensor's own type."""
+    small_float = t.dtype.kind == "float" and t.dtype.bits <= 8
+    return "float32" if t.descriptor.quantization is not None or small_float else None
 
 
-def materialize_tensor(path: str, name: str, device: Any, dtype: str) -> tuple[Any, dict]:
+def materialize_tensor(path: str, name: str, device: Any, dtype: str | None = None
+                       ) -> tuple[Any, dict]:
     """Load ``name`` from ``path``, move it to ``device`` and materialize it there.
 
     Args:
         path: the .hrry file.
         name: the tensor's name.
         device: a device spec or None for the best local device.
-        dtype: ``"float32"``, ``"float16"`` or ``"bfloat16"``.
+        dtype: one of OUT_DTYPES, or None: float32 for a quantized tensor or a 4- to 8-bit
+            float, else the tensor's own type.
 
     Returns:
         ``(host tensor, timings)``: the dense row-major result copied back to the host, and
@@ -99,12 +112,14 @@ def materialize_tensor(path: str, name: str, device: Any, dtype: str) -> tuple[A
     steps: dict[str, Any] = {"device": dev.spec}
     start = time.perf_counter()
     t, seq_lens = _read(path, name)
+    if dtype is None:
+        dtype = _default_dtype(t)
     steps["load_s"] = time.perf_counter() - start
     start = time.perf_counter()
     on_dev = t.to(dev)
     steps["to_device_s"] = time.perf_counter() - start
     start = time.perf_counter()
-    result = _convert(on_dev, dtype, seq_lens)
+    result = materialize(on_dev, dtype, seq_lens=seq_lens)
     dev.synchronize()
     steps["materialize_s"] = time.perf_counter() - start
     start = time.perf_counter()
@@ -127,12 +142,18 @@ def write_result(host: Any, name: str, out: str, force: bool = True) -> str:
         save(out, {name: host})
         return f"{host.dtype.name} tensor {name!r} in a .hrry file"
     arr = host.numpy()
-    bf16 = host.dtype.name == "bfloat16"
+    name_ = host.dtype.name
+    if name_ == "bfloat16":
+        arr, note = arr.view(np.uint16), ("bfloat16 stored as uint16 bit patterns (view with "
+                                          "ml_dtypes.bfloat16)")
+    elif name_ in _WIDENED:
+        arr = arr.astype(_WIDENED[name_])
+        note = f"{name_} values widened to {arr.dtype} (NumPy has no {name_})"
+    else:
+        note = f"{arr.dtype} array"
     with atomic_output(out) as handle:
-        np.save(handle, arr.view(np.uint16) if bf16 else arr)
-    if bf16:
-        return "bfloat16 stored as uint16 bit patterns (view with ml_dtypes.bfloat16)"
-    return f"{arr.dtype} array"
+        np.save(handle, arr)
+    return note
 
 
 def run(args: argparse.Namespace) -> int:
@@ -148,6 +169,6 @@ def run(args: argparse.Namespace) -> int:
     else:
         timing = ", ".join(f"{k[:-2]} {v * 1e3:.1f} ms" for k, v in steps.items()
                            if k.endswith("_s"))
-        print(f"{args.name}: {host.dtype.name} {list(host.shape)} materialized on "
-              f"{steps['device']} -> {args.out} ({note}); {timing}")
+        show(f"{args.name}: {host.dtype.name} {list(host.shape)} materialized on "
+             f"{steps['device']} -> {args.out} ({note}); {timing}")
     return 0

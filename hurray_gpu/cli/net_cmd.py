@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import signal
 import ssl
-import sys
 from pathlib import Path
 from typing import Any
 
+from hurray_gpu.cli.common import show
 from hurray_gpu.errors import HurrayGPUError
 from hurray_gpu.io import save
 from hurray_gpu.net import connect, serve
@@ -90,5 +90,5 @@ def run_get(args: Any) -> int:
         t = client.get(args.key, device=args.device, layouts=args.layout, dtype=args.dtype,
                        allow_transcode=args.allow_transcode)
     save(out, {args.key: t})
-    print(f"{args.key}: {t!r} -> {out}", file=sys.stdout)
+    show(f"{args.key}: {t!r} -> {out}")
     return 0

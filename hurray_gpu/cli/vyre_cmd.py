@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from hurray_gpu.cli.common import show
 from vyre.cli import add_commands
 
 __all__ = ["add_parser"]
@@ -17,4 +18,6 @@ __all__ = ["add_parser"]
 def add_parser(sub: Any) -> None:
     """Register ``vyre inspect`` and ``vyre run``."""
     p = sub.add_parser("vyre", help="inspect or run a vyre VIR0 program", description=__doc__)
-    add_commands(p.add_subparsers(dest="vyre_command", required=True, metavar="SUBCOMMAND"))
+    # Text reports go through show(): wrapped to the terminal like every hurray-gpu command.
+    add_commands(p.add_subparsers(dest="vyre_command", required=True, metavar="SUBCOMMAND"),
+                 show=show)

@@ -1,6 +1,7 @@
 """Plain-data reports of .hrry files, raw streams and single descriptors (for the CLI).
 
-Every report is JSON-serialisable; ``render`` turns one into an indented text tree.
+Every report is JSON-serialisable; the CLI's ``inspect`` prints one as a tree with the coded
+fields named.
 """
 
 from __future__ import annotations
@@ -164,54 +165,3 @@ def detect_kind(path: str) -> str:
         if declared == os.path.getsize(path):
             return "descriptor"
     return "stream"
-
-
-def _line(t: dict[str, Any]) -> str:
-    shape = "[" + ", ".join("?" if d is None else str(d) for d in t["shape"]) + "]"
-    layout = t["layout"]
-    text = f"{t['name']}: {t['dtype']} {shape} {layout['name']}"
-    if layout["name"] == "composite":
-        rule = {1: "partition", 2: "overlay", 3: "group"}.get(layout["composition_rule"], "private")
-        text += f" ({rule}, {layout['member_count']} members)"
-    if t["quantization"]:
-        text += f" quantized={t['quantization']['scheme']}"
-    if "file" in t:
-        e = t["file"]
-        text += f" @{e['descriptor_offset']} data@{e['data_offset']}+{e['data_length']}"
-    return text
-
-
-def _render_tensor(t: dict[str, Any], indent: str, out: list[str]) -> None:
-    out.append(indent + _line(t))
-    sub = indent + "    "
-    fields = {k: v for k, v in t["layout"].items() if k not in ("name", "tag")}
-    extra: dict[str, Any] = {"layout": fields} if fields and "members" not in t else {}
-    extra.update({k: t[k] for k in ("shard", "composite_member", "statistics") if k in t})
-    if t["quantization"]:
-        extra["quantization"] = t["quantization"]
-    for key, value in extra.items():
-        out.append(f"{sub}{key}: {value}")
-    for b in t["buffers"]:
-        out.append(f"{sub}buffer {b['index']} ({b['role']}): {b['byte_size']} B, "
-                   f"align {b['alignment']}, {b['device_tag']}, {b['sync_mode']}, "
-                   f"{b['memory_class']}")
-    for m in t.get("members", []):
-        _render_tensor(m, sub, out)
-
-
-def render(report: dict[str, Any]) -> str:
-    """Format a report as an indented text tree."""
-    out = [f"{report['path']}: {report['kind']}, {report['size']} bytes"]
-    if report["kind"] == "hrry_file":
-        idx = report["index"]
-        out.append(f"  container {report['container_version']}, flags 0x{report['file_flags']:02X}"
-                   f", alignment {report['alignment']}, index {idx['entries']} entries "
-                   f"({idx['length']} B, CRC-32C 0x{idx['crc32c']:08X})")
-        if report["metadata"]:
-            out.append("  metadata:")
-            for key, item in report["metadata"].items():
-                out.append(f"    {key} ({item['type']}): {item['value']!r}")
-    out.append(f"  tensors ({len(report['tensors'])}):")
-    for t in report["tensors"]:
-        _render_tensor(t, "    ", out)
-    return "\n".join(out)

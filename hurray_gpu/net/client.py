@@ -57,10 +57,7 @@ _PLANS, _PLAN_BYTES = 64, 2048  # remembered descriptor messages per client, and
 _STEPS = 256  # data frames of an answer remembered for a repeat (16 MiB each: 4 GiB by default)
 # (checked descriptor, its bytes, declared cpu bytes, their descriptor, (size, alignment)s,
 # the answer expected when the same descriptor comes again: see _expected)
-_Plan = tuple[Any, int, bytes, Any, tuple[tuple[int, int], ...], "_Steps | None"]
-# An answer's descriptor message, then its other messages one by one (stream id at bytes 4-8)
-# and its data ranges (buffer, start, stop), in order.
-_Steps = tuple[bytearray, tuple[bytearray | tuple[int, int, int], ...]]
+_Plan = tuple[Any, int, bytes, Any, tuple[tuple[int, int], ...], "_Answer | None"]
 # A plain get (host result, default layouts) by (key, allow_transcode, dtype): its request
 # encoded (stream id at bytes 4-8) and the plan of the answer it had last time.
 _Repeat = tuple[bytearray, _Plan]
@@ -80,6 +77,31 @@ def _entries(layouts: Sequence[Any] | None, dtype: str | None) -> tuple[P.Layout
             raise UnsupportedOpError(f"{item!r} is not a layout", fix="name layouts as "
                                      f"{', '.join(sorted(_TAGS))}, or give their tags.")
     return tuple(out)
+
+
+class _Answer:
+    """The answer a repeated get expects (as this package's server frames it, see FramePlan):
+    ``frames``, restamped per request; for an answer that fits the read-ahead buffer, its
+    ``size``, its runs of messages with their offsets, and where each piece is received
+    (a run: its slice of the read-ahead buffer; data: (buffer, start, stop)), see
+    Connection.recv_small. ``size`` is 0 for a larger answer."""
+
+    __slots__ = ("frames", "size", "runs", "slots")
+
+    def __init__(self, frames: FramePlan, readahead: memoryview) -> None:
+        self.frames = frames
+        self.runs: list[tuple[int, bytearray]] = []
+        self.slots: list[memoryview | tuple[int, int, int]] = []
+        at = 0
+        for piece in frames.pieces:
+            if isinstance(piece, tuple):
+                self.slots.append(piece)
+                at += piece[2] - piece[1]
+            else:
+                self.runs.append((at, piece))
+                self.slots.append(readahead[at:at + len(piece)])
+                at += len(piece)
+        self.size = at if at <= len(readahead) else 0
 
 
 class _Staging:
@@ -269,24 +291,33 @@ class Client:
 
     def _again(self, sid: int, plain: tuple[str, bool, str | None], seen: _Repeat) -> Tensor:
         """A plain get asked again: its request re-stamped, and while the server answers
-        with the very bytes it answered last time (a bytes comparison per message, no
-        decode), the data received straight into new arrays; at the first message that
-        differs, the general receive takes over where this one stopped."""
+        with the very bytes it answered last time (each run of messages compared as bytes,
+        no decode), the data received straight into new arrays, a small answer in one
+        receive; at the first run that differs, the general receive takes over there."""
         request, plan = seen
-        self._conn.send_views([_stamp(request, sid)])
-        _, nbytes, raw, declared, allocs, steps = plan
-        if steps is None or nbytes > self.max_tensor_bytes or not self._conn.expect(
-                _stamp(steps[0], sid)):  # another descriptor, or an ERROR: nothing consumed
-            t = self._receive(sid, 0, [self.max_tensor_bytes, MAX_MEMBERS])
-            self._remember(plain, request, t)
-            return t
-        buffers = self._host_buffers(allocs)
-        views = _views(buffers)
-        done, whole = self._conn.recv_planned(steps[1], views, sid)
-        if not whole:  # framed otherwise, or an ERROR or a PING in the middle
-            self._recv(sid, views, nbytes, (done, nbytes))
-        return self._build(declared, buffers, (), raw, self._cpu,  # type: ignore[no-any-return]
-                           MemoryClass.STANDARD, None, None)
+        conn = self._conn
+        conn.send_views([_stamp(request, sid)])
+        _, nbytes, raw, declared, allocs, answer = plan
+        if answer is not None and nbytes <= self.max_tensor_bytes:
+            pieces = answer.frames.pieces
+            answer.frames.stamp(sid)
+            buffers = self._host_buffers(allocs)
+            views = _views(buffers)
+            if answer.size:
+                whole = conn.recv_small(answer.runs, [views[p[0]][p[1]:p[2]] if isinstance(
+                    p, tuple) else p for p in answer.slots], answer.size)
+            elif whole := conn.expect(pieces[0]):  # type: ignore[arg-type]  # its first run
+                done, whole = conn.recv_planned(pieces[1:], views)
+                if not whole:  # framed otherwise, or an ERROR or a PING in the middle
+                    self._recv(sid, views, nbytes, (done, nbytes))
+                    whole = True
+            if whole:
+                return self._build(declared, buffers, (), raw,  # type: ignore[no-any-return]
+                                   self._cpu, MemoryClass.STANDARD, None, None)
+        # Another descriptor or an ERROR (nothing consumed), or not to be received this way.
+        t = self._receive(sid, 0, [self.max_tensor_bytes, MAX_MEMBERS])
+        self._remember(plain, request, t)
+        return t
 
     def _host_buffers(self, allocs: tuple[tuple[int, int], ...]) -> tuple[Buffer, ...]:
         """A new host buffer per (size, alignment) of a checked plan: from the cpu device's
@@ -384,18 +415,17 @@ class Client:
         return plan
 
     def _expected(self, msg: P.TensorDescriptorMsg, desc: Any,
-                  allocs: tuple[tuple[int, int], ...], whole: bool) -> _Steps | None:
+                  allocs: tuple[tuple[int, int], ...], whole: bool) -> _Answer | None:
         """The answer to a request that this descriptor message answers, as this package's
-        server frames it for this client (see FramePlan); None for a composite head or a
-        shard (those are never repeated this way)."""
+        server frames it for this client; None for a composite head or a shard (those are
+        never repeated this way)."""
         frame = max(1, min(FRAME_BYTES, self._conn.max_message_size - 8))
         if not whole or is_head(desc) or len(msg.descriptor) > _PLAN_BYTES or sum(
                 -(-n // frame) for n, _ in allocs) > _STEPS:
-            return None  # (a message compared is read ahead whole: it must fit that buffer)
-        plan = FramePlan(gather=False)
+            return None  # (a run of messages compared must fit the read-ahead buffer)
+        plan = FramePlan()
         plan.tensor(P.encode(msg, 1), [n for n, _ in allocs], frame)
-        first = plan.pieces[0]
-        return (first, tuple(plan.pieces[1:])) if isinstance(first, bytearray) else None
+        return _Answer(plan, self._conn.readahead_view())
 
     @staticmethod
     def _check(msg: P.TensorDescriptorMsg, whole: bool) -> Any:

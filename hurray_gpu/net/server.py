@@ -20,7 +20,7 @@ import stat
 import struct
 import threading
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -68,6 +68,7 @@ DEFAULT_TRANSCODE_LIMIT = 1 << 30
 DEFAULT_MAX_PUT = 1 << 30
 _MAX_KEY = 4096
 _REPLIES, _REPLY_PIECES = 64, 512  # prepared answers per connection; iovecs in one of them
+_REQUEST = int(P.MessageType.TENSOR_REQUEST)
 _KV_KEY = re.compile(r"kv/([\w.-]+)(?:/(\d+)(?:/(key|value))?)?")
 
 
@@ -435,8 +436,8 @@ def send_tensor(conn: Connection, sid: int, t: Any, raw_of: Callable[[Any], byte
     conn.send_plan(tensor_plan(t, raw_of, conn.frame_bytes, shard), _buffers(t), sid)
 
 
-def _buffers(t: Any) -> list[Any]:
-    return [b for node in tensor_nodes(t) for b in node.buffers]
+def _buffers(t: Any) -> Sequence[Any]:
+    return [b for node in tensor_nodes(t) for b in node.buffers] if t.members else t.buffers
 
 
 class _Reply:
@@ -676,8 +677,8 @@ class _Session:
         if whole is None:
             return False
         mtype, sid, payload = whole
-        reply = self.replies.get(payload) if mtype == P.MessageType.TENSOR_REQUEST and \
-            sid > self.last_stream else None
+        reply = self.replies.get(payload) if mtype == _REQUEST and sid > self.last_stream \
+            else None
         t = None if reply is None else reply.holds(self.server)
         if t is None or reply is None:
             return False

@@ -142,13 +142,14 @@ class FramePlan:
     answer, its prepared repeat and a receiver's expectation of that repeat all come from it.
     """
 
-    __slots__ = ("pieces", "starts", "buffers", "gather")
+    __slots__ = ("pieces", "starts", "buffers", "gather", "size")
 
     def __init__(self, gather: bool = True) -> None:
         self.pieces: list[bytearray | tuple[int, int, int]] = []
         self.starts: list[tuple[bytearray, int]] = []  # where each message begins
         self.buffers = 0
         self.gather = gather  # consecutive messages in one piece (False: one per piece)
+        self.size = 0  # bytes of all pieces
 
     def message(self, encoded: bytes) -> None:
         """Append one encoded message (header and payload)."""
@@ -157,6 +158,7 @@ class FramePlan:
             self.pieces.append(last := bytearray())
         self.starts.append((last, len(last)))
         last += encoded
+        self.size += len(encoded)
 
     def tensor(self, head: bytes | None, sizes: Sequence[int], frame: int,
                span: tuple[int, int] | None = None, end: bool = True) -> None:
@@ -172,6 +174,7 @@ class FramePlan:
                 n = min(frame, hi - base - start, size - start)
                 self.message(P.data_header(1, base + start, n))
                 self.pieces.append((j, start, start + n))
+                self.size += n
             base += size
         self.buffers += len(sizes)
         if end:
@@ -268,9 +271,7 @@ class Connection:
         wait = wait or self._tls  # a plain socket is read at once, then waited on for the rest
         while got < want:
             if wait and not self._ready(False, deadline):
-                raise TransportError(f"the peer sent {got} of {want} expected bytes within "
-                                     f"the time limit; closing", fix="send each message "
-                                     "whole and promptly, or raise the timeout.")
+                raise _late(got, want)
             direct, wait = want - got >= _READAHEAD // 2, True
             n = self._recv_some(view[got:] if direct else self._rbuf, got, want)
             if not n:
@@ -281,10 +282,12 @@ class Connection:
                 self._rpos, self._rend, n = step, n, step
             got += n
 
-    def _recv_some(self, view: memoryview, got: int, want: int) -> int:
-        """One receive into ``view``: the bytes it brought, 0 when none were there yet."""
+    def _recv_some(self, view: memoryview | list[memoryview], got: int, want: int) -> int:
+        """One receive into ``view`` (a list, on a plain socket: into each in turn, as far as
+        the bytes there go); the bytes it brought, 0 when none were there yet."""
         try:
-            n = self.sock.recv_into(view)
+            n = self.sock.recv_into(view) if isinstance(view, memoryview) else \
+                self.sock.recvmsg_into(view)[0]
         except (BlockingIOError, TimeoutError):
             return 0
         except (OSError, ssl.SSLError) as exc:
@@ -386,7 +389,7 @@ class Connection:
             out, self._out = self._out, bytearray()
             views = [out, *views]
         if len(views) == 1 and not self._tls and isinstance(views[0], bytes | bytearray):
-            views = self._send_one(views[0])  # one message: most often sent at once
+            views = self._try_send(views, len(views[0]))  # one message: most often all sent
             if not views:
                 return
         deadline = time.monotonic() + self.timeout
@@ -414,16 +417,23 @@ class Connection:
                                  fix="check that the peer is still reading, then reconnect."
                                  ) from exc
 
-    def _send_one(self, message: bytes | bytearray) -> list[memoryview]:
-        """Try to send ``message`` with one ``send``; what is left of it."""
+    def _try_send(self, views: Sequence[Any], size: int) -> list[Any]:
+        """One ``sendmsg`` of ``views`` (byte buffers of ``size`` bytes in all; a plain
+        socket; one view: ``send``, a little cheaper) without waiting; what it did not take."""
         try:
-            sent = self.sock.send(message)
+            sent = self.sock.send(views[0]) if len(views) == 1 else self.sock.sendmsg(views)
         except BlockingIOError:
             sent = 0
         except OSError as exc:
             raise TransportError(f"sending failed: {exc}", fix="check that the peer is still "
                                  "reading, then reconnect.") from exc
-        return [memoryview(message)[sent:]] if sent < len(message) else []
+        if sent == size:
+            return []
+        i = 0
+        while sent >= len(views[i]):
+            sent -= len(views[i])
+            i += 1
+        return [memoryview(views[i])[sent:], *views[i + 1:]]
 
     @property
     def frame_bytes(self) -> int:
@@ -457,6 +467,13 @@ class Connection:
         # The allocation's own array: no view that pins the buffer is built (the caller
         # holds the buffers until this returns).
         hosts = [b.device.allocator.host_array(b.allocation) for b in buffers]
+        if self._out is None and not self._tls and len(plan.pieces) <= _GATHER and all(
+                h is not None for h in hosts):  # host memory: one sendmsg, most often all
+            rest = self._try_send([p if isinstance(p, bytearray) else hosts[p[0]].data[  # type: ignore[union-attr]
+                p[1]:p[2]] for p in plan.pieces], plan.size)
+            if rest:
+                self.send_views(rest)
+            return
         pending: list[Any] = []
         size = 0
         staging: np.ndarray | None = None
@@ -496,9 +513,7 @@ class Connection:
             wait = self._tls or (idle and self.idle_polls)
             while self._rend < n:
                 if wait and not self._ready(False, deadline):
-                    raise TransportError(f"the peer sent {self._rend} of {n} expected bytes "
-                                         "within the time limit; closing", fix="send each "
-                                         "message whole and promptly, or raise the timeout.")
+                    raise _late(self._rend, n)
                 wait = True
                 self._rend += self._recv_some(rbuf[self._rend:], self._rend, n)
         return self._rbuf[self._rpos:self._rpos + n]
@@ -521,10 +536,10 @@ class Connection:
         self._rpos += n
 
     def recv_planned(self, steps: Sequence[bytearray | tuple[int, int, int]],
-                     views: Sequence[memoryview], stream_id: int) -> tuple[int, bool]:
-        """Receive the rest of an answer laid out as ``steps`` (messages and ``(view, start,
-        stop)`` data ranges: a FramePlan's pieces, one message each), each message stamped with
-        ``stream_id`` and compared whole, the data read into ``views``.
+                     views: Sequence[memoryview]) -> tuple[int, bool]:
+        """Receive the rest of an answer laid out as ``steps`` (runs of messages and ``(view,
+        start, stop)`` data ranges: a stamped FramePlan's pieces), each run compared whole, the
+        data read into ``views``.
 
         Returns:
             (data bytes received, True) when all of it arrived as laid out, else (data
@@ -538,7 +553,6 @@ class Connection:
                 self._recv_into(views[j][start:stop], self._deadline)
                 done += stop - start
                 continue
-            _U32.pack_into(step, 4, stream_id)
             n = len(step)
             if self._rend - self._rpos < n or not rraw.startswith(step, self._rpos):
                 if not self.expect(step):
@@ -548,8 +562,8 @@ class Connection:
         return done, True
 
     def expect(self, message: bytes | bytearray) -> bool:
-        """Consume the next message if it is exactly ``message`` (its header first: a
-        different one is left unread, for the general path to read)."""
+        """Consume the next message (or run of messages) if it is exactly ``message`` (its
+        header first: a different one is left unread, for the general path to read)."""
         n = len(message)
         if self._rend - self._rpos < n:
             head = self.peek(P.HEADER_SIZE)  # one receive most often brings all of it
@@ -562,6 +576,69 @@ class Connection:
         self._rpos += n
         self._deadline = time.monotonic() + self.timeout
         return True
+
+
+    def recv_small(self, runs: Sequence[tuple[int, bytearray]], iov: list[memoryview],
+                   size: int) -> bool:
+        """Receive a whole answer of ``size`` bytes (at most the read-ahead buffer's) laid out
+        in advance: ``iov`` says where its bytes go, in order (its runs of messages: slices of
+        :meth:`readahead_view` at their offset in the answer; its data: the destination),
+        ``runs`` the (offset, bytes) each run must equal. Where all of it has arrived, that is
+        one ``recvmsg_into`` and no copy.
+
+        Returns:
+            True when all of it arrived as expected; else False with nothing consumed
+            (what arrived is left read ahead, in order, for the general receive). A TLS
+            connection, or one with bytes read ahead already, always answers False.
+        """
+        if self._rpos != self._rend or self._tls:
+            return False
+        rraw, deadline = self._rraw, 0.0
+        while not (got := self._recv_some(iov, 0, size)):
+            if not deadline:  # nothing there yet (the usual case across CPUs): wait for it
+                deadline = time.monotonic() + self.timeout
+            if not self._ready(False, deadline):
+                raise TransportError(f"no answer within {self.timeout} s; closing",
+                                     fix="check the server, or raise the timeout.")
+        if got == size:
+            for at, run in runs:
+                if not rraw.startswith(run, at):
+                    break
+            else:
+                return True
+        # In part, or otherwise: the bytes go to the read-ahead buffer at their offsets, and
+        # more are read there while they still agree with every run.
+        rbuf, at = self._rbuf, 0
+        for view in iov:
+            n = min(len(view), got - at)
+            if view.obj is not rraw and n > 0:
+                rbuf[at:at + n] = view[:n]
+            at += len(view)
+        deadline = time.monotonic() + self.timeout
+        while all(run.startswith(rbuf[at:min(got, at + len(run))]) for at, run in runs
+                  if at < got):
+            if got == size:  # the data goes where it belongs after all
+                at = 0
+                for view in iov:
+                    if view.obj is not rraw:
+                        view[:] = rbuf[at:at + len(view)]
+                    at += len(view)
+                return True
+            if not self._ready(False, deadline):
+                raise _late(got, size)
+            got += self._recv_some(rbuf[got:size], got, size)
+        self._rpos, self._rend = 0, got
+        return False
+
+    def readahead_view(self) -> memoryview:
+        """The read-ahead buffer (see :meth:`recv_small`)."""
+        return self._rbuf
+
+
+def _late(got: int, want: int) -> TransportError:
+    return TransportError(f"the peer sent {got} of {want} expected bytes within the time "
+                          "limit; closing", fix="send each message whole and promptly, or "
+                          "raise the timeout.")
 
 
 def declare(desc: Any, tag: int, mclass: int, min_alignment: int) -> bytes:

@@ -1,20 +1,26 @@
-"""Kernel caches: a bounded in-memory LRU and an atomic, hash-prefixed on-disk store.
+"""Kernel caches: a bounded in-memory LRU and an atomic, hash-prefixed on-disk store whose
+size is bounded by least-recently-used eviction.
 
 A cache failure warns and the caller builds uncached, unless ``HURRAY_GPU_CACHE_FATAL=1``.
 """
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
+import re
 import struct
 import tempfile
 import threading
+import time
 import warnings
 from abc import ABC, abstractmethod
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 import blake3
 
@@ -23,15 +29,22 @@ from hurray_gpu.errors import HurrayGPUError
 
 __all__ = [
     "CACHE_FORMAT_VERSION",
+    "CacheEntry",
     "CacheWarning",
     "DiskKernelCache",
     "KernelCacheBackend",
     "LRUCache",
     "NullKernelCache",
+    "cache_entries",
+    "cache_info",
+    "clear_cache",
     "default_cache",
+    "evict",
     "make_cache_key",
     "report_cache_failure",
 ]
+
+log = logging.getLogger(__name__)
 
 # Bump when the on-disk record layout changes; it is also hashed into every key.
 CACHE_FORMAT_VERSION = 1
@@ -40,6 +53,16 @@ _HEADER = struct.Struct("<8s32sQQ")  # magic, blake3(rest), binary length, sourc
 # A compiled kernel larger than this is not a kernel; refuse to read it into memory.
 MAX_BINARY_BYTES = 256 * 1024 * 1024
 MAX_SOURCE_BYTES = 16 * 1024 * 1024
+
+# Eviction brings the cache down to this share of its limit, so that a cache at its limit is
+# not scanned and trimmed again on every save.
+EVICT_TO = 0.8
+# A temporary record older than this belongs to a writer that died; eviction removes it.
+STALE_TMP_SECONDS = 3600.0
+_LOCK_NAME = ".evict.lock"
+# Only files named like records are ever listed or removed: HURRAY_GPU_CACHE_DIR may point at
+# a directory that holds other files too.
+_RECORD = re.compile(r"[0-9a-f]{64}\.bin")
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -174,19 +197,156 @@ def _check_key(key: str) -> str:
     return key
 
 
+@dataclass(frozen=True)
+class CacheEntry:
+    """One record of a disk cache: its file, size and when it was last saved or loaded."""
+
+    path: Path
+    nbytes: int
+    last_used: float
+
+
+def cache_entries(root: str | os.PathLike[str]) -> list[CacheEntry]:
+    """Every record under ``root`` (one backend's folder, or the whole cache directory).
+
+    ``last_used`` is the file's modification time, which the cache itself sets on every save
+    and every load (file systems mounted noatime or relatime do not keep access times).
+    """
+    out: list[CacheEntry] = []
+    _scan(os.fspath(root), out, depth=2)
+    return out
+
+
+def _scan(folder: str, out: list[CacheEntry], depth: int) -> None:
+    # Records sit at <backend>/<key[:2]>/<key>.bin: two folder levels at most under the root.
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:  # missing, or removed meanwhile
+        return
+    parent = os.path.basename(folder)
+    for entry in entries:
+        try:
+            if depth and entry.is_dir(follow_symlinks=False):
+                _scan(entry.path, out, depth - 1)
+            elif _RECORD.fullmatch(entry.name) and entry.name[:2] == parent:
+                st = entry.stat(follow_symlinks=False)
+                out.append(CacheEntry(Path(entry.path), st.st_size, st.st_mtime))
+        except FileNotFoundError:  # evicted meanwhile
+            continue
+
+
+def cache_info(root: str | os.PathLike[str]) -> dict[str, Any]:
+    """Entries and bytes of the disk cache under ``root``, in all and per backend folder."""
+    backends: dict[str, dict[str, int]] = {}
+    for e in cache_entries(root):
+        row = backends.setdefault(e.path.relative_to(root).parts[0], {"entries": 0, "bytes": 0})
+        row["entries"] += 1
+        row["bytes"] += e.nbytes
+    return {"location": str(root), "entries": sum(b["entries"] for b in backends.values()),
+            "bytes": sum(b["bytes"] for b in backends.values()),
+            "backends": dict(sorted(backends.items()))}
+
+
+def clear_cache(root: str | os.PathLike[str]) -> tuple[int, int]:
+    """Remove every record under ``root``; returns (entries, bytes) removed.
+
+    Only files named like records are removed; a record another process is loading stays
+    readable to it (POSIX unlink), and one saved meanwhile may survive.
+    """
+    entries, nbytes = 0, 0
+    for e in cache_entries(root):
+        with contextlib.suppress(FileNotFoundError):
+            e.path.unlink()
+            entries, nbytes = entries + 1, nbytes + e.nbytes
+    log.info("cleared %d kernel cache entries (%d bytes) under %s", entries, nbytes, root)
+    return entries, nbytes
+
+
+@contextlib.contextmanager
+def _evict_lock(root: Path) -> Iterator[None]:
+    """Hold ``root``'s eviction lock: one process at a time scans and trims, and the next one
+    scans what the last left (so the cache ends under its limit, not twice trimmed)."""
+    try:
+        import fcntl
+    except ImportError:  # no flock: evictions may overlap, which only removes a little more
+        yield
+        return
+    fd = os.open(root / _LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+def _remove_stale_tmp(root: Path) -> None:
+    cutoff = time.time() - STALE_TMP_SECONDS
+    for path in root.rglob(".tmp-*.bin"):
+        with contextlib.suppress(OSError):
+            if path.stat().st_mtime < cutoff:
+                path.unlink()
+
+
+def evict(root: str | os.PathLike[str], max_bytes: int) -> list[Path]:
+    """Bound the disk cache under ``root`` to ``max_bytes``: when it holds more, remove the
+    least recently used records until it holds at most ``EVICT_TO`` of the limit.
+
+    Safe with several processes: one evicts at a time (a lock file beside the records), and
+    a record removed under a reader is a miss for it, never a wrong binary.
+
+    Returns:
+        The records removed.
+
+    Raises:
+        OSError: the lock file cannot be created (the caller reports it as a cache failure).
+    """
+    root = Path(root)
+    removed: list[Path] = []
+    with _evict_lock(root):
+        entries = cache_entries(root)
+        total = sum(e.nbytes for e in entries)
+        if total <= max_bytes:
+            return removed
+        goal = int(max_bytes * EVICT_TO)
+        for e in sorted(entries, key=lambda e: e.last_used):
+            if total <= goal:
+                break
+            try:
+                e.path.unlink()
+            except FileNotFoundError:
+                pass
+            except OSError as exc:
+                report_cache_failure(f"eviction of {e.path}", exc)
+                continue
+            total -= e.nbytes
+            removed.append(e.path)
+        _remove_stale_tmp(root)
+    log.info("kernel cache over %d bytes: evicted %d least recently used entries, %d bytes "
+             "left", max_bytes, len(removed), total)
+    return removed
+
+
 class DiskKernelCache(KernelCacheBackend):
     """Binaries in ``<root>/<key[:2]>/<key>.bin``, written atomically, checked on load.
 
     Record layout: magic, blake3 of the rest, binary length, source length, binary, source.
     A missing, short, oversized or corrupt record is a miss; I/O errors go through
-    :func:`report_cache_failure`.
+    :func:`report_cache_failure`. Every load that hits sets the record's modification time
+    (its last use); a save that takes the cache under ``limit_root`` past ``max_bytes`` evicts
+    the least recently used records (:func:`evict`).
 
     Args:
         root: the cache directory (created on first save).
+        max_bytes: the size limit (None: unbounded).
+        limit_root: the directory whose total the limit bounds (default ``root``); the default
+            cache bounds the whole ``HURRAY_GPU_CACHE_DIR``, all backends together.
     """
 
-    def __init__(self, root: str | os.PathLike[str]) -> None:
+    def __init__(self, root: str | os.PathLike[str], max_bytes: int | None = None,
+                 limit_root: str | os.PathLike[str] | None = None) -> None:
         self.root = Path(root)
+        self.max_bytes = max_bytes
+        self.limit_root = Path(limit_root) if limit_root is not None else self.root
 
     def path_for(self, key: str) -> Path:
         """Return the file that holds ``key``."""
@@ -211,6 +371,9 @@ class DiskKernelCache(KernelCacheBackend):
             return None
         if len(rest) != nbin + nsrc or blake3.blake3(rest).digest() != digest:
             return None
+        # The last use, for eviction; a read-only or meanwhile evicted record keeps its time.
+        with contextlib.suppress(OSError):
+            os.utime(path)
         return rest[:nbin]
 
     def save(self, key: str, binary: bytes, source: str) -> None:
@@ -232,6 +395,12 @@ class DiskKernelCache(KernelCacheBackend):
                 raise
         except OSError as exc:
             report_cache_failure(f"save to {path}", exc)
+            return
+        if self.max_bytes is not None:
+            try:
+                evict(self.limit_root, self.max_bytes)
+            except OSError as exc:
+                report_cache_failure(f"eviction under {self.limit_root}", exc)
 
 
 def default_cache(backend: str) -> KernelCacheBackend:
@@ -242,8 +411,10 @@ def default_cache(backend: str) -> KernelCacheBackend:
 
     Returns:
         A :class:`NullKernelCache` when ``HURRAY_GPU_NO_CACHE=1``, else a
-        :class:`DiskKernelCache`.
+        :class:`DiskKernelCache` bounded (all backends together) by
+        ``HURRAY_GPU_CACHE_MAX_BYTES``.
     """
     if config.no_cache():
         return NullKernelCache()
-    return DiskKernelCache(config.cache_dir() / backend)
+    root = config.cache_dir()
+    return DiskKernelCache(root / backend, config.cache_max_bytes(), limit_root=root)

@@ -186,6 +186,12 @@ class Device:
         self._by_def.clear()
         self._by_id.clear()
 
+    def kernel_support(self) -> tuple[str, str]:
+        """Which kernels this device can run here: ``("all", "")``, ``("cached", why)`` (only
+        those in the kernel cache: it cannot compile) or ``("none", why)``; ``why`` ends with
+        a ``Fix:``."""
+        return "all", ""
+
     def compile_options(self, kernel: KernelDef) -> tuple[str, ...]:
         """Compiler options for ``kernel`` on this device (part of the cache key)."""
         return ()

@@ -5,15 +5,16 @@ Backends subclass them (``_launch`` and ``compile`` are their hooks).
 
 from __future__ import annotations
 
+import logging
 import math
 import operator
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from hurray_gpu import config
 from hurray_gpu.dialect.kernel import KernelDef
 from hurray_gpu.dialect.render import RENDER_VERSION
 from hurray_gpu.errors import UnsupportedOpError
@@ -33,10 +34,16 @@ _SCALAR_RANGE = {"u32": (0, 2**32 - 1), "i32": (-(2**31), 2**31 - 1)}
 _SCALAR_TYPES: dict[str, Callable[[int], np.generic]] = {"u32": np.uint32, "i32": np.int32}
 _STATS = {"compiles": 0, "disk_hits": 0, "disk_misses": 0}
 _STATS_LOCK = threading.Lock()
+log = logging.getLogger(__name__)
 
 
 def compile_stats() -> dict[str, int]:
-    """Process-wide counts of real compiles, disk-cache hits and disk-cache misses."""
+    """Process-wide counts of kernel compiles and of disk kernel cache hits and misses.
+
+    Returns:
+        ``{"compiles": n, "disk_hits": n, "disk_misses": n}`` since the process started (a
+        kernel loaded again from the in-memory cache counts nowhere).
+    """
     with _STATS_LOCK:
         return dict(_STATS)
 
@@ -44,8 +51,6 @@ def compile_stats() -> dict[str, int]:
 def _count(name: str) -> None:
     with _STATS_LOCK:
         _STATS[name] += 1
-    if config.debug_level() >= 2:
-        print(f"hurray_gpu: {name}")
 
 
 class Compiler:
@@ -89,6 +94,7 @@ class Compiler:
         binary = self.cache.load(key)
         if binary is not None:
             _count("disk_hits")
+            log.debug("%s kernel %s: disk cache hit", self.backend, key[:16])
         return binary
 
     def compile_cached(self, source: str, options: Sequence[str] = ()) -> bytes:
@@ -102,9 +108,12 @@ class Compiler:
         if binary is not None:
             return binary
         _count("disk_misses")
+        start = time.perf_counter()
         binary = self.compile(source, options)
         self.compile_count += 1
         _count("compiles")
+        log.debug("%s kernel %s: compiled in %.3f s (%d bytes)", self.backend, key[:16],
+                  time.perf_counter() - start, len(binary))
         self.cache.save(key, binary, source)
         return binary
 

@@ -13,6 +13,7 @@ Specs are ``"cpu"``, ``"reference"``, ``"opencl:0"``, ``"vulkan:1"``, ``"cuda:0"
 from __future__ import annotations
 
 import importlib
+import logging
 import threading
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -20,6 +21,8 @@ from typing import TYPE_CHECKING, Any
 from hurray_gpu import config
 from hurray_gpu.errors import BackendUnavailableError
 from hurray_gpu.format.descriptor.buffers import DeviceTag
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from hurray_gpu.runtime.device import Device
@@ -140,7 +143,8 @@ def is_available(tag: int | str) -> bool:
         if name not in _AVAILABLE:
             try:
                 _AVAILABLE[name] = device_count(tag) > 0
-            except BackendUnavailableError:
+            except BackendUnavailableError as exc:
+                log.debug("backend %s unavailable: %s", name, exc)
                 _AVAILABLE[name] = False
         return _AVAILABLE[name]
 
@@ -162,6 +166,7 @@ def _open(tag: int | str, index: int) -> Device:
                 fix="run `hurray-gpu devices` and pick a listed index.")
         device: Device = backend_module(tag).DEVICE(index)
         _OPENED[(name, index)] = device
+        log.info("opened %s (%s)", device.spec, device.name)
         return device
 
 

@@ -302,14 +302,14 @@ _LOCK = threading.Lock()
 
 def _load() -> list[Any]:
     from hurray_gpu.backends.cpu import CPUCompiler
+    from hurray_gpu.backends.hostcc import INSTALL_FIX
 
     try:
         binary = CPUCompiler(f"dlpack-helper|{platform.machine()}").compile_cached(
             HELPER_C, ("-O2", "-std=c11"))
     except HurrayGPUError as exc:
         raise DLPackError(f"the DLPack capsule helper could not be built: {exc}",
-                          fix="install gcc or clang (apt-get install gcc), or set "
-                              "HURRAY_GPU_CC=/path/to/cc.") from exc
+                          fix=INSTALL_FIX) from exc
     with tempfile.NamedTemporaryFile(prefix="hurray_gpu_dlpack_", suffix=".so") as handle:
         handle.write(binary)
         handle.flush()

@@ -16,9 +16,10 @@ from hurray_gpu.runtime.registry import resolve_device as device
 def test_cpu_without_compiler_raises_with_fix(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HURRAY_GPU_CC", "/no/such/cc")
     compiler = CPUCompiler("cpu:test")
-    with pytest.raises(BackendUnavailableError, match="no C compiler") as info:
+    # A compiler the user named is never replaced by another (nor by zig cc).
+    with pytest.raises(BackendUnavailableError, match="names no executable C compiler") as info:
         compiler.compile("int x;", ())
-    assert "Fix:" in str(info.value)
+    assert "Fix: set HURRAY_GPU_CC to an installed compiler" in str(info.value)
 
 
 def test_cpu_compile_error_carries_source_and_log() -> None:

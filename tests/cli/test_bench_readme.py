@@ -118,7 +118,10 @@ def fixture() -> dict[str, Any]:
                           "mib_per_s_range": [333.0, 500.0]}}},
             "kernel_overhead": {"cpu:0": {"call_us": 13.0, "call_us_range": [12.0, 20.0],
                                           "overhead_us": 6.0, "overhead_us_range": [5.0, 8.0],
-                                          "goal_us": 10.0}}},
+                                          "goal_us": 10.0}},
+            "tiled_host_vs_opencl": {"n": 128, "rounds": 5, "cpu_ms": [4.0, 5.0, 6.0],
+                                     "opencl_ms": [5.0, 6.0, 9.0], "ratio": [1.1, 1.2, 1.5],
+                                     "cpu_time_ratio": [1.05, 1.15, 1.3]}},
         "vyre_loop_bound": {"rounds": 3, "rows": [
             {"device": "cpu:0", "program": "loop_sum", "bounded_ms": 2.5,
              "bounded_ms_range": [2.4, 2.6], "unbounded_ms": 2.0, "unbounded_ms_range": [1.9, 2.1],
@@ -210,6 +213,9 @@ ROWS = [
     "| u32 matmul, cpu:0 plain | 2.50 (2.00-3.00) ms | reference ~1.00 s | "
     "333 / 400 / 500 x reference |",
     "| BLAKE3, cpu:0 | 400 (333-500) MiB/s | reference ~40.0 s | 333 / 400 / 500 x reference |",
+    "| tiled u32 matmul, cpu:0 vs opencl:0 (5 interleaved rounds) | 5.00 (4.00-6.00) ms | "
+    "opencl:0 6.00 (5.00-9.00) ms | 1.10 / 1.20 / 1.50 x opencl wall time; 1.05 / 1.15 / 1.30 "
+    "x opencl CPU time |",
     "| `Kernel(...)` Python time outside the enqueue, cpu:0 | 6.00 (5.00-8.00) us of "
     "13.0 (12.0-20.0) us per call | goal 10.0 us | 0.500 / 0.600 / 0.800 of goal |",
     "| loop_sum, cpu:0 | 2.50 (2.40-2.60) ms | unbounded 2.00 (1.90-2.10) ms | "

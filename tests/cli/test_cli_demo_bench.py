@@ -98,3 +98,12 @@ def test_bench_quick_writes_report_and_plots(tmp_path: Path,
     run = json.loads((out / "run.json").read_text())
     assert set(run["suites"]) == {"transfer", "codec"} and run["mode"] == "quick"
     assert run["suites"]["codec"] == {"returncode": 0, "args": ["--runs", "3"]}
+
+
+def test_demo_on_the_reference_device(tmp_path: Path) -> None:
+    # Was: the vyre step refused the reference Device object ("Fix: pass device='reference'",
+    # which is what `demo --device reference` had done).
+    rec = run_demo("reference", quick=True, out_dir=str(tmp_path), progress=False)
+    assert rec.all_ok, [(s.step, s.check) for s in rec.steps if s.ok is False]
+    (vy,) = [s for s in rec.steps if s.step.startswith("vyre checksum")]
+    assert vy.where == "reference" and vy.ok

@@ -69,3 +69,56 @@ def test_materialize_rejects_unknown_name_and_suffix(weights_file, tmp_path: Pat
     assert main(["materialize", str(path), "layers.0.attn.out.weight",
                  "--out", str(tmp_path / "o.txt")]) == 1
     assert ".npy or .hrry" in capsys.readouterr().err
+
+
+INTS = ["int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "int4",
+        "uint4", "int2", "uint2"]
+
+
+@pytest.fixture(scope="module")
+def ints_file(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, np.ndarray]]:
+    """One 5 x 7 tensor of every integer type, values spanning its range (stable seed)."""
+    from hurray_gpu import from_numpy
+    from hurray_gpu.format.dtypes import by_name
+    from tests._support import stable_rng
+
+    values = {}
+    for name in INTS:
+        np_type = by_name(name).numpy
+        info = ml_dtypes.iinfo(np_type)
+        rng = stable_rng("materialize ints", name)
+        draw = np.uint64 if name == "uint64" else np.int64
+        values[name] = rng.integers(int(info.min), int(info.max), size=(5, 7), endpoint=True,
+                                    dtype=draw).astype(np_type)
+    path = tmp_path_factory.mktemp("ints") / "ints.hrry"
+    save(path, {name: from_numpy(v) for name, v in values.items()})
+    return path, values
+
+
+@pytest.mark.parametrize("name", INTS)
+def test_every_integer_type_is_written(ints_file, name: str, tmp_path: Path,
+                                       capsys: pytest.CaptureFixture) -> None:
+    path, values = ints_file
+    want = values[name]
+    for argv in ([], ["--dtype", name]):  # the default keeps an unquantized tensor's type
+        out = tmp_path / "o.npy"
+        assert main(["materialize", str(path), name, "--device", "cpu", "--out", str(out),
+                     "--force", *argv]) == 0, capsys.readouterr().err
+        got = np.load(out)
+        assert got.shape == (5, 7) and got.dtype.kind == ("u" if name[0] == "u" else "i")
+        assert np.array_equal(got.astype(np.int64), want.astype(np.int64))
+        # Whole-byte types as themselves; 2- and 4-bit ones widened to 8 bits.
+        assert got.dtype == (want.dtype if want.dtype.kind in "iu" else np.dtype(name[:-1] + "8"))
+    hrry = tmp_path / "o.hrry"
+    assert main(["materialize", str(path), name, "--device", "cpu", "--out", str(hrry)]) == 0
+    with open_file(hrry) as f:
+        back = f.read(name).numpy()
+    assert back.dtype == want.dtype and back.tobytes() == want.tobytes()
+
+
+def test_missing_name_lists_say_how_many_more(ints_file, tmp_path: Path,
+                                              capsys: pytest.CaptureFixture) -> None:
+    path, _ = ints_file
+    assert main(["materialize", str(path), "nope", "--out", str(tmp_path / "o.npy")]) == 1
+    err = capsys.readouterr().err
+    assert "(it has: int8, uint8, int16, uint16, int32, uint32, int64, uint64 and 4 more)" in err

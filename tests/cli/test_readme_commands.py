@@ -38,7 +38,8 @@ def test_readme_lists_every_subcommand() -> None:
     parser = build_parser()
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     assert listed_subcommands() == set(sub.choices) == {
-        "devices", "demo", "inspect", "materialize", "convert", "export", "vyre", "bench", "serve", "get"}
+        "devices", "demo", "inspect", "materialize", "convert", "export", "vyre", "bench", "cache",
+        "serve", "get"}
 
 
 def test_readme_commands_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

@@ -76,9 +76,9 @@ print(json.dumps(seen))
 
 # scenario -> (modules made unimportable, environment changes, quotes it must trigger)
 SCENARIOS: dict[str, tuple[str, dict[str, str], tuple[str, ...]]] = {
-    "no-packages": ("pyopencl,vulkan,cupy", {"PATH": "{empty}"},
+    "no-packages": ("pyopencl,vulkan,cupy,ziglang", {"PATH": "{empty}"},
                     ("pyopencl is not installed", "the Vulkan backend needs the",
-                     "backend needs CuPy", "has no hurray_gpu backend", "no C compiler found")),
+                     "backend needs CuPy", "has no hurray_gpu backend", "no C compiler to build")),
     "no-drivers": ("cupy", {"OCL_ICD_VENDORS": "{empty}", "VK_ICD_FILENAMES": "{empty}/no.json"},
                    ("no OpenCL device found", "no Vulkan device")),
     "no-vulkan-loader": ("cupy", {}, ("libvulkan could not be loaded",)),

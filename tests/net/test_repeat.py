@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -85,12 +86,11 @@ def test_the_client_expects_what_the_server_sends(start: Start) -> None:
         client.get("q")
         (request, plan), = client._repeats.values()
         assert bytes(request[:4]) == P.MessageType.TENSOR_REQUEST.to_bytes(4, "little")
-        steps = plan[5]
-        assert steps is not None
-        first, rest = steps
+        answer = plan[5]
+        assert answer is not None
         data = [b.numpy().tobytes() for b in t.buffers]
-        expected = bytes(first) + b"".join(
-            data[p[0]][p[1]:p[2]] if isinstance(p, tuple) else bytes(p) for p in rest)
+        expected = b"".join(data[p[0]][p[1]:p[2]] if isinstance(p, tuple) else bytes(p)
+                            for p in answer.frames.pieces)
     stream = 5
     peer = RawPeer(server.url)
     peer.hello(max_message_size=4096)
@@ -113,8 +113,8 @@ class Scripted:
     """Answers the hello, then the i-th request with ``answers[i](stream)``; PONGs from the
     client are collected in ``pongs``."""
 
-    def __init__(self, answers: list[Answer]) -> None:
-        self.answers, self.pongs = answers, 0
+    def __init__(self, answers: list[Answer], cut: int = 0) -> None:
+        self.answers, self.pongs, self.cut = answers, 0, cut  # cut: see _serve
         self.sock = socket.create_server(("127.0.0.1", 0))
         self.url = f"hurray://127.0.0.1:{self.sock.getsockname()[1]}"
         self.thread = threading.Thread(target=self._serve, daemon=True)
@@ -137,7 +137,12 @@ class Scripted:
                     self.pongs += 1
                     header, msg = message()
                 assert isinstance(msg, P.TensorRequest)
-                conn.sendall(answer(header.stream_id))
+                data = answer(header.stream_id)
+                if self.cut:  # its first ``cut`` bytes, a pause, then the rest
+                    conn.sendall(data[:self.cut])
+                    time.sleep(0.05)
+                    data = data[self.cut:]
+                conn.sendall(data)
             with pytest.raises((ConnectionError, AssertionError, OSError)):
                 while True:  # the client's last PONG, then its close
                     header, msg = message()
@@ -182,24 +187,26 @@ A, B = _bytes(10, 6000), _bytes(11, 6000)
 C = stable_rng(12).standard_normal((5, 7)).astype(np.float32)
 
 
+@pytest.mark.parametrize("size", [6000, 100_000])  # within the read-ahead buffer, or not
 @pytest.mark.parametrize("case", ["new bytes", "new dtype", "new descriptor", "two frames",
                                   "ping", "error", "error after the descriptor"])
-def test_a_repeated_get_takes_whatever_the_server_answers(case: str) -> None:
+def test_a_repeated_get_takes_whatever_the_server_answers(case: str, size: int) -> None:
     """The first get teaches the client the answer; the second is answered otherwise; the
     third as at first: every result is what was sent, and the connection stays in step."""
+    first, other = _bytes(10, size), _bytes(11, size)
     second, want = {
-        "new bytes": (_answer(B), B),  # the same descriptor, new bytes: never stale
+        "new bytes": (_answer(other), other),  # the same descriptor, new bytes: never stale
         # A descriptor message of the same length (its header matches): compared whole.
-        "new dtype": (_answer(B.view(np.int8)), B.view(np.int8)),
+        "new dtype": (_answer(other.view(np.int8)), other.view(np.int8)),
         "new descriptor": (_answer(C), C),
-        "two frames": (_answer(A, frames=2), A),
-        "ping": (_answer(A, between=P.encode(P.Ping(), 1)), A),
+        "two frames": (_answer(first, frames=2), first),
+        "ping": (_answer(first, between=P.encode(P.Ping(), 1)), first),
         "error": (_error(None), None),
-        "error after the descriptor": (_error(A), None),
+        "error after the descriptor": (_error(first), None),
     }[case]
-    server = Scripted([_answer(A), second, _answer(A)])
+    server = Scripted([_answer(first), second, _answer(first)])
     with hg.connect(server.url) as client:
-        assert np.array_equal(client.get("k").numpy(), A)
+        assert np.array_equal(client.get("k").numpy(), first)
         assert client._repeats  # the next get of "k" is a repeat
         if want is None:
             with pytest.raises(hg.RemoteError) as err:
@@ -208,9 +215,35 @@ def test_a_repeated_get_takes_whatever_the_server_answers(case: str) -> None:
         else:
             got = client.get("k").numpy()
             assert got.dtype == want.dtype and np.array_equal(got, want)
-        assert np.array_equal(client.get("k").numpy(), A)
+        assert np.array_equal(client.get("k").numpy(), first)
     server.thread.join(10)
     assert server.pongs == (1 if case == "ping" else 0)
+
+
+@pytest.mark.parametrize("cut", [5, 40, 90, 3000, 6105])  # in the descriptor's header,
+# in its payload, in the data frame's header, in the data, in DATA_END
+@pytest.mark.parametrize("second", ["new bytes", "error after the descriptor", "ping"])
+def test_a_repeated_small_get_arriving_in_two_parts(cut: int, second: str) -> None:
+    """Every answer arrives in two parts with a pause between, cut at ``cut``: a repeat
+    framed as before (new bytes: results come from pooled memory that held the last ones)
+    is received in pieces, its runs compared part by part; one that differs only after the
+    cut is received whole by the general path; the connection stays in step."""
+    answer, want = {"new bytes": (_answer(B), B), "error after the descriptor": (_error(A), None),
+                    "ping": (_answer(B, between=P.encode(P.Ping(), 1)), B)}[second]
+    assert len(_answer(A)(2)) > cut
+    server = Scripted([_answer(A), answer, _answer(A)], cut=cut)
+    with hg.connect(server.url) as client:
+        assert np.array_equal(client.get("k").numpy(), A)
+        assert client._repeats
+        if want is None:
+            with pytest.raises(hg.RemoteError) as err:
+                client.get("k")
+            assert err.value.code == P.ErrorCode.UNKNOWN_TENSOR
+        else:
+            assert np.array_equal(client.get("k").numpy(), want)
+        assert np.array_equal(client.get("k").numpy(), A)
+    server.thread.join(10)
+    assert server.pongs == (1 if second == "ping" else 0)
 
 
 def test_a_repeated_get_answered_out_of_order_closes_the_connection() -> None:

@@ -127,11 +127,10 @@ def test_default_cache_honours_env(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 
 
 def _toolchain_fresh() -> Any:
-    from hurray_gpu.backends import cpu
+    from hurray_gpu.backends import hostcc
 
-    for fn in (cpu._toolchain, cpu._cc_version, cpu._has_openmp, cpu._native_flags):
-        fn.cache_clear()
-    return cpu
+    hostcc.probe.cache_clear()
+    return hostcc
 
 
 def test_toolchain_identity_is_cached_on_disk_keyed_by_the_binary(
@@ -151,18 +150,19 @@ def test_toolchain_identity_is_cached_on_disk_keyed_by_the_binary(
     shutil.copy2(os.path.realpath(real), cc)
     monkeypatch.setenv("HURRAY_GPU_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.delenv("HURRAY_GPU_NO_CACHE", raising=False)
-    cpu = _toolchain_fresh()
-    first = cpu._toolchain(str(cc))
-    assert first[0] and isinstance(first[1], bool) and first == cpu._toolchain(str(cc))
+    hostcc = _toolchain_fresh()
+    first = hostcc.probe((str(cc),), "PATH")
+    assert first.version and isinstance(first.openmp, bool)
+    assert first == hostcc.probe((str(cc),), "PATH")
     assert list((tmp_path / "cache" / "cpu").rglob("*.bin"))
 
     def refuse(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError(f"compiler run: {args[0]}")
 
     monkeypatch.setattr(subprocess, "run", refuse)
-    assert _toolchain_fresh()._toolchain(str(cc)) == first  # from disk, no subprocess
+    assert _toolchain_fresh().probe((str(cc),), "PATH") == first  # from disk, no subprocess
     st = os.stat(cc)
     os.utime(cc, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
     with pytest.raises(AssertionError, match="compiler run"):
-        _toolchain_fresh()._toolchain(str(cc))
+        _toolchain_fresh().probe((str(cc),), "PATH")
     _toolchain_fresh()

@@ -16,11 +16,12 @@ from hurray_gpu.dialect import DIALECTS, render
 from vyre import builder as b
 from vyre import from_wire
 from vyre.lower import lower
+from vyre.programs import matmul_tiled_program
 
 GOLDEN = Path(__file__).parents[1] / "golden" / "vyre"
 EXPECTED = Path(__file__).parent / "expected_vyre"
 PROGRAMS = ("k03_loop_sum", "k05_bit_unops", "k06_atomic_histogram", "k08_minmax_saturating",
-            "fma_f32")
+            "fma_f32", "matmul_tiled", "u64_copy")
 CASES = [(p, d) for p in PROGRAMS for d in sorted(DIALECTS)]
 
 
@@ -32,9 +33,23 @@ def _fma_f32():  # noqa: ANN202 - a Program
                      workgroup_size=(4, 1, 1))
 
 
+def _u64_copy():  # noqa: ANN202 - a Program
+    """A u64 buffer copied as u32 words, with a u64 comparison and a cast to u32."""
+    i = b.invocation_id(0)
+    x = b.load("x", i)
+    return b.program([b.read("x", 0, b.U64), b.read_write("y", 1, b.U64),
+                      b.read_write("z", 2, b.U32)],
+                     [b.store("y", i, x), b.store("z", i, b.cast(b.U32, b.lt(x, b.load("y", i))))],
+                     workgroup_size=(4, 1, 1))
+
+
 def _kernel(name: str):  # noqa: ANN202 - a KernelDef
     if name == "fma_f32":
         return lower(_fma_f32()).kernel
+    if name == "matmul_tiled":  # barriers and workgroup arrays (host C: region splitting)
+        return lower(matmul_tiled_program(32)).kernel
+    if name == "u64_copy":
+        return lower(_u64_copy()).kernel
     return lower(from_wire((GOLDEN / f"{name}.vir").read_bytes())).kernel
 
 

@@ -161,8 +161,13 @@ def corpus_kernels() -> list[KernelDef]:
     from vyre.execute import lower_cached
 
     programs = [c.build() for c in all_cases()] + [p for p, _ in PROGRAMS.values()]
+    from tests.vyre.test_lower_barrier_loops import loop_reduce, uniform_if_barrier
+    from tests.vyre.test_lower_half import half_program
+    from tests.vyre.test_lower_wide import WIDE, u64_ops, u64_workgroup, wide_copy
+
     programs += [P.blake3_chunks_program(), P.blake3_parents_program(), prefix_scan(64),
-                 tiled_dot(), subgroup_program(48)]
+                 tiled_dot(), subgroup_program(48), loop_reduce(64, 3), uniform_if_barrier(),
+                 u64_ops(), u64_workgroup(), *(wide_copy(e) for e in WIDE), half_program()]
     x, y = b.var("x"), b.var("y")
     # x*y+x and x*x+y*y as a multiply then an add (contractible in plain C; vyre's per-op
     # float canonicalization already keeps them apart), and an explicit fma.

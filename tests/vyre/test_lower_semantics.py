@@ -189,15 +189,15 @@ def test_lower_refuses_what_it_cannot_give_exactly() -> None:
     grid_sync = b.program([b.read_write("o", 0, Scalar.U32)],  # nested: not a segment split
                           [b.loop("k", 0, 2, [b.barrier(ir.MemoryOrdering.GRID_SYNC)])],
                           workgroup_size=(4, 1, 1))
-    big = b.program([b.workgroup("s", 8192, Scalar.U32), b.read_write("o", 0, Scalar.U32)],
+    big = b.program([b.workgroup("s", 131073, Scalar.U32), b.read_write("o", 0, Scalar.U32)],
                     [b.store("o", 0, b.load("s", 0))], workgroup_size=(4, 1, 1))
     sub = b.program([b.read_write("o", 0, Scalar.U32)],  # divergent: needs a barrier
                     [b.if_(b.lt(b.invocation_id(0), 3),
                            [b.store("o", 0, b.subgroup_add(b.load("o", 0)))])],
                     workgroup_size=(8, 1, 1))
-    wide = b.program([b.read_write("o", 0, Scalar.U32)],
-                     [b.store("o", 0, b.cast(Scalar.U32, b.cast(Scalar.U64, b.load("o", 0))))])
-    for prog in (grid_sync, big, sub, wide):
+    packed = b.program([b.read("q", 0, Scalar.I4), b.read_write("o", 1, Scalar.U32)],
+                       [b.store("o", 0, 1)])  # the reference indexes bytes, BufLen nibbles
+    for prog in (grid_sync, big, sub, packed):
         with pytest.raises(UnsupportedOpError, match="Fix:"):
             lower(prog)
 

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from hurray_gpu.dialect.host_groups import MAX_GROUP_BYTES
 from hurray_gpu.dialect.kernel import KernelDef, Param, buf, scalar
 from vyre import ir
 from vyre.lower.body import (
@@ -24,12 +25,14 @@ from vyre.lower.body import (
     zero_fill,
 )
 from vyre.lower.ops import Ctx, TrapError, UnsupportedOpError, sanitize, unsupported
+from vyre.lower.wide import WIDE
 from vyre.reference.memory import is_backend_allocated
 from vyre.reference.prepare import prepare, walk_exprs
 from vyre.reference.scalar import split_grid_sync
+from vyre.validate_nodes import iter_nodes
 from vyre.wire.fingerprint import fingerprint
 
-__all__ = ["PASS_PARAM", "TRAP_PARAM", "BufferSlot", "Lowered", "TrapError",
+__all__ = ["PASS_PARAM", "SHARED_BYTES", "TRAP_PARAM", "BufferSlot", "Lowered", "TrapError",
            "UnsupportedOpError", "lower"]
 
 TRAP_PARAM = "trapflag"
@@ -68,6 +71,8 @@ class Lowered:
         features: what the body uses (``"fma"``, ``"atomics"``, ``"barrier"``, ``"subgroups"``,
             ``"grid_sync"``, ``"return"``, ``"loop_passes"``); launchers refuse dialects
             that cannot give one.
+        shared_bytes: the work-group memory the kernels declare (launchers compare it with
+            their dialect's :data:`SHARED_BYTES`).
     """
 
     program: ir.Program
@@ -75,6 +80,7 @@ class Lowered:
     slots: tuple[BufferSlot, ...]
     uses_trap: bool
     features: frozenset[str]
+    shared_bytes: int = 0
 
     @property
     def kernel(self) -> KernelDef:
@@ -89,15 +95,24 @@ class Lowered:
         return self.kernels[0]
 
 
-# Work-group memory a lowered kernel may declare: Vulkan guarantees only 16 KiB.
-MAX_SHARED_BYTES = 16384
+# Work-group memory each dialect's API guarantees a kernel: Vulkan 16 KiB, OpenCL 1.2 32 KiB,
+# CUDA 48 KiB of static shared memory, HIP 64 KiB of LDS; host C keeps a group's arrays on its
+# thread's stack (with the values kept per item, at most MAX_GROUP_BYTES). Launchers refuse a
+# kernel over its dialect's; the lowering refuses one over every dialect's.
+SHARED_BYTES = {"glsl": 16384, "opencl": 32768, "cuda": 49152, "hip": 65536,
+                "c": MAX_GROUP_BYTES}
+MAX_SHARED_BYTES = max(SHARED_BYTES.values())
 
 
-def _check_element(decl: ir.BufferDecl) -> None:
-    if decl.element not in ELEMENT_KINDS:
-        raise unsupported(f"buffer {decl.name!r} of element {decl.element!r} (only 8, 16 and "
-                          "32-bit integer, f32 and bool buffers are lowered)",
-                          "store the data in 32-bit words.")
+def _check_element(decl: ir.BufferDecl) -> str:
+    kind = ELEMENT_KINDS.get(decl.element)
+    if kind is None:
+        raise unsupported(f"buffer {decl.name!r} of element {decl.element!r} (8, 16, 32 and "
+                          "64-bit integers, f8, f16, bf16, f32, f64, bool and vec2/vec4<u32> "
+                          "buffers are lowered; packed 4-bit ones are not: the reference "
+                          "indexes their bytes while BufLen counts nibbles)",
+                          "store the codes one per byte (u8).")
+    return kind
 
 
 def _shared(program: ir.Program) -> dict[str, tuple[str, int]]:
@@ -105,11 +120,11 @@ def _shared(program: ir.Program) -> dict[str, tuple[str, int]]:
     out = {}
     for index, decl in enumerate(program.buffers):
         if decl.access == ir.BufferAccess.WORKGROUP:
-            _check_element(decl)
-            out[decl.name] = (f"s{index}_{sanitize(decl.name, 12)}", decl.count)
+            words = WIDE.get(_check_element(decl), 1)
+            out[decl.name] = (f"s{index}_{sanitize(decl.name, 12)}", decl.count * words)
     if 4 * sum(count for _, count in out.values()) > MAX_SHARED_BYTES:
-        raise unsupported(f"workgroup buffers of more than {MAX_SHARED_BYTES} bytes",
-                          "use smaller workgroup buffers.")
+        raise unsupported(f"workgroup buffers of more than {MAX_SHARED_BYTES} bytes (no "
+                          "device takes more)", "use smaller workgroup buffers.")
     return out
 
 
@@ -118,10 +133,7 @@ def _slots(program: ir.Program) -> tuple[BufferSlot, ...]:
     for index, decl in enumerate(program.buffers):
         if decl.access == ir.BufferAccess.WORKGROUP:
             continue
-        if decl.element not in ELEMENT_KINDS:
-            raise unsupported(f"buffer {decl.name!r} of element {decl.element!r} (only u32, "
-                              "i32, f32 and bool buffers are lowered)",
-                              "store the data in 32-bit words.")
+        _check_element(decl)
         stem = f"b{index}_{sanitize(decl.name, 12)}"
         slots.append(BufferSlot(decl, stem, f"n{index}"))
     return tuple(slots)
@@ -171,8 +183,8 @@ def _lower(program: ir.Program, callees: Mapping[str, ir.Program] | None,
     slots = _slots(prog)
     shared = _shared(prog)
     # Name lookup tries storage buffers first, as the reference's does.
-    table = {d.name: (name, f"{count}u", ELEMENT_KINDS[d.element], True)
-             for d in prog.buffers for name, count in [shared.get(d.name, ("", 0))] if name}
+    table = {d.name: (shared[d.name][0], f"{d.count}u", ELEMENT_KINDS[d.element], True)
+             for d in prog.buffers if d.name in shared}
     table.update({s.decl.name: (s.param, s.length, ELEMENT_KINDS[s.decl.element],
                                 _writable(s.decl)) for s in slots})
     # GridSync splits the body into segments, one launch each (fresh locals and workgroup
@@ -188,9 +200,13 @@ def _lower(program: ir.Program, callees: Mapping[str, ir.Program] | None,
     nonuniform = nonuniform_locals(prog)
     read_only = {d.name for d in prog.buffers
                  if d.access in (ir.BufferAccess.READ_ONLY, ir.BufferAccess.UNIFORM)}
+    synchronizing = any(isinstance(n, ir.Barrier) for node in prog.entry
+                        for n in iter_nodes(node)) or any(
+        isinstance(e, _SUBGROUP) for e in walk_exprs(prog.entry))
     for segment in split_grid_sync(prog.entry):
         ctx = Ctx(table, tuple(prog.workgroup_size), nonuniform=nonuniform,  # type: ignore
-                  read_only=read_only, pass_budget=loop_budget is None)
+                  read_only=read_only, pass_budget=loop_budget is None,
+                  synchronizing=synchronizing)
         if shared:
             zero_fill(ctx, list(shared.values()))
         lower_nodes(ctx, segment)
@@ -218,12 +234,15 @@ def _lower(program: ir.Program, callees: Mapping[str, ir.Program] | None,
                   local_size=tuple(prog.workgroup_size),  # type: ignore[arg-type]
                   doc="a lowered vyre program", tags=("vyre",), shared=tuple(arrays))
         for k, body in enumerate(bodies))
-    return Lowered(prog, kernels, slots, needs_trap, frozenset(features))
+    return Lowered(prog, kernels, slots, needs_trap, frozenset(features),
+                   4 * sum(count for _, count in arrays))
 
 
 def _extents(slots: tuple[BufferSlot, ...]) -> Any:
     def extents(scalars: Mapping[str, Any]) -> dict[str, int]:
-        return {s.param: int(scalars.get(s.length, 0)) for s in slots}
+        # In words for the 64-bit and vector elements, which the kernel reads as u32 words.
+        return {s.param: int(scalars.get(s.length, 0)) * words[s.param] for s in slots}
+    words = {s.param: WIDE.get(ELEMENT_KINDS[s.decl.element], 1) for s in slots}
     return extents
 
 

@@ -32,6 +32,18 @@ from vyre.lower.ops import (
     truth,
     unsupported,
 )
+from vyre.lower.wide import (
+    WIDE,
+    WIDE_ELEMENTS,
+    cast_wide,
+    load_wide,
+    wide_binop,
+    wide_local,
+    wide_select,
+    wide_store,
+    wide_unop,
+    words_of,
+)
 from vyre.validate_types import expr_children, iter_exprs
 
 __all__ = [
@@ -46,9 +58,12 @@ __all__ = [
 # Keyed by object: lookups pass the wider DataType / op unions and treat a miss as "unsupported".
 ELEMENT_KINDS: dict[object, str] = {
     Scalar.U32: "u32", Scalar.BOOL: "u32", Scalar.I32: "i32", Scalar.F32: "f32",
-    Scalar.U8: "bytes8", Scalar.I8: "bytes8", Scalar.U16: "bytes16", Scalar.I16: "bytes16"}
-# The kernel parameter type of each element: narrow ones unsigned, so loads zero-extend.
-PARAM_DTYPES = {"bytes8": "u8", "bytes16": "u16"}
+    Scalar.U8: "bytes8", Scalar.I8: "bytes8", Scalar.U16: "bytes16", Scalar.I16: "bytes16",
+    Scalar.F16: "f16", Scalar.BF16: "bf16", Scalar.F8E4M3: "bytes8", Scalar.F8E5M2: "bytes8",
+    **WIDE_ELEMENTS}
+# The kernel parameter type of each element: narrow ones unsigned, so loads zero-extend (f16
+# and bf16 too: their bits are converted in the body, exactly as the reference converts them).
+PARAM_DTYPES = {"bytes8": "u8", "bytes16": "u16", "f16": "u16", "bf16": "u16"}
 _ATOMICS: dict[object, str] = {
     AtomicOp.ADD: "ATOMIC_ADD", AtomicOp.OR: "ATOMIC_OR", AtomicOp.AND: "ATOMIC_AND",
     AtomicOp.XOR: "ATOMIC_XOR", AtomicOp.MIN: "ATOMIC_MIN", AtomicOp.MAX: "ATOMIC_MAX",
@@ -94,11 +109,17 @@ def _ids(ctx: Ctx, expr: ir.Expr) -> Value | None:
 def load_value(ctx: Ctx, buffer: str, index: Value) -> Value:
     """A guarded load: out of bounds reads the element type's zero."""
     param, length, kind, _ = ctx.buffer(buffer)
+    if kind in WIDE:
+        return load_wide(ctx, param, length, kind, index)
     raw = ctx.temp("u32", f"({index.text} < {length}) ? LOAD({param}, {index.text}) : 0u")
     if kind == "u32":
         return raw
     if kind.startswith("bytes"):
         return Value(raw.text, "bytes")
+    if kind == "f16":  # exact in f32 (f16 subnormals are f32 normals), then canonical
+        return canon(ctx, f"F16_BITS_TO_F32({raw.text})")
+    if kind == "bf16":
+        return canon(ctx, f"AS_F32({raw.text} << 16u)")
     if kind == "i32":
         return ctx.temp("i32", f"I32({raw.text})")
     return canon(ctx, f"AS_F32({raw.text})")
@@ -111,10 +132,17 @@ def store_text(ctx: Ctx, buffer: str, value: Value, kind: str | None = None) -> 
         _, _, kind, writable = ctx.buffer(buffer)
         if not writable:
             raise unsupported(f"store to read-only buffer {buffer!r}", "declare it ReadWrite.")
+    if kind in ("f16", "bf16"):
+        if value.kind == "f32":  # f16 rounds to nearest even as NumPy does; bf16 truncates
+            return (f"F32_TO_F16_BITS({value.text})" if kind == "f16"
+                    else f"AS_U32({value.text}) >> 16u")
+        kind = "bytes16"
     if kind.startswith("bytes"):
         # Narrow memory keeps the low bytes of the value's little-endian encoding.
         word = store_text(ctx, "", value, "u32")
         return f"({word}) & {'0xffu' if kind == 'bytes8' else '0xffffu'}"
+    if value.words:  # the low word, as the reference fits the bytes; f32 memory stores 0.0
+        return "0u" if kind == "f32" else words_of(value, 1)[0]
     if value.kind == "f32":
         return f"AS_U32({value.text})"
     if kind == "f32":
@@ -160,6 +188,8 @@ def lower_expr(ctx: Ctx, expr: ir.Expr) -> Value:
         return value
     if isinstance(expr, ir.Var):
         local = ctx.lookup(expr.name)
+        if local.kind in WIDE:
+            return wide_local(ctx, local.name, local.kind, None)
         return Value(local.name, local.kind)
     if isinstance(expr, ir.BufLen):
         return Value(ctx.buffer(expr.buffer)[1], "u32")
@@ -169,13 +199,22 @@ def lower_expr(ctx: Ctx, expr: ir.Expr) -> Value:
         if not isinstance(expr.op, BinOp):
             raise unsupported(f"opaque binop {expr.op!r}", "use a core BinOp.")
         left = lower_expr(ctx, expr.left)
-        return lower_binop(ctx, expr.op, left, lower_expr(ctx, expr.right))
+        right = lower_expr(ctx, expr.right)
+        if left.words or right.words:
+            return wide_binop(ctx, expr.op, left, right)
+        return lower_binop(ctx, expr.op, left, right)
     if isinstance(expr, ir.Unary):
         if not isinstance(expr.op, UnOp):
             raise unsupported(f"opaque unop {expr.op!r}", "use a core UnOp.")
-        return lower_unop(ctx, expr.op, lower_expr(ctx, expr.operand))
+        operand = lower_expr(ctx, expr.operand)
+        if operand.words:
+            return wide_unop(ctx, expr.op, operand)
+        return lower_unop(ctx, expr.op, operand)
     if isinstance(expr, ir.Cast):
-        return lower_cast(ctx, expr.target, lower_expr(ctx, expr.value))
+        value = lower_expr(ctx, expr.value)
+        if expr.target in (Scalar.F16, Scalar.BF16) and value.kind == "f32":
+            return _cast_half(ctx, expr.target, value)
+        return cast_wide(ctx, expr.target, value) or lower_cast(ctx, expr.target, value)
     if isinstance(expr, ir.Select):
         return _select(ctx, expr)
     if isinstance(expr, ir.Fma):
@@ -194,6 +233,16 @@ def lower_expr(ctx: Ctx, expr: ir.Expr) -> Value:
 
 _FIXES: dict[type, str] = {
     ir.Call: "pass callees= so the call is inlined before lowering."}
+
+
+def _cast_half(ctx: Ctx, target: object, value: Value) -> Value:
+    """f32 rounded to f16 or bf16 (nearest even; NaN and infinities kept), held as an f32."""
+    if target == Scalar.F16:
+        return canon(ctx, f"F16_BITS_TO_F32(F32_TO_F16_BITS({value.text}))")
+    bits = ctx.temp("u32", f"AS_U32({value.text})")
+    special = f"({bits.text} & 0x7f800000u) == 0x7f800000u"
+    rounded = f"({bits.text} + 0x7fffu + (({bits.text} >> 16u) & 1u)) & 0xffff0000u"
+    return canon(ctx, f"AS_F32({special} ? {bits.text} : {rounded})")
 
 
 def as_u32_index(value: Value) -> Value:
@@ -215,6 +264,8 @@ def _select(ctx: Ctx, expr: ir.Select) -> Value:
     no = lower_expr(ctx, expr.false_val)
     if yes.kind != no.kind:
         raise unsupported(f"Select of {yes.kind} and {no.kind}", "make both arms one type.")
+    if yes.words:
+        return wide_select(ctx, truth(cond), yes, no)
     return ctx.temp(yes.kind, f"{truth(cond)} ? {yes.text} : {no.text}")
 
 
@@ -337,7 +388,10 @@ def _lower_node(ctx: Ctx, node: ir.Node) -> None:
     if isinstance(node, ir.Let):
         value = lower_expr(ctx, node.value)
         local = ctx.bind(node.name, value.kind)
-        ctx.emit(f"{ctype(value.kind)} {local.name} = {value.text};")
+        if value.words:
+            wide_local(ctx, local.name, value.kind, value)
+        else:
+            ctx.emit(f"{ctype(value.kind)} {local.name} = {value.text};")
     elif isinstance(node, ir.Assign):
         _assign(ctx, node)
     elif isinstance(node, ir.Store):
@@ -366,9 +420,10 @@ def _lower_node(ctx: Ctx, node: ir.Node) -> None:
     elif isinstance(node, ir.Trap):
         lower_expr(ctx, node.address)
         ctx.needs_trap = True
-        ctx.features.add("return")
         ctx.emit("STORE(trapflag, 0u, 1u);")
-        ctx.emit("return;")
+        if not ctx.synchronizing:
+            ctx.features.add("return")
+            ctx.emit("return;")
     elif isinstance(node, ir.Barrier):
         if node.ordering == MemoryOrdering.GRID_SYNC:
             raise unsupported("GridSync inside If or Loop (the reference only splits the "
@@ -388,6 +443,11 @@ def _assign(ctx: Ctx, node: ir.Assign) -> None:
     if local.kind != value.kind:
         raise unsupported(f"assignment of {value.kind} to {local.kind} local {node.name!r}",
                           "cast the value to the local's type.")
+    if value.words:
+        for word, text in zip(wide_local(ctx, local.name, local.kind, None).words, value.words,
+                              strict=True):
+            ctx.emit(f"{word} = {text};")
+        return
     ctx.emit(f"{local.name} = {value.text};")
 
 
@@ -396,7 +456,13 @@ def _store(ctx: Ctx, node: ir.Store) -> None:
     if index.kind != "u32":
         raise unsupported(f"{index.kind} store index", "index buffers with a u32 expression.")
     value = lower_expr(ctx, node.value)
-    param, length, _, _ = ctx.buffer(node.buffer)
+    param, length, kind, writable = ctx.buffer(node.buffer)
+    if kind in WIDE:
+        if not writable:
+            raise unsupported(f"store to read-only buffer {node.buffer!r}",
+                              "declare it ReadWrite.")
+        wide_store(ctx, param, length, kind, index, value)
+        return
     word = store_text(ctx, node.buffer, value)
     ctx.emit(f"if ({index.text} < {length}) {{ STORE({param}, {index.text}, {word}); }}")
 

@@ -19,9 +19,9 @@ from vyre.reference.semantics import ReferenceExecutionError
 
 __all__ = [
     "DEFAULT_MAX_LOOP_PASSES", "MIN_I32", "Ctx", "Local", "LoopBudgetError", "TrapError",
-    "UnsupportedOpError", "Value", "canon", "canonical_bits", "ctype", "f32_lit", "f32_rounding",
-    "is_nan", "loop_passes", "lower_binop", "lower_cast", "lower_unop", "sanitize", "truth",
-    "unsupported"]
+    "UnsupportedOpError", "Value", "bit_count", "canon", "canonical_bits", "ctype", "f32_lit",
+    "f32_rounding", "is_nan", "loop_passes", "lower_binop", "lower_cast", "lower_unop",
+    "sanitize", "truth", "unsupported"]
 
 
 # Loop passes one invocation may run (vyre.run's max_loop_passes), on devices without a driver
@@ -81,6 +81,8 @@ class Value:
 
     text: str
     kind: str
+    # The u32 words, low first, of a 64-bit or vector value (vyre.lower.wide).
+    words: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -123,6 +125,9 @@ class Ctx:
     flow: list[bool] = field(default_factory=lambda: [True])
     pass_budget: bool = False
     counters: set[str] = field(default_factory=set)
+    # The program meets barriers (Barrier nodes, subgroup emulation): a Trap sets its flag and
+    # the lane goes on (the outputs are void either way), so no lane leaves before a barrier.
+    synchronizing: bool = False
     _counter: int = 0
     _loops: list[tuple[str, str]] = field(default_factory=list)
 
@@ -270,7 +275,10 @@ _F32_ARITH = {BinOp.ADD: "+", BinOp.SUB: "-", BinOp.MUL: "*", BinOp.DIV: "/"}
 
 
 def truth(v: Value) -> str:
-    """The reference's truthiness of ``v`` as subset bool text (f32 NaN is true)."""
+    """The reference's truthiness of ``v`` as subset bool text (f32 NaN is true; raw bytes
+    longer than a word are always true)."""
+    if v.words:
+        return f"(({v.words[0]} | {v.words[1]}) != 0u)" if v.kind == "u64" else "(0u == 0u)"
     if v.kind == "bool":
         return v.text
     if v.kind == "f32":
@@ -425,17 +433,21 @@ def _reverse(ctx: Ctx, x: str) -> Value:
     return ctx.temp("u32", f"({t.text} >> 16u) | ({t.text} << 16u)")
 
 
+def bit_count(ctx: Ctx, op: UnOp, x: str) -> Value:
+    """Popcount, Clz, Ctz or ReverseBits of the u32 text ``x``."""
+    if op == UnOp.POPCOUNT:
+        return _popcount(ctx, x)
+    if op == UnOp.CLZ:
+        return _clz(ctx, x)
+    if op == UnOp.CTZ:
+        low = ctx.temp("u32", f"({x} & (0u - {x})) - 1u")  # ones below the lowest set bit
+        return _popcount(ctx, low.text)
+    return _reverse(ctx, x)
+
+
 def _bits(ctx: Ctx, op: UnOp, v: Value) -> Value:
     x = v.text if v.kind == "u32" else f"U32({v.text})"
-    if op == UnOp.POPCOUNT:
-        out = _popcount(ctx, x)
-    elif op == UnOp.CLZ:
-        out = _clz(ctx, x)
-    elif op == UnOp.CTZ:
-        low = ctx.temp("u32", f"({x} & (0u - {x})) - 1u")  # ones below the lowest set bit
-        out = _popcount(ctx, low.text)
-    else:
-        out = _reverse(ctx, x)
+    out = bit_count(ctx, op, x)
     return out if v.kind == "u32" else ctx.temp("i32", f"I32({out.text})")
 
 
@@ -539,8 +551,8 @@ def lower_cast(ctx: Ctx, target: DataType, v: Value) -> Value:
         return ctx.temp("i32", f"I32({x} << {32 - width}u) >> {32 - width}")
     kind = _TARGETS.get(target)
     if kind is None:
-        raise unsupported(f"cast to {target!r} (64-bit, vector and narrow float types are not "
-                          "lowered)", "cast to u32, i32, f32 or bool.")
+        raise unsupported(f"cast of {v.kind} to {target!r} (the reference errors, or the type "
+                          "is not lowered)", "cast to u32, i32, f32 or bool.")
     if kind == v.kind:
         return v
     if kind == "bool":

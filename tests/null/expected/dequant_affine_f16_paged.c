@@ -1,3 +1,6 @@
+#if defined(HG_THREADS) && !defined(_OPENMP) && !defined(_GNU_SOURCE)
+#define _GNU_SOURCE
+#endif
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -10,6 +13,50 @@ static inline int32_t hg_imin(int32_t a, int32_t b) { return a < b ? a : b; }
 static inline int32_t hg_imax(int32_t a, int32_t b) { return a > b ? a : b; }
 #ifdef _OPENMP
 #include <omp.h>
+#define HG_MAX_THREADS() omp_get_max_threads()
+#elif defined(HG_THREADS)
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <unistd.h>
+typedef struct { void **bufs; const uint32_t *words; int64_t n0, n1, size, total; } hg_job_t;
+typedef struct { void (*task)(const hg_job_t *, int64_t); const hg_job_t *job;
+                 int64_t chunks, next; } hg_team_t;
+static int hg_threads(void) {
+    static int hg_n;
+    int n = __atomic_load_n(&hg_n, __ATOMIC_RELAXED);
+    if (n == 0) {
+        const char *env = getenv("OMP_NUM_THREADS");
+#ifdef __linux__
+        cpu_set_t set;
+        n = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+#else
+        n = sysconf(_SC_NPROCESSORS_ONLN) > 0 ? (int)sysconf(_SC_NPROCESSORS_ONLN) : 1;
+#endif
+        n = env && atoi(env) > 0 ? atoi(env) : n;
+        __atomic_store_n(&hg_n, n, __ATOMIC_RELAXED);
+    }
+    return n;
+}
+#define HG_MAX_THREADS() hg_threads()
+static void *hg_worker(void *arg) {
+    hg_team_t *team = (hg_team_t *)arg;
+    for (int64_t c; (c = __atomic_fetch_add(&team->next, 1, __ATOMIC_RELAXED)) < team->chunks;)
+        team->task(team->job, c);
+    return NULL;
+}
+static void hg_parallel(void (*task)(const hg_job_t *, int64_t), const hg_job_t *job,
+                        int64_t chunks) {
+    hg_team_t team = {task, job, chunks, 0};
+    pthread_t ids[63];  /* with the caller: 64 */
+    int64_t want = HG_MAX_THREADS() < chunks ? HG_MAX_THREADS() : chunks;
+    int started = 0;
+    while (started < want - 1 && started < 63
+           && pthread_create(&ids[started], NULL, hg_worker, &team) == 0)
+        started++;
+    hg_worker(&team);
+    for (int i = 0; i < started; i++) pthread_join(ids[i], NULL);
+}
 #endif
 
 static inline float hg_f16_to_f32(uint32_t h) {
@@ -832,6 +879,41 @@ static __attribute__((noinline)) void dequant_affine_f16_paged_chunk(int64_t hg_
     hg_s8_fence();
 }
 
+#if defined(HG_THREADS) && !defined(_OPENMP)
+static void dequant_affine_f16_paged_task(const hg_job_t *hg_job, int64_t hg_c) {
+    void **hg_bufs = hg_job->bufs;
+    const uint32_t *hg_words = hg_job->words;
+    uint16_t *restrict dst = (uint16_t *)hg_bufs[0];
+    const uint8_t *restrict data = (const uint8_t *)hg_bufs[1];
+    const uint8_t *restrict scales = (const uint8_t *)hg_bufs[2];
+    const uint8_t *restrict zps = (const uint8_t *)hg_bufs[3];
+    uint32_t *restrict err = (uint32_t *)hg_bufs[4];
+    const uint32_t *restrict ix = (const uint32_t *)hg_bufs[5];
+    uint32_t n = hg_words[0];
+    uint32_t ept = hg_words[1];
+    uint32_t doff = hg_words[2];
+    uint32_t bits = hg_words[3];
+    uint32_t sgn = hg_words[4];
+    uint32_t mode = hg_words[5];
+    uint32_t stype = hg_words[6];
+    uint32_t zmode = hg_words[7];
+    uint32_t zoff = hg_words[8];
+    uint32_t nparam = hg_words[9];
+    uint32_t inner = hg_words[10];
+    uint32_t ssize = hg_words[11];
+    uint32_t omul = hg_words[12];
+    uint32_t kshift = hg_words[13];
+    int32_t zlo = (int32_t)hg_words[14];
+    int32_t zhi = (int32_t)hg_words[15];
+    float sval = hg_as_f32(hg_words[16]);
+    int32_t zval = (int32_t)hg_words[17];
+    uint32_t row = hg_words[18];
+    uint32_t ntok = hg_words[19];
+    uint32_t nix = hg_words[20];
+    dequant_affine_f16_paged_chunk(hg_c, hg_job->size, hg_job->total, hg_job->n0, hg_job->n1, dst, data, scales, zps, err, ix, n, ept, doff, bits, sgn, mode, stype, zmode, zoff, nparam, inner, ssize, omul, kshift, zlo, zhi, sval, zval, row, ntok, nix);
+}
+#endif
+
 void dequant_affine_f16_paged(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0, int64_t hg_n1,
             int64_t hg_n2) {
     uint16_t *restrict dst = (uint16_t *)hg_bufs[0];
@@ -864,16 +946,21 @@ void dequant_affine_f16_paged(void **hg_bufs, const uint32_t *hg_words, int64_t 
     int64_t hg_total = hg_n0 * hg_n1 * hg_n2;
     int64_t hg_size = 128;
     int64_t hg_chunks = (hg_total + hg_size - 1) / hg_size;
-#ifdef _OPENMP
-    int64_t hg_want = 8 * (int64_t)omp_get_max_threads();
+#ifdef HG_MAX_THREADS
+    int64_t hg_want = 8 * (int64_t)HG_MAX_THREADS();
     if (hg_chunks > 1 && hg_chunks < hg_want) {
         hg_size = (hg_total + hg_want - 1) / hg_want;
         hg_chunks = (hg_total + hg_size - 1) / hg_size;
     }
     if (hg_chunks > 1) {
+#ifdef _OPENMP
         #pragma omp parallel for schedule(dynamic, 1)
         for (int64_t hg_c = 0; hg_c < hg_chunks; hg_c++)
             dequant_affine_f16_paged_chunk(hg_c, hg_size, hg_total, hg_n0, hg_n1, dst, data, scales, zps, err, ix, n, ept, doff, bits, sgn, mode, stype, zmode, zoff, nparam, inner, ssize, omul, kshift, zlo, zhi, sval, zval, row, ntok, nix);
+#else
+        hg_job_t hg_job = {hg_bufs, hg_words, hg_n0, hg_n1, hg_size, hg_total};
+        hg_parallel(dequant_affine_f16_paged_task, &hg_job, hg_chunks);
+#endif
         return;
     }
 #endif

@@ -1,0 +1,251 @@
+#if defined(HG_THREADS) && !defined(_OPENMP) && !defined(_GNU_SOURCE)
+#define _GNU_SOURCE
+#endif
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+static inline float hg_as_f32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+static inline uint32_t hg_as_u32(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+static inline uint32_t hg_umin(uint32_t a, uint32_t b) { return a < b ? a : b; }
+static inline uint32_t hg_umax(uint32_t a, uint32_t b) { return a > b ? a : b; }
+static inline int32_t hg_imin(int32_t a, int32_t b) { return a < b ? a : b; }
+static inline int32_t hg_imax(int32_t a, int32_t b) { return a > b ? a : b; }
+#ifdef _OPENMP
+#include <omp.h>
+#define HG_MAX_THREADS() omp_get_max_threads()
+#elif defined(HG_THREADS)
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <unistd.h>
+typedef struct { void **bufs; const uint32_t *words; int64_t n0, n1, size, total; } hg_job_t;
+typedef struct { void (*task)(const hg_job_t *, int64_t); const hg_job_t *job;
+                 int64_t chunks, next; } hg_team_t;
+static int hg_threads(void) {
+    static int hg_n;
+    int n = __atomic_load_n(&hg_n, __ATOMIC_RELAXED);
+    if (n == 0) {
+        const char *env = getenv("OMP_NUM_THREADS");
+#ifdef __linux__
+        cpu_set_t set;
+        n = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+#else
+        n = sysconf(_SC_NPROCESSORS_ONLN) > 0 ? (int)sysconf(_SC_NPROCESSORS_ONLN) : 1;
+#endif
+        n = env && atoi(env) > 0 ? atoi(env) : n;
+        __atomic_store_n(&hg_n, n, __ATOMIC_RELAXED);
+    }
+    return n;
+}
+#define HG_MAX_THREADS() hg_threads()
+static void *hg_worker(void *arg) {
+    hg_team_t *team = (hg_team_t *)arg;
+    for (int64_t c; (c = __atomic_fetch_add(&team->next, 1, __ATOMIC_RELAXED)) < team->chunks;)
+        team->task(team->job, c);
+    return NULL;
+}
+static void hg_parallel(void (*task)(const hg_job_t *, int64_t), const hg_job_t *job,
+                        int64_t chunks) {
+    hg_team_t team = {task, job, chunks, 0};
+    pthread_t ids[63];  /* with the caller: 64 */
+    int64_t want = HG_MAX_THREADS() < chunks ? HG_MAX_THREADS() : chunks;
+    int started = 0;
+    while (started < want - 1 && started < 63
+           && pthread_create(&ids[started], NULL, hg_worker, &team) == 0)
+        started++;
+    hg_worker(&team);
+    for (int i = 0; i < started; i++) pthread_join(ids[i], NULL);
+}
+#endif
+
+#define load_b0_a(hg_i) (b0_a[(hg_i)])
+#define load_b1_b(hg_i) (b1_b[(hg_i)])
+#define load_b2_out(hg_i) (b2_out[(hg_i)])
+#define store_b2_out(hg_i, hg_v) (b2_out[(hg_i)] = (uint32_t)((hg_v)))
+#define load_trapflag(hg_i) (trapflag[(hg_i)])
+#define store_trapflag(hg_i, hg_v) (trapflag[(hg_i)] = (uint32_t)((hg_v)))
+#define load_s3_ta(hg_i) (s3_ta[(hg_i)])
+#define store_s3_ta(hg_i, hg_v) (s3_ta[(hg_i)] = (hg_v))
+#define load_s4_tb(hg_i) (s4_tb[(hg_i)])
+#define store_s4_tb(hg_i, hg_v) (s4_tb[(hg_i)] = (hg_v))
+
+static void vyre_5f8e5e4cf0b93899_group(uint32_t hg_g0, uint32_t hg_g1, uint32_t hg_g2, const uint32_t *restrict b0_a, const uint32_t *restrict b1_b, uint32_t *restrict b2_out, uint32_t *restrict trapflag, uint32_t n0, uint32_t n1, uint32_t n2, uint32_t passmax) {
+    uint32_t s3_ta[256];
+    uint32_t s4_tb[256];
+    struct { uint32_t upasses[256]; uint32_t l_c_4[256]; uint32_t l_r_5[256]; uint32_t l_acc_6[256]; uint32_t t8[256]; uint32_t l_t_9[256]; uint32_t t10[256]; } hg_st, *hg_s = &hg_st;
+    const uint32_t hg_b0 = hg_g0 * 16u, hg_b1 = hg_g1 * 16u, hg_b2 = hg_g2 * 1u;
+    const uint32_t hg_li = 0u, hg_gid0 = hg_b0, hg_gid1 = hg_b1, hg_gid2 = hg_b2;
+    (void)hg_li; (void)hg_gid0; (void)hg_gid1; (void)hg_gid2;
+    {
+    const uint32_t hg_lz = 0u;
+    for (uint32_t hg_ly = 0; hg_ly < 16u; hg_ly++)
+    for (uint32_t hg_lx = 0; hg_lx < 16u; hg_lx++) {
+        const uint32_t hg_li = hg_lx + 16u * (hg_ly + 16u * hg_lz);
+        const uint32_t hg_gid0 = hg_b0 + hg_lx, hg_gid1 = hg_b1 + hg_ly, hg_gid2 = hg_b2 + hg_lz;
+        (void)hg_li; (void)hg_gid0; (void)hg_gid1; (void)hg_gid2;
+        hg_s->upasses[hg_li] = 0u;
+        uint32_t t1 = (hg_gid0 % 16u) + 16u * ((hg_gid1 % 16u) + 16u * (hg_gid2 % 1u));
+        uint32_t z2 = t1;
+        for (; z2 < 256u; z2 += 256u) {
+            store_s3_ta(z2, 0u);
+        }
+        if (z2 < 256u) {
+            store_trapflag(1u, 1u);
+        }
+        uint32_t z3 = t1;
+        for (; z3 < 256u; z3 += 256u) {
+            store_s4_tb(z3, 0u);
+        }
+        if (z3 < 256u) {
+            store_trapflag(1u, 1u);
+        }
+    }
+    }
+    {
+    const uint32_t hg_lz = 0u;
+    for (uint32_t hg_ly = 0; hg_ly < 16u; hg_ly++)
+    for (uint32_t hg_lx = 0; hg_lx < 16u; hg_lx++) {
+        const uint32_t hg_li = hg_lx + 16u * (hg_ly + 16u * hg_lz);
+        const uint32_t hg_gid0 = hg_b0 + hg_lx, hg_gid1 = hg_b1 + hg_ly, hg_gid2 = hg_b2 + hg_lz;
+        (void)hg_li; (void)hg_gid0; (void)hg_gid1; (void)hg_gid2;
+        hg_s->l_c_4[hg_li] = hg_gid0;
+        hg_s->l_r_5[hg_li] = hg_gid1;
+        hg_s->l_acc_6[hg_li] = 0x0u;
+        uint32_t t7 = 0x0u;
+        hg_s->t8[hg_li] = 0x2u;
+        hg_s->l_t_9[hg_li] = t7;
+        hg_s->t10[hg_li] = hg_s->t8[hg_li] > t7 ? t7 + ((hg_s->t8[hg_li] - t7) < (passmax - hg_s->upasses[hg_li]) ? (hg_s->t8[hg_li] - t7) : (passmax - hg_s->upasses[hg_li])) : t7;
+        hg_s->upasses[hg_li] = hg_s->upasses[hg_li] + (hg_s->t10[hg_li] - t7);
+    }
+    }
+    while (hg_s->l_t_9[hg_li] < hg_s->t10[hg_li]) {
+        {
+        const uint32_t hg_lz = 0u;
+        for (uint32_t hg_ly = 0; hg_ly < 16u; hg_ly++)
+        for (uint32_t hg_lx = 0; hg_lx < 16u; hg_lx++) {
+            const uint32_t hg_li = hg_lx + 16u * (hg_ly + 16u * hg_lz);
+            const uint32_t hg_gid0 = hg_b0 + hg_lx, hg_gid1 = hg_b1 + hg_ly, hg_gid2 = hg_b2 + hg_lz;
+            (void)hg_li; (void)hg_gid0; (void)hg_gid1; (void)hg_gid2;
+            uint32_t t11 = (hg_gid1 % 16u) * 0x10u;
+            uint32_t t12 = t11 + (hg_gid0 % 16u);
+            _Bool t13 = hg_s->l_r_5[hg_li] < 0x20u;
+            uint32_t t14 = hg_s->l_t_9[hg_li] * 0x10u;
+            uint32_t t15 = t14 + (hg_gid0 % 16u);
+            _Bool t16 = t15 < 0x20u;
+            _Bool t17 = t13 && t16;
+            uint32_t t18 = hg_s->l_r_5[hg_li] * 0x20u;
+            uint32_t t19 = hg_s->l_t_9[hg_li] * 0x10u;
+            uint32_t t20 = t19 + (hg_gid0 % 16u);
+            uint32_t t21 = t18 + t20;
+            uint32_t t22 = (t21 < n0) ? load_b0_a(t21) : 0u;
+            uint32_t t23 = t17 ? t22 : 0x0u;
+            if (t12 < 256u) {
+                store_s3_ta(t12, t23);
+            }
+            uint32_t t24 = (hg_gid1 % 16u) * 0x10u;
+            uint32_t t25 = t24 + (hg_gid0 % 16u);
+            uint32_t t26 = hg_s->l_t_9[hg_li] * 0x10u;
+            uint32_t t27 = t26 + (hg_gid1 % 16u);
+            _Bool t28 = t27 < 0x20u;
+            _Bool t29 = hg_s->l_c_4[hg_li] < 0x20u;
+            _Bool t30 = t28 && t29;
+            uint32_t t31 = hg_s->l_t_9[hg_li] * 0x10u;
+            uint32_t t32 = t31 + (hg_gid1 % 16u);
+            uint32_t t33 = t32 * 0x20u;
+            uint32_t t34 = t33 + hg_s->l_c_4[hg_li];
+            uint32_t t35 = (t34 < n1) ? load_b1_b(t34) : 0u;
+            uint32_t t36 = t30 ? t35 : 0x0u;
+            if (t25 < 256u) {
+                store_s4_tb(t25, t36);
+            }
+        }
+        }
+        {
+        const uint32_t hg_lz = 0u;
+        for (uint32_t hg_ly = 0; hg_ly < 16u; hg_ly++)
+        for (uint32_t hg_lx = 0; hg_lx < 16u; hg_lx++) {
+            const uint32_t hg_li = hg_lx + 16u * (hg_ly + 16u * hg_lz);
+            const uint32_t hg_gid0 = hg_b0 + hg_lx, hg_gid1 = hg_b1 + hg_ly, hg_gid2 = hg_b2 + hg_lz;
+            (void)hg_li; (void)hg_gid0; (void)hg_gid1; (void)hg_gid2;
+            uint32_t t37 = 0x0u;
+            uint32_t t38 = 0x10u;
+            uint32_t l_k_39 = t37;
+            uint32_t t40 = t38 > t37 ? t37 + ((t38 - t37) < (passmax - hg_s->upasses[hg_li]) ? (t38 - t37) : (passmax - hg_s->upasses[hg_li])) : t37;
+            hg_s->upasses[hg_li] = hg_s->upasses[hg_li] + (t40 - t37);
+            for (; l_k_39 < t40; l_k_39++) {
+                uint32_t t41 = (hg_gid1 % 16u) * 0x10u;
+                uint32_t t42 = t41 + l_k_39;
+                uint32_t t43 = (t42 < 256u) ? load_s3_ta(t42) : 0u;
+                uint32_t t44 = l_k_39 * 0x10u;
+                uint32_t t45 = t44 + (hg_gid0 % 16u);
+                uint32_t t46 = (t45 < 256u) ? load_s4_tb(t45) : 0u;
+                uint32_t t47 = t43 * t46;
+                uint32_t t48 = hg_s->l_acc_6[hg_li] + t47;
+                hg_s->l_acc_6[hg_li] = t48;
+            }
+            if (l_k_39 < t38) {
+                store_trapflag(1u, 1u);
+            }
+        }
+        }
+        {
+        const uint32_t hg_lz = 0u;
+        for (uint32_t hg_ly = 0; hg_ly < 16u; hg_ly++)
+        for (uint32_t hg_lx = 0; hg_lx < 16u; hg_lx++) {
+            const uint32_t hg_li = hg_lx + 16u * (hg_ly + 16u * hg_lz);
+            const uint32_t hg_gid0 = hg_b0 + hg_lx, hg_gid1 = hg_b1 + hg_ly, hg_gid2 = hg_b2 + hg_lz;
+            (void)hg_li; (void)hg_gid0; (void)hg_gid1; (void)hg_gid2;
+            hg_s->l_t_9[hg_li]++;
+        }
+        }
+    }
+    {
+    const uint32_t hg_lz = 0u;
+    for (uint32_t hg_ly = 0; hg_ly < 16u; hg_ly++)
+    for (uint32_t hg_lx = 0; hg_lx < 16u; hg_lx++) {
+        const uint32_t hg_li = hg_lx + 16u * (hg_ly + 16u * hg_lz);
+        const uint32_t hg_gid0 = hg_b0 + hg_lx, hg_gid1 = hg_b1 + hg_ly, hg_gid2 = hg_b2 + hg_lz;
+        (void)hg_li; (void)hg_gid0; (void)hg_gid1; (void)hg_gid2;
+        if (hg_s->l_t_9[hg_li] < hg_s->t8[hg_li]) {
+            store_trapflag(1u, 1u);
+        }
+        _Bool t49 = hg_s->l_r_5[hg_li] < 0x20u;
+        _Bool t50 = hg_s->l_c_4[hg_li] < 0x20u;
+        _Bool t51 = t49 && t50;
+        if (t51) {
+            uint32_t t52 = hg_s->l_r_5[hg_li] * 0x20u;
+            uint32_t t53 = t52 + hg_s->l_c_4[hg_li];
+            if (t53 < n2) {
+                store_b2_out(t53, hg_s->l_acc_6[hg_li]);
+            }
+        }
+    }
+    }
+}
+
+void vyre_5f8e5e4cf0b93899(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0, int64_t hg_n1,
+            int64_t hg_n2) {
+    const uint32_t *restrict b0_a = (const uint32_t *)hg_bufs[0];
+    const uint32_t *restrict b1_b = (const uint32_t *)hg_bufs[1];
+    uint32_t *restrict b2_out = (uint32_t *)hg_bufs[2];
+    uint32_t *restrict trapflag = (uint32_t *)hg_bufs[3];
+    uint32_t n0 = hg_words[0];
+    uint32_t n1 = hg_words[1];
+    uint32_t n2 = hg_words[2];
+    uint32_t passmax = hg_words[3];
+    int64_t hg_w0 = (hg_n0 + 16 - 1) / 16, hg_w1 = (hg_n1 + 16 - 1) / 16;
+    int64_t hg_groups = hg_w0 * hg_w1 * ((hg_n2 + 1 - 1) / 1);
+#ifdef _OPENMP
+    if (hg_groups > 1) {
+        #pragma omp parallel for schedule(dynamic, 1)
+        for (int64_t hg_g = 0; hg_g < hg_groups; hg_g++)
+            vyre_5f8e5e4cf0b93899_group((uint32_t)(hg_g % hg_w0), (uint32_t)((hg_g / hg_w0) % hg_w1),
+                         (uint32_t)(hg_g / (hg_w0 * hg_w1)), b0_a, b1_b, b2_out, trapflag, n0, n1, n2, passmax);
+        return;
+    }
+#endif
+    for (int64_t hg_g = 0; hg_g < hg_groups; hg_g++)
+        vyre_5f8e5e4cf0b93899_group((uint32_t)(hg_g % hg_w0), (uint32_t)((hg_g / hg_w0) % hg_w1),
+                     (uint32_t)(hg_g / (hg_w0 * hg_w1)), b0_a, b1_b, b2_out, trapflag, n0, n1, n2, passmax);
+}
