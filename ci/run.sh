@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # The CI entry point: install, lint, type check, line budget, then the test suite (the same command as the
-# README). Fails when any test fails and when no test ran.
+# README), then the core tier on Python 3.10 and 3.13. Fails when any test fails and when no
+# test ran.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bash ci/install.sh
-PYTHON="${PYTHON:-python3}"
+# shellcheck source=ci/python.sh
+source ci/python.sh
 
 echo "== ruff"
 "$PYTHON" -m ruff check hurray_gpu vyre tests bench ci examples fuzz
@@ -16,3 +18,6 @@ echo "== line budget"
 
 echo "== tests"
 bash ci/test.sh
+
+echo "== core tier on the other Pythons"
+bash ci/core.sh

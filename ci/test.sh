@@ -7,7 +7,8 @@
 # run instead of skipping, and Hypothesis replays the same examples every run.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-PYTHON="${PYTHON:-python3}"
+# shellcheck source=ci/python.sh
+source ci/python.sh
 export CI=true
 
 "$PYTHON" -m pytest -q -n 2 -m "not gpu" "$@"

@@ -37,6 +37,9 @@ _LAZY_FROM = {
     "hurray_gpu.format.descriptor": "BufferHandle SyncMode TensorDescriptor decode_descriptor "
                                     "decode_descriptor_prefix",
     "hurray_gpu.format.descriptor.buffers": "DeviceTag",
+    # the dense layouts relayout() writes (the sparse and paged ones come from sparsify and
+    # the KV cache)
+    "hurray_gpu.format.descriptor.layouts": "ColMajor Hilbert Morton RowMajor Strided Tiled",
     "hurray_gpu.format.dtypes": "DType by_name by_tag",
     "hurray_gpu.io.convert": "convert",
     "hurray_gpu.io.convert.export": "export",
@@ -65,6 +68,7 @@ _LAZY = {name: (module, name) for module, names in _LAZY_FROM.items() for name i
 _LAZY["device"] = ("hurray_gpu.runtime.registry", "resolve_device")
 
 if TYPE_CHECKING:
+    __version__: str  # read from the package metadata on first access (_version)
     import os
     from collections.abc import Sequence
     from typing import TypeAlias
@@ -79,6 +83,14 @@ if TYPE_CHECKING:
         decode_descriptor_prefix,
     )
     from hurray_gpu.format.descriptor.buffers import DeviceTag
+    from hurray_gpu.format.descriptor.layouts import (
+        ColMajor,
+        Hilbert,
+        Morton,
+        RowMajor,
+        Strided,
+        Tiled,
+    )
     from hurray_gpu.format.dtypes import DType, by_name, by_tag
     from hurray_gpu.io import FileWriter, StreamReader, StreamWriter, UInt64, save
     from hurray_gpu.io import HrryFile as _HrryFile
@@ -138,6 +150,9 @@ if TYPE_CHECKING:
 
 def __getattr__(name: str) -> Any:
     """Import a public name's module on first access (PEP 562)."""
+    if name == "__version__":
+        globals()[name] = _version()
+        return globals()[name]
     found = _LAZY.get(name)
     if found is None:
         raise AttributeError(f"module 'hurray_gpu' has no attribute {name!r}")
@@ -147,10 +162,19 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+    return sorted(set(globals()) | set(_LAZY) | {"__version__"})
 
 
-__version__ = "0.1.0"
+def _version() -> str:
+    """The installed distribution's version: pyproject.toml is its one source. Looked up on
+    first access, since importlib.metadata costs milliseconds that ``import hurray_gpu`` does
+    not otherwise pay."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("hurray_gpu")
+    except metadata.PackageNotFoundError:  # a source tree on sys.path that was never installed
+        return "0+unknown"
 
 
 def from_numpy(array: object, *, order: str = "C") -> Tensor:
@@ -177,6 +201,7 @@ __all__ = [
     "BoundsViolation",
     "Buffer",
     "BufferHandle",
+    "ColMajor",
     "CompileError",
     "ConversionError",
     "CopyRequiredError",
@@ -186,25 +211,30 @@ __all__ = [
     "DeviceTag",
     "Event",
     "FileWriter",
+    "Hilbert",
     "HrryFile",
     "HurrayFormatError",
     "HurrayGPUError",
     "MemoryClass",
     "MissingFileError",
+    "Morton",
     "OutOfMemoryError",
     "OutOfPagesError",
     "PagedKVCache",
     "ProtocolError",
     "RemoteError",
+    "RowMajor",
     "SharedTensor",
     "Stream",
     "StreamReader",
     "StreamWriter",
+    "Strided",
     "SyncMode",
     "Tensor",
     "TensorDescriptor",
     "TensorIndexError",
     "TensorNotFoundError",
+    "Tiled",
     "TransportError",
     "UInt64",
     "UnsupportedConversionError",

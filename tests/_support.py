@@ -2,7 +2,10 @@
 
 ``CI=true`` (set by ci/test.sh) turns what would be a skip on a developer's machine into a
 failure: ci/install.sh installs every peer and toolchain the suite checks against, so a missing
-one there is a broken CI machine, not a reason to pass with less coverage.
+one there is a broken CI machine, not a reason to pass with less coverage. The one exception
+is ``HURRAY_GPU_TEST_TIER=core`` (ci/core.sh: the core tests on the other Pythons, whose
+environments hold no peers by design): there a missing peer skips; a missing backend still
+fails.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from typing import NoReturn
 import numpy as np
 import pytest
 
-__all__ = ["in_ci", "require_peer", "skip_or_fail", "stable_rng", "stable_seed", "trusted_tensor"]
+__all__ = ["core_tier", "in_ci", "require_peer", "skip_or_fail", "stable_rng", "stable_seed", "trusted_tensor"]
 
 _TRUE = ("1", "true", "yes")
 
@@ -24,6 +27,11 @@ _TRUE = ("1", "true", "yes")
 def in_ci() -> bool:
     """True when the ``CI`` environment variable is 1, true or yes (any case)."""
     return os.environ.get("CI", "").strip().lower() in _TRUE
+
+
+def core_tier() -> bool:
+    """True in ci/core.sh's runs (``HURRAY_GPU_TEST_TIER=core``): peers are absent by design."""
+    return os.environ.get("HURRAY_GPU_TEST_TIER", "") == "core"
 
 
 def skip_or_fail(reason: str, fix: str) -> NoReturn:
@@ -42,7 +50,8 @@ def skip_or_fail(reason: str, fix: str) -> NoReturn:
 def require_peer(module: str, install: str | None = None) -> ModuleType:
     """Import a peer library the test checks against (torch, gguf, bitsandbytes, jax...).
 
-    Outside CI a missing peer skips the test; under ``CI=true`` it fails it.
+    Outside CI a missing peer skips the test; under ``CI=true`` it fails it, except in the
+    core tier (:func:`core_tier`), which installs no peer.
 
     Args:
         module: the module to import (``"jax.numpy"``, ``"bitsandbytes.functional"``...).
@@ -55,6 +64,9 @@ def require_peer(module: str, install: str | None = None) -> ModuleType:
         return importlib.import_module(module)
     except ImportError as exc:
         package = install or module.split(".")[0]
+        if core_tier():
+            pytest.skip(f"the core tier installs no peers ({module}: {exc})",
+                        allow_module_level=True)
         skip_or_fail(f"the peer {module} cannot be imported ({exc})", f"pip install {package}")
 
 

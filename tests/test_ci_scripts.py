@@ -22,7 +22,8 @@ exit 0
 def _run_script(tmp_path: Path, script: str, *args: str, **env: str) -> list[str]:
     """Run a copy of ci/<script> from a scratch tree (nothing in the checkout is touched)."""
     (tmp_path / "ci").mkdir()
-    shutil.copy(ROOT / "ci" / script, tmp_path / "ci" / script)
+    for name in (script, "python.sh"):  # the scripts source ci/python.sh
+        shutil.copy(ROOT / "ci" / name, tmp_path / "ci" / name)
     python = tmp_path / "python"
     python.write_text(_STAND_IN)
     python.chmod(python.stat().st_mode | stat.S_IXUSR)

@@ -1,175 +1,23 @@
 """``hurray-gpu vyre inspect PROG.vir`` and ``hurray-gpu vyre run PROG.vir --inputs ...``.
 
-``run`` executes the program on the vyre reference interpreter (vyre.reference), a host
-NumPy/Python oracle, or with ``--device D`` lowered through the dialect layer and launched on
-that device (vyre.run). The output says which one ran.
+The two subcommands live in vyre.cli, which ``python -m vyre`` registers too: ``run`` executes
+the program on the vyre reference interpreter, or with ``--device D`` lowered and launched on
+that device, and says which one ran.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-from pathlib import Path
 from typing import Any
 
-import numpy as np
+from hurray_gpu.cli.common import show
+from vyre.cli import add_commands
 
-import vyre.reference
-from hurray_gpu.cli.common import dump_json, show
-from hurray_gpu.errors import HurrayGPUError, UnsupportedOpError
-from vyre.execute import DEFAULT_MAX_LOOP_PASSES, run_bytes
-from vyre.inspect import inspect_blob
-
-__all__ = ["add_parser", "parse_inputs", "run_program"]
-
-# Values shown per output buffer in the text report; --json always has every byte.
-SHOW_VALUES = 16
-ENGINE = "vyre reference interpreter (host, Python/NumPy oracle)"
+__all__ = ["add_parser"]
 
 
 def add_parser(sub: Any) -> None:
     """Register ``vyre inspect`` and ``vyre run``."""
     p = sub.add_parser("vyre", help="inspect or run a vyre VIR0 program", description=__doc__)
-    vsub = p.add_subparsers(dest="vyre_command", required=True, metavar="SUBCOMMAND")
-    ins = vsub.add_parser("inspect", help="print header, digest check, buffers and node tree")
-    ins.add_argument("path", help="the VIR0 blob (.vir)")
-    ins.add_argument("--strict", action="store_true",
-                     help="fail on unregistered extensions instead of showing them as opaque")
-    ins.set_defaults(run=_run_inspect)
-    r = vsub.add_parser("run", help="execute on the vyre reference interpreter",
-                        description="Inputs are NAME=hex:0a0b..., NAME=FILE.npy (its bytes) or "
-                                    "NAME=FILE (raw little-endian bytes).")
-    r.add_argument("path", help="the VIR0 blob (.vir)")
-    r.add_argument("--inputs", nargs="*", default=[], metavar="NAME=SRC",
-                   help="input buffers by name")
-    r.add_argument("--kat", help="a NAME.kat.json vector: take inputs and grid from it and "
-                                 "compare the outputs with its expected bytes")
-    r.add_argument("--grid", help="workgroups as X,Y,Z (default: inferred like the reference)")
-    r.add_argument("--json", action="store_true", help="print outputs as JSON (hex and values)")
-    r.add_argument("--device", default="reference",
-                   help="'reference' (the interpreter, default) or a device spec such as cpu, "
-                        "opencl:0, vulkan:0, cuda:0: run the lowered kernels there")
-    r.add_argument("--max-loop-passes", type=int, default=None, metavar="N",
-                   help="device runs: loop passes one invocation may run before the run stops "
-                        f"with a loop-budget error (default {DEFAULT_MAX_LOOP_PASSES})")
-    r.set_defaults(run=_run_program_cmd)
-
-
-def _run_inspect(args: argparse.Namespace) -> int:
-
-    text, ok = inspect_blob(Path(args.path).read_bytes(), preserve_unknown=not args.strict)
-    show(text)
-    return 0 if ok else 1
-
-
-def _bad_input(spec: str, why: str) -> UnsupportedOpError:
-    return UnsupportedOpError(f"bad --inputs entry {spec!r}: {why}",
-                              fix="write NAME=hex:..., NAME=FILE.npy or NAME=FILE.")
-
-
-def parse_inputs(specs: list[str]) -> dict[str, bytes]:
-    """``NAME=SRC`` entries to ``{name: bytes}``.
-
-    Raises:
-        UnsupportedOpError: a malformed entry or bad hex.
-        OSError: a file cannot be read.
-    """
-    out: dict[str, bytes] = {}
-    for spec in specs:
-        name, sep, src = spec.partition("=")
-        if not sep or not name or not src:
-            raise _bad_input(spec, "expected NAME=SRC")
-        if src.startswith("hex:"):
-            try:
-                out[name] = bytes.fromhex(src[4:])
-            except ValueError as exc:
-                raise _bad_input(spec, str(exc)) from None
-        elif src.endswith(".npy"):
-            out[name] = np.ascontiguousarray(np.load(src, allow_pickle=False)).tobytes()
-        else:
-            out[name] = Path(src).read_bytes()
-    return out
-
-
-def _parse_grid(text: str | None) -> tuple[int, int, int] | None:
-    if text is None:
-        return None
-    parts = text.split(",")
-    if len(parts) != 3 or not all(p.strip().isdigit() and len(p.strip()) <= 10 for p in parts):
-        raise UnsupportedOpError(f"bad --grid {text!r}", fix="write --grid X,Y,Z (integers).")
-    return (int(parts[0]), int(parts[1]), int(parts[2]))
-
-
-def _engine(device: str) -> str:
-    return ENGINE if device == "reference" else f"lowered kernels on {device}"
-
-
-def run_program(path: str, inputs: dict[str, bytes], grid: Any = None,
-                device: str = "reference", max_loop_passes: int | None = None
-                ) -> dict[str, bytes]:
-    """Run a VIR0 program; returns output bytes by buffer name.
-
-    Args:
-        path: the VIR0 blob.
-        inputs: input bytes by buffer name.
-        grid: workgroups (X, Y, Z), or None to infer them like the reference.
-        device: ``"reference"`` for the interpreter, else a device spec for the lowered kernels.
-        max_loop_passes: device runs: loop passes one invocation may run (default: vyre.run's).
-
-    Raises:
-        WireFormatError / ValidationError: the blob is malformed or invalid.
-        VyreReferenceError: bad inputs or a runtime error the reference defines.
-        UnsupportedOpError: the program uses an op the device cannot run with the reference's
-            semantics.
-    """
-    blob = Path(path).read_bytes()
-    if device == "reference":
-        if max_loop_passes is not None:
-            raise HurrayGPUError("--max-loop-passes bounds device runs; the reference interpreter "
-                                 "has no loop-pass bound", fix="add --device cpu (or another "
-                                 "device), or drop --max-loop-passes.")
-        return vyre.reference.run_bytes(blob, inputs, grid=grid)
-    passes = DEFAULT_MAX_LOOP_PASSES if max_loop_passes is None else max_loop_passes
-    return run_bytes(blob, inputs, grid=grid, device=device, max_loop_passes=passes)
-
-
-def _kat(path: str, kat_path: str, device: str, passes: int | None
-         ) -> tuple[dict[str, bytes], dict[str, bool]]:
-    try:
-        kat = json.loads(Path(kat_path).read_text())
-        expected = {o["buffer"]: bytes.fromhex(o["hex"]) for o in kat["outputs"]}
-        inputs = {i["buffer"]: bytes.fromhex(i["hex"]) for i in kat["inputs"]}
-        grid = tuple(int(g) for g in kat["grid_workgroups"])
-    except (ValueError, KeyError, TypeError) as exc:
-        raise HurrayGPUError(f"malformed known-answer vector {kat_path}: {exc}",
-                             fix="pass a NAME.kat.json from tests/golden/vyre.") from None
-    out = run_program(path, inputs, grid, device, passes)
-    return out, {k: out.get(k) == v for k, v in expected.items()}
-
-
-def _render(outputs: dict[str, bytes], checks: dict[str, bool], engine: str) -> str:
-    lines = [f"ran on: {engine}"]
-    for name, data in outputs.items():
-        words = np.frombuffer(data[: len(data) // 4 * 4], "<u4")
-        shown = " ".join(f"{w:#010x}" for w in words[:SHOW_VALUES])
-        more = " ..." if len(words) > SHOW_VALUES else ""
-        lines.append(f"{name}: {len(data)} B  u32: {shown}{more}")
-    for name, ok in checks.items():
-        lines.append(f"kat {name}: {'match' if ok else 'MISMATCH'}")
-    return "\n".join(lines)
-
-
-def _run_program_cmd(args: argparse.Namespace) -> int:
-    if args.kat:
-        outputs, checks = _kat(args.path, args.kat, args.device, args.max_loop_passes)
-    else:
-        outputs = run_program(args.path, parse_inputs(args.inputs), _parse_grid(args.grid),
-                              args.device, args.max_loop_passes)
-        checks = {}
-    engine = _engine(args.device)
-    if args.json:
-        print(dump_json({"engine": engine, "outputs": {k: v.hex() for k, v in outputs.items()},
-                         "kat_match": checks}))
-    else:
-        show(_render(outputs, checks, engine))
-    return 0 if all(checks.values()) else 1
+    # Text reports go through show(): wrapped to the terminal like every hurray-gpu command.
+    add_commands(p.add_subparsers(dest="vyre_command", required=True, metavar="SUBCOMMAND"),
+                 show=show)

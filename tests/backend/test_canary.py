@@ -21,6 +21,7 @@ from hurray_gpu.runtime.buffer import Buffer
 from hurray_gpu.runtime.canary import MIN_PAD, CanaryAllocator, pattern
 from hurray_gpu.runtime.device import Device
 from hurray_gpu.runtime.memory import MemoryClass
+from tests.docs.quotes import doc_quote
 
 FLAG = "HURRAY_GPU_DEBUG_BOUNDS"
 _OPENED: dict[tuple[str, bool], Device] = {}
@@ -102,7 +103,7 @@ def test_write_past_the_end_raises_naming_kernel_and_buffer(guarded: Device, idx
         # The shader's window guard flags the u32 store, and robustBufferAccess (enabled by
         # the context on lavapipe) discards it; WebGPU's accessor skips the store itself:
         # nothing outside the buffer changes.
-        with pytest.raises(UnsupportedOpError, match="indexed outside its buffers"):
+        with pytest.raises(UnsupportedOpError, match=doc_quote("indexed outside its buffers")):
             guarded.run(POKE_U32, dst, n=16, idx=idx)
         assert _intact(dst)
         np.testing.assert_array_equal(dst.numpy(np.uint32), data)

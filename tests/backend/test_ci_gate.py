@@ -11,6 +11,8 @@ from types import SimpleNamespace
 
 import pytest
 
+from tests.docs.quotes import doc_quote
+
 _SPEC = importlib.util.spec_from_file_location("backend_conftest_copy",
                                                Path(__file__).with_name("conftest.py"))
 assert _SPEC is not None and _SPEC.loader is not None
@@ -75,3 +77,5 @@ def test_gate_fails_a_ci_run_without_its_backends(tmp_path: Path, case: str) -> 
     assert run.returncode == 1, run.stdout[-2000:] + run.stderr[-2000:]
     for text in expected:
         assert text in run.stdout, run.stdout[-2000:]
+    if case == "no pocl or lavapipe":  # the message docs/troubleshooting.md quotes
+        assert doc_quote("CI=true but backends").search(run.stdout), run.stdout[-2000:]

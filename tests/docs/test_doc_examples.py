@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from tests._support import core_tier
+
 # Keep doc-example kernel compiles out of the user's ~/.cache (set before any device opens).
 os.environ.setdefault("HURRAY_GPU_CACHE_DIR", tempfile.mkdtemp(prefix="hurray_gpu_doc_cache_"))
 
@@ -46,7 +48,13 @@ def test_doc_examples_run(path: Path, tmp_path: Path, monkeypatch: pytest.Monkey
         if _skip_reason(source) is not None:
             continue
         code = compile(source, f"{path.relative_to(ROOT)}:{line}", "exec")
-        exec(code, namespace)  # noqa: S102 - running the documented example is the test
+        try:
+            exec(code, namespace)  # noqa: S102 - running the documented example is the test
+        except ModuleNotFoundError as exc:
+            if not core_tier() or exc.name in ("hurray_gpu", "vyre"):
+                raise
+            # ci/core.sh installs no peers (the page shows one, e.g. gguf); the main tier runs it
+            pytest.skip(f"{path.name}:{line} needs {exc.name}, which the core tier lacks")
 
 
 def test_docs_exist_and_have_examples() -> None:

@@ -555,6 +555,27 @@ def _signed_inf(x: float) -> float:
     return math.copysign(math.inf, x)
 
 
+def _c_exp2() -> Callable[[float], float]:
+    """The C library's ``exp2``, which ``math.exp2`` wraps from Python 3.11 on (3.10 has no
+    ``math.exp2``): the same bits, and OverflowError where math raises it."""
+    import ctypes
+    import ctypes.util
+
+    fn = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6").exp2
+    fn.restype, fn.argtypes = ctypes.c_double, [ctypes.c_double]
+
+    def exp2(x: float) -> float:
+        y = float(fn(x))
+        if math.isinf(y) and math.isfinite(x):
+            raise OverflowError("math range error")
+        return y
+
+    return exp2
+
+
+_exp2: Callable[[float], float] = getattr(math, "exp2", None) or _c_exp2()
+
+
 _F32_VALUE_OPS: dict[UnOp, Callable[[float], float]] = {
     UnOp.NEGATE: lambda x: -x,
     UnOp.ABS: abs,
@@ -570,7 +591,7 @@ _F32_VALUE_OPS: dict[UnOp, Callable[[float], float]] = {
     UnOp.ASIN: _libm(math.asin), UnOp.ACOS: _libm(math.acos), UnOp.ATAN: _libm(math.atan),
     UnOp.SINH: _libm(math.sinh, _signed_inf), UnOp.COSH: _libm(math.cosh),
     UnOp.TANH: _libm(math.tanh), UnOp.EXP: _libm(math.exp),
-    UnOp.EXP2: _libm(math.exp2),  # type: ignore[attr-defined]
+    UnOp.EXP2: _libm(_exp2),
     UnOp.LOG: _libm(math.log, at_zero=-math.inf),
     UnOp.LOG2: _libm(math.log2, at_zero=-math.inf),
 }
