@@ -76,11 +76,13 @@ print(json.dumps(seen))
 
 # scenario -> (modules made unimportable, environment changes, quotes it must trigger)
 SCENARIOS: dict[str, tuple[str, dict[str, str], tuple[str, ...]]] = {
-    "no-packages": ("pyopencl,vulkan,cupy,ziglang", {"PATH": "{empty}"},
+    "no-packages": ("pyopencl,vulkan,cupy,ziglang,wgpu", {"PATH": "{empty}"},
                     ("pyopencl is not installed", "the Vulkan backend needs the",
-                     "backend needs CuPy", "has no hurray_gpu backend", "no C compiler to build")),
+                     "backend needs CuPy", "has no hurray_gpu backend", "no C compiler to build",
+                     "the wgpu package is not installed")),
     "no-drivers": ("cupy", {"OCL_ICD_VENDORS": "{empty}", "VK_ICD_FILENAMES": "{empty}/no.json"},
-                   ("no OpenCL device found", "no Vulkan device")),
+                   ("no OpenCL device found", "no Vulkan device",
+                    "wgpu finds no Vulkan, Metal or D3D12 adapter")),
     "no-vulkan-loader": ("cupy", {}, ("libvulkan could not be loaded",)),
     "no-glslang": ("cupy", {"PATH": "{cc_only}"}, ("was not found on PATH",)),
 }
