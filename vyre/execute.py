@@ -124,9 +124,16 @@ def check_flags(flags: Buffer, device: Any, max_loop_passes: int = DEFAULT_MAX_L
                     fix="guard the divisor, or remove the Trap.")
 
 
-def _check_dialect(lowered: Lowered, dialect: str) -> None:
+def _check_dialect(lowered: Lowered, device: Any) -> None:
+    dialect = device.dialect
+    if "fp64" in lowered.features and not device.fp64:
+        raise unsupported(f"f32 transcendentals (exp, log, tanh, atan, inverse_sqrt...) on "
+                          f"{device.spec}: they are correctly rounded in f64 arithmetic, which "
+                          "this device lacks (OpenCL cl_khr_fp64, Vulkan shaderFloat64)",
+                          "run them on a device with f64 arithmetic (cpu, cuda, rocm, or an "
+                          "OpenCL/Vulkan device with fp64) or on device='reference'.")
     if dialect != "c" and "libm" in lowered.features:
-        raise unsupported(f"f32 transcendentals (sin, exp, log...) on the {dialect} dialect: "
+        raise unsupported(f"f32 sin, cos and tan on the {dialect} dialect: "
                           "the device's math library differs from the reference's (the host "
                           "libm) in the last ULPs, so results would not be bit-exact",
                           "run them on the cpu device (the host's own libm, bit-exact) or on "
@@ -185,7 +192,7 @@ def run_bytes(program: ir.Program | bytes, inputs: Inputs = None, *,
                              max_buffer_bytes=max_buffer_bytes, callees=callees)
     dev = _open(device)
     lowered = lower_cached(prog, callees, dev.loop_budget)
-    _check_dialect(lowered, dev.dialect)
+    _check_dialect(lowered, dev)
     prepared = lowered.program
     bound = bind_inputs(prepared, inputs, max_buffer_bytes)
     # The reference's rule: workgroup memory or atomics make every invocation of the grid

@@ -19,8 +19,8 @@ TARGETS = ["reference"] + [d.spec for d in kernel_devices()]
 
 
 def _refused(case: Case, target: str) -> bool:
-    """Devices refuse transcendentals; host C runs work items one at a time, so it refuses
-    barriers and workgroup memory."""
+    """Cases marked so are refused on devices; host C runs work items one at a time, so it
+    refuses barriers and workgroup memory."""
     if not case.devices:
         return True
     kernels = lower_cached(case.build()).kernels
