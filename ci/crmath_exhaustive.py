@@ -165,19 +165,21 @@ def write_tables(found: dict[str, list[int]]) -> None:
         tables[name], keyed[name] = plain, keys
     path = ROOT / "hurray_gpu" / "dialect" / "crmath_tables.py"
     head = path.read_text().split("TABLES:")[0]
-    body = ["TABLES: dict[str, dict[int, int]] = {"]
-    for name in sorted(t for t in tables if tables[t]):
-        body.append(f'    "{name}": {{')
-        body += [f"        0x{k:08x}: 0x{v:08x}," for k, v in sorted(tables[name].items())]
-        body.append("    },")
-    body += ["}", "# RSQRT: keyed by u & 0xffffff (mantissa and exponent parity), results for "
-             "the input in [1/2, 2).", "KEYED: dict[str, dict[int, int]] = {"]
-    for name in sorted(t for t in keyed if keyed[t]):
-        body.append(f'    "{name}": {{')
-        body += [f"        0x{k:06x}: 0x{v:08x}," for k, v in sorted(keyed[name].items())]
-        body.append("    },")
-    body.append("}")
+    body = ["TABLES: dict[str, dict[int, int]] = {", *_rows(tables, 8), "}",
+            "# RSQRT: keyed by u & 0xffffff (mantissa and exponent parity), results for the "
+            "input in [1/2, 2).", "KEYED: dict[str, dict[int, int]] = {", *_rows(keyed, 6), "}"]
     path.write_text(head + "\n".join(body) + "\n")
+
+
+def _rows(tables: dict[str, dict[int, int]], width: int) -> list[str]:
+    """``"NAME": _pairs(\"\"\"...\"\"\"),`` per function: four (input, result) pairs a line."""
+    out = []
+    for name in sorted(t for t in tables if tables[t]):
+        words = [f"{k:0{width}x} {v:08x}" for k, v in sorted(tables[name].items())]
+        out.append(f'    "{name}": _pairs("""')
+        out += ["        " + "  ".join(words[i:i + 4]) for i in range(0, len(words), 4)]
+        out.append('    """),')
+    return out
 
 
 def verify_listed(name: str, inputs: list[int], work: Path) -> list[str]:

@@ -20,6 +20,8 @@ refuse the ``fp64`` feature elsewhere.
 
 from __future__ import annotations
 
+import re
+
 from hurray_gpu.dialect.crmath_coeffs import COEFFS, CONSTS
 from hurray_gpu.dialect.crmath_tables import KEYED, TABLES
 
@@ -199,16 +201,53 @@ def _keyed(name: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+# Inputs whose result is exact or not finite, answered on the bits (after NaN): Vulkan lets a
+# compiler assume that no f64 value is infinite or NaN and ignore the sign of zero, so these
+# never reach f64 arithmetic (a = |x|'s bits, s = the sign bit; 90, 129, 16 and -105, -151 are
+# where exp, exp2, sinh/cosh and tanh saturate).
+INF, PINF = "AS_F32(s | 0x7f800000u)", "AS_F32(0x7f800000u)"
+_SPECIAL: dict[str, str] = {
+    "EXP": f"a == 0u) return 1.0f;\n u >= 0x42b40000u && s == 0u) return {PINF};\n"
+           " u >= 0xc2d20000u) return 0.0f;",
+    "EXP2": f"a == 0u) return 1.0f;\n u >= 0x43010000u && s == 0u) return {PINF};\n"
+            " u >= 0xc3170000u) return 0.0f;",
+    "LOG": "a == 0u) return AS_F32(0xff800000u);\n s != 0u) return AS_F32(0x7fc00000u);\n"
+           " a == 0x7f800000u) return x;",
+    "RSQRT": f"a == 0u) return {INF};\n s != 0u) return AS_F32(0x7fc00000u);\n"
+             " a == 0x7f800000u) return 0.0f;",
+    "SINH": f"a == 0u) return x;\n a >= 0x42b40000u) return {INF};",
+    "COSH": f"a == 0u) return 1.0f;\n a >= 0x42b40000u) return {PINF};",
+    "TANH": "a == 0u) return x;\n a >= 0x41800000u) return AS_F32(s | 0x3f800000u);",
+    "ATAN": "a == 0u) return x;\n a == 0x7f800000u) return AS_F32(s | 0x3fc90fdbu);",
+    "ASIN": "a == 0u) return x;\n a > 0x3f800000u) return AS_F32(0x7fc00000u);",
+    "ACOS": "a == 0u) return AS_F32(0x3fc90fdbu);\n"
+            " a > 0x3f800000u) return AS_F32(0x7fc00000u);",
+}
+_SPECIAL["LOG2"] = _SPECIAL["LOG"]
+# Past FLT_MAX + ulp/2 a finite f64 rounds to inf (Vulkan may not convert it so).
+F32_BIG = _lit(3.4028235677973366e38)
+
+
 def wrapper(name: str) -> str:
-    """The subset text of ``hg_cr_<name>``: core, rounding test, exceptions."""
-    table = "".join(f"    if (u == 0x{k:08x}u) return AS_F32(0x{v:08x}u);\n"
-                    for k, v in sorted(TABLES.get(name, {}).items()))
+    """The subset text of ``hg_cr_<name>``: specials, core, rounding test, exceptions."""
+    # Assignments, one return: lavapipe returned the first entry's result for any input that
+    # reached a long chain of returns.
+    rows = sorted(TABLES.get(name, {}).items())
+    table = "".join(["    u32 t = 0xffffffffu;\n",
+                     *(f"    if (u == 0x{k:08x}u) t = 0x{v:08x}u;\n" for k, v in rows),
+                     "    if (t != 0xffffffffu) return AS_F32(t);\n"]) if rows else ""
+    special = _SPECIAL[name].replace("\n ", "\n    if (")
     return (f"FUNC f32 hg_cr_{name.lower()}(f32 x) {{\n"
+            "    u32 u = AS_U32(x);\n    u32 a = u & 0x7fffffffu;\n"
+            + ("    u32 s = u & 0x80000000u;\n" if re.search(r"\bs\b", special) else "") +
+            "    if (a > 0x7f800000u) return AS_F32(0x7fc00000u);\n"
+            f"    if ({special}\n"
             f"    f64 y = {_CORES[name][1]};\n"
+            f"    if (y >= {F32_BIG}) return {PINF};\n"
+            f"    if (y <= -{F32_BIG}) return AS_F32(0xff800000u);\n"
             f"    f64 e = y * {_lit(EPS[name])};\n"
             "    f32 lo = F32(y - e);\n    f32 hi = F32(y + e);\n"
-            "    if (AS_U32(lo) == AS_U32(hi)) return lo;\n"
-            "    u32 u = AS_U32(x);\n" + _keyed(name) + table +
+            "    if (AS_U32(lo) == AS_U32(hi)) return lo;\n" + _keyed(name) + table +
             "    return F32(y);\n}\n")
 
 

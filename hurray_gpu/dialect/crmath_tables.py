@@ -7,301 +7,144 @@ settled by mpmath); do not edit.
 
 from __future__ import annotations
 
+
+def _pairs(text: str) -> dict[int, int]:
+    """{input: result} from whitespace-separated hex words, input then result."""
+    words = [int(w, 16) for w in text.split()]
+    return dict(zip(words[::2], words[1::2], strict=True))
+
+
 TABLES: dict[str, dict[int, int]] = {
-    "EXP": {
-        0x377eff81: 0x3f800080,
-        0x39c6be5b: 0x3f800c6d,
-        0x4001b249: 0x40f2cd14,
-        0x40315b33: 0x417fa47d,
-        0xb3000000: 0x3f800000,
-        0xbae0e25c: 0x3f7f8fa7,
-        0xbbf0edf1: 0x3f7e1fe9,
-        0xc16912cd: 0x34fd331b,
-    },
-    "EXP2": {
-        0x33b8aa3b: 0x3f800001,
-        0x36879cf7: 0x3f800018,
-        0x3a07857c: 0x3f800bbe,
-        0x3b429d37: 0x3f804385,
-        0x3c02a9ad: 0x3f80b5a3,
-        0xb466d4cb: 0x3f7ffffe,
-        0xb52d1f9a: 0x3f7ffff8,
-        0xb8d3d026: 0x3f7ffb69,
-        0xbaec2b40: 0x3f7fae34,
-        0xbcf3a937: 0x3f7ac6b1,
-        0xbe1f29de: 0x3f65da56,
-        0xc3160000: 0x00000000,
-    },
-    "LOG": {
-        0x022ae487: 0xc2a9efaa,
-        0x064cb44b: 0xc29e7c1a,
-        0x07c060fa: 0xc29a733a,
-        0x0b265d7b: 0xc291095f,
-        0x0dc8bba4: 0xc289bac4,
-        0x0f61ff63: 0xc2855565,
-        0x111c87f8: 0xc28085df,
-        0x11b257e3: 0xc27dc05e,
-        0x13fcd84a: 0xc27143cc,
-        0x145cb6d4: 0xc26f092f,
-        0x14907055: 0xc26df596,
-        0x152ed9f5: 0xc26a6c24,
-        0x155d60fc: 0xc2697a8a,
-        0x158772eb: 0xc268abd4,
-        0x16c5ee7a: 0xc2619bd4,
-        0x18b06f2a: 0xc256fa6f,
-        0x1a21db87: 0xc24f0163,
-        0x1a3de5e8: 0xc24e5dc8,
-        0x1a8446cb: 0xc24d0a45,
-        0x1aac80dc: 0xc24bfa60,
-        0x1ab7c313: 0xc24bb9a1,
-        0x1adfd25d: 0xc24aefb0,
-        0x1b81ab52: 0xc2479316,
-        0x1dc9e7c1: 0xc23ab685,
-        0x1e6bc9fa: 0xc23751e0,
-        0x1f116ab8: 0xc233b53e,
-        0x22925ad4: 0xc220462d,
-        0x22f6d580: 0xc21e2ef4,
-        0x2423c085: 0xc21781d1,
-        0x24a8fb14: 0xc2149bd8,
-        0x25be734f: 0xc20e95ce,
-        0x25f12e61: 0xc20da3fb,
-        0x2758eec4: 0xc205bf23,
-        0x27a51454: 0xc2041112,
-        0x28e3fa26: 0xc1fa75e0,
-        0x29bd4f07: 0xc1f0db66,
-        0x29e6126b: 0xc1ef4c02,
-        0x29fd22f8: 0xc1ee8859,
-        0x2c4c24b7: 0xc1d48710,
-        0x2d6f4a4e: 0xc1c82a99,
-        0x2e492984: 0xc1be76ee,
-        0x2e7a6221: 0xc1bcb6a9,
-        0x3418949b: 0xc17c447f,
-        0x3461a322: 0xc17601fe,
-        0x38dcbe38: 0xc1128ba4,
-        0x39c31348: 0xc0fcaf65,
-        0x39c7b1f9: 0xc0fbefa7,
-        0x3bf86ef0: 0xc09c399e,
-        0x3c413d3a: 0xc08e158f,
-        0x3e2b3421: 0xbfe4f170,
-        0x3fc55379: 0x3edd9b88,
-        0x3fd364d7: 0x3f006ef3,
-        0x4056ee45: 0x3f9b103b,
-        0x41178feb: 0x400fe5e7,
-        0x41e3b2af: 0x40564f1d,
-        0x44bc4360: 0x40ea272e,
-        0x464d5b2b: 0x4117bcf1,
-        0x4665a9a6: 0x41198725,
-        0x46ca6c75: 0x41229929,
-        0x4b77325a: 0x4184cde8,
-        0x4bf70db3: 0x418a5849,
-        0x4c08ff78: 0x418b2c45,
-        0x4c5d65a5: 0x418f034b,
-        0x4d604ebe: 0x419a352c,
-        0x4e85f412: 0x41a6b811,
-        0x4fe4ab24: 0x41b6166f,
-        0x526a304f: 0x41d2011d,
-        0x54af989d: 0x41eb6d3c,
-        0x56210e9a: 0x41fb5eee,
-        0x5b042ba3: 0x42189ee2,
-        0x5b98e163: 0x421bf9b9,
-        0x5bf9890b: 0x421def6c,
-        0x5d800341: 0x42265b10,
-        0x5d8b2d5b: 0x4226b0b1,
-        0x5ee8984e: 0x422e4a21,
-        0x5efbcaae: 0x422e9b56,
-        0x5f64c24a: 0x4230fee2,
-        0x5f945685: 0x42320918,
-        0x62b467ba: 0x42437434,
-        0x63b134d9: 0x4248ed72,
-        0x64bc5793: 0x424eb76c,
-        0x64e27fa3: 0x424f7453,
-        0x65d890d3: 0x4254d1f9,
-        0x66a8c860: 0x42595e46,
-        0x66abbd63: 0x4259700e,
-        0x6914cb96: 0x4266ba1e,
-        0x6a2510d0: 0x426caff2,
-        0x6be8cf96: 0x4276616f,
-        0x6d1f23eb: 0x427d2d35,
-        0x6d6c9d3a: 0x427ec360,
-        0x6e7054f2: 0x42822f73,
-        0x6f31a8ec: 0x42845a89,
-        0x736cc271: 0x429004b2,
-        0x7405dee8: 0x4291a68d,
-        0x74896a73: 0x429316d3,
-        0x79e7ec37: 0x42a1ffb7,
-        0x7d98b8f4: 0x42ac40f2,
-    },
-    "LOG2": {
-        0x002452a4: 0xc2ffa268,
-        0x0048a548: 0xc2fda268,
-        0x00914a90: 0xc2fba268,
-        0x01114a90: 0xc2f9a268,
-        0x01914a90: 0xc2f7a268,
-        0x02114a90: 0xc2f5a268,
-        0x02914a90: 0xc2f3a268,
-        0x03114a90: 0xc2f1a268,
-        0x03914a90: 0xc2efa268,
-        0x04114a90: 0xc2eda268,
-        0x04914a90: 0xc2eba268,
-        0x05114a90: 0xc2e9a268,
-        0x05914a90: 0xc2e7a268,
-        0x06114a90: 0xc2e5a268,
-        0x06914a90: 0xc2e3a268,
-        0x07114a90: 0xc2e1a268,
-        0x07914a90: 0xc2dfa268,
-        0x08114a90: 0xc2dda268,
-        0x08914a90: 0xc2dba268,
-        0x09114a90: 0xc2d9a268,
-        0x09914a90: 0xc2d7a268,
-        0x0a114a90: 0xc2d5a268,
-        0x0a914a90: 0xc2d3a268,
-        0x0b114a90: 0xc2d1a268,
-        0x0b914a90: 0xc2cfa268,
-        0x0c114a90: 0xc2cda268,
-        0x0c914a90: 0xc2cba268,
-        0x0d114a90: 0xc2c9a268,
-        0x0d914a90: 0xc2c7a268,
-        0x0e114a90: 0xc2c5a268,
-        0x0e914a90: 0xc2c3a268,
-        0x0f114a90: 0xc2c1a268,
-        0x0f914a90: 0xc2bfa268,
-        0x10114a90: 0xc2bda268,
-        0x10914a90: 0xc2bba268,
-        0x11114a90: 0xc2b9a268,
-        0x11914a90: 0xc2b7a268,
-        0x12114a90: 0xc2b5a268,
-        0x12914a90: 0xc2b3a268,
-        0x13114a90: 0xc2b1a268,
-        0x13914a90: 0xc2afa268,
-        0x14114a90: 0xc2ada268,
-        0x14914a90: 0xc2aba268,
-        0x15114a90: 0xc2a9a268,
-        0x15914a90: 0xc2a7a268,
-        0x16114a90: 0xc2a5a268,
-        0x16914a90: 0xc2a3a268,
-        0x17114a90: 0xc2a1a268,
-        0x17914a90: 0xc29fa268,
-        0x18114a90: 0xc29da268,
-        0x18914a90: 0xc29ba268,
-        0x19114a90: 0xc299a268,
-        0x19914a90: 0xc297a268,
-        0x1a114a90: 0xc295a268,
-        0x1a914a90: 0xc293a268,
-        0x1b114a90: 0xc291a268,
-        0x1b914a90: 0xc28fa268,
-        0x1c114a90: 0xc28da268,
-        0x1c914a90: 0xc28ba268,
-        0x1d114a90: 0xc289a268,
-        0x1d914a90: 0xc287a268,
-        0x1e114a90: 0xc285a268,
-        0x1e914a90: 0xc283a268,
-        0x1f114a90: 0xc281a268,
-        0x2fd54996: 0xc1fa1b55,
-        0x30554996: 0xc1f21b55,
-        0x30d54996: 0xc1ea1b55,
-        0x31554996: 0xc1e21b55,
-        0x31d54996: 0xc1da1b55,
-        0x32554996: 0xc1d21b55,
-        0x32d54996: 0xc1ca1b55,
-        0x33554996: 0xc1c21b55,
-        0x33d54996: 0xc1ba1b55,
-        0x34554996: 0xc1b21b55,
-        0x34d54996: 0xc1aa1b55,
-        0x35554996: 0xc1a21b55,
-        0x35d54996: 0xc19a1b55,
-        0x36554996: 0xc1921b55,
-        0x36d54996: 0xc18a1b55,
-        0x37554996: 0xc1821b55,
-        0x37ffc006: 0xc17005c5,
-        0x3ea07ab9: 0xbfd63da2,
-        0x40207ab9: 0x3fa9c25e,
-        0x46ffc006: 0x416ffa3b,
-        0x477fc006: 0x417ffa3b,
-        0x47d54996: 0x4185e4ab,
-        0x48554996: 0x418de4ab,
-        0x48d54996: 0x4195e4ab,
-        0x49554996: 0x419de4ab,
-        0x49d54996: 0x41a5e4ab,
-        0x4a554996: 0x41ade4ab,
-        0x4ad54996: 0x41b5e4ab,
-        0x4b554996: 0x41bde4ab,
-        0x4bd54996: 0x41c5e4ab,
-        0x4c554996: 0x41cde4ab,
-        0x4cd54996: 0x41d5e4ab,
-        0x4d554996: 0x41dde4ab,
-        0x4dd54996: 0x41e5e4ab,
-        0x4e554996: 0x41ede4ab,
-        0x4ed54996: 0x41f5e4ab,
-        0x4f554996: 0x41fde4ab,
-        0x5f914a90: 0x42805d98,
-        0x60114a90: 0x42825d98,
-        0x60914a90: 0x42845d98,
-        0x61114a90: 0x42865d98,
-        0x61914a90: 0x42885d98,
-        0x62114a90: 0x428a5d98,
-        0x62914a90: 0x428c5d98,
-        0x63114a90: 0x428e5d98,
-        0x63914a90: 0x42905d98,
-        0x64114a90: 0x42925d98,
-        0x64914a90: 0x42945d98,
-        0x65114a90: 0x42965d98,
-        0x65914a90: 0x42985d98,
-        0x66114a90: 0x429a5d98,
-        0x66914a90: 0x429c5d98,
-        0x67114a90: 0x429e5d98,
-        0x67914a90: 0x42a05d98,
-        0x68114a90: 0x42a25d98,
-        0x68914a90: 0x42a45d98,
-        0x69114a90: 0x42a65d98,
-        0x69914a90: 0x42a85d98,
-        0x6a114a90: 0x42aa5d98,
-        0x6a914a90: 0x42ac5d98,
-        0x6b114a90: 0x42ae5d98,
-        0x6b914a90: 0x42b05d98,
-        0x6c114a90: 0x42b25d98,
-        0x6c914a90: 0x42b45d98,
-        0x6d114a90: 0x42b65d98,
-        0x6d914a90: 0x42b85d98,
-        0x6e114a90: 0x42ba5d98,
-        0x6e914a90: 0x42bc5d98,
-        0x6f114a90: 0x42be5d98,
-        0x6f914a90: 0x42c05d98,
-        0x70114a90: 0x42c25d98,
-        0x70914a90: 0x42c45d98,
-        0x71114a90: 0x42c65d98,
-        0x71914a90: 0x42c85d98,
-        0x72114a90: 0x42ca5d98,
-        0x72914a90: 0x42cc5d98,
-        0x73114a90: 0x42ce5d98,
-        0x73914a90: 0x42d05d98,
-        0x74114a90: 0x42d25d98,
-        0x74914a90: 0x42d45d98,
-        0x75114a90: 0x42d65d98,
-        0x75914a90: 0x42d85d98,
-        0x76114a90: 0x42da5d98,
-        0x76914a90: 0x42dc5d98,
-        0x77114a90: 0x42de5d98,
-        0x77914a90: 0x42e05d98,
-        0x78114a90: 0x42e25d98,
-        0x78914a90: 0x42e45d98,
-        0x79114a90: 0x42e65d98,
-        0x79914a90: 0x42e85d98,
-        0x7a114a90: 0x42ea5d98,
-        0x7a914a90: 0x42ec5d98,
-        0x7b114a90: 0x42ee5d98,
-        0x7b914a90: 0x42f05d98,
-        0x7c114a90: 0x42f25d98,
-        0x7c914a90: 0x42f45d98,
-        0x7d114a90: 0x42f65d98,
-        0x7d914a90: 0x42f85d98,
-        0x7e114a90: 0x42fa5d98,
-        0x7e914a90: 0x42fc5d98,
-        0x7f114a90: 0x42fe5d98,
-    },
+    "ACOS": _pairs("""
+        328885a1 3fc90fdb  328885a2 3fc90fdb  328885a3 3fc90fdb  328885a4 3fc90fda
+        328885a5 3fc90fda  39825222 3fc907b6  39826222 3fc907b5  39827222 3fc907b3
+        3a6a490f 3fc8f292  3a9e4c86 3fc8e848  3b7d281b 3fc89147  3bc1dfd8 3fc84dfa
+        3c8a2f9b 3fc6e716  3db6ec75 3fbd9d2b  3e0b7255 3fb793a7  b3ddde97 3fc90fdb
+        ba66deed 3fc92cb6  ba9d5f75 3fc93733  bc406ccd 3fca90b6  bd56bd25 3fcfc68d
+        be668cd1 3fe62141  be6dff37 3fe7160b  be75ceee 3fe8174a  bf006330 40062738
+    """),
+    "ASIN": _pairs("""
+        39e89768 39e89769  3d07959c 3d079bf3  3d09bf86 3d09c62d  3d17817c 3d178a55
+        3dd870c6 3dd8d870  3de5fa1e 3de6768e  3eb7f139 3ebc25fa  3ecdbda0 3ed3b937
+        3f083a1a 3f0fa5b2  80000000 80000000  b9e89768 b9e89769  bd07959c bd079bf3
+        bd09bf86 bd09c62d  bd17817c bd178a55  bdd870c6 bdd8d870  bde5fa1e bde6768e
+        beb7f139 bebc25fa  becdbda0 bed3b937  bf083a1a bf0fa5b2
+    """),
+    "ATAN": _pairs("""
+        3a27ba3b 3a27ba3a  3aac434b 3aac4344  3ad637fa 3ad637ee  3b7c1bc9 3b7c1b78
+        3d8d6b23 3d8d31c3  3e242361 3e22c0f5  3ee06db1 3ed38381  3f89058c 3f51c5ec
+        40357f1d 3f9dab29  40bf14c5 3fb3d2b6  421ae6b6 3fc5c1e1  4241b6f5 3fc66b54
+        424dd4a2 3fc69324  426bef73 3fc6e45e  48b90f72 3fc90fc4  494a1b01 3fc90fd1
+        4a2367a3 3fc90fd7  4ae1e272 3fc90fd9  4c700515 3fc90fda  4c700516 3fc90fda
+        4c700517 3fc90fda  4c700518 3fc90fdb  4c700519 3fc90fdb  4c70051a 3fc90fdb
+        80000000 80000000  ba27ba3b ba27ba3a  baac434b baac4344  bad637fa bad637ee
+        bb7c1bc9 bb7c1b78  bd8d6b23 bd8d31c3  be242361 be22c0f5  bee06db1 bed38381
+        bf89058c bf51c5ec  c0357f1d bf9dab29  c0bf14c5 bfb3d2b6  c21ae6b6 bfc5c1e1
+        c241b6f5 bfc66b54  c24dd4a2 bfc69324  c26bef73 bfc6e45e  c8b90f72 bfc90fc4
+        c94a1b01 bfc90fd1  ca2367a3 bfc90fd7  cae1e272 bfc90fd9  cc700515 bfc90fda
+        cc700516 bfc90fda  cc700517 bfc90fda  cc700518 bfc90fdb  cc700519 bfc90fdb
+        cc70051a bfc90fdb
+    """),
+    "COSH": _pairs("""
+        39b504f3 3f800000  3a6f7750 3f800004  3a87c3b6 3f800004  3b43f588 3f800026
+        3d609528 3f803145  40fbfc54 44a45820  41cbf87b 515c50be  4288942b 7037a4c5
+        b9b504f3 3f800000  ba6f7750 3f800004  ba87c3b6 3f800004  bb43f588 3f800026
+        bd609528 3f803145  c0fbfc54 44a45820  c1cbf87b 515c50be  c288942b 7037a4c5
+    """),
+    "EXP": _pairs("""
+        377eff81 3f800080  39c6be5b 3f800c6d  4001b249 40f2cd14  40315b33 417fa47d
+        b3000000 3f800000  bae0e25c 3f7f8fa7  bbf0edf1 3f7e1fe9  c16912cd 34fd331b
+    """),
+    "EXP2": _pairs("""
+        33b8aa3b 3f800001  36879cf7 3f800018  3a07857c 3f800bbe  3b429d37 3f804385
+        3c02a9ad 3f80b5a3  b466d4cb 3f7ffffe  b52d1f9a 3f7ffff8  b8d3d026 3f7ffb69
+        baec2b40 3f7fae34  bcf3a937 3f7ac6b1  be1f29de 3f65da56  c3160000 00000000
+    """),
+    "LOG": _pairs("""
+        022ae487 c2a9efaa  064cb44b c29e7c1a  07c060fa c29a733a  0b265d7b c291095f
+        0dc8bba4 c289bac4  0f61ff63 c2855565  111c87f8 c28085df  11b257e3 c27dc05e
+        13fcd84a c27143cc  145cb6d4 c26f092f  14907055 c26df596  152ed9f5 c26a6c24
+        155d60fc c2697a8a  158772eb c268abd4  16c5ee7a c2619bd4  18b06f2a c256fa6f
+        1a21db87 c24f0163  1a3de5e8 c24e5dc8  1a8446cb c24d0a45  1aac80dc c24bfa60
+        1ab7c313 c24bb9a1  1adfd25d c24aefb0  1b81ab52 c2479316  1dc9e7c1 c23ab685
+        1e6bc9fa c23751e0  1f116ab8 c233b53e  22925ad4 c220462d  22f6d580 c21e2ef4
+        2423c085 c21781d1  24a8fb14 c2149bd8  25be734f c20e95ce  25f12e61 c20da3fb
+        2758eec4 c205bf23  27a51454 c2041112  28e3fa26 c1fa75e0  29bd4f07 c1f0db66
+        29e6126b c1ef4c02  29fd22f8 c1ee8859  2c4c24b7 c1d48710  2d6f4a4e c1c82a99
+        2e492984 c1be76ee  2e7a6221 c1bcb6a9  3418949b c17c447f  3461a322 c17601fe
+        38dcbe38 c1128ba4  39c31348 c0fcaf65  39c7b1f9 c0fbefa7  3bf86ef0 c09c399e
+        3c413d3a c08e158f  3e2b3421 bfe4f170  3fc55379 3edd9b88  3fd364d7 3f006ef3
+        4056ee45 3f9b103b  41178feb 400fe5e7  41e3b2af 40564f1d  44bc4360 40ea272e
+        464d5b2b 4117bcf1  4665a9a6 41198725  46ca6c75 41229929  4b77325a 4184cde8
+        4bf70db3 418a5849  4c08ff78 418b2c45  4c5d65a5 418f034b  4d604ebe 419a352c
+        4e85f412 41a6b811  4fe4ab24 41b6166f  526a304f 41d2011d  54af989d 41eb6d3c
+        56210e9a 41fb5eee  5b042ba3 42189ee2  5b98e163 421bf9b9  5bf9890b 421def6c
+        5d800341 42265b10  5d8b2d5b 4226b0b1  5ee8984e 422e4a21  5efbcaae 422e9b56
+        5f64c24a 4230fee2  5f945685 42320918  62b467ba 42437434  63b134d9 4248ed72
+        64bc5793 424eb76c  64e27fa3 424f7453  65d890d3 4254d1f9  66a8c860 42595e46
+        66abbd63 4259700e  6914cb96 4266ba1e  6a2510d0 426caff2  6be8cf96 4276616f
+        6d1f23eb 427d2d35  6d6c9d3a 427ec360  6e7054f2 42822f73  6f31a8ec 42845a89
+        736cc271 429004b2  7405dee8 4291a68d  74896a73 429316d3  79e7ec37 42a1ffb7
+        7d98b8f4 42ac40f2
+    """),
+    "LOG2": _pairs("""
+        002452a4 c2ffa268  0048a548 c2fda268  00914a90 c2fba268  01114a90 c2f9a268
+        01914a90 c2f7a268  02114a90 c2f5a268  02914a90 c2f3a268  03114a90 c2f1a268
+        03914a90 c2efa268  04114a90 c2eda268  04914a90 c2eba268  05114a90 c2e9a268
+        05914a90 c2e7a268  06114a90 c2e5a268  06914a90 c2e3a268  07114a90 c2e1a268
+        07914a90 c2dfa268  08114a90 c2dda268  08914a90 c2dba268  09114a90 c2d9a268
+        09914a90 c2d7a268  0a114a90 c2d5a268  0a914a90 c2d3a268  0b114a90 c2d1a268
+        0b914a90 c2cfa268  0c114a90 c2cda268  0c914a90 c2cba268  0d114a90 c2c9a268
+        0d914a90 c2c7a268  0e114a90 c2c5a268  0e914a90 c2c3a268  0f114a90 c2c1a268
+        0f914a90 c2bfa268  10114a90 c2bda268  10914a90 c2bba268  11114a90 c2b9a268
+        11914a90 c2b7a268  12114a90 c2b5a268  12914a90 c2b3a268  13114a90 c2b1a268
+        13914a90 c2afa268  14114a90 c2ada268  14914a90 c2aba268  15114a90 c2a9a268
+        15914a90 c2a7a268  16114a90 c2a5a268  16914a90 c2a3a268  17114a90 c2a1a268
+        17914a90 c29fa268  18114a90 c29da268  18914a90 c29ba268  19114a90 c299a268
+        19914a90 c297a268  1a114a90 c295a268  1a914a90 c293a268  1b114a90 c291a268
+        1b914a90 c28fa268  1c114a90 c28da268  1c914a90 c28ba268  1d114a90 c289a268
+        1d914a90 c287a268  1e114a90 c285a268  1e914a90 c283a268  1f114a90 c281a268
+        2fd54996 c1fa1b55  30554996 c1f21b55  30d54996 c1ea1b55  31554996 c1e21b55
+        31d54996 c1da1b55  32554996 c1d21b55  32d54996 c1ca1b55  33554996 c1c21b55
+        33d54996 c1ba1b55  34554996 c1b21b55  34d54996 c1aa1b55  35554996 c1a21b55
+        35d54996 c19a1b55  36554996 c1921b55  36d54996 c18a1b55  37554996 c1821b55
+        37ffc006 c17005c5  3ea07ab9 bfd63da2  40207ab9 3fa9c25e  46ffc006 416ffa3b
+        477fc006 417ffa3b  47d54996 4185e4ab  48554996 418de4ab  48d54996 4195e4ab
+        49554996 419de4ab  49d54996 41a5e4ab  4a554996 41ade4ab  4ad54996 41b5e4ab
+        4b554996 41bde4ab  4bd54996 41c5e4ab  4c554996 41cde4ab  4cd54996 41d5e4ab
+        4d554996 41dde4ab  4dd54996 41e5e4ab  4e554996 41ede4ab  4ed54996 41f5e4ab
+        4f554996 41fde4ab  5f914a90 42805d98  60114a90 42825d98  60914a90 42845d98
+        61114a90 42865d98  61914a90 42885d98  62114a90 428a5d98  62914a90 428c5d98
+        63114a90 428e5d98  63914a90 42905d98  64114a90 42925d98  64914a90 42945d98
+        65114a90 42965d98  65914a90 42985d98  66114a90 429a5d98  66914a90 429c5d98
+        67114a90 429e5d98  67914a90 42a05d98  68114a90 42a25d98  68914a90 42a45d98
+        69114a90 42a65d98  69914a90 42a85d98  6a114a90 42aa5d98  6a914a90 42ac5d98
+        6b114a90 42ae5d98  6b914a90 42b05d98  6c114a90 42b25d98  6c914a90 42b45d98
+        6d114a90 42b65d98  6d914a90 42b85d98  6e114a90 42ba5d98  6e914a90 42bc5d98
+        6f114a90 42be5d98  6f914a90 42c05d98  70114a90 42c25d98  70914a90 42c45d98
+        71114a90 42c65d98  71914a90 42c85d98  72114a90 42ca5d98  72914a90 42cc5d98
+        73114a90 42ce5d98  73914a90 42d05d98  74114a90 42d25d98  74914a90 42d45d98
+        75114a90 42d65d98  75914a90 42d85d98  76114a90 42da5d98  76914a90 42dc5d98
+        77114a90 42de5d98  77914a90 42e05d98  78114a90 42e25d98  78914a90 42e45d98
+        79114a90 42e65d98  79914a90 42e85d98  7a114a90 42ea5d98  7a914a90 42ec5d98
+        7b114a90 42ee5d98  7b914a90 42f05d98  7c114a90 42f25d98  7c914a90 42f45d98
+        7d114a90 42f65d98  7d914a90 42f85d98  7e114a90 42fa5d98  7e914a90 42fc5d98
+        7f114a90 42fe5d98
+    """),
+    "SINH": _pairs("""
+        3a1285ff 3a1285ff  3b36aa1f 3b36aa2f  3d09c4d8 3d09cb7f  3f7df258 3f94d8aa
+        3f99144c 3fc04512  41cbf87b 515c50be  4288942b 7037a4c5  80000000 80000000
+        ba1285ff ba1285ff  bb36aa1f bb36aa2f  bd09c4d8 bd09cb7f  bf7df258 bf94d8aa
+        bf99144c bfc04512  c1cbf87b d15c50be  c288942b f037a4c5
+    """),
+    "TANH": _pairs("""
+        3ac37de2 3ac37dd9  3eee0566 3ede3cbe  40acb4d0 3f7ffd50  80000000 80000000
+        bac37de2 bac37dd9  beee0566 bede3cbe  c0acb4d0 bf7ffd50
+    """),
 }
 # RSQRT: keyed by u & 0xffffff (mantissa and exponent parity), results for the input in [1/2, 2).
 KEYED: dict[str, dict[int, int]] = {
-    "RSQRT": {
-        0x3a18e3: 0x3f96209e,
-    },
+    "RSQRT": _pairs("""
+        3a18e3 3f96209e
+    """),
 }
