@@ -123,10 +123,10 @@ PER_FILE_CAP = 800
 #   (a collection there ran a canary free whose nested submission signalled the timeline backwards).
 # - +4: one zero-scale sign check (zero_signs) for the f16 block and f32 sub-block repairs,
 #   which had been written twice.
-# - +484: correctly rounded f32 exp, exp2, log, log2, rsqrt, sinh, cosh, tanh, atan, asin, acos
+# - +513: correctly rounded f32 exp, exp2, log, log2, rsqrt, sinh, cosh, tanh, atan, asin, acos
 #   (dialect/crmath.py, its derived coefficients and exhaustively searched exception tables),
 #   f64 in the dialect subset, Device.fp64 and vyre lowering its transcendentals to them.
-TOTAL_BUDGET = 40_828
+TOTAL_BUDGET = 40_857
 PACKAGES = ("hurray_gpu", "vyre")
 
 
