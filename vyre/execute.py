@@ -122,7 +122,14 @@ def check_flags(flags: Buffer, device: Any, max_loop_passes: int = DEFAULT_MAX_L
                     fix="guard the divisor, or remove the Trap.")
 
 
-def _check_dialect(lowered: Lowered, dialect: str) -> None:
+def _check_dialect(lowered: Lowered, device: Any) -> None:
+    dialect = device.dialect
+    if "fp64" in lowered.features and not device.fp64:
+        raise unsupported(f"f32 transcendentals (exp, log, tanh, atan, inverse_sqrt...) on "
+                          f"{device.spec}: they are correctly rounded in f64 arithmetic, which "
+                          "this device lacks (OpenCL cl_khr_fp64, Vulkan shaderFloat64; WGSL has no f64)",
+                          "run them on a device with f64 arithmetic (cpu, cuda, rocm, or an "
+                          "OpenCL/Vulkan device with fp64; not webgpu) or on device='reference'.")
     limit = SHARED_BYTES.get(dialect, min(SHARED_BYTES.values()))
     if lowered.shared_bytes > limit:
         raise unsupported(f"{lowered.shared_bytes} bytes of workgroup memory on the {dialect} "
@@ -130,7 +137,7 @@ def _check_dialect(lowered: Lowered, dialect: str) -> None:
                           "use smaller workgroup buffers or workgroups, or run the program on "
                           "a device that takes more (cpu takes the most).")
     if dialect != "c" and "libm" in lowered.features:
-        raise unsupported(f"f32 transcendentals (sin, exp, log...) on the {dialect} dialect: "
+        raise unsupported(f"f32 sin, cos and tan on the {dialect} dialect: "
                           "the device's math library differs from the reference's (the host "
                           "libm) in the last ULPs, so results would not be bit-exact",
                           "run them on the cpu device (the host's own libm, bit-exact) or on "
@@ -189,7 +196,7 @@ def run_bytes(program: ir.Program | bytes, inputs: Inputs = None, *,
                              max_buffer_bytes=max_buffer_bytes, callees=callees)
     dev = _open(device)
     lowered = lower_cached(prog, callees, dev.loop_budget)
-    _check_dialect(lowered, dev.dialect)
+    _check_dialect(lowered, dev)
     prepared = lowered.program
     bound = bind_inputs(prepared, inputs, max_buffer_bytes)
     # The reference's rule: workgroup memory or atomics make every invocation of the grid

@@ -357,7 +357,7 @@ def compile(program: ir.Program | bytes, device: Any = "cpu", *,  # noqa: A001 -
     if hit is not None:
         return hit
     lowered = lower_cached(prog, callees, dev.loop_budget)
-    _check_dialect(lowered, dev.dialect)
+    _check_dialect(lowered, dev)
     kernel = Kernel(lowered, dev)
     cache.put(key, kernel)
     return kernel

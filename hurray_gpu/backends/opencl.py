@@ -324,6 +324,10 @@ class CLDevice(Device):
         """CL_DEVICE_MEM_BASE_ADDR_ALIGN in bytes: kernels take sub-buffers aligned to it."""
         return self.alignment
 
+    @property
+    def fp64(self) -> bool:
+        return "cl_khr_fp64" in self.cl_device.extensions.split()
+
     def memory_info(self) -> tuple[int, int]:
         total = int(self.cl_device.global_mem_size)
         return (max(0, total - self.allocator.allocated_bytes), total)

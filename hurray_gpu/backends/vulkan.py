@@ -545,6 +545,10 @@ class VulkanDevice(Device):
             return self.ctx.export_fd(allocation.root.raw.memory)
 
     @property
+    def fp64(self) -> bool:
+        return self.ctx.fp64
+
+    @property
     def ipc_class(self) -> MemoryClass | None:
         """PEER: the exportable (opaque fd) memory, where the driver has it."""
         return MemoryClass.PEER if self.ctx.exportable else None

@@ -280,7 +280,10 @@ class VulkanContext:
         # binding (the launch then reports it) instead of touching other memory.
         supported = vk.vkGetPhysicalDeviceFeatures(self.physical)
         self.robust = bool(supported.robustBufferAccess)
-        features = vk.VkPhysicalDeviceFeatures(robustBufferAccess=vk.VK_TRUE if self.robust else 0)
+        # f64 arithmetic (the correctly rounded CR_* functions) where the device has it.
+        self.fp64 = bool(supported.shaderFloat64)
+        features = vk.VkPhysicalDeviceFeatures(robustBufferAccess=vk.VK_TRUE if self.robust else 0,
+                                               shaderFloat64=vk.VK_TRUE if self.fp64 else 0)
         self.exportable = self._can_export()
         extensions = [EXTERNAL_FD_EXTENSION] if self.exportable else []
         self.timeline = self._has_timeline()

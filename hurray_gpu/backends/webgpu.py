@@ -343,6 +343,12 @@ class WebGPUDevice(Device):
         super().__init__(index, name, WebGPUAllocator(self),
                          WebGPUCompiler(self, self.identity_of(info)), (MemoryClass.STANDARD,))
 
+    @property
+    def fp64(self) -> bool:
+        """False: WGSL has no f64 type (wgpu's ``shader-f64`` feature is not a WGSL extension
+        naga accepts), so the correctly rounded CR_* functions are refused here."""
+        return False
+
     @classmethod
     def count(cls) -> int:
         """How many compute adapters wgpu finds.

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from typing import ClassVar
 
+from hurray_gpu.dialect.crmath import CR_FUNCS
 from hurray_gpu.dialect.host_groups import render_group_entry
 from hurray_gpu.dialect.kernel import LONG_ITEMS, KernelDef
 from hurray_gpu.dialect.render import (
@@ -28,7 +29,8 @@ __all__ = ["CUDARenderer", "HIPRenderer", "HostCRenderer", "OpenCLRenderer"]
 _C_OPS = {"U32": "(u32)(", "I32": "(i32)(", "F32": "(f32)(", "FMA": "fmaf(", "FMA_RN": "fmaf(",
           "FMIN": "fminf(",
           "FMAX": "fmaxf(", "SQRT": "sqrtf(", "FLOOR": "floorf(", "FABS": "fabsf(",
-          "EXP2": "exp2f(", "LOG2": "log2f(", "F16_BITS_TO_F32": "hg_f16_to_f32(",
+          "EXP2": "exp2f(", "LOG2": "log2f(", "F64": "(f64)(", "SQRT64": "sqrt(",
+    "POW2_64": "hg_pow2_64(", **{f"CR_{n}": f"hg_cr_{n.lower()}(" for n in CR_FUNCS}, "F16_BITS_TO_F32": "hg_f16_to_f32(",
           "BF16_BITS_TO_F32": "hg_bf16_to_f32(",
           "F32_TO_F16_BITS": "hg_f32_to_f16(", "F32_TO_BF16_BITS": "hg_f32_to_bf16("}
 
@@ -56,7 +58,10 @@ class CUDARenderer(CStyleRenderer):
     type_map: ClassVar[dict[str, str]] = {
         "u32": "unsigned int", "i32": "int", "f32": "float", "bool": "bool",
         "u8": "unsigned char", "i8": "signed char", "u16": "unsigned short", "i16": "short",
-        "f16": "__half", "bf16": "unsigned short"}
+        "f16": "__half", "bf16": "unsigned short", "f64": "double"}
+    # 2^k from its exponent field (-1022 <= k <= 1023).
+    f64_helpers = ("__device__ static inline double hg_pow2_64(int k) {\n"
+                   "    return __hiloint2double((k + 1023) << 20, 0);\n}")
     op_map: ClassVar[dict[str, str]] = {
         **_C_OPS, "AS_F32": "__uint_as_float(", "AS_U32": "__float_as_uint(",
         "UMIN": "min(", "UMAX": "max(", "IMIN": "min(", "IMAX": "max(", "UMULHI": "__umulhi(",
@@ -95,7 +100,11 @@ class OpenCLRenderer(CStyleRenderer):
                   "((uint)get_global_id(2))")
     type_map: ClassVar[dict[str, str]] = {
         "u32": "uint", "i32": "int", "f32": "float", "bool": "bool", "u8": "uchar",
-        "i8": "char", "u16": "ushort", "i16": "short", "f16": "half", "bf16": "ushort"}
+        "i8": "char", "u16": "ushort", "i16": "short", "f16": "half", "bf16": "ushort",
+        "f64": "double"}
+    f64_helpers = ("#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n"
+                   "static inline double hg_pow2_64(int k) {\n"
+                   "    return as_double((ulong)(k + 1023) << 52);\n}")
     op_map: ClassVar[dict[str, str]] = {
         **_C_OPS, "FMA": "fma(", "FMA_RN": "fma(", "FMIN": "fmin(", "FMAX": "fmax(",
         "SQRT": "sqrt(",
@@ -758,7 +767,10 @@ class HostCRenderer(CStyleRenderer):
     type_map: ClassVar[dict[str, str]] = {
         "u32": "uint32_t", "i32": "int32_t", "f32": "float", "bool": "_Bool", "u8": "uint8_t",
         "i8": "int8_t", "u16": "uint16_t", "i16": "int16_t", "f16": "uint16_t",
-        "bf16": "uint16_t"}
+        "bf16": "uint16_t", "f64": "double"}
+    f64_helpers = ("static inline double hg_pow2_64(int32_t k) {\n"
+                   "    uint64_t b = (uint64_t)(k + 1023) << 52;\n    double d;\n"
+                   "    memcpy(&d, &b, 8);\n    return d;\n}")
     op_map: ClassVar[dict[str, str]] = {
         **_C_OPS, "AS_F32": "hg_as_f32(", "AS_U32": "hg_as_u32(", "UMIN": "hg_umin(",
         "UMAX": "hg_umax(", "IMIN": "hg_imin(", "IMAX": "hg_imax(", "UMULHI": "hg_umulhi(",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from hurray_gpu.dialect.crmath import CR_FUNCS
 from hurray_gpu.dialect.glsl_fma import FMA_RN_GLSL
 from hurray_gpu.dialect.kernel import KernelDef
 from hurray_gpu.dialect.render import CStyleRenderer, atomics_used, value_type
@@ -41,7 +42,10 @@ class GLSLRenderer(CStyleRenderer):
     index_expr = ("gl_GlobalInvocationID.x", "gl_GlobalInvocationID.y",
                   "gl_GlobalInvocationID.z")
     type_map: ClassVar[dict[str, str]] = {
-        "u32": "uint", "i32": "int", "f32": "float", "bool": "bool"}
+        "u32": "uint", "i32": "int", "f32": "float", "bool": "bool", "f64": "double"}
+    f64_helpers = ("double hg_pow2_64(int k) {\n"
+                   "    return packDouble2x32(uvec2(0u, uint(k + 1023) << 20u));\n}")
+    f64_suffix = "lf"
     op_map: ClassVar[dict[str, str]] = {
         "U32": "u32(", "I32": "i32(", "F32": "f32(", "FMA": "fma(", "FMIN": "min(",
         "FMAX": "max(", "SQRT": "sqrt(", "FLOOR": "floor(", "FABS": "abs(", "EXP2": "exp2(",
@@ -50,7 +54,8 @@ class GLSLRenderer(CStyleRenderer):
         "BARRIER": "memoryBarrierShared(); memoryBarrierBuffer(); barrier(",
         "F16_BITS_TO_F32": "hg_f16_to_f32(", "BF16_BITS_TO_F32": "hg_bf16_to_f32(",
         "F32_TO_F16_BITS": "hg_f32_to_f16(", "F32_TO_BF16_BITS": "hg_f32_to_bf16(",
-        "FMA_RN": "hg_fma_rn("}
+        "FMA_RN": "hg_fma_rn(", "F64": "f64(", "SQRT64": "sqrt(", "POW2_64": "hg_pow2_64(",
+        **{f"CR_{n}": f"hg_cr_{n.lower()}(" for n in CR_FUNCS}}
     intrinsic_helpers: ClassVar[dict[str, str]] = {
         "FMA_RN": FMA_RN_GLSL,
         "UMULHI": "uint hg_umulhi(uint a, uint b) {\n"

@@ -9,6 +9,7 @@ import re
 import textwrap
 from typing import ClassVar
 
+from hurray_gpu.dialect.crmath import CR_FUNCS, crmath_helpers
 from hurray_gpu.dialect.helpers import HELPERS, helpers_for
 from hurray_gpu.dialect.kernel import KernelDef, Param
 from hurray_gpu.errors import UnsupportedOpError
@@ -24,13 +25,18 @@ RENDER_VERSION = 5
 # (vyre's transcendentals, bit-exact with its reference interpreter, which calls the same libm).
 LIBM_INTRINSICS = tuple(f"LIBM_{f}" for f in ("SIN", "COS", "TAN", "ASIN", "ACOS", "ATAN", "SINH",
                                               "COSH", "TANH", "EXP", "EXP2", "LOG", "LOG2"))
+# CR_<F>(x): the correctly rounded f32 functions of dialect/crmath.py, the same bits on every
+# dialect (they evaluate in f64: F64 converts, SQRT64 is the f64 root, POW2_64(k) 2^k as f64;
+# f64 literals carry an ``lf`` suffix, dropped by the C dialects).
+CR_INTRINSICS = tuple(f"CR_{name}" for name in CR_FUNCS)
+_F64_LIT = re.compile(r"\b([0-9][0-9.]*(?:[eE][+-]?[0-9]+)?)lf\b")
 # FMA_RN(a, b, c): a*b+c rounded once on every dialect (GLSL: exact integer emulation, since
 # Vulkan's fma() may round twice); FMA is whatever the target fuses fastest.
 # The intrinsics a body may call (besides LOAD, STORE, GLOBAL_ID and FUNC).
 INTRINSICS = ("U32", "I32", "F32", "AS_F32", "AS_U32", "FMA", "FMIN", "FMAX", "UMIN", "UMAX",
               "IMIN", "IMAX", "SQRT", "FLOOR", "FABS", "EXP2", "LOG2", "UMULHI",
               "F16_BITS_TO_F32", "BF16_BITS_TO_F32", "F32_TO_F16_BITS", "F32_TO_BF16_BITS",
-              "FMA_RN", *LIBM_INTRINSICS)
+              "FMA_RN", *LIBM_INTRINSICS, *CR_INTRINSICS, "F64", "SQRT64", "POW2_64")
 # Intrinsics rendered as a call to a helper function, emitted only when a body uses them.
 HELPER_INTRINSICS = {"F16_BITS_TO_F32": "hg_f16_to_f32", "BF16_BITS_TO_F32": "hg_bf16_to_f32",
                      "F32_TO_F16_BITS": "hg_f32_to_f16", "F32_TO_BF16_BITS": "hg_f32_to_bf16"}
@@ -65,7 +71,7 @@ SCALE8_CALL = re.compile(r"\bSCALE8_(F32|BF16|F16)\(\s*(\w+)\s*,\s*([\w +*]+?)\s
                          r"\s*(\w+)\s*,\s*(\w+)\s*,\s*([468])\s*,\s*(\w+)\s*,\s*(\w+)\s*,"
                          r"\s*(\w+)\s*\)\s*;")
 SCALE8_CONV = {"F32": "F32", "BF16": "F32_TO_BF16_BITS", "F16": "F32_TO_F16_BITS"}
-_TYPES = re.compile(r"\b(u32|i32|f32|bool)\b")
+_TYPES = re.compile(r"\b(u32|i32|f32|f64|bool)\b")
 # -- TRANSPOSE8 and ZORDER8 (8 x 8 word blocks of the layout kernels; apart from SCALE8) -------
 # TRANSPOSE8(dst, di, dn, src, si, sn);  for j, k = 0..7: STORE(dst, di + j * dn + k,
 # LOAD(src, si + k * sn + j)): 8 source runs of 8 words become 8 destination runs.
@@ -218,6 +224,8 @@ class CStyleRenderer:
         intrinsic_helpers: helper source per intrinsic, emitted only when a body uses it.
         load_map / store_map: element access in the subset, from ``{b}``, ``{i}``, ``{v}``
             (``store_map`` entries with ``ST`` cast to the storage type).
+        f64_helpers: text emitted before the CR_* functions (f64 enabled, ``hg_pow2_64``).
+        f64_suffix: what an f64 literal's ``lf`` suffix becomes.
     """
 
     dialect: ClassVar[str] = ""
@@ -241,6 +249,8 @@ class CStyleRenderer:
     atomic_map: ClassVar[dict[str, str]] = {}
     # Dialect-specific helper source per intrinsic, emitted when a body calls that intrinsic.
     intrinsic_helpers: ClassVar[dict[str, str]] = {}
+    f64_helpers: ClassVar[str] = ""
+    f64_suffix: ClassVar[str] = ""
     load_map: ClassVar[dict[str, str]] = {
         "u8": "U32({b}[{i}])", "u16": "U32({b}[{i}])", "u32": "{b}[{i}]",
         "i8": "I32({b}[{i}])", "i16": "I32({b}[{i}])", "i32": "{b}[{i}]", "f32": "{b}[{i}]",
@@ -271,6 +281,9 @@ class CStyleRenderer:
         wanted += [h for name, h in HELPER_INTRINSICS.items()
                    if name in called and h not in wanted]
         parts += [self.translate(HELPERS[h]).strip("\n") for h in HELPERS if h in wanted]
+        cr = crmath_helpers(called)
+        if cr:
+            parts += [self.f64_helpers, *(self.translate(t).strip("\n") for t in cr)]
         parts += [self.translate(text).strip("\n")
                   for name, text in self.intrinsic_helpers.items() if name in called]
         parts += [self.render_accessors(kernel), self.render_entry(kernel)]
@@ -285,6 +298,7 @@ class CStyleRenderer:
             replacement = self.op_map[name]
             text = re.sub(rf"\b{name}\(", lambda _m, r=replacement: r, text)  # type: ignore[misc]
         text = _TYPES.sub(lambda m: self.type_map[m.group(1)], text)
+        text = _F64_LIT.sub(lambda m: m.group(1) + self.f64_suffix, text)
         return _GID.sub(lambda m: self.index_expr[int(m.group(1))], text)
 
     def body(self, kernel: KernelDef, indent: str = "    ") -> str:

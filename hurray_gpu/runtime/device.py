@@ -117,6 +117,12 @@ class Device:
         """Bytes a view's offset must be a multiple of for kernels to take it (1 = any)."""
         return 1
 
+    @property
+    def fp64(self) -> bool:
+        """Whether kernels may compute in f64 (the correctly rounded CR_* functions do):
+        always on the host, CUDA and ROCm; OpenCL needs cl_khr_fp64, Vulkan shaderFloat64."""
+        return True
+
     def memory_info(self) -> tuple[int, int]:
         """Return ``(free, total)`` device memory in bytes (0, 0 when unknown)."""
         return (0, 0)

@@ -42,8 +42,7 @@ U32_UNOPS = [UnOp.NEGATE, UnOp.BIT_NOT, UnOp.LOGICAL_NOT, UnOp.POPCOUNT, UnOp.CL
 I32_UNOPS = [UnOp.BIT_NOT, UnOp.POPCOUNT, UnOp.CLZ, UnOp.CTZ,
              UnOp.REVERSE_BITS, UnOp.UNPACK8_HIGH]
 F32_UNOPS = [UnOp.NEGATE, UnOp.ABS, UnOp.SQRT, UnOp.FLOOR, UnOp.CEIL, UnOp.ROUND, UnOp.TRUNC,
-             UnOp.SIGN, UnOp.IS_NAN, UnOp.IS_INF, UnOp.IS_FINITE, UnOp.RECIPROCAL,
-             UnOp.INVERSE_SQRT]
+             UnOp.SIGN, UnOp.IS_NAN, UnOp.IS_INF, UnOp.IS_FINITE, UnOp.RECIPROCAL]
 CASTS = [(Scalar.U32, Scalar.I32), (Scalar.U32, Scalar.F32), (Scalar.U32, Scalar.BOOL),
          (Scalar.U32, Scalar.U8), (Scalar.U32, Scalar.I8), (Scalar.U32, Scalar.U16),
          (Scalar.U32, Scalar.I16), (Scalar.I32, Scalar.U32), (Scalar.I32, Scalar.F32),
@@ -151,9 +150,11 @@ def fill(edges: Sequence[int], rng: np.random.Generator, draw: Callable[[int], n
 
 def corpus_kernels() -> list[KernelDef]:
     """Every distinct kernel the vyre test programs lower to (the known-answer cases, the op
-    and workgroup programs, the golden KATs; libm ones are host-only): what the offline compile
+    and workgroup programs, every correctly rounded function, the golden KATs; libm ones are
+    host-only): what the offline compile
     checks build beside the built-in kernels."""
     from tests.vyre.program_cases import all_cases
+    from tests.vyre.test_lower_crmath import PROGRAM as CRMATH
     from tests.vyre.test_lower_ops import PROGRAMS
     from tests.vyre.test_lower_workgroup import prefix_scan, subgroup_program, tiled_dot
     from vyre import from_wire
@@ -167,7 +168,7 @@ def corpus_kernels() -> list[KernelDef]:
 
     programs += [P.blake3_chunks_program(), P.blake3_parents_program(), prefix_scan(64),
                  tiled_dot(), subgroup_program(48), loop_reduce(64, 3), uniform_if_barrier(),
-                 u64_ops(), u64_workgroup(), *(wide_copy(e) for e in WIDE), half_program()]
+                 u64_ops(), u64_workgroup(), *(wide_copy(e) for e in WIDE), half_program(), CRMATH]
     x, y = b.var("x"), b.var("y")
     # x*y+x and x*x+y*y as a multiply then an add (contractible in plain C; vyre's per-op
     # float canonicalization already keeps them apart), and an explicit fma.

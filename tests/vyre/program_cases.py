@@ -174,8 +174,7 @@ def linalg_cases() -> list[Case]:
              {"out": (sq * sq).view(np.uint32).tolist()}, "spec 6.14"),
         Case("softmax", lambda: P.softmax_program(4),
              {"in": np.array([0.5, -1.0, 1.5, 0.25], np.float32)}, (1, 1, 1),
-             {"out": [0x3E58F07B, 0x3D419F74, 0x3F136CF3, 0x3E28F3DB]}, "spec 6.13",
-             devices=False),
+             {"out": [0x3E58F07B, 0x3D419F74, 0x3F136CF3, 0x3E28F3DB]}, "spec 6.13"),
     ]
 
 

@@ -173,8 +173,16 @@ def test_cpu_takes_numpy_and_tensors_zero_copy() -> None:
 def test_reference_is_not_a_compile_target_and_refusals_are_early() -> None:
     with pytest.raises(vyre.UnsupportedOpError):
         vyre.compile(_counter(), "reference")
+    # Refused before compiling: sin off the host (its libm), workgroup barriers on the host.
+    sin = b.program([b.read("x", 0, b.F32), b.output("y", 1, b.F32, 4)],
+                    [b.let("i", b.invocation_id(0)),
+                     b.store("y", b.var("i"), b.unop(vyre.ir.UnOp.SIN, b.load("x", b.var("i"))))],
+                    workgroup_size=(4, 1, 1))
     with pytest.raises(vyre.UnsupportedOpError):
-        vyre.compile(P.softmax_program(4), "opencl:0" if "opencl:0" in SPECS else "cpu")
+        if "opencl:0" in SPECS:
+            vyre.compile(sin, "opencl:0")
+        else:
+            vyre.compile(P.softmax_program(4), "cpu")
 
 
 def test_disk_cache_serves_a_recompile() -> None:

@@ -400,9 +400,14 @@ def _bool(ctx: Ctx, op: BinOp, a: Value, b: Value) -> Value:
 # -- UnOp and Cast (docs/vyre-semantics.md, UnOps and Casts) ---------------------------------
 
 
-_TRANSCENDENTAL = frozenset({UnOp.SIN, UnOp.COS, UnOp.TAN, UnOp.ASIN, UnOp.ACOS, UnOp.ATAN,
-                             UnOp.SINH, UnOp.COSH, UnOp.TANH, UnOp.EXP, UnOp.EXP2, UnOp.LOG,
-                             UnOp.LOG2})
+_TRANSCENDENTAL = frozenset({UnOp.SIN, UnOp.COS, UnOp.TAN})
+# Ops lowered to a correctly rounded CR_<name> (the reference keeps vyre's libm results: they
+# agree but where libm's f64 value double-rounds, and InverseSqrt, which the reference rounds
+# twice, within 1 ULP).
+_CORRECTLY_ROUNDED = {UnOp.ASIN: "ASIN", UnOp.ACOS: "ACOS", UnOp.ATAN: "ATAN",
+                      UnOp.SINH: "SINH", UnOp.COSH: "COSH", UnOp.TANH: "TANH", UnOp.EXP: "EXP",
+                      UnOp.EXP2: "EXP2", UnOp.LOG: "LOG", UnOp.LOG2: "LOG2",
+                      UnOp.INVERSE_SQRT: "RSQRT"}
 _UNPACK = {UnOp.UNPACK4_LOW: "{x} & 0xfu", UnOp.UNPACK4_HIGH: "({x} >> 4u) & 0xfu",
            UnOp.UNPACK8_LOW: "{x} & 0xffu", UnOp.UNPACK8_HIGH: "({x} >> 24u) & 0xffu"}
 
@@ -461,9 +466,10 @@ def _float(ctx: Ctx, op: UnOp, v: Value) -> Value:
         return canon(ctx, f"SQRT({x})")
     if op == UnOp.RECIPROCAL:
         return canon(ctx, f"1.0f / {x}")
-    if op == UnOp.INVERSE_SQRT:
-        root = canon(ctx, f"SQRT({x})")
-        return canon(ctx, f"1.0f / {root.text}")
+    if op in _CORRECTLY_ROUNDED:
+        # Correctly rounded (dialect/crmath.py): the same bits on every device, in f64.
+        ctx.features.add("fp64")
+        return canon(ctx, ctx.temp("f32", f"CR_{_CORRECTLY_ROUNDED[op]}({x})").text)
     modes = {UnOp.FLOOR: "floor", UnOp.CEIL: "ceil", UnOp.TRUNC: "trunc", UnOp.ROUND: "round"}
     if op in modes:
         return f32_rounding(ctx, modes[op], v)
@@ -480,8 +486,8 @@ def _float(ctx: Ctx, op: UnOp, v: Value) -> Value:
         rel = "==" if op == UnOp.IS_INF else "<"
         return ctx.temp("bool", f"(AS_U32({x}) & 0x7fffffffu) {rel} 0x7f800000u")
     if op in _TRANSCENDENTAL:
-        # f32(libm_f64(x)), the reference's own recipe; only host C calls the very libm the
-        # interpreter calls (launchers refuse the "libm" feature on other dialects).
+        # Sin, Cos, Tan: f32(libm_f64(x)), the reference's own recipe; only host C calls the
+        # very libm the interpreter calls (launchers refuse "libm" on other dialects).
         ctx.features.add("libm")
         return canon(ctx, ctx.temp("f32", f"LIBM_{op.name}({x})").text)
     raise unsupported(f"f32 {op.name} (the reference errors)", "use a float operation.")

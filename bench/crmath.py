@@ -1,0 +1,110 @@
+"""Cost of the correctly rounded f32 functions (CR_*, hurray_gpu/dialect/crmath.py) on cpu:0.
+
+Usage: python bench/crmath.py [--n 4194304] [--runs 7] [--json out.json]
+
+For each function, one cpu:0 kernel applies ``CR_<NAME>`` to n inputs (a typical domain per
+function: exp over [-80, 80], log over (0, 1e6], asin over [-1, 1]...), against the host
+libm's own f32 function (``expf``, ``logf``...; InverseSqrt: ``1.0f / sqrtf``) over the same
+inputs, compiled with the cpu backend's flags and spread over the same OpenMP threads. Both
+write into reused outputs; the calls take turns in every round. Reported: libm time / ours
+(below 1: ours is slower), min / median / max over the rounds, and our G elements/s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench._timing import on_host, ratio, rounds  # noqa: E402
+from hurray_gpu.dialect import KernelDef, buf, scalar  # noqa: E402
+from hurray_gpu.dialect.crmath import CR_FUNCS  # noqa: E402
+from hurray_gpu.runtime.buffer import Buffer  # noqa: E402
+from hurray_gpu.runtime.registry import resolve_device  # noqa: E402
+
+LIBM = {"EXP": "expf(x)", "EXP2": "exp2f(x)", "LOG": "logf(x)", "LOG2": "log2f(x)",
+        "RSQRT": "1.0f / sqrtf(x)", "SINH": "sinhf(x)", "COSH": "coshf(x)",
+        "TANH": "tanhf(x)", "ATAN": "atanf(x)", "ASIN": "asinf(x)", "ACOS": "acosf(x)"}
+DOMAIN = {"EXP": (-80, 80), "EXP2": (-120, 120), "LOG": (0, 1e6), "LOG2": (0, 1e6),
+          "RSQRT": (0, 1e6), "SINH": (-80, 80), "COSH": (-80, 80), "TANH": (-10, 10),
+          "ATAN": (-100, 100), "ASIN": (-1, 1), "ACOS": (-1, 1)}
+
+
+def _kernel(name: str) -> KernelDef:
+    return KernelDef(
+        f"bench_cr_{name.lower()}", (buf("src", "f32"), buf("dst", "f32", "w"), scalar("n")),
+        f"u32 i = GLOBAL_ID(0);\nif (i >= n) return;\nSTORE(dst, i, CR_{name}(LOAD(src, i)));",
+        grid=lambda s: (s["n"],), extents=lambda s: {"src": s["n"], "dst": s["n"]},
+        reference=lambda a: None, doc=f"dst = CR_{name}(src)")
+
+
+def _libm(dev: Any) -> Any:
+    """The libm loops, one exported function per name, built with the cpu backend's flags."""
+    body = ["#include <math.h>", "#include <stdint.h>"]
+    for name, call in LIBM.items():
+        body.append(f"void libm_{name.lower()}(const float *restrict s, float *restrict d, "
+                    f"int64_t n) {{\n#pragma omp parallel for schedule(static)\n"
+                    f"    for (int64_t i = 0; i < n; i++) {{ float x = s[i]; d[i] = {call}; }}\n}}")
+    tmp = Path(tempfile.mkdtemp(prefix="crmath_bench_"))
+    (tmp / "libm.c").write_text("\n".join(body) + "\n")
+    subprocess.run(["cc", "-shared", "-fPIC", *dev.compiler.options(), str(tmp / "libm.c"), "-o",
+                    str(tmp / "libm.so"), "-lm"], check=True)
+    return ctypes.CDLL(str(tmp / "libm.so"))
+
+
+def bench(n: int, runs: int) -> dict[str, Any]:
+    """Rows of libm-time / our-time per function."""
+    dev = resolve_device("cpu:0")
+    lib = _libm(dev)
+    rng = np.random.default_rng(20261202)
+    out: dict[str, Any] = {}
+    for name in CR_FUNCS:
+        lo, hi = DOMAIN[name]
+        x = rng.uniform(lo, hi, n).astype(np.float32)
+        src, dst = Buffer.from_bytes(dev, x.tobytes()), Buffer(dev, 4 * n)
+        host_dst = np.empty(n, np.float32)
+        fn = getattr(lib, f"libm_{name.lower()}")
+        kernel = _kernel(name)
+
+        def ours(kernel: KernelDef = kernel, src: Buffer = src, dst: Buffer = dst) -> None:
+            dev.run(kernel, dst=dst, src=src, n=n, wait=True)
+
+        def libm(fn: Any = fn, x: np.ndarray = x, d: np.ndarray = host_dst) -> None:
+            fn(ctypes.c_void_p(x.ctypes.data), ctypes.c_void_p(d.ctypes.data), ctypes.c_int64(n))
+
+        secs = rounds({"ours": on_host(ours), "libm": on_host(libm)}, runs)
+        med, span = ratio(secs["libm"], secs["ours"])
+        got = np.frombuffer(bytes(dst.copyout()), np.float32)
+        agree = float(np.mean((got == host_dst) | (np.isnan(got) & np.isnan(host_dst))))
+        out[name] = {"libm_over_ours": med, "range": span,
+                     "ours_gelem_s": n / min(secs["ours"]) / 1e9, "same_as_libm": agree}
+        print(f"{name:6s} libm/ours {span[0]:.2f} / {med:.2f} / {span[1]:.2f}  "
+              f"ours {out[name]['ours_gelem_s']:.3f} G/s  equal to libm f32: {agree:.4%}",
+              flush=True)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--n", type=int, default=1 << 22)
+    parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--json", type=Path, default=None)
+    args = parser.parse_args(argv)
+    result = {"n": args.n, "runs": args.runs, "rows": bench(args.n, args.runs)}
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(result, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,90 @@
+"""The correctly rounded oracle of the CR_* functions (hurray_gpu/dialect/crmath.py): mpmath at
+256 bits, rounded once to f32 (ties to even). Shared by the tests and ci/crmath_exhaustive.py."""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable, Iterable
+
+import mpmath as mp
+import numpy as np
+
+from hurray_gpu.dialect.crmath_tables import KEYED, TABLES
+from tests._support import stable_rng
+
+PREC = 256
+REF_MP: dict[str, Callable[[mp.mpf], mp.mpf]] = {
+    "EXP": mp.exp, "EXP2": lambda x: mp.power(2, x), "LOG": mp.log,
+    "LOG2": lambda x: mp.log(x, 2), "RSQRT": lambda x: 1 / mp.sqrt(x), "SINH": mp.sinh,
+    "COSH": mp.cosh, "TANH": mp.tanh, "ATAN": mp.atan, "ASIN": mp.asin, "ACOS": mp.acos}
+
+
+EDGES = [0x00000000, 0x80000000, 0x00000001, 0x80000001, 0x007FFFFF, 0x807FFFFF, 0x00800000,
+         0x80800000, 0x7F7FFFFF, 0xFF7FFFFF, 0x7F800000, 0xFF800000, 0x7FC00000, 0xFFC00001,
+         0x7F800001, 0x3F800000, 0xBF800000, 0x3F7FFFFF, 0x3F800001, 0x3F000000, 0xBF000000,
+         0x40000000, 0x3E800000, 0x3F3504F3, 0x3FB504F3, 0x3FB504F4,
+         0x42B17217, 0x42B17218, 0xC2CE8ED0, 0xC2CFF1B4, 0xC2CFF1B5, 0xC2D00000,  # exp
+         0x43000000, 0x42FFFFFF, 0xC3150000, 0xC3160000, 0xC3158000, 0xC3170000,  # exp2
+         0x42B2D4FC, 0x42B2D4FD, 0x41100000, 0x41200000, 0x3EFFFFFF,  # sinh/cosh, tanh
+         0x33000000, 0xB3000000, 0x32FFFFFF, 0x39800000, 0x3ED413CD, 0x401A827A]
+
+
+def sample_inputs() -> np.ndarray:
+    """Edges, every listed exception, then a seeded random sample (f32 bits)."""
+    rng = stable_rng("crmath", "sample")
+    near = np.float32(rng.normal(0.0, 4.0, 768)).view(np.uint32)
+    unit = np.float32(rng.uniform(-1.0, 1.0, 256)).view(np.uint32)
+    wide = rng.integers(0, 2**32, 768, dtype=np.uint64).astype(np.uint32)
+    hard = [u for table in TABLES.values() for u in table]
+    for key in (k for table in KEYED.values() for k in table):  # RSQRT: x0 and x0 * 4^j
+        hard += [(0x3F000000 | key) + (j << 24) for j in (-20, -1, 0, 3, 30)]
+    return np.concatenate([np.array(EDGES + hard, np.uint32), near, unit, wide])
+
+
+def f32_bits(v: mp.mpf) -> int:
+    """The f32 nearest to ``v`` (ties to even), as bits; NaN as 0x7fc00000."""
+    if mp.isnan(v):
+        return 0x7FC00000
+    sign = 0x80000000 if v < 0 else 0
+    a = abs(v)
+    if a == 0:
+        return sign
+    if mp.isinf(a):
+        return sign | 0x7F800000
+    _, e = mp.frexp(a)  # a = m 2^e, m in [1/2, 1)
+    q = max(int(e) - 24, -149)  # the quantum of a's f32 binade (or the subnormal one)
+    n = int(mp.nint(mp.ldexp(a, -q)))  # ties to even
+    if n == 2**24:
+        n, q = 2**23, q + 1
+    if q > 104:
+        return sign | 0x7F800000
+    if q == -149 and n < 2**23:
+        return sign | n
+    return sign | ((q + 150) << 23) | (n - 2**23)
+
+
+def exact(name: str, u: int) -> int:
+    """The correctly rounded ``name`` of the f32 with bits ``u``, as bits."""
+    x = struct.unpack("<f", struct.pack("<I", u))[0]
+    if x != x:
+        return 0x7FC00000
+    if x == 0 and name in ("SINH", "TANH", "ATAN", "ASIN"):
+        return u  # odd functions keep the zero's sign (mpmath has no -0)
+    if x == 0 and name == "RSQRT":
+        return (u & 0x80000000) | 0x7F800000
+    with mp.workprec(PREC):
+        try:
+            value = REF_MP[name](mp.mpf(x))
+        except (ValueError, ZeroDivisionError):
+            return 0x7FC00000
+        return 0x7FC00000 if isinstance(value, mp.mpc) else f32_bits(value)
+
+
+def exact_all(name: str, bits: Iterable[int]) -> np.ndarray:
+    """:func:`exact` over ``bits`` as a uint32 array."""
+    return np.array([exact(name, int(u)) for u in bits], np.uint32)
+
+
+def is_nan(bits: np.ndarray) -> np.ndarray:
+    """Which f32 bit patterns are NaNs."""
+    return (bits & 0x7FFFFFFF) > 0x7F800000
