@@ -675,8 +675,10 @@ def prepare(key: tuple[Any, ...] | None, desc: Any, bufs: Sequence[Buffer], dev:
                     feeds, buffer_size(out_dtype, math.prod(shape)),
                     dense_descriptor(out_dtype, shape, dev.tag), plan)
     if key is not None:
-        if len(_PREPARED) >= PREPARED_CALLS:
-            _PREPARED.clear()
+        # Evict the oldest entry, not all of them: a clear-all dropped the calls just
+        # prepared alongside this one (a test that prepares five saw its first re-planned).
+        while len(_PREPARED) >= PREPARED_CALLS:
+            _PREPARED.pop(next(iter(_PREPARED)), None)
         _PREPARED[key] = made
     return made
 

@@ -24,7 +24,7 @@ def test_gate_reports_missing_backends(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CI", "true")
     monkeypatch.delenv("HURRAY_GPU_TEST_REQUIRE", raising=False)
     monkeypatch.setattr(conftest, "_available", lambda: [SimpleNamespace(kind="cpu")])
-    assert conftest.missing_in_ci() == ["opencl", "vulkan"]
+    assert conftest.missing_in_ci() == ["opencl", "vulkan", "webgpu"]
 
 
 def test_gate_is_silent_outside_ci(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -36,7 +36,7 @@ def test_gate_is_silent_outside_ci(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_gate_passes_when_all_present(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CI", "true")
     monkeypatch.delenv("HURRAY_GPU_TEST_REQUIRE", raising=False)
-    kinds = [SimpleNamespace(kind=k) for k in ("cpu", "reference", "opencl", "vulkan")]
+    kinds = [SimpleNamespace(kind=k) for k in ("cpu", "reference", "opencl", "vulkan", "webgpu")]
     monkeypatch.setattr(conftest, "_available", lambda: kinds)
     assert conftest.missing_in_ci() == []
 
@@ -68,7 +68,8 @@ def test_gate_fails_a_ci_run_without_its_backends(tmp_path: Path, case: str) -> 
                     "Fix: run on a machine with that GPU"]
     else:
         env.update(OCL_ICD_VENDORS=str(tmp_path), VK_ICD_FILENAMES=str(tmp_path / "no.json"))
-        expected = ["CI=true but backends ['opencl', 'vulkan'] are not available",
+        # wgpu finds no adapter either: lavapipe was its Vulkan driver.
+        expected = ["CI=true but backends ['opencl', 'vulkan', 'webgpu'] are not available",
                     "Fix: install pocl-opencl-icd and mesa-vulkan-drivers"]
     test = f"{Path(__file__).relative_to(root)}::test_gate_is_silent_outside_ci"
     run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
