@@ -27,6 +27,7 @@ from hurray_gpu.errors import (
     TensorIndexError,
     TensorNotFoundError,
     TransportError,
+    UnreadableFileError,
     UnsupportedConversionError,
     UnsupportedOpError,
 )
@@ -237,6 +238,7 @@ __all__ = [
     "Tiled",
     "TransportError",
     "UInt64",
+    "UnreadableFileError",
     "UnsupportedConversionError",
     "UnsupportedOpError",
     "__version__",

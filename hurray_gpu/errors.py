@@ -246,6 +246,24 @@ class MissingFileError(HurrayGPUError, FileNotFoundError):
     keeps working."""
 
 
+class UnreadableFileError(HurrayGPUError, OSError):
+    """A file to read exists but cannot be opened (permissions, a directory...); an OSError,
+    so ``except OSError`` keeps working."""
+
+
+def open_for_reading(path: str, fix: str) -> Any:
+    """``open(path, "rb")``, with the OSErrors a user causes (no such file, no permission, a
+    directory) raised as MissingFileError / UnreadableFileError ending with ``fix``."""
+    try:
+        return open(path, "rb")  # noqa: SIM115 - the caller closes it
+    except FileNotFoundError:
+        raise MissingFileError(f"no such file: {path}", fix=fix) from None
+    except OSError as exc:
+        raise UnreadableFileError(f"cannot open {path} for reading: {exc.strerror or exc}",
+                                  fix="check the path and its permissions (a file, not a "
+                                  "directory, readable by this user).") from None
+
+
 class TensorIndexError(HurrayGPUError, IndexError):
     """An index outside a tensor's shape; an IndexError, so iteration protocols still stop."""
 

@@ -24,8 +24,8 @@ import numpy as np
 from hurray_gpu.errors import (
     ArgumentTypeError,
     HurrayFormatError,
-    MissingFileError,
     TensorNotFoundError,
+    open_for_reading,
 )
 from hurray_gpu.format import codec as _codec
 from hurray_gpu.format.composite import validate_members
@@ -77,12 +77,8 @@ class HrryFile(Mapping[str, _T]):
         self.permissive = permissive
         self.max_composite_depth = max_composite_depth
         self._mm: mmap.mmap | None = None
-        try:
-            self._handle = open(self.path, "rb")  # noqa: SIM115 - closed by close()
-        except FileNotFoundError:
-            raise MissingFileError(f"no such file: {self.path}",
-                                   fix="check the path; hg.save(path, tensors) writes one."
-                                   ) from None
+        self._handle = open_for_reading(self.path,
+                                        "check the path; hg.save(path, tensors) writes one.")
         self._fd = self._handle.fileno()
         try:
             info = os.fstat(self._fd)

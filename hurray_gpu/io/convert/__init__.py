@@ -16,10 +16,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from hurray_gpu.errors import ConversionError, HurrayFormatError
+from hurray_gpu.errors import ConversionError, HurrayFormatError, open_for_reading
 from hurray_gpu.io.convert.gguf_file import GGUF_MAGIC, GGUFSource
 from hurray_gpu.io.convert.plain import ZIP_ERRORS, NpzSource, SafetensorsSource, TorchSource
-from hurray_gpu.io.convert.source import Converted, SourceFile, SourceTensor
+from hurray_gpu.io.convert.source import SOURCE_FIX, Converted, SourceFile, SourceTensor
 from hurray_gpu.io.file_format import DEFAULT_ALIGNMENT
 from hurray_gpu.io.file_writer import FileWriter, atomic_output
 from hurray_gpu.runtime.transfer import Progress, show_progress
@@ -66,9 +66,9 @@ def detect_format(path: str | os.PathLike[str]) -> str:
 
     Raises:
         ConversionError: none of them.
-        OSError: the file cannot be read.
+        MissingFileError, UnreadableFileError: the file cannot be opened (OSErrors).
     """
-    with open(path, "rb") as f:
+    with open_for_reading(os.fspath(path), SOURCE_FIX) as f:
         head = f.read(9)
         size = os.fstat(f.fileno()).st_size
     if head[:4] == GGUF_MAGIC:

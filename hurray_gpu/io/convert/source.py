@@ -17,7 +17,7 @@ from typing import IO, Any
 
 import numpy as np
 
-from hurray_gpu.errors import ConversionError, UnsupportedConversionError
+from hurray_gpu.errors import ConversionError, UnsupportedConversionError, open_for_reading
 from hurray_gpu.format.descriptor import TensorDescriptor
 from hurray_gpu.format.descriptor.validate import MAX_RANK
 from hurray_gpu.parts import TensorLike, assemble
@@ -33,6 +33,10 @@ MAX_HEADER_BYTES = 1 << 30
 # Tensors one source may declare; each costs a Python entry in the plan before any is read.
 MAX_TENSORS = 1 << 20
 _COPY_CHUNK = 16 << 20  # bounded reads where copy_file_range cannot copy
+
+
+# The Fix of a source path that does not exist.
+SOURCE_FIX = "check the path of the checkpoint to convert."
 
 
 @dataclass(frozen=True)
@@ -78,12 +82,12 @@ class SourceFile:
             a fresh buffer per tensor costs a page fault per 4 KiB (a third of its time).
 
     Raises:
-        OSError: it cannot be opened.
+        MissingFileError, UnreadableFileError: it cannot be opened (OSErrors).
     """
 
     def __init__(self, path: str | os.PathLike[str], reuse: bool = False) -> None:
         self.path = os.fspath(path)
-        self._handle = open(self.path, "rb")  # noqa: SIM115 - closed by close()
+        self._handle = open_for_reading(self.path, SOURCE_FIX)
         self.size = os.fstat(self._handle.fileno()).st_size
         self.reuse = reuse
         self._scratch: dict[str, np.ndarray] = {}
