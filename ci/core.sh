@@ -2,7 +2,7 @@
 # The core test tier on the other supported Pythons (3.10 and 3.13; ci/test.sh runs the whole
 # suite on the main Python, 3.11). Per version: a virtual environment under /tmp (kept between
 # runs, so a rerun only checks it), the package installed into it as a user installs it
-# (`pip install ".[dev,opencl,vulkan]"`, not editable), and the core tests run there with
+# (`pip install ".[dev,opencl,vulkan,webgpu]"`, not editable), and the core tests run there with
 # deprecation warnings from the project's own code as errors.
 #
 # The core tests need no peer: no torch, JAX, bitsandbytes, gguf... (those wheels do not exist
@@ -62,7 +62,7 @@ for version in $VERSIONS; do
   echo "== core tier on $("$python" --version) ($venv)"
   start=$SECONDS
   if ! { [ -x "$venv/bin/python" ] || "$python" -m venv "$venv"; } ||
-     ! "$venv/bin/python" -m pip install -q --disable-pip-version-check ".[dev,opencl,vulkan]"; then
+     ! "$venv/bin/python" -m pip install -q --disable-pip-version-check ".[dev,opencl,vulkan,webgpu]"; then
     echo "ci/core.sh: could not set up Python $version in $venv" >&2
     status=1
     continue

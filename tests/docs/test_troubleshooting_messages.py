@@ -123,6 +123,8 @@ def test_backend_missing_rows_are_the_real_messages(scenario: str, tmp_path: Pat
                      ".[vulkan]")
     seen = _messages(scenario, tmp_path)
     for fragment in SCENARIOS[scenario][2]:
+        if fragment.startswith("wgpu finds") and sys.version_info < (3, 11):
+            continue  # wgpu 0.32 needs Python 3.11: on 3.10 it is not installed at all
         quote = doc_quote(fragment)
         assert any(quote.search(m) for m in seen), (fragment, quote.pattern, seen)
 
