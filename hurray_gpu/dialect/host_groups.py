@@ -9,7 +9,7 @@ around the regions, evaluated once for the group with item 0's values. A local d
 region and read in another (or by the control flow) is kept per item, in an array indexed by
 the linear local id; every other local stays a plain scalar of its region's loop, where the
 compiler keeps it in a register. Workgroup arrays are locals of the group's function, so each
-group has its own, and groups run in parallel on OpenMP threads.
+group has its own, and groups run in parallel on OpenMP threads (POSIX threads without OpenMP).
 """
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ from hurray_gpu.errors import UnsupportedOpError
 
 __all__ = ["MAX_GROUP_BYTES", "render_group_entry"]
 
-# Per-item copies and workgroup arrays live on the group function's stack: OpenMP worker
-# threads get the platform's default thread stack (2 MiB at the least on glibc), so a group's
-# memory stays well under it.
+# Per-item copies and workgroup arrays live on the group function's stack: OpenMP and POSIX
+# worker threads get the platform's default thread stack (2 MiB at the least on glibc), so a
+# group's memory stays well under it.
 MAX_GROUP_BYTES = 512 * 1024
 
 _BYTES = {"u32": 4, "i32": 4, "f32": 4, "bool": 1}
@@ -275,10 +275,22 @@ def render_group_entry(kernel: KernelDef, text: str, translate: Callable[[str], 
     return f"{group}\n\n{entry}"
 
 
-# Groups are independent (their own workgroup arrays and per-item values), so OpenMP threads
-# take them one at a time; a launch of one group stays on the calling thread. Ids of items past
-# the global size run like the padded tail of a GPU launch (bodies bounds-check).
+# Groups are independent (their own workgroup arrays and per-item values), so OpenMP threads,
+# or without OpenMP the POSIX thread team of the host prelude (hg_parallel, one group per
+# chunk), take them one at a time; a launch of one group stays on the calling thread. Ids of
+# items past the global size run like the padded tail of a GPU launch (bodies bounds-check).
 _GROUP_ENTRY = """\
+#if defined(HG_THREADS) && !defined(_OPENMP)
+static void {name}_task(const hg_job_t *hg_job, int64_t hg_g) {{
+    void **hg_bufs = hg_job->bufs;
+    const uint32_t *hg_words = hg_job->words;
+    int64_t hg_w0 = hg_job->n0, hg_w1 = hg_job->n1;
+{unpack}
+    {name}_group((uint32_t)(hg_g % hg_w0), (uint32_t)((hg_g / hg_w0) % hg_w1),
+                 (uint32_t)(hg_g / (hg_w0 * hg_w1)){call});
+}}
+#endif
+
 void {name}(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0, int64_t hg_n1,
             int64_t hg_n2) {{
 {unpack}
@@ -290,6 +302,12 @@ void {name}(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0, int64_t hg_
         for (int64_t hg_g = 0; hg_g < hg_groups; hg_g++)
             {name}_group((uint32_t)(hg_g % hg_w0), (uint32_t)((hg_g / hg_w0) % hg_w1),
                          (uint32_t)(hg_g / (hg_w0 * hg_w1)){call});
+        return;
+    }}
+#elif defined(HG_THREADS)
+    if (hg_groups > 1) {{
+        hg_job_t hg_job = {{hg_bufs, hg_words, hg_w0, hg_w1, 1, hg_groups}};
+        hg_parallel({name}_task, &hg_job, hg_groups);
         return;
     }}
 #endif

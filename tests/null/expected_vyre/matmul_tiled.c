@@ -210,6 +210,24 @@ static void vyre_5f8e5e4cf0b93899_group(uint32_t hg_g0, uint32_t hg_g1, uint32_t
     }
 }
 
+#if defined(HG_THREADS) && !defined(_OPENMP)
+static void vyre_5f8e5e4cf0b93899_task(const hg_job_t *hg_job, int64_t hg_g) {
+    void **hg_bufs = hg_job->bufs;
+    const uint32_t *hg_words = hg_job->words;
+    int64_t hg_w0 = hg_job->n0, hg_w1 = hg_job->n1;
+    const uint32_t *restrict b0_a = (const uint32_t *)hg_bufs[0];
+    const uint32_t *restrict b1_b = (const uint32_t *)hg_bufs[1];
+    uint32_t *restrict b2_out = (uint32_t *)hg_bufs[2];
+    uint32_t *restrict trapflag = (uint32_t *)hg_bufs[3];
+    uint32_t n0 = hg_words[0];
+    uint32_t n1 = hg_words[1];
+    uint32_t n2 = hg_words[2];
+    uint32_t passmax = hg_words[3];
+    vyre_5f8e5e4cf0b93899_group((uint32_t)(hg_g % hg_w0), (uint32_t)((hg_g / hg_w0) % hg_w1),
+                 (uint32_t)(hg_g / (hg_w0 * hg_w1)), b0_a, b1_b, b2_out, trapflag, n0, n1, n2, passmax);
+}
+#endif
+
 void vyre_5f8e5e4cf0b93899(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0, int64_t hg_n1,
             int64_t hg_n2) {
     const uint32_t *restrict b0_a = (const uint32_t *)hg_bufs[0];
@@ -228,6 +246,12 @@ void vyre_5f8e5e4cf0b93899(void **hg_bufs, const uint32_t *hg_words, int64_t hg_
         for (int64_t hg_g = 0; hg_g < hg_groups; hg_g++)
             vyre_5f8e5e4cf0b93899_group((uint32_t)(hg_g % hg_w0), (uint32_t)((hg_g / hg_w0) % hg_w1),
                          (uint32_t)(hg_g / (hg_w0 * hg_w1)), b0_a, b1_b, b2_out, trapflag, n0, n1, n2, passmax);
+        return;
+    }
+#elif defined(HG_THREADS)
+    if (hg_groups > 1) {
+        hg_job_t hg_job = {hg_bufs, hg_words, hg_w0, hg_w1, 1, hg_groups};
+        hg_parallel(vyre_5f8e5e4cf0b93899_task, &hg_job, hg_groups);
         return;
     }
 #endif
