@@ -138,6 +138,12 @@ class RawClient:
         self.sock.sendall(_RAW_REQ.pack(b"G", index))
         _recv_exact(self.sock, out)
 
+    def get_new(self, index: int, nbytes: int) -> np.ndarray:
+        """Array ``index`` (``nbytes``) into a new array, as an API returning one would."""
+        out = np.empty(nbytes, np.uint8)
+        self.get(index, out.data)
+        return out
+
     def put(self, data: memoryview) -> None:
         """Send ``data`` and wait for the receiver's acknowledgement."""
         self.sock.sendall(_RAW_REQ.pack(b"P", len(data)))
@@ -328,11 +334,21 @@ def bulk(addr: dict[str, Any], client: Any, raw: RawClient, flight: Any, n: int,
     out = memoryview(bytearray(n))
     raw.get(index, out)
     check(checks, f"raw get {n} B", np.array_equal(np.frombuffer(out, np.uint8), want))
+    check(checks, f"raw get {n} B new", np.array_equal(raw.get_new(index, n), want))
+    into = {}  # a result of each source, received into again (get(out=))
     for k in (key, "file." + key):
-        check(checks, f"get {k}", np.array_equal(client.get(k).numpy().reshape(-1), want))
+        into[k] = client.get(k)
+        check(checks, f"get {k}", np.array_equal(into[k].numpy().reshape(-1), want))
+        into[k].numpy()[:] = 0
+        check(checks, f"get {k} out=", client.get(k, out=into[k]) is into[k]
+              and np.array_equal(into[k].numpy().reshape(-1), want))
     calls = calls_for(n, most)
     timed = {"registry": per_call(lambda: client.get(key), calls),
              "hrry": per_call(lambda: client.get("file." + key), calls),
+             "raw new": per_call(lambda: raw.get_new(index, n), calls),
+             "registry out": per_call(lambda: client.get(key, out=into[key]), calls),
+             "hrry out": per_call(lambda: client.get("file." + key, out=into["file." + key]),
+                                  calls),
              "raw": per_call(lambda: raw.get(index, out), calls)}
     if flight is not None:
         import pyarrow.flight as fl
@@ -346,8 +362,11 @@ def bulk(addr: dict[str, Any], client: Any, raw: RawClient, flight: Any, n: int,
     rows = []
     for source, label in (("registry", "in-memory registry"), ("hrry", "mmapped .hrry")):
         case = f"get {n / MIB:g} MiB from the {label}"
-        rows.append(row(case, "GB/s", took[source], n / 1e9, "raw socket recv_into",
-                        took["raw"], "of raw", ">= 0.9"))
+        rows.append(row(case + " into out=", "GB/s", took[source + " out"], n / 1e9,
+                        "raw socket recv_into a reused buffer", took["raw"], "of raw",
+                        ">= 0.9"))
+        rows.append(row(case, "GB/s", took[source], n / 1e9, "raw socket recv_into a new "
+                        "array", took["raw new"], "of raw", ">= 0.9"))
         rows.append(row(case, "GB/s", took[source], n / 1e9, "Arrow Flight do_get",
                         took.get("flight"), "x Flight", ">= 2",
                         missing=addr.get("flight_missing")))
@@ -359,14 +378,22 @@ def small(addr: dict[str, Any], client: Any, raw: RawClient, runs: int, calls: i
     """4 KiB latency (ours vs a raw round trip) and 8-client requests per second."""
     key, index = bulk_key(SMALL), addr["order"].index(bulk_key(SMALL))
     want, out = payload(SMALL, SMALL), memoryview(bytearray(SMALL))
-    check(checks, "get 4 KiB", np.array_equal(client.get(key).numpy().reshape(-1), want))
+    into = client.get(key)
+    check(checks, "get 4 KiB", np.array_equal(into.numpy().reshape(-1), want))
     took = {name: Stats.of(s) for name, s in rounds(
         {"ours": per_call(lambda: client.get(key), calls),
+         "raw new": per_call(lambda: raw.get_new(index, SMALL), calls),
+         "ours out": per_call(lambda: client.get(key, out=into), calls),
          "raw": per_call(lambda: raw.get(index, out), calls)}, runs).items()}
-    rows = [row("4 KiB get latency (request to data in hand)", "us", Stats.of(
-        [t * 1e6 for t in took["ours"].samples]), 0, "raw socket round trip of 4 KiB",
-        Stats.of([t * 1e6 for t in took["raw"].samples]), "x raw time", "<= 2",
-        inverse=True)]
+
+    def us(name: str) -> Stats:
+        return Stats.of([t * 1e6 for t in took[name].samples])
+
+    case = "4 KiB get latency (request to data in hand)"
+    rows = [row(case + ", into out=", "us", us("ours out"), 0, "raw socket round trip of "
+                "4 KiB into a reused buffer", us("raw"), "x raw time", "<= 2", inverse=True),
+            row(case, "us", us("ours"), 0, "raw socket round trip of 4 KiB into a new array",
+                us("raw new"), "x raw time", "<= 2", inverse=True)]
     rows.append(concurrent(addr, runs, max(1, calls // 4), clients, checks))
     return rows
 
