@@ -7,15 +7,19 @@ so the client and the server do not share a GIL; the clients run in this process
 * Bulk get of ``--sizes`` bytes (default 1 MiB, 64 MiB, 1 GiB): ``hg.connect(url).get(key)``
   from a server serving an in-memory registry of Tensors and from a memory-mapped ``.hrry``
   file, against (a) a raw socket: a one-message request, the server thread ``sendall``s the
-  array, the client ``recv_into``s a buffer allocated once, before timing (the limit: no
-  framing, no allocation), and (b) Arrow Flight ``do_get`` of the same bytes as one uint8
-  column in record batches of ``--flight-batch-mib``, read with ``read_all()``. Each side
-  allocates as its API does: our get returns a fresh Tensor per call, Flight a fresh Table of
-  the batches it received (never concatenated in the timed part). ``vs_raw`` is our speed over
-  the raw socket's (goal >= 0.9), ``vs_flight`` over Flight's (goal >= 2).
+  array, the client ``recv_into``s a buffer (no framing), and (b) Arrow Flight ``do_get`` of
+  the same bytes as one uint8 column in record batches of ``--flight-batch-mib``, read with
+  ``read_all()``. Ours and raw are paired doing the same work: ``get(key, out=t)`` into the
+  Tensor an earlier get returned against raw into a buffer allocated once, before timing;
+  and ``get(key)`` returning a fresh Tensor against raw into a new ``np.empty`` array per
+  call (each pays for its fresh memory's page faults). Flight returns a fresh Table of the
+  batches it received (never concatenated in the timed part), against our fresh get.
+  ``of raw`` is our speed over the raw socket's (goal >= 0.9), ``x Flight`` over Flight's
+  (goal >= 2).
 * Small-tensor latency: a 4 KiB get (request sent to data in hand) against a raw request /
   response round trip of 4 KiB on the same kind of connection (goal: ours <= 2x the raw
-  time), and requests per second with ``--clients`` (8) concurrent clients, each a separate
+  time), paired the same way (``out=`` against a reused buffer, a fresh result against a new
+  array), and requests per second with ``--clients`` (8) concurrent clients, each a separate
   process (not a thread: no shared GIL) with its own connection, all started together
   (against the raw server the same way).
 * Transcoding on the fly (``allow_transcode``): a tiled 32x32 float32 tensor served as
