@@ -637,6 +637,10 @@ static inline __attribute__((always_inline)) void hg_a8_run(
     uint32_t j = 0, sb;
     memcpy(&sb, &s, 4);
     int fin = (sb & 0x7f800000u) != 0x7f800000u;
+    // A normal (or zero) s makes every nonzero product normal: AVX512-BF16's conversion,
+    // which treats subnormal inputs as zero, then rounds every product as the helper does.
+    int nrm = fin && ((sb & 0x7f800000u) != 0u || (sb & 0x7fffffffu) == 0u);
+    (void)nrm;
     _mm_prefetch((const char *)p + 2048, _MM_HINT_T0);
 #define HG_A8(c) _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32( \
         sx ? _mm256_cvtepi8_epi32(c) : _mm256_cvtepu8_epi32(c), vz)), vs)
@@ -654,6 +658,13 @@ static inline __attribute__((always_inline)) void hg_a8_run(
             hg_s8_st32((uint16_t *)d + 8u * j, _mm256_set_m128i(
                 _mm256_cvtps_ph(b, _MM_FROUND_TO_NEAREST_INT),
                 _mm256_cvtps_ph(a, _MM_FROUND_TO_NEAREST_INT)), big);
+            continue;
+        }
+#endif
+#if defined(__AVX512BF16__) && defined(__AVX512VL__)
+        if (conv == 1 && nrm) {
+            hg_s8_st32((uint16_t *)d + 8u * j, _mm256_set_m128i((__m128i)_mm256_cvtneps_pbh(b),
+                                                                (__m128i)_mm256_cvtneps_pbh(a)), big);
             continue;
         }
 #endif

@@ -14,8 +14,8 @@ from hurray_gpu.dialect.helpers import HELPERS, helpers_for
 from hurray_gpu.dialect.kernel import KernelDef, Param
 from hurray_gpu.errors import UnsupportedOpError
 
-__all__ = ["AFFINE8_CALL", "RENDER_VERSION", "SCALE8_CALL", "SCALE8_CONV", "BLOCK8_CALL", "COPY8_CALL",
-           "TRANSPOSE16_CALL", "CStyleRenderer",
+__all__ = ["AFFINE8_CALL", "RENDER_VERSION", "SCALE8_CALL", "SCALE8_CONV", "BLOCK8_CALL",
+           "COPY8_CALL", "TRANSPOSE16_CALL", "CStyleRenderer",
            "expand_scale8", "expand_block8", "lint_body", "value_type"]
 
 # Bump whenever rendered semantics change: it is hashed into every kernel cache key.

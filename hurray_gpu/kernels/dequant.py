@@ -587,11 +587,12 @@ _AFFINE_ELEMENT = Element(Piece("affine element", """
     # T depends on the zero point only: built once per item without per-block ones. 8-bit
     # codes (Q8_0) only then: 256 entries per block would cost more than the run they scale.
     scaled="bits == 4u || (bits == 8u && zmode == 0u)", rebuild="zmode != 0u || built == 0u",
-    # 8-bit runs keep the byte loop, its whole groups of eight in one AFFINE8 statement (host
-    # C: vector code with no table, streamed past the cache), not SCALE8: its eight table
-    # loads per group lost to the byte loop the compiler vectorises (f32 at 1 Mi elements,
-    # one thread: 0.35 of copy bandwidth against 0.53; bf16 streamed 0.42 against 0.52), and
-    # f16, whose conversion compilers leave scalar, reached only 0.56 of copy on two threads.
+    # 8-bit codes need no table: AFFINE8 (host C: vector code, streamed past the cache) takes
+    # their whole groups of eight, in the byte loop and where SCALE8 would go. SCALE8's eight
+    # table loads per group had lost to the byte loop the compiler vectorises (f32 at 1 Mi
+    # elements, one thread: 0.35 of copy bandwidth against 0.53; bf16 streamed 0.42 against
+    # 0.52), and f16, whose conversion compilers leave scalar, reached only 0.56 of copy
+    # through them on two threads.
     byte_kinds=("bf16", "f32", "f16"),
     run8="AFFINE8_{kind}(dst, $k, data, $at, sx, z, s, n, $g);")
 

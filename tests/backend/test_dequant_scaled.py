@@ -323,3 +323,22 @@ def test_q8_0_every_f16_scale(kernel_device: Device) -> None:
         got = Buffer(kernel_device, width * plan.count)
         launch(plan, kernel_device, bind_inputs(plan, kernel_device, bufs), got)
         assert np.array_equal(got.numpy(), want), f"{out} with ept=37"
+
+
+def test_q8_0_f32_scales_subnormal_and_huge(kernel_device: Device) -> None:
+    """Q8_0-style int8 with f32 scales: subnormal ones (products f32 subnormals, which host C's
+    AVX512-BF16 conversion would flush: it must not take them), the smallest normals, huge
+    ones (products overflow) and ordinary ones, both signs, every code; all three outputs."""
+    special = np.array([0x00000001, 0x00012345, 0x007FFFFF, 0x00800000, 0x80800000, 0x80000ABC,
+                        0x7F7FFFFF, 0xFF000000, 0x3F800000, 0x3DCCCCCD, 0x33800000, 0x1F000000],
+                       np.uint32).view(np.float32)
+    scales = np.repeat(special, 8)  # each scale over 8 blocks: every code (int8) once
+    codes = np.tile(np.arange(256, dtype=np.uint8), special.size)
+    rows = codes.size // 256
+    desc = TensorDescriptor(by_name("int8"), (rows, 256), RowMajor(),
+                            (BufferHandle(codes.nbytes, 64), BufferHandle(scales.nbytes, 64)),
+                            quantization=PerBlockAffine(1, 32, 1, None, SCALE_TYPE_TAGS["float32"]))
+    t = assemble(desc, [codes, scales.view(np.uint8)])
+    for out in ("float16", "bfloat16", "float32"):
+        want = _bits(dequantize(t, out, device="reference"))
+        assert np.array_equal(_bits(dequantize(t, out, device=kernel_device)), want), out
