@@ -304,10 +304,10 @@ class Element:
     unscaled: str = ""
     rebuild: str = ""
     byte_kinds: tuple[str, ...] = ()  # outputs whose 8-bit codes keep the byte loop instead
-    # The whole groups of eight of a byte loop's run of 8-bit codes in one statement (the
-    # dense variants, also in place of SCALE8 for 8-bit codes): ``{kind}`` the output (F32,
-    # BF16, F16), ``$k`` the first element, ``$at`` its code's byte, ``$g`` the groups.
-    run8: str = ""
+    # When an 8-bit code's value is ``s * F32(I32(U32(q) - U32(z)))`` (q the code, sign-extended
+    # by the shift sx): the names "sx, z, s". Whole groups of eight such codes then go through
+    # one AFFINE8 statement (dense variants), in the byte loop and in place of SCALE8.
+    affine8: str = ""
 
 
 @dataclass(frozen=True)
@@ -384,10 +384,10 @@ def _hoisted(element: Element, variant: Variant, kind: str, lookup: Piece) -> Pi
         f"g{e}": one(f"(w >> {6 * e}u) & 63u" if e else "w & 63u", f"gk + {e}u" if e else "gk")
         for e in range(4)})
     general = _general(element, variant, kind)
-    # 8-bit codes of an element with a ``run8`` statement take it, wherever SCALE8 would go
-    # and in the byte loop; no table is built for them.
-    run8 = (lambda at, g: Piece("8-bit run", element.run8.format(kind=kind.upper())).fill(
-        k=variant.dst_k, at=at, g=g)) if element.run8 and variant.dst_k else None
+    # 8-bit codes of an ``affine8`` element take AFFINE8, wherever SCALE8 would go and in the
+    # byte loop; no table is built for them.
+    run8 = (lambda at, g: f"AFFINE8_{kind.upper()}(dst, {variant.dst_k}, data, {at}, "
+            f"{element.affine8}, n, {g});") if element.affine8 and variant.dst_k else None
     build = "" if element.table else Piece("table build", """
         if ($rebuild) {
             for (u32 c = 0u; c < (1u << bits); c++) {
@@ -403,14 +403,14 @@ def _hoisted(element: Element, variant: Variant, kind: str, lookup: Piece) -> Pi
     s8_bits = [b for b in (4, 6, 8) if (element.table or b != 6)
                and (b != 8 or kind not in element.byte_kinds or run8)]
 
-    def s8(at: str, groups: str) -> dict[str, Piece | str]:
+    def s8(at: str, groups: str) -> dict[str, str]:
         return {f"s{b}": "" if b not in s8_bits else run8(at, groups) if b == 8 and run8 else
                 f"SCALE8_{kind.upper()}(dst, {variant.dst_k}, {element.table or 'tf'}, "
                 f"data, {at}, {b}, s, n, {groups});" for b in (4, 6, 8)}
 
     widths: Piece | str = ""
     for b, call in reversed(list(zip((4, 6, 8), s8("bat", "gb").values(), strict=True))):
-        if isinstance(call, Piece) or call:
+        if call:
             widths = _MORE_WIDTH.fill(bits=f"{b}u", lookup=lookup, build=build, scale8=call,
                                       rest=widths)
     more = _MORE.fill(run=f"{TABLE_RUN}u", widths=widths)
@@ -594,7 +594,7 @@ _AFFINE_ELEMENT = Element(Piece("affine element", """
     # 0.52), and f16, whose conversion compilers leave scalar, reached only 0.56 of copy
     # through them on two threads.
     byte_kinds=("bf16", "f32", "f16"),
-    run8="AFFINE8_{kind}(dst, $k, data, $at, sx, z, s, n, $g);")
+    affine8="sx, z, s")
 
 
 def affine_kernel_name(out: str) -> str:
