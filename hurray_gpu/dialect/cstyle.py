@@ -13,6 +13,7 @@ from hurray_gpu.dialect.crmath import CR_FUNCS
 from hurray_gpu.dialect.host_groups import render_group_entry
 from hurray_gpu.dialect.kernel import LONG_ITEMS, KernelDef
 from hurray_gpu.dialect.render import (
+    AFFINE8_CALL,
     BLOCK8_CALL,
     COPY8_CALL,
     LIBM_INTRINSICS,
@@ -619,6 +620,72 @@ static inline __attribute__((always_inline)) void hg_s8_run(
             _mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1)), big);
     }
 }
+// AFFINE8: sixteen (then eight) codes widened to i32 lanes (sign-extended when sx), minus z,
+// converted (to nearest even, as C's conversion), times s, then SCALE8's output conversion and
+// stores: no table, so 8-bit affine codes (Q8_0) load nothing but their own bytes. With s
+// finite no product is NaN (the codes' values are finite), so the conversion skips the NaN
+// rules: f16 is F16C's rounding alone, bf16 the helper's rounding add.
+static inline __m256i hg_a8_bf16(__m256i b) {
+    return _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(b, _mm256_set1_epi32(0x7fff)),
+        _mm256_and_si256(_mm256_srli_epi32(b, 16), _mm256_set1_epi32(1))), 16);
+}
+static inline __attribute__((always_inline)) void hg_a8_run(
+        void *restrict d, const uint8_t *restrict p, uint32_t sx, int32_t z, float s,
+        uint32_t g, int big, int conv) {
+    __m256i vz = _mm256_set1_epi32(z);
+    __m256 vs = _mm256_set1_ps(s);
+    uint32_t j = 0, sb;
+    memcpy(&sb, &s, 4);
+    int fin = (sb & 0x7f800000u) != 0x7f800000u;
+    // A normal (or zero) s makes every nonzero product normal: AVX512-BF16's conversion,
+    // which treats subnormal inputs as zero, then rounds every product as the helper does.
+    int nrm = fin && ((sb & 0x7f800000u) != 0u || (sb & 0x7fffffffu) == 0u);
+    (void)nrm;
+    _mm_prefetch((const char *)p + 2048, _MM_HINT_T0);
+#define HG_A8(c) _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32( \
+        sx ? _mm256_cvtepi8_epi32(c) : _mm256_cvtepu8_epi32(c), vz)), vs)
+    for (; j + 2u <= g; j += 2u) {
+        __m128i c = _mm_loadu_si128((const __m128i *)(const void *)(p + 8u * j));
+        __m256 a = HG_A8(c), b = HG_A8(_mm_unpackhi_epi64(c, c));
+        __m256i x = _mm256_castps_si256(a), y = _mm256_castps_si256(b);
+        if (conv == 0) {
+            hg_s8_st32((float *)d + 8u * j, x, big);
+            hg_s8_st32((float *)d + 8u * j + 8, y, big);
+            continue;
+        }
+#if defined(__F16C__)
+        if (conv == 2 && fin) {
+            hg_s8_st32((uint16_t *)d + 8u * j, _mm256_set_m128i(
+                _mm256_cvtps_ph(b, _MM_FROUND_TO_NEAREST_INT),
+                _mm256_cvtps_ph(a, _MM_FROUND_TO_NEAREST_INT)), big);
+            continue;
+        }
+#endif
+#if defined(__AVX512BF16__) && defined(__AVX512VL__)
+        if (conv == 1 && nrm) {
+            hg_s8_st32((uint16_t *)d + 8u * j, _mm256_set_m128i((__m128i)_mm256_cvtneps_pbh(b),
+                                                                (__m128i)_mm256_cvtneps_pbh(a)), big);
+            continue;
+        }
+#endif
+        x = fin ? hg_a8_bf16(x) : hg_s8_cv(x, conv);
+        y = fin ? hg_a8_bf16(y) : hg_s8_cv(y, conv);
+        hg_s8_st32((uint16_t *)d + 8u * j, _mm256_permute4x64_epi64(
+            _mm256_packus_epi32(x, y), 0xd8), big);
+    }
+    for (; j < g; j++) {
+        __m256i v = _mm256_castps_si256(HG_A8(_mm_loadl_epi64(
+            (const __m128i *)(const void *)(p + 8u * j))));
+        if (conv == 0) {
+            hg_s8_st32((float *)d + 8u * j, v, big);
+            continue;
+        }
+        v = hg_s8_cv(v, conv);
+        hg_s8_st16((uint16_t *)d + 8u * j, _mm_packus_epi32(
+            _mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1)), big);
+    }
+#undef HG_A8
+}
 #else
 typedef struct { const float *tab; } hg_s8_fmt_t;
 static inline void hg_s8_fence(void) {}
@@ -792,7 +859,8 @@ class HostCRenderer(CStyleRenderer):
         "ATOMIC_CAS": "static inline uint32_t hg_atomic_cas(uint32_t *p, uint32_t e, uint32_t v) {\n"
                       "    __atomic_compare_exchange_n(p, &e, v, 0, __ATOMIC_SEQ_CST,\n"
                       "                                __ATOMIC_SEQ_CST);\n    return e;\n}",
-        **{f"SCALE8_{t}": _SCALE8_HELPERS for t in SCALE8_CONV}, "TRANSPOSE8": _T8_HELPER,
+        **{f"{op}_{t}": _SCALE8_HELPERS for op in ("SCALE8", "AFFINE8") for t in SCALE8_CONV},
+        "TRANSPOSE8": _T8_HELPER,
         "ZORDER8": _Z8_HELPER, "TRANSPOSE16": _T16_HELPER}
     atomic_map: ClassVar[dict[str, str]] = {
         **{op: f"__atomic_{fn}(&{{b}}[{{i}}], {{v}}, __ATOMIC_SEQ_CST)" for op, fn in (
@@ -819,7 +887,18 @@ class HostCRenderer(CStyleRenderer):
                     "\n#else\n"
                     f"{expand_scale8(m[0])}\n#endif\n")
 
-        return SCALE8_CALL.sub(scaled, kernel.body)
+        def affine(m: re.Match[str]) -> str:
+            conv, dst, k, data, at, sx, z, s, big, groups = m.groups()
+            store = _SCALE8_STORES.get((types.get(dst, ""), conv))
+            isa = "defined(__AVX2__)" + (" && defined(__F16C__)" if conv == "F16" else "")
+            if store is None or types.get(data) != "u8":
+                return expand_scale8(m[0])
+            size = "4u" if conv == "F32" else "2u"
+            return (f"\n#if {isa}\nhg_a8_run({dst} + ({k}), {data} + ({at}), {sx}, {z}, {s}, "
+                    f"{groups}, hg_big({big}, {size}), {store});\n#else\n"
+                    f"{expand_scale8(m[0])}\n#endif\n")
+
+        return AFFINE8_CALL.sub(affine, SCALE8_CALL.sub(scaled, kernel.body))
 
     def block8(self, kernel: KernelDef, text: str) -> str:
         types = {p.name: p.dtype for p in kernel.buffers}
@@ -875,7 +954,7 @@ class HostCRenderer(CStyleRenderer):
         item = (f"static inline void {kernel.name}_item({item_params}{params}) "
                 f"{{\n{self.body(kernel)}\n}}")
         # Non-temporal stores are weakly ordered: drained before the chunk counts as done.
-        fence = "\n    hg_s8_fence();" if s8 else ""
+        fence = "\n    hg_s8_fence();" if s8 or AFFINE8_CALL.search(kernel.body) else ""
         if TRANSPOSE16_CALL.search(kernel.body):
             fence += "\n    hg_t16_fence();"
         init = "\n    hg_s8_fmt_t hg_s8_c;\n    hg_s8_c.tab = NULL;" if s8 else ""

@@ -14,8 +14,8 @@ from hurray_gpu.dialect.helpers import HELPERS, helpers_for
 from hurray_gpu.dialect.kernel import KernelDef, Param
 from hurray_gpu.errors import UnsupportedOpError
 
-__all__ = ["RENDER_VERSION", "SCALE8_CALL", "SCALE8_CONV", "BLOCK8_CALL", "COPY8_CALL",
-           "TRANSPOSE16_CALL", "CStyleRenderer",
+__all__ = ["AFFINE8_CALL", "RENDER_VERSION", "SCALE8_CALL", "SCALE8_CONV", "BLOCK8_CALL",
+           "COPY8_CALL", "TRANSPOSE16_CALL", "CStyleRenderer",
            "expand_scale8", "expand_block8", "lint_body", "value_type"]
 
 # Bump whenever rendered semantics change: it is hashed into every kernel cache key.
@@ -71,6 +71,15 @@ SCALE8_CALL = re.compile(r"\bSCALE8_(F32|BF16|F16)\(\s*(\w+)\s*,\s*([\w +*]+?)\s
                          r"\s*(\w+)\s*,\s*(\w+)\s*,\s*([468])\s*,\s*(\w+)\s*,\s*(\w+)\s*,"
                          r"\s*(\w+)\s*\)\s*;")
 SCALE8_CONV = {"F32": "F32", "BF16": "F32_TO_BF16_BITS", "F16": "F32_TO_F16_BITS"}
+# AFFINE8_<T>(dst, k, data, at, sx, z, s, total, g);  a statement: for each of g groups j and
+# e = 0..7, c = LOAD(data, at + 8*j + e) (a u8 buffer), q = I32(c << sx) >> sx (sx 24: signed
+# codes, 0: unsigned) and STORE(dst, k + 8*j + e, CONV(s * F32(I32(U32(q) - U32(z))))), CONV as
+# SCALE8's: the affine value of runs of 8-bit codes (z an i32, s an f32, ``total`` the same hint
+# as SCALE8's). Host C renders it as vector code (widen, subtract, convert, multiply, convert to
+# the output: F16C for f16), streaming large outputs; the other dialects as the eight STOREs.
+AFFINE8_CALL = re.compile(r"\bAFFINE8_(F32|BF16|F16)\(\s*(\w+)\s*,\s*([\w +*]+?)\s*,\s*(\w+)\s*,"
+                          r"\s*([\w +*]+?)\s*,\s*(\w+)\s*,\s*(\w+)\s*,\s*(\w+)\s*,\s*(\w+)\s*,"
+                          r"\s*(\w+)\s*\)\s*;")
 _TYPES = re.compile(r"\b(u32|i32|f32|f64|bool)\b")
 # -- TRANSPOSE8 and ZORDER8 (8 x 8 word blocks of the layout kernels; apart from SCALE8) -------
 # TRANSPOSE8(dst, di, dn, src, si, sn);  for j, k = 0..7: STORE(dst, di + j * dn + k,
@@ -121,7 +130,8 @@ def lint_body(kernel: KernelDef) -> None:
     # BARRIER(): a work-group barrier for buffers and shared arrays (uniform control flow).
     known = set(INTRINSICS) | set(ATOMICS) | {"LOAD", "STORE", "GLOBAL_ID", "BARRIER",
                                               "TRANSPOSE8", "ZORDER8", "COPY8", "TRANSPOSE16",
-                                              *(f"SCALE8_{t}" for t in SCALE8_CONV)}
+                                              *(f"SCALE8_{t}" for t in SCALE8_CONV),
+                                              *(f"AFFINE8_{t}" for t in SCALE8_CONV)}
     unknown = sorted({n for n in _CALL.findall(text) if n not in known})
     if unknown:
         raise UnsupportedOpError(f"kernel {kernel.name}: unknown intrinsics {unknown}",
@@ -139,6 +149,11 @@ def lint_body(kernel: KernelDef) -> None:
                                  "SCALE8_<T>(buffer, index, table, data, byte, 4|6|8, scale, "
                                  "hint, groups);", fix="pass names, an index sum and a literal code "
                                  "width 4, 6 or 8.")
+    if len(re.findall(r"\bAFFINE8_\w*\(", text)) != len(AFFINE8_CALL.findall(text)):
+        raise UnsupportedOpError(f"kernel {kernel.name}: an AFFINE8_<F32|BF16|F16> is not "
+                                 "AFFINE8_<T>(buffer, index, data, index, sx, z, s, hint, "
+                                 "groups);", fix="pass names and index sums of names and "
+                                 "literals.")
     if len(re.findall(r"\b(?:TRANSPOSE8|ZORDER8)\(", text)) != len(BLOCK8_CALL.findall(text)):
         raise UnsupportedOpError(f"kernel {kernel.name}: a TRANSPOSE8/ZORDER8 is not "
                                  "<OP>(dst, index, stride, src, index, stride);", fix="pass "
@@ -165,7 +180,16 @@ def lint_body(kernel: KernelDef) -> None:
 
 
 def expand_scale8(text: str) -> str:
-    """``text`` with every SCALE8_<T> statement written out as a loop of its eight STOREs."""
+    """``text`` with every SCALE8_<T> and AFFINE8_<T> statement written out as a loop of its
+    eight STOREs."""
+    def affine(m: re.Match[str]) -> str:
+        to, dst, k, data, at, sx, z, s, _, groups = m.groups()
+        stores = " ".join(
+            f"STORE({dst}, hg_k + {e}u, {SCALE8_CONV[to]}({s} * F32(I32(U32(I32(LOAD({data}, "
+            f"hg_at + {e}u) << {sx}) >> {sx}) - U32({z})))));" for e in range(8))
+        return (f"for (u32 hg_j = 0u; hg_j < {groups}; hg_j++) {{ u32 hg_at = {at} + 8u * hg_j; "
+                f"u32 hg_k = {k} + 8u * hg_j; {stores} }}")
+
     def scaled(m: re.Match[str]) -> str:
         to, dst, k, tab, data, at, width, s, _, groups = m.groups()
         bits, conv, lines = int(width), SCALE8_CONV[to], []
@@ -181,7 +205,7 @@ def expand_scale8(text: str) -> str:
         return (f"for (u32 hg_j = 0u; hg_j < {groups}; hg_j++) {{ u32 hg_at = {at} + {bits}u * "
                 f"hg_j; u32 hg_k = {k} + 8u * hg_j; " + " ".join(lines) + " }")
 
-    return SCALE8_CALL.sub(scaled, text)
+    return AFFINE8_CALL.sub(affine, SCALE8_CALL.sub(scaled, text))
 
 
 def expand_block8(text: str) -> str:
@@ -284,8 +308,9 @@ class CStyleRenderer:
         cr = crmath_helpers(called)
         if cr:
             parts += [self.f64_helpers, *(self.translate(t).strip("\n") for t in cr)]
-        parts += [self.translate(text).strip("\n")
-                  for name, text in self.intrinsic_helpers.items() if name in called]
+        # (one text may serve several intrinsics: emitted once)
+        parts += [self.translate(text).strip("\n") for text in dict.fromkeys(
+            text for name, text in self.intrinsic_helpers.items() if name in called)]
         parts += [self.render_accessors(kernel), self.render_entry(kernel)]
         return "\n\n".join(p for p in parts if p) + "\n"
 
