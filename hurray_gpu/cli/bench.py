@@ -224,6 +224,7 @@ QUICK_ARGS = {
     "kv_cache": ["--runs", "3", "--seqs", "16", "--max-len", "64", "--layers", "1"],
     "layout": ["--side", "256", "--runs", "3"],
     "vyre_exec": ["--quick"],
+    "crmath": ["--n", str(1 << 18), "--runs", "3"],
 }
 FULL_ARGS: dict[str, list[str]] = {}
 # One suite may not run longer than this (seconds).
