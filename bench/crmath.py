@@ -7,7 +7,8 @@ function: exp over [-80, 80], log over (0, 1e6], asin over [-1, 1]...), against 
 libm's own f32 function (``expf``, ``logf``...; InverseSqrt: ``1.0f / sqrtf``) over the same
 inputs, compiled with the cpu backend's flags and spread over the same OpenMP threads (sin,
 cos, tan over [-100, 100]: the Cody-Waite range; glibc's sinf/cosf/tanf are not correctly
-rounded). Both write into reused outputs; the calls take turns in every round (wall time).
+rounded). Both write into reused outputs; the calls take turns in every round (wall time, or
+with ``--clock cpu`` the process's CPU time, all threads: steadier on a loaded machine).
 Reported per function: libm time / ours (``vs_peer``, below 1: ours is slower) and both G
 elements/s, each min / median / max over the rounds.
 """
@@ -20,6 +21,7 @@ import json
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -65,7 +67,8 @@ def _libm(dev: Any) -> Any:
     return ctypes.CDLL(str(tmp / "libm.so"))
 
 
-def bench(n: int, runs: int, names: list[str]) -> list[dict[str, Any]]:
+def bench(n: int, runs: int, names: list[str], clock: Any = time.perf_counter
+          ) -> list[dict[str, Any]]:
     """One row per function: its throughput, the libm's, and libm time / ours per round."""
     dev = resolve_device("cpu:0")
     lib = _libm(dev)
@@ -85,7 +88,8 @@ def bench(n: int, runs: int, names: list[str]) -> list[dict[str, Any]]:
         def libm(fn: Any = fn, x: np.ndarray = x, d: np.ndarray = host_dst) -> None:
             fn(ctypes.c_void_p(x.ctypes.data), ctypes.c_void_p(d.ctypes.data), ctypes.c_int64(n))
 
-        secs = rounds({"ours": on_host(ours), "libm": on_host(libm)}, runs)
+        secs = rounds({"ours": on_host(ours, clock=clock), "libm": on_host(libm, clock=clock)},
+                      runs)
         med, span = ratio(secs["libm"], secs["ours"])
         got = np.frombuffer(bytes(dst.copyout()), np.float32)
         agree = float(np.mean((got == host_dst) | (np.isnan(got) & np.isnan(host_dst))))
@@ -105,9 +109,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--n", type=int, default=1 << 20)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--names", nargs="+", choices=CR_FUNCS, default=list(CR_FUNCS))
+    parser.add_argument("--clock", choices=("wall", "cpu"), default="wall")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
-    result = {"n": args.n, "runs": args.runs, "rows": bench(args.n, args.runs, args.names)}
+    clock = time.process_time if args.clock == "cpu" else time.perf_counter
+    result = {"n": args.n, "runs": args.runs, "clock": args.clock,
+              "rows": bench(args.n, args.runs, args.names, clock)}
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(result, indent=2))

@@ -31,9 +31,12 @@ EDGES = [0x00000000, 0x80000000, 0x00000001, 0x80000001, 0x007FFFFF, 0x807FFFFF,
          0x397FFFFF, 0xB97FFFFF, 0x3F490FDA, 0x3F490FDB, 0x3F490FDC,  # sin/cos/tan: 2^-12, pi/4
          0x477FFFFF, 0x47800000, 0x47800001, 0xC7800000,  # Cody-Waite's end, Payne-Hanek's start
          0x4B800000, 0x5F000000, 0x7F000000, 0x7EFFFFFF, 0xFEFFFFFF]  # large: 2^24, 2^63, 2^127
-# The f32 nearest a multiple of pi/2 (|r| smallest; bench search over every binade), the
-# hardest inputs for the reduction of sin/cos/tan.
-REDUCTION_WORST = []
+# The f32 nearest multiples of pi/2 (|x - k pi/2| from 2^-29.2 at 0x6f79be45; a search over
+# every binade from 1/2 up, four per binade, settled in 600-bit arithmetic) and the nearest
+# below 2^16 (Cody-Waite's range): the hardest inputs of sin/cos/tan's reduction.
+REDUCTION_WORST = [0x6F79BE45, 0x50A3E87F, 0x6FF9BE45, 0x5123E87F, 0x437CE5F1, 0x7079BE45,
+                   0x6A1976F1, 0x53B146A6, 0x65898498, 0x51A3E87F, 0x43FCE5F1, 0x77584625,
+                   0x4096CBE4, 0x474D246F, 0xEF79BE45, 0xC37CE5F1]
 
 
 def sample_inputs() -> np.ndarray:

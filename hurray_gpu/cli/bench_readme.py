@@ -309,7 +309,7 @@ def _crmath(d: _Fields) -> tuple[str, list[Row]]:
          r.span("ours_gelem_s", "G/s"), f"`{r['libm']}` {r.span('libm_gelem_s', 'G/s')}",
          r.ratio("vs_peer", "x libm")) for r in d.rows("rows")]
     return (f"correctly rounded f32 functions vs the host libm's f32 ones (not correctly "
-            f"rounded), {d['n']:,} inputs, {d['runs']} rounds"), out
+            f"rounded), {d['n']:,} inputs, {d['runs']} rounds, {d['clock']} time"), out
 
 
 # (suite, title, row builder), in the README's order.

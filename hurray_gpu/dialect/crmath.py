@@ -181,9 +181,9 @@ FUNC f64 hg_cr_atrig_core(f32 x, u32 which) {{
 #   (e + 30) / 32 of TWO_OVER_PI cover the rest to 127 bits or more below the binary point.
 #   Their product with m (u32 pieces: 16-bit halves) gives n (two bits) and 96 bits of the
 #   fraction f, folded to |f| <= 1/2 in integers; r = f pi/2 in f64: three roundings and
-#   pi/2's own, 2^-51.7 relative. Every f32 at or above 2^-12 lies at least 2^-29 from a
-#   multiple of pi/2, so the 2^-96 dropped from f is 2^-66 relative at most.
-# Errors (relative, in u = 2^-53): r: 2 u (Cody-Waite), 2.4 u (Payne-Hanek: pi/2's 0.32 u
+#   pi/2's own. Every f32 lies at least 2^-29.3 from a nonzero multiple of pi/2 (0x6f79be45
+#   is nearest), so the 2^-96 dropped from f is 2^-66 relative at most.
+# Errors (relative, in u = 2^-53): r: 2 u (Cody-Waite), 2.4 u (Payne-Hanek, pi/2's 0.32 u
 # included); sin: r's 2.5 u (r cot r <= 1), r z S's 5 u at 0.12 of the value, the sum's 1 u:
 # 4.1 u; cos: r's at r tan r <= pi/4, z C's 4 u at 0.44 of the value, the sum's: 4.7 u; tan:
 # r's at 2r / sin 2r <= pi/2 (3.9 u), sin's and cos's own (1.6 u, 2.8 u), the division: 9.3 u.
