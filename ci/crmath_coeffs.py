@@ -144,9 +144,8 @@ def generate() -> str:
     lines.append("# .. 2^(-32j) (word 0 is 0: 2/pi < 1); Payne-Hanek reduction reads five "
                  "from word (e + 30) / 32.")
     lines.append("TWO_OVER_PI: tuple[int, ...] = (")
-    hexes = ["0x00000000"] + [f"0x{(words >> (256 - 32 * j)) & 0xFFFFFFFF:08x}"
-                              for j in range(1, 9)]
-    lines += ["    " + ", ".join(hexes[i:i + 5]) + "," for i in range(0, len(hexes), 5)]
+    lines += ["    0x00000000,"] + [f"    0x{(words >> (256 - 32 * j)) & 0xFFFFFFFF:08X},"
+                                  for j in range(1, 9)]
     lines.append(")")
     return "\n".join(lines) + "\n"
 

@@ -138,6 +138,13 @@ CONSTS: dict[str, float] = {
 # 2/pi in 32-bit words, most significant first: word j holds the bits of weights 2^(-32j+31)
 # .. 2^(-32j) (word 0 is 0: 2/pi < 1); Payne-Hanek reduction reads five from word (e + 30) / 32.
 TWO_OVER_PI: tuple[int, ...] = (
-    0x00000000, 0xa2f9836e, 0x4e441529, 0xfc2757d1, 0xf534ddc0,
-    0xdb629599, 0x3c439041, 0xfe5163ab, 0xdebbc562,
+    0x00000000,
+    0xA2F9836E,
+    0x4E441529,
+    0xFC2757D1,
+    0xF534DDC0,
+    0xDB629599,
+    0x3C439041,
+    0xFE5163AB,
+    0xDEBBC562,
 )
