@@ -13,7 +13,8 @@ The subset (checked by :func:`lint_body`):
   and host C, but Vulkan does not require OpFma to be fused (lavapipe rounds twice);
   ``FMA_RN`` rounds once on every dialect (GLSL: an exact integer emulation, slower);
   ``LIBM_SIN ... LIBM_LOG2`` (``(float)f((double)x)`` through the host libm; host C only);
-  ``CR_EXP CR_EXP2 CR_LOG CR_LOG2 CR_RSQRT CR_SINH CR_COSH CR_TANH CR_ATAN CR_ASIN CR_ACOS``
+  ``CR_EXP CR_EXP2 CR_LOG CR_LOG2 CR_RSQRT CR_SINH CR_COSH CR_TANH CR_ATAN CR_ASIN CR_ACOS
+  CR_SIN CR_COS CR_TAN``
   (correctly rounded f32 functions, the same bits on every dialect; they compute in ``f64``,
   a type bodies may use too, with ``F64`` conversions, ``SQRT64``, ``POW2_64(k)`` = 2^k and
   ``lf``-suffixed literals; the device needs f64, see :mod:`hurray_gpu.dialect.crmath`);
