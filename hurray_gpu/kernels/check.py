@@ -173,7 +173,7 @@ def vyre_kernels(names: Sequence[str] = (), *, fp64: bool = True) -> list[tuple[
         if names and f"vyre.{label}" not in names:
             continue
         lowered = lower_cached(build())
-        if "libm" not in lowered.features and (fp64 or "fp64" not in lowered.features):
+        if fp64 or "fp64" not in lowered.features:
             for kernel in lowered.kernels:
                 seen.setdefault(kernel.name, (f"vyre.{label}.{kernel.name}", kernel))
     return list(seen.values())
