@@ -274,21 +274,22 @@ def test_materialize_column_major_in_16x16_groups(shape: tuple[int, ...], dtype:
 
 @pytest.mark.parametrize(("layout", "block"), [
     (Tiled((64, 64), inner_layout=4, inner=Tiled((8, 8))), (64, 64)),
-    (Tiled((32, 32)), (200, 32)), (ColMajor(), (128, 128)), (Morton((8, 8)), (64, 64))])
+    (Tiled((32, 32)), (128, 32)), (ColMajor(), (128, 128)), (Morton((11, 11)), (64, 64))])
 def test_block_shape_per_layout_class(layout: object, block: tuple[int, int]) -> None:
     # Nested tiles at least 64 rows tall take one 64 x 64 block inside a tile, shorter tiles a
-    # band of whole tiles (here whole rows: the launch is one chunk of items); the result is
-    # exact either way (ragged 150 x 200 edges).
-    want = np.random.default_rng(9).standard_normal((150, 200)).astype(np.float32)
-    t = relayout(Tensor.from_numpy(want), layout).to(CPU)
-    assert blocks(CPU, plan_dense(t.descriptor, device_buffers(t, CPU)[0].nbytes)) == block
-    assert np.array_equal(materialize(t).numpy(), want)
+    # band of whole tiles; the result is exact either way (ragged 1500 x 1800 edges). The
+    # same layout in 150 x 200 is one chunk of items: one item per slice.
+    for shape, want in (((1500, 1800), block), ((150, 200), (200, 150))):
+        dense = stable_rng("blocks", shape).standard_normal(shape).astype(np.float32)
+        t = relayout(Tensor.from_numpy(dense), layout).to(CPU)
+        assert blocks(CPU, plan_dense(t.descriptor, device_buffers(t, CPU)[0].nbytes)) == want
+        assert np.array_equal(materialize(t).numpy(), dense)
 
 
 def test_tile_bands_as_whole_rows_over_slices() -> None:
-    # 3 slices of 70 x 100 in 32 x 32 tiles: a one-chunk launch, so each item copies a band of
-    # whole rows (100 wide: 3 tiles and a ragged 4th, 32 rows or the ragged last 6).
+    # 3 slices of 70 x 100 in 32 x 32 tiles: a one-chunk launch, so each item copies a whole
+    # slice (100 wide: 3 tiles and a ragged 4th; 70 rows: 2 tile rows and a ragged 6).
     want = np.random.default_rng(12).standard_normal((3, 70, 100)).astype(np.float32)
     t = relayout(Tensor.from_numpy(want), Tiled((1, 32, 32))).to(CPU)
-    assert blocks(CPU, plan_dense(t.descriptor, device_buffers(t, CPU)[0].nbytes)) == (100, 32)
+    assert blocks(CPU, plan_dense(t.descriptor, device_buffers(t, CPU)[0].nbytes)) == (100, 70)
     assert np.array_equal(materialize(t).numpy(), want)
