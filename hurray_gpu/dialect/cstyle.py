@@ -668,12 +668,12 @@ static inline void hg_t8_u32(uint32_t *restrict d, uint32_t di, uint32_t dn,
 }
 #endif"""
 _Z8_HELPER = """\
-#if defined(__AVX2__)
+#if defined(__AVX2__) && !defined(HG_Z8_ROWS)
+#define HG_Z8_ROWS
 #include <immintrin.h>
-static inline void hg_z8_u32(uint32_t *restrict d, uint32_t di, uint32_t dn,
-                             const uint32_t *restrict s, uint32_t si, uint32_t unused) {
+// Rows j of the 64 words' 8 x 8 Morton group in o[j] (ZORDER16's quarters share it).
+static inline void hg_z8_rows(__m256i o[8], const uint32_t *restrict s, uint32_t si) {
     __m256i v[8], w[8];
-    (void)unused;
     for (int i = 0; i < 8; i++)
         v[i] = _mm256_shuffle_epi32(_mm256_loadu_si256((const void *)(s + si + 8 * i)), 0xD8);
     for (int i = 0; i < 8; i += 2) {
@@ -681,13 +681,17 @@ static inline void hg_z8_u32(uint32_t *restrict d, uint32_t di, uint32_t dn,
         w[i + 1] = _mm256_unpackhi_epi64(v[i], v[i + 1]);
     }
     for (int i = 0; i < 4; i++) {
-        v[i] = _mm256_permute2x128_si256(w[i], w[i + 4], 0x20);
-        v[i + 4] = _mm256_permute2x128_si256(w[i], w[i + 4], 0x31);
+        int lo = (i & 1) | ((i << 1) & 4);  // the rows of w[i] | w[i + 4]: lo and lo | 2
+        o[lo] = _mm256_permute2x128_si256(w[i], w[i + 4], 0x20);
+        o[lo | 2] = _mm256_permute2x128_si256(w[i], w[i + 4], 0x31);
     }
-    for (int i = 0; i < 8; i++) {
-        uint32_t j = (uint32_t)((i & 1) | ((i >> 1) & 2) | ((i << 1) & 4));
-        _mm256_storeu_si256((void *)(d + (uint32_t)(di + j * dn)), v[i]);
-    }
+}
+static inline void hg_z8_u32(uint32_t *restrict d, uint32_t di, uint32_t dn,
+                             const uint32_t *restrict s, uint32_t si, uint32_t unused) {
+    __m256i o[8];
+    (void)unused;
+    hg_z8_rows(o, s, si);
+    for (int j = 0; j < 8; j++) _mm256_storeu_si256((void *)(d + (uint32_t)(di + j * dn)), o[j]);
 }
 #endif"""
 
@@ -764,23 +768,8 @@ static inline void hg_t16_u32(uint32_t *restrict d, uint32_t di, uint32_t dn,
 # an output past the cache as TRANSPOSE16's. Measured on a 4096^2 f32 Morton source (CPU
 # seconds of a copy of the same bytes over the gather's, 2 CPUs under load): ZORDER8 with plain
 # stores 0.20-0.32, ZORDER16 streaming whole lines 0.56-0.73.
-_Z16_HELPER = _B16_BASE + """
+_Z16_HELPER = _Z8_HELPER + "\n" + _B16_BASE + """
 #if defined(__AVX2__)
-#include <immintrin.h>
-static inline void hg_z8_rows(__m256i o[8], const uint32_t *restrict s, uint32_t si) {
-    __m256i v[8], w[8];
-    for (int i = 0; i < 8; i++)
-        v[i] = _mm256_shuffle_epi32(_mm256_loadu_si256((const void *)(s + si + 8 * i)), 0xD8);
-    for (int i = 0; i < 8; i += 2) {
-        w[i] = _mm256_unpacklo_epi64(v[i], v[i + 1]);
-        w[i + 1] = _mm256_unpackhi_epi64(v[i], v[i + 1]);
-    }
-    for (int i = 0; i < 4; i++) {
-        int lo = (i & 1) | ((i << 1) & 4), hi = lo | 2;  // rows of w[i] and w[i + 4]
-        o[lo] = _mm256_permute2x128_si256(w[i], w[i + 4], 0x20);
-        o[hi] = _mm256_permute2x128_si256(w[i], w[i + 4], 0x31);
-    }
-}
 static inline void hg_z16_u32(uint32_t *restrict d, uint32_t di, uint32_t dn,
                               const uint32_t *restrict s, uint32_t si, uint32_t unused, int big) {
     int nt = big && ((((uintptr_t)(d + di)) | ((uintptr_t)dn << 2)) & 63u) == 0u;
@@ -797,6 +786,7 @@ static inline void hg_z16_u32(uint32_t *restrict d, uint32_t di, uint32_t dn,
     }
 }
 #endif"""
+
 
 class HostCRenderer(CStyleRenderer):
     """C11 for the host compiler: one work item per loop iteration, OpenMP across cores."""

@@ -94,12 +94,12 @@ static inline void hg_t8_u32(uint32_t *restrict d, uint32_t di, uint32_t dn,
 }
 #endif
 
-#if defined(__AVX2__)
+#if defined(__AVX2__) && !defined(HG_Z8_ROWS)
+#define HG_Z8_ROWS
 #include <immintrin.h>
-static inline void hg_z8_u32(uint32_t *restrict d, uint32_t di, uint32_t dn,
-                             const uint32_t *restrict s, uint32_t si, uint32_t unused) {
+// Rows j of the 64 words' 8 x 8 Morton group in o[j] (ZORDER16's quarters share it).
+static inline void hg_z8_rows(__m256i o[8], const uint32_t *restrict s, uint32_t si) {
     __m256i v[8], w[8];
-    (void)unused;
     for (int i = 0; i < 8; i++)
         v[i] = _mm256_shuffle_epi32(_mm256_loadu_si256((const void *)(s + si + 8 * i)), 0xD8);
     for (int i = 0; i < 8; i += 2) {
@@ -107,13 +107,17 @@ static inline void hg_z8_u32(uint32_t *restrict d, uint32_t di, uint32_t dn,
         w[i + 1] = _mm256_unpackhi_epi64(v[i], v[i + 1]);
     }
     for (int i = 0; i < 4; i++) {
-        v[i] = _mm256_permute2x128_si256(w[i], w[i + 4], 0x20);
-        v[i + 4] = _mm256_permute2x128_si256(w[i], w[i + 4], 0x31);
+        int lo = (i & 1) | ((i << 1) & 4);  // the rows of w[i] | w[i + 4]: lo and lo | 2
+        o[lo] = _mm256_permute2x128_si256(w[i], w[i + 4], 0x20);
+        o[lo | 2] = _mm256_permute2x128_si256(w[i], w[i + 4], 0x31);
     }
-    for (int i = 0; i < 8; i++) {
-        uint32_t j = (uint32_t)((i & 1) | ((i >> 1) & 2) | ((i << 1) & 4));
-        _mm256_storeu_si256((void *)(d + (uint32_t)(di + j * dn)), v[i]);
-    }
+}
+static inline void hg_z8_u32(uint32_t *restrict d, uint32_t di, uint32_t dn,
+                             const uint32_t *restrict s, uint32_t si, uint32_t unused) {
+    __m256i o[8];
+    (void)unused;
+    hg_z8_rows(o, s, si);
+    for (int j = 0; j < 8; j++) _mm256_storeu_si256((void *)(d + (uint32_t)(di + j * dn)), o[j]);
 }
 #endif
 
@@ -208,6 +212,32 @@ static inline void hg_t16_u32(uint32_t *restrict d, uint32_t di, uint32_t dn,
 #endif
 #endif
 
+#if defined(__AVX2__) && !defined(HG_Z8_ROWS)
+#define HG_Z8_ROWS
+#include <immintrin.h>
+// Rows j of the 64 words' 8 x 8 Morton group in o[j] (ZORDER16's quarters share it).
+static inline void hg_z8_rows(__m256i o[8], const uint32_t *restrict s, uint32_t si) {
+    __m256i v[8], w[8];
+    for (int i = 0; i < 8; i++)
+        v[i] = _mm256_shuffle_epi32(_mm256_loadu_si256((const void *)(s + si + 8 * i)), 0xD8);
+    for (int i = 0; i < 8; i += 2) {
+        w[i] = _mm256_unpacklo_epi64(v[i], v[i + 1]);
+        w[i + 1] = _mm256_unpackhi_epi64(v[i], v[i + 1]);
+    }
+    for (int i = 0; i < 4; i++) {
+        int lo = (i & 1) | ((i << 1) & 4);  // the rows of w[i] | w[i + 4]: lo and lo | 2
+        o[lo] = _mm256_permute2x128_si256(w[i], w[i + 4], 0x20);
+        o[lo | 2] = _mm256_permute2x128_si256(w[i], w[i + 4], 0x31);
+    }
+}
+static inline void hg_z8_u32(uint32_t *restrict d, uint32_t di, uint32_t dn,
+                             const uint32_t *restrict s, uint32_t si, uint32_t unused) {
+    __m256i o[8];
+    (void)unused;
+    hg_z8_rows(o, s, si);
+    for (int j = 0; j < 8; j++) _mm256_storeu_si256((void *)(d + (uint32_t)(di + j * dn)), o[j]);
+}
+#endif
 #ifndef HG_B16_BASE
 #define HG_B16_BASE
 #ifndef HG_STREAM_BYTES
@@ -224,21 +254,6 @@ static inline void hg_t16_fence(void) {}
 #endif
 #endif
 #if defined(__AVX2__)
-#include <immintrin.h>
-static inline void hg_z8_rows(__m256i o[8], const uint32_t *restrict s, uint32_t si) {
-    __m256i v[8], w[8];
-    for (int i = 0; i < 8; i++)
-        v[i] = _mm256_shuffle_epi32(_mm256_loadu_si256((const void *)(s + si + 8 * i)), 0xD8);
-    for (int i = 0; i < 8; i += 2) {
-        w[i] = _mm256_unpacklo_epi64(v[i], v[i + 1]);
-        w[i + 1] = _mm256_unpackhi_epi64(v[i], v[i + 1]);
-    }
-    for (int i = 0; i < 4; i++) {
-        int lo = (i & 1) | ((i << 1) & 4), hi = lo | 2;  // rows of w[i] and w[i + 4]
-        o[lo] = _mm256_permute2x128_si256(w[i], w[i + 4], 0x20);
-        o[hi] = _mm256_permute2x128_si256(w[i], w[i + 4], 0x31);
-    }
-}
 static inline void hg_z16_u32(uint32_t *restrict d, uint32_t di, uint32_t dn,
                               const uint32_t *restrict s, uint32_t si, uint32_t unused, int big) {
     int nt = big && ((((uintptr_t)(d + di)) | ((uintptr_t)dn << 2)) & 63u) == 0u;
