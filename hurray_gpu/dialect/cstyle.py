@@ -14,11 +14,11 @@ from hurray_gpu.dialect.host_groups import render_group_entry
 from hurray_gpu.dialect.kernel import LONG_ITEMS, KernelDef
 from hurray_gpu.dialect.render import (
     BLOCK8_CALL,
+    BLOCK16_CALL,
     COPY8_CALL,
     LIBM_INTRINSICS,
     SCALE8_CALL,
     SCALE8_CONV,
-    BLOCK16_CALL,
     CStyleRenderer,
     expand_block8,
     expand_scale8,
