@@ -31,9 +31,10 @@ The subset (checked by :func:`lint_body`):
 - ``TRANSPOSE8(dst, di, dn, src, si, sn);`` stores ``LOAD(src, si + k*sn + j)`` to
   ``di + j*dn + k`` and ``ZORDER8(dst, di, dn, src, si, 0);`` ``LOAD(src, si + Z(j, k))`` (j's
   bits at even, k's at odd positions), j, k = 0..7; host C shuffles u32 words in registers;
-- ``TRANSPOSE16(dst, di, dn, src, si, sn, total);`` is TRANSPOSE8 for j, k = 0..15; ``total``
-  (the output's word count) is a hint: host C streams the rows (whole cache lines of u32
-  words) of an output too large to stay in cache;
+- ``TRANSPOSE16(dst, di, dn, src, si, sn, total);`` is TRANSPOSE8 for j, k = 0..15, and
+  ``ZORDER16(dst, di, dn, src, si, 0, total);`` ZORDER8; ``total`` (the output's word count)
+  is a hint: host C streams the rows (whole cache lines of u32 words) of an output too large
+  to stay in cache;
 - ``COPY8(dst, di, src, si);`` stores ``LOAD(src, si + k)`` to ``di + k``, k = 0..7 (buffers of
   one word type); host C copies the 8 words as one block;
 - ``KernelDef.private`` arrays (per work item, u32/i32/f32, small) and ``shared`` arrays are

@@ -15,7 +15,7 @@ from hurray_gpu.dialect.kernel import KernelDef, Param
 from hurray_gpu.errors import UnsupportedOpError
 
 __all__ = ["AFFINE8_CALL", "RENDER_VERSION", "SCALE8_CALL", "SCALE8_CONV", "BLOCK8_CALL",
-           "COPY8_CALL", "TRANSPOSE16_CALL", "CStyleRenderer",
+           "COPY8_CALL", "BLOCK16_CALL", "CStyleRenderer",
            "expand_scale8", "expand_block8", "lint_body", "value_type"]
 
 # Bump whenever rendered semantics change: it is hashed into every kernel cache key.
@@ -92,11 +92,12 @@ _TYPES = re.compile(r"\b(u32|i32|f32|f64|bool)\b")
 BLOCK8_CALL = re.compile(r"\b(TRANSPOSE8|ZORDER8)\(\s*(\w+)\s*,\s*([\w +*]+?)\s*,\s*(\w+)\s*,"
                          r"\s*(\w+)\s*,\s*([\w +*]+?)\s*,\s*(\w+)\s*\)\s*;")
 # TRANSPOSE16(dst, di, dn, src, si, sn, total);  TRANSPOSE8's 16 x 16 form, for j, k = 0..15:
-# 16 source runs of 16 words become 16 destination runs. ``total`` (the output's word count, a
-# name) is a hint: host C writes the rows of an output too large to stay in cache as whole
-# cache lines that bypass it, which only a 16-word row of u32 words fills.
-TRANSPOSE16_CALL = re.compile(r"\bTRANSPOSE16\(\s*(\w+)\s*,\s*([\w +*]+?)\s*,\s*(\w+)\s*,"
-                              r"\s*(\w+)\s*,\s*([\w +*]+?)\s*,\s*(\w+)\s*,\s*(\w+)\s*\)\s*;")
+# 16 source runs of 16 words become 16 destination runs; ZORDER16(dst, di, dn, src, si, 0,
+# total) is ZORDER8's (Z of j, k < 16: 256 words in rank-2 Morton order). ``total`` (the
+# output's word count, a name) is a hint: host C writes the rows of an output too large to stay
+# in cache as whole cache lines that bypass it, which only a 16-word row of u32 words fills.
+BLOCK16_CALL = re.compile(r"\b(TRANSPOSE16|ZORDER16)\(\s*(\w+)\s*,\s*([\w +*]+?)\s*,\s*(\w+)\s*,"
+                          r"\s*(\w+)\s*,\s*([\w +*]+?)\s*,\s*(\w+)\s*,\s*(\w+)\s*\)\s*;")
 # COPY8(dst, di, src, si);  for k = 0..7: STORE(dst, di + k, LOAD(src, si + k)) (a run of 8 words
 # of one type; no run may wrap past 2**32). Host C copies the 8 words as one block (GCC keeps
 # the loop's u32 index arithmetic scalar), everything else runs the loop.
@@ -104,6 +105,8 @@ COPY8_CALL = re.compile(r"\bCOPY8\(\s*(\w+)\s*,\s*([\w +*]+?)\s*,\s*(\w+)\s*,\s*
 _BLOCK8_SRC = {"TRANSPOSE8": "t8k * {5} + t8j",
                "ZORDER8": "((t8j & 1u) | ((t8k & 1u) << 1u) | ((t8j & 2u) << 1u) | "
                           "((t8k & 2u) << 2u) | ((t8j & 4u) << 2u) | ((t8k & 4u) << 3u))"}
+_BLOCK8_SRC.update(TRANSPOSE16=_BLOCK8_SRC["TRANSPOSE8"], ZORDER16=_BLOCK8_SRC["ZORDER8"][:-1]
+                   + " | ((t8j & 8u) << 3u) | ((t8k & 8u) << 4u))")
 
 VALUE_TYPES = {"u8": "u32", "u16": "u32", "u32": "u32", "i8": "i32", "i16": "i32",
                "i32": "i32", "f32": "f32", "f16": "f32", "bf16": "f32"}
@@ -130,6 +133,7 @@ def lint_body(kernel: KernelDef) -> None:
     # BARRIER(): a work-group barrier for buffers and shared arrays (uniform control flow).
     known = set(INTRINSICS) | set(ATOMICS) | {"LOAD", "STORE", "GLOBAL_ID", "BARRIER",
                                               "TRANSPOSE8", "ZORDER8", "COPY8", "TRANSPOSE16",
+                                              "ZORDER16",
                                               *(f"SCALE8_{t}" for t in SCALE8_CONV),
                                               *(f"AFFINE8_{t}" for t in SCALE8_CONV)}
     unknown = sorted({n for n in _CALL.findall(text) if n not in known})
@@ -158,8 +162,8 @@ def lint_body(kernel: KernelDef) -> None:
         raise UnsupportedOpError(f"kernel {kernel.name}: a TRANSPOSE8/ZORDER8 is not "
                                  "<OP>(dst, index, stride, src, index, stride);", fix="pass "
                                  "buffer and stride names and index sums of names and literals.")
-    if len(re.findall(r"\bTRANSPOSE16\(", text)) != len(TRANSPOSE16_CALL.findall(text)):
-        raise UnsupportedOpError(f"kernel {kernel.name}: a TRANSPOSE16 is not TRANSPOSE16(dst, "
+    if len(re.findall(r"\b(?:TRANSPOSE16|ZORDER16)\(", text)) != len(BLOCK16_CALL.findall(text)):
+        raise UnsupportedOpError(f"kernel {kernel.name}: a TRANSPOSE16/ZORDER16 is not <OP>(dst, "
                                  "index, stride, src, index, stride, total);", fix="pass buffer, "
                                  "stride and total names and index sums of names and literals.")
     if len(re.findall(r"\bCOPY8\(", text)) != len(COPY8_CALL.findall(text)):
@@ -209,12 +213,12 @@ def expand_scale8(text: str) -> str:
 
 
 def expand_block8(text: str) -> str:
-    """``text`` with every TRANSPOSE8, ZORDER8, TRANSPOSE16 and COPY8 statement written out as
-    its loops."""
-    text = TRANSPOSE16_CALL.sub(lambda m: (
+    """``text`` with every TRANSPOSE8, ZORDER8, TRANSPOSE16, ZORDER16 and COPY8 statement
+    written out as its loops."""
+    text = BLOCK16_CALL.sub(lambda m: (
         "for (u32 t8j = 0u; t8j < 16u; t8j++) {{ for (u32 t8k = 0u; t8k < 16u; t8k++) {{ "
-        "STORE({}, ({}) + t8j * {} + t8k, LOAD({}, ({}) + t8k * {} + t8j)); }} }}"
-        ).format(*m.groups()), text)
+        "STORE({0}, ({1}) + t8j * {2} + t8k, LOAD({3}, ({4}) + " + _BLOCK8_SRC[m[1]] + ")); }} }}"
+        ).format(*m.groups()[1:]), text)
     text = COPY8_CALL.sub(lambda m: "for (u32 c8k = 0u; c8k < 8u; c8k++) {{ STORE({}, ({}) + "
                           "c8k, LOAD({}, ({}) + c8k)); }}".format(*m.groups()), text)
     return BLOCK8_CALL.sub(lambda m: (
