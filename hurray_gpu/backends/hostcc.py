@@ -6,7 +6,6 @@ kernels already in the cache, so that a warm cache runs without any compiler."""
 from __future__ import annotations
 
 import functools
-import importlib.metadata
 import importlib.util
 import json
 import os
@@ -136,6 +135,8 @@ def _version(command: tuple[str, ...], origin: str) -> str:
             + (f": {done.stderr.strip()[:300]}" if done else ""), fix=INSTALL_FIX)
     line = (done.stdout.splitlines() or [command[0]])[0].strip()
     if origin == "ziglang":  # the wheel's version names its libc headers too
+        import importlib.metadata  # here: importing it cost every device open milliseconds
+
         line = f"zig {importlib.metadata.version('ziglang')} ({line})"
     return line
 
@@ -166,6 +167,7 @@ def _native_flags(command: tuple[str, ...], cpu_digest: str) -> tuple[str, ...]:
     return ("-march=native", f"-DHG_BUILT_FOR_CPU={cpu_digest}")
 
 
+@functools.cache
 def _host_cpu() -> str:
     """What the host's instruction set depends on: the first processor's identity lines."""
     try:

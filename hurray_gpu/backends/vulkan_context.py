@@ -214,6 +214,7 @@ class VulkanContext:
         self.queue_lock = threading.Lock()
         self.current: Callable[[], Any] | None = None  # set by the first VkStream
         self.streams: weakref.WeakSet[Any] = weakref.WeakSet()
+        self.lanes: weakref.WeakSet[Any] = weakref.WeakSet()  # the streams' timelines
         self.timeline = False
         self.instance = self._create_instance()
         devices = call(vk.vkEnumeratePhysicalDevices, self.instance)
@@ -515,12 +516,16 @@ class VulkanContext:
             call(self.vk.vkQueueWaitIdle, self.queue)
 
     def close(self) -> None:
-        """Destroy the fence, command pool, device and instance (idempotent)."""
+        """Destroy the streams' semaphores, the fence, command pool, device and instance
+        (idempotent)."""
         vk = self.vk
         if getattr(self, "device", None) is None:
             return
-        for stream in list(self.streams):
-            stream.close()
+        lanes = list(self.lanes)
+        for lane in lanes:  # every queued submission has run: no semaphore is waited on
+            lane.close()
+        for lane in lanes:
+            lane.release()
         with self.lock:
             vk.vkDeviceWaitIdle(self.device)
             vk.vkDestroyFence(self.device, self.fence, None)

@@ -93,6 +93,7 @@ class _Lane:
     def __init__(self, ctx: Any, threaded: bool) -> None:
         self.ctx = ctx
         self.sem = create_timeline(ctx)
+        ctx.lanes.add(self)  # the device's close destroys what is left
         self.value = 0  # the last value promised to a submission
         # Reentrant: a collection inside a locked section may free a pooled Buffer, whose
         # free records an event on this same lane.
@@ -198,7 +199,11 @@ class _Lane:
                 fn()
 
     def close(self) -> None:
-        """Finish the queued work, stop the thread and free the native objects (idempotent)."""
+        """Finish the queued work and stop the thread, which frees the pool (idempotent).
+
+        The semaphore stays: another stream's queued wait or an event may still name it (they
+        hold the lane), so it goes with the lane (:meth:`release`, when collected) or the device.
+        """
         self.stop()
         thread = self.thread
         if thread is not None and thread is not threading.current_thread():
@@ -208,13 +213,20 @@ class _Lane:
             return
         host_wait(ctx, [(self.sem, self.value)])
         self.purge(self.value)
-        ctx.vk.vkDestroySemaphore(ctx.device, self.sem, None)
-        self.sem = None
+
+    def release(self) -> None:
+        """Close, then destroy the semaphore: only once nothing can wait on it any more."""
+        self.close()
+        ctx = self.ctx
+        if getattr(ctx, "device", None) is not None and self.sem is not None:
+            ctx.vk.vkDestroySemaphore(ctx.device, self.sem, None)
+            self.sem = None
 
     def __del__(self) -> None:
-        # Only reachable once the thread has exited (it holds the lane) and no event holds it.
+        # Only reachable once the thread has exited (it holds the lane) and no event or wait
+        # holds it.
         with contextlib.suppress(Exception):
-            self.close()
+            self.release()
 
 
 class VkStream(Stream):
@@ -304,7 +316,8 @@ class VkStream(Stream):
             host_wait(self.ctx, [self.point()])
 
     def close(self) -> None:
-        """Finish the queued work and free the stream's native objects."""
+        """Finish the queued work and stop the stream's thread. Its timeline semaphore lives
+        on while an event or another stream's queued wait names it."""
         self.lane.close()
 
     def __del__(self) -> None:

@@ -12,7 +12,6 @@ The subset (checked by :func:`lint_body`):
   UMIN UMAX IMIN IMAX SQRT FLOOR FABS EXP2 LOG2``; ``FMA`` is fused on CUDA, HIP, OpenCL
   and host C, but Vulkan does not require OpFma to be fused (lavapipe rounds twice);
   ``FMA_RN`` rounds once on every dialect (GLSL: an exact integer emulation, slower);
-  ``LIBM_SIN ... LIBM_LOG2`` (``(float)f((double)x)`` through the host libm; host C only);
   ``CR_EXP CR_EXP2 CR_LOG CR_LOG2 CR_RSQRT CR_SINH CR_COSH CR_TANH CR_ATAN CR_ASIN CR_ACOS
   CR_SIN CR_COS CR_TAN``
   (correctly rounded f32 functions, the same bits on every dialect; they compute in ``f64``,

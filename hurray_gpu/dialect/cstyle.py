@@ -17,7 +17,6 @@ from hurray_gpu.dialect.render import (
     BLOCK8_CALL,
     BLOCK16_CALL,
     COPY8_CALL,
-    LIBM_INTRINSICS,
     SCALE8_CALL,
     SCALE8_CONV,
     CStyleRenderer,
@@ -875,10 +874,7 @@ class HostCRenderer(CStyleRenderer):
                    "    memcpy(&d, &b, 8);\n    return d;\n}")
     op_map: ClassVar[dict[str, str]] = {
         **_C_OPS, "AS_F32": "hg_as_f32(", "AS_U32": "hg_as_u32(", "UMIN": "hg_umin(",
-        "UMAX": "hg_umax(", "IMIN": "hg_imin(", "IMAX": "hg_imax(", "UMULHI": "hg_umulhi(",
-        # The double libm function: C converts the float argument, and the caller's f32
-        # assignment rounds the result once (round to nearest even).
-        **{name: name[5:].lower() + "(" for name in LIBM_INTRINSICS}}
+        "UMAX": "hg_umax(", "IMIN": "hg_imin(", "IMAX": "hg_imax(", "UMULHI": "hg_umulhi("}
     intrinsic_helpers: ClassVar[dict[str, str]] = {
         "UMULHI": "static inline uint32_t hg_umulhi(uint32_t a, uint32_t b) {\n"
                   "    return (uint32_t)(((uint64_t)a * b) >> 32);\n}",

@@ -21,10 +21,6 @@ __all__ = ["AFFINE8_CALL", "RENDER_VERSION", "SCALE8_CALL", "SCALE8_CONV", "BLOC
 # Bump whenever rendered semantics change: it is hashed into every kernel cache key.
 RENDER_VERSION = 5
 
-# f32 -> f32 through the host's double-precision libm, ``(float)f((double)x)``: host C only
-# (vyre's transcendentals, bit-exact with its reference interpreter, which calls the same libm).
-LIBM_INTRINSICS = tuple(f"LIBM_{f}" for f in ("SIN", "COS", "TAN", "ASIN", "ACOS", "ATAN", "SINH",
-                                              "COSH", "TANH", "EXP", "EXP2", "LOG", "LOG2"))
 # CR_<F>(x): the correctly rounded f32 functions of dialect/crmath.py, the same bits on every
 # dialect (they evaluate in f64: F64 converts, SQRT64 is the f64 root, POW2_64(k) 2^k as f64;
 # f64 literals carry an ``lf`` suffix, dropped by the C dialects).
@@ -36,7 +32,7 @@ _F64_LIT = re.compile(r"\b([0-9][0-9.]*(?:[eE][+-]?[0-9]+)?)lf\b")
 INTRINSICS = ("U32", "I32", "F32", "AS_F32", "AS_U32", "FMA", "FMIN", "FMAX", "UMIN", "UMAX",
               "IMIN", "IMAX", "SQRT", "FLOOR", "FABS", "EXP2", "LOG2", "UMULHI",
               "F16_BITS_TO_F32", "BF16_BITS_TO_F32", "F32_TO_F16_BITS", "F32_TO_BF16_BITS",
-              "FMA_RN", *LIBM_INTRINSICS, *CR_INTRINSICS, "F64", "SQRT64", "POW2_64")
+              "FMA_RN", *CR_INTRINSICS, "F64", "SQRT64", "POW2_64")
 # Intrinsics rendered as a call to a helper function, emitted only when a body uses them.
 HELPER_INTRINSICS = {"F16_BITS_TO_F32": "hg_f16_to_f32", "BF16_BITS_TO_F32": "hg_bf16_to_f32",
                      "F32_TO_F16_BITS": "hg_f32_to_f16", "F32_TO_BF16_BITS": "hg_f32_to_bf16"}

@@ -44,7 +44,6 @@ from hurray_gpu.dialect.render import (
     ATOMICS,
     HELPER_INTRINSICS,
     INTRINSICS,
-    LIBM_INTRINSICS,
     CStyleRenderer,
     atomics_used,
     expand_block8,
@@ -339,16 +338,10 @@ class WGSLRenderer(CStyleRenderer):
         """Return the complete WGSL module for ``kernel``.
 
         Raises:
-            UnsupportedOpError: the body is outside the portable subset, or calls the host
-                libm (LIBM_*, host C only).
+            UnsupportedOpError: the body is outside the portable subset.
         """
         lint_body(kernel)
         text = expand_block8(expand_scale8(re.sub(r"//[^\n]*", "", kernel.body)))
-        libm = [n for n in LIBM_INTRINSICS if f"{n}(" in text]
-        if libm:
-            raise UnsupportedOpError(
-                f"kernel {kernel.name} calls {libm}, which only the host C dialect has (the "
-                "host libm)", fix="run it on the cpu device.")
         calls = dict(_RESULTS)
         arg_types = dict(_ARGS)
         # The portable helpers, in the subset like bodies: parsed, then written as WGSL.

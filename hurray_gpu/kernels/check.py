@@ -153,10 +153,9 @@ def _vyre_programs() -> dict[str, Callable[[], Program]]:
 
 def vyre_kernels(names: Sequence[str] = (), *, fp64: bool = True) -> list[tuple[str, KernelDef]]:
     """``(vyre.<label>.<kernel name>, kernel)`` for every distinct kernel vyre's own programs
-    (or those whose label is in ``names``) lower to. Programs needing the host libm are left
-    out: the cuda and rocm devices refuse them before compiling (their libm is not the
-    reference's). With ``fp64=False`` (WGSL has no f64), so are programs whose correctly
-    rounded functions compute in f64: vyre refuses them on such a device before rendering.
+    (or those whose label is in ``names``) lower to. With ``fp64=False`` (WGSL has no f64),
+    programs whose correctly rounded functions compute in f64 are left out: vyre refuses them
+    on such a device before rendering.
 
     Raises:
         UnsupportedOpError: a name is no ``vyre.<label>`` of those programs.

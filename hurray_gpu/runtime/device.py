@@ -7,6 +7,7 @@ canary wrappers, default streams) lives here only.
 from __future__ import annotations
 
 import functools
+import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,7 +19,7 @@ from hurray_gpu import config, dialect
 from hurray_gpu.dialect import render
 from hurray_gpu.dialect.kernel import KernelDef, get_kernel
 from hurray_gpu.errors import BackendUnavailableError, UnsupportedOpError
-from hurray_gpu.runtime.cache import LRUCache
+from hurray_gpu.runtime.cache import LRUCache, default_cache
 from hurray_gpu.runtime.canary import CanaryAllocator, guarded
 from hurray_gpu.runtime.memory import Allocation, Allocator, MemoryClass
 from hurray_gpu.runtime.program import Compiler, Program
@@ -32,9 +33,24 @@ PROGRAM_CACHE_CAPACITY = 256
 
 @functools.cache
 def _renderer_digest() -> str:
-    """blake3 of the renderer's own source files: any change to them is a new rendering."""
-    files = sorted(Path(dialect.__file__).parent.glob("*.py"))
-    return blake3.blake3(b"".join(f.read_bytes() for f in files)).hexdigest()
+    """blake3 of the renderer's own source files: any change to them is a new rendering.
+
+    Reading and hashing them was a millisecond of a warm first call, so the digest is kept in
+    the disk cache under each file's name, size and modification time (what Python checks
+    before it trusts a .pyc): an edited file is read and hashed again.
+    """
+    root = os.path.dirname(dialect.__file__)
+    names = sorted(n for n in os.listdir(root) if n.endswith(".py"))
+    stats = [(n, st.st_size, st.st_mtime_ns) for n in names
+             for st in (os.stat(os.path.join(root, n)),)]
+    cache = default_cache("render")
+    key = blake3.blake3(repr(("renderer-digest", root, stats)).encode()).hexdigest()
+    kept = cache.load(key)
+    if kept is not None and len(kept) == 64:
+        return kept.decode("ascii", "replace")
+    digest = blake3.blake3(b"".join(Path(root, n).read_bytes() for n in names)).hexdigest()
+    cache.save(key, digest.encode(), f"blake3 of the renderer sources in {root}")
+    return digest
 
 
 def _render_inputs(kdef: KernelDef, dialect_name: str) -> str:

@@ -235,3 +235,33 @@ def test_a_pending_wait_keeps_the_waited_stream_alive(dev) -> None:
     del consumer
     gc.collect()
     assert lane() is None  # once the wait was submitted, nothing keeps it
+
+
+def test_closing_a_stream_keeps_the_semaphore_other_streams_wait_on(dev) -> None:
+    """``Stream.close()`` used to destroy its timeline semaphore while another stream's wait
+    (an event recorded on it, waited on elsewhere) still named it: the waiting submission then
+    used a freed handle. Close finishes the work; the semaphore goes with its last holder."""
+    import gc
+    import weakref
+
+    producer, consumer = Stream(dev), Stream(dev)
+    t = Tensor.from_numpy(np.zeros(N, np.uint32)).to(dev)
+    with producer:
+        dev.run("fill_u32", t.buffers[0], VALUE, N)
+    ev = Event(dev).record(producer)
+    lane = weakref.ref(producer.lane)
+    ev.wait(consumer)
+    producer.close()
+    assert lane().sem is not None  # the consumer's pending wait names it
+    gate = Gate(dev)
+    gate.hold(consumer)
+    out = _consume(dev, t.buffers[0], consumer)  # queued: waits for the gate and the producer
+    producer.close()  # again, while that submission waits on the semaphore
+    assert lane().sem is not None and not consumer.query()
+    gate.open()
+    consumer.synchronize()
+    assert np.all(out.numpy(np.uint32) == VALUE) and ev.query()
+    del ev, producer, consumer
+    gc.collect()
+    dev.allocator.free_cache()  # pooled buffers freed meanwhile may hold it (PoolPoints)
+    assert lane() is None  # released with its last holder

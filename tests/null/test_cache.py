@@ -166,3 +166,30 @@ def test_toolchain_identity_is_cached_on_disk_keyed_by_the_binary(
     with pytest.raises(AssertionError, match="compiler run"):
         _toolchain_fresh().probe((str(cc),), "PATH")
     _toolchain_fresh()
+
+
+def test_renderer_digest_is_kept_and_follows_an_edited_file(tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """The renderer's digest keys every rendered kernel; a warm start takes it from the disk
+    cache under the files' sizes and times, and an edit (same size, new time) hashes again."""
+    import types
+
+    import blake3
+
+    from hurray_gpu.runtime import device as device_mod
+
+    src = tmp_path / "dialect"
+    src.mkdir()
+    (src / "__init__.py").write_text("A = 1\n")
+    (src / "render.py").write_text("B = 2\n")
+    (src / "notes.txt").write_text("not a source\n")
+    monkeypatch.setattr(device_mod, "dialect", types.SimpleNamespace(__file__=str(src / "__init__.py")))
+    monkeypatch.setenv("HURRAY_GPU_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("HURRAY_GPU_NO_CACHE", raising=False)
+    digest = device_mod._renderer_digest.__wrapped__
+    assert digest() == blake3.blake3(b"A = 1\nB = 2\n").hexdigest()
+    assert len(list((tmp_path / "cache" / "render").rglob("*.bin"))) == 1
+    assert digest() == blake3.blake3(b"A = 1\nB = 2\n").hexdigest()  # from the record
+    (src / "render.py").write_text("B = 3\n")
+    os.utime(src / "render.py", ns=(1, 1))
+    assert digest() == blake3.blake3(b"A = 1\nB = 3\n").hexdigest()

@@ -100,11 +100,12 @@ def test_sub_word_outputs_are_atomic_words():
     assert "atomicAnd(&hg_m_dst[hg_k]" in text and "atomicOr(&hg_m_dst[hg_k]" in text
 
 
-def test_libm_is_refused_with_a_fix():
-    kernel = _kernel("f32 x = LIBM_SIN(F32(n)); STORE(dst, 0u, AS_U32(x));")
-    with pytest.raises(UnsupportedOpError, match="LIBM_SIN") as info:
-        render(kernel, "wgsl")
-    assert "Fix:" in str(info.value) and "cpu" in str(info.value)
+@pytest.mark.parametrize("dialect", ["wgsl", "c", "glsl"])
+def test_unknown_intrinsics_are_refused_with_a_fix(dialect):
+    kernel = _kernel("f32 x = NO_SUCH_SIN(F32(n)); STORE(dst, 0u, AS_U32(x));")
+    with pytest.raises(UnsupportedOpError, match=r"unknown intrinsics \['NO_SUCH_SIN'\]") as info:
+        render(kernel, dialect)
+    assert "Fix: call only [" in str(info.value) and "'CR_SIN'" in str(info.value)
 
 
 def test_undeclared_names_are_refused():

@@ -150,9 +150,8 @@ def fill(edges: Sequence[int], rng: np.random.Generator, draw: Callable[[int], n
 
 def corpus_kernels() -> list[KernelDef]:
     """Every distinct kernel the vyre test programs lower to (the known-answer cases, the op
-    and workgroup programs, every correctly rounded function, the golden KATs; libm ones are
-    host-only): what the offline compile
-    checks build beside the built-in kernels."""
+    and workgroup programs, every correctly rounded function, the golden KATs): what
+    the offline compile checks build beside the built-in kernels."""
     from tests.vyre.program_cases import all_cases
     from tests.vyre.test_lower_crmath import PROGRAM as CRMATH
     from tests.vyre.test_lower_ops import PROGRAMS
@@ -181,7 +180,6 @@ def corpus_kernels() -> list[KernelDef]:
     kernels: dict[str, KernelDef] = {}
     for program in programs:
         lowered = lower_cached(program)
-        if "libm" not in lowered.features:
-            for kernel in lowered.kernels:
-                kernels.setdefault(kernel.name, kernel)
+        for kernel in lowered.kernels:
+            kernels.setdefault(kernel.name, kernel)
     return list(kernels.values())

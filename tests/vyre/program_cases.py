@@ -26,7 +26,6 @@ class Case:
     grid: tuple[int, int, int]
     expected: dict[str, list[int]]
     source: str
-    devices: bool = True  # False: the program is refused on devices (UnsupportedOpError)
     extra: dict[str, Any] = field(default_factory=dict)
 
 

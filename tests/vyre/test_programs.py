@@ -20,12 +20,9 @@ TARGETS = ["reference"] + [d.spec for d in kernel_devices()]
 
 
 def _refused(case: Case, target: str) -> bool:
-    """Devices other than cpu (host C calls the reference's own libm) refuse transcendentals
-    (cases marked ``devices=False``); everything else runs everywhere, barriers and workgroup
-    memory on host C included, except the correctly rounded functions (f64 arithmetic) on a
-    device without f64 (webgpu: WGSL has none)."""
-    if not case.devices and not target.startswith("cpu"):
-        return True
+    """Every program runs everywhere, barriers and workgroup memory on host C included, except
+    the correctly rounded functions (f64 arithmetic) on a device without f64 (webgpu: WGSL has
+    none)."""
     needs_fp64 = "fp64" in lower_cached(case.build()).features
     return needs_fp64 and target != "reference" and not hg.device(target).fp64
 
@@ -89,8 +86,6 @@ def test_programs_cuda_renderings_compile_with_nvrtc(arch: str) -> None:
     builders = [c.build for c in CASES] + [P.blake3_chunks_program, P.blake3_parents_program]
     for build in builders:
         lowered = lower_cached(build())
-        if "libm" in lowered.features:  # refused on CUDA: its libm is not the reference's
-            continue
         for kernel in lowered.kernels:
             if kernel.name in seen:
                 continue

@@ -491,7 +491,7 @@ def lower_unop(ctx: Ctx, op: UnOp, v: Value) -> Value:
     """Lower ``op(v)``.
 
     Raises:
-        UnsupportedOpError: a combination the reference rejects, or a transcendental.
+        UnsupportedOpError: a combination the reference rejects.
     """
     if v.kind == "bytes":
         raise unsupported(f"{op.name} of raw bytes from an 8/16-bit buffer (the reference "
