@@ -287,7 +287,7 @@ class PagedKVCache:
     def _gather_both(self, layer: int, parts: list[tuple[int, Any]], lead: tuple[int, ...],
                      out: Any = None) -> tuple[TensorLike, TensorLike]:
         tokens = math.prod(lead)
-        into = out_buffers(self.device, out, tokens * self.row_bytes, self.storage.buffers())
+        into = out_buffers(self.device, out, tokens * self.row_bytes, self.storage.roots)
         shape = (*lead, self.num_kv_heads, self.head_dim)
         k, v = self.storage.gather(layer, parts, tokens, into)
         return (dense_tensor(self.device, k, self.dtype, shape),
