@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from hurray_gpu.dialect.compose import Piece, compose_kernel
-from hurray_gpu.dialect.kernel import FLOAT_TYPES, KernelDef, Param, buf, scalar
+from hurray_gpu.dialect.kernel import FLOAT_TYPES, LONG_ITEMS, KernelDef, Param, buf, scalar
 from hurray_gpu.format.dtypes import by_name
 from hurray_gpu.kernels.dequant import AFFINE_RESULT
 
@@ -242,7 +242,7 @@ def _gather(word: str) -> KernelDef:
         name=kernel_name("gather", word), params=(
             *_bufs("dst", word, "w"), *_bufs("pool", word, "r"), buf("slots", "u32"), *_SCALARS),
         grid=lambda s: (int(s["n"]),), extents=_extents("pool", "dst"),
-        reference=_ref_gather, tags=("kv_cache",),
+        reference=_ref_gather, tags=("kv_cache", LONG_ITEMS),
         doc="k/v dst row t = k/v pool row slots[t]; zeros past the pool; SKIP_SLOT untouched.")
 
 

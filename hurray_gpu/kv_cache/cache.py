@@ -6,6 +6,7 @@ on the host. Appends and gathers are one kernel launch per layer and role.
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -39,7 +40,7 @@ from hurray_gpu.kv_cache.options import (
     storage_dtype,
 )
 from hurray_gpu.kv_cache.prefix import PrefixCache
-from hurray_gpu.kv_cache.slot_map import slot_map
+from hurray_gpu.kv_cache.slot_map import GatherPlan, slot_map
 from hurray_gpu.kv_cache.storage import KVStorage
 from hurray_gpu.parts import TensorLike
 from hurray_gpu.runtime.registry import resolve_device
@@ -48,6 +49,8 @@ __all__ = ["PagedKVCache"]
 
 # Largest gather output: kernels index u32 words.
 MAX_OUTPUT_BYTES = 4 * (2**32 - 1)
+# Gather plans kept (distinct batches gathered since the last table change).
+MAX_GATHER_PLANS = 8
 
 
 class PagedKVCache:
@@ -89,6 +92,7 @@ class PagedKVCache:
         prefix = PrefixCache() if enable_prefix_cache else None
         self.allocator = PageAllocator(self.num_pages, self.page_size, self.num_layers, prefix)
         self._lock = threading.RLock()
+        self._plans: dict[tuple[int, ...], GatherPlan] = {}
 
     # -- queries -------------------------------------------------------------------------
     @property
@@ -231,9 +235,27 @@ class PagedKVCache:
         ids = check_seq_ids(seq_ids)
         layer = check_index(layer, self.num_layers, "layer")
         with self._lock:
-            slots, lens = self._slot_map(ids, layer)
-            k, v = self._gather_both(layer, slots, (int(slots.size),), out)
-        return k, v, np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
+            plan = self._gather_plan(ids, layer)
+            k, v = self._gather_both(layer, plan.parts, (plan.tokens,), out)
+        return k, v, plan.cu_seqlens.copy()
+
+    def _gather_plan(self, ids: list[int], layer: int) -> GatherPlan:
+        """The slots of ``ids`` in ``layer`` on the device: the kept plan while no block table,
+        reference count or length it read has changed, else a new one (the caller holds the
+        lock)."""
+        key, version = tuple(ids), self.allocator.version
+        plan = self._plans.get(key)
+        if plan is not None and plan.holds(version, layer):
+            return plan
+        states = [self.allocator.seq(s) for s in ids]  # raises for unknown or swapped ids
+        slots, lens = slot_map(states, layer, self.page_size)
+        if len(self._plans) >= MAX_GATHER_PLANS or any(
+                p.version != version for p in self._plans.values()):
+            self._plans.clear()  # plans of older versions can never hold again
+        plan = self._plans[key] = GatherPlan(
+            version, states, lens.tolist(), self.storage.upload_slots(slots), int(slots.size),
+            np.concatenate([[0], np.cumsum(lens)]).astype(np.int64))
+        return plan
 
     def gather_padded(self, seq_ids: Any, layer: int,
                       max_len: int | None = None) -> tuple[TensorLike, TensorLike, np.ndarray]:
@@ -259,16 +281,15 @@ class PagedKVCache:
                 raise UnsupportedOpError(f"a padded gather of {len(ids)} x {width} tokens is "
                                          "too large", fix="gather fewer sequences at once.")
             slots, _ = self._slot_map(ids, layer, pad_to=width)
-            k, v = self._gather_both(layer, slots, (len(ids), width))
+            k, v = self._gather_both(layer, self.storage.upload_slots(slots), (len(ids), width))
         return k, v, lens
 
-    def _gather_both(self, layer: int, slots: np.ndarray, lead: tuple[int, ...],
+    def _gather_both(self, layer: int, parts: list[tuple[int, Any]], lead: tuple[int, ...],
                      out: Any = None) -> tuple[TensorLike, TensorLike]:
-        into = out_buffers(self.device, out, int(slots.size) * self.row_bytes,
-                           self.storage.buffers())
-        parts = self.storage.upload_slots(slots)
+        tokens = math.prod(lead)
+        into = out_buffers(self.device, out, tokens * self.row_bytes, self.storage.roots)
         shape = (*lead, self.num_kv_heads, self.head_dim)
-        k, v = self.storage.gather(layer, parts, int(slots.size), into)
+        k, v = self.storage.gather(layer, parts, tokens, into)
         return (dense_tensor(self.device, k, self.dtype, shape),
                 dense_tensor(self.device, v, self.dtype, shape))
 
@@ -389,6 +410,7 @@ class PagedKVCache:
         """Release the device pools; the cache is unusable afterwards."""
         with self._lock:
             self.storage.free()
+            self._plans.clear()
 
     def __repr__(self) -> str:
         return (f"PagedKVCache({self.device.spec}, layers={self.num_layers}, "

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 import numpy as np
@@ -169,8 +170,9 @@ def _tensor_rows(device: Device, t: TensorLike, what: str, dtype: DType, heads: 
 
 
 def out_buffers(device: Device, out: Any, nbytes: int,
-                pools: Sequence[Buffer]) -> tuple[Buffer, Buffer] | None:
-    """Caller-given gather outputs as two ``nbytes`` views (None when ``out`` is None).
+                pool_roots: AbstractSet[int]) -> tuple[Buffer, Buffer] | None:
+    """Caller-given gather outputs as two ``nbytes`` views (None when ``out`` is None);
+    ``pool_roots``: the ids of the page pools' root allocations.
 
     Raises:
         UnsupportedOpError: not two Buffers on ``device``, too small, overlapping each
@@ -183,7 +185,6 @@ def out_buffers(device: Device, out: Any, nbytes: int,
         raise UnsupportedOpError("out must be a (key, value) pair of Buffers",
                                  fix="pass two Buffers allocated on the cache's device.")
     k, v = out
-    pool_roots = {id(p.allocation.root) for p in pools}
     for b in (k, v):
         if b.device is not device or b.nbytes < nbytes:
             raise UnsupportedOpError(

@@ -6,14 +6,38 @@ Split from cache.py; the gather kernels read these slots (u32, PAD_SLOT for padd
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from itertools import chain
+from typing import Any
 
 import numpy as np
 
 from hurray_gpu.kernels.paged import PAD_SLOT
 from hurray_gpu.kv_cache.state import SeqState
 
-__all__ = ["dense_slots", "slot_map"]
+__all__ = ["GatherPlan", "dense_slots", "slot_map"]
+
+
+@dataclass
+class GatherPlan:
+    """A dense gather's slots of one batch, on the device, made at allocator ``version``.
+
+    Block tables are shared by every layer and change only with the version, so the plan
+    holds for any layer whose lengths are still ``lens``: a decode step gathers every layer
+    (and a benchmark the same layer) with one slot map. ``states`` are the sequences' records,
+    alive as long as the version holds.
+    """
+
+    version: int
+    states: list[SeqState]
+    lens: list[int]
+    parts: list[tuple[int, Any]]  # the slots on the device, per pool window (upload_slots)
+    tokens: int
+    cu_seqlens: np.ndarray  # int64, num_seqs + 1 entries
+
+    def holds(self, version: int, layer: int) -> bool:
+        """Whether the plan is still exact for ``layer`` at allocator ``version``."""
+        return version == self.version and [st.lens[layer] for st in self.states] == self.lens
 
 
 def dense_slots(tables: Sequence[Sequence[int]], lens: Sequence[int], ps: int) -> np.ndarray:

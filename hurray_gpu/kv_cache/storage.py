@@ -109,6 +109,11 @@ class KVStorage:
         for plane in self.planes:
             for pool in plane.buffers:
                 self._zero(pool)
+        # The pools' root allocations, which no gather output may be part of (out_buffers).
+        self.roots = frozenset(id(b.allocation.root) for b in self.buffers())
+        # (op, word, row, tokens) -> the bound launch: a decode loop gathers the same token
+        # count layer after layer, and binding costs more Python than the launch's checks.
+        self._bound: dict[tuple[str, str, int, int], Any] = {}
 
     def _zero(self, pool: Buffer) -> None:
         # Slots nobody wrote read as zeros (deterministic exports), without a host-sized array.
@@ -234,14 +239,20 @@ class KVStorage:
     def _raw_gather(self, plane: Plane, layer: int, slots: list[tuple[int, Buffer]],
                     tokens: int, out: tuple[Buffer, Buffer] | None = None
                     ) -> tuple[Buffer, Buffer]:
-        lanes = self._lanes(tokens, plane.row, self.lanes)
+        key = ("gather", plane.word, plane.row, tokens)  # the scale plane's row is 1 word
+        launch = self._bound.get(key)
+        if launch is None:
+            lanes = self._lanes(tokens, plane.row, self.lanes)
+            if len(self._bound) >= 64:
+                self._bound.clear()
+            launch = self._bound[key] = self._program(paged_kernel("gather", plane.word)).bind(
+                {"n": tokens * lanes, "lanes": lanes, "row": plane.row,
+                 "num_slots": self.windows.slots})
         out = out or (Buffer(self.device, tokens * plane.slot_bytes),
                       Buffer(self.device, tokens * plane.slot_bytes))
         if tokens:
-            program = self._program(paged_kernel("gather", plane.word))
-            for window, local in slots:
-                program(*out, *self._views(plane, layer, window), local, n=tokens * lanes,
-                        lanes=lanes, row=plane.row, num_slots=self.windows.slots)
+            for window, local in slots:  # the launch checks every buffer, as a call does
+                launch([*out, *self._views(plane, layer, window), local])
         return out
 
     def copy_pages(self, pairs: Sequence[tuple[int, int]]) -> None:
@@ -374,5 +385,5 @@ class KVStorage:
         """Release every pool."""
         for pool in self.buffers():
             pool.free()
-        self.planes = []
+        self.planes, self.roots = [], frozenset()
         self._stage = None  # its memory returns to the pool with its last reference

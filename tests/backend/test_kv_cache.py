@@ -13,6 +13,7 @@ from hurray_gpu.kv_cache import OutOfPagesError, PagedKVCache
 from hurray_gpu.runtime.buffer import Buffer
 from hurray_gpu.runtime.device import Device
 from hurray_gpu.tensor import Tensor
+from tests._support import stable_rng
 
 # (dtype, heads, head_dim): rows moved as u32, u16 and u8 words respectively, plus f32.
 GEOMETRIES = [("float16", 2, 4), ("bfloat16", 1, 3), ("uint8", 3, 1), ("float32", 2, 2)]
@@ -404,3 +405,43 @@ def test_gather_into_caller_buffers(kernel_device: Device) -> None:
             cache.gather([a, b], 0, out=wrong)
     k, _, _ = cache.gather([a, b], 0, out=bad[4])  # disjoint parts of one buffer are fine
     assert same_bits(host(k), host(want_k))
+
+
+def test_kept_gather_plans_follow_tables_lengths_and_contents(kernel_device: Device) -> None:
+    # A batch's slot map is kept between gathers: it must follow each layer's own length, a
+    # table change with the same lengths (swap out and in: new pages) and page contents.
+    rng = stable_rng("kv kept gather plans")
+    cache = PagedKVCache(kernel_device, 2, 2, 4, num_pages=8, page_size=2)
+    a, b = cache.add_sequence(), cache.add_sequence()
+    rows = [random_rows(rng, 4, 2, 4, np.float16) for _ in range(4)]
+    for layer in range(2):
+        cache.append(a, layer, rows[layer][:3], rows[layer + 2][:3])
+    for layer in range(2):
+        cache.append(b, layer, rows[3][:2], rows[3][:2])
+    for layer in range(2):  # one plan serves both layers (same lengths), each its own pools
+        k, v, cu = cache.gather(a, layer)
+        assert same_bits(host(k), rows[layer][:3]) and same_bits(host(v), rows[layer + 2][:3])
+        cu[:] = 99  # the caller's copy: the kept plan's lengths stay as they were
+    cache.append(a, 0, rows[0][3:], rows[2][3:])  # layer 0 grows, layer 1 does not
+    k, _, cu = cache.gather(a, 0)
+    assert same_bits(host(k), rows[0]) and cu.tolist() == [0, 4]
+    k, _, cu = cache.gather(a, 1)
+    assert same_bits(host(k), rows[1][:3]) and cu.tolist() == [0, 3]
+    cache.copy_blocks([(cache.block_table(b)[0], cache.block_table(a)[0])])
+    want = [np.concatenate([rows[3][:2], rows[layer][2:n]]) for layer, n in ((0, 4), (1, 3))]
+    k, _, _ = cache.gather(a, 0)  # contents are read at every gather
+    assert same_bits(host(k), want[0])
+    cache.free(b)
+    before = cache.block_table(a)
+    cache.swap_out(a)
+    c = cache.add_sequence()  # takes and overwrites a's old pages
+    filler = random_rows(rng, 8, 2, 4, np.float16)
+    for layer in range(2):
+        cache.append(c, layer, filler, filler)
+    cache.swap_in(a)
+    assert set(cache.block_table(a)).isdisjoint(before)
+    for layer in range(2):
+        k, _, _ = cache.gather(a, layer)
+        assert same_bits(host(k), want[layer])
+    cache.check_invariants()
+    cache.close()

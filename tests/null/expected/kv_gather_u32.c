@@ -141,7 +141,7 @@ void kv_gather_u32(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0, int6
     uint32_t row = hg_words[2];
     uint32_t num_slots = hg_words[3];
     int64_t hg_total = hg_n0 * hg_n1 * hg_n2;
-    int64_t hg_size = 4096;
+    int64_t hg_size = 128;
     int64_t hg_chunks = (hg_total + hg_size - 1) / hg_size;
 #ifdef HG_MAX_THREADS
     int64_t hg_want = 8 * (int64_t)HG_MAX_THREADS();
