@@ -455,10 +455,7 @@ class WGSLRenderer(CStyleRenderer):
         for op, name in atomics_used(kernel):
             shared = name in {n for n, _ in kernel.shared}
             arr = f"hg_s_{name}" if shared else f"hg_m_{name}"
-            if shared:
-                head = "    let hg_k = hg_i;\n"
-            else:
-                head = _guard(name, "hg_i", " 0u")
+            head = "    let hg_k = hg_i;\n" if shared else _guard(name, "hg_i", " 0u")
             if op == "ATOMIC_CAS":
                 # WGSL's exchange is weak (may fail spuriously): retried until it either
                 # swapped or saw another value, as C's strong compare-exchange.
