@@ -22,11 +22,14 @@ from typing import Any
 from hurray_gpu.runtime.buffer import Buffer
 from hurray_gpu.runtime.stream import Event
 
-__all__ = ["Stats", "Timed", "copy_roof", "interleaved", "median_s", "on_device", "on_host",
-           "parse_args", "ratio", "rounds", "spread", "stats_s"]
+__all__ = ["CLOCKS", "Stats", "Timed", "copy_roof", "interleaved", "median_s", "on_device",
+           "on_host", "parse_args", "ratio", "rounds", "spread", "stats_s", "time_vs"]
 
 # A timed call: runs the work once and returns the seconds it took.
 Timed = Callable[[], float]
+# Host clocks a suite's --clock picks: ``cpu`` counts the CPU time of every thread of the
+# process (an emulated device's worker threads included), fairer than wall time on a loaded host.
+CLOCKS: dict[str, Callable[[], float]] = {"wall": time.perf_counter, "cpu": time.process_time}
 
 
 def median_s(fn: Callable[[], Any], runs: int) -> float:
@@ -49,6 +52,14 @@ def ratio(num: list[float], den: list[float], scale: float = 1.0) -> tuple[float
     the same rounds (pass the peer's seconds as ``num`` and ours as ``den`` for our speed over
     the peer's)."""
     return spread([scale * a / b for a, b in zip(num, den, strict=True)])
+
+
+def time_vs(first: str, seconds: list[float], first_seconds: list[float]) -> dict[str, Any]:
+    """``time_vs_<first>`` and its ``_range``: the same work's ``seconds`` on one device over
+    ``first_seconds`` on the device named ``first``, round by round (both timed in the same
+    rounds; above 1: slower than on ``first``)."""
+    mid, span = ratio(seconds, first_seconds)
+    return {f"time_vs_{first}": mid, f"time_vs_{first}_range": span}
 
 
 @dataclass(frozen=True)

@@ -58,13 +58,12 @@ from hurray_gpu.runtime.buffer import Buffer
 from hurray_gpu.runtime.registry import resolve_device as device
 from hurray_gpu.tensor import Tensor
 
-from _timing import Timed, copy_roof, interleaved, on_host, parse_args, ratio
+from _timing import CLOCKS, Timed, copy_roof, interleaved, on_host, parse_args, ratio, time_vs
 
 BLOCK = 32
 ROW = 1024  # elements per row of the benchmark tensors (--elements is rounded down to rows)
 # Host clocks for --clock wall / cpu (and for the host peers under every clock).
-CLOCK: dict[str, Callable[[], float]] = {"device": time.perf_counter,
-                                         "wall": time.perf_counter, "cpu": time.process_time}
+CLOCK: dict[str, Callable[[], float]] = {"device": time.perf_counter, **CLOCKS}
 
 
 def random_tensor(rng: np.random.Generator, storage: str, n: int, quant: Any = None,
@@ -262,8 +261,7 @@ def run_case(label: str, out_dtype: str, make: Callable[[np.random.Generator], T
             # The same kernels on another backend of the same hardware (webgpu:0 beside
             # vulkan:0, both lavapipe): its seconds over the first device's, per round.
             first = devs[0].spec
-            row[f"time_vs_{first}"], row[f"time_vs_{first}_range"] = ratio(
-                list(ours.samples), list(took[first].samples))
+            row.update(time_vs(first, list(ours.samples), list(took[first].samples)))
         if peer is not None:
             row["peer"] = peer.name
             row["vs_peer"], row["vs_peer_range"] = ratio(

@@ -2,9 +2,12 @@
 NumPy gather (precomputed offset map) in the same run; CSR -> dense against scipy's
 ``toarray()`` at several densities. GB/s counts bytes read + written. Warm; the calls compared
 take turns in every round; each figure is the median and [min, max] (``*_range``) over the
-rounds, each ratio is taken round by round.
+rounds, each ratio is taken round by round. The layout rows of all devices share their rounds:
+devices after the first also report ``time_vs_<first>``, their kernel's time over the first
+device's per round (``--devices vulkan,webgpu --clock cpu``: WGSL over GLSL on lavapipe).
 Writes bench/out/layout.json. On a shared CPU host set OMP_WAIT_POLICY=passive.
-Usage: python bench/layout.py [--sides 512,4096 | --side N] [--runs 5] [--devices cpu] [--csr-only]
+Usage: python bench/layout.py [--sides 512,4096 | --side N] [--runs 5] [--devices cpu]
+       [--csr-only] [--clock wall|cpu]
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ from hurray_gpu.ops.materialize import materialize
 from hurray_gpu.runtime.registry import resolve_device as device
 from hurray_gpu.tensor import Tensor
 
-from _timing import copy_roof, on_host, ratio, rounds, spread
+from _timing import CLOCKS, copy_roof, on_host, ratio, rounds, spread, time_vs
 
 
 def _layouts(side: int) -> dict[str, Any]:
@@ -46,33 +49,60 @@ def _layouts(side: int) -> dict[str, Any]:
             "morton": Morton((bits, bits)), "hilbert": Hilbert(bits, 2)}
 
 
-def _dense_row(dev: Any, t: Tensor, runs: int, nbytes: int) -> dict[str, Any]:
-    """Our kernel, materialize() and a NumPy gather against the device's copy of the same
-    bytes, taking turns in every round; GB/s as median and [min, max] over the rounds."""
-    moved = t.to(dev)
-    src = device_buffers(moved, dev)[0]
-    plan = plan_dense(moved.descriptor, src.nbytes)
-    out = alloc_out(dev, plan, moved.dtype)
+def _dense_rows(devs: dict[str, Any], t: Tensor, runs: int, nbytes: int,
+                clock: str = "wall") -> dict[str, dict[str, Any]]:
+    """Per device (``devs``: spec -> device): our kernel, materialize() and the device's copy
+    of the same bytes, and one NumPy gather; every call of every device takes its turn in every
+    round, so devices after the first get their kernel's time over the first's, round by round.
+    """
     offs = dense_offsets(t.descriptor).reshape(-1) + t.descriptor.byte_offset // 4
     host = np.asarray(t.buffers[0]).view(np.uint32)
     res = np.empty(offs.size, np.uint32)
-    copy, _, copied = copy_roof(dev, 2 * nbytes)
-    sync = dev.synchronize
-    took = rounds({"gbps": on_host(lambda: run_dense(dev, plan, src, out), sync),
-                   "gbps_end_to_end": on_host(lambda: materialize(moved), sync),
-                   "numpy_gather_gbps": on_host(lambda: np.take(host, offs, out=res)),
-                   "copy_gbps": on_host(copy, sync)}, runs)
-    row: dict[str, Any] = {}
-    for name, seconds in took.items():
-        amount = copied if name == "copy_gbps" else 2 * nbytes
-        row[name], row[f"{name}_range"] = spread([amount / s / 1e9 for s in seconds])
-    # Our bandwidth over the copy's, round by round.
-    scale = 2 * nbytes / copied
-    row["fraction_of_copy"], row["fraction_of_copy_range"] = ratio(
-        took["copy_gbps"], took["gbps"], scale)
-    row["fraction_of_copy_end_to_end"] = ratio(took["copy_gbps"], took["gbps_end_to_end"],
-                                               scale)[0]
-    return row
+    tick = CLOCKS[clock]
+    calls = {"numpy_gather_gbps": on_host(lambda: np.take(host, offs, out=res), clock=tick)}
+    copied: dict[str, int] = {}
+    for spec, dev in devs.items():
+        moved = t.to(dev)
+        src = device_buffers(moved, dev)[0]
+        plan = plan_dense(moved.descriptor, src.nbytes)
+        out = alloc_out(dev, plan, moved.dtype)
+        copy, _, copied[spec] = copy_roof(dev, 2 * nbytes)
+        sync = dev.synchronize
+        calls[f"{spec} gbps"] = on_host(
+            lambda dev=dev, plan=plan, src=src, out=out: run_dense(dev, plan, src, out),
+            sync, tick)
+        calls[f"{spec} gbps_end_to_end"] = on_host(lambda m=moved: materialize(m), sync, tick)
+        calls[f"{spec} copy_gbps"] = on_host(copy, sync, tick)
+    took = rounds(calls, runs)
+    return pair_rows({spec: dev.spec for spec, dev in devs.items()}, took, nbytes, copied)
+
+
+def pair_rows(specs: dict[str, str], took: dict[str, list[float]], nbytes: int,
+              copied: dict[str, int]) -> dict[str, dict[str, Any]]:
+    """Each device's row from the seconds of one set of rounds (``took``: ``"<spec> gbps"``,
+    ``"<spec> gbps_end_to_end"``, ``"<spec> copy_gbps"`` per device, ``"numpy_gather_gbps"``):
+    GB/s as median and [min, max], fractions of the copy, and for devices after the first
+    ``time_vs_<first>`` (``specs`` maps each key to its device's spec)."""
+    first = next(iter(specs))
+    rows: dict[str, dict[str, Any]] = {}
+    for spec in specs:
+        seconds = {name: took[f"{spec} {name}"]
+                   for name in ("gbps", "gbps_end_to_end", "copy_gbps")}
+        seconds["numpy_gather_gbps"] = took["numpy_gather_gbps"]
+        row: dict[str, Any] = {}
+        for name, values in seconds.items():
+            amount = copied[spec] if name == "copy_gbps" else 2 * nbytes
+            row[name], row[f"{name}_range"] = spread([amount / s / 1e9 for s in values])
+        # Our bandwidth over the copy's, round by round.
+        scale = 2 * nbytes / copied[spec]
+        row["fraction_of_copy"], row["fraction_of_copy_range"] = ratio(
+            seconds["copy_gbps"], seconds["gbps"], scale)
+        row["fraction_of_copy_end_to_end"] = ratio(seconds["copy_gbps"],
+                                                   seconds["gbps_end_to_end"], scale)[0]
+        if spec != first:  # the same kernel on another backend (webgpu:0 beside vulkan:0)
+            row.update(time_vs(specs[first], seconds["gbps"], took[f"{first} gbps"]))
+        rows[spec] = row
+    return rows
 
 
 def _interleaved(fns: dict[str, Any], runs: int) -> dict[str, list[float]]:
@@ -155,22 +185,28 @@ def _csr_rows(dev: Any, side: int, runs: int, densities: list[float]) -> list[di
     return rows
 
 
-def _device_report(dev: Any, side: int, runs: int, densities: list[float],
-                   csr_only: bool = False) -> dict[str, Any]:
-    csr = _csr_rows(dev, side, runs, densities)
+def _side_report(devs: dict[str, Any], side: int, runs: int, densities: list[float],
+                 csr_only: bool = False, clock: str = "wall") -> dict[str, dict[str, Any]]:
+    """Every device's report for one side (spec -> report); the layouts of all devices are
+    timed in the same rounds."""
+    out = {spec: {"layouts": {}, "csr_to_dense": _csr_rows(dev, side, runs, densities)}
+           for spec, dev in devs.items()}
     if csr_only:
-        return {"layouts": {}, "csr_to_dense": csr}
+        return out
     nbytes = side * side * 4
     base = Tensor.from_numpy(np.random.default_rng(0).standard_normal((side, side))
                              .astype(np.float32))
-    tensors = {name: relayout(base, lay) for name, lay in _layouts(side).items()}
-    rows = {name: _dense_row(dev, t, runs, nbytes) for name, t in tensors.items()}
-    ident = rows["row_major_identity"]["gbps"]
-    for row in rows.values():
-        # Against the same gather kernel on a row-major source: the addressing's own cost.
-        row["fraction_of_identity_gather"] = row["gbps"] / ident
-    roof = statistics.median(row["copy_gbps"] for row in rows.values())
-    return {"copy_roof_gbps": roof, "layouts": rows, "csr_to_dense": csr}
+    for name, lay in _layouts(side).items():
+        for spec, row in _dense_rows(devs, relayout(base, lay), runs, nbytes, clock).items():
+            out[spec]["layouts"][name] = row
+    for report in out.values():
+        rows = report["layouts"]
+        ident = rows["row_major_identity"]["gbps"]
+        for row in rows.values():
+            # Against the same gather kernel on a row-major source: the addressing's own cost.
+            row["fraction_of_identity_gather"] = row["gbps"] / ident
+        report["copy_roof_gbps"] = statistics.median(row["copy_gbps"] for row in rows.values())
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -182,25 +218,29 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--csr-only", action="store_true", help="only CSR -> dense vs scipy")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--devices", default="cpu,opencl,vulkan,webgpu")
+    parser.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
+                        help="host clock of the layout rows (cpu: CPU time of every thread)")
     parser.add_argument("--json", type=Path, default=Path(__file__).parent / "out" / "layout.json")
     args = parser.parse_args(argv)
     sides = [args.side] if args.side else [int(v) for v in args.sides.split(",") if v]
     densities = [float(v) for v in args.densities.split(",") if v]
     report: dict[str, Any] = {"sides": sides, "dtype": "float32", "runs": args.runs,
-                              "sizes": {}}
+                              "clock": args.clock, "sizes": {}}
+    devs: dict[str, Any] = {}
     for spec in args.devices.split(","):
         try:
-            dev = device(spec)
+            devs[spec] = device(spec)
         except Exception as exc:  # noqa: BLE001 - a missing backend is reported, not fatal
             print(f"{spec}: skipped ({exc})", file=sys.stderr)
-            continue
-        for side in sides:
-            entry = _device_report(dev, side, args.runs, densities, args.csr_only)
-            report["sizes"].setdefault(str(side), {})[spec] = entry
-            print(json.dumps({spec: {str(side): entry}}, indent=1))
+    for side in sides:
+        entry = _side_report(devs, side, args.runs, densities, args.csr_only, args.clock)
+        report["sizes"][str(side)] = entry
+        print(json.dumps({str(side): entry}, indent=1))
     # A flat table (one row per device, size and layout) for `hurray-gpu bench`'s report.
     report["rows"] = [{"device": spec, "side": int(side), "layout": name, "gbps": row["gbps"],
-                       "fraction_of_copy": row["fraction_of_copy"]}
+                       "fraction_of_copy": row["fraction_of_copy"],
+                       **{k: v for k, v in row.items()
+                          if k.startswith("time_vs_") and not k.endswith("_range")}}
                       for side, per_dev in report["sizes"].items()
                       for spec, dev_report in per_dev.items()
                       for name, row in dev_report["layouts"].items()]

@@ -89,6 +89,14 @@ class _Fields:
         return three(*self._three(key, 1.0, mid), label)
 
 
+def _vs_first(r: _Fields) -> str:
+    """``; min / median / max x <first>'s time`` when the row holds its kernel's time over the
+    first device's (``time_vs_<first>``, the same kernels on another backend), else ``""``."""
+    key = next((k for k in r.data if k.startswith("time_vs_") and not k.endswith("_range")),
+               None)
+    return f"; {r.ratio(key, f'x {key[8:]} time')}" if key else ""
+
+
 def _dequant(d: _Fields) -> tuple[str, list[Row]]:
     threads = d.get("threads") or next((r.get("threads") for r in d.rows("rows")
                                         if r.get("threads")), None)
@@ -108,6 +116,7 @@ def _dequant(d: _Fields) -> tuple[str, list[Row]]:
             ratio += f"; {r.ratio('vs_peer', 'x peer')}"
             if r.get("kernel_vs_peer") is not None:
                 ratio += f"; kernels alone {r.ratio('kernel_vs_peer', 'x peer')}"
+        ratio += _vs_first(r)
         roof = (r.span("roof_gbps") if r.get("roof_gbps_range") else num(r["roof_gbps"]))
         out.append((r["device"], f"{r['op']}, {r['device']}",
                     f"{r.span('gbps', 'GB/s')}; {num(r['gelem_s'])} Gelem/s",
@@ -125,7 +134,7 @@ def _layout(d: _Fields) -> tuple[str, list[Row]]:
             r = _Fields("layout", lay)
             out.append((spec, f"{name} -> row-major, {spec}", r.span("gbps", "GB/s"),
                         f"copy {r.span('copy_gbps', 'GB/s')}",
-                        r.ratio("fraction_of_copy", "of copy")))
+                        r.ratio("fraction_of_copy", "of copy") + _vs_first(r)))
         for r in dev.rows("csr_to_dense"):
             ours = (f"fresh {r.span('fresh_seconds', 'ms', 1e3)}; "
                     f"reused {r.span('seconds', 'ms', 1e3)}")

@@ -342,3 +342,21 @@ def test_run_record_is_detected(tmp_path: Path) -> None:
     head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short=10", "HEAD"],
                           capture_output=True, text=True, check=True).stdout.strip()
     assert run["commit"].split()[0] == head
+
+
+def test_a_second_device_row_shows_its_time_over_the_first_devices(tmp_path: Path) -> None:
+    data = fixture()
+    pair = {"time_vs_cpu:0": 1.5, "time_vs_cpu:0_range": [0.75, 3.0]}
+    data["layout"]["sizes"]["256"]["opencl:0"] = {
+        "layouts": {"tiled_32x32": {**LAYOUT, **pair}}, "csr_to_dense": []}
+    data["dequant"]["rows"].append({**NF4, "device": "opencl:0", **pair})
+    block, problems = render(write(tmp_path, data))
+    assert problems == []
+    lines = block.splitlines()
+    assert ROWS[2] in lines  # the first device's row has no such ratio
+    assert ("| tiled_32x32 -> row-major, opencl:0 | 4.00 (3.50-4.50) GB/s | copy 10.0 "
+            "(9.00-11.0) GB/s | 0.350 / 0.400 / 0.450 of copy; 0.750 / 1.50 / 3.00 x cpu:0 "
+            "time |") in lines
+    assert any(line.startswith("| NF4 -> float32, opencl:0 |") and line.endswith(
+        "kernels alone 5.80 / 6.00 / 6.20 x peer; 0.750 / 1.50 / 3.00 x cpu:0 time |")
+        for line in lines)

@@ -20,7 +20,7 @@ def _kernel(body: str, *params, **fields) -> KernelDef:
 
 
 def _main(text: str) -> str:
-    return text[text.index("fn main("):]
+    return text[text.index("fn hg_main("):]
 
 
 def test_a_branch_that_loads_runs_only_when_chosen():
@@ -84,9 +84,13 @@ def test_every_buffer_access_checks_its_window():
             if "hg_m_" in body:
                 b = re.search(r"hg_m_(\w+)\[", body)[1]
                 assert f"if (hg_k >= hg_w_{b}.y) {{" in body, (name, body)
-                assert "atomicOr(&hg_fault, 1u)" in body, (name, body)
+                assert "hg_bad = 1u;" in body, (name, body)
                 # the bound is the binding's length, read once per work item
                 assert f"hg_w_{b} = vec2<u32>(hg_u.hg_d_{b}, arrayLength(&hg_m_{b}));" in text
+        # a fault noted by an accessor reaches the fault word after every return of the body
+        assert text.endswith("fn main(@builtin(global_invocation_id) hg_id: vec3<u32>) {\n"
+                             "    hg_main(hg_id);\n    if (hg_bad != 0u) {\n"
+                             "        atomicOr(&hg_fault, 1u);\n    }\n}\n"), name
         # no buffer is indexed outside an accessor
         outside = re.sub(r"fn (?:load|store|atomic_)\w+\(hg_i.*?\n\}", "", text, flags=re.S)
         outside = re.sub(r"arrayLength\(&hg_m_\w+\)", "", outside.split("var<uniform>")[-1])

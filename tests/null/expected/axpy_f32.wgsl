@@ -13,11 +13,12 @@ struct HgUniform {
 @group(0) @binding(3) var<storage, read_write> hg_fault: atomic<u32>;
 var<private> hg_w_y: vec2<u32>;
 var<private> hg_w_x: vec2<u32>;
+var<private> hg_bad: u32;
 
 fn load_y(hg_i: u32) -> f32 {
     let hg_k = hg_i + hg_w_y.x;
     if (hg_k >= hg_w_y.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return 0.0f;
     }
     return bitcast<f32>(hg_m_y[hg_k]);
@@ -25,7 +26,7 @@ fn load_y(hg_i: u32) -> f32 {
 fn store_y(hg_i: u32, hg_v: f32) {
     let hg_k = hg_i + hg_w_y.x;
     if (hg_k >= hg_w_y.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return;
     }
     hg_m_y[hg_k] = bitcast<u32>(hg_v);
@@ -33,14 +34,13 @@ fn store_y(hg_i: u32, hg_v: f32) {
 fn load_x(hg_i: u32) -> f32 {
     let hg_k = hg_i + hg_w_x.x;
     if (hg_k >= hg_w_x.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return 0.0f;
     }
     return bitcast<f32>(hg_m_x[hg_k]);
 }
 
-@compute @workgroup_size(64, 1, 1)
-fn main(@builtin(global_invocation_id) hg_id: vec3<u32>) {
+fn hg_main(hg_id: vec3<u32>) {
     hg_w_y = vec2<u32>(hg_u.hg_d_y, arrayLength(&hg_m_y));
     hg_w_x = vec2<u32>(hg_u.hg_d_x, arrayLength(&hg_m_x));
     let hg_gid0 = hg_id.x + hg_u.hg_base0;
@@ -53,4 +53,12 @@ fn main(@builtin(global_invocation_id) hg_id: vec3<u32>) {
         return;
     }
     store_y(i, fma(a, load_x(i), load_y(i)));
+}
+
+@compute @workgroup_size(64, 1, 1)
+fn main(@builtin(global_invocation_id) hg_id: vec3<u32>) {
+    hg_main(hg_id);
+    if (hg_bad != 0u) {
+        atomicOr(&hg_fault, 1u);
+    }
 }

@@ -44,6 +44,7 @@ var<private> hg_w_scales: vec2<u32>;
 var<private> hg_w_zps: vec2<u32>;
 var<private> hg_w_err: vec2<u32>;
 var<private> hg_w_ix: vec2<u32>;
+var<private> hg_bad: u32;
 var<private> hg_p_tf: array<f32, 16>;
 
 fn hg_f16_to_f32(h: u32) -> f32 {
@@ -74,7 +75,7 @@ fn hg_f32_to_bf16(v: f32) -> u32 {
 fn store_dst(hg_i: u32, hg_v: u32) {
     let hg_k = (hg_i >> 1u) + hg_w_dst.x;
     if (hg_k >= hg_w_dst.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return;
     }
     let hg_s = (hg_i & 1u) * 16u;
@@ -84,7 +85,7 @@ fn store_dst(hg_i: u32, hg_v: u32) {
 fn load_data(hg_i: u32) -> u32 {
     let hg_k = (hg_i >> 2u) + hg_w_data.x;
     if (hg_k >= hg_w_data.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return 0u;
     }
     return ((hg_m_data[hg_k] >> ((hg_i & 3u) * 8u)) & 0xffu);
@@ -92,7 +93,7 @@ fn load_data(hg_i: u32) -> u32 {
 fn load_scales(hg_i: u32) -> u32 {
     let hg_k = (hg_i >> 2u) + hg_w_scales.x;
     if (hg_k >= hg_w_scales.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return 0u;
     }
     return ((hg_m_scales[hg_k] >> ((hg_i & 3u) * 8u)) & 0xffu);
@@ -100,7 +101,7 @@ fn load_scales(hg_i: u32) -> u32 {
 fn load_zps(hg_i: u32) -> u32 {
     let hg_k = (hg_i >> 2u) + hg_w_zps.x;
     if (hg_k >= hg_w_zps.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return 0u;
     }
     return ((hg_m_zps[hg_k] >> ((hg_i & 3u) * 8u)) & 0xffu);
@@ -108,7 +109,7 @@ fn load_zps(hg_i: u32) -> u32 {
 fn store_err(hg_i: u32, hg_v: u32) {
     let hg_k = hg_i + hg_w_err.x;
     if (hg_k >= hg_w_err.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return;
     }
     hg_m_err[hg_k] = hg_v;
@@ -116,7 +117,7 @@ fn store_err(hg_i: u32, hg_v: u32) {
 fn load_ix(hg_i: u32) -> u32 {
     let hg_k = hg_i + hg_w_ix.x;
     if (hg_k >= hg_w_ix.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return 0u;
     }
     return hg_m_ix[hg_k];
@@ -124,8 +125,7 @@ fn load_ix(hg_i: u32) -> u32 {
 fn load_tf(hg_i: u32) -> f32 { return hg_p_tf[hg_i]; }
 fn store_tf(hg_i: u32, hg_v: f32) { hg_p_tf[hg_i] = hg_v; }
 
-@compute @workgroup_size(64, 1, 1)
-fn main(@builtin(global_invocation_id) hg_id: vec3<u32>) {
+fn hg_main(hg_id: vec3<u32>) {
     hg_w_dst = vec2<u32>(hg_u.hg_d_dst, arrayLength(&hg_m_dst));
     hg_w_data = vec2<u32>(hg_u.hg_d_data, arrayLength(&hg_m_data));
     hg_w_scales = vec2<u32>(hg_u.hg_d_scales, arrayLength(&hg_m_scales));
@@ -655,5 +655,13 @@ fn main(@builtin(global_invocation_id) hg_id: vec3<u32>) {
                 }
             }
         }
+    }
+}
+
+@compute @workgroup_size(64, 1, 1)
+fn main(@builtin(global_invocation_id) hg_id: vec3<u32>) {
+    hg_main(hg_id);
+    if (hg_bad != 0u) {
+        atomicOr(&hg_fault, 1u);
     }
 }

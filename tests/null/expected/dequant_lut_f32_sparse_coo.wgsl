@@ -39,11 +39,12 @@ var<private> hg_w_scales: vec2<u32>;
 var<private> hg_w_err: vec2<u32>;
 var<private> hg_w_ix: vec2<u32>;
 var<private> hg_w_mt: vec2<u32>;
+var<private> hg_bad: u32;
 
 fn store_dst(hg_i: u32, hg_v: f32) {
     let hg_k = hg_i + hg_w_dst.x;
     if (hg_k >= hg_w_dst.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return;
     }
     hg_m_dst[hg_k] = bitcast<u32>(hg_v);
@@ -51,7 +52,7 @@ fn store_dst(hg_i: u32, hg_v: f32) {
 fn load_data(hg_i: u32) -> u32 {
     let hg_k = (hg_i >> 2u) + hg_w_data.x;
     if (hg_k >= hg_w_data.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return 0u;
     }
     return ((hg_m_data[hg_k] >> ((hg_i & 3u) * 8u)) & 0xffu);
@@ -59,7 +60,7 @@ fn load_data(hg_i: u32) -> u32 {
 fn load_lut(hg_i: u32) -> f32 {
     let hg_k = hg_i + hg_w_lut.x;
     if (hg_k >= hg_w_lut.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return 0.0f;
     }
     return bitcast<f32>(hg_m_lut[hg_k]);
@@ -67,7 +68,7 @@ fn load_lut(hg_i: u32) -> f32 {
 fn load_scales(hg_i: u32) -> u32 {
     let hg_k = (hg_i >> 2u) + hg_w_scales.x;
     if (hg_k >= hg_w_scales.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return 0u;
     }
     return ((hg_m_scales[hg_k] >> ((hg_i & 3u) * 8u)) & 0xffu);
@@ -75,7 +76,7 @@ fn load_scales(hg_i: u32) -> u32 {
 fn store_err(hg_i: u32, hg_v: u32) {
     let hg_k = hg_i + hg_w_err.x;
     if (hg_k >= hg_w_err.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return;
     }
     hg_m_err[hg_k] = hg_v;
@@ -83,7 +84,7 @@ fn store_err(hg_i: u32, hg_v: u32) {
 fn load_ix(hg_i: u32) -> u32 {
     let hg_k = hg_i + hg_w_ix.x;
     if (hg_k >= hg_w_ix.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return 0u;
     }
     return hg_m_ix[hg_k];
@@ -91,14 +92,13 @@ fn load_ix(hg_i: u32) -> u32 {
 fn load_mt(hg_i: u32) -> u32 {
     let hg_k = hg_i + hg_w_mt.x;
     if (hg_k >= hg_w_mt.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return 0u;
     }
     return hg_m_mt[hg_k];
 }
 
-@compute @workgroup_size(64, 1, 1)
-fn main(@builtin(global_invocation_id) hg_id: vec3<u32>) {
+fn hg_main(hg_id: vec3<u32>) {
     hg_w_dst = vec2<u32>(hg_u.hg_d_dst, arrayLength(&hg_m_dst));
     hg_w_data = vec2<u32>(hg_u.hg_d_data, arrayLength(&hg_m_data));
     hg_w_lut = vec2<u32>(hg_u.hg_d_lut, arrayLength(&hg_m_lut));
@@ -283,5 +283,13 @@ fn main(@builtin(global_invocation_id) hg_id: vec3<u32>) {
                 }
             }
         }
+    }
+}
+
+@compute @workgroup_size(64, 1, 1)
+fn main(@builtin(global_invocation_id) hg_id: vec3<u32>) {
+    hg_main(hg_id);
+    if (hg_bad != 0u) {
+        atomicOr(&hg_fault, 1u);
     }
 }

@@ -24,11 +24,12 @@ var<private> hg_w_vpool: vec2<u32>;
 var<private> hg_w_kfrom: vec2<u32>;
 var<private> hg_w_vfrom: vec2<u32>;
 var<private> hg_w_pairs: vec2<u32>;
+var<private> hg_bad: u32;
 
 fn load_kpool(hg_i: u32) -> u32 {
     let hg_k = (hg_i >> 1u) + hg_w_kpool.x;
     if (hg_k >= hg_w_kpool.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return 0u;
     }
     return ((atomicLoad(&hg_m_kpool[hg_k]) >> ((hg_i & 1u) * 16u)) & 0xffffu);
@@ -36,7 +37,7 @@ fn load_kpool(hg_i: u32) -> u32 {
 fn store_kpool(hg_i: u32, hg_v: u32) {
     let hg_k = (hg_i >> 1u) + hg_w_kpool.x;
     if (hg_k >= hg_w_kpool.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return;
     }
     let hg_s = (hg_i & 1u) * 16u;
@@ -46,7 +47,7 @@ fn store_kpool(hg_i: u32, hg_v: u32) {
 fn load_vpool(hg_i: u32) -> u32 {
     let hg_k = (hg_i >> 1u) + hg_w_vpool.x;
     if (hg_k >= hg_w_vpool.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return 0u;
     }
     return ((atomicLoad(&hg_m_vpool[hg_k]) >> ((hg_i & 1u) * 16u)) & 0xffffu);
@@ -54,7 +55,7 @@ fn load_vpool(hg_i: u32) -> u32 {
 fn store_vpool(hg_i: u32, hg_v: u32) {
     let hg_k = (hg_i >> 1u) + hg_w_vpool.x;
     if (hg_k >= hg_w_vpool.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return;
     }
     let hg_s = (hg_i & 1u) * 16u;
@@ -64,7 +65,7 @@ fn store_vpool(hg_i: u32, hg_v: u32) {
 fn load_kfrom(hg_i: u32) -> u32 {
     let hg_k = (hg_i >> 1u) + hg_w_kfrom.x;
     if (hg_k >= hg_w_kfrom.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return 0u;
     }
     return ((hg_m_kfrom[hg_k] >> ((hg_i & 1u) * 16u)) & 0xffffu);
@@ -72,7 +73,7 @@ fn load_kfrom(hg_i: u32) -> u32 {
 fn load_vfrom(hg_i: u32) -> u32 {
     let hg_k = (hg_i >> 1u) + hg_w_vfrom.x;
     if (hg_k >= hg_w_vfrom.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return 0u;
     }
     return ((hg_m_vfrom[hg_k] >> ((hg_i & 1u) * 16u)) & 0xffffu);
@@ -80,14 +81,13 @@ fn load_vfrom(hg_i: u32) -> u32 {
 fn load_pairs(hg_i: u32) -> u32 {
     let hg_k = hg_i + hg_w_pairs.x;
     if (hg_k >= hg_w_pairs.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return 0u;
     }
     return hg_m_pairs[hg_k];
 }
 
-@compute @workgroup_size(64, 1, 1)
-fn main(@builtin(global_invocation_id) hg_id: vec3<u32>) {
+fn hg_main(hg_id: vec3<u32>) {
     hg_w_kpool = vec2<u32>(hg_u.hg_d_kpool, arrayLength(&hg_m_kpool));
     hg_w_vpool = vec2<u32>(hg_u.hg_d_vpool, arrayLength(&hg_m_vpool));
     hg_w_kfrom = vec2<u32>(hg_u.hg_d_kfrom, arrayLength(&hg_m_kfrom));
@@ -131,5 +131,13 @@ fn main(@builtin(global_invocation_id) hg_id: vec3<u32>) {
     for (var w: u32 = lane; w < page_words; w += lanes) {
         store_kpool(to + w, load_kfrom(from_ + w));
         store_vpool(to + w, load_vfrom(from_ + w));
+    }
+}
+
+@compute @workgroup_size(64, 1, 1)
+fn main(@builtin(global_invocation_id) hg_id: vec3<u32>) {
+    hg_main(hg_id);
+    if (hg_bad != 0u) {
+        atomicOr(&hg_fault, 1u);
     }
 }

@@ -24,6 +24,7 @@ var<private> hg_w_vpool: vec2<u32>;
 var<private> hg_w_ksrc: vec2<u32>;
 var<private> hg_w_vsrc: vec2<u32>;
 var<private> hg_w_slots: vec2<u32>;
+var<private> hg_bad: u32;
 
 fn hg_f16_to_f32(h: u32) -> f32 {
     var sign: u32 = (h & 0x8000u) << 16u;
@@ -41,7 +42,7 @@ fn hg_f16_to_f32(h: u32) -> f32 {
 fn store_kpool(hg_i: u32, hg_v: u32) {
     let hg_k = (hg_i >> 2u) + hg_w_kpool.x;
     if (hg_k >= hg_w_kpool.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return;
     }
     let hg_s = (hg_i & 3u) * 8u;
@@ -51,7 +52,7 @@ fn store_kpool(hg_i: u32, hg_v: u32) {
 fn store_vpool(hg_i: u32, hg_v: u32) {
     let hg_k = (hg_i >> 2u) + hg_w_vpool.x;
     if (hg_k >= hg_w_vpool.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return;
     }
     let hg_s = (hg_i & 3u) * 8u;
@@ -61,7 +62,7 @@ fn store_vpool(hg_i: u32, hg_v: u32) {
 fn load_ksrc(hg_i: u32) -> f32 {
     let hg_k = (hg_i >> 1u) + hg_w_ksrc.x;
     if (hg_k >= hg_w_ksrc.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return 0.0f;
     }
     return hg_f16_to_f32((hg_m_ksrc[hg_k] >> ((hg_i & 1u) * 16u)) & 0xffffu);
@@ -69,7 +70,7 @@ fn load_ksrc(hg_i: u32) -> f32 {
 fn load_vsrc(hg_i: u32) -> f32 {
     let hg_k = (hg_i >> 1u) + hg_w_vsrc.x;
     if (hg_k >= hg_w_vsrc.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return 0.0f;
     }
     return hg_f16_to_f32((hg_m_vsrc[hg_k] >> ((hg_i & 1u) * 16u)) & 0xffffu);
@@ -77,14 +78,13 @@ fn load_vsrc(hg_i: u32) -> f32 {
 fn load_slots(hg_i: u32) -> u32 {
     let hg_k = hg_i + hg_w_slots.x;
     if (hg_k >= hg_w_slots.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return 0u;
     }
     return hg_m_slots[hg_k];
 }
 
-@compute @workgroup_size(64, 1, 1)
-fn main(@builtin(global_invocation_id) hg_id: vec3<u32>) {
+fn hg_main(hg_id: vec3<u32>) {
     hg_w_kpool = vec2<u32>(hg_u.hg_d_kpool, arrayLength(&hg_m_kpool));
     hg_w_vpool = vec2<u32>(hg_u.hg_d_vpool, arrayLength(&hg_m_vpool));
     hg_w_ksrc = vec2<u32>(hg_u.hg_d_ksrc, arrayLength(&hg_m_ksrc));
@@ -145,5 +145,13 @@ fn main(@builtin(global_invocation_id) hg_id: vec3<u32>) {
             code = (((m + (1u << (s - 1u))) - 1u) + ((m >> s) & 1u)) >> s;
         }
         store_vpool(to + w, ((b >> 24u) & 128u) | code);
+    }
+}
+
+@compute @workgroup_size(64, 1, 1)
+fn main(@builtin(global_invocation_id) hg_id: vec3<u32>) {
+    hg_main(hg_id);
+    if (hg_bad != 0u) {
+        atomicOr(&hg_fault, 1u);
     }
 }

@@ -24,11 +24,12 @@ var<private> hg_w_vdst: vec2<u32>;
 var<private> hg_w_kpool: vec2<u32>;
 var<private> hg_w_vpool: vec2<u32>;
 var<private> hg_w_slots: vec2<u32>;
+var<private> hg_bad: u32;
 
 fn store_kdst(hg_i: u32, hg_v: u32) {
     let hg_k = hg_i + hg_w_kdst.x;
     if (hg_k >= hg_w_kdst.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return;
     }
     hg_m_kdst[hg_k] = hg_v;
@@ -36,7 +37,7 @@ fn store_kdst(hg_i: u32, hg_v: u32) {
 fn store_vdst(hg_i: u32, hg_v: u32) {
     let hg_k = hg_i + hg_w_vdst.x;
     if (hg_k >= hg_w_vdst.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return;
     }
     hg_m_vdst[hg_k] = hg_v;
@@ -44,7 +45,7 @@ fn store_vdst(hg_i: u32, hg_v: u32) {
 fn load_kpool(hg_i: u32) -> u32 {
     let hg_k = hg_i + hg_w_kpool.x;
     if (hg_k >= hg_w_kpool.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return 0u;
     }
     return hg_m_kpool[hg_k];
@@ -52,7 +53,7 @@ fn load_kpool(hg_i: u32) -> u32 {
 fn load_vpool(hg_i: u32) -> u32 {
     let hg_k = hg_i + hg_w_vpool.x;
     if (hg_k >= hg_w_vpool.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return 0u;
     }
     return hg_m_vpool[hg_k];
@@ -60,14 +61,13 @@ fn load_vpool(hg_i: u32) -> u32 {
 fn load_slots(hg_i: u32) -> u32 {
     let hg_k = hg_i + hg_w_slots.x;
     if (hg_k >= hg_w_slots.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return 0u;
     }
     return hg_m_slots[hg_k];
 }
 
-@compute @workgroup_size(64, 1, 1)
-fn main(@builtin(global_invocation_id) hg_id: vec3<u32>) {
+fn hg_main(hg_id: vec3<u32>) {
     hg_w_kdst = vec2<u32>(hg_u.hg_d_kdst, arrayLength(&hg_m_kdst));
     hg_w_vdst = vec2<u32>(hg_u.hg_d_vdst, arrayLength(&hg_m_vdst));
     hg_w_kpool = vec2<u32>(hg_u.hg_d_kpool, arrayLength(&hg_m_kpool));
@@ -117,5 +117,13 @@ fn main(@builtin(global_invocation_id) hg_id: vec3<u32>) {
     for (var w: u32 = lane; w < row; w += lanes) {
         store_kdst(to + w, load_kpool(from_ + w));
         store_vdst(to + w, load_vpool(from_ + w));
+    }
+}
+
+@compute @workgroup_size(64, 1, 1)
+fn main(@builtin(global_invocation_id) hg_id: vec3<u32>) {
+    hg_main(hg_id);
+    if (hg_bad != 0u) {
+        atomicOr(&hg_fault, 1u);
     }
 }

@@ -36,6 +36,7 @@ var<private> hg_w_vpart: vec2<u32>;
 var<private> hg_w_ksrc: vec2<u32>;
 var<private> hg_w_vsrc: vec2<u32>;
 var<private> hg_w_slots: vec2<u32>;
+var<private> hg_bad: u32;
 
 fn hg_f16_to_f32(h: u32) -> f32 {
     var sign: u32 = (h & 0x8000u) << 16u;
@@ -53,7 +54,7 @@ fn hg_f16_to_f32(h: u32) -> f32 {
 fn store_kpool(hg_i: u32, hg_v: i32) {
     let hg_k = (hg_i >> 2u) + hg_w_kpool.x;
     if (hg_k >= hg_w_kpool.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return;
     }
     let hg_s = (hg_i & 3u) * 8u;
@@ -63,7 +64,7 @@ fn store_kpool(hg_i: u32, hg_v: i32) {
 fn store_vpool(hg_i: u32, hg_v: i32) {
     let hg_k = (hg_i >> 2u) + hg_w_vpool.x;
     if (hg_k >= hg_w_vpool.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return;
     }
     let hg_s = (hg_i & 3u) * 8u;
@@ -73,7 +74,7 @@ fn store_vpool(hg_i: u32, hg_v: i32) {
 fn store_kscales(hg_i: u32, hg_v: f32) {
     let hg_k = hg_i + hg_w_kscales.x;
     if (hg_k >= hg_w_kscales.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return;
     }
     hg_m_kscales[hg_k] = bitcast<u32>(hg_v);
@@ -81,7 +82,7 @@ fn store_kscales(hg_i: u32, hg_v: f32) {
 fn store_vscales(hg_i: u32, hg_v: f32) {
     let hg_k = hg_i + hg_w_vscales.x;
     if (hg_k >= hg_w_vscales.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return;
     }
     hg_m_vscales[hg_k] = bitcast<u32>(hg_v);
@@ -89,7 +90,7 @@ fn store_vscales(hg_i: u32, hg_v: f32) {
 fn load_kpart(hg_i: u32) -> u32 {
     let hg_k = hg_i + hg_w_kpart.x;
     if (hg_k >= hg_w_kpart.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return 0u;
     }
     return hg_m_kpart[hg_k];
@@ -97,7 +98,7 @@ fn load_kpart(hg_i: u32) -> u32 {
 fn load_vpart(hg_i: u32) -> u32 {
     let hg_k = hg_i + hg_w_vpart.x;
     if (hg_k >= hg_w_vpart.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return 0u;
     }
     return hg_m_vpart[hg_k];
@@ -105,7 +106,7 @@ fn load_vpart(hg_i: u32) -> u32 {
 fn load_ksrc(hg_i: u32) -> f32 {
     let hg_k = (hg_i >> 1u) + hg_w_ksrc.x;
     if (hg_k >= hg_w_ksrc.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return 0.0f;
     }
     return hg_f16_to_f32((hg_m_ksrc[hg_k] >> ((hg_i & 1u) * 16u)) & 0xffffu);
@@ -113,7 +114,7 @@ fn load_ksrc(hg_i: u32) -> f32 {
 fn load_vsrc(hg_i: u32) -> f32 {
     let hg_k = (hg_i >> 1u) + hg_w_vsrc.x;
     if (hg_k >= hg_w_vsrc.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return 0.0f;
     }
     return hg_f16_to_f32((hg_m_vsrc[hg_k] >> ((hg_i & 1u) * 16u)) & 0xffffu);
@@ -121,14 +122,13 @@ fn load_vsrc(hg_i: u32) -> f32 {
 fn load_slots(hg_i: u32) -> u32 {
     let hg_k = hg_i + hg_w_slots.x;
     if (hg_k >= hg_w_slots.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return 0u;
     }
     return hg_m_slots[hg_k];
 }
 
-@compute @workgroup_size(64, 1, 1)
-fn main(@builtin(global_invocation_id) hg_id: vec3<u32>) {
+fn hg_main(hg_id: vec3<u32>) {
     hg_w_kpool = vec2<u32>(hg_u.hg_d_kpool, arrayLength(&hg_m_kpool));
     hg_w_vpool = vec2<u32>(hg_u.hg_d_vpool, arrayLength(&hg_m_vpool));
     hg_w_kscales = vec2<u32>(hg_u.hg_d_kscales, arrayLength(&hg_m_kscales));
@@ -263,5 +263,13 @@ fn main(@builtin(global_invocation_id) hg_id: vec3<u32>) {
                 store_vpool(to + w, q);
             }
         }
+    }
+}
+
+@compute @workgroup_size(64, 1, 1)
+fn main(@builtin(global_invocation_id) hg_id: vec3<u32>) {
+    hg_main(hg_id);
+    if (hg_bad != 0u) {
+        atomicOr(&hg_fault, 1u);
     }
 }

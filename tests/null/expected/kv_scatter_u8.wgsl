@@ -24,11 +24,12 @@ var<private> hg_w_vpool: vec2<u32>;
 var<private> hg_w_ksrc: vec2<u32>;
 var<private> hg_w_vsrc: vec2<u32>;
 var<private> hg_w_slots: vec2<u32>;
+var<private> hg_bad: u32;
 
 fn load_kpool(hg_i: u32) -> u32 {
     let hg_k = (hg_i >> 2u) + hg_w_kpool.x;
     if (hg_k >= hg_w_kpool.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return 0u;
     }
     return ((atomicLoad(&hg_m_kpool[hg_k]) >> ((hg_i & 3u) * 8u)) & 0xffu);
@@ -36,7 +37,7 @@ fn load_kpool(hg_i: u32) -> u32 {
 fn store_kpool(hg_i: u32, hg_v: u32) {
     let hg_k = (hg_i >> 2u) + hg_w_kpool.x;
     if (hg_k >= hg_w_kpool.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return;
     }
     let hg_s = (hg_i & 3u) * 8u;
@@ -46,7 +47,7 @@ fn store_kpool(hg_i: u32, hg_v: u32) {
 fn load_vpool(hg_i: u32) -> u32 {
     let hg_k = (hg_i >> 2u) + hg_w_vpool.x;
     if (hg_k >= hg_w_vpool.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return 0u;
     }
     return ((atomicLoad(&hg_m_vpool[hg_k]) >> ((hg_i & 3u) * 8u)) & 0xffu);
@@ -54,7 +55,7 @@ fn load_vpool(hg_i: u32) -> u32 {
 fn store_vpool(hg_i: u32, hg_v: u32) {
     let hg_k = (hg_i >> 2u) + hg_w_vpool.x;
     if (hg_k >= hg_w_vpool.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return;
     }
     let hg_s = (hg_i & 3u) * 8u;
@@ -64,7 +65,7 @@ fn store_vpool(hg_i: u32, hg_v: u32) {
 fn load_ksrc(hg_i: u32) -> u32 {
     let hg_k = (hg_i >> 2u) + hg_w_ksrc.x;
     if (hg_k >= hg_w_ksrc.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return 0u;
     }
     return ((hg_m_ksrc[hg_k] >> ((hg_i & 3u) * 8u)) & 0xffu);
@@ -72,7 +73,7 @@ fn load_ksrc(hg_i: u32) -> u32 {
 fn load_vsrc(hg_i: u32) -> u32 {
     let hg_k = (hg_i >> 2u) + hg_w_vsrc.x;
     if (hg_k >= hg_w_vsrc.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return 0u;
     }
     return ((hg_m_vsrc[hg_k] >> ((hg_i & 3u) * 8u)) & 0xffu);
@@ -80,14 +81,13 @@ fn load_vsrc(hg_i: u32) -> u32 {
 fn load_slots(hg_i: u32) -> u32 {
     let hg_k = hg_i + hg_w_slots.x;
     if (hg_k >= hg_w_slots.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return 0u;
     }
     return hg_m_slots[hg_k];
 }
 
-@compute @workgroup_size(64, 1, 1)
-fn main(@builtin(global_invocation_id) hg_id: vec3<u32>) {
+fn hg_main(hg_id: vec3<u32>) {
     hg_w_kpool = vec2<u32>(hg_u.hg_d_kpool, arrayLength(&hg_m_kpool));
     hg_w_vpool = vec2<u32>(hg_u.hg_d_vpool, arrayLength(&hg_m_vpool));
     hg_w_ksrc = vec2<u32>(hg_u.hg_d_ksrc, arrayLength(&hg_m_ksrc));
@@ -130,5 +130,13 @@ fn main(@builtin(global_invocation_id) hg_id: vec3<u32>) {
     for (var w: u32 = lane; w < row; w += lanes) {
         store_kpool(to + w, load_ksrc(from_ + w));
         store_vpool(to + w, load_vsrc(from_ + w));
+    }
+}
+
+@compute @workgroup_size(64, 1, 1)
+fn main(@builtin(global_invocation_id) hg_id: vec3<u32>) {
+    hg_main(hg_id);
+    if (hg_bad != 0u) {
+        atomicOr(&hg_fault, 1u);
     }
 }

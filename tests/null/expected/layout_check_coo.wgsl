@@ -17,11 +17,12 @@ struct HgUniform {
 var<private> hg_w_err: vec2<u32>;
 var<private> hg_w_ix: vec2<u32>;
 var<private> hg_w_mt: vec2<u32>;
+var<private> hg_bad: u32;
 
 fn store_err(hg_i: u32, hg_v: u32) {
     let hg_k = hg_i + hg_w_err.x;
     if (hg_k >= hg_w_err.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return;
     }
     hg_m_err[hg_k] = hg_v;
@@ -29,7 +30,7 @@ fn store_err(hg_i: u32, hg_v: u32) {
 fn load_ix(hg_i: u32) -> u32 {
     let hg_k = hg_i + hg_w_ix.x;
     if (hg_k >= hg_w_ix.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return 0u;
     }
     return hg_m_ix[hg_k];
@@ -37,14 +38,13 @@ fn load_ix(hg_i: u32) -> u32 {
 fn load_mt(hg_i: u32) -> u32 {
     let hg_k = hg_i + hg_w_mt.x;
     if (hg_k >= hg_w_mt.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return 0u;
     }
     return hg_m_mt[hg_k];
 }
 
-@compute @workgroup_size(256, 1, 1)
-fn main(@builtin(global_invocation_id) hg_id: vec3<u32>) {
+fn hg_main(hg_id: vec3<u32>) {
     hg_w_err = vec2<u32>(hg_u.hg_d_err, arrayLength(&hg_m_err));
     hg_w_ix = vec2<u32>(hg_u.hg_d_ix, arrayLength(&hg_m_ix));
     hg_w_mt = vec2<u32>(hg_u.hg_d_mt, arrayLength(&hg_m_mt));
@@ -77,5 +77,13 @@ fn main(@builtin(global_invocation_id) hg_id: vec3<u32>) {
     }
     if (((srt != 0u) && (i > 0u)) && (state != 1u)) {
         store_err(0u, 1u);
+    }
+}
+
+@compute @workgroup_size(256, 1, 1)
+fn main(@builtin(global_invocation_id) hg_id: vec3<u32>) {
+    hg_main(hg_id);
+    if (hg_bad != 0u) {
+        atomicOr(&hg_fault, 1u);
     }
 }

@@ -18,11 +18,12 @@ struct HgUniform {
 var<private> hg_w_err: vec2<u32>;
 var<private> hg_w_bt: vec2<u32>;
 var<private> hg_w_sp: vec2<u32>;
+var<private> hg_bad: u32;
 
 fn store_err(hg_i: u32, hg_v: u32) {
     let hg_k = hg_i + hg_w_err.x;
     if (hg_k >= hg_w_err.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return;
     }
     hg_m_err[hg_k] = hg_v;
@@ -30,7 +31,7 @@ fn store_err(hg_i: u32, hg_v: u32) {
 fn load_bt(hg_i: u32) -> u32 {
     let hg_k = hg_i + hg_w_bt.x;
     if (hg_k >= hg_w_bt.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return 0u;
     }
     return hg_m_bt[hg_k];
@@ -38,14 +39,13 @@ fn load_bt(hg_i: u32) -> u32 {
 fn load_sp(hg_i: u32) -> u32 {
     let hg_k = hg_i + hg_w_sp.x;
     if (hg_k >= hg_w_sp.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return 0u;
     }
     return hg_m_sp[hg_k];
 }
 
-@compute @workgroup_size(256, 1, 1)
-fn main(@builtin(global_invocation_id) hg_id: vec3<u32>) {
+fn hg_main(hg_id: vec3<u32>) {
     hg_w_err = vec2<u32>(hg_u.hg_d_err, arrayLength(&hg_m_err));
     hg_w_bt = vec2<u32>(hg_u.hg_d_bt, arrayLength(&hg_m_bt));
     hg_w_sp = vec2<u32>(hg_u.hg_d_sp, arrayLength(&hg_m_sp));
@@ -79,5 +79,13 @@ fn main(@builtin(global_invocation_id) hg_id: vec3<u32>) {
         if ((j > 0u) && (v < load_sp((j - 1u) * iw))) {
             store_err(0u, 1u);
         }
+    }
+}
+
+@compute @workgroup_size(256, 1, 1)
+fn main(@builtin(global_invocation_id) hg_id: vec3<u32>) {
+    hg_main(hg_id);
+    if (hg_bad != 0u) {
+        atomicOr(&hg_fault, 1u);
     }
 }

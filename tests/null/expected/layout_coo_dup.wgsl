@@ -20,11 +20,12 @@ var<private> hg_w_err: vec2<u32>;
 var<private> hg_w_mark: vec2<u32>;
 var<private> hg_w_ix: vec2<u32>;
 var<private> hg_w_mt: vec2<u32>;
+var<private> hg_bad: u32;
 
 fn store_err(hg_i: u32, hg_v: u32) {
     let hg_k = hg_i + hg_w_err.x;
     if (hg_k >= hg_w_err.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return;
     }
     hg_m_err[hg_k] = hg_v;
@@ -32,7 +33,7 @@ fn store_err(hg_i: u32, hg_v: u32) {
 fn load_mark(hg_i: u32) -> u32 {
     let hg_k = hg_i + hg_w_mark.x;
     if (hg_k >= hg_w_mark.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return 0u;
     }
     return hg_m_mark[hg_k];
@@ -40,7 +41,7 @@ fn load_mark(hg_i: u32) -> u32 {
 fn load_ix(hg_i: u32) -> u32 {
     let hg_k = hg_i + hg_w_ix.x;
     if (hg_k >= hg_w_ix.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return 0u;
     }
     return hg_m_ix[hg_k];
@@ -48,14 +49,13 @@ fn load_ix(hg_i: u32) -> u32 {
 fn load_mt(hg_i: u32) -> u32 {
     let hg_k = hg_i + hg_w_mt.x;
     if (hg_k >= hg_w_mt.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return 0u;
     }
     return hg_m_mt[hg_k];
 }
 
-@compute @workgroup_size(256, 1, 1)
-fn main(@builtin(global_invocation_id) hg_id: vec3<u32>) {
+fn hg_main(hg_id: vec3<u32>) {
     hg_w_err = vec2<u32>(hg_u.hg_d_err, arrayLength(&hg_m_err));
     hg_w_mark = vec2<u32>(hg_u.hg_d_mark, arrayLength(&hg_m_mark));
     hg_w_ix = vec2<u32>(hg_u.hg_d_ix, arrayLength(&hg_m_ix));
@@ -79,5 +79,13 @@ fn main(@builtin(global_invocation_id) hg_id: vec3<u32>) {
     }
     if (load_mark(fi) != (i + 1u)) {
         store_err(0u, 1u);
+    }
+}
+
+@compute @workgroup_size(256, 1, 1)
+fn main(@builtin(global_invocation_id) hg_id: vec3<u32>) {
+    hg_main(hg_id);
+    if (hg_bad != 0u) {
+        atomicOr(&hg_fault, 1u);
     }
 }

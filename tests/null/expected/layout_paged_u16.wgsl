@@ -29,11 +29,12 @@ var<private> hg_w_pool: vec2<u32>;
 var<private> hg_w_bt: vec2<u32>;
 var<private> hg_w_sp: vec2<u32>;
 var<private> hg_w_ts: vec2<u32>;
+var<private> hg_bad: u32;
 
 fn store_dst(hg_i: u32, hg_v: u32) {
     let hg_k = (hg_i >> 1u) + hg_w_dst.x;
     if (hg_k >= hg_w_dst.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return;
     }
     let hg_s = (hg_i & 1u) * 16u;
@@ -43,7 +44,7 @@ fn store_dst(hg_i: u32, hg_v: u32) {
 fn load_pool(hg_i: u32) -> u32 {
     let hg_k = (hg_i >> 1u) + hg_w_pool.x;
     if (hg_k >= hg_w_pool.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return 0u;
     }
     return ((hg_m_pool[hg_k] >> ((hg_i & 1u) * 16u)) & 0xffffu);
@@ -51,7 +52,7 @@ fn load_pool(hg_i: u32) -> u32 {
 fn load_bt(hg_i: u32) -> u32 {
     let hg_k = hg_i + hg_w_bt.x;
     if (hg_k >= hg_w_bt.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return 0u;
     }
     return hg_m_bt[hg_k];
@@ -59,7 +60,7 @@ fn load_bt(hg_i: u32) -> u32 {
 fn load_sp(hg_i: u32) -> u32 {
     let hg_k = hg_i + hg_w_sp.x;
     if (hg_k >= hg_w_sp.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return 0u;
     }
     return hg_m_sp[hg_k];
@@ -67,14 +68,13 @@ fn load_sp(hg_i: u32) -> u32 {
 fn load_ts(hg_i: u32) -> u32 {
     let hg_k = hg_i + hg_w_ts.x;
     if (hg_k >= hg_w_ts.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return 0u;
     }
     return hg_m_ts[hg_k];
 }
 
-@compute @workgroup_size(64, 4, 1)
-fn main(@builtin(global_invocation_id) hg_id: vec3<u32>) {
+fn hg_main(hg_id: vec3<u32>) {
     hg_w_dst = vec2<u32>(hg_u.hg_d_dst, arrayLength(&hg_m_dst));
     hg_w_pool = vec2<u32>(hg_u.hg_d_pool, arrayLength(&hg_m_pool));
     hg_w_bt = vec2<u32>(hg_u.hg_d_bt, arrayLength(&hg_m_bt));
@@ -128,5 +128,13 @@ fn main(@builtin(global_invocation_id) hg_id: vec3<u32>) {
             v = load_pool(src + w);
         }
         store_dst(o + w, v);
+    }
+}
+
+@compute @workgroup_size(64, 4, 1)
+fn main(@builtin(global_invocation_id) hg_id: vec3<u32>) {
+    hg_main(hg_id);
+    if (hg_bad != 0u) {
+        atomicOr(&hg_fault, 1u);
     }
 }

@@ -25,11 +25,12 @@ var<private> hg_w_src: vec2<u32>;
 var<private> hg_w_tx: vec2<u32>;
 var<private> hg_w_ty: vec2<u32>;
 var<private> hg_w_tz: vec2<u32>;
+var<private> hg_bad: u32;
 
 fn store_dst(hg_i: u32, hg_v: u32) {
     let hg_k = hg_i + hg_w_dst.x;
     if (hg_k >= hg_w_dst.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return;
     }
     hg_m_dst[hg_k] = hg_v;
@@ -37,7 +38,7 @@ fn store_dst(hg_i: u32, hg_v: u32) {
 fn load_src(hg_i: u32) -> u32 {
     let hg_k = hg_i + hg_w_src.x;
     if (hg_k >= hg_w_src.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return 0u;
     }
     return hg_m_src[hg_k];
@@ -45,7 +46,7 @@ fn load_src(hg_i: u32) -> u32 {
 fn load_tx(hg_i: u32) -> u32 {
     let hg_k = hg_i + hg_w_tx.x;
     if (hg_k >= hg_w_tx.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return 0u;
     }
     return hg_m_tx[hg_k];
@@ -53,7 +54,7 @@ fn load_tx(hg_i: u32) -> u32 {
 fn load_ty(hg_i: u32) -> u32 {
     let hg_k = hg_i + hg_w_ty.x;
     if (hg_k >= hg_w_ty.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return 0u;
     }
     return hg_m_ty[hg_k];
@@ -61,14 +62,13 @@ fn load_ty(hg_i: u32) -> u32 {
 fn load_tz(hg_i: u32) -> u32 {
     let hg_k = hg_i + hg_w_tz.x;
     if (hg_k >= hg_w_tz.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return 0u;
     }
     return hg_m_tz[hg_k];
 }
 
-@compute @workgroup_size(32, 8, 1)
-fn main(@builtin(global_invocation_id) hg_id: vec3<u32>) {
+fn hg_main(hg_id: vec3<u32>) {
     hg_w_dst = vec2<u32>(hg_u.hg_d_dst, arrayLength(&hg_m_dst));
     hg_w_src = vec2<u32>(hg_u.hg_d_src, arrayLength(&hg_m_src));
     hg_w_tx = vec2<u32>(hg_u.hg_d_tx, arrayLength(&hg_m_tx));
@@ -95,5 +95,13 @@ fn main(@builtin(global_invocation_id) hg_id: vec3<u32>) {
     }
     for (var w: u32 = 0u; w < wpe; w++) {
         store_dst((d * wpe) + w, load_src((f * wpe) + w));
+    }
+}
+
+@compute @workgroup_size(32, 8, 1)
+fn main(@builtin(global_invocation_id) hg_id: vec3<u32>) {
+    hg_main(hg_id);
+    if (hg_bad != 0u) {
+        atomicOr(&hg_fault, 1u);
     }
 }

@@ -25,11 +25,12 @@ var<private> hg_w_vals: vec2<u32>;
 var<private> hg_w_ci: vec2<u32>;
 var<private> hg_w_rp: vec2<u32>;
 var<private> hg_w_err: vec2<u32>;
+var<private> hg_bad: u32;
 
 fn store_dst(hg_i: u32, hg_v: u32) {
     let hg_k = (hg_i >> 2u) + hg_w_dst.x;
     if (hg_k >= hg_w_dst.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return;
     }
     let hg_s = (hg_i & 3u) * 8u;
@@ -39,7 +40,7 @@ fn store_dst(hg_i: u32, hg_v: u32) {
 fn load_vals(hg_i: u32) -> u32 {
     let hg_k = (hg_i >> 2u) + hg_w_vals.x;
     if (hg_k >= hg_w_vals.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return 0u;
     }
     return ((hg_m_vals[hg_k] >> ((hg_i & 3u) * 8u)) & 0xffu);
@@ -47,7 +48,7 @@ fn load_vals(hg_i: u32) -> u32 {
 fn load_ci(hg_i: u32) -> u32 {
     let hg_k = hg_i + hg_w_ci.x;
     if (hg_k >= hg_w_ci.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return 0u;
     }
     return hg_m_ci[hg_k];
@@ -55,7 +56,7 @@ fn load_ci(hg_i: u32) -> u32 {
 fn load_rp(hg_i: u32) -> u32 {
     let hg_k = hg_i + hg_w_rp.x;
     if (hg_k >= hg_w_rp.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return 0u;
     }
     return hg_m_rp[hg_k];
@@ -63,7 +64,7 @@ fn load_rp(hg_i: u32) -> u32 {
 fn load_err(hg_i: u32) -> u32 {
     let hg_k = hg_i + hg_w_err.x;
     if (hg_k >= hg_w_err.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return 0u;
     }
     return hg_m_err[hg_k];
@@ -71,14 +72,13 @@ fn load_err(hg_i: u32) -> u32 {
 fn store_err(hg_i: u32, hg_v: u32) {
     let hg_k = hg_i + hg_w_err.x;
     if (hg_k >= hg_w_err.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return;
     }
     hg_m_err[hg_k] = hg_v;
 }
 
-@compute @workgroup_size(64, 4, 1)
-fn main(@builtin(global_invocation_id) hg_id: vec3<u32>) {
+fn hg_main(hg_id: vec3<u32>) {
     hg_w_dst = vec2<u32>(hg_u.hg_d_dst, arrayLength(&hg_m_dst));
     hg_w_vals = vec2<u32>(hg_u.hg_d_vals, arrayLength(&hg_m_vals));
     hg_w_ci = vec2<u32>(hg_u.hg_d_ci, arrayLength(&hg_m_ci));
@@ -160,5 +160,13 @@ fn main(@builtin(global_invocation_id) hg_id: vec3<u32>) {
         }
     } else if (k != b) {
         store_err(0u, 1u);
+    }
+}
+
+@compute @workgroup_size(64, 4, 1)
+fn main(@builtin(global_invocation_id) hg_id: vec3<u32>) {
+    hg_main(hg_id);
+    if (hg_bad != 0u) {
+        atomicOr(&hg_fault, 1u);
     }
 }

@@ -13,6 +13,7 @@ struct HgUniform {
 @group(0) @binding(3) var<storage, read_write> hg_fault: atomic<u32>;
 var<private> hg_w_b0_x: vec2<u32>;
 var<private> hg_w_b1_y: vec2<u32>;
+var<private> hg_bad: u32;
 
 fn hg_umulhi(a: u32, b: u32) -> u32 {
     // The high word of the 64-bit product from 16-bit halves (WGSL has no umulExtended).
@@ -117,7 +118,7 @@ fn hg_fma_rn(fa: f32, fb: f32, fc: f32) -> f32 {
 fn load_b0_x(hg_i: u32) -> u32 {
     let hg_k = hg_i + hg_w_b0_x.x;
     if (hg_k >= hg_w_b0_x.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return 0u;
     }
     return hg_m_b0_x[hg_k];
@@ -125,7 +126,7 @@ fn load_b0_x(hg_i: u32) -> u32 {
 fn load_b1_y(hg_i: u32) -> u32 {
     let hg_k = hg_i + hg_w_b1_y.x;
     if (hg_k >= hg_w_b1_y.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return 0u;
     }
     return hg_m_b1_y[hg_k];
@@ -133,14 +134,13 @@ fn load_b1_y(hg_i: u32) -> u32 {
 fn store_b1_y(hg_i: u32, hg_v: u32) {
     let hg_k = hg_i + hg_w_b1_y.x;
     if (hg_k >= hg_w_b1_y.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return;
     }
     hg_m_b1_y[hg_k] = hg_v;
 }
 
-@compute @workgroup_size(4, 1, 1)
-fn main(@builtin(global_invocation_id) hg_id: vec3<u32>) {
+fn hg_main(hg_id: vec3<u32>) {
     hg_w_b0_x = vec2<u32>(hg_u.hg_d_b0_x, arrayLength(&hg_m_b0_x));
     hg_w_b1_y = vec2<u32>(hg_u.hg_d_b1_y, arrayLength(&hg_m_b1_y));
     let hg_gid0 = hg_id.x + hg_u.hg_base0;
@@ -172,5 +172,13 @@ fn main(@builtin(global_invocation_id) hg_id: vec3<u32>) {
         if (hg_gid0 < n1) {
             store_b1_y(hg_gid0, bitcast<u32>(t8));
         }
+    }
+}
+
+@compute @workgroup_size(4, 1, 1)
+fn main(@builtin(global_invocation_id) hg_id: vec3<u32>) {
+    hg_main(hg_id);
+    if (hg_bad != 0u) {
+        atomicOr(&hg_fault, 1u);
     }
 }

@@ -13,11 +13,12 @@ struct HgUniform {
 @group(0) @binding(3) var<storage, read_write> hg_fault: atomic<u32>;
 var<private> hg_w_b0_a: vec2<u32>;
 var<private> hg_w_b1_out: vec2<u32>;
+var<private> hg_bad: u32;
 
 fn load_b0_a(hg_i: u32) -> u32 {
     let hg_k = hg_i + hg_w_b0_a.x;
     if (hg_k >= hg_w_b0_a.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return 0u;
     }
     return hg_m_b0_a[hg_k];
@@ -25,7 +26,7 @@ fn load_b0_a(hg_i: u32) -> u32 {
 fn load_b1_out(hg_i: u32) -> u32 {
     let hg_k = hg_i + hg_w_b1_out.x;
     if (hg_k >= hg_w_b1_out.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return 0u;
     }
     return hg_m_b1_out[hg_k];
@@ -33,14 +34,13 @@ fn load_b1_out(hg_i: u32) -> u32 {
 fn store_b1_out(hg_i: u32, hg_v: u32) {
     let hg_k = hg_i + hg_w_b1_out.x;
     if (hg_k >= hg_w_b1_out.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return;
     }
     hg_m_b1_out[hg_k] = hg_v;
 }
 
-@compute @workgroup_size(4, 1, 1)
-fn main(@builtin(global_invocation_id) hg_id: vec3<u32>) {
+fn hg_main(hg_id: vec3<u32>) {
     hg_w_b0_a = vec2<u32>(hg_u.hg_d_b0_a, arrayLength(&hg_m_b0_a));
     hg_w_b1_out = vec2<u32>(hg_u.hg_d_b1_out, arrayLength(&hg_m_b1_out));
     let hg_gid0 = hg_id.x + hg_u.hg_base0;
@@ -115,5 +115,13 @@ fn main(@builtin(global_invocation_id) hg_id: vec3<u32>) {
                 store_b1_out(t20, t22);
             }
         }
+    }
+}
+
+@compute @workgroup_size(4, 1, 1)
+fn main(@builtin(global_invocation_id) hg_id: vec3<u32>) {
+    hg_main(hg_id);
+    if (hg_bad != 0u) {
+        atomicOr(&hg_fault, 1u);
     }
 }

@@ -13,11 +13,12 @@ struct HgUniform {
 @group(0) @binding(3) var<storage, read_write> hg_fault: atomic<u32>;
 var<private> hg_w_b0_data: vec2<u32>;
 var<private> hg_w_b1_hist: vec2<u32>;
+var<private> hg_bad: u32;
 
 fn load_b0_data(hg_i: u32) -> u32 {
     let hg_k = hg_i + hg_w_b0_data.x;
     if (hg_k >= hg_w_b0_data.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return 0u;
     }
     return hg_m_b0_data[hg_k];
@@ -25,7 +26,7 @@ fn load_b0_data(hg_i: u32) -> u32 {
 fn load_b1_hist(hg_i: u32) -> u32 {
     let hg_k = hg_i + hg_w_b1_hist.x;
     if (hg_k >= hg_w_b1_hist.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return 0u;
     }
     return atomicLoad(&hg_m_b1_hist[hg_k]);
@@ -33,7 +34,7 @@ fn load_b1_hist(hg_i: u32) -> u32 {
 fn store_b1_hist(hg_i: u32, hg_v: u32) {
     let hg_k = hg_i + hg_w_b1_hist.x;
     if (hg_k >= hg_w_b1_hist.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return;
     }
     atomicStore(&hg_m_b1_hist[hg_k], hg_v);
@@ -41,14 +42,13 @@ fn store_b1_hist(hg_i: u32, hg_v: u32) {
 fn atomic_add_b1_hist(hg_i: u32, hg_v: u32) -> u32 {
     let hg_k = hg_i + hg_w_b1_hist.x;
     if (hg_k >= hg_w_b1_hist.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return 0u;
     }
     return atomicAdd(&hg_m_b1_hist[hg_k], hg_v);
 }
 
-@compute @workgroup_size(4, 1, 1)
-fn main(@builtin(global_invocation_id) hg_id: vec3<u32>) {
+fn hg_main(hg_id: vec3<u32>) {
     hg_w_b0_data = vec2<u32>(hg_u.hg_d_b0_data, arrayLength(&hg_m_b0_data));
     hg_w_b1_hist = vec2<u32>(hg_u.hg_d_b1_hist, arrayLength(&hg_m_b1_hist));
     let hg_gid0 = hg_id.x + hg_u.hg_base0;
@@ -74,5 +74,13 @@ fn main(@builtin(global_invocation_id) hg_id: vec3<u32>) {
             }
             var l_old_6: u32 = t5;
         }
+    }
+}
+
+@compute @workgroup_size(4, 1, 1)
+fn main(@builtin(global_invocation_id) hg_id: vec3<u32>) {
+    hg_main(hg_id);
+    if (hg_bad != 0u) {
+        atomicOr(&hg_fault, 1u);
     }
 }

@@ -17,6 +17,7 @@ struct HgUniform {
 var<private> hg_w_b0_a: vec2<u32>;
 var<private> hg_w_b1_b: vec2<u32>;
 var<private> hg_w_b2_out: vec2<u32>;
+var<private> hg_bad: u32;
 
 fn hg_umulhi(a: u32, b: u32) -> u32 {
     // The high word of the 64-bit product from 16-bit halves (WGSL has no umulExtended).
@@ -33,7 +34,7 @@ fn hg_umulhi(a: u32, b: u32) -> u32 {
 fn load_b0_a(hg_i: u32) -> u32 {
     let hg_k = hg_i + hg_w_b0_a.x;
     if (hg_k >= hg_w_b0_a.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return 0u;
     }
     return hg_m_b0_a[hg_k];
@@ -41,7 +42,7 @@ fn load_b0_a(hg_i: u32) -> u32 {
 fn load_b1_b(hg_i: u32) -> u32 {
     let hg_k = hg_i + hg_w_b1_b.x;
     if (hg_k >= hg_w_b1_b.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return 0u;
     }
     return hg_m_b1_b[hg_k];
@@ -49,7 +50,7 @@ fn load_b1_b(hg_i: u32) -> u32 {
 fn load_b2_out(hg_i: u32) -> u32 {
     let hg_k = hg_i + hg_w_b2_out.x;
     if (hg_k >= hg_w_b2_out.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return 0u;
     }
     return hg_m_b2_out[hg_k];
@@ -57,14 +58,13 @@ fn load_b2_out(hg_i: u32) -> u32 {
 fn store_b2_out(hg_i: u32, hg_v: u32) {
     let hg_k = hg_i + hg_w_b2_out.x;
     if (hg_k >= hg_w_b2_out.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return;
     }
     hg_m_b2_out[hg_k] = hg_v;
 }
 
-@compute @workgroup_size(4, 1, 1)
-fn main(@builtin(global_invocation_id) hg_id: vec3<u32>) {
+fn hg_main(hg_id: vec3<u32>) {
     hg_w_b0_a = vec2<u32>(hg_u.hg_d_b0_a, arrayLength(&hg_m_b0_a));
     hg_w_b1_b = vec2<u32>(hg_u.hg_d_b1_b, arrayLength(&hg_m_b1_b));
     hg_w_b2_out = vec2<u32>(hg_u.hg_d_b2_out, arrayLength(&hg_m_b2_out));
@@ -127,5 +127,13 @@ fn main(@builtin(global_invocation_id) hg_id: vec3<u32>) {
                 store_b2_out(t19, t20);
             }
         }
+    }
+}
+
+@compute @workgroup_size(4, 1, 1)
+fn main(@builtin(global_invocation_id) hg_id: vec3<u32>) {
+    hg_main(hg_id);
+    if (hg_bad != 0u) {
+        atomicOr(&hg_fault, 1u);
     }
 }

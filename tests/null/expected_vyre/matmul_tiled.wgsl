@@ -21,13 +21,14 @@ var<private> hg_w_b0_a: vec2<u32>;
 var<private> hg_w_b1_b: vec2<u32>;
 var<private> hg_w_b2_out: vec2<u32>;
 var<private> hg_w_trapflag: vec2<u32>;
+var<private> hg_bad: u32;
 var<workgroup> hg_s_s3_ta: array<u32, 256>;
 var<workgroup> hg_s_s4_tb: array<u32, 256>;
 
 fn load_b0_a(hg_i: u32) -> u32 {
     let hg_k = hg_i + hg_w_b0_a.x;
     if (hg_k >= hg_w_b0_a.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return 0u;
     }
     return hg_m_b0_a[hg_k];
@@ -35,7 +36,7 @@ fn load_b0_a(hg_i: u32) -> u32 {
 fn load_b1_b(hg_i: u32) -> u32 {
     let hg_k = hg_i + hg_w_b1_b.x;
     if (hg_k >= hg_w_b1_b.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return 0u;
     }
     return hg_m_b1_b[hg_k];
@@ -43,7 +44,7 @@ fn load_b1_b(hg_i: u32) -> u32 {
 fn load_b2_out(hg_i: u32) -> u32 {
     let hg_k = hg_i + hg_w_b2_out.x;
     if (hg_k >= hg_w_b2_out.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return 0u;
     }
     return hg_m_b2_out[hg_k];
@@ -51,7 +52,7 @@ fn load_b2_out(hg_i: u32) -> u32 {
 fn store_b2_out(hg_i: u32, hg_v: u32) {
     let hg_k = hg_i + hg_w_b2_out.x;
     if (hg_k >= hg_w_b2_out.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return;
     }
     hg_m_b2_out[hg_k] = hg_v;
@@ -59,7 +60,7 @@ fn store_b2_out(hg_i: u32, hg_v: u32) {
 fn load_trapflag(hg_i: u32) -> u32 {
     let hg_k = hg_i + hg_w_trapflag.x;
     if (hg_k >= hg_w_trapflag.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return 0u;
     }
     return hg_m_trapflag[hg_k];
@@ -67,7 +68,7 @@ fn load_trapflag(hg_i: u32) -> u32 {
 fn store_trapflag(hg_i: u32, hg_v: u32) {
     let hg_k = hg_i + hg_w_trapflag.x;
     if (hg_k >= hg_w_trapflag.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return;
     }
     hg_m_trapflag[hg_k] = hg_v;
@@ -77,8 +78,7 @@ fn store_s3_ta(hg_i: u32, hg_v: u32) { hg_s_s3_ta[hg_i] = hg_v; }
 fn load_s4_tb(hg_i: u32) -> u32 { return hg_s_s4_tb[hg_i]; }
 fn store_s4_tb(hg_i: u32, hg_v: u32) { hg_s_s4_tb[hg_i] = hg_v; }
 
-@compute @workgroup_size(16, 16, 1)
-fn main(@builtin(global_invocation_id) hg_id: vec3<u32>) {
+fn hg_main(hg_id: vec3<u32>) {
     hg_w_b0_a = vec2<u32>(hg_u.hg_d_b0_a, arrayLength(&hg_m_b0_a));
     hg_w_b1_b = vec2<u32>(hg_u.hg_d_b1_b, arrayLength(&hg_m_b1_b));
     hg_w_b2_out = vec2<u32>(hg_u.hg_d_b2_out, arrayLength(&hg_m_b2_out));
@@ -208,5 +208,13 @@ fn main(@builtin(global_invocation_id) hg_id: vec3<u32>) {
                 store_b2_out(t53, l_acc_6);
             }
         }
+    }
+}
+
+@compute @workgroup_size(16, 16, 1)
+fn main(@builtin(global_invocation_id) hg_id: vec3<u32>) {
+    hg_main(hg_id);
+    if (hg_bad != 0u) {
+        atomicOr(&hg_fault, 1u);
     }
 }

@@ -17,11 +17,12 @@ struct HgUniform {
 var<private> hg_w_b0_x: vec2<u32>;
 var<private> hg_w_b1_y: vec2<u32>;
 var<private> hg_w_b2_z: vec2<u32>;
+var<private> hg_bad: u32;
 
 fn load_b0_x(hg_i: u32) -> u32 {
     let hg_k = hg_i + hg_w_b0_x.x;
     if (hg_k >= hg_w_b0_x.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return 0u;
     }
     return hg_m_b0_x[hg_k];
@@ -29,7 +30,7 @@ fn load_b0_x(hg_i: u32) -> u32 {
 fn load_b1_y(hg_i: u32) -> u32 {
     let hg_k = hg_i + hg_w_b1_y.x;
     if (hg_k >= hg_w_b1_y.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return 0u;
     }
     return hg_m_b1_y[hg_k];
@@ -37,7 +38,7 @@ fn load_b1_y(hg_i: u32) -> u32 {
 fn store_b1_y(hg_i: u32, hg_v: u32) {
     let hg_k = hg_i + hg_w_b1_y.x;
     if (hg_k >= hg_w_b1_y.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return;
     }
     hg_m_b1_y[hg_k] = hg_v;
@@ -45,7 +46,7 @@ fn store_b1_y(hg_i: u32, hg_v: u32) {
 fn load_b2_z(hg_i: u32) -> u32 {
     let hg_k = hg_i + hg_w_b2_z.x;
     if (hg_k >= hg_w_b2_z.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return 0u;
     }
     return hg_m_b2_z[hg_k];
@@ -53,14 +54,13 @@ fn load_b2_z(hg_i: u32) -> u32 {
 fn store_b2_z(hg_i: u32, hg_v: u32) {
     let hg_k = hg_i + hg_w_b2_z.x;
     if (hg_k >= hg_w_b2_z.y) {
-        atomicOr(&hg_fault, 1u);
+        hg_bad = 1u;
         return;
     }
     hg_m_b2_z[hg_k] = hg_v;
 }
 
-@compute @workgroup_size(4, 1, 1)
-fn main(@builtin(global_invocation_id) hg_id: vec3<u32>) {
+fn hg_main(hg_id: vec3<u32>) {
     hg_w_b0_x = vec2<u32>(hg_u.hg_d_b0_x, arrayLength(&hg_m_b0_x));
     hg_w_b1_y = vec2<u32>(hg_u.hg_d_b1_y, arrayLength(&hg_m_b1_y));
     hg_w_b2_z = vec2<u32>(hg_u.hg_d_b2_z, arrayLength(&hg_m_b2_z));
@@ -125,5 +125,13 @@ fn main(@builtin(global_invocation_id) hg_id: vec3<u32>) {
         if (hg_gid0 < n2) {
             store_b2_z(hg_gid0, t8);
         }
+    }
+}
+
+@compute @workgroup_size(4, 1, 1)
+fn main(@builtin(global_invocation_id) hg_id: vec3<u32>) {
+    hg_main(hg_id);
+    if (hg_bad != 0u) {
+        atomicOr(&hg_fault, 1u);
     }
 }
