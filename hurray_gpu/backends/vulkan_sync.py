@@ -171,6 +171,9 @@ class _Lane:
                           level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY, commandBufferCount=1)
         fresh = _Points()
         with self.lock:
+            if self.stopping:  # no thread would ever submit it: a later wait would hang
+                raise DeviceError("work queued on a closed Vulkan stream",
+                                  fix="queue it on an open stream, e.g. hg.Stream(device).")
             cmd = call(vk.vkAllocateCommandBuffers, ctx.device, alloc)[0]
             try:
                 ctx.record_into(cmd, record)

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from hurray_gpu import Buffer, Tensor, UnsupportedOpError
+from hurray_gpu.errors import DeviceError
 from hurray_gpu.format.descriptor.buffers import SyncMode
 from hurray_gpu.runtime.registry import is_available
 from hurray_gpu.runtime.registry import resolve_device as device
@@ -253,6 +254,9 @@ def test_closing_a_stream_keeps_the_semaphore_other_streams_wait_on(dev) -> None
     ev.wait(consumer)
     producer.close()
     assert lane().sem is not None  # the consumer's pending wait names it
+    with pytest.raises(DeviceError, match="closed Vulkan stream") as info, producer:
+        dev.run("fill_u32", t.buffers[0], VALUE + 1, N)  # no thread would ever submit it
+    assert "Fix:" in str(info.value)
     gate = Gate(dev)
     gate.hold(consumer)
     out = _consume(dev, t.buffers[0], consumer)  # queued: waits for the gate and the producer
@@ -261,7 +265,7 @@ def test_closing_a_stream_keeps_the_semaphore_other_streams_wait_on(dev) -> None
     gate.open()
     consumer.synchronize()
     assert np.all(out.numpy(np.uint32) == VALUE) and ev.query()
-    del ev, producer, consumer
+    del ev, producer, consumer, info  # the traceback holds the stream
     gc.collect()
     dev.allocator.free_cache()  # pooled buffers freed meanwhile may hold it (PoolPoints)
     assert lane() is None  # released with its last holder
