@@ -36,6 +36,9 @@ The subset (checked by :func:`lint_body`):
   to stay in cache;
 - ``COPY8(dst, di, src, si);`` stores ``LOAD(src, si + k)`` to ``di + k``, k = 0..7 (buffers of
   one word type); host C copies the 8 words as one block;
+- ``COPY16(dst, di, src, si, sj, total);`` is ``COPY8(dst, di, src, si)`` then
+  ``COPY8(dst, di + 8, src, sj)``; ``total`` is TRANSPOSE16's hint: host C writes the 16 u32
+  words as one cache line, streamed past the cache for an output too large for it;
 - ``KernelDef.private`` arrays (per work item, u32/i32/f32, small) and ``shared`` arrays are
   reached with ``LOAD``/``STORE`` like buffers;
 - ``if``/``else``, ``for``, ``while``, ``break``, ``continue``, ``return;``, declarations,

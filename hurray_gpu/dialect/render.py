@@ -15,7 +15,7 @@ from hurray_gpu.dialect.kernel import KernelDef, Param
 from hurray_gpu.errors import UnsupportedOpError
 
 __all__ = ["AFFINE8_CALL", "RENDER_VERSION", "SCALE8_CALL", "SCALE8_CONV", "BLOCK8_CALL",
-           "COPY8_CALL", "BLOCK16_CALL", "CStyleRenderer",
+           "COPY8_CALL", "COPY16_CALL", "BLOCK16_CALL", "CStyleRenderer",
            "expand_scale8", "expand_block8", "lint_body", "value_type"]
 
 # Bump whenever rendered semantics change: it is hashed into every kernel cache key.
@@ -98,6 +98,11 @@ BLOCK16_CALL = re.compile(r"\b(TRANSPOSE16|ZORDER16)\(\s*(\w+)\s*,\s*([\w +*]+?)
 # of one type; no run may wrap past 2**32). Host C copies the 8 words as one block (GCC keeps
 # the loop's u32 index arithmetic scalar), everything else runs the loop.
 COPY8_CALL = re.compile(r"\bCOPY8\(\s*(\w+)\s*,\s*([\w +*]+?)\s*,\s*(\w+)\s*,\s*([\w +*]+?)\s*\)\s*;")
+# COPY16(dst, di, src, si, sj, total);  COPY8(dst, di, src, si) then COPY8(dst, di + 8, src, sj):
+# two runs of 8 words make one destination run of 16. ``total`` is TRANSPOSE16's hint: host C
+# writes the 16 u32 words (a whole cache line) past the cache for an output too large for it.
+COPY16_CALL = re.compile(r"\bCOPY16\(\s*(\w+)\s*,\s*([\w +*]+?)\s*,\s*(\w+)\s*,\s*([\w +*]+?)"
+                         r"\s*,\s*([\w +*]+?)\s*,\s*(\w+)\s*\)\s*;")
 _BLOCK8_SRC = {"TRANSPOSE8": "t8k * {5} + t8j",
                "ZORDER8": "((t8j & 1u) | ((t8k & 1u) << 1u) | ((t8j & 2u) << 1u) | "
                           "((t8k & 2u) << 2u) | ((t8j & 4u) << 2u) | ((t8k & 4u) << 3u))"}
@@ -129,7 +134,7 @@ def lint_body(kernel: KernelDef) -> None:
     # BARRIER(): a work-group barrier for buffers and shared arrays (uniform control flow).
     known = set(INTRINSICS) | set(ATOMICS) | {"LOAD", "STORE", "GLOBAL_ID", "BARRIER",
                                               "TRANSPOSE8", "ZORDER8", "COPY8", "TRANSPOSE16",
-                                              "ZORDER16",
+                                              "ZORDER16", "COPY16",
                                               *(f"SCALE8_{t}" for t in SCALE8_CONV),
                                               *(f"AFFINE8_{t}" for t in SCALE8_CONV)}
     unknown = sorted({n for n in _CALL.findall(text) if n not in known})
@@ -166,6 +171,10 @@ def lint_body(kernel: KernelDef) -> None:
         raise UnsupportedOpError(f"kernel {kernel.name}: a COPY8 is not COPY8(dst, index, src, "
                                  "index);", fix="pass buffer names and index sums of names and "
                                  "literals.")
+    if len(re.findall(r"\bCOPY16\(", text)) != len(COPY16_CALL.findall(text)):
+        raise UnsupportedOpError(f"kernel {kernel.name}: a COPY16 is not COPY16(dst, index, src, "
+                                 "index, index, total);", fix="pass buffer and total names and "
+                                 "index sums of names and literals.")
     text = expand_block8(expand_scale8(text))
     for op, name in _ACCESS.findall(text):
         param = buffers.get(name)
@@ -209,8 +218,11 @@ def expand_scale8(text: str) -> str:
 
 
 def expand_block8(text: str) -> str:
-    """``text`` with every TRANSPOSE8, ZORDER8, TRANSPOSE16, ZORDER16 and COPY8 statement
-    written out as its loops."""
+    """``text`` with every TRANSPOSE8, ZORDER8, TRANSPOSE16, ZORDER16, COPY8 and COPY16
+    statement written out as its loops."""
+    text = COPY16_CALL.sub(lambda m: "for (u32 c8k = 0u; c8k < 8u; c8k++) {{ STORE({0}, ({1}) + "
+                           "c8k, LOAD({2}, ({3}) + c8k)); STORE({0}, ({1}) + 8u + c8k, "
+                           "LOAD({2}, ({4}) + c8k)); }}".format(*m.groups()), text)
     text = BLOCK16_CALL.sub(lambda m: (
         "for (u32 t8j = 0u; t8j < 16u; t8j++) {{ for (u32 t8k = 0u; t8k < 16u; t8k++) {{ "
         "STORE({0}, ({1}) + t8j * {2} + t8k, LOAD({3}, ({4}) + " + _BLOCK8_SRC[m[1]] + ")); }} }}"

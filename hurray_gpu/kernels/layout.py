@@ -144,9 +144,10 @@ _WORD_MOVE = Piece("word mover", """
 
 # Separable word mover for host C: a work item copies a bx x by block (GPUs keep the
 # per-element kernel). The tables decide per block, exactly: when every aligned 8 columns are
-# one storage run (row-major, tiles at least 8 wide), rows are copied in 8-word runs (a run
-# not wholly inside src, or that wraps past 2**32, and the rest of its row go element by
-# element). Else the block is walked in 8 x 8 groups when every aligned 8 rows are one run
+# one storage run (row-major, tiles at least 8 wide), rows are copied as 16-word lines of two
+# runs (COPY16: whole cache lines, which host C streams past the cache for large outputs)
+# when the block is wholly inside src, else in 8-word runs (a run not wholly inside src, or
+# that wraps past 2**32, and the rest of its row go element by element). Else the block is walked in 8 x 8 groups when every aligned 8 rows are one run
 # (column-major: TRANSPOSE8 of 8 evenly spaced runs) or every aligned 8 x 8 group is 64 words
 # in rank-2 Morton order (ZORDER8), so the source is read in whole lines; a group not wholly
 # inside src (or not evenly spaced, or cut by the block's edge) goes element by element. A
@@ -253,6 +254,11 @@ _SEP_WORD_MOVE = """
         u32 f = (z * ny + y) * nx;
         u32 b = woff + oy;
         u32 x = x0;
+        for (; xd == 0u && inb == 1u && x + 16u <= x1; x += 16u) {
+            u32 s = b + LOAD(tx, x);
+            u32 t = b + LOAD(tx, x + 8u);
+            COPY16(dst, f + x, src, s, t, nall);
+        }
         for (; xd == 0u && (brk & 31u) == 0u && x + 32u <= x1; x += 32u) {
             u32 s = b + LOAD(tx, x);
             if (s + 31u >= nsrc || s + 31u < s) break;

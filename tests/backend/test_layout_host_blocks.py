@@ -91,6 +91,42 @@ def test_tile_rows_of_32_cut_by_the_end_of_src(nx: int, cut: int,
     assert (got == 0).sum() == ((ty[:, None] + tx[None, :]) >= span - cut).sum() > 0
 
 
+def _nested(n: int, outer_tiles: int) -> tuple[np.ndarray, np.ndarray]:
+    """tx and ty of an n x n matrix in 64 x 64 tiles of 8 x 8 (``outer_tiles`` per row)."""
+    i = np.arange(n, dtype=np.int64)
+    tx = (i // 64) * 4096 + (i % 64) // 8 * 64 + i % 8
+    return tx, (i // 64) * 4096 * outer_tiles + (i % 64) // 8 * 512 + i % 8 * 8
+
+
+@pytest.mark.parametrize("block", [(64, 64), (24, 16), (13, 5), (40, 8), (72, 72)])
+@pytest.mark.parametrize("word", ["u32", "u16"])
+@pytest.mark.parametrize(("nx", "cut"), [(64, 0), (72, 0), (37, 0), (72, 9)])
+def test_nested_tile_rows_in_16_word_lines(nx: int, cut: int, word: str,
+                                           block: tuple[int, int]) -> None:
+    # 64 x 64 tiles of 8 x 8 under a 5-word offset: a block wholly inside src copies each row
+    # as 16-word lines of two 8-word runs (COPY16), the rest of a row (72 or 37 columns, or a
+    # block side not a multiple of 16) in runs of 8 and elements; with `cut`, src ends inside
+    # the last block, which must go the bounded way (the words past the end read 0).
+    tx, ty = _nested(nx, 2)
+    span = int(tx.max() + ty.max()) + 1
+    got = _check(word, tx, ty, np.array([0]), 5 + span - cut, woff=5, block=block, slack=16)
+    assert (got == 0).sum() == ((ty[:, None] + tx[None, :]) >= span - cut).sum()
+
+
+@pytest.mark.parametrize("cols", [4096, 4040])
+def test_nested_tiles_past_the_last_level_cache(cols: int) -> None:
+    # An output larger than the host's cache in 64 x 64 tiles of 8 x 8: rows of 16-word lines
+    # stream past it when every row starts on a cache line (4096 columns), plain stores
+    # otherwise (4040; its last tile column is cut at 8 words, a run of 8).
+    from hurray_gpu.backends.cpu import _stream_bytes
+
+    rows = _stream_bytes() // 4 // cols + 40
+    want = stable_rng("nested", cols).integers(0, 2**32, (rows, cols), dtype=np.uint32)
+    lay = Tiled((64, 64), inner_layout=4, inner=Tiled((8, 8)))
+    t = relayout(Tensor.from_numpy(want), lay).to(CPU)
+    assert want.nbytes > _stream_bytes() and np.array_equal(materialize(t).numpy(), want)
+
+
 @pytest.mark.parametrize("block", [(16, 16), (8, 24), (5, 3), (128, 128)])
 @pytest.mark.parametrize("word", ["u32", "u16", "u8"])
 @pytest.mark.parametrize("nx", [21, 24])
@@ -274,7 +310,7 @@ def test_materialize_column_major_in_16x16_groups(shape: tuple[int, ...], dtype:
 
 @pytest.mark.parametrize(("layout", "block"), [
     (Tiled((64, 64), inner_layout=4, inner=Tiled((8, 8))), (64, 64)),
-    (Tiled((32, 32)), (128, 32)), (ColMajor(), (128, 128)), (Morton((11, 11)), (64, 64))])
+    (Tiled((32, 32)), (128, 32)), (ColMajor(), (32, 320)), (Morton((11, 11)), (64, 64))])
 def test_block_shape_per_layout_class(layout: object, block: tuple[int, int]) -> None:
     # Nested tiles at least 64 rows tall take one 64 x 64 block inside a tile, shorter tiles a
     # band of whole tiles; the result is exact either way (ragged 1500 x 1800 edges). The

@@ -25,6 +25,10 @@ CASES = {
     "tiled_strided": (Tiled((2, 4), outer_layout=3, inner_layout=3, outer_strides=(1, 3),
                             inner_strides=(-4, 1)), (5, 11)),
     "tiled_nested": (NESTED, (9, 10)),
+    # 64 x 64 tiles of 8 x 8 with both sides ragged: host C's 16-word lines, runs of 8 and
+    # elements at the edges; column-major 16-row groups cut by a ragged bottom edge.
+    "tiled_nested_64_8": (Tiled((64, 64), inner_layout=4, inner=Tiled((8, 8))), (70, 150)),
+    "col_major_ragged": (ColMajor(), (150, 37)),
     "morton_npot": (Morton((3, 3)), (5, 7)),
     "morton_3d": (Morton((2, 2, 2)), (3, 4, 2)),
     "hilbert_2d": (Hilbert(3, 2), (8, 8)),

@@ -100,7 +100,8 @@ def test_word_gather_reference_is_the_spec_gather() -> None:
 
 def test_host_blocks_follow_the_storage_runs() -> None:
     # Rows that are one storage run are copied as runs of whole rows; rows of tiles in bands
-    # of whole tiles; columns that are runs in 128 x 128 transposes; the rest in 64 x 64.
+    # of whole tiles; columns that are runs in blocks 32 wide; the rest in 64 x 64 (at 1024^2:
+    # at 256^2 every one of these launches is one chunk of items, so a whole slice per item).
     from hurray_gpu.backends.cpu import DEVICE as CPU
     from hurray_gpu.format.descriptor.layouts import ColMajor, RowMajor
     from hurray_gpu.ops.layout_plan import blocks
@@ -113,11 +114,12 @@ def test_host_blocks_follow_the_storage_runs() -> None:
     lays = (RowMajor(), Tiled((32, 32)), ColMajor(), Morton((8, 8)))
     assert [(plan(lay).xcontig, plan(lay).ycontig) for lay in lays] == [
         (2, 0), (1, 0), (0, 2), (0, 0)]
-    assert [blocks(CPU, plan(lay)) for lay in lays] == [(64, 8), (256, 32), (128, 128),
-                                                        (64, 64)]
-    # Bands of tiles take whole rows only while the launch is one chunk of 128 items (so no
-    # core goes without work): 1024 x 1024 is 8 x 32 blocks of 128 x 32, 2 x 256 x 256 is 2 x
-    # 8 x 2 (so whole rows), 9 x 256 x 256 is 9 x 8 x 2 = 144.
+    assert [blocks(CPU, plan(lay, 1024)) for lay in lays[:3]] + [
+        blocks(CPU, plan(Morton((10, 10)), 1024))] == [(512, 8), (128, 32), (32, 128), (64, 64)]
+    assert blocks(CPU, plan(ColMajor(), 4096)) == (32, 1024)
+    # Bands of tiles take whole slices only while the launch is one chunk of 128 items (so no
+    # core goes without work): 1024 x 1024 is 8 x 32 blocks of 128 x 32, 512 x 512 4 x 16 and
+    # 2 x 256 x 256 2 x 8 x 2 (so whole slices), 9 x 256 x 256 is 9 x 8 x 2 = 144.
     assert [blocks(CPU, plan(Tiled((1,) * len(outer) + (32, 32)), side, outer))
             for side, outer in ((1024, ()), (512, ()), (256, (2,)), (256, (9,)))] == [
-        (128, 32), (512, 32), (256, 32), (128, 32)]
+        (128, 32), (512, 512), (256, 256), (128, 32)]

@@ -271,6 +271,43 @@ static inline void hg_z16_u32(uint32_t *restrict d, uint32_t di, uint32_t dn,
 }
 #endif
 
+#ifndef HG_B16_BASE
+#define HG_B16_BASE
+#ifndef HG_STREAM_BYTES
+#define HG_STREAM_BYTES (32u << 20)
+#endif
+#ifndef hg_big
+#define hg_big(total, size) ((uint64_t)(total) * (size) > (uint64_t)HG_STREAM_BYTES)
+#endif
+#if defined(__AVX2__)
+#include <immintrin.h>
+static inline void hg_t16_fence(void) { _mm_sfence(); }
+#else
+static inline void hg_t16_fence(void) {}
+#endif
+#endif
+#if defined(__AVX2__)
+static inline void hg_c16_u32(uint32_t *restrict d, uint32_t di, const uint32_t *restrict s,
+                              uint32_t si, uint32_t sj, int big) {
+    __m256i a = _mm256_loadu_si256((const void *)(s + si));
+    __m256i b = _mm256_loadu_si256((const void *)(s + sj));
+    void *p = (void *)(d + di);
+#if defined(__AVX512F__)
+    __m512i v = _mm512_inserti64x4(_mm512_castsi256_si512(a), b, 1);
+    if (big && ((uintptr_t)p & 63u) == 0u) _mm512_stream_si512(p, v);
+    else _mm512_storeu_si512(p, v);
+#else
+    if (big && ((uintptr_t)p & 63u) == 0u) {
+        _mm256_stream_si256((__m256i *)p, a);
+        _mm256_stream_si256((__m256i *)p + 1, b);
+    } else {
+        _mm256_storeu_si256((__m256i *)p, a);
+        _mm256_storeu_si256((__m256i *)p + 1, b);
+    }
+#endif
+}
+#endif
+
 #define store_dst(hg_i, hg_v) (dst[(hg_i)] = (uint16_t)((hg_v)))
 #define load_src(hg_i) ((uint32_t)(src[(hg_i)]))
 #define load_tx(hg_i) (tx[(hg_i)])
@@ -373,6 +410,11 @@ static inline void layout_sepblk_u16_item(uint32_t hg_gid0, uint32_t hg_gid1, ui
         uint32_t f = (z * ny + y) * nx;
         uint32_t b = woff + oy;
         uint32_t x = x0;
+        for (; xd == 0u && inb == 1u && x + 16u <= x1; x += 16u) {
+            uint32_t s = b + load_tx(x);
+            uint32_t t = b + load_tx(x + 8u);
+            for (uint32_t c8k = 0u; c8k < 8u; c8k++) { store_dst((f + x) + c8k, load_src((s) + c8k)); store_dst((f + x) + 8u + c8k, load_src((t) + c8k)); }
+        }
         for (; xd == 0u && (brk & 31u) == 0u && x + 32u <= x1; x += 32u) {
             uint32_t s = b + load_tx(x);
             if (s + 31u >= nsrc || s + 31u < s) break;

@@ -104,6 +104,11 @@ extern "C" __global__ void __launch_bounds__(64) layout_sepblk_u32(unsigned int*
         unsigned int f = (z * ny + y) * nx;
         unsigned int b = woff + oy;
         unsigned int x = x0;
+        for (; xd == 0u && inb == 1u && x + 16u <= x1; x += 16u) {
+            unsigned int s = b + load_tx(x);
+            unsigned int t = b + load_tx(x + 8u);
+            for (unsigned int c8k = 0u; c8k < 8u; c8k++) { store_dst((f + x) + c8k, load_src((s) + c8k)); store_dst((f + x) + 8u + c8k, load_src((t) + c8k)); }
+        }
         for (; xd == 0u && (brk & 31u) == 0u && x + 32u <= x1; x += 32u) {
             unsigned int s = b + load_tx(x);
             if (s + 31u >= nsrc || s + 31u < s) break;

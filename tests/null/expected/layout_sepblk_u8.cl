@@ -100,6 +100,11 @@ __kernel __attribute__((reqd_work_group_size(8, 8, 1))) void layout_sepblk_u8(__
         uint f = (z * ny + y) * nx;
         uint b = woff + oy;
         uint x = x0;
+        for (; xd == 0u && inb == 1u && x + 16u <= x1; x += 16u) {
+            uint s = b + load_tx(x);
+            uint t = b + load_tx(x + 8u);
+            for (uint c8k = 0u; c8k < 8u; c8k++) { store_dst((f + x) + c8k, load_src((s) + c8k)); store_dst((f + x) + 8u + c8k, load_src((t) + c8k)); }
+        }
         for (; xd == 0u && (brk & 31u) == 0u && x + 32u <= x1; x += 32u) {
             uint s = b + load_tx(x);
             if (s + 31u >= nsrc || s + 31u < s) break;

@@ -227,6 +227,14 @@ fn hg_main(hg_id: vec3<u32>) {
         var f: u32 = ((z * ny) + y) * nx;
         var b: u32 = woff + oy;
         var x: u32 = x0;
+        for (; ((xd == 0u) && (inb == 1u)) && ((x + 16u) <= x1); x += 16u) {
+            var s: u32 = b + load_tx(x);
+            var t: u32 = b + load_tx(x + 8u);
+            for (var c8k: u32 = 0u; c8k < 8u; c8k++) {
+                store_dst((f + x) + c8k, load_src(s + c8k));
+                store_dst(((f + x) + 8u) + c8k, load_src(t + c8k));
+            }
+        }
         for (; ((xd == 0u) && ((brk & 31u) == 0u)) && ((x + 32u) <= x1); x += 32u) {
             var s: u32 = b + load_tx(x);
             if (((s + 31u) >= nsrc) || ((s + 31u) < s)) {
