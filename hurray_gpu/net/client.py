@@ -146,9 +146,10 @@ class _Into:
         self.kind: tuple[Any, ...] | None = None
         self.match: Any = None  # the descriptor object last found to fit (see check)
         if is_tensor(out):
-            arrays = [b.device.allocator.host_array(b.allocation) for b in out.buffers]
+            buffers = out.buffers
+            arrays = [b.device.allocator.host_array(b.allocation) for b in buffers]
             if seen is not None and seen[0]() is out and not any(
-                    b.allocation.freed for b in out.buffers):
+                    b.allocation.freed for b in buffers):
                 # The same Tensor as the last get(out=): its descriptor and buffers cannot
                 # have changed, so only a free since then is checked again.
                 self.tensor, self.kind, self.match = out, seen[1], seen[2]
@@ -372,10 +373,10 @@ class Client:
             layouts is None and parallel == 1 else None
         seen = None if plain is None else self._repeats.get(plain)
         if seen is not None:
-            t = self._call(self._again, plain, seen, into)
+            again: Tensor = self._call(self._again, plain, seen, into)
             if into is not None and into.tensor is not None:
                 self._seen = (weakref.ref(into.tensor), into.kind, into.match)
-            return t  # type: ignore[no-any-return]
+            return again
         entries = _entries(layouts, dtype)
         tag = dest.tag if dest is not None and dest.tag in self.server_hello.devices \
             else DeviceTag.CPU
