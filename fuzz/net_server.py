@@ -40,6 +40,7 @@ MAX_PUT = 1 << 16
 HANG_SECONDS = 10.0
 CHECK_EVERY = 25
 MEMORY_BOUND = 48 << 20
+KEEPALIVE = 0.25  # seconds between the good client's PINGs (the server's idle_timeout: 2 s)
 _SERVER_TYPES = {P.MessageType.SERVER_HELLO, P.MessageType.TENSOR_DESCRIPTOR,
                  P.MessageType.TENSOR_DATA, P.MessageType.TENSOR_DATA_END,
                  P.MessageType.TENSOR_PUT_ACK, P.MessageType.ERROR, P.MessageType.PONG}
@@ -163,6 +164,17 @@ def one_input(server: Any, blob: bytes) -> None:
     check_answers(bytes(answers))
 
 
+def _keep_alive(client: Any, stop: threading.Event, lost: list[str]) -> None:
+    """PING ``client``'s server every KEEPALIVE seconds until ``stop``; a failure is recorded
+    in ``lost`` (and ends the pings)."""
+    while not stop.wait(KEEPALIVE):
+        try:
+            client.ping()
+        except Exception as exc:  # reported by the checks of the fuzzing thread
+            lost.append(f"{type(exc).__name__}: {exc}")
+            return
+
+
 def run(inputs: int, seed: int) -> int:
     """Fuzz a live server with ``inputs`` mutated sessions; returns the number checked."""
     crashes: list[str] = []
@@ -183,6 +195,13 @@ def _run(inputs: int, seed: int, crashes: list[str]) -> int:
     with hg.serve(dict(tensors), port=0, background=True, max_message_size=MAX_MESSAGE,
                   max_put_bytes=MAX_PUT, timeout=2.0, idle_timeout=2.0) as server:
         good = hg.connect(server.url)
+        # The good client idles while hostile inputs run (one may take the server's whole
+        # 2 s timeouts, longer under load): it keeps its connection alive with PINGs, as a
+        # client idling past a server's idle_timeout must, so that only a server dropping
+        # a live client fails the run (that ping's error is reported at the next check).
+        stop, lost = threading.Event(), []
+        keepalive = threading.Thread(target=_keep_alive, args=(good, stop, lost), daemon=True)
+        keepalive.start()
         rng = random.Random(seed)
         for i in range(inputs):
             blob = mutate(session(rng), rng)
@@ -193,6 +212,7 @@ def _run(inputs: int, seed: int, crashes: list[str]) -> int:
                                      ) from exc
             assert not crashes, f"input {i} (seed {seed}) crashed a server thread: {crashes}"
             if i % CHECK_EVERY == CHECK_EVERY - 1:
+                assert not lost, f"input {i} (seed {seed}): the good client's PING: {lost}"
                 assert good.get("f32") == tensors["f32"]
                 good.put("mine", tensors["i8"])
                 assert good.get("mine") == tensors["i8"]
@@ -201,6 +221,8 @@ def _run(inputs: int, seed: int, crashes: list[str]) -> int:
                         break
                     time.sleep(0.05)
                 assert len(server._conns) <= 1, f"{len(server._conns)} connections linger"
+        stop.set()
+        keepalive.join()
         good.close()
     peak = tracemalloc.get_traced_memory()[1]
     assert peak < MEMORY_BOUND, f"traced memory peaked at {peak} bytes"

@@ -15,6 +15,7 @@ import ssl
 import struct
 import threading
 import time
+import weakref
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
@@ -70,6 +71,9 @@ _Plan = tuple[Any, int, bytes, Any, tuple[tuple[int, int], ...], "_Answer | None
 # A plain get (host result, default layouts) by (key, allow_transcode, dtype): its request
 # encoded (stream id at bytes 4-8) and the plan of the answer it had last time.
 _Repeat = tuple[bytearray, _Plan]
+# The last Tensor a get(out=) received into (held weakly), its kind and the descriptor
+# object found to fit it: the same out= again skips the checks that cannot change.
+_Seen = tuple["weakref.ref[Any]", tuple[Any, ...] | None, Any]
 _U32 = struct.Struct("<I")
 _DROP = 1 << 16  # the data of an answer out= cannot hold is read into this much, and dropped
 
@@ -133,18 +137,27 @@ class _Into:
     :func:`_kind`), or a writable C-contiguous buffer (a NumPy array, bytearray, memoryview)
     of exactly a one-buffer tensor's bytes, 64-byte aligned at least."""
 
-    __slots__ = ("tensor", "kind", "views", "array")
+    __slots__ = ("tensor", "kind", "views", "array", "match")
 
-    def __init__(self, out: Any) -> None:
+    def __init__(self, out: Any, seen: _Seen | None = None) -> None:
         fix = ("pass a Tensor in host memory (an earlier get's result, or hg.from_numpy("
                "np.empty(...))), or an aligned, writable NumPy array of the tensor's bytes.")
         self.array: np.ndarray | None = None
         self.kind: tuple[Any, ...] | None = None
+        self.match: Any = None  # the descriptor object last found to fit (see check)
         if is_tensor(out):
-            arrays = [b.device.allocator.host_array(b.allocation) for b in out.buffers]
+            buffers = out.buffers
+            arrays = [b.device.allocator.host_array(b.allocation) for b in buffers]
+            if seen is not None and seen[0]() is out and not any(
+                    b.allocation.freed for b in buffers):
+                # The same Tensor as the last get(out=): its descriptor and buffers cannot
+                # have changed, so only a free since then is checked again.
+                self.tensor, self.kind, self.match = out, seen[1], seen[2]
+                self.views = [a.data for a in arrays]  # type: ignore[union-attr]
+                return
             if out.is_composite or not out.is_host or any(
                     a is None or not a.flags.writeable or b.allocation.readonly
-                    for a, b in zip(arrays, out.buffers, strict=True)):
+                    or b.allocation.freed for a, b in zip(arrays, out.buffers, strict=True)):
                 raise UnsupportedOpError(f"get(out=) needs a writable, non-composite tensor "
                                          f"in host memory, not {out!r}", fix=fix)
             self.tensor, self.kind = out, _kind(out.descriptor)
@@ -171,7 +184,8 @@ class _Into:
         Raises:
             _OutMismatch: ``desc`` does not fit (the caller drops its data first)."""
         if self.tensor is not None:
-            if self.kind == _kind(desc):
+            if desc is self.match or self.kind == _kind(desc):
+                self.match = desc
                 return self.views
             what = f"{self.tensor!r}"
         elif len(allocs) == 1 and not is_head(desc) and allocs[0][0] == len(self.views[0]) \
@@ -252,6 +266,7 @@ class Client:
         self._plans: dict[tuple[P.TensorDescriptorMsg, bool], _Plan] = {}  # see _plan
         self._repeats: dict[tuple[str, bool, str | None], _Repeat] = {}  # see _again
         self._answered: _Plan | None = None  # the plan _receive took for its last tensor
+        self._seen: _Seen | None = None  # see _Into
         self._cpu, self._build = resolve_device("cpu"), tensor_builder()
         try:
             self.server_hello = self._hello(max_message_size)
@@ -347,7 +362,7 @@ class Client:
                 dropped; the connection stays open).
             ArgumentTypeError: ``out`` is neither a Tensor nor a buffer.
         """
-        into = None if out is None else _Into(out)
+        into = None if out is None else _Into(out, self._seen)
         dest = None if device is None else resolve_device(device)
         if into is not None and (parallel != 1 or (
                 dest is not None and not dest.allocator.host_memory)):
@@ -358,7 +373,10 @@ class Client:
             layouts is None and parallel == 1 else None
         seen = None if plain is None else self._repeats.get(plain)
         if seen is not None:
-            return self._call(self._again, plain, seen, into)  # type: ignore[no-any-return]
+            again: Tensor = self._call(self._again, plain, seen, into)
+            if into is not None and into.tensor is not None:
+                self._seen = (weakref.ref(into.tensor), into.kind, into.match)
+            return again
         entries = _entries(layouts, dtype)
         tag = dest.tag if dest is not None and dest.tag in self.server_hello.devices \
             else DeviceTag.CPU
@@ -383,6 +401,8 @@ class Client:
             return t
 
         t: Tensor = self._call(work)
+        if into is not None and into.tensor is not None:
+            self._seen = (weakref.ref(into.tensor), into.kind, into.match)
         return t if dest is None or into is not None else t.to(dest)
 
     def _remember(self, plain: tuple[str, bool, str | None], request: bytearray,

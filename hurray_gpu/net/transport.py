@@ -274,25 +274,30 @@ class Connection:
 
     # -- receive ---------------------------------------------------------------------------
     def _recv_into(self, view: memoryview, deadline: float) -> None:
-        # Bytes already read ahead come first; a large remainder goes with recv_into straight
-        # into ``view``, a small one through the read-ahead buffer, so that one recv brings a
-        # small tensor's descriptor, data frames and DATA_END together.
+        # Bytes already read ahead come first; a large remainder goes straight into ``view``
+        # (on a plain socket with what follows it into the read-ahead buffer, in the same
+        # receive: the next message, such as the DATA_END after a tensor's last frame, then
+        # takes no receive of its own), a small one through the read-ahead buffer, so that
+        # one recv brings a small tensor's descriptor, data frames and DATA_END together.
         want, got = len(view), self._rend - self._rpos
         if got:
             got = min(got, want)
             view[:got] = self._rbuf[self._rpos:self._rpos + got]
             self._rpos += got
-        while got < want:
+        while got < want:  # (here all bytes read ahead were consumed)
             if not self._ready(False, deadline):
                 raise _late(got, want)
             direct = want - got >= _READAHEAD // 2
-            n = self._recv_some(view[got:] if direct else self._rbuf, got, want)
+            n = self._recv_some(self._rbuf if not direct else view[got:] if self._tls else
+                                [view[got:], self._rbuf], got, want)
             if not n:
                 continue  # the kernel's (or TLS) wait ran out before the deadline
             if not direct:
                 step = min(n, want - got)
                 view[got:got + step] = self._rbuf[:step]
                 self._rpos, self._rend, n = step, n, step
+            elif n > want - got:  # the bytes past ``view`` went to the read-ahead buffer
+                self._rpos, self._rend, n = 0, n - (want - got), want - got
             got += n
 
     def _recv_some(self, view: memoryview | list[memoryview], got: int, want: int) -> int:

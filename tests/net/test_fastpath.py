@@ -176,3 +176,55 @@ def test_declare_is_remembered_per_descriptor_and_placement() -> None:
     wider = declare(desc, DeviceTag.CPU, 0, 4096)
     assert wider != once and decode_descriptor(wider).buffers[0].alignment == 4096
     assert decode_descriptor(once).buffers[0].alignment == desc.buffers[0].alignment
+
+
+def _answer(nbytes: int, seed: int) -> tuple[bytes, np.ndarray, bytes]:
+    """A tensor answer on stream 2 as one byte string (descriptor, one frame, DATA_END)."""
+    data = stable_rng(seed).integers(0, 256, nbytes, dtype=np.uint8)
+    raw = declare(hg.from_numpy(data).descriptor, DeviceTag.CPU, 0, 0)
+    wire = (P.encode(P.TensorDescriptorMsg(raw, nbytes), 2) + P.data_header(2, 0, nbytes)
+            + data.tobytes() + P.encode(P.TensorDataEnd(), 2))
+    return wire, data, raw
+
+
+def test_a_large_frame_and_its_data_end_take_one_receive() -> None:
+    """The receive that brings a large frame's last bytes straight into the destination
+    brings what follows (DATA_END) into the read-ahead buffer: two receives in all (the
+    descriptor with the first bytes, then the rest), where DATA_END took a third."""
+    sender, receiver, _, inp = _pair()
+    wire, data, raw = _answer(100_000, 11)
+    sender.send_views([wire])
+    _, msg = receiver.recv_message()
+    assert isinstance(msg, P.TensorDescriptorMsg) and msg.descriptor == raw
+    got = np.empty(data.nbytes, np.uint8)
+    recv_data(receiver, 2, [got.data], data.nbytes)
+    assert np.array_equal(got, data)
+    assert inp.calls["receives"] == 2
+
+
+@pytest.mark.parametrize("back", [*range(0, 26), 40, 9000, 50_000])
+def test_a_large_frame_cut_near_its_end_still_arrives_whole(back: int) -> None:
+    """The answer arrives in two parts, cut ``back`` bytes before its end (in the data, in
+    the frame's last bytes, in every byte of DATA_END): the data lands whole, DATA_END is
+    read whole, and a request sent after it is read as the next message."""
+    sender, receiver, _, _ = _pair()
+    wire, data, _ = _answer(60_000, 12)
+    after = P.encode(P.Ping(), 7)
+    cut = len(wire) - back
+
+    def send() -> None:
+        sender.send_views([wire[:cut]])
+        threading.Event().wait(0.02)  # the receiver takes the first part alone
+        sender.send_views([wire[cut:] + after])
+
+    writer = threading.Thread(target=send)
+    writer.start()
+    receiver.recv_message()
+    got = np.empty(data.nbytes, np.uint8)
+    recv_data(receiver, 2, [got.data], data.nbytes)
+    header, msg = receiver.recv_message()
+    writer.join(10)
+    assert np.array_equal(got, data)
+    assert isinstance(msg, P.Ping) and header.stream_id == 7
+    sender.close()
+    receiver.close()

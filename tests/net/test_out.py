@@ -131,3 +131,26 @@ def test_out_that_does_not_fit_what_arrives(start: Start, transport: str) -> Non
         with pytest.raises(UnsupportedOpError, match="server sent"):
             client.get("c", out=a)
         assert client.get("a", out=a) is a and np.array_equal(a.numpy(), _values(1, (64, 32)))
+
+
+def test_the_same_out_again_is_checked_for_what_can_change(start: Start) -> None:
+    """The Tensor of the last get(out=) is not checked whole again; what can change is: the
+    server's descriptor (another key's kind is still refused), another out Tensor (its own
+    kind), and a free of out's memory since (refused before the request)."""
+    registry = _registry()
+    server, _ = start(registry)
+    with hg.connect(server.url) as client:
+        a, c = client.get("a"), client.get("c")
+        for _ in range(3):
+            assert client.get("a", out=a) is a
+        with pytest.raises(UnsupportedOpError, match="server sent"):
+            client.get("c", out=a)  # [32, 64] into [64, 32]: refused though out= is known
+        with pytest.raises(UnsupportedOpError, match="server sent"):
+            client.get("a", out=c)
+        assert client.get("c", out=c) is c and np.array_equal(c.numpy(), _values(3, (32, 64)))
+        assert client.get("a", out=a) is a and np.array_equal(a.numpy(), _values(1, (64, 32)))
+        for buffer in a.buffers:
+            buffer.free()
+        with pytest.raises(UnsupportedOpError, match="writable, non-composite tensor"):
+            client.get("a", out=a)
+        assert np.array_equal(client.get("a").numpy(), _values(1, (64, 32)))  # in step
