@@ -226,6 +226,7 @@ class CStyleRenderer:
             (``store_map`` entries with ``ST`` cast to the storage type).
         f64_helpers: text emitted before the CR_* functions (f64 enabled, ``hg_pow2_64``).
         f64_suffix: what an f64 literal's ``lf`` suffix becomes.
+        soft_f64: f64 is emulated on u32 words (WGSL), so needs no hardware f64.
     """
 
     dialect: ClassVar[str] = ""
@@ -251,6 +252,8 @@ class CStyleRenderer:
     intrinsic_helpers: ClassVar[dict[str, str]] = {}
     f64_helpers: ClassVar[str] = ""
     f64_suffix: ClassVar[str] = ""
+    # f64 is emulated exactly (dialect/softf64.py): kernels compute in f64 on any device.
+    soft_f64: ClassVar[bool] = False
     load_map: ClassVar[dict[str, str]] = {
         "u8": "U32({b}[{i}])", "u16": "U32({b}[{i}])", "u32": "{b}[{i}]",
         "i8": "I32({b}[{i}])", "i16": "I32({b}[{i}])", "i32": "{b}[{i}]", "f32": "{b}[{i}]",
