@@ -18,20 +18,17 @@ from hurray_gpu.dialect.cstyle import HostCRenderer
 from hurray_gpu.dialect.softf64 import SOFT_F64
 from tests._support import stable_rng
 
-# The word access the functions use (the other intrinsics are host C's own renderings).
-_BITS = """
-#include <stdbool.h>
-#include <stdint.h>
-#include <string.h>
-static inline uint32_t F64_HI(double x) { uint64_t b; memcpy(&b, &x, 8); return (uint32_t)(b >> 32); }
-static inline uint32_t F64_LO(double x) { uint64_t b; memcpy(&b, &x, 8); return (uint32_t)b; }
-static inline double AS_F64(uint32_t h, uint32_t l) {
-    uint64_t b = ((uint64_t)h << 32) | l; double d; memcpy(&d, &b, 8); return d;
-}
+# What host C's renderings of the intrinsics call (kernels get them from its prelude).
+_PRELUDE = (
+    "#include <stdbool.h>\n#include <stdint.h>\n#include <string.h>\n"
+    + HostCRenderer.f64_helpers
+    + "\n"
+    + HostCRenderer.intrinsic_helpers["UMULHI"]
+    + """
 static inline float hg_as_f32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
 static inline uint32_t hg_as_u32(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
-static inline uint32_t hg_umulhi(uint32_t a, uint32_t b) { return (uint32_t)(((uint64_t)a * b) >> 32); }
 """
+)
 # name -> (C argument types, C result type, the expression of element i)
 OPS: dict[str, tuple[tuple[str, ...], str, str]] = {
     "add": (("double", "double"), "double", "hg_d_add(a[i], b[i])"),
@@ -50,17 +47,24 @@ OPS: dict[str, tuple[tuple[str, ...], str, str]] = {
     "le": (("double", "double"), "uint8_t", "hg_d_le(a[i], b[i])"),
     "eq": (("double", "double"), "uint8_t", "hg_d_eq(a[i], b[i])"),
 }
-_NP = {"double": np.float64, "float": np.float32, "int32_t": np.int32, "uint32_t": np.uint32,
-       "uint8_t": np.uint8}
+_NP = {
+    "double": np.float64,
+    "float": np.float32,
+    "int32_t": np.int32,
+    "uint32_t": np.uint32,
+    "uint8_t": np.uint8,
+}
 
 
 def c_source() -> str:
     """The functions as host C renders them, with one array loop per operation."""
-    text = _BITS + HostCRenderer().translate(SOFT_F64)
+    text = _PRELUDE + HostCRenderer().translate(SOFT_F64)
     for name, (args, result, expr) in OPS.items():
         params = ", ".join(f"const {t} *{'ab'[k]}" for k, t in enumerate(args))
-        text += (f"\nvoid op_{name}({params}, {result} *out, int64_t n) {{\n"
-                 f"    for (int64_t i = 0; i < n; i++) out[i] = {expr};\n}}\n")
+        text += (
+            f"\nvoid op_{name}({params}, {result} *out, int64_t n) {{\n"
+            f"    for (int64_t i = 0; i < n; i++) out[i] = {expr};\n}}\n"
+        )
     return text
 
 
@@ -76,8 +80,12 @@ def build(*, break_ties: bool = False) -> Callable[..., np.ndarray]:
     src, lib = os.path.join(tmp, "softf64.c"), os.path.join(tmp, "softf64.so")
     with open(src, "w", encoding="utf-8") as handle:
         handle.write(source)
-    subprocess.run([*found[0], "-O2", "-std=c11", "-ffp-contract=off", "-shared", "-fPIC",
-                    src, "-o", lib], check=True, capture_output=True, timeout=300)
+    subprocess.run(
+        [*found[0], "-O2", "-std=c11", "-ffp-contract=off", "-shared", "-fPIC", src, "-o", lib],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     dll = ctypes.CDLL(lib)
 
     def call(name: str, *arrays: np.ndarray) -> np.ndarray:
@@ -91,15 +99,53 @@ def build(*, break_ties: bool = False) -> Callable[..., np.ndarray]:
     return call
 
 
-SPECIAL = np.array([0.0, -0.0, 5e-324, -5e-324, 2.2250738585072009e-308, 2.2250738585072014e-308,
-                    -2.2250738585072014e-308, 1.7976931348623157e308, -1.7976931348623157e308,
-                    np.inf, -np.inf, np.nan, 1.0, -1.0, 0.5, 2.0, 3.0, 1.0 + 2.0**-52,
-                    1.0 - 2.0**-53, 0.1, 1e300, 1e-300, 2.0**-1022 * 0.5, 2.0**-1074 * 3,
-                    8.98846567431158e307, 2.0**1023, 2.0**-1023, 4503599627370497.0,
-                    9007199254740993.0, 2147483647.0, 2147483648.0, -2147483648.0,
-                    -2147483649.0, 0.9999999999999999, 1.5, -1.5, 2.5, 3.4028235677973366e38,
-                    3.4028234663852886e38, 1.401298464324817e-45, 7.006492321624085e-46,
-                    1.1754942106924411e-38, 1.1754943508222875e-38])
+SPECIAL = np.array(
+    [
+        0.0,
+        -0.0,
+        5e-324,
+        -5e-324,
+        2.2250738585072009e-308,
+        2.2250738585072014e-308,
+        -2.2250738585072014e-308,
+        1.7976931348623157e308,
+        -1.7976931348623157e308,
+        np.inf,
+        -np.inf,
+        np.nan,
+        1.0,
+        -1.0,
+        0.5,
+        2.0,
+        3.0,
+        1.0 + 2.0**-52,
+        1.0 - 2.0**-53,
+        0.1,
+        1e300,
+        1e-300,
+        2.0**-1022 * 0.5,
+        2.0**-1074 * 3,
+        8.98846567431158e307,
+        2.0**1023,
+        2.0**-1023,
+        4503599627370497.0,
+        9007199254740993.0,
+        2147483647.0,
+        2147483648.0,
+        -2147483648.0,
+        -2147483649.0,
+        0.9999999999999999,
+        1.5,
+        -1.5,
+        2.5,
+        3.4028235677973366e38,
+        3.4028234663852886e38,
+        1.401298464324817e-45,
+        7.006492321624085e-46,
+        1.1754942106924411e-38,
+        1.1754943508222875e-38,
+    ]
+)
 
 
 def doubles(n: int, tag: str) -> np.ndarray:

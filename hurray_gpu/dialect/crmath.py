@@ -15,7 +15,9 @@ f32 nearest (ties to even) to the exact function value, the same bits on every d
   EPS of the exact one, so at least EPS from the boundary) rounds correctly.
 
 Devices need f64 arithmetic (``cl_khr_fp64``, Vulkan ``shaderFloat64``): the launchers
-refuse the ``fp64`` feature elsewhere.
+refuse the ``fp64`` feature elsewhere. WGSL has no f64: its writer computes every f64
+operation with softf64.py's exact IEEE emulation on u32 words, which gives the bits hardware
+f64 gives, so the functions return the same bits on webgpu too.
 """
 
 from __future__ import annotations

@@ -30,6 +30,7 @@ _C_OPS = {"U32": "(u32)(", "I32": "(i32)(", "F32": "(f32)(", "FMA": "fmaf(", "FM
           "FMIN": "fminf(",
           "FMAX": "fmaxf(", "SQRT": "sqrtf(", "FLOOR": "floorf(", "FABS": "fabsf(",
           "EXP2": "exp2f(", "LOG2": "log2f(", "F64": "(f64)(", "SQRT64": "sqrt(",
+          "F64_HI": "hg_f64_hi(", "F64_LO": "hg_f64_lo(", "AS_F64": "hg_as_f64(",
     "POW2_64": "hg_pow2_64(", **{f"CR_{n}": f"hg_cr_{n.lower()}(" for n in CR_FUNCS}, "F16_BITS_TO_F32": "hg_f16_to_f32(",
           "BF16_BITS_TO_F32": "hg_bf16_to_f32(",
           "F32_TO_F16_BITS": "hg_f32_to_f16(", "F32_TO_BF16_BITS": "hg_f32_to_bf16("}
@@ -61,7 +62,13 @@ class CUDARenderer(CStyleRenderer):
         "f16": "__half", "bf16": "unsigned short", "f64": "double"}
     # 2^k from its exponent field (-1022 <= k <= 1023).
     f64_helpers = ("__device__ static inline double hg_pow2_64(int k) {\n"
-                   "    return __hiloint2double((k + 1023) << 20, 0);\n}")
+                   "    return __hiloint2double((k + 1023) << 20, 0);\n}\n"
+                   "__device__ static inline unsigned int hg_f64_hi(double x) {\n"
+                   "    return (unsigned int)__double2hiint(x);\n}\n"
+                   "__device__ static inline unsigned int hg_f64_lo(double x) {\n"
+                   "    return (unsigned int)__double2loint(x);\n}\n"
+                   "__device__ static inline double hg_as_f64(unsigned int h, unsigned int l) {\n"
+                   "    return __hiloint2double((int)h, (int)l);\n}")
     op_map: ClassVar[dict[str, str]] = {
         **_C_OPS, "AS_F32": "__uint_as_float(", "AS_U32": "__float_as_uint(",
         "UMIN": "min(", "UMAX": "max(", "IMIN": "min(", "IMAX": "max(", "UMULHI": "__umulhi(",
@@ -104,7 +111,11 @@ class OpenCLRenderer(CStyleRenderer):
         "f64": "double"}
     f64_helpers = ("#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n"
                    "static inline double hg_pow2_64(int k) {\n"
-                   "    return as_double((ulong)(k + 1023) << 52);\n}")
+                   "    return as_double((ulong)(k + 1023) << 52);\n}\n"
+                   "static inline uint hg_f64_hi(double x) { return as_uint2(x).y; }\n"
+                   "static inline uint hg_f64_lo(double x) { return as_uint2(x).x; }\n"
+                   "static inline double hg_as_f64(uint h, uint l) {\n"
+                   "    return as_double((uint2)(l, h));\n}")
     op_map: ClassVar[dict[str, str]] = {
         **_C_OPS, "FMA": "fma(", "FMA_RN": "fma(", "FMIN": "fmin(", "FMAX": "fmax(",
         "SQRT": "sqrt(",
@@ -770,6 +781,13 @@ class HostCRenderer(CStyleRenderer):
         "bf16": "uint16_t", "f64": "double"}
     f64_helpers = ("static inline double hg_pow2_64(int32_t k) {\n"
                    "    uint64_t b = (uint64_t)(k + 1023) << 52;\n    double d;\n"
+                   "    memcpy(&d, &b, 8);\n    return d;\n}\n"
+                   "static inline uint32_t hg_f64_hi(double x) {\n"
+                   "    uint64_t b;\n    memcpy(&b, &x, 8);\n    return (uint32_t)(b >> 32);\n}\n"
+                   "static inline uint32_t hg_f64_lo(double x) {\n"
+                   "    uint64_t b;\n    memcpy(&b, &x, 8);\n    return (uint32_t)b;\n}\n"
+                   "static inline double hg_as_f64(uint32_t h, uint32_t l) {\n"
+                   "    uint64_t b = ((uint64_t)h << 32) | l;\n    double d;\n"
                    "    memcpy(&d, &b, 8);\n    return d;\n}")
     op_map: ClassVar[dict[str, str]] = {
         **_C_OPS, "AS_F32": "hg_as_f32(", "AS_U32": "hg_as_u32(", "UMIN": "hg_umin(",

@@ -23,25 +23,36 @@ __all__ = ["SOFT_F64", "SOFT_F64_FUNCS"]
 _SIGN = "0x80000000u"
 
 
-def _normalize(h: str, l: str, e: str, ind: str = "    ") -> str:
-    """Shift the nonzero 64-bit ``h:l`` left until bit 63 is set, lowering ``e`` as much."""
-    out = [f"{ind}if ({h} == 0u) {{ {h} = {l}; {l} = 0u; {e} = {e} - 32; }}"]
-    for bits, below in ((16, "0x10000u"), (8, "0x1000000u"), (4, "0x10000000u"),
-                        (2, "0x40000000u"), (1, _SIGN)):
-        out.append(f"{ind}if ({h} < {below}) {{ {h} = ({h} << {bits}u) | ({l} >> {32 - bits}u); "
-                   f"{l} = {l} << {bits}u; {e} = {e} - {bits}; }}")
+def _normalize(h: str, lo: str, e: str, ind: str = "    ") -> str:
+    """Shift the nonzero 64-bit ``h:lo`` left until bit 63 is set, lowering ``e`` as much."""
+    out = [f"{ind}if ({h} == 0u) {{ {h} = {lo}; {lo} = 0u; {e} = {e} - 32; }}"]
+    for bits, below in (
+        (16, "0x10000u"),
+        (8, "0x1000000u"),
+        (4, "0x10000000u"),
+        (2, "0x40000000u"),
+        (1, _SIGN),
+    ):
+        out.append(
+            f"{ind}if ({h} < {below}) {{ {h} = ({h} << {bits}u) | ({lo} >> {32 - bits}u); "
+            f"{lo} = {lo} << {bits}u; {e} = {e} - {bits}; }}"
+        )
     return "\n".join(out) + "\n"
 
 
-def _shift_right_jam(h: str, l: str, n: str, ind: str = "    ") -> str:
-    """``h:l >> n`` (u32 ``n``), any bit shifted out ORed into bit 0 (the sticky bit)."""
-    lines = [f"if ({n} >= 64u) {{ {l} = ({h} | {l}) != 0u ? 1u : 0u; {h} = 0u; }} else {{",
-             f"    if ({n} >= 32u) {{ {l} = {h} | ({l} != 0u ? 1u : 0u); {h} = 0u; "
-             f"{n} = {n} - 32u; }}",
-             f"    if ({n} != 0u) {{",
-             f"        u32 st = ({l} << (32u - {n})) != 0u ? 1u : 0u;",
-             f"        {l} = ({l} >> {n}) | ({h} << (32u - {n})) | st;",
-             f"        {h} = {h} >> {n};", "    }", "}"]
+def _shift_right_jam(h: str, lo: str, n: str, ind: str = "    ") -> str:
+    """``h:lo >> n`` (u32 ``n``), any bit shifted out ORed into bit 0 (the sticky bit)."""
+    lines = [
+        f"if ({n} >= 64u) {{ {lo} = ({h} | {lo}) != 0u ? 1u : 0u; {h} = 0u; }} else {{",
+        f"    if ({n} >= 32u) {{ {lo} = {h} | ({lo} != 0u ? 1u : 0u); {h} = 0u; "
+        f"{n} = {n} - 32u; }}",
+        f"    if ({n} != 0u) {{",
+        f"        u32 st = ({lo} << (32u - {n})) != 0u ? 1u : 0u;",
+        f"        {lo} = ({lo} >> {n}) | ({h} << (32u - {n})) | st;",
+        f"        {h} = {h} >> {n};",
+        "    }",
+        "}",
+    ]
     return "".join(f"{ind}{line}\n" for line in lines)
 
 
@@ -49,21 +60,26 @@ def _unpack(x: str) -> str:
     """Declare ``<x>sg`` (sign bit), ``<x>e`` (biased exponent field), ``<x>h:<x>l`` (the
     significand at bit 63, normalized) and ``<x>u`` (the unbiased exponent of bit 63), for a
     finite nonzero ``x`` (the caller has answered NaN, infinities and zeros)."""
-    return (f"    u32 {x}w = F64_HI({x});\n    u32 {x}l0 = F64_LO({x});\n"
-            f"    u32 {x}sg = {x}w & {_SIGN};\n    u32 {x}e = ({x}w >> 20u) & 0x7ffu;\n"
-            f"    u32 {x}h = (({x}w & 0xfffffu) << 11u) | ({x}l0 >> 21u);\n"
-            f"    u32 {x}l = {x}l0 << 11u;\n    i32 {x}u = I32({x}e) - 1023;\n"
-            f"    if ({x}e != 0u) {{ {x}h = {x}h | {_SIGN}; }} else {{\n        {x}u = -1022;\n"
-            + _normalize(f"{x}h", f"{x}l", f"{x}u", " " * 8) + "    }\n")
+    return (
+        f"    u32 {x}w = F64_HI({x});\n    u32 {x}l0 = F64_LO({x});\n"
+        f"    u32 {x}sg = {x}w & {_SIGN};\n    u32 {x}e = ({x}w >> 20u) & 0x7ffu;\n"
+        f"    u32 {x}h = (({x}w & 0xfffffu) << 11u) | ({x}l0 >> 21u);\n"
+        f"    u32 {x}l = {x}l0 << 11u;\n    i32 {x}u = I32({x}e) - 1023;\n"
+        f"    if ({x}e != 0u) {{ {x}h = {x}h | {_SIGN}; }} else {{\n        {x}u = -1022;\n"
+        + _normalize(f"{x}h", f"{x}l", f"{x}u", " " * 8)
+        + "    }\n"
+    )
 
 
 def _classify(x: str, zero: bool = True) -> str:
     """``<x>nan``, ``<x>inf`` and (if ``zero``) ``<x>zero`` of the f64 ``x``; ``<x>a`` is its
     high word without the sign."""
-    return (f"    u32 {x}a = F64_HI({x}) & 0x7fffffffu;\n"
-            f"    bool {x}nan = {x}a > 0x7ff00000u || ({x}a == 0x7ff00000u && F64_LO({x}) != 0u);\n"
-            f"    bool {x}inf = {x}a == 0x7ff00000u && F64_LO({x}) == 0u;\n"
-            + (f"    bool {x}zero = ({x}a | F64_LO({x})) == 0u;\n" if zero else ""))
+    return (
+        f"    u32 {x}a = F64_HI({x}) & 0x7fffffffu;\n"
+        f"    bool {x}nan = {x}a > 0x7ff00000u || ({x}a == 0x7ff00000u && F64_LO({x}) != 0u);\n"
+        f"    bool {x}inf = {x}a == 0x7ff00000u && F64_LO({x}) == 0u;\n"
+        + (f"    bool {x}zero = ({x}a | F64_LO({x})) == 0u;\n" if zero else "")
+    )
 
 
 NAN = "AS_F64(0x7ff80000u, 0u)"
@@ -181,9 +197,11 @@ def _divide_steps() -> str:
     for i in range(55):
         bit = 54 - i
         q = f"qh = qh | {1 << (bit - 32):#x}u" if bit >= 32 else f"ql = ql | {1 << bit:#x}u"
-        out.append(f"    if (rh > mh || (rh == mh && rl >= ml)) {{\n"
-                   f"        rh = rh - mh - (rl < ml ? 1u : 0u);\n        rl = rl - ml;\n"
-                   f"        {q};\n    }}\n")
+        out.append(
+            f"    if (rh > mh || (rh == mh && rl >= ml)) {{\n"
+            f"        rh = rh - mh - (rl < ml ? 1u : 0u);\n        rl = rl - ml;\n"
+            f"        {q};\n    }}\n"
+        )
         if i < 54:
             out.append("    rh = (rh << 1u) | (rl >> 31u);\n    rl = rl << 1u;\n")
     return "".join(out)
@@ -218,14 +236,21 @@ def _sqrt_steps() -> str:
     out = []
     for i in range(55):
         k = 26 - i  # the radicand pair from m's bits 2k+1, 2k (zeros once k < 0)
-        nxt = ("0u" if k < 0 else f"(mh >> {2 * k - 32}u) & 3u" if 2 * k >= 32
-               else f"(ml >> {2 * k}u) & 3u")
-        out.append(f"    rh = (rh << 2u) | (rl >> 30u);\n    rl = (rl << 2u) | ({nxt});\n"
-                   "    th = (qh << 2u) | (ql >> 30u);\n    tl = (ql << 2u) | 1u;\n"
-                   "    qh = (qh << 1u) | (ql >> 31u);\n    ql = ql << 1u;\n"
-                   "    if (rh > th || (rh == th && rl >= tl)) {\n"
-                   "        rh = rh - th - (rl < tl ? 1u : 0u);\n        rl = rl - tl;\n"
-                   "        ql = ql | 1u;\n    }\n")
+        nxt = (
+            "0u"
+            if k < 0
+            else f"(mh >> {2 * k - 32}u) & 3u"
+            if 2 * k >= 32
+            else f"(ml >> {2 * k}u) & 3u"
+        )
+        out.append(
+            f"    rh = (rh << 2u) | (rl >> 30u);\n    rl = (rl << 2u) | ({nxt});\n"
+            "    th = (qh << 2u) | (ql >> 30u);\n    tl = (ql << 2u) | 1u;\n"
+            "    qh = (qh << 1u) | (ql >> 31u);\n    ql = ql << 1u;\n"
+            "    if (rh > th || (rh == th && rl >= tl)) {\n"
+            "        rh = rh - th - (rl < tl ? 1u : 0u);\n        rl = rl - tl;\n"
+            "        ql = ql | 1u;\n    }\n"
+        )
     return "".join(out)
 
 
@@ -330,6 +355,21 @@ FUNC bool hg_d_le(f64 a, f64 b) {{
 
 # In dependency order (C needs declaration before use).
 SOFT_F64 = PACK + NEG + ADD + SUB + MUL + DIV + SQRT + CONVERT + COMPARE
-SOFT_F64_FUNCS = ("hg_d_pack", "hg_d_neg", "hg_d_add", "hg_d_sub", "hg_d_mul", "hg_d_div",
-                  "hg_d_sqrt", "hg_d_from_f32", "hg_d_from_u32", "hg_d_from_i32", "hg_d_pow2",
-                  "hg_d_to_f32", "hg_d_to_i32", "hg_d_eq", "hg_d_lt", "hg_d_le")
+SOFT_F64_FUNCS = (
+    "hg_d_pack",
+    "hg_d_neg",
+    "hg_d_add",
+    "hg_d_sub",
+    "hg_d_mul",
+    "hg_d_div",
+    "hg_d_sqrt",
+    "hg_d_from_f32",
+    "hg_d_from_u32",
+    "hg_d_from_i32",
+    "hg_d_pow2",
+    "hg_d_to_f32",
+    "hg_d_to_i32",
+    "hg_d_eq",
+    "hg_d_lt",
+    "hg_d_le",
+)

@@ -24,6 +24,7 @@ import re
 import struct
 from typing import ClassVar
 
+from hurray_gpu.dialect.crmath import CR_FUNCS, crmath_helpers
 from hurray_gpu.dialect.csubset import (
     INT,
     Binary,
@@ -38,7 +39,6 @@ from hurray_gpu.dialect.csubset import (
     parse_body,
     parse_functions,
 )
-from hurray_gpu.dialect.crmath import CR_FUNCS, crmath_helpers
 from hurray_gpu.dialect.glsl_fma import FMA_RN_WGSL
 from hurray_gpu.dialect.helpers import HELPERS, helpers_for
 from hurray_gpu.dialect.kernel import KernelDef

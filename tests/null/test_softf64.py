@@ -32,14 +32,17 @@ def operands() -> tuple[np.ndarray, np.ndarray]:
 
 def _check(got: np.ndarray, want: np.ndarray, *inputs: np.ndarray) -> None:
     bad = np.flatnonzero(~same(got, want))
-    where = [tuple(float(x[i]).hex() for x in inputs) + (float(got[i]).hex(), float(want[i]).hex())
-             for i in bad[:4]]
+    where = [
+        tuple(float(x[i]).hex() for x in inputs) + (float(got[i]).hex(), float(want[i]).hex())
+        for i in bad[:4]
+    ]
     assert not bad.size, f"{bad.size} wrong of {got.size}: (inputs..., got, want) {where}"
 
 
 @pytest.mark.parametrize("name", BINARY)
-def test_arithmetic_is_ieee(call: Callable[..., np.ndarray], name: str,
-                            operands: tuple[np.ndarray, np.ndarray]) -> None:
+def test_arithmetic_is_ieee(
+    call: Callable[..., np.ndarray], name: str, operands: tuple[np.ndarray, np.ndarray]
+) -> None:
     a, b = operands
     with np.errstate(all="ignore"):
         want = BINARY[name](a, b)
@@ -68,14 +71,31 @@ def test_square_root_and_negation(call: Callable[..., np.ndarray]) -> None:
 
 def test_conversions(call: Callable[..., np.ndarray]) -> None:
     rng = stable_rng("softf64", "conversions")
-    words = np.concatenate([np.array([0, 1, 0x7FFFFFFF, 0x80000000, 0xFFFFFFFF, 0x7F800000,
-                                      0xFF800000, 0x7FC00000, 0x807FFFFF, 0x00800000],
-                                     np.uint32),
-                            rng.integers(0, 2**32, N, dtype=np.uint64).astype(np.uint32)])
+    words = np.concatenate(
+        [
+            np.array(
+                [
+                    0,
+                    1,
+                    0x7FFFFFFF,
+                    0x80000000,
+                    0xFFFFFFFF,
+                    0x7F800000,
+                    0xFF800000,
+                    0x7FC00000,
+                    0x807FFFFF,
+                    0x00800000,
+                ],
+                np.uint32,
+            ),
+            rng.integers(0, 2**32, N, dtype=np.uint64).astype(np.uint32),
+        ]
+    )
     f = words.view(np.float32)
     _check(call("from_f32", f), f.astype(np.float64), f)
-    assert np.array_equal(call("from_i32", words.view(np.int32)),
-                          words.view(np.int32).astype(np.float64))
+    assert np.array_equal(
+        call("from_i32", words.view(np.int32)), words.view(np.int32).astype(np.float64)
+    )
     assert np.array_equal(call("from_u32", words), words.astype(np.float64))
     x = np.concatenate([SPECIAL, doubles(N, "narrow")])
     with np.errstate(all="ignore"):
@@ -97,8 +117,9 @@ def test_to_i32_truncates_and_saturates(call: Callable[..., np.ndarray]) -> None
 
 
 @pytest.mark.parametrize("name", COMPARE)
-def test_comparisons(call: Callable[..., np.ndarray], name: str,
-                     operands: tuple[np.ndarray, np.ndarray]) -> None:
+def test_comparisons(
+    call: Callable[..., np.ndarray], name: str, operands: tuple[np.ndarray, np.ndarray]
+) -> None:
     a, b = operands
     got = call(name, a, b).astype(bool)
     want = COMPARE[name](a, b)

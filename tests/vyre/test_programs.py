@@ -27,7 +27,7 @@ def _refused(case: Case, target: str) -> bool:
     if not case.devices and not target.startswith("cpu"):
         return True
     needs_fp64 = "fp64" in lower_cached(case.build()).features
-    return needs_fp64 and target != "reference" and not hg.device(target).fp64
+    return needs_fp64 and target != "reference" and not hg.device(target).f64_kernels
 
 
 def _words(out: np.ndarray) -> list[int]:
