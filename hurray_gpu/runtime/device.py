@@ -128,7 +128,8 @@ class Device:
         """Whether kernels may compute in f64 (the correctly rounded CR_* functions do): with
         hardware f64, or where the dialect emulates it exactly (WGSL: dialect/softf64.py),
         with the same bits either way."""
-        return self.fp64 or dialect.get_renderer(self.dialect).soft_f64
+        renderer = dialect.DIALECTS.get(self.dialect)
+        return self.fp64 or (renderer is not None and renderer.soft_f64)
 
     def memory_info(self) -> tuple[int, int]:
         """Return ``(free, total)`` device memory in bytes (0, 0 when unknown)."""
