@@ -229,7 +229,7 @@ def run_case(label: str, out_dtype: str, make: Callable[[np.random.Generator], T
     if peers:
         try:
             peer = peer_runner(label, t, rng)
-            t = peer.tensor or t
+            t = peer.tensor if peer.tensor is not None else t
             calls["peer"] = on_host(peer.public, clock=CLOCK[clock])
             if peer.kernel is not None:
                 calls["peer kernel"] = on_host(peer.kernel, clock=CLOCK[clock])

@@ -7,15 +7,19 @@ so the client and the server do not share a GIL; the clients run in this process
 * Bulk get of ``--sizes`` bytes (default 1 MiB, 64 MiB, 1 GiB): ``hg.connect(url).get(key)``
   from a server serving an in-memory registry of Tensors and from a memory-mapped ``.hrry``
   file, against (a) a raw socket: a one-message request, the server thread ``sendall``s the
-  array, the client ``recv_into``s a buffer allocated once, before timing (the limit: no
-  framing, no allocation), and (b) Arrow Flight ``do_get`` of the same bytes as one uint8
-  column in record batches of ``--flight-batch-mib``, read with ``read_all()``. Each side
-  allocates as its API does: our get returns a fresh Tensor per call, Flight a fresh Table of
-  the batches it received (never concatenated in the timed part). ``vs_raw`` is our speed over
-  the raw socket's (goal >= 0.9), ``vs_flight`` over Flight's (goal >= 2).
+  array, the client ``recv_into``s a buffer (no framing), and (b) Arrow Flight ``do_get`` of
+  the same bytes as one uint8 column in record batches of ``--flight-batch-mib``, read with
+  ``read_all()``. Ours and raw are paired doing the same work: ``get(key, out=t)`` into the
+  Tensor an earlier get returned against raw into a buffer allocated once, before timing;
+  and ``get(key)`` returning a fresh Tensor against raw into a new ``np.empty`` array per
+  call (each pays for its fresh memory's page faults). Flight returns a fresh Table of the
+  batches it received (never concatenated in the timed part), against our fresh get.
+  ``of raw`` is our speed over the raw socket's (goal >= 0.9), ``x Flight`` over Flight's
+  (goal >= 2).
 * Small-tensor latency: a 4 KiB get (request sent to data in hand) against a raw request /
   response round trip of 4 KiB on the same kind of connection (goal: ours <= 2x the raw
-  time), and requests per second with ``--clients`` (8) concurrent clients, each a separate
+  time), paired the same way (``out=`` against a reused buffer, a fresh result against a new
+  array), and requests per second with ``--clients`` (8) concurrent clients, each a separate
   process (not a thread: no shared GIL) with its own connection, all started together
   (against the raw server the same way).
 * Transcoding on the fly (``allow_transcode``): a tiled 32x32 float32 tensor served as
@@ -137,6 +141,12 @@ class RawClient:
         """Array ``index`` into ``out`` (exactly its size)."""
         self.sock.sendall(_RAW_REQ.pack(b"G", index))
         _recv_exact(self.sock, out)
+
+    def get_new(self, index: int, nbytes: int) -> np.ndarray:
+        """Array ``index`` (``nbytes``) into a new array, as an API returning one would."""
+        out = np.empty(nbytes, np.uint8)
+        self.get(index, out.data)
+        return out
 
     def put(self, data: memoryview) -> None:
         """Send ``data`` and wait for the receiver's acknowledgement."""
@@ -328,11 +338,21 @@ def bulk(addr: dict[str, Any], client: Any, raw: RawClient, flight: Any, n: int,
     out = memoryview(bytearray(n))
     raw.get(index, out)
     check(checks, f"raw get {n} B", np.array_equal(np.frombuffer(out, np.uint8), want))
+    check(checks, f"raw get {n} B new", np.array_equal(raw.get_new(index, n), want))
+    into = {}  # a result of each source, received into again (get(out=))
     for k in (key, "file." + key):
-        check(checks, f"get {k}", np.array_equal(client.get(k).numpy().reshape(-1), want))
+        into[k] = client.get(k)
+        check(checks, f"get {k}", np.array_equal(into[k].numpy().reshape(-1), want))
+        into[k].numpy()[:] = 0
+        check(checks, f"get {k} out=", client.get(k, out=into[k]) is into[k]
+              and np.array_equal(into[k].numpy().reshape(-1), want))
     calls = calls_for(n, most)
     timed = {"registry": per_call(lambda: client.get(key), calls),
              "hrry": per_call(lambda: client.get("file." + key), calls),
+             "raw new": per_call(lambda: raw.get_new(index, n), calls),
+             "registry out": per_call(lambda: client.get(key, out=into[key]), calls),
+             "hrry out": per_call(lambda: client.get("file." + key, out=into["file." + key]),
+                                  calls),
              "raw": per_call(lambda: raw.get(index, out), calls)}
     if flight is not None:
         import pyarrow.flight as fl
@@ -346,8 +366,11 @@ def bulk(addr: dict[str, Any], client: Any, raw: RawClient, flight: Any, n: int,
     rows = []
     for source, label in (("registry", "in-memory registry"), ("hrry", "mmapped .hrry")):
         case = f"get {n / MIB:g} MiB from the {label}"
-        rows.append(row(case, "GB/s", took[source], n / 1e9, "raw socket recv_into",
-                        took["raw"], "of raw", ">= 0.9"))
+        rows.append(row(case + " into out=", "GB/s", took[source + " out"], n / 1e9,
+                        "raw socket recv_into a reused buffer", took["raw"], "of raw",
+                        ">= 0.9"))
+        rows.append(row(case, "GB/s", took[source], n / 1e9, "raw socket recv_into a new "
+                        "array", took["raw new"], "of raw", ">= 0.9"))
         rows.append(row(case, "GB/s", took[source], n / 1e9, "Arrow Flight do_get",
                         took.get("flight"), "x Flight", ">= 2",
                         missing=addr.get("flight_missing")))
@@ -359,14 +382,22 @@ def small(addr: dict[str, Any], client: Any, raw: RawClient, runs: int, calls: i
     """4 KiB latency (ours vs a raw round trip) and 8-client requests per second."""
     key, index = bulk_key(SMALL), addr["order"].index(bulk_key(SMALL))
     want, out = payload(SMALL, SMALL), memoryview(bytearray(SMALL))
-    check(checks, "get 4 KiB", np.array_equal(client.get(key).numpy().reshape(-1), want))
+    into = client.get(key)
+    check(checks, "get 4 KiB", np.array_equal(into.numpy().reshape(-1), want))
     took = {name: Stats.of(s) for name, s in rounds(
         {"ours": per_call(lambda: client.get(key), calls),
+         "raw new": per_call(lambda: raw.get_new(index, SMALL), calls),
+         "ours out": per_call(lambda: client.get(key, out=into), calls),
          "raw": per_call(lambda: raw.get(index, out), calls)}, runs).items()}
-    rows = [row("4 KiB get latency (request to data in hand)", "us", Stats.of(
-        [t * 1e6 for t in took["ours"].samples]), 0, "raw socket round trip of 4 KiB",
-        Stats.of([t * 1e6 for t in took["raw"].samples]), "x raw time", "<= 2",
-        inverse=True)]
+
+    def us(name: str) -> Stats:
+        return Stats.of([t * 1e6 for t in took[name].samples])
+
+    case = "4 KiB get latency (request to data in hand)"
+    rows = [row(case + ", into out=", "us", us("ours out"), 0, "raw socket round trip of "
+                "4 KiB into a reused buffer", us("raw"), "x raw time", "<= 2", inverse=True),
+            row(case, "us", us("ours"), 0, "raw socket round trip of 4 KiB into a new array",
+                us("raw new"), "x raw time", "<= 2", inverse=True)]
     rows.append(concurrent(addr, runs, max(1, calls // 4), clients, checks))
     return rows
 

@@ -70,6 +70,12 @@ def _odd(f: Fn) -> tuple[Fn, Fn, Callable[[mp.mpf, list[Any]], mp.mpf]]:
     return inner, whole, assemble
 
 
+def _even(f: Fn) -> tuple[Fn, Fn, Callable[[mp.mpf, list[Any]], mp.mpf]]:
+    """f(t) = 1 + t^2 C(t^2) (f(0) = 1): fit C over z = t^2."""
+    return ((lambda z: (f(mp.sqrt(z)) - 1) / z), (lambda z: f(mp.sqrt(z))),
+            (lambda z, c: 1 + z * _horner(z, c)))
+
+
 def _expo(base: mp.mpf) -> tuple[Fn, Fn, Callable[[mp.mpf, list[Any]], mp.mpf]]:
     """base^t = 1 + t P(t)."""
     return ((lambda t: (mp.power(base, t) - 1) / t), (lambda t: mp.power(base, t)),
@@ -89,7 +95,7 @@ def _atanh_form(scale: mp.mpf) -> tuple[Fn, Fn, Callable[[mp.mpf, list[Any]], mp
 # Intervals: exp2's f = x - round(x) (|f| <= 1/2 plus the f32 rounding of x + 0.5), exp's
 # r = x - k ln2 (|r| <= ln2/2 plus k's f32 rounding), the log forms' s = (m-1)/(m+1) for
 # m in [sqrt(1/2), sqrt(2)], sinh and tanh below their exp-form thresholds (1 and 1/2), atan
-# below tan(pi/8).
+# below tan(pi/8), sin and cos on the reduced argument (|r| <= pi/4).
 S_MAX = (mp.sqrt(2) - 1) / (mp.sqrt(2) + 1)
 FITS: dict[str, tuple[tuple[Fn, Fn, Callable[[mp.mpf, list[Any]], mp.mpf]], float, float]] = {
     "EXP2": (_expo(mp.mpf(2)), -0.502, 0.502),
@@ -99,7 +105,12 @@ FITS: dict[str, tuple[tuple[Fn, Fn, Callable[[mp.mpf, list[Any]], mp.mpf]], floa
     "SINH": (_odd(mp.sinh), 0.0, 1.0),
     "TANH": (_odd(mp.tanh), 0.0, 0.25),
     "ATAN": (_odd(mp.atan), 0.0, float((mp.sqrt(2) - 1) ** 2 * (1 + mp.mpf(2) ** -20))),
+    "SIN": (_odd(mp.sin), 0.0, float((mp.pi / 4) ** 2 * (1 + mp.mpf(2) ** -20))),
+    "COS": (_even(mp.cos), 0.0, float((mp.pi / 4) ** 2 * (1 + mp.mpf(2) ** -20))),
 }
+# Cody-Waite pi/2 = CW1 + CW2 + CW3 for |x| < 2^16 (k < 2^16): CW1 and CW2 have 37 bits, so
+# k * CW1 and k * CW2 are exact; CW3 is the rest rounded to f64.
+CW_BITS = 37
 
 
 def generate() -> str:
@@ -120,9 +131,22 @@ def generate() -> str:
     hi = mp.floor(ln2 * 2**44) / 2**44
     consts = {"LN2": ln2, "LN2HI": hi, "LN2LO": ln2 - hi, "PI": mp.pi, "PI_2": mp.pi / 2,
               "PI_4": mp.pi / 4}
+    half_pi = mp.pi / 2
+    cw1 = mp.floor(half_pi * 2 ** (CW_BITS - 1)) / 2 ** (CW_BITS - 1)
+    cw2 = mp.floor((half_pi - cw1) * 2 ** (2 * CW_BITS - 1)) / 2 ** (2 * CW_BITS - 1)
+    consts.update({"INV_PIO2": 2 / mp.pi, "CW1": cw1, "CW2": cw2, "CW3": half_pi - cw1 - cw2})
     lines.append("CONSTS: dict[str, float] = {")
     lines += [f'    "{k}": {float(v)!r},' for k, v in consts.items()]
     lines.append("}")
+    words = int(mp.floor(2 / mp.pi * mp.mpf(2) ** 256))
+    lines.append("# 2/pi in 32-bit words, most significant first: word j holds the bits of weights "
+                 "2^(-32j+31)")
+    lines.append("# .. 2^(-32j) (word 0 is 0: 2/pi < 1); Payne-Hanek reduction reads five "
+                 "from word (e + 30) / 32.")
+    lines.append("TWO_OVER_PI: tuple[int, ...] = (")
+    lines += ["    0x00000000,"] + [f"    0x{(words >> (256 - 32 * j)) & 0xFFFFFFFF:08X},"
+                                  for j in range(1, 9)]
+    lines.append(")")
     return "\n".join(lines) + "\n"
 
 

@@ -37,7 +37,8 @@ from tests._crmath import exact  # noqa: E402
 CHUNKS = 64
 REF_C = {"EXP": "exp(x)", "EXP2": "exp2(x)", "LOG": "log(x)", "LOG2": "log2(x)",
          "RSQRT": "1.0 / sqrt(x)", "SINH": "sinh(x)", "COSH": "cosh(x)", "TANH": "tanh(x)",
-         "ATAN": "atan(x)", "ASIN": "asin(x)", "ACOS": "acos(x)"}
+         "ATAN": "atan(x)", "ASIN": "asin(x)", "ACOS": "acos(x)", "SIN": "sin(x)",
+         "COS": "cos(x)", "TAN": "tan(x)"}
 
 HARNESS = r"""
 #include <stdio.h>

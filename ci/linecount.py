@@ -162,10 +162,25 @@ PER_FILE_CAP = 800
 #   (merge of webgpu and crmath).
 # - +13: files that exist but cannot be opened (a directory, no permission) raise
 #   UnreadableFileError, and hg.convert's missing source MissingFileError (one open_for_reading).
+# - +134: the network client's get(out=) (received into the caller's Tensor or aligned buffer,
+#   checked against each descriptor; a misfit's data dropped so the connection stays) and
+#   plain sockets blocking in the kernel under SO_RCVTIMEO/SO_SNDTIMEO (one system call per
+#   wait instead of a try, a poll and a retry; issue 20's speed goals).
+# - +36: webgpu modules without naga's loop bounding (wgpuDeviceCreateShaderModuleTrusted), the
+#   launch's fault word copied in its own submission, synchronize() skipped with nothing queued.
+# - +101: AFFINE8_<T>, 8-bit affine codes (Q8_0) as table-free vector code on the host (F16C
+#   for f16, AVX512-BF16 for bf16, streamed stores), in the statement's definition, lint and
+#   portable expansion, the host C helper and the dequant composition.
+# - +239: correctly rounded f32 sin, cos, tan (dialect/crmath.py's Cody-Waite and u32
+#   Payne-Hanek reduction, their coefficients, 2/pi table and exhaustively searched exception
+#   tables), vyre lowering Sin/Cos/Tan to them everywhere, the crmath README bench table.
+# - +38: ZORDER16 (16 x 16 Morton groups stored as whole cache lines, streamed past the cache:
+#   4096^2 f32 Morton on cpu:0 from about 0.2 to 0.5-0.7 of copy under load) and one item per
+#   slice for host layout launches that are one chunk of items.
 # - +432: f64 on webgpu (issue 25): an exact IEEE binary64 emulation on u32 words in the
 #   portable subset (dialect/softf64.py) that the WGSL writer renders every f64 operation
 #   with, F64_HI/F64_LO/AS_F64 word access on every dialect, Device.f64_kernels.
-TOTAL_BUDGET = 45_123
+TOTAL_BUDGET = 45_671
 PACKAGES = ("hurray_gpu", "vyre")
 
 

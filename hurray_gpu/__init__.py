@@ -11,6 +11,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from hurray_gpu.errors import (
+    AmbiguousTruthError,
     ArgumentTypeError,
     BackendUnavailableError,
     BoundsViolation,
@@ -197,6 +198,7 @@ def from_numpy(array: object, *, order: str = "C") -> Tensor:
 
 
 __all__ = [
+    "AmbiguousTruthError",
     "ArgumentTypeError",
     "BackendUnavailableError",
     "BoundsViolation",

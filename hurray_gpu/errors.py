@@ -241,6 +241,11 @@ class CopyRequiredError(HurrayGPUError, ValueError):
     protocol raises ValueError then); ``except ValueError`` catches it."""
 
 
+class AmbiguousTruthError(HurrayGPUError, ValueError):
+    """``bool()`` of a tensor of more than one element, or of none: NumPy raises ValueError
+    then, and so ``except ValueError`` catches it."""
+
+
 class MissingFileError(HurrayGPUError, FileNotFoundError):
     """A file to read does not exist; a FileNotFoundError (an OSError), so ``except OSError``
     keeps working."""

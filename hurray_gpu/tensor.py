@@ -18,6 +18,7 @@ import numpy as np
 
 from hurray_gpu import parts
 from hurray_gpu.errors import (
+    AmbiguousTruthError,
     ArgumentTypeError,
     CopyRequiredError,
     HurrayFormatError,
@@ -432,6 +433,27 @@ class Tensor:
             raise UnsupportedOpError("len() of a tensor whose dimension 0 is dynamic",
                                      fix="resolve the shape first; t.shape shows None there.")
         return int(first)
+
+    def __bool__(self) -> bool:
+        """The truth of the one element, as for a NumPy array (rank 0, or any shape of size 1;
+        a device tensor's element is copied to the host).
+
+        Raises:
+            AmbiguousTruthError: more than one element, or none (NumPy's ValueError).
+            UnsupportedOpError: a dynamic dimension, or data NumPy cannot hold (quantized...).
+        """
+        shape = self._descriptor.shape
+        if None in shape:
+            raise UnsupportedOpError("bool() of a tensor with a dynamic dimension",
+                                     fix="resolve the shape first; t.shape shows None there.")
+        size = math.prod(int(n) for n in shape if n is not None)
+        if size != 1:
+            what = "an empty tensor" if size == 0 else f"a tensor of {size} elements"
+            raise AmbiguousTruthError(
+                f"the truth value of {what} (shape {shape}) is ambiguous",
+                fix="test for elements with math.prod(t.shape) > 0." if size == 0 else
+                "use np.asarray(t).any() or np.asarray(t).all().")
+        return bool(np.asarray(self).reshape(-1)[0])
 
     def __iter__(self) -> Iterator[Tensor]:
         """The views ``t[0]``, ``t[1]``, ... along dimension 0."""

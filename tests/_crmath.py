@@ -16,7 +16,8 @@ PREC = 256
 REF_MP: dict[str, Callable[[mp.mpf], mp.mpf]] = {
     "EXP": mp.exp, "EXP2": lambda x: mp.power(2, x), "LOG": mp.log,
     "LOG2": lambda x: mp.log(x, 2), "RSQRT": lambda x: 1 / mp.sqrt(x), "SINH": mp.sinh,
-    "COSH": mp.cosh, "TANH": mp.tanh, "ATAN": mp.atan, "ASIN": mp.asin, "ACOS": mp.acos}
+    "COSH": mp.cosh, "TANH": mp.tanh, "ATAN": mp.atan, "ASIN": mp.asin, "ACOS": mp.acos,
+    "SIN": mp.sin, "COS": mp.cos, "TAN": mp.tan}
 
 
 EDGES = [0x00000000, 0x80000000, 0x00000001, 0x80000001, 0x007FFFFF, 0x807FFFFF, 0x00800000,
@@ -26,7 +27,16 @@ EDGES = [0x00000000, 0x80000000, 0x00000001, 0x80000001, 0x007FFFFF, 0x807FFFFF,
          0x42B17217, 0x42B17218, 0xC2CE8ED0, 0xC2CFF1B4, 0xC2CFF1B5, 0xC2D00000,  # exp
          0x43000000, 0x42FFFFFF, 0xC3150000, 0xC3160000, 0xC3158000, 0xC3170000,  # exp2
          0x42B2D4FC, 0x42B2D4FD, 0x41100000, 0x41200000, 0x3EFFFFFF,  # sinh/cosh, tanh
-         0x33000000, 0xB3000000, 0x32FFFFFF, 0x39800000, 0x3ED413CD, 0x401A827A]
+         0x33000000, 0xB3000000, 0x32FFFFFF, 0x39800000, 0x3ED413CD, 0x401A827A,
+         0x397FFFFF, 0xB97FFFFF, 0x3F490FDA, 0x3F490FDB, 0x3F490FDC,  # sin/cos/tan: 2^-12, pi/4
+         0x477FFFFF, 0x47800000, 0x47800001, 0xC7800000,  # Cody-Waite's end, Payne-Hanek's start
+         0x4B800000, 0x5F000000, 0x7F000000, 0x7EFFFFFF, 0xFEFFFFFF]  # large: 2^24, 2^63, 2^127
+# The f32 nearest multiples of pi/2 (|x - k pi/2| from 2^-29.2 at 0x6f79be45; a search over
+# every binade from 1/2 up, four per binade, settled in 600-bit arithmetic) and the nearest
+# below 2^16 (Cody-Waite's range): the hardest inputs of sin/cos/tan's reduction.
+REDUCTION_WORST = [0x6F79BE45, 0x50A3E87F, 0x6FF9BE45, 0x5123E87F, 0x437CE5F1, 0x7079BE45,
+                   0x6A1976F1, 0x53B146A6, 0x65898498, 0x51A3E87F, 0x43FCE5F1, 0x77584625,
+                   0x4096CBE4, 0x474D246F, 0xEF79BE45, 0xC37CE5F1]
 
 
 def sample_inputs() -> np.ndarray:
@@ -35,7 +45,11 @@ def sample_inputs() -> np.ndarray:
     near = np.float32(rng.normal(0.0, 4.0, 768)).view(np.uint32)
     unit = np.float32(rng.uniform(-1.0, 1.0, 256)).view(np.uint32)
     wide = rng.integers(0, 2**32, 768, dtype=np.uint64).astype(np.uint32)
-    hard = [u for table in TABLES.values() for u in table]
+    hard = [u for table in TABLES.values() for u in table] + REDUCTION_WORST
+    # f32 neighbours of k pi/2 (k < 2^20) and of huge multiples: the reduction's near misses.
+    k = np.concatenate([np.arange(1, 65), rng.integers(65, 2**20, 64)]).astype(np.float64)
+    nearest = np.float32(k * (np.pi / 2)).view(np.uint32)
+    hard += [int(u) + d for u in nearest for d in (-1, 0, 1)]
     for key in (k for table in KEYED.values() for k in table):  # RSQRT: x0 and x0 * 4^j
         hard += [(0x3F000000 | key) + (j << 24) for j in (-20, -1, 0, 3, 30)]
     return np.concatenate([np.array(EDGES + hard, np.uint32), near, unit, wide])
@@ -68,7 +82,7 @@ def exact(name: str, u: int) -> int:
     x = struct.unpack("<f", struct.pack("<I", u))[0]
     if x != x:
         return 0x7FC00000
-    if x == 0 and name in ("SINH", "TANH", "ATAN", "ASIN"):
+    if x == 0 and name in ("SINH", "TANH", "ATAN", "ASIN", "SIN", "TAN"):
         return u  # odd functions keep the zero's sign (mpmath has no -0)
     if x == 0 and name == "RSQRT":
         return (u & 0x80000000) | 0x7F800000

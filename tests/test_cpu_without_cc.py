@@ -69,6 +69,41 @@ print(json.dumps(out))
 """
 
 
+# A work-group kernel (barriers, a workgroup array) built by zig cc: its groups run on the
+# POSIX thread team (OMP_NUM_THREADS=4 of them), counted in /proc/self/task by a sampler while
+# the launches run (ctypes releases the GIL during a call).
+GROUP_SCRIPT = r"""
+import json, os, threading
+import numpy as np
+import hurray_gpu as hg
+from hurray_gpu.runtime.buffer import Buffer
+from tests._support import stable_rng
+from tests.null.test_host_groups import MIRROR, group_kernel
+
+cpu, n, kernel = hg.device("cpu"), 64 * 8192, group_kernel(MIRROR)
+src = stable_rng("zig groups").integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32)
+a, out = Buffer.from_bytes(cpu, src.tobytes()), Buffer(cpu, 4 * n)
+cpu.run(kernel, a, out, n, wait=True)  # compiles it
+tasks = lambda: len(os.listdir("/proc/self/task"))
+stop, seen = threading.Event(), []
+def sample():
+    while not stop.is_set():
+        seen.append(tasks())
+sampler = threading.Thread(target=sample)
+sampler.start()
+while len(seen) < 10:
+    pass
+base = tasks()  # this thread and the sampler
+for _ in range(30):
+    cpu.run(kernel, a, out, n, wait=True)
+stop.set()
+sampler.join()
+g = src.reshape(-1, 64)
+print(json.dumps({"exact": bool(np.array_equal(out.numpy(np.uint32), (g[:, ::-1] + g).ravel())),
+                  "extra": max(seen) - base, "tool": cpu.compiler.toolchain.describe()}))
+"""
+
+
 def _hidden_env(tmp: Path, cache: Path) -> dict[str, str]:
     """This environment with an empty PATH (no cc, gcc or clang) and no CC/HURRAY_GPU_CC."""
     bare = tmp / "bare-bin"
@@ -79,8 +114,8 @@ def _hidden_env(tmp: Path, cache: Path) -> dict[str, str]:
             "HURRAY_GPU_DEBUG_BOUNDS": "1"}
 
 
-def _child(env: dict[str, str], mode: str) -> dict[str, Any]:
-    done = subprocess.run([sys.executable, "-c", SCRIPT, mode], capture_output=True, text=True,
+def _child(env: dict[str, str], mode: str, script: str = SCRIPT) -> dict[str, Any]:
+    done = subprocess.run([sys.executable, "-c", script, mode], capture_output=True, text=True,
                           env=env, cwd=ROOT, timeout=600, check=False)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -123,6 +158,16 @@ def test_cold_with_zig_builds_bit_exact_kernels_with_threads(tmp_path: Path) -> 
     assert got["toolchain"]["available"]
     assert "[ziglang]" in got["toolchain"]["version"]
     assert "threads (no OpenMP)" in got["toolchain"]["version"]
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="counts threads in /proc")
+def test_zig_built_work_group_kernels_run_on_the_thread_team(tmp_path: Path) -> None:
+    _need_zig()
+    env = {**_hidden_env(tmp_path, tmp_path / "cache"), "OMP_NUM_THREADS": "4",
+           "PYTHONPATH": str(ROOT)}
+    got = _child(env, "zig", GROUP_SCRIPT)
+    assert "[ziglang]" in got["tool"] and "threads (no OpenMP)" in got["tool"] and got["exact"]
+    assert got["extra"] >= 1, "every group ran on the calling thread"
 
 
 def test_no_compiler_at_all_is_refused_with_a_fix(tmp_path: Path) -> None:

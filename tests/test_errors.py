@@ -28,6 +28,7 @@ from hurray_gpu import errors as E
                                      source_type="Q4_K", fix="re-quantize it."),
         E.ArgumentTypeError("dequantize() takes a Tensor", fix="wrap it with hg.from_numpy."),
         E.CopyRequiredError("copy=False of packed data", fix="drop copy=False."),
+        E.AmbiguousTruthError("bool() of 12 elements", fix="use np.asarray(t).any()."),
         E.TensorIndexError("index 9 is out of bounds", fix="use an index in [-3, 3)."),
         E.TensorNotFoundError("wieght", "m.hrry", ["weight", "bias"]),
         E.MissingFileError("no such file: m.hrry", fix="check the path."),
@@ -85,3 +86,4 @@ def test_new_errors_keep_their_python_bases() -> None:
     assert isinstance(E.TensorIndexError("x", fix="y."), IndexError)
     assert isinstance(E.ArgumentTypeError("x", fix="y."), TypeError)
     assert isinstance(E.CopyRequiredError("x", fix="y."), ValueError)
+    assert isinstance(E.AmbiguousTruthError("x", fix="y."), ValueError)

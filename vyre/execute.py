@@ -137,12 +137,6 @@ def _check_dialect(lowered: Lowered, device: Any) -> None:
                           f"dialect, which guarantees {limit}",
                           "use smaller workgroup buffers or workgroups, or run the program on "
                           "a device that takes more (cpu takes the most).")
-    if dialect != "c" and "libm" in lowered.features:
-        raise unsupported(f"f32 sin, cos and tan on the {dialect} dialect: "
-                          "the device's math library differs from the reference's (the host "
-                          "libm) in the last ULPs, so results would not be bit-exact",
-                          "run them on the cpu device (the host's own libm, bit-exact) or on "
-                          "device='reference'.")
 
 
 def _global_size(program: ir.Program, grid: tuple[int, int, int]) -> tuple[int, int, int]:

@@ -335,6 +335,11 @@ class VkEvent(Event):
                                  queryType=ctx.vk.VK_QUERY_TYPE_TIMESTAMP, queryCount=1)
                 self._query_pool = call(ctx.vk.vkCreateQueryPool, ctx.device, info, None)
             value = vs.enqueue(functools.partial(_write_timestamp, ctx.vk, self._query_pool))
+        elif vs.lane.waits:
+            # Waits added to the stream (Event.wait) belong to its next submission: an empty
+            # one carries them, so the event also comes after them (as a CUDA event recorded
+            # after cudaStreamWaitEvent); its last value alone would already be reached.
+            value = vs.enqueue(_record_nothing)
         else:
             value = vs.lane.value
         self._lane, self._value = vs.lane, value
@@ -375,6 +380,10 @@ class VkEvent(Event):
         else:  # the timestamp write is still queued: free the pool once it has run
             lane.defer(self._value, destroy)
             lane.purge(counter(ctx, lane.sem))  # it may have run meanwhile
+
+
+def _record_nothing(cmd: Any) -> None:
+    """An empty command buffer: a submission that only waits and signals."""
 
 
 def _write_timestamp(vk: Any, pool: Any, cmd: Any) -> None:

@@ -47,6 +47,11 @@ __all__ = ["DEVICE", "WebGPUAllocator", "WebGPUCompiler", "WebGPUDevice", "WebGP
 INSTALL = "pip install 'hurray_gpu[webgpu]' (it brings wgpu, the wgpu-native bindings)"
 # Bumped whenever the WGSL ABI (bindings, uniform block, fault word) changes meaning.
 WGSL_ABI = 1
+# naga's runtime checks a program's module keeps (wgpu-native's WGPUShaderRuntimeChecks):
+# bounds checks only. Its loop bounding (a 64-bit counter on every loop, against compilers
+# that assume loops end) is left out: the kernels' loops end, GLSL's carry no such counter,
+# and it cost the Hilbert layout about 30% of its time on lavapipe.
+RUNTIME_CHECKS = 0x1
 # WebGPU's minimum for minUniformBufferOffsetAlignment: each dispatch's uniform block starts on
 # a multiple of the adapter's value, which is at most this.
 UNIFORM_ALIGN = 256
@@ -161,9 +166,11 @@ class WebGPUAllocator(Allocator):
             dev.read(raw.buffer, high - WORD, memoryview(staged)[-WORD:])
             staged[start - low:start - low + n] = src
             src, start = memoryview(staged), low
-        for off in range(0, src.nbytes, CHUNK):
-            piece = src[off:off + CHUNK]
-            dev.gpu.queue.write_buffer(raw.buffer, start + off, piece)
+        with dev.lock:
+            dev.queued += 1
+            for off in range(0, src.nbytes, CHUNK):
+                piece = src[off:off + CHUNK]
+                dev.gpu.queue.write_buffer(raw.buffer, start + off, piece)
 
     def _copyout(self, dest: memoryview, raw: WebGPUMemory) -> None:
         self._dev.read(raw.buffer, raw.offset, dest)
@@ -173,9 +180,12 @@ class WebGPUAllocator(Allocator):
             self._staged_copy(dest, src, nbytes)  # copy_buffer_to_buffer takes whole words
             return
         dev = self._dev
-        encoder = dev.gpu.create_command_encoder()
-        encoder.copy_buffer_to_buffer(src.buffer, src.offset, dest.buffer, dest.offset, nbytes)
-        dev.gpu.queue.submit([encoder.finish()])
+        with dev.lock:
+            dev.queued += 1
+            encoder = dev.gpu.create_command_encoder()
+            encoder.copy_buffer_to_buffer(src.buffer, src.offset, dest.buffer, dest.offset,
+                                          nbytes)
+            dev.gpu.queue.submit([encoder.finish()])
 
 
 class WebGPUCompiler(Compiler):
@@ -242,7 +252,7 @@ class WebGPUProgram(WindowedProgram):
         with dev.lock:
             self._layout = gpu.create_bind_group_layout(entries=entries)
             try:
-                module = gpu.create_shader_module(code=binary.decode())
+                module = dev.shader_module(binary.decode())
                 self._pipeline = gpu.create_compute_pipeline(
                     layout=gpu.create_pipeline_layout(bind_group_layouts=[self._layout]),
                     compute={"module": module, "entry_point": "main"})
@@ -265,6 +275,7 @@ class WebGPUProgram(WindowedProgram):
             block[k * stride:k * stride + len(data)] = data
         wgpu, gpu = dev.wgpu, dev.gpu
         with dev.lock:
+            dev.queued += 1
             uniform = gpu.create_buffer(size=len(block),
                                         usage=wgpu.BufferUsage.UNIFORM | wgpu.BufferUsage.COPY_DST)
             gpu.queue.write_buffer(uniform, 0, block)
@@ -286,9 +297,9 @@ class WebGPUProgram(WindowedProgram):
                 compute.dispatch_workgroups(*step.groups)
             compute.end()
             start = time.perf_counter()
-            gpu.queue.submit([encoder.finish()])
             fault = np.empty(1, np.uint32)
-            dev.read(dev.fault, 0, fault.view(np.uint8).data)  # waits for the launch
+            # The pass and the fault word's copy in one submission; the read waits for both.
+            dev.read(dev.fault, 0, fault.view(np.uint8).data, encoder)
             elapsed = time.perf_counter() - start
             uniform.destroy()
         if int(fault[0]):
@@ -324,6 +335,9 @@ class WebGPUDevice(Device):
             required_limits={k: limits[k] for k in _LIMITS if k in limits})
         self.limits = dict(self.gpu.limits)
         self.lock = threading.RLock()
+        # Submissions (and buffer writes) queued, and how many of them a read has waited for:
+        # synchronize() reads back only when work was queued since.
+        self.queued = self.done = 0
         # adapter_type "CPU": a software implementation (lavapipe's llvmpipe, WARP).
         self.emulated = str(info.get("adapter_type", "")).lower() == "cpu"
         self.storage_usage = (wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC
@@ -367,12 +381,15 @@ class WebGPUDevice(Device):
     def identity(self) -> str:
         return self.identity_of(self.adapter.info)
 
-    def read(self, buffer: Any, offset: int, dest: memoryview) -> None:
+    def read(self, buffer: Any, offset: int, dest: memoryview, encoder: Any = None) -> None:
         """Copy ``dest.nbytes`` bytes at ``offset`` of ``buffer`` into ``dest`` through the
-        mapped staging buffer (waits for the work queued before it)."""
+        mapped staging buffer (waits for the work queued before it). ``encoder``: recorded
+        work the first copy is appended to, so both go in one submission."""
         wgpu, gpu = self.wgpu, self.gpu
         n = dest.nbytes
         with self.lock:
+            # Everything queued so far is done once the first map below has resolved.
+            mark = self.queued
             pos = 0
             while pos < n:
                 start = offset + pos
@@ -383,10 +400,13 @@ class WebGPUDevice(Device):
                 # caught it), as if the map did not wait for the new copy.
                 staging = gpu.create_buffer(
                     size=size, usage=wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST)
-                encoder = gpu.create_command_encoder()
+                if encoder is None:
+                    encoder = gpu.create_command_encoder()
                 encoder.copy_buffer_to_buffer(buffer, low, staging, 0, size)
                 gpu.queue.submit([encoder.finish()])
+                encoder = None
                 staging.map_sync(wgpu.MapMode.READ, 0, size)
+                self.done = max(self.done, mark)
                 try:
                     data = staging.read_mapped(0, size, copy=False)
                     take = min(n - pos, size - (start - low))
@@ -395,6 +415,29 @@ class WebGPUDevice(Device):
                     staging.unmap()
                     staging.destroy()
                 pos += take
+
+    def shader_module(self, code: str) -> Any:
+        """The module of WGSL ``code`` with naga's ``RUNTIME_CHECKS`` only, through
+        wgpu-native's wgpuDeviceCreateShaderModuleTrusted (wgpu-py 0.32 calls it nowhere; its
+        private cffi helpers build the descriptor as its create_shader_module does). A
+        wgpu-native without that entry point gets every check (same results, slower loops).
+        """
+        try:
+            from wgpu.backends.wgpu_native import _api
+
+            create = _api.libf.wgpuDeviceCreateShaderModuleTrusted
+        except (ImportError, AttributeError):
+            return self.gpu.create_shader_module(code=code)
+        source = _api.new_struct_p("WGPUShaderSourceWGSL *", code=_api.to_c_string_view(code))
+        source[0].chain.next = _api.ffi.NULL
+        source[0].chain.sType = _api.lib.WGPUSType_ShaderSourceWGSL
+        desc = _api.new_struct_p("WGPUShaderModuleDescriptor *",
+                                 nextInChain=_api.ffi.cast("WGPUChainedStruct *", source),
+                                 label=_api.to_c_string_view(""))
+        handle = create(self.gpu._internal, desc, RUNTIME_CHECKS)
+        if handle == _api.ffi.NULL:  # the program reports it as a CompileError
+            raise RuntimeError("wgpu-native made no shader module of the WGSL")
+        return _api.GPUShaderModule("", handle, self.gpu)
 
     def binding_of(self, allocation: Allocation) -> tuple[WebGPUMemory, int, int]:
         """(root memory, byte offset, nbytes) to bind for an allocation or view."""
@@ -419,8 +462,11 @@ class WebGPUDevice(Device):
         """Wait for every submission so far: a word copied in a submission after them is read
         back (a map waits for the submissions before it, which the queue runs in order).
         wgpu-py 0.32's onSubmittedWorkDone does not run: its callback's C type differs from
-        the bundled wgpu-native's."""
-        self.read(self.fault, 0, memoryview(bytearray(WORD)))
+        the bundled wgpu-native's. Nothing to wait for when no work was queued since a read
+        (a launch reads its fault word back before it returns)."""
+        with self.lock:
+            if self.done < self.queued:
+                self.read(self.fault, 0, memoryview(bytearray(WORD)))
 
 
 DEVICE = WebGPUDevice

@@ -54,15 +54,28 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"hurray-gpu {__version__}")
     parser.add_argument("--debug", action="store_true",
                         help="show the full traceback when a command fails")
-    parser.add_argument("-v", "--verbose", action="count", default=0,
-                        help="show diagnostics on stderr: -v info, -vv debug")
-    parser.add_argument("--log-level", choices=LOG_LEVELS, type=str.lower, default=None,
-                        help="the diagnostics shown on stderr (default: warning; debug when "
-                             "HURRAY_GPU_DEBUG=2, info when it is 1)")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMANDS:
         importlib.import_module(f"hurray_gpu.cli.{name}").add_parser(sub)
+    _add_logging_options(parser, "")
     return parser
+
+
+def _add_logging_options(parser: argparse.ArgumentParser, prefix: str) -> None:
+    """``-v`` and ``--log-level`` on ``parser`` and every subcommand's parser below it, so that
+    they work before or after the subcommand. A subcommand's copies store into ``sub_*``
+    (absent unless given), since argparse copies a subparser's values over the parent's."""
+    unset = argparse.SUPPRESS if prefix else None
+    parser.add_argument("-v", "--verbose", action="count", dest=f"{prefix}verbose",
+                        default=unset or 0, help="show diagnostics on stderr: -v info, -vv debug")
+    parser.add_argument("--log-level", choices=LOG_LEVELS, type=str.lower, default=unset,
+                        dest=f"{prefix}log_level",
+                        help="the diagnostics shown on stderr (default: warning; debug when "
+                             "HURRAY_GPU_DEBUG=2, info when it is 1)")
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in {id(p): p for p in action.choices.values()}.values():
+                _add_logging_options(child, "sub_")
 
 
 def _fix_for_os_error(exc: OSError) -> str:
@@ -136,7 +149,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser().parse_args(args_list)
     except SystemExit as exc:  # argparse already printed usage, help or the version
         return int(exc.code or 0)
-    configure_logging(args.verbose, args.log_level)
+    configure_logging(args.verbose + getattr(args, "sub_verbose", 0),
+                      getattr(args, "sub_log_level", None) or args.log_level)
     try:
         code = int(args.run(args))
         sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit

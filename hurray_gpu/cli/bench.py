@@ -224,8 +224,10 @@ QUICK_ARGS = {
     "kv_cache": ["--runs", "3", "--seqs", "16", "--max-len", "64", "--layers", "1"],
     "layout": ["--side", "256", "--runs", "3"],
     "vyre_exec": ["--quick"],
+    "crmath": ["--n", str(1 << 18), "--runs", "3", "--clock", "cpu"],
 }
-FULL_ARGS: dict[str, list[str]] = {}
+# crmath: CPU time (both sides in this process, all threads): steadier than wall time.
+FULL_ARGS: dict[str, list[str]] = {"crmath": ["--clock", "cpu"]}
 # One suite may not run longer than this (seconds).
 SUITE_TIMEOUT_S = 900
 

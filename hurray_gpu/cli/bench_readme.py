@@ -303,12 +303,22 @@ def _convert(d: _Fields) -> tuple[str, list[Row]]:
     return f"source file to .hrry, interleaved with a copy of the same file, {d['runs']} runs", out
 
 
+def _crmath(d: _Fields) -> tuple[str, list[Row]]:
+    out: list[Row] = [
+        ("cpu:0", f"CR_{r['function']} over [{num(r['domain'][0])}, {num(r['domain'][1])}], cpu:0",
+         r.span("ours_gelem_s", "G/s"), f"`{r['libm']}` {r.span('libm_gelem_s', 'G/s')}",
+         r.ratio("vs_peer", "x libm")) for r in d.rows("rows")]
+    return (f"correctly rounded f32 functions vs the host libm's f32 ones (not correctly "
+            f"rounded), {d['n']:,} inputs, {d['runs']} rounds, {d['clock']} time"), out
+
+
 # (suite, title, row builder), in the README's order.
 SUITES: tuple[tuple[str, str, Callable[[_Fields], tuple[str, list[Row]]]], ...] = (
     ("dequant", "Dequantization", _dequant), ("layout", "Layout conversion", _layout),
     ("small_calls", "Small calls", _small_calls), ("kv_cache", "Paged KV cache", _kv_cache), ("transfer", "Host <-> device copies", _transfer),
     ("vyre_exec", "vyre programs", _vyre_exec),
     ("vyre_loop_bound", "vyre loop pass bound", _loop_bound),
+    ("crmath", "Correctly rounded f32 functions", _crmath),
     ("dlpack", "DLPack hand-off", _dlpack), ("transport", "Network protocol", _transport),
     ("codec", "Codecs", _codec), ("convert", "Checkpoint conversion", _convert),
     ("cold_start", "Cold start", _cold_start))

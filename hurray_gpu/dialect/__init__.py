@@ -13,7 +13,8 @@ The subset (checked by :func:`lint_body`):
   and host C, but Vulkan does not require OpFma to be fused (lavapipe rounds twice);
   ``FMA_RN`` rounds once on every dialect (GLSL: an exact integer emulation, slower);
   ``LIBM_SIN ... LIBM_LOG2`` (``(float)f((double)x)`` through the host libm; host C only);
-  ``CR_EXP CR_EXP2 CR_LOG CR_LOG2 CR_RSQRT CR_SINH CR_COSH CR_TANH CR_ATAN CR_ASIN CR_ACOS``
+  ``CR_EXP CR_EXP2 CR_LOG CR_LOG2 CR_RSQRT CR_SINH CR_COSH CR_TANH CR_ATAN CR_ASIN CR_ACOS
+  CR_SIN CR_COS CR_TAN``
   (correctly rounded f32 functions, the same bits on every dialect; they compute in ``f64``,
   a type bodies may use too, with ``F64`` conversions, ``SQRT64``, ``POW2_64(k)`` = 2^k,
   ``F64_HI(x)``/``F64_LO(x)`` (its u32 words), ``AS_F64(hi, lo)`` and ``lf``-suffixed
@@ -32,9 +33,10 @@ The subset (checked by :func:`lint_body`):
 - ``TRANSPOSE8(dst, di, dn, src, si, sn);`` stores ``LOAD(src, si + k*sn + j)`` to
   ``di + j*dn + k`` and ``ZORDER8(dst, di, dn, src, si, 0);`` ``LOAD(src, si + Z(j, k))`` (j's
   bits at even, k's at odd positions), j, k = 0..7; host C shuffles u32 words in registers;
-- ``TRANSPOSE16(dst, di, dn, src, si, sn, total);`` is TRANSPOSE8 for j, k = 0..15; ``total``
-  (the output's word count) is a hint: host C streams the rows (whole cache lines of u32
-  words) of an output too large to stay in cache;
+- ``TRANSPOSE16(dst, di, dn, src, si, sn, total);`` is TRANSPOSE8 for j, k = 0..15, and
+  ``ZORDER16(dst, di, dn, src, si, 0, total);`` ZORDER8; ``total`` (the output's word count)
+  is a hint: host C streams the rows (whole cache lines of u32 words) of an output too large
+  to stay in cache;
 - ``COPY8(dst, di, src, si);`` stores ``LOAD(src, si + k)`` to ``di + k``, k = 0..7 (buffers of
   one word type); host C copies the 8 words as one block;
 - ``KernelDef.private`` arrays (per work item, u32/i32/f32, small) and ``shared`` arrays are

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 
-from hurray_gpu.dialect.crmath_coeffs import COEFFS, CONSTS
+from hurray_gpu.dialect.crmath_coeffs import COEFFS, CONSTS, TWO_OVER_PI
 from hurray_gpu.dialect.crmath_tables import KEYED, TABLES
 
 __all__ = ["CR_FUNCS", "EPS", "crmath_helpers"]
@@ -49,6 +49,7 @@ EPS: dict[str, float] = {
     "EXP": 2.0**-51, "EXP2": 2.0**-51, "RSQRT": 2.0**-51, "LOG": 2.0**-50,
     "LOG2": 2.0**-50, "SINH": 2.0**-50, "COSH": 2.0**-50, "TANH": 2.0**-50,
     "ATAN": 2.0**-50, "ASIN": 1.5 * 2.0**-50, "ACOS": 1.5 * 2.0**-50,
+    "SIN": 2.0**-50, "COS": 2.0**-50, "TAN": 2.0**-49,
 }
 
 # exp2: 2^k (1 + f P(f)), k = round(x), f = x - k exact; errors: P ~1.2 ulp, f P and the sum
@@ -172,6 +173,111 @@ FUNC f64 hg_cr_atrig_core(f32 x, u32 which) {{
 }}
 """
 
+# sin, cos, tan of |x| = r + n pi/2 (|r| <= pi/4), then sin r = r + r z S(z), cos r =
+# 1 + z C(z) (z = r^2), tan r = sin r / cos r. Reduction, exact for every f32:
+# - |x| < 2^16 (Cody-Waite): k = round(|x| 2/pi) < 2^16, r = ((|x| - k CW1) - k CW2) - k CW3;
+#   k CW1, k CW2 (37-bit constants) and |x| - k CW1 (a multiple of 2^-36 below 1) are exact,
+#   and CW1 + CW2 + CW3 is within 2^-127 of pi/2: two roundings, r within 2^-52 relative.
+# - above (Payne-Hanek): |x| = m 2^e (m < 2^24); the bits of 2/pi of weight 2^(e-2) and above
+#   make m 2^e 2/pi a multiple of 4 (no quadrant information): five words from word
+#   (e + 30) / 32 of TWO_OVER_PI cover the rest to 127 bits or more below the binary point.
+#   Their product with m (u32 pieces: 16-bit halves) gives n (two bits) and 96 bits of the
+#   fraction f, folded to |f| <= 1/2 in integers; r = f pi/2 in f64: three roundings and
+#   pi/2's own. Every f32 lies at least 2^-29.3 from a nonzero multiple of pi/2 (0x6f79be45
+#   is nearest), so the 2^-96 dropped from f is 2^-66 relative at most.
+# Errors (relative, in u = 2^-53): r: 2 u (Cody-Waite), 2.4 u (Payne-Hanek, pi/2's 0.32 u
+# included); sin: r's 2.5 u (r cot r <= 1), r z S's 5 u at 0.12 of the value, the sum's 1 u:
+# 4.1 u; cos: r's at r tan r <= pi/4, z C's 4 u at 0.44 of the value, the sum's: 4.7 u; tan:
+# r's at 2r / sin 2r <= pi/2 (3.9 u), sin's and cos's own (1.6 u, 2.8 u), the division: 9.3 u.
+# EPS: 8 u, 8 u and 16 u (slack 1.7x at least).
+_WORDS = "".join(f"    if (j == {j}u) w = 0x{w:08x}u;\n" for j, w in enumerate(TWO_OVER_PI) if w)
+TRIG_CORE = f"""
+FUNC u32 hg_cr_2opi(u32 j) {{
+    u32 w = 0u;
+{_WORDS}    return w;
+}}
+
+FUNC u32 hg_cr_mulhi(u32 a, u32 b) {{
+    u32 al = a & 0xffffu;
+    u32 ah = a >> 16u;
+    u32 bl = b & 0xffffu;
+    u32 bh = b >> 16u;
+    u32 lh = al * bh;
+    u32 hl = ah * bl;
+    u32 mid = ((al * bl) >> 16u) + (lh & 0xffffu) + (hl & 0xffffu);
+    return ah * bh + (lh >> 16u) + (hl >> 16u) + (mid >> 16u);
+}}
+
+FUNC u32 hg_cr_funnel(u32 lo, u32 hi, u32 sh) {{
+    return (lo >> sh) | ((hi << (31u - sh)) << 1u);
+}}
+
+FUNC f64 hg_cr_trig_core(f32 x, u32 which) {{
+    u32 a = AS_U32(x) & 0x7fffffffu;
+    f64 ad = F64(AS_F32(a));
+    f64 r = 0.0lf;
+    u32 n = 0u;
+    if (a < 0x47800000u) {{
+        i32 k = I32(ad * {C["INV_PIO2"]} + 0.5lf);
+        f64 kd = F64(k);
+        r = ((ad - kd * {C["CW1"]}) - kd * {C["CW2"]}) - kd * {C["CW3"]};
+        n = U32(k);
+    }} else {{
+        u32 m = (a & 0x7fffffu) | 0x800000u;
+        i32 e = I32(a >> 23u) - 150;
+        u32 j = U32(e + 30) >> 5u;
+        u32 t = U32(32 * I32(j) - e + 32);  // 64 - d: the fraction's lowest bit, 31..62
+        u32 w = hg_cr_2opi(j + 4u);
+        u32 p0 = m * w;
+        u32 h = hg_cr_mulhi(m, w);
+        w = hg_cr_2opi(j + 3u);
+        u32 p1 = m * w + h;
+        h = hg_cr_mulhi(m, w) + (p1 < h ? 1u : 0u);
+        w = hg_cr_2opi(j + 2u);
+        u32 p2 = m * w + h;
+        h = hg_cr_mulhi(m, w) + (p2 < h ? 1u : 0u);
+        w = hg_cr_2opi(j + 1u);
+        u32 p3 = m * w + h;
+        h = hg_cr_mulhi(m, w) + (p3 < h ? 1u : 0u);
+        w = hg_cr_2opi(j);
+        u32 p4 = m * w + h;
+        u32 p5 = hg_cr_mulhi(m, w) + (p4 < h ? 1u : 0u);
+        bool low = t < 32u;
+        u32 sh = t & 31u;
+        u32 w0 = low ? p0 : p1;
+        u32 w1 = low ? p1 : p2;
+        u32 w2 = low ? p2 : p3;
+        u32 w3 = low ? p3 : p4;
+        u32 w4 = low ? p4 : p5;
+        u32 c3 = hg_cr_funnel(w0, w1, sh);
+        u32 c2 = hg_cr_funnel(w1, w2, sh);
+        u32 c1 = hg_cr_funnel(w2, w3, sh);
+        n = hg_cr_funnel(w3, w4, sh);
+        bool neg = c1 >= 0x80000000u;
+        if (neg) {{
+            n = n + 1u;
+            c3 = ~c3 + 1u;
+            c2 = ~c2 + (c3 == 0u ? 1u : 0u);
+            c1 = ~c1 + ((c3 == 0u && c2 == 0u) ? 1u : 0u);
+        }}
+        f64 f = F64(c1) * 2.3283064365386963e-10lf
+            + (F64(c2) * 5.421010862427522e-20lf + F64(c3) * 1.2621774483536189e-29lf);
+        r = f * {C["PI_2"]};
+        if (neg) r = -r;
+    }}
+    f64 z = r * r;
+    f64 sn = r + r * z * ({_horner("z", COEFFS["SIN"])});
+    f64 cs = 1.0lf + z * ({_horner("z", COEFFS["COS"])});
+    // sin(r + n pi/2) is s, c, -s, -c for n = 0..3; cos(r + n pi/2) = sin(r + (n + 1) pi/2).
+    u32 q = n + which;
+    f64 v = (q & 1u) == 1u ? cs : sn;
+    if ((q & 2u) != 0u) v = -v;
+    if (which == 2u) v = (n & 1u) == 1u ? -(cs / sn) : sn / cs;
+    if (which != 1u && AS_U32(x) > 0x7fffffffu) v = -v;
+    return v;
+}}
+"""
+
 # name -> (core text, the core call on x, the cores it needs first)
 _CORES: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "EXP2": (EXP2_CORE, "hg_cr_exp2_core(x)", ()),
@@ -185,6 +291,9 @@ _CORES: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "ATAN": (ATAN_CORE, "hg_cr_atrig_core(x, 0u)", ()),
     "ASIN": (ATAN_CORE, "hg_cr_atrig_core(x, 1u)", ()),
     "ACOS": (ATAN_CORE, "hg_cr_atrig_core(x, 2u)", ()),
+    "SIN": (TRIG_CORE, "hg_cr_trig_core(x, 0u)", ()),
+    "COS": (TRIG_CORE, "hg_cr_trig_core(x, 1u)", ()),
+    "TAN": (TRIG_CORE, "hg_cr_trig_core(x, 2u)", ()),
 }
 CR_FUNCS = tuple(_CORES)
 
@@ -225,6 +334,11 @@ _SPECIAL: dict[str, str] = {
     "ACOS": "a == 0u) return AS_F32(0x3fc90fdbu);\n"
             " a > 0x3f800000u) return AS_F32(0x7fc00000u);",
 }
+# Below 2^-12, sin x and tan x round to x and cos x to 1 (x^2/6, x^2/3 and x^2/2 are below
+# the half ulp); sin, cos and tan of inf are NaN.
+_SPECIAL["SIN"] = "a < 0x39800000u) return x;\n a == 0x7f800000u) return AS_F32(0x7fc00000u);"
+_SPECIAL["TAN"] = _SPECIAL["SIN"]
+_SPECIAL["COS"] = "a < 0x39800000u) return 1.0f;\n a == 0x7f800000u) return AS_F32(0x7fc00000u);"
 _SPECIAL["LOG2"] = _SPECIAL["LOG"]
 # Past FLT_MAX + ulp/2 a finite f64 rounds to inf (Vulkan may not convert it so).
 F32_BIG = _lit(3.4028235677973366e38)

@@ -45,6 +45,43 @@ TABLES: dict[str, dict[int, int]] = {
         cc700516 bfc90fda  cc700517 bfc90fda  cc700518 bfc90fdb  cc700519 bfc90fdb
         cc70051a bfc90fdb
     """),
+    "COS": _pairs("""
+        39800000 3f800000  3a0f1bbd 3f7ffffd  3a544395 3f7ffffb  3b434e12 3f7fffb5
+        3c107fe6 3f7ffd74  3dac4fc0 3f7f182d  3e5fa70e 3f79eb10  3f8626a5 3eff9eb8
+        3faa2672 3e74e5b3  3fdb3c0e be10e4b3  4010a4bf bf22cea3  42378db8 bea87a07
+        424790ce 3f6e4c01  46f85a22 bf4232b9  474d265c bf7009f2  47a0e238 3f7e19dd
+        47d7c67e 3f773488  4986afee 3f090d16  4a01dca4 3f30b318  4b511330 3f0effc7
+        4c46d929 bd293d05  4dd46702 3f7932b8  4e5b65ff bf62075d  4ea2216b bf7fe8c2
+        504be581 3df8dc9c  51abf5aa bcc6b7a4  52d9d3fe bf5e187b  52f88494 3f5c5971
+        543f6e04 3f0f0187  55e5235d be83c11a  5922aa80 3f08aebf  59443c0a 3f425f62
+        5956c49c 3e77bfd8  5a1a3626 bf5fdc79  5a8c921b 3f5ea913  5bae7209 be11d727
+        5d173a7d bf7ff3bf  5da7ab87 bf73e8cb  5f18b878 3f7f14bb  6115cb11 3f78142f
+        61703976 3edacc56  647a941f 3f60eed7  64933b14 3d4bf754  650247d7 3f25bdc8
+        6978e912 bd769ca5  699f1bf1 bf6de4e7  69b7b0b9 bf6b9c0b  6aa2e13a 3f58445f
+        6bdb1cfc bee04440  6e1ad2be 3f7be1d5  71510edb bf7e37e8  71874a79 bf45a449
+        72cfc61d 3eec0d38  744fd5d8 3f6cb54a  75da4c95 3f7aeabb  76d7173f 3f266b3e
+        77f7b624 3f67741e  77fb4fbf bf63b128  7908cd73 3f798bb5  797cef4f 3f7de018
+        7a38ab34 3f7b3195  7a4b1a27 3f7c54da  7c06dc1b bf2c5ab6  7c64841e bf7fc6f8
+        7c69ae1e bf7ff9fe  7c75f2a4 be61ec6f  7d378aef 3d98150f  7db91687 3edfe26d
+        7e82fea4 be0d7da7  b9800000 3f800000  ba0f1bbd 3f7ffffd  ba544395 3f7ffffb
+        bb434e12 3f7fffb5  bc107fe6 3f7ffd74  bdac4fc0 3f7f182d  be5fa70e 3f79eb10
+        bf8626a5 3eff9eb8  bfaa2672 3e74e5b3  bfdb3c0e be10e4b3  c010a4bf bf22cea3
+        c2378db8 bea87a07  c24790ce 3f6e4c01  c6f85a22 bf4232b9  c74d265c bf7009f2
+        c7a0e238 3f7e19dd  c7d7c67e 3f773488  c986afee 3f090d16  ca01dca4 3f30b318
+        cb511330 3f0effc7  cc46d929 bd293d05  cdd46702 3f7932b8  ce5b65ff bf62075d
+        cea2216b bf7fe8c2  d04be581 3df8dc9c  d1abf5aa bcc6b7a4  d2d9d3fe bf5e187b
+        d2f88494 3f5c5971  d43f6e04 3f0f0187  d5e5235d be83c11a  d922aa80 3f08aebf
+        d9443c0a 3f425f62  d956c49c 3e77bfd8  da1a3626 bf5fdc79  da8c921b 3f5ea913
+        dbae7209 be11d727  dd173a7d bf7ff3bf  dda7ab87 bf73e8cb  df18b878 3f7f14bb
+        e115cb11 3f78142f  e1703976 3edacc56  e47a941f 3f60eed7  e4933b14 3d4bf754
+        e50247d7 3f25bdc8  e978e912 bd769ca5  e99f1bf1 bf6de4e7  e9b7b0b9 bf6b9c0b
+        eaa2e13a 3f58445f  ebdb1cfc bee04440  ee1ad2be 3f7be1d5  f1510edb bf7e37e8
+        f1874a79 bf45a449  f2cfc61d 3eec0d38  f44fd5d8 3f6cb54a  f5da4c95 3f7aeabb
+        f6d7173f 3f266b3e  f7f7b624 3f67741e  f7fb4fbf bf63b128  f908cd73 3f798bb5
+        f97cef4f 3f7de018  fa38ab34 3f7b3195  fa4b1a27 3f7c54da  fc06dc1b bf2c5ab6
+        fc64841e bf7fc6f8  fc69ae1e bf7ff9fe  fc75f2a4 be61ec6f  fd378aef 3d98150f
+        fdb91687 3edfe26d  fe82fea4 be0d7da7
+    """),
     "COSH": _pairs("""
         39b504f3 3f800000  3a6f7750 3f800004  3a87c3b6 3f800004  3b43f588 3f800026
         3d609528 3f803145  40fbfc54 44a45820  41cbf87b 515c50be  4288942b 7037a4c5
@@ -131,11 +168,89 @@ TABLES: dict[str, dict[int, int]] = {
         7d114a90 42f65d98  7d914a90 42f85d98  7e114a90 42fa5d98  7e914a90 42fc5d98
         7f114a90 42fe5d98
     """),
+    "SIN": _pairs("""
+        3a1285ff 3a1285ff  3dcf5597 3dcefaf9  3ef32001 3eea1732  3ef3830f 3eea6f45
+        3fa0fa4e 3f738cb1  401f2100 3f1bfc6f  42d44528 bf20c9a7  4371ade3 3e62da56
+        45a8abb3 3e51ade2  4605b1c7 bf7343e3  46199998 beb1fa5d  47ae93a5 bf7704a2
+        4967cb9b 3ec9df85  497d25c7 beb31ec5  4a987933 bf70f319  4aa5a796 3f7ff108
+        4df947f3 bf1f1f91  4ecd11c7 3f37516c  4f45dcab 3f3539dd  4fb56937 bf7ffcb7
+        509b1e93 bedfccf9  521945ed bd933a00  545bb734 bc6fce9e  55cafb2a bf7e7a17
+        55da572e 3d9ed773  58dfb085 bf5585ae  5a935f4c 3f5f0fa8  5af484be bf60d313
+        5b258da4 bf67de0e  5b895db8 3f550402  5c8248a5 bf683e58  5cdaa4f7 3f7108db
+        5d937ce2 bf757e8d  5dadd689 bf74fc9e  5de78921 be4a4b3a  5f208d82 3f2c7688
+        60c7295d bdf2fc63  616d8730 3f67ef01  61dfc847 bf0094df  62e31fd9 3eed33b2
+        6446cec0 bf6995bd  64e5a461 be9d4f71  6504cef1 bf141a50  653cee8f 3f30df39
+        6652a0dc 3f388139  67051b8d be7ccf49  67a9242b bf7fab81  6a3f60ff bf79ee5f
+        6d734599 bf5b5135  6dcea82e 3f40f5e1  6e1cdf42 bf7c9ed7  6e649053 bedf21a7
+        6e671317 3f0eca9e  73243f06 3e943a84  73263d14 3f7c42ce  740e98ce 3f55529a
+        742c68ce bf787516  7970a79d 3f4207c3  79d1f6d3 bf7a88ee  7a5aacdb 3eda83bb
+        7a817b08 3e1b493e  7a93d493 3f406f11  7bcebcdd be26a9af  7c2e964a bef4a5ec
+        7c5d6b82 3ea0ddcf  7f2a2ca7 3efdc03d  7f58cad9 bf315ecf  80000000 80000000
+        ba1285ff ba1285ff  bdcf5597 bdcefaf9  bef32001 beea1732  bef3830f beea6f45
+        bfa0fa4e bf738cb1  c01f2100 bf1bfc6f  c2d44528 3f20c9a7  c371ade3 be62da56
+        c5a8abb3 be51ade2  c605b1c7 3f7343e3  c6199998 3eb1fa5d  c7ae93a5 3f7704a2
+        c967cb9b bec9df85  c97d25c7 3eb31ec5  ca987933 3f70f319  caa5a796 bf7ff108
+        cdf947f3 3f1f1f91  cecd11c7 bf37516c  cf45dcab bf3539dd  cfb56937 3f7ffcb7
+        d09b1e93 3edfccf9  d21945ed 3d933a00  d45bb734 3c6fce9e  d5cafb2a 3f7e7a17
+        d5da572e bd9ed773  d8dfb085 3f5585ae  da935f4c bf5f0fa8  daf484be 3f60d313
+        db258da4 3f67de0e  db895db8 bf550402  dc8248a5 3f683e58  dcdaa4f7 bf7108db
+        dd937ce2 3f757e8d  ddadd689 3f74fc9e  dde78921 3e4a4b3a  df208d82 bf2c7688
+        e0c7295d 3df2fc63  e16d8730 bf67ef01  e1dfc847 3f0094df  e2e31fd9 beed33b2
+        e446cec0 3f6995bd  e4e5a461 3e9d4f71  e504cef1 3f141a50  e53cee8f bf30df39
+        e652a0dc bf388139  e7051b8d 3e7ccf49  e7a9242b 3f7fab81  ea3f60ff 3f79ee5f
+        ed734599 3f5b5135  edcea82e bf40f5e1  ee1cdf42 3f7c9ed7  ee649053 3edf21a7
+        ee671317 bf0eca9e  f3243f06 be943a84  f3263d14 bf7c42ce  f40e98ce bf55529a
+        f42c68ce 3f787516  f970a79d bf4207c3  f9d1f6d3 3f7a88ee  fa5aacdb beda83bb
+        fa817b08 be1b493e  fa93d493 bf406f11  fbcebcdd 3e26a9af  fc2e964a 3ef4a5ec
+        fc5d6b82 bea0ddcf  ff2a2ca7 befdc03d  ff58cad9 3f315ecf
+    """),
     "SINH": _pairs("""
         3a1285ff 3a1285ff  3b36aa1f 3b36aa2f  3d09c4d8 3d09cb7f  3f7df258 3f94d8aa
         3f99144c 3fc04512  41cbf87b 515c50be  4288942b 7037a4c5  80000000 80000000
         ba1285ff ba1285ff  bb36aa1f bb36aa2f  bd09c4d8 bd09cb7f  bf7df258 bf94d8aa
         bf99144c bfc04512  c1cbf87b d15c50be  c288942b f037a4c5
+    """),
+    "TAN": _pairs("""
+        39b89ba2 39b89ba2  3a5e7737 3a5e773a  3d7f15c0 3d7f6a4e  3e19205e 3e1a4733
+        3ea2fef4 3ea8bc2f  4017205b bf7d5fbd  408174dd 3fa29b31  40e67f59 3fa80c88
+        410b96a9 bf57d7c4  41de6e08 bf023c2c  43b055d2 3f8705f6  43bf198b bfec8514
+        451e0885 bef714d6  453c5846 3f64fa0e  457b890f 3e40a998  48632aa3 bf4f824b
+        48652066 c001908a  4872b9fa c12f32dd  490b32df be97e86c  49ced458 404682c8
+        4c0a82a3 bffd2655  4cbf0722 3eb8116c  4d0deed5 bfd35758  4dfecc4d 3e7b9176
+        4ece8446 bfbd4d2f  4f9f4275 408f769b  4ff70099 c0c5dfec  505b24ec bf8fd6df
+        536b7a05 bcfde1da  53ebc27a 3e6aeb2b  5586a33a bff3e188  5668f95e 3fa62e82
+        56947c41 3e62ee0f  56b773f2 c14a83ce  575852f8 bfc0e1da  594f900c bdb9d37f
+        59fdb9c4 bf7c22ee  5a848ab9 c0ea3967  5be68bcd bff16157  5c136919 40aa6cf4
+        5d5873ae 3ea6bfed  5d608c2d 3e68f763  5db845eb c156b52c  5dc574a6 3f2e6c11
+        5de62a6d 3ee9c638  5ef23c3f 3ffd27c1  5ffd33a4 3fd06c8c  601ff374 3dcc72d0
+        611bc894 c16605b6  613d28d9 3ec05657  6187688a 3db012f5  61f0c8e2 bcc32ad4
+        61fe289f bcb3073d  624684ef 3fb4f1df  648ddbbb 3dce8e3c  64e8e6f3 3fad828b
+        6694993e bff43895  670d6012 c05d70d7  67a2943d bfcd73cb  68058f5d 3e9076c9
+        6982f214 bdceedde  6a70270c c18c93aa  75bb16de 3e1a706c  75cf0823 40b654e6
+        7602e9da bf942454  764f3941 3f425e14  76eb0bdc 4019eb75  7714b423 3fe83698
+        77b68a9f 3f1716e5  77cda26b 3f882b34  787693c5 3ff17dc2  79c42c65 3fa2e336
+        7a98d2c2 3f4aef73  7b97b9ec 3e2e5b04  7c924a11 3ee5f778  7dae7426 3f4ac6db
+        7e4f5c9c 400411b4  7fd3fa4c 7fc00000  7ff99f0e 7fc00000  80000000 80000000
+        b9b89ba2 b9b89ba2  ba5e7737 ba5e773a  bd7f15c0 bd7f6a4e  be19205e be1a4733
+        bea2fef4 bea8bc2f  c017205b 3f7d5fbd  c08174dd bfa29b31  c0e67f59 bfa80c88
+        c10b96a9 3f57d7c4  c1de6e08 3f023c2c  c3b055d2 bf8705f6  c3bf198b 3fec8514
+        c51e0885 3ef714d6  c53c5846 bf64fa0e  c57b890f be40a998  c8632aa3 3f4f824b
+        c8652066 4001908a  c872b9fa 412f32dd  c90b32df 3e97e86c  c9ced458 c04682c8
+        cc0a82a3 3ffd2655  ccbf0722 beb8116c  cd0deed5 3fd35758  cdfecc4d be7b9176
+        cece8446 3fbd4d2f  cf9f4275 c08f769b  cff70099 40c5dfec  d05b24ec 3f8fd6df
+        d36b7a05 3cfde1da  d3ebc27a be6aeb2b  d586a33a 3ff3e188  d668f95e bfa62e82
+        d6947c41 be62ee0f  d6b773f2 414a83ce  d75852f8 3fc0e1da  d94f900c 3db9d37f
+        d9fdb9c4 3f7c22ee  da848ab9 40ea3967  dbe68bcd 3ff16157  dc136919 c0aa6cf4
+        dd5873ae bea6bfed  dd608c2d be68f763  ddb845eb 4156b52c  ddc574a6 bf2e6c11
+        dde62a6d bee9c638  def23c3f bffd27c1  dffd33a4 bfd06c8c  e01ff374 bdcc72d0
+        e11bc894 416605b6  e13d28d9 bec05657  e187688a bdb012f5  e1f0c8e2 3cc32ad4
+        e1fe289f 3cb3073d  e24684ef bfb4f1df  e48ddbbb bdce8e3c  e4e8e6f3 bfad828b
+        e694993e 3ff43895  e70d6012 405d70d7  e7a2943d 3fcd73cb  e8058f5d be9076c9
+        e982f214 3dceedde  ea70270c 418c93aa  f5bb16de be1a706c  f5cf0823 c0b654e6
+        f602e9da 3f942454  f64f3941 bf425e14  f6eb0bdc c019eb75  f714b423 bfe83698
+        f7b68a9f bf1716e5  f7cda26b bf882b34  f87693c5 bff17dc2  f9c42c65 bfa2e336
+        fa98d2c2 bf4aef73  fb97b9ec be2e5b04  fc924a11 bee5f778  fdae7426 bf4ac6db
+        fe4f5c9c c00411b4  ffd3fa4c 7fc00000  fff99f0e 7fc00000
     """),
     "TANH": _pairs("""
         3ac37de2 3ac37dd9  3eee0566 3ede3cbe  40acb4d0 3f7ffd50  80000000 80000000

@@ -13,12 +13,13 @@ from hurray_gpu.dialect.crmath import CR_FUNCS
 from hurray_gpu.dialect.host_groups import render_group_entry
 from hurray_gpu.dialect.kernel import LONG_ITEMS, KernelDef
 from hurray_gpu.dialect.render import (
+    AFFINE8_CALL,
     BLOCK8_CALL,
+    BLOCK16_CALL,
     COPY8_CALL,
     LIBM_INTRINSICS,
     SCALE8_CALL,
     SCALE8_CONV,
-    TRANSPOSE16_CALL,
     CStyleRenderer,
     expand_block8,
     expand_scale8,
@@ -630,6 +631,72 @@ static inline __attribute__((always_inline)) void hg_s8_run(
             _mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1)), big);
     }
 }
+// AFFINE8: sixteen (then eight) codes widened to i32 lanes (sign-extended when sx), minus z,
+// converted (to nearest even, as C's conversion), times s, then SCALE8's output conversion and
+// stores: no table, so 8-bit affine codes (Q8_0) load nothing but their own bytes. With s
+// finite no product is NaN (the codes' values are finite), so the conversion skips the NaN
+// rules: f16 is F16C's rounding alone, bf16 the helper's rounding add.
+static inline __m256i hg_a8_bf16(__m256i b) {
+    return _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(b, _mm256_set1_epi32(0x7fff)),
+        _mm256_and_si256(_mm256_srli_epi32(b, 16), _mm256_set1_epi32(1))), 16);
+}
+static inline __attribute__((always_inline)) void hg_a8_run(
+        void *restrict d, const uint8_t *restrict p, uint32_t sx, int32_t z, float s,
+        uint32_t g, int big, int conv) {
+    __m256i vz = _mm256_set1_epi32(z);
+    __m256 vs = _mm256_set1_ps(s);
+    uint32_t j = 0, sb;
+    memcpy(&sb, &s, 4);
+    int fin = (sb & 0x7f800000u) != 0x7f800000u;
+    // A normal (or zero) s makes every nonzero product normal: AVX512-BF16's conversion,
+    // which treats subnormal inputs as zero, then rounds every product as the helper does.
+    int nrm = fin && ((sb & 0x7f800000u) != 0u || (sb & 0x7fffffffu) == 0u);
+    (void)nrm;
+    _mm_prefetch((const char *)p + 2048, _MM_HINT_T0);
+#define HG_A8(c) _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32( \
+        sx ? _mm256_cvtepi8_epi32(c) : _mm256_cvtepu8_epi32(c), vz)), vs)
+    for (; j + 2u <= g; j += 2u) {
+        __m128i c = _mm_loadu_si128((const __m128i *)(const void *)(p + 8u * j));
+        __m256 a = HG_A8(c), b = HG_A8(_mm_unpackhi_epi64(c, c));
+        __m256i x = _mm256_castps_si256(a), y = _mm256_castps_si256(b);
+        if (conv == 0) {
+            hg_s8_st32((float *)d + 8u * j, x, big);
+            hg_s8_st32((float *)d + 8u * j + 8, y, big);
+            continue;
+        }
+#if defined(__F16C__)
+        if (conv == 2 && fin) {
+            hg_s8_st32((uint16_t *)d + 8u * j, _mm256_set_m128i(
+                _mm256_cvtps_ph(b, _MM_FROUND_TO_NEAREST_INT),
+                _mm256_cvtps_ph(a, _MM_FROUND_TO_NEAREST_INT)), big);
+            continue;
+        }
+#endif
+#if defined(__AVX512BF16__) && defined(__AVX512VL__)
+        if (conv == 1 && nrm) {
+            hg_s8_st32((uint16_t *)d + 8u * j, _mm256_set_m128i((__m128i)_mm256_cvtneps_pbh(b),
+                                                                (__m128i)_mm256_cvtneps_pbh(a)), big);
+            continue;
+        }
+#endif
+        x = fin ? hg_a8_bf16(x) : hg_s8_cv(x, conv);
+        y = fin ? hg_a8_bf16(y) : hg_s8_cv(y, conv);
+        hg_s8_st32((uint16_t *)d + 8u * j, _mm256_permute4x64_epi64(
+            _mm256_packus_epi32(x, y), 0xd8), big);
+    }
+    for (; j < g; j++) {
+        __m256i v = _mm256_castps_si256(HG_A8(_mm_loadl_epi64(
+            (const __m128i *)(const void *)(p + 8u * j))));
+        if (conv == 0) {
+            hg_s8_st32((float *)d + 8u * j, v, big);
+            continue;
+        }
+        v = hg_s8_cv(v, conv);
+        hg_s8_st16((uint16_t *)d + 8u * j, _mm_packus_epi32(
+            _mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1)), big);
+    }
+#undef HG_A8
+}
 #else
 typedef struct { const float *tab; } hg_s8_fmt_t;
 static inline void hg_s8_fence(void) {}
@@ -679,12 +746,12 @@ static inline void hg_t8_u32(uint32_t *restrict d, uint32_t di, uint32_t dn,
 }
 #endif"""
 _Z8_HELPER = """\
-#if defined(__AVX2__)
+#if defined(__AVX2__) && !defined(HG_Z8_ROWS)
+#define HG_Z8_ROWS
 #include <immintrin.h>
-static inline void hg_z8_u32(uint32_t *restrict d, uint32_t di, uint32_t dn,
-                             const uint32_t *restrict s, uint32_t si, uint32_t unused) {
+// Rows j of the 64 words' 8 x 8 Morton group in o[j] (ZORDER16's quarters share it).
+static inline void hg_z8_rows(__m256i o[8], const uint32_t *restrict s, uint32_t si) {
     __m256i v[8], w[8];
-    (void)unused;
     for (int i = 0; i < 8; i++)
         v[i] = _mm256_shuffle_epi32(_mm256_loadu_si256((const void *)(s + si + 8 * i)), 0xD8);
     for (int i = 0; i < 8; i += 2) {
@@ -692,13 +759,17 @@ static inline void hg_z8_u32(uint32_t *restrict d, uint32_t di, uint32_t dn,
         w[i + 1] = _mm256_unpackhi_epi64(v[i], v[i + 1]);
     }
     for (int i = 0; i < 4; i++) {
-        v[i] = _mm256_permute2x128_si256(w[i], w[i + 4], 0x20);
-        v[i + 4] = _mm256_permute2x128_si256(w[i], w[i + 4], 0x31);
+        int lo = (i & 1) | ((i << 1) & 4);  // the rows of w[i] | w[i + 4]: lo and lo | 2
+        o[lo] = _mm256_permute2x128_si256(w[i], w[i + 4], 0x20);
+        o[lo | 2] = _mm256_permute2x128_si256(w[i], w[i + 4], 0x31);
     }
-    for (int i = 0; i < 8; i++) {
-        uint32_t j = (uint32_t)((i & 1) | ((i >> 1) & 2) | ((i << 1) & 4));
-        _mm256_storeu_si256((void *)(d + (uint32_t)(di + j * dn)), v[i]);
-    }
+}
+static inline void hg_z8_u32(uint32_t *restrict d, uint32_t di, uint32_t dn,
+                             const uint32_t *restrict s, uint32_t si, uint32_t unused) {
+    __m256i o[8];
+    (void)unused;
+    hg_z8_rows(o, s, si);
+    for (int j = 0; j < 8; j++) _mm256_storeu_si256((void *)(d + (uint32_t)(di + j * dn)), o[j]);
 }
 #endif"""
 
@@ -710,7 +781,10 @@ static inline void hg_z8_u32(uint32_t *restrict d, uint32_t di, uint32_t dn,
 # while the 16 KiB-strided source and destination rows evict each other in L1); whole-line
 # streaming stores 0.7-0.9. AVX-512: one 16 x 16 register transpose (unpacks, then 128-bit
 # lane shuffles); AVX2: four 8 x 8 ones (hg_t8_rows), each row's halves stored back to back.
-_T16_HELPER = _T8_HELPER + """
+# _B16_BASE: what TRANSPOSE16 and ZORDER16 share (a kernel may use both: emitted once).
+_B16_BASE = """\
+#ifndef HG_B16_BASE
+#define HG_B16_BASE
 #ifndef HG_STREAM_BYTES
 #define HG_STREAM_BYTES (32u << 20)
 #endif
@@ -720,6 +794,12 @@ _T16_HELPER = _T8_HELPER + """
 #if defined(__AVX2__)
 #include <immintrin.h>
 static inline void hg_t16_fence(void) { _mm_sfence(); }
+#else
+static inline void hg_t16_fence(void) {}
+#endif
+#endif"""
+_T16_HELPER = _T8_HELPER + "\n" + _B16_BASE + """
+#if defined(__AVX2__)
 #if defined(__AVX512F__)
 static inline void hg_t16_u32(uint32_t *restrict d, uint32_t di, uint32_t dn,
                               const uint32_t *restrict s, uint32_t si, uint32_t sn, int big) {
@@ -759,8 +839,30 @@ static inline void hg_t16_u32(uint32_t *restrict d, uint32_t di, uint32_t dn,
     }
 }
 #endif
-#else
-static inline void hg_t16_fence(void) {}
+#endif"""
+
+# ZORDER16: its four 8 x 8 quarters (j's fourth bit at 64, k's at 128) as ZORDER8's rows, each
+# destination row the two quarters' rows stored back to back: a whole cache line, streamed for
+# an output past the cache as TRANSPOSE16's. Measured on a 4096^2 f32 Morton source (CPU
+# seconds of a copy of the same bytes over the gather's, 2 CPUs under load): ZORDER8 with plain
+# stores 0.20-0.32, ZORDER16 streaming whole lines 0.56-0.73.
+_Z16_HELPER = _Z8_HELPER + "\n" + _B16_BASE + """
+#if defined(__AVX2__)
+static inline void hg_z16_u32(uint32_t *restrict d, uint32_t di, uint32_t dn,
+                              const uint32_t *restrict s, uint32_t si, uint32_t unused, int big) {
+    int nt = big && ((((uintptr_t)(d + di)) | ((uintptr_t)dn << 2)) & 63u) == 0u;
+    (void)unused;
+    for (uint32_t h = 0; h < 2u; h++) {
+        __m256i a[8], b[8];
+        hg_z8_rows(a, s, si + 64u * h);
+        hg_z8_rows(b, s, si + 64u * h + 128u);
+        for (uint32_t j = 0; j < 8u; j++) {
+            __m256i *p = (__m256i *)(void *)(d + (uint32_t)(di + (8u * h + j) * dn));
+            if (nt) { _mm256_stream_si256(p, a[j]); _mm256_stream_si256(p + 1, b[j]); }
+            else { _mm256_storeu_si256(p, a[j]); _mm256_storeu_si256(p + 1, b[j]); }
+        }
+    }
+}
 #endif"""
 
 
@@ -810,8 +912,9 @@ class HostCRenderer(CStyleRenderer):
         "ATOMIC_CAS": "static inline uint32_t hg_atomic_cas(uint32_t *p, uint32_t e, uint32_t v) {\n"
                       "    __atomic_compare_exchange_n(p, &e, v, 0, __ATOMIC_SEQ_CST,\n"
                       "                                __ATOMIC_SEQ_CST);\n    return e;\n}",
-        **{f"SCALE8_{t}": _SCALE8_HELPERS for t in SCALE8_CONV}, "TRANSPOSE8": _T8_HELPER,
-        "ZORDER8": _Z8_HELPER, "TRANSPOSE16": _T16_HELPER}
+        **{f"{op}_{t}": _SCALE8_HELPERS for op in ("SCALE8", "AFFINE8") for t in SCALE8_CONV},
+        "TRANSPOSE8": _T8_HELPER,
+        "ZORDER8": _Z8_HELPER, "TRANSPOSE16": _T16_HELPER, "ZORDER16": _Z16_HELPER}
     atomic_map: ClassVar[dict[str, str]] = {
         **{op: f"__atomic_{fn}(&{{b}}[{{i}}], {{v}}, __ATOMIC_SEQ_CST)" for op, fn in (
             ("ATOMIC_ADD", "fetch_add"), ("ATOMIC_OR", "fetch_or"), ("ATOMIC_AND", "fetch_and"),
@@ -837,7 +940,18 @@ class HostCRenderer(CStyleRenderer):
                     "\n#else\n"
                     f"{expand_scale8(m[0])}\n#endif\n")
 
-        return SCALE8_CALL.sub(scaled, kernel.body)
+        def affine(m: re.Match[str]) -> str:
+            conv, dst, k, data, at, sx, z, s, big, groups = m.groups()
+            store = _SCALE8_STORES.get((types.get(dst, ""), conv))
+            isa = "defined(__AVX2__)" + (" && defined(__F16C__)" if conv == "F16" else "")
+            if store is None or types.get(data) != "u8":
+                return expand_scale8(m[0])
+            size = "4u" if conv == "F32" else "2u"
+            return (f"\n#if {isa}\nhg_a8_run({dst} + ({k}), {data} + ({at}), {sx}, {z}, {s}, "
+                    f"{groups}, hg_big({big}, {size}), {store});\n#else\n"
+                    f"{expand_scale8(m[0])}\n#endif\n")
+
+        return AFFINE8_CALL.sub(affine, SCALE8_CALL.sub(scaled, kernel.body))
 
     def block8(self, kernel: KernelDef, text: str) -> str:
         types = {p.name: p.dtype for p in kernel.buffers}
@@ -857,13 +971,14 @@ class HostCRenderer(CStyleRenderer):
             return f"memcpy(&{dst}[{di}], &{src}[{si}], 8 * sizeof {dst}[0]);"
 
         def t16(m: re.Match[str]) -> str:
-            dst, di, dn, src, si, sn, total = m.groups()
+            op, dst, di, dn, src, si, sn, total = m.groups()
             if types.get(dst) != "u32" or types.get(src) != "u32":
                 return expand_block8(m[0])
-            return (f"\n#if defined(__AVX2__)\nhg_t16_u32({dst}, {di}, {dn}, {src}, {si}, {sn}, "
+            fn = "hg_t16_u32" if op == "TRANSPOSE16" else "hg_z16_u32"
+            return (f"\n#if defined(__AVX2__)\n{fn}({dst}, {di}, {dn}, {src}, {si}, {sn}, "
                     f"hg_big({total}, 4u));\n#else\n{expand_block8(m[0])}\n#endif\n")
 
-        text = TRANSPOSE16_CALL.sub(t16, text)
+        text = BLOCK16_CALL.sub(t16, text)
         return BLOCK8_CALL.sub(vector, COPY8_CALL.sub(copy, text))
 
     def render_entry(self, kernel: KernelDef) -> str:
@@ -893,8 +1008,8 @@ class HostCRenderer(CStyleRenderer):
         item = (f"static inline void {kernel.name}_item({item_params}{params}) "
                 f"{{\n{self.body(kernel)}\n}}")
         # Non-temporal stores are weakly ordered: drained before the chunk counts as done.
-        fence = "\n    hg_s8_fence();" if s8 else ""
-        if TRANSPOSE16_CALL.search(kernel.body):
+        fence = "\n    hg_s8_fence();" if s8 or AFFINE8_CALL.search(kernel.body) else ""
+        if BLOCK16_CALL.search(kernel.body):
             fence += "\n    hg_t16_fence();"
         init = "\n    hg_s8_fmt_t hg_s8_c;\n    hg_s8_c.tab = NULL;" if s8 else ""
         size = 128 if LONG_ITEMS in kernel.tags else 4096

@@ -1,4 +1,5 @@
-"""A parser of the portable C subset into a small typed syntax tree (for dialects that are not C).
+"""A parser of the portable C subset into a small typed syntax tree (for dialects that are not C,
+and for host C's region splitting of work-group kernels, which keeps the statements' text).
 
 The C-family and GLSL dialects render the subset by rewriting its text; WGSL cannot: it has no
 ``?:``, no implicit conversions (u32 from i32, f32 from integers), no ``-`` on u32, shift
@@ -110,6 +111,7 @@ class Stmt:
     other: list[Stmt] | None = None  # if: else branch
     init: list[Stmt] = field(default_factory=list)  # for
     step: list[Stmt] = field(default_factory=list)  # for
+    at: tuple[int, int] = (0, 0)  # its tokens [start, end) in Parser.tokens (and .spans)
 
 
 @dataclass
@@ -209,9 +211,11 @@ class Parser:
                  buffers: dict[str, str]) -> None:
         self.where = where
         self.tokens: list[str] = []
+        self.spans: list[tuple[int, int]] = []  # each token's [start, end) in the text
         for m in _TOKEN.finditer(text):
             if m.lastgroup:
                 self.tokens.append(m.group(m.lastgroup))
+                self.spans.append(m.span())
         if sum(len(m.group(0)) for m in _TOKEN.finditer(text)) != len(text):
             raise _error(where, "characters outside the subset's tokens")
         self.pos = 0
@@ -268,6 +272,13 @@ class Parser:
             self.scopes.pop()
 
     def statement(self) -> Stmt:
+        """One statement, with the range of its tokens (``at``)."""
+        start = self.pos
+        stmt = self.parse_statement()
+        stmt.at = (start, self.pos)
+        return stmt
+
+    def parse_statement(self) -> Stmt:
         tok = self.peek()
         if tok == "{":
             return Stmt("block", body=self.block())

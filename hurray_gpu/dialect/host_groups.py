@@ -1,218 +1,201 @@
 """Work-group kernels in host C: region splitting at ``BARRIER()`` (pocl's work-item loops).
 
 Host C runs one work item after another, so a barrier can only be met by running every item of
-the group up to it first. The body is cut at each barrier into regions; each region becomes a
-loop over the group's items, and the statements that hold a barrier (workgroup-uniform ``if``
-and ``for``, as the subset requires) become control flow around the regions, evaluated once
-for the group with item 0's values. A local declared in one region and read in another (or by
-the control flow) is kept per item, in an array indexed by the linear local id; every other
-local stays a plain scalar of its region's loop, where the compiler keeps it in a register.
-Workgroup arrays are locals of the group's function, so each group has its own, and groups run
-in parallel on OpenMP threads.
+the group up to it first. The body is parsed (csubset's parser, whose statements keep the range
+of their tokens) and cut at each barrier into regions; each region becomes a loop over the
+group's items, holding its statements as written, and the statements that hold a barrier
+(workgroup-uniform ``if``, ``for`` and ``while``, as the subset requires) become control flow
+around the regions, evaluated once for the group with item 0's values. A local declared in one
+region and read in another (or by the control flow) is kept per item, in an array indexed by
+the linear local id; every other local stays a plain scalar of its region's loop, where the
+compiler keeps it in a register. Workgroup arrays are locals of the group's function, so each
+group has its own, and groups run in parallel on OpenMP threads (POSIX threads without OpenMP).
 """
 
 from __future__ import annotations
 
-import re
+import textwrap
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
+from hurray_gpu.dialect.csubset import Call, Parser, Stmt
 from hurray_gpu.dialect.kernel import KernelDef
 from hurray_gpu.errors import UnsupportedOpError
 
 __all__ = ["MAX_GROUP_BYTES", "render_group_entry"]
 
-# Per-item copies and workgroup arrays live on the group function's stack: OpenMP worker
-# threads get the platform's default thread stack (2 MiB at the least on glibc), so a group's
-# memory stays well under it.
+# Per-item copies and workgroup arrays live on the group function's stack: OpenMP and POSIX
+# worker threads get the platform's default thread stack (2 MiB at the least on glibc), so a
+# group's memory stays well under it.
 MAX_GROUP_BYTES = 512 * 1024
 
-_DECL = re.compile(r"(u32|i32|f32|bool)\s+([A-Za-z_]\w*)\s*(?:=\s*(.*))?;\Z", re.S)
-_KEYWORD = re.compile(r"(if|for|while|else|do|switch)\b")
-_IDENT = re.compile(r"\b[A-Za-z_]\w*\b")
-_JUMP = re.compile(r"\b(return|break|continue|goto)\b")
 _BYTES = {"u32": 4, "i32": 4, "f32": 4, "bool": 1}
 
 
 def _refuse(kernel: KernelDef, what: str) -> UnsupportedOpError:
     return UnsupportedOpError(f"kernel {kernel.name}: {what} in a work-group kernel on host C",
                               fix="write the body with one declaration per statement, unique "
-                              "names and no return/break/continue beside barriers, or run it "
-                              "on an opencl, vulkan, cuda or rocm device.")
+                              "names, barriers only in blocks, if, for and while, and no "
+                              "return/break/continue beside barriers, or run it on an opencl, "
+                              "vulkan, cuda or rocm device.")
 
 
-@dataclass
-class _Stmt:
-    """A parsed statement: ``simple`` (text with its ``;``), ``barrier``, ``block``, ``if``
-    (``text`` the condition, ``other`` the else branch) or ``for`` (``init``, ``text`` the
-    condition, ``step``); ``sync`` says a barrier is inside."""
+class _AnyCall(dict[str, str]):
+    """Every call is known (as u32): region splitting needs the statements' shape and names,
+    not the types of calls, which the host compiler checks."""
 
-    kind: str
-    text: str = ""
-    body: list[_Stmt] = field(default_factory=list)
-    other: list[_Stmt] | None = None
-    init: str = ""
-    step: str = ""
-    sync: bool = False
+    def __contains__(self, key: object) -> bool:
+        return True
+
+    def __missing__(self, key: str) -> str:
+        return "u32"
 
 
-class _Parser:
-    """Statements of a subset body (comments already stripped)."""
-
-    def __init__(self, text: str, fail: Callable[[str], UnsupportedOpError]) -> None:
-        self.s, self.i, self.fail = text, 0, fail
-
-    def skip(self) -> None:
-        while self.i < len(self.s) and self.s[self.i].isspace():
-            self.i += 1
-
-    def seq(self, closing: bool) -> list[_Stmt]:
-        out: list[_Stmt] = []
-        while True:
-            self.skip()
-            if self.i >= len(self.s) or self.s[self.i] == "}":
-                if closing != (self.i < len(self.s)):
-                    raise self.fail("unbalanced braces")
-                self.i += 1
-                return out
-            stmt = self.stmt()
-            if stmt.kind != "simple" or stmt.text:
-                out.append(stmt)
-
-    def parens(self) -> str:
-        self.skip()
-        if self.i >= len(self.s) or self.s[self.i] != "(":
-            raise self.fail("a control statement without parentheses")
-        depth, start = 0, self.i
-        while self.i < len(self.s):
-            depth += {"(": 1, ")": -1}.get(self.s[self.i], 0)
-            self.i += 1
-            if depth == 0:
-                return self.s[start + 1:self.i - 1].strip()
-        raise self.fail("unbalanced parentheses")
-
-    def branch(self) -> list[_Stmt]:
-        stmt = self.stmt()
-        return stmt.body if stmt.kind == "block" else [stmt]
-
-    def stmt(self) -> _Stmt:
-        self.skip()
-        if self.i >= len(self.s):
-            raise self.fail("a control statement without its body")
-        if self.s[self.i] == "{":
-            self.i += 1
-            return _mark(_Stmt("block", body=self.seq(True)))
-        word = _KEYWORD.match(self.s, self.i)
-        if word and word[1] == "if":
-            self.i = word.end()
-            stmt = _Stmt("if", text=self.parens(), body=self.branch())
-            self.skip()
-            if re.match(r"else\b", self.s[self.i:self.i + 5]):
-                self.i += 4
-                stmt.other = self.branch()
-            return _mark(stmt)
-        if word and word[1] in ("for", "while"):
-            self.i = word.end()
-            head = self.parens()
-            parts = head.split(";") if word[1] == "for" else ["", head, ""]
-            if len(parts) != 3:
-                raise self.fail(f"for ({head})")
-            init, cond, step = (p.strip() for p in parts)
-            return _mark(_Stmt("for", text=cond or "1", init=init, step=step,
-                               body=self.branch()))
-        if word:
-            raise self.fail(f"'{word[1]}'")
-        end = self.s.find(";", self.i)
-        text = self.s[self.i:end + 1].strip() if end >= 0 else ""
-        if not text or "{" in text or "}" in text:
-            raise self.fail("a statement without its ';'")
-        self.i = end + 1
-        if re.fullmatch(r"BARRIER\(\s*\)\s*;", text):
-            return _Stmt("barrier", sync=True)
-        return _Stmt("simple", text=text if text != ";" else "")
-
-
-def _mark(stmt: _Stmt) -> _Stmt:
-    stmt.sync = any(s.sync for s in [*stmt.body, *(stmt.other or [])])
-    return stmt
-
-
-# A flattened body: ("items", statements) runs every item of the group; ("open", text, cond),
-# ("else",) and ("close",) are the group's control flow around them.
-_Piece = tuple
-
-
-def _flatten(seq: list[_Stmt], out: list[_Piece]) -> None:
-    for stmt in seq:
-        if not stmt.sync:
-            if out and out[-1][0] == "items":
-                out[-1][1].append(stmt)
-            else:
-                out.append(("items", [stmt]))
-        elif stmt.kind == "barrier":
-            out.append(("sync",))
-        elif stmt.kind == "block":
-            _flatten(stmt.body, out)
-        elif stmt.kind == "if":
-            out.append(("open", "if ({})", stmt.text))
-            _flatten(stmt.body, out)
-            if stmt.other is not None:
-                out.append(("else",))
-                _flatten(stmt.other, out)
-            out.append(("close",))
-        else:  # a loop holding a barrier: the group steps every item's counter together
-            if stmt.init:
-                _flatten([_Stmt("simple", text=stmt.init + ";")], out)
-            out.append(("open", "while ({})", stmt.text))
-            _flatten(stmt.body, out)
-            if stmt.step:
-                _flatten([_Stmt("simple", text=stmt.step + ";")], out)
-            out.append(("close",))
-
-
-def _top_level_comma(text: str) -> bool:
-    depth = 0
-    for char in text:
-        depth += {"(": 1, ")": -1}.get(char, 0)
-        if char == "," and depth == 0:
-            return True
-    return False
-
-
-def _walk(stmts: list[_Stmt]) -> list[_Stmt]:
+def _walk(stmts: list[Stmt]) -> list[Stmt]:
+    """``stmts`` and the statements nested in their branches and bodies."""
     out = []
     for stmt in stmts:
-        out.append(stmt)
-        out += _walk([*stmt.body, *(stmt.other or [])])
+        out += [stmt, *_walk([*stmt.body, *(stmt.other or [])])]
     return out
 
 
-def _source(stmt: _Stmt) -> str:
-    """Subset text of a statement (every branch braced)."""
-    def block(items: list[_Stmt]) -> str:
-        inner = "\n".join(_source(s) for s in items)
-        return "{\n" + "\n".join("    " + line for line in inner.splitlines()) + "\n}"
-    if stmt.kind == "simple":
-        return stmt.text
-    if stmt.kind == "block":
-        return block(stmt.body)
-    if stmt.kind == "if":
-        other = f" else {block(stmt.other)}" if stmt.other is not None else ""
-        return f"if ({stmt.text}) {block(stmt.body)}{other}"
-    return f"for ({stmt.init}; {stmt.text}; {stmt.step}) {block(stmt.body)}"
+# A unit is a statement with the range of tokens that spell it. A flattened body is a list of
+# pieces: ("items", units) runs every item of the group, ("sync",) is a barrier, and
+# ("open", format, first, end), ("else",) and ("close",) are the group's control flow around
+# them (the condition is tokens [first, end)).
+_Unit = tuple[Stmt, int, int]
+_Piece = tuple
 
 
-def _check_jumps(stmts: list[_Stmt], loops: int, fail: Callable[[str], UnsupportedOpError]
-                 ) -> None:
-    for stmt in stmts:
-        if stmt.kind == "simple":
-            jump = _JUMP.search(stmt.text)
-            if jump and (jump[1] in ("return", "goto") or loops == 0):
-                raise fail(f"'{jump[1]}'")
-        # A loop that holds a barrier becomes the group's control flow: a break in it would
-        # leave a region's loop over the items, not the loop.
-        inner = loops + (stmt.kind == "for" and not stmt.sync)
-        _check_jumps([*stmt.body, *(stmt.other or [])], inner, fail)
+class _Split:
+    """A body's statements cut at its barriers, and the locals kept per item (``promoted``)."""
+
+    def __init__(self, kernel: KernelDef, text: str) -> None:
+        self.kernel, self.text = kernel, text
+        buffers = dict.fromkeys([*(p.name for p in kernel.buffers),
+                                 *(n for n, _ in kernel.shared)], "u32")
+        self.parser = Parser(kernel.name, text, {p.name: p.dtype for p in kernel.scalars},
+                             _AnyCall(), {}, buffers)
+        self.tokens = self.parser.tokens
+        tree = self.parser.statements()
+        self.sync: set[int] = set()  # ids of the statements that hold a barrier
+        self.mark(tree)
+        self.check_jumps(tree, 0)
+        self.pieces: list[_Piece] = []
+        self.flatten(tree)
+        self.promoted = self.plan()  # name -> subset type
+
+    def fail(self, what: str) -> UnsupportedOpError:
+        return _refuse(self.kernel, what)
+
+    def mark(self, stmts: list[Stmt]) -> bool:
+        """Note the statements that hold a barrier; True if one of ``stmts`` does."""
+        found = False
+        for stmt in stmts:
+            inner = self.mark(stmt.body) | self.mark(stmt.other or [])
+            if inner or (stmt.kind == "call" and isinstance(stmt.expr, Call)
+                         and stmt.expr.name == "BARRIER"):
+                self.sync.add(id(stmt))
+                found = True
+        return found
+
+    def check_jumps(self, stmts: list[Stmt], loops: int) -> None:
+        for stmt in stmts:
+            if stmt.kind == "return" or (stmt.kind in ("break", "continue") and loops == 0):
+                raise self.fail(f"'{stmt.kind}'")
+            # A loop that holds a barrier becomes the group's control flow: a break in it would
+            # leave a region's loop over the items, not the loop.
+            inner = stmt.kind in ("for", "while", "do") and id(stmt) not in self.sync
+            self.check_jumps([*stmt.body, *(stmt.other or [])], loops + inner)
+
+    def close(self, k: int) -> int:
+        """The index of the ``)`` that closes the ``(`` at token ``k``."""
+        depth = 0
+        while True:
+            depth += {"(": 1, ")": -1}.get(self.tokens[k], 0)
+            if depth == 0:
+                return k
+            k += 1
+
+    def item(self, stmt: Stmt, first: int, end: int) -> None:
+        if self.pieces and self.pieces[-1][0] == "items":
+            self.pieces[-1][1].append((stmt, first, end))
+        else:
+            self.pieces.append(("items", [(stmt, first, end)]))
+
+    def flatten(self, stmts: list[Stmt]) -> None:
+        for stmt in stmts:
+            first = stmt.at[0]
+            if id(stmt) not in self.sync:
+                self.item(stmt, *stmt.at)
+            elif stmt.kind == "call":
+                self.pieces.append(("sync",))
+            elif stmt.kind == "block":
+                self.flatten(stmt.body)
+            elif stmt.kind == "if":
+                self.pieces.append(("open", "if ({})", first + 2, self.close(first + 1)))
+                self.flatten(stmt.body)
+                if stmt.other is not None:
+                    self.pieces.append(("else",))
+                    self.flatten(stmt.other)
+                self.pieces.append(("close",))
+            elif stmt.kind in ("for", "while") and len(stmt.init) <= 1:
+                # A loop holding a barrier: the group steps every item's counter together.
+                end = self.close(first + 1)
+                cut = [k for k in range(first + 2, end) if self.tokens[k] == ";"] \
+                    if stmt.kind == "for" else [first + 1, end]
+                if stmt.init:
+                    self.item(stmt.init[0], first + 2, cut[0] + 1)
+                self.pieces.append(("open", "while ({})", cut[0] + 1, cut[1]))
+                self.flatten(stmt.body)
+                if stmt.step:
+                    self.item(Stmt("block", body=stmt.step), cut[1] + 1, end)
+                self.pieces.append(("close",))
+            else:
+                raise self.fail(f"a barrier inside '{stmt.kind}'")
+
+    def plan(self) -> dict[str, str]:
+        """The locals declared in one piece and used in another, with their types."""
+        declared: dict[str, tuple[int, str]] = {}
+        taken = {p.name for p in self.kernel.params} | {n for n, _ in self.kernel.shared}
+        uses: list[set[str]] = []
+        for unit, piece in enumerate(self.pieces):
+            ranges = [u[1:] for u in piece[1]] if piece[0] == "items" else \
+                [piece[2:]] if piece[0] == "open" else []
+            uses.append({t for first, end in ranges for t in self.tokens[first:end]})
+            for stmt in _walk([u[0] for u in piece[1]] if piece[0] == "items" else []):
+                if stmt.op == "flat":
+                    raise self.fail("several declarations in one statement")
+                if stmt.kind != "decl":
+                    continue
+                if stmt.name in declared or stmt.name in taken or stmt.name.startswith("hg_"):
+                    raise self.fail(f"a second declaration of {stmt.name!r}")
+                declared[stmt.name] = (unit, stmt.type)
+        return {name: ty for name, (unit, ty) in declared.items()
+                if any(name in used for k, used in enumerate(uses) if k != unit)}
+
+    def source(self, first: int, end: int) -> str:
+        """Tokens [first, end) as written (lines dedented), each promoted local read as this
+        item's copy."""
+        spans, text = self.parser.spans, self.text
+        out, pos = [], spans[first][0]
+        for k in range(first, end):
+            if self.tokens[k] in self.promoted:
+                out += [text[pos:spans[k][0]], f"hg_s->{self.tokens[k]}[hg_li]"]
+                pos = spans[k][1]
+        out.append(text[pos:spans[end - 1][1]])
+        indent = text[text.rfind("\n", 0, spans[first][0]) + 1:spans[first][0]]
+        return textwrap.dedent((indent if indent.isspace() else "") + "".join(out)).strip()
+
+    def region(self, units: list[_Unit]) -> str:
+        lines = []
+        for stmt, first, end in units:
+            if stmt.kind == "decl" and stmt.name in self.promoted:
+                if stmt.expr is None:
+                    continue
+                first += 1  # the name and its value: the declaration is the per-item array
+            line = self.source(first, end)
+            lines.append(line if line.endswith((";", "}")) else line + ";")  # a loop's step
+        return "\n".join(lines)
 
 
 def _items_loop(kernel: KernelDef, body: str) -> str:
@@ -228,66 +211,6 @@ def _items_loop(kernel: KernelDef, body: str) -> str:
            "(void)hg_gid2;\n")
     indented = "\n".join("    " + line for line in body.splitlines())
     return "{\n" + "\n".join(head) + "\n" + ids + indented + "\n}\n}"
-
-
-@dataclass
-class _Plan:
-    pieces: list[_Piece]
-    promoted: dict[str, str]  # name -> subset type
-
-
-def _plan(kernel: KernelDef, text: str) -> _Plan:
-    def fail(what: str) -> UnsupportedOpError:
-        return _refuse(kernel, what)
-
-    tree = _Parser(text, fail).seq(False)
-    _check_jumps(tree, 0, fail)
-    pieces: list[_Piece] = []
-    _flatten(tree, pieces)
-    declared: dict[str, tuple[int, str]] = {}
-    taken = {p.name for p in kernel.params} | {n for n, _ in kernel.shared}
-    uses: list[set[str]] = []
-    for unit, piece in enumerate(pieces):
-        if piece[0] == "items":
-            stmts = _walk(piece[1])
-            for stmt in stmts:
-                decl = _DECL.match(stmt.text) if stmt.kind == "simple" else None
-                if stmt.kind == "simple" and re.match(r"(u32|i32|f32|bool)\b", stmt.text) \
-                        and decl is None:
-                    raise fail(f"declaration {stmt.text!r}")
-                if decl and _top_level_comma(decl[3] or ""):
-                    raise fail(f"declaration {stmt.text!r}")
-                if decl:
-                    if decl[2] in declared or decl[2] in taken or decl[2].startswith("hg_"):
-                        raise fail(f"a second declaration of {decl[2]!r}")
-                    declared[decl[2]] = (unit, decl[1])
-            uses.append({w for s in stmts for w in _IDENT.findall(
-                s.text + " " + s.init + " " + s.step)})
-        else:
-            uses.append(set(_IDENT.findall(piece[2])) if piece[0] == "open" else set())
-    promoted = {name: ty for name, (unit, ty) in declared.items()
-                if any(name in used for k, used in enumerate(uses) if k != unit)}
-    return _Plan(pieces, promoted)
-
-
-def _private(promoted: dict[str, str], text: str) -> str:
-    """``text`` with each promoted local read as this item's copy."""
-    if not promoted:
-        return text
-    names = "|".join(sorted(promoted, key=len, reverse=True))
-    return re.sub(rf"\b({names})\b", r"hg_s->\1[hg_li]", text)
-
-
-def _region(plan: _Plan, stmts: list[_Stmt]) -> str:
-    lines = []
-    for stmt in stmts:
-        decl = _DECL.match(stmt.text) if stmt.kind == "simple" else None
-        if decl and decl[2] in plan.promoted:
-            if decl[3] is not None:
-                lines.append(_private(plan.promoted, f"{decl[2]} = {decl[3]};"))
-            continue
-        lines.append(_private(plan.promoted, _source(stmt)))
-    return "\n".join(lines)
 
 
 def render_group_entry(kernel: KernelDef, text: str, translate: Callable[[str], str],
@@ -311,7 +234,7 @@ def render_group_entry(kernel: KernelDef, text: str, translate: Callable[[str], 
     """
     if kernel.private:
         raise _refuse(kernel, "private arrays")
-    plan = _plan(kernel, text)
+    plan = _Split(kernel, text)
     lx, ly, lz = kernel.local_size
     items = lx * ly * lz
     size = sum(4 * c for _, c in kernel.shared) + \
@@ -333,10 +256,10 @@ def render_group_entry(kernel: KernelDef, text: str, translate: Callable[[str], 
     depth = 1
     for piece in plan.pieces:
         if piece[0] == "items":
-            code = translate(_items_loop(kernel, _region(plan, piece[1])))
+            code = translate(_items_loop(kernel, plan.region(piece[1])))
             out += ["    " * depth + line for line in code.splitlines()]
         elif piece[0] == "open":
-            cond = translate(_private(plan.promoted, piece[2]))
+            cond = translate(plan.source(*piece[2:]) if piece[3] > piece[2] else "1")
             out.append("    " * depth + piece[1].format(cond) + " {")
             depth += 1
         elif piece[0] == "else":
@@ -352,10 +275,22 @@ def render_group_entry(kernel: KernelDef, text: str, translate: Callable[[str], 
     return f"{group}\n\n{entry}"
 
 
-# Groups are independent (their own workgroup arrays and per-item values), so OpenMP threads
-# take them one at a time; a launch of one group stays on the calling thread. Ids of items past
-# the global size run like the padded tail of a GPU launch (bodies bounds-check).
+# Groups are independent (their own workgroup arrays and per-item values), so OpenMP threads,
+# or without OpenMP the POSIX thread team of the host prelude (hg_parallel, one group per
+# chunk), take them one at a time; a launch of one group stays on the calling thread. Ids of
+# items past the global size run like the padded tail of a GPU launch (bodies bounds-check).
 _GROUP_ENTRY = """\
+#if defined(HG_THREADS) && !defined(_OPENMP)
+static void {name}_task(const hg_job_t *hg_job, int64_t hg_g) {{
+    void **hg_bufs = hg_job->bufs;
+    const uint32_t *hg_words = hg_job->words;
+    int64_t hg_w0 = hg_job->n0, hg_w1 = hg_job->n1;
+{unpack}
+    {name}_group((uint32_t)(hg_g % hg_w0), (uint32_t)((hg_g / hg_w0) % hg_w1),
+                 (uint32_t)(hg_g / (hg_w0 * hg_w1)){call});
+}}
+#endif
+
 void {name}(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0, int64_t hg_n1,
             int64_t hg_n2) {{
 {unpack}
@@ -367,6 +302,12 @@ void {name}(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0, int64_t hg_
         for (int64_t hg_g = 0; hg_g < hg_groups; hg_g++)
             {name}_group((uint32_t)(hg_g % hg_w0), (uint32_t)((hg_g / hg_w0) % hg_w1),
                          (uint32_t)(hg_g / (hg_w0 * hg_w1)){call});
+        return;
+    }}
+#elif defined(HG_THREADS)
+    if (hg_groups > 1) {{
+        hg_job_t hg_job = {{hg_bufs, hg_words, hg_w0, hg_w1, 1, hg_groups}};
+        hg_parallel({name}_task, &hg_job, hg_groups);
         return;
     }}
 #endif

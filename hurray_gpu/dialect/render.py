@@ -14,8 +14,8 @@ from hurray_gpu.dialect.helpers import HELPERS, helpers_for
 from hurray_gpu.dialect.kernel import KernelDef, Param
 from hurray_gpu.errors import UnsupportedOpError
 
-__all__ = ["RENDER_VERSION", "SCALE8_CALL", "SCALE8_CONV", "BLOCK8_CALL", "COPY8_CALL",
-           "TRANSPOSE16_CALL", "CStyleRenderer",
+__all__ = ["AFFINE8_CALL", "RENDER_VERSION", "SCALE8_CALL", "SCALE8_CONV", "BLOCK8_CALL",
+           "COPY8_CALL", "BLOCK16_CALL", "CStyleRenderer",
            "expand_scale8", "expand_block8", "lint_body", "value_type"]
 
 # Bump whenever rendered semantics change: it is hashed into every kernel cache key.
@@ -73,6 +73,15 @@ SCALE8_CALL = re.compile(r"\bSCALE8_(F32|BF16|F16)\(\s*(\w+)\s*,\s*([\w +*]+?)\s
                          r"\s*(\w+)\s*,\s*(\w+)\s*,\s*([468])\s*,\s*(\w+)\s*,\s*(\w+)\s*,"
                          r"\s*(\w+)\s*\)\s*;")
 SCALE8_CONV = {"F32": "F32", "BF16": "F32_TO_BF16_BITS", "F16": "F32_TO_F16_BITS"}
+# AFFINE8_<T>(dst, k, data, at, sx, z, s, total, g);  a statement: for each of g groups j and
+# e = 0..7, c = LOAD(data, at + 8*j + e) (a u8 buffer), q = I32(c << sx) >> sx (sx 24: signed
+# codes, 0: unsigned) and STORE(dst, k + 8*j + e, CONV(s * F32(I32(U32(q) - U32(z))))), CONV as
+# SCALE8's: the affine value of runs of 8-bit codes (z an i32, s an f32, ``total`` the same hint
+# as SCALE8's). Host C renders it as vector code (widen, subtract, convert, multiply, convert to
+# the output: F16C for f16), streaming large outputs; the other dialects as the eight STOREs.
+AFFINE8_CALL = re.compile(r"\bAFFINE8_(F32|BF16|F16)\(\s*(\w+)\s*,\s*([\w +*]+?)\s*,\s*(\w+)\s*,"
+                          r"\s*([\w +*]+?)\s*,\s*(\w+)\s*,\s*(\w+)\s*,\s*(\w+)\s*,\s*(\w+)\s*,"
+                          r"\s*(\w+)\s*\)\s*;")
 _TYPES = re.compile(r"\b(u32|i32|f32|f64|bool)\b")
 # -- TRANSPOSE8 and ZORDER8 (8 x 8 word blocks of the layout kernels; apart from SCALE8) -------
 # TRANSPOSE8(dst, di, dn, src, si, sn);  for j, k = 0..7: STORE(dst, di + j * dn + k,
@@ -85,11 +94,12 @@ _TYPES = re.compile(r"\b(u32|i32|f32|f64|bool)\b")
 BLOCK8_CALL = re.compile(r"\b(TRANSPOSE8|ZORDER8)\(\s*(\w+)\s*,\s*([\w +*]+?)\s*,\s*(\w+)\s*,"
                          r"\s*(\w+)\s*,\s*([\w +*]+?)\s*,\s*(\w+)\s*\)\s*;")
 # TRANSPOSE16(dst, di, dn, src, si, sn, total);  TRANSPOSE8's 16 x 16 form, for j, k = 0..15:
-# 16 source runs of 16 words become 16 destination runs. ``total`` (the output's word count, a
-# name) is a hint: host C writes the rows of an output too large to stay in cache as whole
-# cache lines that bypass it, which only a 16-word row of u32 words fills.
-TRANSPOSE16_CALL = re.compile(r"\bTRANSPOSE16\(\s*(\w+)\s*,\s*([\w +*]+?)\s*,\s*(\w+)\s*,"
-                              r"\s*(\w+)\s*,\s*([\w +*]+?)\s*,\s*(\w+)\s*,\s*(\w+)\s*\)\s*;")
+# 16 source runs of 16 words become 16 destination runs; ZORDER16(dst, di, dn, src, si, 0,
+# total) is ZORDER8's (Z of j, k < 16: 256 words in rank-2 Morton order). ``total`` (the
+# output's word count, a name) is a hint: host C writes the rows of an output too large to stay
+# in cache as whole cache lines that bypass it, which only a 16-word row of u32 words fills.
+BLOCK16_CALL = re.compile(r"\b(TRANSPOSE16|ZORDER16)\(\s*(\w+)\s*,\s*([\w +*]+?)\s*,\s*(\w+)\s*,"
+                          r"\s*(\w+)\s*,\s*([\w +*]+?)\s*,\s*(\w+)\s*,\s*(\w+)\s*\)\s*;")
 # COPY8(dst, di, src, si);  for k = 0..7: STORE(dst, di + k, LOAD(src, si + k)) (a run of 8 words
 # of one type; no run may wrap past 2**32). Host C copies the 8 words as one block (GCC keeps
 # the loop's u32 index arithmetic scalar), everything else runs the loop.
@@ -97,6 +107,8 @@ COPY8_CALL = re.compile(r"\bCOPY8\(\s*(\w+)\s*,\s*([\w +*]+?)\s*,\s*(\w+)\s*,\s*
 _BLOCK8_SRC = {"TRANSPOSE8": "t8k * {5} + t8j",
                "ZORDER8": "((t8j & 1u) | ((t8k & 1u) << 1u) | ((t8j & 2u) << 1u) | "
                           "((t8k & 2u) << 2u) | ((t8j & 4u) << 2u) | ((t8k & 4u) << 3u))"}
+_BLOCK8_SRC.update(TRANSPOSE16=_BLOCK8_SRC["TRANSPOSE8"], ZORDER16=_BLOCK8_SRC["ZORDER8"][:-1]
+                   + " | ((t8j & 8u) << 3u) | ((t8k & 8u) << 4u))")
 
 VALUE_TYPES = {"u8": "u32", "u16": "u32", "u32": "u32", "i8": "i32", "i16": "i32",
                "i32": "i32", "f32": "f32", "f16": "f32", "bf16": "f32"}
@@ -123,7 +135,9 @@ def lint_body(kernel: KernelDef) -> None:
     # BARRIER(): a work-group barrier for buffers and shared arrays (uniform control flow).
     known = set(INTRINSICS) | set(ATOMICS) | {"LOAD", "STORE", "GLOBAL_ID", "BARRIER",
                                               "TRANSPOSE8", "ZORDER8", "COPY8", "TRANSPOSE16",
-                                              *(f"SCALE8_{t}" for t in SCALE8_CONV)}
+                                              "ZORDER16",
+                                              *(f"SCALE8_{t}" for t in SCALE8_CONV),
+                                              *(f"AFFINE8_{t}" for t in SCALE8_CONV)}
     unknown = sorted({n for n in _CALL.findall(text) if n not in known})
     if unknown:
         raise UnsupportedOpError(f"kernel {kernel.name}: unknown intrinsics {unknown}",
@@ -141,12 +155,17 @@ def lint_body(kernel: KernelDef) -> None:
                                  "SCALE8_<T>(buffer, index, table, data, byte, 4|6|8, scale, "
                                  "hint, groups);", fix="pass names, an index sum and a literal code "
                                  "width 4, 6 or 8.")
+    if len(re.findall(r"\bAFFINE8_\w*\(", text)) != len(AFFINE8_CALL.findall(text)):
+        raise UnsupportedOpError(f"kernel {kernel.name}: an AFFINE8_<F32|BF16|F16> is not "
+                                 "AFFINE8_<T>(buffer, index, data, index, sx, z, s, hint, "
+                                 "groups);", fix="pass names and index sums of names and "
+                                 "literals.")
     if len(re.findall(r"\b(?:TRANSPOSE8|ZORDER8)\(", text)) != len(BLOCK8_CALL.findall(text)):
         raise UnsupportedOpError(f"kernel {kernel.name}: a TRANSPOSE8/ZORDER8 is not "
                                  "<OP>(dst, index, stride, src, index, stride);", fix="pass "
                                  "buffer and stride names and index sums of names and literals.")
-    if len(re.findall(r"\bTRANSPOSE16\(", text)) != len(TRANSPOSE16_CALL.findall(text)):
-        raise UnsupportedOpError(f"kernel {kernel.name}: a TRANSPOSE16 is not TRANSPOSE16(dst, "
+    if len(re.findall(r"\b(?:TRANSPOSE16|ZORDER16)\(", text)) != len(BLOCK16_CALL.findall(text)):
+        raise UnsupportedOpError(f"kernel {kernel.name}: a TRANSPOSE16/ZORDER16 is not <OP>(dst, "
                                  "index, stride, src, index, stride, total);", fix="pass buffer, "
                                  "stride and total names and index sums of names and literals.")
     if len(re.findall(r"\bCOPY8\(", text)) != len(COPY8_CALL.findall(text)):
@@ -167,7 +186,16 @@ def lint_body(kernel: KernelDef) -> None:
 
 
 def expand_scale8(text: str) -> str:
-    """``text`` with every SCALE8_<T> statement written out as a loop of its eight STOREs."""
+    """``text`` with every SCALE8_<T> and AFFINE8_<T> statement written out as a loop of its
+    eight STOREs."""
+    def affine(m: re.Match[str]) -> str:
+        to, dst, k, data, at, sx, z, s, _, groups = m.groups()
+        stores = " ".join(
+            f"STORE({dst}, hg_k + {e}u, {SCALE8_CONV[to]}({s} * F32(I32(U32(I32(LOAD({data}, "
+            f"hg_at + {e}u) << {sx}) >> {sx}) - U32({z})))));" for e in range(8))
+        return (f"for (u32 hg_j = 0u; hg_j < {groups}; hg_j++) {{ u32 hg_at = {at} + 8u * hg_j; "
+                f"u32 hg_k = {k} + 8u * hg_j; {stores} }}")
+
     def scaled(m: re.Match[str]) -> str:
         to, dst, k, tab, data, at, width, s, _, groups = m.groups()
         bits, conv, lines = int(width), SCALE8_CONV[to], []
@@ -183,16 +211,16 @@ def expand_scale8(text: str) -> str:
         return (f"for (u32 hg_j = 0u; hg_j < {groups}; hg_j++) {{ u32 hg_at = {at} + {bits}u * "
                 f"hg_j; u32 hg_k = {k} + 8u * hg_j; " + " ".join(lines) + " }")
 
-    return SCALE8_CALL.sub(scaled, text)
+    return AFFINE8_CALL.sub(affine, SCALE8_CALL.sub(scaled, text))
 
 
 def expand_block8(text: str) -> str:
-    """``text`` with every TRANSPOSE8, ZORDER8, TRANSPOSE16 and COPY8 statement written out as
-    its loops."""
-    text = TRANSPOSE16_CALL.sub(lambda m: (
+    """``text`` with every TRANSPOSE8, ZORDER8, TRANSPOSE16, ZORDER16 and COPY8 statement
+    written out as its loops."""
+    text = BLOCK16_CALL.sub(lambda m: (
         "for (u32 t8j = 0u; t8j < 16u; t8j++) {{ for (u32 t8k = 0u; t8k < 16u; t8k++) {{ "
-        "STORE({}, ({}) + t8j * {} + t8k, LOAD({}, ({}) + t8k * {} + t8j)); }} }}"
-        ).format(*m.groups()), text)
+        "STORE({0}, ({1}) + t8j * {2} + t8k, LOAD({3}, ({4}) + " + _BLOCK8_SRC[m[1]] + ")); }} }}"
+        ).format(*m.groups()[1:]), text)
     text = COPY8_CALL.sub(lambda m: "for (u32 c8k = 0u; c8k < 8u; c8k++) {{ STORE({}, ({}) + "
                           "c8k, LOAD({}, ({}) + c8k)); }}".format(*m.groups()), text)
     return BLOCK8_CALL.sub(lambda m: (
@@ -289,8 +317,9 @@ class CStyleRenderer:
         cr = crmath_helpers(called)
         if cr or called & set(F64_INTRINSICS):
             parts += [self.f64_helpers, *(self.translate(t).strip("\n") for t in cr)]
-        parts += [self.translate(text).strip("\n")
-                  for name, text in self.intrinsic_helpers.items() if name in called]
+        # (one text may serve several intrinsics: emitted once)
+        parts += [self.translate(text).strip("\n") for text in dict.fromkeys(
+            text for name, text in self.intrinsic_helpers.items() if name in called)]
         parts += [self.render_accessors(kernel), self.render_entry(kernel)]
         return "\n\n".join(p for p in parts if p) + "\n"
 

@@ -153,10 +153,8 @@ def _vyre_programs() -> dict[str, Callable[[], Program]]:
 
 def vyre_kernels(names: Sequence[str] = ()) -> list[tuple[str, KernelDef]]:
     """``(vyre.<label>.<kernel name>, kernel)`` for every distinct kernel vyre's own programs
-    (or those whose label is in ``names``) lower to. Programs needing the host libm are left
-    out: the cuda and rocm devices refuse them before compiling (their libm is not the
-    reference's). Programs computing in f64 are in: every dialect renders them (WGSL on its
-    exact emulation, dialect/softf64.py).
+    (or those whose label is in ``names``) lower to. Programs computing in f64 are in: every
+    dialect renders them (WGSL on its exact emulation, dialect/softf64.py).
 
     Raises:
         UnsupportedOpError: a name is no ``vyre.<label>`` of those programs.
@@ -173,9 +171,8 @@ def vyre_kernels(names: Sequence[str] = ()) -> list[tuple[str, KernelDef]]:
         if names and f"vyre.{label}" not in names:
             continue
         lowered = lower_cached(build())
-        if "libm" not in lowered.features:
-            for kernel in lowered.kernels:
-                seen.setdefault(kernel.name, (f"vyre.{label}.{kernel.name}", kernel))
+        for kernel in lowered.kernels:
+            seen.setdefault(kernel.name, (f"vyre.{label}.{kernel.name}", kernel))
     return list(seen.values())
 
 

@@ -191,6 +191,7 @@ _HOISTED = Piece("hoisted loops", """
         $pairs
     }
     else if ($if8) {
+        $run8
         for (; i < end; i++) {
             $byte
         }
@@ -303,6 +304,10 @@ class Element:
     unscaled: str = ""
     rebuild: str = ""
     byte_kinds: tuple[str, ...] = ()  # outputs whose 8-bit codes keep the byte loop instead
+    # When an 8-bit code's value is ``s * F32(I32(U32(q) - U32(z)))`` (q the code, sign-extended
+    # by the shift sx): the names "sx, z, s". Whole groups of eight such codes then go through
+    # one AFFINE8 statement (dense variants), in the byte loop and in place of SCALE8.
+    affine8: str = ""
 
 
 @dataclass(frozen=True)
@@ -379,6 +384,10 @@ def _hoisted(element: Element, variant: Variant, kind: str, lookup: Piece) -> Pi
         f"g{e}": one(f"(w >> {6 * e}u) & 63u" if e else "w & 63u", f"gk + {e}u" if e else "gk")
         for e in range(4)})
     general = _general(element, variant, kind)
+    # 8-bit codes of an ``affine8`` element take AFFINE8, wherever SCALE8 would go and in the
+    # byte loop; no table is built for them.
+    run8 = (lambda at, g: f"AFFINE8_{kind.upper()}(dst, {variant.dst_k}, data, {at}, "
+            f"{element.affine8}, n, {g});") if element.affine8 and variant.dst_k else None
     build = "" if element.table else Piece("table build", """
         if ($rebuild) {
             for (u32 c = 0u; c < (1u << bits); c++) {
@@ -386,15 +395,18 @@ def _hoisted(element: Element, variant: Variant, kind: str, lookup: Piece) -> Pi
             }
             built = 1u;
         }
-    """).fill(rebuild=element.rebuild, one=one("c", "c", Piece("tf", "STORE(tf, $k, $v);"),
-                                                 Element(element.formula, element.unscaled)))
-    # The code widths SCALE8 takes (T is built for 4- or 8-bit codes where it is no buffer).
+    """).fill(rebuild=f"({element.rebuild}) && bits != 8u" if run8 else element.rebuild,
+              one=one("c", "c", Piece("tf", "STORE(tf, $k, $v);"),
+                      Element(element.formula, element.unscaled)))
+    # The code widths SCALE8 (or run8) takes (T is built for 4- or 8-bit codes where it is no
+    # buffer).
     s8_bits = [b for b in (4, 6, 8) if (element.table or b != 6)
-               and (b != 8 or kind not in element.byte_kinds)]
+               and (b != 8 or kind not in element.byte_kinds or run8)]
 
     def s8(at: str, groups: str) -> dict[str, str]:
-        return {f"s{b}": f"SCALE8_{kind.upper()}(dst, {variant.dst_k}, {element.table or 'tf'}, "
-                f"data, {at}, {b}, s, n, {groups});" if b in s8_bits else "" for b in (4, 6, 8)}
+        return {f"s{b}": "" if b not in s8_bits else run8(at, groups) if b == 8 and run8 else
+                f"SCALE8_{kind.upper()}(dst, {variant.dst_k}, {element.table or 'tf'}, "
+                f"data, {at}, {b}, s, n, {groups});" for b in (4, 6, 8)}
 
     widths: Piece | str = ""
     for b, call in reversed(list(zip((4, 6, 8), s8("bat", "gb").values(), strict=True))):
@@ -405,10 +417,15 @@ def _hoisted(element: Element, variant: Variant, kind: str, lookup: Piece) -> Pi
     scaled = _SCALED.fill(build=build, head=general, tail=general, more=more,
                           **s8("gat", "ngrp")) if variant.dst_k else ""
     ifs = element.scaled if 8 in s8_bits else f"({element.scaled}) && bits != 8u"
+    groups8 = Piece("8-bit groups", """
+        u32 ng8 = (end - i) >> 3u;
+        $run
+        i = i + 8u * ng8;
+    """).fill(run=run8("i", "ng8")) if run8 else ""
     return _HOISTED.fill(run=f"{TABLE_RUN}u", ifs=ifs if scaled else "0u != 0u",
                          scaled=scaled, if4=f"bits == 4u{fast}",
                          if8=f"bits == 8u && doff == 0u{fast}", if6=f"bits == 6u{fast}",
-                         pairs=pairs, byte=one("LOAD(data, i)", "i"), sixes=sixes,
+                         pairs=pairs, run8=groups8, byte=one("LOAD(data, i)", "i"), sixes=sixes,
                          general=general)
 
 
@@ -570,11 +587,14 @@ _AFFINE_ELEMENT = Element(Piece("affine element", """
     # T depends on the zero point only: built once per item without per-block ones. 8-bit
     # codes (Q8_0) only then: 256 entries per block would cost more than the run they scale.
     scaled="bits == 4u || (bits == 8u && zmode == 0u)", rebuild="zmode != 0u || built == 0u",
-    # bf16 and f32 8-bit runs keep the byte loop, which compilers vectorise: SCALE8's eight
-    # table loads per group lose to it in cache (f32 at 1 Mi elements, one thread: 0.35 of
-    # copy bandwidth against 0.53) and, for bf16, even streamed (0.42 against 0.52); f16
-    # gains at every size (0.11 -> 0.38 of copy streamed, 0.06 -> 0.19 in cache).
-    byte_kinds=("bf16", "f32"))
+    # 8-bit codes need no table: AFFINE8 (host C: vector code, streamed past the cache) takes
+    # their whole groups of eight, in the byte loop and where SCALE8 would go. SCALE8's eight
+    # table loads per group had lost to the byte loop the compiler vectorises (f32 at 1 Mi
+    # elements, one thread: 0.35 of copy bandwidth against 0.53; bf16 streamed 0.42 against
+    # 0.52), and f16, whose conversion compilers leave scalar, reached only 0.56 of copy
+    # through them on two threads.
+    byte_kinds=("bf16", "f32", "f16"),
+    affine8="sx, z, s")
 
 
 def affine_kernel_name(out: str) -> str:

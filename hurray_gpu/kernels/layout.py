@@ -152,7 +152,9 @@ _WORD_MOVE = Piece("word mover", """
 # inside src (or not evenly spaced, or cut by the block's edge) goes element by element. A
 # column-major block wholly inside src, its sides multiples of 16, its columns evenly spaced
 # and every aligned 16 rows one run goes in 16 x 16 groups (TRANSPOSE16: whole-line rows, which
-# host C streams past the cache for large outputs). When
+# host C streams past the cache for large outputs); so does a Morton block wholly inside src,
+# its sides multiples of 16 and every aligned 16 x 16 group 256 words in Morton order
+# (ZORDER16). When
 # the block's largest offsets sum below nsrc without wrapping, elements are read without a
 # bounds test. Reads outside src (nsrc words) yield 0.
 _SEP_WORD_MOVE = """
@@ -199,13 +201,25 @@ _SEP_WORD_MOVE = """
     for (u32 y = y0; y < y1 && t16 == 1u; y += 16u) {
         if (LOAD(ty, y + 8u) != LOAD(ty, y) + 8u) t16 = 0u;
     }
+    u32 z16 = zd == 0u && inb == 1u && ((x1 - x0) & 15u) == 0u && ((y1 - y0) & 15u) == 0u
+        ? 1u : 0u;
+    for (u32 y = y0; y < y1 && z16 == 1u; y += 16u) {
+        if (LOAD(ty, y + 8u) != LOAD(ty, y) + 64u) z16 = 0u;
+    }
+    for (u32 x = x0; x < x1 && z16 == 1u; x += 16u) {
+        if (LOAD(tx, x + 8u) != LOAD(tx, x) + 128u) z16 = 0u;
+    }
     u32 nall = nx * ny * nz;
-    for (; t16 == 1u && yt < y1; yt += 16u) {
+    for (; (t16 == 1u || z16 == 1u) && yt < y1; yt += 16u) {
         u32 sb = hi + LOAD(ty, yt);
         u32 f = (z * ny + yt) * nx;
         for (u32 x = x0; x < x1; x += 16u) {
             u32 s0 = sb + LOAD(tx, x);
-            TRANSPOSE16(dst, f + x, nx, src, s0, sc, nall);
+            if (t16 == 1u) {
+                TRANSPOSE16(dst, f + x, nx, src, s0, sc, nall);
+            } else {
+                ZORDER16(dst, f + x, nx, src, s0, 0u, nall);
+            }
         }
     }
     for (; (yd == 0u || zd == 0u) && yt + 8u <= y1; yt += 8u) {

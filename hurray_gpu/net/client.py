@@ -10,6 +10,7 @@ composites are bounded in depth and members.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import ssl
 import struct
 import threading
@@ -18,7 +19,15 @@ from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from hurray_gpu.errors import HurrayGPUError, ProtocolError, RemoteError, UnsupportedOpError
+import numpy as np
+
+from hurray_gpu.errors import (
+    ArgumentTypeError,
+    HurrayGPUError,
+    ProtocolError,
+    RemoteError,
+    UnsupportedOpError,
+)
 from hurray_gpu.format import protocol as P
 from hurray_gpu.format.codec import handles, is_head, member_count
 from hurray_gpu.format.descriptor.buffers import DeviceTag
@@ -38,7 +47,7 @@ from hurray_gpu.net.transport import (
     recv_data,
     shard_span,
 )
-from hurray_gpu.parts import Placement, as_tensor, check_room, release, tensor_builder
+from hurray_gpu.parts import Placement, as_tensor, check_room, is_tensor, release, tensor_builder
 from hurray_gpu.runtime.buffer import Buffer
 from hurray_gpu.runtime.hostmem import HOST_ALIGNMENT, aligned_empty
 from hurray_gpu.runtime.memory import MemoryClass
@@ -62,6 +71,7 @@ _Plan = tuple[Any, int, bytes, Any, tuple[tuple[int, int], ...], "_Answer | None
 # encoded (stream id at bytes 4-8) and the plan of the answer it had last time.
 _Repeat = tuple[bytearray, _Plan]
 _U32 = struct.Struct("<I")
+_DROP = 1 << 16  # the data of an answer out= cannot hold is read into this much, and dropped
 
 
 def _entries(layouts: Sequence[Any] | None, dtype: str | None) -> tuple[P.LayoutEntry, ...]:
@@ -102,6 +112,87 @@ class _Answer:
                 self.slots.append(readahead[at:at + len(piece)])
                 at += len(piece)
         self.size = at if at <= len(readahead) else 0
+
+
+class _OutMismatch(UnsupportedOpError):
+    """``get(out=)`` cannot hold what the server sent; its data was read and dropped, so the
+    connection stays in step."""
+
+
+def _kind(desc: Any) -> tuple[Any, ...]:
+    """What ``out=`` must match of a descriptor: everything but the buffers' alignment and
+    placement (a host copy has its own; the server declares the stored ones)."""
+    return (desc.dtype, desc.shape, desc.layout, desc.byte_offset, desc.quantization,
+            desc.shard, desc.statistics, desc.extension_type, desc.composite_member,
+            desc.trailing, tuple(int(h.byte_size) for h in desc.buffers))
+
+
+class _Into:
+    """The caller's memory a ``get(out=)`` receives into: a writable host Tensor (not a
+    composite), received into when the descriptor the server sends matches its own (see
+    :func:`_kind`), or a writable C-contiguous buffer (a NumPy array, bytearray, memoryview)
+    of exactly a one-buffer tensor's bytes, 64-byte aligned at least."""
+
+    __slots__ = ("tensor", "kind", "views", "array")
+
+    def __init__(self, out: Any) -> None:
+        fix = ("pass a Tensor in host memory (an earlier get's result, or hg.from_numpy("
+               "np.empty(...))), or an aligned, writable NumPy array of the tensor's bytes.")
+        self.array: np.ndarray | None = None
+        self.kind: tuple[Any, ...] | None = None
+        if is_tensor(out):
+            arrays = [b.device.allocator.host_array(b.allocation) for b in out.buffers]
+            if out.is_composite or not out.is_host or any(
+                    a is None or not a.flags.writeable or b.allocation.readonly
+                    for a, b in zip(arrays, out.buffers, strict=True)):
+                raise UnsupportedOpError(f"get(out=) needs a writable, non-composite tensor "
+                                         f"in host memory, not {out!r}", fix=fix)
+            self.tensor, self.kind = out, _kind(out.descriptor)
+            self.views = [a.data for a in arrays]  # type: ignore[union-attr]
+            return
+        try:
+            view = memoryview(out)
+        except TypeError:
+            raise ArgumentTypeError(f"get(out=) takes a Tensor or a writable buffer, not "
+                                    f"{type(out).__name__}", fix=fix) from None
+        if view.readonly or not view.c_contiguous:
+            raise UnsupportedOpError("get(out=) got a read-only or non-contiguous buffer",
+                                     fix=fix)
+        self.array = np.frombuffer(view.cast("B") if view.ndim != 1 or view.format != "B"
+                                   else view, np.uint8)
+        if self.array.nbytes and self.array.ctypes.data % HOST_ALIGNMENT:
+            raise UnsupportedOpError(f"get(out=) got a buffer at an address that is not a "
+                                     f"multiple of {HOST_ALIGNMENT} bytes", fix=fix)
+        self.tensor, self.kind, self.views = None, None, [self.array.data]
+
+    def check(self, desc: Any, allocs: tuple[tuple[int, int], ...]) -> list[memoryview]:
+        """The views to receive ``desc``'s buffers into.
+
+        Raises:
+            _OutMismatch: ``desc`` does not fit (the caller drops its data first)."""
+        if self.tensor is not None:
+            if self.kind == _kind(desc):
+                return self.views
+            what = f"{self.tensor!r}"
+        elif len(allocs) == 1 and not is_head(desc) and allocs[0][0] == len(self.views[0]) \
+                and not self.array.ctypes.data % allocs[0][1]:  # type: ignore[union-attr]
+            return self.views
+        else:
+            what = f"a {len(self.views[0])}-byte buffer"
+        raise _OutMismatch(f"get(out=) holds {what}, but the server sent {desc.dtype.name} "
+                           f"{list(desc.shape)} ({desc.layout.__class__.__name__}, "
+                           f"{len(allocs)} buffers of {[n for n, _ in allocs]} bytes"
+                           f"{', a composite head' if is_head(desc) else ''}); its data was "
+                           "dropped", fix="pass out= of the tensor's exact kind (a Tensor: its "
+                           "dtype, shape, layout and buffer sizes; a buffer: the bytes of a "
+                           "one-buffer tensor, aligned as it needs), or get() without out=.")
+
+    def result(self, build: Any, declared: Any, raw: bytes, cpu: Any) -> Tensor:
+        """The Tensor to return: ``out`` itself, or one over the buffer."""
+        if self.tensor is not None:
+            return self.tensor  # type: ignore[no-any-return]
+        return build(declared, (Buffer.wrap(self.array, cpu),),  # type: ignore[no-any-return]
+                     (), raw, cpu, MemoryClass.STANDARD, None, None)
 
 
 class _Staging:
@@ -214,7 +305,7 @@ class Client:
                                      fix="connect again with hg.connect(url).")
             try:
                 return work(self._stream(), *args)
-            except RemoteError:
+            except (RemoteError, _OutMismatch):
                 raise
             except (HurrayGPUError, OSError):
                 self._conn.close()
@@ -222,7 +313,7 @@ class Client:
 
     def get(self, key: str, *, device: Any = None, layouts: Sequence[Any] | None = None,
             allow_transcode: bool = False, dtype: str | None = None,
-            parallel: int = 1) -> Tensor:
+            parallel: int = 1, out: Any = None) -> Tensor:
         """Fetch the tensor ``key``.
 
         Args:
@@ -235,6 +326,12 @@ class Client:
                 or conversion on the server; needs ``allow_transcode`` unless stored so).
             parallel: receive the bytes as this many shards over as many connections at
                 once (PARALLEL_STREAMS; the extra connections stay open for later gets).
+            out: receive into this memory instead of a new result: a writable host Tensor
+                of the very kind the server sends (dtype, shape, layout, buffer sizes; not
+                a composite), returned itself, or a writable, 64-byte aligned C-contiguous
+                buffer (a NumPy array) of a one-buffer tensor's exact bytes, returned
+                wrapped in a Tensor. Not with ``device`` (other than the cpu) or
+                ``parallel``.
 
         Returns:
             The Tensor (a composite head with its members), on ``device`` or the cpu.
@@ -244,15 +341,25 @@ class Client:
                 LAYOUT_UNAVAILABLE, TRANSCODE_LIMIT_EXCEEDED, ...); the connection stays open.
             ProtocolError, TransportError: the server broke the protocol or the connection
                 failed; the connection is closed.
-            UnsupportedOpError: ``parallel`` > 1 for a server without PARALLEL_STREAMS.
+            UnsupportedOpError: ``parallel`` > 1 for a server without PARALLEL_STREAMS;
+                ``out`` unfit before the request (read-only, misaligned, with ``device`` or
+                ``parallel``) or for what the server sent (its data is then read and
+                dropped; the connection stays open).
+            ArgumentTypeError: ``out`` is neither a Tensor nor a buffer.
         """
-        plain = (key, allow_transcode, dtype) if device is None and layouts is None and \
-            parallel == 1 else None
+        into = None if out is None else _Into(out)
+        dest = None if device is None else resolve_device(device)
+        if into is not None and (parallel != 1 or (
+                dest is not None and not dest.allocator.host_memory)):
+            raise UnsupportedOpError("get(out=) receives into host memory over one connection",
+                                     fix="drop device= (copy the result with .to(device)) or "
+                                         "parallel=, or drop out=.")
+        plain = (key, allow_transcode, dtype) if (dest is None or into is not None) and \
+            layouts is None and parallel == 1 else None
         seen = None if plain is None else self._repeats.get(plain)
         if seen is not None:
-            return self._call(self._again, plain, seen)  # type: ignore[no-any-return]
+            return self._call(self._again, plain, seen, into)  # type: ignore[no-any-return]
         entries = _entries(layouts, dtype)
-        dest = None if device is None else resolve_device(device)
         tag = dest.tag if dest is not None and dest.tag in self.server_hello.devices \
             else DeviceTag.CPU
         flags = P.RequestFlag.ALLOW_TRANSCODE if allow_transcode else 0
@@ -270,13 +377,13 @@ class Client:
             request = P.encode(P.TensorRequest(key, entries, int(tag), 0, int(flags)), sid)
             self._conn.send_views([request])
             budget = [self.max_tensor_bytes, MAX_MEMBERS]
-            t = self._receive(sid, 0, budget, target)
+            t = self._receive(sid, 0, budget, target, into)
             if plain is not None:
                 self._remember(plain, bytearray(request), t)
             return t
 
         t: Tensor = self._call(work)
-        return t if dest is None else t.to(dest)
+        return t if dest is None or into is not None else t.to(dest)
 
     def _remember(self, plain: tuple[str, bool, str | None], request: bytearray,
                   t: Tensor) -> None:
@@ -289,7 +396,8 @@ class Client:
             del self._repeats[next(iter(self._repeats))]  # the oldest
         self._repeats[plain] = (request, plan)
 
-    def _again(self, sid: int, plain: tuple[str, bool, str | None], seen: _Repeat) -> Tensor:
+    def _again(self, sid: int, plain: tuple[str, bool, str | None], seen: _Repeat,
+               into: _Into | None) -> Tensor:
         """A plain get asked again: its request re-stamped, and while the server answers
         with the very bytes it answered last time (each run of messages compared as bytes,
         no decode), the data received straight into new arrays, a small answer in one
@@ -301,8 +409,15 @@ class Client:
         if answer is not None and nbytes <= self.max_tensor_bytes:
             pieces = answer.frames.pieces
             answer.frames.stamp(sid)
-            buffers = self._host_buffers(allocs)
-            views = _views(buffers)
+            if into is None:
+                buffers = self._host_buffers(allocs)
+                views = _views(buffers)
+            else:  # a mismatch is reported by the general receive, which drops the data
+                try:
+                    views, buffers = into.check(plan[0], allocs), ()
+                except _OutMismatch:
+                    answer = None
+        if answer is not None and nbytes <= self.max_tensor_bytes:
             if answer.size:
                 whole = conn.recv_small(answer.runs, [views[p[0]][p[1]:p[2]] if isinstance(
                     p, tuple) else p for p in answer.slots], answer.size)
@@ -312,10 +427,12 @@ class Client:
                     self._recv(sid, views, nbytes, (done, nbytes))
                     whole = True
             if whole:
+                if into is not None:
+                    return into.result(self._build, declared, raw, self._cpu)
                 return self._build(declared, buffers, (), raw,  # type: ignore[no-any-return]
                                    self._cpu, MemoryClass.STANDARD, None, None)
         # Another descriptor or an ERROR (nothing consumed), or not to be received this way.
-        t = self._receive(sid, 0, [self.max_tensor_bytes, MAX_MEMBERS])
+        t = self._receive(sid, 0, [self.max_tensor_bytes, MAX_MEMBERS], None, into)
         self._remember(plain, request, t)
         return t
 
@@ -458,7 +575,7 @@ class Client:
             return msg
 
     def _receive(self, sid: int, depth: int, budget: list[int],
-                 target: Placement | None = None) -> Tensor:
+                 target: Placement | None = None, into: _Into | None = None) -> Tensor:
         msg = self._next_message(sid)
         if not isinstance(msg, P.TensorDescriptorMsg):
             raise ProtocolError(f"expected TENSOR_DESCRIPTOR, got {type(msg).__name__}",
@@ -473,8 +590,29 @@ class Client:
             self._answered = plan
         if target is not None and not is_head(desc):
             return self._receive_on(sid, desc, msg.total_data_bytes, target)
+        if into is not None:
+            try:
+                views = into.check(desc, allocs)
+            except _OutMismatch:  # its data is dropped: the connection stays in step
+                if not is_head(desc):
+                    self._recv(sid, itertools.repeat(memoryview(bytearray(_DROP))),
+                               msg.total_data_bytes)
+                    raise
+                self._answered = None  # a composite is received whole, then dropped
+                self._receive_members(sid, depth, budget, desc, allocs, raw, declared)
+                raise
+            self._recv(sid, views, msg.total_data_bytes)
+            return into.result(self._build, declared, raw, self._cpu)
+        return self._receive_members(sid, depth, budget, desc, allocs, raw, declared, target)
+
+    def _receive_members(self, sid: int, depth: int, budget: list[int], desc: Any,
+                         allocs: tuple[tuple[int, int], ...], raw: bytes, declared: Any,
+                         target: Placement | None = None) -> Tensor:
+        """The data of a checked descriptor ``desc`` (its TENSOR_DESCRIPTOR was read), then
+        a composite head's members, each received whole."""
+        total = sum(n for n, _ in allocs)
         buffers = self._host_buffers(allocs)
-        self._recv(sid, _views(buffers), msg.total_data_bytes)
+        self._recv(sid, _views(buffers), total)
         members = []
         if is_head(desc):
             count = member_count(desc)

@@ -584,8 +584,7 @@ class Server:
                 sock.settimeout(self.timeout)
                 sock = self._ssl.wrap_socket(sock, server_side=True)
             conn = Connection(sock, max_message_size=self.max_message_size,
-                              timeout=self.timeout, idle_timeout=self.idle_timeout,
-                              idle_polls=True)
+                              timeout=self.timeout, idle_timeout=self.idle_timeout)
             with self._lock:
                 self._conns[threading.current_thread()] = conn
             if self._stop.is_set():

@@ -19,7 +19,6 @@ import contextlib
 import dataclasses
 import math
 import os
-import select
 import socket
 import ssl
 import struct
@@ -187,6 +186,8 @@ class FramePlan:
 
 
 _U32 = struct.Struct("<I")
+_TIMEVAL = struct.Struct("@ll")  # struct timeval (SO_RCVTIMEO, SO_SNDTIMEO)
+_DONTWAIT = getattr(socket, "MSG_DONTWAIT", 0)
 _HEADER = struct.Struct("<III")  # a message header: type, stream id, payload length
 _DATA_END = P.encode(P.TensorDataEnd(), 1)
 
@@ -208,14 +209,11 @@ class Connection:
         max_message_size: the largest payload this side accepts (checked before allocating).
         timeout: seconds one message may take once its first byte arrived, and one send.
         idle_timeout: seconds to wait for the next message to begin.
-        idle_polls: wait for the next message before reading it (a server, whose client
-            is seldom quicker than its answer) instead of trying to read it at once.
     """
 
     def __init__(self, sock: socket.socket, *, max_message_size: int = P.DEFAULT_MAX_MESSAGE,
-                 timeout: float = 30.0, idle_timeout: float | None = None,
-                 idle_polls: bool = False) -> None:
-        self.sock, self.idle_polls = sock, idle_polls
+                 timeout: float = 30.0, idle_timeout: float | None = None) -> None:
+        self.sock = sock
         self.max_message_size = max_message_size
         self.peer_max = P.DEFAULT_MAX_MESSAGE  # what the peer accepts (set by the hello)
         self.timeout = timeout
@@ -227,18 +225,18 @@ class Connection:
         self._rpos = self._rend = 0
         self._out: bytearray | None = None  # corked small messages, sent together
         self._tls = isinstance(sock, ssl.SSLSocket)
-        # A plain socket is non-blocking: a receive or send is tried first and polled for
-        # only when it would block (Python's socket timeouts cost an ioctl and a poll per
-        # call). TLS keeps socket timeouts (its records may need reads to write, and back).
-        self._polls = (select.poll(), select.poll())
+        # A plain socket blocks in the kernel, bounded by the kernel's own receive and send
+        # timeouts (see _arm): a wait is the receive or send itself, one system call, where
+        # a poll before it (or Python's socket timeouts: an ioctl and a poll per call) took
+        # two or three. A try that must not wait passes MSG_DONTWAIT. TLS keeps socket
+        # timeouts (its records may need reads to write, and back).
+        self._armed = [math.inf, math.inf]  # the kernel timeouts set: receive, send
         if not self._tls:
-            sock.settimeout(0.0)
-            self._polls[0].register(sock.fileno(), select.POLLIN)
-            self._polls[1].register(sock.fileno(), select.POLLOUT)
+            sock.settimeout(None)
         self.closed = False
 
     def _ready(self, writing: bool, deadline: float) -> bool:
-        """Wait until the socket can be read (written) or ``deadline`` passes; False then.
+        """Bound the next blocking receive (send) by ``deadline``; False once it passed.
         With TLS, sets the socket's timeout for the call that waits itself."""
         left = deadline - time.monotonic()
         if left <= 0:
@@ -246,8 +244,24 @@ class Connection:
         if self._tls:
             self.sock.settimeout(left)
         elif not self.closed:  # closed: the call fails at once (its fd may be reused)
-            self._polls[writing].poll(math.ceil(left * 1000))
+            armed = self._armed[writing]
+            if armed > left or (armed < left / 4 and armed < self.timeout / 2):
+                self._arm(writing, left)
         return True
+
+    def _arm(self, writing: bool, left: float) -> None:
+        """Set the kernel's timeout of one blocking receive (send) to the largest of timeout
+        / 2, / 4, ... within ``left`` seconds: never past the deadline, and the same value
+        message after message (a system call only when a slow message needs a shorter one,
+        and once after it). A wait that runs out early is waited again, up to the deadline."""
+        step = self.timeout / 2
+        while step > left and step > 1e-3:
+            step /= 2
+        step = max(min(step, left), 1e-6)  # 0 would mean no timeout at all
+        sec = int(step)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO if writing else
+                             socket.SO_RCVTIMEO, _TIMEVAL.pack(sec, int((step - sec) * 1e6) or 1))
+        self._armed[writing] = step
 
     def close(self) -> None:
         """Shut the socket down (wakes a thread blocked on it) and close it; idempotent."""
@@ -259,7 +273,7 @@ class Connection:
         self.sock.close()
 
     # -- receive ---------------------------------------------------------------------------
-    def _recv_into(self, view: memoryview, deadline: float, wait: bool = False) -> None:
+    def _recv_into(self, view: memoryview, deadline: float) -> None:
         # Bytes already read ahead come first; a large remainder goes with recv_into straight
         # into ``view``, a small one through the read-ahead buffer, so that one recv brings a
         # small tensor's descriptor, data frames and DATA_END together.
@@ -268,14 +282,13 @@ class Connection:
             got = min(got, want)
             view[:got] = self._rbuf[self._rpos:self._rpos + got]
             self._rpos += got
-        wait = wait or self._tls  # a plain socket is read at once, then waited on for the rest
         while got < want:
-            if wait and not self._ready(False, deadline):
+            if not self._ready(False, deadline):
                 raise _late(got, want)
-            direct, wait = want - got >= _READAHEAD // 2, True
+            direct = want - got >= _READAHEAD // 2
             n = self._recv_some(view[got:] if direct else self._rbuf, got, want)
             if not n:
-                continue  # nothing there yet (or the TLS wait ran out: checked above)
+                continue  # the kernel's (or TLS) wait ran out before the deadline
             if not direct:
                 step = min(n, want - got)
                 view[got:got + step] = self._rbuf[:step]
@@ -284,7 +297,8 @@ class Connection:
 
     def _recv_some(self, view: memoryview | list[memoryview], got: int, want: int) -> int:
         """One receive into ``view`` (a list, on a plain socket: into each in turn, as far as
-        the bytes there go); the bytes it brought, 0 when none were there yet."""
+        the bytes there go), waiting as :meth:`_ready` bounded it; the bytes it brought, 0
+        when that wait ran out first."""
         try:
             n = self.sock.recv_into(view) if isinstance(view, memoryview) else \
                 self.sock.recvmsg_into(view)[0]
@@ -310,7 +324,7 @@ class Connection:
         """
         view, size, done = memoryview(self._header), P.HEADER_SIZE, 0
         if self._rend - self._rpos < size:  # the first byte may take idle_timeout
-            self._recv_into(view[:1], time.monotonic() + self.idle_timeout, self.idle_polls)
+            self._recv_into(view[:1], time.monotonic() + self.idle_timeout)
             done = 1
         self._deadline = time.monotonic() + self.timeout
         if self._rend - self._rpos >= size - done:  # read ahead (usually with the first byte)
@@ -401,11 +415,11 @@ class Connection:
                 return
             pending = [memoryview(v).cast("B") for v in views if len(v)]
             while pending:
-                try:
-                    sent = self.sock.sendmsg(pending)
+                if not self._ready(True, deadline):
+                    raise TimeoutError("timed out")
+                try:  # blocks in the kernel until all is sent or its timeout runs out
+                    sent = self.sock.sendmsg(pending[:_GATHER])
                 except BlockingIOError:
-                    if not self._ready(True, deadline):
-                        raise TimeoutError("timed out") from None
                     continue
                 while pending and sent >= len(pending[0]):
                     sent -= len(pending[0])
@@ -421,7 +435,8 @@ class Connection:
         """One ``sendmsg`` of ``views`` (byte buffers of ``size`` bytes in all; a plain
         socket; one view: ``send``, a little cheaper) without waiting; what it did not take."""
         try:
-            sent = self.sock.send(views[0]) if len(views) == 1 else self.sock.sendmsg(views)
+            sent = self.sock.send(views[0], _DONTWAIT) if len(views) == 1 else \
+                self.sock.sendmsg(views, (), _DONTWAIT)
         except BlockingIOError:
             sent = 0
         except OSError as exc:
@@ -510,11 +525,9 @@ class Connection:
             if self._rpos:
                 rbuf[:have] = rbuf[self._rpos:self._rend]
                 self._rpos, self._rend = 0, have
-            wait = self._tls or (idle and self.idle_polls)
             while self._rend < n:
-                if wait and not self._ready(False, deadline):
+                if not self._ready(False, deadline):
                     raise _late(self._rend, n)
-                wait = True
                 self._rend += self._recv_some(rbuf[self._rend:], self._rend, n)
         return self._rbuf[self._rpos:self._rpos + n]
 
@@ -593,13 +606,13 @@ class Connection:
         """
         if self._rpos != self._rend or self._tls:
             return False
-        rraw, deadline = self._rraw, 0.0
-        while not (got := self._recv_some(iov, 0, size)):
-            if not deadline:  # nothing there yet (the usual case across CPUs): wait for it
-                deadline = time.monotonic() + self.timeout
+        rraw, deadline = self._rraw, time.monotonic() + self.timeout
+        while True:
             if not self._ready(False, deadline):
                 raise TransportError(f"no answer within {self.timeout} s; closing",
                                      fix="check the server, or raise the timeout.")
+            if got := self._recv_some(iov, 0, size):
+                break
         if got == size:
             for at, run in runs:
                 if not rraw.startswith(run, at):

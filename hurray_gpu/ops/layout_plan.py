@@ -368,11 +368,11 @@ def blocks(dev: Any, plan: DensePlan) -> tuple[int, int]:
     every row is one storage run (few streams for the prefetcher), as many as still leave
     every core chunks of items; when rows are runs of tiles, 64 x 64 for outer tiles at least
     64 rows tall (nested tiles: a block inside one tile) and 128 x 32 otherwise (a band of
-    whole tiles), widened to whole rows when the launch is one chunk of items anyway (so no
-    core loses work: each output row is then written in one run, and the block's table scans
-    run once per band); 128 x 128 when columns are runs (column-major, 16 x 16 transposes:
-    each column's lines are read whole while the block's rows are written); else 64 x 64
-    (Morton: one storage run).
+    whole tiles); 128 x 128 when columns are runs (column-major, 16 x 16 transposes: each
+    column's lines are read whole while the block's rows are written); else 64 x 64 (Morton:
+    one storage run). A launch that is one chunk of items anyway takes a whole slice per item
+    (so no core loses work: each output row is then written in one run, and the block's table
+    scans run once).
     """
     if getattr(dev, "dialect", "") != "c":
         return 1, 1
@@ -380,13 +380,17 @@ def blocks(dev: Any, plan: DensePlan) -> tuple[int, int]:
     if plan.xcontig == 2:
         by = min(8, ny)
         row = max(64, plan.count // (_HOST_CHUNK * _HOST_THREADS * by))
-        return min(nx, -(-row // 8) * 8), by
-    yrec = plan.records.reshape(-1, REC_WORDS)[max(len(plan.shape) - 2, 0)]
-    tall = plan.xcontig and len(plan.shape) >= 2 and yrec[1] == 0 and yrec[2] and yrec[4] >= 64
-    bx, by = (128, 32) if plan.xcontig and not tall else (128, 128) if plan.ycontig else (64, 64)
-    if (bx, by) == (128, 32) and (-(-nx // bx) * -(-ny // by) * int(plan.scalars["nz"])
-                                  <= _HOST_CHUNK):
-        bx = nx
+        bx = min(nx, -(-row // 8) * 8)
+    else:
+        yrec = plan.records.reshape(-1, REC_WORDS)[max(len(plan.shape) - 2, 0)]
+        tall = plan.xcontig and len(plan.shape) >= 2 and yrec[1] == 0 and yrec[2] and \
+            yrec[4] >= 64
+        bx, by = (128, 32) if plan.xcontig and not tall else (128, 128) if plan.ycontig \
+            else (64, 64)
+    if -(-nx // bx) * -(-ny // by) * int(plan.scalars["nz"]) <= _HOST_CHUNK:
+        # One chunk: one thread runs every item anyway, so one item per slice scans each
+        # table once (measured at 2^16 f32: 5-19% less CPU per call, the most for nested tiles).
+        return nx, ny
     return min(bx, nx), min(by, ny)
 
 

@@ -18,11 +18,11 @@ from hurray_gpu.dialect.kernel import KernelDef, buf, scalar
 from hurray_gpu.dialect.render import lint_body
 from hurray_gpu.errors import HurrayFormatError
 from hurray_gpu.format.descriptor import BufferHandle, RowMajor, TensorDescriptor
-from hurray_gpu.format.descriptor.quant import MXFP
+from hurray_gpu.format.descriptor.quant import MXFP, PerBlockAffine
 from hurray_gpu.format.dtypes import buffer_size, by_name
 from hurray_gpu.ops import dequantize
 from hurray_gpu.ops.plan import bind_inputs, launch, plan_dequantize, table_values
-from hurray_gpu.ops.quantize import random_quantized
+from hurray_gpu.ops.quantize import SCALE_TYPE_TAGS, random_quantized
 from hurray_gpu.parts import assemble
 from hurray_gpu.runtime.buffer import Buffer
 from hurray_gpu.runtime.device import Device
@@ -294,3 +294,51 @@ def test_whole_block_runs_flag_invalid_scales(kernel_device: Device, storage: st
     for out in ("float32", "bfloat16"):
         with pytest.raises(HurrayFormatError, match="Fix:"):
             dequantize(t, out, device=kernel_device)
+
+
+def test_q8_0_every_f16_scale(kernel_device: Device) -> None:
+    """Q8_0 (int8, f16 scale per 32) with every finite nonzero f16 scale, both signs, and all
+    256 codes at each: products round to every f16 result, overflow to infinity and fall into
+    f16 subnormals (host C: the byte loop with its vectorised F16C conversion); also through
+    work items of 37 elements (runs cut anywhere), and the f32 and bf16 outputs."""
+    halves = np.arange(1 << 16, dtype=np.uint32)
+    ok = ((halves & 0x7C00) != 0x7C00) & ((halves & 0x7FFF) != 0)
+    scales = halves[ok].astype(np.uint16)
+    scales = np.concatenate([scales, scales[:2]])  # 63488 blocks: 1984 rows of 1024
+    rows, cols = scales.size * 32 // 1024, 1024
+    codes = np.tile(np.arange(256, dtype=np.uint8), scales.size // 8)
+    codes = _rng("q8_0 f16 scales").permutation(codes.reshape(-1, 32)).reshape(-1)
+    desc = TensorDescriptor(by_name("int8"), (rows, cols), RowMajor(),
+                            (BufferHandle(codes.nbytes, 64), BufferHandle(scales.nbytes, 64)),
+                            quantization=PerBlockAffine(1, 32, 1, None, SCALE_TYPE_TAGS["float16"]))
+    t = assemble(desc, [codes, scales.view(np.uint8)])
+    dev_t = t.to(kernel_device)
+    bufs = list(dev_t.buffers)
+    if not isinstance(bufs[0], Buffer):
+        bufs = [Buffer.from_bytes(kernel_device, np.ascontiguousarray(b)) for b in bufs]
+    for out, width in (("float16", 2), ("float32", 4), ("bfloat16", 2)):
+        want = _bits(dequantize(t, out, device="reference"))
+        assert np.array_equal(_bits(dequantize(t, out, device=kernel_device)), want), out
+        plan = plan_dequantize(dev_t.descriptor, out, ept=37)
+        got = Buffer(kernel_device, width * plan.count)
+        launch(plan, kernel_device, bind_inputs(plan, kernel_device, bufs), got)
+        assert np.array_equal(got.numpy(), want), f"{out} with ept=37"
+
+
+def test_q8_0_f32_scales_subnormal_and_huge(kernel_device: Device) -> None:
+    """Q8_0-style int8 with f32 scales: subnormal ones (products f32 subnormals, which host C's
+    AVX512-BF16 conversion would flush: it must not take them), the smallest normals, huge
+    ones (products overflow) and ordinary ones, both signs, every code; all three outputs."""
+    special = np.array([0x00000001, 0x00012345, 0x007FFFFF, 0x00800000, 0x80800000, 0x80000ABC,
+                        0x7F7FFFFF, 0xFF000000, 0x3F800000, 0x3DCCCCCD, 0x33800000, 0x1F000000],
+                       np.uint32).view(np.float32)
+    scales = np.repeat(special, 8)  # each scale over 8 blocks: every code (int8) once
+    codes = np.tile(np.arange(256, dtype=np.uint8), special.size)
+    rows = codes.size // 256
+    desc = TensorDescriptor(by_name("int8"), (rows, 256), RowMajor(),
+                            (BufferHandle(codes.nbytes, 64), BufferHandle(scales.nbytes, 64)),
+                            quantization=PerBlockAffine(1, 32, 1, None, SCALE_TYPE_TAGS["float32"]))
+    t = assemble(desc, [codes, scales.view(np.uint8)])
+    for out in ("float16", "bfloat16", "float32"):
+        want = _bits(dequantize(t, out, device="reference"))
+        assert np.array_equal(_bits(dequantize(t, out, device=kernel_device)), want), out

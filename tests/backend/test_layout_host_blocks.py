@@ -1,7 +1,7 @@
 """The host C blocked gather (``layout_sepblk_*``) on cpu:0 against its NumPy reference where its
 paths switch: 8-word row runs, 8 x 8 transposes of column runs (TRANSPOSE8), blocks of 16 x 16
-ones (TRANSPOSE16, streamed past the cache), 8 x 8 Morton groups
-(ZORDER8), tables that only look like runs or Morton groups,
+ones (TRANSPOSE16, streamed past the cache), 8 x 8 and 16 x 16 Morton groups
+(ZORDER8, ZORDER16, streamed past the cache), tables that only look like runs or Morton groups,
 runs cut by the end of src or by u32 wrap-around, sizes that are not multiples of 8 or of the
 block, wpe > 1 and u8/u16 words; and materialize() of such layouts end to end."""
 
@@ -173,6 +173,46 @@ def test_morton_groups_reordered_and_cut(nx: int, ny: int, word: str,
     assert 0 < (got == 0).sum() <= 61 and (got[:nx * ny] != 0).all()
 
 
+@pytest.mark.parametrize("block", [(64, 64), (32, 16), (48, 32), (16, 24)])
+@pytest.mark.parametrize("word", ["u32", "u16"])
+@pytest.mark.parametrize(("nx", "ny", "cut"), [(64, 48, 0), (96, 64, 0), (64, 48, 100)])
+def test_morton_in_16x16_groups(nx: int, ny: int, cut: int, word: str,
+                                block: tuple[int, int]) -> None:
+    # Rank-2 Morton under a 3-word offset: blocks wholly inside src whose sides are multiples of
+    # 16 go in 16 x 16 groups (ZORDER16; u16 words take its loop), a block 24 rows tall in 8 x 8
+    # groups. With `cut`, src ends inside the last block, which must go the bounded way.
+    tx, ty = _zorder(nx, 1), _zorder(ny, 0)
+    span = int(tx.max() + ty.max()) + 1
+    got = _check(word, tx, ty, np.array([0]), 3 + span - cut, woff=3, block=block, slack=16)
+    assert (got == 0).sum() == ((ty[:, None] + tx[None, :]) >= span - cut).sum()
+
+
+@pytest.mark.parametrize("axis", ["x", "y"])
+def test_groups_of_8_in_morton_order_but_not_16(axis: str) -> None:
+    # Every aligned 8 x 8 group is 64 words in Morton order, but along one axis the groups are
+    # not: x steps 64 words from one group to the next (row-major groups), or y's 8-row groups
+    # are swapped in pairs. No 16 x 16 group is in Morton order, so blocks whose sides are
+    # multiples of 16 must keep to ZORDER8.
+    tx, ty = _zorder(64, 1), _zorder(32, 0)
+    if axis == "x":
+        tx = np.tile(_zorder(8, 1), 8) + np.arange(64) // 8 * 64
+    else:
+        ty = ty.reshape(2, 2, 8)[:, ::-1].reshape(-1)
+    _check("u32", tx, ty, np.array([0]), int(tx.max() + ty.max()) + 1, block=(64, 32))
+
+
+def test_morton_past_the_last_level_cache() -> None:
+    # An output larger than the host's cache in Morton order: 16 x 16 groups stream their rows
+    # past it (4096 columns: every row starts on a cache line), and the ragged last band of
+    # blocks (not a multiple of 16 rows) goes in 8 x 8 groups and elements.
+    from hurray_gpu.backends.cpu import _stream_bytes
+
+    rows = _stream_bytes() // 4 // 4096 + 44
+    want = stable_rng("morton", rows).integers(0, 2**32, (rows, 4096), dtype=np.uint32)
+    t = relayout(Tensor.from_numpy(want), Morton((12, 12))).to(CPU)
+    assert want.nbytes > _stream_bytes() and np.array_equal(materialize(t).numpy(), want)
+
+
 @pytest.mark.parametrize("axis", ["x", "y"])
 def test_tables_that_only_look_like_zorder(axis: str) -> None:
     # One aligned group of 8 swaps two entries (still 64 distinct words in one run): an
@@ -234,21 +274,22 @@ def test_materialize_column_major_in_16x16_groups(shape: tuple[int, ...], dtype:
 
 @pytest.mark.parametrize(("layout", "block"), [
     (Tiled((64, 64), inner_layout=4, inner=Tiled((8, 8))), (64, 64)),
-    (Tiled((32, 32)), (200, 32)), (ColMajor(), (128, 128)), (Morton((8, 8)), (64, 64))])
+    (Tiled((32, 32)), (128, 32)), (ColMajor(), (128, 128)), (Morton((11, 11)), (64, 64))])
 def test_block_shape_per_layout_class(layout: object, block: tuple[int, int]) -> None:
     # Nested tiles at least 64 rows tall take one 64 x 64 block inside a tile, shorter tiles a
-    # band of whole tiles (here whole rows: the launch is one chunk of items); the result is
-    # exact either way (ragged 150 x 200 edges).
-    want = np.random.default_rng(9).standard_normal((150, 200)).astype(np.float32)
-    t = relayout(Tensor.from_numpy(want), layout).to(CPU)
-    assert blocks(CPU, plan_dense(t.descriptor, device_buffers(t, CPU)[0].nbytes)) == block
-    assert np.array_equal(materialize(t).numpy(), want)
+    # band of whole tiles; the result is exact either way (ragged 1500 x 1800 edges). The
+    # same layout in 150 x 200 is one chunk of items: one item per slice.
+    for shape, want in (((1500, 1800), block), ((150, 200), (200, 150))):
+        dense = stable_rng("blocks", shape).standard_normal(shape).astype(np.float32)
+        t = relayout(Tensor.from_numpy(dense), layout).to(CPU)
+        assert blocks(CPU, plan_dense(t.descriptor, device_buffers(t, CPU)[0].nbytes)) == want
+        assert np.array_equal(materialize(t).numpy(), dense)
 
 
 def test_tile_bands_as_whole_rows_over_slices() -> None:
-    # 3 slices of 70 x 100 in 32 x 32 tiles: a one-chunk launch, so each item copies a band of
-    # whole rows (100 wide: 3 tiles and a ragged 4th, 32 rows or the ragged last 6).
+    # 3 slices of 70 x 100 in 32 x 32 tiles: a one-chunk launch, so each item copies a whole
+    # slice (100 wide: 3 tiles and a ragged 4th; 70 rows: 2 tile rows and a ragged 6).
     want = np.random.default_rng(12).standard_normal((3, 70, 100)).astype(np.float32)
     t = relayout(Tensor.from_numpy(want), Tiled((1, 32, 32))).to(CPU)
-    assert blocks(CPU, plan_dense(t.descriptor, device_buffers(t, CPU)[0].nbytes)) == (100, 32)
+    assert blocks(CPU, plan_dense(t.descriptor, device_buffers(t, CPU)[0].nbytes)) == (100, 70)
     assert np.array_equal(materialize(t).numpy(), want)

@@ -21,7 +21,7 @@ from hurray_gpu import Buffer, Tensor, UnsupportedOpError
 from hurray_gpu.dialect.kernel import KernelDef, buf, scalar
 from hurray_gpu.runtime.program import MAX_GRID_DIM, _check_grid
 from hurray_gpu.runtime.registry import is_available, resolve_device
-from hurray_gpu.sync import Stream
+from hurray_gpu.sync import Event, Stream
 
 N = 1024
 VALUE, NEW = 7, 3
@@ -208,6 +208,28 @@ def test_consumer_of_a_two_writer_handoff_runs_after_both(kind: str, mode: str) 
         opener()
     consumer.synchronize()
     assert np.all(out.numpy(np.uint32) == VALUE)
+
+
+@pytest.mark.parametrize("kind", ["opencl", "vulkan"])
+@pytest.mark.parametrize("timing", [True, False])
+def test_an_event_recorded_after_a_wait_completes_after_it(kind: str, timing: bool) -> None:
+    """A stream told to wait for a held writer (Event.wait), with no work of its own: an event
+    recorded on it afterwards completes only after the writer, timed or not (CUDA's order)."""
+    dev = _async_device(kind)
+    held, idle = Stream(dev), Stream(dev)
+    target = Buffer(dev, 4 * N)
+    opener = _hold(dev, held)
+    try:
+        with held:
+            dev.run("fill_u32", target, VALUE, N)
+        held.record().wait(idle)
+        after = Event(dev, timing=timing).record(idle)
+        time.sleep(0.05)
+        assert not after.query(), "the event completed before what its stream waits for"
+    finally:
+        opener()
+    after.synchronize()  # so the writer has run: its words are there
+    assert np.all(target.numpy(np.uint32) == VALUE)
 
 
 class _Trap:

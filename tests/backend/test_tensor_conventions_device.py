@@ -26,6 +26,14 @@ def test_asarray_copies_device_tensors_and_refuses_copy_false(device: Device) ->
     assert np.array_equal(t.cpu().numpy(), x)
 
 
+def test_truth_of_a_one_element_device_tensor(device: Device) -> None:
+    for value in (3, 0):
+        t = hg.from_numpy(np.full((1, 1), value, np.int32)).to(device)
+        assert bool(t) is bool(value) and t.device == device
+    with pytest.raises(hg.AmbiguousTruthError):
+        bool(hg.from_numpy(np.ones(2, np.int32)).to(device))
+
+
 def test_views_of_device_tensors_materialize_on_the_device(kernel_device: Device) -> None:
     x = stable_rng("views", kernel_device.spec).integers(-99, 99, (6, 10)).astype(np.int32)
     t = hg.from_numpy(x).to(kernel_device)

@@ -10,6 +10,7 @@ import sys
 import numpy as np
 import pytest
 
+from hurray_gpu.config import debug_bounds
 from hurray_gpu.dialect import KernelDef, buf, scalar
 from hurray_gpu.errors import CompileError, UnsupportedOpError
 from hurray_gpu.format.descriptor.buffers import DeviceTag
@@ -193,3 +194,50 @@ def test_a_conditional_load_past_the_end_is_never_made(wg):
     bs, bd = Buffer.from_bytes(wg, src.view(np.uint8)), Buffer(wg, 4 * n)
     wg.run(_NEXT, bd, bs, n=n, wait=True)
     assert np.array_equal(bd.numpy(np.uint32), np.append(src[1:], 7))
+
+
+def test_synchronize_reads_back_only_when_work_was_queued_since_a_read(wg, monkeypatch):
+    # A launch reads its fault word back (so its work is done): the synchronize after it has
+    # nothing to wait for. A copy queued after it has to be waited for.
+    n = 1000
+    x = stable_rng("webgpu-sync").standard_normal(n).astype(np.float32)
+    bx, by = Buffer.from_bytes(wg, x.view(np.uint8)), Buffer(wg, 4 * n)
+    wg.run("axpy_f32", by, bx, n=n, a=2.0, wait=True)  # loaded (and probed) before counting
+    by.copyin(np.ones(n, np.float32).view(np.uint8))
+    reads = []
+    real = wg.read
+    monkeypatch.setattr(wg, "read", lambda *a, **k: (reads.append(a[0]), real(*a, **k))[1])
+    wg.run("axpy_f32", by, bx, n=n, a=2.0, wait=True)
+    assert any(r is wg.fault for r in reads) and wg.done == wg.queued
+    reads.clear()  # (with HURRAY_GPU_DEBUG_BOUNDS=1 the launch also read its canaries)
+    wg.synchronize()
+    assert reads == []
+    bx.copy_from(by)
+    pending = wg.done < wg.queued
+    assert pending or debug_bounds()  # the canary check after a copy may have waited for it
+    reads.clear()
+    wg.synchronize()
+    assert reads == ([wg.fault] if pending else []) and wg.done == wg.queued
+    assert np.array_equal(bx.numpy(np.float32), np.float32(2.0) * x + np.float32(1.0))
+
+
+def test_programs_leave_out_nagas_loop_bounding(wg, monkeypatch):
+    # wgpu 0.32's wgpu-native has the entry point that takes naga's runtime checks; a program's
+    # module keeps the bounds checks and leaves out the loop counter (30% of Hilbert's time).
+    from wgpu.backends.wgpu_native import _api
+
+    from hurray_gpu.backends.webgpu import RUNTIME_CHECKS
+
+    checks = []
+    real = _api.libf.wgpuDeviceCreateShaderModuleTrusted
+    monkeypatch.setattr(_api.libf, "wgpuDeviceCreateShaderModuleTrusted",
+                        lambda dev, desc, flags: (checks.append(flags), real(dev, desc, flags))[1])
+    kernel = KernelDef(
+        name="wg_loop_sum", params=(buf("res", "u32", "w"), scalar("n")),
+        body="u32 s = 0u; for (u32 k = 0u; k < n; k++) { s = s + k; } STORE(res, 0u, s);",
+        grid=lambda s: (1,), extents=lambda s: {"res": 1}, reference=lambda a: None)
+    res = Buffer(wg, 4)
+    wg.run(kernel, res, n=1000, wait=True)
+    # 0x1: WGPUShaderRuntimeChecks_BoundsChecks alone.
+    assert checks == [RUNTIME_CHECKS] and RUNTIME_CHECKS == 0x1
+    assert int(res.numpy(np.uint32)[0]) == 1000 * 999 // 2

@@ -126,6 +126,10 @@ def fixture() -> dict[str, Any]:
             {"device": "cpu:0", "program": "loop_sum", "bounded_ms": 2.5,
              "bounded_ms_range": [2.4, 2.6], "unbounded_ms": 2.0, "unbounded_ms_range": [1.9, 2.1],
              "bounded_over_unbounded": 1.25, "bounded_over_unbounded_range": [1.2, 1.3]}]},
+        "crmath": {"n": 4096, "runs": 3, "clock": "cpu", "rows": [
+            {"function": "SIN", "libm": "sinf", "domain": [-100, 100], "vs_peer": 0.5,
+             "vs_peer_range": [0.4, 0.6], "ours_gelem_s": 0.1, "ours_gelem_s_range": [0.09, 0.11],
+             "libm_gelem_s": 0.2, "libm_gelem_s_range": [0.19, 0.21], "same_as_libm": 0.99}]},
         "dlpack": {"hurray -> torch": 5.0, "rows": [
             {"path": "hurray -> torch", "peer": "torch -> torch", "us": 5.0,
              "us_range": [4.5, 6.0], "peer_us": 12.0, "peer_us_range": [11.0, 13.0],
@@ -243,6 +247,8 @@ ROWS = [
     "0.700 / 0.750 / 0.800 of copy |",
     "| Q4_0, 512 MiB of source | 300 (250-320) MB/s | copying the same file 1,500 MB/s | "
     "0.150 / 0.200 / 0.250 of copy |",
+    "| CR_SIN over [-100, 100], cpu:0 | 0.100 (0.0900-0.110) G/s | `sinf` 0.200 (0.190-0.210) "
+    "G/s | 0.400 / 0.500 / 0.600 x libm |",
 ]
 
 

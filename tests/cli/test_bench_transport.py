@@ -105,9 +105,12 @@ def test_quick_run_measures_every_case_and_checks_what_arrived(tmp_path: Path) -
     cases = [(r["case"], r["peer"]) for r in data["rows"]]
     for size in ("0.0625", "0.5"):
         for source in ("in-memory registry", "mmapped .hrry"):
-            for peer in ("raw socket recv_into", "Arrow Flight do_get"):
-                assert (f"get {size} MiB from the {source}", peer) in cases
-    assert len(cases) == 8 + 2 + 2 + 1, cases
+            case = f"get {size} MiB from the {source}"
+            # Same work on both sides: into a reused buffer, or each into a new array.
+            assert (case + " into out=", "raw socket recv_into a reused buffer") in cases
+            for peer in ("raw socket recv_into a new array", "Arrow Flight do_get"):
+                assert (case, peer) in cases
+    assert len(cases) == 12 + 3 + 2 + 1, cases
     for r in data["rows"]:
         low, high = r["ours_range"]
         assert 0 < low <= r["ours"] <= high, r

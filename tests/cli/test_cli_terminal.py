@@ -169,6 +169,23 @@ def test_log_level_options(argv: list[str], level: int, capsys: pytest.CaptureFi
     capsys.readouterr()
 
 
+@pytest.mark.parametrize(("argv", "level"), [
+    (["cache", "info", "--json", "-v"], logging.INFO),  # after the subcommand
+    (["cache", "-vv", "info", "--json"], logging.DEBUG),  # between it and its own subcommand
+    (["-v", "cache", "info", "-v", "--json"], logging.DEBUG),  # the counts add up
+    (["cache", "info", "--log-level", "ERROR", "--json"], logging.ERROR),
+    (["--log-level", "debug", "cache", "info", "--json", "--log-level", "error"],
+     logging.ERROR),  # the later one wins
+    (["-vv", "cache", "info", "--json"], logging.DEBUG)])  # before it still works
+def test_log_options_after_the_subcommand(argv: list[str], level: int,
+                                          capsys: pytest.CaptureFixture,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("HURRAY_GPU_DEBUG", raising=False)
+    assert main(argv) == 0
+    assert logging.getLogger("hurray_gpu").level == level
+    assert json.loads(capsys.readouterr().out)  # stdout is still the JSON document
+
+
 def test_the_library_adds_only_a_null_handler() -> None:
     code = ("import logging, hurray_gpu, hurray_gpu.cli, hurray_gpu.runtime.cache; "
             "print([type(h).__name__ for h in logging.getLogger('hurray_gpu').handlers])")

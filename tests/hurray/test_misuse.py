@@ -99,6 +99,8 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], Any], type[Exception]]] = [
      E.UnsupportedOpError),
     ("to(float32 -> int32)", lambda e: e["t"].to(dtype="int32"), E.UnsupportedOpError),
     ("len(scalar)", lambda e: len(e["scalar"]), E.ArgumentTypeError),
+    ("bool(3x4 tensor)", lambda e: bool(e["t"]), E.AmbiguousTruthError),
+    ("bool(quantized)", lambda e: bool(e["q"]), E.AmbiguousTruthError),
     ("t[3] out of range", lambda e: e["t"][3], E.TensorIndexError),
     ("t[-4] out of range", lambda e: e["t"][-4], E.TensorIndexError),
     ("t[0, 0, 0] too many", lambda e: e["t"][0, 0, 0], E.TensorIndexError),

@@ -115,6 +115,24 @@ def test_len_and_iteration_follow_dimension_zero() -> None:
     assert [int(v.numpy()) for v in rows[1]] == x[1].tolist()
 
 
+def test_truth_is_numpys_one_element_truth() -> None:
+    # Rank 0 (which has no len()) and every size-1 shape: the element's truth, as NumPy's.
+    for value in (np.float32(2.5), np.float32(0.0), np.float32(np.nan), np.int8(-1),
+                  np.uint16(0), np.bool_(True), np.bool_(False)):
+        for shape in ((), (1,), (1, 1, 1)):
+            x = np.full(shape, value)
+            assert bool(hg.from_numpy(x)) is bool(x), (value, shape)
+    assert bool(hg.from_numpy(np.arange(12, dtype=np.int16).reshape(3, 4)[1:2, 0:1])) is True
+    assert not hg.from_numpy(np.zeros((1, 1), ml_dtypes.bfloat16))
+    assert hg.from_numpy(np.array([5], np.int8).astype(ml_dtypes.int4))  # packed: decoded
+    for shape in ((2,), (3, 4), (0,), (2, 0)):
+        with pytest.raises(hg.AmbiguousTruthError, match="ambiguous") as err:
+            bool(hg.from_numpy(np.ones(shape, np.float32)))
+        assert isinstance(err.value, ValueError) and "Fix:" in str(err.value)
+        with pytest.raises(ValueError):  # as NumPy's, which raises ValueError too
+            bool(np.ones(shape, np.float32))
+
+
 def _keys(rng: np.random.Generator, shape: tuple[int, ...], count: int) -> list[Any]:
     keys: list[Any] = [0, -1, (0, 1), (slice(None), 2), (..., 1), (None, 1),
                        (slice(None, None, -1),), (1, slice(None), None),

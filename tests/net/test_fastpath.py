@@ -28,9 +28,8 @@ from tests.net.conftest import Start
 class Counting:
     """A real socket whose ``send``/``sendmsg`` (counted together as ``sends``) and
     ``recv_into``/``recvmsg_into`` calls (``receives``) are counted: those that moved bytes.
-    (Sockets are non-blocking: a try before the peer's bytes arrive raises BlockingIOError
-    and is counted apart, as ``blocked``; how often that happens depends on the machine's
-    load, not on the framing.)"""
+    (A call that raises BlockingIOError is counted apart, as ``blocked``: a try with
+    MSG_DONTWAIT before the peer could take or send the bytes, or a wait that ran out.)"""
 
     def __init__(self, sock: socket.socket) -> None:
         self.sock, self.calls = sock, Counter[str]()
@@ -118,6 +117,8 @@ def test_a_small_get_is_one_send_and_one_receive_per_side(start: Start) -> None:
             client.get("small")
         assert counting.calls["sends"] == 20  # one request each
         assert counting.calls["receives"] <= 25  # before: descriptor, frame, data, END...
+        # The receive waits in the kernel: no try before the answer is there, no poll.
+        assert counting.calls["blocked"] == 0
 
 
 def test_a_prepared_answer_larger_than_the_socket_buffer_arrives_whole() -> None:

@@ -15,7 +15,7 @@ import pytest
 import hurray_gpu as hg
 from hurray_gpu.errors import ProtocolError, RemoteError
 from hurray_gpu.format import protocol as P
-from hurray_gpu.net.transport import TransportError
+from hurray_gpu.net.transport import TransportError, declare
 from tests.net.conftest import RawPeer, Start, data_frame, header
 
 VALUES = np.arange(16, dtype=np.int32)
@@ -251,3 +251,41 @@ def test_frame_header_is_checked_before_allocating() -> None:
     with pytest.raises(ProtocolError) as info:
         client.get("k")
     assert info.value.code == P.ErrorCode.MESSAGE_TOO_LARGE
+
+
+# -- the kernel's own time limits (plain sockets block in recv/send) --------------------------
+def test_an_idle_client_is_cut_off_at_the_idle_timeout(start: Start) -> None:
+    """idle_timeout 0.5 s under a 5 s message timeout: the kernel's receive timeout must
+    not pass the shorter deadline (armed at timeout / 2 it would wait 2.5 s)."""
+    server = serving(start, idle_timeout=0.5, timeout=5.0)
+    peer = RawPeer(server.url)
+    peer.hello()
+    began = time.monotonic()
+    assert peer.closed_by_peer()
+    assert 0.45 < time.monotonic() - began < 1.5
+    still_serves(server)
+
+
+def test_a_silent_server_is_cut_off_at_the_client_timeout() -> None:
+    """A server that stops answering ends a get at the client's timeout: the first get
+    (the general receive) and the same get again (one receive of the expected answer)."""
+    t = hg.from_numpy(VALUES)
+    data = t.buffers[0].numpy().tobytes()
+    answer = (P.encode(P.TensorDescriptorMsg(declare(t.descriptor, 0, 0, 0), len(data)), 2)
+              + data_frame(2, 0, data) + P.encode(P.TensorDataEnd(), 2))
+    for repeat in (False, True):
+        def silent(conn: socket.socket, repeat: bool = repeat) -> None:
+            if repeat:  # the first get's answer, then the same request again
+                conn.sendall(answer)
+                conn.recv(1 << 16)
+            time.sleep(2.5)  # (then the connection closes: long after the client's limit)
+
+        url = fake_server(silent)
+        client = hg.connect(url, timeout=0.6)
+        if repeat:
+            assert client.get("a").numpy().tolist() == VALUES.tolist()
+        began = time.monotonic()
+        with pytest.raises(TransportError):
+            client.get("a")
+        assert 0.55 < time.monotonic() - began < 1.8, repeat
+        client.close()

@@ -42,7 +42,9 @@ def test_values_live_across_a_barrier_are_kept_per_item() -> None:
     ("u32 i = GLOBAL_ID(0);\nBARRIER();\nu32 i = 1u;", "second declaration"),
     ("for (u32 k = 0u; k < 4u; k++) { BARRIER(); if (k == 2u) { break; } }", "'break'"),
     ("u32 a = 1u, b = 2u;\nBARRIER();", "declaration"),
-    ("BARRIER();\ndo { STORE(dst, 0u, 1u); } while (0u);", "'do'"),
+    ("BARRIER();\ndo { BARRIER(); } while (0u);", "a barrier inside 'do'"),
+    ("BARRIER();\nfor (u32 k = 0u, j = 1u; k < 4u; k++) { BARRIER(); }", "inside 'for'"),
+    ("u32 i = GLOBAL_ID(0);\nBARRIER();\nSTORE(dst, i, undeclared);", "not declared"),
 ])
 def test_bodies_region_splitting_cannot_keep_are_refused(body: str, what: str) -> None:
     with pytest.raises(UnsupportedOpError, match=what) as err:
@@ -54,6 +56,28 @@ def test_break_inside_a_loop_of_one_region_is_kept() -> None:
     body = ("u32 s = 0u;\nfor (u32 k = 0u; k < 4u; k++) { if (k == 2u) { break; } s = s + k; }"
             "\nBARRIER();\nSTORE(dst, GLOBAL_ID(0), s);")
     assert "break;" in render(group_kernel(body), "c")
+
+
+def test_loops_without_barriers_are_kept_as_written() -> None:
+    # A do-while over several lines inside one region: copied as written (lines dedented),
+    # with the promoted locals read as the item's copies (the name, not 0x10u's letters).
+    body = ("u32 s = 0u;\nu32 k = 0u;\nBARRIER();\ndo {\n    s = s + LOAD(src,\n"
+            "                 k);\n    k++;\n} while (k < 0x10u);\nSTORE(dst, GLOBAL_ID(0), s);")
+    text = render(group_kernel(body), "c")
+    assert ("\n        do {\n            hg_s->s[hg_li] = hg_s->s[hg_li] + load_src(hg_s->k"
+            "[hg_li]);\n            hg_s->k[hg_li]++;\n        } while (hg_s->k[hg_li] < 0x10u);"
+            "\n        store_dst(hg_gid0, hg_s->s[hg_li]);") in text
+
+
+def test_a_loop_holding_a_barrier_steps_the_group_together() -> None:
+    body = ("u32 acc = 0u;\nfor (u32 k = 0u; k < n; k += 2u) {\n"
+            "    STORE(tile, GLOBAL_ID(0) % 64u, k);\n    BARRIER();\n"
+            "    acc = acc + LOAD(tile, 0u);\n    BARRIER();\n}\nSTORE(dst, GLOBAL_ID(0), acc);")
+    text = render(group_kernel(body), "c")
+    # The counter is kept per item; its test is the group's, with item 0's values.
+    assert "    while (hg_s->k[hg_li] < n) {" in text
+    assert "hg_s->k[hg_li] = 0u;" in text and "hg_s->k[hg_li] += 2u;" in text
+    assert text.count("for (uint32_t hg_lx = 0; hg_lx < 64u; hg_lx++)") == 5
 
 
 def test_group_memory_past_the_bound_is_refused() -> None:

@@ -94,6 +94,8 @@ def _kernel(body: str, **kw: object) -> KernelDef:
     "TRANSPOSE16(dst, 0u, n, src, 0u, n);",  # no total hint
     "TRANSPOSE16(dst, 0u, n, src, LOAD(src, 0u), n, n);",  # an index that is not a sum
     "TRANSPOSE16(src, 0u, n, dst, 0u, n, n);",  # stores into a read-only buffer once expanded
+    "ZORDER16(dst, 0u, n, src, 0u, n);",  # no total hint
+    "ZORDER16(src, 0u, n, dst, 0u, 0u, n);",  # stores into a read-only buffer once expanded
 ])
 def test_lint_rejects_non_portable_bodies(body: str) -> None:
     with pytest.raises(UnsupportedOpError):
@@ -127,6 +129,19 @@ def test_transpose16_is_a_register_transpose_in_host_c_and_a_loop_elsewhere() ->
     narrow = _kernel("TRANSPOSE16(dst, 0u, n, src, 0u, n, n);",
                      params=(buf("dst", "u16", "w"), buf("src", "u16", "r"), scalar("n")))
     assert "hg_t16_u32(dst" not in get_renderer("c").render(narrow)  # u16 words: the loop
+
+
+def test_zorder16_is_register_shuffles_in_host_c_and_a_loop_elsewhere() -> None:
+    kernel = _kernel("u32 i = GLOBAL_ID(0); ZORDER16(dst, i * 16u, n, src, i + 2u, 0u, n); "
+                     "TRANSPOSE16(dst, i * 16u, n, src, i, n, n);")
+    host = get_renderer("c").render(kernel)
+    assert "hg_z16_u32(dst, i * 16u, n, src, i + 2u, 0u, hg_big(n, 4u));" in host
+    assert "hg_t16_fence();\n}" in host  # streamed rows are fenced before a chunk is done
+    for dialect in ("opencl", "cuda", "glsl"):
+        text = get_renderer(dialect).render(kernel)
+        assert "hg_z16_u32" not in text and "((t8k & 8u) << 4u)" in text, dialect
+    # Both 16 x 16 statements in one kernel: their shared part is guarded (compiled once).
+    assert host.count("#ifndef HG_B16_BASE") == 2 and "hg_t16_u32(dst" in host
 
 
 def test_copy8_is_one_block_copy_in_host_c_and_a_loop_elsewhere() -> None:

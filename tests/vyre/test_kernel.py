@@ -173,14 +173,15 @@ def test_cpu_takes_numpy_and_tensors_zero_copy() -> None:
 def test_reference_is_not_a_compile_target_and_refusals_are_early() -> None:
     with pytest.raises(vyre.UnsupportedOpError):
         vyre.compile(_counter(), "reference")
-    # Refused before compiling: sin off the host (its libm), workgroup barriers on the host.
-    sin = b.program([b.read("x", 0, b.F32), b.output("y", 1, b.F32, 4)],
-                    [b.let("i", b.invocation_id(0)),
-                     b.store("y", b.var("i"), b.unop(vyre.ir.UnOp.SIN, b.load("x", b.var("i"))))],
+    # Refused before compiling: more workgroup memory (40 KiB) than OpenCL guarantees.
+    words = 10240
+    big = b.program([b.workgroup("big", words, b.U32), b.output("y", 1, b.U32, 4)],
+                    [b.let("i", b.invocation_id(0)), b.store("big", b.var("i"), b.var("i")),
+                     b.barrier(), b.store("y", b.var("i"), b.load("big", b.var("i")))],
                     workgroup_size=(4, 1, 1))
     with pytest.raises(vyre.UnsupportedOpError):
         if "opencl:0" in SPECS:
-            vyre.compile(sin, "opencl:0")
+            vyre.compile(big, "opencl:0")
         else:
             vyre.compile(P.softmax_program(4), "cpu")
 

@@ -1,4 +1,4 @@
-"""vyre's f32 transcendentals but sin/cos/tan, and InverseSqrt, lower to the correctly rounded
+"""vyre's f32 transcendentals and InverseSqrt lower to the correctly rounded
 CR_* functions: every device gives the correctly rounded result of the canonical input (the
 same bits everywhere), within 1 ULP of the reference interpreter (vyre 0.7.2's libm results;
 vyre's own budget is 4 ULP elementary, 128 transcendental)."""
@@ -18,7 +18,8 @@ from vyre.ir import Scalar, UnOp
 
 OPS = {UnOp.EXP: "EXP", UnOp.EXP2: "EXP2", UnOp.LOG: "LOG", UnOp.LOG2: "LOG2",
        UnOp.INVERSE_SQRT: "RSQRT", UnOp.SINH: "SINH", UnOp.COSH: "COSH", UnOp.TANH: "TANH",
-       UnOp.ATAN: "ATAN", UnOp.ASIN: "ASIN", UnOp.ACOS: "ACOS"}
+       UnOp.ATAN: "ATAN", UnOp.ASIN: "ASIN", UnOp.ACOS: "ACOS", UnOp.SIN: "SIN",
+       UnOp.COS: "COS", UnOp.TAN: "TAN"}
 DEVICES = kernel_devices()
 
 

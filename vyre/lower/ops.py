@@ -400,12 +400,11 @@ def _bool(ctx: Ctx, op: BinOp, a: Value, b: Value) -> Value:
 # -- UnOp and Cast (docs/vyre-semantics.md, UnOps and Casts) ---------------------------------
 
 
-_TRANSCENDENTAL = frozenset({UnOp.SIN, UnOp.COS, UnOp.TAN})
 # Ops lowered to a correctly rounded CR_<name> (the reference keeps vyre's libm results: they
 # agree but where libm's f64 value double-rounds, and InverseSqrt, which the reference rounds
 # twice, within 1 ULP).
-_CORRECTLY_ROUNDED = {UnOp.ASIN: "ASIN", UnOp.ACOS: "ACOS", UnOp.ATAN: "ATAN",
-                      UnOp.SINH: "SINH", UnOp.COSH: "COSH", UnOp.TANH: "TANH", UnOp.EXP: "EXP",
+_CORRECTLY_ROUNDED = {UnOp.SIN: "SIN", UnOp.COS: "COS", UnOp.TAN: "TAN", UnOp.ASIN: "ASIN",
+                      UnOp.ACOS: "ACOS", UnOp.ATAN: "ATAN", UnOp.SINH: "SINH", UnOp.COSH: "COSH", UnOp.TANH: "TANH", UnOp.EXP: "EXP",
                       UnOp.EXP2: "EXP2", UnOp.LOG: "LOG", UnOp.LOG2: "LOG2",
                       UnOp.INVERSE_SQRT: "RSQRT"}
 _UNPACK = {UnOp.UNPACK4_LOW: "{x} & 0xfu", UnOp.UNPACK4_HIGH: "({x} >> 4u) & 0xfu",
@@ -485,11 +484,6 @@ def _float(ctx: Ctx, op: UnOp, v: Value) -> Value:
     if op in (UnOp.IS_INF, UnOp.IS_FINITE):
         rel = "==" if op == UnOp.IS_INF else "<"
         return ctx.temp("bool", f"(AS_U32({x}) & 0x7fffffffu) {rel} 0x7f800000u")
-    if op in _TRANSCENDENTAL:
-        # Sin, Cos, Tan: f32(libm_f64(x)), the reference's own recipe; only host C calls the
-        # very libm the interpreter calls (launchers refuse "libm" on other dialects).
-        ctx.features.add("libm")
-        return canon(ctx, ctx.temp("f32", f"LIBM_{op.name}({x})").text)
     raise unsupported(f"f32 {op.name} (the reference errors)", "use a float operation.")
 
 

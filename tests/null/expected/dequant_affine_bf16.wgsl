@@ -230,8 +230,8 @@ fn main(@builtin(global_invocation_id) hg_id: vec3<u32>) {
                 o = o + 1u;
             }
         }
-        if (((end - i) >= 32u) && (((bits == 4u) || ((bits == 8u) && (zmode == 0u))) && (bits != 8u))) {
-            if ((zmode != 0u) || (built == 0u)) {
+        if (((end - i) >= 32u) && ((bits == 4u) || ((bits == 8u) && (zmode == 0u)))) {
+            if (((zmode != 0u) || (built == 0u)) && (bits != 8u)) {
                 for (var c: u32 = 0u; c < (1u << bits); c++) {
                     {
                         var code: u32 = c;
@@ -296,6 +296,18 @@ fn main(@builtin(global_invocation_id) hg_id: vec3<u32>) {
                 }
             } else if (bits == 6u) {
             } else if (bits == 8u) {
+                for (var hg_j: u32 = 0u; hg_j < ngrp; hg_j++) {
+                    var hg_at: u32 = gat + (8u * hg_j);
+                    var hg_k: u32 = i + (8u * hg_j);
+                    store_dst(hg_k + 0u, hg_f32_to_bf16(s * f32(i32(u32(i32(load_data(hg_at + 0u) << sx) >> sx) - u32(z)))));
+                    store_dst(hg_k + 1u, hg_f32_to_bf16(s * f32(i32(u32(i32(load_data(hg_at + 1u) << sx) >> sx) - u32(z)))));
+                    store_dst(hg_k + 2u, hg_f32_to_bf16(s * f32(i32(u32(i32(load_data(hg_at + 2u) << sx) >> sx) - u32(z)))));
+                    store_dst(hg_k + 3u, hg_f32_to_bf16(s * f32(i32(u32(i32(load_data(hg_at + 3u) << sx) >> sx) - u32(z)))));
+                    store_dst(hg_k + 4u, hg_f32_to_bf16(s * f32(i32(u32(i32(load_data(hg_at + 4u) << sx) >> sx) - u32(z)))));
+                    store_dst(hg_k + 5u, hg_f32_to_bf16(s * f32(i32(u32(i32(load_data(hg_at + 5u) << sx) >> sx) - u32(z)))));
+                    store_dst(hg_k + 6u, hg_f32_to_bf16(s * f32(i32(u32(i32(load_data(hg_at + 6u) << sx) >> sx) - u32(z)))));
+                    store_dst(hg_k + 7u, hg_f32_to_bf16(s * f32(i32(u32(i32(load_data(hg_at + 7u) << sx) >> sx) - u32(z)))));
+                }
             }
             i = i + (8u * ngrp);
             for (; i < end; i++) {
@@ -361,7 +373,7 @@ fn main(@builtin(global_invocation_id) hg_id: vec3<u32>) {
                                 store_err(0u, 1u);
                             }
                         }
-                        if ((zmode != 0u) || (built == 0u)) {
+                        if (((zmode != 0u) || (built == 0u)) && (bits != 8u)) {
                             for (var c: u32 = 0u; c < (1u << bits); c++) {
                                 {
                                     var code: u32 = c;
@@ -392,6 +404,63 @@ fn main(@builtin(global_invocation_id) hg_id: vec3<u32>) {
                             store_dst(hg_k + 6u, hg_f32_to_bf16(select(s * t6, t6, ((bitcast<u32>(t6)) & 0x7fffffffu) > 0x7f800000u)));
                             var t7: f32 = load_tf((load_data(hg_at + 3u) >> 4u) & 15u);
                             store_dst(hg_k + 7u, hg_f32_to_bf16(select(s * t7, t7, ((bitcast<u32>(t7)) & 0x7fffffffu) > 0x7f800000u)));
+                        }
+                        i = i + (8u * gb);
+                    }
+                } else if (bits == 8u) {
+                    for (; p < pend; p++) {
+                        if (stype == 3u) {
+                            var at: u32 = p * 4u;
+                            var w: u32 = ((load_scales(at) | (load_scales(at + 1u) << 8u)) | (load_scales(at + 2u) << 16u)) | (load_scales(at + 3u) << 24u);
+                            if (((w & 0x7f800000u) == 0x7f800000u) || ((w & 0x7fffffffu) == 0u)) {
+                                store_err(0u, 1u);
+                            }
+                            s = bitcast<f32>(w);
+                        } else {
+                            var at: u32 = p * 2u;
+                            var h: u32 = load_scales(at) | (load_scales(at + 1u) << 8u);
+                            if (stype == 1u) {
+                                if (((h & 0x7c00u) == 0x7c00u) || ((h & 0x7fffu) == 0u)) {
+                                    store_err(0u, 1u);
+                                }
+                                s = hg_f16_to_f32(h);
+                            } else {
+                                if (((h & 0x7f80u) == 0x7f80u) || ((h & 0x7fffu) == 0u)) {
+                                    store_err(0u, 1u);
+                                }
+                                s = hg_bf16_to_f32(h);
+                            }
+                        }
+                        if (zmode != 0u) {
+                            var at: u32 = zoff + (p * 4u);
+                            z = i32(((load_zps(at) | (load_zps(at + 1u) << 8u)) | (load_zps(at + 2u) << 16u)) | (load_zps(at + 3u) << 24u));
+                            if ((z < zlo) || (z > zhi)) {
+                                store_err(0u, 1u);
+                            }
+                        }
+                        if (((zmode != 0u) || (built == 0u)) && (bits != 8u)) {
+                            for (var c: u32 = 0u; c < (1u << bits); c++) {
+                                {
+                                    var code: u32 = c;
+                                    var k: u32 = c;
+                                    var q: i32 = i32(code << sx) >> sx;
+                                    store_tf(k, f32(i32(u32(q) - u32(z))));
+                                }
+                            }
+                            built = 1u;
+                        }
+                        var bat: u32 = doff + ((i >> 3u) * bits);
+                        for (var hg_j: u32 = 0u; hg_j < gb; hg_j++) {
+                            var hg_at: u32 = bat + (8u * hg_j);
+                            var hg_k: u32 = i + (8u * hg_j);
+                            store_dst(hg_k + 0u, hg_f32_to_bf16(s * f32(i32(u32(i32(load_data(hg_at + 0u) << sx) >> sx) - u32(z)))));
+                            store_dst(hg_k + 1u, hg_f32_to_bf16(s * f32(i32(u32(i32(load_data(hg_at + 1u) << sx) >> sx) - u32(z)))));
+                            store_dst(hg_k + 2u, hg_f32_to_bf16(s * f32(i32(u32(i32(load_data(hg_at + 2u) << sx) >> sx) - u32(z)))));
+                            store_dst(hg_k + 3u, hg_f32_to_bf16(s * f32(i32(u32(i32(load_data(hg_at + 3u) << sx) >> sx) - u32(z)))));
+                            store_dst(hg_k + 4u, hg_f32_to_bf16(s * f32(i32(u32(i32(load_data(hg_at + 4u) << sx) >> sx) - u32(z)))));
+                            store_dst(hg_k + 5u, hg_f32_to_bf16(s * f32(i32(u32(i32(load_data(hg_at + 5u) << sx) >> sx) - u32(z)))));
+                            store_dst(hg_k + 6u, hg_f32_to_bf16(s * f32(i32(u32(i32(load_data(hg_at + 6u) << sx) >> sx) - u32(z)))));
+                            store_dst(hg_k + 7u, hg_f32_to_bf16(s * f32(i32(u32(i32(load_data(hg_at + 7u) << sx) >> sx) - u32(z)))));
                         }
                         i = i + (8u * gb);
                     }
@@ -438,6 +507,20 @@ fn main(@builtin(global_invocation_id) hg_id: vec3<u32>) {
                 i = i + 1u;
             }
         } else if ((bits == 8u) && (doff == 0u)) {
+            var ng8: u32 = (end - i) >> 3u;
+            for (var hg_j: u32 = 0u; hg_j < ng8; hg_j++) {
+                var hg_at: u32 = i + (8u * hg_j);
+                var hg_k: u32 = i + (8u * hg_j);
+                store_dst(hg_k + 0u, hg_f32_to_bf16(s * f32(i32(u32(i32(load_data(hg_at + 0u) << sx) >> sx) - u32(z)))));
+                store_dst(hg_k + 1u, hg_f32_to_bf16(s * f32(i32(u32(i32(load_data(hg_at + 1u) << sx) >> sx) - u32(z)))));
+                store_dst(hg_k + 2u, hg_f32_to_bf16(s * f32(i32(u32(i32(load_data(hg_at + 2u) << sx) >> sx) - u32(z)))));
+                store_dst(hg_k + 3u, hg_f32_to_bf16(s * f32(i32(u32(i32(load_data(hg_at + 3u) << sx) >> sx) - u32(z)))));
+                store_dst(hg_k + 4u, hg_f32_to_bf16(s * f32(i32(u32(i32(load_data(hg_at + 4u) << sx) >> sx) - u32(z)))));
+                store_dst(hg_k + 5u, hg_f32_to_bf16(s * f32(i32(u32(i32(load_data(hg_at + 5u) << sx) >> sx) - u32(z)))));
+                store_dst(hg_k + 6u, hg_f32_to_bf16(s * f32(i32(u32(i32(load_data(hg_at + 6u) << sx) >> sx) - u32(z)))));
+                store_dst(hg_k + 7u, hg_f32_to_bf16(s * f32(i32(u32(i32(load_data(hg_at + 7u) << sx) >> sx) - u32(z)))));
+            }
+            i = i + (8u * ng8);
             for (; i < end; i++) {
                 {
                     var code: u32 = load_data(i);

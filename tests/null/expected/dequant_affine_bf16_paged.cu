@@ -121,8 +121,8 @@ extern "C" __global__ void __launch_bounds__(64) dequant_affine_bf16_paged(unsig
                 o = o + 1u;
             }
         }
-        if (end - i >= 32u && ((bits == 4u || (bits == 8u && zmode == 0u)) && bits != 8u)) {
-            if (zmode != 0u || built == 0u) {
+        if (end - i >= 32u && (bits == 4u || (bits == 8u && zmode == 0u))) {
+            if ((zmode != 0u || built == 0u) && bits != 8u) {
                 for (unsigned int c = 0u; c < (1u << bits); c++) {
                     {
                         unsigned int code = c;
@@ -169,6 +169,7 @@ extern "C" __global__ void __launch_bounds__(64) dequant_affine_bf16_paged(unsig
                 for (unsigned int hg_j = 0u; hg_j < ngrp; hg_j++) { unsigned int hg_at = gat + 4u * hg_j; unsigned int hg_k = i + shift + 8u * hg_j; float t0 = load_tf(load_data(hg_at) & 15u); store_dst(hg_k, hg_f32_to_bf16((__float_as_uint(t0) & 0x7fffffffu) > 0x7f800000u ? t0 : s * t0)); float t1 = load_tf((load_data(hg_at) >> 4u) & 15u); store_dst(hg_k + 1u, hg_f32_to_bf16((__float_as_uint(t1) & 0x7fffffffu) > 0x7f800000u ? t1 : s * t1)); float t2 = load_tf(load_data(hg_at + 1u) & 15u); store_dst(hg_k + 2u, hg_f32_to_bf16((__float_as_uint(t2) & 0x7fffffffu) > 0x7f800000u ? t2 : s * t2)); float t3 = load_tf((load_data(hg_at + 1u) >> 4u) & 15u); store_dst(hg_k + 3u, hg_f32_to_bf16((__float_as_uint(t3) & 0x7fffffffu) > 0x7f800000u ? t3 : s * t3)); float t4 = load_tf(load_data(hg_at + 2u) & 15u); store_dst(hg_k + 4u, hg_f32_to_bf16((__float_as_uint(t4) & 0x7fffffffu) > 0x7f800000u ? t4 : s * t4)); float t5 = load_tf((load_data(hg_at + 2u) >> 4u) & 15u); store_dst(hg_k + 5u, hg_f32_to_bf16((__float_as_uint(t5) & 0x7fffffffu) > 0x7f800000u ? t5 : s * t5)); float t6 = load_tf(load_data(hg_at + 3u) & 15u); store_dst(hg_k + 6u, hg_f32_to_bf16((__float_as_uint(t6) & 0x7fffffffu) > 0x7f800000u ? t6 : s * t6)); float t7 = load_tf((load_data(hg_at + 3u) >> 4u) & 15u); store_dst(hg_k + 7u, hg_f32_to_bf16((__float_as_uint(t7) & 0x7fffffffu) > 0x7f800000u ? t7 : s * t7)); }
             } else if (bits == 6u) {
             } else if (bits == 8u) {
+                for (unsigned int hg_j = 0u; hg_j < ngrp; hg_j++) { unsigned int hg_at = gat + 8u * hg_j; unsigned int hg_k = i + shift + 8u * hg_j; store_dst(hg_k + 0u, hg_f32_to_bf16(s * (float)((int)((unsigned int)((int)(load_data(hg_at + 0u) << sx) >> sx) - (unsigned int)(z))))); store_dst(hg_k + 1u, hg_f32_to_bf16(s * (float)((int)((unsigned int)((int)(load_data(hg_at + 1u) << sx) >> sx) - (unsigned int)(z))))); store_dst(hg_k + 2u, hg_f32_to_bf16(s * (float)((int)((unsigned int)((int)(load_data(hg_at + 2u) << sx) >> sx) - (unsigned int)(z))))); store_dst(hg_k + 3u, hg_f32_to_bf16(s * (float)((int)((unsigned int)((int)(load_data(hg_at + 3u) << sx) >> sx) - (unsigned int)(z))))); store_dst(hg_k + 4u, hg_f32_to_bf16(s * (float)((int)((unsigned int)((int)(load_data(hg_at + 4u) << sx) >> sx) - (unsigned int)(z))))); store_dst(hg_k + 5u, hg_f32_to_bf16(s * (float)((int)((unsigned int)((int)(load_data(hg_at + 5u) << sx) >> sx) - (unsigned int)(z))))); store_dst(hg_k + 6u, hg_f32_to_bf16(s * (float)((int)((unsigned int)((int)(load_data(hg_at + 6u) << sx) >> sx) - (unsigned int)(z))))); store_dst(hg_k + 7u, hg_f32_to_bf16(s * (float)((int)((unsigned int)((int)(load_data(hg_at + 7u) << sx) >> sx) - (unsigned int)(z))))); }
             }
             i = i + 8u * ngrp;
             for (; i < end; i++) {
@@ -232,7 +233,7 @@ extern "C" __global__ void __launch_bounds__(64) dequant_affine_bf16_paged(unsig
                                     | (load_zps(at + 2u) << 16u) | (load_zps(at + 3u) << 24u));
                             if (z < zlo || z > zhi) store_err(0u, 1u);
                         }
-                        if (zmode != 0u || built == 0u) {
+                        if ((zmode != 0u || built == 0u) && bits != 8u) {
                             for (unsigned int c = 0u; c < (1u << bits); c++) {
                                 {
                                     unsigned int code = c;
@@ -249,6 +250,52 @@ extern "C" __global__ void __launch_bounds__(64) dequant_affine_bf16_paged(unsig
                         i = i + 8u * gb;
                     }
                 } else {
+                    if (bits == 8u) {
+                        for (; p < pend; p++) {
+                            if (stype == 3u) {
+                                unsigned int at = p * 4u;
+                                unsigned int w = load_scales(at) | (load_scales(at + 1u) << 8u)
+                                        | (load_scales(at + 2u) << 16u) | (load_scales(at + 3u) << 24u);
+                                if ((w & 0x7f800000u) == 0x7f800000u || (w & 0x7fffffffu) == 0u) {
+                                    store_err(0u, 1u);
+                                }
+                                s = __uint_as_float(w);
+                            } else {
+                                unsigned int at = p * 2u;
+                                unsigned int h = load_scales(at) | (load_scales(at + 1u) << 8u);
+                                if (stype == 1u) {
+                                    if ((h & 0x7c00u) == 0x7c00u || (h & 0x7fffu) == 0u) store_err(0u, 1u);
+                                    s = hg_f16_to_f32(h);
+                                } else {
+                                    if ((h & 0x7f80u) == 0x7f80u || (h & 0x7fffu) == 0u) store_err(0u, 1u);
+                                    s = hg_bf16_to_f32(h);
+                                }
+                            }
+                            if (zmode != 0u) {
+                                // Zero points may start at 2 mod 4 in a shared [scales | zero_points] buffer.
+                                unsigned int at = zoff + p * 4u;
+                                z = (int)(load_zps(at) | (load_zps(at + 1u) << 8u)
+                                        | (load_zps(at + 2u) << 16u) | (load_zps(at + 3u) << 24u));
+                                if (z < zlo || z > zhi) store_err(0u, 1u);
+                            }
+                            if ((zmode != 0u || built == 0u) && bits != 8u) {
+                                for (unsigned int c = 0u; c < (1u << bits); c++) {
+                                    {
+                                        unsigned int code = c;
+                                        unsigned int k = c;
+                                        // Branch-free sign extension: random signs would mispredict a branch.
+                                        int q = (int)(code << sx) >> sx;
+                                        store_tf(k, (float)((int)((unsigned int)(q) - (unsigned int)(z))));
+                                    }
+                                }
+                                built = 1u;
+                            }
+                            unsigned int bat = doff + (i >> 3u) * bits;
+                            for (unsigned int hg_j = 0u; hg_j < gb; hg_j++) { unsigned int hg_at = bat + 8u * hg_j; unsigned int hg_k = i + shift + 8u * hg_j; store_dst(hg_k + 0u, hg_f32_to_bf16(s * (float)((int)((unsigned int)((int)(load_data(hg_at + 0u) << sx) >> sx) - (unsigned int)(z))))); store_dst(hg_k + 1u, hg_f32_to_bf16(s * (float)((int)((unsigned int)((int)(load_data(hg_at + 1u) << sx) >> sx) - (unsigned int)(z))))); store_dst(hg_k + 2u, hg_f32_to_bf16(s * (float)((int)((unsigned int)((int)(load_data(hg_at + 2u) << sx) >> sx) - (unsigned int)(z))))); store_dst(hg_k + 3u, hg_f32_to_bf16(s * (float)((int)((unsigned int)((int)(load_data(hg_at + 3u) << sx) >> sx) - (unsigned int)(z))))); store_dst(hg_k + 4u, hg_f32_to_bf16(s * (float)((int)((unsigned int)((int)(load_data(hg_at + 4u) << sx) >> sx) - (unsigned int)(z))))); store_dst(hg_k + 5u, hg_f32_to_bf16(s * (float)((int)((unsigned int)((int)(load_data(hg_at + 5u) << sx) >> sx) - (unsigned int)(z))))); store_dst(hg_k + 6u, hg_f32_to_bf16(s * (float)((int)((unsigned int)((int)(load_data(hg_at + 6u) << sx) >> sx) - (unsigned int)(z))))); store_dst(hg_k + 7u, hg_f32_to_bf16(s * (float)((int)((unsigned int)((int)(load_data(hg_at + 7u) << sx) >> sx) - (unsigned int)(z))))); }
+                            i = i + 8u * gb;
+                        }
+                    } else {
+                    }
                 }
                 a = a + (nblk << kshift);
                 if (a == ssize) {
@@ -297,6 +344,9 @@ extern "C" __global__ void __launch_bounds__(64) dequant_affine_bf16_paged(unsig
             }
         }
         else if (bits == 8u && doff == 0u) {
+            unsigned int ng8 = (end - i) >> 3u;
+            for (unsigned int hg_j = 0u; hg_j < ng8; hg_j++) { unsigned int hg_at = i + 8u * hg_j; unsigned int hg_k = i + shift + 8u * hg_j; store_dst(hg_k + 0u, hg_f32_to_bf16(s * (float)((int)((unsigned int)((int)(load_data(hg_at + 0u) << sx) >> sx) - (unsigned int)(z))))); store_dst(hg_k + 1u, hg_f32_to_bf16(s * (float)((int)((unsigned int)((int)(load_data(hg_at + 1u) << sx) >> sx) - (unsigned int)(z))))); store_dst(hg_k + 2u, hg_f32_to_bf16(s * (float)((int)((unsigned int)((int)(load_data(hg_at + 2u) << sx) >> sx) - (unsigned int)(z))))); store_dst(hg_k + 3u, hg_f32_to_bf16(s * (float)((int)((unsigned int)((int)(load_data(hg_at + 3u) << sx) >> sx) - (unsigned int)(z))))); store_dst(hg_k + 4u, hg_f32_to_bf16(s * (float)((int)((unsigned int)((int)(load_data(hg_at + 4u) << sx) >> sx) - (unsigned int)(z))))); store_dst(hg_k + 5u, hg_f32_to_bf16(s * (float)((int)((unsigned int)((int)(load_data(hg_at + 5u) << sx) >> sx) - (unsigned int)(z))))); store_dst(hg_k + 6u, hg_f32_to_bf16(s * (float)((int)((unsigned int)((int)(load_data(hg_at + 6u) << sx) >> sx) - (unsigned int)(z))))); store_dst(hg_k + 7u, hg_f32_to_bf16(s * (float)((int)((unsigned int)((int)(load_data(hg_at + 7u) << sx) >> sx) - (unsigned int)(z))))); }
+            i = i + 8u * ng8;
             for (; i < end; i++) {
                 {
                     unsigned int code = load_data(i);

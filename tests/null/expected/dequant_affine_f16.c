@@ -414,6 +414,71 @@ static inline __attribute__((always_inline)) void hg_s8_run(
             _mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1)), big);
     }
 }
+// AFFINE8: sixteen (then eight) codes widened to int32_t lanes (sign-extended when sx), minus z,
+// converted (to nearest even, as C's conversion), times s, then SCALE8's output conversion and
+// stores: no table, so 8-bit affine codes (Q8_0) load nothing but their own bytes. With s
+// finite no product is NaN (the codes' values are finite), so the conversion skips the NaN
+// rules: f16 is F16C's rounding alone, bf16 the helper's rounding add.
+static inline __m256i hg_a8_bf16(__m256i b) {
+    return _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(b, _mm256_set1_epi32(0x7fff)),
+        _mm256_and_si256(_mm256_srli_epi32(b, 16), _mm256_set1_epi32(1))), 16);
+}
+static inline __attribute__((always_inline)) void hg_a8_run(
+        void *restrict d, const uint8_t *restrict p, uint32_t sx, int32_t z, float s,
+        uint32_t g, int big, int conv) {
+    __m256i vz = _mm256_set1_epi32(z);
+    __m256 vs = _mm256_set1_ps(s);
+    uint32_t j = 0, sb;
+    memcpy(&sb, &s, 4);
+    int fin = (sb & 0x7f800000u) != 0x7f800000u;
+    // A normal (or zero) s makes every nonzero product normal: AVX512-BF16's conversion,
+    // which treats subnormal inputs as zero, then rounds every product as the helper does.
+    int nrm = fin && ((sb & 0x7f800000u) != 0u || (sb & 0x7fffffffu) == 0u);
+    (void)nrm;
+    _mm_prefetch((const char *)p + 2048, _MM_HINT_T0);
+#define HG_A8(c) _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(         sx ? _mm256_cvtepi8_epi32(c) : _mm256_cvtepu8_epi32(c), vz)), vs)
+    for (; j + 2u <= g; j += 2u) {
+        __m128i c = _mm_loadu_si128((const __m128i *)(const void *)(p + 8u * j));
+        __m256 a = HG_A8(c), b = HG_A8(_mm_unpackhi_epi64(c, c));
+        __m256i x = _mm256_castps_si256(a), y = _mm256_castps_si256(b);
+        if (conv == 0) {
+            hg_s8_st32((float *)d + 8u * j, x, big);
+            hg_s8_st32((float *)d + 8u * j + 8, y, big);
+            continue;
+        }
+#if defined(__F16C__)
+        if (conv == 2 && fin) {
+            hg_s8_st32((uint16_t *)d + 8u * j, _mm256_set_m128i(
+                _mm256_cvtps_ph(b, _MM_FROUND_TO_NEAREST_INT),
+                _mm256_cvtps_ph(a, _MM_FROUND_TO_NEAREST_INT)), big);
+            continue;
+        }
+#endif
+#if defined(__AVX512BF16__) && defined(__AVX512VL__)
+        if (conv == 1 && nrm) {
+            hg_s8_st32((uint16_t *)d + 8u * j, _mm256_set_m128i((__m128i)_mm256_cvtneps_pbh(b),
+                                                                (__m128i)_mm256_cvtneps_pbh(a)), big);
+            continue;
+        }
+#endif
+        x = fin ? hg_a8_bf16(x) : hg_s8_cv(x, conv);
+        y = fin ? hg_a8_bf16(y) : hg_s8_cv(y, conv);
+        hg_s8_st32((uint16_t *)d + 8u * j, _mm256_permute4x64_epi64(
+            _mm256_packus_epi32(x, y), 0xd8), big);
+    }
+    for (; j < g; j++) {
+        __m256i v = _mm256_castps_si256(HG_A8(_mm_loadl_epi64(
+            (const __m128i *)(const void *)(p + 8u * j))));
+        if (conv == 0) {
+            hg_s8_st32((float *)d + 8u * j, v, big);
+            continue;
+        }
+        v = hg_s8_cv(v, conv);
+        hg_s8_st16((uint16_t *)d + 8u * j, _mm_packus_epi32(
+            _mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1)), big);
+    }
+#undef HG_A8
+}
 #else
 typedef struct { const float *tab; } hg_s8_fmt_t;
 static inline void hg_s8_fence(void) {}
@@ -428,7 +493,7 @@ static inline void hg_s8_fence(void) {}
 #define store_tf(hg_i, hg_v) (tf[(hg_i)] = (hg_v))
 
 static inline void dequant_affine_f16_item(uint32_t hg_gid0, uint32_t hg_gid1, uint32_t hg_gid2, hg_s8_fmt_t *restrict hg_s8_c, uint16_t *restrict dst, const uint8_t *restrict data, const uint8_t *restrict scales, const uint8_t *restrict zps, uint32_t *restrict err, uint32_t n, uint32_t ept, uint32_t doff, uint32_t bits, uint32_t sgn, uint32_t mode, uint32_t stype, uint32_t zmode, uint32_t zoff, uint32_t nparam, uint32_t inner, uint32_t dm1, uint32_t dsh1, uint32_t ssize, uint32_t dm2, uint32_t dsh2, uint32_t omul, uint32_t kshift, int32_t zlo, int32_t zhi, float sval, int32_t zval) {
-    float tf[256];
+    float tf[16];
     uint32_t first = hg_gid0 * ept;
     if (first >= n) return;
     uint32_t last = hg_umin(first + ept, n);
@@ -495,7 +560,7 @@ static inline void dequant_affine_f16_item(uint32_t hg_gid0, uint32_t hg_gid1, u
             }
         }
         if (end - i >= 32u && (bits == 4u || (bits == 8u && zmode == 0u))) {
-            if (zmode != 0u || built == 0u) {
+            if ((zmode != 0u || built == 0u) && bits != 8u) {
                 for (uint32_t c = 0u; c < (1u << bits); c++) {
                     {
                         uint32_t code = c;
@@ -550,9 +615,9 @@ static inline void dequant_affine_f16_item(uint32_t hg_gid0, uint32_t hg_gid1, u
             } else if (bits == 8u) {
 
     #if defined(__AVX2__) && defined(__F16C__)
-    hg_s8_run(dst + (i), tf, data + (gat), 8, s, ngrp, hg_big(n, 2u), 2, NULL);
+    hg_a8_run(dst + (i), data + (gat), sx, z, s, ngrp, hg_big(n, 2u), 2);
     #else
-    for (uint32_t hg_j = 0u; hg_j < ngrp; hg_j++) { uint32_t hg_at = gat + 8u * hg_j; uint32_t hg_k = i + 8u * hg_j; float t0 = load_tf(load_data(hg_at) & 255u); store_dst(hg_k, hg_f32_to_f16((hg_as_u32(t0) & 0x7fffffffu) > 0x7f800000u ? t0 : s * t0)); float t1 = load_tf(load_data(hg_at + 1u) & 255u); store_dst(hg_k + 1u, hg_f32_to_f16((hg_as_u32(t1) & 0x7fffffffu) > 0x7f800000u ? t1 : s * t1)); float t2 = load_tf(load_data(hg_at + 2u) & 255u); store_dst(hg_k + 2u, hg_f32_to_f16((hg_as_u32(t2) & 0x7fffffffu) > 0x7f800000u ? t2 : s * t2)); float t3 = load_tf(load_data(hg_at + 3u) & 255u); store_dst(hg_k + 3u, hg_f32_to_f16((hg_as_u32(t3) & 0x7fffffffu) > 0x7f800000u ? t3 : s * t3)); float t4 = load_tf(load_data(hg_at + 4u) & 255u); store_dst(hg_k + 4u, hg_f32_to_f16((hg_as_u32(t4) & 0x7fffffffu) > 0x7f800000u ? t4 : s * t4)); float t5 = load_tf(load_data(hg_at + 5u) & 255u); store_dst(hg_k + 5u, hg_f32_to_f16((hg_as_u32(t5) & 0x7fffffffu) > 0x7f800000u ? t5 : s * t5)); float t6 = load_tf(load_data(hg_at + 6u) & 255u); store_dst(hg_k + 6u, hg_f32_to_f16((hg_as_u32(t6) & 0x7fffffffu) > 0x7f800000u ? t6 : s * t6)); float t7 = load_tf(load_data(hg_at + 7u) & 255u); store_dst(hg_k + 7u, hg_f32_to_f16((hg_as_u32(t7) & 0x7fffffffu) > 0x7f800000u ? t7 : s * t7)); }
+    for (uint32_t hg_j = 0u; hg_j < ngrp; hg_j++) { uint32_t hg_at = gat + 8u * hg_j; uint32_t hg_k = i + 8u * hg_j; store_dst(hg_k + 0u, hg_f32_to_f16(s * (float)((int32_t)((uint32_t)((int32_t)(load_data(hg_at + 0u) << sx) >> sx) - (uint32_t)(z))))); store_dst(hg_k + 1u, hg_f32_to_f16(s * (float)((int32_t)((uint32_t)((int32_t)(load_data(hg_at + 1u) << sx) >> sx) - (uint32_t)(z))))); store_dst(hg_k + 2u, hg_f32_to_f16(s * (float)((int32_t)((uint32_t)((int32_t)(load_data(hg_at + 2u) << sx) >> sx) - (uint32_t)(z))))); store_dst(hg_k + 3u, hg_f32_to_f16(s * (float)((int32_t)((uint32_t)((int32_t)(load_data(hg_at + 3u) << sx) >> sx) - (uint32_t)(z))))); store_dst(hg_k + 4u, hg_f32_to_f16(s * (float)((int32_t)((uint32_t)((int32_t)(load_data(hg_at + 4u) << sx) >> sx) - (uint32_t)(z))))); store_dst(hg_k + 5u, hg_f32_to_f16(s * (float)((int32_t)((uint32_t)((int32_t)(load_data(hg_at + 5u) << sx) >> sx) - (uint32_t)(z))))); store_dst(hg_k + 6u, hg_f32_to_f16(s * (float)((int32_t)((uint32_t)((int32_t)(load_data(hg_at + 6u) << sx) >> sx) - (uint32_t)(z))))); store_dst(hg_k + 7u, hg_f32_to_f16(s * (float)((int32_t)((uint32_t)((int32_t)(load_data(hg_at + 7u) << sx) >> sx) - (uint32_t)(z))))); }
     #endif
 
             }
@@ -618,7 +683,7 @@ static inline void dequant_affine_f16_item(uint32_t hg_gid0, uint32_t hg_gid1, u
                                     | (load_zps(at + 2u) << 16u) | (load_zps(at + 3u) << 24u));
                             if (z < zlo || z > zhi) store_err(0u, 1u);
                         }
-                        if (zmode != 0u || built == 0u) {
+                        if ((zmode != 0u || built == 0u) && bits != 8u) {
                             for (uint32_t c = 0u; c < (1u << bits); c++) {
                                 {
                                     uint32_t code = c;
@@ -669,7 +734,7 @@ static inline void dequant_affine_f16_item(uint32_t hg_gid0, uint32_t hg_gid1, u
                                         | (load_zps(at + 2u) << 16u) | (load_zps(at + 3u) << 24u));
                                 if (z < zlo || z > zhi) store_err(0u, 1u);
                             }
-                            if (zmode != 0u || built == 0u) {
+                            if ((zmode != 0u || built == 0u) && bits != 8u) {
                                 for (uint32_t c = 0u; c < (1u << bits); c++) {
                                     {
                                         uint32_t code = c;
@@ -684,9 +749,9 @@ static inline void dequant_affine_f16_item(uint32_t hg_gid0, uint32_t hg_gid1, u
                             uint32_t bat = doff + (i >> 3u) * bits;
 
     #if defined(__AVX2__) && defined(__F16C__)
-    hg_s8_run(dst + (i), tf, data + (bat), 8, s, gb, hg_big(n, 2u), 2, NULL);
+    hg_a8_run(dst + (i), data + (bat), sx, z, s, gb, hg_big(n, 2u), 2);
     #else
-    for (uint32_t hg_j = 0u; hg_j < gb; hg_j++) { uint32_t hg_at = bat + 8u * hg_j; uint32_t hg_k = i + 8u * hg_j; float t0 = load_tf(load_data(hg_at) & 255u); store_dst(hg_k, hg_f32_to_f16((hg_as_u32(t0) & 0x7fffffffu) > 0x7f800000u ? t0 : s * t0)); float t1 = load_tf(load_data(hg_at + 1u) & 255u); store_dst(hg_k + 1u, hg_f32_to_f16((hg_as_u32(t1) & 0x7fffffffu) > 0x7f800000u ? t1 : s * t1)); float t2 = load_tf(load_data(hg_at + 2u) & 255u); store_dst(hg_k + 2u, hg_f32_to_f16((hg_as_u32(t2) & 0x7fffffffu) > 0x7f800000u ? t2 : s * t2)); float t3 = load_tf(load_data(hg_at + 3u) & 255u); store_dst(hg_k + 3u, hg_f32_to_f16((hg_as_u32(t3) & 0x7fffffffu) > 0x7f800000u ? t3 : s * t3)); float t4 = load_tf(load_data(hg_at + 4u) & 255u); store_dst(hg_k + 4u, hg_f32_to_f16((hg_as_u32(t4) & 0x7fffffffu) > 0x7f800000u ? t4 : s * t4)); float t5 = load_tf(load_data(hg_at + 5u) & 255u); store_dst(hg_k + 5u, hg_f32_to_f16((hg_as_u32(t5) & 0x7fffffffu) > 0x7f800000u ? t5 : s * t5)); float t6 = load_tf(load_data(hg_at + 6u) & 255u); store_dst(hg_k + 6u, hg_f32_to_f16((hg_as_u32(t6) & 0x7fffffffu) > 0x7f800000u ? t6 : s * t6)); float t7 = load_tf(load_data(hg_at + 7u) & 255u); store_dst(hg_k + 7u, hg_f32_to_f16((hg_as_u32(t7) & 0x7fffffffu) > 0x7f800000u ? t7 : s * t7)); }
+    for (uint32_t hg_j = 0u; hg_j < gb; hg_j++) { uint32_t hg_at = bat + 8u * hg_j; uint32_t hg_k = i + 8u * hg_j; store_dst(hg_k + 0u, hg_f32_to_f16(s * (float)((int32_t)((uint32_t)((int32_t)(load_data(hg_at + 0u) << sx) >> sx) - (uint32_t)(z))))); store_dst(hg_k + 1u, hg_f32_to_f16(s * (float)((int32_t)((uint32_t)((int32_t)(load_data(hg_at + 1u) << sx) >> sx) - (uint32_t)(z))))); store_dst(hg_k + 2u, hg_f32_to_f16(s * (float)((int32_t)((uint32_t)((int32_t)(load_data(hg_at + 2u) << sx) >> sx) - (uint32_t)(z))))); store_dst(hg_k + 3u, hg_f32_to_f16(s * (float)((int32_t)((uint32_t)((int32_t)(load_data(hg_at + 3u) << sx) >> sx) - (uint32_t)(z))))); store_dst(hg_k + 4u, hg_f32_to_f16(s * (float)((int32_t)((uint32_t)((int32_t)(load_data(hg_at + 4u) << sx) >> sx) - (uint32_t)(z))))); store_dst(hg_k + 5u, hg_f32_to_f16(s * (float)((int32_t)((uint32_t)((int32_t)(load_data(hg_at + 5u) << sx) >> sx) - (uint32_t)(z))))); store_dst(hg_k + 6u, hg_f32_to_f16(s * (float)((int32_t)((uint32_t)((int32_t)(load_data(hg_at + 6u) << sx) >> sx) - (uint32_t)(z))))); store_dst(hg_k + 7u, hg_f32_to_f16(s * (float)((int32_t)((uint32_t)((int32_t)(load_data(hg_at + 7u) << sx) >> sx) - (uint32_t)(z))))); }
     #endif
 
                             i = i + 8u * gb;
@@ -741,6 +806,15 @@ static inline void dequant_affine_f16_item(uint32_t hg_gid0, uint32_t hg_gid1, u
             }
         }
         else if (bits == 8u && doff == 0u) {
+            uint32_t ng8 = (end - i) >> 3u;
+
+    #if defined(__AVX2__) && defined(__F16C__)
+    hg_a8_run(dst + (i), data + (i), sx, z, s, ng8, hg_big(n, 2u), 2);
+    #else
+    for (uint32_t hg_j = 0u; hg_j < ng8; hg_j++) { uint32_t hg_at = i + 8u * hg_j; uint32_t hg_k = i + 8u * hg_j; store_dst(hg_k + 0u, hg_f32_to_f16(s * (float)((int32_t)((uint32_t)((int32_t)(load_data(hg_at + 0u) << sx) >> sx) - (uint32_t)(z))))); store_dst(hg_k + 1u, hg_f32_to_f16(s * (float)((int32_t)((uint32_t)((int32_t)(load_data(hg_at + 1u) << sx) >> sx) - (uint32_t)(z))))); store_dst(hg_k + 2u, hg_f32_to_f16(s * (float)((int32_t)((uint32_t)((int32_t)(load_data(hg_at + 2u) << sx) >> sx) - (uint32_t)(z))))); store_dst(hg_k + 3u, hg_f32_to_f16(s * (float)((int32_t)((uint32_t)((int32_t)(load_data(hg_at + 3u) << sx) >> sx) - (uint32_t)(z))))); store_dst(hg_k + 4u, hg_f32_to_f16(s * (float)((int32_t)((uint32_t)((int32_t)(load_data(hg_at + 4u) << sx) >> sx) - (uint32_t)(z))))); store_dst(hg_k + 5u, hg_f32_to_f16(s * (float)((int32_t)((uint32_t)((int32_t)(load_data(hg_at + 5u) << sx) >> sx) - (uint32_t)(z))))); store_dst(hg_k + 6u, hg_f32_to_f16(s * (float)((int32_t)((uint32_t)((int32_t)(load_data(hg_at + 6u) << sx) >> sx) - (uint32_t)(z))))); store_dst(hg_k + 7u, hg_f32_to_f16(s * (float)((int32_t)((uint32_t)((int32_t)(load_data(hg_at + 7u) << sx) >> sx) - (uint32_t)(z))))); }
+    #endif
+
+            i = i + 8u * ng8;
             for (; i < end; i++) {
                 {
                     uint32_t code = load_data(i);

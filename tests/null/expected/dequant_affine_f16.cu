@@ -39,7 +39,7 @@ __device__ static inline float hg_bf16_to_f32(unsigned int h) {
 #define store_tf(hg_i, hg_v) (tf[(hg_i)] = (hg_v))
 
 extern "C" __global__ void __launch_bounds__(64) dequant_affine_f16(unsigned short* __restrict__ dst, const unsigned char* __restrict__ data, const unsigned char* __restrict__ scales, const unsigned char* __restrict__ zps, unsigned int* __restrict__ err, unsigned int n, unsigned int ept, unsigned int doff, unsigned int bits, unsigned int sgn, unsigned int mode, unsigned int stype, unsigned int zmode, unsigned int zoff, unsigned int nparam, unsigned int inner, unsigned int dm1, unsigned int dsh1, unsigned int ssize, unsigned int dm2, unsigned int dsh2, unsigned int omul, unsigned int kshift, int zlo, int zhi, float sval, int zval) {
-    float tf[256];
+    float tf[16];
     unsigned int first = (blockIdx.x * blockDim.x + threadIdx.x) * ept;
     if (first >= n) return;
     unsigned int last = min(first + ept, n);
@@ -106,7 +106,7 @@ extern "C" __global__ void __launch_bounds__(64) dequant_affine_f16(unsigned sho
             }
         }
         if (end - i >= 32u && (bits == 4u || (bits == 8u && zmode == 0u))) {
-            if (zmode != 0u || built == 0u) {
+            if ((zmode != 0u || built == 0u) && bits != 8u) {
                 for (unsigned int c = 0u; c < (1u << bits); c++) {
                     {
                         unsigned int code = c;
@@ -153,7 +153,7 @@ extern "C" __global__ void __launch_bounds__(64) dequant_affine_f16(unsigned sho
                 for (unsigned int hg_j = 0u; hg_j < ngrp; hg_j++) { unsigned int hg_at = gat + 4u * hg_j; unsigned int hg_k = i + 8u * hg_j; float t0 = load_tf(load_data(hg_at) & 15u); store_dst(hg_k, hg_f32_to_f16((__float_as_uint(t0) & 0x7fffffffu) > 0x7f800000u ? t0 : s * t0)); float t1 = load_tf((load_data(hg_at) >> 4u) & 15u); store_dst(hg_k + 1u, hg_f32_to_f16((__float_as_uint(t1) & 0x7fffffffu) > 0x7f800000u ? t1 : s * t1)); float t2 = load_tf(load_data(hg_at + 1u) & 15u); store_dst(hg_k + 2u, hg_f32_to_f16((__float_as_uint(t2) & 0x7fffffffu) > 0x7f800000u ? t2 : s * t2)); float t3 = load_tf((load_data(hg_at + 1u) >> 4u) & 15u); store_dst(hg_k + 3u, hg_f32_to_f16((__float_as_uint(t3) & 0x7fffffffu) > 0x7f800000u ? t3 : s * t3)); float t4 = load_tf(load_data(hg_at + 2u) & 15u); store_dst(hg_k + 4u, hg_f32_to_f16((__float_as_uint(t4) & 0x7fffffffu) > 0x7f800000u ? t4 : s * t4)); float t5 = load_tf((load_data(hg_at + 2u) >> 4u) & 15u); store_dst(hg_k + 5u, hg_f32_to_f16((__float_as_uint(t5) & 0x7fffffffu) > 0x7f800000u ? t5 : s * t5)); float t6 = load_tf(load_data(hg_at + 3u) & 15u); store_dst(hg_k + 6u, hg_f32_to_f16((__float_as_uint(t6) & 0x7fffffffu) > 0x7f800000u ? t6 : s * t6)); float t7 = load_tf((load_data(hg_at + 3u) >> 4u) & 15u); store_dst(hg_k + 7u, hg_f32_to_f16((__float_as_uint(t7) & 0x7fffffffu) > 0x7f800000u ? t7 : s * t7)); }
             } else if (bits == 6u) {
             } else if (bits == 8u) {
-                for (unsigned int hg_j = 0u; hg_j < ngrp; hg_j++) { unsigned int hg_at = gat + 8u * hg_j; unsigned int hg_k = i + 8u * hg_j; float t0 = load_tf(load_data(hg_at) & 255u); store_dst(hg_k, hg_f32_to_f16((__float_as_uint(t0) & 0x7fffffffu) > 0x7f800000u ? t0 : s * t0)); float t1 = load_tf(load_data(hg_at + 1u) & 255u); store_dst(hg_k + 1u, hg_f32_to_f16((__float_as_uint(t1) & 0x7fffffffu) > 0x7f800000u ? t1 : s * t1)); float t2 = load_tf(load_data(hg_at + 2u) & 255u); store_dst(hg_k + 2u, hg_f32_to_f16((__float_as_uint(t2) & 0x7fffffffu) > 0x7f800000u ? t2 : s * t2)); float t3 = load_tf(load_data(hg_at + 3u) & 255u); store_dst(hg_k + 3u, hg_f32_to_f16((__float_as_uint(t3) & 0x7fffffffu) > 0x7f800000u ? t3 : s * t3)); float t4 = load_tf(load_data(hg_at + 4u) & 255u); store_dst(hg_k + 4u, hg_f32_to_f16((__float_as_uint(t4) & 0x7fffffffu) > 0x7f800000u ? t4 : s * t4)); float t5 = load_tf(load_data(hg_at + 5u) & 255u); store_dst(hg_k + 5u, hg_f32_to_f16((__float_as_uint(t5) & 0x7fffffffu) > 0x7f800000u ? t5 : s * t5)); float t6 = load_tf(load_data(hg_at + 6u) & 255u); store_dst(hg_k + 6u, hg_f32_to_f16((__float_as_uint(t6) & 0x7fffffffu) > 0x7f800000u ? t6 : s * t6)); float t7 = load_tf(load_data(hg_at + 7u) & 255u); store_dst(hg_k + 7u, hg_f32_to_f16((__float_as_uint(t7) & 0x7fffffffu) > 0x7f800000u ? t7 : s * t7)); }
+                for (unsigned int hg_j = 0u; hg_j < ngrp; hg_j++) { unsigned int hg_at = gat + 8u * hg_j; unsigned int hg_k = i + 8u * hg_j; store_dst(hg_k + 0u, hg_f32_to_f16(s * (float)((int)((unsigned int)((int)(load_data(hg_at + 0u) << sx) >> sx) - (unsigned int)(z))))); store_dst(hg_k + 1u, hg_f32_to_f16(s * (float)((int)((unsigned int)((int)(load_data(hg_at + 1u) << sx) >> sx) - (unsigned int)(z))))); store_dst(hg_k + 2u, hg_f32_to_f16(s * (float)((int)((unsigned int)((int)(load_data(hg_at + 2u) << sx) >> sx) - (unsigned int)(z))))); store_dst(hg_k + 3u, hg_f32_to_f16(s * (float)((int)((unsigned int)((int)(load_data(hg_at + 3u) << sx) >> sx) - (unsigned int)(z))))); store_dst(hg_k + 4u, hg_f32_to_f16(s * (float)((int)((unsigned int)((int)(load_data(hg_at + 4u) << sx) >> sx) - (unsigned int)(z))))); store_dst(hg_k + 5u, hg_f32_to_f16(s * (float)((int)((unsigned int)((int)(load_data(hg_at + 5u) << sx) >> sx) - (unsigned int)(z))))); store_dst(hg_k + 6u, hg_f32_to_f16(s * (float)((int)((unsigned int)((int)(load_data(hg_at + 6u) << sx) >> sx) - (unsigned int)(z))))); store_dst(hg_k + 7u, hg_f32_to_f16(s * (float)((int)((unsigned int)((int)(load_data(hg_at + 7u) << sx) >> sx) - (unsigned int)(z))))); }
             }
             i = i + 8u * ngrp;
             for (; i < end; i++) {
@@ -217,7 +217,7 @@ extern "C" __global__ void __launch_bounds__(64) dequant_affine_f16(unsigned sho
                                     | (load_zps(at + 2u) << 16u) | (load_zps(at + 3u) << 24u));
                             if (z < zlo || z > zhi) store_err(0u, 1u);
                         }
-                        if (zmode != 0u || built == 0u) {
+                        if ((zmode != 0u || built == 0u) && bits != 8u) {
                             for (unsigned int c = 0u; c < (1u << bits); c++) {
                                 {
                                     unsigned int code = c;
@@ -262,7 +262,7 @@ extern "C" __global__ void __launch_bounds__(64) dequant_affine_f16(unsigned sho
                                         | (load_zps(at + 2u) << 16u) | (load_zps(at + 3u) << 24u));
                                 if (z < zlo || z > zhi) store_err(0u, 1u);
                             }
-                            if (zmode != 0u || built == 0u) {
+                            if ((zmode != 0u || built == 0u) && bits != 8u) {
                                 for (unsigned int c = 0u; c < (1u << bits); c++) {
                                     {
                                         unsigned int code = c;
@@ -275,7 +275,7 @@ extern "C" __global__ void __launch_bounds__(64) dequant_affine_f16(unsigned sho
                                 built = 1u;
                             }
                             unsigned int bat = doff + (i >> 3u) * bits;
-                            for (unsigned int hg_j = 0u; hg_j < gb; hg_j++) { unsigned int hg_at = bat + 8u * hg_j; unsigned int hg_k = i + 8u * hg_j; float t0 = load_tf(load_data(hg_at) & 255u); store_dst(hg_k, hg_f32_to_f16((__float_as_uint(t0) & 0x7fffffffu) > 0x7f800000u ? t0 : s * t0)); float t1 = load_tf(load_data(hg_at + 1u) & 255u); store_dst(hg_k + 1u, hg_f32_to_f16((__float_as_uint(t1) & 0x7fffffffu) > 0x7f800000u ? t1 : s * t1)); float t2 = load_tf(load_data(hg_at + 2u) & 255u); store_dst(hg_k + 2u, hg_f32_to_f16((__float_as_uint(t2) & 0x7fffffffu) > 0x7f800000u ? t2 : s * t2)); float t3 = load_tf(load_data(hg_at + 3u) & 255u); store_dst(hg_k + 3u, hg_f32_to_f16((__float_as_uint(t3) & 0x7fffffffu) > 0x7f800000u ? t3 : s * t3)); float t4 = load_tf(load_data(hg_at + 4u) & 255u); store_dst(hg_k + 4u, hg_f32_to_f16((__float_as_uint(t4) & 0x7fffffffu) > 0x7f800000u ? t4 : s * t4)); float t5 = load_tf(load_data(hg_at + 5u) & 255u); store_dst(hg_k + 5u, hg_f32_to_f16((__float_as_uint(t5) & 0x7fffffffu) > 0x7f800000u ? t5 : s * t5)); float t6 = load_tf(load_data(hg_at + 6u) & 255u); store_dst(hg_k + 6u, hg_f32_to_f16((__float_as_uint(t6) & 0x7fffffffu) > 0x7f800000u ? t6 : s * t6)); float t7 = load_tf(load_data(hg_at + 7u) & 255u); store_dst(hg_k + 7u, hg_f32_to_f16((__float_as_uint(t7) & 0x7fffffffu) > 0x7f800000u ? t7 : s * t7)); }
+                            for (unsigned int hg_j = 0u; hg_j < gb; hg_j++) { unsigned int hg_at = bat + 8u * hg_j; unsigned int hg_k = i + 8u * hg_j; store_dst(hg_k + 0u, hg_f32_to_f16(s * (float)((int)((unsigned int)((int)(load_data(hg_at + 0u) << sx) >> sx) - (unsigned int)(z))))); store_dst(hg_k + 1u, hg_f32_to_f16(s * (float)((int)((unsigned int)((int)(load_data(hg_at + 1u) << sx) >> sx) - (unsigned int)(z))))); store_dst(hg_k + 2u, hg_f32_to_f16(s * (float)((int)((unsigned int)((int)(load_data(hg_at + 2u) << sx) >> sx) - (unsigned int)(z))))); store_dst(hg_k + 3u, hg_f32_to_f16(s * (float)((int)((unsigned int)((int)(load_data(hg_at + 3u) << sx) >> sx) - (unsigned int)(z))))); store_dst(hg_k + 4u, hg_f32_to_f16(s * (float)((int)((unsigned int)((int)(load_data(hg_at + 4u) << sx) >> sx) - (unsigned int)(z))))); store_dst(hg_k + 5u, hg_f32_to_f16(s * (float)((int)((unsigned int)((int)(load_data(hg_at + 5u) << sx) >> sx) - (unsigned int)(z))))); store_dst(hg_k + 6u, hg_f32_to_f16(s * (float)((int)((unsigned int)((int)(load_data(hg_at + 6u) << sx) >> sx) - (unsigned int)(z))))); store_dst(hg_k + 7u, hg_f32_to_f16(s * (float)((int)((unsigned int)((int)(load_data(hg_at + 7u) << sx) >> sx) - (unsigned int)(z))))); }
                             i = i + 8u * gb;
                         }
                     } else {
@@ -328,6 +328,9 @@ extern "C" __global__ void __launch_bounds__(64) dequant_affine_f16(unsigned sho
             }
         }
         else if (bits == 8u && doff == 0u) {
+            unsigned int ng8 = (end - i) >> 3u;
+            for (unsigned int hg_j = 0u; hg_j < ng8; hg_j++) { unsigned int hg_at = i + 8u * hg_j; unsigned int hg_k = i + 8u * hg_j; store_dst(hg_k + 0u, hg_f32_to_f16(s * (float)((int)((unsigned int)((int)(load_data(hg_at + 0u) << sx) >> sx) - (unsigned int)(z))))); store_dst(hg_k + 1u, hg_f32_to_f16(s * (float)((int)((unsigned int)((int)(load_data(hg_at + 1u) << sx) >> sx) - (unsigned int)(z))))); store_dst(hg_k + 2u, hg_f32_to_f16(s * (float)((int)((unsigned int)((int)(load_data(hg_at + 2u) << sx) >> sx) - (unsigned int)(z))))); store_dst(hg_k + 3u, hg_f32_to_f16(s * (float)((int)((unsigned int)((int)(load_data(hg_at + 3u) << sx) >> sx) - (unsigned int)(z))))); store_dst(hg_k + 4u, hg_f32_to_f16(s * (float)((int)((unsigned int)((int)(load_data(hg_at + 4u) << sx) >> sx) - (unsigned int)(z))))); store_dst(hg_k + 5u, hg_f32_to_f16(s * (float)((int)((unsigned int)((int)(load_data(hg_at + 5u) << sx) >> sx) - (unsigned int)(z))))); store_dst(hg_k + 6u, hg_f32_to_f16(s * (float)((int)((unsigned int)((int)(load_data(hg_at + 6u) << sx) >> sx) - (unsigned int)(z))))); store_dst(hg_k + 7u, hg_f32_to_f16(s * (float)((int)((unsigned int)((int)(load_data(hg_at + 7u) << sx) >> sx) - (unsigned int)(z))))); }
+            i = i + 8u * ng8;
             for (; i < end; i++) {
                 {
                     unsigned int code = load_data(i);

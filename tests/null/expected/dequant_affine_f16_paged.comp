@@ -45,7 +45,7 @@ uint load_scales(uint hg_i) { return ((scales[hg_i >> 2u] >> ((hg_i & 3u) * 8u))
 uint load_zps(uint hg_i) { return ((zps[hg_i >> 2u] >> ((hg_i & 3u) * 8u)) & 0xffu); }
 void store_err(uint hg_i, uint hg_v) { err[hg_i] = hg_v; }
 uint load_ix(uint hg_i) { return ix[hg_i]; }
-float tf[256];
+float tf[16];
 float load_tf(uint hg_i) { return tf[hg_i]; }
 void store_tf(uint hg_i, float hg_v) { tf[hg_i] = hg_v; }
 
@@ -165,7 +165,7 @@ void main() {
             }
         }
         if (end - i >= 32u && (bits == 4u || (bits == 8u && zmode == 0u))) {
-            if (zmode != 0u || built == 0u) {
+            if ((zmode != 0u || built == 0u) && bits != 8u) {
                 for (uint c = 0u; c < (1u << bits); c++) {
                     {
                         uint code = c;
@@ -212,7 +212,7 @@ void main() {
                 for (uint hg_j = 0u; hg_j < ngrp; hg_j++) { uint hg_at = gat + 4u * hg_j; uint hg_k = i + shift + 8u * hg_j; float t0 = load_tf(load_data(hg_at) & 15u); store_dst(hg_k, hg_f32_to_f16((floatBitsToUint(t0) & 0x7fffffffu) > 0x7f800000u ? t0 : s * t0)); float t1 = load_tf((load_data(hg_at) >> 4u) & 15u); store_dst(hg_k + 1u, hg_f32_to_f16((floatBitsToUint(t1) & 0x7fffffffu) > 0x7f800000u ? t1 : s * t1)); float t2 = load_tf(load_data(hg_at + 1u) & 15u); store_dst(hg_k + 2u, hg_f32_to_f16((floatBitsToUint(t2) & 0x7fffffffu) > 0x7f800000u ? t2 : s * t2)); float t3 = load_tf((load_data(hg_at + 1u) >> 4u) & 15u); store_dst(hg_k + 3u, hg_f32_to_f16((floatBitsToUint(t3) & 0x7fffffffu) > 0x7f800000u ? t3 : s * t3)); float t4 = load_tf(load_data(hg_at + 2u) & 15u); store_dst(hg_k + 4u, hg_f32_to_f16((floatBitsToUint(t4) & 0x7fffffffu) > 0x7f800000u ? t4 : s * t4)); float t5 = load_tf((load_data(hg_at + 2u) >> 4u) & 15u); store_dst(hg_k + 5u, hg_f32_to_f16((floatBitsToUint(t5) & 0x7fffffffu) > 0x7f800000u ? t5 : s * t5)); float t6 = load_tf(load_data(hg_at + 3u) & 15u); store_dst(hg_k + 6u, hg_f32_to_f16((floatBitsToUint(t6) & 0x7fffffffu) > 0x7f800000u ? t6 : s * t6)); float t7 = load_tf((load_data(hg_at + 3u) >> 4u) & 15u); store_dst(hg_k + 7u, hg_f32_to_f16((floatBitsToUint(t7) & 0x7fffffffu) > 0x7f800000u ? t7 : s * t7)); }
             } else if (bits == 6u) {
             } else if (bits == 8u) {
-                for (uint hg_j = 0u; hg_j < ngrp; hg_j++) { uint hg_at = gat + 8u * hg_j; uint hg_k = i + shift + 8u * hg_j; float t0 = load_tf(load_data(hg_at) & 255u); store_dst(hg_k, hg_f32_to_f16((floatBitsToUint(t0) & 0x7fffffffu) > 0x7f800000u ? t0 : s * t0)); float t1 = load_tf(load_data(hg_at + 1u) & 255u); store_dst(hg_k + 1u, hg_f32_to_f16((floatBitsToUint(t1) & 0x7fffffffu) > 0x7f800000u ? t1 : s * t1)); float t2 = load_tf(load_data(hg_at + 2u) & 255u); store_dst(hg_k + 2u, hg_f32_to_f16((floatBitsToUint(t2) & 0x7fffffffu) > 0x7f800000u ? t2 : s * t2)); float t3 = load_tf(load_data(hg_at + 3u) & 255u); store_dst(hg_k + 3u, hg_f32_to_f16((floatBitsToUint(t3) & 0x7fffffffu) > 0x7f800000u ? t3 : s * t3)); float t4 = load_tf(load_data(hg_at + 4u) & 255u); store_dst(hg_k + 4u, hg_f32_to_f16((floatBitsToUint(t4) & 0x7fffffffu) > 0x7f800000u ? t4 : s * t4)); float t5 = load_tf(load_data(hg_at + 5u) & 255u); store_dst(hg_k + 5u, hg_f32_to_f16((floatBitsToUint(t5) & 0x7fffffffu) > 0x7f800000u ? t5 : s * t5)); float t6 = load_tf(load_data(hg_at + 6u) & 255u); store_dst(hg_k + 6u, hg_f32_to_f16((floatBitsToUint(t6) & 0x7fffffffu) > 0x7f800000u ? t6 : s * t6)); float t7 = load_tf(load_data(hg_at + 7u) & 255u); store_dst(hg_k + 7u, hg_f32_to_f16((floatBitsToUint(t7) & 0x7fffffffu) > 0x7f800000u ? t7 : s * t7)); }
+                for (uint hg_j = 0u; hg_j < ngrp; hg_j++) { uint hg_at = gat + 8u * hg_j; uint hg_k = i + shift + 8u * hg_j; store_dst(hg_k + 0u, hg_f32_to_f16(s * float(int(uint(int(load_data(hg_at + 0u) << sx) >> sx) - uint(z))))); store_dst(hg_k + 1u, hg_f32_to_f16(s * float(int(uint(int(load_data(hg_at + 1u) << sx) >> sx) - uint(z))))); store_dst(hg_k + 2u, hg_f32_to_f16(s * float(int(uint(int(load_data(hg_at + 2u) << sx) >> sx) - uint(z))))); store_dst(hg_k + 3u, hg_f32_to_f16(s * float(int(uint(int(load_data(hg_at + 3u) << sx) >> sx) - uint(z))))); store_dst(hg_k + 4u, hg_f32_to_f16(s * float(int(uint(int(load_data(hg_at + 4u) << sx) >> sx) - uint(z))))); store_dst(hg_k + 5u, hg_f32_to_f16(s * float(int(uint(int(load_data(hg_at + 5u) << sx) >> sx) - uint(z))))); store_dst(hg_k + 6u, hg_f32_to_f16(s * float(int(uint(int(load_data(hg_at + 6u) << sx) >> sx) - uint(z))))); store_dst(hg_k + 7u, hg_f32_to_f16(s * float(int(uint(int(load_data(hg_at + 7u) << sx) >> sx) - uint(z))))); }
             }
             i = i + 8u * ngrp;
             for (; i < end; i++) {
@@ -276,7 +276,7 @@ void main() {
                                     | (load_zps(at + 2u) << 16u) | (load_zps(at + 3u) << 24u));
                             if (z < zlo || z > zhi) store_err(0u, 1u);
                         }
-                        if (zmode != 0u || built == 0u) {
+                        if ((zmode != 0u || built == 0u) && bits != 8u) {
                             for (uint c = 0u; c < (1u << bits); c++) {
                                 {
                                     uint code = c;
@@ -321,7 +321,7 @@ void main() {
                                         | (load_zps(at + 2u) << 16u) | (load_zps(at + 3u) << 24u));
                                 if (z < zlo || z > zhi) store_err(0u, 1u);
                             }
-                            if (zmode != 0u || built == 0u) {
+                            if ((zmode != 0u || built == 0u) && bits != 8u) {
                                 for (uint c = 0u; c < (1u << bits); c++) {
                                     {
                                         uint code = c;
@@ -334,7 +334,7 @@ void main() {
                                 built = 1u;
                             }
                             uint bat = doff + (i >> 3u) * bits;
-                            for (uint hg_j = 0u; hg_j < gb; hg_j++) { uint hg_at = bat + 8u * hg_j; uint hg_k = i + shift + 8u * hg_j; float t0 = load_tf(load_data(hg_at) & 255u); store_dst(hg_k, hg_f32_to_f16((floatBitsToUint(t0) & 0x7fffffffu) > 0x7f800000u ? t0 : s * t0)); float t1 = load_tf(load_data(hg_at + 1u) & 255u); store_dst(hg_k + 1u, hg_f32_to_f16((floatBitsToUint(t1) & 0x7fffffffu) > 0x7f800000u ? t1 : s * t1)); float t2 = load_tf(load_data(hg_at + 2u) & 255u); store_dst(hg_k + 2u, hg_f32_to_f16((floatBitsToUint(t2) & 0x7fffffffu) > 0x7f800000u ? t2 : s * t2)); float t3 = load_tf(load_data(hg_at + 3u) & 255u); store_dst(hg_k + 3u, hg_f32_to_f16((floatBitsToUint(t3) & 0x7fffffffu) > 0x7f800000u ? t3 : s * t3)); float t4 = load_tf(load_data(hg_at + 4u) & 255u); store_dst(hg_k + 4u, hg_f32_to_f16((floatBitsToUint(t4) & 0x7fffffffu) > 0x7f800000u ? t4 : s * t4)); float t5 = load_tf(load_data(hg_at + 5u) & 255u); store_dst(hg_k + 5u, hg_f32_to_f16((floatBitsToUint(t5) & 0x7fffffffu) > 0x7f800000u ? t5 : s * t5)); float t6 = load_tf(load_data(hg_at + 6u) & 255u); store_dst(hg_k + 6u, hg_f32_to_f16((floatBitsToUint(t6) & 0x7fffffffu) > 0x7f800000u ? t6 : s * t6)); float t7 = load_tf(load_data(hg_at + 7u) & 255u); store_dst(hg_k + 7u, hg_f32_to_f16((floatBitsToUint(t7) & 0x7fffffffu) > 0x7f800000u ? t7 : s * t7)); }
+                            for (uint hg_j = 0u; hg_j < gb; hg_j++) { uint hg_at = bat + 8u * hg_j; uint hg_k = i + shift + 8u * hg_j; store_dst(hg_k + 0u, hg_f32_to_f16(s * float(int(uint(int(load_data(hg_at + 0u) << sx) >> sx) - uint(z))))); store_dst(hg_k + 1u, hg_f32_to_f16(s * float(int(uint(int(load_data(hg_at + 1u) << sx) >> sx) - uint(z))))); store_dst(hg_k + 2u, hg_f32_to_f16(s * float(int(uint(int(load_data(hg_at + 2u) << sx) >> sx) - uint(z))))); store_dst(hg_k + 3u, hg_f32_to_f16(s * float(int(uint(int(load_data(hg_at + 3u) << sx) >> sx) - uint(z))))); store_dst(hg_k + 4u, hg_f32_to_f16(s * float(int(uint(int(load_data(hg_at + 4u) << sx) >> sx) - uint(z))))); store_dst(hg_k + 5u, hg_f32_to_f16(s * float(int(uint(int(load_data(hg_at + 5u) << sx) >> sx) - uint(z))))); store_dst(hg_k + 6u, hg_f32_to_f16(s * float(int(uint(int(load_data(hg_at + 6u) << sx) >> sx) - uint(z))))); store_dst(hg_k + 7u, hg_f32_to_f16(s * float(int(uint(int(load_data(hg_at + 7u) << sx) >> sx) - uint(z))))); }
                             i = i + 8u * gb;
                         }
                     } else {
@@ -387,6 +387,9 @@ void main() {
             }
         }
         else if (bits == 8u && doff == 0u) {
+            uint ng8 = (end - i) >> 3u;
+            for (uint hg_j = 0u; hg_j < ng8; hg_j++) { uint hg_at = i + 8u * hg_j; uint hg_k = i + shift + 8u * hg_j; store_dst(hg_k + 0u, hg_f32_to_f16(s * float(int(uint(int(load_data(hg_at + 0u) << sx) >> sx) - uint(z))))); store_dst(hg_k + 1u, hg_f32_to_f16(s * float(int(uint(int(load_data(hg_at + 1u) << sx) >> sx) - uint(z))))); store_dst(hg_k + 2u, hg_f32_to_f16(s * float(int(uint(int(load_data(hg_at + 2u) << sx) >> sx) - uint(z))))); store_dst(hg_k + 3u, hg_f32_to_f16(s * float(int(uint(int(load_data(hg_at + 3u) << sx) >> sx) - uint(z))))); store_dst(hg_k + 4u, hg_f32_to_f16(s * float(int(uint(int(load_data(hg_at + 4u) << sx) >> sx) - uint(z))))); store_dst(hg_k + 5u, hg_f32_to_f16(s * float(int(uint(int(load_data(hg_at + 5u) << sx) >> sx) - uint(z))))); store_dst(hg_k + 6u, hg_f32_to_f16(s * float(int(uint(int(load_data(hg_at + 6u) << sx) >> sx) - uint(z))))); store_dst(hg_k + 7u, hg_f32_to_f16(s * float(int(uint(int(load_data(hg_at + 7u) << sx) >> sx) - uint(z))))); }
+            i = i + 8u * ng8;
             for (; i < end; i++) {
                 {
                     uint code = load_data(i);

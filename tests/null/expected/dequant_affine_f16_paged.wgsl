@@ -44,7 +44,7 @@ var<private> hg_w_scales: vec2<u32>;
 var<private> hg_w_zps: vec2<u32>;
 var<private> hg_w_err: vec2<u32>;
 var<private> hg_w_ix: vec2<u32>;
-var<private> hg_p_tf: array<f32, 256>;
+var<private> hg_p_tf: array<f32, 16>;
 
 fn hg_f16_to_f32(h: u32) -> f32 {
     var sign: u32 = (h & 0x8000u) << 16u;
@@ -283,7 +283,7 @@ fn main(@builtin(global_invocation_id) hg_id: vec3<u32>) {
             }
         }
         if (((end - i) >= 32u) && ((bits == 4u) || ((bits == 8u) && (zmode == 0u)))) {
-            if ((zmode != 0u) || (built == 0u)) {
+            if (((zmode != 0u) || (built == 0u)) && (bits != 8u)) {
                 for (var c: u32 = 0u; c < (1u << bits); c++) {
                     {
                         var code: u32 = c;
@@ -351,22 +351,14 @@ fn main(@builtin(global_invocation_id) hg_id: vec3<u32>) {
                 for (var hg_j: u32 = 0u; hg_j < ngrp; hg_j++) {
                     var hg_at: u32 = gat + (8u * hg_j);
                     var hg_k: u32 = (i + shift) + (8u * hg_j);
-                    var t0: f32 = load_tf(load_data(hg_at) & 255u);
-                    store_dst(hg_k, hg_f32_to_f16(select(s * t0, t0, ((bitcast<u32>(t0)) & 0x7fffffffu) > 0x7f800000u)));
-                    var t1: f32 = load_tf(load_data(hg_at + 1u) & 255u);
-                    store_dst(hg_k + 1u, hg_f32_to_f16(select(s * t1, t1, ((bitcast<u32>(t1)) & 0x7fffffffu) > 0x7f800000u)));
-                    var t2: f32 = load_tf(load_data(hg_at + 2u) & 255u);
-                    store_dst(hg_k + 2u, hg_f32_to_f16(select(s * t2, t2, ((bitcast<u32>(t2)) & 0x7fffffffu) > 0x7f800000u)));
-                    var t3: f32 = load_tf(load_data(hg_at + 3u) & 255u);
-                    store_dst(hg_k + 3u, hg_f32_to_f16(select(s * t3, t3, ((bitcast<u32>(t3)) & 0x7fffffffu) > 0x7f800000u)));
-                    var t4: f32 = load_tf(load_data(hg_at + 4u) & 255u);
-                    store_dst(hg_k + 4u, hg_f32_to_f16(select(s * t4, t4, ((bitcast<u32>(t4)) & 0x7fffffffu) > 0x7f800000u)));
-                    var t5: f32 = load_tf(load_data(hg_at + 5u) & 255u);
-                    store_dst(hg_k + 5u, hg_f32_to_f16(select(s * t5, t5, ((bitcast<u32>(t5)) & 0x7fffffffu) > 0x7f800000u)));
-                    var t6: f32 = load_tf(load_data(hg_at + 6u) & 255u);
-                    store_dst(hg_k + 6u, hg_f32_to_f16(select(s * t6, t6, ((bitcast<u32>(t6)) & 0x7fffffffu) > 0x7f800000u)));
-                    var t7: f32 = load_tf(load_data(hg_at + 7u) & 255u);
-                    store_dst(hg_k + 7u, hg_f32_to_f16(select(s * t7, t7, ((bitcast<u32>(t7)) & 0x7fffffffu) > 0x7f800000u)));
+                    store_dst(hg_k + 0u, hg_f32_to_f16(s * f32(i32(u32(i32(load_data(hg_at + 0u) << sx) >> sx) - u32(z)))));
+                    store_dst(hg_k + 1u, hg_f32_to_f16(s * f32(i32(u32(i32(load_data(hg_at + 1u) << sx) >> sx) - u32(z)))));
+                    store_dst(hg_k + 2u, hg_f32_to_f16(s * f32(i32(u32(i32(load_data(hg_at + 2u) << sx) >> sx) - u32(z)))));
+                    store_dst(hg_k + 3u, hg_f32_to_f16(s * f32(i32(u32(i32(load_data(hg_at + 3u) << sx) >> sx) - u32(z)))));
+                    store_dst(hg_k + 4u, hg_f32_to_f16(s * f32(i32(u32(i32(load_data(hg_at + 4u) << sx) >> sx) - u32(z)))));
+                    store_dst(hg_k + 5u, hg_f32_to_f16(s * f32(i32(u32(i32(load_data(hg_at + 5u) << sx) >> sx) - u32(z)))));
+                    store_dst(hg_k + 6u, hg_f32_to_f16(s * f32(i32(u32(i32(load_data(hg_at + 6u) << sx) >> sx) - u32(z)))));
+                    store_dst(hg_k + 7u, hg_f32_to_f16(s * f32(i32(u32(i32(load_data(hg_at + 7u) << sx) >> sx) - u32(z)))));
                 }
             }
             i = i + (8u * ngrp);
@@ -433,7 +425,7 @@ fn main(@builtin(global_invocation_id) hg_id: vec3<u32>) {
                                 store_err(0u, 1u);
                             }
                         }
-                        if ((zmode != 0u) || (built == 0u)) {
+                        if (((zmode != 0u) || (built == 0u)) && (bits != 8u)) {
                             for (var c: u32 = 0u; c < (1u << bits); c++) {
                                 {
                                     var code: u32 = c;
@@ -498,7 +490,7 @@ fn main(@builtin(global_invocation_id) hg_id: vec3<u32>) {
                                 store_err(0u, 1u);
                             }
                         }
-                        if ((zmode != 0u) || (built == 0u)) {
+                        if (((zmode != 0u) || (built == 0u)) && (bits != 8u)) {
                             for (var c: u32 = 0u; c < (1u << bits); c++) {
                                 {
                                     var code: u32 = c;
@@ -513,22 +505,14 @@ fn main(@builtin(global_invocation_id) hg_id: vec3<u32>) {
                         for (var hg_j: u32 = 0u; hg_j < gb; hg_j++) {
                             var hg_at: u32 = bat + (8u * hg_j);
                             var hg_k: u32 = (i + shift) + (8u * hg_j);
-                            var t0: f32 = load_tf(load_data(hg_at) & 255u);
-                            store_dst(hg_k, hg_f32_to_f16(select(s * t0, t0, ((bitcast<u32>(t0)) & 0x7fffffffu) > 0x7f800000u)));
-                            var t1: f32 = load_tf(load_data(hg_at + 1u) & 255u);
-                            store_dst(hg_k + 1u, hg_f32_to_f16(select(s * t1, t1, ((bitcast<u32>(t1)) & 0x7fffffffu) > 0x7f800000u)));
-                            var t2: f32 = load_tf(load_data(hg_at + 2u) & 255u);
-                            store_dst(hg_k + 2u, hg_f32_to_f16(select(s * t2, t2, ((bitcast<u32>(t2)) & 0x7fffffffu) > 0x7f800000u)));
-                            var t3: f32 = load_tf(load_data(hg_at + 3u) & 255u);
-                            store_dst(hg_k + 3u, hg_f32_to_f16(select(s * t3, t3, ((bitcast<u32>(t3)) & 0x7fffffffu) > 0x7f800000u)));
-                            var t4: f32 = load_tf(load_data(hg_at + 4u) & 255u);
-                            store_dst(hg_k + 4u, hg_f32_to_f16(select(s * t4, t4, ((bitcast<u32>(t4)) & 0x7fffffffu) > 0x7f800000u)));
-                            var t5: f32 = load_tf(load_data(hg_at + 5u) & 255u);
-                            store_dst(hg_k + 5u, hg_f32_to_f16(select(s * t5, t5, ((bitcast<u32>(t5)) & 0x7fffffffu) > 0x7f800000u)));
-                            var t6: f32 = load_tf(load_data(hg_at + 6u) & 255u);
-                            store_dst(hg_k + 6u, hg_f32_to_f16(select(s * t6, t6, ((bitcast<u32>(t6)) & 0x7fffffffu) > 0x7f800000u)));
-                            var t7: f32 = load_tf(load_data(hg_at + 7u) & 255u);
-                            store_dst(hg_k + 7u, hg_f32_to_f16(select(s * t7, t7, ((bitcast<u32>(t7)) & 0x7fffffffu) > 0x7f800000u)));
+                            store_dst(hg_k + 0u, hg_f32_to_f16(s * f32(i32(u32(i32(load_data(hg_at + 0u) << sx) >> sx) - u32(z)))));
+                            store_dst(hg_k + 1u, hg_f32_to_f16(s * f32(i32(u32(i32(load_data(hg_at + 1u) << sx) >> sx) - u32(z)))));
+                            store_dst(hg_k + 2u, hg_f32_to_f16(s * f32(i32(u32(i32(load_data(hg_at + 2u) << sx) >> sx) - u32(z)))));
+                            store_dst(hg_k + 3u, hg_f32_to_f16(s * f32(i32(u32(i32(load_data(hg_at + 3u) << sx) >> sx) - u32(z)))));
+                            store_dst(hg_k + 4u, hg_f32_to_f16(s * f32(i32(u32(i32(load_data(hg_at + 4u) << sx) >> sx) - u32(z)))));
+                            store_dst(hg_k + 5u, hg_f32_to_f16(s * f32(i32(u32(i32(load_data(hg_at + 5u) << sx) >> sx) - u32(z)))));
+                            store_dst(hg_k + 6u, hg_f32_to_f16(s * f32(i32(u32(i32(load_data(hg_at + 6u) << sx) >> sx) - u32(z)))));
+                            store_dst(hg_k + 7u, hg_f32_to_f16(s * f32(i32(u32(i32(load_data(hg_at + 7u) << sx) >> sx) - u32(z)))));
                         }
                         i = i + (8u * gb);
                     }
@@ -575,6 +559,20 @@ fn main(@builtin(global_invocation_id) hg_id: vec3<u32>) {
                 i = i + 1u;
             }
         } else if ((bits == 8u) && (doff == 0u)) {
+            var ng8: u32 = (end - i) >> 3u;
+            for (var hg_j: u32 = 0u; hg_j < ng8; hg_j++) {
+                var hg_at: u32 = i + (8u * hg_j);
+                var hg_k: u32 = (i + shift) + (8u * hg_j);
+                store_dst(hg_k + 0u, hg_f32_to_f16(s * f32(i32(u32(i32(load_data(hg_at + 0u) << sx) >> sx) - u32(z)))));
+                store_dst(hg_k + 1u, hg_f32_to_f16(s * f32(i32(u32(i32(load_data(hg_at + 1u) << sx) >> sx) - u32(z)))));
+                store_dst(hg_k + 2u, hg_f32_to_f16(s * f32(i32(u32(i32(load_data(hg_at + 2u) << sx) >> sx) - u32(z)))));
+                store_dst(hg_k + 3u, hg_f32_to_f16(s * f32(i32(u32(i32(load_data(hg_at + 3u) << sx) >> sx) - u32(z)))));
+                store_dst(hg_k + 4u, hg_f32_to_f16(s * f32(i32(u32(i32(load_data(hg_at + 4u) << sx) >> sx) - u32(z)))));
+                store_dst(hg_k + 5u, hg_f32_to_f16(s * f32(i32(u32(i32(load_data(hg_at + 5u) << sx) >> sx) - u32(z)))));
+                store_dst(hg_k + 6u, hg_f32_to_f16(s * f32(i32(u32(i32(load_data(hg_at + 6u) << sx) >> sx) - u32(z)))));
+                store_dst(hg_k + 7u, hg_f32_to_f16(s * f32(i32(u32(i32(load_data(hg_at + 7u) << sx) >> sx) - u32(z)))));
+            }
+            i = i + (8u * ng8);
             for (; i < end; i++) {
                 {
                     var code: u32 = load_data(i);

@@ -396,6 +396,71 @@ static inline __attribute__((always_inline)) void hg_s8_run(
             _mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1)), big);
     }
 }
+// AFFINE8: sixteen (then eight) codes widened to int32_t lanes (sign-extended when sx), minus z,
+// converted (to nearest even, as C's conversion), times s, then SCALE8's output conversion and
+// stores: no table, so 8-bit affine codes (Q8_0) load nothing but their own bytes. With s
+// finite no product is NaN (the codes' values are finite), so the conversion skips the NaN
+// rules: f16 is F16C's rounding alone, bf16 the helper's rounding add.
+static inline __m256i hg_a8_bf16(__m256i b) {
+    return _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(b, _mm256_set1_epi32(0x7fff)),
+        _mm256_and_si256(_mm256_srli_epi32(b, 16), _mm256_set1_epi32(1))), 16);
+}
+static inline __attribute__((always_inline)) void hg_a8_run(
+        void *restrict d, const uint8_t *restrict p, uint32_t sx, int32_t z, float s,
+        uint32_t g, int big, int conv) {
+    __m256i vz = _mm256_set1_epi32(z);
+    __m256 vs = _mm256_set1_ps(s);
+    uint32_t j = 0, sb;
+    memcpy(&sb, &s, 4);
+    int fin = (sb & 0x7f800000u) != 0x7f800000u;
+    // A normal (or zero) s makes every nonzero product normal: AVX512-BF16's conversion,
+    // which treats subnormal inputs as zero, then rounds every product as the helper does.
+    int nrm = fin && ((sb & 0x7f800000u) != 0u || (sb & 0x7fffffffu) == 0u);
+    (void)nrm;
+    _mm_prefetch((const char *)p + 2048, _MM_HINT_T0);
+#define HG_A8(c) _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(         sx ? _mm256_cvtepi8_epi32(c) : _mm256_cvtepu8_epi32(c), vz)), vs)
+    for (; j + 2u <= g; j += 2u) {
+        __m128i c = _mm_loadu_si128((const __m128i *)(const void *)(p + 8u * j));
+        __m256 a = HG_A8(c), b = HG_A8(_mm_unpackhi_epi64(c, c));
+        __m256i x = _mm256_castps_si256(a), y = _mm256_castps_si256(b);
+        if (conv == 0) {
+            hg_s8_st32((float *)d + 8u * j, x, big);
+            hg_s8_st32((float *)d + 8u * j + 8, y, big);
+            continue;
+        }
+#if defined(__F16C__)
+        if (conv == 2 && fin) {
+            hg_s8_st32((uint16_t *)d + 8u * j, _mm256_set_m128i(
+                _mm256_cvtps_ph(b, _MM_FROUND_TO_NEAREST_INT),
+                _mm256_cvtps_ph(a, _MM_FROUND_TO_NEAREST_INT)), big);
+            continue;
+        }
+#endif
+#if defined(__AVX512BF16__) && defined(__AVX512VL__)
+        if (conv == 1 && nrm) {
+            hg_s8_st32((uint16_t *)d + 8u * j, _mm256_set_m128i((__m128i)_mm256_cvtneps_pbh(b),
+                                                                (__m128i)_mm256_cvtneps_pbh(a)), big);
+            continue;
+        }
+#endif
+        x = fin ? hg_a8_bf16(x) : hg_s8_cv(x, conv);
+        y = fin ? hg_a8_bf16(y) : hg_s8_cv(y, conv);
+        hg_s8_st32((uint16_t *)d + 8u * j, _mm256_permute4x64_epi64(
+            _mm256_packus_epi32(x, y), 0xd8), big);
+    }
+    for (; j < g; j++) {
+        __m256i v = _mm256_castps_si256(HG_A8(_mm_loadl_epi64(
+            (const __m128i *)(const void *)(p + 8u * j))));
+        if (conv == 0) {
+            hg_s8_st32((float *)d + 8u * j, v, big);
+            continue;
+        }
+        v = hg_s8_cv(v, conv);
+        hg_s8_st16((uint16_t *)d + 8u * j, _mm_packus_epi32(
+            _mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1)), big);
+    }
+#undef HG_A8
+}
 #else
 typedef struct { const float *tab; } hg_s8_fmt_t;
 static inline void hg_s8_fence(void) {}
@@ -476,8 +541,8 @@ static inline void dequant_affine_f32_item(uint32_t hg_gid0, uint32_t hg_gid1, u
                 o = o + 1u;
             }
         }
-        if (end - i >= 32u && ((bits == 4u || (bits == 8u && zmode == 0u)) && bits != 8u)) {
-            if (zmode != 0u || built == 0u) {
+        if (end - i >= 32u && (bits == 4u || (bits == 8u && zmode == 0u))) {
+            if ((zmode != 0u || built == 0u) && bits != 8u) {
                 for (uint32_t c = 0u; c < (1u << bits); c++) {
                     {
                         uint32_t code = c;
@@ -530,6 +595,13 @@ static inline void dequant_affine_f32_item(uint32_t hg_gid0, uint32_t hg_gid1, u
 
             } else if (bits == 6u) {
             } else if (bits == 8u) {
+
+    #if defined(__AVX2__)
+    hg_a8_run(dst + (i), data + (gat), sx, z, s, ngrp, hg_big(n, 4u), 0);
+    #else
+    for (uint32_t hg_j = 0u; hg_j < ngrp; hg_j++) { uint32_t hg_at = gat + 8u * hg_j; uint32_t hg_k = i + 8u * hg_j; store_dst(hg_k + 0u, (float)(s * (float)((int32_t)((uint32_t)((int32_t)(load_data(hg_at + 0u) << sx) >> sx) - (uint32_t)(z))))); store_dst(hg_k + 1u, (float)(s * (float)((int32_t)((uint32_t)((int32_t)(load_data(hg_at + 1u) << sx) >> sx) - (uint32_t)(z))))); store_dst(hg_k + 2u, (float)(s * (float)((int32_t)((uint32_t)((int32_t)(load_data(hg_at + 2u) << sx) >> sx) - (uint32_t)(z))))); store_dst(hg_k + 3u, (float)(s * (float)((int32_t)((uint32_t)((int32_t)(load_data(hg_at + 3u) << sx) >> sx) - (uint32_t)(z))))); store_dst(hg_k + 4u, (float)(s * (float)((int32_t)((uint32_t)((int32_t)(load_data(hg_at + 4u) << sx) >> sx) - (uint32_t)(z))))); store_dst(hg_k + 5u, (float)(s * (float)((int32_t)((uint32_t)((int32_t)(load_data(hg_at + 5u) << sx) >> sx) - (uint32_t)(z))))); store_dst(hg_k + 6u, (float)(s * (float)((int32_t)((uint32_t)((int32_t)(load_data(hg_at + 6u) << sx) >> sx) - (uint32_t)(z))))); store_dst(hg_k + 7u, (float)(s * (float)((int32_t)((uint32_t)((int32_t)(load_data(hg_at + 7u) << sx) >> sx) - (uint32_t)(z))))); }
+    #endif
+
             }
             i = i + 8u * ngrp;
             for (; i < end; i++) {
@@ -593,7 +665,7 @@ static inline void dequant_affine_f32_item(uint32_t hg_gid0, uint32_t hg_gid1, u
                                     | (load_zps(at + 2u) << 16u) | (load_zps(at + 3u) << 24u));
                             if (z < zlo || z > zhi) store_err(0u, 1u);
                         }
-                        if (zmode != 0u || built == 0u) {
+                        if ((zmode != 0u || built == 0u) && bits != 8u) {
                             for (uint32_t c = 0u; c < (1u << bits); c++) {
                                 {
                                     uint32_t code = c;
@@ -616,6 +688,58 @@ static inline void dequant_affine_f32_item(uint32_t hg_gid0, uint32_t hg_gid1, u
                         i = i + 8u * gb;
                     }
                 } else {
+                    if (bits == 8u) {
+                        for (; p < pend; p++) {
+                            if (stype == 3u) {
+                                uint32_t at = p * 4u;
+                                uint32_t w = load_scales(at) | (load_scales(at + 1u) << 8u)
+                                        | (load_scales(at + 2u) << 16u) | (load_scales(at + 3u) << 24u);
+                                if ((w & 0x7f800000u) == 0x7f800000u || (w & 0x7fffffffu) == 0u) {
+                                    store_err(0u, 1u);
+                                }
+                                s = hg_as_f32(w);
+                            } else {
+                                uint32_t at = p * 2u;
+                                uint32_t h = load_scales(at) | (load_scales(at + 1u) << 8u);
+                                if (stype == 1u) {
+                                    if ((h & 0x7c00u) == 0x7c00u || (h & 0x7fffu) == 0u) store_err(0u, 1u);
+                                    s = hg_f16_to_f32(h);
+                                } else {
+                                    if ((h & 0x7f80u) == 0x7f80u || (h & 0x7fffu) == 0u) store_err(0u, 1u);
+                                    s = hg_bf16_to_f32(h);
+                                }
+                            }
+                            if (zmode != 0u) {
+                                // Zero points may start at 2 mod 4 in a shared [scales | zero_points] buffer.
+                                uint32_t at = zoff + p * 4u;
+                                z = (int32_t)(load_zps(at) | (load_zps(at + 1u) << 8u)
+                                        | (load_zps(at + 2u) << 16u) | (load_zps(at + 3u) << 24u));
+                                if (z < zlo || z > zhi) store_err(0u, 1u);
+                            }
+                            if ((zmode != 0u || built == 0u) && bits != 8u) {
+                                for (uint32_t c = 0u; c < (1u << bits); c++) {
+                                    {
+                                        uint32_t code = c;
+                                        uint32_t k = c;
+                                        // Branch-free sign extension: random signs would mispredict a branch.
+                                        int32_t q = (int32_t)(code << sx) >> sx;
+                                        store_tf(k, (float)((int32_t)((uint32_t)(q) - (uint32_t)(z))));
+                                    }
+                                }
+                                built = 1u;
+                            }
+                            uint32_t bat = doff + (i >> 3u) * bits;
+
+    #if defined(__AVX2__)
+    hg_a8_run(dst + (i), data + (bat), sx, z, s, gb, hg_big(n, 4u), 0);
+    #else
+    for (uint32_t hg_j = 0u; hg_j < gb; hg_j++) { uint32_t hg_at = bat + 8u * hg_j; uint32_t hg_k = i + 8u * hg_j; store_dst(hg_k + 0u, (float)(s * (float)((int32_t)((uint32_t)((int32_t)(load_data(hg_at + 0u) << sx) >> sx) - (uint32_t)(z))))); store_dst(hg_k + 1u, (float)(s * (float)((int32_t)((uint32_t)((int32_t)(load_data(hg_at + 1u) << sx) >> sx) - (uint32_t)(z))))); store_dst(hg_k + 2u, (float)(s * (float)((int32_t)((uint32_t)((int32_t)(load_data(hg_at + 2u) << sx) >> sx) - (uint32_t)(z))))); store_dst(hg_k + 3u, (float)(s * (float)((int32_t)((uint32_t)((int32_t)(load_data(hg_at + 3u) << sx) >> sx) - (uint32_t)(z))))); store_dst(hg_k + 4u, (float)(s * (float)((int32_t)((uint32_t)((int32_t)(load_data(hg_at + 4u) << sx) >> sx) - (uint32_t)(z))))); store_dst(hg_k + 5u, (float)(s * (float)((int32_t)((uint32_t)((int32_t)(load_data(hg_at + 5u) << sx) >> sx) - (uint32_t)(z))))); store_dst(hg_k + 6u, (float)(s * (float)((int32_t)((uint32_t)((int32_t)(load_data(hg_at + 6u) << sx) >> sx) - (uint32_t)(z))))); store_dst(hg_k + 7u, (float)(s * (float)((int32_t)((uint32_t)((int32_t)(load_data(hg_at + 7u) << sx) >> sx) - (uint32_t)(z))))); }
+    #endif
+
+                            i = i + 8u * gb;
+                        }
+                    } else {
+                    }
                 }
                 a = a + (nblk << kshift);
                 if (a == ssize) {
@@ -664,6 +788,15 @@ static inline void dequant_affine_f32_item(uint32_t hg_gid0, uint32_t hg_gid1, u
             }
         }
         else if (bits == 8u && doff == 0u) {
+            uint32_t ng8 = (end - i) >> 3u;
+
+    #if defined(__AVX2__)
+    hg_a8_run(dst + (i), data + (i), sx, z, s, ng8, hg_big(n, 4u), 0);
+    #else
+    for (uint32_t hg_j = 0u; hg_j < ng8; hg_j++) { uint32_t hg_at = i + 8u * hg_j; uint32_t hg_k = i + 8u * hg_j; store_dst(hg_k + 0u, (float)(s * (float)((int32_t)((uint32_t)((int32_t)(load_data(hg_at + 0u) << sx) >> sx) - (uint32_t)(z))))); store_dst(hg_k + 1u, (float)(s * (float)((int32_t)((uint32_t)((int32_t)(load_data(hg_at + 1u) << sx) >> sx) - (uint32_t)(z))))); store_dst(hg_k + 2u, (float)(s * (float)((int32_t)((uint32_t)((int32_t)(load_data(hg_at + 2u) << sx) >> sx) - (uint32_t)(z))))); store_dst(hg_k + 3u, (float)(s * (float)((int32_t)((uint32_t)((int32_t)(load_data(hg_at + 3u) << sx) >> sx) - (uint32_t)(z))))); store_dst(hg_k + 4u, (float)(s * (float)((int32_t)((uint32_t)((int32_t)(load_data(hg_at + 4u) << sx) >> sx) - (uint32_t)(z))))); store_dst(hg_k + 5u, (float)(s * (float)((int32_t)((uint32_t)((int32_t)(load_data(hg_at + 5u) << sx) >> sx) - (uint32_t)(z))))); store_dst(hg_k + 6u, (float)(s * (float)((int32_t)((uint32_t)((int32_t)(load_data(hg_at + 6u) << sx) >> sx) - (uint32_t)(z))))); store_dst(hg_k + 7u, (float)(s * (float)((int32_t)((uint32_t)((int32_t)(load_data(hg_at + 7u) << sx) >> sx) - (uint32_t)(z))))); }
+    #endif
+
+            i = i + 8u * ng8;
             for (; i < end; i++) {
                 {
                     uint32_t code = load_data(i);

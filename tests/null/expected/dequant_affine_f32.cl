@@ -87,8 +87,8 @@ __kernel __attribute__((reqd_work_group_size(64, 1, 1))) void dequant_affine_f32
                 o = o + 1u;
             }
         }
-        if (end - i >= 32u && ((bits == 4u || (bits == 8u && zmode == 0u)) && bits != 8u)) {
-            if (zmode != 0u || built == 0u) {
+        if (end - i >= 32u && (bits == 4u || (bits == 8u && zmode == 0u))) {
+            if ((zmode != 0u || built == 0u) && bits != 8u) {
                 for (uint c = 0u; c < (1u << bits); c++) {
                     {
                         uint code = c;
@@ -135,6 +135,7 @@ __kernel __attribute__((reqd_work_group_size(64, 1, 1))) void dequant_affine_f32
                 for (uint hg_j = 0u; hg_j < ngrp; hg_j++) { uint hg_at = gat + 4u * hg_j; uint hg_k = i + 8u * hg_j; float t0 = load_tf(load_data(hg_at) & 15u); store_dst(hg_k, (float)((as_uint(t0) & 0x7fffffffu) > 0x7f800000u ? t0 : s * t0)); float t1 = load_tf((load_data(hg_at) >> 4u) & 15u); store_dst(hg_k + 1u, (float)((as_uint(t1) & 0x7fffffffu) > 0x7f800000u ? t1 : s * t1)); float t2 = load_tf(load_data(hg_at + 1u) & 15u); store_dst(hg_k + 2u, (float)((as_uint(t2) & 0x7fffffffu) > 0x7f800000u ? t2 : s * t2)); float t3 = load_tf((load_data(hg_at + 1u) >> 4u) & 15u); store_dst(hg_k + 3u, (float)((as_uint(t3) & 0x7fffffffu) > 0x7f800000u ? t3 : s * t3)); float t4 = load_tf(load_data(hg_at + 2u) & 15u); store_dst(hg_k + 4u, (float)((as_uint(t4) & 0x7fffffffu) > 0x7f800000u ? t4 : s * t4)); float t5 = load_tf((load_data(hg_at + 2u) >> 4u) & 15u); store_dst(hg_k + 5u, (float)((as_uint(t5) & 0x7fffffffu) > 0x7f800000u ? t5 : s * t5)); float t6 = load_tf(load_data(hg_at + 3u) & 15u); store_dst(hg_k + 6u, (float)((as_uint(t6) & 0x7fffffffu) > 0x7f800000u ? t6 : s * t6)); float t7 = load_tf((load_data(hg_at + 3u) >> 4u) & 15u); store_dst(hg_k + 7u, (float)((as_uint(t7) & 0x7fffffffu) > 0x7f800000u ? t7 : s * t7)); }
             } else if (bits == 6u) {
             } else if (bits == 8u) {
+                for (uint hg_j = 0u; hg_j < ngrp; hg_j++) { uint hg_at = gat + 8u * hg_j; uint hg_k = i + 8u * hg_j; store_dst(hg_k + 0u, (float)(s * (float)((int)((uint)((int)(load_data(hg_at + 0u) << sx) >> sx) - (uint)(z))))); store_dst(hg_k + 1u, (float)(s * (float)((int)((uint)((int)(load_data(hg_at + 1u) << sx) >> sx) - (uint)(z))))); store_dst(hg_k + 2u, (float)(s * (float)((int)((uint)((int)(load_data(hg_at + 2u) << sx) >> sx) - (uint)(z))))); store_dst(hg_k + 3u, (float)(s * (float)((int)((uint)((int)(load_data(hg_at + 3u) << sx) >> sx) - (uint)(z))))); store_dst(hg_k + 4u, (float)(s * (float)((int)((uint)((int)(load_data(hg_at + 4u) << sx) >> sx) - (uint)(z))))); store_dst(hg_k + 5u, (float)(s * (float)((int)((uint)((int)(load_data(hg_at + 5u) << sx) >> sx) - (uint)(z))))); store_dst(hg_k + 6u, (float)(s * (float)((int)((uint)((int)(load_data(hg_at + 6u) << sx) >> sx) - (uint)(z))))); store_dst(hg_k + 7u, (float)(s * (float)((int)((uint)((int)(load_data(hg_at + 7u) << sx) >> sx) - (uint)(z))))); }
             }
             i = i + 8u * ngrp;
             for (; i < end; i++) {
@@ -198,7 +199,7 @@ __kernel __attribute__((reqd_work_group_size(64, 1, 1))) void dequant_affine_f32
                                     | (load_zps(at + 2u) << 16u) | (load_zps(at + 3u) << 24u));
                             if (z < zlo || z > zhi) store_err(0u, 1u);
                         }
-                        if (zmode != 0u || built == 0u) {
+                        if ((zmode != 0u || built == 0u) && bits != 8u) {
                             for (uint c = 0u; c < (1u << bits); c++) {
                                 {
                                     uint code = c;
@@ -215,6 +216,52 @@ __kernel __attribute__((reqd_work_group_size(64, 1, 1))) void dequant_affine_f32
                         i = i + 8u * gb;
                     }
                 } else {
+                    if (bits == 8u) {
+                        for (; p < pend; p++) {
+                            if (stype == 3u) {
+                                uint at = p * 4u;
+                                uint w = load_scales(at) | (load_scales(at + 1u) << 8u)
+                                        | (load_scales(at + 2u) << 16u) | (load_scales(at + 3u) << 24u);
+                                if ((w & 0x7f800000u) == 0x7f800000u || (w & 0x7fffffffu) == 0u) {
+                                    store_err(0u, 1u);
+                                }
+                                s = as_float(w);
+                            } else {
+                                uint at = p * 2u;
+                                uint h = load_scales(at) | (load_scales(at + 1u) << 8u);
+                                if (stype == 1u) {
+                                    if ((h & 0x7c00u) == 0x7c00u || (h & 0x7fffu) == 0u) store_err(0u, 1u);
+                                    s = hg_f16_to_f32(h);
+                                } else {
+                                    if ((h & 0x7f80u) == 0x7f80u || (h & 0x7fffu) == 0u) store_err(0u, 1u);
+                                    s = hg_bf16_to_f32(h);
+                                }
+                            }
+                            if (zmode != 0u) {
+                                // Zero points may start at 2 mod 4 in a shared [scales | zero_points] buffer.
+                                uint at = zoff + p * 4u;
+                                z = (int)(load_zps(at) | (load_zps(at + 1u) << 8u)
+                                        | (load_zps(at + 2u) << 16u) | (load_zps(at + 3u) << 24u));
+                                if (z < zlo || z > zhi) store_err(0u, 1u);
+                            }
+                            if ((zmode != 0u || built == 0u) && bits != 8u) {
+                                for (uint c = 0u; c < (1u << bits); c++) {
+                                    {
+                                        uint code = c;
+                                        uint k = c;
+                                        // Branch-free sign extension: random signs would mispredict a branch.
+                                        int q = (int)(code << sx) >> sx;
+                                        store_tf(k, (float)((int)((uint)(q) - (uint)(z))));
+                                    }
+                                }
+                                built = 1u;
+                            }
+                            uint bat = doff + (i >> 3u) * bits;
+                            for (uint hg_j = 0u; hg_j < gb; hg_j++) { uint hg_at = bat + 8u * hg_j; uint hg_k = i + 8u * hg_j; store_dst(hg_k + 0u, (float)(s * (float)((int)((uint)((int)(load_data(hg_at + 0u) << sx) >> sx) - (uint)(z))))); store_dst(hg_k + 1u, (float)(s * (float)((int)((uint)((int)(load_data(hg_at + 1u) << sx) >> sx) - (uint)(z))))); store_dst(hg_k + 2u, (float)(s * (float)((int)((uint)((int)(load_data(hg_at + 2u) << sx) >> sx) - (uint)(z))))); store_dst(hg_k + 3u, (float)(s * (float)((int)((uint)((int)(load_data(hg_at + 3u) << sx) >> sx) - (uint)(z))))); store_dst(hg_k + 4u, (float)(s * (float)((int)((uint)((int)(load_data(hg_at + 4u) << sx) >> sx) - (uint)(z))))); store_dst(hg_k + 5u, (float)(s * (float)((int)((uint)((int)(load_data(hg_at + 5u) << sx) >> sx) - (uint)(z))))); store_dst(hg_k + 6u, (float)(s * (float)((int)((uint)((int)(load_data(hg_at + 6u) << sx) >> sx) - (uint)(z))))); store_dst(hg_k + 7u, (float)(s * (float)((int)((uint)((int)(load_data(hg_at + 7u) << sx) >> sx) - (uint)(z))))); }
+                            i = i + 8u * gb;
+                        }
+                    } else {
+                    }
                 }
                 a = a + (nblk << kshift);
                 if (a == ssize) {
@@ -263,6 +310,9 @@ __kernel __attribute__((reqd_work_group_size(64, 1, 1))) void dequant_affine_f32
             }
         }
         else if (bits == 8u && doff == 0u) {
+            uint ng8 = (end - i) >> 3u;
+            for (uint hg_j = 0u; hg_j < ng8; hg_j++) { uint hg_at = i + 8u * hg_j; uint hg_k = i + 8u * hg_j; store_dst(hg_k + 0u, (float)(s * (float)((int)((uint)((int)(load_data(hg_at + 0u) << sx) >> sx) - (uint)(z))))); store_dst(hg_k + 1u, (float)(s * (float)((int)((uint)((int)(load_data(hg_at + 1u) << sx) >> sx) - (uint)(z))))); store_dst(hg_k + 2u, (float)(s * (float)((int)((uint)((int)(load_data(hg_at + 2u) << sx) >> sx) - (uint)(z))))); store_dst(hg_k + 3u, (float)(s * (float)((int)((uint)((int)(load_data(hg_at + 3u) << sx) >> sx) - (uint)(z))))); store_dst(hg_k + 4u, (float)(s * (float)((int)((uint)((int)(load_data(hg_at + 4u) << sx) >> sx) - (uint)(z))))); store_dst(hg_k + 5u, (float)(s * (float)((int)((uint)((int)(load_data(hg_at + 5u) << sx) >> sx) - (uint)(z))))); store_dst(hg_k + 6u, (float)(s * (float)((int)((uint)((int)(load_data(hg_at + 6u) << sx) >> sx) - (uint)(z))))); store_dst(hg_k + 7u, (float)(s * (float)((int)((uint)((int)(load_data(hg_at + 7u) << sx) >> sx) - (uint)(z))))); }
+            i = i + 8u * ng8;
             for (; i < end; i++) {
                 {
                     uint code = load_data(i);

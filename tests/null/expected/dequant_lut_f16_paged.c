@@ -396,6 +396,71 @@ static inline __attribute__((always_inline)) void hg_s8_run(
             _mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1)), big);
     }
 }
+// AFFINE8: sixteen (then eight) codes widened to int32_t lanes (sign-extended when sx), minus z,
+// converted (to nearest even, as C's conversion), times s, then SCALE8's output conversion and
+// stores: no table, so 8-bit affine codes (Q8_0) load nothing but their own bytes. With s
+// finite no product is NaN (the codes' values are finite), so the conversion skips the NaN
+// rules: f16 is F16C's rounding alone, bf16 the helper's rounding add.
+static inline __m256i hg_a8_bf16(__m256i b) {
+    return _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(b, _mm256_set1_epi32(0x7fff)),
+        _mm256_and_si256(_mm256_srli_epi32(b, 16), _mm256_set1_epi32(1))), 16);
+}
+static inline __attribute__((always_inline)) void hg_a8_run(
+        void *restrict d, const uint8_t *restrict p, uint32_t sx, int32_t z, float s,
+        uint32_t g, int big, int conv) {
+    __m256i vz = _mm256_set1_epi32(z);
+    __m256 vs = _mm256_set1_ps(s);
+    uint32_t j = 0, sb;
+    memcpy(&sb, &s, 4);
+    int fin = (sb & 0x7f800000u) != 0x7f800000u;
+    // A normal (or zero) s makes every nonzero product normal: AVX512-BF16's conversion,
+    // which treats subnormal inputs as zero, then rounds every product as the helper does.
+    int nrm = fin && ((sb & 0x7f800000u) != 0u || (sb & 0x7fffffffu) == 0u);
+    (void)nrm;
+    _mm_prefetch((const char *)p + 2048, _MM_HINT_T0);
+#define HG_A8(c) _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(         sx ? _mm256_cvtepi8_epi32(c) : _mm256_cvtepu8_epi32(c), vz)), vs)
+    for (; j + 2u <= g; j += 2u) {
+        __m128i c = _mm_loadu_si128((const __m128i *)(const void *)(p + 8u * j));
+        __m256 a = HG_A8(c), b = HG_A8(_mm_unpackhi_epi64(c, c));
+        __m256i x = _mm256_castps_si256(a), y = _mm256_castps_si256(b);
+        if (conv == 0) {
+            hg_s8_st32((float *)d + 8u * j, x, big);
+            hg_s8_st32((float *)d + 8u * j + 8, y, big);
+            continue;
+        }
+#if defined(__F16C__)
+        if (conv == 2 && fin) {
+            hg_s8_st32((uint16_t *)d + 8u * j, _mm256_set_m128i(
+                _mm256_cvtps_ph(b, _MM_FROUND_TO_NEAREST_INT),
+                _mm256_cvtps_ph(a, _MM_FROUND_TO_NEAREST_INT)), big);
+            continue;
+        }
+#endif
+#if defined(__AVX512BF16__) && defined(__AVX512VL__)
+        if (conv == 1 && nrm) {
+            hg_s8_st32((uint16_t *)d + 8u * j, _mm256_set_m128i((__m128i)_mm256_cvtneps_pbh(b),
+                                                                (__m128i)_mm256_cvtneps_pbh(a)), big);
+            continue;
+        }
+#endif
+        x = fin ? hg_a8_bf16(x) : hg_s8_cv(x, conv);
+        y = fin ? hg_a8_bf16(y) : hg_s8_cv(y, conv);
+        hg_s8_st32((uint16_t *)d + 8u * j, _mm256_permute4x64_epi64(
+            _mm256_packus_epi32(x, y), 0xd8), big);
+    }
+    for (; j < g; j++) {
+        __m256i v = _mm256_castps_si256(HG_A8(_mm_loadl_epi64(
+            (const __m128i *)(const void *)(p + 8u * j))));
+        if (conv == 0) {
+            hg_s8_st32((float *)d + 8u * j, v, big);
+            continue;
+        }
+        v = hg_s8_cv(v, conv);
+        hg_s8_st16((uint16_t *)d + 8u * j, _mm_packus_epi32(
+            _mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1)), big);
+    }
+#undef HG_A8
+}
 #else
 typedef struct { const float *tab; } hg_s8_fmt_t;
 static inline void hg_s8_fence(void) {}

@@ -94,12 +94,12 @@ static inline void hg_t8_u32(uint32_t *restrict d, uint32_t di, uint32_t dn,
 }
 #endif
 
-#if defined(__AVX2__)
+#if defined(__AVX2__) && !defined(HG_Z8_ROWS)
+#define HG_Z8_ROWS
 #include <immintrin.h>
-static inline void hg_z8_u32(uint32_t *restrict d, uint32_t di, uint32_t dn,
-                             const uint32_t *restrict s, uint32_t si, uint32_t unused) {
+// Rows j of the 64 words' 8 x 8 Morton group in o[j] (ZORDER16's quarters share it).
+static inline void hg_z8_rows(__m256i o[8], const uint32_t *restrict s, uint32_t si) {
     __m256i v[8], w[8];
-    (void)unused;
     for (int i = 0; i < 8; i++)
         v[i] = _mm256_shuffle_epi32(_mm256_loadu_si256((const void *)(s + si + 8 * i)), 0xD8);
     for (int i = 0; i < 8; i += 2) {
@@ -107,13 +107,17 @@ static inline void hg_z8_u32(uint32_t *restrict d, uint32_t di, uint32_t dn,
         w[i + 1] = _mm256_unpackhi_epi64(v[i], v[i + 1]);
     }
     for (int i = 0; i < 4; i++) {
-        v[i] = _mm256_permute2x128_si256(w[i], w[i + 4], 0x20);
-        v[i + 4] = _mm256_permute2x128_si256(w[i], w[i + 4], 0x31);
+        int lo = (i & 1) | ((i << 1) & 4);  // the rows of w[i] | w[i + 4]: lo and lo | 2
+        o[lo] = _mm256_permute2x128_si256(w[i], w[i + 4], 0x20);
+        o[lo | 2] = _mm256_permute2x128_si256(w[i], w[i + 4], 0x31);
     }
-    for (int i = 0; i < 8; i++) {
-        uint32_t j = (uint32_t)((i & 1) | ((i >> 1) & 2) | ((i << 1) & 4));
-        _mm256_storeu_si256((void *)(d + (uint32_t)(di + j * dn)), v[i]);
-    }
+}
+static inline void hg_z8_u32(uint32_t *restrict d, uint32_t di, uint32_t dn,
+                             const uint32_t *restrict s, uint32_t si, uint32_t unused) {
+    __m256i o[8];
+    (void)unused;
+    hg_z8_rows(o, s, si);
+    for (int j = 0; j < 8; j++) _mm256_storeu_si256((void *)(d + (uint32_t)(di + j * dn)), o[j]);
 }
 #endif
 
@@ -151,6 +155,8 @@ static inline void hg_t8_u32(uint32_t *restrict d, uint32_t di, uint32_t dn,
     for (int j = 0; j < 8; j++) _mm256_storeu_si256((void *)(d + (uint32_t)(di + j * dn)), o[j]);
 }
 #endif
+#ifndef HG_B16_BASE
+#define HG_B16_BASE
 #ifndef HG_STREAM_BYTES
 #define HG_STREAM_BYTES (32u << 20)
 #endif
@@ -160,6 +166,11 @@ static inline void hg_t8_u32(uint32_t *restrict d, uint32_t di, uint32_t dn,
 #if defined(__AVX2__)
 #include <immintrin.h>
 static inline void hg_t16_fence(void) { _mm_sfence(); }
+#else
+static inline void hg_t16_fence(void) {}
+#endif
+#endif
+#if defined(__AVX2__)
 #if defined(__AVX512F__)
 static inline void hg_t16_u32(uint32_t *restrict d, uint32_t di, uint32_t dn,
                               const uint32_t *restrict s, uint32_t si, uint32_t sn, int big) {
@@ -199,8 +210,65 @@ static inline void hg_t16_u32(uint32_t *restrict d, uint32_t di, uint32_t dn,
     }
 }
 #endif
+#endif
+
+#if defined(__AVX2__) && !defined(HG_Z8_ROWS)
+#define HG_Z8_ROWS
+#include <immintrin.h>
+// Rows j of the 64 words' 8 x 8 Morton group in o[j] (ZORDER16's quarters share it).
+static inline void hg_z8_rows(__m256i o[8], const uint32_t *restrict s, uint32_t si) {
+    __m256i v[8], w[8];
+    for (int i = 0; i < 8; i++)
+        v[i] = _mm256_shuffle_epi32(_mm256_loadu_si256((const void *)(s + si + 8 * i)), 0xD8);
+    for (int i = 0; i < 8; i += 2) {
+        w[i] = _mm256_unpacklo_epi64(v[i], v[i + 1]);
+        w[i + 1] = _mm256_unpackhi_epi64(v[i], v[i + 1]);
+    }
+    for (int i = 0; i < 4; i++) {
+        int lo = (i & 1) | ((i << 1) & 4);  // the rows of w[i] | w[i + 4]: lo and lo | 2
+        o[lo] = _mm256_permute2x128_si256(w[i], w[i + 4], 0x20);
+        o[lo | 2] = _mm256_permute2x128_si256(w[i], w[i + 4], 0x31);
+    }
+}
+static inline void hg_z8_u32(uint32_t *restrict d, uint32_t di, uint32_t dn,
+                             const uint32_t *restrict s, uint32_t si, uint32_t unused) {
+    __m256i o[8];
+    (void)unused;
+    hg_z8_rows(o, s, si);
+    for (int j = 0; j < 8; j++) _mm256_storeu_si256((void *)(d + (uint32_t)(di + j * dn)), o[j]);
+}
+#endif
+#ifndef HG_B16_BASE
+#define HG_B16_BASE
+#ifndef HG_STREAM_BYTES
+#define HG_STREAM_BYTES (32u << 20)
+#endif
+#ifndef hg_big
+#define hg_big(total, size) ((uint64_t)(total) * (size) > (uint64_t)HG_STREAM_BYTES)
+#endif
+#if defined(__AVX2__)
+#include <immintrin.h>
+static inline void hg_t16_fence(void) { _mm_sfence(); }
 #else
 static inline void hg_t16_fence(void) {}
+#endif
+#endif
+#if defined(__AVX2__)
+static inline void hg_z16_u32(uint32_t *restrict d, uint32_t di, uint32_t dn,
+                              const uint32_t *restrict s, uint32_t si, uint32_t unused, int big) {
+    int nt = big && ((((uintptr_t)(d + di)) | ((uintptr_t)dn << 2)) & 63u) == 0u;
+    (void)unused;
+    for (uint32_t h = 0; h < 2u; h++) {
+        __m256i a[8], b[8];
+        hg_z8_rows(a, s, si + 64u * h);
+        hg_z8_rows(b, s, si + 64u * h + 128u);
+        for (uint32_t j = 0; j < 8u; j++) {
+            __m256i *p = (__m256i *)(void *)(d + (uint32_t)(di + (8u * h + j) * dn));
+            if (nt) { _mm256_stream_si256(p, a[j]); _mm256_stream_si256(p + 1, b[j]); }
+            else { _mm256_storeu_si256(p, a[j]); _mm256_storeu_si256(p + 1, b[j]); }
+        }
+    }
+}
 #endif
 
 #define store_dst(hg_i, hg_v) (dst[(hg_i)] = (uint16_t)((hg_v)))
@@ -253,13 +321,25 @@ static inline void layout_sepblk_u16_item(uint32_t hg_gid0, uint32_t hg_gid1, ui
     for (uint32_t y = y0; y < y1 && t16 == 1u; y += 16u) {
         if (load_ty(y + 8u) != load_ty(y) + 8u) t16 = 0u;
     }
+    uint32_t z16 = zd == 0u && inb == 1u && ((x1 - x0) & 15u) == 0u && ((y1 - y0) & 15u) == 0u
+        ? 1u : 0u;
+    for (uint32_t y = y0; y < y1 && z16 == 1u; y += 16u) {
+        if (load_ty(y + 8u) != load_ty(y) + 64u) z16 = 0u;
+    }
+    for (uint32_t x = x0; x < x1 && z16 == 1u; x += 16u) {
+        if (load_tx(x + 8u) != load_tx(x) + 128u) z16 = 0u;
+    }
     uint32_t nall = nx * ny * nz;
-    for (; t16 == 1u && yt < y1; yt += 16u) {
+    for (; (t16 == 1u || z16 == 1u) && yt < y1; yt += 16u) {
         uint32_t sb = hi + load_ty(yt);
         uint32_t f = (z * ny + yt) * nx;
         for (uint32_t x = x0; x < x1; x += 16u) {
             uint32_t s0 = sb + load_tx(x);
-            for (uint32_t t8j = 0u; t8j < 16u; t8j++) { for (uint32_t t8k = 0u; t8k < 16u; t8k++) { store_dst((f + x) + t8j * nx + t8k, load_src((s0) + t8k * sc + t8j)); } }
+            if (t16 == 1u) {
+                for (uint32_t t8j = 0u; t8j < 16u; t8j++) { for (uint32_t t8k = 0u; t8k < 16u; t8k++) { store_dst((f + x) + t8j * nx + t8k, load_src((s0) + t8k * sc + t8j)); } }
+            } else {
+                for (uint32_t t8j = 0u; t8j < 16u; t8j++) { for (uint32_t t8k = 0u; t8k < 16u; t8k++) { store_dst((f + x) + t8j * nx + t8k, load_src((s0) + ((t8j & 1u) | ((t8k & 1u) << 1u) | ((t8j & 2u) << 1u) | ((t8k & 2u) << 2u) | ((t8j & 4u) << 2u) | ((t8k & 4u) << 3u) | ((t8j & 8u) << 3u) | ((t8k & 8u) << 4u)))); } }
+            }
         }
     }
     for (; (yd == 0u || zd == 0u) && yt + 8u <= y1; yt += 8u) {

@@ -140,15 +140,34 @@ fn main(@builtin(global_invocation_id) hg_id: vec3<u32>) {
             t16 = 0u;
         }
     }
+    var z16: u32 = select(0u, 1u, (((zd == 0u) && (inb == 1u)) && (((x1 - x0) & 15u) == 0u)) && (((y1 - y0) & 15u) == 0u));
+    for (var y: u32 = y0; (y < y1) && (z16 == 1u); y += 16u) {
+        if (load_ty(y + 8u) != (load_ty(y) + 64u)) {
+            z16 = 0u;
+        }
+    }
+    for (var x: u32 = x0; (x < x1) && (z16 == 1u); x += 16u) {
+        if (load_tx(x + 8u) != (load_tx(x) + 128u)) {
+            z16 = 0u;
+        }
+    }
     var nall: u32 = (nx * ny) * nz;
-    for (; (t16 == 1u) && (yt < y1); yt += 16u) {
+    for (; ((t16 == 1u) || (z16 == 1u)) && (yt < y1); yt += 16u) {
         var sb: u32 = hi + load_ty(yt);
         var f: u32 = ((z * ny) + yt) * nx;
         for (var x: u32 = x0; x < x1; x += 16u) {
             var s0: u32 = sb + load_tx(x);
-            for (var t8j: u32 = 0u; t8j < 16u; t8j++) {
-                for (var t8k: u32 = 0u; t8k < 16u; t8k++) {
-                    store_dst(((f + x) + (t8j * nx)) + t8k, load_src((s0 + (t8k * sc)) + t8j));
+            if (t16 == 1u) {
+                for (var t8j: u32 = 0u; t8j < 16u; t8j++) {
+                    for (var t8k: u32 = 0u; t8k < 16u; t8k++) {
+                        store_dst(((f + x) + (t8j * nx)) + t8k, load_src((s0 + (t8k * sc)) + t8j));
+                    }
+                }
+            } else {
+                for (var t8j: u32 = 0u; t8j < 16u; t8j++) {
+                    for (var t8k: u32 = 0u; t8k < 16u; t8k++) {
+                        store_dst(((f + x) + (t8j * nx)) + t8k, load_src(s0 + ((((((((t8j & 1u) | ((t8k & 1u) << 1u)) | ((t8j & 2u) << 1u)) | ((t8k & 2u) << 2u)) | ((t8j & 4u) << 2u)) | ((t8k & 4u) << 3u)) | ((t8j & 8u) << 3u)) | ((t8k & 8u) << 4u))));
+                    }
                 }
             }
         }

@@ -66,13 +66,25 @@ void main() {
     for (uint y = y0; y < y1 && t16 == 1u; y += 16u) {
         if (load_ty(y + 8u) != load_ty(y) + 8u) t16 = 0u;
     }
+    uint z16 = zd == 0u && inb == 1u && ((x1 - x0) & 15u) == 0u && ((y1 - y0) & 15u) == 0u
+        ? 1u : 0u;
+    for (uint y = y0; y < y1 && z16 == 1u; y += 16u) {
+        if (load_ty(y + 8u) != load_ty(y) + 64u) z16 = 0u;
+    }
+    for (uint x = x0; x < x1 && z16 == 1u; x += 16u) {
+        if (load_tx(x + 8u) != load_tx(x) + 128u) z16 = 0u;
+    }
     uint nall = nx * ny * nz;
-    for (; t16 == 1u && yt < y1; yt += 16u) {
+    for (; (t16 == 1u || z16 == 1u) && yt < y1; yt += 16u) {
         uint sb = hi + load_ty(yt);
         uint f = (z * ny + yt) * nx;
         for (uint x = x0; x < x1; x += 16u) {
             uint s0 = sb + load_tx(x);
-            for (uint t8j = 0u; t8j < 16u; t8j++) { for (uint t8k = 0u; t8k < 16u; t8k++) { store_dst((f + x) + t8j * nx + t8k, load_src((s0) + t8k * sc + t8j)); } }
+            if (t16 == 1u) {
+                for (uint t8j = 0u; t8j < 16u; t8j++) { for (uint t8k = 0u; t8k < 16u; t8k++) { store_dst((f + x) + t8j * nx + t8k, load_src((s0) + t8k * sc + t8j)); } }
+            } else {
+                for (uint t8j = 0u; t8j < 16u; t8j++) { for (uint t8k = 0u; t8k < 16u; t8k++) { store_dst((f + x) + t8j * nx + t8k, load_src((s0) + ((t8j & 1u) | ((t8k & 1u) << 1u) | ((t8j & 2u) << 1u) | ((t8k & 2u) << 2u) | ((t8j & 4u) << 2u) | ((t8k & 4u) << 3u) | ((t8j & 8u) << 3u) | ((t8k & 8u) << 4u)))); } }
+            }
         }
     }
     for (; (yd == 0u || zd == 0u) && yt + 8u <= y1; yt += 8u) {

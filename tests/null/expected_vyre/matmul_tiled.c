@@ -90,16 +90,12 @@ static void vyre_5f8e5e4cf0b93899_group(uint32_t hg_g0, uint32_t hg_g1, uint32_t
         for (; z2 < 256u; z2 += 256u) {
             store_s3_ta(z2, 0u);
         }
-        if (z2 < 256u) {
-            store_trapflag(1u, 1u);
-        }
+        if (z2 < 256u) { store_trapflag(1u, 1u); }
         uint32_t z3 = t1;
         for (; z3 < 256u; z3 += 256u) {
             store_s4_tb(z3, 0u);
         }
-        if (z3 < 256u) {
-            store_trapflag(1u, 1u);
-        }
+        if (z3 < 256u) { store_trapflag(1u, 1u); }
     }
     }
     {
@@ -140,9 +136,7 @@ static void vyre_5f8e5e4cf0b93899_group(uint32_t hg_g0, uint32_t hg_g1, uint32_t
             uint32_t t21 = t18 + t20;
             uint32_t t22 = (t21 < n0) ? load_b0_a(t21) : 0u;
             uint32_t t23 = t17 ? t22 : 0x0u;
-            if (t12 < 256u) {
-                store_s3_ta(t12, t23);
-            }
+            if (t12 < 256u) { store_s3_ta(t12, t23); }
             uint32_t t24 = (hg_gid1 % 16u) * 0x10u;
             uint32_t t25 = t24 + (hg_gid0 % 16u);
             uint32_t t26 = hg_s->l_t_9[hg_li] * 0x10u;
@@ -156,9 +150,7 @@ static void vyre_5f8e5e4cf0b93899_group(uint32_t hg_g0, uint32_t hg_g1, uint32_t
             uint32_t t34 = t33 + hg_s->l_c_4[hg_li];
             uint32_t t35 = (t34 < n1) ? load_b1_b(t34) : 0u;
             uint32_t t36 = t30 ? t35 : 0x0u;
-            if (t25 < 256u) {
-                store_s4_tb(t25, t36);
-            }
+            if (t25 < 256u) { store_s4_tb(t25, t36); }
         }
         }
         {
@@ -184,9 +176,7 @@ static void vyre_5f8e5e4cf0b93899_group(uint32_t hg_g0, uint32_t hg_g1, uint32_t
                 uint32_t t48 = hg_s->l_acc_6[hg_li] + t47;
                 hg_s->l_acc_6[hg_li] = t48;
             }
-            if (l_k_39 < t38) {
-                store_trapflag(1u, 1u);
-            }
+            if (l_k_39 < t38) { store_trapflag(1u, 1u); }
         }
         }
         {
@@ -207,22 +197,36 @@ static void vyre_5f8e5e4cf0b93899_group(uint32_t hg_g0, uint32_t hg_g1, uint32_t
         const uint32_t hg_li = hg_lx + 16u * (hg_ly + 16u * hg_lz);
         const uint32_t hg_gid0 = hg_b0 + hg_lx, hg_gid1 = hg_b1 + hg_ly, hg_gid2 = hg_b2 + hg_lz;
         (void)hg_li; (void)hg_gid0; (void)hg_gid1; (void)hg_gid2;
-        if (hg_s->l_t_9[hg_li] < hg_s->t8[hg_li]) {
-            store_trapflag(1u, 1u);
-        }
+        if (hg_s->l_t_9[hg_li] < hg_s->t8[hg_li]) { store_trapflag(1u, 1u); }
         _Bool t49 = hg_s->l_r_5[hg_li] < 0x20u;
         _Bool t50 = hg_s->l_c_4[hg_li] < 0x20u;
         _Bool t51 = t49 && t50;
         if (t51) {
             uint32_t t52 = hg_s->l_r_5[hg_li] * 0x20u;
             uint32_t t53 = t52 + hg_s->l_c_4[hg_li];
-            if (t53 < n2) {
-                store_b2_out(t53, hg_s->l_acc_6[hg_li]);
-            }
+            if (t53 < n2) { store_b2_out(t53, hg_s->l_acc_6[hg_li]); }
         }
     }
     }
 }
+
+#if defined(HG_THREADS) && !defined(_OPENMP)
+static void vyre_5f8e5e4cf0b93899_task(const hg_job_t *hg_job, int64_t hg_g) {
+    void **hg_bufs = hg_job->bufs;
+    const uint32_t *hg_words = hg_job->words;
+    int64_t hg_w0 = hg_job->n0, hg_w1 = hg_job->n1;
+    const uint32_t *restrict b0_a = (const uint32_t *)hg_bufs[0];
+    const uint32_t *restrict b1_b = (const uint32_t *)hg_bufs[1];
+    uint32_t *restrict b2_out = (uint32_t *)hg_bufs[2];
+    uint32_t *restrict trapflag = (uint32_t *)hg_bufs[3];
+    uint32_t n0 = hg_words[0];
+    uint32_t n1 = hg_words[1];
+    uint32_t n2 = hg_words[2];
+    uint32_t passmax = hg_words[3];
+    vyre_5f8e5e4cf0b93899_group((uint32_t)(hg_g % hg_w0), (uint32_t)((hg_g / hg_w0) % hg_w1),
+                 (uint32_t)(hg_g / (hg_w0 * hg_w1)), b0_a, b1_b, b2_out, trapflag, n0, n1, n2, passmax);
+}
+#endif
 
 void vyre_5f8e5e4cf0b93899(void **hg_bufs, const uint32_t *hg_words, int64_t hg_n0, int64_t hg_n1,
             int64_t hg_n2) {
@@ -242,6 +246,12 @@ void vyre_5f8e5e4cf0b93899(void **hg_bufs, const uint32_t *hg_words, int64_t hg_
         for (int64_t hg_g = 0; hg_g < hg_groups; hg_g++)
             vyre_5f8e5e4cf0b93899_group((uint32_t)(hg_g % hg_w0), (uint32_t)((hg_g / hg_w0) % hg_w1),
                          (uint32_t)(hg_g / (hg_w0 * hg_w1)), b0_a, b1_b, b2_out, trapflag, n0, n1, n2, passmax);
+        return;
+    }
+#elif defined(HG_THREADS)
+    if (hg_groups > 1) {
+        hg_job_t hg_job = {hg_bufs, hg_words, hg_w0, hg_w1, 1, hg_groups};
+        hg_parallel(vyre_5f8e5e4cf0b93899_task, &hg_job, hg_groups);
         return;
     }
 #endif

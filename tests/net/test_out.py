@@ -1,0 +1,133 @@
+"""``get(out=)``: a get received straight into the caller's memory, on the first get and on
+the repeated-get path, and every misuse refused with a typed error (before the request, or
+after the server's answer, whose data is then dropped so the connection goes on)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+import hurray_gpu as hg
+from hurray_gpu.errors import ArgumentTypeError, UnsupportedOpError
+from hurray_gpu.runtime.hostmem import aligned_empty
+from tests._support import stable_rng
+from tests.hurray._io_samples import nested_group, quantized_per_channel
+from tests.net.conftest import TRANSPORTS, Start
+
+
+def _values(seed: int, shape: tuple[int, ...]) -> np.ndarray:
+    return stable_rng(seed).standard_normal(shape).astype(np.float32)
+
+
+def _host(buffer: Any) -> np.ndarray:
+    """A host buffer's own memory (``Buffer.numpy()`` copies)."""
+    array = buffer.device.allocator.host_array(buffer.allocation)
+    assert array is not None
+    return array
+
+
+def _registry() -> dict[str, Any]:
+    return {
+        "a": hg.from_numpy(_values(1, (64, 32))),
+        "b": hg.from_numpy(_values(2, (64, 32))),
+        "c": hg.from_numpy(_values(3, (32, 64))),
+        "big": hg.from_numpy(_values(4, (1 << 19,))),
+        "q": quantized_per_channel(),
+        "group": nested_group(),
+    }
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_out_tensor_receives_in_place_first_and_repeated(start: Start, transport: str) -> None:
+    """The same Tensor comes back, holding the server's bytes, on the general path (first
+    get), the repeated path (the same get again) and after the key was replaced; a
+    multi-buffer (quantized) tensor and a tensor of many frames too."""
+    registry = _registry()
+    server, kw = start(registry, transport)
+    with hg.connect(server.url, **kw) as client:
+        for key in ("a", "big", "q"):
+            out = client.get(key)
+            want = [b.numpy().tobytes() for b in registry[key].buffers]
+            memory = [_host(b) for b in out.buffers]
+            for _ in range(3):  # general path, then the repeated path twice
+                for array in memory:
+                    array[:] = 0xAA
+                assert client.get(key, out=out) is out
+                assert [array.tobytes() for array in memory] == want, key
+        out = client.get("a")
+        registry["a"] = registry["b"]  # the same kind, new bytes: the repeat sees them
+        assert client.get("a", out=out) is out
+        assert np.array_equal(out.numpy(), registry["b"].numpy())
+
+
+def test_out_array_receives_in_place(start: Start) -> None:
+    """An aligned NumPy array of the tensor's bytes is received into and wrapped."""
+    registry = _registry()
+    server, _ = start(registry)
+    arr = aligned_empty(64 * 32 * 4)
+    with hg.connect(server.url) as client:
+        for _ in range(3):
+            arr[:] = 0
+            t = client.get("a", out=arr)
+            assert t.shape == (64, 32) and t.dtype.name == "float32"
+            assert np.array_equal(t.numpy(), registry["a"].numpy())
+            assert _host(t.buffers[0]).ctypes.data == arr.ctypes.data
+
+
+def test_out_misuse_before_the_request(start: Start) -> None:
+    """Refused before anything is sent: not a buffer, read-only, misaligned, non-contiguous,
+    a composite, with a device or parallel."""
+    server, _ = start(_registry())
+    with hg.connect(server.url) as client:
+        a = client.get("a")
+        group = client.get("group")
+        misaligned = aligned_empty(64 * 32 * 4 + 1)[1:]
+        readonly = aligned_empty(64 * 32 * 4)
+        readonly.flags.writeable = False
+        with pytest.raises(ArgumentTypeError, match="Tensor or a writable buffer"):
+            client.get("a", out=[0.0] * 2048)
+        for bad, why in (
+            (readonly, "read-only"),
+            (misaligned, "multiple of 64"),
+            (aligned_empty(2 * 64 * 32 * 4)[::2], "non-contiguous"),
+            (group, "non-composite"),
+        ):
+            with pytest.raises(UnsupportedOpError, match=why):
+                client.get("a", out=bad)
+        with pytest.raises(UnsupportedOpError, match="one connection"):
+            client.get("a", out=a, parallel=2)
+        with pytest.raises(UnsupportedOpError, match="host memory"):
+            client.get("a", out=a, device="null")
+        assert np.array_equal(client.get("a", out=a).numpy(), _values(1, (64, 32)))
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_out_that_does_not_fit_what_arrives(start: Start, transport: str) -> None:
+    """Another shape, dtype, byte count, buffer count or a composite: UnsupportedOpError
+    after the data was dropped; the connection goes on (also right after the repeated path
+    had remembered the key), and out's memory is untouched where nothing matched."""
+    registry = _registry()
+    server, kw = start(registry, transport)
+    with hg.connect(server.url, **kw) as client:
+        a = client.get("a")
+        _host(a.buffers[0])[:] = 7
+        for key, out in (
+            ("c", a),
+            ("big", a),
+            ("q", a),
+            ("group", a),
+            ("a", hg.from_numpy(np.zeros((64, 32), np.int32))),
+            ("a", aligned_empty(64 * 32 * 4 - 64)),
+            ("q", aligned_empty(4096)),
+        ):
+            with pytest.raises(UnsupportedOpError, match="server sent") as info:
+                client.get(key, out=out)
+            assert "Fix:" in str(info.value)
+            assert np.array_equal(client.get("b").numpy(), registry["b"].numpy())  # in step
+        assert (_host(a.buffers[0]) == 7).all()
+        client.get("c")  # remembered as a repeated get of "c"
+        with pytest.raises(UnsupportedOpError, match="server sent"):
+            client.get("c", out=a)
+        assert client.get("a", out=a) is a and np.array_equal(a.numpy(), _values(1, (64, 32)))
