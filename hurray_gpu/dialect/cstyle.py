@@ -24,6 +24,7 @@ from hurray_gpu.dialect.render import (
     expand_block8,
     expand_scale8,
 )
+from hurray_gpu.dialect.softf64 import HARDWARE_F64
 
 __all__ = ["CUDARenderer", "HIPRenderer", "HostCRenderer", "OpenCLRenderer"]
 
@@ -61,15 +62,7 @@ class CUDARenderer(CStyleRenderer):
         "u32": "unsigned int", "i32": "int", "f32": "float", "bool": "bool",
         "u8": "unsigned char", "i8": "signed char", "u16": "unsigned short", "i16": "short",
         "f16": "__half", "bf16": "unsigned short", "f64": "double"}
-    # 2^k from its exponent field (-1022 <= k <= 1023).
-    f64_helpers = ("__device__ static inline double hg_pow2_64(int k) {\n"
-                   "    return __hiloint2double((k + 1023) << 20, 0);\n}\n"
-                   "__device__ static inline unsigned int hg_f64_hi(double x) {\n"
-                   "    return (unsigned int)__double2hiint(x);\n}\n"
-                   "__device__ static inline unsigned int hg_f64_lo(double x) {\n"
-                   "    return (unsigned int)__double2loint(x);\n}\n"
-                   "__device__ static inline double hg_as_f64(unsigned int h, unsigned int l) {\n"
-                   "    return __hiloint2double((int)h, (int)l);\n}")
+    f64_helpers = HARDWARE_F64["cuda"]
     op_map: ClassVar[dict[str, str]] = {
         **_C_OPS, "AS_F32": "__uint_as_float(", "AS_U32": "__float_as_uint(",
         "UMIN": "min(", "UMAX": "max(", "IMIN": "min(", "IMAX": "max(", "UMULHI": "__umulhi(",
@@ -110,13 +103,7 @@ class OpenCLRenderer(CStyleRenderer):
         "u32": "uint", "i32": "int", "f32": "float", "bool": "bool", "u8": "uchar",
         "i8": "char", "u16": "ushort", "i16": "short", "f16": "half", "bf16": "ushort",
         "f64": "double"}
-    f64_helpers = ("#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n"
-                   "static inline double hg_pow2_64(int k) {\n"
-                   "    return as_double((ulong)(k + 1023) << 52);\n}\n"
-                   "static inline uint hg_f64_hi(double x) { return as_uint2(x).y; }\n"
-                   "static inline uint hg_f64_lo(double x) { return as_uint2(x).x; }\n"
-                   "static inline double hg_as_f64(uint h, uint l) {\n"
-                   "    return as_double((uint2)(l, h));\n}")
+    f64_helpers = HARDWARE_F64["opencl"]
     op_map: ClassVar[dict[str, str]] = {
         **_C_OPS, "FMA": "fma(", "FMA_RN": "fma(", "FMIN": "fmin(", "FMAX": "fmax(",
         "SQRT": "sqrt(",
@@ -881,16 +868,7 @@ class HostCRenderer(CStyleRenderer):
         "u32": "uint32_t", "i32": "int32_t", "f32": "float", "bool": "_Bool", "u8": "uint8_t",
         "i8": "int8_t", "u16": "uint16_t", "i16": "int16_t", "f16": "uint16_t",
         "bf16": "uint16_t", "f64": "double"}
-    f64_helpers = ("static inline double hg_pow2_64(int32_t k) {\n"
-                   "    uint64_t b = (uint64_t)(k + 1023) << 52;\n    double d;\n"
-                   "    memcpy(&d, &b, 8);\n    return d;\n}\n"
-                   "static inline uint32_t hg_f64_hi(double x) {\n"
-                   "    uint64_t b;\n    memcpy(&b, &x, 8);\n    return (uint32_t)(b >> 32);\n}\n"
-                   "static inline uint32_t hg_f64_lo(double x) {\n"
-                   "    uint64_t b;\n    memcpy(&b, &x, 8);\n    return (uint32_t)b;\n}\n"
-                   "static inline double hg_as_f64(uint32_t h, uint32_t l) {\n"
-                   "    uint64_t b = ((uint64_t)h << 32) | l;\n    double d;\n"
-                   "    memcpy(&d, &b, 8);\n    return d;\n}")
+    f64_helpers = HARDWARE_F64["c"]
     op_map: ClassVar[dict[str, str]] = {
         **_C_OPS, "AS_F32": "hg_as_f32(", "AS_U32": "hg_as_u32(", "UMIN": "hg_umin(",
         "UMAX": "hg_umax(", "IMIN": "hg_imin(", "IMAX": "hg_imax(", "UMULHI": "hg_umulhi(",

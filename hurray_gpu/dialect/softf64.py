@@ -18,7 +18,7 @@ which these functions then never touch.
 
 from __future__ import annotations
 
-__all__ = ["SOFT_F64", "SOFT_F64_FUNCS"]
+__all__ = ["HARDWARE_F64", "SOFT_F64", "SOFT_F64_FUNCS"]
 
 _SIGN = "0x80000000u"
 
@@ -373,3 +373,36 @@ SOFT_F64_FUNCS = (
     "hg_d_lt",
     "hg_d_le",
 )
+
+
+# What the C-style dialects with hardware f64 prepend to the CR_* functions: hg_pow2_64 (2^k
+# from its exponent field, -1022 <= k <= 1023) and the word access F64_HI/F64_LO/AS_F64.
+HARDWARE_F64 = {
+    "cuda": (
+        "__device__ static inline double hg_pow2_64(int k) {\n"
+        "    return __hiloint2double((k + 1023) << 20, 0);\n}\n"
+        "__device__ static inline unsigned int hg_f64_hi(double x) {\n"
+        "    return (unsigned int)__double2hiint(x);\n}\n"
+        "__device__ static inline unsigned int hg_f64_lo(double x) {\n"
+        "    return (unsigned int)__double2loint(x);\n}\n"
+        "__device__ static inline double hg_as_f64(unsigned int h, unsigned int l) {\n"
+        "    return __hiloint2double((int)h, (int)l);\n}"
+    ),
+    "opencl": (
+        "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\nstatic inline double hg_pow2_64(int k) {\n"
+        "    return as_double((ulong)(k + 1023) << 52);\n}\n"
+        "static inline uint hg_f64_hi(double x) { return as_uint2(x).y; }\n"
+        "static inline uint hg_f64_lo(double x) { return as_uint2(x).x; }\n"
+        "static inline double hg_as_f64(uint h, uint l) {\n    return as_double((uint2)(l, h));\n}"
+    ),
+    "c": (
+        "static inline double hg_pow2_64(int32_t k) {\n"
+        "    uint64_t b = (uint64_t)(k + 1023) << 52;\n    double d;\n    memcpy(&d, &b, 8);\n"
+        "    return d;\n}\nstatic inline uint32_t hg_f64_hi(double x) {\n    uint64_t b;\n"
+        "    memcpy(&b, &x, 8);\n    return (uint32_t)(b >> 32);\n}\n"
+        "static inline uint32_t hg_f64_lo(double x) {\n    uint64_t b;\n    memcpy(&b, &x, 8);\n"
+        "    return (uint32_t)b;\n}\nstatic inline double hg_as_f64(uint32_t h, uint32_t l) {\n"
+        "    uint64_t b = ((uint64_t)h << 32) | l;\n    double d;\n    memcpy(&d, &b, 8);\n"
+        "    return d;\n}"
+    ),
+}

@@ -13,7 +13,23 @@ from hurray_gpu.runtime.buffer import Buffer
 from hurray_gpu.runtime.device import Device
 from tests._softf64 import pairs, same
 
-RESULTS = ("x + y", "x - y", "x * y", "x / y", "SQRT64(x)", "-x")
+# Every f64 rendering WGSL has: operators, literals (negated too), conversions from f32, i32
+# and u32, POW2_64 (the normal range: host C builds its bits), selection, compound assignment.
+RESULTS = (
+    "x + y",
+    "x - y",
+    "x * y",
+    "x / y",
+    "SQRT64(x)",
+    "-x",
+    "F64(F32(x))",
+    "F64(I32(LOAD(a, 2u * i)))",
+    "F64(LOAD(b, 2u * i))",
+    "POW2_64(I32(LOAD(b, 2u * i + 1u) % 2046u) - 1022)",
+    "x < y ? x : y",
+    "c",
+    "x * -0.375lf",
+)
 # Per pair: the six results (two words each), F32(x)'s bits, I32(x), the comparison bits.
 WORDS = 2 * len(RESULTS) + 3
 KERNEL = KernelDef(
@@ -22,7 +38,7 @@ KERNEL = KernelDef(
     "u32 i = GLOBAL_ID(0);\nif (i >= n) return;\n"
     "f64 x = AS_F64(LOAD(a, 2u * i + 1u), LOAD(a, 2u * i));\n"
     "f64 y = AS_F64(LOAD(b, 2u * i + 1u), LOAD(b, 2u * i));\n"
-    f"u32 o = i * {WORDS}u;\n"
+    f"u32 o = i * {WORDS}u;\nf64 c = y;\nc += x;\nc *= x;\n"
     + "".join(
         f"f64 r{k} = {text};\nSTORE(dst, o + {2 * k}u, F64_LO(r{k}));\n"
         f"STORE(dst, o + {2 * k + 1}u, F64_HI(r{k}));\n"
@@ -46,6 +62,7 @@ def test_f64_operations_are_ieee_on_every_device(kernel_device: Device) -> None:
         pytest.skip(f"{kernel_device.spec} has no f64 arithmetic")
     a, b = pairs(4000, "device")
     n = a.size
+    lo_a, lo_b, hi_b = a.view(np.uint32)[0::2], b.view(np.uint32)[0::2], b.view(np.uint32)[1::2]
     out = Buffer(kernel_device, 4 * WORDS * n)
     kernel_device.run(
         KERNEL,
@@ -56,7 +73,21 @@ def test_f64_operations_are_ieee_on_every_device(kernel_device: Device) -> None:
     )
     got = np.frombuffer(bytes(out.copyout()), np.uint32).reshape(n, WORDS)
     with np.errstate(all="ignore"):
-        wants = [a + b, a - b, a * b, a / b, np.sqrt(a), -a]
+        wants = [
+            a + b,
+            a - b,
+            a * b,
+            a / b,
+            np.sqrt(a),
+            -a,
+            a.astype(np.float32).astype(np.float64),
+            lo_a.view(np.int32).astype(np.float64),
+            lo_b.astype(np.float64),
+            np.ldexp(1.0, (hi_b % 2046).astype(np.int32) - 1022),
+            np.where(a < b, a, b),
+            (b + a) * a,
+            a * -0.375,
+        ]
         for k, (text, want) in enumerate(zip(RESULTS, wants, strict=True)):
             value = got[:, 2 * k : 2 * k + 2].copy().view(np.float64).ravel()
             bad = np.flatnonzero(~same(value, want))
