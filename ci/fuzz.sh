@@ -88,8 +88,8 @@ SOFTF64_N="${SOFTF64_N:-4000000}" "$PYTHON" -m pytest -q -p no:cacheprovider \
   tests/null/test_softf64.py || softf64=1
 
 # The correctly rounded functions on emulated f64 (webgpu:0), every one and every vyre op:
-# the suite runs a few there (tests/_crmath.py EMULATED_CI), lavapipe compiling the rest takes
-# minutes (about 8 on this 2-CPU machine under load).
+# the suite runs a few there (tests/_crmath.py EMULATED_CI); lavapipe compiling all of them
+# takes about 70 s of CPU time (9 minutes of wall time on a 2-CPU machine at load average 10).
 crmath=0
 echo "ci/fuzz.sh: every correctly rounded function on emulated f64 (webgpu)"
 SOFTF64_ALL=1 CI=true "$PYTHON" -m pytest -q -p no:cacheprovider -k webgpu \
