@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Long coverage-guided fuzzing (atheris / libFuzzer) of every decoder harness in fuzz/, then
-# the KV-cache soak (tests/backend/test_kv_cache_soak.py) at full length.
+# the KV-cache soak (tests/backend/test_kv_cache_soak.py) at full length, then the soft-f64
+# operations against NumPy on millions of operands (tests/null/test_softf64.py) and every
+# correctly rounded function on webgpu's emulated f64 (SOFTF64_ALL=1).
 #
 #   ci/fuzz.sh [--minutes N] [--jobs J] [--soak-ops K] [HARNESS ...]
 #     (default: 5 minutes, all harnesses, 100000 soak operations per run; --soak-ops 0: none)
@@ -78,6 +80,21 @@ if [ "$SOAK_OPS" -gt 0 ]; then
     tests/backend/test_kv_cache_soak.py || soak=1
 fi
 
+# The soft-f64 operations (WGSL's f64, hurray_gpu/dialect/softf64.py) against NumPy's float64 on
+# SOFTF64_N (default 4 million) operand pairs per operation; the suite runs 60000.
+softf64=0
+echo "ci/fuzz.sh: soft-f64 operations, ${SOFTF64_N:-4000000} operands each"
+SOFTF64_N="${SOFTF64_N:-4000000}" "$PYTHON" -m pytest -q -p no:cacheprovider \
+  tests/null/test_softf64.py || softf64=1
+
+# The correctly rounded functions on emulated f64 (webgpu:0), every one and every vyre op:
+# the suite runs a few there (tests/_crmath.py EMULATED_CI); lavapipe compiling all of them
+# takes about 70 s of CPU time (9 minutes of wall time on a 2-CPU machine at load average 10).
+crmath=0
+echo "ci/fuzz.sh: every correctly rounded function on emulated f64 (webgpu)"
+SOFTF64_ALL=1 CI=true "$PYTHON" -m pytest -q -p no:cacheprovider -k webgpu \
+  tests/backend/test_crmath.py tests/vyre/test_lower_crmath.py || crmath=1
+
 found=0
 for h in "${HARNESSES[@]}"; do
   for f in fuzz/artifacts/"$h"/crash-* fuzz/artifacts/"$h"/timeout-* fuzz/artifacts/"$h"/oom-*; do
@@ -97,6 +114,16 @@ fi
 if [ "$soak" -ne 0 ]; then
   echo "ci/fuzz.sh: the KV-cache soak failed ($SOAK_OPS operations); replay:" \
        "HURRAY_GPU_SOAK_OPS=$SOAK_OPS python -m pytest tests/backend/test_kv_cache_soak.py" >&2
+  exit 1
+fi
+if [ "$softf64" -ne 0 ]; then
+  echo "ci/fuzz.sh: a soft-f64 operation differs from NumPy; replay:" \
+       "SOFTF64_N=${SOFTF64_N:-4000000} python -m pytest tests/null/test_softf64.py" >&2
+  exit 1
+fi
+if [ "$crmath" -ne 0 ]; then
+  echo "ci/fuzz.sh: a correctly rounded function differs on webgpu; replay: SOFTF64_ALL=1" \
+       "python -m pytest -k webgpu tests/backend/test_crmath.py tests/vyre/test_lower_crmath.py" >&2
   exit 1
 fi
 echo "ci/fuzz.sh: no failures in ${MINUTES} minute(s) per harness; soak passed ($SOAK_OPS ops)."

@@ -3,12 +3,14 @@
 
 from __future__ import annotations
 
+import os
 import struct
 from collections.abc import Callable, Iterable
 
 import mpmath as mp
 import numpy as np
 
+from hurray_gpu.dialect.crmath import CR_FUNCS
 from hurray_gpu.dialect.crmath_tables import KEYED, TABLES
 from tests._support import stable_rng
 
@@ -102,3 +104,18 @@ def exact_all(name: str, bits: Iterable[int]) -> np.ndarray:
 def is_nan(bits: np.ndarray) -> np.ndarray:
     """Which f32 bit patterns are NaNs."""
     return (bits & 0x7FFFFFFF) > 0x7F800000
+
+
+# On emulated f64 (webgpu: WGSL on dialect/softf64.py) a function costs lavapipe seconds of
+# compile time, all of them minutes: CI runs a few there (sin/cos/tan's core with its division
+# and Payne-Hanek reduction, exp's POW2_64, log's), ci/fuzz.sh every one (SOFTF64_ALL=1). The
+# emulation itself is proved per operation (tests/null/test_softf64.py, and every WGSL f64
+# rendering on the device in tests/backend/test_f64_kernels.py); the rest is the same text.
+EMULATED_CI = ("TAN", "EXP", "LOG")
+
+
+def functions_for(device: object) -> tuple[str, ...]:
+    """The CR_* names a test runs on ``device``: all on hardware f64, else CI's few."""
+    if getattr(device, "fp64", True) or os.environ.get("SOFTF64_ALL", "") == "1":
+        return tuple(CR_FUNCS)
+    return EMULATED_CI

@@ -124,12 +124,13 @@ def check_flags(flags: Buffer, device: Any, max_loop_passes: int = DEFAULT_MAX_L
 
 def _check_dialect(lowered: Lowered, device: Any) -> None:
     dialect = device.dialect
-    if "fp64" in lowered.features and not device.fp64:
+    if "fp64" in lowered.features and not device.f64_kernels:
         raise unsupported(f"f32 transcendentals (exp, log, tanh, atan, inverse_sqrt...) on "
                           f"{device.spec}: they are correctly rounded in f64 arithmetic, which "
-                          "this device lacks (OpenCL cl_khr_fp64, Vulkan shaderFloat64; WGSL has no f64)",
-                          "run them on a device with f64 arithmetic (cpu, cuda, rocm, or an "
-                          "OpenCL/Vulkan device with fp64; not webgpu) or on device='reference'.")
+                          "this device lacks (OpenCL cl_khr_fp64, Vulkan shaderFloat64)",
+                          "run them on a device with f64 arithmetic (cpu, cuda, rocm, webgpu "
+                          "(emulated), or an OpenCL/Vulkan device with fp64) or on "
+                          "device='reference'.")
     limit = SHARED_BYTES.get(dialect, min(SHARED_BYTES.values()))
     if lowered.shared_bytes > limit:
         raise unsupported(f"{lowered.shared_bytes} bytes of workgroup memory on the {dialect} "

@@ -360,7 +360,8 @@ class WebGPUDevice(Device):
     @property
     def fp64(self) -> bool:
         """False: WGSL has no f64 type (wgpu's ``shader-f64`` feature is not a WGSL extension
-        naga accepts), so the correctly rounded CR_* functions are refused here."""
+        naga accepts); kernels that compute in f64 (the correctly rounded CR_* functions) run
+        on its exact emulation (``f64_kernels``, dialect/softf64.py)."""
         return False
 
     @classmethod

@@ -15,8 +15,10 @@ The subset (checked by :func:`lint_body`):
   ``CR_EXP CR_EXP2 CR_LOG CR_LOG2 CR_RSQRT CR_SINH CR_COSH CR_TANH CR_ATAN CR_ASIN CR_ACOS
   CR_SIN CR_COS CR_TAN``
   (correctly rounded f32 functions, the same bits on every dialect; they compute in ``f64``,
-  a type bodies may use too, with ``F64`` conversions, ``SQRT64``, ``POW2_64(k)`` = 2^k and
-  ``lf``-suffixed literals; the device needs f64, see :mod:`hurray_gpu.dialect.crmath`);
+  a type bodies may use too, with ``F64`` conversions, ``SQRT64``, ``POW2_64(k)`` = 2^k,
+  ``F64_HI(x)``/``F64_LO(x)`` (its u32 words), ``AS_F64(hi, lo)`` and ``lf``-suffixed
+  literals; the device needs f64, except on WGSL, which emulates it exactly: see
+  :mod:`hurray_gpu.dialect.crmath` and :mod:`hurray_gpu.dialect.softf64`);
   ``UMULHI(a, b)`` (high 32 bits of the u32 product); ``F16_BITS_TO_F32``/``BF16_BITS_TO_F32``
   (widen raw 16-bit patterns) and ``F32_TO_F16_BITS``/``F32_TO_BF16_BITS`` (round to nearest
   even, NaN payloads as NumPy/ml_dtypes), the same portable helpers on every dialect;

@@ -25,6 +25,7 @@ from hurray_gpu.dialect.render import (
     expand_block8,
     expand_scale8,
 )
+from hurray_gpu.dialect.softf64 import HARDWARE_F64
 
 __all__ = ["CUDARenderer", "HIPRenderer", "HostCRenderer", "OpenCLRenderer"]
 
@@ -32,6 +33,7 @@ _C_OPS = {"U32": "(u32)(", "I32": "(i32)(", "F32": "(f32)(", "FMA": "fmaf(", "FM
           "FMIN": "fminf(",
           "FMAX": "fmaxf(", "SQRT": "sqrtf(", "FLOOR": "floorf(", "FABS": "fabsf(",
           "EXP2": "exp2f(", "LOG2": "log2f(", "F64": "(f64)(", "SQRT64": "sqrt(",
+          "F64_HI": "hg_f64_hi(", "F64_LO": "hg_f64_lo(", "AS_F64": "hg_as_f64(",
     "POW2_64": "hg_pow2_64(", **{f"CR_{n}": f"hg_cr_{n.lower()}(" for n in CR_FUNCS}, "F16_BITS_TO_F32": "hg_f16_to_f32(",
           "BF16_BITS_TO_F32": "hg_bf16_to_f32(",
           "F32_TO_F16_BITS": "hg_f32_to_f16(", "F32_TO_BF16_BITS": "hg_f32_to_bf16("}
@@ -61,9 +63,7 @@ class CUDARenderer(CStyleRenderer):
         "u32": "unsigned int", "i32": "int", "f32": "float", "bool": "bool",
         "u8": "unsigned char", "i8": "signed char", "u16": "unsigned short", "i16": "short",
         "f16": "__half", "bf16": "unsigned short", "f64": "double"}
-    # 2^k from its exponent field (-1022 <= k <= 1023).
-    f64_helpers = ("__device__ static inline double hg_pow2_64(int k) {\n"
-                   "    return __hiloint2double((k + 1023) << 20, 0);\n}")
+    f64_helpers = HARDWARE_F64["cuda"]
     op_map: ClassVar[dict[str, str]] = {
         **_C_OPS, "AS_F32": "__uint_as_float(", "AS_U32": "__float_as_uint(",
         "UMIN": "min(", "UMAX": "max(", "IMIN": "min(", "IMAX": "max(", "UMULHI": "__umulhi(",
@@ -104,9 +104,7 @@ class OpenCLRenderer(CStyleRenderer):
         "u32": "uint", "i32": "int", "f32": "float", "bool": "bool", "u8": "uchar",
         "i8": "char", "u16": "ushort", "i16": "short", "f16": "half", "bf16": "ushort",
         "f64": "double"}
-    f64_helpers = ("#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n"
-                   "static inline double hg_pow2_64(int k) {\n"
-                   "    return as_double((ulong)(k + 1023) << 52);\n}")
+    f64_helpers = HARDWARE_F64["opencl"]
     op_map: ClassVar[dict[str, str]] = {
         **_C_OPS, "FMA": "fma(", "FMA_RN": "fma(", "FMIN": "fmin(", "FMAX": "fmax(",
         "SQRT": "sqrt(",
@@ -709,9 +707,7 @@ class HostCRenderer(CStyleRenderer):
         "u32": "uint32_t", "i32": "int32_t", "f32": "float", "bool": "_Bool", "u8": "uint8_t",
         "i8": "int8_t", "u16": "uint16_t", "i16": "int16_t", "f16": "uint16_t",
         "bf16": "uint16_t", "f64": "double"}
-    f64_helpers = ("static inline double hg_pow2_64(int32_t k) {\n"
-                   "    uint64_t b = (uint64_t)(k + 1023) << 52;\n    double d;\n"
-                   "    memcpy(&d, &b, 8);\n    return d;\n}")
+    f64_helpers = HARDWARE_F64["c"]
     op_map: ClassVar[dict[str, str]] = {
         **_C_OPS, "AS_F32": "hg_as_f32(", "AS_U32": "hg_as_u32(", "UMIN": "hg_umin(",
         "UMAX": "hg_umax(", "IMIN": "hg_imin(", "IMAX": "hg_imax(", "UMULHI": "hg_umulhi("}

@@ -24,11 +24,11 @@ __all__ = ["Call", "Cond", "Expr", "Func", "Lit", "Name", "Parser", "Stmt", "Una
 
 _TOKEN = re.compile(
     r"\s+|//[^\n]*|/\*.*?\*/"
-    r"|(?P<num>0[xX][0-9a-fA-F]+[uU]?|(?:\d+\.\d*|\.\d+|\d+)(?:[eE][+-]?\d+)?[fFuU]?)"
+    r"|(?P<num>0[xX][0-9a-fA-F]+[uU]?|(?:\d+\.\d*|\.\d+|\d+)(?:[eE][+-]?\d+)?(?:lf|[fFuU])?)"
     r"|(?P<id>[A-Za-z_]\w*)"
     r"|(?P<op><<=|>>=|\+\+|--|\+=|-=|\*=|/=|%=|&=|\|=|\^=|<<|>>|<=|>=|==|!=|&&|\|\||[-+*/%<>=!~&|^?:;,(){}])",
     re.S)
-TYPES = ("u32", "i32", "f32", "bool")
+TYPES = ("u32", "i32", "f32", "f64", "bool")
 ASSIGN_OPS = ("=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>=")
 # Binary operators by precedence level, loosest first (C's table, without the comma).
 _LEVELS: tuple[tuple[str, ...], ...] = (
@@ -145,18 +145,20 @@ def convert(expr: Expr, type_: str) -> Expr:
         return expr
     if is_const(expr) and type_ in ("u32", "i32", INT):
         return Lit(_wrap(int(expr.value), type_), type_)
-    if is_const(expr) and type_ == "f32":
-        return Lit(f"{int(expr.value)}.0", "f32")
+    if is_const(expr) and type_ in ("f32", "f64"):
+        return Lit(f"{int(expr.value)}.0", type_)
     if type_ == "bool":
-        zero = Lit("0.0", "f32") if expr.type == "f32" else Lit(0, expr.type)
+        zero = Lit("0.0", expr.type) if expr.type in ("f32", "f64") else Lit(0, expr.type)
         return Binary("!=", expr, zero, "bool")
     if expr.type == "bool" and type_ == "f32":
         return Call("F32", (expr,), "f32")
-    return Call({"u32": "U32", "i32": "I32", "f32": "F32"}[type_], (expr,), type_)
+    return Call({"u32": "U32", "i32": "I32", "f32": "F32", "f64": "F64"}[type_], (expr,), type_)
 
 
 def common(a: str, b: str) -> str:
     """The type C's usual conversions (as GLSL's implicit ones) give ``a op b``."""
+    if "f64" in (a, b):
+        return "f64"
     if "f32" in (a, b):
         return "f32"
     if "u32" in (a, b):
@@ -478,6 +480,8 @@ class Parser:
             unsigned = low.endswith("u")
             return Lit(_wrap(int(low.rstrip("u"), 16), "u32" if unsigned else INT),
                        "u32" if unsigned else INT)
+        if low.endswith("lf"):
+            return Lit(low[:-2], "f64")
         if any(c in low for c in ".e") or low.endswith("f"):
             return Lit(low.rstrip("f"), "f32")
         if low.endswith("u"):

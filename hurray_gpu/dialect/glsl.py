@@ -44,7 +44,10 @@ class GLSLRenderer(CStyleRenderer):
     type_map: ClassVar[dict[str, str]] = {
         "u32": "uint", "i32": "int", "f32": "float", "bool": "bool", "f64": "double"}
     f64_helpers = ("double hg_pow2_64(int k) {\n"
-                   "    return packDouble2x32(uvec2(0u, uint(k + 1023) << 20u));\n}")
+                   "    return packDouble2x32(uvec2(0u, uint(k + 1023) << 20u));\n}\n"
+                   "uint hg_f64_hi(double x) { return unpackDouble2x32(x).y; }\n"
+                   "uint hg_f64_lo(double x) { return unpackDouble2x32(x).x; }\n"
+                   "double hg_as_f64(uint h, uint l) { return packDouble2x32(uvec2(l, h)); }")
     f64_suffix = "lf"
     op_map: ClassVar[dict[str, str]] = {
         "U32": "u32(", "I32": "i32(", "F32": "f32(", "FMA": "fma(", "FMIN": "min(",
@@ -55,6 +58,7 @@ class GLSLRenderer(CStyleRenderer):
         "F16_BITS_TO_F32": "hg_f16_to_f32(", "BF16_BITS_TO_F32": "hg_bf16_to_f32(",
         "F32_TO_F16_BITS": "hg_f32_to_f16(", "F32_TO_BF16_BITS": "hg_f32_to_bf16(",
         "FMA_RN": "hg_fma_rn(", "F64": "f64(", "SQRT64": "sqrt(", "POW2_64": "hg_pow2_64(",
+        "F64_HI": "hg_f64_hi(", "F64_LO": "hg_f64_lo(", "AS_F64": "hg_as_f64(",
         **{f"CR_{n}": f"hg_cr_{n.lower()}(" for n in CR_FUNCS}}
     intrinsic_helpers: ClassVar[dict[str, str]] = {
         "FMA_RN": FMA_RN_GLSL,

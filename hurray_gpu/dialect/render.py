@@ -25,6 +25,8 @@ RENDER_VERSION = 5
 # dialect (they evaluate in f64: F64 converts, SQRT64 is the f64 root, POW2_64(k) 2^k as f64;
 # f64 literals carry an ``lf`` suffix, dropped by the C dialects).
 CR_INTRINSICS = tuple(f"CR_{name}" for name in CR_FUNCS)
+# F64_HI(x)/F64_LO(x): the high/low u32 word of an f64; AS_F64(hi, lo): the f64 of two words.
+F64_INTRINSICS = ("F64", "SQRT64", "POW2_64", "F64_HI", "F64_LO", "AS_F64")
 _F64_LIT = re.compile(r"\b([0-9][0-9.]*(?:[eE][+-]?[0-9]+)?)lf\b")
 # FMA_RN(a, b, c): a*b+c rounded once on every dialect (GLSL: exact integer emulation, since
 # Vulkan's fma() may round twice); FMA is whatever the target fuses fastest.
@@ -32,7 +34,7 @@ _F64_LIT = re.compile(r"\b([0-9][0-9.]*(?:[eE][+-]?[0-9]+)?)lf\b")
 INTRINSICS = ("U32", "I32", "F32", "AS_F32", "AS_U32", "FMA", "FMIN", "FMAX", "UMIN", "UMAX",
               "IMIN", "IMAX", "SQRT", "FLOOR", "FABS", "EXP2", "LOG2", "UMULHI",
               "F16_BITS_TO_F32", "BF16_BITS_TO_F32", "F32_TO_F16_BITS", "F32_TO_BF16_BITS",
-              "FMA_RN", *CR_INTRINSICS, "F64", "SQRT64", "POW2_64")
+              "FMA_RN", *CR_INTRINSICS, *F64_INTRINSICS)
 # Intrinsics rendered as a call to a helper function, emitted only when a body uses them.
 HELPER_INTRINSICS = {"F16_BITS_TO_F32": "hg_f16_to_f32", "BF16_BITS_TO_F32": "hg_bf16_to_f32",
                      "F32_TO_F16_BITS": "hg_f32_to_f16", "F32_TO_BF16_BITS": "hg_f32_to_bf16"}
@@ -262,6 +264,7 @@ class CStyleRenderer:
             (``store_map`` entries with ``ST`` cast to the storage type).
         f64_helpers: text emitted before the CR_* functions (f64 enabled, ``hg_pow2_64``).
         f64_suffix: what an f64 literal's ``lf`` suffix becomes.
+        soft_f64: f64 is emulated on u32 words (WGSL), so needs no hardware f64.
     """
 
     dialect: ClassVar[str] = ""
@@ -287,6 +290,8 @@ class CStyleRenderer:
     intrinsic_helpers: ClassVar[dict[str, str]] = {}
     f64_helpers: ClassVar[str] = ""
     f64_suffix: ClassVar[str] = ""
+    # f64 is emulated exactly (dialect/softf64.py): kernels compute in f64 on any device.
+    soft_f64: ClassVar[bool] = False
     load_map: ClassVar[dict[str, str]] = {
         "u8": "U32({b}[{i}])", "u16": "U32({b}[{i}])", "u32": "{b}[{i}]",
         "i8": "I32({b}[{i}])", "i16": "I32({b}[{i}])", "i32": "{b}[{i}]", "f32": "{b}[{i}]",
@@ -318,7 +323,7 @@ class CStyleRenderer:
                    if name in called and h not in wanted]
         parts += [self.translate(HELPERS[h]).strip("\n") for h in HELPERS if h in wanted]
         cr = crmath_helpers(called)
-        if cr:
+        if cr or called & set(F64_INTRINSICS):
             parts += [self.f64_helpers, *(self.translate(t).strip("\n") for t in cr)]
         # (one text may serve several intrinsics: emitted once)
         parts += [self.translate(text).strip("\n") for text in dict.fromkeys(

@@ -21,8 +21,10 @@ from __future__ import annotations
 
 import functools
 import re
+import struct
 from typing import ClassVar
 
+from hurray_gpu.dialect.crmath import CR_FUNCS, crmath_helpers
 from hurray_gpu.dialect.csubset import (
     INT,
     Binary,
@@ -51,6 +53,7 @@ from hurray_gpu.dialect.render import (
     lint_body,
     value_type,
 )
+from hurray_gpu.dialect.softf64 import SOFT_F64
 from hurray_gpu.errors import UnsupportedOpError
 
 __all__ = ["SUBWORD", "WGSLRenderer", "uniform_words"]
@@ -65,7 +68,9 @@ _RESULTS = {
     "IMAX": "i32", "SQRT": "f32", "FLOOR": "f32", "FABS": "f32", "EXP2": "f32", "LOG2": "f32",
     "UMULHI": "u32", "F16_BITS_TO_F32": "f32", "BF16_BITS_TO_F32": "f32",
     "F32_TO_F16_BITS": "u32", "F32_TO_BF16_BITS": "u32", "LOAD": "", "STORE": "void",
-    "BARRIER": "void", **{op: "u32" for op in ATOMICS}}
+    "BARRIER": "void", **{op: "u32" for op in ATOMICS}, "F64": "f64", "SQRT64": "f64",
+    "POW2_64": "f64", "F64_HI": "u32", "F64_LO": "u32", "AS_F64": "f64",
+    **{f"CR_{n}": "f32" for n in CR_FUNCS}}
 _ARGS: dict[str, tuple[str | None, ...]] = {
     "U32": (None,), "I32": (None,), "F32": (None,), "AS_F32": (None,), "AS_U32": ("f32",),
     **{n: ("f32",) * 3 for n in ("FMA", "FMA_RN", "FMIN", "FMAX", "SQRT", "FLOOR", "FABS",
@@ -73,11 +78,21 @@ _ARGS: dict[str, tuple[str | None, ...]] = {
     "UMIN": ("u32", "u32"), "UMAX": ("u32", "u32"), "UMULHI": ("u32", "u32"),
     "IMIN": ("i32", "i32"), "IMAX": ("i32", "i32"), "F16_BITS_TO_F32": ("u32",),
     "BF16_BITS_TO_F32": ("u32",), "F32_TO_F16_BITS": ("f32",), "F32_TO_BF16_BITS": ("f32",),
-    "LOAD": (None, "u32"), **{op: (None, "u32", "u32", "u32") for op in ATOMICS}}
+    "LOAD": (None, "u32"), **{op: (None, "u32", "u32", "u32") for op in ATOMICS},
+    "F64": (None,), "SQRT64": ("f64",), "POW2_64": ("i32",), "F64_HI": ("f64",),
+    "F64_LO": ("f64",), "AS_F64": ("u32", "u32"), **{f"CR_{n}": ("f32",) for n in CR_FUNCS}}
 _FUNCS = {"FMA": "fma", "FMIN": "min", "FMAX": "max", "UMIN": "min", "UMAX": "max",
           "IMIN": "min", "IMAX": "max", "SQRT": "sqrt", "FLOOR": "floor", "FABS": "abs",
           "EXP2": "exp2", "LOG2": "log2", "UMULHI": "hg_umulhi", "FMA_RN": "hg_fma_rn",
-          **HELPER_INTRINSICS}
+          "SQRT64": "hg_d_sqrt", "POW2_64": "hg_d_pow2", **HELPER_INTRINSICS,
+          **{f"CR_{n}": f"hg_cr_{n.lower()}" for n in CR_FUNCS}}
+# f64 (no WGSL type) is vec2<u32> (low word, high word), its operations calls of softf64.py's
+# functions: by operator, and conversions by the type converted from or to.
+_F64_OPS = {"+": "hg_d_add", "-": "hg_d_sub", "*": "hg_d_mul", "/": "hg_d_div",
+            "<": "hg_d_lt", "<=": "hg_d_le", "==": "hg_d_eq"}
+_F64_SWAPPED = {">": "<", ">=": "<="}
+_F64_FROM = {"f32": "hg_d_from_f32", "i32": "hg_d_from_i32", "u32": "hg_d_from_u32"}
+_F64_TO = {"F32": "hg_d_to_f32", "I32": "hg_d_to_i32"}
 _ATOMIC_FNS = {"ATOMIC_ADD": "atomicAdd", "ATOMIC_OR": "atomicOr", "ATOMIC_AND": "atomicAnd",
                "ATOMIC_XOR": "atomicXor", "ATOMIC_MIN": "atomicMin", "ATOMIC_MAX": "atomicMax",
                "ATOMIC_XCHG": "atomicExchange"}
@@ -115,7 +130,8 @@ fma arrayLength extractBits atomicLoad atomicStore atomicAnd atomicOr atomicAdd 
 atomicMin atomicMax atomicExchange atomicCompareExchangeWeak workgroupBarrier storageBarrier
 main"""
 _RESERVED = frozenset(_RESERVED_WORDS.split())
-_WGSL_TYPES = {"u32": "u32", "i32": "i32", "f32": "f32", "bool": "bool", INT: "i32"}
+_WGSL_TYPES = {"u32": "u32", "i32": "i32", "f32": "f32", "bool": "bool", INT: "i32",
+               "f64": "vec2<u32>"}
 
 
 def uniform_words(kernel: KernelDef) -> int:
@@ -154,17 +170,33 @@ class _Emitter:
         if isinstance(e, Name):
             return e.name if e.name in ("true", "false") else _ident(e.name)
         if isinstance(e, Unary):
+            if e.type == "f64":
+                if isinstance(e.arg, Lit):
+                    return self.literal(Lit(f"-{e.arg.value}", "f64"))
+                return f"hg_d_neg({self.expr(e.arg, pre)})"
             return f"{e.op}{_paren(self.expr(e.arg, pre))}"
         if isinstance(e, Binary):
             if e.op in ("&&", "||"):
                 return self.logical(e, pre)
             left, right = self.expr(e.left, pre), self.expr(e.right, pre)
+            if e.left.type == "f64" and e.op in _F64_SWAPPED:
+                return f"{_F64_OPS[_F64_SWAPPED[e.op]]}({right}, {left})"
+            if e.left.type == "f64" and e.op == "!=":
+                return f"!hg_d_eq({left}, {right})"
+            if e.left.type == "f64":
+                if e.op not in _F64_OPS:
+                    raise UnsupportedOpError(f"operator {e.op} on f64 has no meaning",
+                                             fix="use + - * / and comparisons on f64.")
+                return f"{_F64_OPS[e.op]}({left}, {right})"
             return f"{_paren(left)} {e.op} {_paren(right)}"
         if isinstance(e, Cond):
             return self.cond(e, pre)
         return self.call(e, pre)
 
     def literal(self, e: Lit) -> str:
+        if e.type == "f64":  # the words of the nearest double, as a C compiler rounds it
+            lo, hi = struct.unpack("<II", struct.pack("<d", float(str(e.value))))
+            return f"vec2<u32>({lo:#x}u, {hi:#x}u)"
         if e.type == "f32":
             text = str(e.value)
             return text + ("f" if not text.endswith("f") else "")
@@ -236,8 +268,27 @@ class _Emitter:
         args_text = [self.expr(a, pre) for a in e.args]
         if name == "BARRIER":
             return "storageBarrier(); workgroupBarrier()"
+        if name in ("U32", "I32", "F32") and e.args[0].type == "f64":
+            if name not in _F64_TO:
+                raise UnsupportedOpError("U32 of an f64 has no WGSL rendering",
+                                         fix="convert with I32, or F32.")
+            return f"{_F64_TO[name]}({args_text[0]})"
         if name in ("U32", "I32", "F32"):
             return f"{name.lower()}({args_text[0]})"
+        if name == "F64":
+            arg = e.args[0]
+            if arg.type == "f64":
+                return args_text[0]
+            if isinstance(arg, Lit) and arg.type == "f32":  # exact: f32 widens to f64
+                return self.literal(Lit(str(arg.value), "f64"))
+            if arg.type not in _F64_FROM:
+                raise UnsupportedOpError(f"F64 of a {arg.type} has no WGSL rendering",
+                                         fix="convert an f32, i32 or u32.")
+            return f"{_F64_FROM[arg.type]}({args_text[0]})"
+        if name in ("F64_HI", "F64_LO"):
+            return f"{_paren(args_text[0])}.{'y' if name == 'F64_HI' else 'x'}"
+        if name == "AS_F64":
+            return f"vec2<u32>({args_text[1]}, {args_text[0]})"
         if name == "AS_F32":
             return f"bitcast<f32>({args_text[0]})"
         if name == "AS_U32":
@@ -261,6 +312,10 @@ class _Emitter:
             return [*pre, f"var {_ident(s.name)}: {_WGSL_TYPES[s.type]}{init};"]
         if s.kind == "assign":
             assert s.expr is not None
+            if s.op != "=" and s.expr.type == "f64":  # no compound assignment on vec2<u32>
+                whole = Binary(s.op[:-1], Name(s.name, "f64"), s.expr, "f64")
+                value = self.expr(whole, pre)
+                return [*pre, f"{_ident(s.name)} = {value};"]
             value = self.expr(s.expr, pre)
             return [*pre, f"{_ident(s.name)} {s.op} {value};"]
         if s.kind == "incr":
@@ -333,6 +388,7 @@ class WGSLRenderer(CStyleRenderer):
     dialect = "wgsl"
     extension = "wgsl"
     soft_f16 = True
+    soft_f64 = True
     type_map: ClassVar[dict[str, str]] = dict(_WGSL_TYPES)
 
     def render(self, kernel: KernelDef) -> str:
@@ -355,6 +411,12 @@ class WGSLRenderer(CStyleRenderer):
             if h in wanted:
                 funcs += parse_functions(kernel.name, HELPERS[h],
                                          calls, arg_types)
+        # f64 arithmetic (the CR_* functions' and the body's own): softf64.py's functions.
+        called = set(re.findall(r"\b([A-Z][A-Z0-9_]*)\s*\(", text))
+        cr = crmath_helpers(called)
+        soft = bool(cr) or bool(re.search(r"\bf64\b|\b(?:F64|SQRT64|POW2_64)\(", text))
+        for part in ([SOFT_F64] if soft else []) + cr:
+            funcs += parse_functions(kernel.name, part, calls, arg_types)
         for name in HELPER_INTRINSICS:
             calls[name] = _RESULTS[name]
         memory = self.atomic_arrays(kernel)
@@ -367,7 +429,7 @@ class WGSLRenderer(CStyleRenderer):
         calls = {k: v for k, v in calls.items() if k in known or k.startswith("hg_")}
         body = parse_body(kernel.name, self.ids(text), scalars, calls, arg_types, buffers)
         parts = [self.render_bindings(kernel, memory)]
-        if "UMULHI(" in text or "FMA_RN(" in text:
+        if "UMULHI(" in text or "FMA_RN(" in text or soft:
             parts.append(_UMULHI)
         if "FMA_RN(" in text:  # WGSL's fma may round twice (as Vulkan's)
             parts.append(FMA_RN_WGSL)
@@ -421,8 +483,13 @@ class WGSLRenderer(CStyleRenderer):
         return "\n".join(out)
 
     def render_function(self, func: Func, memory: frozenset[str]) -> str:
-        params = ", ".join(f"{_ident(n)}: {_WGSL_TYPES[t]}" for n, t in func.params)
-        lines = _Emitter(self, memory).block(func.body)
+        # WGSL parameters are immutable: one the body assigns is copied into a var first.
+        assigned = _assigned(func.body)
+        params = ", ".join(f"{'hg_arg_' + n if n in assigned else _ident(n)}: "
+                           f"{_WGSL_TYPES[t]}" for n, t in func.params)
+        lines = [f"var {_ident(n)}: {_WGSL_TYPES[t]} = hg_arg_{n};"
+                 for n, t in func.params if n in assigned]
+        lines += _Emitter(self, memory).block(func.body)
         return "\n".join([f"fn {func.name}({params}) -> {_WGSL_TYPES[func.type]} {{",
                           *_indent(lines), "}"])
 

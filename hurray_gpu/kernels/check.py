@@ -151,11 +151,10 @@ def _vyre_programs() -> dict[str, Callable[[], Program]]:
     return dict(sorted(table.items()))
 
 
-def vyre_kernels(names: Sequence[str] = (), *, fp64: bool = True) -> list[tuple[str, KernelDef]]:
+def vyre_kernels(names: Sequence[str] = ()) -> list[tuple[str, KernelDef]]:
     """``(vyre.<label>.<kernel name>, kernel)`` for every distinct kernel vyre's own programs
-    (or those whose label is in ``names``) lower to. With ``fp64=False`` (WGSL has no f64),
-    programs whose correctly rounded functions compute in f64 are left out: vyre refuses them
-    on such a device before rendering.
+    (or those whose label is in ``names``) lower to. Programs computing in f64 are in: every
+    dialect renders them (WGSL on its exact emulation, dialect/softf64.py).
 
     Raises:
         UnsupportedOpError: a name is no ``vyre.<label>`` of those programs.
@@ -172,22 +171,17 @@ def vyre_kernels(names: Sequence[str] = (), *, fp64: bool = True) -> list[tuple[
         if names and f"vyre.{label}" not in names:
             continue
         lowered = lower_cached(build())
-        if fp64 or "fp64" not in lowered.features:
-            for kernel in lowered.kernels:
-                seen.setdefault(kernel.name, (f"vyre.{label}.{kernel.name}", kernel))
+        for kernel in lowered.kernels:
+            seen.setdefault(kernel.name, (f"vyre.{label}.{kernel.name}", kernel))
     return list(seen.values())
 
 
-# Dialects with no f64 type: vyre programs that need it are refused on their devices.
-NO_FP64 = frozenset({"wgsl"})
-
-
-def _kernels(names: Sequence[str], fp64: bool = True) -> list[tuple[str, KernelDef]]:
+def _kernels(names: Sequence[str]) -> list[tuple[str, KernelDef]]:
     """The built-in kernels then vyre's, all or those named (``vyre.<label>`` for vyre's)."""
     builtin = [n for n in names if not n.startswith("vyre.")]
     vyre = [n for n in names if n.startswith("vyre.")]
     found = [(n, get_kernel(n)) for n in (builtin if names else kernel_names())]
-    return found + (vyre_kernels(vyre, fp64=fp64) if vyre or not names else [])
+    return found + (vyre_kernels(vyre) if vyre or not names else [])
 
 
 def check_dialect(dialect: str, archs: Sequence[str] = (),
@@ -211,7 +205,7 @@ def check_dialect(dialect: str, archs: Sequence[str] = (),
         for arch in archs:
             offline_compiler(dialect, arch)
     results = []
-    for name, kernel in _kernels(names, dialect not in NO_FP64):
+    for name, kernel in _kernels(names):
         for arch in archs:
             try:
                 detail = CHECKERS[dialect](kernel, arch)

@@ -135,9 +135,17 @@ class Device:
 
     @property
     def fp64(self) -> bool:
-        """Whether kernels may compute in f64 (the correctly rounded CR_* functions do):
-        always on the host, CUDA and ROCm; OpenCL needs cl_khr_fp64, Vulkan shaderFloat64."""
+        """Whether the device has hardware f64 arithmetic: always on the host, CUDA and ROCm;
+        OpenCL needs cl_khr_fp64, Vulkan shaderFloat64; WGSL has none."""
         return True
+
+    @property
+    def f64_kernels(self) -> bool:
+        """Whether kernels may compute in f64 (the correctly rounded CR_* functions do): with
+        hardware f64, or where the dialect emulates it exactly (WGSL: dialect/softf64.py),
+        with the same bits either way."""
+        renderer = dialect.DIALECTS.get(self.dialect)
+        return self.fp64 or (renderer is not None and renderer.soft_f64)
 
     def memory_info(self) -> tuple[int, int]:
         """Return ``(free, total)`` device memory in bytes (0, 0 when unknown)."""

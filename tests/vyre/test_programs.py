@@ -24,7 +24,7 @@ def _refused(case: Case, target: str) -> bool:
     the correctly rounded functions (f64 arithmetic) on a device without f64 (webgpu: WGSL has
     none)."""
     needs_fp64 = "fp64" in lower_cached(case.build()).features
-    return needs_fp64 and target != "reference" and not hg.device(target).fp64
+    return needs_fp64 and target != "reference" and not hg.device(target).f64_kernels
 
 
 def _words(out: np.ndarray) -> list[int]:
