@@ -101,6 +101,8 @@ LIMITS: tuple[Limit, ...] = (
     _l(f"{_KV}.storage", "MAX_WORDS", "kernel", "largest word index a KV kernel computes (u32)"),
     _l(f"{_KV}.cache", "MAX_OUTPUT_BYTES", "kernel",
        "largest gather output (kernels index u32 words)"),
+    _l(f"{_KV}.cache", "MAX_GATHER_PLANS", "kv_cache",
+       "gather plans (slots, cu_seqlens) a cache keeps for repeated batches; older ones are dropped"),
     _l("hurray_gpu.kernels.paged", "MAX_LANES", "kernel",
        "lanes of a paged kernel; guards make larger values no-ops"),
     _l("hurray_gpu.kernels.paged", "MAX_WIDTH", "kernel", "row width of a paged kernel"),

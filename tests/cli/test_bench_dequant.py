@@ -40,5 +40,5 @@ def test_quick_run_measures_every_scheme_against_its_peer(tmp_path: Path) -> Non
     for r in ours:
         assert r["device"] == "cpu:0" and r.get("peer") == peers.get(r["op"]), r
         for key in ("gbps", "roof_fraction") + (("vs_peer",) if r["op"] in peers else ()):
-            low, high = r[key + "_range"]
-            assert 0 < low <= r[key] <= high, (key, r)
+            low, high = r[key + "_range"]  # the median is computed apart: allow rounding
+            assert 0 < low * (1 - 1e-9) <= r[key] <= high * (1 + 1e-9), (key, r)
