@@ -29,6 +29,7 @@ __all__ = ["MAX_GROUP_BYTES", "render_group_entry"]
 MAX_GROUP_BYTES = 512 * 1024
 
 _BYTES = {"u32": 4, "i32": 4, "f32": 4, "bool": 1}
+_TYPES = (*_BYTES, "true", "false")
 
 
 def _refuse(kernel: KernelDef, what: str) -> UnsupportedOpError:
@@ -58,6 +59,18 @@ def _walk(stmts: list[Stmt]) -> list[Stmt]:
     return out
 
 
+def _jumps(stmts: list[Stmt]) -> bool:
+    """Whether ``stmts`` return, or break or continue the loop they are the body of."""
+    return any(s.kind in ("break", "continue", "return")
+               or (s.kind not in ("for", "while", "do") and _jumps([*s.body, *(s.other or [])]))
+               or (s.kind in ("for", "while", "do") and _jumps_return(s.body))
+               for s in stmts)
+
+
+def _jumps_return(stmts: list[Stmt]) -> bool:
+    return any(s.kind == "return" for s in _walk(stmts))
+
+
 # A unit is a statement with the range of tokens that spell it. A flattened body is a list of
 # pieces: ("items", units) runs every item of the group, ("sync",) is a barrier, and
 # ("open", format, first, end), ("else",) and ("close",) are the group's control flow around
@@ -77,7 +90,9 @@ class _Split:
                              _AnyCall(), {}, buffers)
         self.tokens = self.parser.tokens
         tree = self.parser.statements()
-        self.sync: set[int] = set()  # ids of the statements that hold a barrier
+        self.group: set[int] = set()  # ids of the barrier-free loops run as group control flow
+        self.uniform = self.find_uniform(tree)
+        self.sync: set[int] = set()  # ids of the statements that hold a barrier or group loop
         self.mark(tree)
         self.check_jumps(tree, 0)
         self.pieces: list[_Piece] = []
@@ -92,11 +107,56 @@ class _Split:
         found = False
         for stmt in stmts:
             inner = self.mark(stmt.body) | self.mark(stmt.other or [])
-            if inner or (stmt.kind == "call" and isinstance(stmt.expr, Call)
-                         and stmt.expr.name == "BARRIER"):
+            if inner or id(stmt) in self.group or (
+                    stmt.kind == "call" and isinstance(stmt.expr, Call)
+                    and stmt.expr.name == "BARRIER"):
                 self.sync.add(id(stmt))
                 found = True
         return found
+
+    def find_uniform(self, tree: list[Stmt]) -> set[str]:
+        """The locals every item of the group holds the same value of (pocl's uniformity):
+        written only outside per-item control flow, from literals, scalar parameters and such
+        locals. Barrier-free loops whose header is uniform join ``group``: run as the group's
+        control flow with the items' loop inside, the compiler vectorizes over the items."""
+        uniform = {s.name for t in _walk(tree) for s in [t, *t.init]
+                   if s.kind in ("decl", "assign", "incr")}
+        while True:
+            self.group.clear()
+            bad: set[str] = set()
+            self.scan(tree, uniform, bad, True)
+            if not bad & uniform:
+                return uniform
+            uniform -= bad
+
+    def same(self, first: int, end: int, uniform: set[str]) -> bool:
+        """Whether tokens [first, end) read only literals, scalar parameters and ``uniform``."""
+        ok = uniform | {p.name for p in self.kernel.scalars} | set(_TYPES)
+        return all(not (t[0].isalpha() or t[0] == "_") or t in ok
+                   for t in self.tokens[first:end])
+
+    def scan(self, stmts: list[Stmt], uniform: set[str], bad: set[str], top: bool) -> None:
+        for stmt in stmts:
+            first = stmt.at[0]
+            if stmt.kind in ("decl", "assign", "incr"):
+                if not top or not self.same(*stmt.at, uniform):
+                    bad.add(stmt.name)
+                continue
+            loop = stmt.kind in ("for", "while") and len(stmt.init) <= 1
+            if loop and top and self.same(first + 1, self.close(first + 1) + 1, uniform) \
+                    and not _jumps(stmt.body):
+                self.group.add(id(stmt))
+            inner = top and (stmt.kind == "block" or id(stmt) in self.group
+                             or (stmt.kind in ("if", "for", "while") and self.holds(stmt)))
+            # A for's init and step carry no token range of their own: its header's.
+            head = loop and inner and self.same(first + 1, self.close(first + 1) + 1, uniform)
+            self.scan([*stmt.init, *stmt.step], uniform, bad, head)
+            self.scan([*stmt.body, *(stmt.other or [])], uniform, bad, inner)
+
+    def holds(self, stmt: Stmt) -> bool:
+        """Whether ``stmt`` holds a barrier (is the group's control flow whatever its values)."""
+        return any(s.kind == "call" and isinstance(s.expr, Call) and s.expr.name == "BARRIER"
+                   for s in _walk([stmt]))
 
     def check_jumps(self, stmts: list[Stmt], loops: int) -> None:
         for stmt in stmts:
@@ -117,7 +177,10 @@ class _Split:
             k += 1
 
     def item(self, stmt: Stmt, first: int, end: int) -> None:
-        if self.pieces and self.pieces[-1][0] == "items":
+        if all(s.kind in ("decl", "assign", "incr") and s.name in self.uniform
+               for s in (stmt.body if stmt.kind == "block" else [stmt])):
+            self.pieces.append(("once", [(stmt, first, end)]))  # the same for every item
+        elif self.pieces and self.pieces[-1][0] == "items":
             self.pieces[-1][1].append((stmt, first, end))
         else:
             self.pieces.append(("items", [(stmt, first, end)]))
@@ -159,10 +222,10 @@ class _Split:
         taken = {p.name for p in self.kernel.params} | {n for n, _ in self.kernel.shared}
         uses: list[set[str]] = []
         for unit, piece in enumerate(self.pieces):
-            ranges = [u[1:] for u in piece[1]] if piece[0] == "items" else \
+            ranges = [u[1:] for u in piece[1]] if piece[0] in ("items", "once") else \
                 [piece[2:]] if piece[0] == "open" else []
             uses.append({t for first, end in ranges for t in self.tokens[first:end]})
-            for stmt in _walk([u[0] for u in piece[1]] if piece[0] == "items" else []):
+            for stmt in _walk([u[0] for u in piece[1]] if piece[0] in ("items", "once") else []):
                 if stmt.op == "flat":
                     raise self.fail("several declarations in one statement")
                 if stmt.kind != "decl":
@@ -170,8 +233,9 @@ class _Split:
                 if stmt.name in declared or stmt.name in taken or stmt.name.startswith("hg_"):
                     raise self.fail(f"a second declaration of {stmt.name!r}")
                 declared[stmt.name] = (unit, stmt.type)
-        return {name: ty for name, (unit, ty) in declared.items()
-                if any(name in used for k, used in enumerate(uses) if k != unit)}
+        self.types = {name: ty for name, (_, ty) in declared.items()}
+        return {name: ty for name, (unit, ty) in declared.items() if name not in self.uniform
+                and any(name in used for k, used in enumerate(uses) if k != unit)}
 
     def source(self, first: int, end: int) -> str:
         """Tokens [first, end) as written (lines dedented), each promoted local read as this
@@ -189,7 +253,7 @@ class _Split:
     def region(self, units: list[_Unit]) -> str:
         lines = []
         for stmt, first, end in units:
-            if stmt.kind == "decl" and stmt.name in self.promoted:
+            if stmt.kind == "decl" and (stmt.name in self.promoted or stmt.name in self.uniform):
                 if stmt.expr is None:
                     continue
                 first += 1  # the name and its value: the declaration is the per-item array
@@ -246,6 +310,8 @@ def render_group_entry(kernel: KernelDef, text: str, translate: Callable[[str], 
             fix="use a smaller work-group or fewer values live across barriers, or run it on "
             "an opencl, vulkan, cuda or rocm device.")
     out = [f"    uint32_t {n}[{c}];" for n, c in kernel.shared]
+    out += [f"    {type_of(plan.types[n])} {n} = 0;" for n in sorted(plan.uniform)
+            if n in plan.types]
     if plan.promoted:
         fields = " ".join(f"{type_of(t)} {n}[{items}];" for n, t in plan.promoted.items())
         out += [f"    struct {{ {fields} }} hg_st, *hg_s = &hg_st;"]
@@ -258,6 +324,8 @@ def render_group_entry(kernel: KernelDef, text: str, translate: Callable[[str], 
         if piece[0] == "items":
             code = translate(_items_loop(kernel, plan.region(piece[1])))
             out += ["    " * depth + line for line in code.splitlines()]
+        elif piece[0] == "once":
+            out.append("    " * depth + translate(plan.region(piece[1])))
         elif piece[0] == "open":
             cond = translate(plan.source(*piece[2:]) if piece[3] > piece[2] else "1")
             out.append("    " * depth + piece[1].format(cond) + " {")

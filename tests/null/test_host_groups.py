@@ -74,13 +74,44 @@ def test_a_loop_holding_a_barrier_steps_the_group_together() -> None:
             "    STORE(tile, GLOBAL_ID(0) % 64u, k);\n    BARRIER();\n"
             "    acc = acc + LOAD(tile, 0u);\n    BARRIER();\n}\nSTORE(dst, GLOBAL_ID(0), acc);")
     text = render(group_kernel(body), "c")
-    # The counter is kept per item; its test is the group's, with item 0's values.
-    assert "    while (hg_s->k[hg_li] < n) {" in text
-    assert "hg_s->k[hg_li] = 0u;" in text and "hg_s->k[hg_li] += 2u;" in text
-    assert text.count("for (uint32_t hg_lx = 0; hg_lx < 64u; hg_lx++)") == 5
+    # The counter is the same in every item (from a literal and a scalar): a group scalar.
+    assert "    while (k < n) {" in text
+    assert "\n    k = 0u;" in text and "\n        k += 2u;" in text
+    # acc's start, the store, the read, the final store: its step runs once, not per item.
+    assert text.count("for (uint32_t hg_lx = 0; hg_lx < 64u; hg_lx++)") == 4
 
 
 def test_group_memory_past_the_bound_is_refused() -> None:
     words = MAX_GROUP_BYTES // 4 + 1
     with pytest.raises(UnsupportedOpError, match="smaller work-group"):
         render(group_kernel(MIRROR, shared=words), "c")
+
+
+# A uniform value updated inside a barrier-free uniform loop, a bound made per-item by a
+# per-item branch, and a loop over that bound (kept inside the items' loop).
+UNIFORM = """
+u32 i = GLOBAL_ID(0);
+u32 x = (i < n) ? LOAD(src, i) : 0u;
+STORE(tile, i % 64u, x);
+BARRIER();
+u32 u = 0u;
+u32 m = 3u;
+if (i % 2u == 0u) { m = 5u; }
+u32 s = 0u;
+for (u32 k = 0u; k < 8u; k++) {
+    u = u + 1u;
+    s = s + LOAD(tile, (i + k) % 64u) * u;
+}
+for (u32 j = 0u; j < m; j++) { s = s + j; }
+if (i < n) { STORE(dst, i, s); }
+"""
+
+
+def test_uniform_loops_run_as_the_groups_control_flow() -> None:
+    text = render(group_kernel(UNIFORM), "c")
+    # k and u are the same in every item: group scalars, stepped once per iteration, with the
+    # items' loop inside the k loop (so the compiler vectorizes over the items).
+    assert "    while (k < 8u) {" in text and "\n        u = u + 1u;" in text
+    assert "\n        k++;" in text and "load_tile((hg_s->i[hg_li] + k) % 64u) * u" in text
+    # m is written under a per-item branch: kept per item, its loop copied as written.
+    assert "for (uint32_t j = 0u; j < hg_s->m[hg_li]; j++)" in text

@@ -73,10 +73,25 @@ static void hg_parallel(void (*task)(const hg_job_t *, int64_t), const hg_job_t 
 static void vyre_5f8e5e4cf0b93899_group(uint32_t hg_g0, uint32_t hg_g1, uint32_t hg_g2, const uint32_t *restrict b0_a, const uint32_t *restrict b1_b, uint32_t *restrict b2_out, uint32_t *restrict trapflag, uint32_t n0, uint32_t n1, uint32_t n2, uint32_t passmax) {
     uint32_t s3_ta[256];
     uint32_t s4_tb[256];
-    struct { uint32_t upasses[256]; uint32_t l_c_4[256]; uint32_t l_r_5[256]; uint32_t l_acc_6[256]; uint32_t t8[256]; uint32_t l_t_9[256]; uint32_t t10[256]; } hg_st, *hg_s = &hg_st;
+    uint32_t l_k_39 = 0;
+    uint32_t l_t_9 = 0;
+    uint32_t t10 = 0;
+    uint32_t t14 = 0;
+    uint32_t t19 = 0;
+    uint32_t t26 = 0;
+    uint32_t t31 = 0;
+    uint32_t t37 = 0;
+    uint32_t t38 = 0;
+    uint32_t t40 = 0;
+    uint32_t t44 = 0;
+    uint32_t t7 = 0;
+    uint32_t t8 = 0;
+    uint32_t upasses = 0;
+    struct { uint32_t l_c_4[256]; uint32_t l_r_5[256]; uint32_t l_acc_6[256]; uint32_t t12[256]; _Bool t13[256]; _Bool t17[256]; uint32_t t18[256]; uint32_t t25[256]; _Bool t30[256]; uint32_t t43[256]; } hg_st, *hg_s = &hg_st;
     const uint32_t hg_b0 = hg_g0 * 16u, hg_b1 = hg_g1 * 16u, hg_b2 = hg_g2 * 1u;
     const uint32_t hg_li = 0u, hg_gid0 = hg_b0, hg_gid1 = hg_b1, hg_gid2 = hg_b2;
     (void)hg_li; (void)hg_gid0; (void)hg_gid1; (void)hg_gid2;
+    upasses = 0u;
     {
     const uint32_t hg_lz = 0u;
     for (uint32_t hg_ly = 0; hg_ly < 16u; hg_ly++)
@@ -84,7 +99,6 @@ static void vyre_5f8e5e4cf0b93899_group(uint32_t hg_g0, uint32_t hg_g1, uint32_t
         const uint32_t hg_li = hg_lx + 16u * (hg_ly + 16u * hg_lz);
         const uint32_t hg_gid0 = hg_b0 + hg_lx, hg_gid1 = hg_b1 + hg_ly, hg_gid2 = hg_b2 + hg_lz;
         (void)hg_li; (void)hg_gid0; (void)hg_gid1; (void)hg_gid2;
-        hg_s->upasses[hg_li] = 0u;
         uint32_t t1 = (hg_gid0 % 16u) + 16u * ((hg_gid1 % 16u) + 16u * (hg_gid2 % 1u));
         uint32_t z2 = t1;
         for (; z2 < 256u; z2 += 256u) {
@@ -108,14 +122,14 @@ static void vyre_5f8e5e4cf0b93899_group(uint32_t hg_g0, uint32_t hg_g1, uint32_t
         hg_s->l_c_4[hg_li] = hg_gid0;
         hg_s->l_r_5[hg_li] = hg_gid1;
         hg_s->l_acc_6[hg_li] = 0x0u;
-        uint32_t t7 = 0x0u;
-        hg_s->t8[hg_li] = 0x2u;
-        hg_s->l_t_9[hg_li] = t7;
-        hg_s->t10[hg_li] = hg_s->t8[hg_li] > t7 ? t7 + ((hg_s->t8[hg_li] - t7) < (passmax - hg_s->upasses[hg_li]) ? (hg_s->t8[hg_li] - t7) : (passmax - hg_s->upasses[hg_li])) : t7;
-        hg_s->upasses[hg_li] = hg_s->upasses[hg_li] + (hg_s->t10[hg_li] - t7);
     }
     }
-    while (hg_s->l_t_9[hg_li] < hg_s->t10[hg_li]) {
+    t7 = 0x0u;
+    t8 = 0x2u;
+    l_t_9 = t7;
+    t10 = t8 > t7 ? t7 + ((t8 - t7) < (passmax - upasses) ? (t8 - t7) : (passmax - upasses)) : t7;
+    upasses = upasses + (t10 - t7);
+    while (l_t_9 < t10) {
         {
         const uint32_t hg_lz = 0u;
         for (uint32_t hg_ly = 0; hg_ly < 16u; hg_ly++)
@@ -124,60 +138,105 @@ static void vyre_5f8e5e4cf0b93899_group(uint32_t hg_g0, uint32_t hg_g1, uint32_t
             const uint32_t hg_gid0 = hg_b0 + hg_lx, hg_gid1 = hg_b1 + hg_ly, hg_gid2 = hg_b2 + hg_lz;
             (void)hg_li; (void)hg_gid0; (void)hg_gid1; (void)hg_gid2;
             uint32_t t11 = (hg_gid1 % 16u) * 0x10u;
-            uint32_t t12 = t11 + (hg_gid0 % 16u);
-            _Bool t13 = hg_s->l_r_5[hg_li] < 0x20u;
-            uint32_t t14 = hg_s->l_t_9[hg_li] * 0x10u;
+            hg_s->t12[hg_li] = t11 + (hg_gid0 % 16u);
+            hg_s->t13[hg_li] = hg_s->l_r_5[hg_li] < 0x20u;
+        }
+        }
+        t14 = l_t_9 * 0x10u;
+        {
+        const uint32_t hg_lz = 0u;
+        for (uint32_t hg_ly = 0; hg_ly < 16u; hg_ly++)
+        for (uint32_t hg_lx = 0; hg_lx < 16u; hg_lx++) {
+            const uint32_t hg_li = hg_lx + 16u * (hg_ly + 16u * hg_lz);
+            const uint32_t hg_gid0 = hg_b0 + hg_lx, hg_gid1 = hg_b1 + hg_ly, hg_gid2 = hg_b2 + hg_lz;
+            (void)hg_li; (void)hg_gid0; (void)hg_gid1; (void)hg_gid2;
             uint32_t t15 = t14 + (hg_gid0 % 16u);
             _Bool t16 = t15 < 0x20u;
-            _Bool t17 = t13 && t16;
-            uint32_t t18 = hg_s->l_r_5[hg_li] * 0x20u;
-            uint32_t t19 = hg_s->l_t_9[hg_li] * 0x10u;
+            hg_s->t17[hg_li] = hg_s->t13[hg_li] && t16;
+            hg_s->t18[hg_li] = hg_s->l_r_5[hg_li] * 0x20u;
+        }
+        }
+        t19 = l_t_9 * 0x10u;
+        {
+        const uint32_t hg_lz = 0u;
+        for (uint32_t hg_ly = 0; hg_ly < 16u; hg_ly++)
+        for (uint32_t hg_lx = 0; hg_lx < 16u; hg_lx++) {
+            const uint32_t hg_li = hg_lx + 16u * (hg_ly + 16u * hg_lz);
+            const uint32_t hg_gid0 = hg_b0 + hg_lx, hg_gid1 = hg_b1 + hg_ly, hg_gid2 = hg_b2 + hg_lz;
+            (void)hg_li; (void)hg_gid0; (void)hg_gid1; (void)hg_gid2;
             uint32_t t20 = t19 + (hg_gid0 % 16u);
-            uint32_t t21 = t18 + t20;
+            uint32_t t21 = hg_s->t18[hg_li] + t20;
             uint32_t t22 = (t21 < n0) ? load_b0_a(t21) : 0u;
-            uint32_t t23 = t17 ? t22 : 0x0u;
-            if (t12 < 256u) { store_s3_ta(t12, t23); }
+            uint32_t t23 = hg_s->t17[hg_li] ? t22 : 0x0u;
+            if (hg_s->t12[hg_li] < 256u) { store_s3_ta(hg_s->t12[hg_li], t23); }
             uint32_t t24 = (hg_gid1 % 16u) * 0x10u;
-            uint32_t t25 = t24 + (hg_gid0 % 16u);
-            uint32_t t26 = hg_s->l_t_9[hg_li] * 0x10u;
+            hg_s->t25[hg_li] = t24 + (hg_gid0 % 16u);
+        }
+        }
+        t26 = l_t_9 * 0x10u;
+        {
+        const uint32_t hg_lz = 0u;
+        for (uint32_t hg_ly = 0; hg_ly < 16u; hg_ly++)
+        for (uint32_t hg_lx = 0; hg_lx < 16u; hg_lx++) {
+            const uint32_t hg_li = hg_lx + 16u * (hg_ly + 16u * hg_lz);
+            const uint32_t hg_gid0 = hg_b0 + hg_lx, hg_gid1 = hg_b1 + hg_ly, hg_gid2 = hg_b2 + hg_lz;
+            (void)hg_li; (void)hg_gid0; (void)hg_gid1; (void)hg_gid2;
             uint32_t t27 = t26 + (hg_gid1 % 16u);
             _Bool t28 = t27 < 0x20u;
             _Bool t29 = hg_s->l_c_4[hg_li] < 0x20u;
-            _Bool t30 = t28 && t29;
-            uint32_t t31 = hg_s->l_t_9[hg_li] * 0x10u;
+            hg_s->t30[hg_li] = t28 && t29;
+        }
+        }
+        t31 = l_t_9 * 0x10u;
+        {
+        const uint32_t hg_lz = 0u;
+        for (uint32_t hg_ly = 0; hg_ly < 16u; hg_ly++)
+        for (uint32_t hg_lx = 0; hg_lx < 16u; hg_lx++) {
+            const uint32_t hg_li = hg_lx + 16u * (hg_ly + 16u * hg_lz);
+            const uint32_t hg_gid0 = hg_b0 + hg_lx, hg_gid1 = hg_b1 + hg_ly, hg_gid2 = hg_b2 + hg_lz;
+            (void)hg_li; (void)hg_gid0; (void)hg_gid1; (void)hg_gid2;
             uint32_t t32 = t31 + (hg_gid1 % 16u);
             uint32_t t33 = t32 * 0x20u;
             uint32_t t34 = t33 + hg_s->l_c_4[hg_li];
             uint32_t t35 = (t34 < n1) ? load_b1_b(t34) : 0u;
-            uint32_t t36 = t30 ? t35 : 0x0u;
-            if (t25 < 256u) { store_s4_tb(t25, t36); }
+            uint32_t t36 = hg_s->t30[hg_li] ? t35 : 0x0u;
+            if (hg_s->t25[hg_li] < 256u) { store_s4_tb(hg_s->t25[hg_li], t36); }
         }
         }
-        {
-        const uint32_t hg_lz = 0u;
-        for (uint32_t hg_ly = 0; hg_ly < 16u; hg_ly++)
-        for (uint32_t hg_lx = 0; hg_lx < 16u; hg_lx++) {
-            const uint32_t hg_li = hg_lx + 16u * (hg_ly + 16u * hg_lz);
-            const uint32_t hg_gid0 = hg_b0 + hg_lx, hg_gid1 = hg_b1 + hg_ly, hg_gid2 = hg_b2 + hg_lz;
-            (void)hg_li; (void)hg_gid0; (void)hg_gid1; (void)hg_gid2;
-            uint32_t t37 = 0x0u;
-            uint32_t t38 = 0x10u;
-            uint32_t l_k_39 = t37;
-            uint32_t t40 = t38 > t37 ? t37 + ((t38 - t37) < (passmax - hg_s->upasses[hg_li]) ? (t38 - t37) : (passmax - hg_s->upasses[hg_li])) : t37;
-            hg_s->upasses[hg_li] = hg_s->upasses[hg_li] + (t40 - t37);
-            for (; l_k_39 < t40; l_k_39++) {
+        t37 = 0x0u;
+        t38 = 0x10u;
+        l_k_39 = t37;
+        t40 = t38 > t37 ? t37 + ((t38 - t37) < (passmax - upasses) ? (t38 - t37) : (passmax - upasses)) : t37;
+        upasses = upasses + (t40 - t37);
+        while (l_k_39 < t40) {
+            {
+            const uint32_t hg_lz = 0u;
+            for (uint32_t hg_ly = 0; hg_ly < 16u; hg_ly++)
+            for (uint32_t hg_lx = 0; hg_lx < 16u; hg_lx++) {
+                const uint32_t hg_li = hg_lx + 16u * (hg_ly + 16u * hg_lz);
+                const uint32_t hg_gid0 = hg_b0 + hg_lx, hg_gid1 = hg_b1 + hg_ly, hg_gid2 = hg_b2 + hg_lz;
+                (void)hg_li; (void)hg_gid0; (void)hg_gid1; (void)hg_gid2;
                 uint32_t t41 = (hg_gid1 % 16u) * 0x10u;
                 uint32_t t42 = t41 + l_k_39;
-                uint32_t t43 = (t42 < 256u) ? load_s3_ta(t42) : 0u;
-                uint32_t t44 = l_k_39 * 0x10u;
+                hg_s->t43[hg_li] = (t42 < 256u) ? load_s3_ta(t42) : 0u;
+            }
+            }
+            t44 = l_k_39 * 0x10u;
+            {
+            const uint32_t hg_lz = 0u;
+            for (uint32_t hg_ly = 0; hg_ly < 16u; hg_ly++)
+            for (uint32_t hg_lx = 0; hg_lx < 16u; hg_lx++) {
+                const uint32_t hg_li = hg_lx + 16u * (hg_ly + 16u * hg_lz);
+                const uint32_t hg_gid0 = hg_b0 + hg_lx, hg_gid1 = hg_b1 + hg_ly, hg_gid2 = hg_b2 + hg_lz;
+                (void)hg_li; (void)hg_gid0; (void)hg_gid1; (void)hg_gid2;
                 uint32_t t45 = t44 + (hg_gid0 % 16u);
                 uint32_t t46 = (t45 < 256u) ? load_s4_tb(t45) : 0u;
-                uint32_t t47 = t43 * t46;
+                uint32_t t47 = hg_s->t43[hg_li] * t46;
                 uint32_t t48 = hg_s->l_acc_6[hg_li] + t47;
                 hg_s->l_acc_6[hg_li] = t48;
             }
-            if (l_k_39 < t38) { store_trapflag(1u, 1u); }
-        }
+            }
+            l_k_39++;
         }
         {
         const uint32_t hg_lz = 0u;
@@ -186,9 +245,10 @@ static void vyre_5f8e5e4cf0b93899_group(uint32_t hg_g0, uint32_t hg_g1, uint32_t
             const uint32_t hg_li = hg_lx + 16u * (hg_ly + 16u * hg_lz);
             const uint32_t hg_gid0 = hg_b0 + hg_lx, hg_gid1 = hg_b1 + hg_ly, hg_gid2 = hg_b2 + hg_lz;
             (void)hg_li; (void)hg_gid0; (void)hg_gid1; (void)hg_gid2;
-            hg_s->l_t_9[hg_li]++;
+            if (l_k_39 < t38) { store_trapflag(1u, 1u); }
         }
         }
+        l_t_9++;
     }
     {
     const uint32_t hg_lz = 0u;
@@ -197,7 +257,7 @@ static void vyre_5f8e5e4cf0b93899_group(uint32_t hg_g0, uint32_t hg_g1, uint32_t
         const uint32_t hg_li = hg_lx + 16u * (hg_ly + 16u * hg_lz);
         const uint32_t hg_gid0 = hg_b0 + hg_lx, hg_gid1 = hg_b1 + hg_ly, hg_gid2 = hg_b2 + hg_lz;
         (void)hg_li; (void)hg_gid0; (void)hg_gid1; (void)hg_gid2;
-        if (hg_s->l_t_9[hg_li] < hg_s->t8[hg_li]) { store_trapflag(1u, 1u); }
+        if (l_t_9 < t8) { store_trapflag(1u, 1u); }
         _Bool t49 = hg_s->l_r_5[hg_li] < 0x20u;
         _Bool t50 = hg_s->l_c_4[hg_li] < 0x20u;
         _Bool t51 = t49 && t50;
