@@ -374,8 +374,7 @@ class Client:
         seen = None if plain is None else self._repeats.get(plain)
         if seen is not None:
             again: Tensor = self._call(self._again, plain, seen, into)
-            if into is not None and into.tensor is not None:
-                self._seen = (weakref.ref(into.tensor), into.kind, into.match)
+            self._note(into)
             return again
         entries = _entries(layouts, dtype)
         tag = dest.tag if dest is not None and dest.tag in self.server_hello.devices \
@@ -401,9 +400,13 @@ class Client:
             return t
 
         t: Tensor = self._call(work)
+        self._note(into)
+        return t if dest is None or into is not None else t.to(dest)
+
+    def _note(self, into: _Into | None) -> None:
+        """Remember the Tensor a get(out=) just received into (see :class:`_Into`)."""
         if into is not None and into.tensor is not None:
             self._seen = (weakref.ref(into.tensor), into.kind, into.match)
-        return t if dest is None or into is not None else t.to(dest)
 
     def _remember(self, plain: tuple[str, bool, str | None], request: bytearray,
                   t: Tensor) -> None:
