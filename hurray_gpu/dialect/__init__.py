@@ -29,6 +29,10 @@ The subset (checked by :func:`lint_body`):
   renders it as vector code (4-bit runs of four or more groups: the 16 entries scaled and
   converted once, then byte shuffles per 32 codes), the other dialects as a loop of the eight
   STOREs;
+- ``MXSCALE8_<F32|BF16|F16>(buf, k, tab, data, at, B, scales, p, total, g, nblk, err);``: nblk
+  blocks of g groups, block q a SCALE8 with ``s = AS_F32(e << 23)`` for the e8m0 byte ``e =
+  LOAD(scales, p + q)`` (e of 0 or 255 sets ``err[0]`` to 1); host C runs the blocks in one
+  vector loop (AVX-512 VBMI: a 32-code block per register), the other dialects the SCALE8 loop;
 - ``TRANSPOSE8(dst, di, dn, src, si, sn);`` stores ``LOAD(src, si + k*sn + j)`` to
   ``di + j*dn + k`` and ``ZORDER8(dst, di, dn, src, si, 0);`` ``LOAD(src, si + Z(j, k))`` (j's
   bits at even, k's at odd positions), j, k = 0..7; host C shuffles u32 words in registers;

@@ -12,6 +12,7 @@ from typing import ClassVar
 from hurray_gpu.dialect.crmath import CR_FUNCS
 from hurray_gpu.dialect.host_blocks import C16_HELPER, T8_HELPER, T16_HELPER, Z8_HELPER, Z16_HELPER
 from hurray_gpu.dialect.host_groups import render_group_entry
+from hurray_gpu.dialect.host_scale8 import MX_HELPER, S8Z_FIELDS, S8Z_HELPERS
 from hurray_gpu.dialect.kernel import LONG_ITEMS, KernelDef
 from hurray_gpu.dialect.render import (
     AFFINE8_CALL,
@@ -19,6 +20,7 @@ from hurray_gpu.dialect.render import (
     BLOCK16_CALL,
     COPY8_CALL,
     COPY16_CALL,
+    MXSCALE8_CALL,
     SCALE8_CALL,
     SCALE8_CONV,
     CStyleRenderer,
@@ -314,9 +316,9 @@ typedef struct {
     // top 8 as each output writes them (f32: high halves, top0 when exact).
     __m256i ex16, mb16, nz16, hi16[3];
     int top0;
-} hg_s8_fmt_t;
+""" + S8Z_FIELDS + """} hg_s8_fmt_t;
 static inline void hg_s8_fence(void) { _mm_sfence(); }
-static inline __m256i hg_s8_codes(const uint8_t *p, int bits) {
+""" + S8Z_HELPERS + """static inline __m256i hg_s8_codes(const uint8_t *p, int bits) {
     if (bits == 8) return _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)p));
     uint32_t w;
     uint16_t h;
@@ -459,6 +461,9 @@ static __attribute__((noinline)) void hg_s8_fmt_check(hg_s8_fmt_t *out, const fl
         __m256i *to[6] = {&f.ex16, &f.mb16, &f.nz16, &f.hi16[0], &f.hi16[1], &f.hi16[2]};
         for (int h = 0; h < 6; h++) *to[h] = _mm256_loadu_si256((const __m256i *)(const void *)v[h]);
     }
+#ifdef HG_S8Z
+    hg_s8z_check(&f, t, bits);
+#endif
     *out = f;
 }
 // e when s = 2^(e-127) keeps every arithmetic value of the table normal, else 0.
@@ -545,6 +550,11 @@ static inline __attribute__((always_inline)) void hg_s8_run(
         if (f->tab != tab || f->bits != bits) hg_s8_fmt_check(f, tab, bits);
         e = hg_s8_exp(s, f);
     }
+#ifdef HG_S8Z
+    // 6-/8-bit runs of whole 32-code blocks: a block per 512-bit register (host_scale8).
+    if (f && bits != 4 && conv != 2) j = hg_s8z_run(d, p, bits, s, g, big, conv, f);
+    if (j == g) return;
+#endif
     if (bits == 4 && g >= 4u) {
         __m256i t;
         if (e) {
@@ -688,7 +698,8 @@ static inline __attribute__((always_inline)) void hg_a8_run(
 #else
 typedef struct { const float *tab; } hg_s8_fmt_t;
 static inline void hg_s8_fence(void) {}
-#endif"""
+#endif
+""" + MX_HELPER
 # The SCALE8_<T> helper's conversion per (dst type, T).
 _SCALE8_STORES = {("f32", "F32"): 0, ("u16", "BF16"): 1, ("u16", "F16"): 2}
 
@@ -726,7 +737,8 @@ class HostCRenderer(CStyleRenderer):
         "ATOMIC_CAS": "static inline uint32_t hg_atomic_cas(uint32_t *p, uint32_t e, uint32_t v) {\n"
                       "    __atomic_compare_exchange_n(p, &e, v, 0, __ATOMIC_SEQ_CST,\n"
                       "                                __ATOMIC_SEQ_CST);\n    return e;\n}",
-        **{f"{op}_{t}": _SCALE8_HELPERS for op in ("SCALE8", "AFFINE8") for t in SCALE8_CONV},
+        **{f"{op}_{t}": _SCALE8_HELPERS for op in ("SCALE8", "MXSCALE8", "AFFINE8")
+           for t in SCALE8_CONV},
         "TRANSPOSE8": T8_HELPER, "ZORDER8": Z8_HELPER, "TRANSPOSE16": T16_HELPER,
         "ZORDER16": Z16_HELPER, "COPY16": C16_HELPER}
     atomic_map: ClassVar[dict[str, str]] = {
@@ -765,7 +777,19 @@ class HostCRenderer(CStyleRenderer):
                     f"{groups}, hg_big({big}, {size}), {store});\n#else\n"
                     f"{expand_scale8(m[0])}\n#endif\n")
 
-        return AFFINE8_CALL.sub(affine, SCALE8_CALL.sub(scaled, kernel.body))
+        def mx(m: re.Match[str]) -> str:
+            conv, dst, k, tab, data, at, bits, scales, p, total, g, nblk, err = m.groups()
+            store = _SCALE8_STORES.get((types.get(dst, ""), conv))
+            isa = "defined(__AVX2__)" + (" && defined(__F16C__)" if conv == "F16" else "")
+            if store is None or types.get(tab) != "f32" or types.get(data) != "u8" or \
+                    types.get(scales) != "u8":
+                return expand_scale8(m[0])
+            size = "4u" if conv == "F32" else "2u"
+            return (f"\n#if {isa}\nif (hg_mx_run({dst} + ({k}), {tab}, {data} + ({at}), {bits}, "
+                    f"{scales} + ({p}), {g}, {nblk}, hg_big({total}, {size}), {store}, hg_s8_c)) "
+                    f"STORE({err}, 0u, 1u);\n#else\n{expand_scale8(m[0])}\n#endif\n")
+
+        return AFFINE8_CALL.sub(affine, SCALE8_CALL.sub(scaled, MXSCALE8_CALL.sub(mx, kernel.body)))
 
     def block8(self, kernel: KernelDef, text: str) -> str:
         types = {p.name: p.dtype for p in kernel.buffers}
@@ -823,7 +847,7 @@ class HostCRenderer(CStyleRenderer):
             return render_group_entry(kernel, text, self.translate, params, "\n".join(unpack),
                                       lambda t: self.type_map[t])
         # SCALE8 kernels: a chunk's table checks (hg_s8_fmt_t), passed to its items.
-        s8 = bool(SCALE8_CALL.search(kernel.body))
+        s8 = bool(SCALE8_CALL.search(kernel.body) or MXSCALE8_CALL.search(kernel.body))
         item_params = "uint32_t hg_gid0, uint32_t hg_gid1, uint32_t hg_gid2, " + \
             ("hg_s8_fmt_t *restrict hg_s8_c, " if s8 else "")
         item = (f"static inline void {kernel.name}_item({item_params}{params}) "

@@ -14,12 +14,13 @@ from hurray_gpu.dialect.helpers import HELPERS, helpers_for
 from hurray_gpu.dialect.kernel import KernelDef, Param
 from hurray_gpu.errors import UnsupportedOpError
 
-__all__ = ["AFFINE8_CALL", "RENDER_VERSION", "SCALE8_CALL", "SCALE8_CONV", "BLOCK8_CALL",
+__all__ = ["AFFINE8_CALL", "MXSCALE8_CALL", "RENDER_VERSION", "SCALE8_CALL", "SCALE8_CONV",
+           "BLOCK8_CALL",
            "COPY8_CALL", "COPY16_CALL", "BLOCK16_CALL", "CStyleRenderer",
            "expand_scale8", "expand_block8", "lint_body", "value_type"]
 
 # Bump whenever rendered semantics change: it is hashed into every kernel cache key.
-RENDER_VERSION = 5
+RENDER_VERSION = 6
 
 # CR_<F>(x): the correctly rounded f32 functions of dialect/crmath.py, the same bits on every
 # dialect (they evaluate in f64: F64 converts, SQRT64 is the f64 root, POW2_64(k) 2^k as f64;
@@ -69,6 +70,15 @@ SCALE8_CALL = re.compile(r"\bSCALE8_(F32|BF16|F16)\(\s*(\w+)\s*,\s*([\w +*]+?)\s
                          r"\s*(\w+)\s*,\s*(\w+)\s*,\s*([468])\s*,\s*(\w+)\s*,\s*(\w+)\s*,"
                          r"\s*(\w+)\s*\)\s*;")
 SCALE8_CONV = {"F32": "F32", "BF16": "F32_TO_BF16_BITS", "F16": "F32_TO_F16_BITS"}
+# MXSCALE8_<T>(dst, k, tab, data, at, B, scales, p, total, g, nblk, err);  a statement: nblk
+# consecutive blocks of g groups under e8m0 scales (MX): for q = 0..nblk-1, e = LOAD(scales,
+# p + q) (a u8 buffer), STORE(err, 0u, 1u) when e is 0 or 255, then SCALE8_<T>(dst, k + 8*g*q,
+# tab, data, at + B*g*q, B, AS_F32(e << 23), total, g). Host C takes the blocks in one vector
+# loop (with AVX-512 VBMI: a 32-code block per register, its scale an exponent add); the other
+# dialects, and host C without those instructions, run the loop of SCALE8 statements.
+MXSCALE8_CALL = re.compile(r"\bMXSCALE8_(F32|BF16|F16)\(\s*(\w+)\s*,\s*([\w +*]+?)\s*,\s*(\w+)\s*,"
+                           r"\s*(\w+)\s*,\s*(\w+)\s*,\s*([468])\s*,\s*(\w+)\s*,\s*(\w+)\s*,"
+                           r"\s*(\w+)\s*,\s*(\w+)\s*,\s*(\w+)\s*,\s*(\w+)\s*\)\s*;")
 # AFFINE8_<T>(dst, k, data, at, sx, z, s, total, g);  a statement: for each of g groups j and
 # e = 0..7, c = LOAD(data, at + 8*j + e) (a u8 buffer), q = I32(c << sx) >> sx (sx 24: signed
 # codes, 0: unsigned) and STORE(dst, k + 8*j + e, CONV(s * F32(I32(U32(q) - U32(z))))), CONV as
@@ -137,7 +147,8 @@ def lint_body(kernel: KernelDef) -> None:
     known = set(INTRINSICS) | set(ATOMICS) | {"LOAD", "STORE", "GLOBAL_ID", "BARRIER",
                                               "TRANSPOSE8", "ZORDER8", "COPY8", "TRANSPOSE16",
                                               "ZORDER16", "COPY16",
-                                              *(f"SCALE8_{t}" for t in SCALE8_CONV),
+                                              *(f"{op}_{t}" for t in SCALE8_CONV
+                                                for op in ("SCALE8", "MXSCALE8")),
                                               *(f"AFFINE8_{t}" for t in SCALE8_CONV)}
     unknown = sorted({n for n in _CALL.findall(text) if n not in known})
     if unknown:
@@ -156,6 +167,11 @@ def lint_body(kernel: KernelDef) -> None:
                                  "SCALE8_<T>(buffer, index, table, data, byte, 4|6|8, scale, "
                                  "hint, groups);", fix="pass names, an index sum and a literal code "
                                  "width 4, 6 or 8.")
+    if len(re.findall(r"\bMXSCALE8_\w*\(", text)) != len(MXSCALE8_CALL.findall(text)):
+        raise UnsupportedOpError(f"kernel {kernel.name}: an MXSCALE8_<F32|BF16|F16> is not "
+                                 "MXSCALE8_<T>(buffer, index, table, data, byte, 4|6|8, scales, "
+                                 "block, hint, groups, blocks, err);", fix="pass names, an index "
+                                 "sum and a literal code width 4, 6 or 8.")
     if len(re.findall(r"\bAFFINE8_\w*\(", text)) != len(AFFINE8_CALL.findall(text)):
         raise UnsupportedOpError(f"kernel {kernel.name}: an AFFINE8_<F32|BF16|F16> is not "
                                  "AFFINE8_<T>(buffer, index, data, index, sx, z, s, hint, "
@@ -191,8 +207,8 @@ def lint_body(kernel: KernelDef) -> None:
 
 
 def expand_scale8(text: str) -> str:
-    """``text`` with every SCALE8_<T> and AFFINE8_<T> statement written out as a loop of its
-    eight STOREs."""
+    """``text`` with every SCALE8_<T>, MXSCALE8_<T> and AFFINE8_<T> statement written out as
+    loops of their STOREs."""
     def affine(m: re.Match[str]) -> str:
         to, dst, k, data, at, sx, z, s, _, groups = m.groups()
         stores = " ".join(
@@ -216,7 +232,17 @@ def expand_scale8(text: str) -> str:
         return (f"for (u32 hg_j = 0u; hg_j < {groups}; hg_j++) {{ u32 hg_at = {at} + {bits}u * "
                 f"hg_j; u32 hg_k = {k} + 8u * hg_j; " + " ".join(lines) + " }")
 
-    return AFFINE8_CALL.sub(affine, SCALE8_CALL.sub(scaled, text))
+    return AFFINE8_CALL.sub(affine, SCALE8_CALL.sub(scaled, MXSCALE8_CALL.sub(expand_mx, text)))
+
+
+def expand_mx(m: re.Match[str]) -> str:
+    """One MXSCALE8_<T> statement as its loop of SCALE8_<T> statements."""
+    to, dst, k, tab, data, at, bits, scales, p, total, g, nblk, err = m.groups()
+    return (f"for (u32 hg_q = 0u; hg_q < {nblk}; hg_q++) {{ u32 hg_e = LOAD({scales}, "
+            f"{p} + hg_q); if (hg_e == 0u || hg_e == 255u) STORE({err}, 0u, 1u); "
+            "f32 hg_s = AS_F32(hg_e << 23u); "
+            f"u32 hg_qa = {at} + {bits}u * {g} * hg_q; u32 hg_qk = ({k}) + 8u * {g} * hg_q; "
+            f"SCALE8_{to}({dst}, hg_qk, {tab}, {data}, hg_qa, {bits}, hg_s, {total}, {g}); }}")
 
 
 def expand_block8(text: str) -> str:

@@ -272,6 +272,7 @@ _MORE = Piece("whole blocks", """
 """)
 _MORE_WIDTH = Piece("whole blocks of one width", """
     if (bits == $bits) {
+        $mx
         for (; p < pend; p++) {
             $lookup
             $build
@@ -281,6 +282,15 @@ _MORE_WIDTH = Piece("whole blocks of one width", """
         }
     } else {
         $rest
+    }
+""")
+_MX_BLOCKS = Piece("whole MX blocks", """
+    if ($cond) {
+        u32 nq = pend - p;
+        u32 bat = doff + (i >> 3u) * bits;
+        $call
+        i = i + 8u * gb * nq;
+        p = pend;
     }
 """)
 _SIX_CODE = ("((LOAD(data, doff + ((i * 6u) >> 3u)) | (((i * 6u) & 7u) > 2u ? "
@@ -308,6 +318,10 @@ class Element:
     # by the shift sx): the names "sx, z, s". Whole groups of eight such codes then go through
     # one AFFINE8 statement (dense variants), in the byte loop and in place of SCALE8.
     affine8: str = ""
+    # A condition under which parameter block p's scale is MX's: s = 2^(e-127) for the e8m0
+    # byte e = LOAD(scales, p), e of 0 or 255 reported. Whole blocks then go through one
+    # MXSCALE8 statement (dense variants, T a buffer) in place of a SCALE8 per block.
+    mx: str = ""
 
 
 @dataclass(frozen=True)
@@ -408,11 +422,18 @@ def _hoisted(element: Element, variant: Variant, kind: str, lookup: Piece) -> Pi
                 f"SCALE8_{kind.upper()}(dst, {variant.dst_k}, {element.table or 'tf'}, "
                 f"data, {at}, {b}, s, n, {groups});" for b in (4, 6, 8)}
 
+    def mx(b: int) -> Piece | str:
+        if not element.mx or not element.table or b not in s8_bits or run8 and b == 8:
+            return ""
+        return _MX_BLOCKS.fill(cond=element.mx, call=f"MXSCALE8_{kind.upper()}(dst, "
+                               f"{variant.dst_k}, {element.table}, data, bat, {b}, scales, p, "
+                               "n, gb, nq, err);")
+
     widths: Piece | str = ""
     for b, call in reversed(list(zip((4, 6, 8), s8("bat", "gb").values(), strict=True))):
         if call:
             widths = _MORE_WIDTH.fill(bits=f"{b}u", lookup=lookup, build=build, scale8=call,
-                                      rest=widths)
+                                      rest=widths, mx=mx(b))
     more = _MORE.fill(run=f"{TABLE_RUN}u", widths=widths)
     scaled = _SCALED.fill(build=build, head=general, tail=general, more=more,
                           **s8("gat", "ngrp")) if variant.dst_k else ""
@@ -699,7 +720,7 @@ _LUT_ELEMENT = Element(Piece("lut element", """
     # float8 unpacking too: past HG_STREAM_BYTES SCALE8 streams the output, where the
     # compiler-vectorised byte loop read every output line before writing it (e4m3 -> f32
     # 0.70 of copy bandwidth, 1.29 through SCALE8, one thread).
-    scaled="chk == 0u && (bits == 4u || bits == 6u || bits == 8u)", table="lut")
+    scaled="chk == 0u && (bits == 4u || bits == 6u || bits == 8u)", table="lut", mx="mode == 2u")
 
 
 def lut_kernel_name(out: str) -> str:

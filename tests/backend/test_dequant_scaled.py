@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from hurray_gpu.dialect.kernel import KernelDef, buf, scalar
-from hurray_gpu.dialect.render import lint_body
+from hurray_gpu.dialect.render import expand_scale8, lint_body
 from hurray_gpu.errors import HurrayFormatError
 from hurray_gpu.format.descriptor import BufferHandle, RowMajor, TensorDescriptor
 from hurray_gpu.format.descriptor.quant import MXFP, PerBlockAffine
@@ -113,6 +113,27 @@ def test_scale8_lint() -> None:
             lint("u32 b = 0u; u32 n = 8u; f32 s = 1.0f; " + bad)
     with pytest.raises(Exception, match="LOAD of 'dst'"):
         lint("u32 b = 0u; u32 n = 8u; f32 s = 1.0f; SCALE8_F32(tab, 0u, dst, data, b, 6, s, n, n);")
+
+
+def test_mxscale8_lint_and_expansion() -> None:
+    """MXSCALE8's arity and code width are checked, its scales and err buffers too (a STORE to
+    a read-only err is refused); the portable expansion reads scales[p + q] per block."""
+    def kernel(call: str, err: str = "rw") -> KernelDef:
+        return KernelDef(name="k", params=(buf("dst", "u16", "w"), buf("tab", "f32"),
+                                           buf("data", "u8"), buf("sc", "u8"),
+                                           buf("err", "u32", err)), body=call,
+                         grid=lambda a: (1,), extents=lambda a: {}, reference=lambda a: None)
+
+    decl = "u32 b = 0u; u32 n = 8u; u32 p = 0u; "
+    good = "MXSCALE8_BF16(dst, 0u, tab, data, b, 8, sc, p, n, n, n, err);"
+    lint_body(kernel(decl + good))
+    assert "LOAD(sc, p + hg_q)" in expand_scale8(good)
+    for bad in ("MXSCALE8_BF16(dst, 0u, tab, data, b, 7, sc, p, n, n, n, err);",
+                "MXSCALE8_BF16(dst, 0u, tab, data, b, 8, sc, p, n, n, err);"):
+        with pytest.raises(Exception, match="MXSCALE8"):
+            lint_body(kernel(decl + bad))
+    with pytest.raises(Exception, match="STORE of 'err'"):
+        lint_body(kernel(decl + good, err="r"))
 
 
 def _bits(t: Tensor) -> np.ndarray:

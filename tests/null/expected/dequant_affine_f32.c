@@ -91,8 +91,109 @@ typedef struct {
     // top 8 as each output writes them (float: high halves, top0 when exact).
     __m256i ex16, mb16, nz16, hi16[3];
     int top0;
+#if defined(__AVX512VBMI__) && defined(__AVX512BW__) && defined(__AVX512VL__)
+    uint8_t zl[128], zh[128], zf[128];
+    int zok, z32, zlo, zhi;
+#endif
 } hg_s8_fmt_t;
 static inline void hg_s8_fence(void) { _mm_sfence(); }
+#if defined(__AVX512VBMI__) && defined(__AVX512BW__) && defined(__AVX512VL__)
+#define HG_S8Z 1
+static void hg_s8z_check(hg_s8_fmt_t *f, const uint32_t *t, int bits) {
+    int n = bits == 8 ? 128 : 1 << bits, ok = bits == 4 || bits == 6 || bits == 8, w32 = 1;
+    int lo = 255, hi = 0;
+    for (int c = 0; c < 128; c++) {
+        uint32_t v = c < n ? t[c] : 0u, a = v & 0x7fffffffu, b = v >> 16;
+        if (a > 0x7f800000u) b = (v >> 16 & 0x8000u) | 0x7fc0u;
+        else ok &= (v & 0xffffu) == 0u && (a == 0u || a >= 0x00800000u);
+        if (bits == 8 && c < n) ok &= v >> 31 == 0u && t[c + 128] == (v | 0x80000000u);
+        w32 &= b << 16 == v;
+        f->zl[c] = (uint8_t)b;
+        f->zh[c] = (uint8_t)(b >> 8);
+        f->zf[c] = a != 0u && a < 0x7f800000u;
+        if (f->zf[c]) {
+            lo = (int)(a >> 23) < lo ? (int)(a >> 23) : lo;
+            hi = (int)(a >> 23) > hi ? (int)(a >> 23) : hi;
+        }
+    }
+    f->zok = ok;
+    f->z32 = w32;
+    f->zlo = 128 - lo > 1 ? 128 - lo : 1;
+    f->zhi = 381 - hi < 254 ? 381 - hi : 254;
+}
+typedef struct { __m512i l0, l1, h0, h1, f0, f1; } hg_s8z_tab_t;
+static inline __attribute__((always_inline)) hg_s8z_tab_t hg_s8z_tabs(const hg_s8_fmt_t *f) {
+    hg_s8z_tab_t t = {_mm512_loadu_si512(f->zl), _mm512_loadu_si512(f->zl + 64),
+                      _mm512_loadu_si512(f->zh), _mm512_loadu_si512(f->zh + 64),
+                      _mm512_loadu_si512(f->zf), _mm512_loadu_si512(f->zf + 64)};
+    return t;
+}
+// e when s = 2^(e-127) takes the tables (hg_s8_exp's test for them), else 0.
+static inline int hg_s8z_exp(float s, const hg_s8_fmt_t *f, int conv) {
+    uint32_t sb;
+    memcpy(&sb, &s, 4);
+    int e = (int)(sb >> 23);
+    return f->zok && (conv == 1 || f->z32) && (sb & 0x807fffffu) == 0u && e >= f->zlo
+        && e <= f->zhi ? e : 0;
+}
+// One block of 32 codes from q to o (bf16 words, or float for conv 0), off: (e - 127) << 7.
+static inline __attribute__((always_inline)) void hg_s8z_block(
+        void *restrict o, const uint8_t *restrict q, int bits, int off, int big, int conv,
+        const hg_s8z_tab_t *t) {
+    __m512i c, order = _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11);
+    if (bits == 8) {
+        c = _mm512_zextsi256_si512(_mm256_loadu_si256((const __m256i *)(const void *)q));
+    } else if (bits == 4) {  // code 2k: byte k's low nibble, 2k + 1 its high one
+        __m128i x = _mm_loadu_si128((const __m128i *)(const void *)q), f = _mm_set1_epi8(15);
+        __m128i l = _mm_and_si128(x, f), h = _mm_and_si128(_mm_srli_epi16(x, 4), f);
+        c = _mm512_zextsi256_si512(_mm256_set_m128i(_mm_unpackhi_epi8(l, h),
+                                                     _mm_unpacklo_epi8(l, h)));
+    } else {
+        c = _mm512_permutexvar_epi8(_mm512_set_epi8(
+            0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+            0, 0, 0, 0, 23, 23, 23, 22, 21, 20, 19, 18, 17, 17, 17, 16, 15, 14, 13, 12,
+            11, 11, 11, 10, 9, 8, 7, 6, 5, 5, 5, 4, 3, 2, 1, 0),
+            _mm512_zextsi256_si512(_mm256_maskz_loadu_epi8(0xffffffu, q)));
+        c = _mm512_and_si512(_mm512_multishift_epi64_epi8(
+            _mm512_set1_epi64(0x2a241e18120c0600LL), c), _mm512_set1_epi8(63));
+    }
+    __m512i lo = _mm512_permutex2var_epi8(t->l0, c, t->l1);
+    __m512i hi = _mm512_permutex2var_epi8(t->h0, c, t->h1);
+    __mmask32 m = (__mmask32)_mm512_test_epi8_mask(_mm512_permutex2var_epi8(t->f0, c, t->f1),
+                                                    _mm512_set1_epi8(1));
+    if (bits == 8) hi = _mm512_or_si512(hi, _mm512_and_si512(c, _mm512_set1_epi8((char)0x80)));
+    __m512i w = _mm512_permutex2var_epi64(_mm512_unpacklo_epi8(lo, hi), order,
+                                          _mm512_unpackhi_epi8(lo, hi));
+    w = _mm512_mask_add_epi16(w, m, w, _mm512_set1_epi16((short)off));
+    __m512i u = w, v = w;
+    if (conv == 0) {  // float: each word in the high half of its lane
+        __m512i x = _mm512_unpacklo_epi16(_mm512_setzero_si512(), w);
+        __m512i y = _mm512_unpackhi_epi16(_mm512_setzero_si512(), w);
+        u = _mm512_permutex2var_epi64(x, order, y);
+        v = _mm512_permutex2var_epi64(x, _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15), y);
+    }
+    if (big && ((uintptr_t)o & 63u) == 0u) {
+        _mm512_stream_si512(o, u);
+        if (conv == 0) _mm512_stream_si512((char *)o + 64, v);
+    } else {
+        _mm512_storeu_si512(o, u);
+        if (conv == 0) _mm512_storeu_si512((char *)o + 64, v);
+    }
+}
+// The leading whole blocks of four groups of one run (conv 0 or 1); returns the groups done.
+static inline __attribute__((always_inline)) uint32_t hg_s8z_run(
+        void *restrict d, const uint8_t *restrict p, int bits, float s, uint32_t g, int big,
+        int conv, const hg_s8_fmt_t *f) {
+    int e = hg_s8z_exp(s, f, conv);
+    uint32_t j = 0;
+    if (!e) return 0;
+    hg_s8z_tab_t t = hg_s8z_tabs(f);
+    for (; j + 4u <= g; j += 4u)
+        hg_s8z_block((char *)d + (conv ? 16u : 32u) * j, p + (size_t)bits * j, bits,
+                     (e - 127) << 7, big, conv, &t);
+    return j;
+}
+#endif
 static inline __m256i hg_s8_codes(const uint8_t *p, int bits) {
     if (bits == 8) return _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)p));
     uint32_t w;
@@ -236,6 +337,9 @@ static __attribute__((noinline)) void hg_s8_fmt_check(hg_s8_fmt_t *out, const fl
         __m256i *to[6] = {&f.ex16, &f.mb16, &f.nz16, &f.hi16[0], &f.hi16[1], &f.hi16[2]};
         for (int h = 0; h < 6; h++) *to[h] = _mm256_loadu_si256((const __m256i *)(const void *)v[h]);
     }
+#ifdef HG_S8Z
+    hg_s8z_check(&f, t, bits);
+#endif
     *out = f;
 }
 // e when s = 2^(e-127) keeps every arithmetic value of the table normal, else 0.
@@ -322,6 +426,11 @@ static inline __attribute__((always_inline)) void hg_s8_run(
         if (f->tab != tab || f->bits != bits) hg_s8_fmt_check(f, tab, bits);
         e = hg_s8_exp(s, f);
     }
+#ifdef HG_S8Z
+    // 6-/8-bit runs of whole 32-code blocks: a block per 512-bit register (host_scale8).
+    if (f && bits != 4 && conv != 2) j = hg_s8z_run(d, p, bits, s, g, big, conv, f);
+    if (j == g) return;
+#endif
     if (bits == 4 && g >= 4u) {
         __m256i t;
         if (e) {
@@ -464,6 +573,48 @@ static inline __attribute__((always_inline)) void hg_a8_run(
 #else
 typedef struct { const float *tab; } hg_s8_fmt_t;
 static inline void hg_s8_fence(void) {}
+#endif
+#if defined(__AVX2__)
+static inline __attribute__((always_inline)) int hg_mx_run(
+        void *restrict d, const float *tab, const uint8_t *restrict p, int bits,
+        const uint8_t *restrict sc, uint32_t g, uint32_t nblk, int big, int conv,
+        hg_s8_fmt_t *f) {
+    uint32_t q = 0;
+    int bad = 0;
+    size_t ob = (size_t)(conv ? 16u : 32u) * g, ib = (size_t)bits * g;
+#ifdef HG_S8Z
+    if (f && g == 4u && conv != 2 && nblk > 0u) {
+        if (f->tab != tab || f->bits != bits) hg_s8_fmt_check(f, tab, bits);
+        if (f->zok && (conv == 1 || f->z32)) {
+            hg_s8z_tab_t t = hg_s8z_tabs(f);
+            int zlo = f->zlo, zhi = f->zhi;
+            for (; q < nblk; q++) {
+                int e = sc[q];
+                if ((q & 31u) == 0u) _mm_prefetch((const char *)(p + ib * q) + 2048, _MM_HINT_T0);
+                if (e >= zlo && e <= zhi) {
+                    hg_s8z_block((char *)d + ob * q, p + ib * q, bits, (e - 127) << 7, big, conv,
+                                 &t);
+                    continue;
+                }
+                bad |= e == 0 || e == 255;
+                uint32_t b = (uint32_t)e << 23;
+                float s;
+                memcpy(&s, &b, 4);
+                hg_s8_run((char *)d + ob * q, tab, p + ib * q, bits, s, g, big, conv, f);
+            }
+            return bad;
+        }
+    }
+#endif
+    for (; q < nblk; q++) {
+        uint32_t e = sc[q], b = e << 23;
+        float s;
+        bad |= e == 0u || e == 255u;
+        memcpy(&s, &b, 4);
+        hg_s8_run((char *)d + ob * q, tab, p + ib * q, bits, s, g, big, conv, f);
+    }
+    return bad;
+}
 #endif
 
 #define store_dst(hg_i, hg_v) (dst[(hg_i)] = (float)((hg_v)))
