@@ -778,7 +778,7 @@ class HostCRenderer(CStyleRenderer):
                     f"{expand_scale8(m[0])}\n#endif\n")
 
         def mx(m: re.Match[str]) -> str:
-            conv, dst, k, tab, data, at, bits, scales, p, total, g, nblk, err = m.groups()
+            kind, conv, dst, k, tab, data, at, bits, scales, p, total, g, nblk, err = m.groups()
             store = _SCALE8_STORES.get((types.get(dst, ""), conv))
             isa = "defined(__AVX2__)" + (" && defined(__F16C__)" if conv == "F16" else "")
             if store is None or types.get(tab) != "f32" or types.get(data) != "u8" or \
@@ -786,7 +786,8 @@ class HostCRenderer(CStyleRenderer):
                 return expand_scale8(m[0])
             size = "4u" if conv == "F32" else "2u"
             return (f"\n#if {isa}\nif (hg_mx_run({dst} + ({k}), {tab}, {data} + ({at}), {bits}, "
-                    f"{scales} + ({p}), {g}, {nblk}, hg_big({total}, {size}), {store}, hg_s8_c)) "
+                    f"{scales} + ({p}){' * 4u' if kind == 'NF' else ''}, {g}, {nblk}, "
+                    f"hg_big({total}, {size}), {store}, hg_s8_c, {int(kind == 'NF')})) "
                     f"STORE({err}, 0u, 1u);\n#else\n{expand_scale8(m[0])}\n#endif\n")
 
         return AFFINE8_CALL.sub(affine, SCALE8_CALL.sub(scaled, MXSCALE8_CALL.sub(mx, kernel.body)))

@@ -284,7 +284,7 @@ _MORE_WIDTH = Piece("whole blocks of one width", """
         $rest
     }
 """)
-_MX_BLOCKS = Piece("whole MX blocks", """
+_MX_BLOCKS = Piece("whole blocks, one statement", """
     if ($cond) {
         u32 nq = pend - p;
         u32 bat = doff + (i >> 3u) * bits;
@@ -318,10 +318,11 @@ class Element:
     # by the shift sx): the names "sx, z, s". Whole groups of eight such codes then go through
     # one AFFINE8 statement (dense variants), in the byte loop and in place of SCALE8.
     affine8: str = ""
-    # A condition under which parameter block p's scale is MX's: s = 2^(e-127) for the e8m0
-    # byte e = LOAD(scales, p), e of 0 or 255 reported. Whole blocks then go through one
-    # MXSCALE8 statement (dense variants, T a buffer) in place of a SCALE8 per block.
-    mx: str = ""
+    # (condition, kind) under which parameter block p's scale s is read as the kind's
+    # MXSCALE8 / NFSCALE8 statement reads it ("MX": the e8m0 byte LOAD(scales, p); "NF": the
+    # f32 word at byte 4p) and reported as it reports it: whole blocks then go through one
+    # such statement (dense variants, T a buffer) in place of a lookup and SCALE8 per block.
+    blocks: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -423,9 +424,10 @@ def _hoisted(element: Element, variant: Variant, kind: str, lookup: Piece) -> Pi
                 f"data, {at}, {b}, s, n, {groups});" for b in (4, 6, 8)}
 
     def mx(b: int) -> Piece | str:
-        if not element.mx or not element.table or b not in s8_bits or run8 and b == 8:
+        if not element.blocks or not element.table or b not in s8_bits or run8 and b == 8:
             return ""
-        return _MX_BLOCKS.fill(cond=element.mx, call=f"MXSCALE8_{kind.upper()}(dst, "
+        cond, scale = element.blocks
+        return _MX_BLOCKS.fill(cond=cond, call=f"{scale}SCALE8_{kind.upper()}(dst, "
                                f"{variant.dst_k}, {element.table}, data, bat, {b}, scales, p, "
                                "n, gb, nq, err);")
 
@@ -706,7 +708,7 @@ _LUT_LOOKUP = Piece("lut lookup", """
 _NF4_ELEMENT = Element(Piece("nf4 element", """
             f32 v = s * LOAD(lut, code);
             $store
-"""), "v", scaled="mode == 1u", table="lut")
+"""), "v", scaled="mode == 1u", table="lut", blocks=("mode == 1u", "NF"))
 # NaN codes (float8 NaN, e8m0 0xFF in a table) pass through with their table bits, so every
 # backend writes the same NaN whatever its multiply does with NaN payloads. ``mode`` is
 # loop-invariant: compilers unswitch the loop on it at -O3, so plain unpacking (mode 0) runs
@@ -720,7 +722,7 @@ _LUT_ELEMENT = Element(Piece("lut element", """
     # float8 unpacking too: past HG_STREAM_BYTES SCALE8 streams the output, where the
     # compiler-vectorised byte loop read every output line before writing it (e4m3 -> f32
     # 0.70 of copy bandwidth, 1.29 through SCALE8, one thread).
-    scaled="chk == 0u && (bits == 4u || bits == 6u || bits == 8u)", table="lut", mx="mode == 2u")
+    scaled="chk == 0u && (bits == 4u || bits == 6u || bits == 8u)", table="lut", blocks=("mode == 2u", "MX"))
 
 
 def lut_kernel_name(out: str) -> str:

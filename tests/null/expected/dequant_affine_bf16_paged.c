@@ -176,8 +176,8 @@ static inline __attribute__((always_inline)) void hg_s8z_block(
         v = _mm512_permutex2var_epi64(x, _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15), y);
     }
     if (big && ((uintptr_t)o & 63u) == 0u) {
-        _mm512_stream_si512(o, u);
-        if (conv == 0) _mm512_stream_si512((char *)o + 64, v);
+        _mm512_stream_si512((__m512i *)o, u);
+        if (conv == 0) _mm512_stream_si512((__m512i *)((char *)o + 64), v);
     } else {
         _mm512_storeu_si512(o, u);
         if (conv == 0) _mm512_storeu_si512((char *)o + 64, v);
@@ -578,15 +578,56 @@ typedef struct { const float *tab; } hg_s8_fmt_t;
 static inline void hg_s8_fence(void) {}
 #endif
 #if defined(__AVX2__)
+#ifdef HG_S8Z
+static inline __attribute__((always_inline)) void hg_nf_block(
+        void *restrict o, const uint8_t *restrict q, __m512 tz, float s, uint32_t g, int big,
+        int conv) {
+    __m512 v = _mm512_mul_ps(tz, _mm512_set1_ps(s));
+    __m256i w16;
+    if (conv == 1) {
+        __m512i b = _mm512_castps_si512(v);
+        w16 = _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_add_epi32(
+            _mm512_add_epi32(b, _mm512_set1_epi32(0x7fff)),
+            _mm512_and_si512(_mm512_srli_epi32(b, 16), _mm512_set1_epi32(1))), 16));
+    } else {
+        w16 = _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    }
+    hg_s8z_tab_t t;
+    t.l0 = _mm512_zextsi128_si512(_mm256_cvtepi16_epi8(w16));
+    t.h0 = _mm512_zextsi128_si512(_mm256_cvtepi16_epi8(_mm256_srli_epi16(w16, 8)));
+    t.l1 = t.h1 = t.f0 = t.f1 = _mm512_setzero_si512();  // codes below 16: no second table
+    for (uint32_t j = 0; j + 4u <= g; j += 4u)
+        hg_s8z_block((uint16_t *)o + 8u * j, q + 4u * j, 4, 0, big, 1, &t);
+}
+#endif
 static inline __attribute__((always_inline)) int hg_mx_run(
         void *restrict d, const float *tab, const uint8_t *restrict p, int bits,
         const uint8_t *restrict sc, uint32_t g, uint32_t nblk, int big, int conv,
-        hg_s8_fmt_t *f) {
+        hg_s8_fmt_t *f, int nf) {
     uint32_t q = 0;
     int bad = 0;
     size_t ob = (size_t)(conv ? 16u : 32u) * g, ib = (size_t)bits * g;
 #ifdef HG_S8Z
-    if (f && g == 4u && conv != 2 && nblk > 0u) {
+    if (nf && f && bits == 4 && conv != 0 && (g & 3u) == 0u && nblk > 0u) {
+        __m512 tz = _mm512_loadu_ps(tab);
+        if (!_mm512_cmp_ps_mask(tz, tz, _CMP_UNORD_Q)) {
+            for (; q < nblk; q++) {
+                uint32_t w;
+                float s;
+                memcpy(&w, sc + 4u * q, 4);
+                memcpy(&s, &w, 4);
+                if ((q & 31u) == 0u) _mm_prefetch((const char *)(p + ib * q) + 2048, _MM_HINT_T0);
+                if ((w & 0x7f800000u) == 0x7f800000u || w > 0x80000000u) {
+                    bad = 1;
+                    hg_s8_run((char *)d + ob * q, tab, p + ib * q, bits, s, g, big, conv, f);
+                } else {
+                    hg_nf_block((char *)d + ob * q, p + ib * q, tz, s, g, big, conv);
+                }
+            }
+            return bad;
+        }
+    }
+    if (!nf && f && g == 4u && conv != 2 && nblk > 0u) {
         if (f->tab != tab || f->bits != bits) hg_s8_fmt_check(f, tab, bits);
         if (f->zok && (conv == 1 || f->z32)) {
             hg_s8z_tab_t t = hg_s8z_tabs(f);
@@ -610,10 +651,12 @@ static inline __attribute__((always_inline)) int hg_mx_run(
     }
 #endif
     for (; q < nblk; q++) {
-        uint32_t e = sc[q], b = e << 23;
+        uint32_t w = sc[q] << 23;
         float s;
-        bad |= e == 0u || e == 255u;
-        memcpy(&s, &b, 4);
+        if (nf) memcpy(&w, sc + 4u * q, 4);
+        bad |= nf ? (w & 0x7f800000u) == 0x7f800000u || w > 0x80000000u
+                  : sc[q] == 0u || sc[q] == 255u;
+        memcpy(&s, &w, 4);
         hg_s8_run((char *)d + ob * q, tab, p + ib * q, bits, s, g, big, conv, f);
     }
     return bad;

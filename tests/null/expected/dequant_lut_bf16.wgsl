@@ -309,6 +309,42 @@ fn hg_main(hg_id: vec3<u32>) {
                     var gb: u32 = 1u << (kshift - 3u);
                     var pend: u32 = p + nblk;
                     if (bits == 4u) {
+                        if (mode == 1u) {
+                            var nq: u32 = pend - p;
+                            var bat: u32 = doff + ((i >> 3u) * bits);
+                            for (var hg_q: u32 = 0u; hg_q < nq; hg_q++) {
+                                var hg_w4: u32 = (p + hg_q) * 4u;
+                                var hg_e: u32 = (((load_scales(hg_w4 + 0u) << 0u) | (load_scales(hg_w4 + 1u) << 8u)) | (load_scales(hg_w4 + 2u) << 16u)) | (load_scales(hg_w4 + 3u) << 24u);
+                                if (((hg_e & 0x7f800000u) == 0x7f800000u) || (hg_e > 0x80000000u)) {
+                                    store_err(0u, 1u);
+                                }
+                                var hg_s: f32 = bitcast<f32>(hg_e);
+                                var hg_qa: u32 = bat + ((4u * gb) * hg_q);
+                                var hg_qk: u32 = i + ((8u * gb) * hg_q);
+                                for (var hg_j: u32 = 0u; hg_j < gb; hg_j++) {
+                                    var hg_at: u32 = hg_qa + (4u * hg_j);
+                                    var hg_k: u32 = hg_qk + (8u * hg_j);
+                                    var t0: f32 = load_lut(load_data(hg_at) & 15u);
+                                    store_dst(hg_k, hg_f32_to_bf16(select(hg_s * t0, t0, ((bitcast<u32>(t0)) & 0x7fffffffu) > 0x7f800000u)));
+                                    var t1: f32 = load_lut((load_data(hg_at) >> 4u) & 15u);
+                                    store_dst(hg_k + 1u, hg_f32_to_bf16(select(hg_s * t1, t1, ((bitcast<u32>(t1)) & 0x7fffffffu) > 0x7f800000u)));
+                                    var t2: f32 = load_lut(load_data(hg_at + 1u) & 15u);
+                                    store_dst(hg_k + 2u, hg_f32_to_bf16(select(hg_s * t2, t2, ((bitcast<u32>(t2)) & 0x7fffffffu) > 0x7f800000u)));
+                                    var t3: f32 = load_lut((load_data(hg_at + 1u) >> 4u) & 15u);
+                                    store_dst(hg_k + 3u, hg_f32_to_bf16(select(hg_s * t3, t3, ((bitcast<u32>(t3)) & 0x7fffffffu) > 0x7f800000u)));
+                                    var t4: f32 = load_lut(load_data(hg_at + 2u) & 15u);
+                                    store_dst(hg_k + 4u, hg_f32_to_bf16(select(hg_s * t4, t4, ((bitcast<u32>(t4)) & 0x7fffffffu) > 0x7f800000u)));
+                                    var t5: f32 = load_lut((load_data(hg_at + 2u) >> 4u) & 15u);
+                                    store_dst(hg_k + 5u, hg_f32_to_bf16(select(hg_s * t5, t5, ((bitcast<u32>(t5)) & 0x7fffffffu) > 0x7f800000u)));
+                                    var t6: f32 = load_lut(load_data(hg_at + 3u) & 15u);
+                                    store_dst(hg_k + 6u, hg_f32_to_bf16(select(hg_s * t6, t6, ((bitcast<u32>(t6)) & 0x7fffffffu) > 0x7f800000u)));
+                                    var t7: f32 = load_lut((load_data(hg_at + 3u) >> 4u) & 15u);
+                                    store_dst(hg_k + 7u, hg_f32_to_bf16(select(hg_s * t7, t7, ((bitcast<u32>(t7)) & 0x7fffffffu) > 0x7f800000u)));
+                                }
+                            }
+                            i = i + ((8u * gb) * nq);
+                            p = pend;
+                        }
                         for (; p < pend; p++) {
                             if (mode == 1u) {
                                 var at: u32 = p * 4u;
@@ -348,6 +384,42 @@ fn hg_main(hg_id: vec3<u32>) {
                             i = i + (8u * gb);
                         }
                     } else if (bits == 6u) {
+                        if (mode == 1u) {
+                            var nq: u32 = pend - p;
+                            var bat: u32 = doff + ((i >> 3u) * bits);
+                            for (var hg_q: u32 = 0u; hg_q < nq; hg_q++) {
+                                var hg_w4: u32 = (p + hg_q) * 4u;
+                                var hg_e: u32 = (((load_scales(hg_w4 + 0u) << 0u) | (load_scales(hg_w4 + 1u) << 8u)) | (load_scales(hg_w4 + 2u) << 16u)) | (load_scales(hg_w4 + 3u) << 24u);
+                                if (((hg_e & 0x7f800000u) == 0x7f800000u) || (hg_e > 0x80000000u)) {
+                                    store_err(0u, 1u);
+                                }
+                                var hg_s: f32 = bitcast<f32>(hg_e);
+                                var hg_qa: u32 = bat + ((6u * gb) * hg_q);
+                                var hg_qk: u32 = i + ((8u * gb) * hg_q);
+                                for (var hg_j: u32 = 0u; hg_j < gb; hg_j++) {
+                                    var hg_at: u32 = hg_qa + (6u * hg_j);
+                                    var hg_k: u32 = hg_qk + (8u * hg_j);
+                                    var t0: f32 = load_lut(load_data(hg_at) & 63u);
+                                    store_dst(hg_k, hg_f32_to_bf16(select(hg_s * t0, t0, ((bitcast<u32>(t0)) & 0x7fffffffu) > 0x7f800000u)));
+                                    var t1: f32 = load_lut(((load_data(hg_at) | (load_data(hg_at + 1u) << 8u)) >> 6u) & 63u);
+                                    store_dst(hg_k + 1u, hg_f32_to_bf16(select(hg_s * t1, t1, ((bitcast<u32>(t1)) & 0x7fffffffu) > 0x7f800000u)));
+                                    var t2: f32 = load_lut(((load_data(hg_at + 1u) | (load_data(hg_at + 2u) << 8u)) >> 4u) & 63u);
+                                    store_dst(hg_k + 2u, hg_f32_to_bf16(select(hg_s * t2, t2, ((bitcast<u32>(t2)) & 0x7fffffffu) > 0x7f800000u)));
+                                    var t3: f32 = load_lut((load_data(hg_at + 2u) >> 2u) & 63u);
+                                    store_dst(hg_k + 3u, hg_f32_to_bf16(select(hg_s * t3, t3, ((bitcast<u32>(t3)) & 0x7fffffffu) > 0x7f800000u)));
+                                    var t4: f32 = load_lut(load_data(hg_at + 3u) & 63u);
+                                    store_dst(hg_k + 4u, hg_f32_to_bf16(select(hg_s * t4, t4, ((bitcast<u32>(t4)) & 0x7fffffffu) > 0x7f800000u)));
+                                    var t5: f32 = load_lut(((load_data(hg_at + 3u) | (load_data(hg_at + 4u) << 8u)) >> 6u) & 63u);
+                                    store_dst(hg_k + 5u, hg_f32_to_bf16(select(hg_s * t5, t5, ((bitcast<u32>(t5)) & 0x7fffffffu) > 0x7f800000u)));
+                                    var t6: f32 = load_lut(((load_data(hg_at + 4u) | (load_data(hg_at + 5u) << 8u)) >> 4u) & 63u);
+                                    store_dst(hg_k + 6u, hg_f32_to_bf16(select(hg_s * t6, t6, ((bitcast<u32>(t6)) & 0x7fffffffu) > 0x7f800000u)));
+                                    var t7: f32 = load_lut((load_data(hg_at + 5u) >> 2u) & 63u);
+                                    store_dst(hg_k + 7u, hg_f32_to_bf16(select(hg_s * t7, t7, ((bitcast<u32>(t7)) & 0x7fffffffu) > 0x7f800000u)));
+                                }
+                            }
+                            i = i + ((8u * gb) * nq);
+                            p = pend;
+                        }
                         for (; p < pend; p++) {
                             if (mode == 1u) {
                                 var at: u32 = p * 4u;
@@ -387,6 +459,42 @@ fn hg_main(hg_id: vec3<u32>) {
                             i = i + (8u * gb);
                         }
                     } else if (bits == 8u) {
+                        if (mode == 1u) {
+                            var nq: u32 = pend - p;
+                            var bat: u32 = doff + ((i >> 3u) * bits);
+                            for (var hg_q: u32 = 0u; hg_q < nq; hg_q++) {
+                                var hg_w4: u32 = (p + hg_q) * 4u;
+                                var hg_e: u32 = (((load_scales(hg_w4 + 0u) << 0u) | (load_scales(hg_w4 + 1u) << 8u)) | (load_scales(hg_w4 + 2u) << 16u)) | (load_scales(hg_w4 + 3u) << 24u);
+                                if (((hg_e & 0x7f800000u) == 0x7f800000u) || (hg_e > 0x80000000u)) {
+                                    store_err(0u, 1u);
+                                }
+                                var hg_s: f32 = bitcast<f32>(hg_e);
+                                var hg_qa: u32 = bat + ((8u * gb) * hg_q);
+                                var hg_qk: u32 = i + ((8u * gb) * hg_q);
+                                for (var hg_j: u32 = 0u; hg_j < gb; hg_j++) {
+                                    var hg_at: u32 = hg_qa + (8u * hg_j);
+                                    var hg_k: u32 = hg_qk + (8u * hg_j);
+                                    var t0: f32 = load_lut(load_data(hg_at) & 255u);
+                                    store_dst(hg_k, hg_f32_to_bf16(select(hg_s * t0, t0, ((bitcast<u32>(t0)) & 0x7fffffffu) > 0x7f800000u)));
+                                    var t1: f32 = load_lut(load_data(hg_at + 1u) & 255u);
+                                    store_dst(hg_k + 1u, hg_f32_to_bf16(select(hg_s * t1, t1, ((bitcast<u32>(t1)) & 0x7fffffffu) > 0x7f800000u)));
+                                    var t2: f32 = load_lut(load_data(hg_at + 2u) & 255u);
+                                    store_dst(hg_k + 2u, hg_f32_to_bf16(select(hg_s * t2, t2, ((bitcast<u32>(t2)) & 0x7fffffffu) > 0x7f800000u)));
+                                    var t3: f32 = load_lut(load_data(hg_at + 3u) & 255u);
+                                    store_dst(hg_k + 3u, hg_f32_to_bf16(select(hg_s * t3, t3, ((bitcast<u32>(t3)) & 0x7fffffffu) > 0x7f800000u)));
+                                    var t4: f32 = load_lut(load_data(hg_at + 4u) & 255u);
+                                    store_dst(hg_k + 4u, hg_f32_to_bf16(select(hg_s * t4, t4, ((bitcast<u32>(t4)) & 0x7fffffffu) > 0x7f800000u)));
+                                    var t5: f32 = load_lut(load_data(hg_at + 5u) & 255u);
+                                    store_dst(hg_k + 5u, hg_f32_to_bf16(select(hg_s * t5, t5, ((bitcast<u32>(t5)) & 0x7fffffffu) > 0x7f800000u)));
+                                    var t6: f32 = load_lut(load_data(hg_at + 6u) & 255u);
+                                    store_dst(hg_k + 6u, hg_f32_to_bf16(select(hg_s * t6, t6, ((bitcast<u32>(t6)) & 0x7fffffffu) > 0x7f800000u)));
+                                    var t7: f32 = load_lut(load_data(hg_at + 7u) & 255u);
+                                    store_dst(hg_k + 7u, hg_f32_to_bf16(select(hg_s * t7, t7, ((bitcast<u32>(t7)) & 0x7fffffffu) > 0x7f800000u)));
+                                }
+                            }
+                            i = i + ((8u * gb) * nq);
+                            p = pend;
+                        }
                         for (; p < pend; p++) {
                             if (mode == 1u) {
                                 var at: u32 = p * 4u;

@@ -162,8 +162,8 @@ static inline __attribute__((always_inline)) void hg_s8z_block(
         v = _mm512_permutex2var_epi64(x, _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15), y);
     }
     if (big && ((uintptr_t)o & 63u) == 0u) {
-        _mm512_stream_si512(o, u);
-        if (conv == 0) _mm512_stream_si512((char *)o + 64, v);
+        _mm512_stream_si512((__m512i *)o, u);
+        if (conv == 0) _mm512_stream_si512((__m512i *)((char *)o + 64), v);
     } else {
         _mm512_storeu_si512(o, u);
         if (conv == 0) _mm512_storeu_si512((char *)o + 64, v);
@@ -564,15 +564,56 @@ typedef struct { const float *tab; } hg_s8_fmt_t;
 static inline void hg_s8_fence(void) {}
 #endif
 #if defined(__AVX2__)
+#ifdef HG_S8Z
+static inline __attribute__((always_inline)) void hg_nf_block(
+        void *restrict o, const uint8_t *restrict q, __m512 tz, float s, uint32_t g, int big,
+        int conv) {
+    __m512 v = _mm512_mul_ps(tz, _mm512_set1_ps(s));
+    __m256i w16;
+    if (conv == 1) {
+        __m512i b = _mm512_castps_si512(v);
+        w16 = _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_add_epi32(
+            _mm512_add_epi32(b, _mm512_set1_epi32(0x7fff)),
+            _mm512_and_si512(_mm512_srli_epi32(b, 16), _mm512_set1_epi32(1))), 16));
+    } else {
+        w16 = _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    }
+    hg_s8z_tab_t t;
+    t.l0 = _mm512_zextsi128_si512(_mm256_cvtepi16_epi8(w16));
+    t.h0 = _mm512_zextsi128_si512(_mm256_cvtepi16_epi8(_mm256_srli_epi16(w16, 8)));
+    t.l1 = t.h1 = t.f0 = t.f1 = _mm512_setzero_si512();  // codes below 16: no second table
+    for (uint32_t j = 0; j + 4u <= g; j += 4u)
+        hg_s8z_block((uint16_t *)o + 8u * j, q + 4u * j, 4, 0, big, 1, &t);
+}
+#endif
 static inline __attribute__((always_inline)) int hg_mx_run(
         void *restrict d, const float *tab, const uint8_t *restrict p, int bits,
         const uint8_t *restrict sc, uint32_t g, uint32_t nblk, int big, int conv,
-        hg_s8_fmt_t *f) {
+        hg_s8_fmt_t *f, int nf) {
     uint32_t q = 0;
     int bad = 0;
     size_t ob = (size_t)(conv ? 16u : 32u) * g, ib = (size_t)bits * g;
 #ifdef HG_S8Z
-    if (f && g == 4u && conv != 2 && nblk > 0u) {
+    if (nf && f && bits == 4 && conv != 0 && (g & 3u) == 0u && nblk > 0u) {
+        __m512 tz = _mm512_loadu_ps(tab);
+        if (!_mm512_cmp_ps_mask(tz, tz, _CMP_UNORD_Q)) {
+            for (; q < nblk; q++) {
+                uint32_t w;
+                float s;
+                memcpy(&w, sc + 4u * q, 4);
+                memcpy(&s, &w, 4);
+                if ((q & 31u) == 0u) _mm_prefetch((const char *)(p + ib * q) + 2048, _MM_HINT_T0);
+                if ((w & 0x7f800000u) == 0x7f800000u || w > 0x80000000u) {
+                    bad = 1;
+                    hg_s8_run((char *)d + ob * q, tab, p + ib * q, bits, s, g, big, conv, f);
+                } else {
+                    hg_nf_block((char *)d + ob * q, p + ib * q, tz, s, g, big, conv);
+                }
+            }
+            return bad;
+        }
+    }
+    if (!nf && f && g == 4u && conv != 2 && nblk > 0u) {
         if (f->tab != tab || f->bits != bits) hg_s8_fmt_check(f, tab, bits);
         if (f->zok && (conv == 1 || f->z32)) {
             hg_s8z_tab_t t = hg_s8z_tabs(f);
@@ -596,10 +637,12 @@ static inline __attribute__((always_inline)) int hg_mx_run(
     }
 #endif
     for (; q < nblk; q++) {
-        uint32_t e = sc[q], b = e << 23;
+        uint32_t w = sc[q] << 23;
         float s;
-        bad |= e == 0u || e == 255u;
-        memcpy(&s, &b, 4);
+        if (nf) memcpy(&w, sc + 4u * q, 4);
+        bad |= nf ? (w & 0x7f800000u) == 0x7f800000u || w > 0x80000000u
+                  : sc[q] == 0u || sc[q] == 255u;
+        memcpy(&s, &w, 4);
         hg_s8_run((char *)d + ob * q, tab, p + ib * q, bits, s, g, big, conv, f);
     }
     return bad;
@@ -779,6 +822,19 @@ static inline void dequant_lut_bf16_paged_item(uint32_t hg_gid0, uint32_t hg_gid
                     uint32_t gb = 1u << (kshift - 3u);
                     uint32_t pend = p + nblk;
                     if (bits == 4u) {
+                        if (mode == 1u) {
+                            uint32_t nq = pend - p;
+                            uint32_t bat = doff + (i >> 3u) * bits;
+
+    #if defined(__AVX2__)
+    if (hg_mx_run(dst + (i + shift), lut, data + (bat), 4, scales + (p) * 4u, gb, nq, hg_big(n, 2u), 1, hg_s8_c, 1)) store_err(0u, 1u);
+    #else
+    for (uint32_t hg_q = 0u; hg_q < nq; hg_q++) { uint32_t hg_w4 = (p + hg_q) * 4u; uint32_t hg_e = (load_scales(hg_w4 + 0u) << 0u) | (load_scales(hg_w4 + 1u) << 8u) | (load_scales(hg_w4 + 2u) << 16u) | (load_scales(hg_w4 + 3u) << 24u); if ((hg_e & 0x7f800000u) == 0x7f800000u || hg_e > 0x80000000u) store_err(0u, 1u); float hg_s = hg_as_f32(hg_e); uint32_t hg_qa = bat + 4u * gb * hg_q; uint32_t hg_qk = (i + shift) + 8u * gb * hg_q; for (uint32_t hg_j = 0u; hg_j < gb; hg_j++) { uint32_t hg_at = hg_qa + 4u * hg_j; uint32_t hg_k = hg_qk + 8u * hg_j; float t0 = load_lut(load_data(hg_at) & 15u); store_dst(hg_k, hg_f32_to_bf16((hg_as_u32(t0) & 0x7fffffffu) > 0x7f800000u ? t0 : hg_s * t0)); float t1 = load_lut((load_data(hg_at) >> 4u) & 15u); store_dst(hg_k + 1u, hg_f32_to_bf16((hg_as_u32(t1) & 0x7fffffffu) > 0x7f800000u ? t1 : hg_s * t1)); float t2 = load_lut(load_data(hg_at + 1u) & 15u); store_dst(hg_k + 2u, hg_f32_to_bf16((hg_as_u32(t2) & 0x7fffffffu) > 0x7f800000u ? t2 : hg_s * t2)); float t3 = load_lut((load_data(hg_at + 1u) >> 4u) & 15u); store_dst(hg_k + 3u, hg_f32_to_bf16((hg_as_u32(t3) & 0x7fffffffu) > 0x7f800000u ? t3 : hg_s * t3)); float t4 = load_lut(load_data(hg_at + 2u) & 15u); store_dst(hg_k + 4u, hg_f32_to_bf16((hg_as_u32(t4) & 0x7fffffffu) > 0x7f800000u ? t4 : hg_s * t4)); float t5 = load_lut((load_data(hg_at + 2u) >> 4u) & 15u); store_dst(hg_k + 5u, hg_f32_to_bf16((hg_as_u32(t5) & 0x7fffffffu) > 0x7f800000u ? t5 : hg_s * t5)); float t6 = load_lut(load_data(hg_at + 3u) & 15u); store_dst(hg_k + 6u, hg_f32_to_bf16((hg_as_u32(t6) & 0x7fffffffu) > 0x7f800000u ? t6 : hg_s * t6)); float t7 = load_lut((load_data(hg_at + 3u) >> 4u) & 15u); store_dst(hg_k + 7u, hg_f32_to_bf16((hg_as_u32(t7) & 0x7fffffffu) > 0x7f800000u ? t7 : hg_s * t7)); } }
+    #endif
+
+                            i = i + 8u * gb * nq;
+                            p = pend;
+                        }
                         for (; p < pend; p++) {
                             if (mode == 1u) {
                                 uint32_t at = p * 4u;
@@ -804,6 +860,19 @@ static inline void dequant_lut_bf16_paged_item(uint32_t hg_gid0, uint32_t hg_gid
                         }
                     } else {
                         if (bits == 6u) {
+                            if (mode == 1u) {
+                                uint32_t nq = pend - p;
+                                uint32_t bat = doff + (i >> 3u) * bits;
+
+    #if defined(__AVX2__)
+    if (hg_mx_run(dst + (i + shift), lut, data + (bat), 6, scales + (p) * 4u, gb, nq, hg_big(n, 2u), 1, hg_s8_c, 1)) store_err(0u, 1u);
+    #else
+    for (uint32_t hg_q = 0u; hg_q < nq; hg_q++) { uint32_t hg_w4 = (p + hg_q) * 4u; uint32_t hg_e = (load_scales(hg_w4 + 0u) << 0u) | (load_scales(hg_w4 + 1u) << 8u) | (load_scales(hg_w4 + 2u) << 16u) | (load_scales(hg_w4 + 3u) << 24u); if ((hg_e & 0x7f800000u) == 0x7f800000u || hg_e > 0x80000000u) store_err(0u, 1u); float hg_s = hg_as_f32(hg_e); uint32_t hg_qa = bat + 6u * gb * hg_q; uint32_t hg_qk = (i + shift) + 8u * gb * hg_q; for (uint32_t hg_j = 0u; hg_j < gb; hg_j++) { uint32_t hg_at = hg_qa + 6u * hg_j; uint32_t hg_k = hg_qk + 8u * hg_j; float t0 = load_lut(load_data(hg_at) & 63u); store_dst(hg_k, hg_f32_to_bf16((hg_as_u32(t0) & 0x7fffffffu) > 0x7f800000u ? t0 : hg_s * t0)); float t1 = load_lut(((load_data(hg_at) | (load_data(hg_at + 1u) << 8u)) >> 6u) & 63u); store_dst(hg_k + 1u, hg_f32_to_bf16((hg_as_u32(t1) & 0x7fffffffu) > 0x7f800000u ? t1 : hg_s * t1)); float t2 = load_lut(((load_data(hg_at + 1u) | (load_data(hg_at + 2u) << 8u)) >> 4u) & 63u); store_dst(hg_k + 2u, hg_f32_to_bf16((hg_as_u32(t2) & 0x7fffffffu) > 0x7f800000u ? t2 : hg_s * t2)); float t3 = load_lut((load_data(hg_at + 2u) >> 2u) & 63u); store_dst(hg_k + 3u, hg_f32_to_bf16((hg_as_u32(t3) & 0x7fffffffu) > 0x7f800000u ? t3 : hg_s * t3)); float t4 = load_lut(load_data(hg_at + 3u) & 63u); store_dst(hg_k + 4u, hg_f32_to_bf16((hg_as_u32(t4) & 0x7fffffffu) > 0x7f800000u ? t4 : hg_s * t4)); float t5 = load_lut(((load_data(hg_at + 3u) | (load_data(hg_at + 4u) << 8u)) >> 6u) & 63u); store_dst(hg_k + 5u, hg_f32_to_bf16((hg_as_u32(t5) & 0x7fffffffu) > 0x7f800000u ? t5 : hg_s * t5)); float t6 = load_lut(((load_data(hg_at + 4u) | (load_data(hg_at + 5u) << 8u)) >> 4u) & 63u); store_dst(hg_k + 6u, hg_f32_to_bf16((hg_as_u32(t6) & 0x7fffffffu) > 0x7f800000u ? t6 : hg_s * t6)); float t7 = load_lut((load_data(hg_at + 5u) >> 2u) & 63u); store_dst(hg_k + 7u, hg_f32_to_bf16((hg_as_u32(t7) & 0x7fffffffu) > 0x7f800000u ? t7 : hg_s * t7)); } }
+    #endif
+
+                                i = i + 8u * gb * nq;
+                                p = pend;
+                            }
                             for (; p < pend; p++) {
                                 if (mode == 1u) {
                                     uint32_t at = p * 4u;
@@ -829,6 +898,19 @@ static inline void dequant_lut_bf16_paged_item(uint32_t hg_gid0, uint32_t hg_gid
                             }
                         } else {
                             if (bits == 8u) {
+                                if (mode == 1u) {
+                                    uint32_t nq = pend - p;
+                                    uint32_t bat = doff + (i >> 3u) * bits;
+
+    #if defined(__AVX2__)
+    if (hg_mx_run(dst + (i + shift), lut, data + (bat), 8, scales + (p) * 4u, gb, nq, hg_big(n, 2u), 1, hg_s8_c, 1)) store_err(0u, 1u);
+    #else
+    for (uint32_t hg_q = 0u; hg_q < nq; hg_q++) { uint32_t hg_w4 = (p + hg_q) * 4u; uint32_t hg_e = (load_scales(hg_w4 + 0u) << 0u) | (load_scales(hg_w4 + 1u) << 8u) | (load_scales(hg_w4 + 2u) << 16u) | (load_scales(hg_w4 + 3u) << 24u); if ((hg_e & 0x7f800000u) == 0x7f800000u || hg_e > 0x80000000u) store_err(0u, 1u); float hg_s = hg_as_f32(hg_e); uint32_t hg_qa = bat + 8u * gb * hg_q; uint32_t hg_qk = (i + shift) + 8u * gb * hg_q; for (uint32_t hg_j = 0u; hg_j < gb; hg_j++) { uint32_t hg_at = hg_qa + 8u * hg_j; uint32_t hg_k = hg_qk + 8u * hg_j; float t0 = load_lut(load_data(hg_at) & 255u); store_dst(hg_k, hg_f32_to_bf16((hg_as_u32(t0) & 0x7fffffffu) > 0x7f800000u ? t0 : hg_s * t0)); float t1 = load_lut(load_data(hg_at + 1u) & 255u); store_dst(hg_k + 1u, hg_f32_to_bf16((hg_as_u32(t1) & 0x7fffffffu) > 0x7f800000u ? t1 : hg_s * t1)); float t2 = load_lut(load_data(hg_at + 2u) & 255u); store_dst(hg_k + 2u, hg_f32_to_bf16((hg_as_u32(t2) & 0x7fffffffu) > 0x7f800000u ? t2 : hg_s * t2)); float t3 = load_lut(load_data(hg_at + 3u) & 255u); store_dst(hg_k + 3u, hg_f32_to_bf16((hg_as_u32(t3) & 0x7fffffffu) > 0x7f800000u ? t3 : hg_s * t3)); float t4 = load_lut(load_data(hg_at + 4u) & 255u); store_dst(hg_k + 4u, hg_f32_to_bf16((hg_as_u32(t4) & 0x7fffffffu) > 0x7f800000u ? t4 : hg_s * t4)); float t5 = load_lut(load_data(hg_at + 5u) & 255u); store_dst(hg_k + 5u, hg_f32_to_bf16((hg_as_u32(t5) & 0x7fffffffu) > 0x7f800000u ? t5 : hg_s * t5)); float t6 = load_lut(load_data(hg_at + 6u) & 255u); store_dst(hg_k + 6u, hg_f32_to_bf16((hg_as_u32(t6) & 0x7fffffffu) > 0x7f800000u ? t6 : hg_s * t6)); float t7 = load_lut(load_data(hg_at + 7u) & 255u); store_dst(hg_k + 7u, hg_f32_to_bf16((hg_as_u32(t7) & 0x7fffffffu) > 0x7f800000u ? t7 : hg_s * t7)); } }
+    #endif
+
+                                    i = i + 8u * gb * nq;
+                                    p = pend;
+                                }
                                 for (; p < pend; p++) {
                                     if (mode == 1u) {
                                         uint32_t at = p * 4u;
@@ -1085,7 +1167,7 @@ static inline void dequant_lut_bf16_paged_item(uint32_t hg_gid0, uint32_t hg_gid
                             uint32_t bat = doff + (i >> 3u) * bits;
 
     #if defined(__AVX2__)
-    if (hg_mx_run(dst + (i + shift), lut, data + (bat), 4, scales + (p), gb, nq, hg_big(n, 2u), 1, hg_s8_c)) store_err(0u, 1u);
+    if (hg_mx_run(dst + (i + shift), lut, data + (bat), 4, scales + (p), gb, nq, hg_big(n, 2u), 1, hg_s8_c, 0)) store_err(0u, 1u);
     #else
     for (uint32_t hg_q = 0u; hg_q < nq; hg_q++) { uint32_t hg_e = load_scales(p + hg_q); if (hg_e == 0u || hg_e == 255u) store_err(0u, 1u); float hg_s = hg_as_f32(hg_e << 23u); uint32_t hg_qa = bat + 4u * gb * hg_q; uint32_t hg_qk = (i + shift) + 8u * gb * hg_q; for (uint32_t hg_j = 0u; hg_j < gb; hg_j++) { uint32_t hg_at = hg_qa + 4u * hg_j; uint32_t hg_k = hg_qk + 8u * hg_j; float t0 = load_lut(load_data(hg_at) & 15u); store_dst(hg_k, hg_f32_to_bf16((hg_as_u32(t0) & 0x7fffffffu) > 0x7f800000u ? t0 : hg_s * t0)); float t1 = load_lut((load_data(hg_at) >> 4u) & 15u); store_dst(hg_k + 1u, hg_f32_to_bf16((hg_as_u32(t1) & 0x7fffffffu) > 0x7f800000u ? t1 : hg_s * t1)); float t2 = load_lut(load_data(hg_at + 1u) & 15u); store_dst(hg_k + 2u, hg_f32_to_bf16((hg_as_u32(t2) & 0x7fffffffu) > 0x7f800000u ? t2 : hg_s * t2)); float t3 = load_lut((load_data(hg_at + 1u) >> 4u) & 15u); store_dst(hg_k + 3u, hg_f32_to_bf16((hg_as_u32(t3) & 0x7fffffffu) > 0x7f800000u ? t3 : hg_s * t3)); float t4 = load_lut(load_data(hg_at + 2u) & 15u); store_dst(hg_k + 4u, hg_f32_to_bf16((hg_as_u32(t4) & 0x7fffffffu) > 0x7f800000u ? t4 : hg_s * t4)); float t5 = load_lut((load_data(hg_at + 2u) >> 4u) & 15u); store_dst(hg_k + 5u, hg_f32_to_bf16((hg_as_u32(t5) & 0x7fffffffu) > 0x7f800000u ? t5 : hg_s * t5)); float t6 = load_lut(load_data(hg_at + 3u) & 15u); store_dst(hg_k + 6u, hg_f32_to_bf16((hg_as_u32(t6) & 0x7fffffffu) > 0x7f800000u ? t6 : hg_s * t6)); float t7 = load_lut((load_data(hg_at + 3u) >> 4u) & 15u); store_dst(hg_k + 7u, hg_f32_to_bf16((hg_as_u32(t7) & 0x7fffffffu) > 0x7f800000u ? t7 : hg_s * t7)); } }
     #endif
@@ -1123,7 +1205,7 @@ static inline void dequant_lut_bf16_paged_item(uint32_t hg_gid0, uint32_t hg_gid
                                 uint32_t bat = doff + (i >> 3u) * bits;
 
     #if defined(__AVX2__)
-    if (hg_mx_run(dst + (i + shift), lut, data + (bat), 6, scales + (p), gb, nq, hg_big(n, 2u), 1, hg_s8_c)) store_err(0u, 1u);
+    if (hg_mx_run(dst + (i + shift), lut, data + (bat), 6, scales + (p), gb, nq, hg_big(n, 2u), 1, hg_s8_c, 0)) store_err(0u, 1u);
     #else
     for (uint32_t hg_q = 0u; hg_q < nq; hg_q++) { uint32_t hg_e = load_scales(p + hg_q); if (hg_e == 0u || hg_e == 255u) store_err(0u, 1u); float hg_s = hg_as_f32(hg_e << 23u); uint32_t hg_qa = bat + 6u * gb * hg_q; uint32_t hg_qk = (i + shift) + 8u * gb * hg_q; for (uint32_t hg_j = 0u; hg_j < gb; hg_j++) { uint32_t hg_at = hg_qa + 6u * hg_j; uint32_t hg_k = hg_qk + 8u * hg_j; float t0 = load_lut(load_data(hg_at) & 63u); store_dst(hg_k, hg_f32_to_bf16((hg_as_u32(t0) & 0x7fffffffu) > 0x7f800000u ? t0 : hg_s * t0)); float t1 = load_lut(((load_data(hg_at) | (load_data(hg_at + 1u) << 8u)) >> 6u) & 63u); store_dst(hg_k + 1u, hg_f32_to_bf16((hg_as_u32(t1) & 0x7fffffffu) > 0x7f800000u ? t1 : hg_s * t1)); float t2 = load_lut(((load_data(hg_at + 1u) | (load_data(hg_at + 2u) << 8u)) >> 4u) & 63u); store_dst(hg_k + 2u, hg_f32_to_bf16((hg_as_u32(t2) & 0x7fffffffu) > 0x7f800000u ? t2 : hg_s * t2)); float t3 = load_lut((load_data(hg_at + 2u) >> 2u) & 63u); store_dst(hg_k + 3u, hg_f32_to_bf16((hg_as_u32(t3) & 0x7fffffffu) > 0x7f800000u ? t3 : hg_s * t3)); float t4 = load_lut(load_data(hg_at + 3u) & 63u); store_dst(hg_k + 4u, hg_f32_to_bf16((hg_as_u32(t4) & 0x7fffffffu) > 0x7f800000u ? t4 : hg_s * t4)); float t5 = load_lut(((load_data(hg_at + 3u) | (load_data(hg_at + 4u) << 8u)) >> 6u) & 63u); store_dst(hg_k + 5u, hg_f32_to_bf16((hg_as_u32(t5) & 0x7fffffffu) > 0x7f800000u ? t5 : hg_s * t5)); float t6 = load_lut(((load_data(hg_at + 4u) | (load_data(hg_at + 5u) << 8u)) >> 4u) & 63u); store_dst(hg_k + 6u, hg_f32_to_bf16((hg_as_u32(t6) & 0x7fffffffu) > 0x7f800000u ? t6 : hg_s * t6)); float t7 = load_lut((load_data(hg_at + 5u) >> 2u) & 63u); store_dst(hg_k + 7u, hg_f32_to_bf16((hg_as_u32(t7) & 0x7fffffffu) > 0x7f800000u ? t7 : hg_s * t7)); } }
     #endif
@@ -1161,7 +1243,7 @@ static inline void dequant_lut_bf16_paged_item(uint32_t hg_gid0, uint32_t hg_gid
                                     uint32_t bat = doff + (i >> 3u) * bits;
 
     #if defined(__AVX2__)
-    if (hg_mx_run(dst + (i + shift), lut, data + (bat), 8, scales + (p), gb, nq, hg_big(n, 2u), 1, hg_s8_c)) store_err(0u, 1u);
+    if (hg_mx_run(dst + (i + shift), lut, data + (bat), 8, scales + (p), gb, nq, hg_big(n, 2u), 1, hg_s8_c, 0)) store_err(0u, 1u);
     #else
     for (uint32_t hg_q = 0u; hg_q < nq; hg_q++) { uint32_t hg_e = load_scales(p + hg_q); if (hg_e == 0u || hg_e == 255u) store_err(0u, 1u); float hg_s = hg_as_f32(hg_e << 23u); uint32_t hg_qa = bat + 8u * gb * hg_q; uint32_t hg_qk = (i + shift) + 8u * gb * hg_q; for (uint32_t hg_j = 0u; hg_j < gb; hg_j++) { uint32_t hg_at = hg_qa + 8u * hg_j; uint32_t hg_k = hg_qk + 8u * hg_j; float t0 = load_lut(load_data(hg_at) & 255u); store_dst(hg_k, hg_f32_to_bf16((hg_as_u32(t0) & 0x7fffffffu) > 0x7f800000u ? t0 : hg_s * t0)); float t1 = load_lut(load_data(hg_at + 1u) & 255u); store_dst(hg_k + 1u, hg_f32_to_bf16((hg_as_u32(t1) & 0x7fffffffu) > 0x7f800000u ? t1 : hg_s * t1)); float t2 = load_lut(load_data(hg_at + 2u) & 255u); store_dst(hg_k + 2u, hg_f32_to_bf16((hg_as_u32(t2) & 0x7fffffffu) > 0x7f800000u ? t2 : hg_s * t2)); float t3 = load_lut(load_data(hg_at + 3u) & 255u); store_dst(hg_k + 3u, hg_f32_to_bf16((hg_as_u32(t3) & 0x7fffffffu) > 0x7f800000u ? t3 : hg_s * t3)); float t4 = load_lut(load_data(hg_at + 4u) & 255u); store_dst(hg_k + 4u, hg_f32_to_bf16((hg_as_u32(t4) & 0x7fffffffu) > 0x7f800000u ? t4 : hg_s * t4)); float t5 = load_lut(load_data(hg_at + 5u) & 255u); store_dst(hg_k + 5u, hg_f32_to_bf16((hg_as_u32(t5) & 0x7fffffffu) > 0x7f800000u ? t5 : hg_s * t5)); float t6 = load_lut(load_data(hg_at + 6u) & 255u); store_dst(hg_k + 6u, hg_f32_to_bf16((hg_as_u32(t6) & 0x7fffffffu) > 0x7f800000u ? t6 : hg_s * t6)); float t7 = load_lut(load_data(hg_at + 7u) & 255u); store_dst(hg_k + 7u, hg_f32_to_bf16((hg_as_u32(t7) & 0x7fffffffu) > 0x7f800000u ? t7 : hg_s * t7)); } }
     #endif
