@@ -321,7 +321,7 @@ def test_nf4_block_scales_round_like_the_oracle(kernel_device: Device) -> None:
     """NF4 absmax values whose products with the table's +-1.0 entries are exact rounding ties
     of bf16 (both parities) and f16, overflow either, go subnormal, or are -0.0 (host C scales
     each block's 16 entries and rounds them once per block); rows of whole 64-code blocks,
-    every code in every block."""
+    every code in every block; 64-code blocks and 32-code ones (host C's half step)."""
     ties = [0x3F808000, 0x3F818000, 0x3F801000, 0x3F803000, 0x477FF000, 0x7F7FFFFF, 0x00000001,
             0x00400000, 0x80000000, 0x00000000, 0x33800000, 0x38801000, 0x3F800000, 0x40490FDB]
     rng = _rng("nf4 ties")
@@ -331,13 +331,16 @@ def test_nf4_block_scales_round_like_the_oracle(kernel_device: Device) -> None:
     codes = np.stack([rng.permutation(np.resize(np.arange(16, dtype=np.uint8), 64))
                       for _ in range(nblk)]).ravel()
     data = (codes[0::2] | (codes[1::2] << 4)).astype(np.uint8)
-    desc = TensorDescriptor(by_name("uint4"), (nblk // 4, 256), RowMajor(),
-                            (BufferHandle(data.nbytes, 64), BufferHandle(scales.nbytes, 64)),
-                            quantization=NF4(1, 64, 1))
-    t = assemble(desc, [data, scales.view(np.uint8)])
-    for out in ("float32", "float16", "bfloat16"):
-        want = _bits(dequantize(t, out, device="reference"))
-        assert np.array_equal(_bits(dequantize(t, out, device=kernel_device)), want), out
+    for block in (64, 32):
+        n = nblk * block
+        desc = TensorDescriptor(by_name("uint4"), (n // 256, 256), RowMajor(),
+                                (BufferHandle(n // 2, 64), BufferHandle(scales.nbytes, 64)),
+                                quantization=NF4(1, block, 1))
+        t = assemble(desc, [data[: n // 2], scales.view(np.uint8)])
+        for out in ("float32", "float16", "bfloat16"):
+            want = _bits(dequantize(t, out, device="reference"))
+            got = _bits(dequantize(t, out, device=kernel_device))
+            assert np.array_equal(got, want), f"{out}, blocks of {block}"
 
 
 def test_q8_0_every_f16_scale(kernel_device: Device) -> None:

@@ -589,12 +589,29 @@ static inline __attribute__((always_inline)) void hg_nf_block(
     } else {
         w16 = _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     }
-    hg_s8z_tab_t t;
-    t.l0 = _mm512_zextsi128_si512(_mm256_cvtepi16_epi8(w16));
-    t.h0 = _mm512_zextsi128_si512(_mm256_cvtepi16_epi8(_mm256_srli_epi16(w16, 8)));
-    t.l1 = t.h1 = t.f0 = t.f1 = _mm512_setzero_si512();  // codes below 16: no second table
-    for (uint32_t j = 0; j + 4u <= g; j += 4u)
-        hg_s8z_block((uint16_t *)o + 8u * j, q + 4u * j, 4, 0, big, 1, &t);
+    // Codes widened to 16-bit lanes look their values up in the 16 words (vpermw): the even
+    // codes (low nibbles) and the odd ones, interleaved; 64 codes per step, then 32.
+    __m512i w = _mm512_zextsi256_si512(w16), m4 = _mm512_set1_epi16(15);
+    __m512i lo = _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11);
+    __m512i hi = _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15);
+    for (uint32_t j = 0; j + 4u <= g; j += 8u) {
+        int two = j + 8u <= g;
+        __m512i x = _mm512_cvtepu8_epi16(two
+            ? _mm256_loadu_si256((const __m256i *)(const void *)(q + 4u * j))
+            : _mm256_zextsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)(q + 4u * j))));
+        __m512i ev = _mm512_permutexvar_epi16(_mm512_and_si512(x, m4), w);
+        __m512i od = _mm512_permutexvar_epi16(_mm512_and_si512(_mm512_srli_epi16(x, 4), m4), w);
+        __m512i a = _mm512_unpacklo_epi16(ev, od), b = _mm512_unpackhi_epi16(ev, od);
+        uint16_t *out = (uint16_t *)o + 8u * j;
+        __m512i u = _mm512_permutex2var_epi64(a, lo, b), v = _mm512_permutex2var_epi64(a, hi, b);
+        if (big && ((uintptr_t)out & 63u) == 0u) {
+            _mm512_stream_si512((__m512i *)(void *)out, u);
+            if (two) _mm512_stream_si512((__m512i *)(void *)(out + 32), v);
+        } else {
+            _mm512_storeu_si512(out, u);
+            if (two) _mm512_storeu_si512(out + 32, v);
+        }
+    }
 }
 #endif
 static inline __attribute__((always_inline)) int hg_mx_run(
