@@ -737,8 +737,8 @@ class HostCRenderer(CStyleRenderer):
         "ATOMIC_CAS": "static inline uint32_t hg_atomic_cas(uint32_t *p, uint32_t e, uint32_t v) {\n"
                       "    __atomic_compare_exchange_n(p, &e, v, 0, __ATOMIC_SEQ_CST,\n"
                       "                                __ATOMIC_SEQ_CST);\n    return e;\n}",
-        **{f"{op}_{t}": _SCALE8_HELPERS for op in ("SCALE8", "MXSCALE8", "AFFINE8")
-           for t in SCALE8_CONV},
+        **{f"{op}_{t}": _SCALE8_HELPERS for op in ("SCALE8", "MXSCALE8", "NFSCALE8", "HFSCALE8",
+                                                    "AFFINE8") for t in SCALE8_CONV},
         "TRANSPOSE8": T8_HELPER, "ZORDER8": Z8_HELPER, "TRANSPOSE16": T16_HELPER,
         "ZORDER16": Z16_HELPER, "COPY16": C16_HELPER}
     atomic_map: ClassVar[dict[str, str]] = {
@@ -781,13 +781,14 @@ class HostCRenderer(CStyleRenderer):
             kind, conv, dst, k, tab, data, at, bits, scales, p, total, g, nblk, err = m.groups()
             store = _SCALE8_STORES.get((types.get(dst, ""), conv))
             isa = "defined(__AVX2__)" + (" && defined(__F16C__)" if conv == "F16" else "")
-            if store is None or types.get(tab) != "f32" or types.get(data) != "u8" or \
-                    types.get(scales) != "u8":
+            if store is None or "f32" not in (types.get(tab), tabs.get(tab)) or \
+                    types.get(data) != "u8" or types.get(scales) != "u8":
                 return expand_scale8(m[0])
+            nf, width = {"MX": (0, ""), "NF": (1, " * 4u"), "HF": (2, " * 2u")}[kind]
             size = "4u" if conv == "F32" else "2u"
             return (f"\n#if {isa}\nif (hg_mx_run({dst} + ({k}), {tab}, {data} + ({at}), {bits}, "
-                    f"{scales} + ({p}){' * 4u' if kind == 'NF' else ''}, {g}, {nblk}, "
-                    f"hg_big({total}, {size}), {store}, hg_s8_c, {int(kind == 'NF')})) "
+                    f"{scales} + ({p}){width}, {g}, {nblk}, hg_big({total}, {size}), {store}, "
+                    f"{'hg_s8_c' if tab in types else 'NULL'}, {nf})) "
                     f"STORE({err}, 0u, 1u);\n#else\n{expand_scale8(m[0])}\n#endif\n")
 
         return AFFINE8_CALL.sub(affine, SCALE8_CALL.sub(scaled, MXSCALE8_CALL.sub(mx, kernel.body)))

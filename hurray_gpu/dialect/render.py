@@ -76,10 +76,11 @@ SCALE8_CONV = {"F32": "F32", "BF16": "F32_TO_BF16_BITS", "F16": "F32_TO_F16_BITS
 # SCALE8_<T>(dst, k + 8*g*q, tab, data, at + B*g*q, B, AS_F32(e << 23), total, g).
 # NFSCALE8_<T>(...) with the same arguments reads block q's scale as the f32 of the
 # little-endian word at byte 4*(p + q) of scales (NF4's absmax), reported when it is not finite
-# or below -0.0. Host C takes the blocks in one vector loop (AVX-512 VBMI: a 32-code block per
-# register; MX's scale an exponent add, NF4's 16 table entries scaled and rounded per block);
-# the other dialects, and host C without those instructions, run the loop of SCALE8 statements.
-MXSCALE8_CALL = re.compile(r"\b(MX|NF)SCALE8_(F32|BF16|F16)\(\s*(\w+)\s*,\s*([\w +*]+?)\s*,"
+# or below -0.0; HFSCALE8_<T>(...) as the f16 at byte 2*(p + q) (a per-block affine scale),
+# reported when it is not finite or is zero. Host C takes the blocks in one vector loop
+# (AVX-512 VBMI: a 32-code block per register; MX's scale an exponent add, 4-bit NF and HF
+# blocks' 16 table entries scaled and rounded per block); the other dialects, and host C without those instructions, run the loop of SCALE8 statements.
+MXSCALE8_CALL = re.compile(r"\b(MX|NF|HF)SCALE8_(F32|BF16|F16)\(\s*(\w+)\s*,\s*([\w +*]+?)\s*,"
                            r"\s*(\w+)\s*,\s*(\w+)\s*,\s*(\w+)\s*,\s*([468])\s*,\s*(\w+)\s*,"
                            r"\s*(\w+)\s*,\s*(\w+)\s*,\s*(\w+)\s*,\s*(\w+)\s*,\s*(\w+)\s*\)\s*;")
 # AFFINE8_<T>(dst, k, data, at, sx, z, s, total, g);  a statement: for each of g groups j and
@@ -150,8 +151,8 @@ def lint_body(kernel: KernelDef) -> None:
     known = set(INTRINSICS) | set(ATOMICS) | {"LOAD", "STORE", "GLOBAL_ID", "BARRIER",
                                               "TRANSPOSE8", "ZORDER8", "COPY8", "TRANSPOSE16",
                                               "ZORDER16", "COPY16",
-                                              *(f"{op}_{t}" for t in SCALE8_CONV
-                                                for op in ("SCALE8", "MXSCALE8", "NFSCALE8")),
+                                              *(f"{op}SCALE8_{t}" for t in SCALE8_CONV
+                                                for op in ("", "MX", "NF", "HF")),
                                               *(f"AFFINE8_{t}" for t in SCALE8_CONV)}
     unknown = sorted({n for n in _CALL.findall(text) if n not in known})
     if unknown:
@@ -170,8 +171,8 @@ def lint_body(kernel: KernelDef) -> None:
                                  "SCALE8_<T>(buffer, index, table, data, byte, 4|6|8, scale, "
                                  "hint, groups);", fix="pass names, an index sum and a literal code "
                                  "width 4, 6 or 8.")
-    if len(re.findall(r"\b(?:MX|NF)SCALE8_\w*\(", text)) != len(MXSCALE8_CALL.findall(text)):
-        raise UnsupportedOpError(f"kernel {kernel.name}: an MXSCALE8/NFSCALE8_<F32|BF16|F16> is "
+    if len(re.findall(r"\b(?:MX|NF|HF)SCALE8_\w*\(", text)) != len(MXSCALE8_CALL.findall(text)):
+        raise UnsupportedOpError(f"kernel {kernel.name}: an MX/NF/HFSCALE8_<F32|BF16|F16> is "
                                  "not <OP>_<T>(buffer, index, table, data, byte, 4|6|8, scales, "
                                  "block, hint, groups, blocks, err);", fix="pass names, an index "
                                  "sum and a literal code width 4, 6 or 8.")
@@ -239,16 +240,20 @@ def expand_scale8(text: str) -> str:
 
 
 def expand_mx(m: re.Match[str]) -> str:
-    """One MXSCALE8_<T> or NFSCALE8_<T> statement as its loop of SCALE8_<T> statements."""
+    """One MX/NF/HFSCALE8_<T> statement as its loop of SCALE8_<T> statements."""
     kind, to, dst, k, tab, data, at, bits, scales, p, total, g, nblk, err = m.groups()
     if kind == "MX":
         scale = (f"u32 hg_e = LOAD({scales}, {p} + hg_q); if (hg_e == 0u || hg_e == 255u) "
                  f"STORE({err}, 0u, 1u); f32 hg_s = AS_F32(hg_e << 23u);")
-    else:
+    elif kind == "NF":
         word = " | ".join(f"(LOAD({scales}, hg_w4 + {b}u) << {8 * b}u)" for b in range(4))
         scale = (f"u32 hg_w4 = ({p} + hg_q) * 4u; u32 hg_e = {word}; if ((hg_e & 0x7f800000u) "
                  f"== 0x7f800000u || hg_e > 0x80000000u) STORE({err}, 0u, 1u); "
                  "f32 hg_s = AS_F32(hg_e);")
+    else:
+        scale = (f"u32 hg_w4 = ({p} + hg_q) * 2u; u32 hg_e = LOAD({scales}, hg_w4) | "
+                 f"(LOAD({scales}, hg_w4 + 1u) << 8u); if ((hg_e & 0x7c00u) == 0x7c00u || "
+                 f"(hg_e & 0x7fffu) == 0u) STORE({err}, 0u, 1u); f32 hg_s = F16_BITS_TO_F32(hg_e);")
     return (f"for (u32 hg_q = 0u; hg_q < {nblk}; hg_q++) {{ {scale} "
             f"u32 hg_qa = {at} + {bits}u * {g} * hg_q; u32 hg_qk = ({k}) + 8u * {g} * hg_q; "
             f"SCALE8_{to}({dst}, hg_qk, {tab}, {data}, hg_qa, {bits}, hg_s, {total}, {g}); }}")

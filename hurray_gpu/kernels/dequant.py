@@ -288,6 +288,7 @@ _MX_BLOCKS = Piece("whole blocks, one statement", """
     if ($cond) {
         u32 nq = pend - p;
         u32 bat = doff + (i >> 3u) * bits;
+        $build
         $call
         i = i + 8u * gb * nq;
         p = pend;
@@ -319,9 +320,9 @@ class Element:
     # one AFFINE8 statement (dense variants), in the byte loop and in place of SCALE8.
     affine8: str = ""
     # (condition, kind) under which parameter block p's scale s is read as the kind's
-    # MXSCALE8 / NFSCALE8 statement reads it ("MX": the e8m0 byte LOAD(scales, p); "NF": the
-    # f32 word at byte 4p) and reported as it reports it: whole blocks then go through one
-    # such statement (dense variants, T a buffer) in place of a lookup and SCALE8 per block.
+    # MX/NF/HFSCALE8 statement reads it ("MX": the e8m0 byte LOAD(scales, p); "NF": the f32
+    # word at byte 4p; "HF": the f16 at byte 2p) and reported as it reports it: whole blocks
+    # then go through one such statement (dense variants) in place of a lookup and SCALE8 each.
     blocks: tuple[str, ...] = ()
 
 
@@ -424,12 +425,12 @@ def _hoisted(element: Element, variant: Variant, kind: str, lookup: Piece) -> Pi
                 f"data, {at}, {b}, s, n, {groups});" for b in (4, 6, 8)}
 
     def mx(b: int) -> Piece | str:
-        if not element.blocks or not element.table or b not in s8_bits or run8 and b == 8:
+        if not element.blocks or b not in s8_bits or run8 and b == 8:
             return ""
         cond, scale = element.blocks
-        return _MX_BLOCKS.fill(cond=cond, call=f"{scale}SCALE8_{kind.upper()}(dst, "
-                               f"{variant.dst_k}, {element.table}, data, bat, {b}, scales, p, "
-                               "n, gb, nq, err);")
+        return _MX_BLOCKS.fill(cond=cond, build=build, call=f"{scale}SCALE8_{kind.upper()}("
+                               f"dst, {variant.dst_k}, {element.table or 'tf'}, data, bat, {b}, "
+                               "scales, p, n, gb, nq, err);")
 
     widths: Piece | str = ""
     for b, call in reversed(list(zip((4, 6, 8), s8("bat", "gb").values(), strict=True))):
@@ -617,7 +618,7 @@ _AFFINE_ELEMENT = Element(Piece("affine element", """
     # 0.52), and f16, whose conversion compilers leave scalar, reached only 0.56 of copy
     # through them on two threads.
     byte_kinds=("bf16", "f32", "f16"),
-    affine8="sx, z, s")
+    affine8="sx, z, s", blocks=("stype == 1u && zmode == 0u", "HF"))
 
 
 def affine_kernel_name(out: str) -> str:
@@ -722,7 +723,8 @@ _LUT_ELEMENT = Element(Piece("lut element", """
     # float8 unpacking too: past HG_STREAM_BYTES SCALE8 streams the output, where the
     # compiler-vectorised byte loop read every output line before writing it (e4m3 -> f32
     # 0.70 of copy bandwidth, 1.29 through SCALE8, one thread).
-    scaled="chk == 0u && (bits == 4u || bits == 6u || bits == 8u)", table="lut", blocks=("mode == 2u", "MX"))
+    scaled="chk == 0u && (bits == 4u || bits == 6u || bits == 8u)", table="lut",
+    blocks=("mode == 2u", "MX"))
 
 
 def lut_kernel_name(out: str) -> str:

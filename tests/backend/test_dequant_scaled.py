@@ -343,6 +343,25 @@ def test_nf4_block_scales_round_like_the_oracle(kernel_device: Device) -> None:
             assert np.array_equal(got, want), f"{out}, blocks of {block}"
 
 
+def test_q4_0_every_f16_scale(kernel_device: Device) -> None:
+    """Q4_0 (int4, f16 scale per 32) with every finite nonzero f16 scale, subnormal ones
+    included, both signs, all 16 codes in every block (host C: runs of whole blocks read their
+    f16 scales in one HFSCALE8 statement and scale the 16 entries once per block)."""
+    halves = np.arange(1 << 16, dtype=np.uint32)
+    scales = halves[((halves & 0x7C00) != 0x7C00) & ((halves & 0x7FFF) != 0)].astype(np.uint16)
+    scales = np.concatenate([scales, scales[:2]])  # 63488 blocks: 1984 rows of 1024
+    codes = np.tile(np.arange(16, dtype=np.uint8), scales.size * 2)
+    codes = _rng("q4_0 f16 scales").permutation(codes.reshape(-1, 32)).reshape(-1)
+    data = (codes[0::2] | (codes[1::2] << 4)).astype(np.uint8)
+    desc = TensorDescriptor(by_name("int4"), (scales.size * 32 // 1024, 1024), RowMajor(),
+                            (BufferHandle(data.nbytes, 64), BufferHandle(scales.nbytes, 64)),
+                            quantization=PerBlockAffine(1, 32, 1, None, SCALE_TYPE_TAGS["float16"]))
+    t = assemble(desc, [data, scales.view(np.uint8)])
+    for out in ("float16", "float32", "bfloat16"):
+        want = _bits(dequantize(t, out, device="reference"))
+        assert np.array_equal(_bits(dequantize(t, out, device=kernel_device)), want), out
+
+
 def test_q8_0_every_f16_scale(kernel_device: Device) -> None:
     """Q8_0 (int8, f16 scale per 32) with every finite nonzero f16 scale, both signs, and all
     256 codes at each: products round to every f16 result, overflow to infinity and fall into

@@ -584,6 +584,29 @@ static inline __attribute__((always_inline)) void hg_nf_block(
         int conv) {
     __m512 v = _mm512_mul_ps(tz, _mm512_set1_ps(s));
     __m256i w16;
+    if (conv == 0) {  // float: 16 codes per permute of the 16 products, even and odd interleaved
+        __m512i m4 = _mm512_set1_epi32(15), lo = _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11);
+        for (uint32_t j = 0; j + 4u <= g; j += 4u) {
+            __m512i x = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(
+                q + 4u * j)));
+            __m512 ev = _mm512_permutexvar_ps(_mm512_and_si512(x, m4), v);
+            __m512 od = _mm512_permutexvar_ps(_mm512_and_si512(_mm512_srli_epi32(x, 4), m4), v);
+            __m512i a = _mm512_castps_si512(_mm512_unpacklo_ps(ev, od));
+            __m512i b = _mm512_castps_si512(_mm512_unpackhi_ps(ev, od));
+            float *out = (float *)o + 8u * j;
+            __m512i u = _mm512_permutex2var_epi64(a, lo, b);
+            __m512i w = _mm512_permutex2var_epi64(a, _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14,
+                                                                        15), b);
+            if (big && ((uintptr_t)out & 63u) == 0u) {
+                _mm512_stream_si512((__m512i *)(void *)out, u);
+                _mm512_stream_si512((__m512i *)(void *)(out + 16), w);
+            } else {
+                _mm512_storeu_si512(out, u);
+                _mm512_storeu_si512(out + 16, w);
+            }
+        }
+        return;
+    }
     if (conv == 1) {
         __m512i b = _mm512_castps_si512(v);
         w16 = _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_add_epi32(
@@ -617,6 +640,28 @@ static inline __attribute__((always_inline)) void hg_nf_block(
     }
 }
 #endif
+// Block q's scale by kind (0: e8m0 byte, 1: float word, NF4's absmax, 2: f16 half, the affine
+// scale); returns whether the statement reports it (as the oracle's lookup does).
+static inline int hg_blk_scale(const uint8_t *restrict sc, uint32_t q, int kind, float *s) {
+    uint32_t w = (uint32_t)sc[q] << 23, h = 0;
+    int bad = sc[q] == 0u || sc[q] == 255u;
+    if (kind == 1) {
+        memcpy(&w, sc + 4u * q, 4);
+        bad = (w & 0x7f800000u) == 0x7f800000u || w > 0x80000000u;
+    } else if (kind == 2) {
+        h = (uint32_t)sc[2u * q] | (uint32_t)sc[2u * q + 1u] << 8;
+        bad = (h & 0x7c00u) == 0x7c00u || (h & 0x7fffu) == 0u;
+        uint32_t e = (h >> 10) & 31u, m = h & 1023u;  // f16 -> float, exact (e 31: bad anyway)
+        w = (h & 0x8000u) << 16 | (e ? (e + 112u) << 23 | m << 13 : 0u);
+        if (!e && m) {
+            float f = (float)m * 5.9604644775390625e-8f;  // m * 2^-24
+            memcpy(&w, &f, 4);
+            w |= (h & 0x8000u) << 16;
+        }
+    }
+    memcpy(s, &w, 4);
+    return bad;
+}
 static inline __attribute__((always_inline)) int hg_mx_run(
         void *restrict d, const float *tab, const uint8_t *restrict p, int bits,
         const uint8_t *restrict sc, uint32_t g, uint32_t nblk, int big, int conv,
@@ -625,21 +670,16 @@ static inline __attribute__((always_inline)) int hg_mx_run(
     int bad = 0;
     size_t ob = (size_t)(conv ? 16u : 32u) * g, ib = (size_t)bits * g;
 #ifdef HG_S8Z
-    if (nf && f && bits == 4 && conv != 0 && (g & 3u) == 0u && nblk > 0u) {
+    if (nf && bits == 4 && (g & 3u) == 0u && nblk > 0u) {
         __m512 tz = _mm512_loadu_ps(tab);
         if (!_mm512_cmp_ps_mask(tz, tz, _CMP_UNORD_Q)) {
             for (; q < nblk; q++) {
-                uint32_t w;
                 float s;
-                memcpy(&w, sc + 4u * q, 4);
-                memcpy(&s, &w, 4);
+                int no = hg_blk_scale(sc, q, nf, &s);
                 if ((q & 31u) == 0u) _mm_prefetch((const char *)(p + ib * q) + 2048, _MM_HINT_T0);
-                if ((w & 0x7f800000u) == 0x7f800000u || w > 0x80000000u) {
-                    bad = 1;
-                    hg_s8_run((char *)d + ob * q, tab, p + ib * q, bits, s, g, big, conv, f);
-                } else {
-                    hg_nf_block((char *)d + ob * q, p + ib * q, tz, s, g, big, conv);
-                }
+                if (no) hg_s8_run((char *)d + ob * q, tab, p + ib * q, bits, s, g, big, conv, f);
+                else hg_nf_block((char *)d + ob * q, p + ib * q, tz, s, g, big, conv);
+                bad |= no;
             }
             return bad;
         }
@@ -668,12 +708,8 @@ static inline __attribute__((always_inline)) int hg_mx_run(
     }
 #endif
     for (; q < nblk; q++) {
-        uint32_t w = sc[q] << 23;
         float s;
-        if (nf) memcpy(&w, sc + 4u * q, 4);
-        bad |= nf ? (w & 0x7f800000u) == 0x7f800000u || w > 0x80000000u
-                  : sc[q] == 0u || sc[q] == 255u;
-        memcpy(&s, &w, 4);
+        bad |= hg_blk_scale(sc, q, nf, &s);
         hg_s8_run((char *)d + ob * q, tab, p + ib * q, bits, s, g, big, conv, f);
     }
     return bad;
@@ -879,6 +915,31 @@ static inline void dequant_affine_bf16_paged_item(uint32_t hg_gid0, uint32_t hg_
                 uint32_t gb = 1u << (kshift - 3u);
                 uint32_t pend = p + nblk;
                 if (bits == 4u) {
+                    if (stype == 1u && zmode == 0u) {
+                        uint32_t nq = pend - p;
+                        uint32_t bat = doff + (i >> 3u) * bits;
+                        if ((zmode != 0u || built == 0u) && bits != 8u) {
+                            for (uint32_t c = 0u; c < (1u << bits); c++) {
+                                {
+                                    uint32_t code = c;
+                                    uint32_t k = c;
+                                    // Branch-free sign extension: random signs would mispredict a branch.
+                                    int32_t q = (int32_t)(code << sx) >> sx;
+                                    store_tf(k, (float)((int32_t)((uint32_t)(q) - (uint32_t)(z))));
+                                }
+                            }
+                            built = 1u;
+                        }
+
+    #if defined(__AVX2__)
+    if (hg_mx_run(dst + (i + shift), tf, data + (bat), 4, scales + (p) * 2u, gb, nq, hg_big(n, 2u), 1, NULL, 2)) store_err(0u, 1u);
+    #else
+    for (uint32_t hg_q = 0u; hg_q < nq; hg_q++) { uint32_t hg_w4 = (p + hg_q) * 2u; uint32_t hg_e = load_scales(hg_w4) | (load_scales(hg_w4 + 1u) << 8u); if ((hg_e & 0x7c00u) == 0x7c00u || (hg_e & 0x7fffu) == 0u) store_err(0u, 1u); float hg_s = hg_f16_to_f32(hg_e); uint32_t hg_qa = bat + 4u * gb * hg_q; uint32_t hg_qk = (i + shift) + 8u * gb * hg_q; for (uint32_t hg_j = 0u; hg_j < gb; hg_j++) { uint32_t hg_at = hg_qa + 4u * hg_j; uint32_t hg_k = hg_qk + 8u * hg_j; float t0 = load_tf(load_data(hg_at) & 15u); store_dst(hg_k, hg_f32_to_bf16((hg_as_u32(t0) & 0x7fffffffu) > 0x7f800000u ? t0 : hg_s * t0)); float t1 = load_tf((load_data(hg_at) >> 4u) & 15u); store_dst(hg_k + 1u, hg_f32_to_bf16((hg_as_u32(t1) & 0x7fffffffu) > 0x7f800000u ? t1 : hg_s * t1)); float t2 = load_tf(load_data(hg_at + 1u) & 15u); store_dst(hg_k + 2u, hg_f32_to_bf16((hg_as_u32(t2) & 0x7fffffffu) > 0x7f800000u ? t2 : hg_s * t2)); float t3 = load_tf((load_data(hg_at + 1u) >> 4u) & 15u); store_dst(hg_k + 3u, hg_f32_to_bf16((hg_as_u32(t3) & 0x7fffffffu) > 0x7f800000u ? t3 : hg_s * t3)); float t4 = load_tf(load_data(hg_at + 2u) & 15u); store_dst(hg_k + 4u, hg_f32_to_bf16((hg_as_u32(t4) & 0x7fffffffu) > 0x7f800000u ? t4 : hg_s * t4)); float t5 = load_tf((load_data(hg_at + 2u) >> 4u) & 15u); store_dst(hg_k + 5u, hg_f32_to_bf16((hg_as_u32(t5) & 0x7fffffffu) > 0x7f800000u ? t5 : hg_s * t5)); float t6 = load_tf(load_data(hg_at + 3u) & 15u); store_dst(hg_k + 6u, hg_f32_to_bf16((hg_as_u32(t6) & 0x7fffffffu) > 0x7f800000u ? t6 : hg_s * t6)); float t7 = load_tf((load_data(hg_at + 3u) >> 4u) & 15u); store_dst(hg_k + 7u, hg_f32_to_bf16((hg_as_u32(t7) & 0x7fffffffu) > 0x7f800000u ? t7 : hg_s * t7)); } }
+    #endif
+
+                        i = i + 8u * gb * nq;
+                        p = pend;
+                    }
                     for (; p < pend; p++) {
                         if (stype == 3u) {
                             uint32_t at = p * 4u;

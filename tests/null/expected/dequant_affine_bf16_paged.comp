@@ -238,6 +238,25 @@ void main() {
                 uint gb = 1u << (kshift - 3u);
                 uint pend = p + nblk;
                 if (bits == 4u) {
+                    if (stype == 1u && zmode == 0u) {
+                        uint nq = pend - p;
+                        uint bat = doff + (i >> 3u) * bits;
+                        if ((zmode != 0u || built == 0u) && bits != 8u) {
+                            for (uint c = 0u; c < (1u << bits); c++) {
+                                {
+                                    uint code = c;
+                                    uint k = c;
+                                    // Branch-free sign extension: random signs would mispredict a branch.
+                                    int q = int(code << sx) >> sx;
+                                    store_tf(k, float(int(uint(q) - uint(z))));
+                                }
+                            }
+                            built = 1u;
+                        }
+                        for (uint hg_q = 0u; hg_q < nq; hg_q++) { uint hg_w4 = (p + hg_q) * 2u; uint hg_e = load_scales(hg_w4) | (load_scales(hg_w4 + 1u) << 8u); if ((hg_e & 0x7c00u) == 0x7c00u || (hg_e & 0x7fffu) == 0u) store_err(0u, 1u); float hg_s = hg_f16_to_f32(hg_e); uint hg_qa = bat + 4u * gb * hg_q; uint hg_qk = (i + shift) + 8u * gb * hg_q; for (uint hg_j = 0u; hg_j < gb; hg_j++) { uint hg_at = hg_qa + 4u * hg_j; uint hg_k = hg_qk + 8u * hg_j; float t0 = load_tf(load_data(hg_at) & 15u); store_dst(hg_k, hg_f32_to_bf16((floatBitsToUint(t0) & 0x7fffffffu) > 0x7f800000u ? t0 : hg_s * t0)); float t1 = load_tf((load_data(hg_at) >> 4u) & 15u); store_dst(hg_k + 1u, hg_f32_to_bf16((floatBitsToUint(t1) & 0x7fffffffu) > 0x7f800000u ? t1 : hg_s * t1)); float t2 = load_tf(load_data(hg_at + 1u) & 15u); store_dst(hg_k + 2u, hg_f32_to_bf16((floatBitsToUint(t2) & 0x7fffffffu) > 0x7f800000u ? t2 : hg_s * t2)); float t3 = load_tf((load_data(hg_at + 1u) >> 4u) & 15u); store_dst(hg_k + 3u, hg_f32_to_bf16((floatBitsToUint(t3) & 0x7fffffffu) > 0x7f800000u ? t3 : hg_s * t3)); float t4 = load_tf(load_data(hg_at + 2u) & 15u); store_dst(hg_k + 4u, hg_f32_to_bf16((floatBitsToUint(t4) & 0x7fffffffu) > 0x7f800000u ? t4 : hg_s * t4)); float t5 = load_tf((load_data(hg_at + 2u) >> 4u) & 15u); store_dst(hg_k + 5u, hg_f32_to_bf16((floatBitsToUint(t5) & 0x7fffffffu) > 0x7f800000u ? t5 : hg_s * t5)); float t6 = load_tf(load_data(hg_at + 3u) & 15u); store_dst(hg_k + 6u, hg_f32_to_bf16((floatBitsToUint(t6) & 0x7fffffffu) > 0x7f800000u ? t6 : hg_s * t6)); float t7 = load_tf((load_data(hg_at + 3u) >> 4u) & 15u); store_dst(hg_k + 7u, hg_f32_to_bf16((floatBitsToUint(t7) & 0x7fffffffu) > 0x7f800000u ? t7 : hg_s * t7)); } }
+                        i = i + 8u * gb * nq;
+                        p = pend;
+                    }
                     for (; p < pend; p++) {
                         if (stype == 3u) {
                             uint at = p * 4u;

@@ -333,6 +333,53 @@ fn hg_main(hg_id: vec3<u32>) {
                 var gb: u32 = 1u << (kshift - 3u);
                 var pend: u32 = p + nblk;
                 if (bits == 4u) {
+                    if ((stype == 1u) && (zmode == 0u)) {
+                        var nq: u32 = pend - p;
+                        var bat: u32 = doff + ((i >> 3u) * bits);
+                        if (((zmode != 0u) || (built == 0u)) && (bits != 8u)) {
+                            for (var c: u32 = 0u; c < (1u << bits); c++) {
+                                {
+                                    var code: u32 = c;
+                                    var k: u32 = c;
+                                    var q: i32 = i32(code << sx) >> sx;
+                                    store_tf(k, f32(i32(u32(q) - u32(z))));
+                                }
+                            }
+                            built = 1u;
+                        }
+                        for (var hg_q: u32 = 0u; hg_q < nq; hg_q++) {
+                            var hg_w4: u32 = (p + hg_q) * 2u;
+                            var hg_e: u32 = load_scales(hg_w4) | (load_scales(hg_w4 + 1u) << 8u);
+                            if (((hg_e & 0x7c00u) == 0x7c00u) || ((hg_e & 0x7fffu) == 0u)) {
+                                store_err(0u, 1u);
+                            }
+                            var hg_s: f32 = hg_f16_to_f32(hg_e);
+                            var hg_qa: u32 = bat + ((4u * gb) * hg_q);
+                            var hg_qk: u32 = i + ((8u * gb) * hg_q);
+                            for (var hg_j: u32 = 0u; hg_j < gb; hg_j++) {
+                                var hg_at: u32 = hg_qa + (4u * hg_j);
+                                var hg_k: u32 = hg_qk + (8u * hg_j);
+                                var t0: f32 = load_tf(load_data(hg_at) & 15u);
+                                store_dst(hg_k, f32(select(hg_s * t0, t0, ((bitcast<u32>(t0)) & 0x7fffffffu) > 0x7f800000u)));
+                                var t1: f32 = load_tf((load_data(hg_at) >> 4u) & 15u);
+                                store_dst(hg_k + 1u, f32(select(hg_s * t1, t1, ((bitcast<u32>(t1)) & 0x7fffffffu) > 0x7f800000u)));
+                                var t2: f32 = load_tf(load_data(hg_at + 1u) & 15u);
+                                store_dst(hg_k + 2u, f32(select(hg_s * t2, t2, ((bitcast<u32>(t2)) & 0x7fffffffu) > 0x7f800000u)));
+                                var t3: f32 = load_tf((load_data(hg_at + 1u) >> 4u) & 15u);
+                                store_dst(hg_k + 3u, f32(select(hg_s * t3, t3, ((bitcast<u32>(t3)) & 0x7fffffffu) > 0x7f800000u)));
+                                var t4: f32 = load_tf(load_data(hg_at + 2u) & 15u);
+                                store_dst(hg_k + 4u, f32(select(hg_s * t4, t4, ((bitcast<u32>(t4)) & 0x7fffffffu) > 0x7f800000u)));
+                                var t5: f32 = load_tf((load_data(hg_at + 2u) >> 4u) & 15u);
+                                store_dst(hg_k + 5u, f32(select(hg_s * t5, t5, ((bitcast<u32>(t5)) & 0x7fffffffu) > 0x7f800000u)));
+                                var t6: f32 = load_tf(load_data(hg_at + 3u) & 15u);
+                                store_dst(hg_k + 6u, f32(select(hg_s * t6, t6, ((bitcast<u32>(t6)) & 0x7fffffffu) > 0x7f800000u)));
+                                var t7: f32 = load_tf((load_data(hg_at + 3u) >> 4u) & 15u);
+                                store_dst(hg_k + 7u, f32(select(hg_s * t7, t7, ((bitcast<u32>(t7)) & 0x7fffffffu) > 0x7f800000u)));
+                            }
+                        }
+                        i = i + ((8u * gb) * nq);
+                        p = pend;
+                    }
                     for (; p < pend; p++) {
                         if (stype == 3u) {
                             var at: u32 = p * 4u;
