@@ -20,6 +20,7 @@ from hurray_gpu.dialect.render import (
     BLOCK16_CALL,
     COPY8_CALL,
     COPY16_CALL,
+    HFAFFINE8_CALL,
     MXSCALE8_CALL,
     SCALE8_CALL,
     SCALE8_CONV,
@@ -738,7 +739,7 @@ class HostCRenderer(CStyleRenderer):
                       "    __atomic_compare_exchange_n(p, &e, v, 0, __ATOMIC_SEQ_CST,\n"
                       "                                __ATOMIC_SEQ_CST);\n    return e;\n}",
         **{f"{op}_{t}": _SCALE8_HELPERS for op in ("SCALE8", "MXSCALE8", "NFSCALE8", "HFSCALE8",
-                                                    "AFFINE8") for t in SCALE8_CONV},
+                                                    "AFFINE8", "HFAFFINE8") for t in SCALE8_CONV},
         "TRANSPOSE8": T8_HELPER, "ZORDER8": Z8_HELPER, "TRANSPOSE16": T16_HELPER,
         "ZORDER16": Z16_HELPER, "COPY16": C16_HELPER}
     atomic_map: ClassVar[dict[str, str]] = {
@@ -791,7 +792,19 @@ class HostCRenderer(CStyleRenderer):
                     f"{'hg_s8_c' if tab in types else 'NULL'}, {nf})) "
                     f"STORE({err}, 0u, 1u);\n#else\n{expand_scale8(m[0])}\n#endif\n")
 
-        return AFFINE8_CALL.sub(affine, SCALE8_CALL.sub(scaled, MXSCALE8_CALL.sub(mx, kernel.body)))
+        def hfa(m: re.Match[str]) -> str:
+            conv, dst, k, data, at, sx, z, scales, p, total, g, nblk, err = m.groups()
+            store = _SCALE8_STORES.get((types.get(dst, ""), conv))
+            isa = "defined(__AVX2__)" + (" && defined(__F16C__)" if conv == "F16" else "")
+            if store is None or types.get(data) != "u8" or types.get(scales) != "u8":
+                return expand_scale8(m[0])
+            size = "4u" if conv == "F32" else "2u"
+            return (f"\n#if {isa}\nif (hg_hfa_run({dst} + ({k}), {data} + ({at}), {sx}, {z}, "
+                    f"{scales} + ({p}) * 2u, {g}, {nblk}, hg_big({total}, {size}), {store})) "
+                    f"STORE({err}, 0u, 1u);\n#else\n{expand_scale8(m[0])}\n#endif\n")
+
+        text = MXSCALE8_CALL.sub(mx, HFAFFINE8_CALL.sub(hfa, kernel.body))
+        return AFFINE8_CALL.sub(affine, SCALE8_CALL.sub(scaled, text))
 
     def block8(self, kernel: KernelDef, text: str) -> str:
         types = {p.name: p.dtype for p in kernel.buffers}

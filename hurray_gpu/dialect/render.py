@@ -14,8 +14,8 @@ from hurray_gpu.dialect.helpers import HELPERS, helpers_for
 from hurray_gpu.dialect.kernel import KernelDef, Param
 from hurray_gpu.errors import UnsupportedOpError
 
-__all__ = ["AFFINE8_CALL", "MXSCALE8_CALL", "RENDER_VERSION", "SCALE8_CALL", "SCALE8_CONV",
-           "BLOCK8_CALL",
+__all__ = ["AFFINE8_CALL", "HFAFFINE8_CALL", "MXSCALE8_CALL", "RENDER_VERSION", "SCALE8_CALL",
+           "SCALE8_CONV", "BLOCK8_CALL",
            "COPY8_CALL", "COPY16_CALL", "BLOCK16_CALL", "CStyleRenderer",
            "expand_scale8", "expand_block8", "lint_body", "value_type"]
 
@@ -92,6 +92,14 @@ MXSCALE8_CALL = re.compile(r"\b(MX|NF|HF)SCALE8_(F32|BF16|F16)\(\s*(\w+)\s*,\s*(
 AFFINE8_CALL = re.compile(r"\bAFFINE8_(F32|BF16|F16)\(\s*(\w+)\s*,\s*([\w +*]+?)\s*,\s*(\w+)\s*,"
                           r"\s*([\w +*]+?)\s*,\s*(\w+)\s*,\s*(\w+)\s*,\s*(\w+)\s*,\s*(\w+)\s*,"
                           r"\s*(\w+)\s*\)\s*;")
+# HFAFFINE8_<T>(dst, k, data, at, sx, z, scales, p, total, g, nblk, err);  AFFINE8's run of
+# whole blocks under f16 scales (Q8_0): for q = 0..nblk-1, h = the f16 at byte 2*(p + q) of
+# scales (reported as HFSCALE8 reports it), then AFFINE8_<T>(dst, k + 8*g*q, data,
+# at + 8*g*q, sx, z, F16_BITS_TO_F32(h), total, g). Host C keeps the blocks in one vector loop;
+# the other dialects run the loop of AFFINE8 statements.
+HFAFFINE8_CALL = re.compile(r"\bHFAFFINE8_(F32|BF16|F16)\(\s*(\w+)\s*,\s*([\w +*]+?)\s*,"
+                            r"\s*(\w+)\s*,\s*(\w+)\s*,\s*(\w+)\s*,\s*(\w+)\s*,\s*(\w+)\s*,"
+                            r"\s*(\w+)\s*,\s*(\w+)\s*,\s*(\w+)\s*,\s*(\w+)\s*,\s*(\w+)\s*\)\s*;")
 _TYPES = re.compile(r"\b(u32|i32|f32|f64|bool)\b")
 # -- TRANSPOSE8 and ZORDER8 (8 x 8 word blocks of the layout kernels; apart from SCALE8) -------
 # TRANSPOSE8(dst, di, dn, src, si, sn);  for j, k = 0..7: STORE(dst, di + j * dn + k,
@@ -153,7 +161,8 @@ def lint_body(kernel: KernelDef) -> None:
                                               "ZORDER16", "COPY16",
                                               *(f"{op}SCALE8_{t}" for t in SCALE8_CONV
                                                 for op in ("", "MX", "NF", "HF")),
-                                              *(f"AFFINE8_{t}" for t in SCALE8_CONV)}
+                                              *(f"{op}AFFINE8_{t}" for t in SCALE8_CONV
+                                                for op in ("", "HF"))}
     unknown = sorted({n for n in _CALL.findall(text) if n not in known})
     if unknown:
         raise UnsupportedOpError(f"kernel {kernel.name}: unknown intrinsics {unknown}",
@@ -176,6 +185,10 @@ def lint_body(kernel: KernelDef) -> None:
                                  "not <OP>_<T>(buffer, index, table, data, byte, 4|6|8, scales, "
                                  "block, hint, groups, blocks, err);", fix="pass names, an index "
                                  "sum and a literal code width 4, 6 or 8.")
+    if len(re.findall(r"\bHFAFFINE8_\w*\(", text)) != len(HFAFFINE8_CALL.findall(text)):
+        raise UnsupportedOpError(f"kernel {kernel.name}: an HFAFFINE8_<F32|BF16|F16> is not "
+                                 "HFAFFINE8_<T>(buffer, index, data, byte, sx, z, scales, block, "
+                                 "hint, groups, blocks, err);", fix="pass names and an index sum.")
     if len(re.findall(r"\bAFFINE8_\w*\(", text)) != len(AFFINE8_CALL.findall(text)):
         raise UnsupportedOpError(f"kernel {kernel.name}: an AFFINE8_<F32|BF16|F16> is not "
                                  "AFFINE8_<T>(buffer, index, data, index, sx, z, s, hint, "
@@ -211,8 +224,8 @@ def lint_body(kernel: KernelDef) -> None:
 
 
 def expand_scale8(text: str) -> str:
-    """``text`` with every SCALE8_<T>, MXSCALE8_<T> and AFFINE8_<T> statement written out as
-    loops of their STOREs."""
+    """``text`` with every SCALE8_<T>, MX/NF/HFSCALE8_<T>, AFFINE8_<T> and HFAFFINE8_<T>
+    statement written out as loops of their STOREs."""
     def affine(m: re.Match[str]) -> str:
         to, dst, k, data, at, sx, z, s, _, groups = m.groups()
         stores = " ".join(
@@ -236,7 +249,23 @@ def expand_scale8(text: str) -> str:
         return (f"for (u32 hg_j = 0u; hg_j < {groups}; hg_j++) {{ u32 hg_at = {at} + {bits}u * "
                 f"hg_j; u32 hg_k = {k} + 8u * hg_j; " + " ".join(lines) + " }")
 
-    return AFFINE8_CALL.sub(affine, SCALE8_CALL.sub(scaled, MXSCALE8_CALL.sub(expand_mx, text)))
+    text = MXSCALE8_CALL.sub(expand_mx, HFAFFINE8_CALL.sub(expand_hfa, text))
+    return AFFINE8_CALL.sub(affine, SCALE8_CALL.sub(scaled, text))
+
+
+def _f16_scale(scales: str, p: str, err: str) -> str:
+    """Subset text reading block hg_q's f16 scale into hg_s (reported when not finite or 0)."""
+    return (f"u32 hg_w4 = ({p} + hg_q) * 2u; u32 hg_e = LOAD({scales}, hg_w4) | "
+            f"(LOAD({scales}, hg_w4 + 1u) << 8u); if ((hg_e & 0x7c00u) == 0x7c00u || "
+            f"(hg_e & 0x7fffu) == 0u) STORE({err}, 0u, 1u); f32 hg_s = F16_BITS_TO_F32(hg_e);")
+
+
+def expand_hfa(m: re.Match[str]) -> str:
+    """One HFAFFINE8_<T> statement as its loop of AFFINE8_<T> statements."""
+    to, dst, k, data, at, sx, z, scales, p, total, g, nblk, err = m.groups()
+    return (f"for (u32 hg_q = 0u; hg_q < {nblk}; hg_q++) {{ {_f16_scale(scales, p, err)} "
+            f"u32 hg_qa = {at} + 8u * {g} * hg_q; u32 hg_qk = ({k}) + 8u * {g} * hg_q; "
+            f"AFFINE8_{to}({dst}, hg_qk, {data}, hg_qa, {sx}, {z}, hg_s, {total}, {g}); }}")
 
 
 def expand_mx(m: re.Match[str]) -> str:
@@ -251,9 +280,7 @@ def expand_mx(m: re.Match[str]) -> str:
                  f"== 0x7f800000u || hg_e > 0x80000000u) STORE({err}, 0u, 1u); "
                  "f32 hg_s = AS_F32(hg_e);")
     else:
-        scale = (f"u32 hg_w4 = ({p} + hg_q) * 2u; u32 hg_e = LOAD({scales}, hg_w4) | "
-                 f"(LOAD({scales}, hg_w4 + 1u) << 8u); if ((hg_e & 0x7c00u) == 0x7c00u || "
-                 f"(hg_e & 0x7fffu) == 0u) STORE({err}, 0u, 1u); f32 hg_s = F16_BITS_TO_F32(hg_e);")
+        scale = _f16_scale(scales, p, err)
     return (f"for (u32 hg_q = 0u; hg_q < {nblk}; hg_q++) {{ {scale} "
             f"u32 hg_qa = {at} + {bits}u * {g} * hg_q; u32 hg_qk = ({k}) + 8u * {g} * hg_q; "
             f"SCALE8_{to}({dst}, hg_qk, {tab}, {data}, hg_qa, {bits}, hg_s, {total}, {g}); }}")

@@ -425,9 +425,13 @@ def _hoisted(element: Element, variant: Variant, kind: str, lookup: Piece) -> Pi
                 f"data, {at}, {b}, s, n, {groups});" for b in (4, 6, 8)}
 
     def mx(b: int) -> Piece | str:
-        if not element.blocks or b not in s8_bits or run8 and b == 8:
+        if not element.blocks or b not in s8_bits:
             return ""
         cond, scale = element.blocks
+        if run8 and b == 8:  # AFFINE8's blocks (Q8_0): f16 scales only
+            return "" if scale != "HF" else _MX_BLOCKS.fill(
+                cond=cond, build="", call=f"HFAFFINE8_{kind.upper()}(dst, {variant.dst_k}, data, "
+                f"bat, {element.affine8.split(',')[0]}, z, scales, p, n, gb, nq, err);")
         return _MX_BLOCKS.fill(cond=cond, build=build, call=f"{scale}SCALE8_{kind.upper()}("
                                f"dst, {variant.dst_k}, {element.table or 'tf'}, data, bat, {b}, "
                                "scales, p, n, gb, nq, err);")

@@ -129,9 +129,16 @@ def test_mxscale8_lint_and_expansion() -> None:
     lint_body(kernel(decl + good))
     assert "LOAD(sc, p + hg_q)" in expand_scale8(good)
     for bad in ("MXSCALE8_BF16(dst, 0u, tab, data, b, 7, sc, p, n, n, n, err);",
-                "MXSCALE8_BF16(dst, 0u, tab, data, b, 8, sc, p, n, n, err);"):
-        with pytest.raises(Exception, match="MXSCALE8"):
+                "NFSCALE8_BF16(dst, 0u, tab, data, b, 8, sc, p, n, n, err);"):
+        with pytest.raises(Exception, match="HFSCALE8_<F32"):
             lint_body(kernel(decl + bad))
+    with pytest.raises(Exception, match="HFAFFINE8_<F32"):
+        lint_body(kernel(decl + "HFAFFINE8_BF16(dst, 0u, data, b, n, n, sc, p, n, n, err);"))
+    hfa = "HFAFFINE8_BF16(dst, 0u, data, b, n, n, sc, p, n, n, n, err);"
+    lint_body(kernel(decl + hfa))
+    text = expand_scale8(hfa)  # per block: the f16 scale read and checked, then AFFINE8's stores
+    assert "LOAD(sc, hg_w4 + 1u)" in text and "F16_BITS_TO_F32(hg_e)" in text
+    assert "STORE(err, 0u, 1u)" in text and text.count("STORE(dst, hg_k") == 8
     with pytest.raises(Exception, match="STORE of 'err'"):
         lint_body(kernel(decl + good, err="r"))
 
@@ -362,11 +369,12 @@ def test_q4_0_every_f16_scale(kernel_device: Device) -> None:
         assert np.array_equal(_bits(dequantize(t, out, device=kernel_device)), want), out
 
 
-def test_q8_0_every_f16_scale(kernel_device: Device) -> None:
-    """Q8_0 (int8, f16 scale per 32) with every finite nonzero f16 scale, both signs, and all
-    256 codes at each: products round to every f16 result, overflow to infinity and fall into
-    f16 subnormals (host C: the byte loop with its vectorised F16C conversion); also through
-    work items of 37 elements (runs cut anywhere), and the f32 and bf16 outputs."""
+@pytest.mark.parametrize("storage", ["int8", "uint8"])
+def test_q8_0_every_f16_scale(kernel_device: Device, storage: str) -> None:
+    """Q8_0 (int8, f16 scale per 32; and uint8 codes) with every finite nonzero f16 scale, both
+    signs, and all 256 codes at each: products round to every f16 result, overflow to infinity
+    and fall into f16 subnormals (host C: runs of whole blocks in one HFAFFINE8 statement); also
+    through work items of 37 elements (runs cut anywhere), and the f32 and bf16 outputs."""
     halves = np.arange(1 << 16, dtype=np.uint32)
     ok = ((halves & 0x7C00) != 0x7C00) & ((halves & 0x7FFF) != 0)
     scales = halves[ok].astype(np.uint16)
@@ -374,7 +382,7 @@ def test_q8_0_every_f16_scale(kernel_device: Device) -> None:
     rows, cols = scales.size * 32 // 1024, 1024
     codes = np.tile(np.arange(256, dtype=np.uint8), scales.size // 8)
     codes = _rng("q8_0 f16 scales").permutation(codes.reshape(-1, 32)).reshape(-1)
-    desc = TensorDescriptor(by_name("int8"), (rows, cols), RowMajor(),
+    desc = TensorDescriptor(by_name(storage), (rows, cols), RowMajor(),
                             (BufferHandle(codes.nbytes, 64), BufferHandle(scales.nbytes, 64)),
                             quantization=PerBlockAffine(1, 32, 1, None, SCALE_TYPE_TAGS["float16"]))
     t = assemble(desc, [codes, scales.view(np.uint8)])

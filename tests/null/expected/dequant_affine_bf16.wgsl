@@ -455,6 +455,34 @@ fn hg_main(hg_id: vec3<u32>) {
                         i = i + (8u * gb);
                     }
                 } else if (bits == 8u) {
+                    if ((stype == 1u) && (zmode == 0u)) {
+                        var nq: u32 = pend - p;
+                        var bat: u32 = doff + ((i >> 3u) * bits);
+                        for (var hg_q: u32 = 0u; hg_q < nq; hg_q++) {
+                            var hg_w4: u32 = (p + hg_q) * 2u;
+                            var hg_e: u32 = load_scales(hg_w4) | (load_scales(hg_w4 + 1u) << 8u);
+                            if (((hg_e & 0x7c00u) == 0x7c00u) || ((hg_e & 0x7fffu) == 0u)) {
+                                store_err(0u, 1u);
+                            }
+                            var hg_s: f32 = hg_f16_to_f32(hg_e);
+                            var hg_qa: u32 = bat + ((8u * gb) * hg_q);
+                            var hg_qk: u32 = i + ((8u * gb) * hg_q);
+                            for (var hg_j: u32 = 0u; hg_j < gb; hg_j++) {
+                                var hg_at: u32 = hg_qa + (8u * hg_j);
+                                var hg_k: u32 = hg_qk + (8u * hg_j);
+                                store_dst(hg_k + 0u, hg_f32_to_bf16(hg_s * f32(i32(u32(i32(load_data(hg_at + 0u) << sx) >> sx) - u32(z)))));
+                                store_dst(hg_k + 1u, hg_f32_to_bf16(hg_s * f32(i32(u32(i32(load_data(hg_at + 1u) << sx) >> sx) - u32(z)))));
+                                store_dst(hg_k + 2u, hg_f32_to_bf16(hg_s * f32(i32(u32(i32(load_data(hg_at + 2u) << sx) >> sx) - u32(z)))));
+                                store_dst(hg_k + 3u, hg_f32_to_bf16(hg_s * f32(i32(u32(i32(load_data(hg_at + 3u) << sx) >> sx) - u32(z)))));
+                                store_dst(hg_k + 4u, hg_f32_to_bf16(hg_s * f32(i32(u32(i32(load_data(hg_at + 4u) << sx) >> sx) - u32(z)))));
+                                store_dst(hg_k + 5u, hg_f32_to_bf16(hg_s * f32(i32(u32(i32(load_data(hg_at + 5u) << sx) >> sx) - u32(z)))));
+                                store_dst(hg_k + 6u, hg_f32_to_bf16(hg_s * f32(i32(u32(i32(load_data(hg_at + 6u) << sx) >> sx) - u32(z)))));
+                                store_dst(hg_k + 7u, hg_f32_to_bf16(hg_s * f32(i32(u32(i32(load_data(hg_at + 7u) << sx) >> sx) - u32(z)))));
+                            }
+                        }
+                        i = i + ((8u * gb) * nq);
+                        p = pend;
+                    }
                     for (; p < pend; p++) {
                         if (stype == 3u) {
                             var at: u32 = p * 4u;

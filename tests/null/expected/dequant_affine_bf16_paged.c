@@ -714,6 +714,72 @@ static inline __attribute__((always_inline)) int hg_mx_run(
     }
     return bad;
 }
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
+// 32 8-bit affine codes (AFFINE8's arithmetic) from q to o: float, bf16 (AVX512-BF16's
+// conversion where the CPU has it: every product of a valid f16 scale is normal, see
+// hg_a8_run; else the portable helper's rounding add) or f16 (F16C: the scale is finite).
+static inline __attribute__((always_inline)) void hg_a8z_block(
+        void *restrict o, const uint8_t *restrict q, uint32_t sx, __m512i vz, __m512 vs, int big,
+        int conv) {
+    __m128i c0 = _mm_loadu_si128((const __m128i *)(const void *)q);
+    __m128i c1 = _mm_loadu_si128((const __m128i *)(const void *)(q + 16));
+    __m512i i0 = sx ? _mm512_cvtepi8_epi32(c0) : _mm512_cvtepu8_epi32(c0);
+    __m512i i1 = sx ? _mm512_cvtepi8_epi32(c1) : _mm512_cvtepu8_epi32(c1);
+    __m512 a = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(i0, vz)), vs);
+    __m512 b = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(i1, vz)), vs);
+    __m512i u = _mm512_castps_si512(a), v = _mm512_castps_si512(b);
+    if (conv == 2) {
+        u = _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtps_ph(
+            a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)), _mm512_cvtps_ph(
+            b, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), 1);
+    } else if (conv == 1) {
+#if defined(__AVX512BF16__)
+        u = (__m512i)_mm512_cvtne2ps_pbh(b, a);
+#else
+        __m512i r = _mm512_set1_epi32(0x7fff), one = _mm512_set1_epi32(1);
+        u = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(u, r), _mm512_and_si512(
+            _mm512_srli_epi32(u, 16), one)), 16);
+        v = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(v, r), _mm512_and_si512(
+            _mm512_srli_epi32(v, 16), one)), 16);
+        u = _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtepi32_epi16(u)),
+                               _mm512_cvtepi32_epi16(v), 1);
+#endif
+    }
+    if (big && ((uintptr_t)o & 63u) == 0u) {
+        _mm512_stream_si512((__m512i *)o, u);
+        if (conv == 0) _mm512_stream_si512((__m512i *)((char *)o + 64), v);
+    } else {
+        _mm512_storeu_si512(o, u);
+        if (conv == 0) _mm512_storeu_si512((char *)o + 64, v);
+    }
+}
+#endif
+// HFAFFINE8: AFFINE8 per block under its f16 scale, the blocks in one loop (AVX-512: a
+// 32-code block per step where the scale is valid; any other block is one hg_a8_run).
+static inline __attribute__((always_inline)) int hg_hfa_run(
+        void *restrict d, const uint8_t *restrict p, uint32_t sx, int32_t z,
+        const uint8_t *restrict sc, uint32_t g, uint32_t nblk, int big, int conv) {
+    int bad = 0;
+    size_t ob = (size_t)(conv ? 16u : 32u) * g, ib = 8u * (size_t)g;
+    for (uint32_t q = 0; q < nblk; q++) {
+        float s;
+        int no = hg_blk_scale(sc, q, 2, &s);
+        bad |= no;
+        if ((q & 31u) == 0u) _mm_prefetch((const char *)(p + ib * q) + 2048, _MM_HINT_T0);
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
+        if (!no && (g & 3u) == 0u) {
+            __m512i vz = _mm512_set1_epi32(z);
+            __m512 vs = _mm512_set1_ps(s);
+            for (uint32_t j = 0; j < g; j += 4u)
+                hg_a8z_block((char *)d + ob * q + (conv ? 16u : 32u) * j, p + ib * q + 8u * j,
+                             sx, vz, vs, big, conv);
+            continue;
+        }
+#endif
+        hg_a8_run((char *)d + ob * q, p + ib * q, sx, z, s, g, big, conv);
+    }
+    return bad;
+}
 #endif
 
 #define store_dst(hg_i, hg_v) (dst[(hg_i)] = (uint16_t)((hg_v)))
@@ -991,6 +1057,19 @@ static inline void dequant_affine_bf16_paged_item(uint32_t hg_gid0, uint32_t hg_
                     }
                 } else {
                     if (bits == 8u) {
+                        if (stype == 1u && zmode == 0u) {
+                            uint32_t nq = pend - p;
+                            uint32_t bat = doff + (i >> 3u) * bits;
+
+    #if defined(__AVX2__)
+    if (hg_hfa_run(dst + (i + shift), data + (bat), sx, z, scales + (p) * 2u, gb, nq, hg_big(n, 2u), 1)) store_err(0u, 1u);
+    #else
+    for (uint32_t hg_q = 0u; hg_q < nq; hg_q++) { uint32_t hg_w4 = (p + hg_q) * 2u; uint32_t hg_e = load_scales(hg_w4) | (load_scales(hg_w4 + 1u) << 8u); if ((hg_e & 0x7c00u) == 0x7c00u || (hg_e & 0x7fffu) == 0u) store_err(0u, 1u); float hg_s = hg_f16_to_f32(hg_e); uint32_t hg_qa = bat + 8u * gb * hg_q; uint32_t hg_qk = (i + shift) + 8u * gb * hg_q; for (uint32_t hg_j = 0u; hg_j < gb; hg_j++) { uint32_t hg_at = hg_qa + 8u * hg_j; uint32_t hg_k = hg_qk + 8u * hg_j; store_dst(hg_k + 0u, hg_f32_to_bf16(hg_s * (float)((int32_t)((uint32_t)((int32_t)(load_data(hg_at + 0u) << sx) >> sx) - (uint32_t)(z))))); store_dst(hg_k + 1u, hg_f32_to_bf16(hg_s * (float)((int32_t)((uint32_t)((int32_t)(load_data(hg_at + 1u) << sx) >> sx) - (uint32_t)(z))))); store_dst(hg_k + 2u, hg_f32_to_bf16(hg_s * (float)((int32_t)((uint32_t)((int32_t)(load_data(hg_at + 2u) << sx) >> sx) - (uint32_t)(z))))); store_dst(hg_k + 3u, hg_f32_to_bf16(hg_s * (float)((int32_t)((uint32_t)((int32_t)(load_data(hg_at + 3u) << sx) >> sx) - (uint32_t)(z))))); store_dst(hg_k + 4u, hg_f32_to_bf16(hg_s * (float)((int32_t)((uint32_t)((int32_t)(load_data(hg_at + 4u) << sx) >> sx) - (uint32_t)(z))))); store_dst(hg_k + 5u, hg_f32_to_bf16(hg_s * (float)((int32_t)((uint32_t)((int32_t)(load_data(hg_at + 5u) << sx) >> sx) - (uint32_t)(z))))); store_dst(hg_k + 6u, hg_f32_to_bf16(hg_s * (float)((int32_t)((uint32_t)((int32_t)(load_data(hg_at + 6u) << sx) >> sx) - (uint32_t)(z))))); store_dst(hg_k + 7u, hg_f32_to_bf16(hg_s * (float)((int32_t)((uint32_t)((int32_t)(load_data(hg_at + 7u) << sx) >> sx) - (uint32_t)(z))))); } }
+    #endif
+
+                            i = i + 8u * gb * nq;
+                            p = pend;
+                        }
                         for (; p < pend; p++) {
                             if (stype == 3u) {
                                 uint32_t at = p * 4u;

@@ -281,6 +281,13 @@ extern "C" __global__ void __launch_bounds__(64) dequant_affine_f16_paged(unsign
                     }
                 } else {
                     if (bits == 8u) {
+                        if (stype == 1u && zmode == 0u) {
+                            unsigned int nq = pend - p;
+                            unsigned int bat = doff + (i >> 3u) * bits;
+                            for (unsigned int hg_q = 0u; hg_q < nq; hg_q++) { unsigned int hg_w4 = (p + hg_q) * 2u; unsigned int hg_e = load_scales(hg_w4) | (load_scales(hg_w4 + 1u) << 8u); if ((hg_e & 0x7c00u) == 0x7c00u || (hg_e & 0x7fffu) == 0u) store_err(0u, 1u); float hg_s = hg_f16_to_f32(hg_e); unsigned int hg_qa = bat + 8u * gb * hg_q; unsigned int hg_qk = (i + shift) + 8u * gb * hg_q; for (unsigned int hg_j = 0u; hg_j < gb; hg_j++) { unsigned int hg_at = hg_qa + 8u * hg_j; unsigned int hg_k = hg_qk + 8u * hg_j; store_dst(hg_k + 0u, hg_f32_to_f16(hg_s * (float)((int)((unsigned int)((int)(load_data(hg_at + 0u) << sx) >> sx) - (unsigned int)(z))))); store_dst(hg_k + 1u, hg_f32_to_f16(hg_s * (float)((int)((unsigned int)((int)(load_data(hg_at + 1u) << sx) >> sx) - (unsigned int)(z))))); store_dst(hg_k + 2u, hg_f32_to_f16(hg_s * (float)((int)((unsigned int)((int)(load_data(hg_at + 2u) << sx) >> sx) - (unsigned int)(z))))); store_dst(hg_k + 3u, hg_f32_to_f16(hg_s * (float)((int)((unsigned int)((int)(load_data(hg_at + 3u) << sx) >> sx) - (unsigned int)(z))))); store_dst(hg_k + 4u, hg_f32_to_f16(hg_s * (float)((int)((unsigned int)((int)(load_data(hg_at + 4u) << sx) >> sx) - (unsigned int)(z))))); store_dst(hg_k + 5u, hg_f32_to_f16(hg_s * (float)((int)((unsigned int)((int)(load_data(hg_at + 5u) << sx) >> sx) - (unsigned int)(z))))); store_dst(hg_k + 6u, hg_f32_to_f16(hg_s * (float)((int)((unsigned int)((int)(load_data(hg_at + 6u) << sx) >> sx) - (unsigned int)(z))))); store_dst(hg_k + 7u, hg_f32_to_f16(hg_s * (float)((int)((unsigned int)((int)(load_data(hg_at + 7u) << sx) >> sx) - (unsigned int)(z))))); } }
+                            i = i + 8u * gb * nq;
+                            p = pend;
+                        }
                         for (; p < pend; p++) {
                             if (stype == 3u) {
                                 unsigned int at = p * 4u;

@@ -295,6 +295,13 @@ void main() {
                     }
                 } else {
                     if (bits == 8u) {
+                        if (stype == 1u && zmode == 0u) {
+                            uint nq = pend - p;
+                            uint bat = doff + (i >> 3u) * bits;
+                            for (uint hg_q = 0u; hg_q < nq; hg_q++) { uint hg_w4 = (p + hg_q) * 2u; uint hg_e = load_scales(hg_w4) | (load_scales(hg_w4 + 1u) << 8u); if ((hg_e & 0x7c00u) == 0x7c00u || (hg_e & 0x7fffu) == 0u) store_err(0u, 1u); float hg_s = hg_f16_to_f32(hg_e); uint hg_qa = bat + 8u * gb * hg_q; uint hg_qk = (i + shift) + 8u * gb * hg_q; for (uint hg_j = 0u; hg_j < gb; hg_j++) { uint hg_at = hg_qa + 8u * hg_j; uint hg_k = hg_qk + 8u * hg_j; store_dst(hg_k + 0u, float(hg_s * float(int(uint(int(load_data(hg_at + 0u) << sx) >> sx) - uint(z))))); store_dst(hg_k + 1u, float(hg_s * float(int(uint(int(load_data(hg_at + 1u) << sx) >> sx) - uint(z))))); store_dst(hg_k + 2u, float(hg_s * float(int(uint(int(load_data(hg_at + 2u) << sx) >> sx) - uint(z))))); store_dst(hg_k + 3u, float(hg_s * float(int(uint(int(load_data(hg_at + 3u) << sx) >> sx) - uint(z))))); store_dst(hg_k + 4u, float(hg_s * float(int(uint(int(load_data(hg_at + 4u) << sx) >> sx) - uint(z))))); store_dst(hg_k + 5u, float(hg_s * float(int(uint(int(load_data(hg_at + 5u) << sx) >> sx) - uint(z))))); store_dst(hg_k + 6u, float(hg_s * float(int(uint(int(load_data(hg_at + 6u) << sx) >> sx) - uint(z))))); store_dst(hg_k + 7u, float(hg_s * float(int(uint(int(load_data(hg_at + 7u) << sx) >> sx) - uint(z))))); } }
+                            i = i + 8u * gb * nq;
+                            p = pend;
+                        }
                         for (; p < pend; p++) {
                             if (stype == 3u) {
                                 uint at = p * 4u;
