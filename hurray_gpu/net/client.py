@@ -72,9 +72,10 @@ _Plan = tuple[Any, int, bytes, Any, tuple[tuple[int, int], ...], "_Answer | None
 # encoded (stream id at bytes 4-8) and the plan of the answer it had last time.
 _Repeat = tuple[bytearray, _Plan]
 # The last Tensor a get(out=) received into (held weakly), its kind, the descriptor object
-# found to fit it and the views of its buffers: the same out= again skips the checks that
-# cannot change (the views keep that one Tensor's host memory until the next get(out=)).
-_Seen = tuple["weakref.ref[Any]", tuple[Any, ...] | None, Any, list[memoryview]]
+# found to fit it and, for a small one, the views of its buffers: the same out= again skips
+# the checks that cannot change (the views keep those few KiB alive until the next out=).
+_Seen = tuple["weakref.ref[Any]", tuple[Any, ...] | None, Any, list[memoryview] | None]
+_KEEP_VIEWS = 1 << 14  # the most bytes of an out= Tensor whose views _Seen keeps
 _U32 = struct.Struct("<I")
 _DROP = 1 << 16  # the data of an answer out= cannot hold is read into this much, and dropped
 
@@ -163,7 +164,10 @@ class _Into:
                 b.allocation.freed for b in out.buffers):  # type: ignore[union-attr]
             # The same Tensor as the last get(out=): its descriptor and buffers cannot
             # have changed, so only a free since then is checked again.
-            self.tensor, self.kind, self.match, self.views = out, *seen[1:]
+            self.tensor, self.kind, self.match = out, seen[1], seen[2]
+            # (a large Tensor's views are not kept, so its memory is not held: made again)
+            self.views: list[memoryview] = seen[3] if seen[3] is not None else [
+                b.device.allocator.host_array(b.allocation).data for b in out.buffers]  # type: ignore[union-attr]
             return
         if is_tensor(out):
             buffers = out.buffers
@@ -422,7 +426,8 @@ class Client:
         if into is not None and into.tensor is not None:
             seen = self._seen
             if seen is None or seen[0]() is not into.tensor or seen[2] is not into.match:
-                self._seen = (weakref.ref(into.tensor), into.kind, into.match, into.views)
+                self._seen = (weakref.ref(into.tensor), into.kind, into.match, into.views if
+                              sum(len(v) for v in into.views) <= _KEEP_VIEWS else None)
 
     def _remember(self, plain: tuple[str, bool, str | None], request: bytearray,
                   t: Tensor) -> None:

@@ -173,3 +173,26 @@ def test_a_small_repeated_out_alternating_with_another_out(start: Start) -> None
             assert np.array_equal(client.get("s").numpy(), values), i
             _host(a.buffers[0])[:] = 0
             assert client.get("s", out=a) is a and np.array_equal(a.numpy(), values)
+
+
+def test_a_large_out_tensor_is_not_kept_alive_after_its_get(start: Start) -> None:
+    """The client remembers the last out= Tensor weakly; a large one's memory is not held
+    by what it remembers (a small one's few KiB may be)."""
+    import gc
+    import weakref
+
+    from hurray_gpu.parts import assemble
+
+    values = _values(6, (1 << 18,))  # 1 MiB
+    server, _ = start({"big": hg.from_numpy(values)})
+    with hg.connect(server.url) as client:
+        memory = aligned_empty(values.nbytes)
+        out = assemble(hg.from_numpy(values).descriptor, [hg.Buffer.wrap(memory)])
+        for _ in range(2):  # the second takes the remembered path
+            assert client.get("big", out=out) is out
+            assert np.array_equal(memory.view(np.float32), values)
+        held = weakref.ref(memory.base if memory.base is not None else memory)
+        del out, memory
+        gc.collect()
+        assert held() is None
+        assert np.array_equal(client.get("big").numpy(), values)  # still in step
