@@ -71,9 +71,11 @@ _Plan = tuple[Any, int, bytes, Any, tuple[tuple[int, int], ...], "_Answer | None
 # A plain get (host result, default layouts) by (key, allow_transcode, dtype): its request
 # encoded (stream id at bytes 4-8) and the plan of the answer it had last time.
 _Repeat = tuple[bytearray, _Plan]
-# The last Tensor a get(out=) received into (held weakly), its kind and the descriptor
-# object found to fit it: the same out= again skips the checks that cannot change.
-_Seen = tuple["weakref.ref[Any]", tuple[Any, ...] | None, Any]
+# The last Tensor a get(out=) received into (held weakly), its kind, the descriptor object
+# found to fit it and, for a small one, the views of its buffers: the same out= again skips
+# the checks that cannot change (the views keep those few KiB alive until the next out=).
+_Seen = tuple["weakref.ref[Any]", tuple[Any, ...] | None, Any, list[memoryview] | None]
+_KEEP_VIEWS = 1 << 14  # the most bytes of an out= Tensor whose views _Seen keeps
 _U32 = struct.Struct("<I")
 _DROP = 1 << 16  # the data of an answer out= cannot hold is read into this much, and dropped
 
@@ -100,7 +102,7 @@ class _Answer:
     (a run: its slice of the read-ahead buffer; data: (buffer, start, stop)), see
     Connection.recv_small. ``size`` is 0 for a larger answer."""
 
-    __slots__ = ("frames", "size", "runs", "slots")
+    __slots__ = ("frames", "size", "runs", "slots", "bound")
 
     def __init__(self, frames: FramePlan, readahead: memoryview) -> None:
         self.frames = frames
@@ -116,6 +118,19 @@ class _Answer:
                 self.slots.append(readahead[at:at + len(piece)])
                 at += len(piece)
         self.size = at if at <= len(readahead) else 0
+        self.bound: tuple[list[memoryview], list[memoryview]] | None = None  # see iov
+
+    def iov(self, views: list[memoryview], keep: bool) -> list[memoryview]:
+        """Where each piece of a small answer is received, its data into ``views``; with
+        ``keep``, kept for the same ``views`` again (a repeated get(out=): that Tensor's
+        seen views, whose few KiB it then keeps alive)."""
+        bound = self.bound
+        if bound is not None and bound[0] is views:
+            return bound[1]
+        iov = [views[p[0]][p[1]:p[2]] if isinstance(p, tuple) else p for p in self.slots]
+        if keep:
+            self.bound = (views, iov)
+        return iov
 
 
 class _OutMismatch(UnsupportedOpError):
@@ -145,16 +160,18 @@ class _Into:
         self.array: np.ndarray | None = None
         self.kind: tuple[Any, ...] | None = None
         self.match: Any = None  # the descriptor object last found to fit (see check)
+        if seen is not None and seen[0]() is out and not any(
+                b.allocation.freed for b in out.buffers):  # type: ignore[union-attr]
+            # The same Tensor as the last get(out=): its descriptor and buffers cannot
+            # have changed, so only a free since then is checked again.
+            self.tensor, self.kind, self.match = out, seen[1], seen[2]
+            # (a large Tensor's views are not kept, so its memory is not held: made again)
+            self.views: list[memoryview] = seen[3] if seen[3] is not None else [
+                b.device.allocator.host_array(b.allocation).data for b in out.buffers]  # type: ignore[union-attr]
+            return
         if is_tensor(out):
             buffers = out.buffers
             arrays = [b.device.allocator.host_array(b.allocation) for b in buffers]
-            if seen is not None and seen[0]() is out and not any(
-                    b.allocation.freed for b in buffers):
-                # The same Tensor as the last get(out=): its descriptor and buffers cannot
-                # have changed, so only a free since then is checked again.
-                self.tensor, self.kind, self.match = out, seen[1], seen[2]
-                self.views = [a.data for a in arrays]  # type: ignore[union-attr]
-                return
             if out.is_composite or not out.is_host or any(
                     a is None or not a.flags.writeable or b.allocation.readonly
                     or b.allocation.freed for a, b in zip(arrays, out.buffers, strict=True)):
@@ -374,7 +391,8 @@ class Client:
         seen = None if plain is None else self._repeats.get(plain)
         if seen is not None:
             again: Tensor = self._call(self._again, plain, seen, into)
-            self._note(into)
+            if into is not None:
+                self._note(into)
             return again
         entries = _entries(layouts, dtype)
         tag = dest.tag if dest is not None and dest.tag in self.server_hello.devices \
@@ -406,7 +424,10 @@ class Client:
     def _note(self, into: _Into | None) -> None:
         """Remember the Tensor a get(out=) just received into (see :class:`_Into`)."""
         if into is not None and into.tensor is not None:
-            self._seen = (weakref.ref(into.tensor), into.kind, into.match)
+            seen = self._seen
+            if seen is None or seen[0]() is not into.tensor or seen[2] is not into.match:
+                self._seen = (weakref.ref(into.tensor), into.kind, into.match, into.views if
+                              sum(len(v) for v in into.views) <= _KEEP_VIEWS else None)
 
     def _remember(self, plain: tuple[str, bool, str | None], request: bytearray,
                   t: Tensor) -> None:
@@ -427,7 +448,7 @@ class Client:
         receive; at the first run that differs, the general receive takes over there."""
         request, plan = seen
         conn = self._conn
-        conn.send_views([_stamp(request, sid)])
+        conn.send_message(_stamp(request, sid))
         _, nbytes, raw, declared, allocs, answer = plan
         if answer is not None and nbytes <= self.max_tensor_bytes:
             pieces = answer.frames.pieces
@@ -442,8 +463,8 @@ class Client:
                     answer = None
         if answer is not None and nbytes <= self.max_tensor_bytes:
             if answer.size:
-                whole = conn.recv_small(answer.runs, [views[p[0]][p[1]:p[2]] if isinstance(
-                    p, tuple) else p for p in answer.slots], answer.size)
+                whole = conn.recv_small(answer.runs, answer.iov(views, into is not None),
+                                         answer.size)
             elif whole := conn.expect(pieces[0]):  # type: ignore[arg-type]  # its first run
                 done, whole = conn.recv_planned(pieces[1:], views)
                 if not whole:  # framed otherwise, or an ERROR or a PING in the middle

@@ -68,6 +68,7 @@ DEFAULT_TRANSCODE_LIMIT = 1 << 30
 DEFAULT_MAX_PUT = 1 << 30
 _MAX_KEY = 4096
 _REPLIES, _REPLY_PIECES = 64, 512  # prepared answers per connection; iovecs in one of them
+_SMALL_REPLY = 1 << 16  # a prepared answer up to this size keeps views of its data
 _REQUEST = int(P.MessageType.TENSOR_REQUEST)
 _KV_KEY = re.compile(r"kv/([\w.-]+)(?:/(\d+)(?:/(key|value))?)?")
 
@@ -450,10 +451,14 @@ class _Reply:
     tensor's memory (or map) is not kept alive by the cache.
     """
 
-    __slots__ = ("key", "tensor", "plan")
+    __slots__ = ("key", "tensor", "plan", "iov")
 
-    def __init__(self, key: str, t: Tensor, plan: FramePlan) -> None:
+    def __init__(self, key: str, t: Tensor, plan: FramePlan,
+                 iov: list[Any] | None = None) -> None:
         self.key, self.tensor, self.plan = key, weakref.ref(t), plan
+        # A small answer's pieces with views of its data, sent again as they are (a few
+        # KiB kept alive, not a replaced tensor's memory: see _get).
+        self.iov = iov
 
     def holds(self, server: Server) -> Tensor | None:
         """The tensor, while the key still names it; else None (the request then takes the
@@ -683,7 +688,11 @@ class _Session:
             return False
         conn.drop(P.HEADER_SIZE + len(payload))
         self.last_stream = sid
-        conn.send_plan(reply.plan, _buffers(t), sid)
+        if reply.iov is None:
+            conn.send_plan(reply.plan, _buffers(t), sid)
+        else:
+            reply.plan.stamp(sid)
+            conn.send_iov(reply.iov, reply.plan.size)
         return True
 
     def _request(self, sid: int, msg: P.TensorRequest | P.TensorPut, payload: bytes
@@ -780,7 +789,8 @@ class _Session:
             self.replies.pop(payload, None)  # a stale reply to the same request
             if len(self.replies) >= _REPLIES:
                 del self.replies[next(iter(self.replies))]  # the oldest
-            self.replies[payload] = _Reply(request.key, t, plan)
+            self.replies[payload] = _Reply(request.key, t, plan, self.conn.iov(
+                plan, buffers) if plan.size <= _SMALL_REPLY else None)
         self.conn.send_plan(plan, buffers, sid)
 
     def _put(self, sid: int, msg: P.TensorPut) -> None:

@@ -436,6 +436,21 @@ class Connection:
                                  fix="check that the peer is still reading, then reconnect."
                                  ) from exc
 
+    def send_message(self, message: bytes | bytearray) -> None:
+        """Send one whole, encoded message (:meth:`send_views` of it, with fewer steps)."""
+        if self._out is None and not self._tls:
+            try:
+                sent = self.sock.send(message, _DONTWAIT)
+            except BlockingIOError:
+                sent = 0
+            except OSError as exc:
+                raise TransportError(f"sending failed: {exc}", fix="check that the peer is "
+                                     "still reading, then reconnect.") from exc
+            if sent == len(message):
+                return  # most often all of it at once
+            message = memoryview(message)[sent:]  # type: ignore[assignment]
+        self.send_views([message])
+
     def _try_send(self, views: Sequence[Any], size: int) -> list[Any]:
         """One ``sendmsg`` of ``views`` (byte buffers of ``size`` bytes in all; a plain
         socket; one view: ``send``, a little cheaper) without waiting; what it did not take."""
@@ -517,6 +532,23 @@ class Connection:
         if pending:
             self.send_views(pending)
 
+    def iov(self, plan: FramePlan, buffers: Sequence[Buffer]) -> list[Any] | None:
+        """``plan``'s pieces with views of its data in host ``buffers``, for
+        :meth:`send_iov` (again and again: :meth:`FramePlan.stamp` rewrites the messages in
+        place); None where :meth:`send_plan` must send it (TLS, device memory, many pieces)."""
+        hosts = [b.device.allocator.host_array(b.allocation) for b in buffers]
+        if self._tls or len(plan.pieces) > _GATHER or any(h is None for h in hosts):
+            return None
+        return [p if isinstance(p, bytearray) else hosts[p[0]].data[p[1]:p[2]]  # type: ignore[union-attr]
+                for p in plan.pieces]
+
+    def send_iov(self, iov: list[Any], size: int) -> None:
+        """Send the ``size`` bytes of :meth:`iov`'s pieces (most often one ``sendmsg``)."""
+        if self._out is not None:
+            self.send_views(iov)
+        elif rest := self._try_send(iov, size):
+            self.send_views(rest)
+
     # -- the expected answer (see FramePlan) -----------------------------------------------
     def peek(self, n: int, idle: bool = False) -> memoryview:
         """The next ``n`` (at most 16 KiB) bytes, read ahead and left unconsumed; the time
@@ -540,8 +572,14 @@ class Connection:
         """Wait (idle_timeout) for the next message to begin; if all of it has been read
         ahead, its (type, stream id, payload), left unconsumed (see :meth:`drop`); else None
         (a message that is larger, or still arriving, is read by :meth:`recv_header`)."""
-        self.peek(1, idle=True)
         pos, have = self._rpos, self._rend - self._rpos
+        if not have:  # (the common case: one receive at the start of the buffer)
+            self._rpos = self._rend = pos = 0
+            deadline = time.monotonic() + self.idle_timeout
+            while not have:
+                if not self._ready(False, deadline):
+                    raise _late(0, 1)
+                have = self._rend = self._recv_some(self._rbuf, 0, 1)
         if have < P.HEADER_SIZE:
             return None
         mtype, sid, length = _HEADER.unpack_from(self._rraw, pos)

@@ -154,3 +154,45 @@ def test_the_same_out_again_is_checked_for_what_can_change(start: Start) -> None
         with pytest.raises(UnsupportedOpError, match="writable, non-composite tensor"):
             client.get("a", out=a)
         assert np.array_equal(client.get("a").numpy(), _values(1, (64, 32)))  # in step
+
+
+def test_a_small_repeated_out_alternating_with_another_out(start: Start) -> None:
+    """A small answer's receive slots are kept for the last out= Tensor: alternating two out
+    Tensors of the same kind (and fresh gets between) fills each with the current bytes and
+    leaves the other as it was."""
+    values = _values(5, (16, 16))  # 1 KiB: answered in one receive
+    server, _ = start({"s": hg.from_numpy(values)})
+    with hg.connect(server.url) as client:
+        a, b = client.get("s"), client.get("s")
+        for i in range(3):
+            _host(a.buffers[0])[:] = 0
+            _host(b.buffers[0])[:] = 0
+            assert client.get("s", out=a) is a and np.array_equal(a.numpy(), values)
+            assert not _host(b.buffers[0]).any()
+            assert client.get("s", out=b) is b and np.array_equal(b.numpy(), values)
+            assert np.array_equal(client.get("s").numpy(), values), i
+            _host(a.buffers[0])[:] = 0
+            assert client.get("s", out=a) is a and np.array_equal(a.numpy(), values)
+
+
+def test_a_large_out_tensor_is_not_kept_alive_after_its_get(start: Start) -> None:
+    """The client remembers the last out= Tensor weakly; a large one's memory is not held
+    by what it remembers (a small one's few KiB may be)."""
+    import gc
+    import weakref
+
+    from hurray_gpu.parts import assemble
+
+    values = _values(6, (1 << 18,))  # 1 MiB
+    server, _ = start({"big": hg.from_numpy(values)})
+    with hg.connect(server.url) as client:
+        memory = aligned_empty(values.nbytes)
+        out = assemble(hg.from_numpy(values).descriptor, [hg.Buffer.wrap(memory)])
+        for _ in range(2):  # the second takes the remembered path
+            assert client.get("big", out=out) is out
+            assert np.array_equal(memory.view(np.float32), values)
+        held = weakref.ref(memory.base if memory.base is not None else memory)
+        del out, memory
+        gc.collect()
+        assert held() is None
+        assert np.array_equal(client.get("big").numpy(), values)  # still in step

@@ -67,6 +67,26 @@ def test_a_replaced_tensor_is_not_kept_alive_by_a_prepared_reply(start: Start) -
         assert np.array_equal(client.get("k").numpy(), _bytes(6, 16))
 
 
+def test_a_small_prepared_reply_sends_the_current_bytes_and_lets_go(start: Start) -> None:
+    """A small prepared reply keeps views of its data: a change of the stored tensor's memory
+    in place is in the next answer, and a replacement of the key neither keeps the old
+    Tensor alive nor is answered with its bytes."""
+    server, _ = start({"k": hg.from_numpy(_bytes(7, 4096))})
+    stored = server.registry["k"]
+    memory = stored.buffers[0].device.allocator.host_array(stored.buffers[0].allocation)
+    with hg.connect(server.url) as client:
+        for i in range(3):  # the first through the full path, then prepared
+            memory[:] = _bytes(8 + i, 4096)
+            assert np.array_equal(client.get("k").numpy(), _bytes(8 + i, 4096))
+        old = weakref.ref(stored)
+        server.registry["k"] = hg.from_numpy(_bytes(20, 4096))
+        del stored
+        gc.collect()
+        assert old() is None
+        for _ in range(2):
+            assert np.array_equal(client.get("k").numpy(), _bytes(20, 4096))
+
+
 def test_every_sample_twice_bit_exact(start: Start) -> None:
     """Every dtype, layout, quantization and composite (the prepared reply carries several
     buffers and members), first through the full path, then from the prepared reply."""
