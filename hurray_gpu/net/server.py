@@ -684,12 +684,13 @@ class _Session:
         reply = self.replies.get(payload) if mtype == _REQUEST and sid > self.last_stream \
             else None
         t = None if reply is None else reply.holds(self.server)
-        if t is None or reply is None:
-            return False
+        buffers = () if t is None else _buffers(t)
+        if t is None or reply is None or any(b.allocation.freed for b in buffers):
+            return False  # (freed since: the full path refuses it)
         conn.drop(P.HEADER_SIZE + len(payload))
         self.last_stream = sid
         if reply.iov is None:
-            conn.send_plan(reply.plan, _buffers(t), sid)
+            conn.send_plan(reply.plan, buffers, sid)
         else:
             reply.plan.stamp(sid)
             conn.send_iov(reply.iov, reply.plan.size)
@@ -763,6 +764,9 @@ class _Session:
         request, shard = _shard_of(request)
         server = self.server
         found = server.lookup(request.key)
+        if any(b.allocation.freed for b in _buffers(found)):
+            raise Refused(REQUEST_FAILED, f"the tensor {request.key!r} was freed on the server",
+                          fix="store it again (a PUT, or the served registry) before a get.")
         t = negotiate(found, request, self.hello, server.transcode_limit)
         if shard != (0, 1) and t.is_composite:
             raise Refused(P.ErrorCode.SHARD_MISMATCH, "a composite cannot be sharded",

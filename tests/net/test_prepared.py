@@ -87,6 +87,22 @@ def test_a_small_prepared_reply_sends_the_current_bytes_and_lets_go(start: Start
             assert np.array_equal(client.get("k").numpy(), _bytes(20, 4096))
 
 
+def test_a_freed_tensor_is_not_sent_from_a_small_prepared_reply(start: Start) -> None:
+    """A stored tensor freed after its small reply was prepared: the next get takes the
+    full path, which refuses it, instead of sending the views of memory the pool may have
+    handed to another tensor since."""
+    server, _ = start({"k": hg.from_numpy(_bytes(30, 4096))})
+    with hg.connect(server.url) as client:
+        for _ in range(2):
+            assert np.array_equal(client.get("k").numpy(), _bytes(30, 4096))
+        for b in server.registry["k"].buffers:
+            b.free()
+        reuse = hg.from_numpy(_bytes(31, 4096))  # may take the freed memory
+        with pytest.raises(hg.RemoteError):
+            client.get("k")
+        assert np.array_equal(reuse.numpy(), _bytes(31, 4096))
+
+
 def test_every_sample_twice_bit_exact(start: Start) -> None:
     """Every dtype, layout, quantization and composite (the prepared reply carries several
     buffers and members), first through the full path, then from the prepared reply."""
