@@ -674,7 +674,8 @@ static inline __attribute__((always_inline)) int hg_mx_run(
     int bad = 0;
     size_t ob = (size_t)(conv ? 16u : 32u) * g, ib = (size_t)bits * g;
 #ifdef HG_S8Z
-    if (nf && bits == 4 && (g & 3u) == 0u && nblk > 0u) {
+    // (NF4 into float kept hg_s8_run's permutes: no faster this way, measured)
+    if (nf && bits == 4 && (g & 3u) == 0u && nblk > 0u && (conv != 0 || nf == 2)) {
         __m512 tz = _mm512_loadu_ps(tab);
         if (!_mm512_cmp_ps_mask(tz, tz, _CMP_UNORD_Q)) {
             for (; q < nblk; q++) {
