@@ -322,7 +322,8 @@ class Element:
     # (condition, kind) under which parameter block p's scale s is read as the kind's
     # MX/NF/HFSCALE8 statement reads it ("MX": the e8m0 byte LOAD(scales, p); "NF": the f32
     # word at byte 4p; "HF": the f16 at byte 2p) and reported as it reports it: whole blocks
-    # then go through one such statement (dense variants) in place of a lookup and SCALE8 each.
+    # then go through one such statement (dense variants) in place of a lookup and SCALE8 each;
+    # for an affine8 element a third item names its "sx, z" for HFAFFINE8.
     blocks: tuple[str, ...] = ()
 
 
@@ -427,11 +428,11 @@ def _hoisted(element: Element, variant: Variant, kind: str, lookup: Piece) -> Pi
     def mx(b: int) -> Piece | str:
         if not element.blocks or b not in s8_bits:
             return ""
-        cond, scale = element.blocks
+        cond, scale = element.blocks[:2]
         if run8 and b == 8:  # AFFINE8's blocks (Q8_0): f16 scales only
             return "" if scale != "HF" else _MX_BLOCKS.fill(
                 cond=cond, build="", call=f"HFAFFINE8_{kind.upper()}(dst, {variant.dst_k}, data, "
-                f"bat, {element.affine8.split(',')[0]}, z, scales, p, n, gb, nq, err);")
+                f"bat, {element.blocks[2]}, scales, p, n, gb, nq, err);")
         return _MX_BLOCKS.fill(cond=cond, build=build, call=f"{scale}SCALE8_{kind.upper()}("
                                f"dst, {variant.dst_k}, {element.table or 'tf'}, data, bat, {b}, "
                                "scales, p, n, gb, nq, err);")
@@ -622,7 +623,7 @@ _AFFINE_ELEMENT = Element(Piece("affine element", """
     # 0.52), and f16, whose conversion compilers leave scalar, reached only 0.56 of copy
     # through them on two threads.
     byte_kinds=("bf16", "f32", "f16"),
-    affine8="sx, z, s", blocks=("stype == 1u && zmode == 0u", "HF"))
+    affine8="sx, z, s", blocks=("stype == 1u && zmode == 0u", "HF", "sx, z"))
 
 
 def affine_kernel_name(out: str) -> str:
