@@ -753,55 +753,49 @@ class HostCRenderer(CStyleRenderer):
         types = {p.name: p.dtype for p in kernel.buffers}
         tabs = {name: dtype for name, dtype, _ in kernel.private}
 
+        def vector(m: re.Match[str], conv: str, dst: str, ok: bool, call: str) -> str:
+            """The statement as the host call ``call`` (holes {store}: the output
+            conversion, {size}: the element size) where AVX2 (and F16C for f16) is, else as
+            its loops; the loops alone when ``ok`` is false (a table that is no f32 array,
+            codes or scales that are no bytes) or the output is not one SCALE8 writes."""
+            store = _SCALE8_STORES.get((types.get(dst, ""), conv))
+            if store is None or not ok:
+                return expand_scale8(m[0])
+            isa = "defined(__AVX2__)" + (" && defined(__F16C__)" if conv == "F16" else "")
+            size = "4u" if conv == "F32" else "2u"
+            return (f"\n#if {isa}\n{call.format(store=store, size=size)}\n#else\n"
+                    f"{expand_scale8(m[0])}\n#endif\n")
+
         def scaled(m: re.Match[str]) -> str:
             conv, dst, k, tab, data, at, bits, s, big, groups = m.groups()
-            store = _SCALE8_STORES.get((types.get(dst, ""), conv))
-            # f16 needs F16C besides AVX2; a table must be f32, the codes bytes.
-            isa = "defined(__AVX2__)" + (" && defined(__F16C__)" if conv == "F16" else "")
-            if store is None or "f32" not in (types.get(tab), tabs.get(tab)) or \
-                    types.get(data) != "u8":
-                return expand_scale8(m[0])
-            size = "4u" if conv == "F32" else "2u"
-            return (f"\n#if {isa}\nhg_s8_run({dst} + ({k}), {tab}, {data} + ({at}), {bits}, {s}, "
-                    f"{groups}, hg_big({big}, {size}), {store}, {'hg_s8_c' if tab in types else 'NULL'});"
-                    "\n#else\n"
-                    f"{expand_scale8(m[0])}\n#endif\n")
+            return vector(m, conv, dst, "f32" in (types.get(tab), tabs.get(tab))
+                          and types.get(data) == "u8",
+                          f"hg_s8_run({dst} + ({k}), {tab}, {data} + ({at}), {bits}, {s}, "
+                          f"{groups}, hg_big({big}, {{size}}), {{store}}, "
+                          f"{'hg_s8_c' if tab in types else 'NULL'});")
 
         def affine(m: re.Match[str]) -> str:
             conv, dst, k, data, at, sx, z, s, big, groups = m.groups()
-            store = _SCALE8_STORES.get((types.get(dst, ""), conv))
-            isa = "defined(__AVX2__)" + (" && defined(__F16C__)" if conv == "F16" else "")
-            if store is None or types.get(data) != "u8":
-                return expand_scale8(m[0])
-            size = "4u" if conv == "F32" else "2u"
-            return (f"\n#if {isa}\nhg_a8_run({dst} + ({k}), {data} + ({at}), {sx}, {z}, {s}, "
-                    f"{groups}, hg_big({big}, {size}), {store});\n#else\n"
-                    f"{expand_scale8(m[0])}\n#endif\n")
+            return vector(m, conv, dst, types.get(data) == "u8",
+                          f"hg_a8_run({dst} + ({k}), {data} + ({at}), {sx}, {z}, {s}, "
+                          f"{groups}, hg_big({big}, {{size}}), {{store}});")
 
         def mx(m: re.Match[str]) -> str:
             kind, conv, dst, k, tab, data, at, bits, scales, p, total, g, nblk, err = m.groups()
-            store = _SCALE8_STORES.get((types.get(dst, ""), conv))
-            isa = "defined(__AVX2__)" + (" && defined(__F16C__)" if conv == "F16" else "")
-            if store is None or "f32" not in (types.get(tab), tabs.get(tab)) or \
-                    types.get(data) != "u8" or types.get(scales) != "u8":
-                return expand_scale8(m[0])
             nf, width = {"MX": (0, ""), "NF": (1, " * 4u"), "HF": (2, " * 2u")}[kind]
-            size = "4u" if conv == "F32" else "2u"
-            return (f"\n#if {isa}\nif (hg_mx_run({dst} + ({k}), {tab}, {data} + ({at}), {bits}, "
-                    f"{scales} + ({p}){width}, {g}, {nblk}, hg_big({total}, {size}), {store}, "
-                    f"{'hg_s8_c' if tab in types else 'NULL'}, {nf})) "
-                    f"STORE({err}, 0u, 1u);\n#else\n{expand_scale8(m[0])}\n#endif\n")
+            return vector(m, conv, dst, "f32" in (types.get(tab), tabs.get(tab))
+                          and types.get(data) == "u8" and types.get(scales) == "u8",
+                          f"if (hg_mx_run({dst} + ({k}), {tab}, {data} + ({at}), {bits}, "
+                          f"{scales} + ({p}){width}, {g}, {nblk}, hg_big({total}, {{size}}), "
+                          f"{{store}}, {'hg_s8_c' if tab in types else 'NULL'}, {nf})) "
+                          f"STORE({err}, 0u, 1u);")
 
         def hfa(m: re.Match[str]) -> str:
             conv, dst, k, data, at, sx, z, scales, p, total, g, nblk, err = m.groups()
-            store = _SCALE8_STORES.get((types.get(dst, ""), conv))
-            isa = "defined(__AVX2__)" + (" && defined(__F16C__)" if conv == "F16" else "")
-            if store is None or types.get(data) != "u8" or types.get(scales) != "u8":
-                return expand_scale8(m[0])
-            size = "4u" if conv == "F32" else "2u"
-            return (f"\n#if {isa}\nif (hg_hfa_run({dst} + ({k}), {data} + ({at}), {sx}, {z}, "
-                    f"{scales} + ({p}) * 2u, {g}, {nblk}, hg_big({total}, {size}), {store})) "
-                    f"STORE({err}, 0u, 1u);\n#else\n{expand_scale8(m[0])}\n#endif\n")
+            return vector(m, conv, dst, types.get(data) == "u8" and types.get(scales) == "u8",
+                          f"if (hg_hfa_run({dst} + ({k}), {data} + ({at}), {sx}, {z}, "
+                          f"{scales} + ({p}) * 2u, {g}, {nblk}, hg_big({total}, {{size}}), "
+                          f"{{store}})) STORE({err}, 0u, 1u);")
 
         text = MXSCALE8_CALL.sub(mx, HFAFFINE8_CALL.sub(hfa, kernel.body))
         return AFFINE8_CALL.sub(affine, SCALE8_CALL.sub(scaled, text))
