@@ -71,11 +71,30 @@ _Plan = tuple[Any, int, bytes, Any, tuple[tuple[int, int], ...], "_Answer | None
 # A plain get (host result, default layouts) by (key, allow_transcode, dtype): its request
 # encoded (stream id at bytes 4-8) and the plan of the answer it had last time.
 _Repeat = tuple[bytearray, _Plan]
-# The last Tensor a get(out=) received into (held weakly), its kind, the descriptor object
-# found to fit it and, for a small one, the views of its buffers: the same out= again skips
-# the checks that cannot change (the views keep those few KiB alive until the next out=).
-_Seen = tuple["weakref.ref[Any]", tuple[Any, ...] | None, Any, list[memoryview] | None]
-_KEEP_VIEWS = 1 << 14  # the most bytes of an out= Tensor whose views _Seen keeps
+
+
+class _Seen:
+    """The last Tensor a get(out=) received into (held weakly), its kind, the descriptor
+    object found to fit it, its allocations and the views of its buffers: the same out=
+    again skips the checks that cannot change. The views (and allocations) are dropped when
+    the Tensor goes, so they never keep its memory alive."""
+
+    __slots__ = ("ref", "kind", "match", "views", "allocs", "__weakref__")
+
+    def __init__(self, tensor: Any, kind: tuple[Any, ...] | None, match: Any,
+                 views: list[memoryview]) -> None:
+        self.kind, self.match = kind, match
+        self.views: list[memoryview] | None = views
+        self.allocs = tuple(b.allocation for b in tensor.buffers)
+        me = weakref.ref(self)
+
+        def gone(_: object) -> None:
+            seen = me()
+            if seen is not None:
+                seen.views, seen.allocs = None, ()
+        self.ref = weakref.ref(tensor, gone)
+
+
 _U32 = struct.Struct("<I")
 _DROP = 1 << 16  # the data of an answer out= cannot hold is read into this much, and dropped
 
@@ -160,15 +179,16 @@ class _Into:
         self.array: np.ndarray | None = None
         self.kind: tuple[Any, ...] | None = None
         self.match: Any = None  # the descriptor object last found to fit (see check)
-        if seen is not None and seen[0]() is out and not any(
-                b.allocation.freed for b in out.buffers):  # type: ignore[union-attr]
+        if seen is not None and seen.ref() is out and seen.views is not None:
             # The same Tensor as the last get(out=): its descriptor and buffers cannot
             # have changed, so only a free since then is checked again.
-            self.tensor, self.kind, self.match = out, seen[1], seen[2]
-            # (a large Tensor's views are not kept, so its memory is not held: made again)
-            self.views: list[memoryview] = seen[3] if seen[3] is not None else [
-                b.device.allocator.host_array(b.allocation).data for b in out.buffers]  # type: ignore[union-attr]
-            return
+            for a in seen.allocs:
+                if a.freed:
+                    break
+            else:
+                self.tensor, self.kind, self.match = out, seen.kind, seen.match
+                self.views: list[memoryview] = seen.views
+                return
         if is_tensor(out):
             buffers = out.buffers
             arrays = [b.device.allocator.host_array(b.allocation) for b in buffers]
@@ -323,10 +343,6 @@ class Client:
             peer.close()
         self._conn.close()
 
-    def _stream(self) -> int:
-        sid, self._next = self._next, self._next + 1
-        return sid
-
     def _call(self, work: Any, *args: Any) -> Any:
         """Run one request, ``work(stream id, *args)``; a broken or lying server closes the
         connection (it cannot be trusted to be in step any more), a RemoteError leaves it
@@ -335,8 +351,10 @@ class Client:
             if self._conn.closed:
                 raise TransportError(f"the connection to {self.url} is closed",
                                      fix="connect again with hg.connect(url).")
+            sid = self._next
+            self._next = sid + 1
             try:
-                return work(self._stream(), *args)
+                return work(sid, *args)
             except (RemoteError, _OutMismatch):
                 raise
             except (HurrayGPUError, OSError):
@@ -379,6 +397,12 @@ class Client:
                 dropped; the connection stays open).
             ArgumentTypeError: ``out`` is neither a Tensor nor a buffer.
         """
+        if device is None and layouts is None and parallel == 1:  # a plain get
+            seen = self._repeats.get((key, allow_transcode, dtype))
+            if seen is not None:  # asked before: see _again
+                into = None if out is None else _Into(out, self._seen)
+                return self._call(self._again, (key, allow_transcode, dtype), seen,  # type: ignore[no-any-return]
+                                  into)
         into = None if out is None else _Into(out, self._seen)
         dest = None if device is None else resolve_device(device)
         if into is not None and (parallel != 1 or (
@@ -390,10 +414,7 @@ class Client:
             layouts is None and parallel == 1 else None
         seen = None if plain is None else self._repeats.get(plain)
         if seen is not None:
-            again: Tensor = self._call(self._again, plain, seen, into)
-            if into is not None:
-                self._note(into)
-            return again
+            return self._call(self._again, plain, seen, into)  # type: ignore[no-any-return]
         entries = _entries(layouts, dtype)
         tag = dest.tag if dest is not None and dest.tag in self.server_hello.devices \
             else DeviceTag.CPU
@@ -422,12 +443,11 @@ class Client:
         return t if dest is None or into is not None else t.to(dest)
 
     def _note(self, into: _Into | None) -> None:
-        """Remember the Tensor a get(out=) just received into (see :class:`_Into`)."""
+        """Remember the Tensor a get(out=) just received into (see :class:`_Seen`)."""
         if into is not None and into.tensor is not None:
             seen = self._seen
-            if seen is None or seen[0]() is not into.tensor or seen[2] is not into.match:
-                self._seen = (weakref.ref(into.tensor), into.kind, into.match, into.views if
-                              sum(len(v) for v in into.views) <= _KEEP_VIEWS else None)
+            if seen is None or seen.ref() is not into.tensor or seen.match is not into.match:
+                self._seen = _Seen(into.tensor, into.kind, into.match, into.views)
 
     def _remember(self, plain: tuple[str, bool, str | None], request: bytearray,
                   t: Tensor) -> None:
@@ -445,39 +465,43 @@ class Client:
         """A plain get asked again: its request re-stamped, and while the server answers
         with the very bytes it answered last time (each run of messages compared as bytes,
         no decode), the data received straight into new arrays, a small answer in one
-        receive; at the first run that differs, the general receive takes over there."""
+        receive; at the first run that differs, the general receive takes over there. What
+        does not need the answer (the result Tensor, the expected bytes) is made while the
+        server works on it."""
         request, plan = seen
         conn = self._conn
         conn.send_message(_stamp(request, sid))
         _, nbytes, raw, declared, allocs, answer = plan
         if answer is not None and nbytes <= self.max_tensor_bytes:
-            pieces = answer.frames.pieces
-            answer.frames.stamp(sid)
             if into is None:
                 buffers = self._host_buffers(allocs)
                 views = _views(buffers)
+                result = self._build(declared, buffers, (), raw, self._cpu,
+                                     MemoryClass.STANDARD, None, None)
             else:  # a mismatch is reported by the general receive, which drops the data
                 try:
-                    views, buffers = into.check(plan[0], allocs), ()
+                    views = into.check(plan[0], allocs)
+                    result = into.result(self._build, declared, raw, self._cpu)
+                    self._note(into)
                 except _OutMismatch:
                     answer = None
         if answer is not None and nbytes <= self.max_tensor_bytes:
+            frames = answer.frames
+            frames.stamp(sid)
             if answer.size:
                 whole = conn.recv_small(answer.runs, answer.iov(views, into is not None),
                                          answer.size)
-            elif whole := conn.expect(pieces[0]):  # type: ignore[arg-type]  # its first run
-                done, whole = conn.recv_planned(pieces[1:], views)
-                if not whole:  # framed otherwise, or an ERROR or a PING in the middle
+            else:
+                done, whole = conn.recv_planned(frames.pieces, views)
+                if done and not whole:  # framed otherwise, or an ERROR or a PING amid data
                     self._recv(sid, views, nbytes, (done, nbytes))
                     whole = True
             if whole:
-                if into is not None:
-                    return into.result(self._build, declared, raw, self._cpu)
-                return self._build(declared, buffers, (), raw,  # type: ignore[no-any-return]
-                                   self._cpu, MemoryClass.STANDARD, None, None)
+                return result  # type: ignore[no-any-return]
         # Another descriptor or an ERROR (nothing consumed), or not to be received this way.
         t = self._receive(sid, 0, [self.max_tensor_bytes, MAX_MEMBERS], None, into)
         self._remember(plain, request, t)
+        self._note(into)
         return t
 
     def _host_buffers(self, allocs: tuple[tuple[int, int], ...]) -> tuple[Buffer, ...]:

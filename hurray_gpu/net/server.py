@@ -68,8 +68,9 @@ DEFAULT_TRANSCODE_LIMIT = 1 << 30
 DEFAULT_MAX_PUT = 1 << 30
 _MAX_KEY = 4096
 _REPLIES, _REPLY_PIECES = 64, 512  # prepared answers per connection; iovecs in one of them
-_SMALL_REPLY = 1 << 16  # a prepared answer up to this size keeps views of its data
 _REQUEST = int(P.MessageType.TENSOR_REQUEST)
+_U32 = struct.Struct("<I")
+_HEADER = struct.Struct("<III")  # a message header: type, stream id, payload length
 _KV_KEY = re.compile(r"kv/([\w.-]+)(?:/(\d+)(?:/(key|value))?)?")
 
 
@@ -448,26 +449,50 @@ class _Reply:
     Valid while the server's lookup of ``key`` returns this very tensor (a PUT or any other
     replacement of the key is a miss; a ``.hrry`` source returns the same tensor only while
     its file is unchanged on disk, see _File); the tensor is held weakly, so a replaced
-    tensor's memory (or map) is not kept alive by the cache.
+    tensor's memory (or map) is not kept alive by the cache: the views of its data that a
+    host answer keeps (``iov``) are dropped when the tensor goes.
+
+    After each answer the reply is stamped for the request most likely next, the same one
+    on the next stream (``request``: its bytes): that request is then answered with a
+    comparison, the checks that the tensor still holds, and one send.
     """
 
-    __slots__ = ("key", "tensor", "plan", "iov")
+    __slots__ = ("key", "tensor", "plan", "iov", "allocs", "request", "sid", "__weakref__")
 
-    def __init__(self, key: str, t: Tensor, plan: FramePlan,
-                 iov: list[Any] | None = None) -> None:
-        self.key, self.tensor, self.plan = key, weakref.ref(t), plan
-        # A small answer's pieces with views of its data, sent again as they are (a few
-        # KiB kept alive, not a replaced tensor's memory: see _get).
-        self.iov = iov
+    def __init__(self, key: str, t: Tensor, plan: FramePlan, iov: list[Any] | None,
+                 buffers: Sequence[Any], request: bytes) -> None:
+        self.key, self.plan, self.iov = key, plan, iov
+        self.allocs = tuple(b.allocation for b in buffers)
+        drop = weakref.ref(self)
+
+        def gone(_: object) -> None:  # the tensor was collected: release its memory
+            reply = drop()
+            if reply is not None:
+                reply.iov, reply.allocs = None, ()
+        self.tensor = weakref.ref(t, gone)
+        self.request = bytearray(request)  # the request message, stamped like the plan
+        self.sid = 1  # the stream the plan and request are stamped with
 
     def holds(self, server: Server) -> Tensor | None:
-        """The tensor, while the key still names it; else None (the request then takes the
-        full path, which reports why)."""
+        """The tensor, while the key still names it and its memory was not freed; else None
+        (the request then takes the full path, which reports why)."""
         t = self.tensor()
+        if t is None:
+            return None
+        for a in self.allocs:
+            if a.freed:
+                return None
         try:
-            return t if t is not None and server.find(self.key) is t else None
+            return t if server.find(self.key) is t else None
         except HurrayGPUError:
             return None
+
+    def stamp(self, sid: int) -> None:
+        """Stamp the answer and the request with ``sid``."""
+        if sid != self.sid:
+            self.plan.stamp(sid)
+            _U32.pack_into(self.request, 4, sid)
+            self.sid = sid
 
 
 # -- the server --------------------------------------------------------------------------------
@@ -635,6 +660,7 @@ class _Session:
         self.last_stream = 1
         self.devices: tuple[int, ...] = (DeviceTag.CPU,)
         self.replies: dict[bytes, _Reply] = {}  # by the request's payload; see _Reply
+        self.hot: _Reply | None = None  # the last one answered, stamped for the next stream
 
     def run(self) -> None:
         self._hello()
@@ -675,26 +701,41 @@ class _Session:
         """Answer the next message, once it is read ahead whole, if it is a request answered
         before and its prepared reply still holds; the reply is found by the request's bytes
         (they decode to the same request again: the codec is deterministic, so their checks
-        passed before). False, with nothing consumed, otherwise."""
+        passed before), first as the last request again on the next stream. False, with
+        nothing consumed, otherwise."""
         conn = self.conn
-        whole = conn.read_ahead()
-        if whole is None:
-            return False
-        mtype, sid, payload = whole
-        reply = self.replies.get(payload) if mtype == _REQUEST and sid > self.last_stream \
-            else None
-        t = None if reply is None else reply.holds(self.server)
-        buffers = () if t is None else _buffers(t)
-        if t is None or reply is None or any(b.allocation.freed for b in buffers):
-            return False  # (freed since: the full path refuses it)
-        conn.drop(P.HEADER_SIZE + len(payload))
+        hot = self.hot
+        if hot is not None and conn.next_is(hot.request):  # waits for the next message
+            reply, sid, n = hot, hot.sid, len(hot.request)
+        else:
+            whole = conn.read_ahead()
+            if whole is None:
+                return False
+            mtype, sid, payload = whole
+            found = self.replies.get(payload) if mtype == _REQUEST and \
+                sid > self.last_stream else None
+            if found is None:
+                return False
+            reply, n = found, P.HEADER_SIZE + len(payload)
+        t = reply.holds(self.server)
+        if t is None:
+            return False  # (replaced or freed since: the full path answers)
+        conn.drop(n)
+        self._answer(reply, t, sid)
+        return True
+
+    def _answer(self, reply: _Reply, t: Tensor, sid: int) -> None:
+        """Send a prepared reply on ``sid``, then stamp it for the same request next."""
         self.last_stream = sid
         if reply.iov is None:
-            conn.send_plan(reply.plan, buffers, sid)
+            conn = self.conn
+            conn.send_plan(reply.plan, _buffers(t), sid)
+            reply.sid = sid
         else:
-            reply.plan.stamp(sid)
-            conn.send_iov(reply.iov, reply.plan.size)
-        return True
+            reply.stamp(sid)
+            self.conn.send_iov(reply.iov, reply.plan.size)
+        reply.stamp(sid + 1)
+        self.hot = reply
 
     def _request(self, sid: int, msg: P.TensorRequest | P.TensorPut, payload: bytes
                  ) -> int | None:
@@ -793,8 +834,14 @@ class _Session:
             self.replies.pop(payload, None)  # a stale reply to the same request
             if len(self.replies) >= _REPLIES:
                 del self.replies[next(iter(self.replies))]  # the oldest
-            self.replies[payload] = _Reply(request.key, t, plan, self.conn.iov(
-                plan, buffers) if plan.size <= _SMALL_REPLY else None)
+            reply = self.replies[payload] = _Reply(
+                request.key, t, plan, self.conn.iov(plan, buffers), buffers,
+                _HEADER.pack(_REQUEST, sid, len(payload)) + payload)
+            self.conn.send_plan(plan, buffers, sid)
+            reply.sid = sid
+            reply.stamp(sid + 1)
+            self.hot = reply
+            return
         self.conn.send_plan(plan, buffers, sid)
 
     def _put(self, sid: int, msg: P.TensorPut) -> None:

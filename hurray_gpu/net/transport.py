@@ -188,6 +188,7 @@ class FramePlan:
 _U32 = struct.Struct("<I")
 _TIMEVAL = struct.Struct("@ll")  # struct timeval (SO_RCVTIMEO, SO_SNDTIMEO)
 _DONTWAIT = getattr(socket, "MSG_DONTWAIT", 0)
+_WAITALL = getattr(socket, "MSG_WAITALL", 0)
 _HEADER = struct.Struct("<III")  # a message header: type, stream id, payload length
 _DATA_END = P.encode(P.TensorDataEnd(), 1)
 
@@ -273,12 +274,15 @@ class Connection:
         self.sock.close()
 
     # -- receive ---------------------------------------------------------------------------
-    def _recv_into(self, view: memoryview, deadline: float) -> None:
+    def _recv_into(self, view: memoryview, deadline: float, then: int = 0) -> None:
         # Bytes already read ahead come first; a large remainder goes straight into ``view``
         # (on a plain socket with what follows it into the read-ahead buffer, in the same
         # receive: the next message, such as the DATA_END after a tensor's last frame, then
         # takes no receive of its own), a small one through the read-ahead buffer, so that
         # one recv brings a small tensor's descriptor, data frames and DATA_END together.
+        # ``then``: bytes certain to follow (the peer owes a message after a frame's data);
+        # a plain socket then waits in one receive for the rest of ``view`` and those
+        # (MSG_WAITALL), where each return to Python would add its cost to a bulk receive.
         want, got = len(view), self._rend - self._rpos
         if got:
             got = min(got, want)
@@ -287,26 +291,29 @@ class Connection:
         while got < want:  # (here all bytes read ahead were consumed)
             if not self._ready(False, deadline):
                 raise _late(got, want)
-            direct = want - got >= _READAHEAD // 2
-            n = self._recv_some(self._rbuf if not direct else view[got:] if self._tls else
-                                [view[got:], self._rbuf], got, want)
-            if not n:
-                continue  # the kernel's (or TLS) wait ran out before the deadline
-            if not direct:
+            if want - got < _READAHEAD // 2:  # through the read-ahead buffer
+                n = self._recv_some(self._rbuf, got, want)
                 step = min(n, want - got)
                 view[got:got + step] = self._rbuf[:step]
-                self._rpos, self._rend, n = step, n, step
-            elif n > want - got:  # the bytes past ``view`` went to the read-ahead buffer
-                self._rpos, self._rend, n = 0, n - (want - got), want - got
-            got += n
+                self._rpos, self._rend = step, n
+                got += step
+            elif self._tls:
+                got += self._recv_some(view[got:], got, want)
+            else:  # straight into the view, what follows into the read-ahead buffer
+                n = self._recv_some([view[got:], self._rbuf[:then] if then else self._rbuf],
+                                    got, want, _WAITALL if then else 0)
+                if n > want - got:
+                    self._rpos, self._rend, n = 0, n - (want - got), want - got
+                got += n
 
-    def _recv_some(self, view: memoryview | list[memoryview], got: int, want: int) -> int:
+    def _recv_some(self, view: memoryview | list[memoryview], got: int, want: int,
+                   flags: int = 0) -> int:
         """One receive into ``view`` (a list, on a plain socket: into each in turn, as far as
         the bytes there go), waiting as :meth:`_ready` bounded it; the bytes it brought, 0
         when that wait ran out first."""
         try:
             n = self.sock.recv_into(view) if isinstance(view, memoryview) else \
-                self.sock.recvmsg_into(view)[0]
+                self.sock.recvmsg_into(view, 0, flags)[0]
         except (BlockingIOError, TimeoutError):
             return 0
         except (OSError, ssl.SSLError) as exc:
@@ -344,9 +351,11 @@ class Connection:
             exc.stream_id = sid or 1  # type: ignore[attr-defined]
             raise
 
-    def recv_into(self, view: memoryview) -> None:
-        """Read exactly ``len(view)`` bytes of the current message into ``view``."""
-        self._recv_into(view, self._deadline)
+    def recv_into(self, view: memoryview, then: int = 0) -> None:
+        """Read exactly ``len(view)`` bytes of the current message into ``view``; ``then``:
+        bytes the peer is certain to send next (at most a message header's: the receive
+        may wait for them too)."""
+        self._recv_into(view, self._deadline, then)
 
     def recv_payload(self, header: P.Header) -> bytearray:
         """The current message's payload (its size was checked by :meth:`recv_header`)."""
@@ -568,20 +577,31 @@ class Connection:
                 self._rend += self._recv_some(rbuf[self._rend:], self._rend, n)
         return self._rbuf[self._rpos:self._rpos + n]
 
-    def read_ahead(self) -> tuple[int, int, bytes] | None:
-        """Wait (idle_timeout) for the next message to begin; if all of it has been read
-        ahead, its (type, stream id, payload), left unconsumed (see :meth:`drop`); else None
-        (a message that is larger, or still arriving, is read by :meth:`recv_header`)."""
-        pos, have = self._rpos, self._rend - self._rpos
+    def _arrived(self) -> int:
+        """Wait (idle_timeout) for the next message to begin; the bytes read ahead."""
+        have = self._rend - self._rpos
         if not have:  # (the common case: one receive at the start of the buffer)
-            self._rpos = self._rend = pos = 0
+            self._rpos = self._rend = 0
             deadline = time.monotonic() + self.idle_timeout
             while not have:
                 if not self._ready(False, deadline):
                     raise _late(0, 1)
                 have = self._rend = self._recv_some(self._rbuf, 0, 1)
+        return have
+
+    def next_is(self, message: bytes | bytearray) -> bool:
+        """Wait (idle_timeout) for the next message to begin; whether all of ``message`` has
+        been read ahead as the bytes that come next (left unconsumed, see :meth:`drop`)."""
+        return self._arrived() >= len(message) and self._rraw.startswith(message, self._rpos)
+
+    def read_ahead(self) -> tuple[int, int, bytes] | None:
+        """Wait (idle_timeout) for the next message to begin; if all of it has been read
+        ahead, its (type, stream id, payload), left unconsumed (see :meth:`drop`); else None
+        (a message that is larger, or still arriving, is read by :meth:`recv_header`)."""
+        have = self._arrived()
         if have < P.HEADER_SIZE:
             return None
+        pos = self._rpos
         mtype, sid, length = _HEADER.unpack_from(self._rraw, pos)
         if have - P.HEADER_SIZE < length:
             return None
@@ -593,9 +613,9 @@ class Connection:
 
     def recv_planned(self, steps: Sequence[bytearray | tuple[int, int, int]],
                      views: Sequence[memoryview]) -> tuple[int, bool]:
-        """Receive the rest of an answer laid out as ``steps`` (runs of messages and ``(view,
-        start, stop)`` data ranges: a stamped FramePlan's pieces), each run compared whole, the
-        data read into ``views``.
+        """Receive an answer laid out as ``steps`` (runs of messages and ``(view, start,
+        stop)`` data ranges: a stamped FramePlan's pieces), each run compared whole, the data
+        read into ``views``.
 
         Returns:
             (data bytes received, True) when all of it arrived as laid out, else (data
@@ -603,10 +623,13 @@ class Connection:
             left unread.
         """
         done, rraw = 0, self._rraw
-        for step in steps:
+        for i, step in enumerate(steps):
             if isinstance(step, tuple):
                 j, start, stop = step
-                self._recv_into(views[j][start:stop], self._deadline)
+                # A message follows a frame's data (a planned one, or whatever else the
+                # peer sends instead): its header's 12 bytes can be waited for with it.
+                self._recv_into(views[j][start:stop], self._deadline,
+                                P.HEADER_SIZE if i + 1 < len(steps) else 0)
                 done += stop - start
                 continue
             n = len(step)
@@ -793,7 +816,7 @@ def recv_data(conn: Connection, stream_id: int, dests: Iterable[memoryview], tot
             while not len(view):
                 view = next(targets)
             step = min(n, len(view))
-            conn.recv_into(view[:step])
+            conn.recv_into(view[:step], P.HEADER_SIZE if step == n else 0)  # (a message follows)
             n, done, view = n - step, done + step, view[step:]
 
 

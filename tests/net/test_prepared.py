@@ -67,40 +67,46 @@ def test_a_replaced_tensor_is_not_kept_alive_by_a_prepared_reply(start: Start) -
         assert np.array_equal(client.get("k").numpy(), _bytes(6, 16))
 
 
-def test_a_small_prepared_reply_sends_the_current_bytes_and_lets_go(start: Start) -> None:
-    """A small prepared reply keeps views of its data: a change of the stored tensor's memory
-    in place is in the next answer, and a replacement of the key neither keeps the old
-    Tensor alive nor is answered with its bytes."""
-    server, _ = start({"k": hg.from_numpy(_bytes(7, 4096))})
+@pytest.mark.parametrize("n", [4096, 1 << 20])
+def test_a_prepared_reply_sends_the_current_bytes_and_lets_go(start: Start, n: int) -> None:
+    """A prepared reply keeps views of its data: a change of the stored tensor's memory in
+    place is in the next answer (whether the request is the one predicted, on the next
+    stream, or not), and a replacement of the key neither keeps the old Tensor (nor its
+    memory) alive nor is answered with its bytes."""
+    server, _ = start({"k": hg.from_numpy(_bytes(7, n))})
     stored = server.registry["k"]
     memory = stored.buffers[0].device.allocator.host_array(stored.buffers[0].allocation)
     with hg.connect(server.url) as client:
-        for i in range(3):  # the first through the full path, then prepared
-            memory[:] = _bytes(8 + i, 4096)
-            assert np.array_equal(client.get("k").numpy(), _bytes(8 + i, 4096))
-        old = weakref.ref(stored)
-        server.registry["k"] = hg.from_numpy(_bytes(20, 4096))
-        del stored
+        for i in range(4):  # the first through the full path, then prepared
+            memory[:] = _bytes(8 + i, n)
+            if i == 2:
+                client.ping()  # takes a stream: the next request is not the one predicted
+            assert np.array_equal(client.get("k").numpy(), _bytes(8 + i, n))
+        old, held = weakref.ref(stored), weakref.ref(memory.base if memory.base is not None
+                                                     else memory)
+        server.registry["k"] = hg.from_numpy(_bytes(20, n))
+        del stored, memory
         gc.collect()
-        assert old() is None
+        assert old() is None and held() is None
         for _ in range(2):
-            assert np.array_equal(client.get("k").numpy(), _bytes(20, 4096))
+            assert np.array_equal(client.get("k").numpy(), _bytes(20, n))
 
 
-def test_a_freed_tensor_is_not_sent_from_a_small_prepared_reply(start: Start) -> None:
-    """A stored tensor freed after its small reply was prepared: the next get takes the
-    full path, which refuses it, instead of sending the views of memory the pool may have
+@pytest.mark.parametrize("n", [4096, 1 << 20])
+def test_a_freed_tensor_is_not_sent_from_a_prepared_reply(start: Start, n: int) -> None:
+    """A stored tensor freed after its reply was prepared: the next get takes the full
+    path, which refuses it, instead of sending the views of memory the pool may have
     handed to another tensor since."""
-    server, _ = start({"k": hg.from_numpy(_bytes(30, 4096))})
+    server, _ = start({"k": hg.from_numpy(_bytes(30, n))})
     with hg.connect(server.url) as client:
         for _ in range(2):
-            assert np.array_equal(client.get("k").numpy(), _bytes(30, 4096))
+            assert np.array_equal(client.get("k").numpy(), _bytes(30, n))
         for b in server.registry["k"].buffers:
             b.free()
-        reuse = hg.from_numpy(_bytes(31, 4096))  # may take the freed memory
+        reuse = hg.from_numpy(_bytes(31, n))  # may take the freed memory
         with pytest.raises(hg.RemoteError):
             client.get("k")
-        assert np.array_equal(reuse.numpy(), _bytes(31, 4096))
+        assert np.array_equal(reuse.numpy(), _bytes(31, n))
 
 
 def test_every_sample_twice_bit_exact(start: Start) -> None:
