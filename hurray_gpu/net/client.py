@@ -81,6 +81,15 @@ class _Seen:
 
     __slots__ = ("ref", "kind", "match", "views", "allocs", "__weakref__")
 
+    def fits(self, out: Any) -> bool:
+        """Whether ``out`` is this Tensor, its memory not freed since."""
+        if self.ref() is not out or self.views is None:
+            return False
+        for a in self.allocs:  # noqa: SIM110 (no generator on the path of every get)
+            if a.freed:
+                return False
+        return True
+
     def __init__(self, tensor: Any, kind: tuple[Any, ...] | None, match: Any,
                  views: list[memoryview]) -> None:
         self.kind, self.match = kind, match
@@ -179,16 +188,12 @@ class _Into:
         self.array: np.ndarray | None = None
         self.kind: tuple[Any, ...] | None = None
         self.match: Any = None  # the descriptor object last found to fit (see check)
-        if seen is not None and seen.ref() is out and seen.views is not None:
+        if seen is not None and seen.fits(out):
             # The same Tensor as the last get(out=): its descriptor and buffers cannot
             # have changed, so only a free since then is checked again.
-            for a in seen.allocs:
-                if a.freed:
-                    break
-            else:
-                self.tensor, self.kind, self.match = out, seen.kind, seen.match
-                self.views: list[memoryview] = seen.views
-                return
+            self.tensor, self.kind, self.match = out, seen.kind, seen.match
+            self.views: list[memoryview] = seen.views  # type: ignore[assignment]
+            return
         if is_tensor(out):
             buffers = out.buffers
             arrays = [b.device.allocator.host_array(b.allocation) for b in buffers]
@@ -398,11 +403,13 @@ class Client:
             ArgumentTypeError: ``out`` is neither a Tensor nor a buffer.
         """
         if device is None and layouts is None and parallel == 1:  # a plain get
-            seen = self._repeats.get((key, allow_transcode, dtype))
-            if seen is not None:  # asked before: see _again
-                into = None if out is None else _Into(out, self._seen)
-                return self._call(self._again, (key, allow_transcode, dtype), seen,  # type: ignore[no-any-return]
-                                  into)
+            plain = (key, allow_transcode, dtype)
+            seen = self._repeats.get(plain)
+            if seen is not None and (out is None or (
+                    (last := self._seen) is not None and last.fits(out))):
+                # Asked before, into a new result or the last out= again: the request
+                # leaves first, the rest is made while the server works (see _again).
+                return self._call(self._again, plain, seen, None, out)  # type: ignore[no-any-return]
         into = None if out is None else _Into(out, self._seen)
         dest = None if device is None else resolve_device(device)
         if into is not None and (parallel != 1 or (
@@ -410,11 +417,11 @@ class Client:
             raise UnsupportedOpError("get(out=) receives into host memory over one connection",
                                      fix="drop device= (copy the result with .to(device)) or "
                                          "parallel=, or drop out=.")
-        plain = (key, allow_transcode, dtype) if (dest is None or into is not None) and \
+        repeat = (key, allow_transcode, dtype) if (dest is None or into is not None) and \
             layouts is None and parallel == 1 else None
-        seen = None if plain is None else self._repeats.get(plain)
+        seen = None if repeat is None else self._repeats.get(repeat)
         if seen is not None:
-            return self._call(self._again, plain, seen, into)  # type: ignore[no-any-return]
+            return self._call(self._again, repeat, seen, into)  # type: ignore[no-any-return]
         entries = _entries(layouts, dtype)
         tag = dest.tag if dest is not None and dest.tag in self.server_hello.devices \
             else DeviceTag.CPU
@@ -434,8 +441,8 @@ class Client:
             self._conn.send_views([request])
             budget = [self.max_tensor_bytes, MAX_MEMBERS]
             t = self._receive(sid, 0, budget, target, into)
-            if plain is not None:
-                self._remember(plain, bytearray(request), t)
+            if repeat is not None:
+                self._remember(repeat, bytearray(request), t)
             return t
 
         t: Tensor = self._call(work)
@@ -461,7 +468,7 @@ class Client:
         self._repeats[plain] = (request, plan)
 
     def _again(self, sid: int, plain: tuple[str, bool, str | None], seen: _Repeat,
-               into: _Into | None) -> Tensor:
+               into: _Into | None, out: Any = None) -> Tensor:
         """A plain get asked again: its request re-stamped, and while the server answers
         with the very bytes it answered last time (each run of messages compared as bytes,
         no decode), the data received straight into new arrays, a small answer in one
@@ -471,6 +478,13 @@ class Client:
         request, plan = seen
         conn = self._conn
         conn.send_message(_stamp(request, sid))
+        if out is not None:  # the last out= again (see _Seen.fits)
+            try:
+                into = _Into(out, self._seen)
+            except UnsupportedOpError as exc:  # freed meanwhile: the answer is dropped
+                self._receive(sid, 0, [self.max_tensor_bytes, MAX_MEMBERS])
+                raise _OutMismatch(f"{exc} (its answer was dropped)",
+                                   fix="keep out='s memory until its get returns.") from None
         _, nbytes, raw, declared, allocs, answer = plan
         if answer is not None and nbytes <= self.max_tensor_bytes:
             if into is None:

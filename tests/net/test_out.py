@@ -156,6 +156,33 @@ def test_the_same_out_again_is_checked_for_what_can_change(start: Start) -> None
         assert np.array_equal(client.get("a").numpy(), _values(1, (64, 32)))  # in step
 
 
+@pytest.mark.parametrize("key", ["a", "big"])
+def test_an_out_freed_while_its_request_is_sent(start: Start, key: str) -> None:
+    """The last out= Tensor again sends its request before the rest of its checks; freed
+    by another thread just after that (simulated here at the send), the get fails with a
+    typed error, the answer is dropped, and the connection stays in step."""
+    registry = _registry()
+    server, _ = start(registry)
+    with hg.connect(server.url) as client:
+        out = client.get(key)
+        assert client.get(key, out=out) is out  # remembered as the last out=
+        conn = client._conn
+        send = conn.send_message
+
+        def send_then_free(message: Any) -> None:
+            send(message)
+            for buffer in out.buffers:
+                buffer.free()
+
+        conn.send_message = send_then_free  # type: ignore[method-assign]
+        with pytest.raises(UnsupportedOpError, match="answer was dropped"):
+            client.get(key, out=out)
+        conn.send_message = send  # type: ignore[method-assign]
+        want = registry[key].numpy()
+        for _ in range(2):
+            assert np.array_equal(client.get(key).numpy(), want)
+
+
 def test_a_small_repeated_out_alternating_with_another_out(start: Start) -> None:
     """A small answer's receive slots are kept for the last out= Tensor: alternating two out
     Tensors of the same kind (and fresh gets between) fills each with the current bytes and
