@@ -23,7 +23,8 @@ from hurray_gpu.runtime.buffer import Buffer
 from hurray_gpu.runtime.stream import Event
 
 __all__ = ["CLOCKS", "Stats", "Timed", "copy_roof", "interleaved", "median_s", "on_device",
-           "on_host", "parse_args", "ratio", "rounds", "spread", "stats_s", "time_vs"]
+           "on_host", "parse_args", "ratio", "rounds", "spread", "stats_s", "time_vs",
+           "turn_orders"]
 
 # A timed call: runs the work once and returns the seconds it took.
 Timed = Callable[[], float]
@@ -88,20 +89,36 @@ def interleaved(calls: dict[str, Timed], runs: int) -> dict[str, Stats]:
     return {name: Stats.of(got) for name, got in rounds(calls, runs).items()}
 
 
+def turn_orders(k: int) -> list[list[int]]:
+    """Orders of ``k`` calls in which every call runs right after every other one equally
+    often (a Williams design: ``k`` orders for an even ``k``, ``2k`` for an odd one). A plain
+    rotation of one order would not do that: it keeps each call's successor the same but for
+    the round's wrap."""
+    first, lo, hi = [0], 1, k - 1
+    while len(first) < k:
+        first.append(lo)
+        lo += 1
+        if len(first) < k:
+            first.append(hi)
+            hi -= 1
+    orders = [[(x + i) % k for x in first] for i in range(k)]
+    return orders + [o[::-1] for o in orders] if k % 2 else orders
+
+
 def rounds(calls: dict[str, Timed], runs: int) -> dict[str, list[float]]:
     """Each timed call's seconds in each of ``runs`` rounds in which the calls take turns (after
     one untimed warm-up round): sample ``i`` of every call comes from the same round. The turn
-    order rotates from round to round, so no call always runs right after the same other one
-    (a peer that leaves work behind, such as freeing a large result, does not always tax the
-    same neighbour)."""
+    order changes from round to round (:func:`turn_orders`), so every call runs right after
+    every other one as often (a peer that leaves work behind, such as freeing a large result
+    or a client library's threads still busy, does not tax one neighbour more)."""
     samples: dict[str, list[float]] = {name: [] for name in calls}
-    order = list(calls)
+    names = list(calls)
+    orders = turn_orders(len(names)) if names else [[]]
     for round_ in range(runs + 1):
-        shift = round_ % len(order) if order else 0
-        for name in order[shift:] + order[:shift]:
-            took = calls[name]()
+        for i in orders[round_ % len(orders)]:
+            took = calls[names[i]]()
             if round_:
-                samples[name].append(took)
+                samples[names[i]].append(took)
     return samples
 
 

@@ -7,7 +7,7 @@ import socket
 import struct
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import numpy as np
 import pytest
@@ -184,6 +184,18 @@ def test_close_stops_everything(start: Start) -> None:
 
 
 # -- a lying server ---------------------------------------------------------------------------
+_FAKES: list[threading.Thread] = []  # the fake servers of the running test
+
+
+@pytest.fixture(autouse=True)
+def _fake_servers_end_with_their_test() -> Iterator[None]:
+    """A fake server's thread (and its sockets) is gone when its test ends, not later, in
+    whichever test runs next (one counting its process's open files)."""
+    yield
+    while _FAKES:
+        _FAKES.pop().join(10)
+
+
 def fake_server(script: Callable[[socket.socket], None]) -> str:
     """A one-connection server that answers the hello, then runs ``script``."""
     listener = socket.create_server(("127.0.0.1", 0))
@@ -198,7 +210,9 @@ def fake_server(script: Callable[[socket.socket], None]) -> str:
             time.sleep(0.5)
         listener.close()
 
-    threading.Thread(target=run, daemon=True).start()
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    _FAKES.append(thread)
     return f"hurray://127.0.0.1:{listener.getsockname()[1]}"
 
 
@@ -274,11 +288,14 @@ def test_a_silent_server_is_cut_off_at_the_client_timeout() -> None:
     answer = (P.encode(P.TensorDescriptorMsg(declare(t.descriptor, 0, 0, 0), len(data)), 2)
               + data_frame(2, 0, data) + P.encode(P.TensorDataEnd(), 2))
     for repeat in (False, True):
-        def silent(conn: socket.socket, repeat: bool = repeat) -> None:
+        done = threading.Event()
+
+        def silent(conn: socket.socket, repeat: bool = repeat, done: threading.Event = done
+                   ) -> None:
             if repeat:  # the first get's answer, then the same request again
                 conn.sendall(answer)
                 conn.recv(1 << 16)
-            time.sleep(2.5)  # (then the connection closes: long after the client's limit)
+            done.wait(2.5)  # (then the connection closes: long after the client's limit)
 
         url = fake_server(silent)
         client = hg.connect(url, timeout=0.6)
@@ -288,4 +305,5 @@ def test_a_silent_server_is_cut_off_at_the_client_timeout() -> None:
         with pytest.raises(TransportError):
             client.get("a")
         assert 0.55 < time.monotonic() - began < 1.8, repeat
+        done.set()
         client.close()
