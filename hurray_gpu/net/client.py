@@ -406,9 +406,10 @@ class Client:
             plain = (key, allow_transcode, dtype)
             seen = self._repeats.get(plain)
             if seen is not None and (out is None or (
-                    (last := self._seen) is not None and last.fits(out))):
+                    (last := self._seen) is not None and last.ref() is out)):
                 # Asked before, into a new result or the last out= again: the request
-                # leaves first, the rest is made while the server works (see _again).
+                # leaves first, the rest (out='s checks too) is made while the server works
+                # (see _again).
                 return self._call(self._again, plain, seen, None, out)  # type: ignore[no-any-return]
         into = None if out is None else _Into(out, self._seen)
         dest = None if device is None else resolve_device(device)
@@ -477,11 +478,12 @@ class Client:
         server works on it."""
         request, plan = seen
         conn = self._conn
-        conn.send_message(_stamp(request, sid))
-        if out is not None:  # the last out= again (see _Seen.fits)
+        _U32.pack_into(request, 4, sid)
+        conn.send_message(request)
+        if out is not None:  # the last out= again (checked here: see _Into)
             try:
                 into = _Into(out, self._seen)
-            except UnsupportedOpError as exc:  # freed meanwhile: the answer is dropped
+            except UnsupportedOpError as exc:  # freed since: the answer is dropped
                 self._receive(sid, 0, [self.max_tensor_bytes, MAX_MEMBERS])
                 raise _OutMismatch(f"{exc} (its answer was dropped)",
                                    fix="keep out='s memory until its get returns.") from None
@@ -777,12 +779,6 @@ class Client:
             return time.perf_counter() - start
 
         return float(self._call(work))
-
-
-def _stamp(message: bytearray, sid: int) -> bytearray:
-    """``message`` with ``sid`` written as its stream id."""
-    _U32.pack_into(message, 4, sid)
-    return message
 
 
 def _views(buffers: Sequence[Buffer]) -> list[memoryview]:

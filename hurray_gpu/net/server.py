@@ -123,8 +123,11 @@ class _File:
     def lookup(self, key: str) -> Tensor | None:
         found = self._split(key)
         opened = None if found is None else self.opened(found[0])
-        if found is None or opened is None or found[1] not in opened[1]:
+        if found is None or opened is None:
             return None
+        t = opened[2].get(found[1])  # (read before: no lock needed to find it again)
+        if t is not None or found[1] not in opened[1]:
+            return t
         with self._lock:
             t = opened[2].get(found[1])
             if t is None:
@@ -147,6 +150,9 @@ class _File:
         if not stat.S_ISREG(info.st_mode):
             return None
         stamp = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+        known = self._open.get(path)
+        if known is not None and known[0] == stamp:  # unchanged (the common case: no lock)
+            return known
         with self._lock:
             known = self._open.get(path)
             if known is None or known[0] != stamp:
