@@ -348,8 +348,9 @@ class Client:
             peer.close()
         self._conn.close()
 
-    def _call(self, work: Any, *args: Any) -> Any:
-        """Run one request, ``work(stream id, *args)``; a broken or lying server closes the
+    def _call(self, work: Any, *args: Any, send: bytearray | None = None) -> Any:
+        """Run one request, ``work(stream id, *args)``, after sending the encoded message
+        ``send`` (if given) stamped with the stream id; a broken or lying server closes the
         connection (it cannot be trusted to be in step any more), a RemoteError leaves it
         open."""
         with self._lock:
@@ -359,6 +360,9 @@ class Client:
             sid = self._next
             self._next = sid + 1
             try:
+                if send is not None:
+                    _U32.pack_into(send, 4, sid)
+                    self._conn.send_message(send)
                 return work(sid, *args)
             except (RemoteError, _OutMismatch):
                 raise
@@ -410,7 +414,8 @@ class Client:
                 # Asked before, into a new result or the last out= again: the request
                 # leaves first, the rest (out='s checks too) is made while the server works
                 # (see _again).
-                return self._call(self._again, plain, seen, None, out)  # type: ignore[no-any-return]
+                return self._call(self._again, plain, seen, None, out,  # type: ignore[no-any-return]
+                                  send=seen[0])
         into = None if out is None else _Into(out, self._seen)
         dest = None if device is None else resolve_device(device)
         if into is not None and (parallel != 1 or (
@@ -422,7 +427,8 @@ class Client:
             layouts is None and parallel == 1 else None
         seen = None if repeat is None else self._repeats.get(repeat)
         if seen is not None:
-            return self._call(self._again, repeat, seen, into)  # type: ignore[no-any-return]
+            return self._call(self._again, repeat, seen, into,  # type: ignore[no-any-return]
+                              send=seen[0])
         entries = _entries(layouts, dtype)
         tag = dest.tag if dest is not None and dest.tag in self.server_hello.devices \
             else DeviceTag.CPU
@@ -470,16 +476,14 @@ class Client:
 
     def _again(self, sid: int, plain: tuple[str, bool, str | None], seen: _Repeat,
                into: _Into | None, out: Any = None) -> Tensor:
-        """A plain get asked again: its request re-stamped, and while the server answers
+        """A plain get asked again (its request re-stamped and sent): while the server answers
         with the very bytes it answered last time (each run of messages compared as bytes,
         no decode), the data received straight into new arrays, a small answer in one
         receive; at the first run that differs, the general receive takes over there. What
         does not need the answer (the result Tensor, the expected bytes) is made while the
         server works on it."""
-        request, plan = seen
+        request, plan = seen  # (the request was sent: see _call)
         conn = self._conn
-        _U32.pack_into(request, 4, sid)
-        conn.send_message(request)
         if out is not None:  # the last out= again (checked here: see _Into)
             try:
                 into = _Into(out, self._seen)

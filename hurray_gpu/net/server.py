@@ -122,8 +122,20 @@ class _File:
 
     def lookup(self, key: str) -> Tensor | None:
         found = self._split(key)
-        opened = None if found is None else self.opened(found[0])
-        if found is None or opened is None:
+        if found is None:
+            return None
+        known = self._open.get(found[0])
+        if known is not None:  # a tensor read before, its file unchanged: one stat, no lock
+            try:
+                info = os.stat(found[0])
+            except OSError:
+                return None
+            t = known[2].get(found[1])
+            if t is not None and known[0] == (info.st_dev, info.st_ino, info.st_size,
+                                              info.st_mtime_ns):
+                return t
+        opened = self.opened(found[0])
+        if opened is None:
             return None
         t = opened[2].get(found[1])  # (read before: no lock needed to find it again)
         if t is not None or found[1] not in opened[1]:
