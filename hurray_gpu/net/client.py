@@ -74,10 +74,10 @@ _Repeat = tuple[bytearray, _Plan]
 
 
 class _Seen:
-    """The last Tensor a get(out=) received into (held weakly), its kind, the descriptor
-    object found to fit it, its allocations and the views of its buffers: the same out=
-    again skips the checks that cannot change. The views (and allocations) are dropped when
-    the Tensor goes, so they never keep its memory alive."""
+    """A Tensor a get(out=) received into (held weakly; the client keeps the last few), its
+    kind, the descriptor object found to fit it, its allocations and the views of its
+    buffers: the same out= again skips the checks that cannot change. The views (and
+    allocations) are dropped when the Tensor goes, so they never keep its memory alive."""
 
     __slots__ = ("ref", "kind", "match", "views", "allocs", "__weakref__")
 
@@ -104,6 +104,7 @@ class _Seen:
         self.ref = weakref.ref(tensor, gone)
 
 
+_OUTS = 8  # out= Tensors remembered per client (see _Seen)
 _U32 = struct.Struct("<I")
 _DROP = 1 << 16  # the data of an answer out= cannot hold is read into this much, and dropped
 
@@ -308,7 +309,7 @@ class Client:
         self._plans: dict[tuple[P.TensorDescriptorMsg, bool], _Plan] = {}  # see _plan
         self._repeats: dict[tuple[str, bool, str | None], _Repeat] = {}  # see _again
         self._answered: _Plan | None = None  # the plan _receive took for its last tensor
-        self._seen: _Seen | None = None  # see _Into
+        self._outs: dict[int, _Seen] = {}  # the last out= Tensors by id: see _Into
         self._cpu, self._build = resolve_device("cpu"), tensor_builder()
         try:
             self.server_hello = self._hello(max_message_size)
@@ -410,13 +411,13 @@ class Client:
             plain = (key, allow_transcode, dtype)
             seen = self._repeats.get(plain)
             if seen is not None and (out is None or (
-                    (last := self._seen) is not None and last.ref() is out)):
+                    (last := self._outs.get(id(out))) is not None and last.ref() is out)):
                 # Asked before, into a new result or the last out= again: the request
                 # leaves first, the rest (out='s checks too) is made while the server works
                 # (see _again).
                 return self._call(self._again, plain, seen, None, out,  # type: ignore[no-any-return]
                                   send=seen[0])
-        into = None if out is None else _Into(out, self._seen)
+        into = None if out is None else _Into(out, self._outs.get(id(out)))
         dest = None if device is None else resolve_device(device)
         if into is not None and (parallel != 1 or (
                 dest is not None and not dest.allocator.host_memory)):
@@ -457,11 +458,16 @@ class Client:
         return t if dest is None or into is not None else t.to(dest)
 
     def _note(self, into: _Into | None) -> None:
-        """Remember the Tensor a get(out=) just received into (see :class:`_Seen`)."""
+        """Remember the Tensor a get(out=) just received into (see :class:`_Seen`): the last
+        few, so that gets alternating between some out= Tensors each find theirs."""
         if into is not None and into.tensor is not None:
-            seen = self._seen
+            outs, key = self._outs, id(into.tensor)
+            seen = outs.get(key)
             if seen is None or seen.ref() is not into.tensor or seen.match is not into.match:
-                self._seen = _Seen(into.tensor, into.kind, into.match, into.views)
+                outs.pop(key, None)
+                if len(outs) >= _OUTS:
+                    del outs[next(iter(outs))]  # the oldest
+                outs[key] = _Seen(into.tensor, into.kind, into.match, into.views)
 
     def _remember(self, plain: tuple[str, bool, str | None], request: bytearray,
                   t: Tensor) -> None:
@@ -486,7 +492,7 @@ class Client:
         conn = self._conn
         if out is not None:  # the last out= again (checked here: see _Into)
             try:
-                into = _Into(out, self._seen)
+                into = _Into(out, self._outs.get(id(out)))
             except UnsupportedOpError as exc:  # freed since: the answer is dropped
                 self._receive(sid, 0, [self.max_tensor_bytes, MAX_MEMBERS])
                 raise _OutMismatch(f"{exc} (its answer was dropped)",

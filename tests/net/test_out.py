@@ -183,11 +183,13 @@ def test_an_out_freed_while_its_request_is_sent(start: Start, key: str) -> None:
             assert np.array_equal(client.get(key).numpy(), want)
 
 
-def test_a_small_repeated_out_alternating_with_another_out(start: Start) -> None:
-    """A small answer's receive slots are kept for the last out= Tensor: alternating two out
-    Tensors of the same kind (and fresh gets between) fills each with the current bytes and
-    leaves the other as it was."""
-    values = _values(5, (16, 16))  # 1 KiB: answered in one receive
+@pytest.mark.parametrize("shape", [(16, 16), (512, 512)])  # 1 KiB: one receive; 1 MiB
+def test_a_repeated_out_alternating_with_another_out(start: Start,
+                                                     shape: tuple[int, int]) -> None:
+    """The client remembers the last few out= Tensors (a small answer's receive slots for
+    the last): alternating two out Tensors of the same kind (and fresh gets between) fills
+    each with the current bytes and leaves the other as it was."""
+    values = _values(5, shape)
     server, _ = start({"s": hg.from_numpy(values)})
     with hg.connect(server.url) as client:
         a, b = client.get("s"), client.get("s")
