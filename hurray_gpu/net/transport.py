@@ -663,11 +663,19 @@ class Connection:
         if got < h or not self._rraw.startswith(head):
             return False
         self._deadline = deadline
-        step = min(got - h, len(view))
+        want = len(view)
+        step = min(got - h, want)
         view[:step] = rbuf[h:h + step]
         self._rpos = h + step
-        if step < len(view):  # (all read ahead was consumed)
-            self._recv_into(view[step:], deadline, P.HEADER_SIZE)
+        if step < want:  # all read ahead was consumed: the rest, and the next header
+            rest, after = view[step:], rbuf[:P.HEADER_SIZE]
+            want -= step
+            got = 0
+            while got < want:
+                if not self._ready(False, deadline):
+                    raise _late(got, want)
+                got += self._recv_some([rest[got:], after], got, want, _WAITALL)
+            self._rpos, self._rend = 0, got - want
         return True
 
     def expect(self, message: bytes | bytearray) -> bool:
