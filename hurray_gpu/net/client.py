@@ -190,7 +190,7 @@ class _Into:
         self.kind: tuple[Any, ...] | None = None
         self.match: Any = None  # the descriptor object last found to fit (see check)
         if seen is not None and seen.fits(out):
-            # The same Tensor as the last get(out=): its descriptor and buffers cannot
+            # A Tensor a recent get(out=) received into: its descriptor and buffers cannot
             # have changed, so only a free since then is checked again.
             self.tensor, self.kind, self.match = out, seen.kind, seen.match
             self.views: list[memoryview] = seen.views  # type: ignore[assignment]

@@ -855,10 +855,7 @@ class _Session:
             reply = self.replies[payload] = _Reply(
                 request.key, t, plan, self.conn.iov(plan, buffers), buffers,
                 _HEADER.pack(_REQUEST, sid, len(payload)) + payload)
-            self.conn.send_plan(plan, buffers, sid)
-            reply.sid = sid
-            reply.stamp(sid + 1)
-            self.hot = reply
+            self._answer(reply, t, sid)
             return
         self.conn.send_plan(plan, buffers, sid)
 
