@@ -146,7 +146,7 @@ LIMITS: tuple[Limit, ...] = (
     _l("hurray_gpu.net.server", "DEFAULT_TRANSCODE_LIMIT", "memory",
        "bytes of a tensor the server transcodes (transcode_limit=)"),
     _l("hurray_gpu.net.server", "MAX_SHARDS", "api", "shards of a PARALLEL_STREAMS request"),
-    _l("hurray_gpu.net.server", "_MAX_KEY", "api", "characters of a tensor key"),
+    _l("hurray_gpu.net.sources", "_MAX_KEY", "api", "characters of a tensor key"),
     _l("hurray_gpu.net.client", "DEFAULT_MAX_TENSOR", "memory",
        "bytes one get allocates for the server's tensor (max_tensor_bytes=)"),
     _l("hurray_gpu.net.client", "MAX_DEPTH", "decoder", "composite nesting a client accepts"),
