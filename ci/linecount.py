@@ -227,14 +227,14 @@ PER_FILE_CAP = 800
 #   Tensor's memory is not held after the caller drops it).
 # - +4: the server refuses a served tensor whose buffers were freed (it sent that memory).
 # - -6: the host SCALE8-family renderings share one helper (four near-copies before).
-# - +153: a repeated bulk get does less on both sides (server: the predicted next request
+# - +136: a repeated bulk get does less on both sides (server: the predicted next request
 #   answered with a comparison and one send, views kept for every host reply and dropped
 #   with the tensor; client: request first, the common answer in two receives, the last 8
 #   out= Tensors remembered; a .hrry lookup in one stat): 1 MiB get(out=) 0.82-0.88 ->
 #   0.93-0.96 of the raw socket, interleaved A/B.
 # - +25: the served sources split out of net/server.py into net/sources.py (the per-file
 #   cap): that module's docstring and imports.
-TOTAL_BUDGET = 46_538
+TOTAL_BUDGET = 46_521
 PACKAGES = ("hurray_gpu", "vyre")
 
 

@@ -68,17 +68,7 @@ class FileSource:
         found = self._split(key)
         if found is None:
             return None
-        known = self._open.get(found[0])
-        if known is not None:  # a tensor read before, its file unchanged: one stat, no lock
-            try:
-                info = os.stat(found[0])
-            except OSError:
-                return None
-            t = known[2].get(found[1])
-            if t is not None and known[0] == (info.st_dev, info.st_ino, info.st_size,
-                                              info.st_mtime_ns):
-                return t
-        opened = self.opened(found[0])
+        opened = self.opened(found[0])  # (one stat; no lock while the file is unchanged)
         if opened is None:
             return None
         t = opened[2].get(found[1])  # (read before: no lock needed to find it again)

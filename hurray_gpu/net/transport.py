@@ -668,14 +668,7 @@ class Connection:
         view[:step] = rbuf[h:h + step]
         self._rpos = h + step
         if step < want:  # all read ahead was consumed: the rest, and the next header
-            rest, after = view[step:], rbuf[:P.HEADER_SIZE]
-            want -= step
-            got = 0
-            while got < want:
-                if not self._ready(False, deadline):
-                    raise _late(got, want)
-                got += self._recv_some([rest[got:], after], got, want, _WAITALL)
-            self._rpos, self._rend = 0, got - want
+            self._recv_into(view[step:], deadline, P.HEADER_SIZE)
         return True
 
     def expect(self, message: bytes | bytearray) -> bool:
