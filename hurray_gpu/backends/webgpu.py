@@ -18,6 +18,7 @@ back). A launch reads the fault word back before it returns, as Vulkan's default
 from __future__ import annotations
 
 import functools
+import os
 import threading
 import time
 from collections.abc import Sequence
@@ -65,6 +66,7 @@ _LIMITS = ("max-buffer-size", "max-storage-buffer-binding-size", "max-storage-bu
 # Adapter backends tried for compute, best first; wgpu's OpenGL backend lacks what kernels need
 # (storage buffers in every stage, large bindings) and duplicates the Vulkan adapters.
 _BACKENDS = ("Vulkan", "Metal", "D3D12")
+_NO_WAYLAND = "/nonexistent/hurray-gpu-headless"  # see adapters()
 
 
 def _wgpu() -> Any:
@@ -93,11 +95,24 @@ def adapters() -> tuple[Any, ...]:
         extras.set_instance_extras(backends=["Primary"])
     except Exception:  # noqa: BLE001, S110 - an instance exists already: adapters are filtered
         pass
+    # Mesa's device-select Vulkan layer (loaded implicitly) asks Wayland for the default GPU
+    # when an instance enables surface extensions, as wgpu's does; with no Wayland session
+    # libwayland prints "error: XDG_RUNTIME_DIR is invalid ..." to stderr (4 lines per
+    # enumeration) before failing. Where no connection could succeed anyway, an absolute
+    # WAYLAND_DISPLAY naming no socket makes it fail quietly; the environment is restored
+    # after the enumeration (the only step that probes).
+    headless = not (os.environ.get("WAYLAND_DISPLAY") or os.environ.get("WAYLAND_SOCKET")
+                    or os.environ.get("XDG_RUNTIME_DIR", "").startswith("/"))
+    if headless:
+        os.environ["WAYLAND_DISPLAY"] = _NO_WAYLAND
     try:
         found = wgpu.gpu.enumerate_adapters_sync()
     except Exception as exc:  # noqa: BLE001 - wgpu-native loading errors are not typed
         raise BackendUnavailableError(f"wgpu cannot enumerate adapters: {exc}",
                                       fix="reinstall wgpu (" + INSTALL + ").") from exc
+    finally:
+        if headless and os.environ.get("WAYLAND_DISPLAY") == _NO_WAYLAND:
+            del os.environ["WAYLAND_DISPLAY"]
     return tuple(a for a in found if a.info.get("backend_type") in _BACKENDS)
 
 

@@ -4,6 +4,7 @@ the compile cache and what an adapter without wgpu or a feature says."""
 from __future__ import annotations
 
 import gc
+import os
 import subprocess
 import sys
 
@@ -161,6 +162,20 @@ def test_without_wgpu_the_backend_names_the_install_command():
     assert done.stdout.startswith("BackendUnavailableError")
     assert "pip install 'hurray_gpu[webgpu]'" in done.stdout
 
+
+def test_enumerating_adapters_headless_prints_nothing_and_restores_the_environment(wg):
+    # Mesa's device-select layer asked Wayland for a default GPU and libwayland printed
+    # "error: XDG_RUNTIME_DIR is invalid ..." four times on a machine without a session.
+    code = ("import os\nfrom hurray_gpu.backends.webgpu import adapters\n"
+            "found = adapters()\n"
+            "print(len(found), os.environ.get('WAYLAND_DISPLAY'))\n")
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("XDG_RUNTIME_DIR", "WAYLAND_DISPLAY", "WAYLAND_SOCKET")}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, check=True, env=env)
+    count, display = done.stdout.split()
+    assert int(count) >= 1 and display == "None"
+    assert "XDG_RUNTIME_DIR" not in done.stderr and "error" not in done.stderr.lower()
 
 
 def test_a_buffer_freed_by_the_cyclic_collector_is_still_usable_from_the_pool(wg):
