@@ -69,7 +69,7 @@ MIB = 1 << 20
 SMALL = 4096
 TILE = 32
 BLOCK = 64  # int4 elements per f32 scale
-_RAW_REQ = struct.Struct("<cQ")  # op (b"G" get array i, b"P" put n bytes), i or n
+_RAW_REQ = struct.Struct("<cQ")  # op (b"G" get array i, b"F" from its file, b"P" put n), i or n
 
 
 def payload(nbytes: int, seed: int) -> np.ndarray:
@@ -93,12 +93,16 @@ def _recv_exact(sock: socket.socket, view: memoryview) -> None:
 
 
 class RawServer:
-    """Serves arrays by index (``G``) and receives ``n`` bytes into a buffer reused by the
-    connection (``P``, answered with one byte; the buffer grows in the untimed warm-up round):
-    TCP, one thread per connection, no framing beyond the request."""
+    """Serves arrays by index (``G``), or their bytes in a file by ``sendfile`` (``F``: the
+    kernel sends the file's cached pages, no copy through user memory), and receives ``n``
+    bytes into a buffer reused by the connection (``P``, answered with one byte; the buffer
+    grows in the untimed warm-up round): TCP, one thread per connection, no framing beyond
+    the request."""
 
-    def __init__(self, arrays: list[np.ndarray]) -> None:
+    def __init__(self, arrays: list[np.ndarray],
+                 files: dict[int, tuple[int, int, int]] | None = None) -> None:
         self.arrays = arrays
+        self.files = files or {}  # array index: (fd, offset, size) of its bytes in a file
         self.sock = socket.create_server(("127.0.0.1", 0))
         self.port = self.sock.getsockname()[1]
         threading.Thread(target=self._accept, daemon=True).start()
@@ -122,6 +126,11 @@ class RawServer:
                     op, arg = _RAW_REQ.unpack(req)
                     if op == b"G":
                         conn.sendall(memoryview(self.arrays[arg]))
+                    elif op == b"F":
+                        fd, offset, left = self.files[arg]
+                        while left:
+                            sent = os.sendfile(conn.fileno(), fd, offset, left)
+                            offset, left = offset + sent, left - sent
                     else:
                         if arg > len(sink):
                             sink = memoryview(bytearray(arg))
@@ -138,9 +147,9 @@ class RawClient:
         self.sock = socket.create_connection(("127.0.0.1", port))
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
-    def get(self, index: int, out: memoryview) -> None:
-        """Array ``index`` into ``out`` (exactly its size)."""
-        self.sock.sendall(_RAW_REQ.pack(b"G", index))
+    def get(self, index: int, out: memoryview, op: bytes = b"G") -> None:
+        """Array ``index`` into ``out`` (exactly its size); ``op=b"F"``: from its file."""
+        self.sock.sendall(_RAW_REQ.pack(op, index))
         _recv_exact(self.sock, out)
 
     def get_new(self, index: int, nbytes: int) -> np.ndarray:
@@ -229,7 +238,16 @@ def _host(conn: Connection, plan: dict[str, Any]) -> None:
     kv = hg.PagedKVCache("cpu", *plan["kv_geometry"])
     servers = [hg.serve([registry, str(path)], port=0, background=True),
                hg.serve(kv, port=0, background=True)]
-    raw = RawServer([arrays[k] for k in order])
+    with hg.open_file(path) as saved:  # where each array's bytes lie in the file
+        views = {i: saved.read("file." + k).buffers[0] for i, k in enumerate(order)
+                 if "file." + k in saved}
+        spots = {i: saved.file_offset(b.device.allocator.host_array(b.allocation))
+                 for i, b in views.items()}
+        del views
+    fd = os.open(path, os.O_RDONLY)
+    raw = RawServer([arrays[k] for k in order],
+                    {i: (fd, at, arrays[order[i]].nbytes) for i, at in spots.items()
+                     if at is not None})
     out: dict[str, Any] = {"ours": servers[0].url, "kv": servers[1].url, "raw": raw.port,
                            "order": order}
     flight = None
@@ -248,6 +266,7 @@ def _host(conn: Connection, plan: dict[str, Any]) -> None:
     if flight is not None:
         flight.shutdown()
     raw.sock.close()
+    os.close(fd)
     kv.close()
 
 
@@ -340,6 +359,8 @@ def bulk(addr: dict[str, Any], client: Any, raw: RawClient, flight: Any, n: int,
     raw.get(index, out)
     check(checks, f"raw get {n} B", np.array_equal(np.frombuffer(out, np.uint8), want))
     check(checks, f"raw get {n} B new", np.array_equal(raw.get_new(index, n), want))
+    raw.get(index, out, b"F")
+    check(checks, f"raw sendfile {n} B", np.array_equal(np.frombuffer(out, np.uint8), want))
     into = {}  # a result of each source, received into again (get(out=))
     for k in (key, "file." + key):
         into[k] = client.get(k)
@@ -358,7 +379,8 @@ def bulk(addr: dict[str, Any], client: Any, raw: RawClient, flight: Any, n: int,
              "registry out": per_call(lambda: client.get(key, out=into[key]), calls),
              "hrry out": per_call(lambda: client.get("file." + key, out=into["file." + key]),
                                   calls),
-             "raw": per_call(lambda: raw.get(index, out), calls)}
+             "raw": per_call(lambda: raw.get(index, out), calls),
+             "raw sendfile": per_call(lambda: raw.get(index, out, b"F"), calls)}
     if flight is not None:
         import pyarrow.flight as fl
 
@@ -374,6 +396,10 @@ def bulk(addr: dict[str, Any], client: Any, raw: RawClient, flight: Any, n: int,
         rows.append(row(case + " into out=", "GB/s", took[source + " out"], n / 1e9,
                         "raw socket recv_into a reused buffer", took["raw"], "of raw",
                         ">= 0.9"))
+        if source == "hrry":  # the same path as the raw socket's sendfile: the cost of ours
+            rows.append(row(case + " into out=", "GB/s", took[source + " out"], n / 1e9,
+                            "raw socket sendfile of the file's bytes, recv_into a reused "
+                            "buffer", took["raw sendfile"], "of raw sendfile", "-"))
         rows.append(row(case, "GB/s", took[source], n / 1e9, "raw socket recv_into a new "
                         "array", took["raw new"], "of raw", ">= 0.9"))
         rows.append(row(case, "GB/s", took[source], n / 1e9, "Arrow Flight do_get",

@@ -133,6 +133,18 @@ class HrryFile(Mapping[str, _T]):
             self._mm = None
         self._handle.close()
 
+    def fileno(self) -> int:
+        """The file's descriptor (closed by :meth:`close`)."""
+        return self._fd
+
+    def file_offset(self, view: np.ndarray) -> int | None:
+        """Where ``view`` (a buffer of a tensor read from this file without a copy) begins in
+        the file; None when it is not a view of this file's mapping (or the file is closed)."""
+        if self._mm is None:
+            return None
+        at = view.ctypes.data - np.frombuffer(self._mm, np.uint8).ctypes.data
+        return at if at >= 0 and at + view.nbytes <= self.size else None
+
     def _map(self) -> mmap.mmap:
         if self._mm is None:
             raise HurrayFormatError("the file is closed", fix="read inside the `with` block.")

@@ -40,10 +40,12 @@ from hurray_gpu.net.sources import (
 from hurray_gpu.net.transport import (
     DEFAULT_PORT,
     Connection,
+    FileData,
     FramePlan,
     StreamError,
     TransportError,
     declare,
+    file_spans,
     host_arrays,
     listen,
     recv_data,
@@ -72,6 +74,7 @@ _REPLIES, _REPLY_PIECES = 64, 512  # prepared answers per connection; iovecs in 
 _REQUEST = int(P.MessageType.TENSOR_REQUEST)
 _U32 = struct.Struct("<I")
 _HEADER = struct.Struct("<III")  # a message header: type, stream id, payload length
+Files = list[tuple[FileData, int] | None] | None  # each buffer's file and offset (sendfile)
 
 
 def dtype_entry(dtype: str) -> P.LayoutEntry:
@@ -207,18 +210,21 @@ class _Reply:
     comparison, the checks that the tensor still holds, and one send.
     """
 
-    __slots__ = ("key", "tensor", "plan", "iov", "allocs", "request", "sid", "__weakref__")
+    __slots__ = ("key", "tensor", "plan", "iov", "allocs", "files", "spans", "request", "sid",
+                 "__weakref__")
 
     def __init__(self, key: str, t: Tensor, plan: FramePlan, iov: list[Any] | None,
-                 buffers: Sequence[Any], request: bytes) -> None:
-        self.key, self.plan, self.iov = key, plan, iov
+                 buffers: Sequence[Any], request: bytes, files: Files) -> None:
+        self.key, self.plan, self.iov, self.files = key, plan, iov, files
+        # The pieces sent from the tensor's file by sendfile (see FileData), if any.
+        self.spans = None if files is None or iov is None else file_spans(plan, files)
         self.allocs = tuple(b.allocation for b in buffers)
         drop = weakref.ref(self)
 
         def gone(_: object) -> None:  # the tensor was collected: release its memory
             reply = drop()
             if reply is not None:
-                reply.iov, reply.allocs = None, ()
+                reply.iov, reply.allocs, reply.files, reply.spans = None, (), None, None
         self.tensor = weakref.ref(t, gone)
         self.request = bytearray(request)  # the request message, stamped like the plan
         self.sid = 1  # the stream the plan and request are stamped with
@@ -392,6 +398,16 @@ class Server:
         check_key(key)
         return self.find(key)
 
+    def files_of(self, key: str, t: Tensor) -> Files:
+        """Where ``t``'s buffers lie in the served file it was read from, for ``sendfile``
+        (see FileSource.files_of); None for a tensor held in memory."""
+        for source in self._sources:
+            if isinstance(source, FileSource):
+                files = source.files_of(key, t)
+                if files is not None:
+                    return files
+        return None
+
     def find(self, key: str) -> Tensor:
         """:meth:`lookup` of a key that passed ``check_key`` before."""
         for source in self._sources:
@@ -479,11 +495,11 @@ class _Session:
         self.last_stream = sid
         if reply.iov is None:
             conn = self.conn
-            conn.send_plan(reply.plan, _buffers(t), sid)
+            conn.send_plan(reply.plan, _buffers(t), sid, reply.files)
             reply.sid = sid
         else:
             reply.stamp(sid)
-            self.conn.send_iov(reply.iov, reply.plan.size)
+            self.conn.send_iov(reply.iov, reply.plan.size, reply.spans)
         reply.stamp(sid + 1)
         self.hot = reply
 
@@ -577,6 +593,7 @@ class _Session:
         # A stored tensor sent as it is (no transcode, copy or shard) from host memory: its
         # answer is kept for the same request again (see _Reply).
         buffers = _buffers(t)
+        files = server.files_of(request.key, t) if t is found else None
         if t is found and shard == (0, 1) and len(plan.pieces) <= _REPLY_PIECES \
                 and all(b.is_host for b in buffers) \
                 and any((s.held(request.key) if isinstance(s, FileSource) else s.get(request.key))
@@ -586,10 +603,10 @@ class _Session:
                 del self.replies[next(iter(self.replies))]  # the oldest
             reply = self.replies[payload] = _Reply(
                 request.key, t, plan, self.conn.iov(plan, buffers), buffers,
-                _HEADER.pack(_REQUEST, sid, len(payload)) + payload)
+                _HEADER.pack(_REQUEST, sid, len(payload)) + payload, files)
             self._answer(reply, t, sid)
             return
-        self.conn.send_plan(plan, buffers, sid)
+        self.conn.send_plan(plan, buffers, sid, files)
 
     def _put(self, sid: int, msg: P.TensorPut) -> None:
         check_key(msg.key)

@@ -19,7 +19,7 @@ from hurray_gpu.format import protocol as P
 from hurray_gpu.io import HrryFile, open_file, save
 from hurray_gpu.io.file_format import DEFAULT_ALIGNMENT
 from hurray_gpu.kv_cache import PagedKVCache
-from hurray_gpu.net.transport import StreamError
+from hurray_gpu.net.transport import FileData, StreamError
 from hurray_gpu.tensor import Tensor
 
 # Implementation-defined error code (the spec leaves 0xF0-0xFE to implementations).
@@ -42,6 +42,9 @@ def unknown_key(key: str) -> Refused:
 
 # -- sources ---------------------------------------------------------------------------------
 _Stamp = tuple[int, int, int, int]  # a file's (st_dev, st_ino, st_size, st_mtime_ns)
+# An open file as it was found: its stamp, the file, the tensors read from it, its bytes for
+# sendfile.
+_Opened = tuple[_Stamp, HrryFile, dict[str, Tensor], FileData]
 
 
 class FileSource:
@@ -57,7 +60,7 @@ class FileSource:
 
     def __init__(self, path: str) -> None:
         self.path = path
-        self._open: dict[str, tuple[_Stamp, HrryFile, dict[str, Tensor]]] = {}
+        self._open: dict[str, _Opened] = {}
         self._lock = threading.Lock()  # HrryFile builds its order tables lazily, unlocked
 
     def _split(self, key: str) -> tuple[str, str] | None:
@@ -86,9 +89,9 @@ class FileSource:
         opened = None if found is None else self._open.get(found[0])
         return None if found is None or opened is None else opened[2].get(found[1])
 
-    def opened(self, path: str) -> tuple[_Stamp, HrryFile, dict[str, Tensor]] | None:
-        """(stamp, open file, tensors read) of the file at ``path`` as it is on disk now;
-        None when there is no such regular file."""
+    def opened(self, path: str) -> _Opened | None:
+        """(stamp, open file, tensors read, its FileData) of the file at ``path`` as it is on
+        disk now; None when there is no such regular file."""
         try:
             info = os.stat(path)
         except OSError:
@@ -102,12 +105,27 @@ class FileSource:
         with self._lock:
             known = self._open.get(path)
             if known is None or known[0] != stamp:
-                known = self._open[path] = (stamp, open_file(path), {})
+                hrry = open_file(path)
+                known = self._open[path] = (stamp, hrry, {}, FileData(hrry.fileno()))
             return known
+
+    def files_of(self, key: str, t: Tensor) -> list[tuple[FileData, int] | None] | None:
+        """Where each buffer of ``t`` begins in its file (for ``sendfile``, see FileData), when
+        ``t`` is the tensor ``key`` names here, read as views of the file's map; else None."""
+        found = self._split(key)
+        opened = None if found is None else self._open.get(found[0])
+        if found is None or opened is None or opened[2].get(found[1]) is not t or t.members:
+            return None
+        spans: list[tuple[FileData, int] | None] = []
+        for b in t.buffers:
+            view = b.device.allocator.host_array(b.allocation)
+            at = None if view is None else opened[1].file_offset(view)
+            spans.append(None if at is None else (opened[3], at))
+        return spans
 
     def close(self) -> None:
         with self._lock:
-            for _, hrry, _ in self._open.values():
+            for _, hrry, _, _ in self._open.values():
                 hrry.close()
             self._open.clear()
 
