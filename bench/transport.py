@@ -15,7 +15,9 @@ so the client and the server do not share a GIL; the clients run in this process
   call (each pays for its fresh memory's page faults). Flight returns a fresh Table of the
   batches it received (never concatenated in the timed part), against our fresh get.
   ``of raw`` is our speed over the raw socket's (goal >= 0.9), ``x Flight`` over Flight's
-  (goal >= 2).
+  (goal >= 2). Our ``.hrry`` server sends the file's bytes with ``sendfile``; ``of raw
+  sendfile`` pairs its ``get(key, out=t)`` with the raw server doing that too (the same
+  bytes of the same file, into the reused buffer): the protocol's own cost on that path.
 * Small-tensor latency: a 4 KiB get (request sent to data in hand) against a raw request /
   response round trip of 4 KiB on the same kind of connection (goal: ours <= 2x the raw
   time), paired the same way (``out=`` against a reused buffer, a fresh result against a new

@@ -34,20 +34,16 @@ from hurray_gpu.format.codec import handles, is_head, member_count
 from hurray_gpu.format.descriptor.buffers import DeviceTag
 from hurray_gpu.format.descriptor.layouts import LAYOUT_NAMES
 from hurray_gpu.format.descriptor.model import decode_descriptor
-from hurray_gpu.net.server import MAX_SHARDS, dtype_entry, shard_entry
-from hurray_gpu.net.transport import (
+from hurray_gpu.net.framing import (
     FRAME_BYTES,
-    Connection,
     FramePlan,
-    StreamError,
-    TransportError,
     declare,
-    dial,
     host_allocs,
     host_arrays,
-    recv_data,
     shard_span,
 )
+from hurray_gpu.net.server import MAX_SHARDS, dtype_entry, shard_entry
+from hurray_gpu.net.transport import Connection, StreamError, TransportError, dial, recv_data
 from hurray_gpu.parts import Placement, as_tensor, check_room, is_tensor, release, tensor_builder
 from hurray_gpu.runtime.buffer import Buffer
 from hurray_gpu.runtime.hostmem import HOST_ALIGNMENT, aligned_empty

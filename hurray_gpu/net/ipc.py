@@ -49,7 +49,7 @@ from hurray_gpu.errors import (
 from hurray_gpu.format import codec
 from hurray_gpu.format.descriptor.buffers import DeviceTag, SyncMode
 from hurray_gpu.net.client import MAX_DEPTH, MAX_MEMBERS
-from hurray_gpu.net.transport import tensor_nodes
+from hurray_gpu.net.framing import tensor_nodes
 from hurray_gpu.parts import assemble, is_tensor, not_a_tensor
 from hurray_gpu.runtime.buffer import Buffer
 from hurray_gpu.runtime.memory import MemoryClass

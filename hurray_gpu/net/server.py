@@ -27,6 +27,15 @@ from hurray_gpu.format.descriptor.buffers import DeviceTag, SyncMode, is_valid_p
 from hurray_gpu.format.descriptor.layouts import LAYOUT_NAMES, ColMajor
 from hurray_gpu.format.descriptor.model import TensorDescriptor, decode_descriptor
 from hurray_gpu.format.dtypes import by_name, by_tag
+from hurray_gpu.net.framing import (
+    FileData,
+    FramePlan,
+    declare,
+    file_spans,
+    host_arrays,
+    shard_span,
+    tensor_nodes,
+)
 from hurray_gpu.net.sources import (
     REQUEST_FAILED,
     DirectorySource,
@@ -40,17 +49,10 @@ from hurray_gpu.net.sources import (
 from hurray_gpu.net.transport import (
     DEFAULT_PORT,
     Connection,
-    FileData,
-    FramePlan,
     StreamError,
     TransportError,
-    declare,
-    file_spans,
-    host_arrays,
     listen,
     recv_data,
-    shard_span,
-    tensor_nodes,
 )
 from hurray_gpu.ops.host import relayout
 from hurray_gpu.ops.materialize import materialize

@@ -19,7 +19,8 @@ from hurray_gpu.format import protocol as P
 from hurray_gpu.io import HrryFile, open_file, save
 from hurray_gpu.io.file_format import DEFAULT_ALIGNMENT
 from hurray_gpu.kv_cache import PagedKVCache
-from hurray_gpu.net.transport import FileData, StreamError
+from hurray_gpu.net.framing import FileData
+from hurray_gpu.net.transport import StreamError
 from hurray_gpu.tensor import Tensor
 
 # Implementation-defined error code (the spec leaves 0xF0-0xFE to implementations).

@@ -20,7 +20,8 @@ from hurray_gpu.errors import HurrayFormatError
 from hurray_gpu.format import protocol as P
 from hurray_gpu.format.descriptor import TensorDescriptor, decode_descriptor
 from hurray_gpu.format.descriptor.buffers import DeviceTag
-from hurray_gpu.net.transport import Connection, declare, recv_data
+from hurray_gpu.net.framing import declare
+from hurray_gpu.net.transport import Connection, recv_data
 from tests._support import stable_rng
 from tests.net.conftest import Start
 

@@ -15,7 +15,8 @@ import pytest
 import hurray_gpu as hg
 from hurray_gpu.errors import ProtocolError, RemoteError
 from hurray_gpu.format import protocol as P
-from hurray_gpu.net.transport import TransportError, declare
+from hurray_gpu.net.framing import declare
+from hurray_gpu.net.transport import TransportError
 from tests.net.conftest import RawPeer, Start, data_frame, header
 
 VALUES = np.arange(16, dtype=np.int32)

@@ -29,7 +29,7 @@ from hurray_gpu.format import codec
 from hurray_gpu.format import descriptor as d
 from hurray_gpu.format.descriptor.buffers import DeviceTag, SyncMode
 from hurray_gpu.net import ipc
-from hurray_gpu.net.transport import tensor_nodes
+from hurray_gpu.net.framing import tensor_nodes
 from hurray_gpu.runtime.memory import MemoryClass
 from hurray_gpu.tensor import Tensor
 from tests._support import stable_rng

@@ -14,8 +14,8 @@ import pytest
 import hurray_gpu as hg
 from hurray_gpu.errors import RemoteError
 from hurray_gpu.format import protocol as P
+from hurray_gpu.net.framing import declare
 from hurray_gpu.net.server import REQUEST_FAILED
-from hurray_gpu.net.transport import declare
 from tests._support import skip_or_fail, stable_rng
 from tests.hurray._io_samples import (
     NUMPY_SAMPLES,
@@ -287,7 +287,7 @@ def test_parallel_streams_shards_land_in_one_destination(start: Start, transport
 
 
 def test_shard_spans_tile_the_bytes() -> None:
-    from hurray_gpu.net.transport import SHARD_ALIGN, shard_span
+    from hurray_gpu.net.framing import SHARD_ALIGN, shard_span
 
     for total in (0, 1, SHARD_ALIGN - 1, SHARD_ALIGN * 7 + 3, 10**8):
         for count in (1, 2, 3, 7, 64):

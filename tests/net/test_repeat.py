@@ -17,7 +17,7 @@ import pytest
 import hurray_gpu as hg
 from hurray_gpu.format import protocol as P
 from hurray_gpu.format.descriptor.buffers import DeviceTag
-from hurray_gpu.net.transport import declare
+from hurray_gpu.net.framing import declare
 from tests._support import stable_rng
 from tests.hurray._io_samples import quantized_per_channel
 from tests.net.conftest import RawPeer, Start, data_frame

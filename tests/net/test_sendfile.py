@@ -17,7 +17,8 @@ import pytest
 
 import hurray_gpu as hg
 from hurray_gpu.errors import TransportError
-from hurray_gpu.net.transport import Connection, FileData
+from hurray_gpu.net.framing import FileData
+from hurray_gpu.net.transport import Connection
 from tests._support import stable_rng
 from tests.net.conftest import TRANSPORTS, Start
 
