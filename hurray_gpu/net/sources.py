@@ -113,7 +113,10 @@ class FileSource:
     def files_of(self, key: str, t: Tensor) -> list[tuple[FileData, int] | None] | None:
         """Where each buffer of ``t`` begins in its file (for ``sendfile``, see FileData), when
         ``t`` is the tensor ``key`` names here, read as views of the file's map; else None."""
-        found = self._split(key)
+        try:
+            found = self._split(key)
+        except Refused:  # not a key of this source (another source named ``t``)
+            return None
         opened = None if found is None else self._open.get(found[0])
         if found is None or opened is None or opened[2].get(found[1]) is not t or t.members:
             return None
