@@ -41,7 +41,7 @@ _DRAIN = 1 << 16  # discard() reads unwanted payloads in pieces of this size
 # 16 KiB: a large tensor's first data bytes, read ahead with its descriptor, are copied out
 # of it; 64 KiB copied 64 KiB per get (callgrind: 9% of a 1 MiB get's client instructions).
 _READAHEAD = 1 << 14
-_SENDFILE_TAIL = 1 << 12  # bytes of such a range sent with the message after it (send_spans)
+_SENDFILE_TAIL = 1 << 12  # the last bytes of a sendfile range go with the next message (send_spans)
 
 
 class StreamError(ProtocolError):
