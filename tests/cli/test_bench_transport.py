@@ -110,7 +110,11 @@ def test_quick_run_measures_every_case_and_checks_what_arrived(tmp_path: Path) -
             assert (case + " into out=", "raw socket recv_into a reused buffer") in cases
             for peer in ("raw socket recv_into a new array", "Arrow Flight do_get"):
                 assert (case, peer) in cases
-    assert len(cases) == 12 + 3 + 2 + 1, cases
+        # the .hrry server's sendfile path against the raw server's sendfile of the file
+        assert (f"get {size} MiB from the mmapped .hrry into out=", "raw socket sendfile of "
+                "the file's bytes, recv_into a reused buffer") in cases
+    assert len(cases) == 12 + 2 + 3 + 2 + 1, cases
+    assert checks["raw sendfile 524288 B"]
     for r in data["rows"]:
         low, high = r["ours_range"]
         assert 0 < low <= r["ours"] <= high, r
