@@ -655,17 +655,12 @@ class Connection:
         while not got:
             if not self._ready(False, deadline):
                 raise _late(0, h)
-            got = self._recv_some(rbuf, 0, h)
+            got = self._recv_some(rbuf[:h], 0, h)
         self._rpos, self._rend = 0, got
         if got < h or not self._rraw.startswith(head):
             return False
-        self._deadline = deadline
-        want = len(view)
-        step = min(got - h, want)
-        view[:step] = rbuf[h:h + step]
-        self._rpos = h + step
-        if step < want:  # all read ahead was consumed: the rest, and the next header
-            self._recv_into(view[step:], deadline, P.HEADER_SIZE)
+        self._deadline, self._rpos = deadline, h
+        self._recv_into(view, deadline, P.HEADER_SIZE)
         return True
 
     def expect(self, message: bytes | bytearray) -> bool:
