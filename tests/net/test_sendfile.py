@@ -66,10 +66,10 @@ def test_a_served_file_sends_its_large_ranges_by_sendfile(start: Start, tmp_path
         if transport == "tls":  # the TLS socket encrypts in user space: no sendfile
             assert sent == 0
         else:
-            # one call per large range (the kernel took each whole here), each leaving its
-            # last 4 KiB to go with the message after it
-            assert sent >= 7 and set(sendfiles) == {len(big) - 4096,
-                                                    quant.buffers[0].nbytes - 4096}
+            # each large range asked for whole but its last 4 KiB, which go with the message
+            # after it (a send the kernel took in part goes on with the rest)
+            assert sent >= 7 and {len(big) - 4096, quant.buffers[0].nbytes - 4096} <= set(
+                sendfiles) and max(sendfiles) == len(big) - 4096
         for _ in range(2):
             assert np.array_equal(client.get("small").numpy(), small)
             assert np.array_equal(client.get("mem").numpy(), big)
