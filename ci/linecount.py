@@ -234,12 +234,12 @@ PER_FILE_CAP = 800
 #   0.93-0.96 of the raw socket, interleaved A/B.
 # - +25: the served sources split out of net/server.py into net/sources.py (the per-file
 #   cap): that module's docstring and imports.
-# - +159: a served .hrry file's data ranges leave by sendfile (FileData's own descriptor,
+# - +154: a served .hrry file's data ranges leave by sendfile (FileData's own descriptor,
 #   file_spans, Connection.send_spans with each range's tail sent with the next message,
 #   HrryFile.fileno / file_offset), net/framing.py split out of net/transport.py (the
 #   per-file cap: its docstring and imports), and wgpu's adapter enumeration kept quiet on a
 #   machine without a Wayland session.
-TOTAL_BUDGET = 46_680
+TOTAL_BUDGET = 46_675
 PACKAGES = ("hurray_gpu", "vyre")
 
 

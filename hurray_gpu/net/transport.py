@@ -355,9 +355,7 @@ class Connection:
                 return
             self._send_all(views, deadline)
         except (OSError, ssl.SSLError) as exc:
-            raise TransportError(f"sending failed: {exc}",
-                                 fix="check that the peer is still reading, then reconnect."
-                                 ) from exc
+            raise _send_failed(exc) from exc
 
     def _send_all(self, views: Sequence[Any], deadline: float, flags: int = 0) -> None:
         """Send all of ``views`` on a plain socket by ``deadline`` (``flags``: MSG_MORE when
@@ -409,9 +407,7 @@ class Connection:
         except TransportError:
             raise
         except OSError as exc:
-            raise TransportError(f"sending failed: {exc}",
-                                 fix="check that the peer is still reading, then reconnect."
-                                 ) from exc
+            raise _send_failed(exc) from exc
 
     def _sendfile(self, file: FileData, offset: int, count: int, deadline: float) -> None:
         out = self.sock.fileno()
@@ -439,8 +435,7 @@ class Connection:
             except BlockingIOError:
                 sent = 0
             except OSError as exc:
-                raise TransportError(f"sending failed: {exc}", fix="check that the peer is "
-                                     "still reading, then reconnect.") from exc
+                raise _send_failed(exc) from exc
             if sent == len(message):
                 return  # most often all of it at once
             message = memoryview(message)[sent:]  # type: ignore[assignment]
@@ -455,8 +450,7 @@ class Connection:
         except BlockingIOError:
             sent = 0
         except OSError as exc:
-            raise TransportError(f"sending failed: {exc}", fix="check that the peer is still "
-                                 "reading, then reconnect.") from exc
+            raise _send_failed(exc) from exc
         if sent == size:
             return []
         i = 0
@@ -735,6 +729,11 @@ class Connection:
     def readahead_view(self) -> memoryview:
         """The read-ahead buffer (see :meth:`recv_small`)."""
         return self._rbuf
+
+
+def _send_failed(exc: BaseException) -> TransportError:
+    return TransportError(f"sending failed: {exc}",
+                          fix="check that the peer is still reading, then reconnect.")
 
 
 def _late(got: int, want: int) -> TransportError:
