@@ -18,6 +18,9 @@ so the client and the server do not share a GIL; the clients run in this process
   (goal >= 2). Our ``.hrry`` server sends the file's bytes with ``sendfile``; ``of raw
   sendfile`` pairs its ``get(key, out=t)`` with the raw server doing that too (the same
   bytes of the same file, into the reused buffer): the protocol's own cost on that path.
+* A get onto a device (``get(key, device=)``, of the largest ``--sizes`` up to 64 MiB; the
+  device: ``--device``, by default the best one, else lavapipe or pocl) against a get to host
+  memory then ``.to(device)``, and against the raw socket into a reused host buffer.
 * Small-tensor latency: a 4 KiB get (request sent to data in hand) against a raw request /
   response round trip of 4 KiB on the same kind of connection (goal: ours <= 2x the raw
   time), paired the same way (``out=`` against a reused buffer, a fresh result against a new
@@ -410,6 +413,46 @@ def bulk(addr: dict[str, Any], client: Any, raw: RawClient, flight: Any, n: int,
     return rows
 
 
+def device_get(addr: dict[str, Any], client: Any, raw: RawClient, n: int, device: Any,
+               runs: int, most: int, checks: dict[str, bool]) -> list[dict[str, Any]]:
+    """A get of ``n`` bytes onto ``device`` (received into the device buffers: in place where
+    the host maps them, else through the client's pinned staging ring) against a get to host
+    memory then ``Tensor.to(device)``, each a fresh result; and against the raw socket into
+    a reused host buffer (what the network alone allows)."""
+    key, index = bulk_key(n), addr["order"].index(bulk_key(n))
+    got = client.get(key, device=device)
+    check(checks, f"get {key} onto {device.spec}", got.device is device and
+          np.array_equal(got.to("cpu").numpy().reshape(-1), payload(n, n)))
+    del got
+    out = memoryview(bytearray(n))
+    calls = calls_for(n, most, 8 * MIB)
+    turns = runs * max(1, min(8, (64 * MIB) // (calls * n)))
+    took = {k: Stats.of(s) for k, s in rounds({
+        "ours": per_call(lambda: client.get(key, device=device), calls),
+        "to": per_call(lambda: client.get(key).to(device), calls),
+        "raw": per_call(lambda: raw.get(index, out), calls)}, turns).items()}
+    case = f"get {n / MIB:g} MiB onto {device.spec} ({device.name})"
+    return [row(case, "GB/s", took["ours"], n / 1e9, "get to host memory, then .to(device)",
+                took["to"], "x get+to", "-"),
+            row(case, "GB/s", took["ours"], n / 1e9, "raw socket recv_into a reused host "
+                "buffer", took["raw"], "of raw", "-")]
+
+
+def bench_device(spec: str) -> Any:
+    """The device of the device-get case: ``spec``, or for ``auto`` the best device, or where
+    that is the cpu the first device of another backend (an emulated one: lavapipe, pocl)."""
+    if spec != "auto":
+        return hg.device(spec)
+    best = hg.default_device()
+    if best.kind != "cpu":
+        return best
+    others = [d for d in hg.devices() if d.kind not in ("cpu", "reference")]
+    if not others:
+        raise SystemExit("no device but the cpu for the device-get case. Fix: install "
+                         "mesa-vulkan-drivers or pocl-opencl-icd (ci/install.sh does).")
+    return others[0]
+
+
 def small(addr: dict[str, Any], client: Any, raw: RawClient, runs: int, calls: int,
           clients: int, checks: dict[str, bool]) -> list[dict[str, Any]]:
     """4 KiB latency (ours vs a raw round trip) and 8-client requests per second."""
@@ -587,6 +630,8 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--kv-head-dim", type=int, default=128)
     parser.add_argument("--flight-batch-mib", type=float, default=4.0,
                         help="Flight record batch size")
+    parser.add_argument("--device", default="auto",
+                        help="the device-get case's device (auto: see bench_device)")
     parser.add_argument("--json", type=Path, default=Path("bench/out/transport.json"))
     return parse_args(parser, {"sizes_mib": "1,16", "runs": 3, "calls": 200, "side": 1024,
                                "int4": 1 << 20, "kv_tokens": 4096, "kv_layers": 2}, argv)
@@ -616,6 +661,9 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"Arrow Flight peer missing: {addr['flight_missing']}", file=sys.stderr)
             rows = [r for n in sizes
                     for r in bulk(addr, client, raw, flight, n, runs, args.calls, checks)]
+            onto = [n for n in sizes if n <= 64 * MIB] or sizes[:1]
+            rows += device_get(addr, client, raw, max(onto), bench_device(args.device), runs,
+                               args.calls, checks)
             rows += small(addr, client, raw, runs, args.calls, args.clients, checks)
             rows += transcode(client, args.side, args.int4, runs, args.calls, checks)
             rows.append(kv(addr, host, raw, geometry, args.kv_tokens, runs, checks))

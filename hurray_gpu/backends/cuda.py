@@ -193,6 +193,15 @@ class CUDAAllocator(Allocator):
     def _copy(self, dest: CUDAMemory, src: CUDAMemory, nbytes: int) -> None:
         self._memcpy(dest.ptr, src.ptr, nbytes, "device to device", False)
 
+    def _host_view(self, raw: CUDAMemory, nbytes: int) -> np.ndarray | None:
+        # Pinned host memory is mapped into the process: NumPy addresses it in place. The
+        # pointer object keeps the PinnedMemory (and so the memory) alive with the array.
+        pinned = self.device.cupy.cuda.pinned_memory  # type: ignore[attr-defined]
+        if not isinstance(raw.owner, pinned.PinnedMemory):
+            return None
+        pointer = pinned.PinnedMemoryPointer(raw.owner, raw.ptr - int(raw.owner.ptr))
+        return np.frombuffer(pointer, np.uint8, count=nbytes)
+
     def _memcpy(self, dst: int, src: int, nbytes: int, what: str, host: bool) -> None:
         """Queue the copy on the current stream, after the work that wrote ``src``; ``host``:
         wait for it, as the host reads the bytes, or may reuse ``src`` (a pageable copy-in

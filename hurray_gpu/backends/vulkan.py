@@ -338,6 +338,13 @@ class VulkanAllocator(Allocator):
         # Device to device in one vkCmdCopyBuffer (no size limit, no host staging).
         vkc.copy_memory(self._ctx, dest, src, nbytes)
 
+    def _host_view(self, raw: vkc.VulkanMemory, nbytes: int) -> np.ndarray | None:
+        # Host-visible memory stays mapped for its lifetime; a non-coherent mapping would need
+        # a flush or invalidate around every host access, so it offers no plain view.
+        if raw.mapped is None or not raw.coherent:
+            return None
+        return raw.mapped[raw.offset:raw.offset + nbytes]
+
     @property
     def _ctx(self) -> VulkanContext:
         return self.device.ctx  # type: ignore[attr-defined, no-any-return]

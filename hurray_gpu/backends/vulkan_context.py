@@ -746,9 +746,11 @@ def copy_memory(ctx: VulkanContext, dest: VulkanMemory, src: VulkanMemory, nbyte
     """Copy ``nbytes`` from ``src`` to ``dest`` on the device with one ``vkCmdCopyBuffer``.
 
     The ranges must not overlap when both lie in one VkBuffer (the Allocator stages those
-    through the host); the copy has finished when this returns.
+    through the host). On the default stream the copy has finished when this returns; on
+    another stream it is queued in the stream's order, as a kernel is (as CUDA queues one).
     """
     vk = ctx.vk
     region = [vk.VkBufferCopy(srcOffset=src.offset, dstOffset=dest.offset, size=nbytes)]
     with ctx.lock:  # submit() waits on the fence before it releases the lock
-        ctx.submit(lambda cmd: vk.vkCmdCopyBuffer(cmd, src.buffer, dest.buffer, 1, region))
+        ctx.submit(lambda cmd: vk.vkCmdCopyBuffer(cmd, src.buffer, dest.buffer, 1, region),
+                   wait=False)

@@ -17,7 +17,7 @@ import threading
 import time
 import weakref
 from collections.abc import Iterable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -49,6 +49,7 @@ from hurray_gpu.runtime.buffer import Buffer
 from hurray_gpu.runtime.hostmem import HOST_ALIGNMENT, aligned_empty
 from hurray_gpu.runtime.memory import MemoryClass
 from hurray_gpu.runtime.registry import resolve_device
+from hurray_gpu.runtime.stream import Event, Stream, current_stream
 from hurray_gpu.runtime.transfer import Progress
 from hurray_gpu.tensor import Tensor
 
@@ -248,41 +249,99 @@ class _Into:
                      (), raw, cpu, MemoryClass.STANDARD, None, None)
 
 
-class _Staging:
-    """A ring of host slots a device get receives into: a worker thread copies each full slot
-    to its device buffer while the next slots fill, so the copies overlap the receive and
-    the host holds at most STAGING_DEPTH slots, never the whole tensor. (Plain host memory:
-    the runtime offers no host view of a pinned Buffer.)"""
+# Devices whose pinned memory proved to have no host view: their rings use plain host slots.
+_UNMAPPED: weakref.WeakSet[Any] = weakref.WeakSet()
 
-    def __init__(self, buffers: Sequence[Buffer]) -> None:
-        self.buffers = buffers
+
+class _Staging:
+    """A ring of STAGING_DEPTH host slots a device get receives into, so the host holds a few
+    slots, never the whole tensor, and each full slot's copy to the device overlaps the
+    receive of the next.
+
+    Where the device maps pinned memory into the process (Vulkan host-visible coherent memory,
+    CUDA and ROCm pinned memory: :meth:`Allocator.host_view`), the slots are HOST_PINNED
+    Buffers on the device: the socket writes into them in place and the device copies each
+    to its destination on a stream of the ring's own (a DMA on a GPU), an event per slot
+    saying when it may be refilled. Elsewhere (OpenCL, WebGPU) they are plain host memory
+    that a worker thread copies in (``Buffer.copyin``).
+    """
+
+    def __init__(self, buffers: Sequence[Buffer], stream: Stream) -> None:
+        self.buffers, self.stream = buffers, stream
         size = min(STAGING_SLOT, max((b.nbytes for b in buffers), default=0))
-        self.slots = [aligned_empty(size) for _ in range(STAGING_DEPTH)]
-        self.pool = ThreadPoolExecutor(1, thread_name_prefix="hurray-staging")
-        self.pending: list[Future[Any] | None] = [None] * STAGING_DEPTH
+        # Per slot: what waits for its last copy (an event's synchronize, a future's result).
+        self.pending: list[Any] = [None] * STAGING_DEPTH
+        self.arrays: list[np.ndarray] = []
+        self.pinned = self._pin(stream.device, size)  # the caller synchronised the host
+        if not self.pinned:
+            self.arrays = [aligned_empty(size) for _ in range(STAGING_DEPTH)]
+            self.pool = ThreadPoolExecutor(1, thread_name_prefix="hurray-staging")
+
+    def _pin(self, device: Any, size: int) -> list[Buffer]:
+        """HOST_PINNED slots with their host views, or none when the device maps none."""
+        if not size or MemoryClass.HOST_PINNED not in device.memory_classes \
+                or device in _UNMAPPED:
+            return []
+        slots: list[Buffer] = []
+        try:
+            while len(slots) < STAGING_DEPTH:
+                slots.append(Buffer(device, size, MemoryClass.HOST_PINNED))
+                view = device.allocator.host_view(slots[-1].allocation)
+                if view is None:  # this device's pinned memory is not host-addressable
+                    _UNMAPPED.add(device)
+                    release(slots)
+                    return []
+                self.arrays.append(view)
+        except BaseException:
+            release(slots)
+            raise
+        return slots
 
     def views(self) -> Iterator[memoryview]:
-        """The slots in turn; resuming after one submits its copy (see :meth:`finish`)."""
+        """The slots in turn; resuming after one queues its copy (the last one's: see
+        :meth:`finish`)."""
+        self.filling = self._fill()
+        return self.filling
+
+    def _fill(self) -> Iterator[memoryview]:
         k = 0
         for buf in self.buffers:
             for start in range(0, buf.nbytes, STAGING_SLOT):
                 i, k = k % STAGING_DEPTH, k + 1
                 if (prior := self.pending[i]) is not None:
-                    prior.result()  # the slot's previous copy is done: reuse it
-                slot = self.slots[i][:min(STAGING_SLOT, buf.nbytes - start)]
-                yield slot.data
-                self.pending[i] = self.pool.submit(buf.copyin, slot, start)
+                    prior()  # the slot's previous copy is done: reuse it
+                n = min(STAGING_SLOT, buf.nbytes - start)
+                yield self.arrays[i][:n].data
+                self.pending[i] = self._copy(i, buf, start, n)
 
-    def finish(self, views: Iterator[memoryview] | None) -> None:
-        """Submit the last slot's copy (when ``views`` is given) and wait for every copy."""
+    def _copy(self, i: int, buf: Buffer, start: int, n: int) -> Any:
+        """Queue slot ``i``'s first ``n`` bytes to ``buf`` at ``start``; returns its wait."""
+        if not self.pinned:
+            return self.pool.submit(buf.copyin, self.arrays[i][:n], start).result
+        allocator = buf.device.allocator
+        with self.stream:
+            allocator.copy(allocator.view(buf.allocation, start, n),
+                           allocator.view(self.pinned[i].allocation, 0, n))
+            return Event(buf.device, timing=False).record(self.stream).synchronize
+
+    def finish(self, received: bool) -> None:
+        """Queue the last slot's copy (when all was ``received``), wait for every copy and
+        free the slots (after a failure too: none is still in use when they go)."""
         try:
-            if views is not None:
-                next(views, None)
-            for future in self.pending:
-                if future is not None:
-                    future.result()
+            if received:
+                next(self.filling, None)
+            for wait in self.pending:
+                if wait is not None:
+                    wait()
         finally:
-            self.pool.shutdown()
+            if self.pinned:
+                try:
+                    self.stream.synchronize()
+                finally:
+                    self.arrays = []
+                    release(self.pinned)
+            else:
+                self.pool.shutdown()
 
 
 class Client:
@@ -307,6 +366,7 @@ class Client:
         self._answered: _Plan | None = None  # the plan _receive took for its last tensor
         self._outs: dict[int, _Seen] = {}  # the last out= Tensors by id: see _Into
         self._cpu, self._build = resolve_device("cpu"), tensor_builder()
+        self._rings: dict[Any, Stream] = {}  # the staging ring's stream per device
         try:
             self.server_hello = self._hello(max_message_size)
         except BaseException:
@@ -343,6 +403,7 @@ class Client:
         """Close the connection (and those parallel gets opened); idempotent."""
         for peer in self._peers:
             peer.close()
+        self._rings.clear()  # a Vulkan ring stream's thread ends with the stream
         self._conn.close()
 
     def _call(self, work: Any, *args: Any, send: bytearray | None = None) -> Any:
@@ -374,7 +435,7 @@ class Client:
 
         Args:
             key: the server's key (docs/interchange.md, Keys).
-            device: put the result there (received into host memory, then copied).
+            device: put the result there (received in place or through a staging ring).
             layouts: acceptable layouts in preference order (names such as ``"row_major"``
                 or tags); None accepts the stored layout.
             allow_transcode: let the server convert to an acceptable layout.
@@ -729,24 +790,39 @@ class Client:
             raise ProtocolError(str(exc), code=exc.code, fix=_RECONNECT) from None
 
     def _receive_on(self, sid: int, desc: Any, total: int, target: Placement) -> Tensor:
-        """Receive straight to device buffers through the staging ring."""
-        new = target.retag(desc)
-        check_room(target.device, total)
+        """Receive into device buffers: in place where the host addresses them (lavapipe,
+        unified-memory GPUs), else through the staging ring."""
+        new, dev = target.retag(desc), target.device
+        check_room(dev, total)
         buffers: list[Buffer] = []
         try:
             buffers += [target.alloc(h) for h in new.buffers]
-            staging = _Staging(buffers)
-            views = staging.views()
+            direct = [dev.allocator.host_view(b.allocation) for b in buffers]
+            views = [v.data for v in direct if v is not None]
+            staging = None if len(views) == len(buffers) else self._staging(buffers, dev)
             try:
-                self._recv(sid, views, total)
+                # The host writes below come after every use of this memory queued so far (a
+                # pooled buffer's or pinned slot's last user may still be running).
+                Event(dev, timing=False).record(current_stream(dev)).synchronize()
+                self._recv(sid, views if staging is None else staging.views(), total)
             except BaseException:
-                staging.finish(None)
+                if staging is not None:
+                    staging.finish(False)
                 raise
-            staging.finish(views)
+            if staging is not None:
+                staging.finish(True)
         except BaseException:
             release(buffers)
             raise
         return Tensor.from_parts(new, buffers)
+
+    def _staging(self, buffers: Sequence[Buffer], device: Any) -> _Staging:
+        """The staging ring to ``buffers`` on ``device``: its stream is kept per device (a
+        Vulkan stream is a thread and a command pool)."""
+        stream = self._rings.get(device)
+        if stream is None:
+            stream = self._rings[device] = Stream(device)
+        return _Staging(buffers, stream)
 
     def put(self, key: str, tensor: Any) -> None:
         """Store ``tensor`` (a Tensor on any device, or a NumPy array) on the server as ``key``.

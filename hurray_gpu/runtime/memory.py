@@ -263,6 +263,24 @@ class Allocator:
             return np.empty(0, np.uint8)
         return allocation.raw  # type: ignore[no-any-return]
 
+    def host_view(self, allocation: Allocation) -> np.ndarray | None:
+        """A zero-copy 1-D uint8 host view of ``allocation`` where the host addresses the
+        memory in place: the cpu device's memory, a Vulkan host-visible coherent mapping, CUDA
+        and ROCm pinned host memory. None otherwise (device memory, OpenCL, WebGPU).
+
+        The view is valid while the allocation is live; the host may touch it only while no
+        queued device work uses the memory (synchronise the stream or event first).
+
+        Raises:
+            UnsupportedOpError: the allocation was freed.
+        """
+        self._check_live(allocation, allocation.nbytes)
+        if not allocation.nbytes:
+            return np.empty(0, np.uint8)
+        if self.host_memory:
+            return allocation.raw  # type: ignore[no-any-return]
+        return self._host_view(allocation.raw, allocation.nbytes)
+
     def wrap(self, array: np.ndarray) -> Allocation:
         """An external (standard class) allocation over a 1-D uint8 host array, no copy.
 
@@ -470,6 +488,9 @@ class Allocator:
 
     def _copy(self, dest: Any, src: Any, nbytes: int) -> None:
         self._staged_copy(dest, src, nbytes)
+
+    def _host_view(self, raw: Any, nbytes: int) -> np.ndarray | None:
+        return None
 
 
 class _IdleTrimmer:

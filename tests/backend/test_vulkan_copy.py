@@ -7,10 +7,12 @@ import numpy as np
 import pytest
 
 from hurray_gpu.backends import vulkan_context as vmem
+from hurray_gpu.errors import UnsupportedOpError
 from hurray_gpu.runtime import memory, transfer
 from hurray_gpu.runtime.buffer import Buffer
-from hurray_gpu.runtime.memory import Allocator
-from hurray_gpu.runtime.registry import devices
+from hurray_gpu.runtime.memory import Allocator, MemoryClass
+from hurray_gpu.runtime.registry import devices, resolve_device
+from hurray_gpu.runtime.stream import Event, Stream
 from hurray_gpu.tensor import Tensor
 
 VULKAN = [dv for dv in devices() if dv.kind == "vulkan"]
@@ -90,3 +92,40 @@ def test_copy_sees_a_kernel_written_source(vk, submits: list[int]) -> None:
     out = dst.numpy(np.uint32)
     assert submits == [4000]
     assert bool((out[:750] == 0xA5A5A5A5).all()) and not out[750:].any()
+
+
+def test_a_pinned_buffer_has_a_host_view_the_device_copies_from(vk, submits: list[int]) -> None:
+    """What a staging ring needs: host writes into pinned memory in place, then a device copy
+    queued on a stream of its own, done once its event is."""
+    data = np.random.default_rng(4).integers(0, 256, 3 * 4096 + 7, dtype=np.uint8)
+    pinned = Buffer(vk, data.size, MemoryClass.HOST_PINNED)
+    view = vk.allocator.host_view(pinned.allocation)
+    assert view is not None and view.size == data.size and view.flags.writeable
+    view[:] = data  # no copyin: the mapping is the memory
+    assert np.array_equal(pinned.numpy(), data)
+    part = vk.allocator.host_view(pinned.view(4096, 100).allocation)
+    assert part is not None and np.array_equal(part, data[4096:4196])
+    dest = Buffer(vk, data.size)
+    with Stream(vk) as stream:
+        dest.copy_from(pinned)
+        done = Event(vk, timing=False).record(stream)
+    done.synchronize()
+    assert submits == [data.size]
+    assert np.array_equal(dest.numpy(), data)
+    assert vk.allocator.host_view(Buffer(vk, 0, MemoryClass.HOST_PINNED).allocation).size == 0
+    pinned.free()
+    with pytest.raises(UnsupportedOpError):
+        vk.allocator.host_view(pinned.allocation)
+
+
+def test_host_views_elsewhere() -> None:
+    """The cpu device's memory is its own host view; device memory that is not mapped has
+    none (OpenCL maps nothing persistently)."""
+    cpu = resolve_device("cpu")
+    buf = Buffer.from_bytes(cpu, np.arange(10, dtype=np.uint8))
+    view = cpu.allocator.host_view(buf.allocation)
+    assert view is not None and np.shares_memory(view, buf.array)
+    opencl = [dv for dv in devices() if dv.kind == "opencl"]
+    if opencl:
+        pinned = Buffer(opencl[0], 64, MemoryClass.HOST_PINNED)
+        assert opencl[0].allocator.host_view(pinned.allocation) is None

@@ -17,6 +17,7 @@ from hurray_gpu.errors import ProtocolError, RemoteError
 from hurray_gpu.format import protocol as P
 from hurray_gpu.net.framing import declare
 from hurray_gpu.net.transport import TransportError
+from tests._support import skip_or_fail
 from tests.net.conftest import RawPeer, Start, data_frame, header
 
 VALUES = np.arange(16, dtype=np.int32)
@@ -308,3 +309,37 @@ def test_a_silent_server_is_cut_off_at_the_client_timeout() -> None:
         assert 0.55 < time.monotonic() - began < 1.8, repeat
         done.set()
         client.close()
+
+
+@pytest.mark.parametrize("ring", ["pinned", "none"])
+def test_a_server_gone_mid_device_get_leaves_nothing_held(
+        ring: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Cut off after 3 MiB of 4 (the pinned ring through slots of 1 MiB, or lavapipe's mapped
+    destination written in place): a TransportError, the ring's slots and the destination
+    back in the pool."""
+    from hurray_gpu.net import client as net_client
+
+    try:
+        dev = hg.device("vulkan")
+    except hg.BackendUnavailableError as exc:
+        skip_or_fail(f"no Vulkan device ({exc})", "install mesa-vulkan-drivers")
+    if ring == "pinned":  # device memory the host cannot address, as on a discrete GPU
+        cls = type(dev.allocator)
+        view = cls.host_view
+        monkeypatch.setattr(cls, "host_view", lambda self, a: view(self, a) if a.memory_class
+                            == hg.MemoryClass.HOST_PINNED else None)
+    monkeypatch.setattr(net_client, "STAGING_SLOT", 1 << 20)
+    dev.allocator.free_cache()
+    total = 4 << 20
+
+    def script(s: socket.socket) -> None:
+        s.sendall(descriptor(total) + b"".join(
+            data_frame(2, off, bytes(1 << 20)) for off in range(0, 3 << 20, 1 << 20)))
+
+    with hg.connect(fake_server(script), timeout=5) as client, \
+            pytest.raises(TransportError, match="closed"):
+        client.get("k", device=dev)
+    assert dev.allocator.allocated_bytes == 0
+    slots = dev.allocator._pool.get((1 << 20, hg.MemoryClass.HOST_PINNED), [])
+    assert len(slots) == (3 if ring == "pinned" else 0)
+    assert len(dev.allocator._pool.get((total, hg.MemoryClass.STANDARD), [])) == 1

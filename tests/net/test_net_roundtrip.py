@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 import tracemalloc
 from pathlib import Path
 from typing import Any
@@ -183,13 +184,33 @@ def test_device_tensors_are_served_and_received_on_devices(start: Start) -> None
     assert np.array_equal(server.registry["back"].numpy(), values)
 
 
-def test_a_device_get_streams_through_the_staging_ring(start: Start) -> None:
+def _as_discrete(monkeypatch: pytest.MonkeyPatch, dev: Any) -> None:
+    """Give lavapipe (which maps every buffer) a discrete GPU's device memory, which the host
+    cannot address: only its pinned memory keeps a host view."""
+    cls = type(dev.allocator)
+    view = cls.host_view
+    monkeypatch.setattr(cls, "host_view", lambda self, a: view(self, a) if a.memory_class
+                        == hg.MemoryClass.HOST_PINNED else None)
+
+
+# OpenCL: plain host slots a worker thread copies in; Vulkan with discrete memory: pinned
+# slots the socket writes into in place, copied to the destination on the ring's stream;
+# lavapipe as it is: no ring, the socket writes the mapped destination in place.
+@pytest.mark.parametrize(("kind", "ring"), [("opencl", "plain"), ("vulkan", "pinned"),
+                                            ("vulkan", "none")])
+def test_a_device_get_streams_through_the_staging_ring(
+        start: Start, kind: str, ring: str, monkeypatch: pytest.MonkeyPatch) -> None:
     from hurray_gpu.net.client import STAGING_DEPTH, STAGING_SLOT
 
     try:
-        hg.device("opencl")
+        dev = hg.device(kind)
     except hg.BackendUnavailableError as exc:
-        skip_or_fail(f"no OpenCL device ({exc})", "install pocl-opencl-icd and pyopencl")
+        skip_or_fail(f"no {kind} device ({exc})", "install pocl-opencl-icd, pyopencl and "
+                     "mesa-vulkan-drivers")
+    if ring == "pinned":
+        _as_discrete(monkeypatch, dev)
+    pinned = (STAGING_SLOT, hg.MemoryClass.HOST_PINNED)
+    dev.allocator.free_cache()
     data = stable_rng("net-staging").integers(0, 256, 40 << 20, dtype=np.uint8)
     q = quantized_per_channel()
     server, _ = start({"big": hg.from_numpy(data), "q": q, "group": nested_group()})
@@ -197,18 +218,52 @@ def test_a_device_get_streams_through_the_staging_ring(start: Start) -> None:
         tracemalloc.start()
         tracemalloc.reset_peak()
         try:
-            got = c.get("big", device="opencl")
+            got = c.get("big", device=kind)
             peak = tracemalloc.get_traced_memory()[1]
         finally:
             tracemalloc.stop()
-        assert got.device.kind == "opencl"
-        # the host held the ring, never the whole 40 MiB
+        assert got.device.kind == kind
+        # the host held the ring (or nothing), never the whole 40 MiB
         assert peak < STAGING_DEPTH * STAGING_SLOT + (4 << 20) < data.nbytes
+        if ring == "none":
+            assert peak < 1 << 20
+        # the ring's slots went back to the device's pool: pinned ones where it maps them
+        assert (len(dev.allocator._pool.get(pinned, [])) == STAGING_DEPTH) == (ring == "pinned")
         assert np.array_equal(got.to("cpu").numpy(), data)
-        assert same(c.get("q", device="opencl").to("cpu"), q)
-        group = c.get("group", device="opencl")  # a composite: every member on the device
-        assert group.members[1].members[0].device.kind == "opencl"
+        assert same(c.get("q", device=kind).to("cpu"), q)
+        group = c.get("group", device=kind)  # a composite: every member on the device
+        assert group.members[1].members[0].device.kind == kind
         assert same(group.to("cpu"), nested_group())
+        again = c.get("big", device=kind)  # the pooled slots again, all copies done in order
+        assert np.array_equal(again.to("cpu").numpy(), data)
+
+
+def test_the_ring_refills_a_pinned_slot_only_after_its_copy(
+        start: Start, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every submission on a Vulkan stream is held back 20 ms (a slow device): a slot refilled
+    before its copy to the device ran would reach the tensor with the next slot's bytes."""
+    from hurray_gpu.backends import vulkan_sync
+    from hurray_gpu.net import client
+
+    try:
+        dev = hg.device("vulkan")
+    except hg.BackendUnavailableError as exc:
+        skip_or_fail(f"no Vulkan device ({exc})", "install mesa-vulkan-drivers")
+    _as_discrete(monkeypatch, dev)
+    run = vulkan_sync._Lane._run
+
+    def slow(lane: Any, item: Any) -> None:
+        time.sleep(0.02)
+        run(lane, item)
+
+    monkeypatch.setattr(vulkan_sync._Lane, "_run", slow)
+    monkeypatch.setattr(client, "STAGING_SLOT", 256 << 10)
+    data = stable_rng("net-slow-ring").integers(0, 256, 3 << 20, dtype=np.uint8)
+    server, _ = start({"x": hg.from_numpy(data)})
+    with hg.connect(server.url) as c:
+        got = c.get("x", device=dev)  # 12 slots through a ring of 3
+        assert np.array_equal(got.to("cpu").numpy(), data)
+    assert (256 << 10, hg.MemoryClass.HOST_PINNED) in dev.allocator._pool
 
 
 def test_paged_kv_cache_keys(start: Start) -> None:
