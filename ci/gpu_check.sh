@@ -23,7 +23,8 @@
 #   probe     30 | 30  the wheels import from $SITE, hurray_gpu from this tree; opens cuda:0
 #   nvrtc     45 | 30  every kernel's CUDA rendering compiled for sm_90 (through CuPy's NVRTC)
 #   gpu-tests 100 | 40 tests/gpu once (backend, memory classes, sync and DLPack handoffs, IPC
-#                      memory and event handles between two processes: test_ipc_cuda.py)
+#                      memory and event handles between two processes: test_ipc_cuda.py; a
+#                      network get onto the GPU through pinned slots: test_net_cuda.py)
 #   backend   150 | 60 the backend and vyre tiers' cuda:0 tests (-k "cuda:0"), 8 xdist workers
 #   transfer  30 | 20  H2D/D2H/D2D per memory class, 256 MiB
 #   dequant   50 | 30  10 dequantizations of 2^27 elements against the device's own copy

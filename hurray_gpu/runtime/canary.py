@@ -223,6 +223,9 @@ class CanaryAllocator(Allocator):
     def host_array(self, allocation: Allocation) -> np.ndarray | None:
         return self.inner.host_array(allocation)
 
+    def host_view(self, allocation: Allocation) -> np.ndarray | None:
+        return self.inner.host_view(allocation)
+
     def wrap(self, array: np.ndarray) -> Allocation:
         return self.inner.wrap(array)
 
