@@ -751,6 +751,6 @@ def copy_memory(ctx: VulkanContext, dest: VulkanMemory, src: VulkanMemory, nbyte
     """
     vk = ctx.vk
     region = [vk.VkBufferCopy(srcOffset=src.offset, dstOffset=dest.offset, size=nbytes)]
-    with ctx.lock:  # submit() waits on the fence before it releases the lock
+    with ctx.lock:  # on the default stream submit() waits for the copy under the lock
         ctx.submit(lambda cmd: vk.vkCmdCopyBuffer(cmd, src.buffer, dest.buffer, 1, region),
                    wait=False)
