@@ -78,6 +78,7 @@ def dial(url: str, ssl_context: ssl.SSLContext | None, timeout: float) -> socket
         TransportError: the URL is bad, or nothing answers there.
     """
     scheme, address = parse_url(url)
+    sock: socket.socket | None = None
     try:
         if scheme == "hurray+unix":
             sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -95,6 +96,8 @@ def dial(url: str, ssl_context: ssl.SSLContext | None, timeout: float) -> socket
                                  fix="use the hurrays:// scheme for TLS.")
         return sock
     except (OSError, ssl.SSLError) as exc:
+        if sock is not None:  # refused, or the TLS handshake failed: the socket goes now
+            sock.close()
         raise TransportError(f"cannot connect to {url}: {exc}",
                              fix="check that a server is running there (hurray-gpu serve) "
                                  "and that the URL, port and TLS settings match it.") from exc

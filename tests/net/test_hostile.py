@@ -3,11 +3,14 @@ keeps serving everyone else; the client refuses a lying server before allocating
 
 from __future__ import annotations
 
+import gc
 import socket
 import struct
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -344,3 +347,15 @@ def test_a_server_gone_mid_device_get_leaves_nothing_held(
     slots = dev.allocator._pool.get((1 << 20, hg.MemoryClass.HOST_PINNED), [])
     assert len(slots) == (3 if ring == "pinned" else 0)
     assert len(dev.allocator._pool.get((total, hg.MemoryClass.STANDARD), [])) == 1
+
+
+def test_a_refused_connection_leaves_no_socket_to_the_collector(tmp_path: Path) -> None:
+    """Nothing listens at the path: each failed connect closes its socket itself (one left to
+    the garbage collector would warn, and hold its descriptor until collected)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ResourceWarning)
+        for _ in range(3):
+            with pytest.raises(TransportError, match="cannot connect"):
+                hg.connect(f"hurray+unix://{tmp_path / 'nobody.sock'}")
+        gc.collect()
+    assert not [w for w in caught if issubclass(w.category, ResourceWarning)]
