@@ -90,3 +90,28 @@ def trusted_tensor(desc: object, buffers: list[object], **kwargs: object) -> obj
 
     bufs = [b if isinstance(b, Buffer) else Buffer.wrap(np.ascontiguousarray(b)) for b in buffers]
     return make_tensor(desc, bufs, **kwargs)  # type: ignore[arg-type]
+
+
+def pinned_view_round_trip(device: object, data: np.ndarray) -> object:
+    """What the network client's staging ring needs of ``device``: ``data`` written into a
+    host_pinned Buffer through its host view (no copy in), a view of a part of it reading
+    the same bytes, then copied to a new standard Buffer on a stream of its own and waited
+    for by an event. Checks all of it; returns the pinned Buffer."""
+    from hurray_gpu.runtime.buffer import Buffer
+    from hurray_gpu.runtime.memory import MemoryClass
+    from hurray_gpu.runtime.stream import Event, Stream
+
+    allocator = device.allocator  # type: ignore[attr-defined]
+    pinned = Buffer(device, data.size, MemoryClass.HOST_PINNED)
+    view = allocator.host_view(pinned.allocation)
+    assert view is not None and view.size == data.size and view.flags.writeable
+    view[:] = data  # the memory itself
+    part = allocator.host_view(pinned.view(4096, 100).allocation)
+    assert part is not None and np.array_equal(part, data[4096:4196])
+    dest = Buffer(device, data.size)
+    with Stream(device) as stream:
+        dest.copy_from(pinned)
+        done = Event(device, timing=False).record(stream)
+    done.synchronize()
+    assert np.array_equal(dest.numpy(), data)
+    return pinned

@@ -16,7 +16,7 @@ from hurray_gpu.kernels.basic import BASIC_KERNELS
 from hurray_gpu.runtime.buffer import Buffer
 from hurray_gpu.runtime.cache import DiskKernelCache
 from hurray_gpu.runtime.memory import MemoryClass
-from hurray_gpu.runtime.stream import Event, Stream
+from tests._support import pinned_view_round_trip
 
 pytestmark = pytest.mark.gpu
 
@@ -80,19 +80,8 @@ def test_one_gib_round_trip(gpu):
 def test_pinned_memory_has_a_host_view_a_stream_copies_from(gpu):
     """The network client's staging ring: the socket writes pinned memory in place, and a
     DMA on the ring's stream copies it to the destination."""
-    data = _bytes(3 << 20, 9)
-    pinned = Buffer(gpu, data.size, MemoryClass.HOST_PINNED)
-    view = gpu.allocator.host_view(pinned.allocation)
-    assert view is not None and view.size == data.size
-    view[:] = data
-    part = gpu.allocator.host_view(pinned.view(4096, 100).allocation)
-    assert part is not None and np.array_equal(part, data[4096:4196])
-    dest = Buffer(gpu, data.size)
-    with Stream(gpu) as stream:
-        dest.copy_from(pinned)
-        done = Event(gpu, timing=False).record(stream)
-    done.synchronize()
-    assert np.array_equal(dest.numpy(), data)
+    pinned_view_round_trip(gpu, _bytes(3 << 20, 9))
+    dest = Buffer(gpu, 64)
     assert gpu.allocator.host_view(dest.allocation) is None  # device memory: no host view
 
 
