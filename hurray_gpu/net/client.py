@@ -271,18 +271,19 @@ class _Staging:
         size = min(STAGING_SLOT, max((b.nbytes for b in buffers), default=0))
         # Per slot: what waits for its last copy (an event's synchronize, a future's result).
         self.pending: list[Any] = [None] * STAGING_DEPTH
-        self.arrays: list[np.ndarray] = []
-        self.pinned = self._pin(stream.device, size)  # the caller synchronised the host
+        # the caller synchronised the host
+        self.pinned, self.arrays = self._pin(stream.device, size)
         if not self.pinned:
             self.arrays = [aligned_empty(size) for _ in range(STAGING_DEPTH)]
             self.pool = ThreadPoolExecutor(1, thread_name_prefix="hurray-staging")
 
-    def _pin(self, device: Any, size: int) -> list[Buffer]:
-        """HOST_PINNED slots with their host views, or none when the device maps none."""
+    def _pin(self, device: Any, size: int) -> tuple[list[Buffer], list[np.ndarray]]:
+        """HOST_PINNED slots and their host views, or none when the device maps none."""
         if not size or MemoryClass.HOST_PINNED not in device.memory_classes \
                 or device in _UNMAPPED:
-            return []
+            return [], []
         slots: list[Buffer] = []
+        views: list[np.ndarray] = []
         try:
             while len(slots) < STAGING_DEPTH:
                 slots.append(Buffer(device, size, MemoryClass.HOST_PINNED))
@@ -290,12 +291,12 @@ class _Staging:
                 if view is None:  # this device's pinned memory is not host-addressable
                     _UNMAPPED.add(device)
                     release(slots)
-                    return []
-                self.arrays.append(view)
+                    return [], []
+                views.append(view)
         except BaseException:
             release(slots)
             raise
-        return slots
+        return slots, views
 
     def views(self) -> Iterator[memoryview]:
         """The slots in turn; resuming after one queues its copy (the last one's: see

@@ -175,3 +175,13 @@ def data_frame(stream: int, offset: int, data: bytes) -> bytes:
     """A raw TENSOR_DATA frame."""
     return header(P.MessageType.TENSOR_DATA, stream, 8 + len(data)) + struct.pack("<Q", offset) \
         + data
+
+
+def as_discrete(monkeypatch: pytest.MonkeyPatch, dev: Any) -> None:
+    """Give lavapipe (which maps every buffer) a discrete GPU's device memory, which the host
+    cannot address: only its pinned memory keeps a host view, so a device get goes through
+    the pinned staging ring."""
+    cls = type(dev.allocator)
+    view = cls.host_view
+    monkeypatch.setattr(cls, "host_view", lambda self, a: view(self, a) if a.memory_class
+                        == hg.MemoryClass.HOST_PINNED else None)

@@ -21,7 +21,7 @@ from hurray_gpu.format import protocol as P
 from hurray_gpu.net.framing import declare
 from hurray_gpu.net.transport import TransportError
 from tests._support import skip_or_fail
-from tests.net.conftest import RawPeer, Start, data_frame, header
+from tests.net.conftest import RawPeer, Start, as_discrete, data_frame, header
 
 VALUES = np.arange(16, dtype=np.int32)
 
@@ -327,10 +327,7 @@ def test_a_server_gone_mid_device_get_leaves_nothing_held(
     except hg.BackendUnavailableError as exc:
         skip_or_fail(f"no Vulkan device ({exc})", "install mesa-vulkan-drivers")
     if ring == "pinned":  # device memory the host cannot address, as on a discrete GPU
-        cls = type(dev.allocator)
-        view = cls.host_view
-        monkeypatch.setattr(cls, "host_view", lambda self, a: view(self, a) if a.memory_class
-                            == hg.MemoryClass.HOST_PINNED else None)
+        as_discrete(monkeypatch, dev)
     monkeypatch.setattr(net_client, "STAGING_SLOT", 1 << 20)
     dev.allocator.free_cache()
     live = dev.allocator.allocated_bytes  # other tests' buffers in this process

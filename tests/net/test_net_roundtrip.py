@@ -26,7 +26,7 @@ from tests.hurray._io_samples import (
     partition,
     quantized_per_channel,
 )
-from tests.net.conftest import TRANSPORTS, Start
+from tests.net.conftest import TRANSPORTS, Start, as_discrete
 
 
 def samples() -> dict[str, Any]:
@@ -184,15 +184,6 @@ def test_device_tensors_are_served_and_received_on_devices(start: Start) -> None
     assert np.array_equal(server.registry["back"].numpy(), values)
 
 
-def _as_discrete(monkeypatch: pytest.MonkeyPatch, dev: Any) -> None:
-    """Give lavapipe (which maps every buffer) a discrete GPU's device memory, which the host
-    cannot address: only its pinned memory keeps a host view."""
-    cls = type(dev.allocator)
-    view = cls.host_view
-    monkeypatch.setattr(cls, "host_view", lambda self, a: view(self, a) if a.memory_class
-                        == hg.MemoryClass.HOST_PINNED else None)
-
-
 # OpenCL: plain host slots a worker thread copies in; Vulkan with discrete memory: pinned
 # slots the socket writes into in place, copied to the destination on the ring's stream;
 # lavapipe as it is: no ring, the socket writes the mapped destination in place.
@@ -208,7 +199,7 @@ def test_a_device_get_streams_through_the_staging_ring(
         skip_or_fail(f"no {kind} device ({exc})", "install pocl-opencl-icd, pyopencl and "
                      "mesa-vulkan-drivers")
     if ring == "pinned":
-        _as_discrete(monkeypatch, dev)
+        as_discrete(monkeypatch, dev)
     pinned = (STAGING_SLOT, hg.MemoryClass.HOST_PINNED)
     dev.allocator.free_cache()
     data = stable_rng("net-staging").integers(0, 256, 40 << 20, dtype=np.uint8)
@@ -249,7 +240,7 @@ def test_the_ring_refills_a_pinned_slot_only_after_its_copy(
         dev = hg.device("vulkan")
     except hg.BackendUnavailableError as exc:
         skip_or_fail(f"no Vulkan device ({exc})", "install mesa-vulkan-drivers")
-    _as_discrete(monkeypatch, dev)
+    as_discrete(monkeypatch, dev)
     run = vulkan_sync._Lane._run
 
     def slow(lane: Any, item: Any) -> None:
