@@ -15,9 +15,11 @@ so the client and the server do not share a GIL; the clients run in this process
   call (each pays for its fresh memory's page faults). Flight returns a fresh Table of the
   batches it received (never concatenated in the timed part), against our fresh get.
   ``of raw`` is our speed over the raw socket's (goal >= 0.9), ``x Flight`` over Flight's
-  (goal >= 2). Our ``.hrry`` server sends the file's bytes with ``sendfile``; ``of raw
-  sendfile`` pairs its ``get(key, out=t)`` with the raw server doing that too (the same
-  bytes of the same file, into the reused buffer): the protocol's own cost on that path.
+  (goal >= 2). Our ``.hrry`` server sends the file's bytes from its map (``sendmsg``); a
+  second server of the same file with ``sendfile=True`` sends them with ``sendfile``, and
+  ``of raw sendfile`` pairs its ``get(key, out=t)`` with the raw server doing that too (the
+  same bytes of the same file, into the reused buffer): the protocol's own cost on that
+  path.
 * A get onto a device (``get(key, device=)``, of the largest ``--sizes`` up to 64 MiB; the
   device: ``--device``, by default the best one, else lavapipe or pocl) against a get to host
   memory then ``.to(device)``, and against the raw socket into a reused host buffer.
@@ -35,11 +37,12 @@ so the client and the server do not share a GIL; the clients run in this process
   cache; tokens/s and GB/s of the PUT against a raw socket sending the same bytes into a
   buffer the receiver allocated once.
 
-What arrives is compared with what was sent once per case, outside the timing (for the
+The single-client cases run the clients on one CPU and the server process on another
+(``Placement``; ``--no-pin`` leaves them to the scheduler). What arrives is compared with what was sent once per case, outside the timing (for the
 transcodes: with the library's own materialize / dequantize of the stored tensor); a mismatch
 fails the run. Timing (bench/_timing.py): warm (connections open, one untimed round), the
 calls of a case take turns in every round, min/median/max over ``--runs`` rounds (a bulk
-get below 8 MiB: samples of ~8 MiB and up to 8x as many rounds); every ratio is taken round
+get below 256 MiB: samples of ~32 MiB and up to 8x as many rounds); every ratio is taken round
 by round. A missing peer (pyarrow) is reported in the JSON and fails
 the run under ``CI=true``.
 Usage: python bench/transport.py [--quick] [--sizes-mib 1,64,1024] [--runs 5]
@@ -242,7 +245,8 @@ def _host(conn: Connection, plan: dict[str, Any]) -> None:
     hg.save(path, {"file." + k: a for k, a in arrays.items() if k != bulk_key(SMALL)})
     kv = hg.PagedKVCache("cpu", *plan["kv_geometry"])
     servers = [hg.serve([registry, str(path)], port=0, background=True),
-               hg.serve(kv, port=0, background=True)]
+               hg.serve(kv, port=0, background=True),
+               hg.serve(str(path), port=0, background=True, sendfile=True)]
     with hg.open_file(path) as saved:  # where each array's bytes lie in the file
         views = {i: saved.read("file." + k).buffers[0] for i, k in enumerate(order)
                  if "file." + k in saved}
@@ -253,7 +257,8 @@ def _host(conn: Connection, plan: dict[str, Any]) -> None:
     raw = RawServer([arrays[k] for k in order],
                     {i: (fd, at, arrays[order[i]].nbytes) for i, at in spots.items()
                      if at is not None})
-    out: dict[str, Any] = {"ours": servers[0].url, "kv": servers[1].url, "raw": raw.port,
+    out: dict[str, Any] = {"ours": servers[0].url, "kv": servers[1].url,
+                           "sendfile": servers[2].url, "raw": raw.port,
                            "order": order}
     flight = None
     try:
@@ -306,6 +311,38 @@ class Host:
             self.proc.kill()
 
 
+class Placement:
+    """Where the clients and the server run. Pinned: this thread (the clients, and the
+    threads and processes it starts from then on) on one CPU, every thread of the server
+    process on another, when there are two. The scheduler otherwise puts a request /
+    response pair on one CPU or on two as it happens to, and on a VM a wake-up across CPUs
+    costs tens of microseconds, so unpinned peers would be compared under different
+    placements (measured here: the raw 4 KiB round trip took 8 us with the pair on one CPU
+    and 86 us across two, as the scheduler chose). Server threads started later (one per
+    connection) are started by pinned ones and inherit it. Cases that need more than one
+    CPU on one side (many client processes; the server's transcoding kernels) run
+    unpinned."""
+
+    def __init__(self, server_pid: int, enabled: bool) -> None:
+        self.cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
+            else []
+        self.tasks = Path(f"/proc/{server_pid}/task")
+        self.enabled = enabled and len(self.cpus) >= 2 and self.tasks.is_dir()
+        self.label = (f"single-client cases: clients on CPU {self.cpus[0]}, every server "
+                      f"thread on CPU {self.cpus[1]}" if self.enabled else
+                      "unpinned" + ("" if enabled else " (--no-pin)"))
+
+    def pin(self, on: bool) -> None:
+        """Pin (``on``) or let both sides run on every CPU again."""
+        if not self.enabled:
+            return
+        everywhere = set(self.cpus)
+        os.sched_setaffinity(0, {self.cpus[0]} if on else everywhere)
+        for tid in self.tasks.iterdir():
+            with contextlib.suppress(ProcessLookupError):  # a thread that ended meanwhile
+                os.sched_setaffinity(int(tid.name), {self.cpus[1]} if on else everywhere)
+
+
 # -- timing helpers -----------------------------------------------------------------------
 def per_call(fn: Callable[[], Any], calls: int) -> Timed:
     """Seconds per call of ``fn``, from one loop of ``calls`` calls."""
@@ -355,9 +392,20 @@ def calls_for(nbytes: int, most: int, sample: int = 64 * MIB) -> int:
     return max(1, min(most, sample // max(1, nbytes)))
 
 
-def bulk(addr: dict[str, Any], client: Any, raw: RawClient, flight: Any, n: int, runs: int,
-         most: int, checks: dict[str, bool]) -> list[dict[str, Any]]:
-    """The bulk-get rows of ``n`` bytes: ours (registry, .hrry) vs raw and Flight."""
+def bulk_turns(nbytes: int, runs: int, most: int) -> tuple[int, int]:
+    """Calls per sample and rounds for a bulk get of ``nbytes``: samples of ~32 MiB, and as
+    many more rounds as it takes to move 256 MiB per call (up to 8x ``runs``). A sample of
+    a few milliseconds is as long as this VM's scheduling hiccups (1 MiB samples of 8 MiB,
+    2 ms: a quartile spread of 0.79-1.19 in the per-round ratio of two equal calls; of
+    32 MiB: 0.90-1.09), and many rounds spread a burst of load over a few samples of each."""
+    calls = calls_for(nbytes, most, 32 * MIB)
+    return calls, runs * max(1, min(8, (256 * MIB) // (calls * nbytes)))
+
+
+def bulk(addr: dict[str, Any], client: Any, sendfile: Any, raw: RawClient, flight: Any,
+         n: int, runs: int, most: int, checks: dict[str, bool]) -> list[dict[str, Any]]:
+    """The bulk-get rows of ``n`` bytes: ours (registry, .hrry; ``sendfile``: a client of the
+    server that sends the file's bytes with ``sendfile``) vs raw and Flight."""
     key, index = bulk_key(n), addr["order"].index(bulk_key(n))
     want = payload(n, n)
     out = memoryview(bytearray(n))
@@ -367,23 +415,23 @@ def bulk(addr: dict[str, Any], client: Any, raw: RawClient, flight: Any, n: int,
     raw.get(index, out, b"F")
     check(checks, f"raw sendfile {n} B", np.array_equal(np.frombuffer(out, np.uint8), want))
     into = {}  # a result of each source, received into again (get(out=))
-    for k in (key, "file." + key):
-        into[k] = client.get(k)
-        check(checks, f"get {k}", np.array_equal(into[k].numpy().reshape(-1), want))
+    for k, c in ((key, client), ("file." + key, client), ("sendfile", sendfile)):
+        got = "file." + key if k == "sendfile" else k
+        into[k] = c.get(got)
+        name = f"get {got}" + (" with sendfile" if k == "sendfile" else "")
+        check(checks, name, np.array_equal(into[k].numpy().reshape(-1), want))
         into[k].numpy()[:] = 0
-        check(checks, f"get {k} out=", client.get(k, out=into[k]) is into[k]
+        check(checks, name + " out=", c.get(got, out=into[k]) is into[k]
               and np.array_equal(into[k].numpy().reshape(-1), want))
-    # Samples of ~8 MiB, and as many more rounds as that takes to move 64 MiB per call
-    # (up to 8x): the calls take turns every few milliseconds, so a burst of load on this
-    # shared machine falls on a few samples of each, not on one call's whole sample.
-    calls = calls_for(n, most, 8 * MIB)
-    turns = runs * max(1, min(8, (64 * MIB) // (calls * n)))
+    calls, turns = bulk_turns(n, runs, most)
     timed = {"registry": per_call(lambda: client.get(key), calls),
              "hrry": per_call(lambda: client.get("file." + key), calls),
              "raw new": per_call(lambda: raw.get_new(index, n), calls),
              "registry out": per_call(lambda: client.get(key, out=into[key]), calls),
              "hrry out": per_call(lambda: client.get("file." + key, out=into["file." + key]),
                                   calls),
+             "sendfile out": per_call(lambda: sendfile.get("file." + key,
+                                                           out=into["sendfile"]), calls),
              "raw": per_call(lambda: raw.get(index, out), calls),
              "raw sendfile": per_call(lambda: raw.get(index, out, b"F"), calls)}
     if flight is not None:
@@ -402,9 +450,10 @@ def bulk(addr: dict[str, Any], client: Any, raw: RawClient, flight: Any, n: int,
                         "raw socket recv_into a reused buffer", took["raw"], "of raw",
                         ">= 0.9"))
         if source == "hrry":  # the same path as the raw socket's sendfile: the cost of ours
-            rows.append(row(case + " into out=", "GB/s", took[source + " out"], n / 1e9,
-                            "raw socket sendfile of the file's bytes, recv_into a reused "
-                            "buffer", took["raw sendfile"], "of raw sendfile", "-"))
+            rows.append(row(f"get {n / MIB:g} MiB from the mmapped .hrry, served with "
+                            "sendfile=True, into out=", "GB/s", took["sendfile out"],
+                            n / 1e9, "raw socket sendfile of the file's bytes, recv_into a "
+                            "reused buffer", took["raw sendfile"], "of raw sendfile", "-"))
         rows.append(row(case, "GB/s", took[source], n / 1e9, "raw socket recv_into a new "
                         "array", took["raw new"], "of raw", ">= 0.9"))
         rows.append(row(case, "GB/s", took[source], n / 1e9, "Arrow Flight do_get",
@@ -425,8 +474,7 @@ def device_get(addr: dict[str, Any], client: Any, raw: RawClient, n: int, device
           np.array_equal(got.to("cpu").numpy().reshape(-1), payload(n, n)))
     del got
     out = memoryview(bytearray(n))
-    calls = calls_for(n, most, 8 * MIB)
-    turns = runs * max(1, min(8, (64 * MIB) // (calls * n)))
+    calls, turns = bulk_turns(n, runs, most)
     took = {k: Stats.of(s) for k, s in rounds({
         "ours": per_call(lambda: client.get(key, device=device), calls),
         "to": per_call(lambda: client.get(key).to(device), calls),
@@ -454,7 +502,8 @@ def bench_device(spec: str) -> Any:
 
 
 def small(addr: dict[str, Any], client: Any, raw: RawClient, runs: int, calls: int,
-          clients: int, checks: dict[str, bool]) -> list[dict[str, Any]]:
+          clients: int, checks: dict[str, bool], placement: Placement
+          ) -> list[dict[str, Any]]:
     """4 KiB latency (ours vs a raw round trip) and 8-client requests per second."""
     key, index = bulk_key(SMALL), addr["order"].index(bulk_key(SMALL))
     want, out = payload(SMALL, SMALL), memoryview(bytearray(SMALL))
@@ -474,7 +523,9 @@ def small(addr: dict[str, Any], client: Any, raw: RawClient, runs: int, calls: i
                 "4 KiB into a reused buffer", us("raw"), "x raw time", "<= 2", inverse=True),
             row(case, "us", us("ours"), 0, "raw socket round trip of 4 KiB into a new array",
                 us("raw new"), "x raw time", "<= 2", inverse=True)]
+    placement.pin(False)  # clients + 1 processes: the scheduler spreads them
     rows.append(concurrent(addr, runs, max(1, calls // 4), clients, checks))
+    placement.pin(True)
     return rows
 
 
@@ -632,6 +683,9 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
                         help="Flight record batch size")
     parser.add_argument("--device", default="auto",
                         help="the device-get case's device (auto: see bench_device)")
+    parser.add_argument("--no-pin", dest="pin", action="store_false",
+                        help="leave the clients and the server where the scheduler puts "
+                             "them (see place)")
     parser.add_argument("--json", type=Path, default=Path("bench/out/transport.json"))
     return parse_args(parser, {"sizes_mib": "1,16", "runs": 3, "calls": 200, "side": 1024,
                                "int4": 1 << 20, "kv_tokens": 4096, "kv_layers": 2}, argv)
@@ -651,7 +705,10 @@ def main(argv: list[str] | None = None) -> int:
                 "flight_batch": max(1, int(args.flight_batch_mib * MIB))}
         host = Host(plan)
         with host as addr:
+            placement = Placement(host.proc.pid or -1, args.pin)
+            placement.pin(True)
             client, raw = hg.connect(addr["ours"]), RawClient(addr["raw"])
+            sendfile = hg.connect(addr["sendfile"])
             flight = None
             if "flight" in addr:
                 import pyarrow.flight as fl
@@ -660,14 +717,18 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 print(f"Arrow Flight peer missing: {addr['flight_missing']}", file=sys.stderr)
             rows = [r for n in sizes
-                    for r in bulk(addr, client, raw, flight, n, runs, args.calls, checks)]
+                    for r in bulk(addr, client, sendfile, raw, flight, n, runs, args.calls,
+                                  checks)]
             onto = [n for n in sizes if n <= 64 * MIB] or sizes[:1]
             rows += device_get(addr, client, raw, max(onto), bench_device(args.device), runs,
                                args.calls, checks)
-            rows += small(addr, client, raw, runs, args.calls, args.clients, checks)
-            rows += transcode(client, args.side, args.int4, runs, args.calls, checks)
+            rows += small(addr, client, raw, runs, args.calls, args.clients, checks,
+                          placement)
             rows.append(kv(addr, host, raw, geometry, args.kv_tokens, runs, checks))
+            placement.pin(False)
+            rows += transcode(client, args.side, args.int4, runs, args.calls, checks)
             client.close()
+            sendfile.close()
             raw.close()
             if flight is not None:
                 flight.close()
@@ -678,6 +739,7 @@ def main(argv: list[str] | None = None) -> int:
         "runs": runs, "sizes": sizes, "calls": args.calls,
         "server": "one child process (spawn); clients in this process, the concurrent "
                   f"case in {args.clients} client processes; loopback TCP",
+        "placement": placement.label,
         "clients": args.clients,
         "flight_batch_bytes": plan["flight_batch"], "kv_geometry": list(geometry),
         "kv_tokens": args.kv_tokens, "missing_peers": missing, "checks": checks,

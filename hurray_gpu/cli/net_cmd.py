@@ -30,6 +30,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--tls-key", default=None, help="PEM private key of --tls-cert")
     p.add_argument("--writable", action="store_true",
                    help="let PUTs of <file>.hrry/<name> write files in served directories")
+    p.add_argument("--sendfile", action="store_true",
+                   help="send files' large data ranges with sendfile(2), not from their map")
     p.add_argument("--transcode-limit", type=int, default=1 << 30,
                    help="largest transcoded tensor in bytes (0: no transcoding)")
     p.set_defaults(run=run_serve)
@@ -66,7 +68,7 @@ def run_serve(args: Any) -> int:
     source = args.source if len(args.source) > 1 else args.source[0]
     server = serve(source, host=args.host, port=args.port, unix=args.unix,
                    ssl_context=context, transcode_limit=args.transcode_limit,
-                   writable=args.writable, background=True)
+                   writable=args.writable, sendfile=args.sendfile, background=True)
     signal.signal(signal.SIGTERM, _stop)
     print(f"serving at {server.url}", flush=True)
     try:

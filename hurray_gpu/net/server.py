@@ -271,7 +271,7 @@ class Server:
                  transcode_limit: int = DEFAULT_TRANSCODE_LIMIT,
                  max_put_bytes: int = DEFAULT_MAX_PUT, timeout: float = 30.0,
                  idle_timeout: float = 300.0, max_connections: int = 64,
-                 writable: bool = False) -> None:
+                 writable: bool = False, sendfile: bool = False) -> None:
         items = source if isinstance(source, list | tuple) else [source]
         self._sources = [open_source(item, writable) for item in items]
         dicts = [s for s in self._sources if isinstance(s, dict)]
@@ -283,6 +283,7 @@ class Server:
         self.max_message_size, self.transcode_limit = max_message_size, transcode_limit
         self.max_put_bytes, self.max_connections = max_put_bytes, max_connections
         self.timeout, self.idle_timeout = timeout, idle_timeout
+        self.sendfile = sendfile
         self._ssl = ssl_context
         self._sock = listen(host, port, unix)
         self._unix = unix
@@ -402,7 +403,10 @@ class Server:
 
     def files_of(self, key: str, t: Tensor) -> Files:
         """Where ``t``'s buffers lie in the served file it was read from, for ``sendfile``
-        (see FileSource.files_of); None for a tensor held in memory."""
+        (see FileSource.files_of); None for a tensor held in memory, or without ``sendfile``
+        (its bytes are then sent from the file's map)."""
+        if not self.sendfile:
+            return None
         for source in self._sources:
             if isinstance(source, FileSource):
                 files = source.files_of(key, t)
@@ -677,7 +681,7 @@ def serve(source: Any, *, host: str = "127.0.0.1", port: int = DEFAULT_PORT,
           max_message_size: int = P.DEFAULT_MAX_MESSAGE,
           transcode_limit: int = DEFAULT_TRANSCODE_LIMIT, max_put_bytes: int = DEFAULT_MAX_PUT,
           timeout: float = 30.0, idle_timeout: float = 300.0, max_connections: int = 64,
-          writable: bool = False, background: bool = False) -> Server:
+          writable: bool = False, sendfile: bool = False, background: bool = False) -> Server:
     """Serve tensors over the Hurray network interchange protocol (docs/interchange.md).
 
     Args:
@@ -695,6 +699,11 @@ def serve(source: Any, *, host: str = "127.0.0.1", port: int = DEFAULT_PORT,
         max_connections: connections served at once; more are answered ERROR 0xF1.
         writable: a PUT of ``<file>.hrry/<name>`` into a served directory writes that file
             (atomically, keeping its other tensors); otherwise such a PUT is refused.
+        sendfile: send a served file's data ranges of 64 KiB or more with ``sendfile(2)``
+            (no copy through the server's memory) instead of ``sendmsg`` from the file's map.
+            Off by default: over loopback it was faster on some machines and slower, or
+            bimodal, on others, where the send from the map was steady (docs/interchange.md,
+            Keys; ``python bench/transport.py`` measures both).
         background: return at once with the server running in threads; otherwise block
             until Ctrl-C, then close.
 
@@ -708,7 +717,8 @@ def serve(source: Any, *, host: str = "127.0.0.1", port: int = DEFAULT_PORT,
     server = Server(source, host=host, port=port, unix=unix, ssl_context=ssl_context,
                     max_message_size=max_message_size, transcode_limit=transcode_limit,
                     max_put_bytes=max_put_bytes, timeout=timeout, idle_timeout=idle_timeout,
-                    max_connections=max_connections, writable=writable).start()
+                    max_connections=max_connections, writable=writable,
+                    sendfile=sendfile).start()
     if background:
         return server
     try:

@@ -1,7 +1,8 @@
-"""A served ``.hrry`` file's large data ranges leave by ``sendfile`` (the kernel sends the
-file's cached pages; no copy through user memory): every answer is compared with what is
-stored, the path taken is counted, and a file cut short mid-send, or the file object closed
-under a prepared reply, cannot send wrong bytes."""
+"""With ``sendfile=True`` a served ``.hrry`` file's large data ranges leave by ``sendfile``
+(the kernel sends the file's cached pages; no copy through user memory), without it by
+``sendmsg`` from the file's map: every answer is compared with what is stored, the path taken
+is counted, and a file cut short mid-send, or the file object closed under a prepared reply,
+cannot send wrong bytes."""
 
 from __future__ import annotations
 
@@ -37,10 +38,11 @@ def sendfiles(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
     yield calls
 
 
+@pytest.mark.parametrize("on", [True, False], ids=["sendfile", "from-map"])
 @pytest.mark.parametrize("transport", TRANSPORTS)
 def test_a_served_file_sends_its_large_ranges_by_sendfile(start: Start, tmp_path: Path,
                                                          sendfiles: list[int],
-                                                         transport: str) -> None:
+                                                         transport: str, on: bool) -> None:
     # 1 MiB + 7 (no multiple of the tail or of a page), a two-buffer quantized tensor whose
     # codes pass the threshold and whose scales do not, and a small tensor that never does.
     rng = stable_rng(20)
@@ -51,7 +53,7 @@ def test_a_served_file_sends_its_large_ranges_by_sendfile(start: Start, tmp_path
     path = tmp_path / "w.hrry"
     hg.save(path, {"big": hg.from_numpy(big), "quant": quant, "small": hg.from_numpy(small)})
     registry = {"mem": hg.from_numpy(big.copy())}
-    server, kwargs = start([registry, str(path)], transport)
+    server, kwargs = start([registry, str(path)], transport, sendfile=on)
     stored = [b.numpy() for b in quant.buffers]
     with hg.connect(server.url, **kwargs) as client:
         for _ in range(3):  # the first get, then the prepared reply
@@ -63,7 +65,7 @@ def test_a_served_file_sends_its_large_ranges_by_sendfile(start: Start, tmp_path
         into.numpy()[:] = 0
         assert client.get("big", out=into) is into and np.array_equal(into.numpy(), big)
         sent = len(sendfiles)
-        if transport == "tls":  # the TLS socket encrypts in user space: no sendfile
+        if transport == "tls" or not on:  # TLS encrypts in user space: no sendfile either
             assert sent == 0
         else:
             # each large range asked for whole but its last 4 KiB, which go with the message
@@ -130,7 +132,7 @@ def test_a_memory_key_that_a_served_directory_refuses_is_still_served(start: Sta
     root.mkdir()
     hg.save(root / "m.hrry", {"w": np.zeros(10, np.uint8)})
     data = stable_rng(21).integers(0, 256, 1 << 17, dtype=np.uint8)
-    server, _ = start([{"x/../m.hrry/w": hg.from_numpy(data)}, root])
+    server, _ = start([{"x/../m.hrry/w": hg.from_numpy(data)}, root], sendfile=True)
     with hg.connect(server.url) as client:
         for _ in range(2):
             assert np.array_equal(client.get("x/../m.hrry/w").numpy(), data)
