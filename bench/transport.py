@@ -38,9 +38,9 @@ so the client and the server do not share a GIL; the clients run in this process
   buffer the receiver allocated once.
 
 The single-client cases run the clients on one CPU and the server process on another
-(``Placement``; ``--no-pin`` leaves them to the scheduler). What arrives is compared with what was sent once per case, outside the timing (for the
-transcodes: with the library's own materialize / dequantize of the stored tensor); a mismatch
-fails the run. Timing (bench/_timing.py): warm (connections open, one untimed round), the
+(``Placement``; ``--no-pin`` leaves them to the scheduler). What arrives is compared with
+what was sent once per case, outside the timing (for the transcodes: with the library's own
+materialize / dequantize of the stored tensor); a mismatch fails the run. Timing (bench/_timing.py): warm (connections open, one untimed round), the
 calls of a case take turns in every round, min/median/max over ``--runs`` rounds (a bulk
 get below 256 MiB: samples of ~32 MiB and up to 8x as many rounds); every ratio is taken round
 by round. A missing peer (pyarrow) is reported in the JSON and fails
