@@ -394,12 +394,15 @@ def calls_for(nbytes: int, most: int, sample: int = 64 * MIB) -> int:
 
 def bulk_turns(nbytes: int, runs: int, most: int) -> tuple[int, int]:
     """Calls per sample and rounds for a bulk get of ``nbytes``: samples of ~32 MiB, and as
-    many more rounds as it takes to move 256 MiB per call (up to 8x ``runs``). A sample of
+    many more rounds as it takes to move 256 MiB per call (3x to 8x ``runs``). A sample of
     a few milliseconds is as long as this VM's scheduling hiccups (1 MiB samples of 8 MiB,
     2 ms: a quartile spread of 0.79-1.19 in the per-round ratio of two equal calls; of
-    32 MiB: 0.90-1.09), and many rounds spread a burst of load over a few samples of each."""
+    32 MiB: 0.90-1.09), and many rounds spread a burst of load over a few samples of each.
+    At least 3x: a fresh 1 GiB result's first touch takes 0.1 to over 1 s here (as the
+    kernel finds huge pages or compacts memory for them), so single 1 GiB samples of a
+    fresh get scatter over 10x; the median needs rounds."""
     calls = calls_for(nbytes, most, 32 * MIB)
-    return calls, runs * max(1, min(8, (256 * MIB) // (calls * nbytes)))
+    return calls, runs * max(3, min(8, (256 * MIB) // (calls * nbytes)))
 
 
 def bulk(addr: dict[str, Any], client: Any, sendfile: Any, raw: RawClient, flight: Any,
