@@ -418,10 +418,10 @@ def bulk(addr: dict[str, Any], client: Any, sendfile: Any, raw: RawClient, fligh
     raw.get(index, out, b"F")
     check(checks, f"raw sendfile {n} B", np.array_equal(np.frombuffer(out, np.uint8), want))
     into = {}  # a result of each source, received into again (get(out=))
-    for k, c in ((key, client), ("file." + key, client), ("sendfile", sendfile)):
-        got = "file." + key if k == "sendfile" else k
+    for k, c, got, name in ((key, client, key, f"get {key}"),
+                            ("file." + key, client, "file." + key, f"get file.{key}"),
+                            ("sendfile", sendfile, "file." + key, f"get file.{key} with sendfile")):
         into[k] = c.get(got)
-        name = f"get {got}" + (" with sendfile" if k == "sendfile" else "")
         check(checks, name, np.array_equal(into[k].numpy().reshape(-1), want))
         into[k].numpy()[:] = 0
         check(checks, name + " out=", c.get(got, out=into[k]) is into[k]
