@@ -12,8 +12,10 @@ so the client and the server do not share a GIL; the clients run in this process
   ``read_all()``. Ours and raw are paired doing the same work: ``get(key, out=t)`` into the
   Tensor an earlier get returned against raw into a buffer allocated once, before timing;
   and ``get(key)`` returning a fresh Tensor against raw into a new ``np.empty`` array per
-  call (each pays for its fresh memory's page faults). Flight returns a fresh Table of the
-  batches it received (never concatenated in the timed part), against our fresh get.
+  call (each pays for its fresh memory's page faults). Our fresh result takes its memory
+  from the cpu device's pool (a dropped result's memory serves the next: no page faults),
+  as Flight's allocator reuses the memory of a dropped Table. Flight returns a fresh Table of
+  the batches it received (never concatenated in the timed part), against our fresh get.
   ``of raw`` is our speed over the raw socket's (goal >= 0.9), ``x Flight`` over Flight's
   (goal >= 2). Our ``.hrry`` server sends the file's bytes from its map (``sendmsg``); a
   second server of the same file with ``sendfile=True`` sends them with ``sendfile``, and

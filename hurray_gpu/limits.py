@@ -128,7 +128,8 @@ LIMITS: tuple[Limit, ...] = (
        "compiled kernel read back from the disk cache; larger entries are refused"),
     _l("hurray_gpu.runtime.cache", "MAX_SOURCE_BYTES", "cache", "kernel source stored in a cache entry"),
     _l("hurray_gpu.runtime.memory", "DEFAULT_POOL_LIMIT", "memory",
-       "freed device buffers kept for reuse per allocator; beyond it they are really freed"),
+       "freed device buffers kept for reuse per allocator; beyond it they are really freed "
+       "(the cpu device: an eighth of physical memory, at least this)"),
     _l("hurray_gpu.runtime.memory", "DEFAULT_POOL_IDLE_BYTES", "memory", "pooled bytes kept "
        "however long idle; more is freed once unused for DEFAULT_POOL_IDLE_SECONDS"),
     _l("hurray_gpu.runtime.device", "PROGRAM_CACHE_CAPACITY", "cache", "loaded programs per device"),

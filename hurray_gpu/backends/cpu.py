@@ -26,15 +26,15 @@ from hurray_gpu import config
 from hurray_gpu.backends.hostcc import INSTALL_FIX, SEARCHED, Toolchain, find_toolchain
 from hurray_gpu.errors import BackendUnavailableError, CompileError, DeviceError, UnsupportedOpError
 from hurray_gpu.runtime.device import Device
-from hurray_gpu.runtime.memory import Allocation, Allocator, MemoryClass
+from hurray_gpu.runtime.hostmem import aligned_empty, pool_alignment
+from hurray_gpu.runtime.memory import DEFAULT_POOL_LIMIT, Allocation, Allocator, MemoryClass
 from hurray_gpu.runtime.program import Compiler, Program
 
 __all__ = ["HOST_ISA_TAG", "CPUAllocator", "CPUCompiler", "CPUDevice", "CPUProgram", "DEVICE",
            "check"]
 
-# Hurray requires >= 64-byte alignment for non-empty buffers; pinned memory is page aligned
-# so mlock covers exactly its own pages.
-ALIGNMENT = 64
+# Standard buffers are aligned as pool_alignment says (64 bytes and up: Hurray requires 64);
+# pinned memory is page aligned so mlock covers exactly its own pages.
 PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 COMPILE_TIMEOUT_S = 120
 
@@ -54,24 +54,33 @@ def _libc() -> Any:
     return ctypes.CDLL(name, use_errno=True) if name else None
 
 
-def _aligned_empty(nbytes: int, alignment: int) -> np.ndarray:
-    raw = np.empty(nbytes + alignment, dtype=np.uint8)
-    start = (-raw.ctypes.data) % alignment
-    return raw[start:start + nbytes]
+def host_pool_limit() -> int:
+    """The cpu pool's limit: an eighth of physical memory, at least DEFAULT_POOL_LIMIT, so it
+    keeps a multi-GiB result for the next (docs/reliability.md: fresh memory's first touch)."""
+    try:
+        physical = os.sysconf("SC_PHYS_PAGES") * PAGE
+    except (ValueError, OSError, AttributeError):
+        physical = 0
+    return max(DEFAULT_POOL_LIMIT, physical // 8)
 
 
 class CPUAllocator(Allocator):
-    """numpy-backed host memory; host_pinned is page-aligned and mlock'ed."""
+    """numpy-backed host memory; host_pinned is page-aligned and mlock'ed. A standard buffer
+    is aligned to :func:`pool_alignment` of its size (up to 2 MiB), so any pooled buffer
+    serves any request of its size."""
 
     host_memory = True
+
+    def __init__(self, device: Device, pool_limit: int | None = None) -> None:
+        super().__init__(device, host_pool_limit() if pool_limit is None else pool_limit)
 
     def _alloc(self, nbytes: int, memory_class: MemoryClass) -> np.ndarray:
         if memory_class == MemoryClass.HOST_PINNED:
             return self._alloc_pinned(nbytes)
-        return _aligned_empty(nbytes, ALIGNMENT)
+        return aligned_empty(nbytes, pool_alignment(nbytes))
 
     def _alloc_pinned(self, nbytes: int) -> np.ndarray:
-        array = _aligned_empty(-(-nbytes // PAGE) * PAGE, PAGE)
+        array = aligned_empty(-(-nbytes // PAGE) * PAGE, PAGE)
         libc = _libc()
         if libc.mlock(ctypes.c_void_p(array.ctypes.data), ctypes.c_size_t(array.nbytes)) != 0:
             err = ctypes.get_errno()

@@ -46,7 +46,7 @@ from hurray_gpu.net.server import MAX_SHARDS, dtype_entry, shard_entry
 from hurray_gpu.net.transport import Connection, StreamError, TransportError, dial, recv_data
 from hurray_gpu.parts import Placement, as_tensor, check_room, is_tensor, release, tensor_builder
 from hurray_gpu.runtime.buffer import Buffer
-from hurray_gpu.runtime.hostmem import HOST_ALIGNMENT, aligned_empty
+from hurray_gpu.runtime.hostmem import HOST_ALIGNMENT, aligned_empty, pool_alignment
 from hurray_gpu.runtime.memory import MemoryClass
 from hurray_gpu.runtime.registry import resolve_device
 from hurray_gpu.runtime.stream import Event, Stream, current_stream
@@ -590,11 +590,12 @@ class Client:
 
     def _host_buffers(self, allocs: tuple[tuple[int, int], ...]) -> tuple[Buffer, ...]:
         """A new host buffer per (size, alignment) of a checked plan: from the cpu device's
-        pool where its alignment suffices (a result dropped and asked for again reuses warm
-        memory: no page faults, as a reused receive buffer would have), else aligned arrays."""
+        pool, whose buffers of a size have the largest alignment a plan asks of that size (a
+        result dropped and asked for again reuses warm memory: no page faults, as a reused
+        receive buffer would have)."""
         cpu = self._cpu
         take = cpu.allocator.take
-        return tuple(Buffer.adopt(cpu, take(n, MemoryClass.STANDARD)) if align <= HOST_ALIGNMENT
+        return tuple(Buffer.adopt(cpu, take(n, MemoryClass.STANDARD)) if align <= pool_alignment(n)
                      else Buffer.wrap(aligned_empty(n, align), cpu) for n, align in allocs)
 
     def _get_parallel(self, request: P.TensorRequest, count: int) -> Tensor:

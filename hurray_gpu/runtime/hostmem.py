@@ -35,6 +35,13 @@ def host_alignment(declared: int, nbytes: int) -> int:
     return align
 
 
+def pool_alignment(nbytes: int) -> int:
+    """The alignment the cpu device's allocator gives every standard buffer of ``nbytes``:
+    :func:`host_alignment` of the format's largest, so a pooled buffer of that size meets any
+    alignment :func:`host_alignment` asks of it (a received ``.hrry`` tensor's 4 KiB alone)."""
+    return host_alignment(MAX_HOST_ALIGNMENT, nbytes)
+
+
 def aligned_empty(nbytes: int, alignment: int = HOST_ALIGNMENT) -> np.ndarray:
     """Allocate an uninitialised uint8 array whose data pointer is ``alignment``-aligned.
 

@@ -16,8 +16,12 @@ import pytest
 
 import hurray_gpu as hg
 from hurray_gpu.format import protocol as P
+from hurray_gpu.format.descriptor import BufferHandle, RowMajor, TensorDescriptor
 from hurray_gpu.format.descriptor.buffers import DeviceTag
+from hurray_gpu.format.dtypes import by_name
 from hurray_gpu.net.framing import declare
+from hurray_gpu.parts import assemble
+from hurray_gpu.runtime.hostmem import host_alignment
 from tests._support import stable_rng
 from tests.hurray._io_samples import quantized_per_channel
 from tests.net.conftest import RawPeer, Start, data_frame
@@ -274,6 +278,30 @@ def test_a_kept_view_of_a_dropped_result_survives_later_gets(start: Start) -> No
         for _ in range(5):
             assert np.array_equal(client.get("b").numpy(), other)
         assert np.array_equal(kept, first)
+
+
+def test_a_dropped_result_declaring_a_large_alignment_comes_back_in_the_same_memory(
+        start: Start) -> None:
+    """A tensor whose buffer declares 4 KiB alignment (kept by its host copy at 4 MiB) is
+    received into the cpu pool's memory like any other: dropped and asked for again, it
+    arrives in the same warm, aligned memory; a kept NumPy view still pins it."""
+    n = 4 << 20
+    data = _bytes(24, n)
+    desc = TensorDescriptor(by_name("uint8"), (n,), RowMajor(), (BufferHandle(n, 4096),))
+    server, _ = start({"a": assemble(desc, [data])})
+    with hg.connect(server.url) as client:
+        first = client.get("a")
+        address = first.buffers[0].array.ctypes.data
+        assert address % host_alignment(4096, n) == 0 and host_alignment(4096, n) == 4096
+        assert np.array_equal(first.numpy(), data)
+        del first
+        again = client.get("a")
+        assert again.buffers[0].array.ctypes.data == address
+        assert np.array_equal(again.numpy(), data)
+        kept = again.numpy()
+        del again
+        assert client.get("a").buffers[0].array.ctypes.data != address
+        assert np.array_equal(kept, data)
 
 
 def test_only_answers_of_bounded_size_are_remembered(start: Start) -> None:
