@@ -53,3 +53,41 @@ def test_serve_and_get(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=30) == 0
     assert not sock.exists()  # a clean shutdown removes the socket file
+
+
+_COUNT_SENDFILE = """import os
+_real = os.sendfile
+def _counted(out, fd, offset, count):
+    with open(os.environ["HG_TEST_SENDFILE_LOG"], "a") as log:
+        log.write(f"{count}\\n")
+    return _real(out, fd, offset, count)
+os.sendfile = _counted
+"""
+
+
+@pytest.mark.parametrize("flag", [True, False], ids=["--sendfile", "from-map"])
+def test_serve_sendfile_option_reaches_the_server(tmp_path: Path, flag: bool) -> None:
+    """``hurray-gpu serve --sendfile`` sends a served file's large ranges with sendfile(2)
+    (counted in the serving process by a sitecustomize wrapper), and without it never."""
+    data = stable_rng(31).integers(0, 256, 1 << 20, dtype=np.uint8)
+    hg.save(tmp_path / "m.hrry", {"w": hg.from_numpy(data)})
+    hook, log, sock = tmp_path / "hook", tmp_path / "sendfile.log", tmp_path / "s.sock"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(_COUNT_SENDFILE)
+    env = dict(os.environ, HG_TEST_SENDFILE_LOG=str(log), PYTHONPATH=os.pathsep.join(
+        [str(hook), str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    proc = subprocess.Popen([sys.executable, "-m", "hurray_gpu.cli", "serve",
+                             str(tmp_path / "m.hrry"), "--unix", str(sock),
+                             *(["--sendfile"] if flag else [])],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == f"serving at hurray+unix://{sock}"
+        with hg.connect(f"hurray+unix://{sock}") as client:
+            for _ in range(2):
+                assert np.array_equal(client.get("w").numpy(), data)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0
+    counts = [int(c) for c in log.read_text().split()] if log.exists() else []
+    assert (max(counts, default=0) == len(data) - 4096) if flag else counts == []
