@@ -249,7 +249,9 @@ PER_FILE_CAP = 800
 #   Server's sendfile=, hurray-gpu serve --sendfile, and why it is off by default).
 # - +15: the cpu pool keeps multi-GiB results (its limit, an eighth of physical memory) and
 #   aligns standard buffers for any host copy of their size, so a fresh get takes them.
-TOTAL_BUDGET = 46_801
+# - +9: the server receives a PUT into the cpu pool's buffers too (the pooled-buffer helpers
+#   moved from the client to net/framing.py for both sides).
+TOTAL_BUDGET = 46_810
 PACKAGES = ("hurray_gpu", "vyre")
 
 

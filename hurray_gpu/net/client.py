@@ -37,16 +37,18 @@ from hurray_gpu.format.descriptor.model import decode_descriptor
 from hurray_gpu.net.framing import (
     FRAME_BYTES,
     FramePlan,
+    buffer_views,
     declare,
     host_allocs,
     host_arrays,
+    host_buffers,
     shard_span,
 )
 from hurray_gpu.net.server import MAX_SHARDS, dtype_entry, shard_entry
 from hurray_gpu.net.transport import Connection, StreamError, TransportError, dial, recv_data
 from hurray_gpu.parts import Placement, as_tensor, check_room, is_tensor, release, tensor_builder
 from hurray_gpu.runtime.buffer import Buffer
-from hurray_gpu.runtime.hostmem import HOST_ALIGNMENT, aligned_empty, pool_alignment
+from hurray_gpu.runtime.hostmem import HOST_ALIGNMENT, aligned_empty
 from hurray_gpu.runtime.memory import MemoryClass
 from hurray_gpu.runtime.registry import resolve_device
 from hurray_gpu.runtime.stream import Event, Stream, current_stream
@@ -558,8 +560,8 @@ class Client:
         _, nbytes, raw, declared, allocs, answer = plan
         if answer is not None and nbytes <= self.max_tensor_bytes:
             if into is None:
-                buffers = self._host_buffers(allocs)
-                views = _views(buffers)
+                buffers = host_buffers(self._cpu, allocs)
+                views = buffer_views(buffers)
                 result = self._build(declared, buffers, (), raw, self._cpu,
                                      MemoryClass.STANDARD, None, None)
             else:  # a mismatch is reported by the general receive, which drops the data
@@ -587,16 +589,6 @@ class Client:
         self._remember(plain, request, t)
         self._note(into)
         return t
-
-    def _host_buffers(self, allocs: tuple[tuple[int, int], ...]) -> tuple[Buffer, ...]:
-        """A new host buffer per (size, alignment) of a checked plan: from the cpu device's
-        pool, whose buffers of a size have the largest alignment a plan asks of that size (a
-        result dropped and asked for again reuses warm memory: no page faults, as a reused
-        receive buffer would have)."""
-        cpu = self._cpu
-        take = cpu.allocator.take
-        return tuple(Buffer.adopt(cpu, take(n, MemoryClass.STANDARD)) if align <= pool_alignment(n)
-                     else Buffer.wrap(aligned_empty(n, align), cpu) for n, align in allocs)
 
     def _get_parallel(self, request: P.TensorRequest, count: int) -> Tensor:
         """Shard i of ``count`` arrives on connection i, straight into one destination."""
@@ -668,7 +660,7 @@ class Client:
             desc = self._check(msg, whole)
             raw = declare(desc, DeviceTag.CPU, 0, 0)  # the bytes will be in host memory
             allocs = host_allocs(desc)
-            for n, _ in allocs:  # _host_buffers takes from the pool without checking again
+            for n, _ in allocs:  # host_buffers takes from the pool without checking again
                 self._cpu.allocator.check_request(n, MemoryClass.STANDARD)
             plan = (desc, sum(int(h.byte_size) for h in handles(desc)), raw,
                     decode_descriptor(raw), allocs, self._expected(msg, desc, allocs, whole))
@@ -764,8 +756,8 @@ class Client:
         """The data of a checked descriptor ``desc`` (its TENSOR_DESCRIPTOR was read), then
         a composite head's members, each received whole."""
         total = sum(n for n, _ in allocs)
-        buffers = self._host_buffers(allocs)
-        self._recv(sid, _views(buffers), total)
+        buffers = host_buffers(self._cpu, allocs)
+        self._recv(sid, buffer_views(buffers), total)
         members = []
         if is_head(desc):
             count = member_count(desc)
@@ -863,11 +855,6 @@ class Client:
             return time.perf_counter() - start
 
         return float(self._call(work))
-
-
-def _views(buffers: Sequence[Buffer]) -> list[memoryview]:
-    """Host views of buffers :meth:`Client._host_buffers` made (an empty one has no array)."""
-    return [b.allocation.raw.data if b.allocation.nbytes else memoryview(b"") for b in buffers]
 
 
 def connect(url: str, *, ssl_context: ssl.SSLContext | None = None, timeout: float = 60.0,

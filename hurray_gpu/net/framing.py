@@ -18,7 +18,9 @@ import numpy as np
 
 from hurray_gpu.format import protocol as P
 from hurray_gpu.format.descriptor.buffers import BufferHandle, SyncMode
-from hurray_gpu.runtime.hostmem import aligned_empty, host_alignment
+from hurray_gpu.runtime.buffer import Buffer
+from hurray_gpu.runtime.hostmem import aligned_empty, host_alignment, pool_alignment
+from hurray_gpu.runtime.memory import MemoryClass
 
 # The largest TENSOR_DATA frame we send: big enough that the per-frame cost vanishes, small
 # enough that a device tensor's staging chunk and a peer's receive stay bounded.
@@ -159,11 +161,26 @@ def host_allocs(desc: Any) -> tuple[tuple[int, int], ...]:
                  for h in desc.buffers)
 
 
+def host_buffers(cpu: Any, allocs: tuple[tuple[int, int], ...]) -> tuple[Buffer, ...]:
+    """A new host buffer per (size, alignment) of checked ``allocs``, from the ``cpu``
+    device's pool, whose buffers of a size have the largest alignment ``allocs`` asks of that
+    size (memory dropped and asked for again is reused warm: no page faults)."""
+    take = cpu.allocator.take
+    return tuple(Buffer.adopt(cpu, take(n, MemoryClass.STANDARD)) if align <= pool_alignment(n)
+                 else Buffer.wrap(aligned_empty(n, align), cpu) for n, align in allocs)
+
+
+def buffer_views(buffers: Sequence[Buffer]) -> list[memoryview]:
+    """Host views of :func:`host_buffers` (an empty one has no array)."""
+    return [b.allocation.raw.data if b.allocation.nbytes else memoryview(b"") for b in buffers]
+
+
 def host_arrays(desc: Any) -> list[np.ndarray]:
     """One aligned, uninitialised host array per buffer handle of ``desc`` (the destination a
     receiver allocates once, from the descriptor, before any data arrives)."""
     return [aligned_empty(n, align) for n, align in host_allocs(desc)]
 
 
-__all__ = ["FRAME_BYTES", "SENDFILE_MIN", "SHARD_ALIGN", "FileData", "FramePlan", "declare",
-           "file_spans", "host_allocs", "host_arrays", "shard_span", "tensor_nodes"]
+__all__ = ["FRAME_BYTES", "SENDFILE_MIN", "SHARD_ALIGN", "FileData", "FramePlan", "buffer_views",
+           "declare", "file_spans", "host_allocs", "host_arrays", "host_buffers", "shard_span",
+           "tensor_nodes"]

@@ -30,9 +30,11 @@ from hurray_gpu.format.dtypes import by_name, by_tag
 from hurray_gpu.net.framing import (
     FileData,
     FramePlan,
+    buffer_views,
     declare,
     file_spans,
-    host_arrays,
+    host_allocs,
+    host_buffers,
     shard_span,
     tensor_nodes,
 )
@@ -56,6 +58,7 @@ from hurray_gpu.net.transport import (
 )
 from hurray_gpu.ops.host import relayout
 from hurray_gpu.ops.materialize import materialize
+from hurray_gpu.runtime.memory import MemoryClass
 from hurray_gpu.runtime.registry import resolve_device
 from hurray_gpu.tensor import Tensor
 
@@ -633,9 +636,14 @@ class _Session:
         if any(h.sync_mode != SyncMode.PRODUCER_SYNCED for h in desc.buffers):
             raise Refused(P.ErrorCode.INVALID_MESSAGE, "a PUT buffer declares a sync_mode "
                           "other than producer-synced", fix="declare sync_mode 0 across machines.")
-        arrays = host_arrays(desc)
-        recv_data(self.conn, sid, [a.data for a in arrays], msg.total_data_bytes)
-        t = Tensor.from_parts(declare(desc, DeviceTag.CPU, 0, 0), arrays)
+        # From the cpu pool: a PUT whose tensor is copied out (into a KV cache or a file) and
+        # dropped leaves its memory warm for the next, instead of paying its first touch.
+        cpu, allocs = resolve_device("cpu"), host_allocs(desc)
+        for n, _ in allocs:
+            cpu.allocator.check_request(n, MemoryClass.STANDARD)
+        buffers = host_buffers(cpu, allocs)
+        recv_data(self.conn, sid, buffer_views(buffers), msg.total_data_bytes)
+        t = Tensor.from_parts(declare(desc, DeviceTag.CPU, 0, 0), buffers)
         if not any(s.put(msg.key, t) for s in server._sources
                    if isinstance(s, KVSource | DirectorySource)):
             server.registry[msg.key] = t

@@ -17,6 +17,7 @@ from hurray_gpu.errors import RemoteError
 from hurray_gpu.format import protocol as P
 from hurray_gpu.net.framing import declare
 from hurray_gpu.net.server import REQUEST_FAILED
+from hurray_gpu.runtime.memory import MemoryClass
 from tests._support import skip_or_fail, stable_rng
 from tests.hurray._io_samples import (
     NUMPY_SAMPLES,
@@ -313,6 +314,32 @@ def test_put_pages_into_a_decode_nodes_kv_cache(start: Start) -> None:
                 src_side.put(key, bad)
             assert info.value.code in (0xF0, P.ErrorCode.UNKNOWN_TENSOR), key
         assert sorted(server.kv_sequences) == ["req-1"] and decode.seq_ids == [0, new]
+
+
+def test_a_put_copied_into_a_kv_cache_leaves_its_memory_in_the_cpu_pool(start: Start) -> None:
+    """The server receives a PUT into the cpu pool's memory: a KV PUT, copied into the
+    cache's pages and dropped, returns it there, and the next PUT of its size reuses it (no
+    second buffer of that size is pooled)."""
+    decode = hg.PagedKVCache("cpu", num_layers=1, num_kv_heads=2, head_dim=8, num_pages=64,
+                             page_size=4, dtype="float16")
+    server, _ = start(decode)
+    rows = stable_rng("net-kv-pool").standard_normal((2, 37, 2, 8)).astype(np.float16)
+    pool, key = hg.device("cpu").allocator, (rows.nbytes, MemoryClass.STANDARD)
+
+    def pooled() -> int:
+        deadline = time.monotonic() + 10  # the server drops its tensor after the ACK
+        while not pool._pool.get(key) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return len(pool._pool.get(key, ()))
+
+    pool.free_cache()
+    with hg.connect(server.url) as client:
+        for n, name in enumerate(("a", "b")):
+            client.put(f"kv/{name}/0", rows)
+            assert pooled() == 1, n
+            got = decode.gather([server.kv_sequences[name]], 0)
+            assert all(np.array_equal(g.numpy(), r) for g, r in zip(got[:2], rows,
+                                                                     strict=True))
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
