@@ -38,6 +38,7 @@ from hurray_gpu.net.framing import (
     FRAME_BYTES,
     FramePlan,
     buffer_views,
+    check_host_allocs,
     declare,
     host_allocs,
     host_arrays,
@@ -660,8 +661,7 @@ class Client:
             desc = self._check(msg, whole)
             raw = declare(desc, DeviceTag.CPU, 0, 0)  # the bytes will be in host memory
             allocs = host_allocs(desc)
-            for n, _ in allocs:  # host_buffers takes from the pool without checking again
-                self._cpu.allocator.check_request(n, MemoryClass.STANDARD)
+            check_host_allocs(self._cpu, allocs)
             plan = (desc, sum(int(h.byte_size) for h in handles(desc)), raw,
                     decode_descriptor(raw), allocs, self._expected(msg, desc, allocs, whole))
             if len(msg.descriptor) <= _PLAN_BYTES:

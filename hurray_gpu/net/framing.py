@@ -19,7 +19,7 @@ import numpy as np
 from hurray_gpu.format import protocol as P
 from hurray_gpu.format.descriptor.buffers import BufferHandle, SyncMode
 from hurray_gpu.runtime.buffer import Buffer
-from hurray_gpu.runtime.hostmem import aligned_empty, host_alignment, pool_alignment
+from hurray_gpu.runtime.hostmem import aligned_empty, host_alignment
 from hurray_gpu.runtime.memory import MemoryClass
 
 # The largest TENSOR_DATA frame we send: big enough that the per-frame cost vanishes, small
@@ -161,13 +161,17 @@ def host_allocs(desc: Any) -> tuple[tuple[int, int], ...]:
                  for h in desc.buffers)
 
 
+def check_host_allocs(cpu: Any, allocs: tuple[tuple[int, int], ...]) -> None:
+    """Check each size of :func:`host_allocs` before :func:`host_buffers` (no check) takes it."""
+    for n, _ in allocs:
+        cpu.allocator.check_request(n, MemoryClass.STANDARD)
+
+
 def host_buffers(cpu: Any, allocs: tuple[tuple[int, int], ...]) -> tuple[Buffer, ...]:
-    """A new host buffer per (size, alignment) of checked ``allocs``, from the ``cpu``
-    device's pool, whose buffers of a size have the largest alignment ``allocs`` asks of that
-    size (memory dropped and asked for again is reused warm: no page faults)."""
+    """A host buffer per checked :func:`host_allocs` entry, from the ``cpu`` pool (aligned to
+    ``pool_alignment``, the most ``host_alignment`` asks of a size; reused memory is warm)."""
     take = cpu.allocator.take
-    return tuple(Buffer.adopt(cpu, take(n, MemoryClass.STANDARD)) if align <= pool_alignment(n)
-                 else Buffer.wrap(aligned_empty(n, align), cpu) for n, align in allocs)
+    return tuple(Buffer.adopt(cpu, take(n, MemoryClass.STANDARD)) for n, _ in allocs)
 
 
 def buffer_views(buffers: Sequence[Buffer]) -> list[memoryview]:
@@ -182,5 +186,5 @@ def host_arrays(desc: Any) -> list[np.ndarray]:
 
 
 __all__ = ["FRAME_BYTES", "SENDFILE_MIN", "SHARD_ALIGN", "FileData", "FramePlan", "buffer_views",
-           "declare", "file_spans", "host_allocs", "host_arrays", "host_buffers", "shard_span",
+           "check_host_allocs", "declare", "file_spans", "host_allocs", "host_arrays", "host_buffers", "shard_span",
            "tensor_nodes"]

@@ -31,6 +31,7 @@ from hurray_gpu.net.framing import (
     FileData,
     FramePlan,
     buffer_views,
+    check_host_allocs,
     declare,
     file_spans,
     host_allocs,
@@ -58,7 +59,6 @@ from hurray_gpu.net.transport import (
 )
 from hurray_gpu.ops.host import relayout
 from hurray_gpu.ops.materialize import materialize
-from hurray_gpu.runtime.memory import MemoryClass
 from hurray_gpu.runtime.registry import resolve_device
 from hurray_gpu.tensor import Tensor
 
@@ -636,11 +636,9 @@ class _Session:
         if any(h.sync_mode != SyncMode.PRODUCER_SYNCED for h in desc.buffers):
             raise Refused(P.ErrorCode.INVALID_MESSAGE, "a PUT buffer declares a sync_mode "
                           "other than producer-synced", fix="declare sync_mode 0 across machines.")
-        # From the cpu pool: a PUT whose tensor is copied out (into a KV cache or a file) and
-        # dropped leaves its memory warm for the next, instead of paying its first touch.
+        # From the cpu pool: a PUT copied out (into a KV cache, a file) and dropped stays warm.
         cpu, allocs = resolve_device("cpu"), host_allocs(desc)
-        for n, _ in allocs:
-            cpu.allocator.check_request(n, MemoryClass.STANDARD)
+        check_host_allocs(cpu, allocs)
         buffers = host_buffers(cpu, allocs)
         recv_data(self.conn, sid, buffer_views(buffers), msg.total_data_bytes)
         t = Tensor.from_parts(declare(desc, DeviceTag.CPU, 0, 0), buffers)

@@ -36,9 +36,8 @@ def host_alignment(declared: int, nbytes: int) -> int:
 
 
 def pool_alignment(nbytes: int) -> int:
-    """The alignment the cpu device's allocator gives every standard buffer of ``nbytes``:
-    :func:`host_alignment` of the format's largest, so a pooled buffer of that size meets any
-    alignment :func:`host_alignment` asks of it (a received ``.hrry`` tensor's 4 KiB alone)."""
+    """The cpu allocator's alignment for standard buffers of ``nbytes``: the most
+    :func:`host_alignment` asks of that size, so a pooled buffer meets any such request."""
     return host_alignment(MAX_HOST_ALIGNMENT, nbytes)
 
 

@@ -29,16 +29,25 @@ def test_a_standard_host_buffer_meets_every_alignment_asked_of_its_size(n: int) 
     finally:
         alloc.free(a)
         alloc.free_cache()
-    assert pool_alignment(64 * MIB) == MAX_HOST_ALIGNMENT and pool_alignment(4096) == 256 and pool_alignment(63) == 64
+
+
+def test_pool_alignment_grows_with_size_up_to_2_mib() -> None:
+    assert pool_alignment(64 * MIB) == MAX_HOST_ALIGNMENT
+    assert pool_alignment(4096) == 256 and pool_alignment(63) == 64
+
+
+def _physical(monkeypatch: pytest.MonkeyPatch, nbytes: int) -> None:
+    """Make ``os.sysconf`` report ``nbytes`` of physical memory."""
+    real = os.sysconf
+    monkeypatch.setattr(os, "sysconf", lambda name: nbytes // PAGE
+                        if name == "SC_PHYS_PAGES" else real(name))
 
 
 @pytest.mark.parametrize(("physical", "limit"), [(1 << 30, DEFAULT_POOL_LIMIT),
                                                  (64 << 30, 8 << 30), (24 << 30, 3 << 30)])
 def test_the_host_pool_limit_is_an_eighth_of_physical_memory(
         monkeypatch: pytest.MonkeyPatch, physical: int, limit: int) -> None:
-    real = os.sysconf
-    monkeypatch.setattr(os, "sysconf", lambda name: physical // PAGE
-                        if name == "SC_PHYS_PAGES" else real(name))
+    _physical(monkeypatch, physical)
     assert host_pool_limit() == limit
     assert CPUAllocator(hg.device("cpu")).pool_limit == limit
 
@@ -46,9 +55,7 @@ def test_the_host_pool_limit_is_an_eighth_of_physical_memory(
 def test_a_dropped_result_over_the_default_limit_is_reused(monkeypatch: pytest.MonkeyPatch
                                                            ) -> None:
     """Untouched pages: 513 MiB of address space, no memory."""
-    real = os.sysconf
-    monkeypatch.setattr(os, "sysconf", lambda name: (16 << 30) // PAGE
-                        if name == "SC_PHYS_PAGES" else real(name))
+    _physical(monkeypatch, 16 << 30)
     alloc = CPUAllocator(hg.device("cpu"))
     n = DEFAULT_POOL_LIMIT + MIB
     first = alloc.alloc(n, MemoryClass.STANDARD)
