@@ -148,6 +148,8 @@ LIMITS: tuple[Limit, ...] = (
        "bytes of a tensor the server transcodes (transcode_limit=)"),
     _l("hurray_gpu.net.server", "MAX_SHARDS", "api", "shards of a PARALLEL_STREAMS request"),
     _l("hurray_gpu.net.sources", "_MAX_KEY", "api", "characters of a tensor key"),
+    _l("hurray_gpu.net.sources", "MAX_OPEN_FILES", "memory", "files of a served directory "
+       "kept open (mapped) at once; the least recently used is let go (max_open_files=)"),
     _l("hurray_gpu.net.client", "DEFAULT_MAX_TENSOR", "memory",
        "bytes one get allocates for the server's tensor (max_tensor_bytes=)"),
     _l("hurray_gpu.net.client", "MAX_DEPTH", "decoder", "composite nesting a client accepts"),

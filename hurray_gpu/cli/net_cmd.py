@@ -12,6 +12,7 @@ from hurray_gpu.cli.common import show
 from hurray_gpu.errors import HurrayGPUError
 from hurray_gpu.io import save
 from hurray_gpu.net import connect, serve
+from hurray_gpu.net.sources import MAX_OPEN_FILES
 from hurray_gpu.net.transport import DEFAULT_PORT
 
 __all__ = ["add_parser"]
@@ -32,6 +33,8 @@ def add_parser(sub: Any) -> None:
                    help="let PUTs of <file>.hrry/<name> write files in served directories")
     p.add_argument("--sendfile", action="store_true",
                    help="send files' large data ranges with sendfile(2), not from their map")
+    p.add_argument("--max-open-files", type=int, default=MAX_OPEN_FILES,
+                   help=f"files of a directory kept open at once ({MAX_OPEN_FILES})")
     p.add_argument("--transcode-limit", type=int, default=1 << 30,
                    help="largest transcoded tensor in bytes (0: no transcoding)")
     p.set_defaults(run=run_serve)
@@ -68,7 +71,8 @@ def run_serve(args: Any) -> int:
     source = args.source if len(args.source) > 1 else args.source[0]
     server = serve(source, host=args.host, port=args.port, unix=args.unix,
                    ssl_context=context, transcode_limit=args.transcode_limit,
-                   writable=args.writable, sendfile=args.sendfile, background=True)
+                   writable=args.writable, sendfile=args.sendfile,
+                   max_open_files=args.max_open_files, background=True)
     signal.signal(signal.SIGTERM, _stop)
     print(f"serving at {server.url}", flush=True)
     try:

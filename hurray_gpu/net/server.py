@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import math
 import os
 import socket
@@ -40,6 +41,7 @@ from hurray_gpu.net.framing import (
     tensor_nodes,
 )
 from hurray_gpu.net.sources import (
+    MAX_OPEN_FILES,
     REQUEST_FAILED,
     DirectorySource,
     FileSource,
@@ -75,6 +77,9 @@ SHARD_ENTRY_MAGIC = b"hgsh"
 MAX_SHARDS = 64
 DEFAULT_TRANSCODE_LIMIT = 1 << 30
 DEFAULT_MAX_PUT = 1 << 30
+# accept() errors that pass (descriptors or memory run out for a while), and the wait after one.
+_ACCEPT_RETRY = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
+_ACCEPT_BACKOFF = 0.05
 _REPLIES, _REPLY_PIECES = 64, 512  # prepared answers per connection; iovecs in one of them
 _REQUEST = int(P.MessageType.TENSOR_REQUEST)
 _U32 = struct.Struct("<I")
@@ -274,9 +279,11 @@ class Server:
                  transcode_limit: int = DEFAULT_TRANSCODE_LIMIT,
                  max_put_bytes: int = DEFAULT_MAX_PUT, timeout: float = 30.0,
                  idle_timeout: float = 300.0, max_connections: int = 64,
-                 writable: bool = False, sendfile: bool = False) -> None:
+                 writable: bool = False, sendfile: bool = False,
+                 max_open_files: int = MAX_OPEN_FILES) -> None:
         items = source if isinstance(source, list | tuple) else [source]
-        self._sources = [open_source(item, writable) for item in items]
+        self._sources = [open_source(item, writable, sendfile, max_open_files)
+                         for item in items]
         dicts = [s for s in self._sources if isinstance(s, dict)]
         self.registry: dict[str, Any] = dicts[0] if dicts else {}
         if not dicts:
@@ -344,8 +351,13 @@ class Server:
                 sock, _ = self._sock.accept()
             except TimeoutError:
                 continue
-            except OSError:
-                return
+            except OSError as exc:
+                if exc.errno not in _ACCEPT_RETRY:
+                    return  # the listening socket was closed
+                # Out of descriptors or kernel memory, for now: the connections in hand still
+                # close and free some, so wait and accept again rather than stop serving.
+                self._stop.wait(_ACCEPT_BACKOFF)
+                continue
             with self._lock:
                 if len(self._conns) >= self.max_connections:
                     self._refuse(sock)
@@ -687,7 +699,8 @@ def serve(source: Any, *, host: str = "127.0.0.1", port: int = DEFAULT_PORT,
           max_message_size: int = P.DEFAULT_MAX_MESSAGE,
           transcode_limit: int = DEFAULT_TRANSCODE_LIMIT, max_put_bytes: int = DEFAULT_MAX_PUT,
           timeout: float = 30.0, idle_timeout: float = 300.0, max_connections: int = 64,
-          writable: bool = False, sendfile: bool = False, background: bool = False) -> Server:
+          writable: bool = False, sendfile: bool = False, max_open_files: int = MAX_OPEN_FILES,
+          background: bool = False) -> Server:
     """Serve tensors over the Hurray network interchange protocol (docs/interchange.md).
 
     Args:
@@ -710,6 +723,8 @@ def serve(source: Any, *, host: str = "127.0.0.1", port: int = DEFAULT_PORT,
             Off by default: over loopback it was faster on some machines and slower, or
             bimodal, on others, where the send from the map was steady (docs/interchange.md,
             Keys; ``python bench/transport.py`` measures both).
+        max_open_files: files of a served directory kept open (mapped) at once; the least
+            recently used is let go beyond it (its map once no get in flight uses it).
         background: return at once with the server running in threads; otherwise block
             until Ctrl-C, then close.
 
@@ -724,7 +739,7 @@ def serve(source: Any, *, host: str = "127.0.0.1", port: int = DEFAULT_PORT,
                     max_message_size=max_message_size, transcode_limit=transcode_limit,
                     max_put_bytes=max_put_bytes, timeout=timeout, idle_timeout=idle_timeout,
                     max_connections=max_connections, writable=writable,
-                    sendfile=sendfile).start()
+                    sendfile=sendfile, max_open_files=max_open_files).start()
     if background:
         return server
     try:

@@ -10,6 +10,7 @@ import os
 import re
 import stat
 import threading
+from collections import OrderedDict
 from typing import Any
 
 import numpy as np
@@ -26,6 +27,10 @@ from hurray_gpu.tensor import Tensor
 # Implementation-defined error code (the spec leaves 0xF0-0xFE to implementations).
 REQUEST_FAILED = 0xF0  # the library raised while producing or storing the tensor
 _MAX_KEY = 4096
+# Files a served directory keeps open at once (each holds its descriptor and its map; with
+# sendfile a second descriptor): the least recently used one is let go beyond this, so a
+# client walking a large directory cannot use up the server's descriptors.
+MAX_OPEN_FILES = 64
 _KV_KEY = re.compile(r"kv/([\w.-]+)(?:/(\d+)(?:/(key|value))?)?")
 
 
@@ -44,8 +49,8 @@ def unknown_key(key: str) -> Refused:
 # -- sources ---------------------------------------------------------------------------------
 _Stamp = tuple[int, int, int, int]  # a file's (st_dev, st_ino, st_size, st_mtime_ns)
 # An open file as it was found: its stamp, the file, the tensors read from it, its bytes for
-# sendfile.
-_Opened = tuple[_Stamp, HrryFile, dict[str, Tensor], FileData]
+# sendfile (None when the server does not use sendfile: no duplicate descriptor).
+_Opened = tuple[_Stamp, HrryFile, dict[str, Tensor], FileData | None]
 
 
 class FileSource:
@@ -57,11 +62,20 @@ class FileSource:
     are dropped with its old map. While the file is unchanged, a key returns the very same
     Tensor (zero-copy views of the map), so a prepared reply holds (see _Reply) and a repeated
     get does not decode the descriptor again.
+
+    At most ``max_open`` files are kept open, the least recently used let go beyond that (not
+    closed under a get in flight: its map goes with the last view of it, see _Reply); a
+    file deleted from disk is let go at its next lookup. ``sendfile``: keep each file's
+    :class:`FileData` for the server's ``sendfile`` path.
     """
 
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self._open: dict[str, _Opened] = {}
+    def __init__(self, path: str, *, sendfile: bool = False,
+                 max_open: int = MAX_OPEN_FILES) -> None:
+        if not isinstance(max_open, int) or max_open < 1:
+            raise UnsupportedOpError(f"max_open_files must be a positive int, not {max_open!r}",
+                                     fix=f"pass at least 1 (default {MAX_OPEN_FILES}).")
+        self.path, self.sendfile, self.max_open = path, sendfile, max_open
+        self._open: OrderedDict[str, _Opened] = OrderedDict()  # least recently used first
         self._lock = threading.Lock()  # HrryFile builds its order tables lazily, unlocked
 
     def _split(self, key: str) -> tuple[str, str] | None:
@@ -96,18 +110,29 @@ class FileSource:
         try:
             info = os.stat(path)
         except OSError:
-            return None
-        if not stat.S_ISREG(info.st_mode):
+            info = None
+        if info is None or not stat.S_ISREG(info.st_mode):
+            if path in self._open:  # deleted or replaced by a non-file: let it go
+                with self._lock:
+                    self._open.pop(path, None)
             return None
         stamp = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
         known = self._open.get(path)
-        if known is not None and known[0] == stamp:  # unchanged (the common case: no lock)
+        if known is not None and known[0] == stamp:  # unchanged (the common case)
+            if len(self._open) > 1:  # the order matters only among several files
+                with self._lock:
+                    if path in self._open:
+                        self._open.move_to_end(path)
             return known
         with self._lock:
             known = self._open.get(path)
             if known is None or known[0] != stamp:
                 hrry = open_file(path)
-                known = self._open[path] = (stamp, hrry, {}, FileData(hrry.fileno()))
+                known = self._open[path] = (stamp, hrry, {}, FileData(hrry.fileno())
+                                            if self.sendfile else None)
+                self._open.move_to_end(path)
+                while len(self._open) > self.max_open:
+                    self._open.popitem(last=False)  # the least recently used
             return known
 
     def files_of(self, key: str, t: Tensor) -> list[tuple[FileData, int] | None] | None:
@@ -118,7 +143,8 @@ class FileSource:
         except Refused:  # not a key of this source (another source named ``t``)
             return None
         opened = None if found is None else self._open.get(found[0])
-        if found is None or opened is None or opened[2].get(found[1]) is not t or t.members:
+        if found is None or opened is None or opened[3] is None or \
+                opened[2].get(found[1]) is not t or t.members:
             return None
         spans: list[tuple[FileData, int] | None] = []
         for b in t.buffers:
@@ -138,8 +164,9 @@ class DirectorySource(FileSource):
     """``.hrry`` files under a root, keyed ``<relative file path>/<tensor name>``; with
     ``writable``, a PUT of such a key writes the tensor into that file (see :meth:`put`)."""
 
-    def __init__(self, root: str, writable: bool = False) -> None:
-        super().__init__(os.path.realpath(root))
+    def __init__(self, root: str, writable: bool = False, *, sendfile: bool = False,
+                 max_open: int = MAX_OPEN_FILES) -> None:
+        super().__init__(os.path.realpath(root), sendfile=sendfile, max_open=max_open)
         self.root, self.writable = self.path, writable
         self._writing = threading.Lock()  # one rewrite at a time; readers never wait on it
 
@@ -281,7 +308,8 @@ class KVSource:
         """The cache belongs to the caller."""
 
 
-def open_source(item: Any, writable: bool) -> Any:
+def open_source(item: Any, writable: bool, sendfile: bool = False,
+                max_open: int = MAX_OPEN_FILES) -> Any:
     if isinstance(item, dict):
         return item
     if isinstance(item, PagedKVCache):
@@ -289,9 +317,9 @@ def open_source(item: Any, writable: bool) -> Any:
     if isinstance(item, str | os.PathLike):
         path = os.fspath(item)
         if os.path.isdir(path):
-            return DirectorySource(path, writable)
+            return DirectorySource(path, writable, sendfile=sendfile, max_open=max_open)
         os.stat(path)  # a missing file fails serve() here (OSError), a malformed one below
-        source = FileSource(path)
+        source = FileSource(path, sendfile=sendfile, max_open=max_open)
         if source.opened(path) is None:
             raise UnsupportedOpError(f"{path} is not a regular file",
                                      fix="serve a .hrry file, or a directory of them.")
@@ -308,5 +336,5 @@ def check_key(key: str) -> None:
                       fix=f"send a non-empty key of at most {_MAX_KEY} characters without NUL.")
 
 
-__all__ = ["REQUEST_FAILED", "DirectorySource", "FileSource", "KVSource", "Refused", "check_key", "open_source",
+__all__ = ["MAX_OPEN_FILES", "REQUEST_FAILED", "DirectorySource", "FileSource", "KVSource", "Refused", "check_key", "open_source",
            "unknown_key"]
