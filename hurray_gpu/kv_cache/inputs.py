@@ -150,8 +150,15 @@ def rows_buffer(device: Device, x: Any, what: str, dtype: DType, heads: int,
 
 
 def _upload(device: Device, arr: np.ndarray) -> Buffer:
-    return Buffer.from_bytes(device, arr.reshape(-1).view(np.uint8)) if arr.size else \
-        Buffer(device, 0)
+    """``arr`` (contiguous) as rows on ``device``: on a host-memory device the array itself,
+    read in place by the append (its kernels run in the caller's thread, so the caller may
+    reuse the array once append returns; a copy cost as much again as the append)."""
+    if not arr.size:
+        return Buffer(device, 0)
+    flat = arr.reshape(-1).view(np.uint8)
+    if device.allocator.host_memory:
+        return Buffer.wrap(flat, device)
+    return Buffer.from_bytes(device, flat)
 
 
 def _tensor_rows(device: Device, t: TensorLike, what: str, dtype: DType, heads: int,

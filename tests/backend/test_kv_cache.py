@@ -445,3 +445,22 @@ def test_kept_gather_plans_follow_tables_lengths_and_contents(kernel_device: Dev
         assert same_bits(host(k), want[layer])
     cache.check_invariants()
     cache.close()
+
+
+def test_host_rows_are_appended_in_place_and_free_to_reuse_at_once() -> None:
+    # On the cpu device a prefill's rows are read where they lie (no copy of the prompt's
+    # K and V first), within the call: changing them after append returns changes nothing.
+    cache = PagedKVCache("cpu", 1, 2, 8, 8, 4, "float16")
+    rng = stable_rng(77)
+    rows = rng.standard_normal((2, 13, 2, 8)).astype(np.float16)
+    want = rows.copy()
+    seq = cache.add_sequence()
+    alloc = cache.device.allocator
+    before = alloc.stats()["alloc_count"]
+    cache.append_prefill(seq, 0, rows[0], rows[1])
+    assert alloc.stats()["alloc_count"] == before  # (the slot list is a wrapped array too)
+    rows[:] = 0
+    got_k, got_v, _ = cache.gather([seq], 0)
+    assert np.array_equal(got_k.numpy().view(np.uint16), want[0].view(np.uint16))
+    assert np.array_equal(got_v.numpy().view(np.uint16), want[1].view(np.uint16))
+    cache.close()
