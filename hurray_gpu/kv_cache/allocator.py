@@ -174,19 +174,20 @@ class PageAllocator:
 
     # -- append --------------------------------------------------------------------------
     def plan_append(self, seq_ids: Sequence[int], counts: Sequence[int],
-                    layer: int) -> AppendPlan:
+                    layer: int, reuse: bool = True) -> AppendPlan:
         """Plan writing ``counts[i]`` tokens of ``layer`` to ``seq_ids[i]`` (nothing changes).
 
         Shared pages the write touches are copied first (copy-on-write); new pages cover
         the tokens past each sequence's capacity. The same batch appended to the next layer
-        reuses the last plan (a decode step computes its slots once for all layers).
+        reuses the last plan (a decode step computes its slots once for all layers) unless
+        ``reuse`` is False (:meth:`attach` takes a fresh plan).
 
         Raises:
             UnsupportedOpError: unknown, freed, swapped or repeated sequences; too many tokens.
             OutOfPagesError: the pool cannot supply the pages.
         """
         key = (tuple(seq_ids), tuple(counts))
-        reused = self._reuse(key, layer)
+        reused = self._reuse(key, layer) if reuse else None
         if reused is not None:
             return reused
         if len(set(key[0])) != len(key[0]):
@@ -304,6 +305,32 @@ class PageAllocator:
         self.version += 1
         self._reusable = Reusable(self.version, plan, {plan.layer}) \
             if plan.uniform and self.prefix is None else None
+
+    def attach(self, plan: AppendPlan) -> None:
+        """Commit a fresh (not reused) plan's pages, copy-on-write replacements and new
+        pages, but not its lengths: its rows are written afterwards, outside the caller's
+        lock, and :meth:`extend` then makes them part of the sequence."""
+        assert not plan.reused
+        self._take(plan.take_free, plan.evict)
+        for seq_id in plan.counts:
+            state = self.seqs[seq_id]
+            for j, new in plan.replaced.get(seq_id, {}).items():
+                self.refcount[new] = 1
+                self._decref(state.pages[j])
+                state.pages[j] = new
+            for new in plan.new_pages.get(seq_id, ()):
+                self.refcount[new] = 1
+                state.pages.append(new)
+        self.version += 1
+        self._reusable = None
+
+    def extend(self, seq_id: int, layer: int, count: int) -> None:
+        """``count`` more rows of ``seq_id`` in ``layer`` (pages :meth:`attach` gave it)."""
+        state = self.seqs[seq_id]
+        state.lens[layer] += count
+        self.version += 1
+        if self.prefix is not None:
+            self._register_full_pages(state)
 
     def _commit_tables(self, plan: AppendPlan) -> None:
         """Commit without a prefix cache: only sequences with new pages touch tables."""

@@ -40,6 +40,7 @@ from hurray_gpu.kv_cache.options import (
     storage_dtype,
 )
 from hurray_gpu.kv_cache.prefix import PrefixCache
+from hurray_gpu.kv_cache.rows import RowViews, row_runs
 from hurray_gpu.kv_cache.slot_map import GatherPlan, slot_map
 from hurray_gpu.kv_cache.storage import KVStorage
 from hurray_gpu.parts import TensorLike
@@ -93,6 +94,8 @@ class PagedKVCache:
         self.allocator = PageAllocator(self.num_pages, self.page_size, self.num_layers, prefix)
         self._lock = threading.RLock()
         self._plans: dict[tuple[int, ...], GatherPlan] = {}
+        self._busy: dict[int, int] = {}  # sequence -> open row transfers (see RowViews)
+        self._writing: set[tuple[int, int]] = set()  # (sequence, layer) of open writes
 
     # -- queries -------------------------------------------------------------------------
     @property
@@ -147,12 +150,21 @@ class PagedKVCache:
     def fork(self, seq_id: int) -> int:
         """A new sequence sharing all of ``seq_id``'s pages (copy-on-write, no data copy)."""
         with self._lock:
-            return self.allocator.fork(check_seq_id(seq_id))
+            return self.allocator.fork(self._idle(seq_id, "forked"))
 
     def free(self, seq_id: int) -> None:
         """Drop ``seq_id``; pages nobody else uses return to the pool."""
         with self._lock:
-            self.allocator.free(check_seq_id(seq_id))
+            self.allocator.free(self._idle(seq_id, "freed"))
+
+    def _idle(self, seq_id: int, what: str) -> int:
+        """``seq_id`` checked, and without an open row transfer (the caller holds the lock)."""
+        seq_id = check_seq_id(seq_id)
+        if seq_id in self._busy:
+            raise UnsupportedOpError(f"sequence {seq_id} cannot be {what}: "
+                                     f"{self._busy[seq_id]} row transfer(s) of it are open",
+                                     fix="commit or release its RowViews first.")
+        return seq_id
 
     # -- append --------------------------------------------------------------------------
     def append(self, seq_ids: Any, layer: int, key: Any, value: Any,
@@ -182,6 +194,9 @@ class PagedKVCache:
                                      fix="pass the same tokens for key and value.")
         per_seq = check_counts(ids, tokens, counts)
         with self._lock:
+            if self._writing and any((s, layer) in self._writing for s in ids):
+                raise UnsupportedOpError(f"layer {layer} of a sequence in {ids} has an open "
+                                         "row write", fix="commit or release it first.")
             plan = self.allocator.plan_append(ids, per_seq, layer)
             try:
                 self.storage.copy_rows(plan.cow, plan.cow_rows)
@@ -322,7 +337,7 @@ class PagedKVCache:
     def swap_out(self, seq_id: int) -> None:
         """Move ``seq_id``'s pages to host memory and release them on the device."""
         with self._lock:
-            seq_id = check_seq_id(seq_id)
+            seq_id = self._idle(seq_id, "swapped out")
             state = self.allocator.seq(seq_id)
             host = self.storage.read_pages(state.pages)
             self.allocator.swap_out(seq_id, host)
@@ -336,6 +351,79 @@ class PagedKVCache:
         with self._lock:
             pages, host = self.allocator.swap_in(check_seq_id(seq_id))
             self.storage.write_pages(pages, host)  # type: ignore[arg-type]  # list from read_pages
+
+    # -- row transfers (see RowViews) ------------------------------------------------------
+    def read_rows(self, seq_id: int, layer: int) -> RowViews:
+        """Views of ``seq_id``'s stored key and value rows of ``layer``, in token order, to
+        send without a gather (``socket.sendmsg(rows.views)``); close it when sent.
+
+        Raises:
+            UnsupportedOpError: a device whose memory is not host memory, or a quantized
+                cache (gather instead); unknown, freed or swapped sequences; bad layer.
+        """
+        layer = check_index(layer, self.num_layers, "layer")
+        with self._lock:
+            state = self.allocator.seq(self._rows_ok(seq_id))
+            slots, _ = slot_map([state], layer, self.page_size)
+            return self._open_rows(seq_id, layer, slots, write=False)
+
+    def write_rows(self, seq_id: int, layer: int, tokens: int) -> RowViews:
+        """Reserve ``tokens`` new key and value rows of ``seq_id`` in ``layer`` and return
+        views of them, in token order, to fill (``socket.recvmsg_into(rows.views)``);
+        :meth:`RowViews.commit` appends them (as :meth:`append_prefill` of those rows would),
+        :meth:`RowViews.release` drops them. Pages are taken and copy-on-write is done now.
+
+        Raises:
+            UnsupportedOpError: as :meth:`read_rows`; a layer with an open write already.
+            OutOfPagesError: not enough pages (nothing changes).
+        """
+        layer = check_index(layer, self.num_layers, "layer")
+        if not isinstance(tokens, int) or not 0 <= tokens <= MAX_SEQ_TOKENS:
+            raise UnsupportedOpError(f"tokens must be an int in [0, {MAX_SEQ_TOKENS}], not "
+                                     f"{tokens!r}", fix="pass the count of rows to write.")
+        with self._lock:
+            seq_id = self._rows_ok(seq_id)
+            if (seq_id, layer) in self._writing:
+                raise UnsupportedOpError(f"layer {layer} of sequence {seq_id} has an open "
+                                         "row write", fix="commit or release it first.")
+            plan = self.allocator.plan_append([seq_id], [tokens], layer, reuse=False)
+            try:
+                self.storage.copy_rows(plan.cow, plan.cow_rows)
+            except BaseException:
+                self.allocator.overwritten(plan.evict)
+                raise
+            self.allocator.attach(plan)
+            return self._open_rows(seq_id, layer, plan.slots, write=True)
+
+    def _rows_ok(self, seq_id: int) -> int:
+        if not self.device.allocator.host_memory or self.kv_dtype is not None:
+            raise UnsupportedOpError(
+                f"row views need an unquantized cache in host memory; this one is on "
+                f"{self.device.spec} with kv_dtype {self.kv_dtype}",
+                fix="use gather() and append() (they run on the device).")
+        self.storage._check_open()
+        return check_seq_id(seq_id)
+
+    def _open_rows(self, seq_id: int, layer: int, slots: np.ndarray, write: bool) -> RowViews:
+        """The RowViews of ``slots`` (the caller holds the lock)."""
+        pools = (self.storage.pool(layer, 0).array, self.storage.pool(layer, 1).array)
+        tokens = int(slots.size)
+        views = row_runs(pools, slots, self.row_bytes)
+        self._busy[seq_id] = self._busy.get(seq_id, 0) + 1
+        if write:
+            self._writing.add((seq_id, layer))
+
+        def done(commit: bool) -> None:
+            with self._lock:
+                left = self._busy.pop(seq_id) - 1
+                if left:
+                    self._busy[seq_id] = left
+                if write:
+                    self._writing.discard((seq_id, layer))
+                    if commit:
+                        self.allocator.extend(seq_id, layer, tokens)
+
+        return RowViews(views, tokens, 2 * tokens * self.row_bytes, done)
 
     # -- interchange ---------------------------------------------------------------------
     def export(self, layer: int, role: Any, seq_ids: Any = None) -> TensorLike:
@@ -407,8 +495,15 @@ class PagedKVCache:
                                 enable_prefix_cache=enable_prefix_cache)
 
     def close(self) -> None:
-        """Release the device pools; the cache is unusable afterwards."""
+        """Release the device pools; the cache is unusable afterwards.
+
+        Raises:
+            UnsupportedOpError: row transfers are open (their views point into the pools).
+        """
         with self._lock:
+            if self._busy:
+                raise UnsupportedOpError(f"{sum(self._busy.values())} row transfer(s) are "
+                                         "open", fix="commit or release every RowViews first.")
             self.storage.free()
             self._plans.clear()
 

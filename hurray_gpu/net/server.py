@@ -648,6 +648,16 @@ class _Session:
         if any(h.sync_mode != SyncMode.PRODUCER_SYNCED for h in desc.buffers):
             raise Refused(P.ErrorCode.INVALID_MESSAGE, "a PUT buffer declares a sync_mode "
                           "other than producer-synced", fix="declare sync_mode 0 across machines.")
+        rows = self._rows_for(msg.key, desc)
+        if rows is not None:  # received straight into a KV cache's pages
+            try:
+                recv_data(self.conn, sid, rows.views, msg.total_data_bytes)
+            except BaseException:
+                rows.release()
+                raise
+            rows.commit()
+            self.conn.send(P.TensorPutAck(), sid)
+            return
         # From the cpu pool: a PUT copied out (into a KV cache, a file) and dropped stays warm.
         cpu, allocs = resolve_device("cpu"), host_allocs(desc)
         check_host_allocs(cpu, allocs)
@@ -658,6 +668,19 @@ class _Session:
                    if isinstance(s, KVSource | DirectorySource)):
             server.registry[msg.key] = t
         self.conn.send(P.TensorPutAck(), sid)
+
+
+    def _rows_for(self, key: str, desc: TensorDescriptor) -> Any:
+        """The KV cache rows a PUT of ``key`` is received into (see KVSource.rows_for), when
+        the source that stores it is a KV cache that can take it so; else None."""
+        for s in self.server._sources:
+            if isinstance(s, KVSource):
+                rows = s.rows_for(key, desc)
+                if rows is not None or s.put_key(key):
+                    return rows
+            elif isinstance(s, DirectorySource) and s.put_key(key):
+                return None
+        return None
 
 
 def _shard_of(request: P.TensorRequest) -> tuple[P.TensorRequest, tuple[int, int]]:

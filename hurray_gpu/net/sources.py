@@ -6,6 +6,7 @@ a PUT; a key no source can hold, or none has, is refused with ERROR on its strea
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import stat
@@ -187,6 +188,13 @@ class DirectorySource(FileSource):
                 return path, "/".join(parts[i + 1:])
         return None
 
+    def put_key(self, key: str) -> bool:
+        """Whether a PUT of ``key`` is this source's to store (or refuse)."""
+        try:
+            return self._split(key) is not None
+        except Refused:
+            return True
+
     def put(self, key: str, t: Tensor) -> bool:
         """Write a pushed ``<file>.hrry/<name>`` tensor into that file; False for other keys.
 
@@ -235,7 +243,7 @@ class KVSource:
     def __init__(self, cache: PagedKVCache) -> None:
         self.cache = cache
         self.names: dict[str, int] = {}
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
 
     def _seq(self, name: str) -> int | None:
         if name in self.names:
@@ -304,8 +312,85 @@ class KVSource:
             self.names[name] = seq
         return True
 
+    def put_key(self, key: str) -> bool:
+        """Whether a PUT of ``key`` is this source's to store (or refuse)."""
+        return _KV_KEY.fullmatch(key) is not None
+
+    def rows_for(self, key: str, desc: Any) -> _KVRows | None:
+        """Where a PUT of ``key`` declaring ``desc`` can be received straight into the
+        cache's pages (a host-memory cache without kv_dtype, a dense row-major tensor of the
+        cache's dtype and geometry): the sequence's reserved rows (see
+        :meth:`PagedKVCache.write_rows`), committed once every byte arrived. None where the
+        PUT takes :meth:`put` (which refuses what does not fit, saying why)."""
+        found = _KV_KEY.fullmatch(key)
+        cache = self.cache
+        if found is None or found.group(3) is not None or cache.kv_dtype is not None \
+                or not cache.device.allocator.host_memory or desc.layout_tag != 0x01 \
+                or desc.quantization is not None or desc.byte_offset \
+                or desc.dtype.tag != cache.dtype.tag or len(desc.buffers) != 1:
+            return None
+        layers = [int(found.group(2))] if found.group(2) is not None else \
+            list(range(cache.num_layers))
+        lead = (2,) if found.group(2) is not None else (cache.num_layers, 2)
+        shape = tuple(desc.shape)
+        if layers[-1] >= cache.num_layers or shape[:len(lead)] != lead or \
+                shape[len(lead) + 1:] != (cache.num_kv_heads, cache.head_dim) or \
+                not isinstance(shape[len(lead)], int):
+            return None
+        tokens = int(shape[len(lead)])
+        if int(desc.buffers[0].byte_size) != len(layers) * 2 * tokens * cache.row_bytes:
+            return None
+        name = found.group(1)
+        with self._lock:
+            seq = self._seq(name)
+            created = seq is None
+            if seq is None:
+                if name.isdigit():
+                    raise unknown_key(key)
+                seq = self.names[name] = cache.add_sequence()
+            opened: list[Any] = []
+            try:
+                opened += [cache.write_rows(seq, layer, tokens) for layer in layers]
+            except BaseException:
+                for rows in opened:
+                    rows.release()
+                if created:
+                    self._forget(name, seq)
+                raise
+        return _KVRows(self, name, seq if created else None, opened)
+
+    def _forget(self, name: str, seq: int) -> None:
+        """Free a sequence a failed PUT created, unless another PUT of it is open or stored
+        rows in it meanwhile."""
+        with self._lock, contextlib.suppress(UnsupportedOpError):
+            if self.cache.seq_len(seq):
+                return
+            self.cache.free(seq)
+            if self.names.get(name) == seq:
+                del self.names[name]
+
     def close(self) -> None:
         """The cache belongs to the caller."""
+
+
+class _KVRows:
+    """A PUT's reserved rows in a PagedKVCache, one RowViews per layer (their views in the
+    order of the PUT's bytes); released rows of a sequence the PUT created free it."""
+
+    def __init__(self, source: KVSource, name: str, created: int | None,
+                 rows: list[Any]) -> None:
+        self.source, self.name, self.created, self.rows = source, name, created, rows
+        self.views = [v for r in rows for v in r.views]
+
+    def commit(self) -> None:
+        for r in self.rows:
+            r.commit()
+
+    def release(self) -> None:
+        for r in self.rows:
+            r.release()
+        if self.created is not None:
+            self.source._forget(self.name, self.created)
 
 
 def open_source(item: Any, writable: bool, sendfile: bool = False,

@@ -35,6 +35,7 @@ from hurray_gpu.runtime.buffer import Buffer
 
 DEFAULT_PORT = 7740
 _GATHER = 64  # pieces per sendmsg (below every IOV_MAX)
+_SCATTER = 512  # views per recvmsg_into (below every IOV_MAX, with the read-ahead buffer)
 _DRAIN = 1 << 16  # discard() reads unwanted payloads in pieces of this size
 # Receives read ahead into a buffer of this size; sends of a corked connection gather
 # messages up to it (small tensors then take one syscall per side instead of one per message).
@@ -285,6 +286,46 @@ class Connection:
         bytes the peer is certain to send next (at most a message header's: the receive
         may wait for them too)."""
         self._recv_into(view, self._deadline, then)
+
+    def recv_into_many(self, views: list[memoryview], then: int = 0) -> None:
+        """Read exactly the bytes of ``views`` (one message's, in turn) into them: on a
+        plain socket up to _SCATTER views per receive, waiting in the kernel for all of
+        them (MSG_WAITALL), where one receive per view would cost a return to Python each
+        (a KV cache's scattered pages: thousands per layer). ``then`` as :meth:`recv_into`."""
+        deadline, last = self._deadline, len(views) - 1
+        at = head = 0  # the view being filled; its bytes filled
+        while at <= last and self._rend > self._rpos:  # the bytes read ahead, first
+            k = min(len(views[at]) - head, self._rend - self._rpos)
+            views[at][head:head + k] = self._rbuf[self._rpos:self._rpos + k]
+            self._rpos, head = self._rpos + k, head + k
+            if head == len(views[at]):
+                at, head = at + 1, 0
+        if self._tls:
+            for i in range(at, last + 1):
+                self._recv_into(views[i][head:] if i == at else views[i], deadline,
+                                then if i == last else 0)
+            return
+        want, got = sum(len(v) for v in views[at:]) - head, 0
+        while got < want:
+            if not self._ready(False, deadline):
+                raise _late(got, want)
+            batch = views[at:at + _SCATTER]
+            if head:
+                batch[0] = batch[0][head:]
+            tail = at + len(batch) > last
+            if tail:  # what follows into the read-ahead buffer, as _recv_into does
+                batch.append(self._rbuf[:then] if then else self._rbuf)
+            # All of a batch is owed (the frame's header promised it): wait for all of it.
+            n = self._recv_some(batch, got, want, _WAITALL if then or not tail else 0)
+            room = sum(len(v) for v in (batch[:-1] if tail else batch))
+            if n > room:  # (only with the tail: the rest of the message is in)
+                self._rpos, self._rend, n = 0, n - room, room
+            got += n
+            n += head
+            while at <= last and n >= len(views[at]):
+                n -= len(views[at])
+                at += 1
+            head = n
 
     def recv_payload(self, header: P.Header) -> bytearray:
         """The current message's payload (its size was checked by :meth:`recv_header`)."""
@@ -750,7 +791,8 @@ def recv_data(conn: Connection, stream_id: int, dests: Iterable[memoryview], tot
     """Receive one tensor's TENSOR_DATA frames and its TENSOR_DATA_END on ``stream_id``.
 
     The frames' offsets run over the concatenation of ``dests`` (whose sizes add up to
-    ``total``; an iterator is advanced only when the previous view is full). They must cover
+    ``total``; an iterator is advanced only when the previous view is full, a list's views
+    spanned by one frame are received together). They must cover
     ``span`` (default all of it, else one shard's bytes): each frame starts where the
     previous one ended and stays within the span, and its data is read with ``recv_into``
     straight into the destination. A PING on any stream is answered with PONG meanwhile.
@@ -762,6 +804,9 @@ def recv_data(conn: Connection, stream_id: int, dests: Iterable[memoryview], tot
         ProtocolError: any other message (the connection cannot go on).
     """
     done, total = span or (0, total)
+    # Views given as a list may be filled out of turn (several per receive); an iterator's
+    # next view may exist only once the one before it is full (a staging ring's).
+    scatter = isinstance(dests, list) and len(dests) > 1
     targets, view = iter(dests), memoryview(b"")
     skip = done
     while skip:  # a shard starts inside the destination
@@ -799,6 +844,15 @@ def recv_data(conn: Connection, stream_id: int, dests: Iterable[memoryview], tot
             raise StreamError(f"a TENSOR_DATA frame on stream {stream_id} {why}",
                               fix="send each buffer's bytes once, in order, within "
                                   "total_data_bytes.")
+        if scatter and n > len(view):  # the frame spans views: received together
+            pieces = []
+            while n:
+                while not len(view):
+                    view = next(targets)
+                step = min(n, len(view))
+                pieces.append(view[:step])
+                n, done, view = n - step, done + step, view[step:]
+            conn.recv_into_many(pieces, P.HEADER_SIZE)
         while n:
             while not len(view):
                 view = next(targets)

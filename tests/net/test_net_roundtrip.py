@@ -27,7 +27,7 @@ from tests.hurray._io_samples import (
     partition,
     quantized_per_channel,
 )
-from tests.net.conftest import TRANSPORTS, Start, as_discrete
+from tests.net.conftest import TRANSPORTS, RawPeer, Start, as_discrete, data_frame
 
 
 def samples() -> dict[str, Any]:
@@ -316,12 +316,79 @@ def test_put_pages_into_a_decode_nodes_kv_cache(start: Start) -> None:
         assert sorted(server.kv_sequences) == ["req-1"] and decode.seq_ids == [0, new]
 
 
-def test_a_put_copied_into_a_kv_cache_leaves_its_memory_in_the_cpu_pool(start: Start) -> None:
-    """The server receives a PUT into the cpu pool's memory: a KV PUT, copied into the
-    cache's pages and dropped, returns it there, and the next PUT of its size reuses it (no
-    second buffer of that size is pooled)."""
-    decode = hg.PagedKVCache("cpu", num_layers=1, num_kv_heads=2, head_dim=8, num_pages=64,
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_a_kv_put_is_received_straight_into_the_caches_pages(start: Start,
+                                                             transport: str) -> None:
+    """A PUT into a host-memory cache is received into the pages it reserved (no buffer is
+    allocated), pages scattered over the pool included, and is the sequence's rows after."""
+    decode = hg.PagedKVCache("cpu", num_layers=2, num_kv_heads=2, head_dim=8, num_pages=96,
                              page_size=4, dtype="float16")
+    held = [decode.add_sequence() for _ in range(8)]  # every other page in use: scattered
+    for seq in held:
+        decode.append_prefill(seq, 0, *np.zeros((2, 5, 2, 8), np.float16))
+    for seq in held[::2]:
+        decode.free(seq)
+    server, kw = start(decode, transport)
+    rng = stable_rng("net-kv-direct")
+    rows = rng.standard_normal((2, 2, 37, 2, 8)).astype(np.float16)
+    layers, one = hg.from_numpy(rows), hg.from_numpy(rows[1, :, :7])
+    alloc = hg.device("cpu").allocator
+    with hg.connect(server.url, **kw) as client:
+        before = alloc.stats()["alloc_count"]
+        client.put("kv/all", layers)  # every layer at once
+        client.put("kv/one/1", one)
+        assert alloc.stats()["alloc_count"] == before
+        for name, want in (("all", rows), ("one", [None, rows[1, :, :7]])):
+            seq = server.kv_sequences[name]
+            for layer, w in enumerate(want):
+                k, v, _ = decode.gather([seq], layer)
+                if w is None:
+                    assert decode.seq_len(seq, layer) == 0
+                    continue
+                assert np.array_equal(k.numpy().view(np.uint16), w[0].view(np.uint16))
+                assert np.array_equal(v.numpy().view(np.uint16), w[1].view(np.uint16))
+    decode.check_invariants()
+
+
+def test_a_kv_put_paused_mid_page_still_lands_in_its_pages(start: Start) -> None:
+    """A frame over many scattered pages whose bytes stop, past the server's read-ahead
+    (16 KiB), for longer than one kernel wait (half the server's timeout) in the middle of
+    a page: the receive resumes inside that page."""
+    decode = hg.PagedKVCache("cpu", num_layers=1, num_kv_heads=8, head_dim=64, num_pages=64,
+                             page_size=4, dtype="float16")  # 4 KiB pages
+    held = [decode.add_sequence() for _ in range(40)]
+    for seq in held:
+        decode.append_prefill(seq, 0, *np.zeros((2, 4, 8, 64), np.float16))
+    for seq in held[::2]:
+        decode.free(seq)  # the PUT's pages: every other one, in descending order
+    server, _ = start(decode, timeout=2.0)
+    rows = stable_rng("net-kv-pause").standard_normal((2, 64, 8, 64)).astype(np.float16)
+    data = rows.tobytes()
+    peer = RawPeer(server.url)
+    peer.hello()
+    peer.send_msg(P.TensorPut("kv/p/0", declare(hg.from_numpy(rows).descriptor, 0, 0, 0),
+                              len(data)), 3)
+    frame = data_frame(3, 0, data)
+    cut = len(frame) - len(data) + 10 * 4096 + 1000  # inside the eleventh page
+    peer.send(frame[:cut])
+    time.sleep(1.3)  # the server's receive returns what it has after 1 s, and waits again
+    peer.send(frame[cut:] + P.encode(P.TensorDataEnd(), 3))
+    header, msg = peer.recv()
+    assert (header.stream_id, type(msg)) == (3, P.TensorPutAck)
+    k, v, _ = decode.gather([server.kv_sequences["p"]], 0)
+    assert k.numpy().tobytes() + v.numpy().tobytes() == data
+
+
+def test_a_put_copied_into_a_quantized_kv_cache_leaves_its_memory_in_the_cpu_pool(
+        start: Start) -> None:
+    """A PUT the server must convert (into an int8 cache) is received into the cpu pool's
+    memory: copied into the cache's pages and dropped, it returns there, and the next PUT
+    of its size reuses it (no second buffer of that size is pooled)."""
+    def cache() -> hg.PagedKVCache:
+        return hg.PagedKVCache("cpu", num_layers=1, num_kv_heads=2, head_dim=8,
+                               num_pages=64, page_size=4, dtype="float16", kv_dtype="int8")
+
+    decode, local = cache(), cache()
     server, _ = start(decode)
     rows = stable_rng("net-kv-pool").standard_normal((2, 37, 2, 8)).astype(np.float16)
     pool, key = hg.device("cpu").allocator, (rows.nbytes, MemoryClass.STANDARD)
@@ -333,13 +400,16 @@ def test_a_put_copied_into_a_kv_cache_leaves_its_memory_in_the_cpu_pool(start: S
         return len(pool._pool.get(key, ()))
 
     pool.free_cache()
+    seq = local.add_sequence()
+    local.append_prefill(seq, 0, rows[0], rows[1])
+    want = local.gather([seq], 0)
     with hg.connect(server.url) as client:
         for n, name in enumerate(("a", "b")):
             client.put(f"kv/{name}/0", rows)
             assert pooled() == 1, n
             got = decode.gather([server.kv_sequences[name]], 0)
-            assert all(np.array_equal(g.numpy(), r) for g, r in zip(got[:2], rows,
-                                                                     strict=True))
+            assert all(np.array_equal(g.numpy().view(np.uint16), w.numpy().view(np.uint16))
+                       for g, w in zip(got[:2], want[:2], strict=True))
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
