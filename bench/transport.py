@@ -618,10 +618,10 @@ def transcode(client: Any, side: int, n4: int, runs: int, most: int,
 def kv(addr: dict[str, Any], host: Host, raw: RawClient, geometry: tuple[int, ...],
        tokens: int, runs: int, checks: dict[str, bool]) -> dict[str, Any]:
     """The prefill side fills one sequence of ``tokens`` tokens in every layer of its cache,
-    then, per layer, gathers K and V out of its pages into one reused host array and PUTs it
-    as ``kv/<name>/<layer>`` (the decode server appends the tokens to sequence ``<name>`` of
-    its cache); against a raw socket sending as many bytes in one message. Before each timed
-    PUT the decode server frees its sequences (untimed), so its pool never runs out."""
+    then, per layer, PUTs it as ``kv/<name>/<layer>`` with ``put_kv`` (sent from the pages,
+    received into the decode cache's pages: the tokens are appended to its sequence
+    ``<name>``); against a raw socket sending as many bytes in one message. Before each
+    timed PUT the decode server frees its sequences (untimed), so its pool never runs out."""
     layers, heads, head_dim, _, page = geometry
     cache = hg.PagedKVCache("cpu", layers, heads, head_dim, -(-tokens // page), page,
                             "float16")
@@ -630,19 +630,14 @@ def kv(addr: dict[str, Any], host: Host, raw: RawClient, geometry: tuple[int, ..
     for layer in range(layers):
         rows = rng.standard_normal((2, tokens, heads, head_dim)).astype(np.float16)
         cache.append_prefill(seq, layer, rows[0], rows[1])
-    both = np.empty((2, tokens, heads, head_dim), np.float16)
-    outs = (hg.Buffer.wrap(both[0]), hg.Buffer.wrap(both[1]))
-    # A Tensor over ``both`` itself (from_numpy would copy): each layer's gather lands in it.
-    sent = assemble(hg.from_numpy(both).descriptor, [hg.Buffer.wrap(both)])
     client = hg.connect(addr["kv"])
-    moved, rounds_done = layers * both.nbytes, [0]
+    moved, rounds_done = layers * 2 * tokens * cache.row_bytes, [0]
     blob = memoryview(bytearray(moved))
 
     def put() -> None:
         rounds_done[0] += 1
         for layer in range(layers):
-            cache.gather([seq], layer, out=outs)
-            client.put(f"kv/r{rounds_done[0]}/{layer}", sent)
+            client.put_kv(f"r{rounds_done[0]}", cache, seq, layer)
 
     def timed_put() -> float:
         host.call("free kv")

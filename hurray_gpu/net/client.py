@@ -33,7 +33,7 @@ from hurray_gpu.format import protocol as P
 from hurray_gpu.format.codec import handles, is_head, member_count
 from hurray_gpu.format.descriptor.buffers import DeviceTag
 from hurray_gpu.format.descriptor.layouts import LAYOUT_NAMES
-from hurray_gpu.format.descriptor.model import decode_descriptor
+from hurray_gpu.format.descriptor.model import TensorDescriptor, decode_descriptor
 from hurray_gpu.net.framing import (
     FRAME_BYTES,
     FramePlan,
@@ -836,12 +836,60 @@ class Client:
 
         def work(sid: int) -> None:
             self._conn.send_buffers(sid, t.buffers, head=P.TensorPut(key, raw, total), end=True)
-            msg = self._next_message(sid)
-            if not isinstance(msg, P.TensorPutAck):
-                raise ProtocolError(f"expected TENSOR_PUT_ACK, got {type(msg).__name__}",
-                                    fix="the server is out of step; reconnect.")
+            self._put_ack(sid)
 
         self._call(work)
+
+    def _put_ack(self, sid: int) -> None:
+        msg = self._next_message(sid)
+        if not isinstance(msg, P.TensorPutAck):
+            raise ProtocolError(f"expected TENSOR_PUT_ACK, got {type(msg).__name__}",
+                                fix="the server is out of step; reconnect.")
+
+    def put_kv(self, name: str, cache: Any, seq_id: int, layer: int | None = None) -> None:
+        """PUT sequence ``seq_id`` of a PagedKVCache as ``kv/<name>/<layer>``
+        ([2, tokens, heads, head_dim]), or every layer as ``kv/<name>`` ([layers, 2, ...]:
+        the layers must hold the same tokens): the disaggregated prefill's hand-off. From a
+        host-memory cache without kv_dtype the rows are sent from the pages themselves
+        (:meth:`PagedKVCache.read_rows`, no gather); from any other cache they are gathered
+        (dequantized) on its device first, then sent.
+
+        Raises:
+            UnsupportedOpError: layers of different lengths for ``kv/<name>``; what the
+                cache raises for a bad sequence or layer.
+            RemoteError: the server refused it; the connection stays.
+        """
+        layers = list(range(cache.num_layers)) if layer is None else [layer]
+        key = f"kv/{name}" if layer is None else f"kv/{name}/{layer}"
+        lens = {cache.seq_len(seq_id, n) for n in layers}
+        if len(lens) != 1:
+            raise UnsupportedOpError(f"sequence {seq_id}'s layers hold {sorted(lens)} tokens",
+                                     fix="PUT kv/<name>/<layer> one layer at a time.")
+        shape: tuple[int, ...] = (2, lens.pop(), cache.num_kv_heads, cache.head_dim)
+        if layer is None:
+            shape = (len(layers), *shape)
+        if not cache.device.allocator.host_memory or cache.kv_dtype is not None:
+            rows = [np.stack([t.to("cpu").numpy() for t in cache.gather([seq_id], n)[:2]])
+                    for n in layers]
+            self.put(key, Tensor.from_numpy(np.stack(rows).reshape(shape)))
+            return
+        desc = TensorDescriptor.dense(cache.dtype, shape)
+        raw = declare(desc, DeviceTag.CPU, 0, 0)
+        opened: list[Any] = []
+        try:
+            opened += [cache.read_rows(seq_id, n) for n in layers]
+            views = [v for r in opened for v in r.views]
+
+            def work(sid: int) -> None:
+                total = int(desc.buffers[0].byte_size)
+                self._conn.send_view_data(sid, views, P.encode(P.TensorPut(key, raw, total),
+                                                               sid))
+                self._put_ack(sid)
+
+            self._call(work)
+        finally:
+            for r in opened:
+                r.release()
 
     def ping(self) -> float:
         """Round-trip time of a PING/PONG in seconds."""

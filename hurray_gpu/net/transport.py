@@ -526,6 +526,32 @@ class Connection:
         self.send_plan(plan, buffers, stream_id)
         return hi
 
+    def send_view_data(self, stream_id: int, views: Sequence[memoryview], head: bytes,
+                       end: bool = True) -> None:
+        """``head`` (a message encoded for ``stream_id``), then the bytes of host ``views``
+        as TENSOR_DATA frames over their concatenation (a frame spans views: a KV cache's
+        pages, see PagedKVCache.read_rows), then TENSOR_DATA_END (``end``); sent from the
+        views' memory, _GATHER pieces at a time."""
+        total = sum(len(v) for v in views)
+        pending: list[Any] = [head]
+        offset = at = cut = 0  # bytes framed; the view being sent; its bytes sent
+        while offset < total:
+            n = min(self.frame_bytes, total - offset)
+            pending.append(P.data_header(stream_id, offset, n))
+            offset += n
+            while n:
+                step = min(n, len(views[at]) - cut)
+                pending.append(views[at][cut:cut + step])
+                n, cut = n - step, cut + step
+                if cut == len(views[at]):
+                    at, cut = at + 1, 0
+                if len(pending) >= _GATHER:
+                    self.send_views(pending)
+                    pending = []
+        if end:
+            pending.append(P.encode(P.TensorDataEnd(), stream_id))
+        self.send_views(pending)
+
     def send_plan(self, plan: FramePlan, buffers: Sequence[Buffer], stream_id: int,
                   files: Sequence[tuple[FileData, int] | None] | None = None) -> None:
         """Send ``plan`` on ``stream_id`` with its data ranges taken from ``buffers``. Host

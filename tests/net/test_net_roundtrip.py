@@ -478,3 +478,63 @@ def test_put_writes_into_a_served_directorys_hrry_files(start: Start, tmp_path: 
     assert info.value.code == P.ErrorCode.UNKNOWN_TENSOR
     assert not (tmp_path / "out.hrry").exists()
     assert same(hg.open_file(root / "m.hrry").read("w"), new_w)
+
+
+def _prefill(rng_name: str, layers: int, tokens: int, **kw: Any) -> tuple[Any, int, np.ndarray]:
+    """A prefill cache whose sequence's pages are scattered (every other page of the pool's
+    first 16 in use), holding ``tokens`` random rows in each layer; and those rows."""
+    cache = hg.PagedKVCache("cpu", num_layers=layers, num_kv_heads=2, head_dim=8,
+                            num_pages=64, page_size=4, dtype="float16", **kw)
+    held = [cache.add_sequence() for _ in range(16)]
+    for seq in held:
+        cache.append_prefill(seq, 0, *np.zeros((2, 4, 2, 8), np.float16))
+    for seq in held[::2]:
+        cache.free(seq)
+    rows = stable_rng(rng_name).standard_normal((layers, 2, tokens, 2, 8)).astype(np.float16)
+    seq = cache.add_sequence()
+    for layer in range(layers):
+        cache.append_prefill(seq, layer, rows[layer, 0], rows[layer, 1])
+    return cache, seq, rows
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_put_kv_sends_a_sequence_from_its_pages(start: Start, transport: str) -> None:
+    # The server's max_message_size 4096: many frames, most starting and ending in a page.
+    prefill, seq, rows = _prefill("put-kv", 2, 150)  # 9600 bytes per layer
+    decode = hg.PagedKVCache("cpu", num_layers=2, num_kv_heads=2, head_dim=8, num_pages=128,
+                             page_size=4, dtype="float16")
+    server, kw = start(decode, transport, max_message_size=4096)
+    with hg.connect(server.url, **kw) as client:
+        client.put_kv("all", prefill, seq)
+        client.put_kv("one", prefill, seq, 1)
+        assert np.array_equal(client.get("kv/all").numpy().view(np.uint16),
+                              rows.view(np.uint16))
+        got = decode.gather([server.kv_sequences["one"]], 1)
+        assert all(np.array_equal(g.numpy().view(np.uint16), r.view(np.uint16))
+                   for g, r in zip(got[:2], rows[1], strict=True))
+        prefill.append_prefill(seq, 0, rows[0, 0, :3], rows[0, 1, :3])
+        with pytest.raises(hg.UnsupportedOpError, match="one layer at a time"):
+            client.put_kv("uneven", prefill, seq)
+        deeper = hg.PagedKVCache("cpu", 3, 2, 8, 8, 4, "float16")
+        other = deeper.add_sequence()
+        deeper.append_prefill(other, 2, rows[0, 0, :5], rows[0, 1, :5])
+        with pytest.raises(RemoteError) as refused:  # a layer the decode cache lacks
+            client.put_kv("bad", deeper, other, 2)
+        deeper.free(other)  # released at once (its traceback still holds put_kv's frame)
+        del refused
+        still_serves = client.get("kv/one/1").numpy()
+        assert np.array_equal(still_serves.view(np.uint16), rows[1].view(np.uint16))
+    prefill.free(seq)  # every row transfer was released
+    prefill.check_invariants()
+
+
+def test_put_kv_from_a_quantized_cache_sends_its_gather(start: Start) -> None:
+    prefill, seq, _ = _prefill("put-kv-q8", 1, 13, kv_dtype="int8")
+    decode = hg.PagedKVCache("cpu", num_layers=1, num_kv_heads=2, head_dim=8, num_pages=16,
+                             page_size=4, dtype="float16")
+    server, _ = start(decode)
+    with hg.connect(server.url) as client:
+        client.put_kv("q", prefill, seq, 0)
+    want, got = prefill.gather([seq], 0), decode.gather([server.kv_sequences["q"]], 0)
+    assert all(np.array_equal(g.numpy().view(np.uint16), w.numpy().view(np.uint16))
+               for g, w in zip(got[:2], want[:2], strict=True))
