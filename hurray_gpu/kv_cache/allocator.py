@@ -312,6 +312,12 @@ class PageAllocator:
         lock, and :meth:`extend` then makes them part of the sequence."""
         assert not plan.reused
         self._take(plan.take_free, plan.evict)
+        self._plan_tables(plan)
+        self.version += 1
+        self._reusable = None
+
+    def _plan_tables(self, plan: AppendPlan) -> None:
+        """Put a plan's copy-on-write replacements and new pages into its sequences' tables."""
         for seq_id in plan.counts:
             state = self.seqs[seq_id]
             for j, new in plan.replaced.get(seq_id, {}).items():
@@ -321,8 +327,6 @@ class PageAllocator:
             for new in plan.new_pages.get(seq_id, ()):
                 self.refcount[new] = 1
                 state.pages.append(new)
-        self.version += 1
-        self._reusable = None
 
     def extend(self, seq_id: int, layer: int, count: int) -> None:
         """``count`` more rows of ``seq_id`` in ``layer`` (pages :meth:`attach` gave it)."""
@@ -348,15 +352,9 @@ class PageAllocator:
             state.lens[layer] += count
 
     def _commit_with_prefix(self, plan: AppendPlan) -> None:
+        self._plan_tables(plan)
         for seq_id, count in plan.counts.items():
             state = self.seqs[seq_id]
-            for j, new in plan.replaced.get(seq_id, {}).items():
-                self.refcount[new] = 1
-                self._decref(state.pages[j])
-                state.pages[j] = new
-            for new in plan.new_pages.get(seq_id, ()):
-                self.refcount[new] = 1
-                state.pages.append(new)
             state.lens[plan.layer] += count
             self._register_full_pages(state)
 

@@ -355,7 +355,7 @@ class PagedKVCache:
     # -- row transfers (see RowViews) ------------------------------------------------------
     def read_rows(self, seq_id: int, layer: int) -> RowViews:
         """Views of ``seq_id``'s stored key and value rows of ``layer``, in token order, to
-        send without a gather (``socket.sendmsg(rows.views)``); close it when sent.
+        send without a gather (``socket.sendmsg(rows.views)``); release it once sent.
 
         Raises:
             UnsupportedOpError: a device whose memory is not host memory, or a quantized
@@ -363,8 +363,8 @@ class PagedKVCache:
         """
         layer = check_index(layer, self.num_layers, "layer")
         with self._lock:
-            state = self.allocator.seq(self._rows_ok(seq_id))
-            slots, _ = slot_map([state], layer, self.page_size)
+            seq_id = self._rows_ok(seq_id)
+            slots, _ = slot_map([self.allocator.seq(seq_id)], layer, self.page_size)
             return self._open_rows(seq_id, layer, slots, write=False)
 
     def write_rows(self, seq_id: int, layer: int, tokens: int) -> RowViews:

@@ -281,9 +281,7 @@ class KVSource:
         if found is None:
             return False
         cache, name = self.cache, found.group(1)
-        layers = [int(found.group(2))] if found.group(2) is not None else \
-            list(range(cache.num_layers))
-        lead = (2,) if found.group(2) is not None else (cache.num_layers, 2)
+        layers, lead = self._layers(found)
         shape = t.shape
         if (found.group(3) is not None or layers[-1] >= cache.num_layers
                 or t.dtype != cache.dtype or t.layout_name != "row_major" or t.quantization
@@ -296,12 +294,7 @@ class KVSource:
                           "kv/<seq>/<layer> as [2, tokens, heads, head_dim].")
         rows = t.numpy().reshape(len(layers), 2, *shape[len(lead):])
         with self._lock:
-            seq = self._seq(name)
-            created = seq is None
-            if seq is None:
-                if name.isdigit():
-                    raise unknown_key(key)
-                seq = cache.add_sequence()
+            seq, created = self._sequence(name, key)
             try:
                 for i, layer in enumerate(layers):
                     cache.append_prefill(seq, layer, rows[i, 0], rows[i, 1])
@@ -316,6 +309,22 @@ class KVSource:
         """Whether a PUT of ``key`` is this source's to store (or refuse)."""
         return _KV_KEY.fullmatch(key) is not None
 
+    def _layers(self, found: re.Match[str]) -> tuple[list[int], tuple[int, ...]]:
+        """The layers a PUT's key names and the dimensions before its tokens."""
+        if found.group(2) is not None:
+            return [int(found.group(2))], (2,)
+        return list(range(self.cache.num_layers)), (self.cache.num_layers, 2)
+
+    def _sequence(self, name: str, key: str) -> tuple[int, bool]:
+        """(id, created) of the sequence a PUT of ``key`` appends to (the caller holds the
+        lock): a new one for a new name, UNKNOWN_TENSOR for an unknown numeric id."""
+        seq = self._seq(name)
+        if seq is not None:
+            return seq, False
+        if name.isdigit():
+            raise unknown_key(key)
+        return self.cache.add_sequence(), True
+
     def rows_for(self, key: str, desc: Any) -> _KVRows | None:
         """Where a PUT of ``key`` declaring ``desc`` can be received straight into the
         cache's pages (a host-memory cache without kv_dtype, a dense row-major tensor of the
@@ -329,9 +338,7 @@ class KVSource:
                 or desc.quantization is not None or desc.byte_offset \
                 or desc.dtype.tag != cache.dtype.tag or len(desc.buffers) != 1:
             return None
-        layers = [int(found.group(2))] if found.group(2) is not None else \
-            list(range(cache.num_layers))
-        lead = (2,) if found.group(2) is not None else (cache.num_layers, 2)
+        layers, lead = self._layers(found)
         shape = tuple(desc.shape)
         if layers[-1] >= cache.num_layers or shape[:len(lead)] != lead or \
                 shape[len(lead) + 1:] != (cache.num_kv_heads, cache.head_dim) or \
@@ -342,12 +349,8 @@ class KVSource:
             return None
         name = found.group(1)
         with self._lock:
-            seq = self._seq(name)
-            created = seq is None
-            if seq is None:
-                if name.isdigit():
-                    raise unknown_key(key)
-                seq = self.names[name] = cache.add_sequence()
+            seq, created = self._sequence(name, key)
+            self.names[name] = seq  # (a GET sees its committed rows, a PUT of it adds its own)
             opened: list[Any] = []
             try:
                 opened += [cache.write_rows(seq, layer, tokens) for layer in layers]
