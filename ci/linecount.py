@@ -258,10 +258,10 @@ PER_FILE_CAP = 800
 #   write_rows and RowViews in kv_cache/rows.py, the allocator's attach / extend, the
 #   sequence guards while a transfer is open, KVSource.rows_for, Connection.recv_into_many):
 #   the disaggregated KV PUT went from 0.545 to 0.69-0.73 of the raw socket (harness).
-# - +68: Client.put_kv sends a sequence's rows from the prefill cache's pages
+# - +66: Client.put_kv sends a sequence's rows from the prefill cache's pages
 #   (Connection.send_view_data: frames over many views): the KV case 0.69-0.73 -> 0.92-1.01
 #   of the raw socket (harness).
-TOTAL_BUDGET = 47_245
+TOTAL_BUDGET = 47_243
 PACKAGES = ("hurray_gpu", "vyre")
 
 

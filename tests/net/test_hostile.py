@@ -146,6 +146,44 @@ def test_bad_put_data_is_invalid_message_on_its_stream(start: Start, case: str) 
     still_serves(server)
 
 
+def _kv_put(stream: int, key: str) -> bytes:
+    """A TENSOR_PUT of 16 bytes of KV rows: [2, 2 tokens, 1 head, 2] float16."""
+    desc = hg.from_numpy(np.zeros((2, 2, 1, 2), np.float16)).descriptor
+    return P.encode(P.TensorPut(key, declare(desc, 0, 0, 0), 16), stream)
+
+
+@pytest.mark.parametrize("case", sorted(BAD_PUTS) + ["hang_up"])
+def test_bad_kv_put_data_leaves_the_decode_cache_as_it_was(start: Start, case: str) -> None:
+    # The PUT is received straight into pages it reserved: bad data releases them, and a
+    # sequence the PUT created is freed (its name forgotten).
+    cache = hg.PagedKVCache("cpu", num_layers=1, num_kv_heads=1, head_dim=2, num_pages=4,
+                            page_size=2, dtype="float16")
+    server, _ = start(cache)
+    peer = RawPeer(server.url)
+    peer.hello()
+    if case == "hang_up":  # half the data, then the connection closes
+        peer.send(_kv_put(2, "kv/bad/0") + data_frame(2, 0, bytes(8)))
+        peer.sock.close()
+        deadline = time.monotonic() + 10
+        while (cache.seq_ids or server.kv_sequences) and time.monotonic() < deadline:
+            time.sleep(0.01)
+    else:
+        peer.send(_kv_put(2, "kv/bad/0") + BAD_PUTS[case](2) + P.encode(P.TensorDataEnd(), 2))
+        assert peer.recv_error() == (2, P.ErrorCode.INVALID_MESSAGE)
+    assert not server.kv_sequences and not cache.seq_ids and cache.num_free_pages == 4
+    cache.check_invariants()
+    if case == "hang_up":
+        peer = RawPeer(server.url)
+        peer.hello()
+    rows = np.arange(8, dtype=np.float16)  # the connection goes on: a good PUT lands
+    peer.send(_kv_put(3, "kv/good/0") + data_frame(3, 0, rows.tobytes())
+              + P.encode(P.TensorDataEnd(), 3))
+    header_, msg = peer.recv()
+    assert isinstance(msg, P.TensorPutAck) and header_.stream_id == 3
+    k, v, _ = cache.gather([server.kv_sequences["good"]], 0)
+    assert k.numpy().tobytes() + v.numpy().tobytes() == rows.tobytes()
+
+
 def test_put_over_the_limit_is_refused_and_its_data_skipped(start: Start) -> None:
     server = serving(start, max_put_bytes=64)
     peer = RawPeer(server.url)
