@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import hurray_gpu as hg
-from hurray_gpu.net.client import STAGING_DEPTH, STAGING_SLOT
+from hurray_gpu.net.staging import STAGING_DEPTH, STAGING_SLOT
 from hurray_gpu.runtime.memory import MemoryClass
 from tests._support import stable_rng
 

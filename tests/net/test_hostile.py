@@ -358,7 +358,7 @@ def test_a_server_gone_mid_device_get_leaves_nothing_held(
     """Cut off after 3 MiB of 4 (the pinned ring through slots of 1 MiB, or lavapipe's mapped
     destination written in place): a TransportError, the ring's slots and the destination
     back in the pool."""
-    from hurray_gpu.net import client as net_client
+    from hurray_gpu.net import staging as net_staging
 
     try:
         dev = hg.device("vulkan")
@@ -366,7 +366,7 @@ def test_a_server_gone_mid_device_get_leaves_nothing_held(
         skip_or_fail(f"no Vulkan device ({exc})", "install mesa-vulkan-drivers")
     if ring == "pinned":  # device memory the host cannot address, as on a discrete GPU
         as_discrete(monkeypatch, dev)
-    monkeypatch.setattr(net_client, "STAGING_SLOT", 1 << 20)
+    monkeypatch.setattr(net_staging, "STAGING_SLOT", 1 << 20)
     dev.allocator.free_cache()
     live = dev.allocator.allocated_bytes  # other tests' buffers in this process
     total = 4 << 20

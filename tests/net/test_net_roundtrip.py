@@ -192,7 +192,7 @@ def test_device_tensors_are_served_and_received_on_devices(start: Start) -> None
                                             ("vulkan", "none")])
 def test_a_device_get_streams_through_the_staging_ring(
         start: Start, kind: str, ring: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    from hurray_gpu.net.client import STAGING_DEPTH, STAGING_SLOT
+    from hurray_gpu.net.staging import STAGING_DEPTH, STAGING_SLOT
 
     try:
         dev = hg.device(kind)
@@ -235,7 +235,7 @@ def test_the_ring_refills_a_pinned_slot_only_after_its_copy(
     """Every submission on a Vulkan stream is held back 20 ms (a slow device): a slot refilled
     before its copy to the device ran would reach the tensor with the next slot's bytes."""
     from hurray_gpu.backends import vulkan_sync
-    from hurray_gpu.net import client
+    from hurray_gpu.net import staging
 
     try:
         dev = hg.device("vulkan")
@@ -249,7 +249,7 @@ def test_the_ring_refills_a_pinned_slot_only_after_its_copy(
         run(lane, item)
 
     monkeypatch.setattr(vulkan_sync._Lane, "_run", slow)
-    monkeypatch.setattr(client, "STAGING_SLOT", 256 << 10)
+    monkeypatch.setattr(staging, "STAGING_SLOT", 256 << 10)
     data = stable_rng("net-slow-ring").integers(0, 256, 3 << 20, dtype=np.uint8)
     server, _ = start({"x": hg.from_numpy(data)})
     with hg.connect(server.url) as c:
