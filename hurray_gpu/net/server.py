@@ -290,6 +290,7 @@ class Server:
             self._sources.insert(0, self.registry)
         kv = [s for s in self._sources if isinstance(s, KVSource)]
         self.kv_sequences: dict[str, int] = kv[0].names if kv else {}
+        self.serves_kv = bool(kv)  # GETs of kv/ keys may then be sent from its pages
         self.max_message_size, self.transcode_limit = max_message_size, transcode_limit
         self.max_put_bytes, self.max_connections = max_put_bytes, max_connections
         self.timeout, self.idle_timeout = timeout, idle_timeout
@@ -591,6 +592,23 @@ class _Session:
         tag, mclass = self._place(request)
         request, shard = _shard_of(request)
         server = self.server
+
+        def raw_of(desc: TensorDescriptor) -> bytes:
+            raw = declare(desc, tag, mclass, align)
+            if len(raw) + 24 > self.conn.peer_max:
+                raise Refused(P.ErrorCode.MESSAGE_TOO_LARGE, f"the descriptor takes "
+                              f"{len(raw)} bytes, over the client's max_message_size",
+                              fix="raise the client's max_message_size.")
+            return raw
+
+        rows = self._rows_out(request) if shard == (0, 1) and tag == DeviceTag.CPU else None
+        if rows is not None:  # sent straight from a KV cache's pages, no gather
+            try:
+                self.conn.send_view_data(sid, rows.views, P.encode(P.TensorDescriptorMsg(
+                    raw_of(rows.desc), rows.nbytes, 0, 1), sid))
+            finally:
+                rows.release()
+            return
         found = server.lookup(request.key)
         if any(b.allocation.freed for b in _buffers(found)):
             raise Refused(REQUEST_FAILED, f"the tensor {request.key!r} was freed on the server",
@@ -601,14 +619,6 @@ class _Session:
                           fix="request composites over one connection (parallel=1).")
         if tag != DeviceTag.CPU and t.device.tag != tag:
             t = t.to(resolve_device(DeviceTag(tag).name.lower()))
-
-        def raw_of(desc: TensorDescriptor) -> bytes:
-            raw = declare(desc, tag, mclass, align)
-            if len(raw) + 24 > self.conn.peer_max:
-                raise Refused(P.ErrorCode.MESSAGE_TOO_LARGE, f"the descriptor takes "
-                              f"{len(raw)} bytes, over the client's max_message_size",
-                              fix="raise the client's max_message_size.")
-            return raw
 
         plan = tensor_plan(t, raw_of, self.conn.frame_bytes, shard)
         # A stored tensor sent as it is (no transcode, copy or shard) from host memory: its
@@ -669,6 +679,25 @@ class _Session:
             server.registry[msg.key] = t
         self.conn.send(P.TensorPutAck(), sid)
 
+
+    def _rows_out(self, request: P.TensorRequest) -> Any:
+        """What a GET of a KV key sends straight from the cache's pages (KVSource.rows_out)
+        when the first source holding the key is a KV cache and the request takes dense
+        row-major values of its dtype as they are; else None (the full path)."""
+        key = request.key
+        if not key.startswith("kv/") or not self.server.serves_kv:
+            return None
+        check_key(key)
+        for s in self.server._sources:
+            if isinstance(s, KVSource):
+                wanted = request.layouts or self.hello.layouts
+                if wanted and wanted[0].tag != 0x01 and \
+                        _entry_dtype(wanted[0]) != s.cache.dtype.tag:
+                    return None
+                return s.rows_out(key)
+            if (s.get(key) if isinstance(s, dict) else s.lookup(key)) is not None:
+                return None
+        return None
 
     def _rows_for(self, key: str, desc: TensorDescriptor) -> Any:
         """The KV cache rows a PUT of ``key`` is received into (see KVSource.rows_for), when

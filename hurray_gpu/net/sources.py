@@ -18,6 +18,7 @@ import numpy as np
 
 from hurray_gpu.errors import UnsupportedOpError
 from hurray_gpu.format import protocol as P
+from hurray_gpu.format.descriptor.model import TensorDescriptor
 from hurray_gpu.io import HrryFile, open_file, save
 from hurray_gpu.io.file_format import DEFAULT_ALIGNMENT
 from hurray_gpu.kv_cache import PagedKVCache
@@ -362,6 +363,38 @@ class KVSource:
                 raise
         return _KVRows(self, name, seq if created else None, opened)
 
+    def rows_out(self, key: str) -> _KVOut | None:
+        """What a GET of ``key`` sends straight from the cache's pages (a host-memory cache
+        without kv_dtype: the rows' views, see :meth:`PagedKVCache.read_rows`, and the dense
+        descriptor a gather's result would have), released once sent. None where the GET
+        takes :meth:`lookup` (which answers or refuses it, saying why)."""
+        found = _KV_KEY.fullmatch(key)
+        cache = self.cache
+        seq = None if found is None else self._seq(found.group(1))
+        if found is None or seq is None or cache.kv_dtype is not None \
+                or not cache.device.allocator.host_memory:
+            return None
+        layers, lead = self._layers(found)
+        if layers[-1] >= cache.num_layers:
+            return None
+        opened: list[Any] = []
+        try:
+            opened += [cache.read_rows(seq, layer) for layer in layers]
+        except UnsupportedOpError:  # freed or swapped out meanwhile
+            for rows in opened:
+                rows.release()
+            return None
+        role = found.group(3)
+        if len({r.tokens for r in opened}) != 1:
+            for rows in opened:
+                rows.release()
+            return None
+        views = [v for r in opened for v in (r.views if role is None else r.views[
+            :len(r.views) // 2] if role == "key" else r.views[len(r.views) // 2:])]
+        shape = (opened[0].tokens, cache.num_kv_heads, cache.head_dim)
+        desc = TensorDescriptor.dense(cache.dtype, shape if role else (*lead, *shape))
+        return _KVOut(desc, views, opened)
+
     def _forget(self, name: str, seq: int) -> None:
         """Free a sequence a failed PUT created, unless another PUT of it is open or stored
         rows in it meanwhile."""
@@ -394,6 +427,19 @@ class _KVRows:
             r.release()
         if self.created is not None:
             self.source._forget(self.name, self.created)
+
+
+class _KVOut:
+    """A GET's rows in a PagedKVCache: the descriptor to send, the views of its bytes and the
+    row transfers to release once they are sent."""
+
+    def __init__(self, desc: Any, views: list[memoryview], rows: list[Any]) -> None:
+        self.desc, self.views, self.rows = desc, views, rows
+        self.nbytes = sum(len(v) for v in views)
+
+    def release(self) -> None:
+        for r in self.rows:
+            r.release()
 
 
 def open_source(item: Any, writable: bool, sendfile: bool = False,

@@ -538,3 +538,24 @@ def test_put_kv_from_a_quantized_cache_sends_its_gather(start: Start) -> None:
     want, got = prefill.gather([seq], 0), decode.gather([server.kv_sequences["q"]], 0)
     assert all(np.array_equal(g.numpy().view(np.uint16), w.numpy().view(np.uint16))
                for g, w in zip(got[:2], want[:2], strict=True))
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_a_kv_get_is_sent_from_the_pages(start: Start, transport: str) -> None:
+    # The client's max_message_size 4096: the server's frames start and end inside pages.
+    cache, seq, rows = _prefill("kv-get", 2, 150)
+    server, kw = start(cache, transport)
+    alloc = hg.device("cpu").allocator
+    with hg.connect(server.url, max_message_size=4096, **kw) as client:
+        client.get(f"kv/{seq}/0")  # warm: the client's first result
+        before = alloc.stats()["alloc_count"]
+        got = {key: client.get(key).numpy() for key in (
+            f"kv/{seq}", f"kv/{seq}/1", f"kv/{seq}/0/key", f"kv/{seq}/1/value")}
+        assert alloc.stats()["alloc_count"] - before == 4  # the results: no gather
+        for key, want in ((f"kv/{seq}", rows), (f"kv/{seq}/1", rows[1]),
+                          (f"kv/{seq}/0/key", rows[0, 0]), (f"kv/{seq}/1/value", rows[1, 1])):
+            assert np.array_equal(got[key].view(np.uint16), want.view(np.uint16)), key
+        widened = client.get(f"kv/{seq}/1", dtype="float32", allow_transcode=True)
+        assert np.array_equal(widened.numpy(), rows[1].astype(np.float32))
+    cache.free(seq)  # every row transfer was released
+    cache.check_invariants()
