@@ -50,6 +50,7 @@ from hurray_gpu.format import codec
 from hurray_gpu.format.descriptor.buffers import DeviceTag, SyncMode
 from hurray_gpu.net.client import MAX_DEPTH, MAX_MEMBERS
 from hurray_gpu.net.framing import tensor_nodes
+from hurray_gpu.net.transport import ACCEPT_BACKOFF, ACCEPT_RETRY
 from hurray_gpu.parts import assemble, is_tensor, not_a_tensor
 from hurray_gpu.runtime.buffer import Buffer
 from hurray_gpu.runtime.memory import MemoryClass
@@ -265,7 +266,9 @@ class SharedTensor:
     def _accept(self, sel: selectors.BaseSelector, listener: socket.socket) -> None:
         try:
             conn, _ = listener.accept()
-        except OSError:
+        except OSError as exc:
+            if exc.errno in ACCEPT_RETRY:  # still readable: do not spin until it passes
+                time.sleep(ACCEPT_BACKOFF)
             return
         with self._cond:  # counted before the consumer can see the handoff
             if self._closed:  # close() began: a release since may have freed the memory

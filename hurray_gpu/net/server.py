@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import errno
 import math
 import os
 import socket
@@ -52,6 +51,8 @@ from hurray_gpu.net.sources import (
     unknown_key,
 )
 from hurray_gpu.net.transport import (
+    ACCEPT_BACKOFF,
+    ACCEPT_RETRY,
     DEFAULT_PORT,
     Connection,
     StreamError,
@@ -77,9 +78,6 @@ SHARD_ENTRY_MAGIC = b"hgsh"
 MAX_SHARDS = 64
 DEFAULT_TRANSCODE_LIMIT = 1 << 30
 DEFAULT_MAX_PUT = 1 << 30
-# accept() errors that pass (descriptors or memory run out for a while), and the wait after one.
-_ACCEPT_RETRY = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
-_ACCEPT_BACKOFF = 0.05
 _REPLIES, _REPLY_PIECES = 64, 512  # prepared answers per connection; iovecs in one of them
 _REQUEST = int(P.MessageType.TENSOR_REQUEST)
 _U32 = struct.Struct("<I")
@@ -353,11 +351,11 @@ class Server:
             except TimeoutError:
                 continue
             except OSError as exc:
-                if exc.errno not in _ACCEPT_RETRY:
+                if exc.errno not in ACCEPT_RETRY:
                     return  # the listening socket was closed
                 # Out of descriptors or kernel memory, for now: the connections in hand still
                 # close and free some, so wait and accept again rather than stop serving.
-                self._stop.wait(_ACCEPT_BACKOFF)
+                self._stop.wait(ACCEPT_BACKOFF)
                 continue
             with self._lock:
                 if len(self._conns) >= self.max_connections:

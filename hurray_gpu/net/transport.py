@@ -16,6 +16,7 @@ byte at a time cannot hold a thread for longer than that.
 from __future__ import annotations
 
 import contextlib
+import errno
 import math
 import os
 import socket
@@ -35,6 +36,10 @@ from hurray_gpu.runtime.buffer import Buffer
 
 DEFAULT_PORT = 7740
 _GATHER = 64  # pieces per sendmsg (below every IOV_MAX)
+# accept() errors that pass (descriptors or kernel memory run out for a while), and the wait
+# after one before accepting again (a listener stays readable: retrying at once would spin).
+ACCEPT_RETRY = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
+ACCEPT_BACKOFF = 0.05
 _SCATTER = 512  # views per recvmsg_into (below every IOV_MAX, with the read-ahead buffer)
 _DRAIN = 1 << 16  # discard() reads unwanted payloads in pieces of this size
 # Receives read ahead into a buffer of this size; sends of a corked connection gather
@@ -887,5 +892,5 @@ def recv_data(conn: Connection, stream_id: int, dests: Iterable[memoryview], tot
             n, done, view = n - step, done + step, view[step:]
 
 
-__all__ = ["DEFAULT_PORT", "Connection", "StreamError", "TransportError", "dial", "listen",
+__all__ = ["ACCEPT_BACKOFF", "ACCEPT_RETRY", "DEFAULT_PORT", "Connection", "StreamError", "TransportError", "dial", "listen",
            "parse_url", "recv_data"]

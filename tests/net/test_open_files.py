@@ -91,3 +91,26 @@ def test_running_out_of_descriptors_does_not_stop_accepting(start: Start) -> Non
     waiting.close()
     with hg.connect(server.url, timeout=10) as client:
         assert np.array_equal(client.get("a").numpy(), values)
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts /proc/self/fd")
+def test_an_ipc_share_out_of_descriptors_waits_instead_of_spinning(tmp_path: Path) -> None:
+    values = np.arange(10, dtype=np.int32)
+    path = str(tmp_path / "share.sock")
+    with hg.share(hg.from_numpy(values), path):
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        waiting = socket.socket(socket.AF_UNIX)
+        lowest_free = os.dup(0)
+        os.close(lowest_free)
+        cpu = time.process_time()
+        try:  # the share's accept fails with EMFILE while its listener stays readable
+            resource.setrlimit(resource.RLIMIT_NOFILE, (lowest_free, hard))
+            waiting.connect(path)
+            time.sleep(0.5)
+            burnt = time.process_time() - cpu
+        finally:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+        waiting.close()
+        assert burnt < 0.25  # retrying at once would keep a CPU busy the whole time
+        got = hg.attach(path)
+        assert np.array_equal(got.numpy(), values)
