@@ -36,8 +36,10 @@ so the client and the server do not share a GIL; the clients run in this process
   fraction of the speed of a plain get of a stored tensor of the result's bytes.
 * Disaggregated KV: a prefill side (this process) appends ``--kv-tokens`` tokens of one
   sequence to every layer of a PagedKVCache and PUTs its pages into a decode-side server's
-  cache; tokens/s and GB/s of the PUT against a raw socket sending the same bytes into a
-  buffer the receiver allocated once.
+  cache (``put_kv``); tokens/s and GB/s of the PUT against a raw socket sending the same
+  bytes into a buffer the receiver allocated once. Then GETs of every layer back from the
+  decode cache (each a fresh result) against the raw socket sending a layer's bytes into a
+  new array as many times.
 
 The single-client cases run the clients on one CPU and the server process on another
 (``Placement``; ``--no-pin`` leaves them to the scheduler). What arrives is compared with
@@ -256,12 +258,13 @@ def _host(conn: Connection, plan: dict[str, Any]) -> None:
                  for i, b in views.items()}
         del views
     fd = os.open(path, os.O_RDONLY)
-    raw = RawServer([arrays[k] for k in order],
+    # One KV layer's bytes, for the raw socket's side of the KV GET (see kv).
+    raw = RawServer([arrays[k] for k in order] + [payload(plan["kv_layer_bytes"], 1)],
                     {i: (fd, at, arrays[order[i]].nbytes) for i, at in spots.items()
                      if at is not None})
     out: dict[str, Any] = {"ours": servers[0].url, "kv": servers[1].url,
                            "sendfile": servers[2].url, "raw": raw.port,
-                           "order": order}
+                           "order": order, "kv_raw": len(order)}
     flight = None
     try:
         flight = flight_server(arrays, plan["flight_batch"])
@@ -616,12 +619,15 @@ def transcode(client: Any, side: int, n4: int, runs: int, most: int,
 
 
 def kv(addr: dict[str, Any], host: Host, raw: RawClient, geometry: tuple[int, ...],
-       tokens: int, runs: int, checks: dict[str, bool]) -> dict[str, Any]:
+       tokens: int, runs: int, checks: dict[str, bool]) -> list[dict[str, Any]]:
     """The prefill side fills one sequence of ``tokens`` tokens in every layer of its cache,
     then, per layer, PUTs it as ``kv/<name>/<layer>`` with ``put_kv`` (sent from the pages,
     received into the decode cache's pages: the tokens are appended to its sequence
     ``<name>``); against a raw socket sending as many bytes in one message. Before each
-    timed PUT the decode server frees its sequences (untimed), so its pool never runs out."""
+    timed PUT the decode server frees its sequences (untimed), so its pool never runs out.
+    Then the other direction: GETs of every layer of the last sequence PUT (sent from the
+    decode cache's pages, each a fresh result) against the raw socket sending a layer's
+    bytes into a new array as many times."""
     layers, heads, head_dim, _, page = geometry
     cache = hg.PagedKVCache("cpu", layers, heads, head_dim, -(-tokens // page), page,
                             "float16")
@@ -654,15 +660,29 @@ def kv(addr: dict[str, Any], host: Host, raw: RawClient, geometry: tuple[int, ..
     took = {k: Stats.of(s) for k, s in rounds({"ours": timed_put,
                                                "raw": per_call(lambda: raw.put(blob), 1)},
                                               runs).items()}
+    last, layer_bytes, index = rounds_done[0], moved // layers, addr["kv_raw"]
+    k, v, _ = cache.gather([seq], layers - 1)
+    check(checks, "KV layer GET from the decode cache", np.array_equal(
+        client.get(f"kv/r{last}/{layers - 1}").numpy().view(np.uint16),
+        np.stack([k.numpy(), v.numpy()]).view(np.uint16)))
+    pulled = {k: Stats.of(s) for k, s in rounds(
+        {"ours": per_call(lambda: [client.get(f"kv/r{last}/{n}") for n in range(layers)], 1),
+         "raw": per_call(lambda: [raw.get_new(index, layer_bytes) for _ in range(layers)], 1)},
+        runs).items()}
     client.close()
     cache.close()
-    r = row(f"disaggregated KV: PUT {tokens:,} tokens x {layers} layers into a decode "
-            "cache", "GB/s", took["ours"], moved / 1e9, "raw socket sending the same bytes",
-            took["raw"], "of raw", "-")
-    r["tokens_per_s"], r["tokens_per_s_range"] = spread([tokens / t for t in
-                                                         took["ours"].samples])
-    r["bytes"] = moved
-    return r
+    out = []
+    for verb, where, timed, peer in (
+            ("PUT", "into a decode cache", took, "raw socket sending the same bytes"),
+            ("GET", "from the decode cache", pulled, "raw socket recv_into a new array, "
+             "a layer's bytes at a time")):
+        r = row(f"disaggregated KV: {verb} {tokens:,} tokens x {layers} layers {where}",
+                "GB/s", timed["ours"], moved / 1e9, peer, timed["raw"], "of raw", "-")
+        r["tokens_per_s"], r["tokens_per_s_range"] = spread([tokens / t for t in
+                                                             timed["ours"].samples])
+        r["bytes"] = moved
+        out.append(r)
+    return out
 
 
 def _args(argv: list[str] | None) -> argparse.Namespace:
@@ -702,6 +722,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="hg-transport-") as tmp:
         plan = {"sizes": sizes, "side": args.side, "int4": args.int4, "dir": tmp,
                 "kv_geometry": geometry,
+                "kv_layer_bytes": 2 * args.kv_tokens * args.kv_heads * args.kv_head_dim * 2,
                 "flight_batch": max(1, int(args.flight_batch_mib * MIB))}
         host = Host(plan)
         with host as addr:
@@ -724,7 +745,7 @@ def main(argv: list[str] | None = None) -> int:
                                args.calls, checks)
             rows += small(addr, client, raw, runs, args.calls, args.clients, checks,
                           placement)
-            rows.append(kv(addr, host, raw, geometry, args.kv_tokens, runs, checks))
+            rows += kv(addr, host, raw, geometry, args.kv_tokens, runs, checks)
             placement.pin(False)
             rows += transcode(client, args.side, args.int4, runs, args.calls, checks)
             client.close()

@@ -122,7 +122,7 @@ def test_quick_run_measures_every_case_and_checks_what_arrived(tmp_path: Path) -
         ("get to host memory, then .to(device)", "raw socket recv_into a reused host buffer")]
     assert onto[0]["case"].split()[4] != "cpu:0"
     assert [k for k in checks if k.startswith("get bulk524288 onto ")]
-    assert len(cases) == 12 + 2 + 2 + 3 + 2 + 1, cases
+    assert len(cases) == 12 + 2 + 2 + 3 + 2 + 2, cases
     assert checks["raw sendfile 524288 B"]
     # CI's machines have two CPUs: the single-client cases ran pinned apart
     cpus = sorted(os.sched_getaffinity(0))
@@ -133,9 +133,11 @@ def test_quick_run_measures_every_case_and_checks_what_arrived(tmp_path: Path) -
         assert 0 < low <= r["ours"] <= high, r
         lo, hi = r["ratio_range"]
         assert 0 < lo <= r["ratio"] <= hi, r
-    (kv,) = [r for r in data["rows"] if r["case"].startswith("disaggregated KV")]
-    # 2 layers x K and V x 100 tokens x 2 heads x 64 fp16.
-    assert kv["bytes"] == 2 * 2 * 100 * 2 * 64 * 2 and kv["tokens_per_s"] > 0
+    kv = [r for r in data["rows"] if r["case"].startswith("disaggregated KV")]
+    assert [r["case"].split()[2] for r in kv] == ["PUT", "GET"]
+    assert checks["KV layer GET from the decode cache"]
+    for r in kv:  # 2 layers x K and V x 100 tokens x 2 heads x 64 fp16.
+        assert r["bytes"] == 2 * 2 * 100 * 2 * 64 * 2 and r["tokens_per_s"] > 0
     assert "get 0.5 MiB from the mmapped .hrry" in text  # the printed table
 
 
