@@ -268,7 +268,9 @@ PER_FILE_CAP = 800
 # - +5: an IPC share out of descriptors waits between accept tries (the retryable errors and
 #   the wait now shared by the server and ipc.py in net/transport.py).
 # - +2: RowViews exported by hurray_gpu.kv_cache (what read_rows / write_rows return).
-TOTAL_BUDGET = 47_334
+# - +1: a KV GET sends its DATA_END only after letting go of the rows it sent from (the
+#   transport bench freed the sequence as soon as its check GET ended: a CI failure).
+TOTAL_BUDGET = 47_335
 PACKAGES = ("hurray_gpu", "vyre")
 
 

@@ -603,9 +603,12 @@ class _Session:
         if rows is not None:  # sent straight from a KV cache's pages, no gather
             try:
                 self.conn.send_view_data(sid, rows.views, P.encode(P.TensorDescriptorMsg(
-                    raw_of(rows.desc), rows.nbytes, 0, 1), sid))
+                    raw_of(rows.desc), rows.nbytes, 0, 1), sid), end=False)
             finally:
                 rows.release()
+            # Only now, with the pages let go (a send returns once the kernel holds the
+            # bytes), may the client see its answer end and, say, have the sequence freed.
+            self.conn.send(P.TensorDataEnd(), sid)
             return
         found = server.lookup(request.key)
         if any(b.allocation.freed for b in _buffers(found)):

@@ -559,3 +559,32 @@ def test_a_kv_get_is_sent_from_the_pages(start: Start, transport: str) -> None:
         assert np.array_equal(widened.numpy(), rows[1].astype(np.float32))
     cache.free(seq)  # every row transfer was released
     cache.check_invariants()
+
+
+def test_a_kv_get_lets_go_of_the_sequence_before_its_answer_ends(
+        start: Start, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The client may act on a GET's end at once (the bench frees the sequence next): by then
+    # the server has released the rows it sent from, however slowly that runs (20 ms here).
+    # Forking checks it (refused while a transfer is open).
+    from hurray_gpu.kv_cache import RowViews
+
+    release = RowViews.release
+
+    def slow(rows: RowViews) -> None:
+        time.sleep(0.02)
+        release(rows)
+
+    monkeypatch.setattr(RowViews, "release", slow)
+    # 64 KiB: more than the server holds back to send with the request's other replies.
+    cache = hg.PagedKVCache("cpu", num_layers=1, num_kv_heads=8, head_dim=64, num_pages=8,
+                            page_size=4, dtype="float16")
+    rows = stable_rng("kv-get-release").standard_normal((1, 2, 32, 8, 64)).astype(np.float16)
+    seq = cache.add_sequence()
+    cache.append_prefill(seq, 0, rows[0, 0], rows[0, 1])
+    server, _ = start(cache)
+    with hg.connect(server.url) as client:
+        for _ in range(10):
+            assert np.array_equal(client.get(f"kv/{seq}/0").numpy().view(np.uint16),
+                                  rows[0].view(np.uint16))
+            cache.free(cache.fork(seq))
+    cache.free(seq)
