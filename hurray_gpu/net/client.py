@@ -763,27 +763,28 @@ class Client:
         """
         layers = list(range(cache.num_layers)) if layer is None else [layer]
         key = f"kv/{name}" if layer is None else f"kv/{name}/{layer}"
-        lens = {cache.seq_len(seq_id, n) for n in layers}
-        if len(lens) != 1:
-            raise UnsupportedOpError(f"sequence {seq_id}'s layers hold {sorted(lens)} tokens",
-                                     fix="PUT kv/<name>/<layer> one layer at a time.")
-        shape: tuple[int, ...] = (2, lens.pop(), cache.num_kv_heads, cache.head_dim)
-        if layer is None:
-            shape = (len(layers), *shape)
+
+        def shape_of(lens: set[int]) -> tuple[int, ...]:
+            if len(lens) != 1:
+                raise UnsupportedOpError(f"sequence {seq_id}'s layers hold {sorted(lens)} "
+                                         "tokens", fix="PUT kv/<name>/<layer> one layer at a time.")
+            shape = (2, lens.pop(), cache.num_kv_heads, cache.head_dim)
+            return shape if layer is not None else (len(layers), *shape)
+
         if not cache.device.allocator.host_memory or cache.kv_dtype is not None:
             rows = [np.stack([t.to("cpu").numpy() for t in cache.gather([seq_id], n)[:2]])
                     for n in layers]
+            shape = shape_of({r.shape[1] for r in rows})
             self.put(key, Tensor.from_numpy(np.stack(rows).reshape(shape)))
             return
-        desc = TensorDescriptor.dense(cache.dtype, shape)
-        raw = declare(desc, DeviceTag.CPU, 0, 0)
         opened: list[Any] = []
-        try:
+        try:  # the rows' own token counts: what the views hold, appends since or not
             opened += [cache.read_rows(seq_id, n) for n in layers]
+            desc = TensorDescriptor.dense(cache.dtype, shape_of({r.tokens for r in opened}))
+            raw, total = declare(desc, DeviceTag.CPU, 0, 0), int(desc.buffers[0].byte_size)
             views = [v for r in opened for v in r.views]
 
             def work(sid: int) -> None:
-                total = int(desc.buffers[0].byte_size)
                 self._conn.send_view_data(sid, views, P.encode(P.TensorPut(key, raw, total),
                                                                sid))
                 self._put_ack(sid)
