@@ -198,6 +198,7 @@ class PagedKVCache:
                 raise UnsupportedOpError(f"layer {layer} of a sequence in {ids} has an open "
                                          "row write", fix="commit or release it first.")
             plan = self.allocator.plan_append(ids, per_seq, layer)
+            self._no_copy_under_transfer(plan, ids)
             try:
                 self.storage.copy_rows(plan.cow, plan.cow_rows)
                 if plan.upload is None:  # a reused plan (the batch's next layer) has its slots
@@ -387,6 +388,7 @@ class PagedKVCache:
                 raise UnsupportedOpError(f"layer {layer} of sequence {seq_id} has an open "
                                          "row write", fix="commit or release it first.")
             plan = self.allocator.plan_append([seq_id], [tokens], layer, reuse=False)
+            self._no_copy_under_transfer(plan, [seq_id])
             try:
                 self.storage.copy_rows(plan.cow, plan.cow_rows)
             except BaseException:
@@ -394,6 +396,15 @@ class PagedKVCache:
                 raise
             self.allocator.attach(plan)
             return self._open_rows(seq_id, layer, plan.slots, write=True)
+
+    def _no_copy_under_transfer(self, plan: Any, ids: list[int]) -> None:
+        """Refuse a plan that copies shared pages (copy-on-write) of a sequence with an open
+        row transfer (the caller holds the lock): the copy would leave the transfer's views on
+        the old page, which the sequence's fork could then free for reuse mid-send."""
+        if plan.cow and self._busy and any(s in self._busy for s in ids):
+            raise UnsupportedOpError(
+                f"an append to {ids} would copy a page shared with a fork while a row "
+                "transfer of its sequence is open", fix="commit or release its RowViews first.")
 
     def _rows_ok(self, seq_id: int) -> int:
         if not self.device.allocator.host_memory or self.kv_dtype is not None:

@@ -158,3 +158,26 @@ def test_bad_transfers_are_refused_and_an_abandoned_one_ends() -> None:
     gc.collect()
     cache.free(a)
     cache.check_invariants()
+
+
+def test_no_copy_on_write_under_an_open_transfer() -> None:
+    # A read transfer's views stay on the sequence's pages: an append that would replace a
+    # page it shares with a fork (the fork could then free the old page mid-send) waits.
+    cache = _cache()
+    a = cache.add_sequence()
+    head = _rows("cow-guard", 6)  # the second page holds 2 of 4 rows
+    cache.append_prefill(a, 0, head[0], head[1])
+    b = cache.fork(a)
+    more = _rows("cow-more", 3)
+    with cache.read_rows(a, 0) as r:
+        with pytest.raises(UnsupportedOpError, match="copy a page shared with a fork"):
+            cache.append_prefill(a, 0, more[0], more[1])
+        with pytest.raises(UnsupportedOpError, match="copy a page shared with a fork"):
+            cache.write_rows(a, 0, 3)
+        cache.append_prefill(b, 0, more[0], more[1])  # the fork copies; a's pages stay
+        got = np.concatenate([np.frombuffer(v, np.uint8) for v in r.views])
+    assert np.array_equal(got.view(np.uint16), head.reshape(-1).view(np.uint16))
+    cache.append_prefill(a, 0, more[0], more[1])  # closed: allowed
+    assert np.array_equal(_stored(cache, a, 0),
+                          np.concatenate([head, more], axis=1).view(np.uint16))
+    cache.check_invariants()
