@@ -194,9 +194,7 @@ class PagedKVCache:
                                      fix="pass the same tokens for key and value.")
         per_seq = check_counts(ids, tokens, counts)
         with self._lock:
-            if self._writing and any((s, layer) in self._writing for s in ids):
-                raise UnsupportedOpError(f"layer {layer} of a sequence in {ids} has an open "
-                                         "row write", fix="commit or release it first.")
+            self._not_writing(ids, layer)
             plan = self.allocator.plan_append(ids, per_seq, layer)
             self._no_copy_under_transfer(plan, ids)
             try:
@@ -384,9 +382,7 @@ class PagedKVCache:
                                      f"{tokens!r}", fix="pass the count of rows to write.")
         with self._lock:
             seq_id = self._rows_ok(seq_id)
-            if (seq_id, layer) in self._writing:
-                raise UnsupportedOpError(f"layer {layer} of sequence {seq_id} has an open "
-                                         "row write", fix="commit or release it first.")
+            self._not_writing([seq_id], layer)
             plan = self.allocator.plan_append([seq_id], [tokens], layer, reuse=False)
             self._no_copy_under_transfer(plan, [seq_id])
             try:
@@ -397,6 +393,12 @@ class PagedKVCache:
             self.allocator.attach(plan)
             return self._open_rows(seq_id, layer, plan.slots, write=True)
 
+    def _not_writing(self, ids: list[int], layer: int) -> None:
+        """Refuse another append to ``layer`` of a sequence with an open row write there."""
+        if self._writing and any((s, layer) in self._writing for s in ids):
+            raise UnsupportedOpError(f"layer {layer} of a sequence in {ids} has an open "
+                                     "row write", fix="commit or release it first.")
+
     def _no_copy_under_transfer(self, plan: Any, ids: list[int]) -> None:
         """Refuse a plan that copies shared pages (copy-on-write) of a sequence with an open
         row transfer (the caller holds the lock): the copy would leave the transfer's views on
@@ -406,8 +408,14 @@ class PagedKVCache:
                 f"an append to {ids} would copy a page shared with a fork while a row "
                 "transfer of its sequence is open", fix="commit or release its RowViews first.")
 
+    @property
+    def row_views(self) -> bool:
+        """Whether :meth:`read_rows` and :meth:`write_rows` work here: an unquantized cache
+        in host memory (its rows are the bytes a gather would return)."""
+        return bool(self.device.allocator.host_memory) and self.kv_dtype is None
+
     def _rows_ok(self, seq_id: int) -> int:
-        if not self.device.allocator.host_memory or self.kv_dtype is not None:
+        if not self.row_views:
             raise UnsupportedOpError(
                 f"row views need an unquantized cache in host memory; this one is on "
                 f"{self.device.spec} with kv_dtype {self.kv_dtype}",

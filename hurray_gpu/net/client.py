@@ -771,7 +771,7 @@ class Client:
             shape = (2, lens.pop(), cache.num_kv_heads, cache.head_dim)
             return shape if layer is not None else (len(layers), *shape)
 
-        if not cache.device.allocator.host_memory or cache.kv_dtype is not None:
+        if not cache.row_views:
             rows = [np.stack([t.to("cpu").numpy() for t in cache.gather([seq_id], n)[:2]])
                     for n in layers]
             shape = shape_of({r.shape[1] for r in rows})

@@ -334,9 +334,8 @@ class KVSource:
         PUT takes :meth:`put` (which refuses what does not fit, saying why)."""
         found = _KV_KEY.fullmatch(key)
         cache = self.cache
-        if found is None or found.group(3) is not None or cache.kv_dtype is not None \
-                or not cache.device.allocator.host_memory or desc.layout_tag != 0x01 \
-                or desc.quantization is not None or desc.byte_offset \
+        if found is None or found.group(3) is not None or not cache.row_views \
+                or desc.layout_tag != 0x01 or desc.quantization is not None or desc.byte_offset \
                 or desc.dtype.tag != cache.dtype.tag or len(desc.buffers) != 1:
             return None
         layers, lead = self._layers(found)
@@ -371,8 +370,7 @@ class KVSource:
         found = _KV_KEY.fullmatch(key)
         cache = self.cache
         seq = None if found is None else self._seq(found.group(1))
-        if found is None or seq is None or cache.kv_dtype is not None \
-                or not cache.device.allocator.host_memory:
+        if found is None or seq is None or not cache.row_views:
             return None
         layers, lead = self._layers(found)
         if layers[-1] >= cache.num_layers:

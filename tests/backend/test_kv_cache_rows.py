@@ -112,12 +112,17 @@ def test_an_open_transfer_protects_its_sequence() -> None:
     cache.close()
 
 
-def test_a_write_into_a_shared_page_copies_it_first() -> None:
+def _forked(seed: str) -> tuple[PagedKVCache, int, int, np.ndarray]:
+    """A cache, a sequence of 6 rows (its second page holds 2 of 4), its fork, the rows."""
     cache = _cache()
     parent = cache.add_sequence()
-    head = _rows("shared", 6)  # the second page holds 2 of 4 rows
+    head = _rows(seed, 6)
     cache.append_prefill(parent, 0, head[0], head[1])
-    child = cache.fork(parent)
+    return cache, parent, cache.fork(parent), head
+
+
+def test_a_write_into_a_shared_page_copies_it_first() -> None:
+    cache, parent, child, head = _forked("shared")
     tail = _rows("tail", 5)
     with cache.write_rows(child, 0, 5) as w:
         _fill(w.views, tail)
@@ -163,11 +168,7 @@ def test_bad_transfers_are_refused_and_an_abandoned_one_ends() -> None:
 def test_no_copy_on_write_under_an_open_transfer() -> None:
     # A read transfer's views stay on the sequence's pages: an append that would replace a
     # page it shares with a fork (the fork could then free the old page mid-send) waits.
-    cache = _cache()
-    a = cache.add_sequence()
-    head = _rows("cow-guard", 6)  # the second page holds 2 of 4 rows
-    cache.append_prefill(a, 0, head[0], head[1])
-    b = cache.fork(a)
+    cache, a, b, head = _forked("cow-guard")
     more = _rows("cow-more", 3)
     with cache.read_rows(a, 0) as r:
         with pytest.raises(UnsupportedOpError, match="copy a page shared with a fork"):
