@@ -22,7 +22,7 @@ VERSIONS="${HURRAY_GPU_CORE_PYTHONS:-3.10 3.13}"
 # every backend the DLPack capsules (ctypes over the C API), transfers and round trips.
 CORE_TESTS=(tests/null/test_layers.py tests/null/test_packaging.py tests/null/test_renderer.py
             tests/null/test_cache.py tests/null/test_registry.py tests/null/test_sync_host.py
-            tests/null/test_error_fix_hints.py
+            tests/null/test_error_fix_hints.py tests/null/test_gc_reentry.py
             tests/hurray/test_descriptor_codec.py tests/hurray/test_golden_descriptors.py
             tests/hurray/test_dtypes.py tests/hurray/test_packing.py tests/hurray/test_hrry.py
             tests/hurray/test_stream.py tests/hurray/test_pickle.py tests/hurray/test_tensor.py

@@ -140,7 +140,9 @@ def call(fn: Callable[..., Any], *args: Any) -> Any:
 # -- timeline-semaphore submission, shared with the stream threads of vulkan_sync -----------
 
 
-_HOLD_LOCK = threading.Lock()
+# Reentrant: a collection can still start inside no_collection's own bookkeeping (3.12+ run it
+# at a call), and the section it finalises may nest another; the count keeps both balanced.
+_HOLD_LOCK = threading.RLock()
 _holds = [0, False]  # sections inside no_collection; whether it turned the collector off
 
 
@@ -512,7 +514,7 @@ class VulkanContext:
         """Block until every stream's queued work and the queue have finished."""
         for stream in list(self.streams):
             stream.drain()
-        with self.queue_lock:
+        with no_collection(), self.queue_lock:  # a finaliser's copy would submit too
             call(self.vk.vkQueueWaitIdle, self.queue)
 
     def close(self) -> None:

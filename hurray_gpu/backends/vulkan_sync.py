@@ -140,7 +140,7 @@ class _Lane:
             fence = call(vk.vkCreateFence, ctx.device, ctx._info("FENCE_CREATE_INFO"), None)
             try:
                 info = submit_info(ctx, item.cmd, item.waits, item.signal)
-                with ctx.queue_lock:
+                with no_collection(), ctx.queue_lock:  # a finaliser's copy would submit too
                     call(vk.vkQueueSubmit, ctx.queue, 1, [info], fence)
                 submitted = True
                 call(vk.vkWaitForFences, ctx.device, 1, [fence], vk.VK_TRUE, FENCE_TIMEOUT_NS)

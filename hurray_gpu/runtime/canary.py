@@ -22,6 +22,7 @@ import numpy as np
 
 from hurray_gpu.errors import BoundsViolation, HurrayGPUError
 from hurray_gpu.format.descriptor.buffers import MemoryClass
+from hurray_gpu.runtime.locks import OwnedLock
 from hurray_gpu.runtime.memory import Allocation, Allocator
 from hurray_gpu.runtime.program import Program
 from hurray_gpu.runtime.stream import Event, Stream, current_stream
@@ -67,8 +68,9 @@ class Guard:
     user: Allocation
     last_kernel: str = ""
     # Held while the canaries are read or the memory released: a deferred check drained by
-    # one thread must not read a root another thread is freeing.
-    lock: threading.Lock = field(default_factory=threading.Lock)
+    # one thread must not read a root another thread is freeing. Owned: a collection during a
+    # check can finalise this very buffer on the checking thread, whose free then waits.
+    lock: OwnedLock = field(default_factory=OwnedLock)
 
     @property
     def total(self) -> int:
@@ -189,13 +191,26 @@ class CanaryAllocator(Allocator):
         if guard.user is not allocation:
             return  # a view of a guarded buffer: nothing to free
         allocation.freed = True
-        with guard.lock:
-            try:
-                # Work still queued on it (a stream held behind an event) may yet write it: the
-                # check is skipped then, and the memory's next owner gets fresh canaries.
-                found = self.find(guard) if _settle(_record(self.device)) else None
-            finally:
-                self.inner.free(root)
+        if not guard.lock.enter():  # finalised by a collection inside its own check
+            guard.lock.defer(self._release, guard)
+            return
+        try:
+            self._release(guard)
+        finally:
+            guard.lock.release()
+
+    def _release(self, guard: Guard) -> None:
+        """Under ``guard.lock``: check the canaries of a freed guard, free its padded root.
+
+        Raises:
+            BoundsViolation: a canary changed since the last check.
+        """
+        try:
+            # Work still queued on it (a stream held behind an event) may yet write it: the
+            # check is skipped then, and the memory's next owner gets fresh canaries.
+            found = self.find(guard) if _settle(_record(self.device)) else None
+        finally:
+            self.inner.free(guard.root)
         if found is not None:
             last = guard.last_kernel or "none"
             raise BoundsViolation(
