@@ -11,13 +11,28 @@ cd "$(dirname "$0")/.."
 source ci/python.sh
 export CI=true
 
-"$PYTHON" -m pytest -q -n 2 -m "not gpu" "$@"
+# Each tier is bounded as a whole too (tests/conftest.py's watchdog bounds each test): a hang
+# outside any test (a worker that never exits) ends the tier with pytest's stacks (SIGABRT:
+# faulthandler prints them) and fails it, well inside CI's own limit. Five times the usual.
+tier() {
+  local limit="$1"
+  shift
+  timeout --signal=ABRT --kill-after=30 "$limit" "$PYTHON" "$@"
+  local rc=$?
+  if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+    echo "ci/test.sh: the tier ran past ${limit} s and was ended (stacks above); failing." >&2
+  fi
+  return "$rc"
+}
+
+tier "${HURRAY_GPU_TIER_TIMEOUT:-2400}" -m pytest -q -n 2 -m "not gpu" "$@"
 status=$?
 if [ "$status" -eq 5 ]; then
   echo "ci/test.sh: no test ran; failing." >&2
   exit 1
 fi
-HURRAY_GPU_DEBUG_BOUNDS=1 "$PYTHON" -m pytest -q -n 2 -m "not gpu" tests/backend
+HURRAY_GPU_DEBUG_BOUNDS=1 tier "${HURRAY_GPU_TIER_TIMEOUT:-1200}" -m pytest -q -n 2 -m "not gpu" \
+  tests/backend
 bounds=$?
 if [ "$bounds" -eq 5 ]; then
   echo "ci/test.sh: no backend test ran with HURRAY_GPU_DEBUG_BOUNDS=1; failing." >&2
