@@ -158,13 +158,13 @@ class WebGPUAllocator(Allocator):
                 raise MemoryError(str(exc)) from exc
             raise DeviceError(f"wgpu could not create a {size}-byte buffer: {exc}",
                               fix="check the adapter's limits (hurray-gpu devices).") from exc
-        with self._lock:
-            self._live[id(buffer)] = buffer
+        # One dict operation each, atomic on its own: no lock (the pool's is not needed here,
+        # and _alloc may run for a finaliser inside one of the pool's sections).
+        self._live[id(buffer)] = buffer
         return WebGPUMemory(buffer, size)
 
     def _free(self, raw: WebGPUMemory, nbytes: int, memory_class: MemoryClass) -> None:
-        with self._lock:
-            self._live.pop(id(raw.buffer), None)
+        self._live.pop(id(raw.buffer), None)
         # wgpu keeps a destroyed buffer's memory until the submissions using it are done.
         raw.buffer.destroy()
 
