@@ -165,13 +165,12 @@ class Allocator:
         if raw is None:
             raw = self._alloc_with_retry(nbytes, mclass)
             lock = self._lock
-            if lock.enter():
-                try:
-                    self._count(nbytes)
-                finally:
-                    lock.release()
-            else:  # a finaliser inside this thread's own section, which holds the lock
+            entered = lock.enter()  # False: a finaliser inside this thread's own section
+            try:
                 self._count(nbytes)
+            finally:
+                if entered:
+                    lock.release()
         return Allocation(raw, nbytes, mclass)
 
     def _count(self, nbytes: int) -> None:

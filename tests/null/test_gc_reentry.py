@@ -24,9 +24,8 @@ from hurray_gpu.errors import HurrayGPUError
 from hurray_gpu.runtime import canary as canary_mod
 from hurray_gpu.runtime.canary import CanaryAllocator
 from hurray_gpu.runtime.locks import OwnedLock
-from hurray_gpu.runtime.memory import Allocation, Allocator, MemoryClass
+from hurray_gpu.runtime.memory import Allocation, Allocator
 
-STANDARD = MemoryClass.STANDARD
 JOIN_S = 30.0
 
 
