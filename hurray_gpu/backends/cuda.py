@@ -524,6 +524,7 @@ class CUDADevice(Device):
                                           fix=f"pick an index below {count}, or install the "
                                               f"'{self.kind}' extra on a machine with a GPU.")
         self.cuda_device = self.cupy.cuda.Device(index)
+        self.index = index  # _memory_classes() and the allocator need it before Device.__init__
         self.props = self.runtime.getDeviceProperties(index)
         self.arch = self.detect_arch()
         self._peers_enabled = False

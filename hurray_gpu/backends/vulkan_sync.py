@@ -11,6 +11,7 @@ import contextlib
 import functools
 import queue
 import threading
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -115,8 +116,14 @@ class _Lane:
             self.thread.start()
 
     def _work(self) -> None:
-        while (item := self.items.get()) is not None:
+        while True:
+            item = self.items.get()
+            if item is None:
+                break
             self._run(item)
+            # Dropped before blocking for the next: a finished submission's waits hold other
+            # streams' lanes (their semaphores), which an idle stream must not keep alive.
+            del item
         self.purge(self.value)
         ctx = self.ctx
         if self.pool is not None and getattr(ctx, "device", None) is not None:
@@ -410,40 +417,46 @@ def _write_timestamp(vk: Any, pool: Any, cmd: Any) -> None:
 class PoolPoints:
     """Cross-stream safety for pooled buffers: a buffer freed while streams may still use it
     carries their timeline points; its next user's stream waits for them, and a real free
-    waits for them on the host."""
+    waits for them on the host.
+
+    The lanes are held weakly: a buffer idle in the pool must not keep another stream's
+    semaphore alive, and a lane that is gone was closed, which waited for all its work, so
+    its points are reached.
+    """
 
     def __init__(self, ctx: Any) -> None:
         self.ctx = ctx
-        self._pending: dict[int, list[tuple[Any, int]]] = {}
-        self._lanes: dict[int, list[_Lane]] = {}  # keeps each semaphore alive meanwhile
+        self._pending: dict[int, list[tuple[weakref.ref[_Lane], int]]] = {}
 
     def fence(self, raw: Any) -> None:
         """Remember where every non-default stream is now (only those with queued work)."""
         lanes = [s.lane for s in list(self.ctx.streams) if not s.is_default and not s.query()]
         if lanes:
-            self._pending[id(raw)] = [(lane.sem, lane.value) for lane in lanes]
-            self._lanes[id(raw)] = lanes
+            self._pending[id(raw)] = [(weakref.ref(lane), lane.value) for lane in lanes]
+
+    def _live(self, points: list[tuple[weakref.ref[_Lane], int]]) -> list[tuple[_Lane, int]]:
+        return [(lane, value) for ref, value in points
+                if (lane := ref()) is not None and lane.sem is not None]
 
     def wait(self, raw: Any) -> None:
         """Order the current stream after the points remembered for ``raw``."""
-        points = self._pending.pop(id(raw), None)
-        lanes = self._lanes.pop(id(raw), None)
-        if not points or not lanes:
+        live = self._live(self._pending.pop(id(raw), []))
+        if not live:
             return
         stream = self.ctx.current() if self.ctx.current is not None else None
         if stream is None:
-            host_wait(self.ctx, points)
+            host_wait(self.ctx, [(lane.sem, value) for lane, value in live])
             return
-        for lane, (_, value) in zip(lanes, points, strict=True):
+        for lane, value in live:
             stream.add_wait(lane, value)
 
     def busy(self, raw: Any) -> bool:
         """True while a stream has not reached a point remembered for ``raw``."""
-        return any(counter(self.ctx, sem) < value for sem, value in self._pending.get(id(raw), ()))
+        return any(counter(self.ctx, lane.sem) < value
+                   for lane, value in self._live(self._pending.get(id(raw), [])))
 
     def forget(self, raw: Any) -> None:
         """Before a real free: wait for the remembered points on the host."""
-        points = self._pending.pop(id(raw), None)
-        self._lanes.pop(id(raw), None)
-        if points:
-            host_wait(self.ctx, points)
+        live = self._live(self._pending.pop(id(raw), []))
+        if live:
+            host_wait(self.ctx, [(lane.sem, value) for lane, value in live])

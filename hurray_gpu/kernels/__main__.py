@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from hurray_gpu.dialect import DIALECTS, render
 from hurray_gpu.errors import BackendUnavailableError, UnsupportedOpError
 from hurray_gpu.kernels import get_kernel, kernel_names
-from hurray_gpu.kernels.check import CHECKERS, check_dialect
+from hurray_gpu.kernels.check import CHECKERS, iter_check
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -25,6 +25,8 @@ def _parser() -> argparse.ArgumentParser:
                        "each dialect's DEFAULT_ARCHS; one the toolchain cannot target: exit 2)")
     check.add_argument("--kernel", action="append", default=[],
                        help="only this kernel (vyre.<program> for a vyre program's kernels)")
+    check.add_argument("--jobs", type=int, default=1,
+                       help="kernels compiled at once, on threads (default 1)")
     return parser
 
 
@@ -40,17 +42,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(render(get_kernel(args.kernel), args.dialect), end="")
         return 0
     archs = [a for a in args.arch.split(",") if a]
+    failed = False
     try:
-        results = check_dialect(args.dialect, archs, args.kernel)
+        # Each result is printed as it is known: a run cut short still shows how far it got.
+        for r in iter_check(args.dialect, archs, args.kernel, max(1, args.jobs)):
+            first = r.detail.splitlines()[0] if r.detail else ""
+            print(f"{r.status:8s} {r.kernel:16s} {r.dialect} {r.arch}  {first}", flush=True)
+            if r.status == "failed":
+                failed = True
+                print(r.detail, file=sys.stderr, flush=True)
     except (BackendUnavailableError, UnsupportedOpError) as exc:
         print(f"error: cannot check {args.dialect}: {exc}", file=sys.stderr)
         return 2
-    for r in results:
-        first = r.detail.splitlines()[0] if r.detail else ""
-        print(f"{r.status:8s} {r.kernel:16s} {r.dialect} {r.arch}  {first}")
-        if r.status == "failed":
-            print(r.detail, file=sys.stderr)
-    return 1 if any(r.status == "failed" for r in results) else 0
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -15,7 +15,8 @@ import functools
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
     from hurray_gpu.backends.cuda import CUDACompiler
     from vyre.ir import Program
 
-__all__ = ["CheckResult", "check_dialect", "DEFAULT_ARCHS", "offline_compiler", "vyre_kernels"]
+__all__ = ["CheckResult", "check_dialect", "iter_check", "DEFAULT_ARCHS", "offline_compiler", "vyre_kernels"]
 
 DEFAULT_ARCHS = {"cuda": ("sm_80", "sm_90"), "hip": ("gfx90a", "gfx942"), "glsl": ("vulkan1.1",),
                  "opencl": ("device",), "wgsl": ("device",), "c": ("host",)}
@@ -64,9 +65,10 @@ def offline_compiler(dialect: str, arch: str) -> CUDACompiler:
 def _rtc(dialect: str) -> Callable[[KernelDef, str], str]:
     def build(kernel: KernelDef, arch: str) -> str:
         compiler = offline_compiler(dialect, arch)
-        options, before = compiler.options(arch), compiler.compile_count
-        binary = compiler.compile_cached(render(kernel, dialect), options)
-        cached = ", cached" if compiler.compile_count == before else ""
+        source, options = render(kernel, dialect), compiler.options(arch)
+        # Asked before compiling (not by the compile count: checks may run on threads).
+        cached = ", cached" if compiler.load(compiler.cache_key(source, options)) else ""
+        binary = compiler.compile_cached(source, options)
         return (f"{len(binary)} bytes {compiler.binary_getter(options)} "
                 f"({compiler.version()} via {compiler.rtc.origin}{cached})")
 
@@ -184,8 +186,39 @@ def _kernels(names: Sequence[str]) -> list[tuple[str, KernelDef]]:
     return found + (vyre_kernels(vyre) if vyre or not names else [])
 
 
+def iter_check(dialect: str, archs: Sequence[str] = (), names: Sequence[str] = (),
+               jobs: int = 1) -> Iterator[CheckResult]:
+    """:func:`check_dialect`'s results one by one, in its order, as they are known.
+
+    ``jobs`` > 1 compiles that many kernels at once on threads (the runtime compilers and
+    the command-line tools run outside the GIL; rendering, a few ms a kernel, does not).
+    Argument checks and toolchain probes happen at the first ``next()``.
+    """
+    if dialect not in CHECKERS:
+        raise ValueError(f"unknown dialect {dialect!r}; use one of {sorted(CHECKERS)}")
+    archs = tuple(archs or DEFAULT_ARCHS[dialect])
+    if dialect in ("cuda", "hip"):
+        for arch in archs:
+            offline_compiler(dialect, arch)
+    checker = CHECKERS[dialect]
+
+    def one(task: tuple[str, KernelDef, str]) -> CheckResult:
+        name, kernel, arch = task
+        try:
+            return CheckResult(name, dialect, arch, "ok", checker(kernel, arch))
+        except CompileError as exc:
+            return CheckResult(name, dialect, arch, "failed", exc.log or str(exc))
+
+    tasks = [(name, kernel, arch) for name, kernel in _kernels(names) for arch in archs]
+    if jobs <= 1:
+        yield from map(one, tasks)
+        return
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        yield from pool.map(one, tasks)
+
+
 def check_dialect(dialect: str, archs: Sequence[str] = (),
-                  names: Sequence[str] = ()) -> list[CheckResult]:
+                  names: Sequence[str] = (), jobs: int = 1) -> list[CheckResult]:
     """Compile every (or each named) kernel's rendering for each arch: the built-in kernels,
     then the kernels vyre's own programs lower to (named ``vyre.<program>``).
 
@@ -198,18 +231,4 @@ def check_dialect(dialect: str, archs: Sequence[str] = (),
             of ``archs`` (checked before any kernel is compiled).
         UnsupportedOpError: a name is no built-in kernel or vyre program label.
     """
-    if dialect not in CHECKERS:
-        raise ValueError(f"unknown dialect {dialect!r}; use one of {sorted(CHECKERS)}")
-    archs = tuple(archs or DEFAULT_ARCHS[dialect])
-    if dialect in ("cuda", "hip"):
-        for arch in archs:
-            offline_compiler(dialect, arch)
-    results = []
-    for name, kernel in _kernels(names):
-        for arch in archs:
-            try:
-                detail = CHECKERS[dialect](kernel, arch)
-                results.append(CheckResult(name, dialect, arch, "ok", detail))
-            except CompileError as exc:
-                results.append(CheckResult(name, dialect, arch, "failed", exc.log or str(exc)))
-    return results
+    return list(iter_check(dialect, archs, names, jobs))

@@ -60,6 +60,10 @@ class Stream:
             cls = resolve_device(device).stream_class()
         return object.__new__(cls)
 
+    #: True for a wrapper of a handle another library owns (a DLPack consumer's stream): valid
+    #: only during the call that lent it, so nothing keeps it beyond that call.
+    borrowed: bool = False
+
     def __init__(self, device: Device | Any = None, *, _default: bool = False) -> None:
         self.device: Device = resolve_device(device)
         self.is_default = _default

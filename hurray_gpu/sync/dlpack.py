@@ -532,8 +532,12 @@ def _ready(t: Any, handle: int | None, host: bool) -> Any:
     producer = consumer = current_stream(dev)
     if not host:
         known = [producer, *(state.streams if state is not None else ())]
-        consumer = next((s for s in known if s.handle == handle), None) or (
-            dev.stream_class()(dev, ptr=handle))
+        found = next((s for s in known if s.handle == handle), None)
+        if found is None:
+            # The consumer's stream is lent for this call only (DLPack): ordered, never kept.
+            found = dev.stream_class()(dev, ptr=handle)
+            found.borrowed = True
+        consumer = found
     if state is None or state.mode == SyncMode.PRODUCER_SYNCED:
         order_after(consumer, producer)
     with consumer:

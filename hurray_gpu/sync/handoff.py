@@ -194,7 +194,9 @@ def _apply(state: SyncState, mode: SyncMode, streams: list[Stream], insert_wait:
                                      fix="hand off with Tensor.handoff('event').")
         for s in streams:
             event.wait(s)
-        state.streams.extend(s for s in streams if s not in state.streams)
+        # A borrowed stream (a DLPack consumer's) is ordered but never kept: its handle may
+        # be destroyed as soon as the export returns, and release() would synchronize it.
+        state.streams.extend(s for s in streams if s not in state.streams and not s.borrowed)
         state.release_event()
         return
     for s in streams:
@@ -209,7 +211,8 @@ def _apply(state: SyncState, mode: SyncMode, streams: list[Stream], insert_wait:
                     "it after the declared streams.")
         for declared in list(state.streams):
             order_after(s, declared)
-        state.streams.append(s)
+        if not s.borrowed:
+            state.streams.append(s)
 
 
 def on_use(t: TensorLike, state: SyncState) -> None:

@@ -190,6 +190,26 @@ def test_consumer_stream_rules(dev) -> None:
     assert np.all(out.numpy(np.uint32) == VALUE)
 
 
+@pytest.mark.parametrize("mode", ["event", "consumer_stream"])
+def test_a_borrowed_stream_is_ordered_but_never_kept(dev, mode: str) -> None:
+    """A DLPack consumer's stream is lent for one call: keeping it made release() synchronize
+    a handle its owner had destroyed (a segfault on CUDA). It is ordered after the producer
+    all the same."""
+    producer, declared, lent = Stream(dev), Stream(dev), Stream(dev)
+    lent.borrowed = True
+    t, gate = _produce(dev, producer)
+    kwargs = {"stream": declared} if mode == "consumer_stream" else {}
+    handed = t.handoff(mode, producer=producer, **kwargs)
+    handed.accept(lent, insert_wait=True)
+    assert lent not in handed._sync.streams
+    out = _consume(dev, handed, lent)
+    time.sleep(0.05)
+    assert not lent.record().query()  # held behind the producer's gate
+    _open(gate)
+    lent.synchronize()
+    assert np.all(out.numpy(np.uint32) == VALUE)
+
+
 def test_bad_handoff_input(dev) -> None:
     t = Tensor.from_numpy(np.zeros(8, np.uint32)).to(dev)
     for bad in (3, 0xFF, -1, "fence", True, None):

@@ -213,6 +213,34 @@ def test_pool_reuse_waits_for_other_streams(dev) -> None:
     assert np.all(again.numpy(np.uint32)[:N] == 3)
 
 
+def test_a_pooled_buffer_does_not_keep_a_finished_stream_alive(dev) -> None:
+    """A buffer freed into the pool while a stream was busy remembers that stream's point; it
+    used to hold the stream's lane (and semaphore) for as long as the buffer stayed pooled."""
+    import gc
+    import weakref
+
+    a = Stream(dev)
+    size = N * 4 + 4096 * 13  # a size no other test pools
+    buf = Buffer(dev, size)
+    gate = Gate(dev)
+    gate.hold(a)
+    with a:
+        dev.run("fill_u32", buf, VALUE, N)
+    lane = weakref.ref(a.lane)
+    buf.free()  # pooled while `a` still has to write it: the pool remembers a's point
+    gate.open()
+    a.synchronize()
+    del a
+    deadline = time.monotonic() + 10
+    while lane() is not None and time.monotonic() < deadline:
+        gc.collect()
+        time.sleep(0.01)
+    assert lane() is None
+    again = Buffer(dev, size)  # the pooled buffer, its point reached
+    dev.run("fill_u32", again, 3, N)
+    assert np.all(again.numpy(np.uint32)[:N] == 3)
+
+
 def test_a_pending_wait_keeps_the_waited_stream_alive(dev) -> None:
     """A wait queued on a stream must hold the lane whose semaphore it names: dropping the
     event and its stream before the wait is submitted used to destroy that semaphore, and
@@ -233,9 +261,15 @@ def test_a_pending_wait_keeps_the_waited_stream_alive(dev) -> None:
     out = _consume(dev, t.buffers[0], consumer)
     consumer.synchronize()
     assert np.all(out.numpy(np.uint32) == VALUE)
-    del consumer
-    gc.collect()
-    assert lane() is None  # once the wait was submitted, nothing keeps it
+    # Once the wait was submitted nothing keeps the lane, the consumer's idle thread included
+    # (it used to hold its last submission, waits and all, until the next one). That thread
+    # finishes the submission's bookkeeping after the semaphore is signalled: allow it 10 s.
+    deadline = time.monotonic() + 10
+    while lane() is not None and time.monotonic() < deadline:
+        gc.collect()
+        time.sleep(0.01)
+    assert lane() is None
+    assert consumer.query()
 
 
 def test_closing_a_stream_keeps_the_semaphore_other_streams_wait_on(dev) -> None:
