@@ -129,12 +129,12 @@ def cases(n: int) -> list[tuple[str, str, Callable[[np.random.Generator], Tensor
     return out
 
 
-def ours_runner(t: Tensor, out_dtype: str, dev: Any, clock: str) -> tuple[Timed, int, Buffer]:
+def ours_runner(t: Tensor, out_dtype: str, dev: Any, clock: str,
+                ept: int = 0) -> tuple[Timed, int, Buffer]:
     """(one timed kernel run on ``dev`` with warm, preallocated buffers, bytes moved, the
-    output buffer)."""
+    output buffer). ``ept``: elements per work item (0: what dequantize() uses on ``dev``)."""
     dt = t.to(dev)
-    # The elements per work item dequantize() itself uses on this device.
-    plan = plan_dequantize(dt.descriptor, out_dtype, ept=elements_per_item(dev))
+    plan = plan_dequantize(dt.descriptor, out_dtype, ept=ept or elements_per_item(dev))
     bufs = [b if isinstance(b, Buffer) else Buffer.from_bytes(dev, np.ascontiguousarray(b))
             for b in dt.buffers]
     inputs = bind_inputs(plan, dev, bufs)
@@ -215,9 +215,10 @@ def peer_runner(label: str, t: Tensor, rng: np.random.Generator) -> Peer:
 
 
 def run_case(label: str, out_dtype: str, make: Callable[[np.random.Generator], Tensor],
-             devs: list[Any], runs: int, clock: str, peers: bool) -> list[dict[str, Any]]:
+             devs: list[Any], runs: int, clock: str, peers: bool,
+             ept: int = 0) -> list[dict[str, Any]]:
     """One operation: ours (kernel and API) and the copy roof on each device, and the peer
-    (API and, for NF4, kernel), interleaved."""
+    (API and, for NF4, kernel), interleaved. ``ept``: see :func:`ours_runner`."""
     rng = np.random.default_rng(7)
     t = make(rng)
     n = math.prod(int(d or 0) for d in t.shape)
@@ -235,7 +236,8 @@ def run_case(label: str, out_dtype: str, make: Callable[[np.random.Generator], T
         except ImportError as exc:
             print(f"  peer for {label!r} skipped: {exc}", file=sys.stderr)
     for dev in devs:
-        calls[dev.spec], moved[dev.spec], outs[dev.spec] = ours_runner(t, out_dtype, dev, clock)
+        timed, moved[dev.spec], outs[dev.spec] = ours_runner(t, out_dtype, dev, clock, ept)
+        calls[dev.spec] = timed
         if peer is not None:
             calls[f"{dev.spec} api"] = api_runner(t, out_dtype, dev, clock)
         copy, timed, moved[f"{dev.spec} copy"] = copy_roof(dev, moved[dev.spec])
@@ -308,6 +310,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-peers", action="store_true", help="leave out the host peers")
     parser.add_argument("--threads", type=int, default=0, help="OpenMP/torch threads (0: all)")
     parser.add_argument("--clock", choices=sorted(CLOCK), default="device")
+    parser.add_argument("--ept", type=int, default=0,
+                        help="elements per work item of our kernels (0: the device's default, "
+                             "as dequantize() uses; for tuning sweeps)")
     args = parse_args(parser, {"elements": 1 << 16, "runs": 3}, argv)
     if args.threads:
         # Read by libgomp when the first kernel library loads, so set before any launch.
@@ -324,7 +329,7 @@ def main(argv: list[str] | None = None) -> int:
     for label, out_dtype, make in cases(n):
         if args.only in label:
             rows += run_case(label, out_dtype, make, devs, max(1, args.runs), args.clock,
-                             not args.no_peers)
+                             not args.no_peers, args.ept)
     print(table(rows))
     fractions = [r["roof_fraction"] for r in rows if "roof_fraction" in r]
     if fractions:
@@ -333,6 +338,7 @@ def main(argv: list[str] | None = None) -> int:
     path = Path(args.json)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"elements": n, "runs": args.runs, "clock": args.clock,
+                                "ept": args.ept or None,
                                 "threads": args.threads or os.cpu_count(),
                                 "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
                                 "rows": rows}, indent=2))
