@@ -191,14 +191,32 @@ def test_undeclared_stream_and_event_errors(dev) -> None:
         ev.wait(other)
 
 
+def _held_fill(dev, stream: Stream, size: int) -> tuple[Buffer, Gate]:
+    """A new buffer that ``stream`` fills behind a closed gate."""
+    buf = Buffer(dev, size)
+    gate = Gate(dev)
+    gate.hold(stream)
+    with stream:
+        dev.run("fill_u32", buf, VALUE, N)
+    return buf, gate
+
+
+def _collected(ref) -> bool:
+    """Whether ``ref``'s object goes within 10 s of collections (a stream thread may still
+    be finishing the bookkeeping of its last submission)."""
+    import gc
+
+    deadline = time.monotonic() + 10
+    while ref() is not None and time.monotonic() < deadline:
+        gc.collect()
+        time.sleep(0.01)
+    return ref() is None
+
+
 def test_pool_reuse_waits_for_other_streams(dev) -> None:
     a, b = Stream(dev), Stream(dev)
     size = N * 4 + 4096 * 11  # a size no other test pools
-    buf = Buffer(dev, size)
-    gate = Gate(dev)
-    gate.hold(a)
-    with a:
-        dev.run("fill_u32", buf, VALUE, N)
+    buf, gate = _held_fill(dev, a, size)
     mem = buf.allocation.root.raw
     buf.free()  # the held kernel on `a` still has to write it
     with b:
@@ -216,27 +234,19 @@ def test_pool_reuse_waits_for_other_streams(dev) -> None:
 def test_a_pooled_buffer_does_not_keep_a_finished_stream_alive(dev) -> None:
     """A buffer freed into the pool while a stream was busy remembers that stream's point; it
     used to hold the stream's lane (and semaphore) for as long as the buffer stayed pooled."""
-    import gc
     import weakref
 
     a = Stream(dev)
     size = N * 4 + 4096 * 13  # a size no other test pools
-    buf = Buffer(dev, size)
-    gate = Gate(dev)
-    gate.hold(a)
-    with a:
-        dev.run("fill_u32", buf, VALUE, N)
-    lane = weakref.ref(a.lane)
+    buf, gate = _held_fill(dev, a, size)
+    mem, lane = buf.allocation.root.raw, weakref.ref(a.lane)
     buf.free()  # pooled while `a` still has to write it: the pool remembers a's point
     gate.open()
     a.synchronize()
     del a
-    deadline = time.monotonic() + 10
-    while lane() is not None and time.monotonic() < deadline:
-        gc.collect()
-        time.sleep(0.01)
-    assert lane() is None
-    again = Buffer(dev, size)  # the pooled buffer, its point reached
+    assert _collected(lane)
+    again = Buffer(dev, size)
+    assert again.allocation.root.raw is mem  # the pooled buffer, its point reached
     dev.run("fill_u32", again, 3, N)
     assert np.all(again.numpy(np.uint32)[:N] == 3)
 
@@ -263,12 +273,8 @@ def test_a_pending_wait_keeps_the_waited_stream_alive(dev) -> None:
     assert np.all(out.numpy(np.uint32) == VALUE)
     # Once the wait was submitted nothing keeps the lane, the consumer's idle thread included
     # (it used to hold its last submission, waits and all, until the next one). That thread
-    # finishes the submission's bookkeeping after the semaphore is signalled: allow it 10 s.
-    deadline = time.monotonic() + 10
-    while lane() is not None and time.monotonic() < deadline:
-        gc.collect()
-        time.sleep(0.01)
-    assert lane() is None
+    # finishes the submission's bookkeeping after the semaphore is signalled.
+    assert _collected(lane)
     assert consumer.query()
 
 
