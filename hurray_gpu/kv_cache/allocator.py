@@ -248,40 +248,48 @@ class PageAllocator:
     def _build_plan(self, work: list[tuple[int, SeqState, int, list[int], int]],
                     counts: Sequence[int], layer: int, fresh: list[int], take: int,
                     evict: list[int]) -> AppendPlan:
-        ps, cursor = self.page_size, iter(fresh)
+        ps, at = self.page_size, 0  # fresh[at] is the next page to hand out
         plan = AppendPlan(np.zeros(0, np.int64), [], {}, {}, take, evict, {}, layer)
         flat: list[int] = []  # the pages each sequence writes, back to back
-        base, starts = [], []
+        # Per sequence: rows of its pages in `flat` skipped before its first token (the rest
+        # of the previous sequence's last page, then the head of its own first page).
+        skip: list[int] = []
+        skipped = 0
         for (seq_id, state, start, shared, grow), count in zip(work, counts, strict=True):
             table = state.pages
             if shared or grow:
                 table = list(table)
                 replaced = {}
                 for j in shared:
-                    new = next(cursor)
+                    new = fresh[at]
+                    at += 1
                     plan.cow.append((table[j], new))
                     # Only the rows this sequence holds (in any layer) need copying.
                     plan.cow_rows.append(min(ps, max(0, state.length - j * ps)))
                     replaced[j] = table[j] = new
-                added = [next(cursor) for _ in range(grow)]
+                added = fresh[at:at + grow]  # one slice: a long prefill adds thousands
+                at += grow
                 table += added
                 plan.new_pages[seq_id], plan.replaced[seq_id] = added, replaced
-            first = start // ps
-            base.append(len(flat) - first)
-            starts.append(start)
             if count:
-                flat.extend(table[first:(start + count - 1) // ps + 1])
+                first, last = start // ps, (start + count - 1) // ps
+                flat.extend(table[first:last + 1])
+                skipped += start - first * ps
+                skip.append(skipped)
+                skipped += (last + 1) * ps - start - count
+            else:
+                skip.append(skipped)
             plan.counts[seq_id] = count
         per_seq = np.asarray(counts, dtype=np.int64)
         total = int(per_seq.sum())
         if total:
-            # Token k of sequence i sits at position starts[i] + k: its page is
-            # flat[base[i] + position // ps].
-            pos = np.arange(total, dtype=np.int64) + np.repeat(
-                np.asarray(starts, dtype=np.int64) - (np.cumsum(per_seq) - per_seq), per_seq)
-            page = np.asarray(flat, dtype=np.int64)[
-                np.repeat(np.asarray(base, dtype=np.int64), per_seq) + pos // ps]
-            plan.slots = page * ps + pos % ps
+            # Every row of the written pages, back to back, then the rows the tokens take:
+            # token k of sequence i is row k + skip[i] of them (a few passes over the
+            # tokens, not one per index term: this dominated a long prefill's planning).
+            rows = (np.asarray(flat, dtype=np.int64)[:, None] * ps
+                    + np.arange(ps, dtype=np.int64)).ravel()
+            plan.slots = rows[np.arange(total, dtype=np.int64)
+                              + np.repeat(np.asarray(skip, dtype=np.int64), per_seq)]
         return plan
 
     def commit_append(self, plan: AppendPlan) -> None:
@@ -344,9 +352,10 @@ class PageAllocator:
                 self.refcount[new] = 1
                 self._decref(state.pages[j])
                 state.pages[j] = new
+            rc = self.refcount
             for new in added:
-                self.refcount[new] = 1
-                state.pages.append(new)
+                rc[new] = 1
+            state.pages += added
         layer = plan.layer
         for state, count in zip(plan.states, plan.key[1], strict=True):
             state.lens[layer] += count
