@@ -219,9 +219,8 @@ def iter_check(dialect: str, archs: Sequence[str] = (), names: Sequence[str] = (
 
 def check_dialect(dialect: str, archs: Sequence[str] = (),
                   names: Sequence[str] = (), jobs: int = 1) -> list[CheckResult]:
-    """Compile every (or each named) kernel's rendering for each arch: the built-in kernels,
-    then the kernels vyre's own programs lower to (named ``vyre.<program>``); ``jobs`` at
-    once (see :func:`iter_check`).
+    """Compile every (or each named) kernel's rendering for each arch, ``jobs`` at once: the
+    built-in kernels, then the kernels vyre's own programs lower to (``vyre.<program>``).
 
     Returns:
         One result per (kernel, arch).
