@@ -325,16 +325,18 @@ class PageAllocator:
         self._reusable = None
 
     def _plan_tables(self, plan: AppendPlan) -> None:
-        """Put a plan's copy-on-write replacements and new pages into its sequences' tables."""
-        for seq_id in plan.counts:
+        """Put a plan's copy-on-write replacements and new pages into its sequences' tables
+        (only sequences with either have entries: ``replaced`` and ``new_pages`` share keys)."""
+        rc = self.refcount
+        for seq_id, added in plan.new_pages.items():
             state = self.seqs[seq_id]
-            for j, new in plan.replaced.get(seq_id, {}).items():
-                self.refcount[new] = 1
+            for j, new in plan.replaced[seq_id].items():
+                rc[new] = 1
                 self._decref(state.pages[j])
                 state.pages[j] = new
-            for new in plan.new_pages.get(seq_id, ()):
-                self.refcount[new] = 1
-                state.pages.append(new)
+            for new in added:
+                rc[new] = 1
+            state.pages += added
 
     def extend(self, seq_id: int, layer: int, count: int) -> None:
         """``count`` more rows of ``seq_id`` in ``layer`` (pages :meth:`attach` gave it)."""
@@ -346,16 +348,7 @@ class PageAllocator:
 
     def _commit_tables(self, plan: AppendPlan) -> None:
         """Commit without a prefix cache: only sequences with new pages touch tables."""
-        for seq_id, added in plan.new_pages.items():
-            state = self.seqs[seq_id]
-            for j, new in plan.replaced[seq_id].items():
-                self.refcount[new] = 1
-                self._decref(state.pages[j])
-                state.pages[j] = new
-            rc = self.refcount
-            for new in added:
-                rc[new] = 1
-            state.pages += added
+        self._plan_tables(plan)
         layer = plan.layer
         for state, count in zip(plan.states, plan.key[1], strict=True):
             state.lens[layer] += count
